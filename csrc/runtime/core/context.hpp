@@ -1,0 +1,46 @@
+// The core a kernel is running on: its on-chip memories (real byte arrays of the platform's
+// sizes), its timing model and the current source location. ISA calls reach it through
+// current_core(); the launcher binds it around each kernel_entry call.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "pypto/abi.h"
+#include "simulator/core_model.hpp"
+#include "simulator/platform/platform.hpp"
+
+namespace pypto {
+
+struct CoreContext {
+  CoreContext(const Platform& platform, int64_t block_idx, int64_t block_num, bool record);
+
+  uint8_t* space_data(int mem) { return memory[mem].data(); }
+  int64_t capacity(int mem) const { return capacities[mem]; }
+
+  const Platform& platform;
+  std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
+  std::array<int64_t, PYPTO_NUM_MEM> capacities{};
+  CoreModel model;
+  const char* loc = "";
+  int64_t block_idx, block_num;
+};
+
+// The core of the running kernel; throws SimError(kInternal) when no kernel is running.
+CoreContext& current_core();
+
+// Binds `core` as current for the lifetime of the guard (restores the previous one).
+class CoreBinding {
+ public:
+  explicit CoreBinding(CoreContext* core);
+  ~CoreBinding();
+  CoreBinding(const CoreBinding&) = delete;
+  CoreBinding& operator=(const CoreBinding&) = delete;
+
+ private:
+  CoreContext* previous_;
+};
+
+const char* mem_name(int mem);
+
+}  // namespace pypto

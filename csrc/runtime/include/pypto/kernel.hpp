@@ -1,0 +1,156 @@
+// pypto kernel API — the only header a kernel translation unit includes.
+//
+// A kernel exports   extern "C" void kernel_entry(__gm__ int64_t* args)
+// where args holds one pointer to a pypto_tensor per tensor parameter (declaration order),
+// then one 64-bit slot per scalar parameter (integers as int64, floats as double bits).
+//
+// Tiles are typed views bound to an address in an on-chip space; every operation forwards
+// to the native ISA library, which checks operands, computes on simulated memory and
+// records the instruction on the core's pipe model. Style follows AscendC / PTO:
+//   using namespace pypto;
+//   VecTile<float, 64, 128> x(0);            // 64x128 fp32 at Vec offset 0
+//   TLOAD(x, a, row, 0);                      // GM -> Vec on MTE2
+//   set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);   // order the load before the compute
+//   wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+//   TEXP(x, x);                               // VECTOR pipe
+#pragma once
+#include <stdint.h>
+#include <string.h>
+
+#include "pypto/abi.h"
+
+#define __gm__
+#define __aicore__
+#define __global__
+
+// Tags the statements that follow with a source location shown in errors and traces.
+#define PYPTO_LOC(loc) ::pypto_set_loc(loc)
+
+namespace pypto {
+
+// ---- enums ----------------------------------------------------------------------------
+enum class Mem : int32_t { GM = PYPTO_GM, Vec = PYPTO_VEC, Mat = PYPTO_MAT, Left = PYPTO_LEFT,
+                           Right = PYPTO_RIGHT, Acc = PYPTO_ACC, Bias = PYPTO_BIAS };
+enum class DType : int32_t { FP32 = PYPTO_FP32, FP16 = PYPTO_FP16, BF16 = PYPTO_BF16,
+                             INT32 = PYPTO_INT32, INT8 = PYPTO_INT8, INT16 = PYPTO_INT16,
+                             INT64 = PYPTO_INT64, UINT8 = PYPTO_UINT8, BOOL = PYPTO_BOOL };
+enum class RoundMode : int32_t { RINT = PYPTO_ROUND_RINT, TRUNC = PYPTO_ROUND_TRUNC,
+                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL };
+enum Pipe : int32_t { PIPE_MTE2 = PYPTO_MTE2, PIPE_MTE1 = PYPTO_MTE1, PIPE_M = PYPTO_CUBE,
+                      PIPE_V = PYPTO_VECTOR, PIPE_FIX = PYPTO_FIXPIPE, PIPE_MTE3 = PYPTO_MTE3,
+                      PIPE_S = PYPTO_SCALAR, PIPE_ALL = PYPTO_PIPE_ALL };
+enum EventId : int32_t { EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5,
+                         EVENT_ID6, EVENT_ID7 };
+
+// 16-bit float storage types (bit patterns; arithmetic happens in the ISA library).
+struct half { uint16_t bits; };
+struct bfloat16 { uint16_t bits; };
+
+template <typename T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DType value = DType::FP32; };
+template <> struct dtype_of<half> { static constexpr DType value = DType::FP16; };
+template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::BF16; };
+template <> struct dtype_of<int32_t> { static constexpr DType value = DType::INT32; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = DType::INT8; };
+template <> struct dtype_of<int16_t> { static constexpr DType value = DType::INT16; };
+template <> struct dtype_of<int64_t> { static constexpr DType value = DType::INT64; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UINT8; };
+
+// ---- tiles and tensors ----------------------------------------------------------------
+struct Tile : pypto_tile {
+  Tile(Mem m, DType d, int32_t r, int32_t c, int64_t address, int32_t vr = -1, int32_t vc = -1)
+      : pypto_tile{static_cast<int32_t>(m), static_cast<int32_t>(d), address, r, c,
+                   vr < 0 ? r : vr, vc < 0 ? c : vc} {}
+  // The same storage seen at another address (ping-pong buffers, explicit slots).
+  Tile at(int64_t address) const { Tile t = *this; t.addr = address; return t; }
+  // The same storage with a smaller valid region (tails).
+  Tile valid(int32_t vr, int32_t vc) const { Tile t = *this; t.valid_rows = vr; t.valid_cols = vc; return t; }
+};
+
+template <Mem M, typename T, int R, int C>
+struct TileT : Tile {
+  explicit TileT(int64_t address = 0) : Tile(M, dtype_of<T>::value, R, C, address) {}
+  static constexpr int64_t kBytes = int64_t{R} * C * static_cast<int64_t>(sizeof(T));
+};
+template <typename T, int R, int C> using VecTile = TileT<Mem::Vec, T, R, C>;
+template <typename T, int R, int C> using MatTile = TileT<Mem::Mat, T, R, C>;
+
+struct Tensor {
+  const pypto_tensor* desc;
+  int64_t rows() const { return desc->ndim == 2 ? desc->shape[0] : 1; }
+  int64_t cols() const { return desc->shape[desc->ndim - 1]; }
+};
+
+inline Tensor arg_tensor(__gm__ int64_t* args, int i) {
+  return Tensor{reinterpret_cast<const pypto_tensor*>(static_cast<intptr_t>(args[i]))};
+}
+inline int64_t arg_i64(__gm__ int64_t* args, int i) { return args[i]; }
+inline double arg_f64(__gm__ int64_t* args, int i) {
+  double v;
+  memcpy(&v, &args[i], sizeof v);
+  return v;
+}
+
+// ---- data movement --------------------------------------------------------------------
+inline void TLOAD(const Tile& dst, Tensor src, int64_t row0, int64_t col0) {
+  pypto_tload(&dst, src.desc, row0, col0);
+}
+inline void TSTORE(Tensor dst, int64_t row0, int64_t col0, const Tile& src) {
+  pypto_tstore(dst.desc, row0, col0, &src, 0);
+}
+inline void TSTORE_ATOMIC_ADD(Tensor dst, int64_t row0, int64_t col0, const Tile& src) {
+  pypto_tstore(dst.desc, row0, col0, &src, 1);
+}
+inline void TMOV(const Tile& dst, const Tile& src) { pypto_tmov(&dst, &src); }
+
+// ---- vector ---------------------------------------------------------------------------
+#define PYPTO_BINARY(NAME, OP)                                                             \
+  inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbinary(OP, &d, &a, &b); } \
+  inline void NAME##S(const Tile& d, const Tile& a, double s) { pypto_tbinary_scalar(OP, &d, &a, s); }
+PYPTO_BINARY(TADD, PYPTO_ADD)
+PYPTO_BINARY(TSUB, PYPTO_SUB)
+PYPTO_BINARY(TMUL, PYPTO_MUL)
+PYPTO_BINARY(TDIV, PYPTO_DIV)
+PYPTO_BINARY(TMAX, PYPTO_MAX)
+PYPTO_BINARY(TMIN, PYPTO_MIN)
+#undef PYPTO_BINARY
+
+#define PYPTO_UNARY(NAME, OP) \
+  inline void NAME(const Tile& d, const Tile& a) { pypto_tunary(OP, &d, &a); }
+PYPTO_UNARY(TEXP, PYPTO_EXP)
+PYPTO_UNARY(TLOG, PYPTO_LOG)
+PYPTO_UNARY(TSQRT, PYPTO_SQRT)
+PYPTO_UNARY(TRECIP, PYPTO_RECIP)
+PYPTO_UNARY(TRELU, PYPTO_RELU)
+PYPTO_UNARY(TNEG, PYPTO_NEG)
+PYPTO_UNARY(TABS, PYPTO_ABS)
+#undef PYPTO_UNARY
+
+inline void TEXPANDS(const Tile& d, double value) { pypto_texpands(&d, value); }
+inline void TCVT(const Tile& d, const Tile& s, RoundMode m = RoundMode::RINT) {
+  pypto_tcvt(&d, &s, static_cast<int32_t>(m));
+}
+
+inline void TROWSUM(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RSUM, &d, &s, &tmp); }
+inline void TROWMAX(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RMAX, &d, &s, &tmp); }
+inline void TROWMIN(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RMIN, &d, &s, &tmp); }
+
+#define PYPTO_EXPAND(SUFFIX, OP)                                                                  \
+  inline void TROWEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { pypto_trowexpand(OP, &d, &a, &v); } \
+  inline void TCOLEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { pypto_tcolexpand(OP, &d, &a, &v); }
+PYPTO_EXPAND(ADD, PYPTO_ADD)
+PYPTO_EXPAND(SUB, PYPTO_SUB)
+PYPTO_EXPAND(MUL, PYPTO_MUL)
+PYPTO_EXPAND(DIV, PYPTO_DIV)
+PYPTO_EXPAND(MAX, PYPTO_MAX)
+PYPTO_EXPAND(MIN, PYPTO_MIN)
+#undef PYPTO_EXPAND
+
+// ---- synchronisation and launch -------------------------------------------------------
+inline void set_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_set_flag(src, dst, event_id); }
+inline void wait_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_wait_flag(src, dst, event_id); }
+inline void pipe_barrier(Pipe pipe) { pypto_pipe_barrier(pipe); }
+inline int64_t get_block_idx() { return pypto_block_idx(); }
+inline int64_t get_block_num() { return pypto_block_num(); }
+
+}  // namespace pypto

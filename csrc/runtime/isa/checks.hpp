@@ -1,0 +1,53 @@
+// Operand checks shared by every ISA op. Each failure throws a SimError that names the
+// instruction, the operand, the numbers involved and the kernel source line.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "pypto/abi.h"
+#include "runtime/core/context.hpp"
+#include "simulator/errors.hpp"
+#include "simulator/hazard.hpp"
+
+namespace pypto::isa {
+
+// A checked tile: where its bytes are and how they are laid out.
+struct TileView {
+  uint8_t* data;   // first element of the tile in simulated memory
+  int64_t esize;   // bytes per element
+  int64_t rows, cols, valid_rows, valid_cols;
+  int dtype, mem;
+  int64_t addr;
+
+  uint8_t* row(int64_t r) const { return data + r * cols * esize; }
+  bool full_rows() const { return valid_cols == cols; }
+  int64_t valid_elems() const { return valid_rows * valid_cols; }
+  int64_t valid_bytes() const { return valid_elems() * esize; }
+  Access access(bool write) const;
+};
+
+// A checked GM window of a tensor's last two dims.
+struct GmWindow {
+  uint8_t* data;  // first element of the window
+  int64_t rows, row_bytes, stride_bytes;
+  Access access(bool write) const;
+};
+
+[[noreturn]] void fail(ErrorKind kind, const char* op, const std::string& message);
+
+// Bit mask of allowed memory spaces, e.g. mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT).
+constexpr unsigned mem_bit(int mem) { return 1u << mem; }
+
+TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces);
+GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
+                      const char* op);
+void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what);
+void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
+                            const char* what);
+std::string shape_text(int64_t rows, int64_t cols);
+
+// Issues an op instruction on the current core's timing model.
+void issue_op(int pipe, uint64_t cost, const char* name, const AccessList& accesses,
+              uint64_t bytes, int64_t addr);
+
+}  // namespace pypto::isa

@@ -1,0 +1,128 @@
+// Element types: sizes, names, and the fp16 / bf16 <-> fp32 conversions the vector unit uses.
+//
+// The conversions are plain bit manipulation on uint32 with selects instead of branches, so a
+// loop over them auto-vectorises (GCC turns each `?:` into a blend). All narrowing conversions
+// round to nearest, ties to even (RNE); NaN stays NaN (quieted), overflow gives inf, and fp16
+// subnormals are produced and consumed exactly.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <pypto/abi.h>
+
+namespace pypto {
+
+inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+inline float f32_from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// fp16 -> fp32, exact.
+inline float f16_to_f32(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    uint32_t ah = h & 0x7fffu;
+    // Normal: move the fields into place and rebias the exponent from 15 to 127.
+    uint32_t norm = (ah << 13) + (112u << 23);
+    // Inf/NaN: keep the payload (so a quiet NaN stays quiet), force the exponent to all ones.
+    uint32_t infnan = (ah << 13) | 0x7f800000u;
+    // Zero/subnormal: mantissa * 2^-24 is exact in fp32 and lets the FPU normalise it.
+    uint32_t sub = f32_bits(float(int32_t(ah)) * 0x1p-24f);
+    uint32_t r = ah < 0x0400u ? sub : norm;
+    r = ah >= 0x7c00u ? infnan : r;
+    return f32_from_bits(r | sign);
+}
+
+// fp32 -> fp16, RNE. |x| >= 65520 gives inf; NaN gives a quiet NaN with the top payload bits.
+inline uint16_t f32_to_f16(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    // Normal: adding 0xfff plus the lowest kept bit rounds the 13 dropped bits to nearest-even;
+    // a carry out of the mantissa bumps the exponent, which is exactly what rounding wants.
+    // (For subnormal inputs this wraps, but that lane is replaced below.)
+    uint32_t norm = (ax + 0x0fffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13;
+    norm = norm < 0x7c00u ? norm : 0x7c00u;
+    // Subnormal (|x| < 2^-14): in x + 0.5 the float's last bit weighs 2^-24, the fp16 subnormal
+    // step, so the FPU's own RNE does the rounding; rounding up to 2^-14 yields 0x400 (correct).
+    uint32_t sub = f32_bits(f32_from_bits(ax) + 0.5f) - 0x3f000000u;
+    uint32_t nan = 0x7e00u | ((ax >> 13) & 0x03ffu);
+    uint32_t r = ax < 0x38800000u ? sub : norm;
+    r = ax > 0x7f800000u ? nan : r;
+    return uint16_t(r | sign);
+}
+
+// bf16 -> fp32, exact: bf16 is the top half of an fp32.
+inline float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
+
+// fp32 -> bf16, RNE. bf16 shares fp32's exponent, so subnormals and overflow fall out of the
+// integer rounding; NaN gets the quiet bit so a payload living only in the low half survives.
+inline uint16_t f32_to_bf16(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    uint32_t nan = (x >> 16) | 0x0040u;
+    return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+// double -> fp32 with round-to-odd: an inexact result is the odd neighbour. Rounding that value
+// again (RNE) to a format with <= 22 significant bits equals rounding the double directly, so
+// double -> fp16/bf16 through it has no double-rounding error.
+inline float f64_to_f32_odd(double d) {
+    float f = float(d);
+    uint32_t b = f32_bits(f);
+    bool fixable = (b & 0x7f800000u) != 0x7f800000u;  // finite result (also excludes NaN)
+    bool inexact = double(f) != d;
+    uint32_t toward = (d < 0 ? -d : d) > double(f < 0 ? -f : f) ? b + 1 : b - 1;
+    return f32_from_bits(fixable && inexact && (b & 1u) == 0 ? toward : b);
+}
+
+// int64 -> fp32 with round-to-odd (see above): truncate to 24 significant bits and OR a sticky
+// bit for whatever was dropped; the 24-bit integer times 2^shift is then exact.
+inline float i64_to_f32_odd(int64_t v) {
+    uint64_t u = v < 0 ? 0 - uint64_t(v) : uint64_t(v);
+    int len = u ? 64 - __builtin_clzll(u) : 0;
+    int s = len > 24 ? len - 24 : 0;
+    uint64_t t = (u >> s) | ((u & ((uint64_t(1) << s) - 1)) != 0 ? 1u : 0u);
+    float f = float(t) * f32_from_bits(uint32_t(127 + s) << 23);
+    return v < 0 ? -f : f;
+}
+
+// Correctly rounded (RNE) double -> fp16 / bf16, for scalars (fill values, scalar operands).
+inline uint16_t f64_to_f16(double d) { return f32_to_f16(f64_to_f32_odd(d)); }
+inline uint16_t f64_to_bf16(double d) { return f32_to_bf16(f64_to_f32_odd(d)); }
+
+// Bytes per element; 0 for an unknown dtype.
+inline size_t dtype_size(int dtype) {
+    switch (dtype) {
+        case PYPTO_FP32: case PYPTO_INT32: return 4;
+        case PYPTO_FP16: case PYPTO_BF16: case PYPTO_INT16: return 2;
+        case PYPTO_INT8: case PYPTO_UINT8: case PYPTO_BOOL: return 1;
+        case PYPTO_INT64: return 8;
+        default: return 0;
+    }
+}
+
+// Short name as the Python side spells it; "unknown" for an unknown dtype.
+inline const char* dtype_name(int dtype) {
+    switch (dtype) {
+        case PYPTO_FP32: return "fp32";
+        case PYPTO_FP16: return "fp16";
+        case PYPTO_BF16: return "bf16";
+        case PYPTO_INT32: return "int32";
+        case PYPTO_INT8: return "int8";
+        case PYPTO_INT16: return "int16";
+        case PYPTO_INT64: return "int64";
+        case PYPTO_UINT8: return "uint8";
+        case PYPTO_BOOL: return "bool";
+        default: return "unknown";
+    }
+}
+
+}  // namespace pypto

@@ -1,0 +1,84 @@
+// TLOAD / TSTORE / TMOV: data movement between GM and on-chip spaces.
+#include <cstring>
+
+#include "runtime/isa/checks.hpp"
+#include "runtime/isa/dtype.hpp"
+#include "runtime/isa/vec_math.hpp"
+#include "simulator/cost_model.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch,
+               int64_t rows, int64_t row_bytes) {
+  if (dst_pitch == row_bytes && src_pitch == row_bytes) {
+    std::memmove(dst, src, static_cast<size_t>(rows * row_bytes));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memmove(dst + r * dst_pitch, src + r * src_pitch, static_cast<size_t>(row_bytes));
+  }
+}
+
+bool atomic_dtype(int dtype) {
+  return dtype == PYPTO_FP32 || dtype == PYPTO_FP16 || dtype == PYPTO_BF16 || dtype == PYPTO_INT32;
+}
+
+}  // namespace
+
+extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int64_t row0,
+                            int64_t col0) {
+  const char* op = "TLOAD";
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
+  GmWindow w = check_window(src, row0, col0, d, op);
+  copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes);
+  const Platform& p = current_core().platform;
+  double bw = d.mem == PYPTO_VEC ? p.bw_gm_to_ub : p.bw_gm_to_l1;
+  AccessList acc;
+  acc.add(w.access(false));
+  acc.add(d.access(true));
+  issue_op(PYPTO_MTE2, cost::gm_transfer(p, bw, w.rows, w.row_bytes), op, acc,
+           static_cast<uint64_t>(w.rows * w.row_bytes), d.addr);
+}
+
+extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0,
+                             const pypto_tile* src, int32_t atomic_add) {
+  const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
+  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
+  GmWindow w = check_window(dst, row0, col0, s, op);
+  if (atomic_add && !atomic_dtype(s.dtype)) {
+    fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    uint8_t* out = w.data + r * w.stride_bytes;
+    if (atomic_add) {
+      vm::accumulate(s.dtype, out, s.row(r), static_cast<size_t>(s.valid_cols));
+    } else {
+      std::memcpy(out, s.row(r), static_cast<size_t>(w.row_bytes));
+    }
+  }
+  const Platform& p = current_core().platform;
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(w.access(true));
+  issue_op(PYPTO_MTE3, cost::gm_transfer(p, p.bw_ub_to_gm, w.rows, w.row_bytes), op, acc,
+           static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
+}
+
+extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
+  const char* op = "TMOV";
+  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  check_same_dtype(d, s, op, "dst and src");
+  check_same_valid_shape(d, s, op, "dst and src");
+  copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
+            s.valid_cols * s.esize);
+  const Platform& p = current_core().platform;
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(d.access(true));
+  issue_op(PYPTO_VECTOR, cost::vector(p, p.vec_unary, s.valid_bytes()), op, acc,
+           static_cast<uint64_t>(s.valid_bytes()), d.addr);
+}

@@ -1,0 +1,56 @@
+// Numerics of the vector unit: element-wise kernels over contiguous spans of n elements.
+//
+// The ISA layer checks operands (spaces, shapes, dtypes) and then calls these on the valid
+// region row by row. They never allocate and never touch the core model. Contract:
+//   * dtype / op values are the pypto_dtype / pypto_*_op enums of <pypto/abi.h>.
+//   * dst may alias an input exactly (same pointer); partial overlap is not supported.
+//   * A call with an unsupported (op, dtype) throws std::invalid_argument; the ISA layer is
+//     expected to have asked *_supported first.
+//   * fp32 computes in fp32 (not double), so results track numpy float32. fp16/bf16 are widened
+//     to fp32, computed, and rounded back RNE (for + - * / sqrt this equals a correctly rounded
+//     fp16/bf16 op, as fp32 has more than 2p+2 bits). Float max/min propagate NaN like
+//     np.maximum/np.minimum (and like them return b when a == b, so max(-0, +0) = +0).
+//   * int32 arithmetic wraps (two's complement); int32 division truncates toward zero, x / 0 is
+//     defined as 0 and INT32_MIN / -1 wraps to INT32_MIN.
+//   * exp/log are our own branch-free fp32 implementations (<= 2 ulp); which of them uses FMA
+//     depends on the CPU's clone (AVX-512 contracts, baseline x86 does not), so their last bit
+//     may differ between machines. Every other op is exactly rounded and machine-independent.
+#pragma once
+#include <cstddef>
+
+namespace pypto::vm {
+
+// Which combinations the kernels implement. Binary: add/sub/mul/div/max/min on fp32, fp16,
+// bf16, int32. Unary: everything on the three float types; relu/neg/abs on int32; copy on any.
+bool binary_supported(int op, int dtype);
+bool unary_supported(int op, int dtype);
+
+// dst = a op b.
+void binary(int op, int dtype, void* dst, const void* a, const void* b, size_t n);
+// dst = a op s. s is first rounded to dtype (RNE for floats; for int32 truncated toward zero,
+// saturated, NaN -> 0), as the scalar register of the device holds a value of that type.
+void binary_scalar(int op, int dtype, void* dst, const void* a, double s, size_t n);
+// dst = op(a). recip is 1/x correctly rounded; relu(x) = max(x, 0) (NaN stays NaN).
+void unary(int op, int dtype, void* dst, const void* a, size_t n);
+// dst[i] = v converted to dtype as binary_scalar converts s (any dtype; bool: v != 0).
+void fill(int dtype, void* dst, double v, size_t n);
+
+// dst = src converted, for any pair of dtypes. Float -> float: RNE (NaN stays NaN, overflow ->
+// inf). Float -> int: round with round_mode (pypto_round_mode), then saturate to the target
+// range; NaN -> 0. Int -> float: RNE. Int -> int: wrap (keep the low bits, like numpy astype).
+// Anything -> bool: x != 0 (NaN -> true). dst must not overlap src unless it is the same
+// pointer and the two dtypes have the same size.
+void convert(int dst_dtype, void* dst, int src_dtype, const void* src, size_t n, int round_mode);
+
+// Reduce one row (pypto_reduce_op) on fp32/fp16/bf16/int32, returned as double.
+//   Float sum is accumulated in fp32 in a fixed order, the same on every machine: the row is
+//   split in halves (at multiples of 64 elements) down to blocks of <= 2048; each block is
+//   summed in 64 interleaved lanes (lane j takes elements j, j+64, ...) and the lanes are
+//   combined by a pairwise tree. int32 sum wraps like int32 add. Max/min propagate NaN.
+//   n == 0 returns the identity: 0, -inf, +inf.
+double reduce(int op, int dtype, const void* a, size_t n);
+
+// dst += src (the atomic-add store). Same dtypes and numerics as binary(PYPTO_ADD, ...).
+void accumulate(int dtype, void* dst, const void* src, size_t n);
+
+}  // namespace pypto::vm

@@ -1,0 +1,131 @@
+// Elementwise vector ops: TADD/TSUB/TMUL/TDIV/TMAX/TMIN, their scalar forms, unary math,
+// TEXPANDS and TCVT. All operands live in Vec; the work is done by vec_math on whole
+// tiles when rows are full, row by row otherwise.
+#include "runtime/isa/checks.hpp"
+#include "runtime/isa/dtype.hpp"
+#include "runtime/isa/vec_math.hpp"
+#include "simulator/cost_model.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+const char* const kBinaryNames[] = {"TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN"};
+const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"};
+
+const char* unary_name(int op) {
+  static const char* const names[] = {"TEXP", "TLOG", "TSQRT", "TRECIP", "TRELU", "TNEG", "TABS", "TCOPY"};
+  return names[op];
+}
+
+const VecCost& unary_cost(const Platform& p, int op) {
+  if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return p.vec_exp;
+  if (op == PYPTO_RECIP) return p.vec_div;
+  return p.vec_unary;
+}
+
+// Calls fn(dst_row, a_row, b_row, n) over the valid region: once when rows are full.
+template <typename Fn>
+void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
+  bool whole = d.full_rows() && (!a || a->full_rows()) && (!b || b->full_rows());
+  if (whole) {
+    fn(d.data, a ? a->data : nullptr, b ? b->data : nullptr, static_cast<size_t>(d.valid_elems()));
+    return;
+  }
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr, static_cast<size_t>(d.valid_cols));
+  }
+}
+
+void check_op(bool ok, const char* op, int dtype) {
+  if (!ok) fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
+}
+
+void issue_vector(const char* op, const VecCost& c, const TileView& d, const TileView* a,
+                  const TileView* b, int64_t bytes) {
+  AccessList acc;
+  if (a) acc.add(a->access(false));
+  if (b) acc.add(b->access(false));
+  acc.add(d.access(true));
+  issue_op(PYPTO_VECTOR, cost::vector(current_core().platform, c, bytes), op, acc,
+           static_cast<uint64_t>(bytes), d.addr);
+}
+
+}  // namespace
+
+extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
+                              const pypto_tile* b) {
+  if (opc < PYPTO_ADD || opc > PYPTO_MIN) fail(ErrorKind::kInternal, "TBINARY", "unknown op");
+  const char* op = kBinaryNames[opc];
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
+  check_same_dtype(x, y, op, "a and b");
+  check_same_dtype(d, x, op, "dst and a");
+  check_same_valid_shape(x, y, op, "a and b");
+  check_same_valid_shape(d, x, op, "dst and a");
+  check_op(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
+    vm::binary(opc, d.dtype, o, p, q, n);
+  });
+  const Platform& pl = current_core().platform;
+  issue_vector(op, opc == PYPTO_DIV ? pl.vec_div : pl.vec_binary, d, &x, &y, d.valid_bytes());
+}
+
+extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
+                                     double s) {
+  if (opc < PYPTO_ADD || opc > PYPTO_MIN) fail(ErrorKind::kInternal, "TBINARYS", "unknown op");
+  const char* op = kScalarNames[opc];
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  check_same_dtype(d, x, op, "dst and a");
+  check_same_valid_shape(d, x, op, "dst and a");
+  check_op(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+    vm::binary_scalar(opc, d.dtype, o, p, s, n);
+  });
+  const Platform& pl = current_core().platform;
+  issue_vector(op, opc == PYPTO_DIV ? pl.vec_div : pl.vec_unary, d, &x, nullptr, d.valid_bytes());
+}
+
+extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
+  if (opc < PYPTO_EXP || opc > PYPTO_COPY) fail(ErrorKind::kInternal, "TUNARY", "unknown op");
+  const char* op = unary_name(opc);
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  check_same_dtype(d, x, op, "dst and a");
+  check_same_valid_shape(d, x, op, "dst and a");
+  check_op(vm::unary_supported(opc, d.dtype), op, d.dtype);
+  for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+    vm::unary(opc, d.dtype, o, p, n);
+  });
+  issue_vector(op, unary_cost(current_core().platform, opc), d, &x, nullptr, d.valid_bytes());
+}
+
+extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
+  const char* op = "TEXPANDS";
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
+    vm::fill(d.dtype, o, value, n);
+  });
+  issue_vector(op, current_core().platform.vec_unary, d, nullptr, nullptr, d.valid_bytes());
+}
+
+extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
+  const char* op = "TCVT";
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
+  check_same_valid_shape(d, s, op, "dst and src");
+  if (accesses_overlap(d.access(true), s.access(false)) && (d.data != s.data || d.esize != s.esize)) {
+    fail(ErrorKind::kMemorySpace, op, "dst and src overlap partially; convert into a separate tile");
+  }
+  if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_CEIL) {
+    fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));
+  }
+  for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+    vm::convert(d.dtype, o, s.dtype, p, n, round_mode);
+  });
+  int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
+  issue_vector(op, current_core().platform.vec_cvt, d, &s, nullptr, bytes);
+}

@@ -1,0 +1,157 @@
+#include "simulator/core_model.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "simulator/errors.hpp"
+
+namespace pypto {
+
+const char* pipe_name(int pipe) {
+  static const char* names[] = {"MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR",
+                                "?",    "ALL"};
+  return (pipe >= 0 && pipe <= 8) ? names[pipe] : "?";
+}
+
+namespace {
+
+std::string where(const char* name, uint32_t index, const char* loc) {
+  return std::string(name) + " #" + std::to_string(index) + (loc[0] ? std::string(" at ") + loc : "");
+}
+
+std::string flag_text(const Instr& in) {
+  return std::string("(") + pipe_name(in.flag_src) + " -> " + pipe_name(in.flag_dst) +
+         ", event " + std::to_string(in.flag_id) + ")";
+}
+
+}  // namespace
+
+CoreModel::CoreModel(const Platform& platform, bool record)
+    : platform_(platform), record_(record) {}
+
+CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
+  return (src * 8 + dst) * 64 + id;
+}
+
+void CoreModel::check_flag(const Instr& in) const {
+  bool pipes_ok = in.flag_src >= 0 && in.flag_src < PYPTO_NUM_PIPES &&
+                  in.flag_dst >= 0 && in.flag_dst < PYPTO_NUM_PIPES &&
+                  in.flag_src != in.flag_dst;
+  if (!pipes_ok) {
+    throw SimError(ErrorKind::kFlag, std::string(in.name) + " " + flag_text(in) +
+                                         ": a flag joins two different pipes" +
+                                         (in.loc[0] ? std::string(" at ") + in.loc : ""));
+  }
+  if (in.flag_id < 0 || in.flag_id >= platform_.event_ids) {
+    throw SimError(ErrorKind::kFlag, std::string(in.name) + " " + flag_text(in) +
+                                         ": event id out of range [0, " +
+                                         std::to_string(platform_.event_ids) + ") on " +
+                                         platform_.name +
+                                         (in.loc[0] ? std::string(" at ") + in.loc : ""));
+  }
+}
+
+void CoreModel::issue(Instr instr) {
+  if (instr.kind == InstrKind::kSetFlag || instr.kind == InstrKind::kWaitFlag) check_flag(instr);
+  uint64_t issue_cost = static_cast<uint64_t>(platform_.scalar_issue_cycles);
+  if (instr.kind == InstrKind::kBarrier && instr.pipe == PYPTO_PIPE_ALL) {
+    for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
+      if (blocked_[p].active) {
+        const Pending& w = blocked_[p].wait;
+        throw SimError(ErrorKind::kDeadlock,
+                       "deadlock: pipe_barrier(PIPE_ALL) #" + std::to_string(next_index_) +
+                           " waits for " + pipe_name(p) + ", which is blocked forever on " +
+                           where(w.instr.name, w.index, w.instr.loc) + " " + flag_text(w.instr) +
+                           " (no matching set_flag was issued before the barrier)");
+      }
+    }
+    uint64_t drained = issue_time_;
+    for (uint64_t t : pipe_free_) drained = std::max(drained, t);
+    issue_time_ = drained;
+    instr.pipe = PYPTO_SCALAR;
+  }
+  issue_time_ += issue_cost;
+  stats_.pipe_busy[PYPTO_SCALAR] += issue_cost;
+  ++stats_.instructions;
+  Pending p{next_index_++, issue_time_, std::move(instr)};
+  Blocked& b = blocked_[p.instr.pipe];
+  if (b.active) {
+    b.queued.push_back(std::move(p));
+    return;
+  }
+  schedule(p);
+}
+
+void CoreModel::schedule(const Pending& p) {
+  const Instr& in = p.instr;
+  uint64_t start = std::max(p.issue, pipe_free_[in.pipe]);
+  if (in.kind == InstrKind::kWaitFlag) {
+    auto& q = fired_[flag_key(in.flag_src, in.flag_dst, in.flag_id)];
+    if (q.empty()) {  // the set comes later in program order: block this pipe until then
+      blocked_[in.pipe].active = true;
+      blocked_[in.pipe].wait = p;
+      return;
+    }
+    start = std::max(start, q.front());
+    q.pop_front();
+  }
+  uint64_t end = start + in.cost;
+  pipe_free_[in.pipe] = end;
+  stats_.pipe_busy[in.pipe] += in.cost;
+  stats_.total_cycles = std::max(stats_.total_cycles, end);
+  if (in.accesses.size > 0) {
+    hazards_.check_and_add({p.index, in.pipe, in.name, in.loc, start, end}, in.accesses,
+                           issue_time_);
+  }
+  record(p, start, end);
+  if (in.kind == InstrKind::kSetFlag) {
+    FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
+    fired_[key].push_back(end);
+    unblock_waiters(key);
+  }
+}
+
+void CoreModel::unblock_waiters(FlagKey key) {
+  for (int pipe = 0; pipe < PYPTO_NUM_PIPES; ++pipe) {
+    Blocked& b = blocked_[pipe];
+    if (!b.active) continue;
+    const Instr& w = b.wait.instr;
+    if (flag_key(w.flag_src, w.flag_dst, w.flag_id) != key) continue;
+    b.active = false;
+    std::deque<Pending> queued;
+    queued.swap(b.queued);
+    schedule(b.wait);
+    while (!queued.empty()) {  // replay in order; a later wait may block the pipe again
+      Pending next = std::move(queued.front());
+      queued.pop_front();
+      if (blocked_[pipe].active) {
+        blocked_[pipe].queued.push_back(std::move(next));
+      } else {
+        schedule(next);
+      }
+    }
+    return;
+  }
+}
+
+void CoreModel::record(const Pending& p, uint64_t start, uint64_t end) {
+  if (!record_) return;
+  const Instr& in = p.instr;
+  records_.push_back({p.index, in.kind, in.pipe, in.name, in.loc, p.issue, start, end,
+                      in.flag_src, in.flag_dst, in.flag_id, in.bytes, in.addr});
+}
+
+void CoreModel::finish() {
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
+    if (!blocked_[p].active) continue;
+    const Pending& w = blocked_[p].wait;
+    throw SimError(ErrorKind::kDeadlock,
+                   "deadlock: " + where(w.instr.name, w.index, w.instr.loc) + " " +
+                       flag_text(w.instr) + " is never satisfied: no matching set_flag was issued; " +
+                       std::to_string(blocked_[p].queued.size()) + " later " + pipe_name(p) +
+                       " instruction(s) never ran");
+  }
+  stats_.total_cycles = std::max(stats_.total_cycles, issue_time_);
+}
+
+}  // namespace pypto

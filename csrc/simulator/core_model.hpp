@@ -1,0 +1,103 @@
+// The timing model of one AI core: in-order scalar issue into per-pipe in-order queues.
+//
+// Contract: an instruction starts at max(issue time, its pipe free, the flag it waits on)
+// and ends `cost` cycles later. set_flag fires when its source pipe reaches it; wait_flag
+// blocks its destination pipe until then; a wait whose set has not been issued yet blocks
+// that pipe (later instructions on it queue behind) until the set is scheduled. A pipe still
+// blocked at the end, or at a PIPE_ALL barrier, is a deadlock. Pure event arithmetic: O(1)
+// per instruction plus the hazard scan over in-flight accesses.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "pypto/abi.h"
+#include "simulator/hazard.hpp"
+#include "simulator/platform/platform.hpp"
+
+namespace pypto {
+
+enum class InstrKind : uint8_t { kOp, kSetFlag, kWaitFlag, kBarrier };
+
+struct Instr {
+  InstrKind kind = InstrKind::kOp;
+  int pipe = 0;           // the pipe it runs on (dst pipe for wait, src pipe for set)
+  uint64_t cost = 1;      // cycles
+  const char* name = "";  // instruction name, static storage
+  const char* loc = "";   // kernel source location, static storage
+  int flag_src = 0, flag_dst = 0, flag_id = 0;  // set/wait only
+  uint64_t bytes = 0;                           // data moved or processed (for reports)
+  int64_t addr = -1;                            // first on-chip address touched, -1 if none
+  AccessList accesses;
+};
+
+struct InstrRecord {
+  uint32_t index;  // program order
+  InstrKind kind;
+  int pipe;
+  const char* name;
+  const char* loc;
+  uint64_t issue, start, end;
+  int flag_src, flag_dst, flag_id;
+  uint64_t bytes;
+  int64_t addr;
+};
+
+struct CoreStats {
+  uint64_t total_cycles = 0;
+  uint64_t instructions = 0;
+  std::array<uint64_t, 7> pipe_busy{};
+};
+
+class CoreModel {
+ public:
+  explicit CoreModel(const Platform& platform, bool record = false);
+
+  // Issues one instruction in program order and schedules it (or queues it behind a
+  // blocked wait). Throws SimError(kFlag) for an invalid flag, kDeadlock at a PIPE_ALL
+  // barrier while a pipe is blocked.
+  void issue(Instr instr);
+  // Ends the kernel: throws kDeadlock naming the wait if a pipe is still blocked.
+  void finish();
+
+  const CoreStats& stats() const { return stats_; }
+  const std::vector<InstrRecord>& records() const { return records_; }
+  const HazardChecker& hazards() const { return hazards_; }
+  uint64_t now() const { return issue_time_; }
+
+ private:
+  struct Pending {
+    uint32_t index;
+    uint64_t issue;
+    Instr instr;
+  };
+  struct Blocked {
+    bool active = false;
+    Pending wait;
+    std::deque<Pending> queued;
+  };
+  using FlagKey = int;
+
+  FlagKey flag_key(int src, int dst, int id) const;
+  void check_flag(const Instr& instr) const;
+  void schedule(const Pending& p);
+  void unblock_waiters(FlagKey key);
+  void record(const Pending& p, uint64_t start, uint64_t end);
+
+  const Platform& platform_;
+  bool record_;
+  uint64_t issue_time_ = 0;
+  uint32_t next_index_ = 0;
+  std::array<uint64_t, 7> pipe_free_{};
+  std::array<Blocked, 7> blocked_{};
+  std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
+  HazardChecker hazards_;
+  CoreStats stats_;
+  std::vector<InstrRecord> records_;
+};
+
+const char* pipe_name(int pipe);
+
+}  // namespace pypto

@@ -1,0 +1,32 @@
+#include "simulator/cost_model.hpp"
+
+#include <cmath>
+
+namespace pypto::cost {
+namespace {
+uint64_t cycles(double c) { return static_cast<uint64_t>(std::ceil(c - 1e-9)); }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+uint64_t gm_transfer(const Platform& p, double bandwidth, int64_t rows, int64_t row_bytes) {
+  double bursts = static_cast<double>(rows * ceil_div(row_bytes, p.gm_burst_bytes));
+  return cycles(p.transfer_setup_cycles + static_cast<double>(rows * row_bytes) / bandwidth +
+                bursts * p.gm_burst_overhead_cycles);
+}
+
+uint64_t local_transfer(const Platform& p, double bandwidth, int64_t bytes) {
+  return cycles(p.transfer_setup_cycles + static_cast<double>(bytes) / bandwidth);
+}
+
+uint64_t vector(const Platform& p, const VecCost& c, int64_t bytes) {
+  double repeats = static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
+  return cycles(c.base + c.per_repeat * repeats);
+}
+
+uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows) {
+  return vector(p, p.vec_reduce, bytes) + cycles(p.reduce_per_row_cycles * rows);
+}
+
+uint64_t sync(const Platform& p) { return cycles(p.sync_cycles); }
+
+}  // namespace pypto::cost

@@ -1,0 +1,20 @@
+// Per-instruction costs, each a formula over the platform table (see platform/*.cpp for the
+// numbers and their sources). Results are whole cycles, rounded up once per instruction.
+#pragma once
+#include <cstdint>
+
+#include "simulator/platform/platform.hpp"
+
+namespace pypto::cost {
+
+// GM <-> on-chip: setup + bytes / bandwidth + one burst overhead per started burst of a row.
+uint64_t gm_transfer(const Platform& p, double bandwidth, int64_t rows, int64_t row_bytes);
+// On-chip -> on-chip copy: setup + bytes / bandwidth.
+uint64_t local_transfer(const Platform& p, double bandwidth, int64_t bytes);
+// Vector instruction over `bytes` of its widest operand: base + per_repeat * repeats.
+uint64_t vector(const Platform& p, const VecCost& c, int64_t bytes);
+// Row reduction: a streaming pass plus a fold per row.
+uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows);
+uint64_t sync(const Platform& p);
+
+}  // namespace pypto::cost

@@ -1,0 +1,79 @@
+#include "simulator/hazard.hpp"
+
+#include <algorithm>
+
+#include "simulator/core_model.hpp"
+
+namespace pypto {
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+int64_t extent_end(const Access& a) { return a.base + (a.rows - 1) * a.stride + a.row_bytes; }
+
+bool contiguous(const Access& a) { return a.rows == 1 || a.stride == a.row_bytes; }
+
+// Does the byte interval [x, x + len) touch any row of `b`?
+bool interval_hits_rows(int64_t x, int64_t len, const Access& b) {
+  if (b.stride <= 0 || b.row_bytes >= b.stride) return x < extent_end(b) && x + len > b.base;
+  int64_t j_min = floor_div(x - b.row_bytes - b.base, b.stride) + 1;
+  int64_t j_max = -floor_div(-(x + len - b.base), b.stride) - 1;  // ceil(...) - 1
+  j_min = std::max<int64_t>(j_min, 0);
+  j_max = std::min<int64_t>(j_max, b.rows - 1);
+  return j_min <= j_max;
+}
+
+const char* conflict_kind(const Access& earlier, const Access& later) {
+  if (earlier.write && later.write) return "WAW";
+  if (earlier.write) return "RAW";
+  if (later.write) return "WAR";
+  return nullptr;
+}
+
+}  // namespace
+
+bool accesses_overlap(const Access& a, const Access& b) {
+  if (a.space != b.space || a.row_bytes <= 0 || b.row_bytes <= 0) return false;
+  if (extent_end(a) <= b.base || extent_end(b) <= a.base) return false;
+  if (contiguous(a) && contiguous(b)) return true;
+  const Access& few = a.rows <= b.rows ? a : b;
+  const Access& many = a.rows <= b.rows ? b : a;
+  for (int64_t r = 0; r < few.rows; ++r) {
+    if (interval_hits_rows(few.base + r * few.stride, few.row_bytes, many)) return true;
+  }
+  return false;
+}
+
+std::string Hazard::describe() const {
+  auto one = [](const InstrRef& r) {
+    return std::string(r.name) + " #" + std::to_string(r.index) + " on " + pipe_name(r.pipe) +
+           " [" + std::to_string(r.start) + ", " + std::to_string(r.end) + ")" +
+           (r.loc[0] ? std::string(" at ") + r.loc : std::string());
+  };
+  return std::string(kind) + " race: " + one(later) + " overlaps " + one(earlier) +
+         " with no sync between them";
+}
+
+void HazardChecker::scan(const InstrRef& ref, const Access& acc) {
+  for (int p = 0; p < 7; ++p) {
+    if (p == ref.pipe) continue;  // a pipe executes in order: no race with itself
+    const auto& q = live_[p];
+    for (auto it = q.rbegin(); it != q.rend() && it->ref.end > ref.start; ++it) {
+      const char* kind = conflict_kind(it->access, acc);
+      if (kind == nullptr || it->ref.index == ref.index) continue;
+      if (!accesses_overlap(it->access, acc)) continue;
+      ++count_;
+      if (found_.size() < kMaxKept) found_.push_back({kind, acc.space, it->ref, ref});
+    }
+  }
+}
+
+void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
+                                  uint64_t horizon) {
+  for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i]);
+  auto& q = live_[ref.pipe];
+  while (!q.empty() && (q.front().ref.end <= horizon || q.size() >= kMaxInFlight)) q.pop_front();
+  for (int i = 0; i < accesses.size; ++i) q.push_back({ref, accesses.items[i]});
+}
+
+}  // namespace pypto

@@ -1,0 +1,73 @@
+// Race detection on the simulated timeline.
+//
+// Every access an instruction makes (space, rows x row_bytes at a row stride) is kept while
+// it may still be in flight. A later instruction (program order) on another pipe that starts
+// before an earlier conflicting access ends (RAW, WAR or WAW on overlapping bytes) was not
+// ordered by any sync: that is a race, reported with both instructions.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace pypto {
+
+struct Access {
+  int space = 0;         // pypto_mem; GM accesses use host addresses
+  int64_t base = 0;      // first byte
+  int64_t rows = 1;      // number of rows
+  int64_t row_bytes = 0; // bytes per row
+  int64_t stride = 0;    // bytes between row starts (== row_bytes when contiguous)
+  bool write = false;
+};
+
+struct AccessList {
+  std::array<Access, 4> items;
+  int size = 0;
+  void add(const Access& a) { items[size++] = a; }
+};
+
+bool accesses_overlap(const Access& a, const Access& b);
+
+struct InstrRef {
+  uint32_t index = 0;
+  int pipe = 0;
+  const char* name = "";
+  const char* loc = "";
+  uint64_t start = 0, end = 0;
+};
+
+struct Hazard {
+  const char* kind;  // "RAW", "WAR", "WAW"
+  int space;
+  InstrRef earlier, later;
+  std::string describe() const;
+};
+
+class HazardChecker {
+ public:
+  static constexpr size_t kMaxKept = 16;     // hazards kept with full detail
+  static constexpr size_t kMaxInFlight = 4096;  // per pipe; bounds memory on runaway kernels
+
+  // Checks `accesses` of instruction `ref` against in-flight accesses of other pipes, then
+  // records them. `horizon`: no future instruction starts before it, so older accesses that
+  // ended by then are dropped.
+  void check_and_add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
+
+  const std::vector<Hazard>& found() const { return found_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  struct Live {
+    InstrRef ref;
+    Access access;
+  };
+  void scan(const InstrRef& ref, const Access& acc);
+
+  std::array<std::deque<Live>, 7> live_;
+  std::vector<Hazard> found_;
+  uint64_t count_ = 0;
+};
+
+}  // namespace pypto

@@ -1,0 +1,78 @@
+// Hardware numbers of one simulated platform. Defined once here and exposed read-only to
+// Python, so the planner's capacities and the simulator's costs can never disagree.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pypto {
+
+// Cost of one vector instruction class: cycles = base + per_repeat * repeats, where a repeat
+// processes `vector_repeat_bytes` of the widest operand.
+struct VecCost {
+  double per_repeat;
+  double base;
+};
+
+struct Platform {
+  std::string name;
+  std::string device;  // the device name this simulator stands for
+  double clock_hz;
+  int aic_cores, aiv_cores;
+  // Usable bytes per on-chip space (what tiles may occupy) and physical bytes.
+  int64_t ub_bytes, ub_physical_bytes, l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, bias_bytes;
+  int64_t alignment_bytes;
+  // GM transfers: a row is fetched as bursts of `gm_burst_bytes`; each burst costs a fixed
+  // overhead on top of its bytes / bandwidth.
+  int64_t gm_burst_bytes;
+  double gm_burst_overhead_cycles;
+  double transfer_setup_cycles;
+  double bw_gm_to_ub, bw_gm_to_l1, bw_ub_to_gm, bw_l1_to_l0a, bw_l1_to_l0b, bw_l0c_to_gm,
+      bw_ub_to_ub;
+  int64_t vector_repeat_bytes;
+  VecCost vec_binary, vec_unary, vec_exp, vec_div, vec_reduce, vec_cvt;
+  double reduce_per_row_cycles;
+  // Cube: mad = cube_base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16).
+  double cube_base_cycles;
+  double cube_cpr_16bit, cube_cpr_fp32;
+  double fixpipe_base_cycles, fixpipe_per_row_cycles;
+  double sync_cycles;          // set_flag / wait_flag / pipe_barrier
+  double scalar_issue_cycles;  // scalar unit cost to issue one instruction
+  int event_ids;               // event ids per (src, dst) pipe pair
+  double task_dispatch_cycles;
+  int64_t recommended_transfer_bytes;  // PH001 threshold
+};
+
+// Every numeric field once, for the Python view and overrides: X(name, member expression).
+#define PYPTO_PLATFORM_FIELDS(X)                                                             \
+  X(clock_hz, clock_hz) X(aic_cores, aic_cores) X(aiv_cores, aiv_cores)                     \
+  X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)        \
+  X(l0a_bytes, l0a_bytes) X(l0b_bytes, l0b_bytes) X(l0c_bytes, l0c_bytes)                    \
+  X(bias_bytes, bias_bytes) X(alignment_bytes, alignment_bytes)                              \
+  X(gm_burst_bytes, gm_burst_bytes) X(gm_burst_overhead_cycles, gm_burst_overhead_cycles)    \
+  X(transfer_setup_cycles, transfer_setup_cycles) X(bw_gm_to_ub, bw_gm_to_ub)                \
+  X(bw_gm_to_l1, bw_gm_to_l1) X(bw_ub_to_gm, bw_ub_to_gm) X(bw_l1_to_l0a, bw_l1_to_l0a)      \
+  X(bw_l1_to_l0b, bw_l1_to_l0b) X(bw_l0c_to_gm, bw_l0c_to_gm) X(bw_ub_to_ub, bw_ub_to_ub)    \
+  X(vector_repeat_bytes, vector_repeat_bytes)                                                \
+  X(vec_binary_per_repeat, vec_binary.per_repeat) X(vec_binary_base, vec_binary.base)        \
+  X(vec_unary_per_repeat, vec_unary.per_repeat) X(vec_unary_base, vec_unary.base)            \
+  X(vec_exp_per_repeat, vec_exp.per_repeat) X(vec_exp_base, vec_exp.base)                    \
+  X(vec_div_per_repeat, vec_div.per_repeat) X(vec_div_base, vec_div.base)                    \
+  X(vec_reduce_per_repeat, vec_reduce.per_repeat) X(vec_reduce_base, vec_reduce.base)        \
+  X(vec_cvt_per_repeat, vec_cvt.per_repeat) X(vec_cvt_base, vec_cvt.base)                    \
+  X(reduce_per_row_cycles, reduce_per_row_cycles) X(cube_base_cycles, cube_base_cycles)      \
+  X(cube_cpr_16bit, cube_cpr_16bit) X(cube_cpr_fp32, cube_cpr_fp32)                          \
+  X(fixpipe_base_cycles, fixpipe_base_cycles) X(fixpipe_per_row_cycles, fixpipe_per_row_cycles) \
+  X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                    \
+  X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                      \
+  X(recommended_transfer_bytes, recommended_transfer_bytes)
+
+// The names accepted by platform_by_name, simulator names first.
+const std::vector<std::string>& platform_names();
+// Throws SimError(kInvalidArgument) listing the valid names for an unknown name.
+const Platform& platform_by_name(const std::string& name);
+
+Platform make_a2a3sim();
+Platform make_a5sim();
+
+}  // namespace pypto

@@ -1,0 +1,123 @@
+"""Typed errors raised by pypto.
+
+Every user-facing failure is a :class:`PyptoError`. Errors that point at user source carry a
+``span`` (``file:line:col``) and show the offending line, so a kernel author sees *where*
+before *what*. The simulator's run-time errors (raised from C++) map onto the
+``SimulationError`` branch of this hierarchy in ``csrc/runtime/bind_errors.cpp``.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A position in user Python source (1-based line, 0-based column as ``ast`` reports)."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.file, self.line).rstrip("\n")
+
+
+class PyptoError(Exception):
+    """Base of every error pypto raises on purpose."""
+
+    def __init__(self, message: str, span: SourceSpan | None = None) -> None:
+        self.message = message
+        self.span = span
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.span is None:
+            return self.message
+        text = f"{self.message} at {self.span}"
+        line = self.span.source_line()
+        if line:
+            text += f"\n    {line.strip()}"
+        return text
+
+
+# --- compile time -------------------------------------------------------------------------
+class CompileError(PyptoError):
+    """The program is rejected before anything runs."""
+
+
+class KernelBuildError(CompileError):
+    """The host C++ compiler failed on a kernel; the message carries its diagnostics."""
+
+
+class TypeCheckError(CompileError):
+    """Operand types disagree: shapes, dtypes, memory spaces, or the kind of an argument."""
+
+
+class BoundsCheckError(CompileError):
+    """A statically known window (load/store/slice) reaches outside its tensor or tile."""
+
+
+class UnsupportedSyntaxError(CompileError):
+    """A Python construct that a kernel body cannot contain (while, try, lambda, ...)."""
+
+
+class UnknownNameError(CompileError):
+    """A name (``pl.<x>`` or a bare identifier) that the kernel cannot resolve."""
+
+
+class MisplacedOpError(CompileError):
+    """An op used where its kind of function does not allow it (e.g. outside ``pl.at``)."""
+
+
+class ArgumentMismatchError(CompileError):
+    """Call arguments do not fit the kernel signature (count, kind, shape or dtype)."""
+
+
+class OutsideKernelError(CompileError):
+    """A DSL marker (``pl.exp``, ``pl.range``, ...) was called as ordinary Python code."""
+
+
+class VerifyError(CompileError):
+    """The IR verifier rejected a program; the span names the offending node."""
+
+
+class KernelLoadError(PyptoError):
+    """A built kernel could not be loaded (missing ``kernel_entry``, bad shared object)."""
+
+
+# --- run time (raised by the native simulator) --------------------------------------------
+class SimulationError(PyptoError):
+    """A kernel did something the simulated core refuses; names the instruction."""
+
+
+class MemorySpaceError(SimulationError):
+    """A tile lies outside its on-chip memory space, or a route between spaces is illegal."""
+
+
+class OutOfBoundsError(SimulationError):
+    """A GM window reaches outside its tensor."""
+
+
+class ShapeMismatchError(SimulationError):
+    """Operand shapes do not agree."""
+
+
+class DTypeMismatchError(SimulationError):
+    """Operand dtypes do not agree, or a dtype is unsupported by the op."""
+
+
+class FlagError(SimulationError):
+    """A set_flag/wait_flag uses an invalid pipe pair or event id."""
+
+
+class DeadlockError(SimulationError):
+    """A wait_flag can never be satisfied; the simulator stops instead of hanging."""
+
+
+class HazardError(SimulationError):
+    """The hazard checker found a race: two accesses from different pipes overlap in time."""

@@ -1,0 +1,20 @@
+"""dtype codes shared with the native ABI (``pypto_dtype`` in ``include/pypto/abi.h``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# numpy dtype name -> ABI code; bfloat16 comes from ml_dtypes (or torch, viewed as int16).
+CODES: dict[str, int] = {
+    "float32": 0, "float16": 1, "bfloat16": 2, "int32": 3,
+    "int8": 4, "int16": 5, "int64": 6, "uint8": 7, "bool": 8,
+}
+NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
+
+
+def code_of(dtype: np.dtype) -> int:
+    """The ABI code of a numpy dtype; ``TypeError`` naming the supported ones otherwise."""
+    name = np.dtype(dtype).name
+    if name not in CODES:
+        raise TypeError(f"unsupported dtype {name}; supported: {', '.join(CODES)}")
+    return CODES[name]

@@ -1,0 +1,35 @@
+"""Shared fixtures: a private kernel cache per test session and builders for fixture kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+KERNELS = FIXTURES / "kernels"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_kernel_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Keeps test builds out of the user's ~/.cache/pypto (and starts them cold)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYPTO_CACHE_DIR", str(tmp_path_factory.mktemp("pypto-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def fixture_kernel():
+    """fixture_kernel("exp_double_buffer") -> path of the built .so of tests/fixtures/kernels/<name>.cpp."""
+    from pypto.runtime.build import KernelSource, build_kernel
+
+    built: dict[str, Path] = {}
+
+    def get(name: str, platform: str = "a2a3sim") -> Path:
+        if (name, platform) not in built:
+            src = KernelSource(name=name, path=KERNELS / f"{name}.cpp")
+            built[(name, platform)] = build_kernel(src, platform=platform)
+        return built[(name, platform)]
+
+    return get

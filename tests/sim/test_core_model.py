@@ -1,0 +1,160 @@
+"""Cycle-exact tests of the core model alone (stub instructions, no kernel).
+
+Each instruction issues one scalar cycle after the previous (scalar_issue_cycles = 1 on
+a2a3sim), so the n-th instruction (0-based) issues at cycle n + 1 and starts at
+max(issue, pipe free, awaited flag).
+"""
+
+import pytest
+
+from pypto import _native, platforms
+from pypto.errors import DeadlockError, FlagError
+
+MTE2, MTE1, CUBE, VECTOR, FIXPIPE, MTE3, SCALAR, ALL = 0, 1, 2, 3, 4, 5, 6, 8
+VEC = 1  # pypto_mem of the Vec space
+
+
+def model():
+    return _native.CoreModel(platforms.get("a2a3sim").to_native(), True)
+
+
+def spans(m):
+    return [(r["name"], r["pipe"], r["start"], r["end"]) for r in m.records]
+
+
+def test_issue_cost_is_one_cycle_per_instruction():
+    assert platforms.get("a2a3sim").scalar_issue_cycles == 1
+
+
+def test_first_instruction_starts_at_issue_not_before():
+    m = model()
+    m.op(MTE2, 100, "LOAD")
+    m.finish()
+    (rec,) = m.records
+    assert (rec["issue"], rec["start"], rec["end"]) == (1, 1, 101)
+    assert rec["start"] != 0 and rec["end"] != 100
+
+
+def test_same_pipe_serialises_other_pipe_overlaps():
+    m = model()
+    m.op(MTE2, 100, "A")
+    m.op(MTE2, 100, "B")
+    m.op(VECTOR, 50, "C")
+    m.finish()
+    assert spans(m) == [("A", "MTE2", 1, 101), ("B", "MTE2", 101, 201), ("C", "VECTOR", 3, 53)]
+    assert m.cycles == 201
+    assert m.pipe_busy[MTE2] == 200 and m.pipe_busy[VECTOR] == 50 and m.pipe_busy[SCALAR] == 3
+
+
+def test_wait_flag_holds_the_consumer_until_the_set_fires():
+    m = model()
+    m.op(MTE2, 100, "LOAD")
+    m.set_flag(MTE2, VECTOR, 0)
+    m.wait_flag(MTE2, VECTOR, 0)
+    m.op(VECTOR, 10, "EXP")
+    m.finish()
+    assert spans(m) == [
+        ("LOAD", "MTE2", 1, 101),
+        ("SET_FLAG", "MTE2", 101, 102),  # fires when MTE2 drains to it
+        ("WAIT_FLAG", "VECTOR", 102, 103),  # not 101: waits for the set to complete
+        ("EXP", "VECTOR", 103, 113),
+    ]
+
+
+def test_wait_issued_before_its_set_blocks_the_pipe_until_then():
+    m = model()
+    m.wait_flag(MTE2, VECTOR, 0)  # issue 1: nothing set yet, VECTOR blocks
+    m.op(VECTOR, 10, "EXP")  # issue 2: queued behind the wait
+    m.op(MTE2, 100, "LOAD")  # issue 3
+    m.set_flag(MTE2, VECTOR, 0)  # issue 4: [103, 104) releases the wait
+    m.finish()
+    by_name = {r["name"]: (r["start"], r["end"]) for r in m.records}
+    assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 104), "WAIT_FLAG": (104, 105),
+                       "EXP": (105, 115)}
+
+
+def test_flags_are_counted_per_event_id():
+    m = model()
+    m.op(MTE2, 100, "L0")
+    m.set_flag(MTE2, VECTOR, 0)
+    m.op(MTE2, 100, "L1")
+    m.set_flag(MTE2, VECTOR, 1)
+    m.wait_flag(MTE2, VECTOR, 1)  # id 1 fires after L1
+    m.finish()
+    wait = [r for r in m.records if r["name"] == "WAIT_FLAG"][0]
+    assert wait["start"] == 203  # L0 [1,101), set0 [101,102), L1 [102,202), set1 [202,203)
+
+
+def test_pipe_barrier_all_drains_every_pipe_before_issuing_more():
+    m = model()
+    m.op(MTE2, 100, "LOAD")
+    m.barrier(ALL)  # scalar waits for MTE2 (101), then issues at 102
+    m.op(VECTOR, 10, "EXP")
+    m.finish()
+    assert spans(m) == [("LOAD", "MTE2", 1, 101), ("PIPE_BARRIER", "SCALAR", 102, 103),
+                        ("EXP", "VECTOR", 103, 113)]
+
+
+def test_pipe_barrier_on_one_pipe_orders_only_that_pipe():
+    m = model()
+    m.op(VECTOR, 100, "V0")
+    m.barrier(VECTOR)
+    m.op(MTE2, 10, "L")
+    m.finish()
+    assert spans(m) == [("V0", "VECTOR", 1, 101), ("PIPE_BARRIER", "VECTOR", 101, 102),
+                        ("L", "MTE2", 3, 13)]
+
+
+def test_wait_never_set_is_a_deadlock_naming_the_wait():
+    m = model()
+    m.op(MTE2, 100, "LOAD")
+    m.wait_flag(MTE2, VECTOR, 3)
+    m.op(VECTOR, 10, "EXP")
+    with pytest.raises(DeadlockError, match=r"WAIT_FLAG #1 \(MTE2 -> VECTOR, event 3\) is never satisfied"):
+        m.finish()
+
+
+def test_barrier_all_behind_a_blocked_pipe_is_a_deadlock():
+    m = model()
+    m.wait_flag(MTE2, VECTOR, 0)
+    with pytest.raises(DeadlockError, match="pipe_barrier"):
+        m.barrier(ALL)
+
+
+@pytest.mark.parametrize("src,dst,eid", [(MTE2, MTE2, 0), (MTE2, VECTOR, 8), (MTE2, VECTOR, -1), (9, 0, 0)])
+def test_invalid_flags_are_refused(src, dst, eid):
+    m = model()
+    with pytest.raises(FlagError):
+        m.set_flag(src, dst, eid)
+
+
+def test_race_without_sync_is_reported_with_both_instructions():
+    m = model()
+    m.op(MTE2, 100, "TLOAD", writes=[(VEC, 0, 1024)], loc="k.py:3:4")
+    m.op(VECTOR, 10, "TEXP", reads=[(VEC, 0, 1024)], loc="k.py:4:4")
+    m.finish()
+    (hazard,) = m.hazards
+    assert hazard.startswith("RAW race: TEXP #1 on VECTOR [2, 12) at k.py:4:4 overlaps TLOAD #0 on MTE2")
+    assert "k.py:3:4" in hazard
+
+
+def test_synchronised_accesses_are_race_free():
+    m = model()
+    m.op(MTE2, 100, "TLOAD", writes=[(VEC, 0, 1024)])
+    m.set_flag(MTE2, VECTOR, 0)
+    m.wait_flag(MTE2, VECTOR, 0)
+    m.op(VECTOR, 10, "TEXP", reads=[(VEC, 0, 1024)], writes=[(VEC, 0, 1024)])
+    m.finish()
+    assert m.hazards == []
+
+
+def test_disjoint_addresses_do_not_race_and_war_is_caught():
+    m = model()
+    m.op(MTE2, 100, "TLOAD", writes=[(VEC, 1024, 1024)])
+    m.op(VECTOR, 10, "TEXP", reads=[(VEC, 0, 1024)])  # [0, 1024) vs [1024, 2048): disjoint
+    assert m.hazards == []
+    m.op(VECTOR, 300, "TREAD", reads=[(VEC, 4096, 64)])
+    m.op(MTE2, 10, "TLOAD2", writes=[(VEC, 4096 + 32, 32)])  # overwrites what TREAD still reads
+    m.finish()
+    (hazard,) = m.hazards
+    assert hazard.startswith("WAR race: TLOAD2")

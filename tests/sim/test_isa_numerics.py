@@ -1,0 +1,178 @@
+"""Every vector ISA op x dtype against numpy, through a real kernel (isa_probe.cpp)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pypto.runtime import run_kernel_file
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+ADD, SUB, MUL, DIV, MAX, MIN = range(6)
+EXP, LOG, SQRT, RECIP, RELU, NEG, ABS = range(7)
+RSUM, RMAX, RMIN = range(3)
+K_BINARY, K_SCALAR, K_UNARY, K_FILL, K_CVT, K_REDUCE, K_ROWEXP, K_COLEXP, K_ATOMIC, K_MOV = range(10)
+RINT, TRUNC, FLOOR, CEIL = range(4)
+
+
+def probe(fixture_kernel, kind, op, a, b, out, s=0.0, rmode=0):
+    run_kernel_file(fixture_kernel("isa_probe"), [a, b, out, kind, op, float(s), rmode], outputs={2})
+    return out
+
+
+def data(dtype, shape=(16, 64), lo=-4.0, hi=4.0, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == np.int32:
+        return rng.integers(-1000, 1000, size=shape, dtype=np.int32)
+    return rng.uniform(lo, hi, size=shape).astype(np.float32).astype(dtype)
+
+
+def f32_then_round(fn, dtype, *xs):
+    """The ISA's rule for 16-bit floats: compute in fp32, round the result back RNE."""
+    return fn(*(x.astype(np.float32) for x in xs)).astype(dtype)
+
+
+NP_BINARY = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.divide, MAX: np.maximum,
+             MIN: np.minimum}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", list(NP_BINARY))
+def test_binary_float(fixture_kernel, op, dtype):
+    a, b = data(dtype, seed=1), data(dtype, seed=2, lo=0.5, hi=3.0)
+    out = probe(fixture_kernel, K_BINARY, op, a, b, np.zeros_like(a))
+    np.testing.assert_array_equal(out, f32_then_round(NP_BINARY[op], dtype, a, b))
+
+
+def test_binary_int32_wraps_and_truncates(fixture_kernel):
+    a = np.array([[2**31 - 1, -7, 7, -2**31, 9, 0, 5, -5]], dtype=np.int32)
+    b = np.array([[1, 2, -2, -1, 0, 3, 5, 5]], dtype=np.int32)
+    for op, expect in [(ADD, (a.astype(np.int64) + b).astype(np.int32)), (MUL, a * b),
+                       (SUB, a - b), (MAX, np.maximum(a, b))]:
+        np.testing.assert_array_equal(probe(fixture_kernel, K_BINARY, op, a, b, np.zeros_like(a)), expect)
+    div = probe(fixture_kernel, K_BINARY, DIV, a, b, np.zeros_like(a))
+    np.testing.assert_array_equal(div, [[2**31 - 1, -3, -3, -2**31, 0, 0, 1, -1]])  # x/0 = 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", list(NP_BINARY))
+def test_scalar_forms(fixture_kernel, op, dtype):
+    a = data(dtype, seed=3)
+    s = 1.75
+    out = probe(fixture_kernel, K_SCALAR, op, a, a, np.zeros_like(a), s=s)
+    expect = f32_then_round(lambda x: NP_BINARY[op](x, np.float32(s)), dtype, a)
+    np.testing.assert_array_equal(out, expect)
+
+
+UNARY = {EXP: (np.exp, -10, 10), LOG: (np.log, 1e-3, 1e3), SQRT: (np.sqrt, 0, 100),
+         RECIP: (np.reciprocal, 0.1, 10), RELU: (lambda x: np.maximum(x, 0), -5, 5),
+         NEG: (np.negative, -5, 5), ABS: (np.abs, -5, 5)}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", list(UNARY))
+def test_unary_float(fixture_kernel, op, dtype):
+    fn, lo, hi = UNARY[op]
+    a = data(dtype, lo=lo, hi=hi, seed=4)
+    out = probe(fixture_kernel, K_UNARY, op, a, a, np.zeros_like(a))
+    expect = f32_then_round(fn, dtype, a)
+    if op in (EXP, LOG) and dtype == np.float32:  # our own exp/log: within 2 ulp of numpy
+        np.testing.assert_allclose(out, expect, rtol=1e-6, atol=0)
+    elif op in (EXP, LOG):  # rounding a <= 2 ulp fp32 result can flip one 16-bit ulp
+        np.testing.assert_allclose(out.astype(np.float32), expect.astype(np.float32), rtol=1e-2)
+    else:
+        np.testing.assert_array_equal(out, expect)
+
+
+def test_exp_log_edge_values(fixture_kernel):
+    a = np.array([[0.0, -0.0, 88.8, -104.0, np.inf, -np.inf, np.nan, 1e-40]], dtype=np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(probe(fixture_kernel, K_UNARY, EXP, a, a, np.zeros_like(a)),
+                                      np.exp(a))
+        b = np.array([[1.0, 0.0, -1.0, np.inf, np.nan, 1e-40, 2.0, 1e30]], dtype=np.float32)
+        out = probe(fixture_kernel, K_UNARY, LOG, b, b, np.zeros_like(b))
+        np.testing.assert_allclose(out, np.log(b), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,expect", [(RELU, np.maximum), (NEG, None), (ABS, None)])
+def test_unary_int32(fixture_kernel, op, expect):
+    a = data(np.int32, seed=5)
+    out = probe(fixture_kernel, K_UNARY, op, a, a, np.zeros_like(a))
+    ref = {RELU: np.maximum(a, 0), NEG: -a, ABS: np.abs(a)}[op]
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, np.dtype(np.int32)], ids=str)
+def test_expands_fills(fixture_kernel, dtype):
+    a = data(dtype)
+    out = probe(fixture_kernel, K_FILL, 0, a, a, np.zeros_like(a), s=-2.5)
+    expect = np.full_like(a, -2 if dtype == np.int32 else -2.5)
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.float16), (np.float32, BF16), (np.float16, np.float32),
+                                     (BF16, np.float32), (np.int32, np.float32), (np.float16, BF16)])
+def test_cvt_float_pairs_round_to_nearest_even(fixture_kernel, src, dst):
+    lo, hi = (-60000, 60000) if src == np.float16 else (-70000, 70000)
+    a = data(np.dtype(src), lo=lo, hi=hi) if src != np.int32 else data(np.int32)
+    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=dst))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, a.astype(np.float32).astype(dst))
+
+
+def test_cvt_bf16_ties_to_even(fixture_kernel):
+    # 1 + 2^-8 lies exactly between two bf16 values: RNE keeps the even one (1.0).
+    a = np.array([[1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.0e38]], dtype=np.float32)
+    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=BF16))
+    np.testing.assert_array_equal(out.astype(np.float32), [[1.0, 1 + 2**-6, -1.0, a[0, 3].astype(BF16)]])
+
+
+@pytest.mark.parametrize("mode,fn", [(RINT, np.rint), (TRUNC, np.trunc), (FLOOR, np.floor), (CEIL, np.ceil)])
+def test_cvt_to_int32_round_modes(fixture_kernel, mode, fn):
+    a = np.array([[2.5, 3.5, -2.5, -0.4, 1.6, -1.6, 1e10, -1e10]], dtype=np.float32)
+    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=np.int32), rmode=mode)
+    expect = np.clip(fn(a.astype(np.float64)), -2**31, 2**31 - 1).astype(np.int32)
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, np.dtype(np.int32)], ids=str)
+@pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
+def test_row_reductions(fixture_kernel, op, dtype):
+    a = data(dtype, shape=(16, 128), seed=6)
+    out = probe(fixture_kernel, K_REDUCE, op, a, a, np.zeros((16, 1), dtype=dtype))
+    fn = {RSUM: np.sum, RMAX: np.max, RMIN: np.min}[op]
+    expect = fn(a.astype(np.float64 if dtype != np.int32 else np.int64), axis=1, keepdims=True)
+    if op == RSUM and dtype != np.int32:
+        tol = 1e-5 if dtype == np.float32 else 1e-2
+        np.testing.assert_allclose(out.astype(np.float64), expect, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(out, expect.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", [ADD, SUB, MUL, DIV])
+def test_row_and_col_broadcast(fixture_kernel, op, dtype):
+    a = data(dtype, shape=(16, 64), seed=7)
+    v_row = data(dtype, shape=(16, 1), lo=0.5, hi=2, seed=8)
+    v_col = data(dtype, shape=(1, 64), lo=0.5, hi=2, seed=9)
+    fn = NP_BINARY[op]
+    out = probe(fixture_kernel, K_ROWEXP, op, a, v_row, np.zeros_like(a))
+    np.testing.assert_array_equal(out, f32_then_round(fn, dtype, a, v_row))
+    out = probe(fixture_kernel, K_COLEXP, op, a, v_col, np.zeros_like(a))
+    np.testing.assert_array_equal(out, f32_then_round(fn, dtype, a, v_col))
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.int32)], ids=str)
+def test_atomic_store_adds_into_gm(fixture_kernel, dtype):
+    a = data(dtype, seed=10)
+    out = data(dtype, seed=11)
+    before = out.copy()
+    probe(fixture_kernel, K_ATOMIC, 0, a, a, out)
+    np.testing.assert_array_equal(out, before + a)
+
+
+def test_tmov_copies(fixture_kernel):
+    a = data(np.dtype(np.float32), seed=12)
+    np.testing.assert_array_equal(probe(fixture_kernel, K_MOV, 0, a, a, np.zeros_like(a)), a)

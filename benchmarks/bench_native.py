@@ -22,8 +22,8 @@ from pypto import _native  # noqa: E402
 from pypto.runtime import run_kernel_file  # noqa: E402
 from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
 
-ROWS, COLS = 128, 128  # one 64 KiB fp32 tile; 16 reps = 1 MiB of work
-REPS = 16
+ROWS, COLS = 64, 128  # one 32 KiB fp32 tile; 32 reps = 1 MiB of work
+REPS = 32
 ADD, MUL, DIV = 0, 2, 3
 EXP, LOG, SQRT, RECIP, RELU = 0, 1, 2, 3, 4
 

@@ -54,7 +54,7 @@ std::string Hazard::describe() const {
          " with no sync between them";
 }
 
-void HazardChecker::scan(const InstrRef& ref, const Access& acc) {
+void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported) {
   for (int p = 0; p < 7; ++p) {
     if (p == ref.pipe) continue;  // a pipe executes in order: no race with itself
     const auto& q = live_[p];
@@ -62,6 +62,9 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc) {
       const char* kind = conflict_kind(it->access, acc);
       if (kind == nullptr || it->ref.index == ref.index) continue;
       if (!accesses_overlap(it->access, acc)) continue;
+      // one report per pair of instructions, however many of their accesses collide
+      if (std::find(reported.begin(), reported.end(), it->ref.index) != reported.end()) continue;
+      reported.push_back(it->ref.index);
       ++count_;
       if (found_.size() < kMaxKept) found_.push_back({kind, acc.space, it->ref, ref});
     }
@@ -70,7 +73,8 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc) {
 
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
                                   uint64_t horizon) {
-  for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i]);
+  std::vector<uint32_t> reported;
+  for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   auto& q = live_[ref.pipe];
   while (!q.empty() && (q.front().ref.end <= horizon || q.size() >= kMaxInFlight)) q.pop_front();
   for (int i = 0; i < accesses.size; ++i) q.push_back({ref, accesses.items[i]});

@@ -63,7 +63,7 @@ class HazardChecker {
     InstrRef ref;
     Access access;
   };
-  void scan(const InstrRef& ref, const Access& acc);
+  void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
   std::array<std::deque<Live>, 7> live_;
   std::vector<Hazard> found_;

@@ -65,7 +65,8 @@ META_JSON = "meta.json"
 _META_FORMAT = 1
 _KEY_SALT = b"pypto-kernel-cache-1"
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_RACY_WINDOW_NS = 2_000_000_000
+_RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are always re-hashed
+_STALE_BUILD_DIR_S = 24 * 3600
 _MAX_DIAG_LINES = 40
 _MAX_DIAG_CHARS = 4000
 
@@ -314,7 +315,17 @@ def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
         return build_dir, False
     tmp_root = knobs.cache_dir() / "tmp"
     tmp_root.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_build_dirs(tmp_root)
     return Path(tempfile.mkdtemp(prefix="build-", dir=tmp_root)), True
+
+
+def _sweep_stale_build_dirs(tmp_root: Path) -> None:
+    """Remove build dirs left by crashed (or PYPTO_KEEP_BUILD) builds more than a day ago."""
+    cutoff = time.time() - _STALE_BUILD_DIR_S
+    for old in tmp_root.glob("build-*"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.CompletedProcess[str]:

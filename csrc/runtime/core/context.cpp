@@ -1,5 +1,7 @@
 #include "runtime/core/context.hpp"
 
+#include <algorithm>
+
 #include "simulator/errors.hpp"
 
 namespace pypto {
@@ -17,7 +19,7 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
   capacities = {0, p.ub_bytes, p.l1_bytes, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, p.bias_bytes};
   // Physical sizes: a planner bug that spills past the usable limit is still caught by the
   // per-op bounds check against `capacities`.
-  memory[PYPTO_VEC].resize(static_cast<size_t>(p.ub_physical_bytes));
+  memory[PYPTO_VEC].resize(static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes)));
   for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) memory[m].resize(static_cast<size_t>(capacities[m]));
 }
 

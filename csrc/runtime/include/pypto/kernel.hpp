@@ -58,6 +58,8 @@ template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UIN
 
 // ---- tiles and tensors ----------------------------------------------------------------
 struct Tile : pypto_tile {
+  // An unbound tile (a declaration to be assigned later); any op on it is refused.
+  Tile() : pypto_tile{PYPTO_GM, PYPTO_FP32, 0, 0, 0, 0, 0} {}
   Tile(Mem m, DType d, int32_t r, int32_t c, int64_t address, int32_t vr = -1, int32_t vc = -1)
       : pypto_tile{static_cast<int32_t>(m), static_cast<int32_t>(d), address, r, c,
                    vr < 0 ? r : vr, vc < 0 ? c : vc} {}
@@ -145,6 +147,12 @@ PYPTO_EXPAND(DIV, PYPTO_DIV)
 PYPTO_EXPAND(MAX, PYPTO_MAX)
 PYPTO_EXPAND(MIN, PYPTO_MIN)
 #undef PYPTO_EXPAND
+
+// ---- scalar helpers: Python's // and % (floor semantics) for generated index arithmetic --
+inline int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+inline int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+inline double floordiv(double a, double b) { return __builtin_floor(a / b); }
+inline double floormod(double a, double b) { return a - __builtin_floor(a / b) * b; }
 
 // ---- synchronisation and launch -------------------------------------------------------
 inline void set_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_set_flag(src, dst, event_id); }

@@ -1,0 +1,33 @@
+"""Every code block in docs/ runs: ``python`` blocks are executed in order per page, in a
+temporary folder where ``c++ file=<name>`` blocks of the same page were written first."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+BLOCK = re.compile(r"^```(\S+)([^\n]*)\n(.*?)^```", re.S | re.M)
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+    ran = 0
+    for lang, info, body in BLOCK.findall(page.read_text()):
+        file = re.search(r"file=(\S+)", info)
+        if file:
+            (tmp_path / file.group(1)).write_text(body)
+        elif lang == "python":
+            exec(compile(body, f"{page.name}:python-block-{ran}", "exec"), namespace)
+            ran += 1
+    assert ran > 0 or not any(lang == "python" for lang, _, _ in BLOCK.findall(page.read_text()))
+    assert os.getcwd() == str(tmp_path)

@@ -88,10 +88,12 @@ def build_times() -> tuple[float, float]:
 
 
 def main() -> None:
-    ops = build_kernel(KernelSource(name="bench_ops", path=HERE / "kernels" / "bench_ops.cpp"),
-                       platform="a2a3sim")
-    tiny = build_kernel(KernelSource(name="tiny_loop", path=HERE / "kernels" / "tiny_loop.cpp"),
-                        platform="a2a3sim")
+    ops = build_kernel(
+        KernelSource(name="bench_ops", path=HERE / "kernels" / "bench_ops.cpp"), platform="a2a3sim"
+    )
+    tiny = build_kernel(
+        KernelSource(name="tiny_loop", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim"
+    )
     print(f"ISA op speed, 1 MiB of fp32 work ({REPS} x [{ROWS}, {COLS}] tiles), best of 7")
     print(f"  {'op':<16}{'pypto (us)':>12}{'numpy (us)':>12}{'ratio':>8}   target <= 2.0")
     for name, ours, ref in op_table(ops):

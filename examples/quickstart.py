@@ -17,8 +17,9 @@ def main() -> None:
     b = rng.standard_normal((128, 128), dtype=np.float32)
     c = np.zeros_like(a)
 
-    so = build_kernel(KernelSource(name="tile_add", path=HERE / "kernels" / "tile_add.cpp"),
-                      platform="a2a3sim")
+    so = build_kernel(
+        KernelSource(name="tile_add", path=HERE / "kernels" / "tile_add.cpp"), platform="a2a3sim"
+    )
     report = run_kernel_file(so, [a, b, c], outputs={2}, platform="a2a3sim", record=True)
 
     np.testing.assert_allclose(c, a + b, rtol=0, atol=0)

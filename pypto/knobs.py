@@ -91,7 +91,14 @@ KEEP_BUILD: Knob[bool] = Knob(
     "Keep the temporary kernel build directory (build.ninja, sources, logs) for debugging.",
 )
 
-ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD)
+VERIFY_PASSES: Knob[bool] = Knob(
+    "PYPTO_VERIFY_PASSES",
+    _parse_bool,
+    lambda: True,
+    "Run the IR verifier after every compiler pass (cheap; turn off only to time passes).",
+)
+
+ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES)
 
 
 def cache_dir() -> Path:
@@ -112,6 +119,11 @@ def build_jobs() -> int:
 def keep_build() -> bool:
     """``$PYPTO_KEEP_BUILD``: keep temporary build directories."""
     return KEEP_BUILD.get()
+
+
+def verify_passes() -> bool:
+    """``$PYPTO_VERIFY_PASSES``: verify the IR after each pass (default on)."""
+    return VERIFY_PASSES.get()
 
 
 def describe() -> str:

@@ -40,8 +40,12 @@ class Platform:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"platform field {key!r} must be a positive number, got {value!r}")
             merged[key] = type(merged[key])(value)
-        return Platform(self.name, self.device, MappingProxyType(merged),
-                        MappingProxyType({**self.overrides, **overrides}))
+        return Platform(
+            self.name,
+            self.device,
+            MappingProxyType(merged),
+            MappingProxyType({**self.overrides, **overrides}),
+        )
 
     def to_native(self) -> dict[str, Any]:
         """The dict the native runtime takes: base table name plus every field."""

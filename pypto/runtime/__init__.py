@@ -1,6 +1,27 @@
-"""Running kernels: build + cache, argument marshalling, launch, reports."""
+"""Running kernels: RunConfig, build + cache, argument marshalling, launch, reports.
 
-from pypto.runtime.launch import run_kernel_file
-from pypto.runtime.report import PIPES, InstrTrace, RunReport, TaskReport
+Names load lazily so that ``pypto.runtime.build`` works without the native module.
+"""
 
-__all__ = ["PIPES", "InstrTrace", "RunReport", "TaskReport", "run_kernel_file"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "RunConfig": "pypto.runtime.config",
+    "CompiledProgram": "pypto.runtime.jit",
+    "run_kernel_file": "pypto.runtime.launch",
+    "PIPES": "pypto.runtime.report",
+    "InstrTrace": "pypto.runtime.report",
+    "RunReport": "pypto.runtime.report",
+    "TaskReport": "pypto.runtime.report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pypto.runtime' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -43,8 +43,16 @@ def run_kernel_file(
     plat = resolve_platform(platform)
     m = marshal(list(args), outputs)
     kernel_name = name or Path(so_path).stem
-    blocks = _native.run_kernel(str(so_path), m.tensors, m.scalars, plat.to_native(), kernel_name,
-                                block_num, record, hazards == "error")
+    blocks = _native.run_kernel(
+        str(so_path),
+        m.tensors,
+        m.scalars,
+        plat.to_native(),
+        kernel_name,
+        block_num,
+        record,
+        hazards == "error",
+    )
     report = merge_blocks(kernel_name, plat.name, plat.clock_hz, blocks)
     log.debug("ran %s on %s: %d cycles", kernel_name, plat.name, report.cycles)
     return report

@@ -43,12 +43,15 @@ def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
     elif isinstance(value, np.ndarray):
         array, code = value, code_of(value.dtype)
     else:
-        raise ArgumentError(f"argument {name!r}: expected a numpy array or torch tensor, "
-                            f"got {type(value).__name__}")
+        raise ArgumentError(
+            f"argument {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}"
+        )
     if not array.flags.c_contiguous:
         if output:
-            raise ArgumentError(f"output argument {name!r} is not contiguous; the kernel's writes would "
-                                "land in a copy — pass a contiguous array (e.g. np.ascontiguousarray)")
+            raise ArgumentError(
+                f"output argument {name!r} is not contiguous; the kernel's writes would "
+                "land in a copy — pass a contiguous array (e.g. np.ascontiguousarray)"
+            )
         array = np.ascontiguousarray(array)
     if output and not array.flags.writeable:
         raise ArgumentError(f"output argument {name!r} is read-only")

@@ -19,17 +19,24 @@ class InstrTrace:
     def __len__(self) -> int:
         return len(self.columns["index"])
 
-    def intervals(self, pipe: str) -> list[tuple[int, int]]:
-        """(start, end) of every instruction on `pipe`, in program order."""
+    def intervals(self, pipe: str, include_sync: bool = False) -> list[tuple[int, int]]:
+        """(start, end) of the instructions on `pipe`, in program order; set/wait/barrier
+        slices only with ``include_sync``."""
         sel = self.columns["pipe"] == PIPES.index(pipe)
+        if not include_sync:
+            sel &= self.columns["kind"] == 0
         return list(zip(self.columns["start"][sel].tolist(), self.columns["end"][sel].tolist()))
 
     def rows(self) -> list[dict[str, Any]]:
         cols = self.columns
         keys = [k for k in cols if k not in ("name", "loc")]
         return [
-            {"name": cols["name"][i], "loc": cols["loc"][i], "pipe_name": PIPES[cols["pipe"][i]],
-             **{k: int(cols[k][i]) for k in keys}}
+            {
+                "name": cols["name"][i],
+                "loc": cols["loc"][i],
+                "pipe_name": PIPES[cols["pipe"][i]],
+                **{k: int(cols[k][i]) for k in keys},
+            }
             for i in range(len(self))
         ]
 
@@ -74,9 +81,11 @@ class RunReport:
 
     def __str__(self) -> str:
         us = self.cycles / self.clock_hz * 1e6 if self.clock_hz else 0.0
-        lines = [f"pypto run on {self.platform}: {self.cycles} cycles ({us:.2f} us), "
-                 f"{self.instructions} instructions, {len(self.tasks)} task(s)",
-                 f"  {'pipe':<8}{'busy cycles':>12}{'share':>8}"]
+        lines = [
+            f"pypto run on {self.platform}: {self.cycles} cycles ({us:.2f} us), "
+            f"{self.instructions} instructions, {len(self.tasks)} task(s)",
+            f"  {'pipe':<8}{'busy cycles':>12}{'share':>8}",
+        ]
         for pipe in PIPES:
             busy = self.pipe_busy.get(pipe, 0)
             share = busy / self.cycles if self.cycles else 0.0
@@ -93,12 +102,28 @@ def merge_blocks(name: str, platform: str, clock_hz: float, blocks: list[dict[st
     for b in blocks:
         busy = dict(zip(PIPES, (int(x) for x in b["pipe_busy"])))
         trace = InstrTrace(b["records"]) if b["records"] is not None else None
-        tasks.append(TaskReport(name, int(b["block"]), 0, int(b["cycles"]), busy,
-                                int(b["instructions"]), list(b["hazards"]), trace))
+        tasks.append(
+            TaskReport(
+                name,
+                int(b["block"]),
+                0,
+                int(b["cycles"]),
+                busy,
+                int(b["instructions"]),
+                list(b["hazards"]),
+                trace,
+            )
+        )
     total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
-    return RunReport(platform, max((t.end for t in tasks), default=0), total,
-                     sum(t.instructions for t in tasks), tasks,
-                     [h for t in tasks for h in t.hazards], clock_hz=clock_hz)
+    return RunReport(
+        platform,
+        max((t.end for t in tasks), default=0),
+        total,
+        sum(t.instructions for t in tasks),
+        tasks,
+        [h for t in tasks for h in t.hazards],
+        clock_hz=clock_hz,
+    )
 
 
 def busy_union(intervals: list[tuple[int, int]]) -> np.ndarray:
@@ -124,3 +149,29 @@ def overlap_cycles(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
         else:
             j += 1
     return int(total)
+
+
+def sequential_report(
+    platform: str, clock_hz: float, dispatch_cycles: float, runs: list[tuple[str, list[dict[str, Any]]]]
+) -> RunReport:
+    """Tasks one after another on one core: each starts when the previous ends plus the
+    dispatch overhead (the first starts at 0: time counts from the first task's launch)."""
+    tasks: list[TaskReport] = []
+    now = 0
+    for i, (name, blocks) in enumerate(runs):
+        start = now + (int(dispatch_cycles) if i else 0)
+        part = merge_blocks(name, platform, clock_hz, blocks)
+        for t in part.tasks:
+            t.start, t.end = start, start + t.end
+            tasks.append(t)
+        now = max((t.end for t in part.tasks), default=start)
+    total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
+    return RunReport(
+        platform,
+        now,
+        total,
+        sum(t.instructions for t in tasks),
+        tasks,
+        [h for t in tasks for h in t.hazards],
+        clock_hz=clock_hz,
+    )

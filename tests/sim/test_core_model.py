@@ -69,8 +69,7 @@ def test_wait_issued_before_its_set_blocks_the_pipe_until_then():
     m.set_flag(MTE2, VECTOR, 0)  # issue 4: [103, 104) releases the wait
     m.finish()
     by_name = {r["name"]: (r["start"], r["end"]) for r in m.records}
-    assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 104), "WAIT_FLAG": (104, 105),
-                       "EXP": (105, 115)}
+    assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 104), "WAIT_FLAG": (104, 105), "EXP": (105, 115)}
 
 
 def test_flags_are_counted_per_event_id():
@@ -91,8 +90,11 @@ def test_pipe_barrier_all_drains_every_pipe_before_issuing_more():
     m.barrier(ALL)  # scalar waits for MTE2 (101), then issues at 102
     m.op(VECTOR, 10, "EXP")
     m.finish()
-    assert spans(m) == [("LOAD", "MTE2", 1, 101), ("PIPE_BARRIER", "SCALAR", 102, 103),
-                        ("EXP", "VECTOR", 103, 113)]
+    assert spans(m) == [
+        ("LOAD", "MTE2", 1, 101),
+        ("PIPE_BARRIER", "SCALAR", 102, 103),
+        ("EXP", "VECTOR", 103, 113),
+    ]
 
 
 def test_pipe_barrier_on_one_pipe_orders_only_that_pipe():
@@ -101,8 +103,7 @@ def test_pipe_barrier_on_one_pipe_orders_only_that_pipe():
     m.barrier(VECTOR)
     m.op(MTE2, 10, "L")
     m.finish()
-    assert spans(m) == [("V0", "VECTOR", 1, 101), ("PIPE_BARRIER", "VECTOR", 101, 102),
-                        ("L", "MTE2", 3, 13)]
+    assert spans(m) == [("V0", "VECTOR", 1, 101), ("PIPE_BARRIER", "VECTOR", 101, 102), ("L", "MTE2", 3, 13)]
 
 
 def test_wait_never_set_is_a_deadlock_naming_the_wait():

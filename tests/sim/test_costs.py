@@ -27,8 +27,9 @@ def vector(p, per_repeat, base, nbytes):
 def single_run(request, fixture_kernel):
     a = np.ones((NT * TR, TC), np.float32)
     out = np.zeros_like(a)
-    rep = run_kernel_file(fixture_kernel("exp_single_buffer"), [a, out], outputs={1},
-                          platform=request.param, record=True)
+    rep = run_kernel_file(
+        fixture_kernel("exp_single_buffer"), [a, out], outputs={1}, platform=request.param, record=True
+    )
     return platforms.get(request.param), rep
 
 
@@ -49,8 +50,9 @@ def test_a2a3_numbers_pinned(fixture_kernel):
     # 30 setup + 32768 B / 59 B/cycle + 64 rows x 1 burst x 0.6 = 623.8 -> 624
     # exp: 31 + 2 x 128 repeats = 287; store: 30 + 32768 / 109 + 38.4 = 369.02 -> 370
     a = np.ones((TR, TC), np.float32)
-    rep = run_kernel_file(fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1},
-                          record=True)
+    rep = run_kernel_file(
+        fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1}, record=True
+    )
     assert durations(rep, "TLOAD") == {624}
     assert durations(rep, "TEXP") == {287}
     assert durations(rep, "TSTORE") == {370}
@@ -71,6 +73,7 @@ def test_short_rows_pay_per_burst(fixture_kernel):
 def test_platform_overrides_change_the_simulated_cost(fixture_kernel):
     a = np.ones((TR, TC), np.float32)
     fast = platforms.get("a2a3sim").with_overrides(bw_gm_to_ub=118.0)
-    rep = run_kernel_file(fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1},
-                          platform=fast, record=True)
+    rep = run_kernel_file(
+        fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1}, platform=fast, record=True
+    )
     assert durations(rep, "TLOAD") == {gm_transfer(fast, 118.0, TR, TC * 4)}

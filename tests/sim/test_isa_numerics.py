@@ -34,8 +34,14 @@ def f32_then_round(fn, dtype, *xs):
     return fn(*(x.astype(np.float32) for x in xs)).astype(dtype)
 
 
-NP_BINARY = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.divide, MAX: np.maximum,
-             MIN: np.minimum}
+NP_BINARY = {
+    ADD: np.add,
+    SUB: np.subtract,
+    MUL: np.multiply,
+    DIV: np.divide,
+    MAX: np.maximum,
+    MIN: np.minimum,
+}
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -47,13 +53,17 @@ def test_binary_float(fixture_kernel, op, dtype):
 
 
 def test_binary_int32_wraps_and_truncates(fixture_kernel):
-    a = np.array([[2**31 - 1, -7, 7, -2**31, 9, 0, 5, -5]], dtype=np.int32)
+    a = np.array([[2**31 - 1, -7, 7, -(2**31), 9, 0, 5, -5]], dtype=np.int32)
     b = np.array([[1, 2, -2, -1, 0, 3, 5, 5]], dtype=np.int32)
-    for op, expect in [(ADD, (a.astype(np.int64) + b).astype(np.int32)), (MUL, a * b),
-                       (SUB, a - b), (MAX, np.maximum(a, b))]:
+    for op, expect in [
+        (ADD, (a.astype(np.int64) + b).astype(np.int32)),
+        (MUL, a * b),
+        (SUB, a - b),
+        (MAX, np.maximum(a, b)),
+    ]:
         np.testing.assert_array_equal(probe(fixture_kernel, K_BINARY, op, a, b, np.zeros_like(a)), expect)
     div = probe(fixture_kernel, K_BINARY, DIV, a, b, np.zeros_like(a))
-    np.testing.assert_array_equal(div, [[2**31 - 1, -3, -3, -2**31, 0, 0, 1, -1]])  # x/0 = 0
+    np.testing.assert_array_equal(div, [[2**31 - 1, -3, -3, -(2**31), 0, 0, 1, -1]])  # x/0 = 0
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -66,9 +76,15 @@ def test_scalar_forms(fixture_kernel, op, dtype):
     np.testing.assert_array_equal(out, expect)
 
 
-UNARY = {EXP: (np.exp, -10, 10), LOG: (np.log, 1e-3, 1e3), SQRT: (np.sqrt, 0, 100),
-         RECIP: (np.reciprocal, 0.1, 10), RELU: (lambda x: np.maximum(x, 0), -5, 5),
-         NEG: (np.negative, -5, 5), ABS: (np.abs, -5, 5)}
+UNARY = {
+    EXP: (np.exp, -10, 10),
+    LOG: (np.log, 1e-3, 1e3),
+    SQRT: (np.sqrt, 0, 100),
+    RECIP: (np.reciprocal, 0.1, 10),
+    RELU: (lambda x: np.maximum(x, 0), -5, 5),
+    NEG: (np.negative, -5, 5),
+    ABS: (np.abs, -5, 5),
+}
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -89,8 +105,7 @@ def test_unary_float(fixture_kernel, op, dtype):
 def test_exp_log_edge_values(fixture_kernel):
     a = np.array([[0.0, -0.0, 88.8, -104.0, np.inf, -np.inf, np.nan, 1e-40]], dtype=np.float32)
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(probe(fixture_kernel, K_UNARY, EXP, a, a, np.zeros_like(a)),
-                                      np.exp(a))
+        np.testing.assert_array_equal(probe(fixture_kernel, K_UNARY, EXP, a, a, np.zeros_like(a)), np.exp(a))
         b = np.array([[1.0, 0.0, -1.0, np.inf, np.nan, 1e-40, 2.0, 1e30]], dtype=np.float32)
         out = probe(fixture_kernel, K_UNARY, LOG, b, b, np.zeros_like(b))
         np.testing.assert_allclose(out, np.log(b), rtol=1e-6)
@@ -112,8 +127,17 @@ def test_expands_fills(fixture_kernel, dtype):
     np.testing.assert_array_equal(out, expect)
 
 
-@pytest.mark.parametrize("src,dst", [(np.float32, np.float16), (np.float32, BF16), (np.float16, np.float32),
-                                     (BF16, np.float32), (np.int32, np.float32), (np.float16, BF16)])
+@pytest.mark.parametrize(
+    "src,dst",
+    [
+        (np.float32, np.float16),
+        (np.float32, BF16),
+        (np.float16, np.float32),
+        (BF16, np.float32),
+        (np.int32, np.float32),
+        (np.float16, BF16),
+    ],
+)
 def test_cvt_float_pairs_round_to_nearest_even(fixture_kernel, src, dst):
     lo, hi = (-60000, 60000) if src == np.float16 else (-70000, 70000)
     a = data(np.dtype(src), lo=lo, hi=hi) if src != np.int32 else data(np.int32)
@@ -133,7 +157,7 @@ def test_cvt_bf16_ties_to_even(fixture_kernel):
 def test_cvt_to_int32_round_modes(fixture_kernel, mode, fn):
     a = np.array([[2.5, 3.5, -2.5, -0.4, 1.6, -1.6, 1e10, -1e10]], dtype=np.float32)
     out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=np.int32), rmode=mode)
-    expect = np.clip(fn(a.astype(np.float64)), -2**31, 2**31 - 1).astype(np.int32)
+    expect = np.clip(fn(a.astype(np.float64)), -(2**31), 2**31 - 1).astype(np.int32)
     np.testing.assert_array_equal(out, expect)
 
 

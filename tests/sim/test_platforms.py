@@ -20,17 +20,34 @@ def test_a2a3_numbers_from_the_spec():
     p = platforms.get("a2a3sim")
     kib = 1024
     assert (p.ub_bytes, p.l1_bytes, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, p.bias_bytes) == (
-        184 * kib, 512 * kib, 64 * kib, 64 * kib, 128 * kib, 1 * kib)
+        184 * kib,
+        512 * kib,
+        64 * kib,
+        64 * kib,
+        128 * kib,
+        1 * kib,
+    )
     assert (p.aic_cores, p.aiv_cores, p.clock_hz) == (24, 48, 1.85e9)
     assert (p.bw_gm_to_ub, p.bw_gm_to_l1, p.bw_ub_to_gm, p.bw_l1_to_l0a, p.bw_l1_to_l0b, p.bw_l0c_to_gm) == (
-        59, 78, 109, 130, 85, 41)
+        59,
+        78,
+        109,
+        130,
+        85,
+        41,
+    )
     assert p.recommended_transfer_bytes == 512 and p.alignment_bytes == 32
 
 
 def test_a5_differences():
     p = platforms.get("a5sim")
     assert (p.ub_bytes, p.l0c_bytes, p.bias_bytes, p.aic_cores, p.aiv_cores) == (
-        240 * 1024, 256 * 1024, 4 * 1024, 36, 72)
+        240 * 1024,
+        256 * 1024,
+        4 * 1024,
+        36,
+        72,
+    )
     assert p.gm_burst_bytes == 128 and p.recommended_transfer_bytes == 128 and p.cube_cpr_fp32 == 8
 
 

@@ -1,0 +1,159 @@
+"""The op → C++ emitter table. Each emitter gets the call and the destination tile (or None)
+and returns the statement(s) that run it on the ISA of ``<pypto/kernel.hpp>``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pypto.codegen.cpp_expr import cpp_expr, cpp_name
+from pypto.ir.enums import AtomicType, Pipe
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
+from pypto.ir.types import TileType
+
+
+class EmitError(Exception):
+    """An op that codegen cannot lower; the driver adds the op and its source span."""
+
+
+Emitter = Callable[[Call, "str | None"], list[str]]
+
+PIPE_CPP = {
+    Pipe.MTE2: "PIPE_MTE2",
+    Pipe.MTE1: "PIPE_MTE1",
+    Pipe.CUBE: "PIPE_M",
+    Pipe.VECTOR: "PIPE_V",
+    Pipe.FIXPIPE: "PIPE_FIX",
+    Pipe.MTE3: "PIPE_MTE3",
+    Pipe.SCALAR: "PIPE_S",
+}
+ROUND_CPP = {
+    "round": "RoundMode::RINT",
+    "rint": "RoundMode::RINT",
+    "trunc": "RoundMode::TRUNC",
+    "floor": "RoundMode::FLOOR",
+    "ceil": "RoundMode::CEIL",
+}
+
+
+def _name(e: Expr) -> str:
+    if not isinstance(e, Var):
+        raise EmitError(f"expected a named tile or tensor, got {type(e).__name__}")
+    return cpp_name(e.name)
+
+
+def _offsets(e: Expr) -> tuple[str, str]:
+    items = e.items if isinstance(e, ListExpr) else (e,)
+    if len(items) == 1:
+        return "0", cpp_expr(items[0])
+    if len(items) != 2:
+        raise EmitError(f"only 1-D and 2-D windows are supported, got {len(items)} offsets")
+    return cpp_expr(items[0]), cpp_expr(items[1])
+
+
+def _literal(e: Expr) -> object:
+    if isinstance(e, (Literal, Const)):
+        return e.value
+    raise EmitError("expected a compile-time value")
+
+
+def _need(dst: str | None) -> str:
+    if dst is None:
+        raise EmitError("the result of this op must be assigned to a tile")
+    return dst
+
+
+def _load(c: Call, dst: str | None) -> list[str]:
+    r, col = _offsets(c.arg("offsets"))
+    return [f"TLOAD({_need(dst)}, {_name(c.arg('tensor'))}, {r}, {col});"]
+
+
+def _store(c: Call, dst: str | None) -> list[str]:
+    r, col = _offsets(c.arg("offsets"))
+    fn = "TSTORE_ATOMIC_ADD" if _literal(c.arg("atomic")) is AtomicType.Add else "TSTORE"
+    out = _name(c.arg("output_tensor"))
+    lines = [f"{fn}({out}, {r}, {col}, {_name(c.arg('tile'))});"]
+    if dst is not None:  # `t2 = pl.store(...)` names the written tensor
+        lines.append(f"Tensor {dst} = {out};")
+    return lines
+
+
+def _binary(fn: str) -> Emitter:
+    return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))});"]
+
+
+def _scalar(fn: str) -> Emitter:
+    return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg('lhs'))}, {cpp_expr(c.arg('rhs'))});"]
+
+
+def _unary(fn: str) -> Emitter:
+    return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg('x'))});"]
+
+
+def _two(fn: str, a: str, b: str) -> Emitter:
+    return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg(a))}, {_name(c.arg(b))});"]
+
+
+def _cast(c: Call, dst: str | None) -> list[str]:
+    mode = str(_literal(c.arg("mode")))
+    if mode not in ROUND_CPP:
+        raise EmitError(f"unknown cast mode {mode!r}; use one of {', '.join(ROUND_CPP)}")
+    return [f"TCVT({_need(dst)}, {_name(c.arg('x'))}, {ROUND_CPP[mode]});"]
+
+
+def _col_expand(c: Call, dst: str | None) -> list[str]:
+    d = _need(dst)  # broadcast v[1, N] over the rows: fill 0, then add the row vector
+    return [f"TEXPANDS({d}, 0.0);", f"TCOLEXPANDADD({d}, {d}, {_name(c.arg('v'))});"]
+
+
+def _move(c: Call, dst: str | None) -> list[str]:
+    src = c.arg("tile")
+    target = _literal(c.arg("target_memory"))
+    src_mem = src.type.memory if isinstance(src, Var) and isinstance(src.type, TileType) else None
+    if src_mem is None or src_mem.name != "Vec" or getattr(target, "name", None) != "Vec":
+        raise EmitError(
+            f"move {getattr(src_mem, 'name', '?')} -> {getattr(target, 'name', '?')} "
+            "is not supported by this version's ISA (Vec -> Vec only; the cube path "
+            "comes with the matmul issue)"
+        )
+    return [f"TMOV({_need(dst)}, {_name(src)});"]
+
+
+def _create(c: Call, dst: str | None) -> list[str]:
+    _need(dst)
+    return []  # storage only: the declaration is the whole effect
+
+
+def _flag(fn: str) -> Emitter:
+    def emit(c: Call, dst: str | None) -> list[str]:
+        src, dst_pipe, eid = (_literal(a) for a in c.args)
+        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]
+
+    return emit
+
+
+def _barrier(c: Call, dst: str | None) -> list[str]:
+    pipe = _literal(c.args[0])
+    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]
+
+
+EMITTERS: dict[str, Emitter] = {
+    "tile.load": _load,
+    "tile.store": _store,
+    "tile.move": _move,
+    "tile.create": _create,
+    "tile.cast": _cast,
+    "tile.row_max": _two("TROWMAX", "x", "tmp"),
+    "tile.row_sum": _two("TROWSUM", "x", "tmp"),
+    "tile.row_expand_add": _two("TROWEXPANDADD", "x", "v"),
+    "tile.row_expand_sub": _two("TROWEXPANDSUB", "x", "v"),
+    "tile.row_expand_mul": _two("TROWEXPANDMUL", "x", "v"),
+    "tile.row_expand_div": _two("TROWEXPANDDIV", "x", "v"),
+    "tile.col_expand_mul": _two("TCOLEXPANDMUL", "x", "v"),
+    "tile.col_expand": _col_expand,
+    "system.set_flag": _flag("set_flag"),
+    "system.wait_flag": _flag("wait_flag"),
+    "system.pipe_barrier": _barrier,
+    **{f"tile.{n}": _binary(f"T{n.upper()}") for n in ("add", "sub", "mul", "div")},
+    **{f"tile.{n}s": _scalar(f"T{n.upper()}S") for n in ("add", "sub", "mul", "div")},
+    **{f"tile.{n}": _unary(f"T{n.upper()}") for n in ("exp", "log", "sqrt", "recip", "relu", "neg", "abs")},
+}

@@ -1,0 +1,207 @@
+"""The codegen driver: one InCore function → one C++ translation unit.
+
+A table (``emitters.EMITTERS``) plus one loop over statements. Every op statement is tagged
+with its Python ``file:line:col`` (``PYPTO_LOC``), so simulator errors and traces point at
+the user's source; any failure here is a CodegenError naming the op and that span.
+"""
+
+from __future__ import annotations
+
+from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp_scalar_type
+from pypto.codegen.emitters import EMITTERS, EmitError
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.expr import Call, Expr, FuncCall, Var
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
+from pypto.ir.types import ScalarType, TensorType, TileType
+
+MEM_CPP = {
+    "Vec": "Mem::Vec",
+    "Mat": "Mem::Mat",
+    "Left": "Mem::Left",
+    "Right": "Mem::Right",
+    "Acc": "Mem::Acc",
+    "Bias": "Mem::Bias",
+}
+
+
+class CodegenError(CompileError):
+    """The lowered IR cannot be turned into C++ (names the op and its source line)."""
+
+
+def _loc(span: SourceSpan | None) -> str | None:
+    return None if span is None else f"PYPTO_LOC({c_string(str(span))});"
+
+
+def tile_address(t: TileType, var: str, span: SourceSpan | None) -> str:
+    ref = t.memref
+    if ref is None or not ref.allocated:
+        raise CodegenError(f"tile {var!r} has no assigned address (did AllocateMemoryAddr run?)", span)
+    if ref.slots > 1 and ref.index is not None:
+        return f"int64_t{{{ref.offset}}} + ({cpp_expr(ref.index)}) * int64_t{{{ref.size}}}"
+    return str(ref.offset)
+
+
+def tile_decl(var: Var, span: SourceSpan | None, valid: Expr | None = None) -> str:
+    t = var.type
+    assert isinstance(t, TileType)
+    if t.memory is None or t.memory.name not in MEM_CPP:
+        raise CodegenError(f"tile {var.name!r} has no on-chip memory space", span)
+    rows, cols = (1, t.shape[0]) if len(t.shape) == 1 else t.shape
+    decl = (
+        f"Tile {cpp_name(var.name)}({MEM_CPP[t.memory.name]}, {DTYPE_ENUM[t.dtype.name]}, {rows}, "
+        f"{cols}, {tile_address(t, var.name, span)}"
+    )
+    if valid is not None and getattr(valid, "items", None):
+        vr, vc = (1, valid.items[0]) if len(valid.items) == 1 else valid.items
+        decl += f", static_cast<int32_t>({cpp_expr(vr) if not isinstance(vr, int) else vr}), "
+        decl += f"static_cast<int32_t>({cpp_expr(vc)})"
+    return decl + ");"
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def put(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def block(self, stmts: tuple[Stmt, ...]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, Assign):
+            self.assign(s)
+        elif isinstance(s, Eval):
+            self.call(s.value, None, s.span)
+        elif isinstance(s, For):
+            self.for_(s)
+        elif isinstance(s, If):
+            self.if_(s)
+        elif isinstance(s, (Return, Yield)):
+            pass  # outputs are written in place; yields are handled by their loop / branch
+        else:
+            raise CodegenError(f"{type(s).__name__} cannot appear in a kernel body", s.span)
+
+    def call(self, value: Expr, dst: str | None, span: SourceSpan | None) -> None:
+        if isinstance(value, FuncCall):
+            raise CodegenError(f"kernel calls kernel {value.callee!r}: not supported inside a kernel", span)
+        assert isinstance(value, Call)
+        emitter = EMITTERS.get(value.op)
+        if emitter is None:
+            raise CodegenError(f"op {value.op} is not supported by this version's native ISA", span)
+        try:
+            lines = emitter(value, dst)
+        except EmitError as e:
+            raise CodegenError(f"cannot generate {value.op}: {e}", span) from None
+        loc = _loc(span)
+        if loc and lines:
+            self.put(loc)
+        for line in lines:
+            self.put(line)
+
+    def assign(self, s: Assign) -> None:
+        t, name = s.var.type, cpp_name(s.var.name)
+        if isinstance(s.value, Call) and isinstance(t, TileType):
+            valid = s.value.arg("valid_shape") if s.value.op == "tile.load" else None
+            self.put(tile_decl(s.var, s.span, valid))
+            self.call(s.value, name, s.span)
+        elif isinstance(s.value, Call):
+            self.call(s.value, name, s.span)
+        elif isinstance(t, ScalarType):
+            self.put(f"const {cpp_scalar_type(t)} {name} = {cpp_expr(s.value)};")
+        elif isinstance(s.value, Var):
+            kind = "Tile" if isinstance(t, TileType) else "Tensor"
+            self.put(f"{kind} {name} = {cpp_name(s.value.name)};")
+        else:
+            raise CodegenError(f"cannot assign {type(s.value).__name__} to {s.var.name!r}", s.span)
+
+    def carried(self, var: Var, init: str) -> None:
+        t = var.type
+        kind = (
+            "Tile"
+            if isinstance(t, TileType)
+            else "Tensor"
+            if isinstance(t, TensorType)
+            else cpp_scalar_type(t)
+        )  # type: ignore[arg-type]
+        self.put(f"{kind} {cpp_name(var.name)} = {init};")
+
+    def yield_into(self, targets: list[Var], body: tuple[Stmt, ...], keep_storage: bool) -> None:
+        """Yielded values into the carried variables. A loop's carried tile keeps its storage
+        (copied into when the yielded tile lives elsewhere); an if's merged tile takes the
+        branch's tile (the planner gave both one buffer)."""
+        last = body[-1] if body else None
+        if not isinstance(last, Yield) or not targets:
+            return
+        temps = [f"y{i}_{cpp_name(t.name)}" for i, t in enumerate(targets)]
+        for tmp, t, v in zip(temps, targets, last.values):
+            self.put(
+                f"const auto {tmp} = {cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)};"
+            )
+        for tmp, t in zip(temps, targets):
+            if isinstance(t.type, TileType) and keep_storage:
+                self.put(f"if ({tmp}.addr != {cpp_name(t.name)}.addr) TMOV({cpp_name(t.name)}, {tmp});")
+            else:
+                self.put(f"{cpp_name(t.name)} = {tmp};")
+
+    def for_(self, s: For) -> None:
+        for it in s.iter_args:
+            init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)
+            self.carried(it.var, init)
+        i = cpp_name(s.var.name)
+        self.put(
+            f"for (int64_t {i} = {cpp_expr(s.start)}; {i} < {cpp_expr(s.stop)}; {i} += {cpp_expr(s.step)}) {{"
+        )
+        self.depth += 1
+        self.block(s.body)
+        self.yield_into([it.var for it in s.iter_args], s.body, keep_storage=True)
+        self.depth -= 1
+        self.put("}")
+        for res, it in zip(s.results, s.iter_args):
+            self.carried(res, cpp_name(it.var.name))
+
+    def if_(self, s: If) -> None:
+        for r in s.results:
+            kind = "Tile" if isinstance(r.type, TileType) else cpp_scalar_type(r.type)
+            self.put(f"{kind} {cpp_name(r.name)}{{}};")
+        self.put(f"if ({cpp_expr(s.cond)}) {{")
+        for body, last in ((s.then_body, "} else {"), (s.else_body, "}")):
+            self.depth += 1
+            self.block(body)
+            self.yield_into(list(s.results), body, keep_storage=False)
+            self.depth -= 1
+            self.put(last)
+
+
+def _prologue(fn: Function) -> list[str]:
+    lines, n_tensors = [], sum(isinstance(p.var.type, TensorType) for p in fn.params)
+    ti = si = 0
+    for p in fn.params:
+        name = cpp_name(p.var.name)
+        if isinstance(p.var.type, TensorType):
+            lines.append(f"  Tensor {name} = arg_tensor(args, {ti});")
+            ti += 1
+        elif isinstance(p.var.type, ScalarType):
+            getter = "arg_f64" if p.var.type.dtype.is_float else "arg_i64"
+            lines.append(f"  const {cpp_scalar_type(p.var.type)} {name} = {getter}(args, {n_tensors + si});")
+            si += 1
+        else:
+            raise CodegenError(f"parameter {p.var.name!r} of a kernel must be a tensor or a scalar", p.span)
+    return lines
+
+
+def generate_kernel(fn: Function) -> str:
+    """The C++ source of InCore function ``fn`` (addresses and syncs already in the IR)."""
+    em = _Emitter()
+    em.block(fn.body)
+    head = [
+        f"// Generated by pypto from {fn.name}{' at ' + str(fn.span) if fn.span else ''}. Do not edit.",
+        "#include <pypto/kernel.hpp>",
+        "",
+        "using namespace pypto;",
+        "",
+        'extern "C" void kernel_entry(__gm__ int64_t* args) {',
+    ]
+    return "\n".join(head + _prologue(fn) + em.lines + ["}", ""])

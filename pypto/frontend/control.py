@@ -1,0 +1,370 @@
+"""Loops, branches and ``pl.at`` scopes (a mixin of :class:`FunctionParser`).
+
+Two spellings of loop-carried values are accepted:
+
+* implicit, as users write kernels: a name bound before a loop and rebound inside it is
+  carried (``acc = pl.matmul_acc(acc, l, r)``); likewise a name rebound in an ``if``;
+* explicit, as the printer writes IR: ``for i, (acc,) in pl.range(n, init_values=(a0,)):``
+  with the body ending in ``acc_out = pl.yield_(acc_next)``.
+
+Both produce the same IR: ``For.iter_args`` / ``results`` and a trailing ``Yield``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.frontend.bounds import loop_interval
+from pypto.frontend.consteval import NOT_CONST
+from pypto.ir.enums import ForKind, FunctionType, Level
+from pypto.ir.expr import Const, Expr, Var, type_of
+from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, Yield
+from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType, Type, format_type, same_shape_dtype
+from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
+
+
+def assigned_names(body: list[ast.stmt]) -> list[str]:
+    """Names a block (re)binds, in first-binding order; loop variables and ``as`` handles
+    are not included (they are not visible after their statement)."""
+    found: dict[str, None] = {}
+
+    def targets(t: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            found.setdefault(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            found.setdefault(t.value.id)  # dst[...] = x rebinds dst to the assembled value
+
+    for stmt in body:
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                targets(t)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets(stmt.target)
+        elif isinstance(stmt, (ast.For, ast.If, ast.With)):
+            for name in assigned_names(stmt.body + getattr(stmt, "orelse", [])):
+                found.setdefault(name)
+    return list(found)
+
+
+def _carry_compatible(want: Type | None, got: Type | None) -> bool:
+    if isinstance(want, (TileType, TensorType)):
+        return type(got) is type(want) and same_shape_dtype(want, got)  # type: ignore[arg-type]
+    return isinstance(want, ScalarType) and want == got
+
+
+class ControlFlow:
+    """``for`` / ``if`` / ``with pl.at`` handling; see the module docstring."""
+
+    # Provided by FunctionParser.
+    env: dict[str, Any]
+
+    def is_yield(self, node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Call) and isinstance(self.folder.fold(node.func), YieldMarker)
+
+    def _yield_assign(self, stmt: ast.stmt) -> tuple[list[str], ast.Call] | None:
+        """``a, b = pl.yield_(x, y)`` → (["a", "b"], call)."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and self.is_yield(stmt.value):
+            t = stmt.targets[0]
+            elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+            if all(isinstance(e, ast.Name) for e in elts):
+                return [e.id for e in elts], stmt.value  # type: ignore[return-value]
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and self.is_yield(stmt.value)
+        ):
+            return [stmt.target.id], stmt.value  # type: ignore[return-value]
+        return None
+
+    def _lower_in(self, body: list[Stmt], nodes: list[ast.expr]) -> list[Expr]:
+        """Lower expressions with ``body`` as the current block (temporaries land there)."""
+        self.blocks.append(body)
+        try:
+            return [self.exprs.value(n) for n in nodes]
+        finally:
+            self.blocks.pop()
+
+    def _check_carry(self, names: list[str], want: list[Type | None], got: list[Expr], node: ast.AST) -> None:
+        for n, w, g in zip(names, want, got):
+            if w is None or not _carry_compatible(w, type_of(g)):
+                got_t = type_of(g)
+                raise TypeCheckError(
+                    f"`{n}` is carried around the loop/branch but its type changes: "
+                    f"{format_type(w) if w else 'not a value'} before, "
+                    f"{format_type(got_t) if got_t else 'not a value'} after",
+                    self.span(node),
+                )
+
+    def _need_values(self, names: list[str], values: list[Expr], node: ast.AST) -> None:
+        for n, v in zip(names, values):
+            if type_of(v) is None:
+                raise TypeCheckError(
+                    f"`{n}` cannot be carried around a loop (it is not a tile, tensor or scalar)",
+                    self.span(node),
+                )
+
+    def _leave(self, saved: dict[str, Any], where: str) -> None:
+        for name in self.env:
+            if name not in saved:
+                self.inner_defs[name] = where
+        self.env = saved
+
+    # --- for ---------------------------------------------------------------------------------
+    def for_(self, node: ast.For) -> None:
+        kind, bounds, init_nodes, stage = self._loop_header(node)
+        target, iter_names = self._loop_target(node.target, init_nodes)
+        saved, saved_ranges = dict(self.env), dict(self.ctx.ranges)
+        loop_var = Var(self.names.claim(target), INDEX_TYPE, span=self.span(node.target))
+        if init_nodes is None:  # implicit: names bound before the loop and rebound inside it
+            names = [n for n in assigned_names(node.body) if n in self.env and n != target]
+            inits = [self.value_of(n, node) for n in names]
+            body_nodes, yield_targets = node.body, names
+        else:
+            names, inits = iter_names, [self.exprs.value(n) for n in init_nodes]
+            body_nodes, yield_targets = self._explicit_body(node, target, iter_names)
+        self._need_values(names, inits, node)
+        iters = [
+            Var(self.names.claim(n), type_of(i), span=self.span(node.target)) for n, i in zip(names, inits)
+        ]
+        self.env[target] = loop_var
+        self.env.update(zip(names, iters))
+        interval = loop_interval(*bounds)
+        if interval is not None:
+            self.ctx.ranges[loop_var.name] = interval
+        body = self.block(body_nodes)
+        if init_nodes is None:
+            yields = [self.value_of(n, node) for n in names]
+        else:
+            yields = self._lower_in(body, self._yield_assign(node.body[-1])[1].args)  # type: ignore[index]
+        self._check_carry(names, [i.type for i in iters], yields, node)
+        if iters:
+            body.append(Yield(tuple(yields), span=self.span(node.body[-1])))
+        self._leave(saved, f"the loop at line {self.span(node).line}")  # type: ignore[union-attr]
+        self.ctx.ranges = saved_ranges
+        results = [
+            Var(self.names.claim(n), i.type, span=self.span(node)) for n, i in zip(yield_targets, iters)
+        ]
+        self.env.update(zip(yield_targets, results))
+        carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
+        self.emit(
+            For(loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, span=self.span(node))
+        )
+
+    def _loop_header(self, node: ast.For) -> tuple[ForKind, tuple[Expr, Expr, Expr], list | None, int | None]:
+        if node.orelse:
+            raise UnsupportedSyntaxError(
+                "`for ... else` is not supported inside a pypto kernel", self.span(node)
+            )
+        call = node.iter
+        marker = self.folder.fold(call.func) if isinstance(call, ast.Call) else None
+        if not isinstance(marker, LoopMarker):
+            raise UnsupportedSyntaxError(
+                "kernel loops iterate over pl.range / pl.parallel / pl.pipeline / pl.unroll(...)",
+                self.span(node.iter),
+            )
+        return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type, return-value]
+
+    def _loop_args(
+        self, kind: ForKind, call: ast.Call
+    ) -> tuple[tuple[Expr, Expr, Expr], list | None, int | None]:
+        name = f"pl.{kind.name}"
+        if not 1 <= len(call.args) <= 3:
+            raise TypeCheckError(
+                f"{name} takes 1 to 3 positional arguments (stop | start, stop[, step])", self.span(call)
+            )
+        values = [self.exprs.index(a) for a in call.args]
+        start, stop, step = (
+            (Const(0), values[0], Const(1))
+            if len(values) == 1
+            else (values[0], values[1], values[2] if len(values) == 3 else Const(1))
+        )
+        init_nodes, stage = None, None
+        for kw in call.keywords:
+            if kw.arg == "init_values":
+                if not isinstance(kw.value, (ast.Tuple, ast.List)):
+                    raise TypeCheckError("init_values must be a tuple of values", self.span(kw.value))
+                init_nodes = list(kw.value.elts)
+            elif kw.arg == "stage" and kind is ForKind.pipeline:
+                stage = self.folder.fold(kw.value)
+                if not isinstance(stage, int) or isinstance(stage, bool) or stage < 1:
+                    raise TypeCheckError(
+                        "pl.pipeline stage must be a compile-time int >= 1", self.span(kw.value)
+                    )
+            else:
+                raise TypeCheckError(f"{name} has no parameter `{kw.arg}`", self.span(kw))
+        if kind is ForKind.pipeline and stage is None:
+            raise TypeCheckError(
+                "pl.pipeline needs stage=<depth>, e.g. pl.pipeline(n, stage=2)", self.span(call)
+            )
+        if isinstance(step, Const) and step.value == 0:
+            raise TypeCheckError(f"{name} step must not be 0", self.span(call))
+        if kind is ForKind.unroll and not all(isinstance(v, Const) for v in (start, stop, step)):
+            raise TypeCheckError("pl.unroll bounds must be compile-time constants", self.span(call))
+        return (start, stop, step), init_nodes, stage
+
+    def _loop_target(self, target: ast.expr, init_nodes: list | None) -> tuple[str, list[str]]:
+        if isinstance(target, ast.Name) and init_nodes is None:
+            return target.id, []
+        ok = (
+            isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+            and isinstance(target.elts[0], ast.Name)
+            and isinstance(target.elts[1], (ast.Tuple, ast.List))
+            and all(isinstance(e, ast.Name) for e in target.elts[1].elts)
+        )
+        if not ok or init_nodes is None:
+            raise UnsupportedSyntaxError(
+                "write `for i in pl.range(...)`, or `for i, (a, b) in pl.range(..., init_values=(a0, b0))`",
+                self.span(target),
+            )
+        names = [e.id for e in target.elts[1].elts]  # type: ignore[attr-defined]
+        if len(names) != len(init_nodes):
+            raise TypeCheckError(
+                f"{len(names)} loop-carried names but {len(init_nodes)} init_values", self.span(target)
+            )
+        return target.elts[0].id, names  # type: ignore[attr-defined]
+
+    def _explicit_body(self, node: ast.For, target: str, iter_names: list[str]) -> tuple[list, list[str]]:
+        last = self._yield_assign(node.body[-1]) if node.body else None
+        if last is None:
+            raise UnsupportedSyntaxError(
+                "a loop with init_values must end with `x = pl.yield_(...)`",
+                self.span(node.body[-1] if node.body else node),
+            )
+        if len(last[0]) != len(iter_names) or len(last[1].args) != len(iter_names):
+            raise TypeCheckError(f"pl.yield_ must carry {len(iter_names)} values", self.span(node.body[-1]))
+        skip = {target, *iter_names}
+        rebound = [n for n in assigned_names(node.body[:-1]) if n in self.env and n not in skip]
+        if rebound:
+            raise UnsupportedSyntaxError(
+                f"the loop rebinds `{rebound[0]}`, defined before it; with init_values, carry it explicitly",
+                self.span(node),
+            )
+        return node.body[:-1], last[0]
+
+    # --- if ---------------------------------------------------------------------------------------
+    def if_(self, node: ast.If) -> None:
+        cond = self.folder.fold(node.test)
+        if cond is not NOT_CONST:  # a compile-time condition selects one branch, inline
+            for stmt in node.body if cond else node.orelse:
+                self.stmt(stmt)
+            return
+        test = self.exprs.value(node.test)
+        if not isinstance(type_of(test), ScalarType):
+            raise TypeCheckError(
+                f"an if condition must be a scalar, got `{ast.unparse(node.test)}`", self.span(node.test)
+            )
+        saved = dict(self.env)
+        explicit = bool(node.body) and self._yield_assign(node.body[-1]) is not None
+        branches = []
+        for stmts in (node.body, node.orelse):
+            self.env = dict(saved)
+            body_nodes = stmts[:-1] if explicit and stmts else stmts
+            body = self.block(body_nodes)
+            branches.append((body, self.env, stmts))
+        names = self._merge_names(node, saved, branches, explicit)
+        values = [self._branch_values(node, names, b, explicit) for b in branches]
+        want = [type_of(v) for v in values[0]]
+        self._check_carry(names, want, values[1], node)  # type: ignore[arg-type]
+        where = f"an if branch at line {self.span(node).line}"  # type: ignore[union-attr]
+        for _, env, _ in branches:
+            self.env = env
+            self._leave(dict(saved), where)
+        self.env = saved
+        results = [Var(self.names.claim(n), t, span=self.span(node)) for n, t in zip(names, want)]  # type: ignore
+        for (body, _, stmts), vals in zip(branches, values):
+            if names:
+                body.append(Yield(tuple(vals), span=self.span(stmts[-1] if stmts else node)))
+        self.env.update(zip(names, results))
+        self.emit(
+            If(test, tuple(branches[0][0]), tuple(branches[1][0]), tuple(results), span=self.span(node))
+        )
+
+    def _merge_names(self, node: ast.If, saved: dict, branches: list, explicit: bool) -> list[str]:
+        if not explicit:
+            (_, then_env, _), (_, else_env, _) = branches
+            return [
+                n
+                for n in assigned_names(node.body + node.orelse)
+                if n in then_env and n in else_env and then_env[n] is not else_env[n]
+            ]
+        heads = [self._yield_assign(s[-1]) if s else None for _, _, s in branches]
+        if heads[1] is None or heads[0][0] != heads[1][0]:  # type: ignore[index]
+            raise UnsupportedSyntaxError(
+                "both branches must end with `names = pl.yield_(...)` naming the same results",
+                self.span(node),
+            )
+        return heads[0][0]  # type: ignore[index]
+
+    def _branch_values(self, node: ast.If, names: list[str], branch: tuple, explicit: bool) -> list[Expr]:
+        body, env, stmts = branch
+        if explicit:
+            call = self._yield_assign(stmts[-1])[1]  # type: ignore[index]
+            self.env = env
+            return self._lower_in(body, call.args)
+        return [self.value_of(n, node, env) for n in names]
+
+    # --- with pl.at ------------------------------------------------------------------------------
+    def with_(self, node: ast.With) -> None:
+        item = node.items[0]
+        call = item.context_expr
+        marker = self.folder.fold(call.func if isinstance(call, ast.Call) else call)
+        if len(node.items) != 1 or not isinstance(marker, ScopeMarker) or not isinstance(call, ast.Call):
+            raise UnsupportedSyntaxError(
+                "`with` is only supported for pl.at(...) inside a kernel", self.span(node)
+            )
+        if self.kind is not FunctionType.Orchestration:
+            raise MisplacedOpError(
+                "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
+                self.span(node),
+            )
+        if self.ctx.in_scope:
+            raise MisplacedOpError("pl.at scopes cannot be nested", self.span(node))
+        level, name_hint, deps = self._scope_args(call)
+        handle = item.optional_vars
+        if handle is not None and not isinstance(handle, ast.Name):
+            raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.span(handle))
+        self.ctx.in_scope = True
+        try:
+            body = self.block(node.body)
+        finally:
+            self.ctx.in_scope = False
+        name = handle.id if handle is not None else None
+        self.emit(Scope(level, tuple(body), name_hint, tuple(deps), name, span=self.span(node)))
+        if name is not None:
+            self.handles.add(name)
+
+    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str]]:
+        args: dict[str, ast.expr] = dict(zip(("level",), call.args))
+        if len(call.args) > 1:
+            raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.span(call))
+        for kw in call.keywords:
+            if kw.arg not in ("level", "name_hint", "deps") or kw.arg in args:
+                raise TypeCheckError(
+                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps)", self.span(kw)
+                )
+            args[kw.arg] = kw.value
+        level = self.folder.fold(args["level"]) if "level" in args else Level.CORE_GROUP
+        if not isinstance(level, Level):
+            raise TypeCheckError("pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.span(call))
+        hint = self.folder.fold(args["name_hint"]) if "name_hint" in args else None
+        if hint is not None and not isinstance(hint, str):
+            raise TypeCheckError("pl.at name_hint must be a string", self.span(args["name_hint"]))
+        deps = []
+        dep_node = args.get("deps")
+        for d in (
+            dep_node.elts if isinstance(dep_node, (ast.List, ast.Tuple)) else ([dep_node] if dep_node else [])
+        ):
+            if not isinstance(d, ast.Name) or d.id not in self.handles:
+                raise UnknownNameError(
+                    f"deps names `{ast.unparse(d)}`, which is not the handle of an earlier "
+                    "`with pl.at(...) as <name>:`",
+                    self.span(d),
+                )
+            deps.append(d.id)
+        return level, hint, deps

@@ -1,0 +1,311 @@
+"""Lowering kernel expressions to IR.
+
+Compile-time values fold first (:mod:`pypto.frontend.consteval`). What remains involves
+kernel variables and becomes IR: scalar arithmetic nests; op calls are kept flat — a call
+used as an argument is bound to a fresh temporary first, so every tile has a name.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+from typing import TYPE_CHECKING, Any
+
+from pypto.errors import TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.frontend import semantic
+from pypto.frontend.bounds import difference
+from pypto.frontend.consteval import MISSING, NOT_CONST
+from pypto.ir.dtypes import DataType
+from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
+from pypto.ir.stmt import Assign
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.language.decorators import JitFunction, KernelFunction
+from pypto.language.markers import LoopMarker, Marker, OpMarker
+
+if TYPE_CHECKING:
+    from pypto.frontend.function import FunctionParser
+
+_SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+_CMP_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_UNSUPPORTED = {
+    ast.Lambda: "`lambda`",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.NamedExpr: "an assignment expression (:=)",
+    ast.Await: "`await`",
+    ast.Yield: "`yield`",
+    ast.YieldFrom: "`yield from`",
+    ast.JoinedStr: "an f-string",
+    ast.Starred: "`*` unpacking",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+}
+
+
+def _is_array(t: Type | None) -> bool:
+    return isinstance(t, (TileType, TensorType))
+
+
+class ExprLowerer:
+    """Lowers the expressions of one function; emits temporaries through its parser."""
+
+    def __init__(self, fp: FunctionParser) -> None:
+        self.fp = fp
+
+    def span(self, node: ast.AST):
+        return self.fp.src.span(node)
+
+    # --- entry points -------------------------------------------------------------------------
+    def rhs(self, node: ast.expr) -> tuple[Expr, Type | None]:
+        """The right-hand side of an assignment: a top-level call stays unflattened."""
+        if isinstance(node, ast.Call) and self.fp.folder.fold(node) is NOT_CONST:
+            return self.call(node)
+        e = self.value(node)
+        block = self.fp.blocks[-1]
+        if block and isinstance(block[-1], Assign) and block[-1].var is e:
+            # Operator sugar (t + u, x[0:32, :]) made a temporary for the value itself: hand the
+            # call back so the assignment binds it under the user's name.
+            return block.pop().value, e.type
+        return e, type_of(e)
+
+    def value(self, node: ast.expr) -> Expr:
+        """Any expression as an IR operand (calls bound to temporaries)."""
+        folded = self.fp.folder.fold(node)
+        if folded is not NOT_CONST:
+            return self.const(folded, node)
+        kind = type(node)
+        if kind in _UNSUPPORTED:
+            raise UnsupportedSyntaxError(
+                f"{_UNSUPPORTED[kind]} is not supported inside a pypto kernel", self.span(node)
+            )
+        method = getattr(self, f"_{kind.__name__}", None)
+        if method is None:
+            raise UnsupportedSyntaxError(
+                f"`{ast.unparse(node)}` is not supported inside a pypto kernel", self.span(node)
+            )
+        return method(node)
+
+    def index(self, node: ast.expr) -> Expr:
+        """An integer scalar expression (offsets, loop bounds, slot indices)."""
+        e = self.value(node)
+        t = type_of(e)
+        if not (isinstance(t, ScalarType) and t.dtype.is_integer):
+            got = format_type(t) if t is not None else ast.unparse(node)
+            raise TypeCheckError(f"expected an integer index expression, got {got}", self.span(node))
+        return e
+
+    def const(self, value: Any, node: ast.AST) -> Expr:
+        """A folded compile-time value as an IR literal."""
+        if isinstance(value, (bool, int, float, str, DataType, enum.Enum)) or value is None:
+            return as_expr(value, self.span(node))
+        if isinstance(value, (list, tuple)):
+            return ListExpr(tuple(self.const(v, node) for v in value), span=self.span(node))
+        if isinstance(value, Marker):
+            raise TypeCheckError(f"pl.{value.dsl_name} is not a value; call it", self.span(node))
+        raise TypeCheckError(
+            f"`{ast.unparse(node)}` ({type(value).__name__}) cannot be used in a kernel", self.span(node)
+        )
+
+    # --- names and operators -------------------------------------------------------------------
+    def _Name(self, node: ast.Name) -> Expr:
+        value = self.fp.lookup_local(node.id)
+        if isinstance(value, Expr):
+            return value if not isinstance(value, Var) else Var(value.name, value.type, span=self.span(node))
+        where = self.fp.inner_defs.get(node.id)
+        if where is not None:
+            raise UnknownNameError(
+                f"`{node.id}` is only defined inside {where}; assign it before that block to use it after",
+                self.span(node),
+            )
+        assert value is MISSING
+        raise UnknownNameError(
+            f"name `{node.id}` is not defined (not a kernel variable, parameter, or module/closure value)",
+            self.span(node),
+        )
+
+    def _Attribute(self, node: ast.Attribute) -> Expr:
+        raise UnsupportedSyntaxError(
+            f"attribute `{ast.unparse(node)}` is not supported on a kernel value "
+            "(only .shape and .dtype are)",
+            self.span(node),
+        )
+
+    def _List(self, node: ast.List | ast.Tuple) -> Expr:
+        return ListExpr(tuple(self.value(e) for e in node.elts), span=self.span(node))
+
+    _Tuple = _List
+
+    def _BinOp(self, node: ast.BinOp) -> Expr:
+        lhs, rhs = self.value(node.left), self.value(node.right)
+        if _is_array(type_of(lhs)) or _is_array(type_of(rhs)):
+            name = _ARRAY_OPS.get(type(node.op))
+            if name is None:
+                raise UnsupportedSyntaxError(
+                    f"operator in `{ast.unparse(node)}` is not defined on tiles", self.span(node)
+                )
+            if not _is_array(type_of(lhs)) and name in ("add", "mul"):
+                lhs, rhs = rhs, lhs  # 2 * t means t * 2: the scalar forms take the scalar second
+            return self.flat_op(f"pl.{name}", name, [lhs, rhs], {}, node)
+        op = _SCALAR_OPS.get(type(node.op))
+        if op is None:
+            hint = " (use // for integer division)" if isinstance(node.op, ast.Div) else ""
+            raise UnsupportedSyntaxError(
+                f"operator in `{ast.unparse(node)}` is not supported on scalars{hint}", self.span(node)
+            )
+        return semantic.scalar_binop(op, lhs, rhs, self.span(node))
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Expr:
+        operand = self.value(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if _is_array(type_of(operand)) and isinstance(node.op, ast.USub):
+            return self.flat_op("pl.neg", "neg", [operand], {}, node)
+        if isinstance(node.op, ast.Invert) or not isinstance(type_of(operand), ScalarType):
+            raise UnsupportedSyntaxError(
+                f"`{ast.unparse(node)}` is not supported in a kernel", self.span(node)
+            )
+        return make_unary("-" if isinstance(node.op, ast.USub) else "not", operand, self.span(node))
+
+    def _Compare(self, node: ast.Compare) -> Expr:
+        result: Expr | None = None
+        left = self.value(node.left)
+        for op, comp in zip(node.ops, node.comparators):
+            if type(op) not in _CMP_OPS:
+                raise UnsupportedSyntaxError(
+                    f"comparison in `{ast.unparse(node)}` is not supported", self.span(node)
+                )
+            right = self.value(comp)
+            term = semantic.scalar_binop(_CMP_OPS[type(op)], left, right, self.span(node))
+            result = term if result is None else semantic.scalar_binop("and", result, term, self.span(node))
+            left = right
+        assert result is not None
+        return result
+
+    def _BoolOp(self, node: ast.BoolOp) -> Expr:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        values = [self.value(v) for v in node.values]
+        out = values[0]
+        for v in values[1:]:
+            out = semantic.scalar_binop(op, out, v, self.span(node))
+        return out
+
+    def _Call(self, node: ast.Call) -> Expr:
+        e, t = self.call(node)
+        return self.bind_temp(e, t, node)
+
+    def _Subscript(self, node: ast.Subscript) -> Expr:
+        base = self.value(node.value)
+        if not (isinstance(base, Var) and _is_array(base.type)):
+            raise UnsupportedSyntaxError(
+                f"`{ast.unparse(node)}`: only tiles and tensors can be sliced", self.span(node)
+            )
+        offsets, shape = self.window(base, node.slice)
+        level = "tile" if isinstance(base.type, TileType) else "tensor"
+        return self.flat_op("slicing", f"{level}.slice", [base, list(shape), offsets], {}, node, exact=True)
+
+    # --- calls ----------------------------------------------------------------------------------------
+    def flat_op(
+        self, display: str, name: str, args: list, kwargs: dict, node: ast.AST, exact: bool = False
+    ) -> Expr:
+        call, t = self.op(display, (name,) if exact else _candidates(name), args, kwargs, node)
+        return self.bind_temp(call, t, node)
+
+    def op(self, display: str, candidates: tuple[str, ...], args: list, kwargs: dict, node: ast.AST):
+        exprs = [as_expr(a, self.span(node)) for a in args]
+        kw = {k: as_expr(v, self.span(node)) for k, v in kwargs.items()}
+        return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node))
+
+    def bind_temp(self, e: Expr, t: Type | None, node: ast.AST) -> Expr:
+        """Bind a call's result to a fresh name so that operands stay flat."""
+        if not isinstance(e, (Call, FuncCall)):
+            return e
+        if t is None or isinstance(t, VoidType):
+            raise TypeCheckError(f"`{ast.unparse(node)}` produces no value", self.span(node))
+        base = e.op.split(".")[-1] if isinstance(e, Call) else e.callee
+        var = Var(self.fp.names.fresh(base), t, span=self.span(node))
+        self.fp.emit(Assign(var, e, span=self.span(node)))
+        return var
+
+    def call(self, node: ast.Call) -> tuple[Expr, Type | None]:
+        """An unflattened call: an op ``Call`` or a kernel ``FuncCall``, with its type."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise UnsupportedSyntaxError(
+                "`*args` / `**kwargs` in a kernel call are not supported", self.span(node)
+            )
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return self.fp.program.call_method(self.fp, func.attr, [self.value(a) for a in node.args], node)
+        fn = self.fp.folder.fold(func)
+        if isinstance(fn, OpMarker):
+            args = [self.value(a) for a in node.args]
+            kwargs = {k.arg: self.value(k.value) for k in node.keywords}
+            return self.op(f"pl.{fn.dsl_name}", fn.candidates, args, kwargs, node)
+        if isinstance(fn, (JitFunction, KernelFunction)):
+            if node.keywords:
+                raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
+            return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
+        raise self.bad_call(node, fn)
+
+    def bad_call(self, node: ast.Call, fn: Any) -> UnsupportedSyntaxError:
+        text = ast.unparse(node.func)
+        if isinstance(fn, LoopMarker):
+            msg = f"pl.{fn.dsl_name}(...) can only be the iterable of a `for` loop"
+        elif isinstance(fn, Marker):
+            where = "a `with` statement" if fn.dsl_name == "at" else "`x = pl.yield_(...)` ending a loop body"
+            msg = f"pl.{fn.dsl_name}(...) can only be used in {where}"
+        elif fn is builtins.range:
+            msg = "`range` is not a kernel loop: use pl.range(...) (or pl.unroll for a compile-time loop)"
+        elif fn is NOT_CONST:
+            msg = f"cannot call `{text}`: it is not a pl op or a kernel function"
+        else:
+            msg = (
+                f"calling `{text}` inside a kernel is not supported; only pl ops and "
+                "@pl.jit.incore / @pl.function kernels can be called"
+            )
+        return UnsupportedSyntaxError(msg, self.span(node))
+
+    # --- slicing ------------------------------------------------------------------------------------
+    def window(self, base: Var, index: ast.expr) -> tuple[ListExpr, tuple[int, ...]]:
+        """Offsets and static extents of ``base[r0:r1, c0:c1]``."""
+        shape = base.type.shape  # type: ignore[attr-defined]
+        dims = index.elts if isinstance(index, ast.Tuple) else [index]
+        if len(dims) > len(shape):
+            raise TypeCheckError(f"{len(dims)} indices for a rank-{len(shape)} value", self.span(index))
+        offsets: list[Expr] = []
+        sizes: list[int] = []
+        for d, size in enumerate(shape):
+            lo, n = self._dim(dims[d], size) if d < len(dims) else (Const(0), size)
+            offsets.append(lo)
+            sizes.append(n)
+        return ListExpr(tuple(offsets), span=self.span(index)), tuple(sizes)
+
+    def _dim(self, node: ast.expr, size: int) -> tuple[Expr, int]:
+        if not isinstance(node, ast.Slice):
+            raise UnsupportedSyntaxError(
+                "index tiles and tensors with slices, e.g. x[r0:r1, :] (integer indexing is not supported)",
+                self.span(node),
+            )
+        if node.step is not None and self.fp.folder.fold(node.step) != 1:
+            raise UnsupportedSyntaxError("strided slices are not supported", self.span(node))
+        lo = self.index(node.lower) if node.lower is not None else Const(0)
+        hi = self.index(node.upper) if node.upper is not None else Const(size)
+        n = difference(hi, lo)
+        if n is None:
+            raise TypeCheckError(
+                f"slice `{ast.unparse(node)}` must have a compile-time length", self.span(node)
+            )
+        if n <= 0 or n > size:
+            raise TypeCheckError(
+                f"slice `{ast.unparse(node)}` has length {n}, outside 1..{size}", self.span(node)
+            )
+        return lo, n
+
+
+def _candidates(name: str) -> tuple[str, ...]:
+    from pypto.ir.ops import DSL_OPS
+
+    return DSL_OPS[name]

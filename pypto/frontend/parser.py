@@ -1,0 +1,316 @@
+"""Frontend entry points: ``@pl.jit`` kernels, ``@pl.program`` classes, and program text.
+
+* :func:`parse_jit` — a ``@pl.jit`` function specialised on call arguments; callees
+  (``@pl.jit.incore`` kernels, ``@pl.function`` kernels with ``external_source``) are
+  parsed as they are called and added to the program after the entry function.
+* :func:`parse_class`, :func:`parse_text`, :func:`parse_file` — the ``@pl.program`` form
+  the printer writes. Signatures are read first so methods may call each other
+  (``self.kernel(...)``) in any order.
+
+Every result is checked by :func:`pypto.ir.verify` before it is returned.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pypto.language as pl_module
+from pypto.errors import (
+    ArgumentMismatchError,
+    CompileError,
+    MisplacedOpError,
+    TypeCheckError,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
+from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
+from pypto.frontend.function import FunctionParser, ParamBinding
+from pypto.frontend.source import KernelSource
+from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
+from pypto.ir.enums import Direction, FunctionType
+from pypto.ir.expr import Const, Expr, FuncCall, type_of
+from pypto.ir.stmt import Function, Param, Program
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
+from pypto.ir.verify import verify
+from pypto.language import annotations as ann
+from pypto.language.decorators import JitFunction, KernelFunction
+
+
+class ProgramContext:
+    """The functions of the program being parsed, and calls between them."""
+
+    def __init__(self) -> None:
+        self.functions: list[Function] = []
+        self.taken: set[str] = set()
+        self.kernels: dict[tuple, Function] = {}
+        self.signatures: dict[str, tuple[list[Param], tuple[Type, ...]]] = {}
+
+    def unique_name(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def call_method(self, fp: FunctionParser, name: str, args: list[Expr], node: ast.Call):
+        """``self.<name>(...)`` inside a ``@pl.program`` class."""
+        if name not in self.signatures:
+            raise UnknownNameError(f"`self.{name}` is not a function of this program", fp.span(node))
+        params, returns = self.signatures[name]
+        return self._call(fp, name, params, returns, args, node)
+
+    def call_kernel(
+        self, fp: FunctionParser, fn: JitFunction | KernelFunction, args: list[Expr], node: ast.Call
+    ):
+        """A call of a kernel object from a ``@pl.jit`` body."""
+        if fp.kind is not FunctionType.Orchestration:
+            raise MisplacedOpError(f"InCore kernels cannot call other kernels (`{fn.name}`)", fp.span(node))
+        if isinstance(fn, JitFunction) and fn.kind is FunctionType.Orchestration:
+            raise UnsupportedSyntaxError(
+                f"`{fn.name}` is a @pl.jit entry point; make it @pl.jit.incore to call it from a kernel",
+                fp.span(node),
+            )
+        callee = self._kernel_for(fp, fn, args, node)
+        return self._call(fp, callee.name, list(callee.params), callee.return_types, args, node)
+
+    def _call(self, fp, name: str, params: list[Param], returns: tuple, args: list[Expr], node: ast.Call):
+        span = fp.span(node)
+        if len(args) != len(params):
+            raise ArgumentMismatchError(
+                f"`{name}` takes {len(params)} arguments ({', '.join(p.var.name for p in params)}) "
+                f"but {len(args)} were given",
+                span,
+            )
+        for a, p in zip(args, params):
+            t, want = type_of(a), p.var.type
+            ok = same_shape_dtype(t, want) if isinstance(want, (TensorType, TileType)) else t == want
+            if not ok:
+                raise TypeCheckError(
+                    f"argument `{p.var.name}` of `{name}` must be {format_type(want)}, got "
+                    f"{format_type(t) if t else 'a non-value'}",
+                    span,
+                )  # type: ignore[arg-type]
+        if len(returns) > 1:
+            raise UnsupportedSyntaxError(
+                f"`{name}` returns {len(returns)} values; calls of multi-result "
+                "functions are not supported yet",
+                span,
+            )
+        ret: Type = returns[0] if returns else VoidType()
+        return FuncCall(name, tuple(args), ret, span=span), ret
+
+    def _kernel_for(self, fp: FunctionParser, fn: Any, args: list[Expr], node: ast.Call) -> Function:
+        key = (id(fn), tuple(_arg_key(fp, a, node) for a in args))
+        if isinstance(fn, KernelFunction):
+            key = (id(fn),)
+        if key in self.kernels:
+            return self.kernels[key]
+        src = KernelSource.from_function(fn.fn)
+        kind = fn.kind if isinstance(fn, JitFunction) else fn.type
+        callee = FunctionParser(src, _function_def(src), kind, self)
+        external = None
+        if isinstance(fn, KernelFunction):
+            callee.bind_params(callee.declared_params())
+            callee.read_returns()
+            external = _resolve_external(fn, src, fp.span(node)) if fn.external_source else None
+        else:
+            nodes = callee.param_nodes()
+            if len(nodes) != len(args):
+                raise ArgumentMismatchError(
+                    f"`{fn.name}` takes {len(nodes)} arguments but {len(args)} were given", fp.span(node)
+                )
+            callee.bind_params([_callee_param(callee, n, a, fp.span(node)) for n, a in zip(nodes, args)])
+        function = callee.function(self.unique_name(fn.name), external)
+        self.functions.append(function)
+        self.kernels[key] = function
+        return function
+
+
+def _arg_key(fp: FunctionParser, a: Expr, node: ast.AST) -> tuple:
+    if isinstance(a, Const):
+        return ("const", a.value, a.dtype)
+    t = type_of(a)
+    if t is None:
+        raise TypeCheckError("kernel arguments must be tensors or scalars", fp.span(node))
+    return ("value", t)
+
+
+def _callee_param(callee: FunctionParser, node: ast.arg, arg: Expr, span) -> ParamBinding:
+    direction, declared = Direction.In, None
+    if node.annotation is not None:
+        declared, direction = _param_spec(callee, node)[1:]
+    t = type_of(arg)
+    if isinstance(t, TileType):
+        raise TypeCheckError(f"a tile cannot be passed to kernel parameter `{node.arg}`; pass tensors", span)
+    if declared is not None and isinstance(t, TensorType) and declared != t:
+        raise TypeCheckError(
+            f"kernel parameter `{node.arg}` is declared {format_type(declared)}, got {format_type(t)}", span
+        )
+    if isinstance(arg, Const):
+        return ParamBinding(node.arg, arg.type, direction, value=arg.value, span=callee.span(node))
+    return ParamBinding(node.arg, t, direction, span=callee.span(node))  # type: ignore[arg-type]
+
+
+def _param_spec(fp: FunctionParser, node: ast.arg) -> tuple[str, Type | None, Direction]:
+    """(kind, declared type or None, direction) of a ``@pl.jit`` parameter annotation."""
+    assert node.annotation is not None
+    value = fp.folder.fold(node.annotation)
+    if value is NOT_CONST:
+        t, direction = fp.annotations.read(node.annotation)
+        return ("tile" if isinstance(t, TileType) else "tensor"), t, direction
+    direction = Direction.In
+    if isinstance(value, ann.DirectionSpec):
+        direction, value = value.direction, value.inner
+    if isinstance(value, ann.TensorSpec):
+        return "tensor", value.to_type(), direction
+    if isinstance(value, ann.TileSpec):
+        return "tile", value.to_type(), direction
+    converted = ann.spec_to_type(value)
+    if converted is None:
+        raise TypeCheckError(
+            f"`{ast.unparse(node.annotation)}` is not a pypto type annotation", fp.span(node.annotation)
+        )
+    return "scalar", converted[0], direction
+
+
+def _jit_param(fp: FunctionParser, node: ast.arg, value: Any, fn_name: str) -> ParamBinding:
+    kind, declared, direction = "auto", None, Direction.In
+    if node.annotation is not None:
+        kind, declared, direction = _param_spec(fp, node)
+    span = fp.span(node)
+    if kind == "tile":
+        raise TypeCheckError(
+            f"parameter `{node.arg}` of a @pl.jit kernel cannot be a tile; pass tensors", span
+        )
+    if kind == "tensor" or (kind == "auto" and is_array(value)):
+        t = tensor_arg(value, node.arg, fn_name, declared, span)  # type: ignore[arg-type]
+        return ParamBinding(node.arg, t, direction, span=span)
+    dtype = declared.dtype if isinstance(declared, ScalarType) else None
+    st, v = scalar_arg(value, node.arg, fn_name, dtype, span)
+    return ParamBinding(node.arg, st, direction, value=v, span=span)
+
+
+def _function_def(src: KernelSource) -> ast.FunctionDef:
+    node = src.tree.body[0] if src.tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        raise CompileError(f"expected a function definition in {src.file}", src.span(node))
+    return node
+
+
+def _resolve_external(fn: KernelFunction, src: KernelSource, span) -> str:
+    path = Path(fn.external_source)  # type: ignore[arg-type]
+    if not path.is_absolute():
+        path = Path(os.path.dirname(os.path.abspath(src.file))) / path
+    if not path.is_file():
+        raise CompileError(f"external_source of `{fn.name}` not found: {path}", span)
+    return str(path)
+
+
+def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> Program:
+    """Parse a ``@pl.jit`` (or ``@pl.jit.incore``) function specialised on ``args``."""
+    src = KernelSource.from_function(jit.fn)
+    fdef = _function_def(src)
+    ctx = ProgramContext()
+    ctx.taken.add(jit.name)
+    fp = FunctionParser(src, fdef, jit.kind, ctx)
+    nodes = fp.param_nodes()
+    values = bind_arguments(jit.name, [n.arg for n in nodes], args, kwargs or {}, src.span(fdef))
+    fp.bind_params([_jit_param(fp, n, v, jit.name) for n, v in zip(nodes, values)])
+    entry = fp.function(jit.name)
+    return verify(Program(jit.name, (entry, *ctx.functions), span=src.span(fdef)))
+
+
+def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionType, str | None]:
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if folder.fold(target) is not pl_module.function:
+            continue
+        kind, external = FunctionType.Orchestration, None
+        for kw in d.keywords if isinstance(d, ast.Call) else []:
+            value = folder.fold(kw.value)
+            if kw.arg == "type" and isinstance(value, FunctionType):
+                kind = value
+            elif kw.arg == "external_source" and isinstance(value, str):
+                external = value
+            else:
+                raise TypeCheckError(f"bad @pl.function argument `{ast.unparse(kw)}`", span)
+        return kind, external
+    raise UnsupportedSyntaxError(f"method `{node.name}` of a @pl.program class needs @pl.function(...)", span)
+
+
+def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
+    ctx = ProgramContext()
+    folder = Folder(src, lambda _name: MISSING)
+    parsers = []
+    for node in cdef.body:
+        if isinstance(node, ast.FunctionDef):
+            kind, external = _decorator(folder, node, src.span(node))
+            fp = FunctionParser(src, node, kind, ctx)
+            fp.bind_params(fp.declared_params())
+            fp.read_returns()
+            ctx.signatures[node.name] = (fp.params, fp.declared_returns or ())
+            parsers.append((fp, node.name, external))
+        elif not (
+            isinstance(node, ast.Pass)
+            or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        ):
+            raise UnsupportedSyntaxError(
+                "a @pl.program class holds only @pl.function methods", src.span(node)
+            )
+    functions = tuple(fp.function(name, external) for fp, name, external in parsers)
+    return verify(Program(cdef.name, functions, span=src.span(cdef)))
+
+
+def parse_class(cls: type) -> Program:
+    """The ``Program`` of a ``@pl.program`` class (its source is read, never run)."""
+    src = KernelSource.from_class(cls)
+    cdef = src.tree.body[0]
+    assert isinstance(cdef, ast.ClassDef)
+    return _parse_program_class(src, cdef)
+
+
+def _module_scope(src: KernelSource) -> ast.ClassDef:
+    """Bind the text's imports of pypto.language and its constants; find the program class."""
+    src.globals = {"pl": pl_module}
+    folder = Folder(src, lambda _name: MISSING)
+    found = None
+    for stmt in src.tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.name == "pypto.language" and alias.asname:
+                    src.globals[alias.asname] = pl_module
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module == "pypto":
+            for alias in stmt.names:
+                if alias.name == "language":
+                    src.globals[alias.asname or "language"] = pl_module
+        elif (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        ):
+            value = folder.fold(stmt.value)
+            if value is not NOT_CONST:
+                src.globals[stmt.targets[0].id] = value
+        elif (
+            isinstance(stmt, ast.ClassDef)
+            and found is None
+            and any(folder.fold(d) is pl_module.program for d in stmt.decorator_list)
+        ):
+            found = stmt
+    if found is None:
+        raise CompileError(f"no @pl.program class in {src.file}")
+    return found
+
+
+def parse_text(text: str, filename: str | None = None) -> Program:
+    """Parse program text (as :func:`pypto.ir.print_program` writes it)."""
+    src = KernelSource.from_text(text, filename)
+    return _parse_program_class(src, _module_scope(src))
+
+
+def parse_file(path: str | os.PathLike) -> Program:
+    """Parse a program file (e.g. a pass dump)."""
+    return parse_text(Path(path).read_text(), str(path))

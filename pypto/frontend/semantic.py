@@ -1,0 +1,186 @@
+"""Typing rules the frontend applies on top of the op table.
+
+The op table (``pypto.ir.ops`` / ``pypto.ir.bind``) types each call; this layer adds what
+depends on *where* the call is: op placement (orchestration vs InCore), windows checked
+against the loop ranges in scope, annotations merged with inferred types, scalar
+arithmetic without implicit promotion, and the ``OutParamWriteDropped`` warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pypto.errors import BoundsCheckError, MisplacedOpError, SourceSpan, TypeCheckError
+from pypto.frontend.bounds import Interval, interval
+from pypto.ir.bind import bind_call
+from pypto.ir.dtypes import BOOL, DataType
+from pypto.ir.enums import FunctionType
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Var, make_binop, type_of
+from pypto.ir.ops import OPS, resolve_candidates
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type, refines
+
+
+class OutParamWriteDropped(UserWarning):
+    """Rebinding a ``pl.Out`` parameter to a new value writes nothing to the caller's buffer."""
+
+
+@dataclass
+class Context:
+    """Where the code being parsed sits."""
+
+    kind: FunctionType
+    in_scope: bool = False  # inside a ``with pl.at(...)`` block
+    ranges: dict[str, Interval] = field(default_factory=dict)  # loop variable → value bounds
+
+
+INCORE_BLOCK_HINT = "wrap them in `with pl.at(level=pl.Level.CORE_GROUP):`"
+
+
+def check_placement(op_name: str, display: str, ctx: Context, span: SourceSpan | None) -> None:
+    """Tile/tensor ops belong in InCore code; orchestration ops outside it."""
+    op = OPS[op_name]
+    incore = ctx.kind.is_incore or ctx.in_scope
+    if op.in_incore and not incore:
+        raise MisplacedOpError(
+            f"Misplaced tensor op `{display}`: tensor and tile ops should be inside InCore block "
+            f"({INCORE_BLOCK_HINT})",
+            span,
+        )
+    if not op.in_incore and incore:
+        raise MisplacedOpError(
+            f"`{display}` is an orchestration op: use it outside pl.at / InCore kernels", span
+        )
+
+
+def op_call(
+    candidates: Sequence[str],
+    display: str,
+    args: Sequence[Expr],
+    kwargs: Mapping[str, Expr],
+    ctx: Context,
+    span: SourceSpan | None,
+) -> tuple[Call, Type]:
+    """Resolve, place, bind and type one op call, then check its window statically."""
+    op_name = resolve_candidates(candidates, args)
+    check_placement(op_name, display, ctx, span)
+    call, result = bind_call(op_name, args, kwargs, span=span, display=display)
+    check_window(call, ctx.ranges, display, span)
+    return call, result
+
+
+# op → (the window's shape: a parameter holding a shape list, or an array whose shape is used;
+#       the offsets parameter; the container the window must fit in)
+_WINDOWS = {
+    "tile.load": ("shapes", "offsets", "tensor"),
+    "tile.store": ("tile", "offsets", "output_tensor"),
+    "tile.slice": ("shape", "offset", "x"),
+    "tensor.slice": ("shape", "offset", "x"),
+    "tile.assemble": ("src", "offset", "dst"),
+    "tensor.assemble": ("src", "offset", "target"),
+}
+
+
+def _window_shape(call: Call, name: str) -> tuple[int, ...]:
+    e = call.arg(name)
+    if isinstance(e, ListExpr):
+        return tuple(int(i.value) for i in e.items if isinstance(i, Const))
+    return type_of(e).shape  # type: ignore[union-attr]
+
+
+def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span: SourceSpan | None) -> None:
+    """Reject a window that provably reaches outside its tensor/tile for some loop value."""
+    spec = _WINDOWS.get(call.op)
+    if spec is None:
+        return
+    shape = _window_shape(call, spec[0])
+    offsets = call.arg(spec[1])
+    container = call.arg(spec[2])
+    full = type_of(container).shape  # type: ignore[union-attr]
+    assert isinstance(offsets, ListExpr)
+    for d, (off, n, size) in enumerate(zip(offsets.items, shape, full)):
+        iv = interval(off, ranges)
+        if iv is None:
+            continue
+        if iv[0] < 0 or iv[1] + n > size:
+            where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+            raise BoundsCheckError(
+                f"{display} window is outside {where}: on dim {d} the offset ranges over "
+                f"[{iv[0]}, {iv[1]}] and the window is {n} long, reaching {iv[1] + n} > size {size}",
+                span,
+            )
+
+
+def merge_annotation(name: str, declared: Type | None, inferred: Type, span: SourceSpan | None) -> Type:
+    """The type of ``name: declared = <value of type inferred>``.
+
+    An annotation may add a memory space the op left open, or a memref; shape and dtype
+    must agree exactly.
+    """
+    if declared is None:
+        return inferred
+    merged = declared
+    if isinstance(declared, TileType) and isinstance(inferred, TileType) and declared.memory is None:
+        merged = dataclasses.replace(declared, memory=inferred.memory)
+    if not refines(merged, inferred):
+        raise TypeCheckError(
+            f"`{name}` is annotated {format_type(declared)} but its value is {format_type(inferred)}", span
+        )
+    return merged
+
+
+def coerce_literal(c: Const, dtype: DataType, span: SourceSpan | None) -> Const:
+    """A number literal given the dtype its context declares (``x: pl.Scalar[pl.FP32] = 1``)."""
+    if dtype.is_float:
+        return Const(float(c.value), dtype, span=span)
+    if dtype == BOOL:
+        return Const(bool(c.value), dtype, span=span)
+    if isinstance(c.value, float) and not c.value.is_integer():
+        raise TypeCheckError(f"{c.value} is not an integer, so it cannot be {dtype}", span)
+    return Const(int(c.value), dtype, span=span)
+
+
+def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr:
+    """Scalar arithmetic/comparison; a literal adopts the other side's dtype, nothing else
+    converts implicitly."""
+    for side in (lhs, rhs):
+        if not isinstance(type_of(side), ScalarType):
+            raise TypeCheckError(
+                f"operator `{op}` needs scalar operands, got {format_type(type_of(side))}", span
+            )  # type: ignore[arg-type]
+    out = make_binop(op, lhs, rhs, span)
+    if isinstance(out, BinOp):
+        lt, rt = type_of(out.lhs), type_of(out.rhs)
+        if lt != rt and op not in ("and", "or"):
+            raise TypeCheckError(
+                f"operator `{op}` mixes {lt.dtype} and {rt.dtype} scalars "  # type: ignore[union-attr]
+                "(no implicit promotion; use a literal of the right kind or pl.cast)",
+                span,
+            )
+    return out
+
+
+_ALIASING_WRITES = {"tensor.assemble": "target", "tile.store": "output_tensor"}
+
+
+def warn_out_rebind(name: str, current: Var, value: Expr, span: SourceSpan | None) -> None:
+    """Warn when an Out/InOut parameter name is rebound to a value that does not write it."""
+    if isinstance(value, Call) and value.op in _ALIASING_WRITES:
+        target = value.arg(_ALIASING_WRITES[value.op])
+        if isinstance(target, Var) and target.name == current.name:
+            return
+    if isinstance(value, FuncCall) and any(isinstance(a, Var) and a.name == current.name for a in value.args):
+        return
+    if not isinstance(current.type, TensorType):
+        return
+    what = f"pl.{value.op}" if isinstance(value, Call) else "this value"
+    message = (
+        f"`{name}` is an output parameter; rebinding it to the result of {what} writes nothing to the "
+        f"caller's buffer. Use `{name}[:] = ...` (or pl.assemble / pl.store into `{name}`)."
+    )
+    if span is None:
+        warnings.warn(message, OutParamWriteDropped, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, OutParamWriteDropped, span.file, span.line)

@@ -1,0 +1,121 @@
+"""Specialising a kernel on its call arguments.
+
+Tensors (numpy arrays, torch tensors, anything with ``.shape`` and ``.dtype``) contribute
+their shape and dtype; scalars contribute their value, which folds into the kernel body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pypto.errors import ArgumentMismatchError, SourceSpan
+from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType, from_array_dtype
+from pypto.ir.types import ScalarType, TensorType
+
+
+def is_array(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float))
+
+
+def scalar_value(value: Any) -> int | float | bool | None:
+    """A Python number for ``value`` (numpy scalars unwrapped), or None if it is not one."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        v = item()
+        return v if isinstance(v, (bool, int, float)) else None
+    return None
+
+
+def bind_arguments(
+    fn_name: str,
+    params: Sequence[str],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    span: SourceSpan | None,
+) -> list[Any]:
+    """Arguments in parameter order; a wrong count or an unknown keyword is an error."""
+    if len(args) > len(params) or any(k not in params for k in kwargs):
+        extra = [k for k in kwargs if k not in params]
+        detail = f"unknown keyword `{extra[0]}`" if extra else f"{len(args)} were given"
+        raise ArgumentMismatchError(
+            f"{fn_name}() takes {len(params)} arguments ({', '.join(params)}) but {detail}", span
+        )
+    values = list(args)
+    for name in params[len(args) :]:
+        if name not in kwargs:
+            given = len(args) + len(kwargs)
+            raise ArgumentMismatchError(
+                f"{fn_name}() takes {len(params)} arguments ({', '.join(params)}) but {given} were given; "
+                f"`{name}` is missing",
+                span,
+            )
+        values.append(kwargs[name])
+    return values
+
+
+def tensor_arg(value: Any, pname: str, fn_name: str, declared: TensorType | None, span: SourceSpan | None):
+    """The tensor type of an array argument, checked against a declared type."""
+    if not is_array(value):
+        raise ArgumentMismatchError(
+            f"argument `{pname}` of {fn_name}() must be a tensor (numpy array or torch tensor), "
+            f"got {type(value).__name__}",
+            span,
+        )
+    try:
+        dtype = from_array_dtype(value.dtype)
+    except ValueError as err:
+        raise ArgumentMismatchError(f"argument `{pname}` of {fn_name}(): {err}", span) from None
+    t = TensorType(tuple(int(d) for d in value.shape), dtype)
+    if declared is not None and declared != t:
+        raise ArgumentMismatchError(
+            f"argument `{pname}` of {fn_name}() is {list(t.shape)} {dtype} but the signature declares "
+            f"{list(declared.shape)} {declared.dtype}",
+            span,
+        )
+    return t
+
+
+def scalar_arg(value: Any, pname: str, fn_name: str, dtype: DataType | None, span: SourceSpan | None):
+    """(scalar type, Python value) of a scalar argument (specialisation constant)."""
+    v = scalar_value(value)
+    if v is None:
+        raise ArgumentMismatchError(
+            f"argument `{pname}` of {fn_name}() must be a number, got {type(value).__name__}", span
+        )
+    if dtype is None:
+        dtype = BOOL if isinstance(v, bool) else INDEX if isinstance(v, int) else FP32
+    if dtype.is_float:
+        v = float(v)
+    elif dtype.is_integer:
+        if isinstance(v, float) and not v.is_integer():
+            raise ArgumentMismatchError(
+                f"argument `{pname}` of {fn_name}() must be an integer, got {v}", span
+            )
+        v = int(v)
+    return ScalarType(dtype), v
+
+
+def _key_of(value: Any) -> tuple:
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, (int, float)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None:  # dtype objects hash and compare; str() would cost microseconds
+            return ("tensor", tuple(shape), dtype)
+    v = scalar_value(value)
+    if v is not None:
+        return (type(v).__name__, v)
+    return ("object", type(value).__name__)
+
+
+def specialization_key(jit: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple:
+    """Per parameter: (``"tensor"``, shape, dtype) or (scalar type, value).
+
+    On the warm-call path, so it avoids ``inspect`` and allocations beyond the key itself.
+    """
+    params = jit.param_names
+    if kwargs or len(args) != len(params):
+        args = bind_arguments(jit.name, params, args, kwargs, None)
+    return tuple(_key_of(v) for v in args)

@@ -1,0 +1,188 @@
+"""Binding call arguments to an op's parameters, and typing the resulting ``Call``.
+
+This is the one place where a call is normalised (positional order, defaults filled,
+literal scalars given their operand's dtype) and checked against the op table, so the
+frontend, the builder and the verifier agree on what a well-formed call is.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Mapping, Sequence
+
+from pypto.errors import SourceSpan, TypeCheckError
+from pypto.ir import op_rules as R
+from pypto.ir.dtypes import BOOL, DataType
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, as_expr, type_of
+from pypto.ir.ops import OPS, Kind, OpDef, ParamSpec, _accepts
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
+
+_ENUM_KINDS: dict[Kind, type[enum.Enum]] = {
+    Kind.MEMSPACE: MemorySpace,
+    Kind.ATOMIC: AtomicType,
+    Kind.PAD: PadValue,
+    Kind.PIPE: Pipe,
+}
+
+
+def describe(e: Expr) -> str:
+    """A short description of an argument for error messages."""
+    if isinstance(e, Var):
+        return f"`{e.name}` ({format_type(e.type)})"
+    if isinstance(e, (Const, Literal)):
+        return repr(e.value)
+    if isinstance(e, ListExpr):
+        return f"a list of {len(e.items)}"
+    t = type_of(e)
+    return f"an expression of type {format_type(t)}" if t is not None else type(e).__name__
+
+
+def _is_int_scalar(e: Expr) -> bool:
+    t = type_of(e)
+    return isinstance(t, ScalarType) and t.dtype.is_integer
+
+
+def _kind_ok(p: ParamSpec, e: Expr) -> bool:
+    k = p.kind
+    if k in (Kind.TILE, Kind.TENSOR, Kind.ARRAY):
+        return isinstance(e, Var) and _accepts(k, e.type, e)
+    if k is Kind.SCALAR:
+        return isinstance(type_of(e), ScalarType)
+    if k is Kind.INDICES:
+        return isinstance(e, ListExpr) and all(_is_int_scalar(i) for i in e.items)
+    if k is Kind.SHAPE:
+        return isinstance(e, ListExpr) and all(
+            isinstance(i, Const) and type(i.value) is int and i.value > 0 for i in e.items
+        )
+    if k is Kind.BOOL:
+        return isinstance(e, Const) and e.dtype == BOOL
+    if k is Kind.INT:
+        return isinstance(e, Const) and type(e.value) is int
+    if not isinstance(e, Literal):
+        return False
+    if k is Kind.DTYPE:
+        return isinstance(e.value, DataType)
+    if k is Kind.STR:
+        return isinstance(e.value, str)
+    return isinstance(e.value, _ENUM_KINDS[k])
+
+
+def _target_dtype(p: ParamSpec, bound: Mapping[str, Expr]) -> DataType | None:
+    src = bound.get(p.dtype_of or "")
+    if src is None:
+        return None
+    if isinstance(src, Literal) and isinstance(src.value, DataType):
+        return src.value
+    t = type_of(src)
+    return t.dtype if isinstance(t, (TileType, TensorType)) else None
+
+
+def _coerce_scalar(display: str, p: ParamSpec, e: Expr, dtype: DataType | None, span) -> Expr:
+    """A literal takes the operand's dtype; a scalar value must already have it."""
+    if dtype is None:
+        return e
+    if isinstance(e, Const):
+        if dtype.is_float:
+            return Const(float(e.value), dtype, span=e.span)
+        if dtype == BOOL:
+            return Const(bool(e.value), dtype, span=e.span)
+        if isinstance(e.value, float) and not e.value.is_integer():
+            raise TypeCheckError(f"{display}: `{p.name}` = {e.value} is not an integer for {dtype}", span)
+        return Const(int(e.value), dtype, span=e.span)
+    got = type_of(e)
+    if isinstance(got, ScalarType) and got.dtype != dtype:
+        raise TypeCheckError(
+            f"{display}: scalar `{p.name}` is {got.dtype} but the operand is {dtype} "
+            "(no implicit promotion; use pl.cast)",
+            span,
+        )
+    return e
+
+
+def _collect(op: OpDef, display: str, args: Sequence[Expr], kwargs: Mapping[str, Expr], span):
+    positional = [p for p in op.params if not p.kw_only]
+    if len(args) > len(positional):
+        raise TypeCheckError(
+            f"{display} takes at most {len(positional)} positional arguments, got {len(args)}", span
+        )
+    given: dict[str, Expr] = {p.name: a for p, a in zip(positional, args)}
+    names = {p.name for p in op.params}
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeCheckError(f"{display} has no parameter `{key}` (parameters: {sorted(names)})", span)
+        if key in given:
+            raise TypeCheckError(f"{display} got `{key}` twice", span)
+        given[key] = value
+    return given
+
+
+def bind_call(
+    op_name: str,
+    args: Sequence[object] = (),
+    kwargs: Mapping[str, object] | None = None,
+    *,
+    span: SourceSpan | None = None,
+    display: str | None = None,
+) -> tuple[Call, Type]:
+    """Normalise and type-check a call of ``op_name``; returns the ``Call`` and its type.
+
+    ``args``/``kwargs`` may hold IR expressions or plain Python values (lists, numbers,
+    dtypes, enum members). Raises ``TypeCheckError`` with ``span`` on any mismatch.
+    """
+    op = OPS[op_name]
+    display = display or f"pl.{op_name}"
+    given = _collect(
+        op,
+        display,
+        [as_expr(a, span) for a in args],
+        {k: as_expr(v, span) for k, v in (kwargs or {}).items()},
+        span,
+    )
+    bound: dict[str, Expr] = {}
+    for p in op.params:
+        if p.name in given:
+            e = given[p.name]
+        elif p.required:
+            raise TypeCheckError(f"{display} is missing required argument `{p.name}`", span)
+        else:
+            e = as_expr(p.default, span)
+        if not (p.optional and isinstance(e, Literal) and e.value is None) and not _kind_ok(p, e):
+            raise TypeCheckError(f"{display}: `{p.name}` must be {p.kind.value}, got {describe(e)}", span)
+        if p.kind is Kind.SCALAR:
+            e = _coerce_scalar(display, p, e, _target_dtype(p, bound), span)
+        bound[p.name] = e
+    call = Call(op_name, tuple(bound.values()), span=span)
+    return call, op.infer(R.Bound(op_name, display, bound, span))
+
+
+def check_call(call: Call, display: str | None = None) -> Type:
+    """Re-check an existing ``Call`` (as the verifier does) and return its result type."""
+    op = OPS.get(call.op)
+    if op is None:
+        raise TypeCheckError(f"unknown op `{call.op}`", call.span)
+    if len(call.args) != len(op.params):
+        raise TypeCheckError(
+            f"{call.op} needs {len(op.params)} arguments (defaults filled), got {len(call.args)}", call.span
+        )
+    positional = [a for p, a in zip(op.params, call.args) if not p.kw_only]
+    keywords = {p.name: a for p, a in zip(op.params, call.args) if p.kw_only}
+    rebound, t = bind_call(call.op, positional, keywords, span=call.span, display=display)
+    if rebound != call:
+        raise TypeCheckError(
+            f"{call.op}: arguments are not in normal form (a literal has the wrong dtype)", call.span
+        )
+    return t
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_type(call: Call) -> Type:
+    op = OPS[call.op]
+    bound = dict(zip((p.name for p in op.params), call.args))
+    return op.infer(R.Bound(call.op, f"pl.{call.op}", bound, call.span))
+
+
+def infer_call_type(call: Call) -> Type:
+    """The result type of a well-formed ``Call`` (raises ``TypeCheckError`` otherwise)."""
+    return _cached_type(call)

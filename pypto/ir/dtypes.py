@@ -1,0 +1,85 @@
+"""Element data types shared by the DSL (``pl.FP32``) and the IR.
+
+One ``DataType`` instance exists per dtype, so identity and equality agree and the frontend
+can fold ``pl.FP32`` straight into IR nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DataType:
+    """An element type: its DSL name, width in bits, and numeric class."""
+
+    name: str
+    bits: int
+    kind: str  # "float" | "int" | "uint" | "bool" | "index"
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (bool and int8 both take one byte)."""
+        return max(1, self.bits // 8)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "uint", "index")
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+FP32 = DataType("FP32", 32, "float")
+FP16 = DataType("FP16", 16, "float")
+BF16 = DataType("BF16", 16, "float")
+INT8 = DataType("INT8", 8, "int")
+INT16 = DataType("INT16", 16, "int")
+INT32 = DataType("INT32", 32, "int")
+INT64 = DataType("INT64", 64, "int")
+UINT8 = DataType("UINT8", 8, "uint")
+BOOL = DataType("BOOL", 8, "bool")
+# INDEX is the type of loop variables and offsets: a 64-bit signed scalar slot in the ABI.
+INDEX = DataType("INDEX", 64, "index")
+
+ALL_DTYPES: tuple[DataType, ...] = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, BOOL, INDEX)
+BY_NAME: dict[str, DataType] = {d.name: d for d in ALL_DTYPES}
+
+# numpy / torch / ml_dtypes spell dtypes by these names (torch prefixes "torch.").
+_ARRAY_NAMES: dict[str, DataType] = {
+    "float32": FP32,
+    "float": FP32,
+    "float16": FP16,
+    "half": FP16,
+    "bfloat16": BF16,
+    "int8": INT8,
+    "int16": INT16,
+    "int32": INT32,
+    "int64": INT64,
+    "long": INT64,
+    "uint8": UINT8,
+    "bool": BOOL,
+}
+
+
+def from_array_dtype(dtype: Any) -> DataType:
+    """Map a numpy, ml_dtypes or torch dtype (or its name) onto a pypto ``DataType``.
+
+    Raises ``ValueError`` naming the dtype when pypto has no equivalent.
+    """
+    if isinstance(dtype, DataType):
+        return dtype
+    name = str(getattr(dtype, "name", None) or dtype)
+    name = name.removeprefix("torch.")
+    found = _ARRAY_NAMES.get(name)
+    if found is None:
+        raise ValueError(f"dtype {name!r} has no pypto equivalent (supported: {sorted(_ARRAY_NAMES)})")
+    return found

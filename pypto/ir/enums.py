@@ -1,0 +1,109 @@
+"""Enumerations shared by the DSL and the IR.
+
+The DSL re-exports these under the user spellings (``pl.Mem.Vec``, ``pl.Level.CORE_GROUP``),
+so a folded annotation or keyword argument *is* the IR value; the printer spells each member
+back through ``dsl_name``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class _DslEnum(enum.Enum):
+    """An enum whose members print as the DSL attribute path that names them."""
+
+    @property
+    def dsl_name(self) -> str:
+        return f"{_PREFIX[type(self)]}.{self.name}"
+
+    def __repr__(self) -> str:
+        return self.dsl_name
+
+
+class MemorySpace(_DslEnum):
+    """Where a tile lives. DDR is global memory (tensors); the rest are on-chip buffers."""
+
+    DDR = "ddr"
+    Vec = "vec"  # UB, on the vector core (AIV)
+    Mat = "mat"  # L1, on the cube core (AIC)
+    Left = "left"  # L0A
+    Right = "right"  # L0B
+    Acc = "acc"  # L0C
+    Bias = "bias"
+
+
+class Level(_DslEnum):
+    """Hardware level a ``pl.at`` scope runs at."""
+
+    CORE_GROUP = "core_group"
+
+
+class FunctionType(_DslEnum):
+    """What kind of function: host orchestration, or a device kernel (core type optional)."""
+
+    Orchestration = "orchestration"
+    InCore = "incore"  # a device kernel whose core type (AIV/AIC) is still to be decided
+    AIV = "aiv"
+    AIC = "aic"
+
+    @property
+    def is_incore(self) -> bool:
+        return self is not FunctionType.Orchestration
+
+
+class AtomicType(_DslEnum):
+    """How a store combines with what is already in global memory."""
+
+    None_ = "none"
+    Add = "add"
+
+
+class PadValue(_DslEnum):
+    """Fill value for the padded (invalid) region of a tile."""
+
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+
+class Direction(_DslEnum):
+    """Data direction of a function parameter (default In)."""
+
+    In = "in"
+    Out = "out"
+    InOut = "inout"
+
+
+class ForKind(_DslEnum):
+    """Loop flavour: the DSL function that spelled it (``pl.range``, ``pl.parallel`` ...)."""
+
+    range = "range"
+    parallel = "parallel"
+    pipeline = "pipeline"
+    unroll = "unroll"
+
+
+class Pipe(_DslEnum):
+    """Hardware pipe an instruction issues on (names as in the run report)."""
+
+    MTE2 = "mte2"  # GM -> on-chip
+    MTE1 = "mte1"  # L1 -> L0A/L0B
+    CUBE = "cube"
+    VECTOR = "vector"
+    FIXPIPE = "fixpipe"  # L0C -> GM / L1
+    MTE3 = "mte3"  # UB -> GM
+    SCALAR = "scalar"
+
+
+# The DSL attribute path of each enum, used by the printer (pl.Mem.Vec, pl.range, ...).
+_PREFIX: dict[type, str] = {
+    MemorySpace: "pl.Mem",
+    Level: "pl.Level",
+    FunctionType: "pl.FunctionType",
+    AtomicType: "pl.AtomicType",
+    PadValue: "pl.PadValue",
+    Direction: "pl.Direction",
+    ForKind: "pl",
+    Pipe: "pl.Pipe",
+}

@@ -1,0 +1,231 @@
+"""IR expressions.
+
+Every node is a frozen dataclass with a ``span`` that ``==`` ignores, so ``a == b`` is
+structural equality with names; :func:`pypto.ir.structural_equal` also ignores names.
+
+Expressions in op calls are kept flat by the frontend (A-normal form): tile and tensor
+operands are always ``Var``; only scalar index arithmetic nests (``i * 64 + 16``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.errors import SourceSpan
+from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType
+from pypto.ir.types import ScalarType, Type
+
+
+@dataclass(frozen=True)
+class Node:
+    """Base of every IR node: carries the user source position (ignored by ``==``)."""
+
+    span: SourceSpan | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+class Expr(Node):
+    """Base of expressions; arithmetic operators build ``BinOp`` nodes (constants folded)."""
+
+    def __add__(self, other: Any) -> Expr:
+        return make_binop("+", self, as_expr(other))
+
+    def __radd__(self, other: Any) -> Expr:
+        return make_binop("+", as_expr(other), self)
+
+    def __sub__(self, other: Any) -> Expr:
+        return make_binop("-", self, as_expr(other))
+
+    def __rsub__(self, other: Any) -> Expr:
+        return make_binop("-", as_expr(other), self)
+
+    def __mul__(self, other: Any) -> Expr:
+        return make_binop("*", self, as_expr(other))
+
+    def __rmul__(self, other: Any) -> Expr:
+        return make_binop("*", as_expr(other), self)
+
+    def __floordiv__(self, other: Any) -> Expr:
+        return make_binop("//", self, as_expr(other))
+
+    def __mod__(self, other: Any) -> Expr:
+        return make_binop("%", self, as_expr(other))
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    """A named value. Names are unique per function (SSA); every use repeats the def's type."""
+
+    name: str
+    type: Type
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    """A numeric or boolean constant with its scalar dtype."""
+
+    value: int | float | bool
+    dtype: DataType = INDEX
+
+    @property
+    def type(self) -> ScalarType:
+        return ScalarType(self.dtype)
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A compile-time attribute value: a dtype, an enum member, a string, or None."""
+
+    value: DataType | enum.Enum | str | None
+
+
+@dataclass(frozen=True)
+class ListExpr(Expr):
+    """A list of expressions: offsets ``[i * 64, 0]`` or a static shape ``[64, 128]``."""
+
+    items: tuple[Expr, ...]
+
+
+ARITH_OPS = ("+", "-", "*", "//", "%")
+COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+BOOL_OPS = ("and", "or")
+BINARY_OPS = ARITH_OPS + COMPARE_OPS + BOOL_OPS
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    """Scalar arithmetic or comparison; ``op`` is the Python spelling (``"//"``, ``"<="``)."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    """Scalar negation (``"-"``) or logical not (``"not"``)."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call of an op from the op table; ``args`` follow the op's parameter order, defaults
+    filled in, so two spellings of the same call are equal nodes."""
+
+    op: str
+    args: tuple[Expr, ...]
+
+    def arg(self, name: str) -> Expr:
+        """The argument bound to parameter ``name`` of this call's op."""
+        from pypto.ir.ops import get_op
+
+        return self.args[get_op(self.op).param_index(name)]
+
+
+@dataclass(frozen=True)
+class FuncCall(Expr):
+    """A call of another function of the program (an InCore kernel) by name."""
+
+    callee: str
+    args: tuple[Expr, ...]
+    type: Type
+
+
+def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:
+    """Wrap a Python value as an IR expression (ints → INDEX, floats → FP32)."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Const(value, BOOL, span=span)
+    if isinstance(value, int):
+        return Const(value, INDEX, span=span)
+    if isinstance(value, float):
+        return Const(value, FP32, span=span)
+    if isinstance(value, (list, tuple)):
+        return ListExpr(tuple(as_expr(v, span) for v in value), span=span)
+    if value is None or isinstance(value, (DataType, enum.Enum, str)):
+        return Literal(value, span=span)
+    raise TypeError(f"cannot use {value!r} ({type(value).__name__}) as an IR expression")
+
+
+def _fold(op: str, a: Any, b: Any) -> Any:
+    table = {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "//": lambda: a // b,
+        "%": lambda: a % b,
+        "==": lambda: a == b,
+        "!=": lambda: a != b,
+        "<": lambda: a < b,
+        "<=": lambda: a <= b,
+        ">": lambda: a > b,
+        ">=": lambda: a >= b,
+        "and": lambda: bool(a and b),
+        "or": lambda: bool(a or b),
+    }
+    return table[op]()
+
+
+def _adopt(c: Expr, other: Expr) -> Expr:
+    """A literal opposite a typed scalar takes its dtype (``x * 2`` with x FP32 → 2.0)."""
+    if not isinstance(c, Const) or isinstance(other, Const):
+        return c
+    t = type_of(other)
+    if not isinstance(t, ScalarType) or t.dtype == c.dtype or t.dtype == BOOL or c.dtype == BOOL:
+        return c
+    if t.dtype.is_float:
+        return Const(float(c.value), t.dtype, span=c.span)
+    if isinstance(c.value, float) and not c.value.is_integer():
+        return c  # a fractional literal next to an integer: left for the type checker to reject
+    return Const(int(c.value), t.dtype, span=c.span)
+
+
+def make_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None = None) -> Expr:
+    """Build ``lhs op rhs``, folding when both sides are constants.
+
+    Parser and builder both go through here, so printed text re-parses to the same tree.
+    """
+    lhs, rhs = _adopt(lhs, rhs), _adopt(rhs, lhs)
+    if isinstance(lhs, Const) and isinstance(rhs, Const):
+        if op in ("//", "%") and rhs.value == 0:
+            raise ZeroDivisionError(f"constant {op} by zero")
+        value = _fold(op, lhs.value, rhs.value)
+        if op in COMPARE_OPS or op in BOOL_OPS:
+            return Const(bool(value), BOOL, span=span)
+        dtype = lhs.dtype if lhs.dtype == rhs.dtype else (FP32 if isinstance(value, float) else INDEX)
+        return Const(value, dtype, span=span)
+    return BinOp(op, lhs, rhs, span=span)
+
+
+def make_unary(op: str, operand: Expr, span: SourceSpan | None = None) -> Expr:
+    """Build ``-x`` / ``not x``, folding constants."""
+    if isinstance(operand, Const):
+        if op == "-":
+            return Const(-operand.value, operand.dtype, span=span)
+        return Const(not operand.value, BOOL, span=span)
+    return UnaryOp(op, operand, span=span)
+
+
+def type_of(expr: Expr) -> Type | None:
+    """The type of an expression (``None`` for lists and compile-time literals)."""
+    if isinstance(expr, (Var, FuncCall)):
+        return expr.type
+    if isinstance(expr, Const):
+        return expr.type
+    if isinstance(expr, BinOp):
+        if expr.op in COMPARE_OPS or expr.op in BOOL_OPS:
+            return ScalarType(BOOL)
+        # A literal adopts the other side's dtype (``x * 2`` keeps x's dtype).
+        side = expr.rhs if isinstance(expr.lhs, Const) else expr.lhs
+        return type_of(side)
+    if isinstance(expr, UnaryOp):
+        return ScalarType(BOOL) if expr.op == "not" else type_of(expr.operand)
+    if isinstance(expr, Call):
+        from pypto.ir.bind import infer_call_type
+
+        return infer_call_type(expr)
+    return None

@@ -1,0 +1,309 @@
+"""Result-typing rules of the ops in :mod:`pypto.ir.ops`.
+
+Each rule takes the bound arguments of one call and returns the result type, or raises
+``TypeCheckError`` naming the op, the operands and the numbers that disagree. There is no
+implicit promotion anywhere: dtypes must match exactly (``pl.cast`` converts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pypto.errors import SourceSpan, TypeCheckError
+from pypto.ir.dtypes import FP32, INT8, INT32, UINT8, DataType
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The arguments of one call by parameter name, with the names the user spelled."""
+
+    op: str
+    display: str  # how the user spelled the op, for messages ("pl.load")
+    args: dict[str, Expr]
+    span: SourceSpan | None
+
+    def fail(self, message: str) -> TypeCheckError:
+        return TypeCheckError(f"{self.display}: {message}", self.span)
+
+    def type(self, name: str) -> Type | None:
+        return type_of(self.args[name])
+
+    def array(self, name: str) -> TileType | TensorType:
+        t = self.type(name)
+        assert isinstance(t, (TileType, TensorType)), (self.op, name, t)
+        return t
+
+    def literal(self, name: str) -> object:
+        e = self.args[name]
+        return e.value if isinstance(e, (Literal, Const)) else None
+
+    def ints(self, name: str) -> tuple[int, ...] | None:
+        """A static int list argument (a shape), or None when the argument is None."""
+        e = self.args[name]
+        if isinstance(e, Literal) and e.value is None:
+            return None
+        assert isinstance(e, ListExpr)
+        return tuple(int(i.value) for i in e.items if isinstance(i, Const))
+
+    def rank_of_list(self, name: str) -> int:
+        e = self.args[name]
+        return len(e.items) if isinstance(e, ListExpr) else 0
+
+
+Rule = Callable[[Bound], Type]
+
+
+def _like(t: TileType | TensorType, shape: tuple[int, ...], dtype: DataType) -> TileType | TensorType:
+    """A result of the same kind (and memory space) as ``t`` with a new shape/dtype."""
+    if isinstance(t, TileType):
+        return TileType(shape, dtype, t.memory)
+    return TensorType(shape, dtype)
+
+
+def _need_space(b: Bound, name: str, allowed: frozenset[MemorySpace]) -> None:
+    t = b.type(name)
+    if isinstance(t, TileType) and t.memory is not None and t.memory not in allowed:
+        names = ", ".join(s.dsl_name for s in sorted(allowed, key=lambda s: s.value))
+        raise b.fail(f"operand `{name}` is in {t.memory.dsl_name} but the op needs {names}")
+
+
+def _need_same_dtype(b: Bound, x: str, y: str) -> None:
+    tx, ty = b.type(x), b.type(y)
+    if tx.dtype != ty.dtype:  # type: ignore[union-attr]
+        raise b.fail(
+            f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "  # type: ignore
+            "(no implicit promotion; use pl.cast)"
+        )
+
+
+def _need_rank(b: Bound, name: str, rank: int) -> None:
+    t = b.array(name)
+    if len(t.shape) != rank:
+        raise b.fail(f"`{name}` must have rank {rank}, got shape {list(t.shape)}")
+
+
+# --- data movement ----------------------------------------------------------------------------
+def load_rule(b: Bound) -> Type:
+    src = b.array("tensor")
+    shape = b.ints("shapes") or ()
+    target = b.literal("target_memory")
+    if target not in (MemorySpace.Vec, MemorySpace.Mat):
+        raise b.fail(f"target_memory must be pl.Mem.Vec or pl.Mem.Mat (DDR→Vec/Mat), got {target!r}")
+    if not (len(src.shape) == b.rank_of_list("offsets") == len(shape)):
+        raise b.fail(
+            f"tensor has rank {len(src.shape)} but offsets has {b.rank_of_list('offsets')} "
+            f"and shapes has {len(shape)} entries"
+        )
+    if b.rank_of_list("valid_shape") not in (0, len(shape)):
+        raise b.fail(f"valid_shape needs {len(shape)} entries")
+    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+
+
+def store_rule(b: Bound) -> Type:
+    tile, dst = b.array("tile"), b.array("output_tensor")
+    _need_same_dtype(b, "tile", "output_tensor")
+    _need_space(b, "tile", frozenset({MemorySpace.Vec, MemorySpace.Acc}))
+    if not (len(tile.shape) == len(dst.shape) == b.rank_of_list("offsets")):
+        raise b.fail(f"tile rank {len(tile.shape)}, tensor rank {len(dst.shape)} and offsets disagree")
+    return dst
+
+
+def move_rule(b: Bound) -> Type:
+    t = b.array("tile")
+    target = b.literal("target_memory")
+    if target is MemorySpace.DDR:
+        raise b.fail("cannot move a tile to DDR; use pl.store")
+    return TileType(t.shape, t.dtype, target)  # type: ignore[arg-type]
+
+
+def create_rule(b: Bound) -> Type:
+    shape = b.ints("shape") or ()
+    return TileType(shape, b.literal("dtype"), b.literal("target_memory"))  # type: ignore[arg-type]
+
+
+def create_tensor_rule(b: Bound) -> Type:
+    return TensorType(b.ints("shape") or (), b.literal("dtype"))  # type: ignore[arg-type]
+
+
+def full_rule(b: Bound) -> Type:
+    return TensorType(b.ints("shape") or (), b.literal("dtype"))  # type: ignore[arg-type]
+
+
+# --- elementwise --------------------------------------------------------------------------------
+VEC = frozenset({MemorySpace.Vec})
+
+
+def binary_rule(b: Bound) -> Type:
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    if lhs.shape != rhs.shape:
+        raise b.fail(f"shape mismatch: lhs is {list(lhs.shape)} but rhs is {list(rhs.shape)}")
+    _need_same_dtype(b, "lhs", "rhs")
+    _need_space(b, "lhs", VEC)
+    _need_space(b, "rhs", VEC)
+    return _like(lhs, lhs.shape, lhs.dtype)
+
+
+def scalar_rule(b: Bound) -> Type:
+    lhs = b.array("lhs")
+    _need_space(b, "lhs", VEC)
+    return _like(lhs, lhs.shape, lhs.dtype)
+
+
+_FLOAT_ONLY = {"exp", "log", "sqrt", "recip"}
+
+
+def unary_rule(b: Bound) -> Type:
+    x = b.array("x")
+    if b.op.split(".")[1] in _FLOAT_ONLY and not x.dtype.is_float:
+        raise b.fail(f"needs a floating-point operand, got {format_type(x)}")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, x.dtype)
+
+
+_CAST_MODES = ("round", "rint", "floor", "ceil", "trunc", "none")
+
+
+def cast_rule(b: Bound) -> Type:
+    x = b.array("x")
+    if b.literal("mode") not in _CAST_MODES:
+        raise b.fail(f"mode must be one of {list(_CAST_MODES)}, got {b.literal('mode')!r}")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, b.literal("dtype"))  # type: ignore[arg-type]
+
+
+def fillpad_rule(b: Bound) -> Type:
+    x = b.array("x")
+    return _like(x, x.shape, x.dtype)
+
+
+# --- row / column -------------------------------------------------------------------------------
+def row_reduce_rule(b: Bound) -> Type:
+    x, tmp = b.array("x"), b.array("tmp")
+    _need_rank(b, "x", 2)
+    _need_same_dtype(b, "x", "tmp")
+    if tmp.shape != x.shape:
+        raise b.fail(f"scratch tile `tmp` must have the shape of `x` {list(x.shape)}, got {list(tmp.shape)}")
+    _need_space(b, "x", VEC)
+    return _like(x, (x.shape[0], 1), x.dtype)
+
+
+def row_expand_rule(b: Bound) -> Type:
+    x, v = b.array("x"), b.array("v")
+    _need_rank(b, "x", 2)
+    _need_same_dtype(b, "x", "v")
+    if v.shape != (x.shape[0], 1):
+        raise b.fail(f"`v` must be [{x.shape[0]}, 1] for x of shape {list(x.shape)}, got {list(v.shape)}")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, x.dtype)
+
+
+def col_expand_rule(b: Bound) -> Type:
+    x, v = b.array("x"), b.array("v")
+    _need_rank(b, "x", 2)
+    _need_same_dtype(b, "x", "v")
+    if v.shape != (1, x.shape[1]):
+        raise b.fail(f"`v` must be [1, {x.shape[1]}] for x of shape {list(x.shape)}, got {list(v.shape)}")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, x.dtype)
+
+
+# --- shape -----------------------------------------------------------------------------------------
+def reshape_rule(b: Bound) -> Type:
+    x = b.array("x")
+    shape = b.ints("shape") or ()
+    if math.prod(shape) != math.prod(x.shape):
+        raise b.fail(f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)}")
+    return _like(x, shape, x.dtype)
+
+
+def concat_rule(b: Bound) -> Type:
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    _need_rank(b, "lhs", 2)
+    _need_rank(b, "rhs", 2)
+    _need_same_dtype(b, "lhs", "rhs")
+    if lhs.shape[0] != rhs.shape[0]:
+        raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
+    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
+
+
+def slice_rule(b: Bound) -> Type:
+    x = b.array("x")
+    shape = b.ints("shape") or ()
+    if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
+        raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
+    for d, (n, full) in enumerate(zip(shape, x.shape)):
+        if n > full:
+            raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
+    return _like(x, shape, x.dtype)
+
+
+def assemble_rule(b: Bound) -> Type:
+    dst_name = "dst" if "dst" in b.args else "target"
+    dst, src = b.array(dst_name), b.array("src")
+    _need_same_dtype(b, dst_name, "src")
+    if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
+        raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
+    for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
+        if n > full:
+            raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
+    return dst if isinstance(dst, TensorType) else TileType(dst.shape, dst.dtype, dst.memory)
+
+
+# --- cube ---------------------------------------------------------------------------------------------
+def _accumulator_dtype(b: Bound, dtype: DataType) -> DataType:
+    out = b.literal("out_dtype")
+    if isinstance(out, DataType):
+        return out
+    return INT32 if dtype in (INT8, UINT8) else FP32  # the cube accumulates in 32 bits
+
+
+def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -> tuple[int, int]:
+    _need_rank(b, "lhs", 2)
+    _need_rank(b, "rhs", 2)
+    _need_same_dtype(b, "lhs", "rhs")
+    a_trans = bool(b.literal("a_trans")) if "a_trans" in b.args else False
+    b_trans = bool(b.literal("b_trans")) if "b_trans" in b.args else False
+    m, k = lhs.shape[::-1] if a_trans else lhs.shape
+    k2, n = rhs.shape[::-1] if b_trans else rhs.shape
+    if k != k2:
+        raise b.fail(
+            f"inner dimensions differ: lhs {list(lhs.shape)} × rhs {list(rhs.shape)} (K {k} vs {k2})"
+        )
+    return m, n
+
+
+def matmul_rule(b: Bound) -> Type:
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    m, n = _mm_dims(b, lhs, rhs)
+    dtype = _accumulator_dtype(b, lhs.dtype)
+    if isinstance(lhs, TensorType):
+        return TensorType((m, n), dtype)
+    _need_space(b, "lhs", frozenset({MemorySpace.Left}))
+    _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    return TileType((m, n), dtype, MemorySpace.Acc)
+
+
+def matmul_acc_rule(b: Bound) -> Type:
+    acc, lhs, rhs = b.array("acc"), b.array("lhs"), b.array("rhs")
+    m, n = _mm_dims(b, lhs, rhs)
+    if acc.shape != (m, n):
+        raise b.fail(f"accumulator is {list(acc.shape)} but lhs × rhs is {[m, n]}")
+    _need_space(b, "acc", frozenset({MemorySpace.Acc}))
+    _need_space(b, "lhs", frozenset({MemorySpace.Left}))
+    _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    return TileType(acc.shape, acc.dtype, acc.memory)
+
+
+def void_rule(b: Bound) -> Type:
+    """Ops run for their effect (synchronisation)."""
+    return VoidType()
+
+
+def scalar_dtype(t: Type | None) -> DataType | None:
+    """The dtype of a scalar type, else None."""
+    return t.dtype if isinstance(t, ScalarType) else None

@@ -1,0 +1,259 @@
+"""The op table: every op the language knows, in one place.
+
+Each :class:`OpDef` gives the IR name (``tile.load``), the parameters in order (kind,
+default, keyword-only), the result-typing rule (:mod:`pypto.ir.op_rules`), where it may
+appear (``level``: ``tile`` / ``tensor`` ops only inside InCore code, ``orchestration`` ops
+only outside it), the pipe it issues on, and the memory spaces its tile operands accept.
+The frontend, the builder, the verifier, the printer and later passes and codegen all key
+off :data:`OPS`; the DSL spellings (``pl.add`` → ``tile.add``/``tile.adds``/``tensor.add``
+...) are in :data:`DSL_OPS`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir import op_rules as R
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
+from pypto.ir.expr import Expr, type_of
+from pypto.ir.types import ScalarType, TensorType, TileType, Type
+
+
+class Kind(enum.Enum):
+    """What an op parameter accepts."""
+
+    TILE = "a tile"
+    TENSOR = "a tensor"
+    ARRAY = "a tile or a tensor"
+    SCALAR = "a scalar (number or scalar value)"
+    INDICES = "a list of index expressions"
+    SHAPE = "a list of compile-time integers"
+    DTYPE = "a dtype (pl.FP32, ...)"
+    MEMSPACE = "a memory space (pl.Mem.<Space>)"
+    ATOMIC = "a pl.AtomicType"
+    PAD = "a pl.PadValue"
+    BOOL = "True or False"
+    INT = "a compile-time integer"
+    PIPE = "a pipe (pl.Pipe.<Name>)"
+    STR = "a string"
+
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One op parameter. ``dtype_of`` names the parameter whose dtype a literal scalar takes."""
+
+    name: str
+    kind: Kind
+    default: Any = _REQUIRED
+    optional: bool = False  # None is accepted
+    kw_only: bool = False
+    dtype_of: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+
+PipeRule = Callable[[Mapping[str, "Type | None"]], "Pipe | None"]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """An op: name, parameters, typing rule, placement level, pipe, operand memory spaces."""
+
+    name: str
+    params: tuple[ParamSpec, ...]
+    infer: R.Rule
+    level: str  # "tile" | "tensor" | "orchestration"
+    pipe: PipeRule
+    spaces: Mapping[str, frozenset[MemorySpace]] = field(default_factory=dict)
+    doc: str = ""
+
+    def param_index(self, name: str) -> int:
+        for i, p in enumerate(self.params):
+            if p.name == name:
+                return i
+        raise KeyError(f"{self.name} has no parameter {name!r}")
+
+    @property
+    def in_incore(self) -> bool:
+        """True for ops that only make sense inside an InCore kernel / ``pl.at`` scope."""
+        return self.level != "orchestration"
+
+
+def _fixed(pipe: Pipe | None) -> PipeRule:
+    return lambda _types: pipe
+
+
+def _store_pipe(types: Mapping[str, Type | None]) -> Pipe:
+    t = types.get("tile")
+    return Pipe.FIXPIPE if isinstance(t, TileType) and t.memory is MemorySpace.Acc else Pipe.MTE3
+
+
+def _move_pipe(types: Mapping[str, Type | None]) -> Pipe:
+    # L1 → L0A/L0B/Bias is MTE1; L0C out is FIXPIPE; UB → L1 (a5) goes over MTE3.
+    t = types.get("tile")
+    src = t.memory if isinstance(t, TileType) else None
+    if src is MemorySpace.Acc:
+        return Pipe.FIXPIPE
+    if src is MemorySpace.Vec:
+        return Pipe.MTE3
+    return Pipe.MTE1
+
+
+def _p(name: str, kind: Kind, default: Any = _REQUIRED, **kw: Any) -> ParamSpec:
+    return ParamSpec(name, kind, default, **kw)
+
+
+T, TN, A, S = Kind.TILE, Kind.TENSOR, Kind.ARRAY, Kind.SCALAR
+IDX, SHAPE, DT, MEM = Kind.INDICES, Kind.SHAPE, Kind.DTYPE, Kind.MEMSPACE
+VEC = frozenset({MemorySpace.Vec})
+LEFT, RIGHT, ACC = (frozenset({m}) for m in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+V = _fixed(Pipe.VECTOR)
+NONE = _fixed(None)  # no instruction (allocation, views) or lowered away before pipes matter
+BINARY = ("add", "sub", "mul", "div")
+UNARY = ("exp", "log", "sqrt", "recip", "relu", "neg", "abs")
+
+# The table proper. Kept aligned by hand (one op per entry) because it is read as a table.
+# fmt: off
+_TABLE: list[OpDef] = [
+    OpDef("tile.load", (_p("tensor", TN), _p("offsets", IDX), _p("shapes", SHAPE),
+                        _p("valid_shape", IDX, None, optional=True),
+                        _p("target_memory", MEM, MemorySpace.Vec)),
+          R.load_rule, "tile", _fixed(Pipe.MTE2), doc="DDR → Vec/Mat window load"),
+    OpDef("tile.store", (_p("tile", T), _p("offsets", IDX), _p("output_tensor", TN),
+                         _p("atomic", Kind.ATOMIC, AtomicType.None_, kw_only=True)),
+          R.store_rule, "tile", _store_pipe, {"tile": VEC | ACC}, "tile → DDR store (from Acc via FIXPIPE)"),
+    OpDef("tile.move", (_p("tile", T), _p("target_memory", MEM)), R.move_rule, "tile", _move_pipe,
+          doc="on-chip move between memory spaces (the only way into Left/Right)"),
+    OpDef("tile.create", (_p("shape", SHAPE), _p("dtype", DT), _p("target_memory", MEM, MemorySpace.Vec)),
+          R.create_rule, "tile", NONE, doc="an uninitialised tile"),
+    OpDef("tile.cast", (_p("x", T), _p("dtype", DT), _p("mode", Kind.STR, "round")),
+          R.cast_rule, "tile", V, {"x": VEC}),
+    OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE),
+    OpDef("tile.concat", (_p("lhs", T), _p("rhs", T)), R.concat_rule, "tile", V, {"lhs": VEC, "rhs": VEC},
+          "column-wise concatenation"),
+    OpDef("tile.slice", (_p("x", T), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tile", V,
+          {"x": VEC}),
+    OpDef("tile.assemble", (_p("dst", T), _p("src", T), _p("offset", IDX)), R.assemble_rule, "tile", V,
+          {"dst": VEC, "src": VEC}),
+    OpDef("tile.fillpad", (_p("x", T), _p("pad_value", Kind.PAD, PadValue.zero)), R.fillpad_rule, "tile", V,
+          {"x": VEC}),
+    OpDef("tile.matmul", (_p("lhs", T), _p("rhs", T), _p("out_dtype", DT, None, optional=True),
+                          _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
+          R.matmul_rule, "tile", _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT}, "Left × Right → Acc"),
+    OpDef("tile.matmul_acc", (_p("acc", T), _p("lhs", T), _p("rhs", T)), R.matmul_acc_rule, "tile",
+          _fixed(Pipe.CUBE), {"acc": ACC, "lhs": LEFT, "rhs": RIGHT}, "acc += Left × Right"),
+    *(OpDef(f"tile.{n}", (_p("x", T), _p("tmp", T)), R.row_reduce_rule, "tile", V, {"x": VEC, "tmp": VEC},
+            "[M, N] → [M, 1]; tmp is scratch of x's shape") for n in ("row_max", "row_sum")),
+    *(OpDef(f"tile.{n}", (_p("x", T), _p("v", T)), R.row_expand_rule, "tile", V, {"x": VEC, "v": VEC},
+            "x op v broadcast along rows (v is [M, 1])")
+      for n in ("row_expand_sub", "row_expand_div", "row_expand_mul", "row_expand_add")),
+    *(OpDef(f"tile.{n}", (_p("x", T), _p("v", T)), R.col_expand_rule, "tile", V, {"x": VEC, "v": VEC},
+            "v ([1, N]) broadcast along columns") for n in ("col_expand_mul", "col_expand")),
+    # add/sub/mul/div, their scalar forms (adds ...), and the unary ops — for tiles and for tensors
+    *(op for prefix, kind, level, pipe in (("tile", T, "tile", V), ("tensor", TN, "tensor", NONE)) for op in (
+        *(OpDef(f"{prefix}.{n}", (_p("lhs", kind), _p("rhs", kind)), R.binary_rule, level, pipe,
+                {"lhs": VEC, "rhs": VEC}) for n in BINARY),
+        *(OpDef(f"{prefix}.{n}s", (_p("lhs", kind), _p("rhs", S, dtype_of="lhs")), R.scalar_rule, level, pipe,
+                {"lhs": VEC}) for n in BINARY),
+        *(OpDef(f"{prefix}.{n}", (_p("x", kind),), R.unary_rule, level, pipe, {"x": VEC}) for n in UNARY),
+    )),
+    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tensor", NONE,
+          doc="a window view of a tensor (a[:, k0:k1])"),
+    OpDef("tensor.cast", (_p("x", TN), _p("dtype", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
+          "tensor", NONE),
+    OpDef("tensor.matmul", (_p("lhs", TN), _p("rhs", TN), _p("out_dtype", DT, None, optional=True),
+                            _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
+          R.matmul_rule, "tensor", NONE),
+    OpDef("tensor.full", (_p("shape", SHAPE), _p("dtype", DT), _p("value", S, dtype_of="dtype")),
+          R.full_rule, "tensor", NONE),
+    OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
+                              _p("atomic", Kind.ATOMIC, AtomicType.None_)),
+          R.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
+    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "orchestration", NONE,
+          doc="a new global-memory tensor"),
+    # Synchronisation between pipes, inserted by the sync pass (never written by users).
+    *(OpDef(f"system.{n}", (_p("src", Kind.PIPE), _p("dst", Kind.PIPE), _p("event_id", Kind.INT)),
+            R.void_rule, "tile", _fixed(Pipe.SCALAR), doc=f"{n}(src, dst, event_id)")
+      for n in ("set_flag", "wait_flag")),
+    OpDef("system.pipe_barrier", (_p("pipe", Kind.PIPE, None, optional=True),), R.void_rule, "tile",
+          _fixed(Pipe.SCALAR), doc="order one pipe (None: all pipes)"),
+]
+# fmt: on
+
+OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
+
+
+def _overloads(name: str) -> tuple[str, ...]:
+    found = [f"{p}.{name}{s}" for p in ("tile", "tensor") for s in ("", "s") if f"{p}.{name}{s}" in OPS]
+    return tuple(found)
+
+
+# DSL spelling → candidate ops, tried in order against the argument kinds.
+DSL_OPS: dict[str, tuple[str, ...]] = {
+    "load": ("tile.load",),
+    "store": ("tile.store",),
+    "move": ("tile.move",),
+    "create_tile": ("tile.create",),
+    "full": ("tensor.full",),
+    "assemble": ("tensor.assemble",),
+    "create_tensor": ("tensor.create",),
+    **{n: _overloads(n) for n in BINARY + UNARY + ("cast", "slice", "matmul")},
+    **{
+        n: (f"tile.{n}",)
+        for n in (
+            "row_max",
+            "row_sum",
+            "row_expand_sub",
+            "row_expand_div",
+            "row_expand_mul",
+            "row_expand_add",
+            "col_expand_mul",
+            "col_expand",
+            "reshape",
+            "concat",
+            "matmul_acc",
+        )
+    },
+}
+# The scalar forms are spelled directly too (pl.adds, pl.muls ...).
+DSL_OPS.update({f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in BINARY})
+
+
+def get_op(name: str) -> OpDef:
+    """The op called ``name`` (``KeyError`` listing nothing when unknown — callers word it)."""
+    return OPS[name]
+
+
+def _accepts(kind: Kind, t: Type | None, expr: Expr) -> bool:
+    if kind is Kind.TILE:
+        return isinstance(t, TileType)
+    if kind is Kind.TENSOR:
+        return isinstance(t, TensorType)
+    if kind is Kind.ARRAY:
+        return isinstance(t, (TileType, TensorType))
+    if kind is Kind.SCALAR:
+        return isinstance(t, ScalarType)
+    return True
+
+
+def resolve_dsl(name: str, args: Sequence[Expr]) -> str:
+    """Pick the op a DSL spelling (a key of ``DSL_OPS``) means for these positional arguments."""
+    return resolve_candidates(DSL_OPS[name], args)
+
+
+def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
+    """The first candidate op whose leading parameters accept ``args`` (by kind); with no
+    match the first candidate, so that binding reports the precise error."""
+    for op_name in candidates:
+        params = [p for p in OPS[op_name].params if not p.kw_only]
+        if all(_accepts(p.kind, type_of(a), a) for p, a in zip(params[:2], args[:2])):
+            return op_name
+    return candidates[0]

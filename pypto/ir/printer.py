@@ -1,0 +1,292 @@
+"""Print IR as DSL text that the frontend parses back to an equal program.
+
+The output is a ``@pl.program`` class (first line ``# pypto.program: <name>``). Every
+assignment carries its full type, so memory spaces and memrefs — including assigned
+addresses, ``pl.MemRef(mem_vec_0, 0, 32768)`` — survive the round trip. The module starts
+with ``from __future__ import annotations`` so a dump is also importable Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.enums import Direction
+from pypto.ir.expr import (
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    FuncCall,
+    ListExpr,
+    Literal,
+    UnaryOp,
+    Var,
+)
+from pypto.ir.ops import OPS
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Return, Scope, Stmt, Yield
+from pypto.ir.types import MemRef, ScalarType, TensorType, TileType, Type, VoidType
+
+INDENT = "    "
+MAX_COLS = 110
+
+# Binding strength, weakest first; operands of the same strength are parenthesised on the
+# right (and comparisons on both sides) so the printed text re-parses to the same tree.
+_PREC = {
+    "or": 1,
+    "and": 2,
+    "not": 3,
+    "==": 4,
+    "!=": 4,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "//": 6,
+    "%": 6,
+    "neg": 7,
+}
+_ATOM = 8
+
+
+def _literal(value: object) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, DataType):
+        return f"pl.{value.name}"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return value.dsl_name  # type: ignore[attr-defined]
+
+
+def _const(value: int | float | bool) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    return repr(value)
+
+
+def _prec(e: Expr) -> int:
+    if isinstance(e, BinOp):
+        return _PREC[e.op]
+    if isinstance(e, UnaryOp):
+        return _PREC["not"] if e.op == "not" else _PREC["neg"]
+    if isinstance(e, Const) and isinstance(e.value, (int, float)) and e.value < 0:
+        return _PREC["neg"]
+    return _ATOM
+
+
+def _wrap(e: Expr, need: int) -> str:
+    text = print_expr(e)
+    return f"({text})" if _prec(e) < need else text
+
+
+def _call_args(call: Call) -> list[str]:
+    out = []
+    for p, a in zip(OPS[call.op].params, call.args):
+        if p.required and not p.kw_only:
+            out.append(print_expr(a))
+        elif p.required or print_expr(a) != print_expr(_default_expr(p.default)):
+            out.append(f"{p.name}={print_expr(a)}")
+    return out
+
+
+def _default_expr(value: object) -> Expr:
+    from pypto.ir.expr import as_expr
+
+    return as_expr(value)
+
+
+def print_expr(e: Expr) -> str:
+    """One expression in DSL syntax."""
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Const):
+        return _const(e.value)
+    if isinstance(e, Literal):
+        return _literal(e.value)
+    if isinstance(e, ListExpr):
+        return "[" + ", ".join(print_expr(i) for i in e.items) + "]"
+    if isinstance(e, BinOp):
+        p = _PREC[e.op]
+        left_need = p + 1 if p == _PREC["<"] else p
+        return f"{_wrap(e.lhs, left_need)} {e.op} {_wrap(e.rhs, p + 1)}"
+    if isinstance(e, UnaryOp):
+        if e.op == "not":
+            return f"not {_wrap(e.operand, _PREC['not'])}"
+        return f"-{_wrap(e.operand, _PREC['neg'] + 1)}"
+    if isinstance(e, Call):
+        return f"pl.{e.op}({', '.join(_call_args(e))})"
+    if isinstance(e, FuncCall):
+        return f"self.{e.callee}({', '.join(print_expr(a) for a in e.args)})"
+    raise TypeError(f"cannot print expression {e!r}")
+
+
+def print_memref(m: MemRef) -> str:
+    """``pl.MemRef("ub", slots=2)[i % 2]`` or, once allocated, ``pl.MemRef(mem_vec_0, 0, 32768)``."""
+    if m.allocated:
+        name = m.name if m.name.isidentifier() else json.dumps(m.name)
+        args = [name, str(m.offset), str(m.size)]
+    else:
+        args = [json.dumps(m.name)]
+    if m.slots != 1:
+        args.append(f"slots={m.slots}")
+    text = f"pl.MemRef({', '.join(args)})"
+    return text if m.index is None else f"{text}[{print_expr(m.index)}]"
+
+
+def print_type(t: Type) -> str:
+    """A type as the DSL annotation that spells it."""
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
+    if isinstance(t, TensorType):
+        return f"pl.Tensor[{list(t.shape)}, pl.{t.dtype.name}]"
+    if isinstance(t, TileType):
+        parts = [str(list(t.shape)), f"pl.{t.dtype.name}"]
+        if t.memref is not None:
+            parts.append(print_memref(t.memref))
+        if t.memory is not None:
+            parts.append(t.memory.dsl_name)
+        return f"pl.Tile[{', '.join(parts)}]"
+    if isinstance(t, VoidType):
+        return "None"
+    raise TypeError(f"cannot print type {t!r}")
+
+
+def _tuple(items: list[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _targets(names: tuple[Var, ...]) -> str:
+    return ", ".join(v.name for v in names)
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def block(self, body: tuple[Stmt, ...], depth: int, results: tuple[Var, ...] = ()) -> None:
+        if not body:
+            self.emit(depth, "pass")
+        for s in body:
+            if isinstance(s, Yield) and results:
+                values = ", ".join(print_expr(v) for v in s.values)
+                self.emit(depth, f"{_targets(results)} = pl.yield_({values})")
+            else:
+                self.stmt(s, depth)
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        if isinstance(s, Assign):
+            self.emit(depth, f"{s.var.name}: {print_type(s.var.type)} = {print_expr(s.value)}")
+        elif isinstance(s, Eval):
+            self.emit(depth, print_expr(s.value))
+        elif isinstance(s, For):
+            self.for_(s, depth)
+        elif isinstance(s, If):
+            self.emit(depth, f"if {print_expr(s.cond)}:")
+            self.block(s.then_body, depth + 1, s.results)
+            if s.else_body or s.results:
+                self.emit(depth, "else:")
+                self.block(s.else_body, depth + 1, s.results)
+        elif isinstance(s, Scope):
+            self.scope(s, depth)
+        elif isinstance(s, Return):
+            self.emit(depth, ("return " + ", ".join(print_expr(v) for v in s.values)).rstrip())
+        elif isinstance(s, Yield):
+            self.emit(depth, f"pl.yield_({', '.join(print_expr(v) for v in s.values)})")
+        else:
+            raise TypeError(f"cannot print statement {s!r}")
+
+    def for_(self, s: For, depth: int) -> None:
+        bounds = [s.stop]
+        if s.step != Const(1):
+            bounds = [s.start, s.stop, s.step]
+        elif s.start != Const(0):
+            bounds = [s.start, s.stop]
+        args = [print_expr(b) for b in bounds]
+        target = s.var.name
+        if s.iter_args:
+            args.append(f"init_values={_tuple([print_expr(a.init) for a in s.iter_args])}")
+            target += f", {_tuple([a.var.name for a in s.iter_args])}"
+        if s.stage is not None:
+            args.append(f"stage={s.stage}")
+        self.emit(depth, f"for {target} in {s.kind.dsl_name}({', '.join(args)}):")
+        self.block(s.body, depth + 1, s.results)
+
+    def scope(self, s: Scope, depth: int) -> None:
+        args = [f"level={s.level.dsl_name}"]
+        if s.name_hint is not None:
+            args.append(f"name_hint={json.dumps(s.name_hint)}")
+        if s.deps:
+            args.append(f"deps=[{', '.join(s.deps)}]")
+        handle = f" as {s.handle}" if s.handle else ""
+        self.emit(depth, f"with pl.at({', '.join(args)}){handle}:")
+        self.block(s.body, depth + 1)
+
+    def function(self, f: Function, depth: int) -> None:
+        deco = [f"type={f.kind.dsl_name}"]
+        if f.external_source is not None:
+            deco.append(f"external_source={json.dumps(f.external_source)}")
+        self.emit(depth, f"@pl.function({', '.join(deco)})")
+        params = ["self"] + [_param(p) for p in f.params]
+        ret = ""
+        if len(f.return_types) == 1:
+            ret = f" -> {print_type(f.return_types[0])}"
+        elif f.return_types:
+            ret = f" -> tuple[{', '.join(print_type(t) for t in f.return_types)}]"
+        head = f"def {f.name}({', '.join(params)}){ret}:"
+        if len(INDENT * depth + head) <= MAX_COLS:
+            self.emit(depth, head)
+        else:
+            self.emit(depth, f"def {f.name}(")
+            for p in params:
+                self.emit(depth + 1, p + ",")
+            self.emit(depth, f"){ret}:")
+        if f.external_source is not None and not f.body:
+            self.emit(depth + 1, "...")
+        else:
+            self.block(f.body, depth + 1)
+
+
+def _param(p: Param) -> str:
+    t = print_type(p.var.type)
+    if p.direction is Direction.Out:
+        t = f"pl.Out[{t}]"
+    elif p.direction is Direction.InOut:
+        t = f"pl.InOut[{t}]"
+    return f"{p.var.name}: {t}"
+
+
+def print_function(f: Function) -> str:
+    """One function as a ``@pl.function`` method (indented for a program class)."""
+    pr = _Printer()
+    pr.function(f, 1)
+    return "\n".join(pr.lines) + "\n"
+
+
+def print_program(p: Program) -> str:
+    """The whole program as re-parseable DSL text."""
+    pr = _Printer()
+    pr.lines += [
+        f"# pypto.program: {p.name}",
+        "from __future__ import annotations",
+        "",
+        "import pypto.language as pl",
+        "",
+        "",
+        "@pl.program",
+        f"class {p.name}:",
+    ]
+    for i, f in enumerate(p.functions):
+        if i:
+            pr.lines.append("")
+        pr.function(f, 1)
+    if not p.functions:
+        pr.emit(1, "pass")
+    return "\n".join(pr.lines) + "\n"

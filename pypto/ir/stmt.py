@@ -1,0 +1,148 @@
+"""IR statements, functions and programs.
+
+Control flow is structured (no jumps). Values are SSA: a Python rebinding becomes a fresh
+name, and a value that flows around a loop is explicit:
+
+* ``For.iter_args`` — each ``IterArg`` is a name visible in the body, initialised from
+  ``init`` on the first trip and from the body's trailing ``Yield`` on later trips;
+* ``For.results`` — the names holding the last yielded values after the loop.
+
+``If`` merges branch values the same way (both branches end in a ``Yield``; ``results``
+names the merged values). ``Scope`` is a ``pl.at`` block; it does not hide names, so values
+defined inside are visible after it (outlining turns them into kernel outputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pypto.ir.enums import Direction, ForKind, FunctionType, Level
+from pypto.ir.expr import Expr, Node, Var
+from pypto.ir.types import Type
+
+
+class Stmt(Node):
+    """Base of statements."""
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    """``var = value``; ``var.type`` is the declared (possibly refined) type of the value."""
+
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Eval(Stmt):
+    """An op or function call evaluated for its effect (``pl.store(...)``)."""
+
+    value: Expr
+
+
+@dataclass(frozen=True)
+class IterArg(Node):
+    """A loop-carried value: ``var`` inside the body, starting from ``init``."""
+
+    var: Var
+    init: Expr
+
+
+@dataclass(frozen=True)
+class Yield(Stmt):
+    """Last statement of a loop or branch body that carries values: the next values."""
+
+    values: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """``for var in pl.<kind>(start, stop, step)``; ``stage`` is set for ``pl.pipeline``."""
+
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    kind: ForKind
+    body: tuple[Stmt, ...]
+    iter_args: tuple[IterArg, ...] = ()
+    results: tuple[Var, ...] = ()
+    stage: int | None = None
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    """``if cond: ... else: ...``; ``results`` are the values merged from both branches."""
+
+    cond: Expr
+    then_body: tuple[Stmt, ...]
+    else_body: tuple[Stmt, ...] = ()
+    results: tuple[Var, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scope(Stmt):
+    """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task."""
+
+    level: Level
+    body: tuple[Stmt, ...]
+    name_hint: str | None = None
+    deps: tuple[str, ...] = ()
+    handle: str | None = None
+
+
+@dataclass(frozen=True)
+class Return(Stmt):
+    """Function result(s); only as the last statement of a function body."""
+
+    values: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Param(Node):
+    """A function parameter and its data direction."""
+
+    var: Var
+    direction: Direction = Direction.In
+
+
+@dataclass(frozen=True)
+class Function(Node):
+    """One function: the orchestration entry or an InCore kernel (maybe external C++)."""
+
+    name: str
+    params: tuple[Param, ...]
+    kind: FunctionType
+    body: tuple[Stmt, ...]
+    return_types: tuple[Type, ...] = ()
+    external_source: str | None = None
+
+    def param(self, name: str) -> Param:
+        """The parameter called ``name`` (KeyError when absent)."""
+        for p in self.params:
+            if p.var.name == name:
+                return p
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Program(Node):
+    """A compilation unit: functions in a stable order (entry first when from ``@pl.jit``)."""
+
+    name: str
+    functions: tuple[Function, ...]
+
+    def get(self, name: str) -> Function:
+        """The function called ``name`` (KeyError when absent)."""
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def entry(self) -> Function:
+        """The first orchestration function, else the first function."""
+        for f in self.functions:
+            if f.kind is FunctionType.Orchestration:
+                return f
+        return self.functions[0]

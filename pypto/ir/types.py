@@ -1,0 +1,134 @@
+"""IR types: scalars, tensors (global memory), tiles (on-chip), and memory references.
+
+Types are plain frozen values without spans; equality is structural. A ``MemRef`` is the
+binding of a tile to a named buffer: declared by the user (``pl.MemRef("ub", slots=2)[i % 2]``)
+or created by address assignment (``pl.MemRef(mem_vec_0, 0, 32768)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pypto.ir.dtypes import INDEX, DataType
+from pypto.ir.enums import MemorySpace
+
+if TYPE_CHECKING:
+    from pypto.ir.expr import Expr
+
+
+class Type:
+    """Base of all IR types."""
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    """A scalar value (loop variable, offset, scalar parameter)."""
+
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A tensor in global memory (DDR) with a static shape."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """A tile's storage: a named buffer of ``slots`` equal slots and the slot it uses.
+
+    ``offset``/``size`` are set by address assignment: the slot-0 byte offset inside the
+    tile's memory space and the bytes of one slot, so slot ``k`` sits at
+    ``offset + k * size``. ``index`` selects the slot (any index expression, e.g. ``i % 2``).
+    """
+
+    name: str
+    slots: int = 1
+    index: Expr | None = None
+    offset: int | None = None
+    size: int | None = None
+
+    @property
+    def allocated(self) -> bool:
+        """True once address assignment gave this buffer an offset and a slot size."""
+        return self.offset is not None
+
+    def __getitem__(self, index: Any) -> MemRef:
+        # Lazy import: expr imports this module for ScalarType.
+        from pypto.ir.expr import as_expr
+
+        return replace(self, index=as_expr(index))
+
+    def with_address(self, offset: int, size: int) -> MemRef:
+        """This binding with its assigned slot-0 offset and per-slot size in bytes."""
+        return replace(self, offset=offset, size=size)
+
+
+@dataclass(frozen=True)
+class TileType(Type):
+    """An on-chip tile; ``memory`` is ``None`` until inferred, ``memref`` until bound/planned."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory: MemorySpace | None = None
+    memref: MemRef | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    """The result of a call that produces no value."""
+
+
+INDEX_TYPE = ScalarType(INDEX)
+
+
+def is_tile(t: Type | None) -> bool:
+    return isinstance(t, TileType)
+
+
+def is_tensor(t: Type | None) -> bool:
+    return isinstance(t, TensorType)
+
+
+def is_scalar(t: Type | None) -> bool:
+    return isinstance(t, ScalarType)
+
+
+def same_shape_dtype(a: Type, b: Type) -> bool:
+    """True when two tile/tensor types agree on shape and dtype (memory may differ)."""
+    return getattr(a, "shape", None) == getattr(b, "shape", None) and a.dtype == b.dtype  # type: ignore
+
+
+def refines(declared: Type, inferred: Type) -> bool:
+    """True when ``declared`` may stand for a value the op typed ``inferred``: the same
+    type, or a tile of the same shape/dtype adding a memory space the op left open, or a
+    memref."""
+    if isinstance(declared, TileType) and isinstance(inferred, TileType):
+        if not same_shape_dtype(declared, inferred):
+            return False
+        return inferred.memory is None or declared.memory == inferred.memory
+    return declared == inferred
+
+
+def format_type(t: Type) -> str:
+    """Short human form used in error messages (the printer has the full DSL form)."""
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
+    if isinstance(t, TensorType):
+        return f"pl.Tensor[{list(t.shape)}, pl.{t.dtype.name}]"
+    if isinstance(t, TileType):
+        mem = f", {t.memory.dsl_name}" if t.memory is not None else ""
+        return f"pl.Tile[{list(t.shape)}, pl.{t.dtype.name}{mem}]"
+    return "None"

@@ -1,0 +1,83 @@
+"""Generic traversal of IR trees (nodes, and the types and memrefs they hold).
+
+Passes use :func:`walk` to find nodes and :func:`rewrite` to rebuild a tree bottom-up; both
+work on any frozen dataclass, so a new node kind needs no visitor boilerplate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from pypto.ir.expr import Node, Var
+from pypto.ir.types import Type
+
+N = TypeVar("N")
+
+
+def _is_tree(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _field_values(node: Any) -> Iterator[Any]:
+    for f in dataclasses.fields(node):
+        if f.compare:  # skip spans
+            yield getattr(node, f.name)
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Every dataclass value under ``node`` (itself first), in field order."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, tuple):
+            stack.extend(reversed(cur))
+            continue
+        if not _is_tree(cur):
+            continue
+        yield cur
+        stack.extend(reversed(list(_field_values(cur))))
+
+
+def _rewrite_value(value: Any, fn: Callable[[Any], Any]) -> Any:
+    if isinstance(value, tuple):
+        items = tuple(_rewrite_value(v, fn) for v in value)
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    if _is_tree(value):
+        return rewrite(value, fn)
+    return value
+
+
+def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
+    """Rebuild ``node`` bottom-up; ``fn(x)`` returns a replacement for ``x`` or ``None``."""
+    changes = {}
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        if not f.compare:
+            continue
+        old = getattr(node, f.name)
+        new = _rewrite_value(old, fn)
+        if new is not old:
+            changes[f.name] = new
+    rebuilt = dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
+    out = fn(rebuilt)
+    return rebuilt if out is None else out
+
+
+def retype(node: N, types: dict[str, Type]) -> N:
+    """``node`` with every ``Var`` named in ``types`` (defs and uses) given its new type."""
+
+    def fix(x: Any) -> Any:
+        if isinstance(x, Var) and x.name in types and x.type != types[x.name]:
+            return dataclasses.replace(x, type=types[x.name])
+        return None
+
+    return rewrite(node, fix)
+
+
+def nodes_of(node: Any, cls: type[N]) -> list[N]:
+    """All nodes of class ``cls`` under ``node``."""
+    return [n for n in walk(node) if isinstance(n, cls)]
+
+
+__all__ = ["Node", "walk", "rewrite", "retype", "nodes_of"]

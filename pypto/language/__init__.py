@@ -1,0 +1,74 @@
+"""The pypto kernel language: ``import pypto.language as pl``.
+
+Everything a kernel author writes lives here: dtypes (``pl.FP32`` ...), memory spaces
+(``pl.Mem`` / ``pl.MemorySpace``), levels, function types, annotations (``pl.Tensor``,
+``pl.Tile``, ``pl.Out``, ``pl.MemRef``), loops, scopes, decorators and the ops of the op
+table (``pl.load``, ``pl.exp``, ``pl.tile.*``, ``pl.tensor.*``). Ops, loops and scopes are
+markers: they mean something only inside a kernel body, which pypto compiles rather than
+runs.
+"""
+
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
+from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe
+from pypto.ir.enums import ForKind as _ForKind
+from pypto.ir.enums import MemorySpace as Mem
+from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
+from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
+from pypto.language.markers import LoopMarker, Namespace, ScopeMarker, YieldMarker, op_markers
+
+range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
+parallel = LoopMarker(_ForKind.parallel)
+pipeline = LoopMarker(_ForKind.pipeline)
+unroll = LoopMarker(_ForKind.unroll)
+at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
+yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
+
+tile = Namespace("tile")
+tensor = Namespace("tensor")
+system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
+
+_OPS = op_markers()
+globals().update(_OPS)
+
+__all__ = [
+    "BF16",
+    "BOOL",
+    "FP16",
+    "FP32",
+    "INDEX",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "UINT8",
+    "DataType",
+    "AtomicType",
+    "Direction",
+    "FunctionType",
+    "Level",
+    "Mem",
+    "MemorySpace",
+    "PadValue",
+    "Pipe",
+    "InOut",
+    "MemRef",
+    "Out",
+    "Scalar",
+    "Tensor",
+    "Tile",
+    "JitFunction",
+    "KernelFunction",
+    "function",
+    "jit",
+    "program",
+    "range",
+    "parallel",
+    "pipeline",
+    "unroll",
+    "at",
+    "yield_",
+    "tile",
+    "tensor",
+    "system",
+    *sorted(_OPS),
+]

@@ -1,0 +1,138 @@
+"""Type annotations of the DSL: ``pl.Tensor``, ``pl.Tile``, ``pl.Scalar``, ``pl.Out``,
+``pl.InOut`` and ``pl.MemRef``.
+
+They are real Python objects because parameter annotations are evaluated when a kernel is
+defined; the frontend reads their AST (or these objects) and turns them into IR types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.enums import Direction, MemorySpace
+from pypto.ir.types import MemRef as _IRMemRef
+from pypto.ir.types import ScalarType, TensorType, TileType, Type
+
+
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(d, int) and d > 0 for d in value):
+        raise TypeError(f"{what} shape must be a list of positive ints, got {value!r}")
+    return tuple(value)
+
+
+def _dtype(value: Any, what: str) -> DataType:
+    if not isinstance(value, DataType):
+        raise TypeError(f"{what} dtype must be a pl dtype such as pl.FP32, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """``pl.Tensor`` (shape/dtype from the argument) or ``pl.Tensor[[d0, d1], pl.FP32]``."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: DataType | None = None
+
+    def __getitem__(self, item: Any) -> TensorSpec:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError("write pl.Tensor[[d0, d1, ...], dtype]")
+        return TensorSpec(_shape(item[0], "pl.Tensor"), _dtype(item[1], "pl.Tensor"))
+
+    def to_type(self) -> TensorType | None:
+        """The IR type, or None for a bare ``pl.Tensor`` (specialised from the argument)."""
+        if self.shape is None or self.dtype is None:
+            return None
+        return TensorType(self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """``pl.Tile[[r, c], dtype(, pl.MemRef(...)[idx])(, pl.Mem.<Space>)]``."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: DataType | None = None
+    memory: MemorySpace | None = None
+    memref: _IRMemRef | None = None
+
+    def __getitem__(self, item: Any) -> TileSpec:
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise TypeError("write pl.Tile[[rows, cols], dtype, (pl.MemRef(...),) (pl.Mem.<Space>)]")
+        memory, memref = None, None
+        for extra in item[2:]:
+            if isinstance(extra, MemorySpace):
+                memory = extra
+            elif isinstance(extra, _IRMemRef):
+                memref = extra
+            else:
+                raise TypeError(f"pl.Tile takes a memory space or a pl.MemRef after the dtype, got {extra!r}")
+        if memref is not None and memory is None:
+            raise TypeError("pl.Tile with a pl.MemRef needs a memory space, e.g. pl.Mem.Vec")
+        return TileSpec(_shape(item[0], "pl.Tile"), _dtype(item[1], "pl.Tile"), memory, memref)
+
+    def to_type(self) -> TileType | None:
+        if self.shape is None or self.dtype is None:
+            return None
+        return TileType(self.shape, self.dtype, self.memory, self.memref)
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """``pl.Scalar[pl.INDEX]``; a bare dtype (``n: pl.INDEX``) means the same."""
+
+    dtype: DataType | None = None
+
+    def __getitem__(self, item: Any) -> ScalarSpec:
+        return ScalarSpec(_dtype(item, "pl.Scalar"))
+
+    def to_type(self) -> ScalarType | None:
+        return ScalarType(self.dtype) if self.dtype is not None else None
+
+
+@dataclass(frozen=True)
+class DirectionSpec:
+    """``pl.Out[...]`` / ``pl.InOut[...]``: a parameter the function writes."""
+
+    direction: Direction
+    inner: Any = None
+
+    def __getitem__(self, item: Any) -> DirectionSpec:
+        if not isinstance(item, (TensorSpec, TileSpec)):
+            raise TypeError(f"{self.direction.name} wraps a pl.Tensor or pl.Tile annotation, got {item!r}")
+        return DirectionSpec(self.direction, item)
+
+
+Tensor = TensorSpec()
+Tile = TileSpec()
+Scalar = ScalarSpec()
+Out = DirectionSpec(Direction.Out)
+InOut = DirectionSpec(Direction.InOut)
+
+
+def MemRef(  # noqa: N802 - spelled like a type in the DSL
+    name: str, offset: int | None = None, size: int | None = None, *, slots: int = 1
+) -> _IRMemRef:
+    """A named buffer of ``slots`` equal slots; subscript it to pick a slot: ``m[i % 2]``.
+
+    ``offset``/``size`` (bytes) appear once address assignment has placed the buffer.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"pl.MemRef needs a name string, got {name!r}")
+    if not isinstance(slots, int) or slots < 1:
+        raise ValueError(f"pl.MemRef slots must be a positive int, got {slots!r}")
+    if (offset is None) != (size is None):
+        raise ValueError("pl.MemRef takes both an offset and a size, or neither")
+    return _IRMemRef(name, slots, None, offset, size)
+
+
+def spec_to_type(spec: Any) -> tuple[Type | None, Direction] | None:
+    """Convert an evaluated annotation object to (IR type or None, direction); None if not one."""
+    if isinstance(spec, DirectionSpec):
+        inner = spec_to_type(spec.inner)
+        return (inner[0] if inner else None), spec.direction
+    if isinstance(spec, DataType):
+        return ScalarType(spec), Direction.In
+    if isinstance(spec, (TensorSpec, TileSpec, ScalarSpec)):
+        return spec.to_type(), Direction.In
+    return None

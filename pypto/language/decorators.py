@@ -1,0 +1,158 @@
+"""``@pl.jit``, ``@pl.jit.incore``, ``@pl.function`` and ``@pl.program``.
+
+The decorated function's body is never executed: the frontend reads its source. A
+``JitFunction`` keeps what parsing needs (the function, hence its source, globals and
+closure) and specialises on call arguments; running and compiling belong to the runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pypto.ir.enums import FunctionType
+
+
+class JitFunction:
+    """A ``@pl.jit`` (orchestration) or ``@pl.jit.incore`` (device kernel) function."""
+
+    def __init__(self, fn: Callable[..., Any], kind: FunctionType) -> None:
+        self.fn = fn
+        self.kind = kind
+        self.last_report: Any = None  # RunReport of the latest call
+        functools.update_wrapper(self, fn)
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    @functools.cached_property
+    def param_names(self) -> tuple[str, ...]:
+        """Parameter names in order (read once: the warm-call cache key is built from them)."""
+        return tuple(inspect.signature(self.fn).parameters)
+
+    @property
+    def globals(self) -> dict[str, Any]:
+        """The defining module's namespace (module constants fold from here)."""
+        return self.fn.__globals__
+
+    @property
+    def closure(self) -> dict[str, Any]:
+        """Free variables of the kernel and their current values."""
+        from pypto.frontend.source import closure_values
+
+        return closure_values(self.fn)
+
+    @property
+    def source(self) -> str:
+        """The dedented source text of the function, decorators included."""
+        from pypto.frontend.source import KernelSource
+
+        return KernelSource.from_function(self.fn).text
+
+    def specialization_key(self, *args: Any, **kwargs: Any) -> tuple:
+        """The cache key of a call: per argument (shape, dtype) of a tensor or a scalar value."""
+        return _specialization_key()(self, args, kwargs)
+
+    def parse(self, *args: Any, **kwargs: Any):  # -> pypto.ir.Program
+        """Parse the kernel specialised on these arguments (arrays, tensors, scalars)."""
+        from pypto.frontend.parser import parse_jit
+
+        return parse_jit(self, args, kwargs)
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Compile (cached per specialisation) and run; ``pl.Out`` arguments are written in
+        place and returned. The run's RunReport is kept in ``last_report``."""
+        from pypto.runtime.jit import call_jit
+
+        return call_jit(self, args, kwargs, config)
+
+    def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The ``CompiledProgram`` for these arguments (the same instance for the same key)."""
+        from pypto.runtime.config import RunConfig
+        from pypto.runtime.jit import compile_program
+
+        return compile_program(self, args, kwargs, config or RunConfig())
+
+    def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The post-pass IR ``Program`` only: no codegen, no artifacts."""
+        from pypto.runtime.config import RunConfig
+        from pypto.runtime.jit import lower_program
+
+        return lower_program(self, args, kwargs, config or RunConfig())
+
+    def __repr__(self) -> str:
+        return f"<pl.jit {self.kind.name} function {self.name}>"
+
+
+@functools.cache
+def _specialization_key() -> Callable[..., tuple]:
+    # Imported on first use (the frontend imports this module); cached for the warm-call path.
+    from pypto.frontend.specialize import specialization_key
+
+    return specialization_key
+
+
+class _Jit:
+    """``pl.jit``: the decorator object; ``pl.jit.incore`` makes a device kernel."""
+
+    def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
+        if fn is None:  # @pl.jit()
+            return self
+        return JitFunction(fn, FunctionType.Orchestration)
+
+    def incore(self, fn: Callable[..., Any] | None = None) -> Any:
+        """A kernel callable by name from a ``@pl.jit`` body (ops allowed directly)."""
+        if fn is None:
+            return self.incore
+        return JitFunction(fn, FunctionType.InCore)
+
+
+jit = _Jit()
+
+
+class KernelFunction:
+    """``@pl.function(type=..., external_source=...)``: a function with an explicit signature.
+
+    Inside a ``@pl.program`` class it is one function of the program; used directly with
+    ``external_source`` it is a hand-written C++ kernel a ``@pl.jit`` body may call.
+    """
+
+    def __init__(self, fn: Callable[..., Any], type: FunctionType, external_source: str | None) -> None:
+        self.fn = fn
+        self.type = type
+        self.external_source = external_source
+        functools.update_wrapper(self, fn)
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from pypto.errors import OutsideKernelError
+
+        raise OutsideKernelError(f"{self.name} is a pypto kernel function; call it from a @pl.jit body")
+
+    def __repr__(self) -> str:
+        return f"<pl.function {self.type.name} {self.name}>"
+
+
+def function(
+    fn: Callable[..., Any] | None = None,
+    *,
+    type: FunctionType = FunctionType.Orchestration,
+    external_source: str | None = None,
+) -> Any:
+    """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``."""
+    if fn is None:
+        return lambda f: KernelFunction(f, type, external_source)
+    return KernelFunction(fn, type, external_source)
+
+
+def program(cls: type):  # -> pypto.ir.Program
+    """``@pl.program class Name: ...`` — parses the class into an IR ``Program`` named ``Name``."""
+    from pypto.frontend.parser import parse_class
+
+    return parse_class(cls)

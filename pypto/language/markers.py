@@ -1,0 +1,83 @@
+"""DSL functions that only have meaning inside a kernel body.
+
+Ops (``pl.exp``), loops (``pl.range``), scopes (``pl.at``) and ``pl.yield_`` are markers:
+the frontend recognises them while reading the kernel's source; calling one as ordinary
+Python raises :class:`pypto.errors.OutsideKernelError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, NoReturn
+
+from pypto.errors import OutsideKernelError
+from pypto.ir.enums import ForKind
+from pypto.ir.ops import DSL_OPS, OPS
+
+
+class Marker:
+    """Base of markers; ``dsl_name`` is the spelling users write after ``pl.``."""
+
+    def __init__(self, dsl_name: str, doc: str = "") -> None:
+        self.dsl_name = dsl_name
+        self.__name__ = dsl_name.rsplit(".", 1)[-1]
+        self.__doc__ = doc or f"pl.{dsl_name} (a pypto kernel construct)"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise OutsideKernelError(
+            f"pl.{self.dsl_name} can only be used inside a @pl.jit kernel "
+            "(the kernel body is compiled, not run as Python)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<pypto marker pl.{self.dsl_name}>"
+
+
+class OpMarker(Marker):
+    """An op spelling; ``candidates`` are the IR ops it may mean (see ``pypto.ir.ops``)."""
+
+    def __init__(self, dsl_name: str, candidates: tuple[str, ...]) -> None:
+        super().__init__(dsl_name, OPS[candidates[0]].doc)
+        self.candidates = candidates
+
+
+class LoopMarker(Marker):
+    """``pl.range`` / ``pl.parallel`` / ``pl.pipeline`` / ``pl.unroll``."""
+
+    def __init__(self, kind: ForKind) -> None:
+        super().__init__(kind.name)
+        self.kind = kind
+
+
+class ScopeMarker(Marker):
+    """``pl.at(level=..., name_hint=..., deps=[...])``."""
+
+
+class YieldMarker(Marker):
+    """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
+
+
+class Namespace:
+    """``pl.tile`` / ``pl.tensor``: the ops of one level under their IR names."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._ops = {
+            name.split(".", 1)[1]: OpMarker(name, (name,)) for name in OPS if name.startswith(prefix + ".")
+        }
+
+    def __getattr__(self, name: str) -> OpMarker:
+        try:
+            return self._ops[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._ops, n=1)
+            hint = f" (did you mean pl.{self._prefix}.{close[0]}?)" if close else ""
+            raise AttributeError(f"pl.{self._prefix} has no op {name!r}{hint}") from None
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._ops)
+
+
+def op_markers() -> dict[str, OpMarker]:
+    """The top-level op spellings (``pl.load``, ``pl.add`` ...)."""
+    return {name: OpMarker(name, cands) for name, cands in DSL_OPS.items()}

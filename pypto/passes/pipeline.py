@@ -1,0 +1,66 @@
+"""The pass order — one list, one line per pass, with why it sits where it does.
+
+``run_passes`` runs them in order, verifies the IR after each (knob ``PYPTO_VERIFY_PASSES``,
+on by default) and hands each result to an optional dump callback
+(``passes_dump/NN_after_<Pass>.py``). The memory planner selects passes; it never reorders.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pypto import knobs
+from pypto.ir.stmt import Program
+from pypto.ir.verify import verify
+from pypto.passes.allocate_memory_addr import allocate_memory_addr
+from pypto.passes.context import PassContext
+from pypto.passes.infer_memory_spaces import infer_memory_spaces
+from pypto.passes.insert_sync import insert_sync
+from pypto.passes.options import MemoryPlanner
+from pypto.passes.outline_incore_scopes import outline_incore_scopes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    name: str
+    run: Callable[[Program, PassContext], Program]
+    planners: frozenset[MemoryPlanner] = frozenset(MemoryPlanner)
+
+
+PASSES: list[PassEntry] = [
+    # Scopes first: everything after works per InCore function.
+    PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
+    # Spaces before planning: capacities and alignments are per space.
+    PassEntry("InferMemorySpaces", lambda p, ctx: infer_memory_spaces(p)),
+    # Lifetimes, reuse and addresses; PTOAS assigns addresses when the kernel starts instead.
+    PassEntry("AllocateMemoryAddr", allocate_memory_addr, frozenset({MemoryPlanner.PYPTO})),
+    # Last: hazards are decided on final addresses, so reuse can never introduce a race.
+    PassEntry("InsertSync", insert_sync),
+]
+
+Dump = Callable[[int, str, Program], None]
+
+
+def run_passes(program: Program, ctx: PassContext, *, dump: Dump | None = None) -> Program:
+    """Runs every pass selected by ``ctx.planner`` in order."""
+    check = knobs.verify_passes()
+    if dump:
+        dump(0, "frontend", program)
+    index = 0
+    for entry in PASSES:
+        if ctx.planner not in entry.planners:
+            continue
+        t0 = time.perf_counter()
+        program = entry.run(program, ctx)
+        if check:
+            verify(program)
+        index += 1
+        log.debug("pass %s took %.2f ms", entry.name, (time.perf_counter() - t0) * 1e3)
+        if dump:
+            dump(index, entry.name, program)
+    return program

@@ -1,0 +1,62 @@
+"""``RunConfig``: how a kernel is compiled and run (SPEC §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pypto import platforms
+from pypto.passes.options import MemoryPlanner, PassDumpLevel
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Compile and run options. ``platform`` is checked at construction (ValueError lists names)."""
+
+    platform: str = "a2a3sim"
+    memory_planner: MemoryPlanner | None = None
+    dump_passes: bool | PassDumpLevel = False
+    disabled_diagnostics: frozenset[str] | set[str] | None = None
+    output_dir: str | Path | None = None
+    trace: bool = False
+    platform_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.platform not in platforms.names():
+            raise ValueError(
+                f"unknown platform {self.platform!r}; valid platforms: {', '.join(platforms.names())}"
+            )
+        if self.memory_planner is not None and not isinstance(self.memory_planner, MemoryPlanner):
+            raise ValueError(
+                f"memory_planner must be a pypto.passes.MemoryPlanner, got {self.memory_planner!r}"
+            )
+        if not isinstance(self.dump_passes, (bool, PassDumpLevel)):
+            raise ValueError(f"dump_passes must be a bool or a PassDumpLevel, got {self.dump_passes!r}")
+        self.resolved_platform()  # refuse bad overrides now, not at the first run
+
+    @property
+    def planner(self) -> MemoryPlanner:
+        return self.memory_planner or MemoryPlanner.PYPTO
+
+    @property
+    def dump_level(self) -> PassDumpLevel:
+        if self.dump_passes is True:
+            return PassDumpLevel.CONCISE
+        return self.dump_passes or PassDumpLevel.NONE
+
+    def resolved_platform(self) -> platforms.Platform:
+        base = platforms.get(self.platform)
+        return base.with_overrides(**self.platform_overrides) if self.platform_overrides else base
+
+    def compile_key(self) -> tuple:
+        """What changes the compiled artifact (run-only options such as ``trace`` excluded)."""
+        disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
+        return (
+            self.platform,
+            self.planner,
+            self.dump_level,
+            disabled,
+            str(self.output_dir) if self.output_dir else None,
+            tuple(sorted(self.platform_overrides.items())),
+        )

@@ -1,0 +1,6 @@
+"""Lets e2e tests import the shared kernel modules that sit beside them."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

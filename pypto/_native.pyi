@@ -6,6 +6,11 @@ import numpy as np
 
 abi_version: int
 
+class Platform:
+    @property
+    def name(self) -> str: ...
+
+def make_platform(table: dict[str, Any]) -> Platform: ...
 def platform_names() -> list[str]: ...
 def platform_table(name: str) -> dict[str, Any]: ...
 def load_kernel(path: str) -> None: ...
@@ -13,7 +18,7 @@ def run_kernel(
     path: str,
     tensors: list[tuple[np.ndarray, int]],
     scalars: list[int],
-    platform: dict[str, Any],
+    platform: Platform,
     kernel_name: str = "kernel",
     block_num: int = 1,
     record: bool = False,
@@ -21,7 +26,7 @@ def run_kernel(
 ) -> list[dict[str, Any]]: ...
 
 class CoreModel:
-    def __init__(self, platform: dict[str, Any], record: bool = True) -> None: ...
+    def __init__(self, platform: Platform, record: bool = True) -> None: ...
     def op(
         self,
         pipe: int,

@@ -47,9 +47,13 @@ class Platform:
             MappingProxyType({**self.overrides, **overrides}),
         )
 
-    def to_native(self) -> dict[str, Any]:
-        """The dict the native runtime takes: base table name plus every field."""
-        return {"name": self.name, **self.fields}
+    def to_native(self) -> _native.Platform:
+        """The native table the runtime takes (built once per Platform object)."""
+        cached = self.__dict__.get("_native")
+        if cached is None:
+            cached = _native.make_platform({"name": self.name, **self.fields})
+            object.__setattr__(self, "_native", cached)  # a cache, not state: still frozen to users
+        return cached
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "device": self.device, **self.fields}

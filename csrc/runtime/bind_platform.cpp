@@ -40,6 +40,10 @@ Platform platform_from_dict(const py::dict& d) {
 }
 
 void bind_platform(py::module_& m) {
+  py::class_<Platform>(m, "Platform", "A resolved platform table, built once and passed to runs.")
+      .def_readonly("name", &Platform::name);
+  m.def("make_platform", &platform_from_dict, py::arg("table"),
+        "A native platform from {'name': base table, <field>: value, ...}.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
   m.def("platform_table", [](const std::string& name) { return platform_to_dict(platform_by_name(name)); },
         py::arg("name"), "The hardware table of one platform as a dict.");

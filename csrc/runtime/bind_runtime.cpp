@@ -3,6 +3,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <unordered_map>
+
 #include "runtime/bind.hpp"
 #include "runtime/core/launch.hpp"
 #include "simulator/errors.hpp"
@@ -27,32 +29,34 @@ pypto_tensor describe(const py::array& a, int dtype) {
   return t;
 }
 
+// Records as one int64 table (a row per instruction, RECORD_COLUMNS order) plus interned
+// name/location strings: no Python object per instruction.
 py::dict records_to_columns(const std::vector<InstrRecord>& recs) {
-  size_t n = recs.size();
-  py::array_t<int64_t> index(n), kind(n), pipe(n), issue(n), start(n), end(n), bytes(n), addr(n);
-  py::array_t<int64_t> fsrc(n), fdst(n), fid(n);
-  py::list names, locs;
-  for (size_t i = 0; i < n; ++i) {
+  const size_t n = recs.size(), width = 11;
+  py::array_t<int64_t> table({n, width});
+  py::array_t<int32_t> name_id(n), loc_id(n);
+  int64_t* t = table.mutable_data();
+  std::unordered_map<const char*, int32_t> ids;
+  py::list strings;
+  auto intern = [&](const char* s) {
+    auto [it, fresh] = ids.emplace(s, static_cast<int32_t>(ids.size()));
+    if (fresh) strings.append(s);
+    return it->second;
+  };
+  for (size_t i = 0; i < n; ++i, t += width) {
     const InstrRecord& r = recs[i];
-    index.mutable_at(i) = r.index;
-    kind.mutable_at(i) = static_cast<int64_t>(r.kind);
-    pipe.mutable_at(i) = r.pipe;
-    issue.mutable_at(i) = static_cast<int64_t>(r.issue);
-    start.mutable_at(i) = static_cast<int64_t>(r.start);
-    end.mutable_at(i) = static_cast<int64_t>(r.end);
-    bytes.mutable_at(i) = static_cast<int64_t>(r.bytes);
-    addr.mutable_at(i) = r.addr;
-    fsrc.mutable_at(i) = r.flag_src;
-    fdst.mutable_at(i) = r.flag_dst;
-    fid.mutable_at(i) = r.flag_id;
-    names.append(r.name);
-    locs.append(r.loc);
+    const int64_t row[] = {r.index, static_cast<int64_t>(r.kind), r.pipe, static_cast<int64_t>(r.issue),
+                           static_cast<int64_t>(r.start), static_cast<int64_t>(r.end),
+                           static_cast<int64_t>(r.bytes), r.addr, r.flag_src, r.flag_dst, r.flag_id};
+    std::copy(row, row + width, t);
+    name_id.mutable_at(i) = intern(r.name);
+    loc_id.mutable_at(i) = intern(r.loc);
   }
   py::dict d;
-  d["index"] = index; d["kind"] = kind; d["pipe"] = pipe; d["issue"] = issue;
-  d["start"] = start; d["end"] = end; d["bytes"] = bytes; d["addr"] = addr;
-  d["flag_src"] = fsrc; d["flag_dst"] = fdst; d["flag_id"] = fid;
-  d["name"] = names; d["loc"] = locs;
+  d["table"] = table;
+  d["name_id"] = name_id;
+  d["loc_id"] = loc_id;
+  d["strings"] = strings;
   return d;
 }
 
@@ -71,10 +75,9 @@ py::dict block_to_dict(const BlockResult& r, bool record) {
 }
 
 py::list run_kernel(const std::string& path, const std::vector<std::pair<py::array, int>>& tensors,
-                    const std::vector<int64_t>& scalars, const py::dict& platform,
+                    const std::vector<int64_t>& scalars, const Platform& p,
                     const std::string& kernel_name, int64_t block_num, bool record,
                     bool hazards_fatal) {
-  Platform p = platform_from_dict(platform);
   std::vector<pypto_tensor> descs;
   for (const auto& [array, dtype] : tensors) descs.push_back(describe(array, dtype));
   KernelEntry entry = load_kernel(path);

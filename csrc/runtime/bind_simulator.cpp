@@ -21,8 +21,7 @@ const char* intern(const std::string& s) {
 }
 
 struct ModelHarness {
-  ModelHarness(const py::dict& platform, bool record)
-      : platform(platform_from_dict(platform)), model(this->platform, record) {}
+  ModelHarness(const Platform& platform, bool record) : platform(platform), model(this->platform, record) {}
   Platform platform;
   CoreModel model;
 };
@@ -68,7 +67,7 @@ py::list records(const ModelHarness& h) {
 
 void bind_simulator(py::module_& m) {
   py::class_<ModelHarness>(m, "CoreModel")
-      .def(py::init<const py::dict&, bool>(), py::arg("platform"), py::arg("record") = true)
+      .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",
            py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
            py::arg("loc") = "")

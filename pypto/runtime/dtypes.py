@@ -19,9 +19,16 @@ CODES: dict[str, int] = {
 NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
 
 
+_BY_DTYPE: dict[np.dtype, int] = {}  # filled on first sight: a dict hit is the warm path
+
+
 def code_of(dtype: np.dtype) -> int:
     """The ABI code of a numpy dtype; ``TypeError`` naming the supported ones otherwise."""
+    code = _BY_DTYPE.get(dtype)
+    if code is not None:
+        return code
     name = np.dtype(dtype).name
     if name not in CODES:
         raise TypeError(f"unsupported dtype {name}; supported: {', '.join(CODES)}")
+    _BY_DTYPE[np.dtype(dtype)] = CODES[name]
     return CODES[name]

@@ -46,17 +46,27 @@ class CompiledProgram:
     tensor_params: list[int] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
 
+    def _platform(self) -> tuple:
+        cached = self.__dict__.get("_plat")
+        if cached is None:  # resolved once: the config of a compiled program never changes
+            plat = self.config.resolved_platform()
+            cached = self.__dict__["_plat"] = (plat, plat.to_native())
+        return cached
+
+    def _array(self, args: tuple, i: int) -> tuple:
+        try:
+            return as_array(args[i], name=self.param_names[i], output=i in self.outputs)
+        except ArgumentError as e:  # point at the parameter in the user's kernel
+            raise ArgumentError(e.message, _param_span(self.program, i)) from None
+
     def run(self, *args: Any) -> RunReport:
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
-        arrays = [
-            as_array(args[i], name=self.param_names[i], output=i in self.outputs) for i in self.tensor_params
-        ]
-        plat = self.config.resolved_platform()
-        native_plat = plat.to_native()
+        arrays = [self._array(args, i) for i in self.tensor_params]
+        plat, native_plat = self._platform()
         blocks = []
         for t in self.tasks:
             slots = [scalar_slot(v, name=t.kernel) for v in t.scalars]
@@ -76,6 +86,10 @@ class CompiledProgram:
                 )
             )
         return sequential_report(plat.name, plat.clock_hz, plat.task_dispatch_cycles, blocks)
+
+
+def _param_span(program: Program, i: int):
+    return program.entry.params[i].span
 
 
 def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[int]]:

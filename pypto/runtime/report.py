@@ -10,34 +10,47 @@ import numpy as np
 PIPES: tuple[str, ...] = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR")
 
 
-@dataclass
-class InstrTrace:
-    """Per-instruction records of one task, as columns (numpy int64 arrays + name lists)."""
+RECORD_COLUMNS = ("index", "kind", "pipe", "issue", "start", "end", "bytes", "addr",
+                  "flag_src", "flag_dst", "flag_id")
 
-    columns: dict[str, Any]
+
+class InstrTrace:
+    """Per-instruction records of one task (native table; columns built on first access)."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self._raw = raw
+        self._columns: dict[str, Any] | None = None
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """numpy int64 arrays per RECORD_COLUMNS, plus ``name``/``loc`` lists."""
+        if self._columns is None:
+            table, strings = self._raw["table"], self._raw["strings"]
+            cols: dict[str, Any] = {k: table[:, i] for i, k in enumerate(RECORD_COLUMNS)}
+            cols["name"] = [strings[i] for i in self._raw["name_id"].tolist()]
+            cols["loc"] = [strings[i] for i in self._raw["loc_id"].tolist()]
+            self._columns = cols
+        return self._columns
 
     def __len__(self) -> int:
-        return len(self.columns["index"])
+        return len(self._raw["table"])
 
     def intervals(self, pipe: str, include_sync: bool = False) -> list[tuple[int, int]]:
         """(start, end) of the instructions on `pipe`, in program order; set/wait/barrier
         slices only with ``include_sync``."""
-        sel = self.columns["pipe"] == PIPES.index(pipe)
+        table = self._raw["table"]
+        sel = table[:, 2] == PIPES.index(pipe)
         if not include_sync:
-            sel &= self.columns["kind"] == 0
-        return list(zip(self.columns["start"][sel].tolist(), self.columns["end"][sel].tolist()))
+            sel &= table[:, 1] == 0
+        return list(zip(table[sel, 4].tolist(), table[sel, 5].tolist()))
 
     def rows(self) -> list[dict[str, Any]]:
         cols = self.columns
-        keys = [k for k in cols if k not in ("name", "loc")]
+        table = self._raw["table"].tolist()
         return [
-            {
-                "name": cols["name"][i],
-                "loc": cols["loc"][i],
-                "pipe_name": PIPES[cols["pipe"][i]],
-                **{k: int(cols[k][i]) for k in keys},
-            }
-            for i in range(len(self))
+            {"name": cols["name"][i], "loc": cols["loc"][i], "pipe_name": PIPES[row[2]],
+             **dict(zip(RECORD_COLUMNS, row))}
+            for i, row in enumerate(table)
         ]
 
 
@@ -96,34 +109,26 @@ class RunReport:
         return "\n".join(lines)
 
 
+def _task(name: str, block: dict[str, Any], start: int) -> TaskReport:
+    busy = dict(zip(PIPES, block["pipe_busy"]))
+    trace = InstrTrace(block["records"]) if block["records"] is not None else None
+    return TaskReport(name, int(block["block"]), start, start + int(block["cycles"]), busy,
+                      int(block["instructions"]), list(block["hazards"]), trace)
+
+
+def _summed(platform: str, clock_hz: float, tasks: list[TaskReport], cycles: int) -> RunReport:
+    if len(tasks) == 1:
+        total = dict(tasks[0].pipe_busy)
+    else:
+        total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
+    return RunReport(platform, cycles, total, sum(t.instructions for t in tasks), tasks,
+                     [h for t in tasks for h in t.hazards], clock_hz=clock_hz)
+
+
 def merge_blocks(name: str, platform: str, clock_hz: float, blocks: list[dict[str, Any]]) -> RunReport:
     """Builds a RunReport from the native per-block results (blocks run in parallel)."""
-    tasks = []
-    for b in blocks:
-        busy = dict(zip(PIPES, (int(x) for x in b["pipe_busy"])))
-        trace = InstrTrace(b["records"]) if b["records"] is not None else None
-        tasks.append(
-            TaskReport(
-                name,
-                int(b["block"]),
-                0,
-                int(b["cycles"]),
-                busy,
-                int(b["instructions"]),
-                list(b["hazards"]),
-                trace,
-            )
-        )
-    total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
-    return RunReport(
-        platform,
-        max((t.end for t in tasks), default=0),
-        total,
-        sum(t.instructions for t in tasks),
-        tasks,
-        [h for t in tasks for h in t.hazards],
-        clock_hz=clock_hz,
-    )
+    tasks = [_task(name, b, 0) for b in blocks]
+    return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
 
 
 def busy_union(intervals: list[tuple[int, int]]) -> np.ndarray:
@@ -151,27 +156,15 @@ def overlap_cycles(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     return int(total)
 
 
-def sequential_report(
-    platform: str, clock_hz: float, dispatch_cycles: float, runs: list[tuple[str, list[dict[str, Any]]]]
-) -> RunReport:
+def sequential_report(platform: str, clock_hz: float, dispatch_cycles: float,
+                      runs: list[tuple[str, list[dict[str, Any]]]]) -> RunReport:
     """Tasks one after another on one core: each starts when the previous ends plus the
     dispatch overhead (the first starts at 0: time counts from the first task's launch)."""
     tasks: list[TaskReport] = []
     now = 0
     for i, (name, blocks) in enumerate(runs):
         start = now + (int(dispatch_cycles) if i else 0)
-        part = merge_blocks(name, platform, clock_hz, blocks)
-        for t in part.tasks:
-            t.start, t.end = start, start + t.end
-            tasks.append(t)
-        now = max((t.end for t in part.tasks), default=start)
-    total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
-    return RunReport(
-        platform,
-        now,
-        total,
-        sum(t.instructions for t in tasks),
-        tasks,
-        [h for t in tasks for h in t.hazards],
-        clock_hz=clock_hz,
-    )
+        part = [_task(name, b, start) for b in blocks]
+        tasks.extend(part)
+        now = max((t.end for t in part), default=start)
+    return _summed(platform, clock_hz, tasks, now)

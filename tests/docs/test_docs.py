@@ -27,7 +27,10 @@ def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         if file:
             (tmp_path / file.group(1)).write_text(body)
         elif lang == "python":
-            exec(compile(body, f"{page.name}:python-block-{ran}", "exec"), namespace)
+            # A real file per block: @pl.jit reads kernel source back from it.
+            block = tmp_path / f"{page.stem}_block{ran}.py"
+            block.write_text(body)
+            exec(compile(body, str(block), "exec"), namespace)
             ran += 1
     assert ran > 0 or not any(lang == "python" for lang, _, _ in BLOCK.findall(page.read_text()))
     assert os.getcwd() == str(tmp_path)

@@ -7,7 +7,9 @@
 namespace pypto {
 namespace {
 thread_local CoreContext* g_current = nullptr;
-}
+// On-chip storage returned by finished cores, reused by the next core on this thread.
+thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool;
+}  // namespace
 
 const char* mem_name(int mem) {
   static const char* names[] = {"GM", "Vec", "Mat", "Left", "Right", "Acc", "Bias"};
@@ -19,8 +21,16 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
   capacities = {0, p.ub_bytes, p.l1_bytes, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, p.bias_bytes};
   // Physical sizes: a planner bug that spills past the usable limit is still caught by the
   // per-op bounds check against `capacities`.
-  memory[PYPTO_VEC].resize(static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes)));
-  for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) memory[m].resize(static_cast<size_t>(capacities[m]));
+  sizes[PYPTO_VEC] = static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes));
+  for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) sizes[m] = static_cast<size_t>(capacities[m]);
+  if (!g_pool.empty()) {
+    memory = std::move(g_pool.back());
+    g_pool.pop_back();
+  }
+}
+
+CoreContext::~CoreContext() {
+  if (g_pool.size() < 4) g_pool.push_back(std::move(memory));
 }
 
 CoreContext& current_core() {

@@ -14,13 +14,22 @@ namespace pypto {
 
 struct CoreContext {
   CoreContext(const Platform& platform, int64_t block_idx, int64_t block_num, bool record);
+  ~CoreContext();
+  CoreContext(const CoreContext&) = delete;
+  CoreContext& operator=(const CoreContext&) = delete;
 
-  uint8_t* space_data(int mem) { return memory[mem].data(); }
+  // A space's bytes, allocated on first use. Storage is recycled between kernel runs on a
+  // thread and, as on the device, not cleared: a kernel must write a tile before reading it.
+  uint8_t* space_data(int mem) {
+    if (memory[mem].size() < sizes[mem]) memory[mem].resize(sizes[mem]);
+    return memory[mem].data();
+  }
   int64_t capacity(int mem) const { return capacities[mem]; }
 
   const Platform& platform;
   std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
+  std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space
   CoreModel model;
   const char* loc = "";
   int64_t block_idx, block_num;

@@ -25,6 +25,18 @@ inline float f32_from_bits(uint32_t u) {
     return f;
 }
 
+// c ? a : b as a bit blend. Used wherever an operand depends on a float operation: with a
+// plain `?:` GCC sinks that operation into a branch, and under the default -ftrapping-math it
+// then refuses to if-convert the branch, so the loop would not vectorise.
+inline uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
+    uint32_t m = 0u - uint32_t(c);
+    return (a & m) | (b & ~m);
+}
+
+inline float select_f32(bool c, float a, float b) {
+    return f32_from_bits(select_bits(c, f32_bits(a), f32_bits(b)));
+}
+
 // fp16 -> fp32, exact.
 inline float f16_to_f32(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000u) << 16;
@@ -35,8 +47,8 @@ inline float f16_to_f32(uint16_t h) {
     uint32_t infnan = (ah << 13) | 0x7f800000u;
     // Zero/subnormal: mantissa * 2^-24 is exact in fp32 and lets the FPU normalise it.
     uint32_t sub = f32_bits(float(int32_t(ah)) * 0x1p-24f);
-    uint32_t r = ah < 0x0400u ? sub : norm;
-    r = ah >= 0x7c00u ? infnan : r;
+    uint32_t r = select_bits(ah < 0x0400u, sub, norm);
+    r = select_bits(ah >= 0x7c00u, infnan, r);
     return f32_from_bits(r | sign);
 }
 
@@ -54,8 +66,8 @@ inline uint16_t f32_to_f16(float f) {
     // step, so the FPU's own RNE does the rounding; rounding up to 2^-14 yields 0x400 (correct).
     uint32_t sub = f32_bits(f32_from_bits(ax) + 0.5f) - 0x3f000000u;
     uint32_t nan = 0x7e00u | ((ax >> 13) & 0x03ffu);
-    uint32_t r = ax < 0x38800000u ? sub : norm;
-    r = ax > 0x7f800000u ? nan : r;
+    uint32_t r = select_bits(ax < 0x38800000u, sub, norm);
+    r = select_bits(ax > 0x7f800000u, nan, r);
     return uint16_t(r | sign);
 }
 

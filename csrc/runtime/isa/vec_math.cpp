@@ -72,15 +72,15 @@ VM_INLINE float exp_f32(float x) {
 // ln x: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln(1+f) = f - f^2/2 + f^3*Q(f) with f = m-1
 // (exact), Q fitted by minimax (rel. error 6e-9), plus e*ln2 split as in exp. Subnormals are
 // scaled by 2^23 first; 0, negatives, inf and NaN are patched in at the end by selects.
+// (Conditional scalings are written as multiplies by a selected constant; see select_bits.)
 VM_INLINE float log_f32(float x) {
     bool tiny = x < 0x1p-126f;
-    float xs = tiny ? x * 0x1p23f : x;
-    uint32_t ix = f32_bits(xs);
+    uint32_t ix = f32_bits(x * (tiny ? 0x1p23f : 1.0f));
     int32_t e = int32_t(ix >> 23) - (tiny ? 150 : 127);
     float m = f32_from_bits((ix & 0x007fffffu) | 0x3f800000u);
     bool big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
+    m = m * (big ? 0.5f : 1.0f);
+    e = e + int32_t(big);
     float f = m - 1.0f;
     float z = f * f;
     float q = -7.63449743e-2f;
@@ -95,10 +95,10 @@ VM_INLINE float log_f32(float x) {
     float y = (f * z) * q + fe * -2.12194440e-4f;
     y = y - 0.5f * z;
     float r = (f + y) + fe * 0.693359375f;
-    r = x == kInf ? x : r;
-    r = x == 0.0f ? -kInf : r;
-    r = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
-    return x != x ? x : r;
+    r = select_f32(x == kInf, x, r);
+    r = select_f32(x == 0.0f, -kInf, r);
+    r = select_f32(x < 0.0f, std::numeric_limits<float>::quiet_NaN(), r);
+    return select_f32(x != x, x, r);
 }
 
 template <int OP>
@@ -152,14 +152,15 @@ VM_INLINE uint32_t iunary(uint32_t x) {
 
 // Round to an integral float by the pypto_round_mode MODE. |x| < 2^23: adding and removing
 // 2^23 makes the FPU round to nearest-even; larger values, inf and NaN are already integral.
+// The corrections are written as +-(selected constant) so no float op sits under a branch.
 template <int MODE>
 VM_INLINE float round_int(float x) {
     float ax = std::fabs(x);
     float r = std::copysign((ax + 0x1p23f) - 0x1p23f, x);
-    r = ax < 0x1p23f ? r : x;
-    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = std::fabs(r) > ax ? r - std::copysign(1.0f, x) : r;
-    else if constexpr (MODE == PYPTO_ROUND_FLOOR) r = r > x ? r - 1.0f : r;
-    else if constexpr (MODE == PYPTO_ROUND_CEIL) r = r < x ? r + 1.0f : r;
+    r = f32_from_bits(select_bits(ax < 0x1p23f, f32_bits(r), f32_bits(x)));
+    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = r - std::copysign(std::fabs(r) > ax ? 1.0f : 0.0f, x);
+    else if constexpr (MODE == PYPTO_ROUND_FLOOR) r = r - (r > x ? 1.0f : 0.0f);
+    else if constexpr (MODE == PYPTO_ROUND_CEIL) r = r + (r < x ? 1.0f : 0.0f);
     return r;
 }
 

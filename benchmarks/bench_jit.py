@@ -85,7 +85,9 @@ def warm_overhead() -> tuple[float, float]:
     (task,) = compiled.tasks
     so = str(compiled.kernels[task.kernel])
     plat = CFG.resolved_platform().to_native()
-    native = best_of(lambda: _native.run_kernel(so, [(a, 0), (out, 0)], [], plat, task.kernel, 1, True, True), 2000)
+    native = best_of(
+        lambda: _native.run_kernel(so, [(a, 0), (out, 0)], [], plat, task.kernel, 1, True, True), 2000
+    )
     full = best_of(lambda: tiny(a, out, config=CFG), 2000)
     return full, native
 
@@ -105,11 +107,15 @@ def main() -> None:
     print(f"first call, seed single_buffer (cold build): {cold * 1e3:.0f} ms   target <= 500")
     print(f"first call, new kernel object (build cache hit): {warm_compile * 1e3:.0f} ms")
     full, native = warm_overhead()
-    print(f"warm call, tiny kernel: {full * 1e6:.1f} us total, native run {native * 1e6:.1f} us, "
-          f"overhead {(full - native) * 1e6:.1f} us   target <= 15")
+    print(
+        f"warm call, tiny kernel: {full * 1e6:.1f} us total, native run {native * 1e6:.1f} us, "
+        f"overhead {(full - native) * 1e6:.1f} us   target <= 15"
+    )
     ours, ref = big_exp_ratio()
-    print(f"exp over 16 MiB: pypto {ours * 1e3:.2f} ms, numpy {ref * 1e3:.2f} ms, ratio {ours / ref:.2f}"
-          "   target <= 2.0")
+    print(
+        f"exp over 16 MiB: pypto {ours * 1e3:.2f} ms, numpy {ref * 1e3:.2f} ms, ratio {ours / ref:.2f}"
+        "   target <= 2.0"
+    )
 
 
 if __name__ == "__main__":

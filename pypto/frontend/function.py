@@ -138,7 +138,8 @@ class FunctionParser(ControlFlow):
         self.declared_returns = tuple(types)
 
     # --- body ---------------------------------------------------------------------------------------------
-    def function(self, name: str, external_source: str | None = None) -> Function:
+    def function(self, name: str, external_source: str | None = None,
+                 include_dirs: tuple[str, ...] = ()) -> Function:
         """Parse the body (parameters already bound) and build the ``Function``."""
         body = self.node.body
         if body and _is_docstring(body[0]):
@@ -170,6 +171,7 @@ class FunctionParser(ControlFlow):
             tuple(stmts),
             returns,  # type: ignore[arg-type]
             external_source,
+            include_dirs,
             span=self.span(self.node),
         )
 

@@ -113,11 +113,12 @@ class ProgramContext:
         src = KernelSource.from_function(fn.fn)
         kind = fn.kind if isinstance(fn, JitFunction) else fn.type
         callee = FunctionParser(src, _function_def(src), kind, self)
-        external = None
+        external, include_dirs = None, ()
         if isinstance(fn, KernelFunction):
             callee.bind_params(callee.declared_params())
             callee.read_returns()
             external = _resolve_external(fn, src, fp.span(node)) if fn.external_source else None
+            include_dirs = tuple(_beside(src.file, d) for d in fn.include_dirs)
         else:
             nodes = callee.param_nodes()
             if len(nodes) != len(args):
@@ -125,7 +126,7 @@ class ProgramContext:
                     f"`{fn.name}` takes {len(nodes)} arguments but {len(args)} were given", fp.span(node)
                 )
             callee.bind_params([_callee_param(callee, n, a, fp.span(node)) for n, a in zip(nodes, args)])
-        function = callee.function(self.unique_name(fn.name), external)
+        function = callee.function(self.unique_name(fn.name), external, include_dirs)
         self.functions.append(function)
         self.kernels[key] = function
         return function
@@ -202,10 +203,14 @@ def _function_def(src: KernelSource) -> ast.FunctionDef:
     return node
 
 
+def _beside(file: str, path: str) -> str:
+    """``path`` resolved against the folder of ``file`` (absolute paths unchanged)."""
+    p = Path(path)
+    return str(p if p.is_absolute() else Path(os.path.dirname(os.path.abspath(file))) / p)
+
+
 def _resolve_external(fn: KernelFunction, src: KernelSource, span) -> str:
-    path = Path(fn.external_source)  # type: ignore[arg-type]
-    if not path.is_absolute():
-        path = Path(os.path.dirname(os.path.abspath(src.file))) / path
+    path = Path(_beside(src.file, fn.external_source))  # type: ignore[arg-type]
     if not path.is_file():
         raise CompileError(f"external_source of `{fn.name}` not found: {path}", span)
     return str(path)
@@ -225,21 +230,23 @@ def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] |
     return verify(Program(jit.name, (entry, *ctx.functions), span=src.span(fdef)))
 
 
-def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionType, str | None]:
+def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionType, str | None, tuple]:
     for d in node.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
         if folder.fold(target) is not pl_module.function:
             continue
-        kind, external = FunctionType.Orchestration, None
+        kind, external, dirs = FunctionType.Orchestration, None, ()
         for kw in d.keywords if isinstance(d, ast.Call) else []:
             value = folder.fold(kw.value)
             if kw.arg == "type" and isinstance(value, FunctionType):
                 kind = value
             elif kw.arg == "external_source" and isinstance(value, str):
                 external = value
+            elif kw.arg == "include_dirs" and isinstance(value, (list, tuple)):
+                dirs = tuple(str(v) for v in value)
             else:
                 raise TypeCheckError(f"bad @pl.function argument `{ast.unparse(kw)}`", span)
-        return kind, external
+        return kind, external, dirs
     raise UnsupportedSyntaxError(f"method `{node.name}` of a @pl.program class needs @pl.function(...)", span)
 
 
@@ -249,12 +256,15 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
     parsers = []
     for node in cdef.body:
         if isinstance(node, ast.FunctionDef):
-            kind, external = _decorator(folder, node, src.span(node))
+            kind, external, dirs = _decorator(folder, node, src.span(node))
+            if external is not None:
+                external = _beside(src.file, external)
+            dirs = tuple(_beside(src.file, d) for d in dirs)
             fp = FunctionParser(src, node, kind, ctx)
             fp.bind_params(fp.declared_params())
             fp.read_returns()
             ctx.signatures[node.name] = (fp.params, fp.declared_returns or ())
-            parsers.append((fp, node.name, external))
+            parsers.append((fp, node.name, external, dirs))
         elif not (
             isinstance(node, ast.Pass)
             or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
@@ -262,7 +272,7 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
             raise UnsupportedSyntaxError(
                 "a @pl.program class holds only @pl.function methods", src.span(node)
             )
-    functions = tuple(fp.function(name, external) for fp, name, external in parsers)
+    functions = tuple(fp.function(name, external, dirs) for fp, name, external, dirs in parsers)
     return verify(Program(cdef.name, functions, span=src.span(cdef)))
 
 

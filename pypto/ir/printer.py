@@ -233,6 +233,8 @@ class _Printer:
         deco = [f"type={f.kind.dsl_name}"]
         if f.external_source is not None:
             deco.append(f"external_source={json.dumps(f.external_source)}")
+        if f.include_dirs:
+            deco.append(f"include_dirs={json.dumps(list(f.include_dirs))}")
         self.emit(depth, f"@pl.function({', '.join(deco)})")
         params = ["self"] + [_param(p) for p in f.params]
         ret = ""

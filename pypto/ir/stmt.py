@@ -116,6 +116,7 @@ class Function(Node):
     body: tuple[Stmt, ...]
     return_types: tuple[Type, ...] = ()
     external_source: str | None = None
+    include_dirs: tuple[str, ...] = ()  # extra header folders of an external_source kernel
 
     def param(self, name: str) -> Param:
         """The parameter called ``name`` (KeyError when absent)."""

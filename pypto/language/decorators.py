@@ -120,10 +120,12 @@ class KernelFunction:
     ``external_source`` it is a hand-written C++ kernel a ``@pl.jit`` body may call.
     """
 
-    def __init__(self, fn: Callable[..., Any], type: FunctionType, external_source: str | None) -> None:
+    def __init__(self, fn: Callable[..., Any], type: FunctionType, external_source: str | None,
+                 include_dirs: tuple[str, ...] = ()) -> None:
         self.fn = fn
         self.type = type
         self.external_source = external_source
+        self.include_dirs = include_dirs
         functools.update_wrapper(self, fn)
 
     @property
@@ -144,11 +146,17 @@ def function(
     *,
     type: FunctionType = FunctionType.Orchestration,
     external_source: str | None = None,
+    include_dirs: list[str] | tuple[str, ...] = (),
 ) -> Any:
-    """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``."""
+    """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``.
+
+    ``external_source`` (and each of ``include_dirs``) resolves against the defining file's
+    folder; the ``.cpp`` is compiled in place, so its relative ``#include``s work.
+    """
+    dirs = tuple(include_dirs)
     if fn is None:
-        return lambda f: KernelFunction(f, type, external_source)
-    return KernelFunction(fn, type, external_source)
+        return lambda f: KernelFunction(f, type, external_source, dirs)
+    return KernelFunction(fn, type, external_source, dirs)
 
 
 def program(cls: type):  # -> pypto.ir.Program

@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pypto import _native, knobs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
-from pypto.ir.enums import Direction
+from pypto.errors import KernelLoadError
+from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
 from pypto.ir.types import TensorType
@@ -23,9 +26,11 @@ from pypto.passes.context import PassContext
 from pypto.passes.pipeline import run_passes
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
+from pypto.runtime.dtypes import code_of
 from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
-from pypto.runtime.plan import Task, plan_orchestration
+from pypto.runtime.plan import Plan, Task, plan_orchestration
 from pypto.runtime.report import RunReport, sequential_report
+from pypto.runtime.trace import write_traces
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +46,15 @@ class CompiledProgram:
     program: Program
     config: RunConfig
     kernels: dict[str, Path]
-    tasks: list[Task]
+    plan: Plan
     outputs: frozenset[int]
     tensor_params: list[int] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    external: list[KernelSource] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[Task]:
+        return self.plan.tasks
 
     def _platform(self) -> tuple:
         cached = self.__dict__.get("_plat")
@@ -59,33 +69,48 @@ class CompiledProgram:
         except ArgumentError as e:  # point at the parameter in the user's kernel
             raise ArgumentError(e.message, _param_span(self.program, i)) from None
 
-    def run(self, *args: Any) -> RunReport:
+    def refresh_external(self) -> None:
+        """Hand-written kernels are rebuilt when their source or a header they include changed
+        (a cache lookup when nothing did)."""
+        if self.external:
+            paths = build_kernels(self.external, platform=self.platform, output_dir=self.output_dir)
+            self.kernels.update({src.name: path for src, path in zip(self.external, paths)})
+
+    def run(self, *args: Any, trace: bool | None = None) -> RunReport:
+        """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
+        trace = self.config.trace if trace is None else trace
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
         arrays = [self._array(args, i) for i in self.tensor_params]
+        arrays += [
+            (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
+            for t in self.plan.intermediates
+        ]
         plat, native_plat = self._platform()
-        blocks = []
-        for t in self.tasks:
+        runs = []
+        for t in self.plan.tasks:
             slots = [scalar_slot(v, name=t.kernel) for v in t.scalars]
-            blocks.append(
-                (
-                    t.kernel,
-                    _native.run_kernel(
-                        str(self.kernels[t.kernel]),
-                        [arrays[i] for i in t.tensors],
-                        slots,
-                        native_plat,
-                        t.kernel,
-                        1,
-                        True,
-                        True,
-                    ),
-                )
+            so = str(self.kernels[t.kernel])
+            blocks = _native.run_kernel(
+                so, [arrays[i] for i in t.tensors], slots, native_plat, t.kernel, 1, trace, True
             )
-        return sequential_report(plat.name, plat.clock_hz, plat.task_dispatch_cycles, blocks)
+            runs.append((t.kernel, blocks))
+        report = sequential_report(plat.name, plat.clock_hz, plat.task_dispatch_cycles, runs)
+        if trace:  # records are kept only then: recording off costs nothing
+            cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
+            write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
+        return report
+
+
+def _np_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 
 def _param_span(program: Program, i: int):
@@ -137,22 +162,49 @@ def lower_program(
     return run_passes(program, ctx, dump=dump)
 
 
+def _external_sources(program: Program) -> list[KernelSource]:
+    return [
+        KernelSource(
+            name=f.name, path=Path(f.external_source), include_dirs=tuple(Path(d) for d in f.include_dirs)
+        )
+        for f in program.functions
+        if f.external_source is not None
+    ]
+
+
+def _check_loadable(paths: dict[str, Path], sources: list[KernelSource]) -> None:
+    """Load each kernel now, so a missing entry point is a compile error naming the file."""
+    for src in sources:
+        try:
+            _native.load_kernel(str(paths[src.name]))
+        except KernelLoadError as e:
+            where = src.path if src.path is not None else f"generated kernel {src.name}"
+            raise KernelLoadError(f"{where}: {e.message}") from None
+
+
 def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> CompiledProgram:
     key = (jf.specialization_key(*args, **kwargs), config.compile_key())
     cache = jf.__dict__.setdefault("_pypto_compiled", {})
     if key in cache:
+        cache[key].refresh_external()
         return cache[key]
     out = _output_dir(jf.name, key, config)
-    disabled = frozenset(config.disabled_diagnostics or ())
-    sink = HintSink(disabled)
+    sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
     incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
     sources = [KernelSource(name=f.name, code=generate_kernel(f)) for f in incore]
-    paths = build_kernels(sources, platform=config.platform, output_dir=out)
+    external = _external_sources(lowered)
+    paths = dict(
+        zip(
+            [s.name for s in sources + external],
+            build_kernels(sources + external, platform=config.platform, output_dir=out),
+        )
+    )
+    _check_loadable(paths, sources + external)
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)
     scalar_args = {n: a for n, a in zip(names, args) if isinstance(a, (int, float))}
-    tasks = plan_orchestration(lowered, lowered.entry, scalar_args)
+    plan = plan_orchestration(lowered, lowered.entry, scalar_args)
     compiled = CompiledProgram(
         jf.name,
         out,
@@ -160,20 +212,21 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         config.platform,
         lowered,
         config,
-        {f.name: p for f, p in zip(incore, paths)},
-        tasks,
+        paths,
+        plan,
         outs,
         tensors,
         sink.lines(),
+        external,
     )
     cache[key] = compiled
-    log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(tasks))
+    log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
     return compiled
 
 
 def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> Any:
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
     compiled = compile_program(jf, args, kwargs, config or RunConfig())
-    jf.last_report = compiled.run(*args)
+    jf.last_report = compiled.run(*args, trace=(config or RunConfig()).trace)
     outs = [args[i] for i in sorted(compiled.outputs)]
     return outs[0] if len(outs) == 1 else tuple(outs) if outs else None

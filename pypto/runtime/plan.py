@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.errors import CompileError
-from pypto.ir.expr import BinOp, Const, Expr, FuncCall, UnaryOp, Var
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, UnaryOp, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType
 
@@ -20,10 +20,26 @@ class Task:
     scalars: tuple[int | float, ...]
 
 
+@dataclass(frozen=True)
+class Intermediate:
+    """A ``pl.create_tensor`` buffer: allocated (zeroed) for each run, after the parameters."""
+
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name
+
+
+@dataclass
+class Plan:
+    tasks: list[Task]
+    intermediates: list[Intermediate]
+
+
 @dataclass
 class _Env:
     scalars: dict[str, int | float | bool] = field(default_factory=dict)
-    tensors: dict[str, int] = field(default_factory=dict)  # var name -> tensor parameter index
+    tensors: dict[str, int] = field(default_factory=dict)  # var name -> tensor table index
+    intermediates: list[Intermediate] = field(default_factory=list)
+    n_params: int = 0
 
 
 _ARITH = {
@@ -63,8 +79,8 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
         if isinstance(p.var.type, TensorType):
             if not isinstance(a, Var) or a.name not in env.tensors:
                 raise CompileError(
-                    f"argument {p.var.name!r} of {call.callee} must be a tensor parameter "
-                    "of the entry function (intermediate tensors come with pl.create_tensor)",
+                    f"argument {p.var.name!r} of {call.callee} must be a tensor: a parameter "
+                    "of the entry function or a pl.create_tensor intermediate",
                     call.span,
                 )
             tensors.append(env.tensors[a.name])
@@ -81,6 +97,10 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
                 out = next((a for a in s.value.args if isinstance(a, Var) and a.name in env.tensors), None)
                 if out is not None:  # `c = kernel(a, c)` names the written tensor
                     env.tensors[s.var.name] = env.tensors[out.name]
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+            t = s.var.type
+            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+            env.intermediates.append(Intermediate(tuple(t.shape), _numpy_dtype(t.dtype)))
         elif isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
             env.scalars[s.var.name] = _value(s.value, env)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
@@ -97,11 +117,27 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
             raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
 
 
-def plan_orchestration(program: Program, entry: Function, scalar_args: dict[str, Any]) -> list[Task]:
-    """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters."""
-    env = _Env(scalars=dict(scalar_args))
+def _numpy_dtype(dtype: Any) -> str:
+    names = {
+        "FP32": "float32",
+        "FP16": "float16",
+        "BF16": "bfloat16",
+        "INT32": "int32",
+        "INT8": "int8",
+        "INT16": "int16",
+        "INT64": "int64",
+        "UINT8": "uint8",
+        "BOOL": "bool",
+    }
+    return names[dtype.name]
+
+
+def plan_orchestration(program: Program, entry: Function, scalar_args: dict[str, Any]) -> Plan:
+    """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters.
+    Tensor indices address the entry's tensor parameters, then the intermediates."""
     tensor_params = [p for p in entry.params if isinstance(p.var.type, TensorType)]
+    env = _Env(scalars=dict(scalar_args), n_params=len(tensor_params))
     env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
     tasks: list[Task] = []
     _walk(entry.body, program, env, tasks)
-    return tasks
+    return Plan(tasks, env.intermediates)

@@ -89,7 +89,8 @@ class RunReport:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
         trace = self.tasks[task].trace
         if trace is None:
-            raise ValueError("this run kept no instruction records; run with record=True or trace=True")
+            raise ValueError("this run kept no instruction records: run with RunConfig(trace=True) "
+                             "(or record=True for run_kernel_file)")
         return trace.intervals(pipe)
 
     def __str__(self) -> str:

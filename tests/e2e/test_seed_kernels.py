@@ -48,7 +48,7 @@ def test_tile_add_matches_numpy():
 
 def test_single_buffer_serialises_load_and_compute():
     a = seed_input_numpy()
-    sk.single_buffer(a, np.zeros_like(a), config=CFG)
+    sk.single_buffer(a, np.zeros_like(a), config=RunConfig(trace=True))
     rep = sk.single_buffer.last_report
     mte2, vec = rep.intervals("MTE2"), rep.intervals("VECTOR")
     assert len([1 for r in rep.tasks[0].trace.rows() if r["name"] == "TLOAD"]) == sk.NT

@@ -1,0 +1,2 @@
+#pragma once
+constexpr double kOffset = 0.5;

@@ -4,14 +4,15 @@ import pypto.language as pl
 
 
 @pl.function(type=pl.FunctionType.AIV, external_source="kernels/my_kernel.cpp")
-def my_kernel(x: pl.Tensor[[128, 128], pl.FP16], out: pl.Out[pl.Tensor[[128, 128], pl.FP16]]):
-    ...
+def my_kernel(x: pl.Tensor[[128, 128], pl.FP16], out: pl.Out[pl.Tensor[[128, 128], pl.FP16]]): ...
 
 
-@pl.function(type=pl.FunctionType.AIV, external_source="kernels/two_file/entry/entry.cpp",
-             include_dirs=["kernels/include"])
-def two_file(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
-    ...
+@pl.function(
+    type=pl.FunctionType.AIV,
+    external_source="kernels/two_file/entry/entry.cpp",
+    include_dirs=["kernels/include"],
+)
+def two_file(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]): ...
 
 
 @pl.jit

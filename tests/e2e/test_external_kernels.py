@@ -75,7 +75,7 @@ def test_call_is_checked_against_the_declared_signature():
 
 
 # --- kernels written into a temporary folder, to edit them and to break them --------------
-MODULE = '''
+MODULE = """
 import pypto.language as pl
 
 @pl.function(type=pl.FunctionType.AIV, external_source="{cpp}")
@@ -86,9 +86,9 @@ def k(x: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]):
 def run(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     k(x, out)
     return out
-'''
+"""
 
-KERNEL = '''
+KERNEL = """
 #include <pypto/kernel.hpp>
 using namespace pypto;
 extern "C" void kernel_entry(__gm__ int64_t* args) {{
@@ -103,7 +103,7 @@ extern "C" void kernel_entry(__gm__ int64_t* args) {{
   wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
   TSTORE(out, 0, 0, t);
 }}
-'''
+"""
 SYNC = "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0); wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);"
 
 
@@ -130,11 +130,14 @@ def run(module, x=None):
 def test_editing_the_cpp_rebuilds_and_unchanged_is_a_hit(tmp_path):
     mod = load_module(tmp_path, KERNEL.format(row=0, sync=SYNC, value=1.0), "edit_me")
     assert (run(mod) == 2.0).all()
-    so_first = mod.run.compile(np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32),
-                               config=CFG).kernels["k"]
+    so_first = mod.run.compile(
+        np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32), config=CFG
+    ).kernels["k"]
     assert (run(mod) == 2.0).all()
-    assert mod.run.compile(np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32),
-                           config=CFG).kernels["k"] == so_first  # unchanged: the same entry
+    assert (
+        mod.run.compile(np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32), config=CFG).kernels["k"]
+        == so_first
+    )  # unchanged: the same entry
     (tmp_path / "k.cpp").write_text(KERNEL.format(row=0, sync=SYNC, value=5.0))
     assert (run(mod) == 6.0).all()  # the next call picked up the edit
 
@@ -153,7 +156,9 @@ def test_compile_error_carries_the_compiler_diagnostics(tmp_path):
 
 
 def test_missing_kernel_entry_names_the_file(tmp_path):
-    mod = load_module(tmp_path, '#include <pypto/kernel.hpp>\nextern "C" void other(int64_t*) {}\n', "no_entry")
+    mod = load_module(
+        tmp_path, '#include <pypto/kernel.hpp>\nextern "C" void other(int64_t*) {}\n', "no_entry"
+    )
     with pytest.raises(KernelLoadError, match=rf"{tmp_path / 'k.cpp'}.*kernel_entry"):
         run(mod)
 

@@ -1,5 +1,6 @@
 #include "simulator/cost_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pypto::cost {
@@ -28,5 +29,17 @@ uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows) {
 }
 
 uint64_t sync(const Platform& p) { return cycles(p.sync_cycles); }
+
+uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_esize) {
+  const int64_t k0 = 32 / in_esize;
+  const double cpr = in_esize >= 4 ? p.cube_cpr_fp32 : p.cube_cpr_16bit;
+  double fractals = static_cast<double>(ceil_div(m, 16) * ceil_div(k, k0) * ceil_div(n, 16));
+  return cycles(p.cube_base_cycles + cpr * fractals);
+}
+
+uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth) {
+  double drain = p.fixpipe_per_row_cycles * static_cast<double>(rows);
+  return cycles(p.fixpipe_base_cycles + std::max(drain, static_cast<double>(out_bytes) / bandwidth));
+}
 
 }  // namespace pypto::cost

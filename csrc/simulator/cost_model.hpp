@@ -16,5 +16,9 @@ uint64_t vector(const Platform& p, const VecCost& c, int64_t bytes);
 // Row reduction: a streaming pass plus a fold per row.
 uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows);
 uint64_t sync(const Platform& p);
+// One mad: base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16), k0 = 32 B / input element size.
+uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_esize);
+// FIXPIPE out of L0C: drain base + the larger of the per-row drain and bytes / bandwidth.
+uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth);
 
 }  // namespace pypto::cost

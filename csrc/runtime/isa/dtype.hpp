@@ -52,36 +52,43 @@ inline float f16_to_f32(uint16_t h) {
     return f32_from_bits(r | sign);
 }
 
-// fp32 -> fp16, RNE. |x| >= 65520 gives inf; NaN gives a quiet NaN with the top payload bits.
-inline uint16_t f32_to_f16(float f) {
+// fp32 -> fp16 bits (RNE) in the low half of a uint32. Loops that store many of these are
+// faster staging them as uint32 first: left to narrow early, GCC packs to 16-bit lanes midway.
+// |x| >= 65520 gives inf; NaN gives a quiet NaN keeping the top payload bits.
+inline uint32_t f32_to_f16_u32(float f) {
     uint32_t x = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t ax = x & 0x7fffffffu;
     // Normal: adding 0xfff plus the lowest kept bit rounds the 13 dropped bits to nearest-even;
     // a carry out of the mantissa bumps the exponent, which is exactly what rounding wants.
-    // (For subnormal inputs this wraps, but that lane is replaced below.)
+    // Overflow, inf and NaN all clamp to 0x7c00 here. (Subnormal inputs wrap; replaced below.)
     uint32_t norm = (ax + 0x0fffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13;
     norm = norm < 0x7c00u ? norm : 0x7c00u;
     // Subnormal (|x| < 2^-14): in x + 0.5 the float's last bit weighs 2^-24, the fp16 subnormal
     // step, so the FPU's own RNE does the rounding; rounding up to 2^-14 yields 0x400 (correct).
     uint32_t sub = f32_bits(f32_from_bits(ax) + 0.5f) - 0x3f000000u;
-    uint32_t nan = 0x7e00u | ((ax >> 13) & 0x03ffu);
     uint32_t r = select_bits(ax < 0x38800000u, sub, norm);
-    r = select_bits(ax > 0x7f800000u, nan, r);
-    return uint16_t(r | sign);
+    // NaN: set the quiet bit and the payload on top of the clamped 0x7c00.
+    r |= ax > 0x7f800000u ? 0x0200u | ((ax >> 13) & 0x03ffu) : 0u;
+    return r | sign;
 }
+
+inline uint16_t f32_to_f16(float f) { return uint16_t(f32_to_f16_u32(f)); }
 
 // bf16 -> fp32, exact: bf16 is the top half of an fp32.
 inline float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
 
-// fp32 -> bf16, RNE. bf16 shares fp32's exponent, so subnormals and overflow fall out of the
-// integer rounding; NaN gets the quiet bit so a payload living only in the low half survives.
-inline uint16_t f32_to_bf16(float f) {
+// fp32 -> bf16 bits (RNE) in the low half of a uint32 (see f32_to_f16_u32). bf16 shares fp32's
+// exponent, so subnormals and overflow fall out of the integer rounding; NaN gets the quiet bit
+// so that a payload living only in the dropped half still leaves a NaN.
+inline uint32_t f32_to_bf16_u32(float f) {
     uint32_t x = f32_bits(f);
     uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
     uint32_t nan = (x >> 16) | 0x0040u;
-    return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? nan : r);
+    return (x & 0x7fffffffu) > 0x7f800000u ? nan : r;
 }
+
+inline uint16_t f32_to_bf16(float f) { return uint16_t(f32_to_bf16_u32(f)); }
 
 // double -> fp32 with round-to-odd: an inexact result is the odd neighbour. Rounding that value
 // again (RNE) to a format with <= 22 significant bits equals rounding the double directly, so

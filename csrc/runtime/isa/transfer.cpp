@@ -1,15 +1,16 @@
-// TLOAD / TSTORE / TMOV: data movement between GM and on-chip spaces.
+// TLOAD / TSTORE: data movement between GM and on-chip spaces (TMOV lives in move.cpp).
 #include <cstring>
 
 #include "runtime/isa/checks.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
+#include "runtime/isa/cube.hpp"
 #include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
 
-namespace {
+namespace pypto::isa {
 
 void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch,
                int64_t rows, int64_t row_bytes) {
@@ -22,6 +23,10 @@ void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_
   }
 }
 
+}  // namespace pypto::isa
+
+namespace {
+
 bool atomic_dtype(int dtype) {
   return dtype == PYPTO_FP32 || dtype == PYPTO_FP16 || dtype == PYPTO_BF16 || dtype == PYPTO_INT32;
 }
@@ -31,6 +36,11 @@ bool atomic_dtype(int dtype) {
 extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int64_t row0,
                             int64_t col0) {
   const char* op = "TLOAD";
+  if (dst != nullptr && dst->mem > PYPTO_MAT && dst->mem < PYPTO_NUM_MEM) {
+    fail(ErrorKind::kMemorySpace, op, std::string("GM loads write Vec or Mat, not ") + mem_name(dst->mem) +
+                                          "; the route into " + mem_name(dst->mem) + " is " +
+                                          legal_routes(dst->mem, current_core().platform) + " (TMOV)");
+  }
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
   GmWindow w = check_window(src, row0, col0, d, op);
   copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes);
@@ -46,6 +56,10 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
 extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0,
                              const pypto_tile* src, int32_t atomic_add) {
   const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
+  if (src != nullptr && src->mem == PYPTO_ACC) {
+    store_from_acc(dst, row0, col0, src, atomic_add != 0);
+    return;
+  }
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   GmWindow w = check_window(dst, row0, col0, s, op);
   if (atomic_add && !atomic_dtype(s.dtype)) {
@@ -65,20 +79,4 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
   acc.add(w.access(true));
   issue_op(PYPTO_MTE3, cost::gm_transfer(p, p.bw_ub_to_gm, w.rows, w.row_bytes), op, acc,
            static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
-}
-
-extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
-  const char* op = "TMOV";
-  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  check_same_dtype(d, s, op, "dst and src");
-  check_same_valid_shape(d, s, op, "dst and src");
-  copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
-            s.valid_cols * s.esize);
-  const Platform& p = current_core().platform;
-  AccessList acc;
-  acc.add(s.access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, cost::vector(p, p.vec_unary, s.valid_bytes()), op, acc,
-           static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }

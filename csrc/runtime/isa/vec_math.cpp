@@ -47,10 +47,12 @@ bool is_float(int dt) { return dt == PYPTO_FP32 || dt == PYPTO_FP16 || dt == PYP
 // e^x: x = k*ln2 + r with |r| <= ln2/2, e^r = 1 + r + r^2*P(r) (P fitted for this file by
 // minimax on that interval, rel. error 3e-9), then * 2^k as two exponent-field multiplies so
 // that k = 128 and subnormal results (k down to -150) need no branch. Outside the clamp the
-// result is inf or 0 anyway; the clamp keeps NaN (std::max/min return their first argument).
+// result is inf or 0 anyway; the clamp keeps NaN. (It is written with select_f32: as std::min/
+// max GCC threads it into branches that only AVX-512 masking can if-convert.)
 VM_INLINE float exp_f32(float x) {
     const float magic = 0x1.8p23f;  // x + magic leaves round(x) in the low mantissa bits
-    float xc = std::min(std::max(x, -104.0f), 88.8f);
+    float xc = select_f32(x < -104.0f, -104.0f, x);
+    xc = select_f32(xc > 88.8f, 88.8f, xc);
     float t = xc * 1.44269504f + magic;
     float k = t - magic;
     int32_t n = int32_t(f32_bits(t) - f32_bits(magic));
@@ -71,17 +73,16 @@ VM_INLINE float exp_f32(float x) {
 
 // ln x: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln(1+f) = f - f^2/2 + f^3*Q(f) with f = m-1
 // (exact), Q fitted by minimax (rel. error 6e-9), plus e*ln2 split as in exp. Subnormals are
-// scaled by 2^23 first; 0, negatives, inf and NaN are patched in at the end by selects.
-// (Conditional scalings are written as multiplies by a selected constant; see select_bits.)
+// scaled by 2^23 first; x <= 0, inf and NaN are patched in by one final select. (Every select
+// involving a float result is a select_f32/select_bits blend; see select_bits.)
 VM_INLINE float log_f32(float x) {
     bool tiny = x < 0x1p-126f;
-    uint32_t ix = f32_bits(x * (tiny ? 0x1p23f : 1.0f));
-    int32_t e = int32_t(ix >> 23) - (tiny ? 150 : 127);
-    float m = f32_from_bits((ix & 0x007fffffu) | 0x3f800000u);
-    bool big = m > 1.41421356f;
-    m = m * (big ? 0.5f : 1.0f);
-    e = e + int32_t(big);
-    float f = m - 1.0f;
+    uint32_t ix = select_bits(tiny, f32_bits(x * 0x1p23f), f32_bits(x));
+    // Offsetting the pattern by 1.0 - sqrt(1/2) moves the exponent's step from 2^k to
+    // sqrt(2)*2^k, so the mantissa lands in [sqrt(1/2), sqrt(2)) without a compare.
+    uint32_t u = ix + (0x3f800000u - 0x3f3504f3u);
+    int32_t e = int32_t(u >> 23) - (tiny ? 150 : 127);
+    float f = f32_from_bits((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
     float z = f * f;
     float q = -7.63449743e-2f;
     q = q * f + 1.27615824e-1f;
@@ -95,10 +96,8 @@ VM_INLINE float log_f32(float x) {
     float y = (f * z) * q + fe * -2.12194440e-4f;
     y = y - 0.5f * z;
     float r = (f + y) + fe * 0.693359375f;
-    r = select_f32(x == kInf, x, r);
-    r = select_f32(x == 0.0f, -kInf, r);
-    r = select_f32(x < 0.0f, std::numeric_limits<float>::quiet_NaN(), r);
-    return select_f32(x != x, x, r);
+    float special = x == 0.0f ? -kInf : x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : x;
+    return select_f32((x > 0.0f) & (x < kInf), r, special);
 }
 
 template <int OP>
@@ -115,10 +114,10 @@ VM_INLINE float fbin(float x, float y) {
 // within double rounding of an integer it is not, so truncating the rounded one is exact (and
 // it vectorises; integer division does not). b == 0 gives 0, b == -1 gives -a (wrapping).
 VM_INLINE int32_t idiv(int32_t a, int32_t b) {
-    int32_t bs = (b == 0 || b == -1) ? 1 : b;
-    int32_t q = int32_t(double(a) / double(bs));
-    int32_t neg = int32_t(0u - uint32_t(a));
-    return b == 0 ? 0 : (b == -1 ? neg : q);
+    int32_t bs = int32_t(select_bits((b == 0) | (b == -1), 1u, uint32_t(b)));
+    uint32_t q = uint32_t(int32_t(double(a) / double(bs)));
+    uint32_t r = select_bits(b == -1, 0u - uint32_t(a), q);
+    return int32_t(select_bits(b == 0, 0u, r));
 }
 
 // int32 ops in uint32, where wrap-around is defined.
@@ -150,30 +149,33 @@ VM_INLINE uint32_t iunary(uint32_t x) {
     else return int32_t(x) < 0 ? 0u - x : x;  // abs(INT32_MIN) wraps to itself, like numpy
 }
 
-// Round to an integral float by the pypto_round_mode MODE. |x| < 2^23: adding and removing
-// 2^23 makes the FPU round to nearest-even; larger values, inf and NaN are already integral.
-// The corrections are written as +-(selected constant) so no float op sits under a branch.
+// Round to an integral float by the pypto_round_mode MODE. Only nearbyint vectorises in GCC 12
+// (to vroundps/vrndscaleps on the x86 clones, frinti on aarch64; trunc/floor/ceil stay scalar),
+// so the other modes correct its result by +-1, written as the add of a selected constant so
+// that no float op sits under a branch. (The baseline x86 clone calls libm: SSE2 cannot round.)
 template <int MODE>
 VM_INLINE float round_int(float x) {
-    float ax = std::fabs(x);
-    float r = std::copysign((ax + 0x1p23f) - 0x1p23f, x);
-    r = f32_from_bits(select_bits(ax < 0x1p23f, f32_bits(r), f32_bits(x)));
-    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = r - std::copysign(std::fabs(r) > ax ? 1.0f : 0.0f, x);
+    float r = std::nearbyint(x);  // the default rounding mode, RNE
+    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = r - std::copysign(std::fabs(r) > std::fabs(x) ? 1.0f : 0.0f, x);
     else if constexpr (MODE == PYPTO_ROUND_FLOOR) r = r - (r > x ? 1.0f : 0.0f);
     else if constexpr (MODE == PYPTO_ROUND_CEIL) r = r + (r < x ? 1.0f : 0.0f);
     return r;
 }
 
-// Integral float -> T, saturating; NaN -> 0. `top` is 2^bits (exact in fp32, unlike T's max).
+// Integral float -> T, saturating; NaN -> 0. T's max may not be a float (2^31 - 1 is not), so
+// clamp to the largest float below 2^bits and, for 32/64-bit T, add the remainder back when the
+// input was out of range. (An add rather than a select keeps the conversion out of a branch.)
 template <class T>
 VM_INLINE T sat_from_float(float x) {
+    constexpr T kMax = std::numeric_limits<T>::max();
     constexpr float lo = float(std::numeric_limits<T>::min());
-    constexpr float top = 2.0f * float(std::numeric_limits<T>::max() / 2 + 1);
-    float c = x == x ? x : 0.0f;
-    c = c > lo ? c : lo;
-    bool over = c >= top;
-    T r = T(over ? 0.0f : c);
-    return over ? std::numeric_limits<T>::max() : r;
+    constexpr float top = 2.0f * float(kMax / 2 + 1);  // 2^bits (or 2^(bits-1) if signed)
+    constexpr float hi = top * (1.0f - 0x1p-24f);      // largest float below top
+    float c = x > lo ? x : lo;  // maxps; NaN becomes lo and is zeroed at the end
+    c = c < hi ? c : hi;
+    T r = T(c);
+    if constexpr (sizeof(T) >= 4) r = T(r + (x >= top ? T(kMax - T(hi)) : T(0)));
+    return x == x ? r : T(0);
 }
 
 // Scalar double -> T, truncating toward zero, saturating; NaN -> 0.
@@ -270,11 +272,17 @@ VM_HOT void h16_decode(bool bf, float* out, const uint16_t* in, size_t n) {
     }
 }
 
+// Staged through uint32 (see f32_to_f16_u32): about twice as fast as narrowing in the loop.
 VM_HOT void h16_encode(bool bf, uint16_t* out, const float* in, size_t n) {
-    if (bf) {
-        for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(in[i]);
-    } else {
-        for (size_t i = 0; i < n; ++i) out[i] = f32_to_f16(in[i]);
+    uint32_t buf[kChunk];
+    for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+        size_t m = std::min(kChunk, n - i0);
+        if (bf) {
+            for (size_t i = 0; i < m; ++i) buf[i] = f32_to_bf16_u32(in[i0 + i]);
+        } else {
+            for (size_t i = 0; i < m; ++i) buf[i] = f32_to_f16_u32(in[i0 + i]);
+        }
+        for (size_t i = 0; i < m; ++i) out[i0 + i] = uint16_t(buf[i]);
     }
 }
 
@@ -318,8 +326,10 @@ VM_HOT int32_t i32_reduce(int op, const int32_t* a, size_t n) {
 
 // ---- conversion stages (each over <= kChunk elements) -----------------------------------------
 
-VM_HOT void f32_round(int mode, float* out, const float* in, size_t n) {
-#define VM_CALL(M) for (size_t i = 0; i < n; ++i) out[i] = round_int<M>(in[i])
+template <class T>
+VM_INLINE void round_sat(int mode, void* dst, const float* in, size_t n) {
+    T* d = static_cast<T*>(dst);
+#define VM_CALL(M) for (size_t i = 0; i < n; ++i) d[i] = sat_from_float<T>(round_int<M>(in[i]))
     switch (mode) {
         case PYPTO_ROUND_RINT: VM_CALL(PYPTO_ROUND_RINT); break;
         case PYPTO_ROUND_TRUNC: VM_CALL(PYPTO_ROUND_TRUNC); break;
@@ -329,20 +339,14 @@ VM_HOT void f32_round(int mode, float* out, const float* in, size_t n) {
 #undef VM_CALL
 }
 
-template <class T>
-VM_INLINE void sat_store(void* dst, const float* in, size_t n) {
-    T* d = static_cast<T*>(dst);
-    for (size_t i = 0; i < n; ++i) d[i] = sat_from_float<T>(in[i]);
-}
-
-// Integral floats -> an integer dtype (saturating), or any float -> bool.
-VM_HOT void f32_to_int(int dt, void* dst, const float* in, size_t n) {
+// Floats -> an integer dtype (round by mode, then saturate), or -> bool (x != 0).
+VM_HOT void f32_to_int(int dt, int mode, void* dst, const float* in, size_t n) {
     switch (dt) {
-        case PYPTO_INT32: sat_store<int32_t>(dst, in, n); break;
-        case PYPTO_INT8: sat_store<int8_t>(dst, in, n); break;
-        case PYPTO_INT16: sat_store<int16_t>(dst, in, n); break;
-        case PYPTO_INT64: sat_store<int64_t>(dst, in, n); break;
-        case PYPTO_UINT8: sat_store<uint8_t>(dst, in, n); break;
+        case PYPTO_INT32: round_sat<int32_t>(mode, dst, in, n); break;
+        case PYPTO_INT8: round_sat<int8_t>(mode, dst, in, n); break;
+        case PYPTO_INT16: round_sat<int16_t>(mode, dst, in, n); break;
+        case PYPTO_INT64: round_sat<int64_t>(mode, dst, in, n); break;
+        case PYPTO_UINT8: round_sat<uint8_t>(mode, dst, in, n); break;
         default: {
             uint8_t* d = static_cast<uint8_t*>(dst);
             for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0.0f;
@@ -450,12 +454,8 @@ void store_from_f32(int dd, void* dst, const float* f, size_t m, int mode) {
         if (dst != f) std::memmove(dst, f, m * sizeof(float));
     } else if (dd == PYPTO_FP16 || dd == PYPTO_BF16) {
         h16_encode(dd == PYPTO_BF16, static_cast<uint16_t*>(dst), f, m);
-    } else if (dd == PYPTO_BOOL) {
-        f32_to_int(dd, dst, f, m);
     } else {
-        float r[kChunk];
-        f32_round(mode, r, f, m);
-        f32_to_int(dd, dst, r, m);
+        f32_to_int(dd, mode, dst, f, m);
     }
 }
 

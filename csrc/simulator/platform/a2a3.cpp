@@ -52,6 +52,7 @@ Platform make_a2a3sim() {
   p.event_ids = 8;                  // assumption: 8 event ids per pipe pair (AscendC EVENT_ID0-7)
   p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // SPEC §12: ~0.8 us per task
   p.recommended_transfer_bytes = 512;        // SPEC §7: PH001 threshold on a2a3
+  p.vec_mat_routes = 0;                      // SPEC §6: no Vec->Mat / Acc->Vec on a2a3
   return p;
 }
 

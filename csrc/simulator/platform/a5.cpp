@@ -15,6 +15,7 @@ Platform make_a5sim() {
   p.bias_bytes = 4 * 1024;           // SPEC §6: 4 KiB
   p.gm_burst_bytes = 128;            // SPEC §12: GM granularity 128 B
   p.recommended_transfer_bytes = 128;  // SPEC §7: PH001 threshold on a5
+  p.vec_mat_routes = 1;                // SPEC §6: a5 adds Vec->Mat and Acc->Vec
   // SPEC §12: fp32 matmul takes 8 passes per fractal on a5.
   p.cube_cpr_fp32 = 8;
   return p;

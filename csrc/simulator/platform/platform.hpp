@@ -41,6 +41,7 @@ struct Platform {
   int event_ids;               // event ids per (src, dst) pipe pair
   double task_dispatch_cycles;
   int64_t recommended_transfer_bytes;  // PH001 threshold
+  int vec_mat_routes;                  // 1 when Vec->Mat and Acc->Vec moves exist (a5)
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -65,7 +66,7 @@ struct Platform {
   X(fixpipe_base_cycles, fixpipe_base_cycles) X(fixpipe_per_row_cycles, fixpipe_per_row_cycles) \
   X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                    \
   X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                      \
-  X(recommended_transfer_bytes, recommended_transfer_bytes)
+  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

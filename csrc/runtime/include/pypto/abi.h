@@ -89,6 +89,14 @@ void pypto_trowexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a,
 void pypto_tcolexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a,
                       const pypto_tile* v);
 
+// Cube path. TMOV routes: Vec->Vec (VECTOR), Mat->Left/Right/Bias (MTE1, into the fractal
+// layouts of L0A/L0B), Acc->Mat (FIXPIPE, may narrow fp32 to fp16/bf16); a5 adds Vec->Mat
+// (MTE3) and Acc->Vec (FIXPIPE). TSTORE also takes an Acc tile (FIXPIPE, may narrow).
+// acc[M,N] (+)= op(left) x op(right) on CUBE, fp32 accumulate; op = transpose when *_trans
+// (left is then stored [K,M], right [N,K]).
+void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                   int32_t a_trans, int32_t b_trans, int32_t accumulate);
+
 // Synchronisation between pipes.
 void pypto_set_flag(int32_t src_pipe, int32_t dst_pipe, int32_t event_id);
 void pypto_wait_flag(int32_t src_pipe, int32_t dst_pipe, int32_t event_id);

@@ -105,6 +105,19 @@ inline void TSTORE_ATOMIC_ADD(Tensor dst, int64_t row0, int64_t col0, const Tile
 }
 inline void TMOV(const Tile& dst, const Tile& src) { pypto_tmov(&dst, &src); }
 
+// ---- cube -----------------------------------------------------------------------------
+inline void TMATMUL(const Tile& acc, const Tile& left, const Tile& right, bool a_trans = false,
+                    bool b_trans = false) {
+  pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, 0);
+}
+inline void TMATMUL_ACC(const Tile& acc, const Tile& left, const Tile& right, bool a_trans = false,
+                        bool b_trans = false) {
+  pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, 1);
+}
+template <typename T, int R, int C> using LeftTile = TileT<Mem::Left, T, R, C>;
+template <typename T, int R, int C> using RightTile = TileT<Mem::Right, T, R, C>;
+template <typename T, int R, int C> using AccTile = TileT<Mem::Acc, T, R, C>;
+
 // ---- vector ---------------------------------------------------------------------------
 #define PYPTO_BINARY(NAME, OP)                                                             \
   inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbinary(OP, &d, &a, &b); } \

@@ -1,0 +1,26 @@
+// The cube side: on-chip layouts of L0A/L0B, moves between spaces, FIXPIPE out of L0C.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "pypto/abi.h"
+#include "runtime/isa/checks.hpp"
+
+namespace pypto::isa {
+
+// Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
+// row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside
+// ("nZ"); every other space is plain row-major. c0 = 32 B / element size.
+int64_t layout_index(int mem, int64_t r, int64_t c, int64_t cols, int64_t esize);
+
+// "Mat -> Left, ..." — the routes into `dst` on this platform, for error messages.
+std::string legal_routes(int dst, const Platform& p);
+
+void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
+               int64_t row_bytes);
+
+// TSTORE of an Acc tile: FIXPIPE, narrowing to the tensor's dtype, optional atomic add.
+void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,
+                    bool atomic_add);
+
+}  // namespace pypto::isa

@@ -1,0 +1,109 @@
+// TMOV: every on-chip route the platform has, each on its pipe with its cost. Moves into
+// L0A/L0B rearrange row-major data into the fractal layouts the cube reads; moves out of
+// L0C go through FIXPIPE and may narrow fp32 to fp16/bf16.
+#include <string>
+#include <vector>
+
+#include "runtime/isa/cube.hpp"
+#include "runtime/isa/dtype.hpp"
+#include "runtime/isa/vec_math.hpp"
+#include "simulator/cost_model.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+struct Route {
+  int src, dst, pipe;
+  bool a5_only;
+};
+
+const Route kRoutes[] = {
+    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false}, {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
+    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false}, {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
+    {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false}, {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true},
+    {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true},
+};
+
+const Route* find_route(int src, int dst, const Platform& p) {
+  for (const Route& r : kRoutes) {
+    if (r.src == src && r.dst == dst && (!r.a5_only || p.vec_mat_routes)) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string pypto::isa::legal_routes(int dst, const Platform& p) {
+  std::string out;
+  for (const Route& r : kRoutes) {
+    if (r.dst != dst || (r.a5_only && !p.vec_mat_routes)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(mem_name(r.src)) + " -> " + mem_name(r.dst);
+  }
+  return out.empty() ? "none" : out;
+}
+
+namespace {
+
+void check_fractal_shape(const TileView& t, const char* op) {
+  if (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT) return;
+  if (t.rows % 16 != 0 || t.cols % 16 != 0) {
+    fail(ErrorKind::kShape, op, std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
+                                    shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
+  }
+}
+
+// Element-wise relayout (and dtype conversion) between two tiles of one logical shape.
+void relayout(const TileView& d, const TileView& s) {
+  std::vector<float> row(static_cast<size_t>(s.cols));
+  for (int64_t r = 0; r < s.valid_rows; ++r) {
+    for (int64_t c = 0; c < s.valid_cols; ++c) {
+      const uint8_t* p = s.data + layout_index(s.mem, r, c, s.cols, s.esize) * s.esize;
+      uint8_t* q = d.data + layout_index(d.mem, r, c, d.cols, d.esize) * d.esize;
+      if (d.dtype == s.dtype) {
+        std::memcpy(q, p, static_cast<size_t>(d.esize));
+      } else {
+        vm::convert(d.dtype, q, s.dtype, p, 1, PYPTO_ROUND_RINT);
+      }
+    }
+  }
+}
+
+uint64_t move_cost(const Route& r, const Platform& p, const TileView& d, const TileView& s) {
+  switch (r.pipe) {
+    case PYPTO_VECTOR: return cost::vector(p, p.vec_unary, s.valid_bytes());
+    case PYPTO_MTE1:
+      return cost::local_transfer(p, d.mem == PYPTO_RIGHT ? p.bw_l1_to_l0b : p.bw_l1_to_l0a, s.valid_bytes());
+    case PYPTO_FIXPIPE: return cost::fixpipe(p, s.valid_rows, d.valid_bytes(), p.bw_l0c_to_gm);
+    default: return cost::local_transfer(p, p.bw_ub_to_gm, s.valid_bytes());
+  }
+}
+
+}  // namespace
+
+extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
+  const char* op = "TMOV";
+  const unsigned onchip = ~mem_bit(PYPTO_GM);
+  TileView s = check_tile(src, op, "src", onchip);
+  TileView d = check_tile(dst, op, "dst", onchip);
+  const Platform& p = current_core().platform;
+  const Route* route = find_route(s.mem, d.mem, p);
+  if (route == nullptr) {
+    fail(ErrorKind::kMemorySpace, op, std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) +
+                                          " on " + p.name + "; legal routes into " + mem_name(d.mem) +
+                                          ": " + legal_routes(d.mem, p));
+  }
+  check_same_valid_shape(d, s, op, "dst and src");
+  if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
+  check_fractal_shape(d, op);
+  if (s.mem == d.mem) {
+    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows, s.valid_cols * s.esize);
+  } else {
+    relayout(d, s);
+  }
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(d.access(true));
+  issue_op(route->pipe, move_cost(*route, p, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
+}

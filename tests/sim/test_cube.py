@@ -1,0 +1,96 @@
+"""The cube path through a real kernel: GM -> Mat -> Left/Right -> TMATMUL -> FIXPIPE -> GM."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pypto import platforms
+from pypto.errors import MemorySpaceError, ShapeMismatchError
+from pypto.runtime import run_kernel_file
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def matmul(fixture_kernel, a, b, c, at=False, bt=False, twice=False, record=False):
+    return run_kernel_file(
+        fixture_kernel("matmul_probe"), [a, b, c, int(at), int(bt), int(twice)], outputs={2}, record=record
+    )
+
+
+def operands(m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.uniform(-1, 1, (m, k)).astype(np.float32).astype(dtype),
+        rng.uniform(-1, 1, (k, n)).astype(np.float32).astype(dtype),
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype,rtol",
+    [(np.dtype(np.float32), 1e-5), (np.dtype(np.float16), 1e-3), (BF16, 1e-3)],
+    ids=["fp32", "fp16", "bf16"],
+)
+def test_matmul_matches_numpy(fixture_kernel, dtype, rtol):
+    a, b = operands(64, 128, 32, dtype)
+    c = np.zeros((64, 32), np.float32)
+    matmul(fixture_kernel, a, b, c)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=rtol, atol=rtol * 4)
+
+
+def test_transposed_operands(fixture_kernel):
+    a, b = operands(32, 64, 48, np.float16, seed=1)
+    c = np.zeros((32, 48), np.float32)
+    matmul(fixture_kernel, np.ascontiguousarray(a.T), np.ascontiguousarray(b.T), c, at=True, bt=True)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=4e-3)
+
+
+def test_accumulate_and_narrowing_store(fixture_kernel):
+    a, b = operands(32, 32, 32, np.float16, seed=2)
+    c = np.zeros((32, 32), np.float16)  # FIXPIPE narrows fp32 -> fp16 on the way out
+    matmul(fixture_kernel, a, b, c, twice=True)
+    ref = 2 * (a.astype(np.float32) @ b.astype(np.float32))
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=4e-3)
+
+
+def test_costs_follow_the_table(fixture_kernel):
+    p = platforms.get("a2a3sim")
+    a, b = operands(64, 128, 32, np.float16)
+    rep = matmul(fixture_kernel, a, b, np.zeros((64, 32), np.float32), record=True)
+    rows = {r["name"]: r for r in rep.tasks[0].trace.rows() if r["kind"] == 0}
+    cube = rows["TMATMUL"]
+    # 21 + cpr 1 x ceil(64/16) x ceil(128/16) x ceil(32/16) fractals
+    assert cube["end"] - cube["start"] == 21 + 4 * 8 * 2 and cube["pipe_name"] == "CUBE"
+    store = rows["TSTORE"]
+    assert store["pipe_name"] == "FIXPIPE"
+    assert store["end"] - store["start"] == math.ceil(164 + max(4.45 * 64, 64 * 32 * 4 / 41))
+    assert rep.pipe_busy["MTE1"] > 0 and rep.hazards == []
+    moves = [r for r in rep.tasks[0].trace.rows() if r["name"] == "TMOV"]
+    assert [m["end"] - m["start"] for m in moves] == [
+        math.ceil(p.transfer_setup_cycles + 64 * 128 * 2 / p.bw_l1_to_l0a),
+        math.ceil(p.transfer_setup_cycles + 128 * 32 * 2 / p.bw_l1_to_l0b),
+    ]
+
+
+def test_fp32_costs_four_times_the_fractals(fixture_kernel):
+    a, b = operands(64, 128, 32, np.float32)
+    rep = matmul(fixture_kernel, a, b, np.zeros((64, 32), np.float32), record=True)
+    (cube,) = [r for r in rep.tasks[0].trace.rows() if r["name"] == "TMATMUL"]
+    assert cube["end"] - cube["start"] == 21 + 2 * 4 * 16 * 2  # k0 = 8 for fp32, cpr 2
+
+
+def test_load_into_left_names_the_legal_route(fixture_kernel):
+    with pytest.raises(
+        MemorySpaceError, match="GM loads write Vec or Mat, not Left; the route into Left is Mat -> Left"
+    ):
+        run_kernel_file(fixture_kernel("load_into_left"), [np.zeros((16, 16), np.float16)])
+
+
+def test_fractal_tiles_need_multiples_of_16(fixture_kernel):
+    a, b = operands(24, 32, 16, np.float16)
+    with pytest.raises(ShapeMismatchError, match="multiple of 16"):
+        matmul(fixture_kernel, a, b, np.zeros((24, 16), np.float32))

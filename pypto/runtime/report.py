@@ -32,6 +32,12 @@ class InstrTrace:
             self._columns = cols
         return self._columns
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The native form: ``table`` (one int64 row per record, RECORD_COLUMNS order) and
+        ``name_id`` / ``loc_id`` indexing ``strings`` (what the trace writer works on)."""
+        return self._raw
+
     def __len__(self) -> int:
         return len(self._raw["table"])
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name
 from pypto.ir.enums import AtomicType, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
-from pypto.ir.types import TileType
 
 
 class EmitError(Exception):
@@ -106,16 +105,25 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 
 
 def _move(c: Call, dst: str | None) -> list[str]:
-    src = c.arg("tile")
-    target = _literal(c.arg("target_memory"))
-    src_mem = src.type.memory if isinstance(src, Var) and isinstance(src.type, TileType) else None
-    if src_mem is None or src_mem.name != "Vec" or getattr(target, "name", None) != "Vec":
-        raise EmitError(
-            f"move {getattr(src_mem, 'name', '?')} -> {getattr(target, 'name', '?')} "
-            "is not supported by this version's ISA (Vec -> Vec only; the cube path "
-            "comes with the matmul issue)"
-        )
-    return [f"TMOV({_need(dst)}, {_name(src)});"]
+    # The ISA checks the route against the platform (and names the legal ones).
+    return [f"TMOV({_need(dst)}, {_name(c.arg('tile'))});"]
+
+
+def _flag_arg(c: Call, name: str) -> str:
+    return "true" if _literal(c.arg(name)) else "false"
+
+
+def _matmul(c: Call, dst: str | None) -> list[str]:
+    lhs, rhs = _name(c.arg("lhs")), _name(c.arg("rhs"))
+    return [f"TMATMUL({_need(dst)}, {lhs}, {rhs}, {_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')});"]
+
+
+def _matmul_acc(c: Call, dst: str | None) -> list[str]:
+    # acc is updated in place: the planner gives the result the accumulator's buffer.
+    d, acc = _need(dst), _name(c.arg("acc"))
+    lines = [] if d == acc else [f"if ({d}.addr != {acc}.addr) TMOV({d}, {acc});"]
+    trans = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}"
+    return lines + [f"TMATMUL_ACC({d}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
 
 
 def _create(c: Call, dst: str | None) -> list[str]:
@@ -140,6 +148,8 @@ EMITTERS: dict[str, Emitter] = {
     "tile.load": _load,
     "tile.store": _store,
     "tile.move": _move,
+    "tile.matmul": _matmul,
+    "tile.matmul_acc": _matmul_acc,
     "tile.create": _create,
     "tile.cast": _cast,
     "tile.row_max": _two("TROWMAX", "x", "tmp"),

@@ -96,6 +96,10 @@ class _Lifetimes:
                 self.touch(s)
                 if isinstance(s, Assign) and isinstance(s.value, Var) and isinstance(s.var.type, TileType):
                     self.union(s.value.name, s.var.name)
+                elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul_acc":
+                    acc = s.value.arg("acc")
+                    if isinstance(acc, Var):  # TMATMUL_ACC accumulates into its own buffer
+                        self.union(acc.name, s.var.name)
                 elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _ELEMENTWISE:
                     inputs = [a.name for a in s.value.args if isinstance(a, Var) and a.type == s.var.type]
                     self.inplace.append((self.pos, s.var.name, inputs))

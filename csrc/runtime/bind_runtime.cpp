@@ -3,10 +3,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <unordered_map>
 
 #include "runtime/bind.hpp"
 #include "runtime/core/launch.hpp"
+#include "runtime/core/scheduler.hpp"
 #include "simulator/errors.hpp"
 
 namespace py = pybind11;
@@ -92,9 +94,44 @@ py::list run_kernel(const std::string& path, const std::vector<std::pair<py::arr
   return out;
 }
 
+using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, bool,
+                             std::vector<int>>;
+
+py::list run_task_list(const std::vector<TaskTuple>& tasks,
+                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p, bool record,
+                       bool hazards_fatal, std::optional<uint64_t> seed) {
+  std::vector<pypto_tensor> table;
+  for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
+  std::vector<TaskSpec> specs;
+  for (const auto& [path, name, idx, scalars, cube, deps] : tasks) {
+    specs.push_back({load_kernel(path), name, idx, scalars, cube, deps});
+  }
+  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0)};
+  std::vector<TaskResult> results;
+  {
+    py::gil_scoped_release release;
+    results = run_tasks(specs, table, p, o);
+  }
+  py::list out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const TaskResult& r = results[i];
+    py::dict d = block_to_dict(r.block, record);
+    d["name"] = specs[i].name;
+    d["core"] = r.core;
+    d["cube"] = r.cube;
+    d["start"] = r.start;
+    d["end"] = r.end;
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
+  m.def("run_tasks", &run_task_list, py::arg("tasks"), py::arg("tensors"), py::arg("platform"),
+        py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
+        "Runs (path, name, tensor indices, scalars, is_cube, deps) tasks on the platform's cores.");
   m.def("load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
         "Loads a kernel .so and checks it exports kernel_entry.");
   m.def("run_kernel", &run_kernel, py::arg("path"), py::arg("tensors"), py::arg("scalars"),

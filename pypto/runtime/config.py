@@ -21,6 +21,7 @@ class RunConfig:
     output_dir: str | Path | None = None
     trace: bool = False
     platform_overrides: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None  # shuffles the order atomic adds land in (reduction-order studies)
 
     def __post_init__(self) -> None:
         if self.platform not in platforms.names():

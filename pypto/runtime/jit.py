@@ -29,7 +29,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import code_of
 from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
 from pypto.runtime.plan import Plan, Task, plan_orchestration
-from pypto.runtime.report import RunReport, sequential_report
+from pypto.runtime.report import RunReport, scheduled_report
 from pypto.runtime.trace import write_traces
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,10 @@ class CompiledProgram:
         (a cache lookup when nothing did)."""
         if self.external:
             paths = build_kernels(self.external, platform=self.platform, output_dir=self.output_dir)
-            self.kernels.update({src.name: path for src, path in zip(self.external, paths)})
+            fresh = {src.name: path for src, path in zip(self.external, paths)}
+            if any(self.kernels.get(k) != v for k, v in fresh.items()):
+                self.kernels.update(fresh)
+                self.__dict__.pop("_native_tasks", None)
 
     def run(self, *args: Any, trace: bool | None = None) -> RunReport:
         """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
@@ -90,15 +93,15 @@ class CompiledProgram:
             for t in self.plan.intermediates
         ]
         plat, native_plat = self._platform()
-        runs = []
-        for t in self.plan.tasks:
-            slots = [scalar_slot(v, name=t.kernel) for v in t.scalars]
-            so = str(self.kernels[t.kernel])
-            blocks = _native.run_kernel(
-                so, [arrays[i] for i in t.tensors], slots, native_plat, t.kernel, 1, trace, True
-            )
-            runs.append((t.kernel, blocks))
-        report = sequential_report(plat.name, plat.clock_hz, plat.task_dispatch_cycles, runs)
+        tasks = self.__dict__.get("_native_tasks")
+        if tasks is None:  # the plan is fixed per compile: build the native task list once
+            tasks = self.__dict__["_native_tasks"] = [
+                (str(self.kernels[t.kernel]), t.kernel, list(t.tensors),
+                 [scalar_slot(v, name=t.kernel) for v in t.scalars], t.cube, list(t.deps))
+                for t in self.plan.tasks
+            ]
+        results = _native.run_tasks(tasks, arrays, native_plat, trace, True, self.config.seed)
+        report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)

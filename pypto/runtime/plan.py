@@ -8,16 +8,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.errors import CompileError
-from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, UnaryOp, Var
+from pypto.ir.enums import AtomicType, Direction, FunctionType
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
+from pypto.ir.visit import nodes_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType
 
 
 @dataclass(frozen=True)
 class Task:
+    """One kernel submission. ``deps``: earlier tasks it must follow (from the directions of
+    the tensors both touch; atomic-add-only writers of one tensor commute)."""
+
     kernel: str
     tensors: tuple[int, ...]
     scalars: tuple[int | float, ...]
+    cube: bool = False
+    deps: tuple[int, ...] = ()
+    reads: frozenset[int] = frozenset()
+    writes: frozenset[int] = frozenset()
+    atomic: frozenset[int] = frozenset()  # written only by atomic adds, never read
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,32 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
             tensors.append(env.tensors[a.name])
         else:
             scalars.append(_value(a, env))
-    tasks.append(Task(call.callee, tuple(tensors), tuple(scalars)))
+    reads, writes, atomic = _effects(callee, tensors)
+    deps = tuple(i for i, t in enumerate(tasks) if _conflict(t, reads, writes, atomic))
+    tasks.append(Task(call.callee, tuple(tensors), tuple(scalars), callee.kind is FunctionType.AIC, deps,
+                      reads, writes, atomic))
+
+
+def _atomic_only(fn: Function, name: str) -> bool:
+    """True when every write of parameter `name` in `fn` is an atomic add (and it is not read)."""
+    stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name == name for a in c.args)]
+    if not stores or fn.external_source is not None:
+        return False
+    return all(c.op == "tile.store" and c.arg("output_tensor").name == name
+               and c.arg("atomic") == Literal(AtomicType.Add) for c in stores)
+
+
+def _effects(fn: Function, tensors: list[int]) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+    params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
+    reads = {t for p, t in zip(params, tensors) if p.direction in (Direction.In, Direction.InOut)}
+    writes = {t for p, t in zip(params, tensors) if p.direction in (Direction.Out, Direction.InOut)}
+    atomic = {t for p, t in zip(params, tensors) if t in writes and _atomic_only(fn, p.var.name)}
+    return frozenset(reads), frozenset(writes), frozenset(atomic)
+
+
+def _conflict(earlier: Task, reads: frozenset[int], writes: frozenset[int], atomic: frozenset[int]) -> bool:
+    shared = (earlier.writes & (reads | writes)) | (earlier.reads & writes)
+    return bool(shared - (earlier.atomic & atomic))
 
 
 def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]) -> None:

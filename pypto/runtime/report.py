@@ -72,6 +72,12 @@ class TaskReport:
     instructions: int
     hazards: list[str] = field(default_factory=list)
     trace: InstrTrace | None = None
+    core_type: str = "AIV"
+
+    @property
+    def core_name(self) -> str:
+        """e.g. ``AIC3``: the core type and its index on the platform."""
+        return f"{self.core_type}{self.core}"
 
     @property
     def cycles(self) -> int:
@@ -161,6 +167,18 @@ def overlap_cycles(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
         else:
             j += 1
     return int(total)
+
+
+def scheduled_report(platform: str, clock_hz: float, results: list[dict[str, Any]]) -> RunReport:
+    """From the native scheduler: each task with its core, start and end; end to end is the
+    last end (time 0 is the first task's start)."""
+    tasks = []
+    for r in results:
+        t = _task(r["name"], r, int(r["start"]))
+        t.end = int(r["end"])
+        t.core, t.core_type = int(r["core"]), "AIC" if r["cube"] else "AIV"
+        tasks.append(t)
+    return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
 
 
 def sequential_report(platform: str, clock_hz: float, dispatch_cycles: float,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/isa/dtype.hpp"
+#include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
 
 namespace pypto {
@@ -31,6 +33,16 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
 
 CoreContext::~CoreContext() {
   if (g_pool.size() < 4) g_pool.push_back(std::move(memory));
+}
+
+void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n) {
+  if (atomic_log == nullptr) {
+    vm::accumulate(dtype, dst, src, n);
+    return;
+  }
+  const uint8_t* bytes = static_cast<const uint8_t*>(src);
+  atomic_log->push_back({tensor_base, dst, dtype, n,
+                         std::vector<uint8_t>(bytes, bytes + n * dtype_size(dtype))});
 }
 
 CoreContext& current_core() {

@@ -12,6 +12,14 @@
 
 namespace pypto {
 
+struct AtomicWrite {
+  void* tensor;  // base of the GM tensor (writes are grouped per tensor)
+  void* dst;
+  int dtype;
+  size_t n;
+  std::vector<uint8_t> data;
+};
+
 struct CoreContext {
   CoreContext(const Platform& platform, int64_t block_idx, int64_t block_num, bool record);
   ~CoreContext();
@@ -33,6 +41,12 @@ struct CoreContext {
   CoreModel model;
   const char* loc = "";
   int64_t block_idx, block_num;
+  // When set, atomic-add stores are logged here instead of applied: the scheduler applies
+  // them in simulated completion order.
+  std::vector<AtomicWrite>* atomic_log = nullptr;
+
+  // dst += src (n elements of dtype), now or in completion order.
+  void atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n);
 };
 
 // The core of the running kernel; throws SimError(kInternal) when no kernel is running.

@@ -16,9 +16,12 @@ std::string hazard_message(const std::string& kernel, const BlockResult& r) {
   return msg + "\n  add set_flag/wait_flag between the two pipes";
 }
 
-BlockResult run_block(KernelEntry entry, std::vector<int64_t>& args, const Platform& platform,
-                      const LaunchOptions& o, int64_t block) {
+}  // namespace
+
+BlockResult run_on_core(KernelEntry entry, std::vector<int64_t>& args, const Platform& platform,
+                        const LaunchOptions& o, int64_t block, std::vector<AtomicWrite>* atomic_log) {
   auto core = std::make_unique<CoreContext>(platform, block, o.block_num, o.record);
+  core->atomic_log = atomic_log;
   {
     CoreBinding bind(core.get());
     try {
@@ -35,27 +38,28 @@ BlockResult run_block(KernelEntry entry, std::vector<int64_t>& args, const Platf
   r.records = core->model.records();
   r.hazards = core->model.hazards().found();
   r.hazard_count = core->model.hazards().count();
+  if (o.hazards_fatal && r.hazard_count > 0) throw SimError(ErrorKind::kHazard, hazard_message(o.kernel_name, r));
   return r;
 }
 
-}  // namespace
+std::vector<int64_t> abi_args(std::vector<pypto_tensor>& descs, const std::vector<int64_t>& scalars) {
+  std::vector<int64_t> args;
+  args.reserve(descs.size() + scalars.size());
+  for (auto& d : descs) args.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&d)));
+  args.insert(args.end(), scalars.begin(), scalars.end());
+  return args;
+}
 
 std::vector<BlockResult> launch(KernelEntry entry, const std::vector<pypto_tensor>& tensors,
                                 const std::vector<int64_t>& scalars, const Platform& platform,
                                 const LaunchOptions& o) {
   if (o.block_num < 1) throw SimError(ErrorKind::kInvalidArgument, "block_num must be >= 1");
   std::vector<pypto_tensor> descs = tensors;  // the kernel may keep pointers into these
-  std::vector<int64_t> args;
-  args.reserve(descs.size() + scalars.size());
-  for (auto& d : descs) args.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&d)));
-  args.insert(args.end(), scalars.begin(), scalars.end());
+  const std::vector<int64_t> args = abi_args(descs, scalars);
   std::vector<BlockResult> results;
   for (int64_t b = 0; b < o.block_num; ++b) {
     std::vector<int64_t> block_args = args;  // a kernel may scribble on its argument array
-    results.push_back(run_block(entry, block_args, platform, o, b));
-    if (o.hazards_fatal && results.back().hazard_count > 0) {
-      throw SimError(ErrorKind::kHazard, hazard_message(o.kernel_name, results.back()));
-    }
+    results.push_back(run_on_core(entry, block_args, platform, o, b, nullptr));
   }
   return results;
 }

@@ -28,6 +28,14 @@ struct BlockResult {
   uint64_t hazard_count = 0;
 };
 
+struct AtomicWrite;
+
+// One kernel execution on a fresh simulated core (atomic adds logged when `atomic_log`).
+BlockResult run_on_core(KernelEntry entry, std::vector<int64_t>& args, const Platform& platform,
+                        const LaunchOptions& o, int64_t block, std::vector<AtomicWrite>* atomic_log);
+// The ABI argument array: one pointer per tensor descriptor, then the scalar slots.
+std::vector<int64_t> abi_args(std::vector<pypto_tensor>& descs, const std::vector<int64_t>& scalars);
+
 std::vector<BlockResult> launch(KernelEntry entry, const std::vector<pypto_tensor>& tensors,
                                 const std::vector<int64_t>& scalars, const Platform& platform,
                                 const LaunchOptions& options);

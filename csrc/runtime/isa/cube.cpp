@@ -43,7 +43,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
     vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols), PYPTO_ROUND_RINT);
     uint8_t* out = w.data + r * w.stride_bytes;
     if (atomic_add) {
-      vm::accumulate(dst->dtype, out, row.data(), static_cast<size_t>(s.valid_cols));
+      current_core().atomic_add(dst->data, out, dst->dtype, row.data(), static_cast<size_t>(s.valid_cols));
     } else {
       std::memcpy(out, row.data(), row.size());
     }

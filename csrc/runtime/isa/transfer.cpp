@@ -68,7 +68,7 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
   for (int64_t r = 0; r < w.rows; ++r) {
     uint8_t* out = w.data + r * w.stride_bytes;
     if (atomic_add) {
-      vm::accumulate(s.dtype, out, s.row(r), static_cast<size_t>(s.valid_cols));
+      current_core().atomic_add(dst->data, out, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
     } else {
       std::memcpy(out, s.row(r), static_cast<size_t>(w.row_bytes));
     }

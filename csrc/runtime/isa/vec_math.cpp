@@ -151,14 +151,17 @@ VM_INLINE uint32_t iunary(uint32_t x) {
 
 // Round to an integral float by the pypto_round_mode MODE. Only nearbyint vectorises in GCC 12
 // (to vroundps/vrndscaleps on the x86 clones, frinti on aarch64; trunc/floor/ceil stay scalar),
-// so the other modes correct its result by +-1, written as the add of a selected constant so
-// that no float op sits under a branch. (The baseline x86 clone calls libm: SSE2 cannot round.)
+// so the other modes correct its result by +-1: the add of a 1.0-or-0.0 blend, so that GCC
+// cannot turn it into a float op under a branch. (The baseline x86 clone calls libm for
+// nearbyint: SSE2 has no rounding instruction.)
+VM_INLINE float one_if(bool c) { return select_f32(c, 1.0f, 0.0f); }
+
 template <int MODE>
 VM_INLINE float round_int(float x) {
     float r = std::nearbyint(x);  // the default rounding mode, RNE
-    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = r - std::copysign(std::fabs(r) > std::fabs(x) ? 1.0f : 0.0f, x);
-    else if constexpr (MODE == PYPTO_ROUND_FLOOR) r = r - (r > x ? 1.0f : 0.0f);
-    else if constexpr (MODE == PYPTO_ROUND_CEIL) r = r + (r < x ? 1.0f : 0.0f);
+    if constexpr (MODE == PYPTO_ROUND_TRUNC) r = r - std::copysign(one_if(std::fabs(r) > std::fabs(x)), x);
+    else if constexpr (MODE == PYPTO_ROUND_FLOOR) r = r - one_if(r > x);
+    else if constexpr (MODE == PYPTO_ROUND_CEIL) r = r + one_if(r < x);
     return r;
 }
 

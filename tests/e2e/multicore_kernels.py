@@ -1,0 +1,29 @@
+"""Orchestrations with several tasks (imported by the scheduler tests)."""
+
+import pypto.language as pl
+
+BLOCKS, R, C = 4, 16, 64
+
+
+@pl.jit
+def atomic_block_sum(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """c = sum of the BLOCKS row blocks of a: zero-init, then one atomic-add task per block."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="zero_init"):
+        t = pl.load(a, [0, 0], [R, C])
+        pl.store(pl.sub(t, t), [0, 0], c)
+    for k in pl.parallel(0, BLOCKS):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="accumulate"):
+            x = pl.load(a, [k * R, 0], [R, C])
+            pl.store(x, [0, 0], c, atomic=pl.AtomicType.Add)
+    return c
+
+
+@pl.jit
+def chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """Two dependent tasks through a GM intermediate: out = relu(-a)."""
+    tmp = pl.create_tensor([R, C], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="negate"):
+        pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], tmp)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="relu"):
+        pl.store(pl.relu(pl.load(tmp, [0, 0], [R, C])), [0, 0], out)
+    return out

@@ -96,8 +96,14 @@ class CompiledProgram:
         tasks = self.__dict__.get("_native_tasks")
         if tasks is None:  # the plan is fixed per compile: build the native task list once
             tasks = self.__dict__["_native_tasks"] = [
-                (str(self.kernels[t.kernel]), t.kernel, list(t.tensors),
-                 [scalar_slot(v, name=t.kernel) for v in t.scalars], t.cube, list(t.deps))
+                (
+                    str(self.kernels[t.kernel]),
+                    t.kernel,
+                    list(t.tensors),
+                    [scalar_slot(v, name=t.kernel) for v in t.scalars],
+                    t.cube,
+                    list(t.deps),
+                )
                 for t in self.plan.tasks
             ]
         results = _native.run_tasks(tasks, arrays, native_plat, trace, True, self.config.seed)

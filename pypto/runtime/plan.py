@@ -10,9 +10,9 @@ from typing import Any
 from pypto.errors import CompileError
 from pypto.ir.enums import AtomicType, Direction, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
-from pypto.ir.visit import nodes_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType
+from pypto.ir.visit import nodes_of
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,18 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
             scalars.append(_value(a, env))
     reads, writes, atomic = _effects(callee, tensors)
     deps = tuple(i for i, t in enumerate(tasks) if _conflict(t, reads, writes, atomic))
-    tasks.append(Task(call.callee, tuple(tensors), tuple(scalars), callee.kind is FunctionType.AIC, deps,
-                      reads, writes, atomic))
+    tasks.append(
+        Task(
+            call.callee,
+            tuple(tensors),
+            tuple(scalars),
+            callee.kind is FunctionType.AIC,
+            deps,
+            reads,
+            writes,
+            atomic,
+        )
+    )
 
 
 def _atomic_only(fn: Function, name: str) -> bool:
@@ -107,8 +117,12 @@ def _atomic_only(fn: Function, name: str) -> bool:
     stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name == name for a in c.args)]
     if not stores or fn.external_source is not None:
         return False
-    return all(c.op == "tile.store" and c.arg("output_tensor").name == name
-               and c.arg("atomic") == Literal(AtomicType.Add) for c in stores)
+    return all(
+        c.op == "tile.store"
+        and c.arg("output_tensor").name == name
+        and c.arg("atomic") == Literal(AtomicType.Add)
+        for c in stores
+    )
 
 
 def _effects(fn: Function, tensors: list[int]) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:

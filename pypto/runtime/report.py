@@ -10,8 +10,19 @@ import numpy as np
 PIPES: tuple[str, ...] = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR")
 
 
-RECORD_COLUMNS = ("index", "kind", "pipe", "issue", "start", "end", "bytes", "addr",
-                  "flag_src", "flag_dst", "flag_id")
+RECORD_COLUMNS = (
+    "index",
+    "kind",
+    "pipe",
+    "issue",
+    "start",
+    "end",
+    "bytes",
+    "addr",
+    "flag_src",
+    "flag_dst",
+    "flag_id",
+)
 
 
 class InstrTrace:
@@ -54,8 +65,12 @@ class InstrTrace:
         cols = self.columns
         table = self._raw["table"].tolist()
         return [
-            {"name": cols["name"][i], "loc": cols["loc"][i], "pipe_name": PIPES[row[2]],
-             **dict(zip(RECORD_COLUMNS, row))}
+            {
+                "name": cols["name"][i],
+                "loc": cols["loc"][i],
+                "pipe_name": PIPES[row[2]],
+                **dict(zip(RECORD_COLUMNS, row)),
+            }
             for i, row in enumerate(table)
         ]
 
@@ -101,8 +116,10 @@ class RunReport:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
         trace = self.tasks[task].trace
         if trace is None:
-            raise ValueError("this run kept no instruction records: run with RunConfig(trace=True) "
-                             "(or record=True for run_kernel_file)")
+            raise ValueError(
+                "this run kept no instruction records: run with RunConfig(trace=True) "
+                "(or record=True for run_kernel_file)"
+            )
         return trace.intervals(pipe)
 
     def __str__(self) -> str:
@@ -125,8 +142,16 @@ class RunReport:
 def _task(name: str, block: dict[str, Any], start: int) -> TaskReport:
     busy = dict(zip(PIPES, block["pipe_busy"]))
     trace = InstrTrace(block["records"]) if block["records"] is not None else None
-    return TaskReport(name, int(block["block"]), start, start + int(block["cycles"]), busy,
-                      int(block["instructions"]), list(block["hazards"]), trace)
+    return TaskReport(
+        name,
+        int(block["block"]),
+        start,
+        start + int(block["cycles"]),
+        busy,
+        int(block["instructions"]),
+        list(block["hazards"]),
+        trace,
+    )
 
 
 def _summed(platform: str, clock_hz: float, tasks: list[TaskReport], cycles: int) -> RunReport:
@@ -134,8 +159,15 @@ def _summed(platform: str, clock_hz: float, tasks: list[TaskReport], cycles: int
         total = dict(tasks[0].pipe_busy)
     else:
         total = {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}
-    return RunReport(platform, cycles, total, sum(t.instructions for t in tasks), tasks,
-                     [h for t in tasks for h in t.hazards], clock_hz=clock_hz)
+    return RunReport(
+        platform,
+        cycles,
+        total,
+        sum(t.instructions for t in tasks),
+        tasks,
+        [h for t in tasks for h in t.hazards],
+        clock_hz=clock_hz,
+    )
 
 
 def merge_blocks(name: str, platform: str, clock_hz: float, blocks: list[dict[str, Any]]) -> RunReport:
@@ -181,8 +213,9 @@ def scheduled_report(platform: str, clock_hz: float, results: list[dict[str, Any
     return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
 
 
-def sequential_report(platform: str, clock_hz: float, dispatch_cycles: float,
-                      runs: list[tuple[str, list[dict[str, Any]]]]) -> RunReport:
+def sequential_report(
+    platform: str, clock_hz: float, dispatch_cycles: float, runs: list[tuple[str, list[dict[str, Any]]]]
+) -> RunReport:
     """Tasks one after another on one core: each starts when the previous ends plus the
     dispatch overhead (the first starts at 0: time counts from the first task's launch)."""
     tasks: list[TaskReport] = []

@@ -151,6 +151,7 @@ EMITTERS: dict[str, Emitter] = {
     "tile.matmul": _matmul,
     "tile.matmul_acc": _matmul_acc,
     "tile.create": _create,
+    "tile.full": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('value'))});"],
     "tile.cast": _cast,
     "tile.row_max": _two("TROWMAX", "x", "tmp"),
     "tile.row_sum": _two("TROWSUM", "x", "tmp"),

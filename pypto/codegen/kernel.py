@@ -10,9 +10,9 @@ from __future__ import annotations
 from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.errors import CompileError, SourceSpan
-from pypto.ir.expr import Call, Expr, FuncCall, Var
+from pypto.ir.expr import Call, Const, Expr, FuncCall, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
-from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 MEM_CPP = {
     "Vec": "Mem::Vec",
@@ -95,6 +95,8 @@ class _Emitter:
             lines = emitter(value, dst)
         except EmitError as e:
             raise CodegenError(f"cannot generate {value.op}: {e}", span) from None
+        except Exception as e:  # an emitter bug still names the op and the user's line
+            raise CodegenError(f"internal error generating {value.op}: {type(e).__name__}: {e}", span) from e
         loc = _loc(span)
         if loc and lines:
             self.put(loc)
@@ -118,45 +120,37 @@ class _Emitter:
             raise CodegenError(f"cannot assign {type(s.value).__name__} to {s.var.name!r}", s.span)
 
     def carried(self, var: Var, init: str) -> None:
-        t = var.type
-        kind = (
-            "Tile"
-            if isinstance(t, TileType)
-            else "Tensor"
-            if isinstance(t, TensorType)
-            else cpp_scalar_type(t)
-        )  # type: ignore[arg-type]
-        self.put(f"{kind} {cpp_name(var.name)} = {init};")
+        self.put(f"{_cpp_kind(var.type)} {cpp_name(var.name)} = {init};")
 
-    def yield_into(self, targets: list[Var], body: tuple[Stmt, ...], keep_storage: bool) -> None:
-        """Yielded values into the carried variables. A loop's carried tile keeps its storage
-        (copied into when the yielded tile lives elsewhere); an if's merged tile takes the
-        branch's tile (the planner gave both one buffer)."""
+    def yield_into(self, targets: list[Var], body: tuple[Stmt, ...]) -> None:
+        """Yielded values into the carried / merged variables. Tiles are rebound, never copied
+        here: the planner gives a carried tile and the value yielded into it one buffer (a
+        copy it needs is a ``tile.move`` in the IR, which InsertSync orders like any op)."""
         last = body[-1] if body else None
         if not isinstance(last, Yield) or not targets:
             return
         temps = [f"y{i}_{cpp_name(t.name)}" for i, t in enumerate(targets)]
         for tmp, t, v in zip(temps, targets, last.values):
-            self.put(
-                f"const auto {tmp} = {cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)};"
-            )
+            if isinstance(t.type, TileType):
+                _check_same_storage(t, v, last.span)
+            value = cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)
+            self.put(f"const auto {tmp} = {value};")
         for tmp, t in zip(temps, targets):
-            if isinstance(t.type, TileType) and keep_storage:
-                self.put(f"if ({tmp}.addr != {cpp_name(t.name)}.addr) TMOV({cpp_name(t.name)}, {tmp});")
-            else:
-                self.put(f"{cpp_name(t.name)} = {tmp};")
+            self.put(f"{cpp_name(t.name)} = {tmp};")
 
     def for_(self, s: For) -> None:
         for it in s.iter_args:
             init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)
             self.carried(it.var, init)
-        i = cpp_name(s.var.name)
-        self.put(
-            f"for (int64_t {i} = {cpp_expr(s.start)}; {i} < {cpp_expr(s.stop)}; {i} += {cpp_expr(s.step)}) {{"
-        )
+        i, stop, step = cpp_name(s.var.name), cpp_expr(s.stop), cpp_expr(s.step)
+        if isinstance(s.step, Const):  # Python's range: a negative step counts down
+            cond = f"{i} {'<' if s.step.value > 0 else '>'} {stop}"
+        else:
+            cond = f"({step} > 0 ? {i} < {stop} : {i} > {stop})"
+        self.put(f"for (int64_t {i} = {cpp_expr(s.start)}; {cond}; {i} += {step}) {{")
         self.depth += 1
         self.block(s.body)
-        self.yield_into([it.var for it in s.iter_args], s.body, keep_storage=True)
+        self.yield_into([it.var for it in s.iter_args], s.body)
         self.depth -= 1
         self.put("}")
         for res, it in zip(s.results, s.iter_args):
@@ -164,15 +158,39 @@ class _Emitter:
 
     def if_(self, s: If) -> None:
         for r in s.results:
-            kind = "Tile" if isinstance(r.type, TileType) else cpp_scalar_type(r.type)
-            self.put(f"{kind} {cpp_name(r.name)}{{}};")
+            self.put(f"{_cpp_kind(r.type)} {cpp_name(r.name)}{{}};")
         self.put(f"if ({cpp_expr(s.cond)}) {{")
         for body, last in ((s.then_body, "} else {"), (s.else_body, "}")):
             self.depth += 1
             self.block(body)
-            self.yield_into(list(s.results), body, keep_storage=False)
+            self.yield_into(list(s.results), body)
             self.depth -= 1
             self.put(last)
+
+
+def _cpp_kind(t: Type) -> str:
+    if isinstance(t, TileType):
+        return "Tile"
+    if isinstance(t, TensorType):
+        return "Tensor"
+    return cpp_scalar_type(t)  # type: ignore[arg-type]
+
+
+def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> None:
+    a = target.type.memref
+    b = value.type.memref if isinstance(value, Var) and isinstance(value.type, TileType) else None
+    if (
+        a is not None
+        and b is not None
+        and a.allocated
+        and b.allocated
+        and (a.offset, a.index) != (b.offset, b.index)
+    ):
+        raise CodegenError(
+            f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "
+            f"(offsets {b.offset} and {a.offset}); AllocateMemoryAddr must give them one",
+            span,
+        )
 
 
 def _prologue(fn: Function) -> list[str]:

@@ -97,13 +97,16 @@ def _store_pipe(types: Mapping[str, Type | None]) -> Pipe:
 
 
 def _move_pipe(types: Mapping[str, Type | None]) -> Pipe:
-    # L1 → L0A/L0B/Bias is MTE1; L0C out is FIXPIPE; UB → L1 (a5) goes over MTE3.
-    t = types.get("tile")
+    # L1 → L0A/L0B/Bias is MTE1; L0C out is FIXPIPE; UB → UB is a vector copy; UB → L1 (a5)
+    # goes over MTE3. ``result`` (the assigned tile's type, when the caller knows it) tells
+    # the two UB routes apart.
+    t, dst = types.get("tile"), types.get("result")
     src = t.memory if isinstance(t, TileType) else None
     if src is MemorySpace.Acc:
         return Pipe.FIXPIPE
     if src is MemorySpace.Vec:
-        return Pipe.MTE3
+        to_vec = isinstance(dst, TileType) and dst.memory is MemorySpace.Vec
+        return Pipe.VECTOR if to_vec else Pipe.MTE3
     return Pipe.MTE1
 
 
@@ -134,6 +137,9 @@ _TABLE: list[OpDef] = [
           doc="on-chip move between memory spaces (the only way into Left/Right)"),
     OpDef("tile.create", (_p("shape", SHAPE), _p("dtype", DT), _p("target_memory", MEM, MemorySpace.Vec)),
           R.create_rule, "tile", NONE, doc="an uninitialised tile"),
+    OpDef("tile.full", (_p("shape", SHAPE), _p("dtype", DT), _p("value", S, dtype_of="dtype"),
+                        _p("target_memory", MEM, MemorySpace.Vec)),
+          R.create_rule, "tile", V, doc="a tile filled with one value (TEXPANDS)"),
     OpDef("tile.cast", (_p("x", T), _p("dtype", DT), _p("mode", Kind.STR, "round")),
           R.cast_rule, "tile", V, {"x": VEC}),
     OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE),

@@ -1,26 +1,37 @@
-"""AllocateMemoryAddr (the PYPTO planner): lifetimes → first-fit reuse → addresses.
+"""AllocateMemoryAddr (the PYPTO planner): liveness → shared buffers → first-fit addresses.
 
-Tiles that must share storage form one buffer (a loop's init / iter arg / result, an
-if's merged value and both branch values, ``t2 = t1``; every tile bound to one declared
-``pl.MemRef``). A buffer lives from its first definition to its last use, extended over a
-whole loop when it is used inside a loop it was defined outside of; declared MemRefs are
-pinned for the whole kernel (N slots of the largest bound tile). Per memory space, buffers
-are placed first-fit from address 0 at the platform's alignment; going past the space's
-capacity is an error naming the function, the space, the bytes and the tiles.
+Per InCore function:
+
+1. Storage flows become explicit copies (``_tile_storage.insert_copies``): a loop's init,
+   iter arg, yielded value and result must end in one buffer, as must an ``if``'s result
+   and both branch values.
+2. Path-aware liveness says which tiles clash (live at once, or read by an op that cannot
+   write over them). Tiles are merged into buffers, never across a clash: the forced
+   groups above, every tile bound to one declared ``pl.MemRef``, ``t2 = t1``, the
+   accumulator of ``matmul_acc``; then each copy whose ends do not clash (the copy is
+   deleted), then in-place reuse (``y = exp(x)`` writes over ``x`` when ``x`` dies there).
+3. Per memory space, buffers are placed first-fit from address 0 at the platform's
+   alignment, each clear of every buffer it clashes with; a declared ``pl.MemRef`` is
+   pinned for the whole kernel (N slots of its largest tile). Going past the space's
+   capacity is a :class:`MemoryCapacityError` naming the function, the space, the bytes,
+   the limit and the tiles live together.
+
+Copies that must stay are ``tile.move`` statements, so InsertSync orders them like any op.
 Test: tests/passes/test_allocate_memory_addr.py
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pypto.errors import CompileError
 from pypto.ir.expr import Call, Var
-from pypto.ir.ops import BINARY, UNARY
+from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
-from pypto.ir.types import MemRef, TileType
-from pypto.ir.visit import nodes_of, retype
+from pypto.ir.types import MemRef, TileType, same_shape_dtype
+from pypto.ir.visit import retype, rewrite, walk
+from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile
 from pypto.passes.context import PassContext
 
 _CAPACITY_FIELD = {
@@ -33,22 +44,19 @@ _CAPACITY_FIELD = {
 }
 
 
-_ELEMENTWISE = {f"tile.{n}" for n in UNARY} | {f"tile.{n}{s}" for n in BINARY for s in ("", "s")}
-
-
 class MemoryCapacityError(CompileError):
     """Tiles that must be live together do not fit in their on-chip memory space."""
 
 
 @dataclass
 class _Buffer:
+    root: str
     members: list[str]
     space: str
     slot_bytes: int
-    slots: int = 1
-    start: int = 0
-    end: int = 0
-    declared: MemRef | None = None
+    slots: int
+    start: int
+    pinned: MemRef | None
     offset: int = 0
 
     @property
@@ -56,185 +64,212 @@ class _Buffer:
         return self.slot_bytes * self.slots
 
 
-@dataclass
-class _Lifetimes:
-    """Positions of defs and uses in program order, and the loops around them."""
+# --- grouping ----------------------------------------------------------------------------------
+def _force(groups: Groups, a: str, b: str, span, why: str) -> None:
+    if not groups.may_join(a, b) or groups.interferes(a, b):
+        raise CompileError(why, span)
+    groups.union(a, b)
 
-    pos: int = 0
-    first: dict[str, int] = field(default_factory=dict)
-    last: dict[str, int] = field(default_factory=dict)
-    loops: list[tuple[int, int]] = field(default_factory=list)  # (start, end) positions
-    tiles: dict[str, Var] = field(default_factory=dict)
-    parent: dict[str, str] = field(default_factory=dict)
-    inplace: list[tuple[int, str, list[str]]] = field(default_factory=list)  # (pos, out, inputs)
 
-    def find(self, name: str) -> str:
-        while self.parent.get(name, name) != name:
-            name = self.parent[name]
-        return name
+def _forced_groups(fn: Function, groups: Groups) -> None:
+    """Values that are one storage by construction: loop-carried tiles, if results,
+    matmul_acc's accumulator."""
+    for node in walk(fn.body):
+        if isinstance(node, For):
+            last = node.body[-1] if node.body else None
+            yields = last.values if isinstance(last, Yield) else ()
+            for it, r, y in zip(node.iter_args, node.results, yields):
+                if is_tile(it.var):
+                    for other in (it.init, y, r):
+                        why = f"loop-carried tile {it.var.name!r} cannot keep one buffer around the loop"
+                        _force(groups, it.var.name, other.name, node.span, why)
+        elif isinstance(node, If):
+            for body in (node.then_body, node.else_body):
+                last = body[-1] if body else None
+                for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
+                    if is_tile(r):
+                        _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")
+        elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op == "tile.matmul_acc":
+            acc = node.value.arg("acc")
+            why = (
+                f"pl.matmul_acc updates its accumulator {acc.name!r} in place, so it cannot be "
+                "used after this call (use the result instead)"
+            )
+            _force(groups, node.var.name, acc.name, node.span, why)
 
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
 
-    def touch(self, node: object) -> None:
-        for v in nodes_of(node, Var):
-            if isinstance(v.type, TileType):
-                self.tiles.setdefault(v.name, v)
-                self.first.setdefault(v.name, self.pos)
-                self.last[v.name] = self.pos
+def _pin_declared(groups: Groups) -> None:
+    first: dict[str, str] = {}
+    for name in groups.live.order:
+        ref = groups.memref.get(name)
+        if ref is not None:
+            groups.union(first.setdefault(ref.name, name), name)
 
-    def block(self, body: tuple[Stmt, ...]) -> None:
-        for s in body:
-            self.pos += 1
-            if isinstance(s, For):
-                self.for_(s)
-            elif isinstance(s, If):
-                self.if_(s)
-            else:
-                self.touch(s)
-                if isinstance(s, Assign) and isinstance(s.value, Var) and isinstance(s.var.type, TileType):
-                    self.union(s.value.name, s.var.name)
-                elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul_acc":
-                    acc = s.value.arg("acc")
-                    if isinstance(acc, Var):  # TMATMUL_ACC accumulates into its own buffer
-                        self.union(acc.name, s.var.name)
-                elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _ELEMENTWISE:
-                    inputs = [a.name for a in s.value.args if isinstance(a, Var) and a.type == s.var.type]
-                    self.inplace.append((self.pos, s.var.name, inputs))
 
-    def for_(self, s: For) -> None:
-        start = self.pos
-        for it in s.iter_args:
-            self.touch(it)
-            if isinstance(it.init, Var):
-                self.union(it.init.name, it.var.name)
-        self.block(s.body)
-        self.pos += 1
-        for it, r in zip(s.iter_args, s.results):
-            if isinstance(it.var.type, TileType):  # the yield writes it back at the end of each trip
-                self.last[it.var.name] = self.pos
-            self.touch(r)
-            self.union(it.var.name, r.name)
-        self.loops.append((start, self.pos))
+def _try(groups: Groups, a: str, b: str) -> bool:
+    same_space = groups.live.vars[a].type.memory == groups.live.vars[b].type.memory
+    if same_space and groups.may_join(a, b) and not groups.interferes(a, b):
+        groups.union(a, b)
+        return True
+    return False
 
-    def if_(self, s: If) -> None:
-        for body in (s.then_body, s.else_body):
-            self.block(body)
-            last = body[-1] if body else None
-            if isinstance(last, Yield):
-                for r, v in zip(s.results, last.values):
-                    if isinstance(v, Var) and isinstance(r.type, TileType):
-                        self.union(r.name, v.name)
-        self.pos += 1
-        for r in s.results:
-            self.touch(r)
 
-    def reuse_in_place(self) -> None:
-        """An elementwise op may write over an input that dies at that op (dst == src is
-        legal on the vector unit), so ``y = exp(x)`` needs one buffer, not two."""
-        end: dict[str, int] = {}
-        for name in self.tiles:
-            root = self.find(name)
-            end[root] = max(end.get(root, 0), self.last[name])
-        for pos, out, inputs in self.inplace:
-            for name in inputs:
-                root, out_root = self.find(name), self.find(out)
-                declared = self.tiles[name].type.memref is not None
-                if end.get(root) == pos and root != out_root and not declared:
-                    self.union(root, out_root)
-                    end[self.find(root)] = max(end.pop(root, 0), end.pop(out_root, 0))
+def _coalesce(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> None:
+    for dst, src in copies:  # a copy whose two ends may share a buffer disappears
+        _try(groups, dst, src)
+    for node in walk(fn.body):  # in place: an elementwise result over an input that dies there
+        if isinstance(node, Assign) and is_tile(node.var) and isinstance(node.value, Call):
+            ok = INPLACE.get(node.value.op, frozenset())
+            for p, a in zip(get_op(node.value.op).params, node.value.args):
+                fits = p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)
+                if fits and _try(groups, node.var.name, a.name):
                     break
 
-    def extend_over_loops(self) -> None:
-        """A value used inside a loop it was defined before must survive every iteration."""
-        for start, end in self.loops:
-            for name in self.tiles:
-                if self.first[name] < start < self.last[name]:
-                    self.last[name] = max(self.last[name], end)
 
-
-def _buffers(fn: Function, life: _Lifetimes, end: int) -> list[_Buffer]:
-    groups: dict[str, _Buffer] = {}
-    for name, var in life.tiles.items():
-        t = var.type
-        assert isinstance(t, TileType)
-        if t.memory is None:
+# --- placement ---------------------------------------------------------------------------------
+def _buffers(groups: Groups) -> list[_Buffer]:
+    live, out = groups.live, []
+    for root in groups.roots():
+        members = sorted(groups.members[root], key=live.order.__getitem__)
+        types = [live.vars[m].type for m in members]
+        spaces = {t.memory for t in types}
+        if None in spaces:
             raise CompileError(
-                f"tile {name!r} has no memory space (InferMemorySpaces must run first)", var.span
+                f"tile {root!r} has no memory space (InferMemorySpaces must run first)", live.spans[root]
             )
-        key = (
-            f"memref:{t.memref.name}" if t.memref is not None and not t.memref.allocated else life.find(name)
+        if len(spaces) > 1:
+            raise CompileError(
+                f"tiles {', '.join(members)} share storage but live in different memory spaces "
+                f"({', '.join(sorted(s.name for s in spaces))})",
+                live.spans[root],
+            )
+        pinned = groups.memref[root]
+        out.append(
+            _Buffer(
+                root,
+                members,
+                spaces.pop().name,
+                max(t.nbytes for t in types),
+                pinned.slots if pinned else 1,
+                live.order[members[0]],
+                pinned,
+            )
         )
-        buf = groups.get(key)
-        if buf is None:
-            buf = groups[key] = _Buffer([], t.memory.name, 0, start=life.first[name], end=life.last[name])
-        if buf.space != t.memory.name:
-            raise CompileError(
-                f"tiles {buf.members[0]!r} and {name!r} share storage but live in different "
-                f"memory spaces ({buf.space} vs {t.memory.name})",
-                var.span,
-            )
-        buf.members.append(name)
-        buf.slot_bytes = max(buf.slot_bytes, t.nbytes)
-        buf.start, buf.end = min(buf.start, life.first[name]), max(buf.end, life.last[name])
-        if key.startswith("memref:"):
-            buf.declared, buf.slots, buf.start, buf.end = t.memref, t.memref.slots, 0, end  # pinned
-    return list(groups.values())
+    return out
 
 
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def _place(buffers: list[_Buffer], align: int) -> int:
-    """First-fit by start position; returns the high-water mark."""
+def _clashes(groups: Groups, a: _Buffer, b: _Buffer) -> bool:
+    return a.pinned is not None or b.pinned is not None or groups.interferes(a.root, b.root)
+
+
+def _place(fn: Function, groups: Groups, bufs: list[_Buffer], align: int, limit: int) -> None:
+    """First fit: pinned buffers, then by first definition (larger first on ties)."""
     placed: list[_Buffer] = []
-    peak = 0
-    for buf in sorted(buffers, key=lambda b: (b.start, -b.nbytes)):
-        live = sorted((b for b in placed if b.end >= buf.start), key=lambda b: b.offset)
+    for buf in sorted(bufs, key=lambda b: (b.pinned is None, b.start, -b.nbytes)):
+        busy = sorted((o for o in placed if _clashes(groups, o, buf)), key=lambda o: o.offset)
         offset = 0
-        for other in live:
-            if offset + _align(buf.nbytes, align) <= other.offset:
+        for other in busy:
+            if offset + buf.nbytes <= other.offset:
                 break
             offset = max(offset, _align(other.offset + other.nbytes, align))
         buf.offset = offset
+        if offset + buf.nbytes > limit:
+            _overflow(fn, groups, buf, busy, limit)
         placed.append(buf)
-        peak = max(peak, offset + buf.nbytes)
-    return peak
 
 
-def _check_capacity(fn: Function, space: str, bufs: list[_Buffer], peak: int, limit: int) -> None:
-    if peak <= limit:
-        return
-    top = sorted(bufs, key=lambda b: b.offset + b.nbytes, reverse=True)[:6]
-    tiles = ", ".join(f"{'/'.join(b.members)} ({b.nbytes} B at {b.offset})" for b in top)
+def _overflow(fn: Function, groups: Groups, buf: _Buffer, busy: list[_Buffer], limit: int) -> None:
+    need = buf.offset + buf.nbytes
+    tiles = ", ".join(f"{'/'.join(b.members)} ({b.nbytes} B at {b.offset})" for b in busy)
+    tiles += f"{', ' if tiles else ''}{'/'.join(buf.members)} ({buf.nbytes} B, does not fit)"
     raise MemoryCapacityError(
-        f"function {fn.name!r} needs {peak} B of {space} but {limit} B are available "
-        f"({peak - limit} B over); largest live buffers: {tiles}",
-        fn.span,
+        f"function {fn.name!r} needs {need} B of {buf.space} but {limit} B are available "
+        f"({need - limit} B over); tiles live at once: {tiles}",
+        groups.live.spans.get(buf.root) or fn.span,
     )
 
 
+# --- rewriting -----------------------------------------------------------------------------------
+def _types(groups: Groups, bufs: list[_Buffer]) -> dict[str, TileType]:
+    live, types = groups.live, {}
+    by_root = {b.root: b for b in bufs}
+    ordinal: dict[str, int] = {}
+    for space in {b.space for b in bufs}:
+        for k, b in enumerate(sorted((b for b in bufs if b.space == space), key=lambda b: b.offset)):
+            ordinal[b.root] = k
+    for name, var in live.vars.items():
+        b = by_root[groups.find(name)]
+        t = var.type
+        own = t.memref.index if t.memref is not None and b.pinned is not None else None
+        ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}")
+        ref = dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
+        types[name] = dataclasses.replace(t, memref=ref)
+    return types
+
+
+def _drop_copies(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> Function:
+    """Deletes the copies whose two ends share a buffer; their uses read the source."""
+    gone = {dst: src for dst, src in copies if groups.find(dst) == groups.find(src)}
+    if not gone:
+        return fn
+    fn = dataclasses.replace(fn, body=_keep(fn.body, gone))
+    names = {v.name: v for v in walk(fn) if isinstance(v, Var)}
+
+    def source(x: object) -> Var | None:
+        if not isinstance(x, Var) or x.name not in gone:
+            return None
+        name = x.name
+        while name in gone:
+            name = gone[name]
+        return names[name]
+
+    return rewrite(fn, source)
+
+
+def _keep(body: tuple[Stmt, ...], gone: dict[str, str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Assign) and s.var.name in gone:
+            continue
+        if isinstance(s, For):
+            s = dataclasses.replace(s, body=_keep(s.body, gone))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_keep(s.then_body, gone), else_body=_keep(s.else_body, gone))
+        out.append(s)
+    return tuple(out)
+
+
+def _check_copies(fn: Function, copies: list[tuple[str, str]]) -> None:
+    """A copy that stayed must be one the ISA can do: within a space, only Vec has one."""
+    kept = {dst for dst, _ in copies}
+    for node in walk(fn.body):
+        if isinstance(node, Assign) and node.var.name in kept and node.var.type.memory.name != "Vec":
+            src = node.value.arg("tile")
+            raise CompileError(
+                f"tile {src.name!r} in {node.var.type.memory.name} must be copied to keep a "
+                "loop-carried or merged value in one buffer, but that space has no on-chip copy; "
+                "do not use the old value after the new one is computed",
+                node.span,
+            )
+
+
 def _allocate(fn: Function, ctx: PassContext) -> Function:
-    life = _Lifetimes()
-    life.block(fn.body)
-    life.extend_over_loops()
-    life.reuse_in_place()
-    buffers = _buffers(fn, life, life.pos + 1)
-    types = {}
-    for space in sorted({b.space for b in buffers}):
-        bufs = [b for b in buffers if b.space == space]
-        peak = _place(bufs, int(ctx.platform.alignment_bytes))
-        _check_capacity(fn, space, bufs, peak, int(getattr(ctx.platform, _CAPACITY_FIELD[space])))
-        for k, b in enumerate(sorted(bufs, key=lambda b: b.offset)):
-            for name in b.members:
-                t = life.tiles[name].type
-                ref = b.declared or MemRef(f"mem_{space.lower()}_{k}")
-                ref = dataclasses.replace(ref, index=t.memref.index if t.memref else None)
-                types[name] = dataclasses.replace(t, memref=ref.with_address(b.offset, b.slot_bytes))
-    return retype(fn, types)
+    fn, copies = insert_copies(fn)
+    groups = Groups(Liveness(fn))
+    _pin_declared(groups)
+    _forced_groups(fn, groups)
+    _coalesce(fn, groups, copies)
+    bufs = _buffers(groups)
+    for space in sorted({b.space for b in bufs}):
+        limit = int(getattr(ctx.platform, _CAPACITY_FIELD[space]))
+        _place(fn, groups, [b for b in bufs if b.space == space], int(ctx.platform.alignment_bytes), limit)
+    fn = _drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    _check_copies(fn, copies)
+    return fn
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:

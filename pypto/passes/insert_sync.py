@@ -1,229 +1,388 @@
 """InsertSync: set_flag / wait_flag between pipes so generated kernels are race-free.
 
 Each op issues on one pipe (the op table's pipe rule) and reads/writes buffers: on-chip
-address ranges from the assigned MemRefs, GM tensors by name. Pipes run in order, so only
-cross-pipe conflicts need flags. Knowledge is tracked as vector clocks: ``known[P][Q]`` is
-the last Q instruction P is known to run after; a wait merges the waited pipe's knowledge
-(transitivity), so one flag can cover several hazards.
+byte ranges from the assigned MemRefs (the slot a ``pl.MemRef(...)[i % 2]`` index selects,
+when the loop values are known), GM tensors by the parameters they may be. Pipes run in
+order, so only cross-pipe conflicts need flags.
 
-Loops are analysed twice. The first pass orders the body against everything before it and
-against itself; the second replays the body after one iteration to find loop-carried
-hazards (iteration k+1 against iteration k). Those use the double-buffer pattern: set the
-flag once before the loop, wait before the consumer, set again at the end of the body,
-and wait once after the loop so flag counts balance. Event ids: one per loop-carried pair
-for the whole loop, the rest rotate within the platform's limit.
+The pass executes the kernel abstractly (``_sync_state``): vector clocks say which
+instructions each pipe is known to run after, and flags behave as on the simulator. At
+each instruction whose conflicting predecessors on another pipe are not ordered yet, it
+adds one flag for the latest of them — the wait merges that pipe's clock, so a single wait
+often covers several hazards. Placement, in the block where producer and consumer meet:
+
+* same trip: ``set`` right after the producer's statement, ``wait`` right before the
+  consumer's (a wait for a producer outside a loop goes before the loop, not into it);
+* producer in an earlier trip of the loop (a loop-carried hazard): the double-buffer
+  pattern — the flag is set ``d`` times before the loop, waited for before the consumer,
+  set again after the producer, and waited for ``d`` times after the loop so counts
+  balance; ``d`` is the trip distance (2 for ``slots=2`` indexed by ``i % 2``, so loads run
+  one trip ahead);
+* inside an ``if`` branch, for a producer before the branch: ``set`` + ``wait`` just
+  before the consumer, so the other path never waits.
+
+Loops are executed for enough trips to reach the steady state of their slot pattern
+(``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
+trip. Event ids are assigned last: flags of one pipe pair that may be outstanding at once
+get distinct ids within ``platform.event_ids``; when ids run out a flag falls back to the
+set-just-before-wait form. Functions that already contain flags are left alone.
 Test: tests/passes/test_insert_sync.py
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+import math
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pypto.errors import CompileError
-from pypto.ir.enums import Pipe
 from pypto.ir.expr import Call, Const, Literal, Var
-from pypto.ir.ops import get_op
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Stmt
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.stmt import Eval, For, Function, If, Program, Stmt
+from pypto.ir.types import TileType
+from pypto.ir.visit import nodes_of
+from pypto.passes._sync_state import PIPES, Entry, Site, State, evaluate, gm_roots, instruction, merge
 from pypto.passes.context import PassContext
 
-PIPES = list(Pipe)
-_WRITTEN_PARAMS = {"tile.store": ("output_tensor",), "tile.row_max": ("tmp",), "tile.row_sum": ("tmp",)}
-
-Resource = tuple  # ("GM", name) or (space, lo, hi)
-Hazard = tuple  # (statement index, src pipe, dst pipe)
-
-
-@dataclass(frozen=True)
-class _Access:
-    res: Resource
-    write: bool
-
-    def conflicts(self, other: _Access) -> bool:
-        if not (self.write or other.write) or self.res[0] != other.res[0]:
-            return False
-        if self.res[0] == "GM":
-            return self.res[1] == other.res[1]
-        return self.res[1] < other.res[2] and other.res[1] < self.res[2]
+Path = tuple  # statement path from the function body: (3, "body", 0, "then", 2)
+_MAX_PERIOD = 16
+_MAX_ENUMERATED_TRIPS = 4096
+_MAX_RESTARTS = 256
 
 
 @dataclass
-class _State:
-    count: dict[Pipe, int] = field(default_factory=lambda: dict.fromkeys(PIPES, 0))
-    known: dict[Pipe, dict[Pipe, int]] = field(
-        default_factory=lambda: {p: dict.fromkeys(PIPES, 0) for p in PIPES}
-    )
-    history: list[tuple[Pipe, int, tuple[_Access, ...]]] = field(default_factory=list)
+class _Token:
+    """One flag: where it is set and waited for; a loop-carried one also primes and drains."""
 
-    def record(self, pipe: Pipe, accesses: tuple[_Access, ...]) -> None:
-        self.count[pipe] += 1
-        self.history.append((pipe, self.count[pipe], accesses))
+    src: int
+    dst: int
+    set_at: tuple[str, Path]  # ("pre" | "post", statement path)
+    wait_at: Path  # the wait goes just before this statement
+    span: object = None
+    loop: Path | None = None  # loop-carried: the loop statement
+    depth: int = 0
 
-    def wait(self, src: Pipe, dst: Pipe) -> None:
-        """dst now runs after everything src has issued so far (and all src knew)."""
-        for p in PIPES:
-            self.known[dst][p] = max(self.known[dst][p], self.known[src][p])
-        self.known[dst][src] = self.count[src]
+    def adjacent(self) -> None:
+        """Fall back to set-just-before-wait (always valid, never overlaps another flag)."""
+        self.set_at, self.loop, self.depth = ("pre", self.wait_at), None, 0
 
-    def unordered(self, pipe: Pipe, accesses: tuple[_Access, ...]) -> list[Pipe]:
-        need: list[Pipe] = []
-        for q, seq, old in self.history:
-            if q is pipe or q in need or seq <= self.known[pipe][q]:
+
+@dataclass
+class _Plan:
+    tokens: list[_Token] = field(default_factory=list)
+    carried: dict[tuple[Path, int, int], _Token] = field(default_factory=dict)
+
+    def flags(self) -> tuple[dict[Path, list], dict[Path, list]]:
+        """Per statement path, the (op, token index) flags before and after it, in order."""
+        pre: dict[Path, list] = defaultdict(list)
+        post: dict[Path, list] = defaultdict(list)
+        for k in range(len(self.tokens)):
+            self.place(k, pre, post)
+        return pre, post
+
+    def place(self, k: int, pre: dict[Path, list], post: dict[Path, list]) -> None:
+        t = self.tokens[k]
+        if t.loop is not None:
+            pre[t.loop] += [("set", k)] * t.depth
+            post[t.loop] += [("wait", k)] * t.depth
+        (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
+        pre[t.wait_at].append(("wait", k))
+
+
+class _Restart(Exception):
+    """A loop-carried flag changed: walk the function again from the start."""
+
+
+@dataclass
+class _Frame:
+    kind: str  # "fn" | "loop" | "if"
+    inst: int
+    path: Path  # the block's path; its statements are path + (j,)
+    idx: int = 0
+    it: int = 0
+    snaps: list = field(default_factory=list)  # state before each statement of this trip
+
+
+class _Walker:
+    def __init__(self, fn: Function, plan: _Plan) -> None:
+        self.fn, self.plan = fn, plan
+        self.pre, self.post = plan.flags()  # grows as same-trip flags are added
+        self.roots = gm_roots(fn)
+        self.st = State()
+        self.env: dict[str, int | None] = {}
+        self.frames: list[_Frame] = []
+        self.insts = 0
+        self.issued = 0
+        self.opaque: set = set()  # slot indices whose pattern is not periodic enough to follow
+
+    def run(self) -> None:
+        self.block(self.fn.body, self.frame("fn", ()))
+
+    def frame(self, kind: str, path: Path) -> _Frame:
+        self.insts += 1
+        return _Frame(kind, self.insts, path)
+
+    # --- execution -----------------------------------------------------------------------
+    def block(self, body: tuple[Stmt, ...], fr: _Frame) -> None:
+        self.frames.append(fr)
+        fr.snaps = []
+        for j, s in enumerate(body):
+            fr.idx = j
+            fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
+            path = fr.path + (j,)
+            self.run_flags(self.pre.get(path, ()))
+            self.stmt(s, path)
+            self.run_flags(self.post.get(path, ()))
+        self.frames.pop()
+
+    def run_flags(self, flags: list) -> None:
+        for op, k in flags:
+            t = self.plan.tokens[k]
+            key = (t.src, t.dst, k)
+            self.st.set_flag(key) if op == "set" else self.st.wait_flag(key)
+
+    def stmt(self, s: Stmt, path: Path) -> None:
+        if isinstance(s, For):
+            self.for_(s, path)
+        elif isinstance(s, If):
+            self.if_(s, path)
+        else:
+            ins = instruction(s, self.env, self.roots, self.opaque)
+            if ins is not None:
+                self.issue(s, *ins)
+
+    def issue(self, s: Stmt, pipe: int, acc: tuple) -> None:
+        while need := self.st.unordered(pipe, acc):
+            e = max(need.values(), key=lambda h: h.order)
+            self.order(e, pipe, s.span)
+            if e.seq > self.st.known[pipe][e.pipe]:  # placement could not cover it: be blunt
+                self.adjacent(self.frames[-1], e.pipe, pipe, s.span, now=True)
+        self.issued += 1
+        site = tuple(Site(f.inst, f.idx, f.it) for f in self.frames)
+        env = tuple(self.env.items())
+        self.st.record(Entry(pipe, self.st.count[pipe] + 1, acc, site, self.issued, s, env))
+
+    def for_(self, s: For, path: Path) -> None:
+        trips = _trips(s)
+        if trips == 0:
+            return
+        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)
+        walk = min(trips, 2 * self.period(s, trips)) if trips is not None else 2
+        before = self.st.copy() if trips is None else None  # a dynamic loop may not run
+        fr = self.frame("loop", path + ("body",))
+        for t in range(walk):
+            fr.it = t
+            self.env[s.var.name] = start + t * step if start is not None else None
+            self.block(s.body, fr)
+        del self.env[s.var.name]
+        self.widen(fr.inst, s.var.name)
+        if before is not None:
+            self.st = merge(self.st, before)
+
+    def if_(self, s: If, path: Path) -> None:
+        base, ends = self.st, []
+        for name, body in (("then", s.then_body), ("else", s.else_body)):
+            self.st = base.copy()
+            self.block(body, self.frame("if", path + (name,)))
+            ends.append(self.st)
+        self.st = merge(*ends)
+
+    def widen(self, inst: int, var: str) -> None:
+        """After a loop, its instructions stand for every trip: forget the loop value."""
+        hist = []
+        for h in self.st.history:
+            if any(x.inst == inst for x in h.site) and any(k == var for k, _ in h.env):
+                env = {k: v for k, v in h.env if k != var}
+                _, acc = instruction(h.stmt, env, self.roots, self.opaque)
+                h = dataclasses.replace(h, acc=acc, env=tuple(env.items()))
+            hist.append(h)
+        self.st.history = hist
+
+    def period(self, s: For, trips: int) -> int:
+        """Trips after which the loop's slot pattern repeats (slot indices using its variable)."""
+        period = 1
+        for v in nodes_of(s.body, Var):
+            ref = v.type.memref if isinstance(v.type, TileType) else None
+            if ref is None or ref.slots < 2 or ref.index is None or ref.index in self.opaque:
                 continue
-            if any(a.conflicts(b) for a in accesses for b in old):
-                need.append(q)
-        return need
-
-
-def _tile_range(v: Var) -> Resource | None:
-    t = v.type
-    if not isinstance(t, TileType) or t.memref is None or not t.memref.allocated:
-        return None
-    ref, lo = t.memref, t.memref.offset
-    if ref.slots > 1 and isinstance(ref.index, Const):
-        lo += int(ref.index.value) * ref.size
-        return (t.memory.name, lo, lo + ref.size)
-    return (t.memory.name, lo, lo + ref.size * (ref.slots if ref.slots > 1 else 1))
-
-
-def _instr(s: Stmt) -> tuple[Pipe, tuple[_Access, ...]] | None:
-    """The pipe and the accesses of an op statement (None: no instruction)."""
-    call = s.value if isinstance(s, (Assign, Eval)) else None
-    if not isinstance(call, Call) or call.op.startswith("system."):
-        return None
-    op = get_op(call.op)
-    types = {p.name: getattr(a, "type", None) for p, a in zip(op.params, call.args)}
-    pipe = op.pipe(types)
-    if pipe is None:
-        return None
-    written = _WRITTEN_PARAMS.get(call.op, ())
-    acc: list[_Access] = []
-    for p, a in zip(op.params, call.args):
-        if isinstance(a, Var) and isinstance(a.type, TensorType):
-            acc.append(_Access(("GM", a.name), p.name in written))
-        elif isinstance(a, Var) and (r := _tile_range(a)) is not None:
-            acc.append(_Access(r, p.name in written))
-    if isinstance(s, Assign) and (r := _tile_range(s.var)) is not None:
-        acc.append(_Access(r, True))
-    return pipe, tuple(acc)
-
-
-def _flag(op: str, src: Pipe, dst: Pipe, eid: int, span) -> Stmt:
-    return Eval(Call(f"system.{op}", (Literal(src), Literal(dst), Const(eid)), span=span), span=span)
-
-
-class _Syncer:
-    def __init__(self, fn: Function, event_ids: int) -> None:
-        self.fn, self.limit = fn, event_ids
-        self.reserved: dict[tuple[Pipe, Pipe], list[int]] = {}
-        self.rotation: dict[tuple[Pipe, Pipe], int] = {}
-
-    def fresh_id(self, pair: tuple[Pipe, Pipe], span, reserve: bool = False) -> int:
-        taken = self.reserved.setdefault(pair, [])
-        free = [i for i in range(self.limit) if i not in taken]
-        if not free:
-            raise CompileError(
-                f"{self.fn.name}: more than {self.limit} event ids needed between "
-                f"{pair[0].name} and {pair[1].name}",
-                span,
-            )
-        if reserve:
-            taken.append(free[0])
-            return free[0]
-        k = self.rotation.get(pair, 0)
-        self.rotation[pair] = k + 1
-        return free[k % len(free)]
-
-    def block(self, body: tuple[Stmt, ...], st: _State, emit: bool) -> tuple[list[Stmt], list[Hazard]]:
-        """Orders `body` after `st`. emit: returns the body with flags; else the (index, src, dst)
-        hazards found (for the loop-carried check)."""
-        out: list[Stmt] = []
-        found: list[tuple[int, Pipe, Pipe]] = []
-        for i, s in enumerate(body):
-            if isinstance(s, For):
-                out.extend(self.for_(s, st, emit, found, i))
-            elif isinstance(s, If):
-                out.append(self.if_(s, st, emit, found, i))
-            elif isinstance(s, Eval) and isinstance(s.value, Call) and s.value.op.startswith("system."):
-                self.replay_flag(s.value, st)
-                out.append(s)
-            elif (ins := _instr(s)) is not None:
-                pipe, acc = ins
-                for q in st.unordered(pipe, acc):
-                    if q in st.unordered(pipe, acc):  # an earlier wait may have covered it
-                        found.append((i, q, pipe))
-                        if emit:
-                            eid = self.fresh_id((q, pipe), s.span)
-                            out.append(_flag("set_flag", q, pipe, eid, s.span))
-                            out.append(_flag("wait_flag", q, pipe, eid, s.span))
-                        st.wait(q, pipe)
-                st.record(pipe, acc)
-                out.append(s)
+            names = {x.name for x in nodes_of(ref.index, Var)}
+            if s.var.name not in names:
+                continue
+            p = _sequence_period(ref.index, s, trips) if names == {s.var.name} else None
+            if p is None or math.lcm(period, p) > _MAX_PERIOD:
+                self.opaque.add(ref.index)  # treated as "any slot": always safe
             else:
-                out.append(s)
-        return out, found
+                period = math.lcm(period, p)
+        return period
 
-    def replay_flag(self, call: Call, st: _State) -> None:
-        if call.op == "system.wait_flag":
-            st.wait(call.args[0].value, call.args[1].value)
+    # --- placement ------------------------------------------------------------------------
+    def order(self, e: Entry, p: int, span) -> None:
+        """Adds the flag that orders consumer pipe ``p`` after instruction ``e``."""
+        q, site, frames = e.pipe, e.site, self.frames
+        level = 0
+        while level + 1 < min(len(site), len(frames)) and site[level + 1].inst == frames[level + 1].inst:
+            level += 1
+        w = len(frames) - 1
+        while w > level and frames[w].kind == "loop":  # hoist the wait out of inner loops
+            w -= 1
+        fr, jp, trip = frames[level], site[level].idx, site[level].it
+        if w > level:
+            self.adjacent(frames[w], q, p, span)
+        elif fr.kind == "loop" and trip < fr.it:
+            self.carry(fr, q, p, jp, fr.it - trip, span)
+        elif jp < fr.idx:
+            self.new(_Token(q, p, ("post", fr.path + (jp,)), fr.path + (fr.idx,), span))
+            self.st.learn(p, _clock(fr.snaps[jp + 1], q))
+        else:
+            self.adjacent(fr, q, p, span)
 
-    def if_(self, s: If, st: _State, emit: bool, found: list, i: int) -> Stmt:
-        then_st, else_st = copy.deepcopy(st), copy.deepcopy(st)
-        then_body, f1 = self.block(s.then_body, then_st, emit)
-        else_body, f2 = self.block(s.else_body, else_st, emit)
-        found += [(i, q, p) for _, q, p in f1 + f2]
-        self._merge(st, then_st, else_st)
-        return dataclasses.replace(s, then_body=tuple(then_body), else_body=tuple(else_body))
+    def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False) -> None:
+        path = fr.path + (fr.idx,)
+        self.new(_Token(q, p, ("pre", path), path, span))
+        self.st.learn(p, self.st.clock(q) if now else _clock(fr.snaps[fr.idx], q))
 
-    @staticmethod
-    def _merge(st: _State, a: _State, b: _State) -> None:
-        """After a branch: every instruction either side issued may be pending; knowledge is
-        what both sides guarantee."""
-        for p in PIPES:
-            st.count[p] = max(a.count[p], b.count[p])
-            for q in PIPES:
-                st.known[p][q] = min(a.known[p][q], b.known[p][q])
-        st.history = a.history + [h for h in b.history if h not in a.history]
+    def carry(self, fr: _Frame, q: int, p: int, js: int, depth: int, span) -> None:
+        key = (fr.path, q, p)
+        old = self.plan.carried.get(key)
+        if old is None:
+            body = fr.path
+            tok = _Token(q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth)
+            self.plan.carried[key] = tok
+            self.plan.tokens.append(tok)
+        else:  # one flag per pipe pair and loop: latest producer, earliest consumer, nearest trip
+            js = max(js, old.set_at[1][-1])
+            merged = (("post", fr.path + (js,)), fr.path + (min(fr.idx, old.wait_at[-1]),))
+            if merged == (old.set_at, old.wait_at) and depth >= old.depth:
+                self.adjacent(self.frames[-1], q, p, span, now=True)  # already there: cannot help
+                return
+            old.set_at, old.wait_at, old.depth = *merged, min(depth, old.depth)
+        raise _Restart
 
-    def for_(self, s: For, st: _State, emit: bool, found: list, i: int) -> list[Stmt]:
-        body, f1 = self.block(s.body, st, emit)  # pass 1: against the past and itself
-        found += [(i, q, p) for _, q, p in f1]
-        carried_st = copy.deepcopy(st)
-        _, carried = self.block(tuple(body), carried_st, emit=False)  # pass 2: iteration k+1 vs k
-        pairs: dict[tuple[Pipe, Pipe], int] = {}
-        for idx, q, p in carried:
-            pairs.setdefault((q, p), idx)
-            found.append((i, q, p))
-        for q, p in pairs:
-            st.wait(q, p)
-        if not emit or not pairs:
-            return [dataclasses.replace(s, body=tuple(body))] if emit else []
-        return self.carry(s, body, pairs)
+    def new(self, tok: _Token) -> None:
+        """A same-trip flag takes effect from the next time its statements run."""
+        self.plan.tokens.append(tok)
+        self.plan.place(len(self.plan.tokens) - 1, self.pre, self.post)
 
-    def carry(self, s: For, body: list[Stmt], pairs: dict[tuple[Pipe, Pipe], int]) -> list[Stmt]:
-        before, after, waits = [], [], {}
-        for (q, p), idx in pairs.items():
-            eid = self.fresh_id((q, p), s.span, reserve=True)
-            before.append(_flag("set_flag", q, p, eid, s.span))
-            after.append(_flag("wait_flag", q, p, eid, s.span))
-            waits.setdefault(idx, []).append(_flag("wait_flag", q, p, eid, s.span))
-            body.append(_flag("set_flag", q, p, eid, s.span))
-        new_body: list[Stmt] = []
-        # indices in `pairs` refer to the body with pass-1 flags: insert the waits there
-        for k, stmt in enumerate(body):
-            new_body.extend(waits.get(k, []))
-            new_body.append(stmt)
-        return [*before, dataclasses.replace(s, body=tuple(new_body)), *after]
+
+def _clock(snap: tuple[list[int], list[list[int]]], q: int) -> tuple[int, ...]:
+    count, known = snap
+    c = list(known[q])
+    c[q] = count[q]
+    return tuple(c)
+
+
+def _trips(s: For) -> int | None:
+    if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
+        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))
+    return None
+
+
+def _sequence_period(index, s: For, trips: int) -> int | None:
+    if trips > _MAX_ENUMERATED_TRIPS:
+        return None
+    values = range(int(s.start.value), int(s.stop.value), int(s.step.value))
+    seq = [evaluate(index, {s.var.name: i}) for i in values]
+    if None in seq:
+        return None
+    for p in range(1, min(_MAX_PERIOD, len(seq)) + 1):
+        if all(seq[t] == seq[t + p] for t in range(len(seq) - p)):
+            return p
+    return None
+
+
+# --- emission ------------------------------------------------------------------------------------
+def _flag_stmt(op: str, t: _Token, eid: int) -> Stmt:
+    args = (Literal(PIPES[t.src]), Literal(PIPES[t.dst]), Const(eid))
+    return Eval(Call(f"system.{op}_flag", args, span=t.span), span=t.span)
+
+
+def _emit(body: tuple[Stmt, ...], path: Path, plan: _Plan, ids: dict[int, int], trace: list) -> tuple:
+    pre, post = plan.flags()
+
+    def one(flags: list, out: list[Stmt]) -> None:
+        for op, k in flags:
+            trace.append(k)
+            out.append(_flag_stmt(op, plan.tokens[k], ids.get(k, 0)))
+
+    def block(stmts: tuple[Stmt, ...], bpath: Path) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for j, s in enumerate(stmts):
+            p = bpath + (j,)
+            one(pre.get(p, []), out)
+            if isinstance(s, For):
+                s = dataclasses.replace(s, body=block(s.body, p + ("body",)))
+            elif isinstance(s, If):
+                then_body, else_body = block(s.then_body, p + ("then",)), block(s.else_body, p + ("else",))
+                s = dataclasses.replace(s, then_body=then_body, else_body=else_body)
+            out.append(s)
+            one(post.get(p, []), out)
+        return tuple(out)
+
+    return block(body, path)
+
+
+def _event_ids(plan: _Plan, body: tuple[Stmt, ...], limit: int, fn: Function) -> dict[int, int]:
+    """Flags of one pipe pair whose lifetimes (first to last appearance) overlap get distinct
+    ids; a flag that finds none free falls back to set-just-before-wait and we try again."""
+    while True:
+        trace: list[int] = []
+        _emit(body, (), plan, {}, trace)
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for pos, k in enumerate(trace):
+            first.setdefault(k, pos)
+            last[k] = pos
+        ids, failed = _color(plan, first, last, limit)
+        if failed is None:
+            return ids
+        tok = plan.tokens[failed]
+        if tok.set_at == ("pre", tok.wait_at):
+            raise CompileError(
+                f"{fn.name}: more than {limit} flags between {PIPES[tok.src].name} and "
+                f"{PIPES[tok.dst].name} are outstanding at once (platform event_ids = {limit})",
+                tok.span,
+            )
+        tok.adjacent()
+
+
+def _color(plan: _Plan, first: dict, last: dict, limit: int) -> tuple[dict[int, int], int | None]:
+    ids: dict[int, int] = {}
+    active: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for k in sorted(first, key=first.__getitem__):
+        t = plan.tokens[k]
+        pair = (t.src, t.dst)
+        active[pair] = [a for a in active[pair] if last[a] > first[k]]
+        free = sorted(set(range(limit)) - {ids[a] for a in active[pair]})
+        if not free:
+            return ids, k
+        ids[k] = free[0]
+        active[pair].append(k)
+    return ids, None
+
+
+def _has_flags(fn: Function) -> bool:
+    return any(c.op.startswith("system.") for c in nodes_of(fn.body, Call))
+
+
+def _sync(fn: Function, limit: int) -> Function:
+    plan = _Plan()
+    for _ in range(_MAX_RESTARTS):
+        try:
+            _Walker(fn, plan).run()
+            break
+        except _Restart:
+            continue
+    else:
+        raise CompileError(f"{fn.name}: synchronisation did not settle (internal error)", fn.span)
+    ids = _event_ids(plan, fn.body, limit, fn)
+    return dataclasses.replace(fn, body=_emit(fn.body, (), plan, ids, []))
 
 
 def insert_sync(program: Program, ctx: PassContext) -> Program:
     """Add the flags every InCore function needs between its pipes."""
-    fns = []
-    for f in program.functions:
-        if f.kind.is_incore and f.external_source is None:
-            body, _ = _Syncer(f, int(ctx.platform.event_ids)).block(f.body, _State(), emit=True)
-            f = dataclasses.replace(f, body=tuple(body))
-        fns.append(f)
-    return dataclasses.replace(program, functions=tuple(fns))
+    limit = int(ctx.platform.event_ids)
+    fns = tuple(
+        _sync(f, limit) if f.kind.is_incore and f.external_source is None and not _has_flags(f) else f
+        for f in program.functions
+    )
+    return dataclasses.replace(program, functions=fns)

@@ -13,7 +13,8 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.enums import Direction, FunctionType, MemorySpace
 from pypto.ir.expr import Call, FuncCall, Var
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt
+from pypto.ir.ops import get_op
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
 from pypto.ir.types import TensorType, TileType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._scan import defined_names
@@ -22,16 +23,58 @@ _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpac
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target"}
 
 
-def _direction(name: str, body: tuple[Stmt, ...]) -> Direction:
-    written = read = False
+def _tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
+    """Tensor names that denote one tensor: ``t2 = pl.store(..., t)``, ``t2 = t``, and
+    loop-carried / if-merged tensors (``out = pl.store(..., out)`` in a loop)."""
+    parent: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        while n in parent:
+            n = parent[n]
+        return n
+
+    def join(a: object, b: object) -> None:
+        if isinstance(a, Var) and isinstance(b, Var) and find(a.name) != find(b.name):
+            parent[find(b.name)] = find(a.name)
+
+    for node in walk(body):
+        if isinstance(node, Assign) and isinstance(node.var.type, TensorType):
+            v = node.value
+            join(v.arg(_WRITES[v.op]) if isinstance(v, Call) and v.op in _WRITES else v, node.var)
+        elif isinstance(node, For):
+            last = node.body[-1] if node.body else None
+            yields = last.values if isinstance(last, Yield) else ()
+            for it, r, y in zip(node.iter_args, node.results, yields):
+                if isinstance(it.var.type, TensorType):
+                    for other in (it.init, r, y):
+                        join(it.var, other)
+        elif isinstance(node, If):
+            for branch in (node.then_body, node.else_body):
+                last = branch[-1] if branch else None
+                for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
+                    if isinstance(r.type, TensorType):
+                        join(r, y)
+    return {n: find(n) for n in parent}
+
+
+def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
+    """Per tensor name: written by the body, read, or both (through any alias)."""
+    alias = _tensor_aliases(body)
+    written: set[str] = set()
+    read: set[str] = set()
     for call in nodes_of(body, Call):
-        target = _WRITES.get(call.op)
-        for arg in call.args:
-            if isinstance(arg, Var) and arg.name == name:
-                is_target = target is not None and call.arg(target) is arg
-                written |= is_target
-                read |= not is_target
-    return Direction.InOut if written and read else Direction.Out if written else Direction.In
+        params = get_op(call.op).params
+        for p, a in zip(params, call.args):
+            if isinstance(a, Var) and isinstance(a.type, TensorType):
+                root = alias.get(a.name, a.name)
+                (written if _WRITES.get(call.op) == p.name else read).add(root)
+    names = {n for n in alias} | written | read
+    out = {}
+    for n in names:
+        root = alias.get(n, n)
+        w, r = root in written, root in read
+        out[n] = Direction.InOut if w and r else Direction.Out if w else Direction.In
+    return out
 
 
 def _kind(body: tuple[Stmt, ...]) -> FunctionType:
@@ -59,14 +102,8 @@ class _Outliner:
 
     def kernel(self, scope: Scope) -> tuple[Function, list[Var]]:
         free = _free_vars(scope.body)
-        params = tuple(
-            Param(
-                v,
-                _direction(v.name, scope.body) if isinstance(v.type, TensorType) else Direction.In,
-                span=v.span,
-            )
-            for v in free
-        )
+        directions = _directions(scope.body)
+        params = tuple(Param(v, directions.get(v.name, Direction.In), span=v.span) for v in free)
         name = scope.name_hint or f"{self.entry.name}_incore_{len(self.kernels)}"
         if any(k.name == name for k in self.kernels):
             name = f"{name}_{len(self.kernels)}"

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pypto import knobs
+from pypto.diagnostics.checks import check_perf_hints
 from pypto.ir.stmt import Program
 from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
 from pypto.passes.insert_sync import insert_sync
+from pypto.passes.lower_tensor_ops import lower_tensor_ops
 from pypto.passes.options import MemoryPlanner
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 
@@ -35,12 +37,16 @@ class PassEntry:
 PASSES: list[PassEntry] = [
     # Scopes first: everything after works per InCore function.
     PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
+    # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
+    PassEntry("LowerTensorOps", lower_tensor_ops),
     # Spaces before planning: capacities and alignments are per space.
     PassEntry("InferMemorySpaces", lambda p, ctx: infer_memory_spaces(p)),
     # Lifetimes, reuse and addresses; PTOAS assigns addresses when the kernel starts instead.
     PassEntry("AllocateMemoryAddr", allocate_memory_addr, frozenset({MemoryPlanner.PYPTO})),
     # Last: hazards are decided on final addresses, so reuse can never introduce a race.
     PassEntry("InsertSync", insert_sync),
+    # Analysis only, after every rewrite: hints see the final transfers (clones included).
+    PassEntry("CheckPerfHints", check_perf_hints),
 ]
 
 Dump = Callable[[int, str, Program], None]

@@ -10,7 +10,7 @@ from typing import Any
 from pypto.errors import CompileError
 from pypto.ir.enums import AtomicType, Direction, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType
 from pypto.ir.visit import nodes_of
 
@@ -138,14 +138,41 @@ def _conflict(earlier: Task, reads: frozenset[int], writes: frozenset[int], atom
     return bool(shared - (earlier.atomic & atomic))
 
 
+def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
+    """The tensor argument a call writes (`c = kernel(a, c)` names it)."""
+    callee = program.get(call.callee)
+    for p, a in zip(callee.params, call.args):
+        if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var) and a.name in env.tensors:
+            return a
+    return None
+
+
+def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
+    """Loop-carried tensors keep naming the buffer their value came from."""
+    for var, value in zip(names, values):
+        if isinstance(value, Var) and value.name in env.tensors:
+            env.tensors[var.name] = env.tensors[value.name]
+        elif isinstance(var.type, ScalarType):
+            env.scalars[var.name] = _value(value, env)
+
+
+def _for(s: For, program: Program, env: _Env, tasks: list[Task]) -> None:
+    _carry(tuple(it.var for it in s.iter_args), tuple(it.init for it in s.iter_args), env)
+    for i in range(_value(s.start, env), _value(s.stop, env), _value(s.step, env)):
+        env.scalars[s.var.name] = i
+        _walk(s.body, program, env, tasks)
+        if s.body and isinstance(s.body[-1], Yield):
+            _carry(tuple(it.var for it in s.iter_args), s.body[-1].values, env)
+    _carry(s.results, tuple(it.var for it in s.iter_args), env)
+
+
 def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]) -> None:
     for s in body:
         if isinstance(s, (Eval, Assign)) and isinstance(s.value, FuncCall):
             _submit(s.value, program, env, tasks)
-            if isinstance(s, Assign) and isinstance(s.var.type, TensorType):
-                out = next((a for a in s.value.args if isinstance(a, Var) and a.name in env.tensors), None)
-                if out is not None:  # `c = kernel(a, c)` names the written tensor
-                    env.tensors[s.var.name] = env.tensors[out.name]
+            out = _written_arg(s.value, program, env)
+            if isinstance(s, Assign) and out is not None:
+                env.tensors[s.var.name] = env.tensors[out.name]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             t = s.var.type
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
@@ -155,12 +182,10 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
             env.tensors[s.var.name] = env.tensors[s.value.name]
         elif isinstance(s, For):
-            for i in range(_value(s.start, env), _value(s.stop, env), _value(s.step, env)):
-                env.scalars[s.var.name] = i
-                _walk(s.body, program, env, tasks)
+            _for(s, program, env, tasks)
         elif isinstance(s, If):
             _walk(s.then_body if _value(s.cond, env) else s.else_body, program, env, tasks)
-        elif isinstance(s, Return):
+        elif isinstance(s, (Return, Yield)):
             continue
         else:
             raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)

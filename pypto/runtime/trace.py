@@ -6,8 +6,9 @@ Chrome-trace JSON, an API_INSTR block of per-instruction metrics) plus the same 
 ``trace.json`` beside it, as the vendor's tool lays it out. Each simulated core of the
 launch is one process (``core0.veccore0``, ``core0.cubecore0``, ...), each pipe one lane.
 
-Everything here is built from the recorded numpy columns in bulk: one string template per
-event over ``tolist()`` columns, aggregates with ``np.bincount`` — no per-event dicts.
+Built from the native record table in bulk: static instructions and flag details through
+``np.unique``, counters through ``np.bincount``, one string template per event over
+``tolist()`` columns — no per-event dicts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,18 +25,19 @@ import numpy as np
 
 from pypto import platforms
 from pypto.platforms import Platform
-from pypto.runtime.report import PIPES, RunReport, TaskReport
+from pypto.runtime.report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, pack_block
 
 log = logging.getLogger(__name__)
 
 # How the vendor spells pipes inside ``args.detail`` (PIPE_V is "VEC", PIPE_M is "M").
 FLAG_PIPE_NAMES: tuple[str, ...] = ("MTE2", "MTE1", "M", "VEC", "FIX", "MTE3", "S")
-SYNC_EVENT_NAMES = {1: "SET_FLAG", 2: "WAIT_FLAG", 3: "BAR"}
+SYNC_EVENT_NAMES = ("", "SET_FLAG", "WAIT_FLAG", "BAR")
+_COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
 _CUBE_PIPES = (PIPES.index("MTE1"), PIPES.index("CUBE"), PIPES.index("FIXPIPE"))
 _VECTOR = PIPES.index("VECTOR")
 _PC_BASE = 0x10000
-# MindStudio Insight column kinds: 1 int, 2 float, 3 string (lists of them per core).
+# MindStudio Insight column kinds: 1 int, 2 float, 3 string (lists of them: one per core).
 _API_DTYPES = {
     "Address": 3,
     "Source": 3,
@@ -47,7 +49,6 @@ _API_DTYPES = {
     "Vector Utilization Percentage": 2,
     "Buffer Address": 3,
 }
-
 _OP = (
     '{"name":%s,"ph":"X","pid":"%s","tid":"%s","ts":%r,"dur":%r,'
     '"args":{"instr":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d,"bytes":%d,"addr":%d}}'
@@ -60,30 +61,42 @@ _SYNC = (
 
 @dataclass
 class CoreRecords:
-    """The records of one simulated core in one launch."""
+    """The records of one simulated core in one launch, and their static-instruction codes."""
 
     pid: str
-    columns: dict[str, Any]
+    trace: InstrTrace
+    codes: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    def col(self, name: str) -> np.ndarray:
+        return self.trace.raw["table"][:, _COL[name]]
 
 
 @dataclass
 class Sites:
-    """Static instructions: one per distinct (name, source, pipe); ``code`` maps each record."""
+    """Static instructions of a launch: one per distinct (name, source, pipe), numbered."""
 
-    keys: list[tuple[str, str, int]]
-    index: dict[tuple[str, str, int], int]
+    keys: list[tuple[str, str, int]] = field(default_factory=list)
+    index: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
-    def codes(self, columns: dict[str, Any]) -> np.ndarray:
-        keys = zip(columns["name"], columns["loc"], columns["pipe"].tolist())
-        index = self.index
-        out = []
-        for key in keys:
-            code = index.get(key)
-            if code is None:
-                code = index[key] = len(self.keys)
-                self.keys.append(key)
-            out.append(code)
-        return np.asarray(out, dtype=np.int64)
+    def code_of(self, key: tuple[str, str, int]) -> int:
+        if key not in self.index:
+            self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return self.index[key]
+
+    def codes(self, core: CoreRecords) -> np.ndarray:
+        raw = core.trace.raw
+        if len(raw["table"]) == 0:
+            return np.empty(0, np.int64)
+        key = (
+            (raw["name_id"].astype(np.int64) << 40) | (raw["loc_id"].astype(np.int64) << 8) | core.col("pipe")
+        )
+        uniq, inverse = np.unique(key, return_inverse=True)
+        strings = raw["strings"]
+        local = [
+            self.code_of((strings[k >> 40], strings[(k >> 8) & 0xFFFFFFFF], k & 0xFF)) for k in uniq.tolist()
+        ]
+        return np.asarray(local, dtype=np.int64)[inverse.reshape(-1)]
 
     def address(self, code: int) -> str:
         return f"0x{_PC_BASE + 4 * code:x}"
@@ -94,52 +107,52 @@ def core_pid(block: int, cube: bool) -> str:
     return f"core{block}.cubecore0" if cube else f"core{block // 2}.veccore{block % 2}"
 
 
-def _is_cube(task: TaskReport, cube_kernels: Iterable[str] | None) -> bool:
+def _is_cube(task: TaskReport, cube_kernels: list[str] | None) -> bool:
     if cube_kernels is not None:
-        return task.name in set(cube_kernels)
-    pipes = task.trace.columns["pipe"] if task.trace is not None else np.empty(0)
-    return bool(np.isin(pipes, _CUBE_PIPES).any())
+        return task.name in cube_kernels
+    table = task.trace.raw["table"] if task.trace is not None else np.empty((0, len(RECORD_COLUMNS)))
+    return bool(np.isin(table[:, _COL["pipe"]], _CUBE_PIPES).any())
 
 
-def _events(core: CoreRecords, codes: np.ndarray, sites: Sites, us_per_cycle: float) -> list[str]:
-    c = core.columns
-    start = np.round(c["start"] * us_per_cycle, 6)
-    dur = np.round(np.round(c["end"] * us_per_cycle, 6) - start, 6)
-    jname = {n: json.dumps(n) for n in set(c["name"])}
-    jloc = {s: json.dumps(s) for s in set(c["loc"])}
+def _details(core: CoreRecords) -> list[str]:
+    """Per record: ``PIPE:<src>,TRIGGERPIPE:<dst>,FLAGID:<id>,`` for a flag, ``PIPE:<p>,`` for a
+    barrier, ``""`` for an operation."""
+    kind = core.col("kind")
+    flag, barrier = (kind == 1) | (kind == 2), kind == 3
+    pipe = np.where(barrier, core.col("pipe"), 0)
+    src, dst, fid = (np.where(flag, core.col(c), 0) for c in ("flag_src", "flag_dst", "flag_id"))
+    key = (((kind * 8 + pipe) * 8 + src) * 8 + dst) * 256 + fid
+    uniq, inverse = np.unique(key, return_inverse=True)
+    texts = []
+    for k in uniq.tolist():
+        f, d, s = k % 256, (k // 256) % 8, (k // 2048) % 8
+        p, kd = (k // 16384) % 8, k // 131072
+        if kd in (1, 2):
+            texts.append(f"PIPE:{FLAG_PIPE_NAMES[s]},TRIGGERPIPE:{FLAG_PIPE_NAMES[d]},FLAGID:{f},")
+        else:
+            texts.append(f"PIPE:{FLAG_PIPE_NAMES[p]}," if kd == 3 else "")
+    return [texts[i] for i in inverse.reshape(-1).tolist()]
+
+
+def _events(core: CoreRecords, sites: Sites, us_per_cycle: float) -> list[str]:
+    raw = core.trace.raw
+    start = np.round(core.col("start") * us_per_cycle, 6)
+    dur = np.round(np.round(core.col("end") * us_per_cycle, 6) - start, 6)
+    jstr = [json.dumps(s) for s in raw["strings"]]
     pcs = [sites.address(i) for i in range(len(sites.keys))]
-    detail = _details(c)
-    pid, lanes = core.pid, PIPES
-    cycles = (c["end"] - c["start"]).tolist()
+    pid, lanes, sync = core.pid, PIPES, SYNC_EVENT_NAMES
+    cycles = (core.col("end") - core.col("start")).tolist()
     rows = zip(
-        c["kind"].tolist(), c["pipe"].tolist(), start.tolist(), dur.tolist(), c["name"], c["loc"],
-        c["index"].tolist(), codes.tolist(), cycles, c["bytes"].tolist(), c["addr"].tolist(), detail,
+        core.col("kind").tolist(), core.col("pipe").tolist(), start.tolist(), dur.tolist(),
+        raw["name_id"].tolist(), raw["loc_id"].tolist(), core.col("index").tolist(), core.codes.tolist(),
+        cycles, core.col("bytes").tolist(), core.col("addr").tolist(), _details(core),
     )  # fmt: skip
     return [
-        _OP % (jname[n], pid, lanes[p], t, d, jname[n], jloc[s], i, pcs[pc], cy, b, a)
+        _OP % (jstr[n], pid, lanes[p], t, d, jstr[n], jstr[s], i, pcs[pc], cy, b, a)
         if k == 0
-        else _SYNC % (SYNC_EVENT_NAMES[k], pid, lanes[p], t, d, det, jloc[s], i, pcs[pc], cy)
+        else _SYNC % (sync[k], pid, lanes[p], t, d, det, jstr[s], i, pcs[pc], cy)
         for k, p, t, d, n, s, i, pc, cy, b, a, det in rows
     ]
-
-
-def _details(c: dict[str, Any]) -> list[str]:
-    """``PIPE:<src>,TRIGGERPIPE:<dst>,FLAGID:<id>,`` for flags, ``PIPE:<pipe>,`` for barriers."""
-    table: dict[tuple[int, int, int, int], str] = {}
-    out = []
-    rows = zip(c["kind"].tolist(), c["pipe"].tolist(), c["flag_src"].tolist(), c["flag_dst"].tolist(),
-               c["flag_id"].tolist())  # fmt: skip
-    for key in rows:
-        text = table.get(key)
-        if text is None:
-            kind, pipe, src, dst, fid = key
-            if kind in (1, 2):
-                text = f"PIPE:{FLAG_PIPE_NAMES[src]},TRIGGERPIPE:{FLAG_PIPE_NAMES[dst]},FLAGID:{fid},"
-            else:
-                text = f"PIPE:{FLAG_PIPE_NAMES[pipe]}," if kind == 3 else ""
-            table[key] = text
-        out.append(text)
-    return out
 
 
 def _meta(name: str, pid: str, args: dict[str, Any], tid: str | None = None) -> str:
@@ -162,42 +175,48 @@ def _metadata(pids: list[str]) -> list[str]:
     return meta
 
 
-def trace_json(cores: list[CoreRecords], all_codes: list[np.ndarray], sites: Sites, clock_hz: float) -> str:
+def trace_json(cores: list[CoreRecords], sites: Sites, clock_hz: float) -> str:
     """The TRACE payload: Chrome-trace JSON, timestamps in microseconds of simulated time."""
     us_per_cycle = 1e6 / clock_hz
     parts = _metadata([c.pid for c in cores])
-    for core, codes in zip(cores, all_codes):
-        parts.extend(_events(core, codes, sites, us_per_cycle))
+    for core in cores:
+        parts.extend(_events(core, sites, us_per_cycle))
     other = json.dumps({"generator": "pypto", "clock_hz": clock_hz, "time_unit": "us"})
     return '{"traceEvents":[' + ",".join(parts) + '],"displayTimeUnit":"ns","otherData":' + other + "}"
 
 
-def _per_core_sums(codes: np.ndarray, n: int, c: dict[str, Any], repeat_bytes: int) -> dict[str, np.ndarray]:
-    bytes_ = c["bytes"].astype(np.float64)
-    repeats = np.ceil(bytes_ / repeat_bytes) * repeat_bytes
+def _per_core(core: CoreRecords, n: int, repeat_bytes: int) -> dict[str, np.ndarray]:
+    codes = core.codes
+    nbytes = core.col("bytes").astype(np.float64)
     first = np.full(n, -1, dtype=np.int64)
     uniq, idx = np.unique(codes, return_index=True)
-    first[uniq] = c["addr"][idx]
+    first[uniq] = core.col("addr")[idx]
     return {
         "count": np.bincount(codes, minlength=n),
-        "cycles": np.bincount(codes, weights=(c["end"] - c["start"]).astype(np.float64), minlength=n),
-        "bytes": np.bincount(codes, weights=bytes_, minlength=n),
-        "lanes": np.bincount(codes, weights=repeats, minlength=n),
+        "cycles": np.bincount(
+            codes, weights=(core.col("end") - core.col("start")).astype(np.float64), minlength=n
+        ),
+        "bytes": np.bincount(codes, weights=nbytes, minlength=n),
+        "capacity": np.bincount(codes, weights=np.ceil(nbytes / repeat_bytes) * repeat_bytes, minlength=n),
         "addr": first,
     }
 
 
-def api_instr_json(
-    cores: list[CoreRecords], all_codes: list[np.ndarray], sites: Sites, repeat_bytes: int
-) -> str:
-    """The API_INSTR payload: one entry per static instruction, counters per core."""
+def _stacked(sums: list[dict[str, np.ndarray]], key: str, n: int) -> np.ndarray:
+    return np.stack([s[key] for s in sums], axis=1) if sums else np.zeros((n, 0))
+
+
+def api_instr_json(cores: list[CoreRecords], sites: Sites, repeat_bytes: int) -> str:
+    """The API_INSTR payload: one entry per static instruction, one counter per core."""
     n = len(sites.keys)
-    sums = [_per_core_sums(codes, n, core.columns, repeat_bytes) for core, codes in zip(cores, all_codes)]
-    count = np.stack([s["count"] for s in sums], axis=1).tolist() if sums else []
-    cycles = np.stack([s["cycles"] for s in sums], axis=1).astype(np.int64).tolist() if sums else []
-    nbytes = np.stack([s["bytes"] for s in sums], axis=1).astype(np.int64).tolist() if sums else []
-    util = _vector_util(sums, sites) if sums else []
-    addr = np.stack([s["addr"] for s in sums], axis=1).tolist() if sums else []
+    sums = [_per_core(core, n, repeat_bytes) for core in cores]
+    count = _stacked(sums, "count", n).astype(np.int64).tolist()
+    cycles = _stacked(sums, "cycles", n).astype(np.int64).tolist()
+    nbytes = _stacked(sums, "bytes", n)
+    capacity = _stacked(sums, "capacity", n)
+    util = np.where(capacity > 0, np.round(100.0 * nbytes / np.maximum(capacity, 1), 2), -1.0)
+    util[[pipe != _VECTOR for _, _, pipe in sites.keys]] = -1.0  # utilisation of the vector unit only
+    addr = _stacked(sums, "addr", n).astype(np.int64).tolist()
     instructions = [
         {
             "Address": sites.address(code),
@@ -206,8 +225,8 @@ def api_instr_json(
             "Pipe": PIPES[pipe],
             "Instructions Executed": count[code],
             "Cycles": cycles[code],
-            "Process Bytes": nbytes[code],
-            "Vector Utilization Percentage": util[code],
+            "Process Bytes": nbytes[code].astype(np.int64).tolist(),
+            "Vector Utilization Percentage": util[code].tolist(),
             "Buffer Address": [f"0x{a:x}" if a >= 0 else "" for a in addr[code]],
         }
         for code, (name, loc, pipe) in enumerate(sites.keys)
@@ -220,33 +239,19 @@ def api_instr_json(
     return json.dumps(doc, separators=(",", ":"))
 
 
-def _vector_util(sums: list[dict[str, np.ndarray]], sites: Sites) -> list[list[float]]:
-    """Bytes processed over the bytes the issued vector repeats could hold, in percent."""
-    used = np.stack([s["bytes"] for s in sums], axis=1)
-    lanes = np.stack([s["lanes"] for s in sums], axis=1)
-    pct = np.where(lanes > 0, np.round(100.0 * used / np.maximum(lanes, 1), 2), -1.0)
-    is_vec = np.array([pipe == _VECTOR for _, _, pipe in sites.keys], dtype=bool)
-    pct[~is_vec] = -1.0
-    return pct.tolist()
-
-
 def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
-    locs = {loc for c in cores for loc in set(c.columns["loc"])}
+    locs = {c.trace.raw["strings"][i] for c in cores for i in set(c.trace.raw["loc_id"].tolist())}
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
-    blocks = []
-    for f in files:
-        path = Path(f)
-        if path.is_file():
-            blocks.append(pack_block(SOURCE, path.read_bytes(), path=str(path)))
-    return blocks
+    return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
 
 
 def container(cores: list[CoreRecords], clock_hz: float, repeat_bytes: int = 256) -> tuple[bytes, str]:
     """``visualize_data.bin`` bytes of one launch, and its TRACE JSON (for ``trace.json``)."""
-    sites = Sites([], {})
-    codes = [sites.codes(c.columns) for c in cores]
-    trace = trace_json(cores, codes, sites, clock_hz)
-    api = api_instr_json(cores, codes, sites, repeat_bytes)
+    sites = Sites()
+    for core in cores:
+        core.codes = sites.codes(core)
+    trace = trace_json(cores, sites, clock_hz)
+    api = api_instr_json(cores, sites, repeat_bytes)
     blocks = _source_blocks(cores) + [pack_block(TRACE, trace.encode()), pack_block(API_INSTR, api.encode())]
     return b"".join(blocks), trace
 
@@ -265,16 +270,15 @@ def _launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
 
 
 def _opprof_dir(root: Path, kernel: str, stamp: str, n: int) -> Path:
-    base = root / kernel
     for attempt in range(1000):
         suffix = f"_{attempt}" if attempt else ""
-        sim = base / f"OPPROF_{stamp}_{n:03d}{suffix}" / "simulator"
+        sim = root / kernel / f"OPPROF_{stamp}_{n:03d}{suffix}" / "simulator"
         try:
             sim.mkdir(parents=True, exist_ok=False)
             return sim
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free OPPROF folder name under {base}")
+    raise FileExistsError(f"no free OPPROF folder name under {root / kernel}")
 
 
 def write_traces(
@@ -293,10 +297,10 @@ def write_traces(
     root = Path(root)
     plat = platform or platforms.get(report.platform)
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
-    paths = []
     kinds = list(cube_kernels) if cube_kernels is not None else None
+    paths = []
     for n, group in enumerate(_launches(report.tasks)):
-        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace.columns) for t in group]
+        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in group if t.trace]
         data, trace = container(cores, report.clock_hz, int(plat.vector_repeat_bytes))
         sim = _opprof_dir(root, group[0].name, stamp, n)
         (sim / "visualize_data.bin").write_bytes(data)

@@ -57,11 +57,11 @@ class Scheduler {
     auto& cores = t.cube ? aic_free_ : aiv_free_;
     if (cores.empty()) throw SimError(ErrorKind::kInvalidArgument, platform_.name + " has no cores for " + t.name);
     auto it = std::min_element(cores.begin(), cores.end());
-    dispatched_ = first ? 0 : dispatched_ + static_cast<uint64_t>(platform_.task_dispatch_cycles);
+    const uint64_t dispatch = first ? 0 : static_cast<uint64_t>(platform_.task_dispatch_cycles);
     TaskResult r;
     r.cube = t.cube;
     r.core = static_cast<int>(it - cores.begin());
-    r.start = std::max({ready, *it, dispatched_});
+    r.start = std::max(ready + dispatch, *it);
     return r;
   }
 
@@ -98,7 +98,6 @@ class Scheduler {
   const Platform& platform_;
   ScheduleOptions options_;
   std::vector<uint64_t> aic_free_, aiv_free_;
-  uint64_t dispatched_ = 0;
   std::vector<PendingAtomics> pending_;
   std::mt19937_64 rng_;
 };

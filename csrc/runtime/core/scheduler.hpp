@@ -3,9 +3,9 @@
 //
 // Contract: tasks come in submission order with their dependencies (earlier tasks only), so
 // running them functionally in that order respects every dependency and results are
-// deterministic. Timing: the host dispatches tasks one after another (dispatch_cycles each);
-// a task starts when it is dispatched, its dependencies have ended and a core of its type
-// is free (the earliest-free core is taken). Time 0 is the start of the first task. Atomic
+// deterministic. Timing: a task starts dispatch_cycles after its dependencies have ended
+// (launch latency; cores are dispatched in parallel), once a core of its type is free (the
+// earliest-free core is taken). Time 0 is the start of the first task. Atomic
 // adds are logged and applied in simulated completion order (a seed shuffles that order,
 // to expose reduction-order effects) before any task that depends on them runs.
 #pragma once

@@ -21,9 +21,12 @@ namespace pypto::vm {
 namespace {
 
 // Hot loops are cloned per ISA level and picked once at load time (ifunc), so one binary runs
-// AVX-512 where it can without requiring it.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define VM_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+// AVX-512 where it can without requiring it. The levels are x86-64-v4 (AVX-512 F/BW/DQ/VL) and
+// v3 (AVX2 + FMA + F16C) rather than plain "avx512f"/"avx2": GCC's "avx2" excludes FMA, and
+// exp/log use explicit fma so that they give the same bits on every machine (see exp_f32).
+// Clang takes the plain path (its target_clones spelling of these levels differs).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VM_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VM_HOT
 #endif
@@ -44,6 +47,11 @@ bool is_float(int dt) { return dt == PYPTO_FP32 || dt == PYPTO_FP16 || dt == PYP
 
 // ---- per-element math -------------------------------------------------------------------
 
+// Every multiply-add in exp/log is an explicit fma: left to the compiler, a*b+c is fused on
+// FMA targets and not on others, so the last bit would depend on the machine. std::fma is
+// exact everywhere (one instruction on the v3/v4 clones and aarch64, libm in the baseline
+// x86 clone), so exp/log are bit-identical across machines like every other op here.
+
 // e^x: x = k*ln2 + r with |r| <= ln2/2, e^r = 1 + r + r^2*P(r) (P fitted for this file by
 // minimax on that interval, rel. error 3e-9), then * 2^k as two exponent-field multiplies so
 // that k = 128 and subnormal results (k down to -150) need no branch. Outside the clamp the
@@ -53,18 +61,17 @@ VM_INLINE float exp_f32(float x) {
     const float magic = 0x1.8p23f;  // x + magic leaves round(x) in the low mantissa bits
     float xc = select_f32(x < -104.0f, -104.0f, x);
     xc = select_f32(xc > 88.8f, 88.8f, xc);
-    float t = xc * 1.44269504f + magic;
+    float t = std::fma(xc, 1.44269504f, magic);
     float k = t - magic;
     int32_t n = int32_t(f32_bits(t) - f32_bits(magic));
     // Cody-Waite: ln2 split so that k * hi is exact (hi has 9 significant bits).
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.38146128e-3f;
-    p = p * r + 8.36871006e-3f;
-    p = p * r + 4.16683890e-2f;
-    p = p * r + 1.66665211e-1f;
-    p = p * r + 4.99999940e-1f;
-    float e = (r * r) * p + r + 1.0f;
+    float r = std::fma(k, -0.693359375f, xc);
+    r = std::fma(k, 2.12194440e-4f, r);
+    float p = std::fma(1.38146128e-3f, r, 8.36871006e-3f);
+    p = std::fma(p, r, 4.16683890e-2f);
+    p = std::fma(p, r, 1.66665211e-1f);
+    p = std::fma(p, r, 4.99999940e-1f);
+    float e = std::fma(r * r, p, r) + 1.0f;
     int32_t n1 = n >> 1;
     float s1 = f32_from_bits(uint32_t(n1 + 127) << 23);
     float s2 = f32_from_bits(uint32_t(n - n1 + 127) << 23);
@@ -84,18 +91,17 @@ VM_INLINE float log_f32(float x) {
     int32_t e = int32_t(u >> 23) - (tiny ? 150 : 127);
     float f = f32_from_bits((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
     float z = f * f;
-    float q = -7.63449743e-2f;
-    q = q * f + 1.27615824e-1f;
-    q = q * f - 1.31601840e-1f;
-    q = q * f + 1.42017573e-1f;
-    q = q * f - 1.66233569e-1f;
-    q = q * f + 2.00012267e-1f;
-    q = q * f - 2.50008196e-1f;
-    q = q * f + 3.33333313e-1f;
+    float q = std::fma(-7.63449743e-2f, f, 1.27615824e-1f);
+    q = std::fma(q, f, -1.31601840e-1f);
+    q = std::fma(q, f, 1.42017573e-1f);
+    q = std::fma(q, f, -1.66233569e-1f);
+    q = std::fma(q, f, 2.00012267e-1f);
+    q = std::fma(q, f, -2.50008196e-1f);
+    q = std::fma(q, f, 3.33333313e-1f);
     float fe = float(e);
-    float y = (f * z) * q + fe * -2.12194440e-4f;
-    y = y - 0.5f * z;
-    float r = (f + y) + fe * 0.693359375f;
+    float y = std::fma(f * z, q, fe * -2.12194440e-4f);
+    y = std::fma(-0.5f, z, y);
+    float r = std::fma(fe, 0.693359375f, f + y);
     float special = x == 0.0f ? -kInf : x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : x;
     return select_f32((x > 0.0f) & (x < kInf), r, special);
 }

@@ -1,0 +1,141 @@
+"""Trace benchmarks: what RunConfig(trace=True) costs, and clean_sim_trace throughput.
+
+Run: python benchmarks/bench_trace.py [--events N]   (prints tables; never asserts on time)
+Targets (issue 5): recording off costs nothing measurable; cleaning >= 200k events/s on a
+1-million-event trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
+
+import pypto.language as pl  # noqa: E402
+from pypto.runtime import RunConfig, run_kernel_file  # noqa: E402
+from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
+from pypto.runtime.trace import write_traces  # noqa: E402
+from pypto.tools.clean_sim_trace import clean_file  # noqa: E402
+from pypto.tools.opprof_format import pack_block  # noqa: E402
+
+NT, TR, TC = 8, 64, 128
+
+
+@pl.jit
+def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(NT):
+            tile = pl.load(a, [i * TR, 0], [TR, TC])
+            pl.store(pl.exp(tile), [i * TR, 0], out)
+    return out
+
+
+def best_of(fn, n: int = 5) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def jit_overhead(tmp: Path) -> list[tuple[str, float, float]]:
+    """The seed kernel, compiled once: run untraced vs traced (records + OPPROF files)."""
+    a = np.ones((NT * TR, TC), np.float32)
+    out = np.zeros_like(a)
+    compiled = single_buffer.compile(a, out, config=RunConfig(output_dir=tmp / "jit"))
+    off = best_of(lambda: compiled.run(a, out, trace=False), 20)
+    on = best_of(lambda: compiled.run(a, out, trace=True), 20)
+    return [("seed single_buffer (@pl.jit)", off, on)]
+
+
+def loop_overhead(tmp: Path, n: int) -> list[tuple[str, float, float]]:
+    """``n`` tiny vector instructions: the per-instruction cost of recording and writing."""
+    so = build_kernel(KernelSource(name="tiny", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim")
+    off = best_of(lambda: run_kernel_file(so, [n]), 3)
+    rec = best_of(lambda: run_kernel_file(so, [n], record=True), 3)
+    rep = run_kernel_file(so, [n], record=True, name="tiny_loop")
+    t0 = time.perf_counter()
+    write_traces(rep, tmp / "loop")
+    write = time.perf_counter() - t0
+    return [
+        (f"{n:,} instructions, records only", off, rec),
+        (f"{n:,} instructions, + trace files", off, rec + write),
+    ]
+
+
+def synthetic_trace(n: int, seed: int = 0) -> bytes:
+    """A vendor-style container with about ``n`` events: per tile a load, a compute, a store
+    on two cores, B/E flag slices between them, loads overlapping by half (sub-lanes)."""
+    rng = random.Random(seed)
+    parts, t = [], 0.0
+    x = '{"name":"%s","ph":"X","pid":"%s","tid":"%s","ts":%.3f,"dur":%.3f,"args":{"pc_addr":"0x%x"}}'
+    fl = '{"name":"%s","ph":"%s","pid":"%s","tid":"%s","ts":%.3f,"args":{"detail":"%s"}}'
+    per_tile = 9  # 3 slices + 3 flag slices as B/E pairs
+    for i in range(n // per_tile):
+        pid = "core0.veccore%d" % (i % 2)
+        d = rng.uniform(0.2, 0.4)
+        parts.append(x % ("MOV_SRC_TO_DST_ALIGN", pid, "MTE2", t, 2 * d, 0x100))
+        parts.append(fl % ("SET_FLAG", "B", pid, "MTE2", t + 2 * d, "PIPE:MTE2,TRIGGERPIPE:VEC,FLAGID:0,"))
+        parts.append(fl % ("SET_FLAG", "E", pid, "MTE2", t + 2 * d + 0.001, ""))
+        parts.append(fl % ("WAIT_FLAG", "B", pid, "VECTOR", t, "PIPE:MTE2,TRIGGERPIPE:VEC,FLAGID:0,"))
+        parts.append(fl % ("WAIT_FLAG", "E", pid, "VECTOR", t + 2 * d + 0.002, ""))
+        parts.append(x % ("VEXP", pid, "VECTOR", t + 2 * d + 0.003, d, 0x200))
+        parts.append(x % ("MOV_UB_TO_OUT", pid, "MTE3", t + 3 * d + 0.01, d, 0x300))
+        parts.append(x % ("MOV_XD_IMM", pid, "SCALAR", t, 0.001, 0x10))
+        parts.append(x % ("thread_state_runnable", pid, "CACHEMISS", t, 0.001, 0))
+        t += d  # the next load starts while this one is in flight
+    trace = ('{"traceEvents":[' + ",".join(parts) + "]}").encode()
+    api = json.dumps({"Cores": ["core0.veccore0", "core0.veccore1"], "Instructions": []}).encode()
+    return pack_block(2, trace) + pack_block(4, api)
+
+
+def clean_throughput(tmp: Path, n: int) -> list[tuple[str, int, float]]:
+    rows = []
+    synth = tmp / "synthetic" / "visualize_data.bin"
+    synth.parent.mkdir(parents=True)
+    synth.write_bytes(synthetic_trace(n))
+    so = build_kernel(KernelSource(name="tiny", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim")
+    (ours,) = write_traces(run_kernel_file(so, [n], record=True, name="tiny_loop"), tmp / "ours")
+    for label, path in (
+        ("vendor-style synthetic (flags, overlaps)", synth),
+        ("pypto tiny_loop trace", Path(ours)),
+    ):
+        events = len(json.loads(_trace_payload(path))["traceEvents"])
+        t0 = time.perf_counter()
+        clean_file(path, tmp / "clean" / path.parent.name)
+        rows.append((label, events, time.perf_counter() - t0))
+    return rows
+
+
+def _trace_payload(path: Path) -> bytes:
+    from pypto.tools.opprof_format import TRACE, iter_blocks
+
+    return next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="pypto-bench-trace-"))
+    print(f"{'trace overhead':<42}{'untraced ms':>12}{'traced ms':>12}{'ratio':>8}")
+    for label, off, on in jit_overhead(tmp) + loop_overhead(tmp, args.events):
+        print(f"{label:<42}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}")
+    print()
+    print(f"{'clean_sim_trace':<42}{'events':>12}{'seconds':>12}{'events/s':>12}  (target >= 200k)")
+    for label, events, secs in clean_throughput(tmp, args.events):
+        print(f"{label:<42}{events:>12,}{secs:>12.2f}{events / secs:>12,.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""LowerTensorOps: tensor-level ops inside InCore functions become tile ops.
+
+``a[:, k0:k1]`` is a window view (no data moves); ``pl.matmul`` on tensors loads its
+operands GM → Mat, moves them to Left/Right and multiplies into Acc, in K chunks sized to
+L0A/L0B (``matmul`` then ``matmul_acc``); ``pl.full`` is a filled Vec tile;
+``pl.assemble(target, src, offset, atomic=)`` stores the tile into the target's window
+(FIXPIPE from Acc, MTE3 from Vec). Anything else at tensor level is reported, not guessed.
+Test: tests/passes/test_lower_tensor_ops.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
+from pypto.ir.types import TensorType
+from pypto.passes._scan import defined_names
+from pypto.passes.context import PassContext
+
+_MAX_K_CHUNKS = 16
+
+
+@dataclass(frozen=True)
+class _View:
+    base: Var  # a tensor parameter (or an alias of one)
+    offsets: tuple[Expr, ...]
+    shape: tuple[int, ...]
+
+
+class _Lowerer:
+    def __init__(self, fn: Function, ctx: PassContext) -> None:
+        self.fn, self.ctx = fn, ctx
+        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.views: dict[str, _View] = {}
+        self.tiles: dict[str, Var] = {}  # tensor-valued name -> the tile that holds it
+
+    def fresh(self, base: str) -> str:
+        k = 0
+        while f"{base}_{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{base}_{k}")
+        return f"{base}_{k}"
+
+    def op(self, out: list[Stmt], base: str, op: str, args: list, span: SourceSpan | None, **kw) -> Var:
+        call, t = bind_call(op, args, kw, span=span)
+        var = Var(self.fresh(base), t, span=span)
+        out.append(Assign(var, call, span=span))
+        return var
+
+    def view(self, e: Expr, span: SourceSpan | None) -> _View:
+        if isinstance(e, Var) and e.name in self.views:
+            return self.views[e.name]
+        if isinstance(e, Var) and isinstance(e.type, TensorType):
+            return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)
+        raise CompileError("expected a tensor (or a slice of one) here", span)
+
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in body:
+            if isinstance(s, For):
+                out.append(dataclasses.replace(s, body=self.block(s.body)))
+            elif isinstance(s, If):
+                out.append(
+                    dataclasses.replace(
+                        s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
+                    )
+                )
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op.startswith("tensor."):
+                self.lower(s, out)
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def lower(self, s: Assign, out: list[Stmt]) -> None:
+        c = s.value
+        if c.op == "tensor.slice":
+            v = self.view(c.arg("x"), s.span)
+            offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
+            self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)
+        elif c.op == "tensor.full":
+            t = s.var.type
+            self.tiles[s.var.name] = self.op(
+                out, s.var.name, "tile.full", [list(t.shape), t.dtype, c.arg("value")], s.span
+            )
+        elif c.op == "tensor.matmul":
+            self.tiles[s.var.name] = self.matmul(s, out)
+        elif c.op == "tensor.assemble":
+            self.assemble(s, out)
+        else:
+            raise CompileError(
+                f"tensor-level {c.op.removeprefix('tensor.')} inside a kernel is not supported "
+                "yet; write it with tiles (pl.load / pl.store)",
+                s.span,
+            )
+
+    def assemble(self, s: Assign, out: list[Stmt]) -> None:
+        c = s.value
+        src = c.arg("src")
+        tile = self.tiles.get(src.name) if isinstance(src, Var) else None
+        if tile is None:
+            raise CompileError(
+                "pl.assemble needs a value computed in this kernel (a tile, pl.full or "
+                "pl.matmul) as its source",
+                s.span,
+            )
+        target = self.view(c.arg("target"), s.span)
+        offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
+        call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)
+        out.append(Assign(s.var, call, span=s.span))
+        self.views[s.var.name] = _View(target.base, target.offsets, target.shape)
+
+    def matmul(self, s: Assign, out: list[Stmt]) -> Var:
+        c = s.value
+        a, b = self.view(c.arg("lhs"), s.span), self.view(c.arg("rhs"), s.span)
+        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
+        m, k = a.shape[::-1] if a_trans else a.shape
+        n = b.shape[0] if b_trans else b.shape[1]
+        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span)
+        acc = None
+        for k0 in range(0, k, kt):
+            la = self.operand(out, a, k0, kt, not a_trans, MemorySpace.Left, s.span)  # A is [M, K]
+            rb = self.operand(out, b, k0, kt, b_trans, MemorySpace.Right, s.span)  # B is [K, N]
+            flags = {"a_trans": a_trans, "b_trans": b_trans}
+            if acc is None:
+                acc = self.op(
+                    out, s.var.name, "tile.matmul", [la, rb], s.span, out_dtype=c.arg("out_dtype"), **flags
+                )
+            else:
+                acc = self.op(out, s.var.name, "tile.matmul_acc", [acc, la, rb], s.span, **flags)
+        return acc
+
+    def operand(
+        self,
+        out: list[Stmt],
+        v: _View,
+        k0: int,
+        kt: int,
+        k_is_cols: bool,
+        space: MemorySpace,
+        span: SourceSpan | None,
+    ) -> Var:
+        """The [.., kt] (or [kt, ..]) chunk of one operand, loaded to Mat and moved to `space`."""
+        r0, c0 = v.offsets
+        if k_is_cols:
+            offs, shape = [r0, make_binop("+", c0, _const(k0, span))], [v.shape[0], kt]
+        else:
+            offs, shape = [make_binop("+", r0, _const(k0, span)), c0], [kt, v.shape[1]]
+        mat = self.op(
+            out, f"{v.base.name}_mat", "tile.load", [v.base, offs, shape], span, target_memory=MemorySpace.Mat
+        )
+        return self.op(out, f"{v.base.name}_l0", "tile.move", [mat, space], span)
+
+    def k_chunk(self, m: int, k: int, n: int, esize: int, span: SourceSpan | None) -> int:
+        """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B."""
+        p = self.ctx.platform
+        if m * n * 4 > p.l0c_bytes:
+            raise CompileError(
+                f"matmul output [{m}, {n}] fp32 needs {m * n * 4} B of Acc but L0C holds "
+                f"{p.l0c_bytes} B; split M or N across tasks",
+                span,
+            )
+        for kt in range(k, 0, -16):
+            if k % kt == 0 and m * kt * esize <= p.l0a_bytes and kt * n * esize <= p.l0b_bytes:
+                if k // kt > _MAX_K_CHUNKS:
+                    break
+                return kt
+        raise CompileError(
+            f"matmul operands [{m}, {k}] x [{k}, {n}] do not tile onto L0A/L0B "
+            f"({p.l0a_bytes} B each) in at most {_MAX_K_CHUNKS} K chunks",
+            span,
+        )
+
+
+def _items(e: Expr) -> tuple[Expr, ...]:
+    return e.items if isinstance(e, ListExpr) else (e,)
+
+
+def _const(v: int, span: SourceSpan | None) -> Expr:
+    return as_expr(v, span)
+
+
+def lower_tensor_ops(program: Program, ctx: PassContext) -> Program:
+    """Rewrite tensor-level ops of every generated InCore function into tile ops."""
+    fns = []
+    for fn in program.functions:
+        if fn.kind.is_incore and fn.external_source is None:
+            fn = dataclasses.replace(fn, body=_Lowerer(fn, ctx).block(fn.body))
+        fns.append(fn)
+    return dataclasses.replace(program, functions=tuple(fns))

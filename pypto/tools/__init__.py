@@ -1,0 +1,6 @@
+"""Tools for looking inside a compile or a run: ``python -m pypto.tools.<name>``.
+
+* ``clean_sim_trace`` — an op-simulator ``visualize_data.bin`` (ours or the vendor's) into a
+  Perfetto-ready ``trace.clean.json`` plus ``instr_metrics.json``;
+* ``memory_map`` — a pass dump after address assignment into one self-contained HTML page.
+"""

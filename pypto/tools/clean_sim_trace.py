@@ -1,0 +1,180 @@
+"""``python -m pypto.tools.clean_sim_trace <bin | OPPROF dir> [-o DIR] [--keep-scalar] [--raw-metrics]``
+
+Turns an op-simulator ``visualize_data.bin`` — written by a pypto run with
+``RunConfig(trace=True)`` or by the vendor's op simulator — into
+
+* ``trace.clean.json``: Chrome-trace JSON for Perfetto / ``chrome://tracing`` with only the
+  pipeline lanes, in dataflow order, sync flags redrawn as arrows (rules in
+  :mod:`pypto.tools.trace_rebuild`);
+* ``instr_metrics.json``: the API_INSTR block reshaped to one record list per core (with
+  ``--raw-metrics``: the block's JSON exactly as stored).
+
+Outputs go next to the input, or to ``-o DIR``; then the raw simulator files are copied to
+``DIR/raw_simulator/`` so the folder stands alone. Prints ``wrote <path>`` per file; a missing
+input, a corrupt block or a file without a TRACE block is ``error: ...`` and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.tools.opprof_format import API_INSTR, TRACE, ContainerError, iter_blocks
+from pypto.tools.trace_rebuild import Clean, rebuild
+
+BIN_NAME = "visualize_data.bin"
+OUTPUTS = ("trace.clean.json", "instr_metrics.json")
+
+
+class CleanError(Exception):
+    """A problem with the input that ends the tool with ``error: ...`` and status 1."""
+
+
+@dataclass
+class Result:
+    """What one run of the tool wrote."""
+
+    clean: Clean
+    written: list[Path]
+    raw_copy: Path | None
+
+
+def find_bin(path: Path) -> Path:
+    """The ``visualize_data.bin`` that ``path`` names: the file itself, inside an OPPROF or
+    ``simulator`` folder, or in the newest ``OPPROF_*`` folder below ``path``."""
+    if not path.exists():
+        raise CleanError(f"no such file or directory: {path}")
+    if path.is_file():
+        return path
+    for candidate in (path / BIN_NAME, path / "simulator" / BIN_NAME):
+        if candidate.is_file():
+            return candidate
+    runs = sorted(path.glob(f"**/OPPROF_*/simulator/{BIN_NAME}"), key=lambda p: p.parent.parent.name)
+    if runs:
+        return runs[-1]
+    raise CleanError(f"no {BIN_NAME} in {path} (expected {path}/simulator/{BIN_NAME})")
+
+
+def read_blocks(path: Path) -> tuple[dict[str, Any] | list[Any], bytes | None]:
+    """The parsed TRACE payload and the raw API_INSTR payload (None when absent)."""
+    try:
+        blocks = list(iter_blocks(path.read_bytes()))
+    except ContainerError as e:
+        raise CleanError(f"{path}: {e}") from None
+    trace_block = next((b for b in blocks if b.type == TRACE), None)
+    if trace_block is None:
+        kinds = sorted({b.type for b in blocks})
+        raise CleanError(f"{path} has no TRACE block (type {TRACE}); block types found: {kinds or 'none'}")
+    try:
+        trace = json.loads(trace_block.payload)
+    except ValueError as e:
+        raise CleanError(
+            f"{path}: the TRACE block at offset {trace_block.offset} is not valid JSON: {e}"
+        ) from None
+    api = next((b.payload for b in blocks if b.type == API_INSTR), None)
+    return trace, api
+
+
+def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
+    """API_INSTR → ``{"cores", "instructions": {core: [record, ...]}, "column_types"}``: each
+    per-core array is split so every core gets its own scalar-valued records; keys become
+    ``snake_case`` (``"Vector Utilization Percentage"`` → ``vector_utilization_percentage``)."""
+    cores = [str(c) for c in api.get("Cores", [])]
+    per_core: dict[str, list[dict[str, Any]]] = {c: [] for c in cores}
+    for entry in api.get("Instructions", []):
+        fields = [(k.lower().replace(" ", "_"), v) for k, v in entry.items()]
+        for i, core in enumerate(cores):
+            per_core[core].append(
+                {k: v[i] if isinstance(v, list) and len(v) == len(cores) else v for k, v in fields}
+            )
+    return {"cores": cores, "instructions": per_core, "column_types": api.get("Instructions Dtype", {})}
+
+
+def _write_metrics(api: bytes, out: Path, raw: bool) -> Path:
+    target = out / OUTPUTS[1]
+    if raw:
+        target.write_bytes(api)
+        return target
+    try:
+        doc = json.loads(api)
+    except ValueError as e:
+        raise CleanError(f"the API_INSTR block is not valid JSON: {e}") from None
+    target.write_text(json.dumps(reshape_metrics(doc), indent=1))
+    return target
+
+
+def _copy_raw(src: Path, out: Path) -> Path:
+    """Copies the raw simulator output (the whole ``simulator/`` folder when the input sits in
+    one, else the file) to ``out/raw_simulator/``."""
+    dest = out / "raw_simulator"
+    dest.mkdir(parents=True, exist_ok=True)
+    if src.parent.name == "simulator":
+        shutil.copytree(src.parent, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*OUTPUTS))
+    else:
+        shutil.copy2(src, dest / src.name)
+    return dest
+
+
+def clean_file(
+    src: Path, out: Path | None = None, *, keep_scalar: bool = False, raw_metrics: bool = False
+) -> Result:
+    """Library form of the command: cleans ``src`` (a bin or a folder) into ``out``."""
+    bin_path = find_bin(Path(src))
+    trace, api = read_blocks(bin_path)
+    out = Path(out) if out is not None else bin_path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    clean = rebuild(trace, keep_scalar=keep_scalar)
+    clean.trace["otherData"]["source"] = str(bin_path)
+    target = out / OUTPUTS[0]
+    with target.open("w") as f:
+        json.dump(clean.trace, f, separators=(",", ":"))
+    written = [target]
+    if api is not None:
+        written.append(_write_metrics(api, out, raw_metrics))
+    elsewhere = out.resolve() != bin_path.parent.resolve()
+    raw_copy = _copy_raw(bin_path, out) if elsewhere else None
+    return Result(clean, written, raw_copy)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pypto.tools.clean_sim_trace",
+        description="Clean an op-simulator visualize_data.bin into a Perfetto-ready pipeline trace.",
+    )
+    p.add_argument("path", type=Path, help="visualize_data.bin, or an OPPROF_* folder holding one")
+    p.add_argument("-o", "--output", type=Path, help="output folder (default: next to the input)")
+    p.add_argument("--keep-scalar", action="store_true", help="keep the SCALAR lane")
+    p.add_argument("--raw-metrics", action="store_true", help="write the API_INSTR block unchanged")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        result = clean_file(
+            args.path, args.output, keep_scalar=args.keep_scalar, raw_metrics=args.raw_metrics
+        )
+    except (CleanError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for path in result.written:
+        print(f"wrote {path}")
+    if len(result.written) == 1:
+        print("warning: no API_INSTR block; instr_metrics.json not written", file=sys.stderr)
+    if result.raw_copy is not None:
+        print(f"copied the raw simulator files to {result.raw_copy}")
+    c = result.clean
+    print(
+        f"{c.slices} slices on {c.lanes} lanes, {c.flows} flow arrows"
+        + (f"; {c.skipped_flags} sync flags skipped (no instruction on one side)" if c.skipped_flags else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

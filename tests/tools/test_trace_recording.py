@@ -1,0 +1,119 @@
+"""RunConfig(trace=True): the raw op-simulator layout per launch, what its blocks hold, and
+that recording changes nothing about the run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import tool_kernels as tk
+
+from pypto.runtime import RunConfig, run_kernel_file
+from pypto.runtime.trace import write_traces
+from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+
+DETAIL = re.compile(r"PIPE:(MTE2|MTE1|M|VEC|FIX|MTE3|S),TRIGGERPIPE:(MTE2|MTE1|M|VEC|FIX|MTE3|S),FLAGID:\d+,")
+A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
+
+
+def blocks(path: str | Path) -> dict[int, object]:
+    found = {b.type: b for b in iter_blocks(Path(path).read_bytes())}
+    return found
+
+
+def events(path: str | Path) -> list[dict]:
+    return json.loads(blocks(path)[TRACE].payload)["traceEvents"]
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate(Path(tk.__file__).read_text().splitlines(), 1) if text in line)
+
+
+def test_traced_run_writes_one_opprof_folder_per_launch(tmp_path: Path):
+    out = np.zeros_like(A)
+    tk.single_buffer(A, out, config=RunConfig(trace=True, output_dir=tmp_path))
+    rep = tk.single_buffer.last_report
+    (path,) = map(Path, rep.trace_paths)
+    assert path.name == "visualize_data.bin" and path.parent.name == "simulator"
+    assert re.fullmatch(r"OPPROF_\d{17}_000", path.parent.parent.name)
+    assert path.parent.parent.parent == tmp_path / "trace" / "single_buffer_incore_0"
+    assert json.loads((path.parent / "trace.json").read_text())["traceEvents"] == events(path)
+    found = blocks(path)
+    assert sorted(found) == [SOURCE, TRACE, API_INSTR]
+    assert found[SOURCE].path == tk.__file__ and found[SOURCE].payload == Path(tk.__file__).read_bytes()
+    np.testing.assert_allclose(out, np.exp(A), rtol=1e-6)
+
+
+def test_recording_changes_no_cycle_and_off_keeps_nothing(tmp_path: Path):
+    traced = tk.single_buffer.compile(A, A, config=RunConfig(trace=True, output_dir=tmp_path / "on"))
+    plain = tk.single_buffer.compile(A, A, config=RunConfig(output_dir=tmp_path / "off"))
+    on, off = traced.run(A, np.zeros_like(A)), plain.run(A, np.zeros_like(A))
+    assert (on.cycles, on.pipe_busy, on.instructions) == (off.cycles, off.pipe_busy, off.instructions)
+    assert off.trace_paths == [] and off.tasks[0].trace is None
+    assert not (tmp_path / "off" / "trace").exists()
+    assert len(on.tasks[0].trace) == on.instructions
+
+
+def test_events_name_instruction_pipe_and_python_line(tmp_path: Path):
+    tk.single_buffer(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=tmp_path))
+    rep = tk.single_buffer.last_report
+    evs = [e for e in events(rep.trace_paths[0]) if e["ph"] == "X"]
+    assert {e["pid"] for e in evs} == {"core0.veccore0"}
+    loads = [e for e in evs if e["name"] == "TLOAD"]
+    assert len(loads) == tk.NT and {e["tid"] for e in loads} == {"MTE2"}
+    load_line = line_of("tile = pl.load(a, [i * TR, 0], [TR, TC])")
+    assert {e["args"]["source"] for e in loads} == {f"{tk.__file__}:{load_line}:12"}
+    assert {e["tid"] for e in evs if e["name"] == "TEXP"} == {"VECTOR"}
+    assert {e["tid"] for e in evs if e["name"] == "TSTORE"} == {"MTE3"}
+    # Durations are the simulated cycles, in microseconds at the platform clock.
+    records = {r["index"]: r for r in rep.tasks[0].trace.rows()}
+    for e in loads:
+        r = records[e["args"]["index"]]
+        assert e["args"]["cycles"] == r["end"] - r["start"]
+        assert abs(e["ts"] - r["start"] / rep.clock_hz * 1e6) < 1e-6
+
+
+def test_flag_slices_carry_matchable_details(tmp_path: Path):
+    tk.single_buffer(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=tmp_path))
+    evs = events(tk.single_buffer.last_report.trace_paths[0])
+    flags = [e for e in evs if e["name"] in ("SET_FLAG", "WAIT_FLAG")]
+    assert flags and all(DETAIL.fullmatch(e["args"]["detail"]) for e in flags)
+    lane = {"MTE2": "MTE2", "VEC": "VECTOR", "MTE3": "MTE3"}
+    for e in flags:  # a set sits on its source pipe's lane, a wait on its target's
+        src, dst = DETAIL.fullmatch(e["args"]["detail"]).groups()
+        assert e["tid"] == lane[src if e["name"] == "SET_FLAG" else dst]
+    sets = sorted(e["args"]["detail"] for e in flags if e["name"] == "SET_FLAG")
+    waits = sorted(e["args"]["detail"] for e in flags if e["name"] == "WAIT_FLAG")
+    assert sets == waits  # every set is consumed by one wait: the pairs are matchable
+
+
+def test_api_instr_block_counts_per_static_instruction(tmp_path: Path):
+    tk.single_buffer(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=tmp_path))
+    rep = tk.single_buffer.last_report
+    api = json.loads(blocks(rep.trace_paths[0])[API_INSTR].payload)
+    assert api["Cores"] == ["core0.veccore0"]
+    by_name = {i["Source"]: i for i in api["Instructions"]}
+    load, exp = by_name["TLOAD"], by_name["TEXP"]
+    assert load["Pipe"] == "MTE2" and load["Instructions Executed"] == [tk.NT]
+    assert load["Cycles"] == [sum(b - a for a, b in rep.intervals("MTE2"))]
+    assert load["Process Bytes"] == [tk.NT * tk.TR * tk.TC * 4] and load["Buffer Address"] == ["0x0"]
+    assert load["Vector Utilization Percentage"] == [-1.0] and exp["Vector Utilization Percentage"] == [100.0]
+    assert load["AscendC Inner Code"].startswith(f"{tk.__file__}:")
+    assert api["Instructions Dtype"]["Instructions"]["Cycles"] == 1
+
+
+def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path: Path):
+    a = np.ones((tk.ROWS, tk.TC), np.float32)
+    rep = run_kernel_file(fixture_kernel("exp_double_buffer"), [a, np.zeros_like(a)], outputs={1},
+                          block_num=2, record=True, name="exp_double_buffer")  # fmt: skip
+    (path,) = write_traces(rep, tmp_path)
+    assert rep.trace_paths == [path]
+    assert Path(path).parent.parent.parent == tmp_path / "exp_double_buffer"
+    evs = events(path)
+    assert {e["pid"] for e in evs if e["ph"] == "X"} == {"core0.veccore0", "core0.veccore1"}
+    per_core = {p: sum(1 for e in evs if e["ph"] == "X" and e["pid"] == p) for p in ("core0.veccore0", "core0.veccore1")}
+    assert per_core["core0.veccore0"] == per_core["core0.veccore1"] == rep.tasks[0].instructions
+    assert {e["args"]["source"] for e in evs if e["ph"] == "X"} == {""}  # no PYPTO_LOC tags in it
+    assert SOURCE not in blocks(path)

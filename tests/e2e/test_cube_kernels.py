@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from pypto.errors import CompileError
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
@@ -42,3 +43,12 @@ def test_cube_kernel_is_outlined_as_aic():
     a, b = operands(np.float16)
     program = ck.tile_matmul.lower(a, b, np.zeros((ck.M, ck.N), np.float32), config=CFG)
     assert [f.kind.name for f in program.functions] == ["Orchestration", "AIC"]
+
+
+def test_mixed_cube_and_vector_scope_is_refused_with_the_fix():
+    import mixed_scope
+
+    a, b = operands(np.float16)
+    with pytest.raises(CompileError, match="mixes cube work with vector work") as err:
+        mixed_scope.matmul_relu(a, b, np.zeros((ck.M, ck.N), np.float32), config=CFG)
+    assert "two pl.at scopes" in str(err.value) and "mixed_scope.py:" in str(err.value)

@@ -136,7 +136,7 @@ def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[in
 
 def _output_dir(name: str, key: tuple, config: RunConfig) -> Path:
     if config.output_dir is not None:
-        return Path(config.output_dir)
+        return Path(config.output_dir).resolve()  # ninja runs in another folder
     digest = hashlib.sha256(repr((name, key)).encode()).hexdigest()[:16]
     return knobs.cache_dir() / "programs" / f"{name}-{digest}"
 

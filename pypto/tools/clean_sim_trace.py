@@ -17,13 +17,17 @@ input, a corrupt block or a file without a TRACE block is ``error: ...`` and exi
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.tools import fastjson
 from pypto.tools.opprof_format import API_INSTR, TRACE, ContainerError, iter_blocks
 from pypto.tools.trace_rebuild import Clean, rebuild
 
@@ -71,7 +75,7 @@ def read_blocks(path: Path) -> tuple[dict[str, Any] | list[Any], bytes | None]:
         kinds = sorted({b.type for b in blocks})
         raise CleanError(f"{path} has no TRACE block (type {TRACE}); block types found: {kinds or 'none'}")
     try:
-        trace = json.loads(trace_block.payload)
+        trace = fastjson.loads(trace_block.payload)
     except ValueError as e:
         raise CleanError(
             f"{path}: the TRACE block at offset {trace_block.offset} is not valid JSON: {e}"
@@ -124,15 +128,30 @@ def clean_file(
     src: Path, out: Path | None = None, *, keep_scalar: bool = False, raw_metrics: bool = False
 ) -> Result:
     """Library form of the command: cleans ``src`` (a bin or a folder) into ``out``."""
-    bin_path = find_bin(Path(src))
+    with _no_gc():  # millions of long-lived small objects: collections would only rescan them
+        return _clean(Path(src), out, keep_scalar, raw_metrics)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _clean(src: Path, out: Path | None, keep_scalar: bool, raw_metrics: bool) -> Result:
+    bin_path = find_bin(src)
     trace, api = read_blocks(bin_path)
     out = Path(out) if out is not None else bin_path.parent
     out.mkdir(parents=True, exist_ok=True)
     clean = rebuild(trace, keep_scalar=keep_scalar)
     clean.trace["otherData"]["source"] = str(bin_path)
     target = out / OUTPUTS[0]
-    with target.open("w") as f:
-        json.dump(clean.trace, f, separators=(",", ":"))
+    target.write_bytes(fastjson.dumps(clean.trace))
     written = [target]
     if api is not None:
         written.append(_write_metrics(api, out, raw_metrics))

@@ -79,7 +79,10 @@ def write_map(path: str | Path, output: str | Path | None = None, platform: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pypto.tools.memory_map", description=__doc__.split("\n")[2])
+    p = argparse.ArgumentParser(
+        prog="python -m pypto.tools.memory_map",
+        description="Render a pass dump after address assignment as a self-contained HTML memory map.",
+    )
     p.add_argument("path", type=Path, help="a *_after_AllocateMemoryAddr.py dump, or a folder holding one")
     p.add_argument(
         "-o", "--output", type=Path, help="HTML file to write (default: memory_map.html by the dump)"

@@ -48,6 +48,7 @@ COLORS = {
 _ALIASES = {"VEC": "VECTOR", "V": "VECTOR", "M": "CUBE", "MMAD": "CUBE", "FIX": "FIXPIPE", "S": "SCALAR"}
 SYNC_NAMES = frozenset({"SET_FLAG", "WAIT_FLAG", "BAR", "BARRIER", "PIPE_BARRIER"})
 EPS = 1e-6  # microseconds: far below one cycle, above float noise in ts + dur
+_MISS: list[dict[str, Any]] = []  # sentinel: (pid, tid) not classified yet
 _CORE = re.compile(r"core(\d+)\.(cube|vec)core(\d+)")
 _DETAIL = re.compile(r"PIPE:([A-Za-z0-9_]+),TRIGGERPIPE:([A-Za-z0-9_]+),FLAGID:(\d+)")
 
@@ -59,21 +60,17 @@ def lane_of(name: Any) -> str | None:
     return text if text in LANES else None
 
 
-@dataclass
-class Flag:
-    """One SET_FLAG or WAIT_FLAG: where it sits and when (set: its start; wait: its end)."""
-
-    key: tuple[Any, str, str, int]  # (pid, producer lane, consumer lane, flag id)
-    time: float
+FlagKey = tuple[Any, str, str, int]  # (pid, producer lane, consumer lane, flag id)
 
 
 @dataclass
 class Collected:
-    """Instruction slices per (pid, lane) and the flags, from one pass over the raw events."""
+    """Instruction slices per (pid, lane), and per flag key the times of its sets (their
+    starts) and of its waits (their ends), from one pass over the raw events."""
 
     slices: dict[tuple[Any, str], list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    sets: list[Flag] = field(default_factory=list)
-    waits: list[Flag] = field(default_factory=list)
+    sets: dict[FlagKey, list[float]] = field(default_factory=lambda: defaultdict(list))
+    waits: dict[FlagKey, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 @dataclass
@@ -106,29 +103,31 @@ class _Collector:
     def __init__(self, events: list[dict[str, Any]], keep: frozenset[str]) -> None:
         self.procs, self.threads = _names(events)
         self.keep = keep
-        self.lane_cache: dict[tuple[Any, Any], str | None] = {}
+        self.buckets: dict[tuple[Any, Any], list[dict[str, Any]] | None] = {}
         self.detail_cache: dict[str, tuple[str, str, int] | None] = {}
         self.open: dict[tuple[Any, Any, str], list[dict[str, Any]]] = defaultdict(list)
         self.out = Collected()
 
-    def lane(self, pid: Any, tid: Any) -> str | None:
+    def bucket(self, pid: Any, tid: Any) -> list[dict[str, Any]] | None:
+        """The slice list of the kept lane that (pid, tid) names, or None (dropped lane)."""
         key = (pid, tid)
-        if key not in self.lane_cache:
-            name = self.threads.get(key, tid)
-            self.lane_cache[key] = lane_of(str(name).split(" ")[0])
-        return self.lane_cache[key]
+        if key not in self.buckets:
+            lane = lane_of(str(self.threads.get(key, tid)).split(" ")[0])
+            self.buckets[key] = self.out.slices[(pid, lane)] if lane in self.keep else None
+        return self.buckets[key]
 
     def run(self, events: list[dict[str, Any]]) -> Collected:
-        slices, keep, sync = self.out.slices, self.keep, SYNC_NAMES
+        buckets, sync, miss = self.buckets, SYNC_NAMES, _MISS
         for e in events:
-            ph = e.get("ph")
             if e.get("name") in sync:
-                self.flag(e, ph)
-            elif ph == "X":
-                pid = e.get("pid")
-                lane = self.lane(pid, e.get("tid"))
-                if lane in keep:
-                    slices[(pid, lane)].append(e)
+                self.flag(e, e.get("ph"))
+            elif e.get("ph") == "X":
+                pid, tid = e.get("pid"), e.get("tid")
+                target = buckets.get((pid, tid), miss)
+                if target is miss:
+                    target = self.bucket(pid, tid)
+                if target is not None:
+                    target.append(e)
         return self.out
 
     def flag(self, e: dict[str, Any], ph: Any) -> None:
@@ -159,30 +158,33 @@ class _Collector:
             return
         key = (e.get("pid"), *parsed)
         if name == "SET_FLAG":
-            self.out.sets.append(Flag(key, start))  # type: ignore[arg-type]
+            self.out.sets[key].append(start)
         else:
-            self.out.waits.append(Flag(key, end))  # type: ignore[arg-type]
+            self.out.waits[key].append(end)
 
 
-def pack_sublanes(slices: list[dict[str, Any]]) -> list[int]:
-    """Sorts ``slices`` by start (in place) and gives each the first sub-lane free by then."""
+def pack_sublanes(
+    slices: list[dict[str, Any]], pid: int, base: int, color: str
+) -> tuple[list[int], list[float]]:
+    """Sorts ``slices`` by start (in place), puts each on the first sub-lane free by then
+    (tid ``base + k``) of process ``pid``; returns each slice's tid and the start times."""
     starts = [e["ts"] for e in slices]
     if any(b < a for a, b in zip(starts, starts[1:])):
         slices.sort(key=lambda e: e["ts"])
-    ends: list[float] = []
-    subs = []
-    for e in slices:
-        ts = e["ts"]
+        starts = [e["ts"] for e in slices]
+    ends: list[float] = [float("-inf")]
+    tids = []
+    for e, ts in zip(slices, starts):
         end = ts + (e.get("dur") or 0.0)
-        for k, free in enumerate(ends):
-            if free <= ts + EPS:
-                ends[k] = end
-                subs.append(k)
-                break
-        else:
-            ends.append(end)
-            subs.append(len(ends) - 1)
-    return subs
+        k = 0
+        if ends[0] > ts + EPS:  # the main lane is busy: first free sub-lane, or a new one
+            k = next((i for i in range(1, len(ends)) if ends[i] <= ts + EPS), len(ends))
+            if k == len(ends):
+                ends.append(end)
+        ends[k] = end
+        e["pid"], e["tid"], e["cname"] = pid, base + k, color
+        tids.append(base + k)
+    return tids, starts
 
 
 def core_order(pid: Any, name: str) -> tuple:
@@ -215,33 +217,24 @@ def _layout(got: Collected, procs: dict[Any, str]) -> tuple[list[dict[str, Any]]
             slices = got.slices.get((raw, lane))
             if not slices:
                 continue
-            subs = pack_sublanes(slices)
             base = (li + 1) * 100
-            for sub in range(max(subs) + 1):
-                tid, name = base + sub, lane if sub == 0 else f"{lane}#{sub}"
+            tids, starts = pack_sublanes(slices, n, base, COLORS[lane])
+            for tid in range(base, max(tids) + 1):
+                name = lane if tid == base else f"{lane}#{tid - base}"
                 meta.append({"name": "thread_name", "ph": "M", "pid": n, "tid": tid,
                              "args": {"name": f"{name} · {LABELS[lane]}"}})  # fmt: skip
                 meta.append({"name": "thread_sort_index", "ph": "M", "pid": n, "tid": tid,
                              "args": {"sort_index": tid}})  # fmt: skip
                 n_lanes += 1
-            color = COLORS[lane]
-            tids = [base + s for s in subs]
-            for e, tid in zip(slices, tids):
-                e["pid"], e["tid"], e["cname"] = n, tid, color
-            lanes[(raw, lane)] = _Lane(n, tids, slices, [e["ts"] for e in slices])
+            lanes[(raw, lane)] = _Lane(n, tids, slices, starts)
     return meta, lanes, n_lanes
 
 
 def _flows(got: Collected, lanes: dict[tuple[Any, str], _Lane]) -> tuple[list[dict[str, Any]], int]:
-    sets: dict[tuple, list[float]] = defaultdict(list)
-    waits: dict[tuple, list[float]] = defaultdict(list)
-    for f in got.sets:
-        sets[f.key].append(f.time)
-    for f in got.waits:
-        waits[f.key].append(f.time)
+    sets, waits = got.sets, got.waits
     flows: list[dict[str, Any]] = []
     skipped = 0
-    for key in sets.keys() | waits.keys():
+    for key in sorted(sets.keys() | waits.keys(), key=repr):  # deterministic arrow ids
         s_times, w_times = sorted(sets.get(key, ())), sorted(waits.get(key, ()))
         skipped += abs(len(s_times) - len(w_times))
         for t_set, t_wait in zip(s_times, w_times):

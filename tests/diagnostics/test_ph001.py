@@ -25,7 +25,7 @@ TAIL = "Consider increasing tile shape on the innermost axis."
 class MatLoad:
     @pl.function(type=pl.FunctionType.AIC)
     def k(self, a: pl.Tensor[[16, 16], pl.FP32]):
-        t: pl.Tile[[16, 16], pl.FP32, pl.Mem.Mat] = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        t: pl.Tile[[16, 16], pl.FP32, pl.Mem.Mat] = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)  # noqa: F841
 
 
 def line_of(text: str) -> int:
@@ -40,7 +40,9 @@ def copy_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-def hints_of(program: Program, platform: str = "a2a3sim", disabled: frozenset[str] = frozenset()) -> list[str]:
+def hints_of(
+    program: Program, platform: str = "a2a3sim", disabled: frozenset[str] = frozenset()
+) -> list[str]:
     sink = HintSink(disabled)
     run_passes(program, PassContext(RunConfig(platform=platform).resolved_platform(), hints=sink))
     return sink.lines()
@@ -70,7 +72,9 @@ def test_64x16_fp32_on_a2a3_hints_load_and_store_into_the_log(tmp_path: Path, ca
         "target_memory=Vec); moves 4096B as 64 x 64B rows; recommended >= 512B for backend a2a3 "
         f"(L2 cache line = 512B). {TAIL} at {span}"
     )
-    assert hints[0] == load and hints[1].startswith("[perf_hint PH001] TileInnermostDimGranularity: tile.store")
+    assert hints[0] == load and hints[1].startswith(
+        "[perf_hint PH001] TileInnermostDimGranularity: tile.store"
+    )
     assert log.read_text().splitlines() == hints
     assert capsys.readouterr().err.strip() == f"[perf_hint] 2 hints across 2 sites; see {log}"
 
@@ -100,7 +104,10 @@ def test_identical_hits_at_one_site_merge_with_a_count():
     fn = MatLoad.functions[0]
     cloned = dataclasses.replace(fn, body=fn.body * 3)  # as clones of a pipelined body would be
     sink = HintSink()
-    check_perf_hints(dataclasses.replace(MatLoad, functions=(cloned,)), PassContext(RunConfig().resolved_platform(), hints=sink))
+    check_perf_hints(
+        dataclasses.replace(MatLoad, functions=(cloned,)),
+        PassContext(RunConfig().resolved_platform(), hints=sink),
+    )
     (line,) = sink.lines()
     assert f"{TAIL} (x3) at {HERE}:" in line and list(sink.counts.values()) == [3]
 
@@ -110,7 +117,7 @@ def test_valid_shape_sets_the_moves_clause():
     class Partial:
         @pl.function(type=pl.FunctionType.AIV)
         def k(self, a: pl.Tensor[[16, 32], pl.FP32]):
-            t: pl.Tile[[16, 32], pl.FP32, pl.Mem.Vec] = pl.load(a, [0, 0], [16, 32], valid_shape=[10, 24])
+            t: pl.Tile[[16, 32], pl.FP32, pl.Mem.Vec] = pl.load(a, [0, 0], [16, 32], valid_shape=[10, 24])  # noqa: F841
 
     (line,) = hints_of(Partial)
     assert "innermost dim = 128B (tile fp32[32], target_memory=Vec); moves 960B as 10 x 96B rows" in line

@@ -49,7 +49,9 @@ def test_memory_map_renders_in_chromium(chromium, tmp_path: Path):
     dom = _Boxes()
     dom.feed(shown.dom)
     assert dom.body.get("data-rendered") == "true" and dom.errors.get("data-count") == "0"
-    got = sorted((b["data-buffer"], b["data-space"], int(b["data-start"]), int(b["data-end"])) for b in dom.boxes)
+    got = sorted(
+        (b["data-buffer"], b["data-space"], int(b["data-start"]), int(b["data-end"])) for b in dom.boxes
+    )
     assert got == [("mem_vec_1", "Vec", 65536, 98304), ("ub", "Vec", 0, 65536)]
     assert {b["data-conflict"] for b in dom.boxes} == {"false"}
     assert 'class="ln"' in shown.dom and "pl.MemRef(ub, 0, 32768, slots=2)" in html.unescape(shown.dom)
@@ -65,7 +67,9 @@ def test_clean_trace_loads_in_a_viewer_page(chromium, fixture_kernel, tmp_path: 
     for name in ("exp_single_buffer", "exp_double_buffer"):
         trace = clean_hand_written(fixture_kernel, name, tmp_path / name)
         page = check_page(trace, tmp_path / f"{name}.html")
-        shown = chromium(page, screenshot=tmp_path / f"{name}.png" if name.endswith("double_buffer") else None)
+        shown = chromium(
+            page, screenshot=tmp_path / f"{name}.png" if name.endswith("double_buffer") else None
+        )
         assert shown.console == [] and 'data-checked="true"' in shown.dom
         assert 'id="errors" data-count="0"' in shown.dom
         results[name] = _result(shown.dom)

@@ -19,7 +19,9 @@ from pypto.tools.opprof_format import SOURCE, ContainerError, iter_blocks, pack_
 def lanes_of(trace: dict) -> dict[str, list[str]]:
     """Process name → its lane labels' first word, in sort order."""
     procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
-    order = {e["pid"]: e["args"]["sort_index"] for e in trace["traceEvents"] if e["name"] == "process_sort_index"}
+    order = {
+        e["pid"]: e["args"]["sort_index"] for e in trace["traceEvents"] if e["name"] == "process_sort_index"
+    }
     lanes: dict[str, list[tuple[int, str]]] = {procs[p]: [] for p in sorted(procs, key=order.get)}
     sort = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in trace["traceEvents"]
             if e["name"] == "thread_sort_index"}  # fmt: skip
@@ -62,7 +64,10 @@ def test_vendor_file_lanes_in_dataflow_order_with_sub_lanes(vendor: Path, capsys
     trace = json.loads((sim / "trace.clean.json").read_text())
     # Cube core first; pipeline lanes only, MTE2 before VECTOR before MTE3; the two
     # overlapping loads split into MTE2 and MTE2#1.
-    assert lanes_of(trace) == {"core0.cubecore0": ["CUBE"], "core0.veccore0": ["MTE2", "MTE2#1", "VECTOR", "MTE3"]}
+    assert lanes_of(trace) == {
+        "core0.cubecore0": ["CUBE"],
+        "core0.veccore0": ["MTE2", "MTE2#1", "VECTOR", "MTE3"],
+    }
     names = {e["name"] for e in slices(trace)}
     assert names == {"MOV_SRC_TO_DST_ALIGN", "VADD", "MOV_UB_TO_OUT", "MMAD"}  # no flags, scalar or noise
     # Timestamps verbatim: every kept slice is an input slice, unchanged.
@@ -180,7 +185,11 @@ def test_container_round_trip_and_source_path():
     assert len(data) % 4 == 0
     src, trace = iter_blocks(data)
     assert (src.type, src.path, src.payload) == (SOURCE, "/src/k.py", b"print(1)\n")
-    assert (trace.type, trace.payload, trace.offset) == (2, b'{"traceEvents":[]}', len(src.payload) + 4096 + 12 + 3)
+    assert (trace.type, trace.payload, trace.offset) == (
+        2,
+        b'{"traceEvents":[]}',
+        len(src.payload) + 4096 + 12 + 3,
+    )
     hand = [(b.type, b.version, b.path) for b in iter_blocks(vendor_bin())]
     assert hand == [(1, 0, "/home/me/add_custom.cpp"), (9, 0, ""), (2, 0, ""), (4, 0x5A, "")]
     with pytest.raises(ContainerError, match="trailing bytes"):

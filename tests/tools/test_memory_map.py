@@ -66,7 +66,9 @@ def test_one_box_per_planned_buffer_with_its_bytes_and_lines(slots_dump: Path, c
 
 
 def test_in_place_tiles_share_one_box(tmp_path: Path):
-    data = page_data(memory_map.build_page(next(dump_of(tk.single_buffer, tmp_path).glob("*AllocateMemoryAddr.py")))[0])
+    data = page_data(
+        memory_map.build_page(next(dump_of(tk.single_buffer, tmp_path).glob("*AllocateMemoryAddr.py")))[0]
+    )
     (box,) = boxes(data)
     assert [t["name"] for t in box["tiles"]] == ["tile", "exp"]  # y = exp(x) writes over x
     assert (box["start"], box["end"]) == (0, 64 * 128 * 4)
@@ -101,7 +103,9 @@ def test_views_are_marked(slots_dump: Path, tmp_path: Path):
 def test_page_is_self_contained(slots_dump: Path):
     page, _ = memory_map.build_page(next(slots_dump.glob("*_after_AllocateMemoryAddr.py")))
     assert "<script src" not in page and "<link" not in page
-    assert not re.search(r"(src|href)=[\"']?(https?:)?//", page) and "http://" not in page.replace("http://www.w3", "")
+    assert not re.search(r"(src|href)=[\"']?(https?:)?//", page) and "http://" not in page.replace(
+        "http://www.w3", ""
+    )
 
 
 def test_ptoas_dump_is_refused(tmp_path: Path, capsys):

@@ -113,7 +113,10 @@ def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path:
     assert Path(path).parent.parent.parent == tmp_path / "exp_double_buffer"
     evs = events(path)
     assert {e["pid"] for e in evs if e["ph"] == "X"} == {"core0.veccore0", "core0.veccore1"}
-    per_core = {p: sum(1 for e in evs if e["ph"] == "X" and e["pid"] == p) for p in ("core0.veccore0", "core0.veccore1")}
+    per_core = {
+        p: sum(1 for e in evs if e["ph"] == "X" and e["pid"] == p)
+        for p in ("core0.veccore0", "core0.veccore1")
+    }
     assert per_core["core0.veccore0"] == per_core["core0.veccore1"] == rep.tasks[0].instructions
     assert {e["args"]["source"] for e in evs if e["ph"] == "X"} == {""}  # no PYPTO_LOC tags in it
     assert SOURCE not in blocks(path)

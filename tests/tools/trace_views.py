@@ -31,7 +31,11 @@ def lane_order(trace: dict) -> list[str]:
 def pipe_slices(trace: dict, pipe: str) -> list[dict]:
     """Slices of ``pipe`` over all its sub-lanes, by start time."""
     names = lane_table(trace)
-    found = [e for e in trace["traceEvents"] if e["ph"] == "X" and names[(e["pid"], e["tid"])].split("#")[0] == pipe]
+    found = [
+        e
+        for e in trace["traceEvents"]
+        if e["ph"] == "X" and names[(e["pid"], e["tid"])].split("#")[0] == pipe
+    ]
     return sorted(found, key=lambda e: e["ts"])
 
 
@@ -40,7 +44,9 @@ def pipe_overlap(trace: dict, a: str, b: str) -> float:
     scale = 1e6  # picoseconds as integers for the shared interval helper
 
     def spans(pipe: str) -> list[tuple[int, int]]:
-        return [(round(e["ts"] * scale), round((e["ts"] + e["dur"]) * scale)) for e in pipe_slices(trace, pipe)]
+        return [
+            (round(e["ts"] * scale), round((e["ts"] + e["dur"]) * scale)) for e in pipe_slices(trace, pipe)
+        ]
 
     return overlap_cycles(spans(a), spans(b)) / scale
 

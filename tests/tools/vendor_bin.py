@@ -44,10 +44,24 @@ def trace_events() -> list[dict]:
         *flag("SET_FLAG", VEC, "MTE2", 3.51, 3.52, SET_DETAIL),
         *flag("WAIT_FLAG", VEC, "VECTOR", 3.56, 3.6, SET_DETAIL),
         x("VADD", VEC, "VECTOR", 3.6, 0.5, pc_addr="0x30"),
-        {"name": "SET_FLAG", "ph": "X", "pid": VEC, "tid": "VECTOR", "ts": 4.1, "dur": 0.01,
-         "args": {"detail": BACK_DETAIL}},  # fmt: skip
-        {"name": "WAIT_FLAG", "ph": "X", "pid": VEC, "tid": "MTE3", "ts": 0.5, "dur": 3.65,
-         "args": {"detail": BACK_DETAIL}},  # fmt: skip
+        {
+            "name": "SET_FLAG",
+            "ph": "X",
+            "pid": VEC,
+            "tid": "VECTOR",
+            "ts": 4.1,
+            "dur": 0.01,
+            "args": {"detail": BACK_DETAIL},
+        },  # fmt: skip
+        {
+            "name": "WAIT_FLAG",
+            "ph": "X",
+            "pid": VEC,
+            "tid": "MTE3",
+            "ts": 0.5,
+            "dur": 3.65,
+            "args": {"detail": BACK_DETAIL},
+        },  # fmt: skip
         x("MOV_UB_TO_OUT", VEC, "MTE3", 4.2, 1.0, pc_addr="0x40"),
         x("MMAD", CUBE, "CUBE", 1.0, 1.0, pc_addr="0x50"),
         *flag("SET_FLAG", VEC, "VECTOR", 6.0, 6.01, "PIPE:VEC,TRIGGERPIPE:MTE2,FLAGID:3,"),  # no consumer

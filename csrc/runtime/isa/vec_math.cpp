@@ -457,7 +457,7 @@ void h16_unary(int op, bool bf, uint16_t* d, const uint16_t* a, size_t n) {
     }
 }
 
-// Float chunk (already widened to fp32) -> any dtype.
+// fp32 values (a chunk already widened, or an fp32 source) -> any dtype.
 void store_from_f32(int dd, void* dst, const float* f, size_t m, int mode) {
     if (dd == PYPTO_FP32) {
         if (dst != f) std::memmove(dst, f, m * sizeof(float));
@@ -588,6 +588,13 @@ void convert(int dst_dtype, void* dst, int src_dtype, const void* src, size_t n,
     if (dst_dtype == src_dtype) {
         if (dst != src) std::memmove(dst, src, n * ds);
         return;
+    }
+    // Direct paths where no intermediate buffer is needed, then the generic chunked one.
+    if (src_dtype == PYPTO_FP32)
+        return store_from_f32(dst_dtype, dst, static_cast<const float*>(src), n, round_mode);
+    if (dst_dtype == PYPTO_FP32 && is_float(src_dtype)) {
+        return h16_decode(src_dtype == PYPTO_BF16, static_cast<float*>(dst),
+                          static_cast<const uint16_t*>(src), n);
     }
     if (src_dtype == PYPTO_INT32 && dst_dtype == PYPTO_FP32)
         return i32_to_f32(static_cast<float*>(dst), static_cast<const int32_t*>(src), n);

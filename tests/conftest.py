@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KERNELS = FIXTURES / "kernels"
+sys.path.insert(0, str(FIXTURES))  # shared kernel modules (seed_kernels) import by name
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,31 +13,14 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.enums import Direction, FunctionType, MemorySpace, Pipe
 from pypto.ir.expr import Call, FuncCall, Var
-from pypto.ir.ops import get_op
+from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
 from pypto.ir.types import TensorType, TileType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._scan import defined_names
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
-_VECTOR_TENSOR_OPS = {
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "adds",
-    "subs",
-    "muls",
-    "divs",
-    "exp",
-    "log",
-    "sqrt",
-    "recip",
-    "relu",
-    "neg",
-    "abs",
-    "cast",
-}
+_VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target"}
 
 

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
-import tool_kernels as tk
+import seed_kernels as tk
 from trace_views import check_page, clean_hand_written
 
 from pypto.ir import PassDumpLevel

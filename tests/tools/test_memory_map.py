@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tool_kernels as tk
+import seed_kernels as tk
 
 from pypto.errors import PyptoError
 from pypto.frontend import parse_text

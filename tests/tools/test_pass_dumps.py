@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tool_kernels as tk
+import seed_kernels as tk
 
 from pypto import ir
 from pypto.diagnostics.hints import HintSink

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tool_kernels as tk
+import seed_kernels as tk
 from trace_views import clean_hand_written, flow_pairs, lane_order, pipe_overlap, pipe_slices
 
 from pypto.ir import For, ForKind, nodes_of

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-import tool_kernels as tk
+import seed_kernels as tk
 
 from pypto.runtime import RunConfig, run_kernel_file
 from pypto.runtime.trace import write_traces

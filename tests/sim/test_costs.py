@@ -47,17 +47,17 @@ def test_transfer_and_vector_costs_follow_the_table(single_run):
 
 
 def test_a2a3_numbers_pinned(fixture_kernel):
-    # 30 setup + 32768 B / 59 B/cycle + 64 rows x 1 burst x 0.6 = 623.8 -> 624
-    # exp: 31 + 2 x 128 repeats = 287; store: 30 + 32768 / 109 + 38.4 = 369.02 -> 370
+    # 30 setup + 32768 B / 59 B/cycle + 64 rows x 1 burst x 1.0 = 649.4 -> 650
+    # exp: 31 + 2 x 128 repeats = 287; store: 30 + 32768 / 109 + 64 = 394.6 -> 395
     a = np.ones((TR, TC), np.float32)
     rep = run_kernel_file(
         fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1}, record=True
     )
-    assert durations(rep, "TLOAD") == {624}
+    assert durations(rep, "TLOAD") == {650}
     assert durations(rep, "TEXP") == {287}
-    assert durations(rep, "TSTORE") == {370}
-    # Serial chain: issue(1) + load 624 + set/wait 2 + exp 287 + set/wait 2 + store 370 + set/wait 2
-    assert rep.cycles == 1 + 624 + 2 + 287 + 2 + 370 + 2
+    assert durations(rep, "TSTORE") == {395}
+    # Serial chain: issue(1) + load 650 + set/wait 2 + exp 287 + set/wait 2 + store 395 + set/wait 2
+    assert rep.cycles == 1 + 650 + 2 + 287 + 2 + 395 + 2
 
 
 def test_short_rows_pay_per_burst(fixture_kernel):
@@ -67,7 +67,7 @@ def test_short_rows_pay_per_burst(fixture_kernel):
     short_rows = gm_transfer(p, p.bw_gm_to_ub, 256, 128)
     assert short_rows > long_rows
     base = 30 + 32768 / 59
-    assert short_rows - long_rows == math.ceil(base + 256 * 0.6) - math.ceil(base + 64 * 0.6)
+    assert short_rows - long_rows == math.ceil(base + 256 * 1.0) - math.ceil(base + 64 * 1.0)
 
 
 def test_platform_overrides_change_the_simulated_cost(fixture_kernel):

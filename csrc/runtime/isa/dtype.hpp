@@ -1,9 +1,10 @@
 // Element types: sizes, names, and the fp16 / bf16 <-> fp32 conversions the vector unit uses.
 //
-// The conversions are plain bit manipulation on uint32 with selects instead of branches, so a
-// loop over them auto-vectorises (GCC turns each `?:` into a blend). All narrowing conversions
-// round to nearest, ties to even (RNE); NaN stays NaN (quieted), overflow gives inf, and fp16
-// subnormals are produced and consumed exactly.
+// The conversions are plain bit manipulation on uint32 with selects instead of branches (see
+// select_bits), so a loop over them auto-vectorises. Narrowing conversions round to nearest,
+// ties to even (RNE), turn overflow into inf and NaN into a quiet NaN; widening is exact and
+// keeps NaN payloads. fp16 subnormals are produced and consumed exactly, also when the process
+// runs with denormals flushed (FTZ/DAZ).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -333,7 +333,7 @@ VM_HOT int32_t i32_reduce(int op, const int32_t* a, size_t n) {
     return m;
 }
 
-// ---- conversion stages (each over <= kChunk elements) -----------------------------------------
+// ---- conversion stages -----------------------------------------------------------------------
 
 template <class T>
 VM_INLINE void round_sat(int mode, void* dst, const float* in, size_t n) {

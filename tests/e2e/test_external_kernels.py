@@ -38,6 +38,8 @@ def test_seed_declaration_backed_by_cpp():
     (task,) = ek.call_my_kernel.last_report.tasks
     assert task.name == "my_kernel" and task.trace is not None
     assert {r["loc"] for r in task.trace.rows()} >= {"my_kernel.cpp:14"}
+    traces = ek.call_my_kernel.last_report.trace_paths
+    assert any("my_kernel" in str(p) and str(p).endswith("visualize_data.bin") for p in traces)
 
 
 def test_two_file_kernel_with_relative_include_and_include_dirs():

@@ -132,6 +132,9 @@ class Liveness:
         self.vars: dict[str, Var] = {}
         self.spans: dict[str, object] = {}
         self.clash: dict[str, set[str]] = defaultdict(set)
+        # Tiles the user bound to a pl.MemRef: op results with the annotation. Loop and if
+        # values that merely inherit the type from their init / branch are not pinned.
+        self.bound: set[str] = set()
         self._scan(fn.body)
         self._block(fn.body, frozenset())
 
@@ -149,6 +152,8 @@ class Liveness:
             if isinstance(s, Assign) and is_tile(s.var):
                 if is_tile(s.value):
                     self.alias[s.var.name] = self.canon(s.value.name)
+                elif declared(s.var.type) is not None:
+                    self.bound.add(s.var.name)
                 self._def(s.var, s.span)
             elif isinstance(s, For):
                 for it in s.iter_args:
@@ -241,10 +246,9 @@ class Groups:
         self.parent: dict[str, str] = {}
         self.members: dict[str, set[str]] = {n: {n} for n in live.order}
         self.clash: dict[str, set[str]] = {n: set(live.clash.get(n, ())) for n in live.order}
-        self.memref: dict[str, MemRef | None] = {}
-        for n in live.order:
-            t = live.vars[n].type
-            self.memref[n] = declared(t) if isinstance(t, TileType) else None
+        self.memref: dict[str, MemRef | None] = {
+            n: declared(live.vars[n].type) if n in live.bound else None for n in live.order
+        }
 
     def find(self, name: str) -> str:
         name = self.live.canon(name)

@@ -31,6 +31,7 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import MemRef, TileType, same_shape_dtype
 from pypto.ir.visit import retype, rewrite, walk
+from pypto.passes._pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
 from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile
 from pypto.passes.context import PassContext
 
@@ -257,12 +258,24 @@ def _check_copies(fn: Function, copies: list[tuple[str, str]]) -> None:
             )
 
 
-def _allocate(fn: Function, ctx: PassContext) -> Function:
+def _group(fn: Function) -> tuple[Function, list[tuple[str, str]], Groups]:
     fn, copies = insert_copies(fn)
     groups = Groups(Liveness(fn))
     _pin_declared(groups)
     _forced_groups(fn, groups)
     _coalesce(fn, groups, copies)
+    return fn, copies, groups
+
+
+def _allocate(fn: Function, ctx: PassContext) -> Function:
+    src = fn
+    fn, copies, groups = _group(src)
+    # The pipelining capacity gate (_pipeline_gate): clones that do not fit share storage.
+    limits = {s: int(getattr(ctx.platform, f)) for s, f in _CAPACITY_FIELD.items()}
+    short = pipeline_shortfalls(fn, groups, ctx, limits)
+    if short:
+        fn, copies, groups = _group(reorder_for_depth(src, short))
+        share_storage(groups, short)
     bufs = _buffers(groups)
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, _CAPACITY_FIELD[space]))

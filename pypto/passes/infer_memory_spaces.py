@@ -2,7 +2,7 @@
 
 Most tiles already carry one from their op's typing rule (``pl.load(..., target_memory=)``,
 ``pl.move``, matmul → Acc); anything still open defaults to Vec, where vector ops run.
-Test: tests/passes/test_pipeline.py
+Test: tests/passes/test_infer_memory_spaces.py
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class _Token:
 @dataclass
 class _Plan:
     tokens: list[_Token] = field(default_factory=list)
-    carried: dict[tuple[Path, int, int], _Token] = field(default_factory=dict)
+    carried: dict[tuple[Path, int, int, int], _Token] = field(default_factory=dict)
 
     def flags(self) -> tuple[dict[Path, list], dict[Path, list]]:
         """Per statement path, the (op, token index) flags before and after it, in order."""
@@ -242,14 +242,16 @@ class _Walker:
         self.st.learn(p, self.st.clock(q) if now else _clock(fr.snaps[fr.idx], q))
 
     def carry(self, fr: _Frame, q: int, p: int, js: int, depth: int, span) -> None:
-        key = (fr.path, q, p)
+        # One flag per pipe pair, loop and producer statement: the clones of a replicated
+        # pipeline body each keep their own, so clone k's load waits only for clone k's store.
+        key = (fr.path, q, p, js)
         old = self.plan.carried.get(key)
         if old is None:
             body = fr.path
             tok = _Token(q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth)
             self.plan.carried[key] = tok
             self.plan.tokens.append(tok)
-        else:  # one flag per pipe pair and loop: latest producer, earliest consumer, nearest trip
+        else:  # the same producer for another consumer: earliest consumer, nearest trip
             js = max(js, old.set_at[1][-1])
             merged = (("post", fr.path + (js,)), fr.path + (min(fr.idx, old.wait_at[-1]),))
             if merged == (old.set_at, old.wait_at) and depth >= old.depth:

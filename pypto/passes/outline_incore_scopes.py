@@ -69,7 +69,7 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
             if isinstance(a, Var) and isinstance(a.type, TensorType):
                 root = alias.get(a.name, a.name)
                 (written if _WRITES.get(call.op) == p.name else read).add(root)
-    names = {n for n in alias} | written | read
+    names = set(alias) | written | read
     out = {}
     for n in names:
         root = alias.get(n, n)

@@ -18,11 +18,13 @@ from pypto.ir.stmt import Program
 from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
+from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
 from pypto.passes.insert_sync import insert_sync
 from pypto.passes.lower_tensor_ops import lower_tensor_ops
 from pypto.passes.options import MemoryPlanner
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
+from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,10 @@ PASSES: list[PassEntry] = [
     PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
     PassEntry("LowerTensorOps", lower_tensor_ops),
+    # Pipeline loops are validated and planned per kernel, once tile ops exist.
+    PassEntry("PlanPipelineLoops", plan_pipeline_loops),
+    # Replicate pipeline bodies before spaces and lifetimes: each clone's tiles are new values.
+    PassEntry("ExpandPipelineLoops", expand_pipeline_loops),
     # Spaces before planning: capacities and alignments are per space.
     PassEntry("InferMemorySpaces", lambda p, ctx: infer_memory_spaces(p)),
     # Lifetimes, reuse and addresses; PTOAS assigns addresses when the kernel starts instead.

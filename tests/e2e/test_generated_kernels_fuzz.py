@@ -1,13 +1,15 @@
 """Random @pl.jit kernels, with the simulator as the oracle.
 
-Hypothesis draws a small program — windowed loads and stores, elementwise chains (tile and
-scalar forms, exp/relu/neg/abs/sqrt), row_sum/row_max with a scratch tile and the
-row_expand ops, ``pl.range`` loops (1–4 trips, nested), loop-carried accumulators and
-``if`` on the loop variable. It is written out as a real ``.py`` module, imported, compiled
-through the whole pipeline and run on the simulator; the result must match a numpy
-interpretation of the same program (float32, same op order), and the run must raise no
-HazardError (a missing sync is a race the native checker reports) and no DeadlockError.
-Magnitudes are tracked while drawing so that no value overflows: every difference is a bug.
+Hypothesis draws a small program — windowed loads (also from the output, read after
+write) and stores, elementwise chains (tile and scalar forms, exp/relu/neg/abs/sqrt),
+row_sum/row_max with a scratch tile and the row_expand ops, ``pl.range`` loops (1–4
+trips, nested), loop-carried accumulators, ``if`` on the loop variable, tiles in explicit
+``pl.MemRef(..., slots=N)[i % N]`` slots. It is written out as a real ``.py`` module,
+imported, compiled through the whole pipeline and run on the simulator; the result must
+match a numpy interpretation of the same program (float32, same op order), and the run
+must raise no HazardError (a missing sync is a race the native checker reports) and no
+DeadlockError. Magnitudes are tracked while drawing so that no value overflows: every
+difference is a bug. ``PYPTO_FUZZ_EXAMPLES`` raises the example count for a long hunt.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Gen:
         if col:
             x = self.expr(depth=0, col=False)
             return self.reduce(x)
-        tensor = self.draw(st.sampled_from(["a", "b"]))
+        tensor = self.draw(st.sampled_from(["a", "b", "a", "b", "out"]))  # out: read after write in GM
         text, at = self.row()
         return E(
             f"pl.load({tensor}, [{text}, 0], [{self.r}, {self.c}])",
@@ -149,7 +151,24 @@ class Gen:
             return self.if_(depth)
         if kind == "store":
             return self.store()
+        if self.loops and self.draw(st.integers(0, 3)) == 0:
+            return self.slotted()
         return self.assign()
+
+    def slotted(self):
+        """A tile in an explicit ``pl.MemRef(..., slots=N)[index]`` (its own declaration)."""
+        var = self.draw(st.sampled_from(self.loops))[0]
+        slots = self.draw(st.integers(2, 3))
+        index = self.draw(st.sampled_from([f"{var} % {slots}", f"({var} + 1) % {slots}"]))
+        name, x = self.assign(col=False)[1:]
+        mem = f'pl.MemRef("ub{next(self.names)}", slots={slots})[{index}]'
+        annotated = E(x.src, x.fn, x.bound)
+        return (
+            "assign",
+            f"{name}: pl.Tile[[{self.r}, {self.c}], pl.FP32, {mem}, pl.Mem.Vec]",
+            annotated,
+            name,
+        )
 
     def assign(self, name: str | None = None, col: bool | None = None):
         x = self.expr(col=self.draw(st.booleans()) if col is None else col)
@@ -273,7 +292,7 @@ def _lines(body: list, depth: int, out: list[str]) -> None:
 def reference(body: list, env: dict) -> None:
     for s in body:
         if s[0] == "assign":
-            env[s[1]] = s[2].fn(env).astype(np.float32)
+            env[s[-1] if len(s) > 3 else s[1]] = s[2].fn(env).astype(np.float32)
         elif s[0] == "store":
             tile, row = s[1].fn(env), s[3](env)
             env["out"][row : row + tile.shape[0], : tile.shape[1]] = tile

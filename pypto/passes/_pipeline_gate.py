@@ -1,0 +1,166 @@
+"""The pipelining capacity gate of AllocateMemoryAddr (private).
+
+ExpandPipelineLoops gave every clone of a ``pl.pipeline`` body its own tiles and moved the
+loads of all clones ahead of the compute, so all F clones are live at once. Per memory
+space the depth that fits is ``A = min(F, floor(free / per_stage))`` (sizes 32-byte
+aligned), where ``per_stage`` is the storage one clone's tiles take and ``free`` is the
+space's capacity minus the buffers that are live alongside the clones. When ``A < F``:
+
+* PH-MR-001 says so (SPEC §5), once per group and space;
+* the replicated block is reordered so clone ``k`` loads only after clone ``k - A`` has
+  finished its compute (a depth-A software pipeline inside the F-clone body);
+* clone ``k``'s tiles are given clone ``k mod A``'s storage (union of their buffers), so the
+  stages A apart share storage and serialise, instead of running out of memory.
+
+The groups come from ``ctx.pipeline_groups`` (written by ExpandPipelineLoops).
+Test: tests/e2e/test_pipelining.py (the hint and its remedy) and
+tests/passes/test_expand_pipeline_loops.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pypto.diagnostics.hints import PerfHint
+from pypto.ir.expr import Var
+from pypto.ir.stmt import Assign, For, Function, If, Stmt
+from pypto.ir.visit import nodes_of
+from pypto.passes._scan import defined_names
+from pypto.passes._tile_storage import Groups
+from pypto.passes.context import PassContext, PipelineClone, PipelineGroup
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _bytes(groups: Groups, root: str, align: int) -> int:
+    ref = groups.memref.get(root)
+    size = max(groups.live.vars[m].type.nbytes for m in groups.members[root])
+    return _align(size, align) * (ref.slots if ref is not None else 1)
+
+
+def _roots(groups: Groups, clone: PipelineClone, space: str) -> list[str]:
+    out: list[str] = []
+    for name in clone.staged:
+        var = groups.live.vars.get(groups.live.canon(name))
+        if var is not None and var.type.memory is not None and var.type.memory.name == space:
+            root = groups.find(name)
+            if root not in out:
+                out.append(root)
+    return out
+
+
+def _lever(slot: int, depth: int, achieved: int, free: int, others: int, limit: int, align: int) -> str:
+    if slot * depth > limit or others == 0:
+        budget = free // depth // align * align
+        return (
+            f"This operand alone needs {slot * depth} B for depth {depth}; shrink the per-stage tile to "
+            f"<= {budget} B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}."
+        )
+    return (
+        f"Other buffers live alongside the loop take {others} B of the {limit} B; relieve those "
+        f"(shorter lifetimes or smaller tiles), or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) "
+        f"to {achieved}."
+    )
+
+
+def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext, limit: int) -> int:
+    """The achieved depth of ``group`` in ``space``; emits PH-MR-001 when it falls short."""
+    align = int(ctx.platform.alignment_bytes)
+    main = group.blocks[0]
+    first = _roots(groups, main[0], space)
+    if not first:
+        return group.depth
+    mine = {r for c in main for r in _roots(groups, c, space)}
+    per_stage = sum(_bytes(groups, r, align) for r in first)
+    others = 0
+    for root in groups.roots():
+        var = groups.live.vars[root]
+        if root in mine or var.type.memory is None or var.type.memory.name != space:
+            continue
+        if groups.memref.get(root) is not None or any(groups.interferes(root, r) for r in first):
+            others += _bytes(groups, root, align)
+    free = max(0, limit - others)
+    achieved = min(group.depth, free // per_stage)
+    if achieved >= group.depth or achieved == 0:  # 0: nothing fits; placement reports it
+        return max(achieved, 1)
+    lever = _lever(per_stage, group.depth, achieved, free, others, limit, align)
+    message = (
+        f"software pipelining requested depth {group.depth} for pipeline group {group.name} in {space}, "
+        f"but only {achieved} of {group.depth} buffers fit ({per_stage} B per stage, {free} B free) — "
+        f"stages {achieved} apart share storage and serialize. {lever}"
+    )
+    ctx.hints.emit(PerfHint("PH-MR-001", "MemoryReuse", message, group.span))
+    return achieved
+
+
+def pipeline_shortfalls(fn: Function, groups: Groups, ctx: PassContext, limits: dict) -> dict:
+    """``{group: achieved depth}`` for this function's pipeline groups that do not fit."""
+    short: dict[PipelineGroup, int] = {}
+    for group in ctx.pipeline_groups:
+        if group.function != fn.name:
+            continue
+        depth = min(_depth_in(group, space, groups, ctx, limit) for space, limit in limits.items())
+        if depth < group.depth:
+            short[group] = depth
+    return short
+
+
+# --- reordering and sharing ----------------------------------------------------------------------
+def _owner(s: Stmt, block: tuple[PipelineClone, ...]) -> int | None:
+    names = defined_names((s,)) | {v.name for v in nodes_of(s, Var)}
+    owners = [k for k, c in enumerate(block) if names & c.defs]
+    return max(owners) if owners else None
+
+
+def _reorder(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
+    """Heads of clone k+depth go right after the compute of clone k."""
+    slots, heads, tails = [], [[] for _ in block], [[] for _ in block]
+    for j, s in enumerate(body):
+        k = _owner(s, block)
+        if k is None:
+            continue
+        slots.append(j)
+        hoisted = isinstance(s, Assign) and s.var.name in block[k].hoisted
+        (heads if hoisted else tails)[k].append(s)
+    order = [s for k in range(min(depth, len(block))) for s in heads[k]]
+    for k in range(len(block)):
+        order += tails[k] + (heads[k + depth] if k + depth < len(block) else [])
+    out = list(body)
+    for j, s in zip(slots, order):
+        out[j] = s
+    return tuple(out)
+
+
+def _visit(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
+    if defined_names(tuple(s for s in body if isinstance(s, Assign))) & block[0].defs:
+        return _reorder(body, block, depth)
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, For):
+            s = dataclasses.replace(s, body=_visit(s.body, block, depth))
+        elif isinstance(s, If):
+            then_body, else_body = _visit(s.then_body, block, depth), _visit(s.else_body, block, depth)
+            s = dataclasses.replace(s, then_body=then_body, else_body=else_body)
+        out.append(s)
+    return tuple(out)
+
+
+def reorder_for_depth(fn: Function, short: dict[PipelineGroup, int]) -> Function:
+    """``fn`` with each short group's replicated blocks reordered to its achieved depth."""
+    body = fn.body
+    for group, depth in short.items():
+        for block in group.blocks:
+            body = _visit(body, block, depth)
+    return dataclasses.replace(fn, body=body)
+
+
+def share_storage(groups: Groups, short: dict[PipelineGroup, int]) -> None:
+    """Clone k's tiles take clone (k mod depth)'s buffers."""
+    for group, depth in short.items():
+        for block in group.blocks:
+            for k in range(depth, len(block)):
+                for mine, theirs in zip(block[k].staged, block[k % depth].staged):
+                    if {groups.live.canon(mine), groups.live.canon(theirs)} <= groups.live.order.keys():
+                        groups.union(theirs, mine)

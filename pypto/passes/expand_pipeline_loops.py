@@ -1,0 +1,215 @@
+"""ExpandPipelineLoops: ``pl.pipeline(start, stop, step, stage=F)`` → replicated range loops.
+
+Consumes the plans of PlanPipelineLoops (``ctx.pipeline_plans``). For each pipeline loop,
+innermost first:
+
+* ``stage=1``: the loop becomes a plain ``pl.range`` loop.
+* otherwise the body is cloned F times per outer iteration and the outer loop strides by
+  ``F * step``; clone ``k`` sees ``i + k * step`` and has its own names, so each clone's tiles
+  get their own storage. Loads (and the index arithmetic they need) of every clone are
+  moved ahead of all compute in the replicated body, so clone k+1's load overlaps clone k's
+  compute. A load from a tensor the body also writes stays in place.
+* static bounds: the trip count ``n`` is known; ``n % F`` leftover clones follow the loop as
+  straight-line code (also loads first).
+* dynamic bounds: the loop end is computed (``start + (stop - start) // (F*step) * F*step``)
+  and a remainder ``pl.range`` loop of the original body runs from there to ``stop``; both
+  sit in a branch on the loop running at all.
+
+Loop-carried values (``init_values``) chain through the clones: clone k starts from clone
+k-1's yielded values. Each expansion records a :class:`~pypto.passes.context.PipelineGroup`
+in ``ctx.pipeline_groups`` — the channel AllocateMemoryAddr's capacity gate reads.
+Test: tests/passes/test_expand_pipeline_loops.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pypto.errors import CompileError
+from pypto.ir.enums import ForKind
+from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
+from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
+from pypto.ir.types import INDEX_TYPE, TensorType, TileType
+from pypto.ir.visit import nodes_of, rewrite, walk
+from pypto.passes._scan import defined_names
+from pypto.passes.context import PassContext, PipelineClone, PipelineGroup, PipelinePlan
+
+
+def _subst(node: tuple[Stmt, ...], names: dict[str, str], values: dict[str, Expr]) -> tuple[Stmt, ...]:
+    """``node`` with defined names renamed and the given vars replaced (constants folded)."""
+
+    def fix(x):
+        if isinstance(x, Var):
+            if x.name in values:
+                return values[x.name]
+            if x.name in names:
+                return dataclasses.replace(x, name=names[x.name])
+        if isinstance(x, BinOp) and isinstance(x.lhs, Const) and isinstance(x.rhs, Const):
+            return make_binop(x.op, x.lhs, x.rhs, x.span)
+        return None
+
+    return tuple(rewrite(st, fix) for st in node)
+
+
+def _written_tensors(body: tuple[Stmt, ...]) -> set[str]:
+    out: set[str] = set()
+    for call in nodes_of(body, Call):
+        if call.op != "tile.load":
+            out |= {a.name for a in call.args if isinstance(a, Var) and isinstance(a.type, TensorType)}
+    return out
+
+
+def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
+    """A tile.load from a tensor the body does not write, or scalar index arithmetic, whose
+    inputs are all defined before the replicated body (or by hoisted statements)."""
+    if not isinstance(s, Assign) or {v.name for v in nodes_of(s.value, Var)} & blocked:
+        return False
+    if isinstance(s.value, Call):
+        tensor = s.value.args[0] if s.value.args else None
+        return s.value.op == "tile.load" and isinstance(tensor, Var) and tensor.name not in written
+    return not isinstance(s.var.type, (TileType, TensorType)) and not nodes_of(s.value, Call)
+
+
+class _Expander:
+    def __init__(self, fn: Function, ctx: PassContext) -> None:
+        self.fn, self.ctx = fn, ctx
+        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_s{k}"
+        self.taken.add(name)
+        return name
+
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in body:
+            if isinstance(s, For):
+                s = dataclasses.replace(s, body=self.block(s.body))
+                out += self.loop(s) if s.kind is ForKind.pipeline else [s]
+            elif isinstance(s, If):
+                out.append(
+                    dataclasses.replace(
+                        s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
+                    )
+                )
+            else:
+                out.append(s)
+        return tuple(out)
+
+    # --- one pipeline loop -------------------------------------------------------------------
+    def loop(self, s: For) -> list[Stmt]:
+        plan = self.ctx.pipeline_plans.get((self.fn.name, s.var.name))
+        if plan is None:
+            raise CompileError("internal: PlanPipelineLoops must run before ExpandPipelineLoops", s.span)
+        plain = dataclasses.replace(s, kind=ForKind.range, stage=None)
+        if plan.depth == 1:
+            return [plain]
+        if all(isinstance(b, Const) for b in (s.start, s.stop)):
+            return self.static(plain, plan)
+        if s.iter_args:
+            raise CompileError(
+                "pl.pipeline with loop-carried values (init_values) needs compile-time bounds", s.span
+            )
+        return self.dynamic(plain, plan)
+
+    def static(self, s: For, plan: PipelinePlan) -> list[Stmt]:
+        f, step, start = plan.depth, plan.step, int(s.start.value)
+        n = len(range(start, int(s.stop.value), step))
+        main, rest = divmod(n, f)
+        out: list[Stmt] = []
+        blocks = []
+        carried: list[Expr] = [it.init for it in s.iter_args]
+        if main:
+            loop, clones = self.main_loop(s, plan, Const(start + main * f * step), bool(rest))
+            out.append(loop)
+            blocks.append(clones)
+            carried = list(loop.results)
+        if rest:
+            base = start + main * f * step
+            idx = [Const(base + k * step) for k in range(rest)]
+            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)
+            out += stmts
+            out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
+            blocks.append(clones)
+        if not main and not rest:
+            out += [Assign(r, it.init, span=s.span) for r, it in zip(s.results, s.iter_args)]
+        self.record(plan, blocks)
+        return out
+
+    def main_loop(self, s: For, plan: PipelinePlan, stop: Expr, fresh_results: bool) -> tuple[For, tuple]:
+        f, step = plan.depth, plan.step
+        idx = [s.var if k == 0 else make_binop("+", s.var, Const(k * step)) for k in range(f)]
+        carried = [it.var for it in s.iter_args]
+        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)
+        if s.iter_args:
+            stmts.append(Yield(tuple(final), span=s.span))
+        results = s.results
+        if fresh_results:
+            results = tuple(dataclasses.replace(r, name=self.fresh(r.name)) for r in s.results)
+        loop = dataclasses.replace(s, stop=stop, step=Const(f * step), body=tuple(stmts), results=results)
+        return loop, clones
+
+    def dynamic(self, s: For, plan: PipelinePlan) -> list[Stmt]:
+        span = Const(plan.depth * plan.step)
+        full = make_binop("//", make_binop("-", s.stop, s.start), span)
+        end = Var(self.fresh(f"{s.var.name}_end"), INDEX_TYPE, span=s.span)
+        loop, clones = self.main_loop(s, plan, end, False)
+        rem_var = dataclasses.replace(s.var, name=self.fresh(f"{s.var.name}_rem"))
+        names = {n: self.fresh(n) for n in defined_names(s.body)}
+        rem_body = _subst(s.body, names, {s.var.name: rem_var})
+        rem = dataclasses.replace(s, var=rem_var, start=end, body=rem_body)
+        cond = make_binop(">" if plan.step > 0 else "<", s.stop, s.start)
+        body = (Assign(end, make_binop("+", s.start, make_binop("*", full, span)), span=s.span), loop, rem)
+        self.record(plan, [clones])
+        return [If(cond, body, (), span=s.span)]
+
+    def replicate(self, s: For, idx: list[Expr], carried: list[Expr], keep_first: bool):
+        """The clones of ``s.body`` at the given loop values: (statements with the loads of
+        every clone first, the clones' records, the last clone's yielded values)."""
+        written = _written_tensors(s.body)
+        staged = self.ctx.pipeline_plans[(self.fn.name, s.var.name)].staged
+        heads: list[Stmt] = []
+        tails: list[Stmt] = []
+        clones, blocked = [], set()
+        for k, value in enumerate(idx):
+            body = s.body
+            if k or not keep_first:
+                names = {n: self.fresh(n) for n in defined_names(body)}
+                values = {s.var.name: value} if value is not s.var else {}
+                values |= {it.var.name: c for it, c in zip(s.iter_args, carried)}
+                body = _subst(body, names, values)
+            else:
+                names = {}
+            if body and isinstance(body[-1], Yield):
+                carried, body = list(body[-1].values), body[:-1]
+            hoisted: set[str] = set()
+            for st in body:
+                if _hoistable(st, blocked, written):
+                    heads.append(st)
+                    hoisted.add(st.var.name)
+                else:
+                    tails.append(st)
+                    blocked |= defined_names((st,))
+            defs = frozenset(defined_names(body))
+            clones.append(PipelineClone(tuple(names.get(n, n) for n in staged), defs, frozenset(hoisted)))
+        return heads + tails, tuple(clones), carried
+
+    def record(self, plan: PipelinePlan, blocks: list) -> None:
+        if blocks and self.fn.kind.is_incore:
+            group = PipelineGroup(self.fn.name, plan.loop_var, plan.depth, tuple(blocks), plan.span)
+            self.ctx.pipeline_groups.append(group)
+
+
+def expand_pipeline_loops(program: Program, ctx: PassContext) -> Program:
+    """Replace every pl.pipeline loop by its replicated form (see the module docstring)."""
+    fns = []
+    for fn in program.functions:
+        if fn.external_source is None and any(
+            isinstance(n, For) and n.kind is ForKind.pipeline for n in walk(fn.body)
+        ):
+            fn = dataclasses.replace(fn, body=_Expander(fn, ctx).block(fn.body))
+        fns.append(fn)
+    return dataclasses.replace(program, functions=tuple(fns))

@@ -1,0 +1,86 @@
+"""PlanPipelineLoops: validate every ``pl.pipeline`` loop and record what to replicate.
+
+For each ``for i in pl.pipeline(start, stop, step, stage=F)`` of every function this pass
+checks what the expansion relies on and records a :class:`~pypto.passes.context.PipelinePlan`
+in ``ctx.pipeline_plans`` (keyed by function and loop variable; loop variables are unique
+per function): the depth, the constant step and the tiles the body defines — the staged
+tiles, of which each clone gets its own copy. The IR itself is returned unchanged;
+ExpandPipelineLoops does the rewriting.
+
+Rejected, at the loop's (or the declaration's) source line:
+
+* ``stage`` missing or < 1;
+* a step that is not a compile-time constant (the outer stride ``F * step`` must be known);
+* a ``pl.MemRef`` declared inside the body: replicating it would bind every clone to the
+  same declared storage, which defeats the clones' own buffers.
+
+Test: tests/passes/test_plan_pipeline_loops.py
+"""
+
+from __future__ import annotations
+
+from pypto.errors import CompileError
+from pypto.ir.enums import ForKind
+from pypto.ir.expr import Const, Var
+from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
+from pypto.ir.types import TileType
+from pypto.ir.visit import walk
+from pypto.passes.context import PassContext, PipelinePlan
+
+
+def _check(loop: For) -> None:
+    if not isinstance(loop.stage, int) or isinstance(loop.stage, bool) or loop.stage < 1:
+        raise CompileError(
+            f"pl.pipeline stage must be a compile-time int >= 1, got {loop.stage!r}", loop.span
+        )
+    step = loop.step
+    if not (isinstance(step, Const) and isinstance(step.value, int) and not isinstance(step.value, bool)):
+        raise CompileError(
+            "pl.pipeline needs a compile-time constant step: the outer loop strides by stage * step",
+            loop.span,
+        )
+    if step.value == 0:
+        raise CompileError("pl.pipeline step must not be 0", loop.span)
+    for node in walk(loop.body):
+        if isinstance(node, Assign) and isinstance(node.var.type, TileType):
+            ref = node.var.type.memref
+            if ref is not None and not ref.allocated:
+                raise CompileError(
+                    f"pl.MemRef {ref.name!r} is declared inside a pl.pipeline body (tile "
+                    f"{node.var.name!r}); every clone would share that storage. Declare the slots "
+                    "with a pl.range loop instead, or drop the MemRef and let pl.pipeline stage it",
+                    node.span or loop.span,
+                )
+
+
+def _staged(body: tuple[Stmt, ...]) -> tuple[str, ...]:
+    """Tile names the body defines, in definition order (nested blocks included)."""
+    names: list[str] = []
+    for node in walk(body):
+        if isinstance(node, Assign) and isinstance(node.var.type, TileType):
+            names.append(node.var.name)
+        elif isinstance(node, For):
+            names += [v.var.name for v in node.iter_args if isinstance(v.var.type, TileType)]
+            names += [r.name for r in node.results if isinstance(r.type, TileType)]
+        elif isinstance(node, If):
+            names += [r.name for r in node.results if isinstance(r.type, TileType)]
+    return tuple(names)
+
+
+def _plan_function(fn: Function, ctx: PassContext) -> None:
+    for node in walk(fn.body):
+        if isinstance(node, For) and node.kind is ForKind.pipeline:
+            _check(node)
+            assert isinstance(node.step, Const) and isinstance(node.var, Var)
+            plan = PipelinePlan(
+                fn.name, node.var.name, int(node.stage), int(node.step.value), _staged(node.body), node.span
+            )
+            ctx.pipeline_plans[(fn.name, node.var.name)] = plan
+
+
+def plan_pipeline_loops(program: Program, ctx: PassContext) -> Program:
+    """Validate every pl.pipeline loop and record its plan in ``ctx.pipeline_plans``."""
+    for fn in program.functions:
+        if fn.external_source is None:
+            _plan_function(fn, ctx)
+    return program

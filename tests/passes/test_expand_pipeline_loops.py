@@ -1,0 +1,101 @@
+"""ExpandPipelineLoops: before → expected programs, compared structurally (names ignored)."""
+
+from __future__ import annotations
+
+from pypto import platforms
+from pypto.ir.builder import Builder
+from pypto.ir.dtypes import FP32
+from pypto.ir.enums import Direction, ForKind, FunctionType
+from pypto.ir.equality import assert_structural_equal
+from pypto.ir.expr import Const
+from pypto.ir.stmt import Assign, For, If
+from pypto.ir.types import INDEX_TYPE, TensorType
+from pypto.passes.context import PassContext
+from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
+from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
+
+T = TensorType((512, 128), FP32)
+
+
+def _kernel(body, dynamic=False):
+    b = Builder()
+    with b.function("k", FunctionType.AIV):
+        a = b.param("a", T)
+        out = b.param("out", T, Direction.Out)
+        n = b.param("n", INDEX_TYPE) if dynamic else None
+        body(b, a, out, n)
+    return b.program("k")
+
+
+def _tile(b, a, out, i):
+    t = b.op("tile.load", a, [i * 64, 0], [64, 128])
+    b.eval("tile.store", b.op("tile.exp", t), [i * 64, 0], out)
+
+
+def _pipelined(stage, trips=5, dynamic=False):
+    def body(b, a, out, n):
+        with b.loop("i", 0, n if dynamic else trips, kind=ForKind.pipeline, stage=stage) as lp:
+            _tile(b, a, out, lp.var)
+
+    return _kernel(body, dynamic)
+
+
+def _expand(program):
+    ctx = PassContext(platforms.get("a2a3sim"))
+    return expand_pipeline_loops(plan_pipeline_loops(program, ctx), ctx), ctx
+
+
+def test_stage_one_is_a_plain_loop():
+    def body(b, a, out, n):
+        with b.loop("i", 0, 5) as lp:
+            _tile(b, a, out, lp.var)
+
+    got, ctx = _expand(_pipelined(1))
+    assert_structural_equal(got, _kernel(body))
+    assert ctx.pipeline_groups == []
+
+
+def test_two_stages_loads_first_and_a_static_leftover():
+    def body(b, a, out, n):
+        with b.loop("i", 0, 4, 2) as lp:
+            i = lp.var
+            t0 = b.op("tile.load", a, [i * 64, 0], [64, 128])
+            t1 = b.op("tile.load", a, [(i + 1) * 64, 0], [64, 128])
+            b.eval("tile.store", b.op("tile.exp", t0), [i * 64, 0], out)
+            b.eval("tile.store", b.op("tile.exp", t1), [(i + 1) * 64, 0], out)
+        _tile(b, a, out, Const(4))
+
+    got, ctx = _expand(_pipelined(2))
+    assert_structural_equal(got, _kernel(body))
+    (group,) = ctx.pipeline_groups
+    assert (group.name, group.depth, len(group.blocks)) == ("i", 2, 2)
+    main, leftover = group.blocks
+    assert [c.staged for c in main][0] != [c.staged for c in main][1]  # own tiles per clone
+    assert len(leftover) == 1 and all(len(c.hoisted) == 1 for c in main)
+
+
+def test_dynamic_bounds_get_a_computed_end_and_a_remainder_loop():
+    got, _ = _expand(_pipelined(3, dynamic=True))
+    (branch,) = got.functions[0].body
+    assert isinstance(branch, If)
+    end, main, rest = branch.then_body
+    assert isinstance(end, Assign) and isinstance(main, For) and isinstance(rest, For)
+    assert main.stop == end.var and main.step == Const(3) and len(main.body) == 9
+    assert rest.start == end.var and rest.step == Const(1) and rest.kind is ForKind.range
+    assert [type(s).__name__ for s in main.body[:3]] == ["Assign"] * 3  # three loads first
+
+
+def test_loop_carried_values_chain_through_the_clones():
+    def body(b, a, out, n):
+        acc = b.op("tile.load", a, [0, 0], [64, 128])
+        with b.loop("i", 1, 5, kind=ForKind.pipeline, stage=2, init=(acc,)) as lp:
+            t = b.op("tile.load", a, [lp.var * 64, 0], [64, 128])
+            b.yield_(b.op("tile.add", lp.iters[0], t))
+        b.eval("tile.store", lp.results[0], [0, 0], out)
+
+    got, _ = _expand(_kernel(body))
+    loop = got.functions[0].body[1]
+    assert isinstance(loop, For) and loop.step == Const(2)
+    t0, t1, add0, add1, y = loop.body
+    assert add0.value.args[0] == loop.iter_args[0].var and add1.value.args[0] == add0.var
+    assert y.values == (add1.var,)

@@ -119,11 +119,9 @@ def _matmul(c: Call, dst: str | None) -> list[str]:
 
 
 def _matmul_acc(c: Call, dst: str | None) -> list[str]:
-    # acc is updated in place: the planner gives the result the accumulator's buffer.
-    d, acc = _need(dst), _name(c.arg("acc"))
-    lines = [] if d == acc else [f"if ({d}.addr != {acc}.addr) TMOV({d}, {acc});"]
+    # Accumulates in place: the planner gives the result the accumulator's buffer.
     trans = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}"
-    return lines + [f"TMATMUL_ACC({d}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
+    return [f"TMATMUL_ACC({_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
 
 
 def _create(c: Call, dst: str | None) -> list[str]:

@@ -9,7 +9,8 @@ imported, compiled through the whole pipeline and run on the simulator; the resu
 match a numpy interpretation of the same program (float32, same op order), and the run
 must raise no HazardError (a missing sync is a race the native checker reports) and no
 DeadlockError. Magnitudes are tracked while drawing so that no value overflows: every
-difference is a bug. ``PYPTO_FUZZ_EXAMPLES`` raises the example count for a long hunt.
+difference is a bug. ``PYPTO_FUZZ_EXAMPLES`` raises the example count for a long hunt
+(with ``PYPTO_FUZZ_RANDOM=1``; the suite's own run is derandomised).
 """
 
 from __future__ import annotations
@@ -317,6 +318,8 @@ def workdir(tmp_path_factory):
 
 @settings(
     max_examples=int(os.environ.get("PYPTO_FUZZ_EXAMPLES", "25")),
+    # The suite's run is reproducible (same programs every time); PYPTO_FUZZ_RANDOM=1 hunts.
+    derandomize=os.environ.get("PYPTO_FUZZ_RANDOM", "") != "1",
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -4,45 +4,17 @@ capacity gate says what did not fit (PH-MR-001)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buffer  # the seed's, verbatim
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
 from pypto.runtime.report import overlap_cycles
 
-NT, TR, TC = 8, 64, 128
-ROWS = NT * TR
 CFG = RunConfig(platform="a2a3sim")
-
-
-@pl.jit
-def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # the baseline
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
-@pl.jit
-def pipelined(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.pipeline(NT, stage=2):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
-@pl.jit
-def explicit_slots(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(
-                a, [i * TR, 0], [TR, TC], target_memory=pl.Mem.Vec
-            )
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
 
 
 @pl.jit
@@ -168,6 +140,11 @@ def test_capacity_gate_hint_and_its_remedy(capsys):
         "storage and serialize. This operand alone needs 262144 B for depth 4; shrink the per-stage "
         "tile to <= 47104 B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to 2. at "
     )
-    assert line.endswith("test_pipelining.py:142:12")
+    loop_line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "pl.pipeline(NT, stage=4)" in text
+    )
+    assert line.endswith(f"test_pipelining.py:{loop_line}:12")
     assert "[perf_hint] " in capsys.readouterr().err
     assert _hints(_deep(64), 64) == []  # 32 KiB <= 47104 B per stage: all four fit

@@ -51,13 +51,15 @@ class RunConfig:
         return base.with_overrides(**self.platform_overrides) if self.platform_overrides else base
 
     def compile_key(self) -> tuple:
-        """What changes the compiled artifact (run-only options such as ``trace`` excluded)."""
+        """What identifies a compiled program. ``trace`` is included so that ``compile()`` returns
+        a program whose ``run()`` traces exactly when its config says so."""
         disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
         return (
             self.platform,
             self.planner,
             self.dump_level,
             disabled,
+            self.trace,
             str(self.output_dir) if self.output_dir else None,
             tuple(sorted(self.platform_overrides.items())),
         )

@@ -211,18 +211,3 @@ def scheduled_report(platform: str, clock_hz: float, results: list[dict[str, Any
         t.core, t.core_type = int(r["core"]), "AIC" if r["cube"] else "AIV"
         tasks.append(t)
     return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
-
-
-def sequential_report(
-    platform: str, clock_hz: float, dispatch_cycles: float, runs: list[tuple[str, list[dict[str, Any]]]]
-) -> RunReport:
-    """Tasks one after another on one core: each starts when the previous ends plus the
-    dispatch overhead (the first starts at 0: time counts from the first task's launch)."""
-    tasks: list[TaskReport] = []
-    now = 0
-    for i, (name, blocks) in enumerate(runs):
-        start = now + (int(dispatch_cycles) if i else 0)
-        part = [_task(name, b, start) for b in blocks]
-        tasks.extend(part)
-        now = max((t.end for t in part), default=start)
-    return _summed(platform, clock_hz, tasks, now)

@@ -115,3 +115,11 @@ def test_capacity_overflow_names_space_bytes_and_tiles():
     c = np.zeros((256, 128), np.float32)
     with pytest.raises(MemoryCapacityError, match=r"needs \d+ B of Vec but 188416 B are available"):
         sk.big_add(a, b, c, config=CFG)
+
+
+def test_compile_returns_a_program_configured_as_asked():
+    a = seed_input_numpy()
+    traced = sk.single_buffer.compile(a, np.zeros_like(a), config=RunConfig(trace=True))
+    plain = sk.single_buffer.compile(a, np.zeros_like(a), config=RunConfig())
+    assert traced.config.trace and not plain.config.trace
+    assert plain.run(a, np.zeros_like(a)).tasks[0].trace is None  # no records unless asked

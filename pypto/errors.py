@@ -82,6 +82,10 @@ class OutsideKernelError(CompileError):
     """A DSL marker (``pl.exp``, ``pl.range``, ...) was called as ordinary Python code."""
 
 
+class CodegenError(CompileError):
+    """The lowered IR cannot be turned into C++ (names the op or declaration and its line)."""
+
+
 class VerifyError(CompileError):
     """The IR verifier rejected a program; the span names the offending node."""
 

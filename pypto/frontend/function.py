@@ -138,8 +138,9 @@ class FunctionParser(ControlFlow):
         self.declared_returns = tuple(types)
 
     # --- body ---------------------------------------------------------------------------------------------
-    def function(self, name: str, external_source: str | None = None,
-                 include_dirs: tuple[str, ...] = ()) -> Function:
+    def function(
+        self, name: str, external_source: str | None = None, include_dirs: tuple[str, ...] = ()
+    ) -> Function:
         """Parse the body (parameters already bound) and build the ``Function``."""
         body = self.node.body
         if body and _is_docstring(body[0]):

@@ -134,6 +134,8 @@ def print_memref(m: MemRef) -> str:
         args = [json.dumps(m.name)]
     if m.slots != 1:
         args.append(f"slots={m.slots}")
+    if not m.allocated and m.size is not None:  # a PTOAS region: placed when the kernel starts
+        args.append(f"size={m.size}")
     text = f"pl.MemRef({', '.join(args)})"
     return text if m.index is None else f"{text}[{print_expr(m.index)}]"
 

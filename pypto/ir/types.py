@@ -72,6 +72,14 @@ class MemRef:
         return replace(self, offset=offset, size=size)
 
 
+TILE_REGION_PREFIX = "tile:"  # PTOAS regions of undeclared tiles: "tile:<first tile>"
+
+
+def is_tile_region(ref: MemRef) -> bool:
+    """True for a region the PTOAS planner made for undeclared tiles (not a ``pl.MemRef``)."""
+    return ref.name.startswith(TILE_REGION_PREFIX)
+
+
 @dataclass(frozen=True)
 class TileType(Type):
     """An on-chip tile; ``memory`` is ``None`` until inferred, ``memref`` until bound/planned."""

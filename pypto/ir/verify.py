@@ -61,7 +61,7 @@ class _Verifier:
             raise self.fail(f"pl.MemRef {m.name!r} has {m.slots} slots", span)
         if m.index is not None:
             self.scalar(env, m.index, "memref slot index")
-        if (m.offset is None) != (m.size is None):
+        if m.offset is not None and m.size is None:  # (a size alone is a PTOAS region)
             raise self.fail(f"pl.MemRef {m.name!r} needs both an offset and a size", span)
         if m.size is not None and m.size < t.nbytes:
             raise self.fail(f"pl.MemRef {m.name!r} slot is {m.size} B but the tile needs {t.nbytes} B", span)

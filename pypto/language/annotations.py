@@ -115,14 +115,15 @@ def MemRef(  # noqa: N802 - spelled like a type in the DSL
 ) -> _IRMemRef:
     """A named buffer of ``slots`` equal slots; subscript it to pick a slot: ``m[i % 2]``.
 
-    ``offset``/``size`` (bytes) appear once address assignment has placed the buffer.
+    ``offset``/``size`` (bytes) appear once address assignment has placed the buffer; a
+    ``size`` alone is a PTOAS region, placed when the kernel starts.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"pl.MemRef needs a name string, got {name!r}")
     if not isinstance(slots, int) or slots < 1:
         raise ValueError(f"pl.MemRef slots must be a positive int, got {slots!r}")
-    if (offset is None) != (size is None):
-        raise ValueError("pl.MemRef takes both an offset and a size, or neither")
+    if offset is not None and size is None:
+        raise ValueError("pl.MemRef with an offset needs a size too")
     return _IRMemRef(name, slots, None, offset, size)
 
 

@@ -120,8 +120,13 @@ class KernelFunction:
     ``external_source`` it is a hand-written C++ kernel a ``@pl.jit`` body may call.
     """
 
-    def __init__(self, fn: Callable[..., Any], type: FunctionType, external_source: str | None,
-                 include_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        type: FunctionType,
+        external_source: str | None,
+        include_dirs: tuple[str, ...] = (),
+    ) -> None:
         self.fn = fn
         self.type = type
         self.external_source = external_source

@@ -73,15 +73,18 @@ def evaluate(e: Expr, env: Env) -> int | None:
 def tile_range(t: TileType, env: Env, opaque: AbstractSet = frozenset()) -> tuple:
     """The bytes a tile occupies: its slot when the slot index is known, else all slots."""
     ref, space = t.memref, t.memory.name if t.memory is not None else "?"
-    if ref is None or not ref.allocated:
-        return (space, 0, _WHOLE_SPACE)  # not planned yet (PTOAS): assume it may be anywhere
+    if ref is None or ref.size is None:
+        return (space, 0, _WHOLE_SPACE)  # no storage bound yet: assume it may be anywhere
+    base = ref.offset
+    if not ref.allocated:  # a PTOAS region: disjoint from every other region, offsets inside it
+        space, base = f"{space}:{ref.name}", 0
     if ref.slots > 1:
         k = evaluate(ref.index, env) if ref.index is not None and ref.index not in opaque else None
         if k is None:
-            return (space, ref.offset, ref.offset + ref.slots * ref.size)
-        lo = ref.offset + k * ref.size
+            return (space, base, base + ref.slots * ref.size)
+        lo = base + k * ref.size
         return (space, lo, lo + t.nbytes)
-    return (space, ref.offset, ref.offset + t.nbytes)
+    return (space, base, base + t.nbytes)
 
 
 def gm_roots(fn: Function) -> dict[str, frozenset[str]]:

@@ -17,6 +17,7 @@ from pypto.diagnostics.checks import check_perf_hints
 from pypto.ir.stmt import Program
 from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
+from pypto.passes.bind_regions import bind_regions
 from pypto.passes.context import PassContext
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
@@ -47,8 +48,10 @@ PASSES: list[PassEntry] = [
     PassEntry("ExpandPipelineLoops", expand_pipeline_loops),
     # Spaces before planning: capacities and alignments are per space.
     PassEntry("InferMemorySpaces", lambda p, ctx: infer_memory_spaces(p)),
-    # Lifetimes, reuse and addresses; PTOAS assigns addresses when the kernel starts instead.
+    # Lifetimes, reuse and addresses (PYPTO) or storage regions placed when the kernel starts
+    # (PTOAS): one of the two planners, after spaces (capacities are per space).
     PassEntry("AllocateMemoryAddr", allocate_memory_addr, frozenset({MemoryPlanner.PYPTO})),
+    PassEntry("BindRegions", bind_regions, frozenset({MemoryPlanner.PTOAS})),
     # Last: hazards are decided on final addresses, so reuse can never introduce a race.
     PassEntry("InsertSync", insert_sync),
     # Analysis only, after every rewrite: hints see the final transfers (clones included).

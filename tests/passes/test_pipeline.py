@@ -46,24 +46,37 @@ def test_the_order_is_one_list():
         "ExpandPipelineLoops",
         "InferMemorySpaces",
         "AllocateMemoryAddr",
+        "BindRegions",
         "InsertSync",
         "CheckPerfHints",
     ]
     # the contracts behind the order: kernels exist first, spaces before addresses,
     # addresses before sync (hazards are decided on final addresses)
-    assert names.index("InferMemorySpaces") < names.index("AllocateMemoryAddr") < names.index("InsertSync")
+    for planner in ("AllocateMemoryAddr", "BindRegions"):
+        assert names.index("InferMemorySpaces") < names.index(planner) < names.index("InsertSync")
     assert all(names.index(n) < names.index("InsertSync") for n in names if n.startswith(("Lower", "Expand")))
 
 
+def selected(planner: MemoryPlanner = MemoryPlanner.PYPTO) -> list[str]:
+    return [e.name for e in pp.PASSES if planner in e.planners]
+
+
 def test_dumps_are_numbered_in_execution_order():
-    assert run() == [(0, "frontend")] + [(i + 1, e.name) for i, e in enumerate(pp.PASSES)]
+    assert run() == [(0, "frontend")] + [(i + 1, name) for i, name in enumerate(selected())]
 
 
-def test_ptoas_skips_allocate_memory_addr_and_numbers_only_passes_that_ran():
-    names = [n for _, n in run(MemoryPlanner.PTOAS)]
-    assert "AllocateMemoryAddr" not in names
-    assert [i for i, _ in run(MemoryPlanner.PTOAS)] == list(range(len(pp.PASSES)))
-    assert names[1:] == [e.name for e in pp.PASSES if e.name != "AllocateMemoryAddr"]
+@pytest.mark.parametrize(
+    ("planner", "runs", "skipped"),
+    [
+        (MemoryPlanner.PTOAS, "BindRegions", "AllocateMemoryAddr"),
+        (MemoryPlanner.PYPTO, "AllocateMemoryAddr", "BindRegions"),
+    ],
+)
+def test_the_planner_selects_its_pass_and_dumps_number_only_passes_that_ran(planner, runs, skipped):
+    names = [n for _, n in run(planner)]
+    assert runs in names and skipped not in names
+    assert [i for i, _ in run(planner)] == list(range(len(pp.PASSES)))  # all but one ran
+    assert names[1:] == selected(planner) == [e.name for e in pp.PASSES if e.name != skipped]
 
 
 def _duplicates_a_function(prog: ir.Program, ctx) -> ir.Program:
@@ -93,7 +106,7 @@ def test_compile_writes_one_reparseable_dump_per_pass(tmp_path):
     cfg = RunConfig(platform="a2a3sim", dump_passes=PassDumpLevel.EXPLICIT, output_dir=str(tmp_path))
     dumped.compile(a, np.zeros_like(a), config=cfg)
     files = sorted(p.name for p in (tmp_path / "passes_dump").glob("*.py"))
-    assert files == ["00_frontend.py"] + [f"{i + 1:02d}_after_{e.name}.py" for i, e in enumerate(pp.PASSES)]
+    assert files == ["00_frontend.py"] + [f"{i + 1:02d}_after_{n}.py" for i, n in enumerate(selected())]
     for f in files:
         text = (tmp_path / "passes_dump" / f).read_text()
         assert text.startswith("# pypto.program: dumped")

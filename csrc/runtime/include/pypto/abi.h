@@ -102,6 +102,21 @@ void pypto_set_flag(int32_t src_pipe, int32_t dst_pipe, int32_t event_id);
 void pypto_wait_flag(int32_t src_pipe, int32_t dst_pipe, int32_t event_id);
 void pypto_pipe_barrier(int32_t pipe);
 
+// Storage placed when the kernel starts (the PTOAS planner): region i is `slots` slots of
+// `slot_bytes` in space `mem`. Regions are placed first fit per space, in order, at the
+// platform's alignment and never overlapping; base_out[i] receives region i's byte offset.
+// Going past a space's capacity throws, naming the space and the regions.
+typedef struct pypto_region {
+  int32_t mem;  // pypto_mem (an on-chip space)
+  int32_t slots;
+  int64_t slot_bytes;
+  const char* name;  // the declaration, for errors
+} pypto_region;
+void pypto_place_regions(const pypto_region* regions, int32_t n, int64_t* base_out);
+// Slot `index` of a slotted buffer at `base`; an index outside [0, slots) throws naming `name`.
+int64_t pypto_slot_address(int64_t base, int64_t index, int32_t slots, int64_t slot_bytes,
+                           const char* name);
+
 // Multi-core launches: which block this core runs, out of how many.
 int64_t pypto_block_idx(void);
 int64_t pypto_block_num(void);

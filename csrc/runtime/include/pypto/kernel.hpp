@@ -161,6 +161,16 @@ PYPTO_EXPAND(MAX, PYPTO_MAX)
 PYPTO_EXPAND(MIN, PYPTO_MIN)
 #undef PYPTO_EXPAND
 
+// ---- storage regions (PTOAS: addresses chosen when the kernel starts) -----------------
+template <int N>
+inline void place_regions(const pypto_region (&regions)[N], int64_t (&base)[N]) {
+  pypto_place_regions(regions, N, base);
+}
+inline int64_t slot_address(int64_t base, int64_t index, int32_t slots, int64_t slot_bytes,
+                            const char* name) {
+  return pypto_slot_address(base, index, slots, slot_bytes, name);
+}
+
 // ---- scalar helpers: Python's // and % (floor semantics) for generated index arithmetic --
 inline int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 inline int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }

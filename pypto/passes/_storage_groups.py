@@ -1,0 +1,200 @@
+"""Storage groups shared by both memory planners (private): which tiles must be, or may be,
+one buffer.
+
+A loop's init, iter arg, yielded value and result end in one buffer, as do an ``if``'s
+result and both branch values, every tile bound to one ``pl.MemRef`` declaration, and
+``matmul_acc``'s accumulator and result (explicit copies are inserted first, so a flow that
+cannot share storage keeps a ``tile.move``). Then a copy whose ends do not clash
+disappears, and an elementwise result takes over an input that dies there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pypto.errors import CompileError
+from pypto.ir.expr import Call, Var
+from pypto.ir.ops import get_op
+from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
+from pypto.ir.types import MemRef, same_shape_dtype
+from pypto.ir.visit import rewrite, walk
+from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile
+
+CAPACITY_FIELD = {
+    "Vec": "ub_bytes",
+    "Mat": "l1_bytes",
+    "Left": "l0a_bytes",
+    "Right": "l0b_bytes",
+    "Acc": "l0c_bytes",
+    "Bias": "bias_bytes",
+}
+
+
+class MemoryCapacityError(CompileError):
+    """Tiles that must be live together do not fit in their on-chip memory space."""
+
+
+@dataclass
+class Buffer:
+    root: str
+    members: list[str]
+    space: str
+    slot_bytes: int
+    slots: int
+    start: int
+    pinned: MemRef | None
+    offset: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.slot_bytes * self.slots
+
+
+# --- grouping ----------------------------------------------------------------------------------
+def _force(groups: Groups, a: str, b: str, span, why: str) -> None:
+    if not groups.may_join(a, b) or groups.interferes(a, b):
+        raise CompileError(why, span)
+    groups.union(a, b)
+
+
+def _forced_groups(fn: Function, groups: Groups) -> None:
+    """Values that are one storage by construction: loop-carried tiles, if results,
+    matmul_acc's accumulator."""
+    for node in walk(fn.body):
+        if isinstance(node, For):
+            last = node.body[-1] if node.body else None
+            yields = last.values if isinstance(last, Yield) else ()
+            for it, r, y in zip(node.iter_args, node.results, yields):
+                if is_tile(it.var):
+                    for other in (it.init, y, r):
+                        why = f"loop-carried tile {it.var.name!r} cannot keep one buffer around the loop"
+                        _force(groups, it.var.name, other.name, node.span, why)
+        elif isinstance(node, If):
+            for body in (node.then_body, node.else_body):
+                last = body[-1] if body else None
+                for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
+                    if is_tile(r):
+                        _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")
+        elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op == "tile.matmul_acc":
+            acc = node.value.arg("acc")
+            why = (
+                f"pl.matmul_acc updates its accumulator {acc.name!r} in place, so it cannot be "
+                "used after this call (use the result instead)"
+            )
+            _force(groups, node.var.name, acc.name, node.span, why)
+
+
+def _pin_declared(groups: Groups) -> None:
+    first: dict[str, str] = {}
+    for name in groups.live.order:
+        ref = groups.memref.get(name)
+        if ref is not None:
+            groups.union(first.setdefault(ref.name, name), name)
+
+
+def _try(groups: Groups, a: str, b: str) -> bool:
+    same_space = groups.live.vars[a].type.memory == groups.live.vars[b].type.memory
+    if same_space and groups.may_join(a, b) and not groups.interferes(a, b):
+        groups.union(a, b)
+        return True
+    return False
+
+
+def _coalesce(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> None:
+    for dst, src in copies:  # a copy whose two ends may share a buffer disappears
+        _try(groups, dst, src)
+    for node in walk(fn.body):  # in place: an elementwise result over an input that dies there
+        if isinstance(node, Assign) and is_tile(node.var) and isinstance(node.value, Call):
+            ok = INPLACE.get(node.value.op, frozenset())
+            for p, a in zip(get_op(node.value.op).params, node.value.args):
+                fits = p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)
+                if fits and _try(groups, node.var.name, a.name):
+                    break
+
+
+def buffers(groups: Groups) -> list[Buffer]:
+    live, out = groups.live, []
+    for root in groups.roots():
+        members = sorted(groups.members[root], key=live.order.__getitem__)
+        types = [live.vars[m].type for m in members]
+        spaces = {t.memory for t in types}
+        if None in spaces:
+            raise CompileError(
+                f"tile {root!r} has no memory space (InferMemorySpaces must run first)", live.spans[root]
+            )
+        if len(spaces) > 1:
+            raise CompileError(
+                f"tiles {', '.join(members)} share storage but live in different memory spaces "
+                f"({', '.join(sorted(s.name for s in spaces))})",
+                live.spans[root],
+            )
+        pinned = groups.memref[root]
+        out.append(
+            Buffer(
+                root,
+                members,
+                spaces.pop().name,
+                max(t.nbytes for t in types),
+                pinned.slots if pinned else 1,
+                live.order[members[0]],
+                pinned,
+            )
+        )
+    return out
+
+
+def drop_copies(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> Function:
+    """Deletes the copies whose two ends share a buffer; their uses read the source."""
+    gone = {dst: src for dst, src in copies if groups.find(dst) == groups.find(src)}
+    if not gone:
+        return fn
+    fn = dataclasses.replace(fn, body=_keep(fn.body, gone))
+    names = {v.name: v for v in walk(fn) if isinstance(v, Var)}
+
+    def source(x: object) -> Var | None:
+        if not isinstance(x, Var) or x.name not in gone:
+            return None
+        name = x.name
+        while name in gone:
+            name = gone[name]
+        return names[name]
+
+    return rewrite(fn, source)
+
+
+def _keep(body: tuple[Stmt, ...], gone: dict[str, str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Assign) and s.var.name in gone:
+            continue
+        if isinstance(s, For):
+            s = dataclasses.replace(s, body=_keep(s.body, gone))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_keep(s.then_body, gone), else_body=_keep(s.else_body, gone))
+        out.append(s)
+    return tuple(out)
+
+
+def check_copies(fn: Function, copies: list[tuple[str, str]]) -> None:
+    """A copy that stayed must be one the ISA can do: within a space, only Vec has one."""
+    kept = {dst for dst, _ in copies}
+    for node in walk(fn.body):
+        if isinstance(node, Assign) and node.var.name in kept and node.var.type.memory.name != "Vec":
+            src = node.value.arg("tile")
+            raise CompileError(
+                f"tile {src.name!r} in {node.var.type.memory.name} must be copied to keep a "
+                "loop-carried or merged value in one buffer, but that space has no on-chip copy; "
+                "do not use the old value after the new one is computed",
+                node.span,
+            )
+
+
+def group_storage(fn: Function) -> tuple[Function, list[tuple[str, str]], Groups]:
+    """``fn`` with its flow copies, the copies, and the storage groups of its tiles."""
+    fn, copies = insert_copies(fn)
+    groups = Groups(Liveness(fn))
+    _pin_declared(groups)
+    _forced_groups(fn, groups)
+    _coalesce(fn, groups, copies)
+    return fn, copies, groups

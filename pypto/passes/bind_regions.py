@@ -1,0 +1,86 @@
+"""BindRegions (the PTOAS planner): every tile joins a storage region; no addresses.
+
+The regions stand in for PTOAS's own planning. Tiles are grouped as the PYPTO planner
+groups them (``_storage_groups``): loop-carried values, ``if`` results, ``matmul_acc``'s
+accumulator and all tiles bound to one ``pl.MemRef`` declaration share a region, and so may
+a copy's two ends and an elementwise result with an input that dies there (the planner may
+coalesce what you separated). A region is ``slots`` slots of its largest tile; each tile's
+MemRef names its region, its slot select and the slot size — no offset. Unlike PYPTO's
+first fit, regions never overlap: the kernel places them when it starts
+(``pypto_place_regions``, in order, per space), so InsertSync treats distinct regions as
+disjoint. The regions must fit their spaces; that is checked here, before anything runs.
+
+Test: tests/passes/test_bind_regions.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pypto.ir.stmt import Function, Program
+from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
+from pypto.ir.visit import retype
+from pypto.passes._storage_groups import (
+    CAPACITY_FIELD,
+    Buffer,
+    MemoryCapacityError,
+    buffers,
+    check_copies,
+    drop_copies,
+    group_storage,
+)
+from pypto.passes._tile_storage import Groups
+from pypto.passes.context import PassContext
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def region_name(buf: Buffer) -> str:
+    """A declaration keeps its name; an undeclared tile's region is named after it."""
+    return buf.pinned.name if buf.pinned is not None else f"{TILE_REGION_PREFIX}{buf.root}"
+
+
+def _check_fits(fn: Function, bufs: list[Buffer], ctx: PassContext) -> None:
+    align = int(ctx.platform.alignment_bytes)
+    for space in sorted({b.space for b in bufs}):
+        mine = [b for b in bufs if b.space == space]
+        need = sum(b.slots * _align(b.slot_bytes, align) for b in mine)
+        limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
+        if need > limit:
+            parts = ", ".join(f"{region_name(b)} ({b.slots} x {b.slot_bytes} B)" for b in mine)
+            raise MemoryCapacityError(
+                f"function {fn.name!r} needs {need} B of {space} for its regions but {limit} B are "
+                f"available ({need - limit} B over); the PTOAS planner gives every region its own "
+                f"storage: {parts}. Use smaller tiles, fewer stages, or the PYPTO planner, which "
+                "reuses storage between tiles that are not live together",
+                fn.span,
+            )
+
+
+def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
+    by_root, types = {b.root: b for b in bufs}, {}
+    for name, var in groups.live.vars.items():
+        b = by_root[groups.find(name)]
+        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None
+        ref = MemRef(region_name(b), slots=b.slots, index=own, size=b.slot_bytes)
+        types[name] = dataclasses.replace(var.type, memref=ref)
+    return types
+
+
+def _bind(fn: Function, ctx: PassContext) -> Function:
+    fn, copies, groups = group_storage(fn)
+    bufs = buffers(groups)
+    _check_fits(fn, bufs, ctx)
+    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    check_copies(fn, copies)
+    return fn
+
+
+def bind_regions(program: Program, ctx: PassContext) -> Program:
+    """Bind every tile of every generated InCore function to its storage region."""
+    fns = tuple(
+        _bind(f, ctx) if f.kind.is_incore and f.external_source is None else f for f in program.functions
+    )
+    return dataclasses.replace(program, functions=fns)

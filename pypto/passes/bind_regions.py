@@ -38,8 +38,8 @@ def _align(n: int, a: int) -> int:
 
 
 def region_name(buf: Buffer) -> str:
-    """A declaration keeps its name; an undeclared tile's region is named after it."""
-    return buf.pinned.name if buf.pinned is not None else f"{TILE_REGION_PREFIX}{buf.root}"
+    """A declaration keeps its name; other regions are named after their first tile."""
+    return buf.pinned.name if buf.pinned is not None else f"{TILE_REGION_PREFIX}{buf.members[0]}"
 
 
 def _check_fits(fn: Function, bufs: list[Buffer], ctx: PassContext) -> None:

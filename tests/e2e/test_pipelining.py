@@ -11,10 +11,17 @@ import pytest
 from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buffer  # the seed's, verbatim
 
 import pypto.language as pl
+from pypto.passes import MemoryPlanner
 from pypto.runtime import RunConfig
 from pypto.runtime.report import overlap_cycles
 
 CFG = RunConfig(platform="a2a3sim")
+# Every kernel here is one the PTOAS planner allows (one slot per iteration), so each runs on both.
+on_both_planners = pytest.mark.parametrize("planner", list(MemoryPlanner), ids=lambda p: p.name)
+
+
+def cfg(planner: MemoryPlanner, **kw) -> RunConfig:
+    return RunConfig(platform="a2a3sim", memory_planner=planner, **kw)
 
 
 @pl.jit
@@ -58,40 +65,45 @@ def _run(kernel, *extra, config=CFG):
     return a, out, kernel.last_report
 
 
+@on_both_planners
 @pytest.mark.parametrize("kernel", [pipelined, explicit_slots, three_stages], ids=lambda k: k.__name__)
-def test_seed_check_with_torch(kernel):
+def test_seed_check_with_torch(kernel, planner):
     torch = pytest.importorskip("torch")
     a = (torch.arange(ROWS * TC, dtype=torch.int64) % 3 - 1).to(torch.float32).reshape(ROWS, TC)
     out = torch.zeros(ROWS, TC, dtype=torch.float32)
-    kernel(a, out, config=CFG)
+    kernel(a, out, config=cfg(planner))
     torch.testing.assert_close(out, torch.exp(a), rtol=1e-3, atol=1e-4)
 
 
+@on_both_planners
 @pytest.mark.parametrize("kernel", [pipelined, explicit_slots, three_stages], ids=lambda k: k.__name__)
-def test_numpy_and_race_free(kernel):
-    a, out, rep = _run(kernel, config=RunConfig(trace=True))
+def test_numpy_and_race_free(kernel, planner):
+    a, out, rep = _run(kernel, config=cfg(planner, trace=True))
     np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
     assert rep.hazards == []
 
 
+@on_both_planners
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 7, 8])
-def test_dynamic_trip_count(n):
-    a, out, rep = _run(dynamic_trips, n)
+def test_dynamic_trip_count(n, planner):
+    a, out, rep = _run(dynamic_trips, n, config=cfg(planner))
     want = np.zeros_like(a)
     want[: n * TR] = np.exp(a[: n * TR])
     np.testing.assert_allclose(out, want, rtol=1e-6)
     assert rep.hazards == []
 
 
-def test_loop_carried_values_chain_through_clones():
-    a, out, _ = _run(carried_sum)
+@on_both_planners
+def test_loop_carried_values_chain_through_clones(planner):
+    a, out, _ = _run(carried_sum, config=cfg(planner))
     want = a.reshape(NT, TR, TC)[: NT - 1].sum(axis=0)
     np.testing.assert_allclose(out[:TR], want, rtol=1e-6)
 
 
-def test_pipelined_is_bounded_by_its_busiest_pipe():
-    _, _, base = _run(single_buffer)
-    _, _, rep = _run(pipelined, config=RunConfig(trace=True))
+@on_both_planners
+def test_pipelined_is_bounded_by_its_busiest_pipe(planner):
+    _, _, base = _run(single_buffer, config=cfg(planner))
+    _, _, rep = _run(pipelined, config=cfg(planner, trace=True))
     busy = {p: c for p, c in rep.pipe_busy.items() if c}
     busiest = max(busy, key=busy.get)
     one_tile = sum(c // NT for p, c in busy.items() if p not in (busiest, "SCALAR"))
@@ -100,9 +112,10 @@ def test_pipelined_is_bounded_by_its_busiest_pipe():
     assert overlap_cycles(rep.intervals("MTE2"), rep.intervals("VECTOR")) > 0
 
 
-def test_explicit_slots_overlap_load_and_compute():
-    _, _, base = _run(single_buffer)
-    _, _, rep = _run(explicit_slots, config=RunConfig(trace=True))
+@on_both_planners
+def test_explicit_slots_overlap_load_and_compute(planner):
+    _, _, base = _run(single_buffer, config=cfg(planner))
+    _, _, rep = _run(explicit_slots, config=cfg(planner, trace=True))
     assert overlap_cycles(rep.intervals("MTE2"), rep.intervals("VECTOR")) > 0
     assert rep.cycles < base.cycles
 

@@ -17,7 +17,9 @@ often covers several hazards. Placement, in the block where producer and consume
   pattern — the flag is set ``d`` times before the loop, waited for before the consumer,
   set again after the producer, and waited for ``d`` times after the loop so counts
   balance; ``d`` is the trip distance (2 for ``slots=2`` indexed by ``i % 2``, so loads run
-  one trip ahead);
+  one trip ahead). The ``d`` closing waits go at the end of the loop's block, or before the
+  first later statement that must wait for that producer (a pipeline's leftover clone
+  waits only for its own clone's storage, not for the whole loop);
 * inside an ``if`` branch, for a producer before the branch: ``set`` + ``wait`` just
   before the consumer, so the other path never waits.
 
@@ -61,6 +63,7 @@ class _Token:
     span: object = None
     loop: Path | None = None  # loop-carried: the loop statement
     depth: int = 0
+    drain_at: tuple[str, Path] | None = None  # loop-carried: where the closing waits go
 
     def adjacent(self) -> None:
         """Fall back to set-just-before-wait (always valid, never overlaps another flag)."""
@@ -84,7 +87,8 @@ class _Plan:
         t = self.tokens[k]
         if t.loop is not None:
             pre[t.loop] += [("set", k)] * t.depth
-            post[t.loop] += [("wait", k)] * t.depth
+            where, at = t.drain_at
+            (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
         (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
         pre[t.wait_at].append(("wait", k))
 
@@ -100,6 +104,7 @@ class _Frame:
     path: Path  # the block's path; its statements are path + (j,)
     idx: int = 0
     it: int = 0
+    size: int = 0  # statements in the block
     snaps: list = field(default_factory=list)  # state before each statement of this trip
 
 
@@ -125,7 +130,7 @@ class _Walker:
     # --- execution -----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], fr: _Frame) -> None:
         self.frames.append(fr)
-        fr.snaps = []
+        fr.snaps, fr.size = [], len(body)
         for j, s in enumerate(body):
             fr.idx = j
             fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
@@ -228,6 +233,8 @@ class _Walker:
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
             self.adjacent(frames[w], q, p, span)
+        elif jp < fr.idx and len(site) == level + 2 and self.drain_before(fr, q, p, jp, site[level + 1].idx):
+            raise _Restart
         elif fr.kind == "loop" and trip < fr.it:
             self.carry(fr, q, p, jp, fr.it - trip, span)
         elif jp < fr.idx:
@@ -241,14 +248,25 @@ class _Walker:
         self.new(_Token(q, p, ("pre", path), path, span))
         self.st.learn(p, self.st.clock(q) if now else _clock(fr.snaps[fr.idx], q))
 
+    def drain_before(self, fr: _Frame, q: int, p: int, jp: int, js: int) -> bool:
+        """Moves the closing waits of loop ``jp``'s carried flag from producer ``js`` to just
+        before the current statement; False when there is none or it is already there."""
+        tok = self.plan.carried.get((fr.path + (jp, "body"), q, p, js))
+        here = ("pre", fr.path + (fr.idx,))
+        if tok is None or tok.drain_at == here or tok.loop is None:
+            return False
+        tok.drain_at = here
+        return True
+
     def carry(self, fr: _Frame, q: int, p: int, js: int, depth: int, span) -> None:
         # One flag per pipe pair, loop and producer statement: the clones of a replicated
         # pipeline body each keep their own, so clone k's load waits only for clone k's store.
         key = (fr.path, q, p, js)
         old = self.plan.carried.get(key)
         if old is None:
-            body = fr.path
+            body, outer = fr.path, self.frames[self.frames.index(fr) - 1]
             tok = _Token(q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth)
+            tok.drain_at = ("post", outer.path + (outer.size - 1,))  # the end of the loop's block
             self.plan.carried[key] = tok
             self.plan.tokens.append(tok)
         else:  # the same producer for another consumer: earliest consumer, nearest trip

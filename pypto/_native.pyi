@@ -24,6 +24,14 @@ def run_kernel(
     record: bool = False,
     hazards_fatal: bool = True,
 ) -> list[dict[str, Any]]: ...
+def run_tasks(
+    tasks: list[tuple[str, str, list[int], list[int], bool, list[int], list[tuple[int, int]]]],
+    tensors: list[tuple[np.ndarray, int]],
+    platform: Platform,
+    record: bool = False,
+    hazards_fatal: bool = True,
+    seed: int | None = None,
+) -> list[dict[str, Any]]: ...
 
 class CoreModel:
     def __init__(self, platform: Platform, record: bool = True) -> None: ...

@@ -95,7 +95,7 @@ py::list run_kernel(const std::string& path, const std::vector<std::pair<py::arr
 }
 
 using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, bool,
-                             std::vector<int>>;
+                             std::vector<int>, std::vector<std::pair<int, int>>>;
 
 py::list run_task_list(const std::vector<TaskTuple>& tasks,
                        const std::vector<std::pair<py::array, int>>& tensors, const Platform& p, bool record,
@@ -103,8 +103,8 @@ py::list run_task_list(const std::vector<TaskTuple>& tasks,
   std::vector<pypto_tensor> table;
   for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
   std::vector<TaskSpec> specs;
-  for (const auto& [path, name, idx, scalars, cube, deps] : tasks) {
-    specs.push_back({load_kernel(path), name, idx, scalars, cube, deps});
+  for (const auto& [path, name, idx, scalars, cube, deps, gates] : tasks) {
+    specs.push_back({load_kernel(path), name, idx, scalars, cube, deps, gates});
   }
   ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0)};
   std::vector<TaskResult> results;
@@ -131,7 +131,9 @@ py::list run_task_list(const std::vector<TaskTuple>& tasks,
 void bind_runtime(py::module_& m) {
   m.def("run_tasks", &run_task_list, py::arg("tasks"), py::arg("tensors"), py::arg("platform"),
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
-        "Runs (path, name, tensor indices, scalars, is_cube, deps) tasks on the platform's cores.");
+        "Runs (path, name, tensor indices, scalars, is_cube, deps, write gates) tasks on the "
+        "platform's cores; a write gate (task, tensor) holds writes into that tensor until the "
+        "task has ended.");
   m.def("load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
         "Loads a kernel .so and checks it exports kernel_entry.");
   m.def("run_kernel", &run_kernel, py::arg("path"), py::arg("tensors"), py::arg("scalars"),

@@ -95,6 +95,7 @@ void CoreModel::schedule(const Pending& p) {
     start = std::max(start, q.front());
     q.pop_front();
   }
+  if (!gates_.empty()) start = gated_start(in, start);
   uint64_t end = start + in.cost;
   pipe_free_[in.pipe] = end;
   stats_.pipe_busy[in.pipe] += in.cost;
@@ -109,6 +110,18 @@ void CoreModel::schedule(const Pending& p) {
     fired_[key].push_back(end);
     unblock_waiters(key);
   }
+}
+
+uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
+  for (int i = 0; i < in.accesses.size; ++i) {
+    const Access& a = in.accesses.items[i];
+    if (a.space != PYPTO_GM || !a.write) continue;
+    const int64_t hi = a.base + (a.rows - 1) * a.stride + a.row_bytes;
+    for (const GmGate& g : gates_) {
+      if (a.base < g.hi && g.lo < hi) start = std::max(start, g.at);
+    }
+  }
+  return start;
 }
 
 void CoreModel::unblock_waiters(FlagKey key) {

@@ -4,8 +4,10 @@
 // and ends `cost` cycles later. set_flag fires when its source pipe reaches it; wait_flag
 // blocks its destination pipe until then; a wait whose set has not been issued yet blocks
 // that pipe (later instructions on it queue behind) until the set is scheduled. A pipe still
-// blocked at the end, or at a PIPE_ALL barrier, is a deadlock. Pure event arithmetic: O(1)
-// per instruction plus the hazard scan over in-flight accesses.
+// blocked at the end, or at a PIPE_ALL barrier, is a deadlock. A GM write gate holds every
+// write into its byte range until a given cycle (a tensor still being written by a task on
+// another core). Pure event arithmetic: O(1) per instruction plus the hazard scan over
+// in-flight accesses.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -45,6 +47,12 @@ struct InstrRecord {
   int64_t addr;
 };
 
+// GM bytes [lo, hi) (host addresses) may not be written before cycle `at`.
+struct GmGate {
+  int64_t lo = 0, hi = 0;
+  uint64_t at = 0;
+};
+
 struct CoreStats {
   uint64_t total_cycles = 0;
   uint64_t instructions = 0;
@@ -61,6 +69,8 @@ class CoreModel {
   void issue(Instr instr);
   // Ends the kernel: throws kDeadlock naming the wait if a pipe is still blocked.
   void finish();
+  // Holds later writes into each gate's range until its cycle.
+  void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
 
   const CoreStats& stats() const { return stats_; }
   const std::vector<InstrRecord>& records() const { return records_; }
@@ -85,6 +95,7 @@ class CoreModel {
   void schedule(const Pending& p);
   void unblock_waiters(FlagKey key);
   void record(const Pending& p, uint64_t start, uint64_t end);
+  uint64_t gated_start(const Instr& in, uint64_t start) const;
 
   const Platform& platform_;
   bool record_;
@@ -94,6 +105,7 @@ class CoreModel {
   std::array<Blocked, 7> blocked_{};
   std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
   HazardChecker hazards_;
+  std::vector<GmGate> gates_;
   CoreStats stats_;
   std::vector<InstrRecord> records_;
 };

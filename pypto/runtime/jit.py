@@ -102,7 +102,8 @@ class CompiledProgram:
                     list(t.tensors),
                     [scalar_slot(v, name=t.kernel) for v in t.scalars],
                     t.cube,
-                    list(t.deps),
+                    list(t.start_deps),
+                    list(t.write_gates),
                 )
                 for t in self.plan.tasks
             ]

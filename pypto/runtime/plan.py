@@ -18,7 +18,9 @@ from pypto.ir.visit import nodes_of
 @dataclass(frozen=True)
 class Task:
     """One kernel submission. ``deps``: earlier tasks it must follow (from the directions of
-    the tensors both touch; atomic-add-only writers of one tensor commute)."""
+    the tensors both touch; atomic-add-only writers of one tensor commute). ``write_gates``:
+    the (task, tensor) pairs of those deps that only order this task's atomic adds into a
+    tensor after the earlier task — the task itself need not wait to start."""
 
     kernel: str
     tensors: tuple[int, ...]
@@ -28,6 +30,13 @@ class Task:
     reads: frozenset[int] = frozenset()
     writes: frozenset[int] = frozenset()
     atomic: frozenset[int] = frozenset()  # written only by atomic adds, never read
+    write_gates: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def start_deps(self) -> tuple[int, ...]:
+        """The deps the task waits for before it starts (the rest gate only its writes)."""
+        gated = {t for t, _ in self.write_gates}
+        return tuple(d for d in self.deps if d not in gated)
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,9 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
         else:
             scalars.append(_value(a, env))
     reads, writes, atomic = _effects(callee, tensors)
-    deps = tuple(i for i, t in enumerate(tasks) if _conflict(t, reads, writes, atomic))
+    shared = {i: _conflict(t, reads, writes, atomic) for i, t in enumerate(tasks)}
+    deps = tuple(i for i, tensors_ in shared.items() if tensors_)
+    gates = tuple((i, x) for i in deps if shared[i] <= atomic for x in sorted(shared[i]))
     tasks.append(
         Task(
             call.callee,
@@ -108,18 +119,39 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
             reads,
             writes,
             atomic,
+            gates,
         )
     )
 
 
+def _aliases(fn: Function, name: str) -> set[str]:
+    """`name` and every variable that names the same tensor: store results and loop-carried
+    values initialised from it."""
+    names, grew = {name}, True
+    while grew:
+        size = len(names)
+        for s in nodes_of(fn, For):
+            for it, result in zip(s.iter_args, s.results):
+                if isinstance(it.init, Var) and it.init.name in names:
+                    names |= {it.var.name, result.name}
+        for s in nodes_of(fn, Assign):
+            v = s.value
+            source = v.arg("output_tensor") if isinstance(v, Call) and v.op == "tile.store" else v
+            if isinstance(source, Var) and source.name in names:
+                names.add(s.var.name)
+        grew = len(names) > size
+    return names
+
+
 def _atomic_only(fn: Function, name: str) -> bool:
     """True when every write of parameter `name` in `fn` is an atomic add (and it is not read)."""
-    stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name == name for a in c.args)]
+    names = _aliases(fn, name)
+    stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name in names for a in c.args)]
     if not stores or fn.external_source is not None:
         return False
     return all(
         c.op == "tile.store"
-        and c.arg("output_tensor").name == name
+        and c.arg("output_tensor").name in names
         and c.arg("atomic") == Literal(AtomicType.Add)
         for c in stores
     )
@@ -133,9 +165,12 @@ def _effects(fn: Function, tensors: list[int]) -> tuple[frozenset[int], frozense
     return frozenset(reads), frozenset(writes), frozenset(atomic)
 
 
-def _conflict(earlier: Task, reads: frozenset[int], writes: frozenset[int], atomic: frozenset[int]) -> bool:
+def _conflict(
+    earlier: Task, reads: frozenset[int], writes: frozenset[int], atomic: frozenset[int]
+) -> frozenset[int]:
+    """The tensors that order a new task after `earlier` (empty: independent)."""
     shared = (earlier.writes & (reads | writes)) | (earlier.reads & writes)
-    return bool(shared - (earlier.atomic & atomic))
+    return shared - (earlier.atomic & atomic)
 
 
 def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:

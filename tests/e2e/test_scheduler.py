@@ -25,18 +25,32 @@ def test_atomic_adds_sum_the_blocks():
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-6)
 
 
-def test_independent_tasks_run_on_their_own_cores_after_their_dependency():
+def test_atomic_writers_start_at_launch_and_only_their_writes_wait_for_the_zero_init():
     a = blocks()
-    mk.atomic_block_sum(a, np.zeros((mk.R, mk.C), np.float32), config=CFG)
-    zero, *acc = mk.atomic_block_sum.last_report.tasks
-    compiled = mk.atomic_block_sum.compile(a, np.zeros((mk.R, mk.C), np.float32), config=CFG)
+    c = np.zeros((mk.R, mk.C), np.float32)
+    compiled = mk.atomic_block_sum.compile(a, c, config=CFG)
     assert [t.deps for t in compiled.tasks] == [(), (0,), (0,), (0,), (0,)]  # atomic writers commute
-    assert zero.start == 0 and all(t.start >= zero.end for t in acc)
+    assert [t.start_deps for t in compiled.tasks] == [()] * 5  # ... and wait only to write c
+    assert [t.write_gates for t in compiled.tasks] == [()] + [((0, 1),)] * mk.BLOCKS
+    rep = compiled.run(a, c, trace=True)
+    zero, *acc = rep.tasks
+    assert all(t.start == 0 for t in rep.tasks)  # dispatched together at launch
     assert len({t.core_name for t in acc}) == mk.BLOCKS  # one AIV core each
-    assert all(t.start == zero.end + DISPATCH for t in acc)  # launched together after zero_init
-    rep = mk.atomic_block_sum.last_report
+    for t in acc:
+        (load,) = t.trace.intervals("MTE2")
+        (store,) = t.trace.intervals("MTE3")
+        assert load[0] < zero.end  # the load of a needs nothing from zero_init
+        assert t.start + store[0] == zero.end  # the atomic add waits for c's zeros, exactly
     assert rep.cycles == max(t.end for t in rep.tasks)
-    assert rep.cycles < zero.cycles + sum(t.cycles for t in acc) + mk.BLOCKS * DISPATCH  # overlap
+    np.testing.assert_allclose(c, a.reshape(mk.BLOCKS, mk.R, mk.C).sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_a_task_that_reads_its_dependency_starts_a_dispatch_after_it():
+    a = blocks()[: mk.R]
+    compiled = mk.chain.compile(a, np.zeros_like(a), config=CFG)
+    first, second = compiled.run(a, np.zeros_like(a)).tasks
+    assert compiled.tasks[1].start_deps == (0,) and compiled.tasks[1].write_gates == ()
+    assert second.start == first.end + DISPATCH
 
 
 def test_seed_changes_only_the_order_of_the_adds():

@@ -22,6 +22,7 @@ BlockResult run_on_core(KernelEntry entry, std::vector<int64_t>& args, const Pla
                         const LaunchOptions& o, int64_t block, std::vector<AtomicWrite>* atomic_log) {
   auto core = std::make_unique<CoreContext>(platform, block, o.block_num, o.record);
   core->atomic_log = atomic_log;
+  core->model.gate_gm_writes(o.write_gates);
   {
     CoreBinding bind(core.get());
     try {

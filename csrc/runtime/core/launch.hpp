@@ -18,6 +18,7 @@ struct LaunchOptions {
   int64_t block_num = 1;
   bool record = false;        // keep per-instruction records
   bool hazards_fatal = true;  // a race is an error (HazardError) rather than a report line
+  std::vector<GmGate> write_gates;  // GM ranges other tasks are still writing
 };
 
 struct BlockResult {

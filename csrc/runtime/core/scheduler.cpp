@@ -5,11 +5,22 @@
 #include <random>
 
 #include "runtime/core/context.hpp"
+#include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
 
 namespace pypto {
 namespace {
+
+// Bytes from a tensor's first element to one past its last.
+int64_t tensor_extent(const pypto_tensor& d) {
+  int64_t last = 0;
+  for (int i = 0; i < d.ndim; ++i) {
+    if (d.shape[i] == 0) return 0;
+    last += (d.shape[i] - 1) * d.strides[i];
+  }
+  return (last + 1) * static_cast<int64_t>(dtype_size(d.dtype));
+}
 
 struct PendingAtomics {
   uint64_t end;
@@ -31,11 +42,12 @@ class Scheduler {
       ready = std::max(ready, done[static_cast<size_t>(d)].end);
       flush_for(static_cast<size_t>(d));
     }
-    TaskResult r = place(t, ready, index == 0);
+    TaskResult r = place(t, ready, t.deps.empty());
     std::vector<pypto_tensor> descs;
     for (int i : t.tensors) descs.push_back(table.at(static_cast<size_t>(i)));
     std::vector<int64_t> args = abi_args(descs, t.scalars);
-    LaunchOptions lo{t.name, 1, options_.record, options_.hazards_fatal};
+    LaunchOptions lo{t.name, 1, options_.record, options_.hazards_fatal,
+                     write_gates(t, index, r.start, table, done)};
     PendingAtomics log{0, index, {}};
     r.block = run_on_core(t.entry, args, platform_, lo, 0, &log.writes);
     r.end = r.start + r.block.stats.total_cycles;
@@ -53,16 +65,32 @@ class Scheduler {
   }
 
  private:
-  TaskResult place(const TaskSpec& t, uint64_t ready, bool first) {
+  TaskResult place(const TaskSpec& t, uint64_t ready, bool at_launch) {
     auto& cores = t.cube ? aic_free_ : aiv_free_;
     if (cores.empty()) throw SimError(ErrorKind::kInvalidArgument, platform_.name + " has no cores for " + t.name);
     auto it = std::min_element(cores.begin(), cores.end());
-    const uint64_t dispatch = first ? 0 : static_cast<uint64_t>(platform_.task_dispatch_cycles);
+    const uint64_t dispatch = at_launch ? 0 : static_cast<uint64_t>(platform_.task_dispatch_cycles);
     TaskResult r;
     r.cube = t.cube;
     r.core = static_cast<int>(it - cores.begin());
     r.start = std::max(ready + dispatch, *it);
     return r;
+  }
+
+  // The GM ranges this task may not write before an earlier task ends (task-relative cycles).
+  static std::vector<GmGate> write_gates(const TaskSpec& t, size_t index, uint64_t start,
+                                         const std::vector<pypto_tensor>& table,
+                                         const std::vector<TaskResult>& done) {
+    std::vector<GmGate> gates;
+    for (const auto& [task, tensor] : t.write_gates) {
+      if (task < 0 || static_cast<size_t>(task) >= index) throw SimError(ErrorKind::kInternal, "bad write gate");
+      const uint64_t end = done[static_cast<size_t>(task)].end;
+      if (end <= start) continue;
+      const pypto_tensor& d = table.at(static_cast<size_t>(tensor));
+      const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
+      gates.push_back({lo, lo + tensor_extent(d), end - start});
+    }
+    return gates;
   }
 
   void order(std::vector<PendingAtomics>& v) {

@@ -3,14 +3,18 @@
 //
 // Contract: tasks come in submission order with their dependencies (earlier tasks only), so
 // running them functionally in that order respects every dependency and results are
-// deterministic. Timing: a task starts dispatch_cycles after its dependencies have ended
-// (launch latency; cores are dispatched in parallel), once a core of its type is free (the
-// earliest-free core is taken). Time 0 is the start of the first task. Atomic
-// adds are logged and applied in simulated completion order (a seed shuffles that order,
-// to expose reduction-order effects) before any task that depends on them runs.
+// deterministic. Timing: a task with no dependency is dispatched at launch (all such tasks
+// in parallel, time 0); a task with dependencies starts dispatch_cycles after the last of
+// them has ended (the scheduler sees the completion and dispatches). Either way it waits
+// for a free core of its type (the earliest-free core is taken). A write gate is a weaker
+// dependency, for a tensor the task only accumulates into with atomic adds: the task starts
+// as if independent and only its writes into that tensor wait for the earlier task's end.
+// Atomic adds are logged and applied in simulated completion order (a seed shuffles that
+// order, to expose reduction-order effects) before any task that depends on them runs.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/launch.hpp"
@@ -24,6 +28,7 @@ struct TaskSpec {
   std::vector<int64_t> scalars;
   bool cube = false;      // AIC task (else AIV)
   std::vector<int> deps;  // indices of earlier tasks
+  std::vector<std::pair<int, int>> write_gates;  // (earlier task, tensor index): writes wait
 };
 
 struct TaskResult {

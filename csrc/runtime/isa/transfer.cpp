@@ -65,13 +65,15 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
   if (atomic_add && !atomic_dtype(s.dtype)) {
     fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
   }
-  for (int64_t r = 0; r < w.rows; ++r) {
-    uint8_t* out = w.data + r * w.stride_bytes;
-    if (atomic_add) {
-      current_core().atomic_add(dst->data, out, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
-    } else {
-      std::memcpy(out, s.row(r), static_cast<size_t>(w.row_bytes));
+  if (atomic_add) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      current_core().atomic_add(dst->data, w.data + r * w.stride_bytes, s.dtype, s.row(r),
+                                static_cast<size_t>(s.valid_cols));
     }
+  } else {
+    // One block copy when both sides are contiguous: a large copy lets the CPU write whole
+    // cache lines of GM without first reading them (twice as fast as row-sized copies).
+    copy_rows(w.data, w.stride_bytes, s.data, s.cols * s.esize, w.rows, w.row_bytes);
   }
   const Platform& p = current_core().platform;
   AccessList acc;

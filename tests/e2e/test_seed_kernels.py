@@ -10,7 +10,7 @@ import seed_kernels as sk
 from pypto.errors import BoundsCheckError
 from pypto.ir.stmt import Program
 from pypto.passes.allocate_memory_addr import MemoryCapacityError
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, RunReport
 from pypto.runtime.report import overlap_cycles
 
 CFG = RunConfig(platform="a2a3sim")
@@ -64,6 +64,18 @@ def test_report_fields():
     assert set(rep.pipe_busy) == {"MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR"}
     assert rep.cycles > 0 and rep.instructions > 3 * sk.NT and len(rep.tasks) == 1
     assert "VECTOR" in str(rep) and f"{rep.cycles} cycles" in str(rep)
+
+
+def test_last_report_is_each_calls_full_report():
+    # The warm path builds last_report on first read: it must still be that call's report.
+    a = seed_input_numpy()
+    sk.single_buffer(a, np.zeros_like(a), config=CFG)
+    sk.tile_add(a[:128], a[:128], np.zeros((128, 128), np.float32), config=CFG)
+    sk.single_buffer(a, np.zeros_like(a), config=CFG)  # replaces the unread first report
+    expect = sk.single_buffer.compile(a, np.zeros_like(a), config=CFG).run(a, np.zeros_like(a))
+    rep = sk.single_buffer.last_report
+    assert isinstance(rep, RunReport) and rep == expect and rep is sk.single_buffer.last_report
+    assert sk.tile_add.last_report.cycles != rep.cycles
 
 
 def test_compile_returns_the_cached_program_and_its_artifacts():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import seed_kernels as sk
 
+import pypto.language as pl
 from pypto.errors import BoundsCheckError
 from pypto.ir.stmt import Program
 from pypto.passes.allocate_memory_addr import MemoryCapacityError
@@ -135,3 +136,25 @@ def test_compile_returns_a_program_configured_as_asked():
     plain = sk.single_buffer.compile(a, np.zeros_like(a), config=RunConfig())
     assert traced.config.trace and not plain.config.trace
     assert plain.run(a, np.zeros_like(a)).tasks[0].trace is None  # no records unless asked
+
+
+BIG_ROWS = 16384  # [16384, 128] fp32 = 8 MiB: TSTORE writes it with streaming stores
+
+
+@pl.jit
+def big_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(BIG_ROWS // 64):
+            pl.store(pl.exp(pl.load(a, [i * 64, 0], [64, 128])), [i * 64, 0], out)
+    return out
+
+
+def test_store_into_a_big_misaligned_tensor():
+    # The output starts 4 bytes past an aligned address: the streaming copy's unaligned head
+    # and tail must land too, and nothing outside the tensor may be written.
+    a = np.random.default_rng(1).uniform(-3, 3, (BIG_ROWS, 128)).astype(np.float32)
+    buf = np.full(BIG_ROWS * 128 + 2, 7.0, np.float32)
+    out = buf[1:-1].reshape(BIG_ROWS, 128)
+    big_exp(a, out, config=CFG)
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    assert buf[0] == 7.0 and buf[-1] == 7.0

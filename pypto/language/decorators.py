@@ -21,8 +21,21 @@ class JitFunction:
     def __init__(self, fn: Callable[..., Any], kind: FunctionType) -> None:
         self.fn = fn
         self.kind = kind
-        self.last_report: Any = None  # RunReport of the latest call
+        self._last_report: Any = None
         functools.update_wrapper(self, fn)
+
+    @property
+    def last_report(self) -> Any:  # -> pypto.runtime.RunReport | None
+        """The RunReport of the latest call. A call leaves a builder here instead, so the warm
+        path does not pay for a report nobody reads; the first read builds it."""
+        report = self._last_report
+        if callable(report):
+            report = self._last_report = report()
+        return report
+
+    @last_report.setter
+    def last_report(self, value: Any) -> None:
+        self._last_report = value
 
     @property
     def name(self) -> str:

@@ -53,6 +53,17 @@ class RunConfig:
     def compile_key(self) -> tuple:
         """What identifies a compiled program. ``trace`` is included so that ``compile()`` returns
         a program whose ``run()`` traces exactly when its config says so."""
+        # Kept after the first call (it is on the warm-call path) unless a field can still
+        # change in place: a set of disabled diagnostics or a non-empty overrides dict.
+        key = self.__dict__.get("_compile_key")
+        if key is not None and not self.platform_overrides:
+            return key
+        key = self._compute_compile_key()
+        if not self.platform_overrides and not isinstance(self.disabled_diagnostics, set):
+            self.__dict__["_compile_key"] = key  # frozen: bypass the dataclass __setattr__
+        return key
+
+    def _compute_compile_key(self) -> tuple:
         disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
         return (
             self.platform,

@@ -6,6 +6,7 @@ so a warm call costs a dict lookup plus the native run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from dataclasses import dataclass, field
@@ -82,17 +83,21 @@ class CompiledProgram:
     def run(self, *args: Any, trace: bool | None = None) -> RunReport:
         """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
         trace = self.config.trace if trace is None else trace
+        return self.report(self.execute(args, trace), trace)
+
+    def execute(self, args: tuple, trace: bool) -> list[dict[str, Any]]:
+        """Runs the plan; the native per-task results, for ``report``."""
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
         arrays = [self._array(args, i) for i in self.tensor_params]
-        arrays += [
-            (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
-            for t in self.plan.intermediates
-        ]
-        plat, native_plat = self._platform()
+        if self.plan.intermediates:  # fresh zeroed scratch tensors each run
+            arrays += [
+                (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
+                for t in self.plan.intermediates
+            ]
         tasks = self.__dict__.get("_native_tasks")
         if tasks is None:  # the plan is fixed per compile: build the native task list once
             tasks = self.__dict__["_native_tasks"] = [
@@ -107,12 +112,21 @@ class CompiledProgram:
                 )
                 for t in self.plan.tasks
             ]
-        results = _native.run_tasks(tasks, arrays, native_plat, trace, True, self.config.seed)
+        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, self.config.seed)
+
+    def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
+        """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
+        plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
         return report
+
+    @functools.cached_property
+    def returned(self) -> tuple[int, ...]:
+        """Indices of the arguments a call returns: the outputs, in parameter order."""
+        return tuple(sorted(self.outputs))
 
 
 def _np_dtype(name: str) -> np.dtype:
@@ -195,9 +209,10 @@ def _check_loadable(paths: dict[str, Path], sources: list[KernelSource]) -> None
 def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> CompiledProgram:
     key = (jf.specialization_key(*args, **kwargs), config.compile_key())
     cache = jf.__dict__.setdefault("_pypto_compiled", {})
-    if key in cache:
-        cache[key].refresh_external()
-        return cache[key]
+    compiled = cache.get(key)  # one lookup: hashing the key's enums runs Python code
+    if compiled is not None:
+        compiled.refresh_external()
+        return compiled
     out = _output_dir(jf.name, key, config)
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
@@ -236,7 +251,14 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
 
 def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> Any:
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
-    compiled = compile_program(jf, args, kwargs, config or RunConfig())
-    jf.last_report = compiled.run(*args, trace=(config or RunConfig()).trace)
-    outs = [args[i] for i in sorted(compiled.outputs)]
-    return outs[0] if len(outs) == 1 else tuple(outs) if outs else None
+    config = config or RunConfig()
+    compiled = compile_program(jf, args, kwargs, config)
+    results = compiled.execute(args, config.trace)
+    if config.trace:  # the trace files are written now, with the report
+        jf.last_report = compiled.report(results, True)
+    else:  # built when first read: most warm calls never look at it
+        jf.last_report = functools.partial(compiled.report, results, False)
+    outs = compiled.returned
+    if len(outs) == 1:
+        return args[outs[0]]
+    return tuple(args[i] for i in outs) if outs else None

@@ -38,22 +38,24 @@ def _torch_to_numpy(t: Any) -> tuple[np.ndarray, int]:
 
 def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
     """The numpy view (and dtype code) of one tensor argument."""
-    if type(value).__module__.startswith("torch"):
-        array, code = _torch_to_numpy(value)
-    elif isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray):  # first: the common case, on the warm-call path
         array, code = value, code_of(value.dtype)
+    elif type(value).__module__.startswith("torch"):
+        array, code = _torch_to_numpy(value)
     else:
         raise ArgumentError(
             f"argument {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}"
         )
-    if not array.flags.c_contiguous:
+    flags = array.flags  # a new flags object per access
+    if not flags.c_contiguous:
         if output:
             raise ArgumentError(
                 f"output argument {name!r} is not contiguous; the kernel's writes would "
                 "land in a copy — pass a contiguous array (e.g. np.ascontiguousarray)"
             )
         array = np.ascontiguousarray(array)
-    if output and not array.flags.writeable:
+        flags = array.flags
+    if output and not flags.writeable:
         raise ArgumentError(f"output argument {name!r} is read-only")
     return array, code
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import seed_kernels as sk
 
+import pypto.language as pl
 from pypto.errors import BoundsCheckError
 from pypto.ir.stmt import Program
 from pypto.passes.allocate_memory_addr import MemoryCapacityError
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, RunReport
 from pypto.runtime.report import overlap_cycles
 
 CFG = RunConfig(platform="a2a3sim")
@@ -64,6 +65,18 @@ def test_report_fields():
     assert set(rep.pipe_busy) == {"MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR"}
     assert rep.cycles > 0 and rep.instructions > 3 * sk.NT and len(rep.tasks) == 1
     assert "VECTOR" in str(rep) and f"{rep.cycles} cycles" in str(rep)
+
+
+def test_last_report_is_each_calls_full_report():
+    # The warm path builds last_report on first read: it must still be that call's report.
+    a = seed_input_numpy()
+    sk.single_buffer(a, np.zeros_like(a), config=CFG)
+    sk.tile_add(a[:128], a[:128], np.zeros((128, 128), np.float32), config=CFG)
+    sk.single_buffer(a, np.zeros_like(a), config=CFG)  # replaces the unread first report
+    expect = sk.single_buffer.compile(a, np.zeros_like(a), config=CFG).run(a, np.zeros_like(a))
+    rep = sk.single_buffer.last_report
+    assert isinstance(rep, RunReport) and rep == expect and rep is sk.single_buffer.last_report
+    assert sk.tile_add.last_report.cycles != rep.cycles
 
 
 def test_compile_returns_the_cached_program_and_its_artifacts():
@@ -123,3 +136,25 @@ def test_compile_returns_a_program_configured_as_asked():
     plain = sk.single_buffer.compile(a, np.zeros_like(a), config=RunConfig())
     assert traced.config.trace and not plain.config.trace
     assert plain.run(a, np.zeros_like(a)).tasks[0].trace is None  # no records unless asked
+
+
+BIG_ROWS = 16384  # [16384, 128] fp32 = 8 MiB: TSTORE writes it with streaming stores
+
+
+@pl.jit
+def big_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(BIG_ROWS // 64):
+            pl.store(pl.exp(pl.load(a, [i * 64, 0], [64, 128])), [i * 64, 0], out)
+    return out
+
+
+def test_store_into_a_big_misaligned_tensor():
+    # The output starts 4 bytes past an aligned address: the streaming copy's unaligned head
+    # and tail must land too, and nothing outside the tensor may be written.
+    a = np.random.default_rng(1).uniform(-3, 3, (BIG_ROWS, 128)).astype(np.float32)
+    buf = np.full(BIG_ROWS * 128 + 2, 7.0, np.float32)
+    out = buf[1:-1].reshape(BIG_ROWS, 128)
+    big_exp(a, out, config=CFG)
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    assert buf[0] == 7.0 and buf[-1] == 7.0

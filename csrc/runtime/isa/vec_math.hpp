@@ -18,7 +18,8 @@
 //     baseline, aarch64) except for the sign/payload of NaNs created by invalid operations.
 //   * The x86 build carries one clone of each hot loop per ISA level (x86-64-v4, v3, baseline),
 //     picked at load time. The baseline clone (pre-AVX2 CPUs only) is correct but slow for
-//     exp/log (libm fma) and float -> int conversion (libm nearbyint).
+//     exp/log (libm fma) and float -> int conversion (libm nearbyint). fp32 exp has its own
+//     AVX-512 loop on CPUs that have it (vec_exp_avx512.cpp), bit-identical to the others.
 #pragma once
 #include <cstddef>
 

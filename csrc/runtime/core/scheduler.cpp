@@ -12,16 +12,6 @@
 namespace pypto {
 namespace {
 
-// Bytes from a tensor's first element to one past its last.
-int64_t tensor_extent(const pypto_tensor& d) {
-  int64_t last = 0;
-  for (int i = 0; i < d.ndim; ++i) {
-    if (d.shape[i] == 0) return 0;
-    last += (d.shape[i] - 1) * d.strides[i];
-  }
-  return (last + 1) * static_cast<int64_t>(dtype_size(d.dtype));
-}
-
 struct PendingAtomics {
   uint64_t end;
   size_t task;
@@ -88,7 +78,7 @@ class Scheduler {
       if (end <= start) continue;
       const pypto_tensor& d = table.at(static_cast<size_t>(tensor));
       const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
-      gates.push_back({lo, lo + tensor_extent(d), end - start});
+      gates.push_back({lo, lo + tensor_bytes(d), end - start});
     }
     return gates;
   }

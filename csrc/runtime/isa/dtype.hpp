@@ -132,6 +132,16 @@ inline size_t dtype_size(int dtype) {
     }
 }
 
+// Bytes from a GM tensor's first element to one past its last (0 when it is empty).
+inline int64_t tensor_bytes(const pypto_tensor& t) {
+    int64_t last = 0;
+    for (int i = 0; i < t.ndim; ++i) {
+        if (t.shape[i] == 0) return 0;
+        last += (t.shape[i] - 1) * t.strides[i];
+    }
+    return (last + 1) * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
 // Short name as the Python side spells it; "unknown" for an unknown dtype.
 inline const char* dtype_name(int dtype) {
     switch (dtype) {

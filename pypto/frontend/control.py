@@ -355,11 +355,12 @@ class ControlFlow:
         hint = self.folder.fold(args["name_hint"]) if "name_hint" in args else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.at name_hint must be a string", self.span(args["name_hint"]))
+        return level, hint, self.task_deps(args.get("deps"))
+
+    def task_deps(self, node: ast.expr | None) -> list[str]:
+        """``deps=[h, ...]``: handles of earlier ``with pl.at(...) as h:`` scopes."""
         deps = []
-        dep_node = args.get("deps")
-        for d in (
-            dep_node.elts if isinstance(dep_node, (ast.List, ast.Tuple)) else ([dep_node] if dep_node else [])
-        ):
+        for d in node.elts if isinstance(node, (ast.List, ast.Tuple)) else ([node] if node else []):
             if not isinstance(d, ast.Name) or d.id not in self.handles:
                 raise UnknownNameError(
                     f"deps names `{ast.unparse(d)}`, which is not the handle of an earlier "
@@ -367,4 +368,4 @@ class ControlFlow:
                     self.span(d),
                 )
             deps.append(d.id)
-        return level, hint, deps
+        return deps

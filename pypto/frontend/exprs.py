@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
@@ -238,7 +239,9 @@ class ExprLowerer:
             )
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return self.fp.program.call_method(self.fp, func.attr, [self.value(a) for a in node.args], node)
+            args = [self.value(a) for a in node.args]
+            call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
+            return self.task_keywords(call, node), t
         fn = self.fp.folder.fold(func)
         if isinstance(fn, OpMarker):
             args = [self.value(a) for a in node.args]
@@ -249,6 +252,21 @@ class ExprLowerer:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
             return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
         raise self.bad_call(node, fn)
+
+    def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
+        """``self.k(..., handle="h", deps=[g])``: an outlined scope's name and deps (pass dumps)."""
+        kw = {k.arg: k.value for k in node.keywords}
+        if set(kw) - {"handle", "deps"}:
+            raise UnsupportedSyntaxError(
+                "call kernels with positional arguments (and handle=, deps= only)", self.span(node)
+            )
+        handle = self.fp.folder.fold(kw["handle"]) if "handle" in kw else None
+        if handle is not None and not (isinstance(handle, str) and handle.isidentifier()):
+            raise TypeCheckError("handle= must name the task with an identifier string", self.span(node))
+        deps = self.fp.task_deps(kw.get("deps"))
+        if handle is not None:
+            self.fp.handles.add(handle)
+        return dataclasses.replace(call, handle=handle, deps=tuple(deps))
 
     def bad_call(self, node: ast.Call, fn: Any) -> UnsupportedSyntaxError:
         text = ast.unparse(node.func)

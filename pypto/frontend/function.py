@@ -9,6 +9,7 @@ Control flow (loops, branches, ``pl.at``) lives in :mod:`pypto.frontend.control`
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
@@ -22,7 +23,7 @@ from pypto.frontend.source import KernelSource
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
+from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
 
 if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
@@ -76,6 +77,17 @@ class FunctionParser(ControlFlow):
 
     def emit(self, s: Stmt) -> None:
         self.blocks[-1].append(s)
+
+    def written_result(self, call: FuncCall, declared: TensorType) -> tuple[FuncCall, Type | None]:
+        """``c_1: pl.Tensor[...] = self.kernel(..., c)`` (an outlined scope in a pass dump): the
+        call names the tensor it writes, so it takes that tensor's type."""
+        params, _ = self.program.signatures.get(call.callee, ([], ()))
+        writes = [
+            a
+            for p, a in zip(params, call.args)
+            if p.direction is not Direction.In and same_shape_dtype(type_of(a), declared)
+        ]
+        return (dataclasses.replace(call, type=declared), declared) if writes else (call, None)
 
     def span(self, node: ast.AST | None):
         return self.src.span(node)
@@ -306,6 +318,8 @@ class FunctionParser(ControlFlow):
         if isinstance(rhs, Const) and isinstance(declared, ScalarType):
             rhs = semantic.coerce_literal(rhs, declared.dtype, span)
             t = rhs.type
+        if isinstance(rhs, FuncCall) and isinstance(t, VoidType) and isinstance(declared, TensorType):
+            rhs, t = self.written_result(rhs, declared)
         if t is None:
             raise TypeCheckError(f"`{ast.unparse(value)}` cannot be assigned to a kernel variable", span)
         final = semantic.merge_annotation(name, declared, t, span)

@@ -127,11 +127,15 @@ class Call(Expr):
 
 @dataclass(frozen=True)
 class FuncCall(Expr):
-    """A call of another function of the program (an InCore kernel) by name."""
+    """A call of another function of the program (an InCore kernel) by name. An outlined
+    ``pl.at`` scope keeps its ``as`` name (``handle``) and its ``deps=[...]`` here: in
+    orchestration each call is one task, ordered after the tasks of the handles it names."""
 
     callee: str
     args: tuple[Expr, ...]
     type: Type
+    handle: str | None = None
+    deps: tuple[str, ...] = ()
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:

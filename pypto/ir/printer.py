@@ -121,7 +121,12 @@ def print_expr(e: Expr) -> str:
     if isinstance(e, Call):
         return f"pl.{e.op}({', '.join(_call_args(e))})"
     if isinstance(e, FuncCall):
-        return f"self.{e.callee}({', '.join(print_expr(a) for a in e.args)})"
+        args = [print_expr(a) for a in e.args]
+        if e.handle is not None:
+            args.append(f"handle={json.dumps(e.handle)}")
+        if e.deps:
+            args.append(f"deps=[{', '.join(e.deps)}]")
+        return f"self.{e.callee}({', '.join(args)})"
     raise TypeError(f"cannot print expression {e!r}")
 
 

@@ -119,7 +119,17 @@ class _Verifier:
         if not op.in_incore and (self.in_scope or not orchestration):
             raise self.fail(f"`pl.{e.op}` belongs in orchestration code, not in an InCore kernel", e.span)
 
+    def task_deps(self, deps: tuple[str, ...], span) -> None:
+        for d in deps:
+            if d not in self.handles:
+                raise self.fail(
+                    f"deps names `{d}`, which is not an earlier `with pl.at(...) as` handle", span
+                )
+
     def func_call(self, env: dict[str, Type], e: FuncCall) -> Type:
+        self.task_deps(e.deps, e.span)
+        if e.handle is not None:
+            self.handles.add(e.handle)
         try:
             callee = self.program.get(e.callee)
         except KeyError:
@@ -241,11 +251,7 @@ class _Verifier:
             raise self.fail("pl.at scopes belong in orchestration functions", s.span)
         if self.in_scope:
             raise self.fail("pl.at scopes cannot be nested", s.span)
-        for d in s.deps:
-            if d not in self.handles:
-                raise self.fail(
-                    f"deps names `{d}`, which is not an earlier `with pl.at(...) as` handle", s.span
-                )
+        self.task_deps(s.deps, s.span)
         self.in_scope = True
         self.block(env, s.body)
         self.in_scope = False

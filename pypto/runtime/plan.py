@@ -18,7 +18,8 @@ from pypto.ir.visit import nodes_of
 @dataclass(frozen=True)
 class Task:
     """One kernel submission. ``deps``: earlier tasks it must follow (from the directions of
-    the tensors both touch; atomic-add-only writers of one tensor commute). ``write_gates``:
+    the tensors both touch, where atomic-add-only writers of one tensor commute, and from
+    ``pl.at(deps=[...])``). ``write_gates``:
     the (task, tensor) pairs of those deps that only order this task's atomic adds into a
     tensor after the earlier task — the task itself need not wait to start."""
 
@@ -59,6 +60,7 @@ class _Env:
     tensors: dict[str, int] = field(default_factory=dict)  # var name -> tensor table index
     intermediates: list[Intermediate] = field(default_factory=list)
     n_params: int = 0
+    handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
 
 
 _ARITH = {
@@ -107,8 +109,13 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
             scalars.append(_value(a, env))
     reads, writes, atomic = _effects(callee, tensors)
     shared = {i: _conflict(t, reads, writes, atomic) for i, t in enumerate(tasks)}
-    deps = tuple(i for i, tensors_ in shared.items() if tensors_)
-    gates = tuple((i, x) for i in deps if shared[i] <= atomic for x in sorted(shared[i]))
+    ordered = {i for i, tensors_ in shared.items() if tensors_}
+    gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
+    # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
+    # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
+    deps = tuple(sorted(ordered.union(*(env.handles[h] for h in call.deps))))
+    if call.handle is not None:
+        env.handles.setdefault(call.handle, []).append(len(tasks))
     tasks.append(
         Task(
             call.callee,

@@ -27,3 +27,27 @@ def chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="relu"):
         pl.store(pl.relu(pl.load(tmp, [0, 0], [R, C])), [0, 0], out)
     return out
+
+
+@pl.jit
+def explicit_deps(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+    """Three tasks that share no tensor: `second` waits for `first` only because deps= says so;
+    `third` waits for nothing."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="first") as first:
+        pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], x)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="second", deps=[first]):
+        pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], y)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="third"):
+        pl.store(pl.relu(pl.load(a, [0, 0], [R, C])), [0, 0], z)
+    return x, y, z
+
+
+@pl.jit
+def deps_on_a_loop(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor]):
+    """deps= on a handle bound in a pl.parallel loop: after every iteration's task."""
+    for k in pl.parallel(0, BLOCKS):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows") as rows:
+            pl.store(pl.exp(pl.load(a, [k * R, 0], [R, C])), [k * R, 0], x)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="after", deps=[rows]):
+        pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], y)
+    return x, y

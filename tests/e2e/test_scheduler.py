@@ -70,3 +70,25 @@ def test_dependent_tasks_serialise_through_gm():
     np.testing.assert_array_equal(out, np.maximum(-a, 0))
     first, second = mk.chain.last_report.tasks
     assert second.start >= first.end and (first.name, second.name) == ("negate", "relu")
+
+
+def test_explicit_deps_order_tasks_that_share_no_tensor():
+    a = blocks()[: mk.R]
+    outs = [np.zeros_like(a) for _ in range(3)]
+    compiled = mk.explicit_deps.compile(a, *outs, config=CFG)
+    assert [t.deps for t in compiled.tasks] == [(), (0,), ()]
+    first, second, third = compiled.run(a, *outs).tasks
+    assert second.start == first.end + DISPATCH  # deps=[first], though no tensor joins them
+    assert third.start == 0  # nothing orders it: dispatched at launch
+    np.testing.assert_allclose(outs[1], -a)
+    np.testing.assert_allclose(outs[2], np.maximum(a, 0))
+
+
+def test_deps_on_a_loop_handle_wait_for_every_iteration():
+    a = blocks()
+    x, y = np.zeros_like(a), np.zeros((mk.R, mk.C), np.float32)
+    compiled = mk.deps_on_a_loop.compile(a, x, y, config=CFG)
+    assert compiled.tasks[-1].deps == tuple(range(mk.BLOCKS))
+    *rows, after = compiled.run(a, x, y).tasks
+    assert after.start == max(t.end for t in rows) + DISPATCH
+    np.testing.assert_allclose(x, np.exp(a), rtol=1e-5)

@@ -130,6 +130,21 @@ def test_split_k_from_spec():
     assert p.entry.return_types == (ir.TensorType((M, N), ir.FP32),)
 
 
+def test_split_k_deps_reach_the_plan_and_keep_the_write_gates():
+    """deps=[init] names a task the atomic adds already depend on through c: it stays a write
+    gate (the splits start at launch), and the dump shows handle/deps and reparses."""
+    a, b = np.ones((M, K), np.float32), np.ones((K, N), np.float32)
+    c = np.zeros((M, N), np.float32)
+    compiled = matmul_split_k.compile(a, b, c)
+    assert [t.deps for t in compiled.tasks] == [()] + [(0,)] * SPLIT
+    assert [t.start_deps for t in compiled.tasks] == [()] * (SPLIT + 1)
+    text = ir.print_program(compiled.program)
+    assert 'handle="init"' in text and "deps=[init]" in text
+    ir.assert_structural_equal(compiled.program, parse_text(text), names=True)
+    matmul_split_k(a, b, c)
+    np.testing.assert_allclose(c, a @ b)
+
+
 @pl.jit.incore
 def add_rows(x: pl.Tensor, y: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.INDEX):
     for r in pl.range(n):

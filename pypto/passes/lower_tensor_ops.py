@@ -3,9 +3,12 @@
 ``a[:, k0:k1]`` is a window view (no data moves); ``pl.matmul`` on tensors loads its
 operands GM → Mat, moves them to Left/Right and multiplies into Acc, in K chunks sized to
 L0A/L0B (``matmul`` then ``matmul_acc``); ``pl.full`` is a filled Vec tile;
-``pl.assemble(target, src, offset, atomic=)`` stores the tile into the target's window
-(FIXPIPE from Acc, MTE3 from Vec). Anything else at tensor level is reported, not guessed.
-Test: tests/passes/test_lower_tensor_ops.py
+elementwise ops (``pl.add``, ``pl.exp``, ``pl.cast`` ...) on tensors load each tensor operand
+whole into Vec and become the tile op; ``pl.assemble(target, src, offset, atomic=)`` — and
+``dst[r0:r1, :] = src``, ``out[:] = expr``, which the frontend spells as it — stores the
+source into the target's window (FIXPIPE from Acc, MTE3 from Vec; a tensor source is
+loaded to Vec first). Anything else at tensor level is reported, not guessed.
+Tests: tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
-from pypto.ir.types import TensorType
+from pypto.ir.types import TensorType, TileType
 from pypto.passes._scan import defined_names
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
+_ELEMENTWISE = frozenset((*BINARY, *(f"{n}s" for n in BINARY), *UNARY, "cast"))
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,21 @@ class _Lowerer:
             return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)
         raise CompileError("expected a tensor (or a slice of one) here", span)
 
+    def computed(self, e: Expr) -> Var | None:
+        """The tile holding `e` when it is a value computed in this kernel (a tile, or a
+        tensor-level result already lowered to one)."""
+        if isinstance(e, Var) and isinstance(e.type, TileType):
+            return e
+        return self.tiles.get(e.name) if isinstance(e, Var) else None
+
+    def tile_of(self, e: Expr, out: list[Stmt], span: SourceSpan | None) -> Var:
+        """`e` as a tile: a computed value as it is, a tensor (or a window of one) loaded to Vec."""
+        tile = self.computed(e)
+        if tile is not None:
+            return tile
+        v = self.view(e, span)
+        return self.op(out, f"{v.base.name}_ub", "tile.load", [v.base, list(v.offsets), list(v.shape)], span)
+
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for s in body:
@@ -78,10 +98,22 @@ class _Lowerer:
 
     def lower(self, s: Assign, out: list[Stmt]) -> None:
         c = s.value
+        name = c.op.removeprefix("tensor.")
+        if c.op == "tensor.slice" and self.computed(c.arg("x")) is not None:
+            raise CompileError(
+                "a window of a value computed in this kernel needs an on-chip extract, which the "
+                "native ISA does not have yet; slice the input tensor before computing instead",
+                s.span,
+            )
         if c.op == "tensor.slice":
             v = self.view(c.arg("x"), s.span)
             offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
             self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)
+        elif name in _ELEMENTWISE:
+            # tensor operands are loaded whole into Vec; values computed here are used as they are
+            kinds = [p.kind for p in get_op(c.op).params]
+            args = [self.tile_of(a, out, s.span) if k is Kind.TENSOR else a for k, a in zip(kinds, c.args)]
+            self.tiles[s.var.name] = self.op(out, s.var.name, f"tile.{name}", args, s.span)
         elif c.op == "tensor.full":
             t = s.var.type
             self.tiles[s.var.name] = self.op(
@@ -100,14 +132,7 @@ class _Lowerer:
 
     def assemble(self, s: Assign, out: list[Stmt]) -> None:
         c = s.value
-        src = c.arg("src")
-        tile = self.tiles.get(src.name) if isinstance(src, Var) else None
-        if tile is None:
-            raise CompileError(
-                "pl.assemble needs a value computed in this kernel (a tile, pl.full or "
-                "pl.matmul) as its source",
-                s.span,
-            )
+        tile = self.tile_of(c.arg("src"), out, s.span)
         target = self.view(c.arg("target"), s.span)
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)

@@ -1,0 +1,46 @@
+"""Kernels written with tensor-level ops inside pl.at scopes (imported by test_tensor_ops.py)."""
+
+import pypto.language as pl
+
+R, C = 32, 64
+
+
+@pl.jit
+def softplus_like(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = log(exp(a) + b) * 0.5, elementwise ops on whole tensors, written with out[:] = ..."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.muls(pl.log(pl.add(pl.exp(a), b)), 0.5)
+    return out
+
+
+@pl.jit
+def swap_halves(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = a with its two row halves swapped and the second one negated: window stores."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[0 : R // 2, :] = a[R // 2 : R, :]
+        out[R // 2 : R, :] = pl.neg(a[0 : R // 2, :])
+    return out
+
+
+@pl.jit
+def cast_columns(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out (fp16) = a's left half cast, then its right half relu'd and cast: column windows."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:, 0 : C // 2] = pl.cast(a[:, 0 : C // 2], pl.FP16)
+        out[:, C // 2 : C] = pl.cast(pl.relu(a[:, C // 2 : C]), pl.FP16)
+    return out
+
+
+@pl.jit
+def window_of_computed(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        h = pl.exp(a)
+        out[:, 0 : C // 2] = h[:, 0 : C // 2]
+    return out
+
+
+@pl.jit
+def too_big(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out

@@ -44,3 +44,19 @@ def too_big(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.exp(a)
     return out
+
+
+@pl.jit
+def tensor_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """c = a @ b with tensor-level ops: tiled onto L0A/L0B in K chunks by the lowering."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.matmul(a, b, out_dtype=pl.FP32)
+    return c
+
+
+@pl.jit
+def tensor_matmul_bt(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """c = a @ b.T (b stored [N, K])."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.matmul(a, b, out_dtype=pl.FP32, b_trans=True)
+    return c

@@ -3,6 +3,7 @@ scope: lowered to tile loads, vector ops and stores, with numpy's numbers."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tensor_kernels as tk
@@ -81,3 +82,49 @@ def test_a_tensor_too_big_for_the_vector_buffer_fails_naming_the_space():
         tk.too_big(a, out)
     assert "tensor_kernels.py:" in str(e.value)
     assert not out.any()  # nothing ran
+
+
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
+
+
+def operands(m, k, n, dtype, seed=0, b_trans=False):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, k) if b_trans else (k, n)).astype(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("b_trans", [False, True], ids=["b", "b_trans"])
+def test_tensor_matmul_matches_numpy(dtype, b_trans):
+    a, b = operands(64, 128, 64, dtype, b_trans=b_trans)
+    c = np.zeros((64, 64), np.float32)
+    (tk.tensor_matmul_bt if b_trans else tk.tensor_matmul)(a, b, c)
+    bf = b.astype(np.float32)
+    ref = a.astype(np.float32) @ (bf.T if b_trans else bf)  # exact products, fp32 sums
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-4)
+
+
+def test_operands_over_l0a_l0b_are_split_into_k_chunks():
+    a, b = operands(128, 1024, 128, np.float16)  # 256 KiB of A: four 64 KiB chunks of L0A
+    c = np.zeros((128, 128), np.float32)
+    compiled = tk.tensor_matmul.compile(a, b, c)
+    ops = kernel_ops(compiled)
+    assert ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 3
+    compiled.run(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def test_an_accumulator_over_l0c_is_a_capacity_error_naming_the_bytes():
+    a, b = operands(256, 64, 256, np.float16)  # a 256x256 fp32 Acc is 256 KiB; L0C holds 128
+    c = np.zeros((256, 256), np.float32)
+    with pytest.raises(CompileError, match=r"needs 262144 B of Acc but L0C holds 131072 B") as e:
+        tk.tensor_matmul(a, b, c)
+    assert "tensor_kernels.py:" in str(e.value) and not c.any()
+
+
+def test_a_k_too_long_for_sixteen_chunks_is_refused_naming_l0a_l0b():
+    a, b = operands(128, 8192, 128, np.float16)
+    c = np.zeros((128, 128), np.float32)
+    with pytest.raises(CompileError, match=r"do not tile onto L0A/L0B \(65536 B each\)"):
+        tk.tensor_matmul(a, b, c)

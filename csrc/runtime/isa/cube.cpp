@@ -14,17 +14,6 @@ using namespace pypto::isa;
 
 namespace pypto::isa {
 
-int64_t layout_index(int mem, int64_t r, int64_t c, int64_t cols, int64_t esize) {
-  const int64_t c0 = 32 / esize;
-  if (mem == PYPTO_LEFT) {  // zZ: 16 x c0 fractals, fractals row-major, elements row-major
-    return ((r / 16) * (cols / c0) + c / c0) * 16 * c0 + (r % 16) * c0 + c % c0;
-  }
-  if (mem == PYPTO_RIGHT) {  // nZ: c0 x 16 fractals, fractals row-major, elements column-major
-    return ((r / c0) * (cols / 16) + c / 16) * 16 * c0 + (c % 16) * c0 + r % c0;
-  }
-  return r * cols + c;
-}
-
 void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,
                     bool atomic_add) {
   const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
@@ -60,17 +49,90 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
 
 namespace {
 
-// A logical [rows, cols] operand, widened to fp32 row-major (transposed when asked).
-std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  std::vector<float> out(static_cast<size_t>(rows * cols));
+// A logical [rows, cols] operand, widened to fp32 row-major (transposed when asked): the
+// whole storage is converted in one call (fp16/bf16 -> fp32 is exact), then gathered.
+template <int64_t E>  // the element size as a constant turns the index math into shifts
+void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      int64_t sr = trans ? c : r, sc = trans ? r : c;
-      const uint8_t* p = t.data + layout_index(t.mem, sr, sc, t.cols, t.esize) * t.esize;
-      vm::convert(PYPTO_FP32, &out[static_cast<size_t>(r * cols + c)], t.dtype, p, 1, PYPTO_ROUND_RINT);
-    }
+    float* o = out + r * cols;
+    for (int64_t c = 0; c < cols; ++c) o[c] = stored[layout_index(t.mem, trans ? c : r, trans ? r : c, t.cols, E)];
+  }
+}
+
+std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  std::vector<float> stored(static_cast<size_t>(t.rows * t.cols));
+  vm::convert(PYPTO_FP32, stored.data(), t.dtype, t.data, stored.size(), PYPTO_ROUND_RINT);
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  if (t.esize == 2) {
+    gather<2>(out.data(), stored.data(), t, trans, rows, cols);
+  } else {
+    gather<4>(out.data(), stored.data(), t, trans, rows, cols);
   }
   return out;
+}
+
+using v8 = float __attribute__((vector_size(32)));  // two SSE or one AVX register
+
+// By reference, not by value: a v8 in a return slot would be an AVX-dependent ABI (-Wpsabi).
+inline __attribute__((always_inline)) void load8(v8& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+
+// Output rows [R, 16] (+)= A[R, k] x B[k, 16]: each sum starts at 0 and runs in k order, the
+// products rounding before the adds (no FMA), so every build and CPU gives the bits of a plain
+// k loop; the blocking only keeps R x 16 sums in registers.
+template <int R>
+inline __attribute__((always_inline)) void block16(const float* A, int64_t k, const float* B, int64_t n,
+                                                   float* C, int64_t ldc, bool accumulate) {
+  v8 s[R][2] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    v8 b0, b1;
+    load8(b0, B + kk * n);
+    load8(b1, B + kk * n + 8);
+    for (int r = 0; r < R; ++r) {
+      const float a = A[r * k + kk];
+      s[r][0] += a * b0;
+      s[r][1] += a * b1;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* c = C + r * ldc;
+    if (accumulate) {  // out + sum, as the unblocked loop (addition commutes exactly)
+      v8 c0, c1;
+      load8(c0, c);
+      load8(c1, c + 8);
+      s[r][0] += c0;
+      s[r][1] += c1;
+    }
+    std::memcpy(c, &s[r][0], sizeof(v8));
+    std::memcpy(c + 8, &s[r][1], sizeof(v8));
+  }
+}
+
+// One output column of R rows, for widths that are not a multiple of 16.
+template <int R>
+inline __attribute__((always_inline)) void block1(const float* A, int64_t k, const float* B, int64_t n,
+                                                  float* C, int64_t ldc, bool accumulate) {
+  for (int r = 0; r < R; ++r) {
+    float sum = 0.0f;
+    for (int64_t kk = 0; kk < k; ++kk) sum += A[r * k + kk] * B[kk * n];
+    C[r * ldc] = accumulate ? C[r * ldc] + sum : sum;
+  }
+}
+
+template <int R>
+inline __attribute__((always_inline)) void block_rows(const float* A, int64_t k, const float* B, int64_t n,
+                                                      float* C, int64_t ldc, bool accumulate) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) block16<R>(A, k, B + j, n, C + j, ldc, accumulate);
+  for (; j < n; ++j) block1<R>(A, k, B + j, n, C + j, ldc, accumulate);
+}
+
+// C[m, n] = (C +) A[m, k] x B[k, n] in fp32, cloned for AVX2 (chosen when the CPU has it).
+__attribute__((target_clones("avx2", "default"))) void matmul_f32(const float* A, const float* B, float* C,
+                                                                  int64_t ldc, int64_t m, int64_t k, int64_t n,
+                                                                  bool accumulate) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) block_rows<4>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
+  for (; i < m; ++i) block_rows<1>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
 }
 
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
@@ -102,16 +164,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, con
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows, n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
   std::vector<float> A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  for (int64_t i = 0; i < m; ++i) {
-    float* out = reinterpret_cast<float*>(c.row(i));
-    std::vector<float> sum(static_cast<size_t>(n), 0.0f);
-    for (int64_t kk = 0; kk < k; ++kk) {  // fp32 accumulate in k order, vectorised over n
-      const float x = A[static_cast<size_t>(i * k + kk)];
-      const float* brow = &B[static_cast<size_t>(kk * n)];
-      for (int64_t j = 0; j < n; ++j) sum[static_cast<size_t>(j)] += x * brow[j];
-    }
-    for (int64_t j = 0; j < n; ++j) out[j] = accumulate ? out[j] + sum[static_cast<size_t>(j)] : sum[static_cast<size_t>(j)];
-  }
+  matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

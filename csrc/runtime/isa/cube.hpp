@@ -11,7 +11,17 @@ namespace pypto::isa {
 // Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
 // row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside
 // ("nZ"); every other space is plain row-major. c0 = 32 B / element size.
-int64_t layout_index(int mem, int64_t r, int64_t c, int64_t cols, int64_t esize);
+// Inline: the relayout and widening loops call it once per element.
+inline int64_t layout_index(int mem, int64_t r, int64_t c, int64_t cols, int64_t esize) {
+  const int64_t c0 = 32 / esize;
+  if (mem == PYPTO_LEFT) {  // zZ: 16 x c0 fractals, fractals row-major, elements row-major
+    return ((r / 16) * (cols / c0) + c / c0) * 16 * c0 + (r % 16) * c0 + c % c0;
+  }
+  if (mem == PYPTO_RIGHT) {  // nZ: c0 x 16 fractals, fractals row-major, elements column-major
+    return ((r / c0) * (cols / 16) + c / 16) * 16 * c0 + (c % 16) * c0 + r % c0;
+  }
+  return r * cols + c;
+}
 
 // "Mat -> Left, ..." — the routes into `dst` on this platform, for error messages.
 std::string legal_routes(int dst, const Platform& p);

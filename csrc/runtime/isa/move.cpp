@@ -54,9 +54,24 @@ void check_fractal_shape(const TileView& t, const char* op) {
   }
 }
 
+// Element-wise copy between the layouts of two same-dtype tiles of one logical shape.
+template <typename T>
+void relayout_as(const TileView& d, const TileView& s) {
+  const T* src = reinterpret_cast<const T*>(s.data);
+  T* dst = reinterpret_cast<T*>(d.data);
+  for (int64_t r = 0; r < s.valid_rows; ++r) {
+    for (int64_t c = 0; c < s.valid_cols; ++c) {
+      constexpr int64_t e = sizeof(T);  // a constant element size turns the index math into shifts
+      dst[layout_index(d.mem, r, c, d.cols, e)] = src[layout_index(s.mem, r, c, s.cols, e)];
+    }
+  }
+}
+
 // Element-wise relayout (and dtype conversion) between two tiles of one logical shape.
 void relayout(const TileView& d, const TileView& s) {
-  std::vector<float> row(static_cast<size_t>(s.cols));
+  if (d.dtype == s.dtype && s.esize == 2) return relayout_as<uint16_t>(d, s);
+  if (d.dtype == s.dtype && s.esize == 4) return relayout_as<uint32_t>(d, s);
+  if (d.dtype == s.dtype && s.esize == 1) return relayout_as<uint8_t>(d, s);
   for (int64_t r = 0; r < s.valid_rows; ++r) {
     for (int64_t c = 0; c < s.valid_cols; ++c) {
       const uint8_t* p = s.data + layout_index(s.mem, r, c, s.cols, s.esize) * s.esize;

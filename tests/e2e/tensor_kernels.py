@@ -60,3 +60,16 @@ def tensor_matmul_bt(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         c[:] = pl.matmul(a, b, out_dtype=pl.FP32, b_trans=True)
     return c
+
+
+@pl.jit
+def tiled_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """c = a @ b for [64, K] x [K, 64], one 32 x 32 output tile per trip of two nested loops
+    (c is carried through both: the loop-end syncs must come before each loop's yield)."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for mi in pl.range(2):
+            for ni in pl.range(2):
+                r = mi * 32
+                q = ni * 32
+                c[r : r + 32, q : q + 32] = pl.matmul(a[r : r + 32, :], b[:, q : q + 32], out_dtype=pl.FP32)
+    return c

@@ -39,6 +39,31 @@ def test_b_trans_and_matmul_acc():
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
 
 
+def k_order(a, b):
+    """The cube's fp32 accumulate, exactly: each sum from 0 in k order, products rounded first."""
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for kk in range(a.shape[1]):
+        s += np.outer(a[:, kk], b[kk])
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_tile_matmul_bits_are_the_k_order_fp32_sums(dtype):
+    a, b = operands(dtype, seed=7)
+    c = np.zeros((ck.M, ck.N), np.float32)
+    ck.tile_matmul(a, b, c, config=CFG)
+    np.testing.assert_array_equal(c, k_order(a, b))
+
+
+def test_matmul_acc_adds_each_half_sum_to_the_first():
+    a, bt = operands(np.float16, b_shape=(ck.N, ck.K), seed=8)
+    c = np.zeros((ck.M, ck.N), np.float32)
+    ck.tile_matmul_bt_acc(a, bt, c, config=CFG)
+    b = bt.T
+    np.testing.assert_array_equal(c, k_order(a[:, :64], b[:64]) + k_order(a[:, 64:], b[64:]))
+
+
 def test_cube_kernel_is_outlined_as_aic():
     a, b = operands(np.float16)
     program = ck.tile_matmul.lower(a, b, np.zeros((ck.M, ck.N), np.float32), config=CFG)

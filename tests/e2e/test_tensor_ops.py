@@ -128,3 +128,11 @@ def test_a_k_too_long_for_sixteen_chunks_is_refused_naming_l0a_l0b():
     c = np.zeros((128, 128), np.float32)
     with pytest.raises(CompileError, match=r"do not tile onto L0A/L0B \(65536 B each\)"):
         tk.tensor_matmul(a, b, c)
+
+
+def test_nested_loops_of_window_stores_from_a_matmul():
+    a, b = operands(64, 128, 64, np.float16)
+    c = np.zeros((64, 64), np.float32)
+    tk.tiled_matmul(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert tk.tiled_matmul.last_report.hazards == []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.errors import CompileError
-from pypto.ir.enums import AtomicType, Direction, FunctionType
+from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType
@@ -18,8 +18,8 @@ from pypto.ir.visit import nodes_of
 @dataclass(frozen=True)
 class Task:
     """One kernel submission. ``deps``: earlier tasks it must follow (from the directions of
-    the tensors both touch, where atomic-add-only writers of one tensor commute, and from
-    ``pl.at(deps=[...])``). ``write_gates``:
+    the tensors both touch, where atomic-add-only writers of one tensor commute and the
+    iterations of one ``pl.parallel`` loop are independent; and from ``pl.at(deps=[...])``). ``write_gates``:
     the (task, tensor) pairs of those deps that only order this task's atomic adds into a
     tensor after the earlier task — the task itself need not wait to start."""
 
@@ -61,6 +61,10 @@ class _Env:
     intermediates: list[Intermediate] = field(default_factory=list)
     n_params: int = 0
     handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
+    # (loop instance, iteration) of each enclosing pl.parallel loop, now and per task
+    parallel: list[tuple[int, int]] = field(default_factory=list)
+    parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    loops_run: int = 0
 
 
 _ARITH = {
@@ -108,7 +112,11 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
         else:
             scalars.append(_value(a, env))
     reads, writes, atomic = _effects(callee, tensors)
-    shared = {i: _conflict(t, reads, writes, atomic) for i, t in enumerate(tasks)}
+    shared = {
+        i: _conflict(t, reads, writes, atomic)
+        for i, t in enumerate(tasks)
+        if not _parallel_siblings(env.parallel_of[i], env.parallel)
+    }
     ordered = {i for i, tensors_ in shared.items() if tensors_}
     gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
     # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
@@ -116,6 +124,7 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
     deps = tuple(sorted(ordered.union(*(env.handles[h] for h in call.deps))))
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
+    env.parallel_of.append(tuple(env.parallel))
     tasks.append(
         Task(
             call.callee,
@@ -198,11 +207,24 @@ def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
             env.scalars[var.name] = _value(value, env)
 
 
+def _parallel_siblings(earlier: tuple[tuple[int, int], ...], now: list[tuple[int, int]]) -> bool:
+    """True when two tasks come from different iterations of one pl.parallel loop run, which
+    the loop declares independent: no tensor dependency between them (deps= still orders)."""
+    here = dict(now)
+    return any(loop in here and here[loop] != it for loop, it in earlier)
+
+
 def _for(s: For, program: Program, env: _Env, tasks: list[Task]) -> None:
     _carry(tuple(it.var for it in s.iter_args), tuple(it.init for it in s.iter_args), env)
+    env.loops_run += 1
+    run = env.loops_run
     for i in range(_value(s.start, env), _value(s.stop, env), _value(s.step, env)):
         env.scalars[s.var.name] = i
+        if s.kind is ForKind.parallel:
+            env.parallel.append((run, i))
         _walk(s.body, program, env, tasks)
+        if s.kind is ForKind.parallel:
+            env.parallel.pop()
         if s.body and isinstance(s.body[-1], Yield):
             _carry(tuple(it.var for it in s.iter_args), s.body[-1].values, env)
     _carry(s.results, tuple(it.var for it in s.iter_args), env)

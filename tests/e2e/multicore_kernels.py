@@ -51,3 +51,16 @@ def deps_on_a_loop(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="after", deps=[rows]):
         pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], y)
     return x, y
+
+
+@pl.jit
+def parallel_then_read(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor]):
+    """Parallel iterations write disjoint row blocks of x (independent tasks); the last task
+    reads all of x, so it follows every one of them."""
+    for k in pl.parallel(0, BLOCKS):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows"):
+            pl.store(pl.exp(pl.load(a, [k * R, 0], [R, C])), [k * R, 0], x)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="reader"):
+        for k in pl.range(BLOCKS):
+            pl.store(pl.neg(pl.load(x, [k * R, 0], [R, C])), [k * R, 0], y)
+    return x, y

@@ -92,3 +92,14 @@ def test_deps_on_a_loop_handle_wait_for_every_iteration():
     *rows, after = compiled.run(a, x, y).tasks
     assert after.start == max(t.end for t in rows) + DISPATCH
     np.testing.assert_allclose(x, np.exp(a), rtol=1e-5)
+
+
+def test_parallel_iterations_writing_one_output_are_independent_tasks():
+    a = blocks()
+    x, y = np.zeros_like(a), np.zeros_like(a)
+    compiled = mk.parallel_then_read.compile(a, x, y, config=CFG)
+    assert [t.deps for t in compiled.tasks] == [()] * mk.BLOCKS + [tuple(range(mk.BLOCKS))]
+    *rows, reader = compiled.run(a, x, y).tasks
+    assert all(t.start == 0 for t in rows) and len({t.core_name for t in rows}) == mk.BLOCKS
+    assert reader.start == max(t.end for t in rows) + DISPATCH
+    np.testing.assert_allclose(y, -np.exp(a), rtol=1e-5)

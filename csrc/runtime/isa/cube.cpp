@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/isa/dtype.hpp"
+#include "runtime/isa/matmul_f32.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "simulator/cost_model.hpp"
 
@@ -51,12 +52,13 @@ namespace {
 
 // A logical [rows, cols] operand, widened to fp32 row-major (transposed when asked): the
 // whole storage is converted in one call (fp16/bf16 -> fp32 is exact), then gathered.
-template <int64_t E>  // the element size as a constant turns the index math into shifts
+// Reads the storage in order; the element size as a constant turns the index math into shifts.
+template <int64_t E>
 void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * cols;
-    for (int64_t c = 0; c < cols; ++c) o[c] = stored[layout_index(t.mem, trans ? c : r, trans ? r : c, t.cols, E)];
-  }
+  for_each_stored<E>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
+    const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
+    if (r < rows && c < cols) out[r * cols + c] = stored[i];
+  });
 }
 
 std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
@@ -69,70 +71,6 @@ std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t co
     gather<4>(out.data(), stored.data(), t, trans, rows, cols);
   }
   return out;
-}
-
-using v8 = float __attribute__((vector_size(32)));  // two SSE or one AVX register
-
-// By reference, not by value: a v8 in a return slot would be an AVX-dependent ABI (-Wpsabi).
-inline __attribute__((always_inline)) void load8(v8& v, const float* p) { std::memcpy(&v, p, sizeof v); }
-
-// Output rows [R, 16] (+)= A[R, k] x B[k, 16]: each sum starts at 0 and runs in k order, the
-// products rounding before the adds (no FMA), so every build and CPU gives the bits of a plain
-// k loop; the blocking only keeps R x 16 sums in registers.
-template <int R>
-inline __attribute__((always_inline)) void block16(const float* A, int64_t k, const float* B, int64_t n,
-                                                   float* C, int64_t ldc, bool accumulate) {
-  v8 s[R][2] = {};
-  for (int64_t kk = 0; kk < k; ++kk) {
-    v8 b0, b1;
-    load8(b0, B + kk * n);
-    load8(b1, B + kk * n + 8);
-    for (int r = 0; r < R; ++r) {
-      const float a = A[r * k + kk];
-      s[r][0] += a * b0;
-      s[r][1] += a * b1;
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    float* c = C + r * ldc;
-    if (accumulate) {  // out + sum, as the unblocked loop (addition commutes exactly)
-      v8 c0, c1;
-      load8(c0, c);
-      load8(c1, c + 8);
-      s[r][0] += c0;
-      s[r][1] += c1;
-    }
-    std::memcpy(c, &s[r][0], sizeof(v8));
-    std::memcpy(c + 8, &s[r][1], sizeof(v8));
-  }
-}
-
-// One output column of R rows, for widths that are not a multiple of 16.
-template <int R>
-inline __attribute__((always_inline)) void block1(const float* A, int64_t k, const float* B, int64_t n,
-                                                  float* C, int64_t ldc, bool accumulate) {
-  for (int r = 0; r < R; ++r) {
-    float sum = 0.0f;
-    for (int64_t kk = 0; kk < k; ++kk) sum += A[r * k + kk] * B[kk * n];
-    C[r * ldc] = accumulate ? C[r * ldc] + sum : sum;
-  }
-}
-
-template <int R>
-inline __attribute__((always_inline)) void block_rows(const float* A, int64_t k, const float* B, int64_t n,
-                                                      float* C, int64_t ldc, bool accumulate) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) block16<R>(A, k, B + j, n, C + j, ldc, accumulate);
-  for (; j < n; ++j) block1<R>(A, k, B + j, n, C + j, ldc, accumulate);
-}
-
-// C[m, n] = (C +) A[m, k] x B[k, n] in fp32, cloned for AVX2 (chosen when the CPU has it).
-__attribute__((target_clones("avx2", "default"))) void matmul_f32(const float* A, const float* B, float* C,
-                                                                  int64_t ldc, int64_t m, int64_t k, int64_t n,
-                                                                  bool accumulate) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) block_rows<4>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
-  for (; i < m; ++i) block_rows<1>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
 }
 
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
@@ -164,7 +102,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, con
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows, n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
   std::vector<float> A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0);
+  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

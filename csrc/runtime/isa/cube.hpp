@@ -23,6 +23,28 @@ inline int64_t layout_index(int mem, int64_t r, int64_t c, int64_t cols, int64_t
   return r * cols + c;
 }
 
+// Calls f(index, r, c) for every element of a [rows, cols] tile stored in `mem`, in storage
+// order (index 0, 1, ...): fractal by fractal, so the inner loops have constant trip counts.
+template <int64_t E, typename F>
+inline void for_each_stored(int mem, int64_t rows, int64_t cols, F&& f) {
+  constexpr int64_t c0 = 32 / E;
+  int64_t i = 0;
+  if (mem == PYPTO_LEFT) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t cb = 0; cb < cols; cb += c0)
+        for (int64_t r = r0; r < r0 + 16; ++r)
+          for (int64_t c = cb; c < cb + c0; ++c) f(i++, r, c);
+  } else if (mem == PYPTO_RIGHT) {
+    for (int64_t rb = 0; rb < rows; rb += c0)
+      for (int64_t cb = 0; cb < cols; cb += 16)
+        for (int64_t c = cb; c < cb + 16; ++c)
+          for (int64_t r = rb; r < rb + c0; ++r) f(i++, r, c);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) f(i++, r, c);
+  }
+}
+
 // "Mat -> Left, ..." — the routes into `dst` on this platform, for error messages.
 std::string legal_routes(int dst, const Platform& p);
 

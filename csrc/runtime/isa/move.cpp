@@ -55,16 +55,16 @@ void check_fractal_shape(const TileView& t, const char* op) {
 }
 
 // Element-wise copy between the layouts of two same-dtype tiles of one logical shape.
+// Walks the destination in storage order; a constant element size makes the index math shifts.
 template <typename T>
 void relayout_as(const TileView& d, const TileView& s) {
+  constexpr int64_t e = sizeof(T);
   const T* src = reinterpret_cast<const T*>(s.data);
   T* dst = reinterpret_cast<T*>(d.data);
-  for (int64_t r = 0; r < s.valid_rows; ++r) {
-    for (int64_t c = 0; c < s.valid_cols; ++c) {
-      constexpr int64_t e = sizeof(T);  // a constant element size turns the index math into shifts
-      dst[layout_index(d.mem, r, c, d.cols, e)] = src[layout_index(s.mem, r, c, s.cols, e)];
-    }
-  }
+  const int64_t vr = s.valid_rows, vc = s.valid_cols;
+  for_each_stored<e>(d.mem, d.rows, d.cols, [&](int64_t i, int64_t r, int64_t c) {
+    if (r < vr && c < vc) dst[i] = src[layout_index(s.mem, r, c, s.cols, e)];
+  });
 }
 
 // Element-wise relayout (and dtype conversion) between two tiles of one logical shape.

@@ -1,0 +1,111 @@
+// Blocked fp32 matmul for TMATMUL: R x 2L output sums kept in vector registers (L lanes),
+// compiled three times — AVX-512, AVX2 and the baseline — from one template.
+#include "runtime/isa/matmul_f32.hpp"
+
+#include <cstring>
+
+namespace pypto::vm {
+namespace {
+
+using v8 = float __attribute__((vector_size(32)));
+using v16 = float __attribute__((vector_size(64)));
+
+#define PYPTO_INLINE inline __attribute__((always_inline))
+
+// By reference, not by value: a vector in a return slot would be an ISA-dependent ABI (-Wpsabi).
+template <typename V>
+PYPTO_INLINE void load(V& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+
+// Output rows [R, 2L] (+)= A[R, k] x B[k, 2L]. The sums start at 0 and run in k order; `a * b`
+// then `+=` are two roundings (the build disables FP contraction), as in a plain k loop.
+template <typename V, int R>
+PYPTO_INLINE void block(const float* A, int64_t k, const float* B, int64_t n, float* C, int64_t ldc,
+                        bool accumulate) {
+  constexpr int L = sizeof(V) / sizeof(float);
+  V s[R][2] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    V b0, b1;
+    load(b0, B + kk * n);
+    load(b1, B + kk * n + L);
+    for (int r = 0; r < R; ++r) {
+      const float a = A[r * k + kk];
+      s[r][0] += a * b0;
+      s[r][1] += a * b1;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* c = C + r * ldc;
+    if (accumulate) {  // out + sum: addition commutes exactly
+      V c0, c1;
+      load(c0, c);
+      load(c1, c + L);
+      s[r][0] += c0;
+      s[r][1] += c1;
+    }
+    std::memcpy(c, &s[r][0], sizeof(V));
+    std::memcpy(c + L, &s[r][1], sizeof(V));
+  }
+}
+
+// One output column of R rows, for the columns left over after the vector blocks.
+template <int R>
+PYPTO_INLINE void column(const float* A, int64_t k, const float* B, int64_t n, float* C, int64_t ldc,
+                         bool accumulate) {
+  for (int r = 0; r < R; ++r) {
+    float sum = 0.0f;
+    for (int64_t kk = 0; kk < k; ++kk) sum += A[r * k + kk] * B[kk * n];
+    C[r * ldc] = accumulate ? C[r * ldc] + sum : sum;
+  }
+}
+
+template <typename V, int R>
+PYPTO_INLINE void rows(const float* A, int64_t k, const float* B, int64_t n, float* C, int64_t ldc,
+                       bool accumulate) {
+  constexpr int W = 2 * sizeof(V) / sizeof(float);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) block<V, R>(A, k, B + j, n, C + j, ldc, accumulate);
+  for (; j < n; ++j) column<R>(A, k, B + j, n, C + j, ldc, accumulate);
+}
+
+template <typename V>
+PYPTO_INLINE void blocked(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
+                          int64_t n, bool accumulate) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) rows<V, 4>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
+  for (; i < m; ++i) rows<V, 1>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
+}
+
+__attribute__((target("avx512f"))) void matmul_avx512(const float* A, const float* B, float* C, int64_t ldc,
+                                                      int64_t m, int64_t k, int64_t n, bool accumulate) {
+  blocked<v16>(A, B, C, ldc, m, k, n, accumulate);
+}
+
+__attribute__((target("avx2"))) void matmul_avx2(const float* A, const float* B, float* C, int64_t ldc,
+                                                 int64_t m, int64_t k, int64_t n, bool accumulate) {
+  blocked<v8>(A, B, C, ldc, m, k, n, accumulate);
+}
+
+void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
+                     bool accumulate) {
+  blocked<v8>(A, B, C, ldc, m, k, n, accumulate);
+}
+
+using Kernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, bool);
+
+Kernel pick() {
+  if (__builtin_cpu_supports("avx512f")) return matmul_avx512;
+  if (__builtin_cpu_supports("avx2")) return matmul_avx2;
+  return matmul_baseline;
+}
+
+}  // namespace
+
+void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
+                bool accumulate) {
+  static const Kernel kernel = pick();
+  kernel(A, B, C, ldc, m, k, n, accumulate);
+}
+
+}  // namespace pypto::vm

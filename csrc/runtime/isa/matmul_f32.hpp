@@ -1,0 +1,13 @@
+// The cube's arithmetic on fp32 operands: a blocked matmul whose bits never depend on the CPU.
+#pragma once
+#include <cstdint>
+
+namespace pypto::vm {
+
+// C[m, n] = (C +) A[m, k] x B[k, n], all row-major fp32 (C with row pitch ldc). Each output is
+// summed from 0 in k order with the products rounded before the adds (no FMA), then added to
+// C when accumulating — the same bits on every CPU; AVX-512 / AVX2 forms are picked at run time.
+void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
+                bool accumulate);
+
+}  // namespace pypto::vm

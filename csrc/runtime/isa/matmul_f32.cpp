@@ -3,6 +3,7 @@
 #include "runtime/isa/matmul_f32.hpp"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace pypto::vm {
 namespace {
@@ -94,9 +95,21 @@ void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int6
 
 using Kernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, bool);
 
+struct Form {
+  const char* name;
+  Kernel kernel;
+  bool (*runs_here)();
+};
+
+const Form kForms[] = {
+    {"avx512f", matmul_avx512, [] { return __builtin_cpu_supports("avx512f") != 0; }},
+    {"avx2", matmul_avx2, [] { return __builtin_cpu_supports("avx2") != 0; }},
+    {"baseline", matmul_baseline, [] { return true; }},
+};
+
 Kernel pick() {
-  if (__builtin_cpu_supports("avx512f")) return matmul_avx512;
-  if (__builtin_cpu_supports("avx2")) return matmul_avx2;
+  for (const Form& f : kForms)
+    if (f.runs_here()) return f.kernel;
   return matmul_baseline;
 }
 
@@ -106,6 +119,21 @@ void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m
                 bool accumulate) {
   static const Kernel kernel = pick();
   kernel(A, B, C, ldc, m, k, n, accumulate);
+}
+
+std::vector<std::string> matmul_f32_forms() {
+  std::vector<std::string> out;
+  for (const Form& f : kForms)
+    if (f.runs_here()) out.emplace_back(f.name);
+  return out;
+}
+
+void matmul_f32_form(const std::string& form, const float* A, const float* B, float* C, int64_t ldc, int64_t m,
+                     int64_t k, int64_t n, bool accumulate) {
+  for (const Form& f : kForms) {
+    if (form == f.name && f.runs_here()) return f.kernel(A, B, C, ldc, m, k, n, accumulate);
+  }
+  throw std::invalid_argument("no matmul form '" + form + "' on this CPU");
 }
 
 }  // namespace pypto::vm

@@ -1,6 +1,8 @@
 // The cube's arithmetic on fp32 operands: a blocked matmul whose bits never depend on the CPU.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pypto::vm {
 
@@ -9,5 +11,11 @@ namespace pypto::vm {
 // C when accumulating — the same bits on every CPU; AVX-512 / AVX2 forms are picked at run time.
 void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
                 bool accumulate);
+
+// The forms this CPU can run, best first ("avx512f", "avx2", "baseline"), and one form by
+// name — for the test that checks every form gives the same bits.
+std::vector<std::string> matmul_f32_forms();
+void matmul_f32_form(const std::string& form, const float* A, const float* B, float* C, int64_t ldc, int64_t m,
+                     int64_t k, int64_t n, bool accumulate);
 
 }  // namespace pypto::vm

@@ -1,0 +1,45 @@
+"""The cube's fp32 kernel has an AVX-512, an AVX2 and a baseline form, picked by the CPU: all
+must give the bits of the plain k-order loop, so a result never depends on the host."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pypto import _native
+
+SHAPES = [(16, 16, 16), (13, 29, 37), (64, 128, 96), (1, 5, 1), (4, 300, 33)]  # tails on every side
+
+
+def k_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for kk in range(a.shape[1]):
+        s += np.outer(a[:, kk], b[kk])  # products rounded to fp32, then one fp32 add each
+    return s
+
+
+def test_the_baseline_form_always_runs():
+    assert _native.matmul_f32_forms()[-1] == "baseline"
+
+
+@pytest.mark.parametrize("form", _native.matmul_f32_forms())
+@pytest.mark.parametrize(("m", "k", "n"), SHAPES)
+def test_every_form_gives_the_k_order_bits(form, m, k, n):
+    rng = np.random.default_rng(m * 1000 + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    _native.matmul_f32_form(form, a, b, c)
+    np.testing.assert_array_equal(c, k_order(a, b))
+    start = rng.standard_normal((m, n)).astype(np.float32)
+    c = start.copy()
+    _native.matmul_f32_form(form, a, b, c, accumulate=True)
+    np.testing.assert_array_equal(c, start + k_order(a, b))
+
+
+def test_an_unknown_form_or_bad_shapes_are_refused():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match="no matmul form 'sse9'"):
+        _native.matmul_f32_form("sse9", a, a, a.copy())
+    with pytest.raises(ValueError, match=r"a \[m, k\], b \[k, n\] and c \[m, n\]"):
+        _native.matmul_f32_form("baseline", a, np.ones((3, 4), np.float32), a.copy())

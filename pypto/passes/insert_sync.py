@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from pypto.errors import CompileError
 from pypto.ir.expr import Call, Const, Literal, Var
-from pypto.ir.stmt import Eval, For, Function, If, Program, Stmt, Yield
+from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
 from pypto.passes._sync_state import PIPES, Entry, Site, State, evaluate, gm_roots, instruction, merge
@@ -105,7 +105,7 @@ class _Frame:
     idx: int = 0
     it: int = 0
     size: int = 0  # statements in the block
-    yields: bool = False  # the block ends with the yield of its loop's carried values
+    closed: bool = False  # the block ends with a yield or return (nothing may follow it)
     snaps: list = field(default_factory=list)  # state before each statement of this trip
 
 
@@ -132,7 +132,7 @@ class _Walker:
     def block(self, body: tuple[Stmt, ...], fr: _Frame) -> None:
         self.frames.append(fr)
         fr.snaps, fr.size = [], len(body)
-        fr.yields = bool(body) and isinstance(body[-1], Yield)
+        fr.closed = bool(body) and isinstance(body[-1], (Yield, Return))
         for j, s in enumerate(body):
             fr.idx = j
             fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
@@ -268,8 +268,9 @@ class _Walker:
         if old is None:
             body, outer = fr.path, self.frames[self.frames.index(fr) - 1]
             tok = _Token(q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth)
-            # the end of the loop's block: after its last statement, or before the yield that ends it
-            tok.drain_at = ("pre" if outer.yields else "post", outer.path + (outer.size - 1,))
+            # the end of the loop's block: after its last statement, or before the yield or
+            # return that ends it
+            tok.drain_at = ("pre" if outer.closed else "post", outer.path + (outer.size - 1,))
             self.plan.carried[key] = tok
             self.plan.tokens.append(tok)
         else:  # the same producer for another consumer: earliest consumer, nearest trip

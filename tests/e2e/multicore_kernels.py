@@ -64,3 +64,19 @@ def parallel_then_read(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor])
         for k in pl.range(BLOCKS):
             pl.store(pl.neg(pl.load(x, [k * R, 0], [R, C])), [k * R, 0], y)
     return x, y
+
+
+@pl.jit.incore
+def scale_rows(x: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.INDEX):
+    """A helper kernel called from orchestration (loops of its own, ends with return)."""
+    for r in pl.range(n):
+        pl.store(pl.muls(pl.load(x, [r * R, 0], [R, C]), 2.0), [r * R, 0], out)
+    return out
+
+
+@pl.jit
+def helper_chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = 4 a over the first two row blocks and 2 a over the others: three helper tasks."""
+    out = scale_rows(a, out, BLOCKS)
+    out = scale_rows(out, out, 2)
+    return out

@@ -103,3 +103,15 @@ def test_parallel_iterations_writing_one_output_are_independent_tasks():
     assert all(t.start == 0 for t in rows) and len({t.core_name for t in rows}) == mk.BLOCKS
     assert reader.start == max(t.end for t in rows) + DISPATCH
     np.testing.assert_allclose(y, -np.exp(a), rtol=1e-5)
+
+
+def test_incore_helpers_run_as_ordered_tasks():
+    a = blocks()
+    out = np.zeros_like(a)
+    mk.helper_chain(a, out, config=CFG)
+    ref = 2 * a
+    ref[: 2 * mk.R] *= 2
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    first, second = mk.helper_chain.last_report.tasks
+    assert [first.name, second.name] == ["scale_rows", "scale_rows_1"]
+    assert second.start == first.end + DISPATCH  # reads what the first wrote

@@ -175,7 +175,7 @@ def warn_out_rebind(name: str, current: Var, value: Expr, span: SourceSpan | Non
         return
     if not isinstance(current.type, TensorType):
         return
-    what = f"pl.{value.op}" if isinstance(value, Call) else "this value"
+    what = f"pl.{value.op.split('.', 1)[-1]}" if isinstance(value, Call) else "this value"  # DSL spelling
     message = (
         f"`{name}` is an output parameter; rebinding it to the result of {what} writes nothing to the "
         f"caller's buffer. Use `{name}[:] = ...` (or pl.assemble / pl.store into `{name}`)."

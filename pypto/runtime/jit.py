@@ -19,6 +19,7 @@ from pypto import _native, knobs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.errors import KernelLoadError
+from pypto.frontend.specialize import bind_arguments
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
@@ -80,10 +81,16 @@ class CompiledProgram:
                 self.kernels.update(fresh)
                 self.__dict__.pop("_native_tasks", None)
 
-    def run(self, *args: Any, trace: bool | None = None) -> RunReport:
+    def run(self, *args: Any, trace: bool | None = None, **kwargs: Any) -> RunReport:
         """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
         trace = self.config.trace if trace is None else trace
-        return self.report(self.execute(args, trace), trace)
+        return self.report(self.execute(self.positional(args, kwargs), trace), trace)
+
+    def positional(self, args: tuple, kwargs: dict) -> tuple:
+        """The arguments in parameter order (keywords placed by name)."""
+        if not kwargs:
+            return args
+        return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
     def execute(self, args: tuple, trace: bool) -> list[dict[str, Any]]:
         """Runs the plan; the native per-task results, for ``report``."""
@@ -253,6 +260,7 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
     config = config or RunConfig()
     compiled = compile_program(jf, args, kwargs, config)
+    args = compiled.positional(args, kwargs)
     results = compiled.execute(args, config.trace)
     if config.trace:  # the trace files are written now, with the report
         jf.last_report = compiled.report(results, True)

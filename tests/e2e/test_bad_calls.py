@@ -24,6 +24,17 @@ def test_wrong_argument_count():
         sk.single_buffer(A, config=CFG)
 
 
+def test_keyword_arguments_bind_by_name_in_calls_and_runs():
+    out = sentinel()
+    assert sk.single_buffer(a=A, out=out, config=CFG) is out
+    np.testing.assert_allclose(out, np.exp(A), rtol=1e-6)
+    again = sentinel()
+    sk.single_buffer.compile(A, again, config=CFG).run(A, out=again)
+    np.testing.assert_allclose(again, np.exp(A), rtol=1e-6)
+    with pytest.raises(ArgumentMismatchError, match="unknown keyword `outs`"):
+        sk.single_buffer(A, outs=out, config=CFG)
+
+
 def test_wrong_argument_type_names_the_parameter_line():
     with pytest.raises(ArgumentMismatchError) as err:
         sk.single_buffer(A, "out", config=CFG)

@@ -311,9 +311,12 @@ def test_two_processes_building_one_kernel(tc: Toolchain, tmp_path: Path) -> Non
     # spawned child under --import-mode=importlib.
     job = tmp_path / "job.pickle"
     job.write_bytes(pickle.dumps((tc, code_kernel(value=99), str(tmp_path / "go"))))
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(job)], stdout=subprocess.PIPE, text=True,
-                              cwd=tmp_path)  # not the repo root: import the installed package
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(job)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+        )  # not the repo root: import the installed package
+        for _ in range(3)
+    ]
     (tmp_path / "go").touch()
     outs = [p.communicate(timeout=120)[0].strip().splitlines()[-1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0]

@@ -42,8 +42,11 @@ def test_gm_window_outside_tensor_names_the_store_and_line(fixture_kernel):
 
 def test_tile_outside_its_memory_space(fixture_kernel):
     big = np.ones((256, 256), np.float32)  # 256 KiB > 184 KiB of Vec
-    with pytest.raises(MemorySpaceError, match=r"TLOAD: operand 'dst' fp32\[256, 256\] at Vec \[0, 262144\) "
-                                               r"lies outside Vec \(capacity 188416 B\)"):
+    with pytest.raises(
+        MemorySpaceError,
+        match=r"TLOAD: operand 'dst' fp32\[256, 256\] at Vec \[0, 262144\) "
+        r"lies outside Vec \(capacity 188416 B\)",
+    ):
         run_kernel_file(fixture_kernel("isa_probe"), [big, big, big, 0, 0, 0.0, 0], outputs={2})
 
 
@@ -55,15 +58,17 @@ def test_dtype_mismatch_between_tensor_and_tile(fixture_kernel):
 def test_shape_mismatch_between_tiles(fixture_kernel):
     a, b = np.ones((8, 64), np.float32), np.ones((8, 32), np.float32)
     with pytest.raises(ShapeMismatchError, match=r"TADD: a and b: shapes differ \(\[8, 64\] vs \[8, 32\]\)"):
-        run_kernel_file(fixture_kernel("isa_probe"), [a, b, np.zeros_like(a), K_BINARY, 0, 0.0, 0],
-                        outputs={2})
+        run_kernel_file(
+            fixture_kernel("isa_probe"), [a, b, np.zeros_like(a), K_BINARY, 0, 0.0, 0], outputs={2}
+        )
 
 
 def test_unsupported_dtype_for_op(fixture_kernel):
     a = np.ones((8, 64), np.int32)
     with pytest.raises(DTypeMismatchError, match="TEXP: dtype int32 is not supported"):
-        run_kernel_file(fixture_kernel("isa_probe"), [a, a, np.zeros_like(a), K_UNARY, 0, 0.0, 0],
-                        outputs={2})
+        run_kernel_file(
+            fixture_kernel("isa_probe"), [a, a, np.zeros_like(a), K_UNARY, 0, 0.0, 0], outputs={2}
+        )
 
 
 def test_missing_wait_is_a_race_naming_both_instructions(fixture_kernel):

@@ -38,8 +38,10 @@ def main() -> None:
     rebuilt = build_kernel(src, platform="a2a3sim")
     edit = time.perf_counter() - t0
     assert rebuilt != so
-    print(f"external kernel my_kernel.cpp: cold build {cold * 1e3:.0f} ms (target <= 500), "
-          f"cache hit {np.median(hits) * 1e3:.2f} ms (target <= 5), rebuild after edit {edit * 1e3:.0f} ms")
+    print(
+        f"external kernel my_kernel.cpp: cold build {cold * 1e3:.0f} ms (target <= 500), "
+        f"cache hit {np.median(hits) * 1e3:.2f} ms (target <= 5), rebuild after edit {edit * 1e3:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -29,3 +29,15 @@ def tile_matmul_bt_acc(a: pl.Tensor, bt: pl.Tensor, c: pl.Out[pl.Tensor]):
         acc = pl.matmul_acc(acc, la, rb, b_trans=True)
         pl.store(acc, [0, 0], c)
     return c
+
+
+@pl.jit
+def chained_matmul(a: pl.Tensor, b: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = (a @ b) @ w: the first product goes Acc -> Mat through FIXPIPE, then into Left."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        la = pl.move(pl.load(a, [0, 0], [M, M], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        rb = pl.move(pl.load(b, [0, 0], [M, M], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        h = pl.move(pl.matmul(la, rb), target_memory=pl.Mem.Mat)
+        rw = pl.move(pl.load(w, [0, 0], [M, M], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        pl.store(pl.matmul(pl.move(h, target_memory=pl.Mem.Left), rw), [0, 0], out)
+    return out

@@ -64,6 +64,16 @@ def test_matmul_acc_adds_each_half_sum_to_the_first():
     np.testing.assert_array_equal(c, k_order(a[:, :64], b[:64]) + k_order(a[:, 64:], b[64:]))
 
 
+def test_acc_to_mat_feeds_a_second_matmul():
+    rng = np.random.default_rng(4)
+    a, b, w = (rng.uniform(-1, 1, (ck.M, ck.M)).astype(np.float32) for _ in range(3))
+    out = np.zeros((ck.M, ck.M), np.float32)
+    ck.chained_matmul(a, b, w, out, config=CFG)
+    np.testing.assert_array_equal(out, k_order(k_order(a, b), w))
+    busy = ck.chained_matmul.last_report.pipe_busy
+    assert busy["FIXPIPE"] > 0 and busy["MTE3"] == 0 and busy["VECTOR"] == 0  # Acc -> Mat, Acc -> GM
+
+
 def test_cube_kernel_is_outlined_as_aic():
     a, b = operands(np.float16)
     program = ck.tile_matmul.lower(a, b, np.zeros((ck.M, ck.N), np.float32), config=CFG)

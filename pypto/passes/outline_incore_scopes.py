@@ -11,16 +11,15 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.enums import Direction, FunctionType, MemorySpace, Pipe
+from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, FuncCall, Var
-from pypto.ir.ops import BINARY, UNARY, get_op
+from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
-from pypto.ir.types import TensorType, TileType, VoidType
+from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._scan import defined_names
+from pypto.passes._split_mixed import cube_work, split_mixed
 
-_CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
-_VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target"}
 
 
@@ -78,31 +77,9 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
     return out
 
 
-def _kind(body: tuple[Stmt, ...], span) -> FunctionType:
-    """AIC for cube work, AIV for vector work; both in one scope is refused (an AIC core has no
-    Vec buffer and an AIV core no cube), with the way to split it."""
-    calls = nodes_of(body, Call)
-    cube = any(c.op.startswith(("tile.matmul", "tensor.matmul")) for c in calls) or any(
-        isinstance(v.type, TileType) and v.type.memory in _CUBE_SPACES for v in nodes_of(body, Var)
-    )
-    vector = [
-        c for c in calls if c.op.startswith("tile.") and get_op(c.op).pipe(_arg_types(c)) is Pipe.VECTOR
-    ]
-    vector += [
-        c for c in calls if c.op.startswith("tensor.") and c.op.removeprefix("tensor.") in _VECTOR_TENSOR_OPS
-    ]
-    if cube and vector:
-        raise CompileError(
-            f"this pl.at scope mixes cube work with vector work ({vector[0].op}); an AIC core "
-            "has no Vec buffer: put the matmul and the vector epilogue in two pl.at scopes "
-            "joined through a pl.create_tensor intermediate",
-            span,
-        )
-    return FunctionType.AIC if cube else FunctionType.AIV
-
-
-def _arg_types(c: Call) -> dict:
-    return {p.name: getattr(a, "type", None) for p, a in zip(get_op(c.op).params, c.args)}
+def _kind(body: tuple[Stmt, ...]) -> FunctionType:
+    """AIC for cube work, AIV otherwise (a scope needing both was split or refused before)."""
+    return FunctionType.AIC if cube_work(body) else FunctionType.AIV
 
 
 def _free_vars(body: tuple[Stmt, ...]) -> list[Var]:
@@ -117,6 +94,7 @@ def _free_vars(body: tuple[Stmt, ...]) -> list[Var]:
 class _Outliner:
     def __init__(self, entry: Function) -> None:
         self.entry = entry
+        self.taken = defined_names(entry.body) | {p.var.name for p in entry.params}
         self.kernels: list[Function] = []
 
     def kernel(self, scope: Scope) -> tuple[Function, list[Var]]:
@@ -126,7 +104,7 @@ class _Outliner:
         name = scope.name_hint or f"{self.entry.name}_incore_{len(self.kernels)}"
         if any(k.name == name for k in self.kernels):
             name = f"{name}_{len(self.kernels)}"
-        fn = Function(name, params, _kind(scope.body, scope.span), scope.body, span=scope.span)
+        fn = Function(name, params, _kind(scope.body), scope.body, span=scope.span)
         self.kernels.append(fn)
         return fn, free
 
@@ -135,7 +113,9 @@ class _Outliner:
         for i, s in enumerate(body):
             rest = body[i + 1 :] + after
             if isinstance(s, Scope):
-                out.append(self.call(s, rest))
+                prelude, parts = split_mixed(s, self.taken)
+                out.extend(prelude)
+                out.extend(self.call(p, tuple(parts[j + 1 :]) + rest) for j, p in enumerate(parts))
             elif isinstance(s, For):
                 out.append(dataclasses.replace(s, body=self.block(s.body, rest)))
             elif isinstance(s, If):

@@ -1,16 +1,42 @@
-"""A scope that mixes a matmul with a vector epilogue: refused at compile time."""
+"""Scopes that mix a matmul with a vector epilogue: split into an AIC and an AIV kernel
+joined through GM, or refused when the order cannot be split."""
 
 import pypto.language as pl
+
+M, K, N = 64, 128, 64
 
 
 @pl.jit
 def matmul_relu(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """Tile level: the cube part writes c, the vector part reads it back."""
     with pl.at(level=pl.Level.CORE_GROUP):
         acc = pl.matmul(
-            pl.move(pl.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
-            pl.move(pl.load(b, [0, 0], [128, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+            pl.move(pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
+            pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
         )
         pl.store(acc, [0, 0], c)
-        x = pl.load(c, [0, 0], [64, 64])
+        x = pl.load(c, [0, 0], [M, N])
         pl.store(pl.relu(x), [0, 0], c)
+    return c
+
+
+@pl.jit
+def scaled_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], s: pl.FP32):
+    """Tensor level: the matmul's result crosses to the vector side through a GM intermediate;
+    the index math both sides need is recomputed."""
+    for blk in pl.parallel(0, 2):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="epilogue") as ep:
+            r = blk * (M // 2)
+            h = pl.matmul(a[r : r + M // 2, :], b, out_dtype=pl.FP32)
+            c[r : r + M // 2, :] = pl.muls(pl.relu(h), s)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="after", deps=[ep]):
+        c[0:M, :] = pl.adds(c[0:M, :], 1.0)
+    return c
+
+
+@pl.jit
+def vector_then_cube(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.relu(a)
+        c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
     return c

@@ -7,7 +7,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from pypto import ir, platforms
 from pypto.errors import CompileError
+from pypto.frontend import parse_text
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
@@ -80,10 +82,40 @@ def test_cube_kernel_is_outlined_as_aic():
     assert [f.kind.name for f in program.functions] == ["Orchestration", "AIC"]
 
 
-def test_mixed_cube_and_vector_scope_is_refused_with_the_fix():
-    import mixed_scope
+def test_a_mixed_tile_scope_splits_into_a_cube_then_a_vector_task():
+    import mixed_scope as ms
 
     a, b = operands(np.float16)
-    with pytest.raises(CompileError, match="mixes cube work with vector work") as err:
-        mixed_scope.matmul_relu(a, b, np.zeros((ck.M, ck.N), np.float32), config=CFG)
+    c = np.zeros((ms.M, ms.N), np.float32)
+    compiled = ms.matmul_relu.compile(a, b, c, config=CFG)
+    assert [f.kind.name for f in compiled.program.functions] == ["Orchestration", "AIC", "AIV"]
+    cube, vector = compiled.run(a, b, c).tasks
+    np.testing.assert_array_equal(c, np.maximum(k_order(a, b), 0))
+    assert (cube.core_type, vector.core_type) == ("AIC", "AIV")
+    assert vector.start == cube.end + int(platforms.get("a2a3sim").task_dispatch_cycles)
+
+
+def test_a_mixed_tensor_scope_crosses_through_gm_and_keeps_handle_and_deps():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    c = np.zeros((ms.M, ms.N), np.float32)
+    ms.scaled_matmul(a, b, c, 0.5, config=CFG)
+    ref = np.maximum(k_order(a, b), 0) * np.float32(0.5) + np.float32(1.0)
+    np.testing.assert_array_equal(c, ref)
+    tasks = ms.scaled_matmul.last_report.tasks
+    assert [t.name for t in tasks] == ["epilogue_cube", "epilogue_vector"] * 2 + ["after"]
+    assert [t.core_type for t in tasks] == ["AIC", "AIV", "AIC", "AIV", "AIV"]
+    after = tasks[-1]
+    assert after.start > max(t.end for t in tasks[:-1])  # deps=[ep]: both sides of both blocks
+    program = ms.scaled_matmul.lower(a, b, c, 0.5, config=CFG)  # the split reads back as written
+    ir.assert_structural_equal(program, parse_text(ir.print_program(program)), names=True)
+
+
+def test_a_mixed_scope_that_cannot_be_split_is_refused_with_the_fix():
+    import mixed_scope as ms
+
+    a, b = operands(np.float32)
+    with pytest.raises(CompileError, match="cannot be split") as err:
+        ms.vector_then_cube(a, b, np.zeros((ms.M, ms.N), np.float32), config=CFG)
     assert "two pl.at scopes" in str(err.value) and "mixed_scope.py:" in str(err.value)

@@ -1,0 +1,151 @@
+"""Which side of the core a scope's work needs, and the split of a scope that needs both
+(private to OutlineIncoreScopes).
+
+An AIC core has the cube and no Vec buffer, an AIV core the reverse, so one kernel cannot do
+both. A scope that is a run of cube statements followed by a run of vector statements — a
+matmul and its epilogue — becomes two scopes: values the vector run needs from the cube run
+cross through GM (a ``pl.create_tensor`` intermediate the cube scope assembles into), scalars
+are recomputed, tensors the cube run wrote are read back by name. Anything else is refused
+with the way to write it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from pypto.errors import CompileError
+from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace, Pipe
+from pypto.ir.expr import Call, Var
+from pypto.ir.ops import BINARY, UNARY, get_op
+from pypto.ir.stmt import Assign, Scope, Stmt
+from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.visit import nodes_of, rewrite
+from pypto.passes._scan import defined_names
+
+_CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
+_VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
+_VIEWS_AND_WRITES = ("tensor.slice", "tensor.assemble", "tile.store")  # values naming a tensor in GM
+
+
+def cube_work(node: object) -> bool:
+    """A cube op, or a tile in a cube-side space."""
+    return any(c.op.startswith(("tile.matmul", "tensor.matmul")) for c in nodes_of(node, Call)) or any(
+        isinstance(v.type, TileType) and v.type.memory in _CUBE_SPACES for v in nodes_of(node, Var)
+    )
+
+
+def vector_work(node: object) -> Call | None:
+    """The first vector op (tile op on the VECTOR pipe, or a tensor-level elementwise op)."""
+    for c in nodes_of(node, Call):
+        if c.op.startswith("tile.") and get_op(c.op).pipe(_arg_types(c)) is Pipe.VECTOR:
+            return c
+        if c.op.startswith("tensor.") and c.op.removeprefix("tensor.") in _VECTOR_TENSOR_OPS:
+            return c
+    return None
+
+
+def _arg_types(c: Call) -> dict:
+    return {p.name: getattr(a, "type", None) for p, a in zip(get_op(c.op).params, c.args)}
+
+
+def _vec_side(s: Stmt) -> bool:
+    """Vector work, or a tile in Vec (which an AIC core does not have)."""
+    tiles = [v.type for v in nodes_of(s, Var) if isinstance(v.type, TileType)]
+    return any(t.memory is MemorySpace.Vec for t in tiles) or vector_work(s) is not None
+
+
+def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]:
+    """(orchestration statements to put first, the scopes) for one ``pl.at`` scope: itself
+    alone unless it mixes cube and vector work. ``taken``: names in use (grows)."""
+    sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
+    if not any(c for c, _ in sides) or not any(v for _, v in sides):
+        return [], [scope]
+    cut = next(i for i, (_, v) in enumerate(sides) if v)
+    late_cube = next((s for s, (c, _) in zip(scope.body[cut:], sides[cut:]) if c), None)
+    if late_cube is not None:
+        raise CompileError(
+            "this pl.at scope mixes cube and vector work in an order that cannot be split (cube "
+            "work after the vector work starts, or both in one statement or loop); an AIC core "
+            "has no Vec buffer: put the matmul and the vector epilogue in two pl.at scopes "
+            "joined through a pl.create_tensor intermediate",
+            late_cube.span,
+        )
+    return _Splitter(scope, cut, taken).run()
+
+
+class _Splitter:
+    def __init__(self, scope: Scope, cut: int, taken: set[str]) -> None:
+        self.scope, self.taken = scope, taken
+        self.cube, self.vector = list(scope.body[:cut]), list(scope.body[cut:])
+        self.prelude: list[Stmt] = []
+
+    def fresh(self, base: str) -> str:
+        k = 0
+        while f"{base}_{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{base}_{k}")
+        return f"{base}_{k}"
+
+    def run(self) -> tuple[list[Stmt], list[Scope]]:
+        defs = {s.var.name: s for s in self.cube if isinstance(s, Assign)}
+        needed = {v.name for v in nodes_of(tuple(self.vector), Var)} & defined_names(tuple(self.cube))
+        recomputed, subst = [], {}
+        for name in self._in_order(needed, defs):
+            s = defs[name]
+            if isinstance(s.var.type, ScalarType):  # index math: redone (renamed) on the vector side
+                subst[name] = dataclasses.replace(s.var, name=self.fresh(name))
+                recomputed.append(Assign(subst[name], s.value, span=s.span))
+            elif isinstance(s.var.type, TensorType) and self._computed(s):
+                subst[name] = self.through_gm(s.var)
+            elif not isinstance(s.var.type, TensorType):
+                raise CompileError(
+                    f"the vector part of this pl.at scope uses `{name}`, a tile computed on the "
+                    "cube side; store it to a tensor (pl.store) and load it in the vector part",
+                    s.span,
+                )
+
+        def use_gm(x: object) -> Var | None:
+            return subst.get(x.name) if isinstance(x, Var) else None
+
+        vector = [rewrite(s, use_gm) for s in recomputed + self.vector]
+        return self.prelude, [self.part(self.cube, "cube"), self.part(vector, "vector")]
+
+    def part(self, body: list[Stmt], side: str) -> Scope:
+        """One side's scope: the same level, handle and deps; the name hint gets the side."""
+        hint = self.scope.name_hint
+        return dataclasses.replace(self.scope, body=tuple(body), name_hint=hint and f"{hint}_{side}")
+
+    def _in_order(self, needed: set[str], defs: dict[str, Assign]) -> Iterable[str]:
+        """The needed names defined at the top of the cube run (loop results pass by name), with
+        the scalars the needed scalars depend on, in definition order."""
+        grow = {n for n in needed if n in defs}
+        while True:
+            more = {
+                v.name
+                for n in grow
+                if isinstance(defs[n].var.type, ScalarType)
+                for v in nodes_of(defs[n].value, Var)
+                if v.name in defs
+            }
+            if more <= grow:
+                return [n for n in defs if n in grow]
+            grow |= more
+
+    @staticmethod
+    def _computed(s: Assign) -> bool:
+        """A new tensor value (a tensor-level matmul ...), not a window of / write into a tensor."""
+        return isinstance(s.value, Call) and s.value.op not in _VIEWS_AND_WRITES
+
+    def through_gm(self, value: Var) -> Var:
+        """A GM intermediate created before the scopes; the cube scope assembles `value` into it."""
+        t = value.type
+        span = value.span
+        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)
+        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)
+        self.prelude.append(Assign(gm, call, span=span))
+        stored = Var(self.fresh(gm.name), gm.type, span=span)
+        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)
+        self.cube.append(Assign(stored, call, span=span))
+        return stored

@@ -56,3 +56,12 @@ class CoreModel:
     def pipe_busy(self) -> list[int]: ...
     @property
     def hazards(self) -> list[str]: ...
+
+class TraceFormatError(ValueError):
+    """A TRACE payload that is ``not valid JSON: <problem> at byte N`` or ``not a trace: ...``."""
+
+def clean_trace(
+    payload: bytes | bytearray | memoryview, keep_scalar: bool = False, source: str = ""
+) -> tuple[bytes, dict[str, int]]:
+    """trace.clean.json for a TRACE payload, and its counts: ``slices``, ``lanes``, ``flows``,
+    ``skipped_flags`` (csrc/tools/trace_clean.hpp). Releases the GIL."""

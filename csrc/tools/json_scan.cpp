@@ -139,7 +139,9 @@ void Reader::fail(const std::string& what) const {
 }
 
 void Reader::skip_ws() {
+  const size_t start = pos_;
   while (pos_ < doc_.size() && is_ws(doc_[pos_])) ++pos_;
+  if (pos_ != start) canonical_ = false;
 }
 
 bool Reader::at_end() {
@@ -286,6 +288,7 @@ Value Reader::number() {
   }
   Value v{Kind::kNumber, doc_.substr(start, pos_ - start)};
   v.integer = integer;
+  if (canonical_ && !canonical_number(v.text)) canonical_ = false;
   // Only a number this large can overflow a double: check it the way a parse would.
   if (static_cast<long>(int_digits) + exponent > 300 && !(integer && fits_python_int(v.text))) {
     if (std::isinf(number_of(v))) {
@@ -321,6 +324,7 @@ Value Reader::string() {
   ++pos_;
   Value v{Kind::kString, doc_.substr(start, pos_ - start)};
   v.escaped = escaped;
+  if (escaped) canonical_ = false;
   return v;
 }
 
@@ -437,6 +441,29 @@ bool fits_python_int(std::string_view digits) {
   if (!digits.empty() && digits[0] == '-')
     return digits_at_most(digits.substr(1), "9223372036854775808");
   return digits_at_most(digits, "18446744073709551615");
+}
+
+// Integers: in Python's int range and not "-0". Fractions: positional, as orjson writes
+// for 1e-5 <= |v| < 1e16, no trailing zero but in "X.0", at most 15 significant digits —
+// any such decimal survives a round trip through a double (DBL_DIG), so it is the shortest
+// spelling of its value and exactly what the writer prints.
+bool canonical_number(std::string_view t) {
+  const size_t dot = t.find('.');
+  if (dot == std::string_view::npos) {
+    return t.find_first_of("eE") == std::string_view::npos && fits_python_int(t) && t != "-0";
+  }
+  if (t.find_first_of("eE") != std::string_view::npos) return false;
+  const std::string_view whole = t.substr(t[0] == '-' ? 1 : 0, dot - (t[0] == '-' ? 1 : 0));
+  const std::string_view frac = t.substr(dot + 1);
+  if (frac.back() == '0' && frac.size() > 1) return false;
+  if (whole.size() > 16) return false;  // 1e16 and up: scientific
+  if (whole == "0") {
+    const size_t lead = frac.find_first_not_of('0');
+    if (lead == std::string_view::npos) return true;  // 0.0 / -0.0
+    return lead <= 4 && frac.size() - lead <= 15;     // below 1e-5: scientific
+  }
+  if (frac == "0") return whole.find_last_not_of('0') + 1 <= 15;  // X.0: X's trailing zeros
+  return whole.size() + frac.size() <= 15;
 }
 
 bool parse_float_text(std::string_view text, double& out) {

@@ -47,6 +47,12 @@ class Reader {
 
   Value value();  // one value, validated, nested ones included
 
+  // Whether everything scanned since reset_canonical() is already in the writer's form
+  // (no whitespace, no escapes, numbers spelled as the writer spells them), so it can be
+  // copied out as it is.
+  void reset_canonical() { canonical_ = true; }
+  bool canonical() const { return canonical_; }
+
   // Walking a container: open('{'), then `for (bool first = true; more('}', first);
   // first = false) { key(); value(); }`. Arrays the same with '[' and no key().
   void open(char bracket);
@@ -65,6 +71,7 @@ class Reader {
   size_t base_;
   size_t pos_ = 0;
   int depth_ = 0;
+  bool canonical_ = true;
 };
 
 // The text of a string value (no quotes, escapes decoded). Unescaped strings are returned
@@ -76,6 +83,9 @@ double number_of(const Value& v);
 
 // Whether a number's text is an integer orjson keeps as a Python int (-2^63 .. 2^64-1).
 bool fits_python_int(std::string_view digits);
+
+// Whether write_value would re-write a number exactly as it is spelled.
+bool canonical_number(std::string_view text);
 
 // Python's float(text) for a numeric string: false when the text is not a finite number.
 bool parse_float_text(std::string_view text, double& out);

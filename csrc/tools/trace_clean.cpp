@@ -199,12 +199,15 @@ class ValueIds {
 
 // The fields of one raw event the rules read (the last of a repeated key, like a dict).
 struct Event {
-  Value name, ph, pid, tid, ts, dur, args;
-  size_t index = 0;  // position in traceEvents
+  Value name, ph, pid, tid, ts, dur, args, cname;
+  int pids = 0, tids = 0, cnames = 0;  // how often each replaced key occurs
+  bool canonical = false;              // the text is already in the writer's form
+  size_t index = 0;                    // position in traceEvents
 };
 
 void read_event(json::Reader& r, Event& e) {
   std::string scratch;
+  r.reset_canonical();
   r.open('{');
   for (bool first = true; r.more('}', first); first = false) {
     const Value k = r.key();
@@ -215,9 +218,11 @@ void read_event(json::Reader& r, Event& e) {
     } else if (key == "ph") {
       e.ph = v;
     } else if (key == "pid") {
-      e.pid = v;
+      e.pid = v, ++e.pids;
     } else if (key == "tid") {
-      e.tid = v;
+      e.tid = v, ++e.tids;
+    } else if (key == "cname") {
+      e.cname = v, ++e.cnames;
     } else if (key == "dur") {
       e.dur = v;
     } else if (key == "name") {
@@ -226,6 +231,7 @@ void read_event(json::Reader& r, Event& e) {
       e.args = v;
     }
   }
+  e.canonical = r.canonical();
 }
 
 bool string_is(const Value& v, std::string_view want) {
@@ -253,11 +259,20 @@ Value member(const Value& object, std::string_view key) {
 enum class Problem : uint8_t { kNone, kNoTs, kBadTs, kBadDur };
 
 // One X slice: where its text is and when it runs.
+// Where a member value sits in its slice's text, to be replaced on the way out.
+struct Span {
+  uint32_t at = 0, end = 0;
+};
+
 struct Slice {
   uint32_t thread;
   Problem problem;
   double ts, dur;
   size_t begin, end;  // its object's bytes in the payload
+  // Set when the text is canonical and holds pid and tid once, cname at most once: then
+  // the output is the text with those three values replaced.
+  bool copy;
+  Span pid, tid, cname;
 };
 
 // What a flag's args.detail names: producer lane, consumer lane, flag id (digits).
@@ -308,6 +323,7 @@ bool parse_detail(std::string_view d, FlagRoute& route) {
 // Everything one pass over traceEvents keeps.
 class Collector {
  public:
+  explicit Collector(const char* payload) : payload_(payload) {}
   void add(const Event& e, size_t begin, size_t end);
 
   ValueIds ids;
@@ -327,6 +343,7 @@ class Collector {
   double flag_time(const Value& v, double fallback, const Event& e, const char* what);
   int route_of(const Value& args);
 
+  const char* payload_;
   std::unordered_map<uint64_t, uint32_t> thread_ids_;
   std::unordered_map<uint64_t, std::vector<OpenFlag>> open_;
   std::unordered_map<std::string_view, int> routes_by_args_;  // args text -> route or -1
@@ -369,7 +386,15 @@ void Collector::add(const Event& e, size_t begin, size_t end) {
 void Collector::slice(const Event& e, size_t begin, size_t end) {
   const uint32_t pid = key_id(e.pid, e, "pid");
   const uint32_t tid = key_id(e.tid, e, "tid");
-  Slice s{thread(pid, tid), Problem::kNone, 0.0, 0.0, begin, end};
+  Slice s{thread(pid, tid), Problem::kNone, 0.0, 0.0, begin, end, false, {}, {}, {}};
+  if (e.canonical && e.pids == 1 && e.tids == 1 && e.cnames <= 1) {
+    auto span = [&](const Value& v) {
+      const auto at = static_cast<uint32_t>(v.text.data() - (payload_ + begin));
+      return Span{at, at + static_cast<uint32_t>(v.text.size())};
+    };
+    s.copy = true, s.pid = span(e.pid), s.tid = span(e.tid);
+    if (e.cnames == 1) s.cname = span(e.cname);
+  }
   if (!e.ts.present()) {
     s.problem = Problem::kNoTs;
   } else if (!to_float(e.ts, s.ts)) {
@@ -585,6 +610,35 @@ void write_thread(std::string& out, int64_t pid, int64_t tid, const char* meta,
   out += "\":";
 }
 
+// A kept slice whose text is already canonical: copied, with the pid, tid and cname values
+// swapped (a missing cname goes at the end).
+void copy_slice(std::string& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
+                std::string_view color) {
+  std::array<std::pair<Span, int>, 3> spans = {{{s.pid, 0}, {s.tid, 1}, {s.cname, 2}}};
+  const size_t n = s.cname.end > 0 ? 3 : 2;
+  std::sort(spans.begin(), spans.begin() + static_cast<long>(n),
+            [](const auto& a, const auto& b) { return a.first.at < b.first.at; });
+  size_t done = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [span, which] = spans[i];
+    out.append(text.data() + done, span.at - done);
+    if (which == 2) {
+      json::write_string(out, color);
+    } else {
+      json::write_int(out, which == 0 ? pid : tid);
+    }
+    done = span.end;
+  }
+  if (n == 3) {
+    out.append(text.data() + done, text.size() - done);
+    return;
+  }
+  out.append(text.data() + done, text.size() - 1 - done);  // all but the closing brace
+  out += ",\"cname\":";
+  json::write_string(out, color);
+  out += '}';
+}
+
 // A kept slice: its own members re-written, with the new pid, tid and colour (added at the
 // end when missing, as assigning to a Python dict does).
 void write_slice(std::string& out, std::string_view text, size_t base, int64_t pid, int64_t tid,
@@ -643,7 +697,7 @@ void write_arrow(std::string& out, std::string_view name, int64_t id, int64_t pi
 class Cleaner {
  public:
   Cleaner(std::string_view payload, bool keep_scalar)
-      : payload_(payload), keep_scalar_(keep_scalar) {}
+      : payload_(payload), keep_scalar_(keep_scalar), got_(payload.data()) {}
   CleanTrace run(std::string_view source);
 
  private:
@@ -677,12 +731,12 @@ void Cleaner::read_document() {
     for (bool first = true; r.more('}', first); first = false) {
       const std::string_view key = json::text_of(r.key(), scratch);
       if (key == "traceEvents" && r.peek() == '[') {
-        got_ = Collector{};  // a repeated key: the last one counts, as in a dict
+        got_ = Collector(payload_.data());  // a repeated key: the last one counts, as in a dict
         read_events(r);
       } else if (key == "traceEvents") {
         const Value v = r.value();
         if (!falsy(v)) defer("traceEvents is not an array");
-        got_ = Collector{};
+        got_ = Collector(payload_.data());
       } else if (key == "otherData") {
         other_data_ = r.value();
       } else {
@@ -870,8 +924,12 @@ CleanTrace Cleaner::run(std::string_view source) {
     const std::string_view color = kColors[lane.lane];
     for (size_t i = 0; i < lane.order.size(); ++i) {
       const Slice& s = got_.slices[lane.order[i]];
-      write_slice(out.event(), payload_.substr(s.begin, s.end - s.begin), s.begin, lane.out_pid,
-                  lane.tids[i], color);
+      const std::string_view text = payload_.substr(s.begin, s.end - s.begin);
+      if (s.copy) {
+        copy_slice(out.event(), text, s, lane.out_pid, lane.tids[i], color);
+      } else {
+        write_slice(out.event(), text, s.begin, lane.out_pid, lane.tids[i], color);
+      }
     }
   }
   if (!arrows.empty()) out.event() += arrows;

@@ -358,10 +358,21 @@ def test_other_data_is_carried_over_compact():
     assert trace["traceEvents"] == []
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.floats(allow_nan=False, allow_infinity=False), st.floats(0, 1e6, allow_nan=False))
-def test_floats_are_written_as_the_python_tool_wrote_them(ts: float, dur: float):
+SPELLINGS = ["{!r}", "{:.6f}", "{:.3f}", "{:.15g}", "{:.17g}", "{:e}", "{:.1f}", "{:.0f}"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(SPELLINGS), st.floats(0, 1e6))
+def test_numbers_are_written_as_the_python_tool_wrote_them(value: float, spelling: str, dur: float):
+    """Canonical spellings are copied as they are, others re-written: orjson's output either way."""
     orjson = pytest.importorskip("orjson")
-    payload = '{"traceEvents": [{"name": "A", "ph": "X", "pid": 1, "tid": "MTE2", "ts": %r, "dur": %r}]}'
-    out, _ = _native.clean_trace((payload % (ts, dur)).encode(), False, "")
-    assert b'"ts":' + orjson.dumps(ts) + b',"dur":' + orjson.dumps(dur) + b"," in out
+    text = spelling.format(value)
+    payload = '{"traceEvents": [{"name": "A", "ph": "X", "pid": 1, "tid": "MTE2", "ts": %s, "dur": %r}]}'
+    try:
+        ts = orjson.dumps(orjson.loads(text))
+    except orjson.JSONDecodeError:  # rounds to infinity, e.g. 1.79769313486232e+308
+        with pytest.raises(_native.TraceFormatError, match="number is infinity"):
+            _native.clean_trace((payload % (text, dur)).encode(), False, "")
+        return
+    out, _ = _native.clean_trace((payload % (text, dur)).encode(), False, "")
+    assert b'"ts":' + ts + b',"dur":' + orjson.dumps(dur) + b"," in out, text

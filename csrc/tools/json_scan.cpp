@@ -266,14 +266,17 @@ Value Reader::number() {
     while (pos_ < doc_.size() && is_digit(doc_[pos_])) ++pos_, ++int_digits;
   }
   bool integer = true;
+  const size_t whole_end = pos_;
   if (pos_ < doc_.size() && doc_[pos_] == '.') {
     integer = false;
     ++pos_;
     if (pos_ >= doc_.size() || !is_digit(doc_[pos_])) fail("invalid number: no digit after '.'");
     while (pos_ < doc_.size() && is_digit(doc_[pos_])) ++pos_;
   }
+  const size_t frac_end = pos_;
   long exponent = 0;
-  if (pos_ < doc_.size() && (doc_[pos_] == 'e' || doc_[pos_] == 'E')) {
+  const bool has_exponent = pos_ < doc_.size() && (doc_[pos_] == 'e' || doc_[pos_] == 'E');
+  if (has_exponent) {
     integer = false;
     ++pos_;
     bool negative = false;
@@ -288,7 +291,17 @@ Value Reader::number() {
   }
   Value v{Kind::kNumber, doc_.substr(start, pos_ - start)};
   v.integer = integer;
-  if (canonical_ && !canonical_number(v.text)) canonical_ = false;
+  if (canonical_) {
+    const size_t sign = doc_[start] == '-' ? 1 : 0;
+    const std::string_view whole = doc_.substr(start + sign, whole_end - start - sign);
+    if (has_exponent) {
+      canonical_ = false;
+    } else if (integer) {
+      canonical_ = fits_python_int(v.text) && v.text != "-0";
+    } else {
+      canonical_ = canonical_fraction(whole, doc_.substr(whole_end + 1, frac_end - whole_end - 1));
+    }
+  }
   // Only a number this large can overflow a double: check it the way a parse would.
   if (static_cast<long>(int_digits) + exponent > 300 && !(integer && fits_python_int(v.text))) {
     if (std::isinf(number_of(v))) {
@@ -299,13 +312,33 @@ Value Reader::number() {
   return v;
 }
 
+// The end of the run of plain bytes from `i`: eight at a time where the platform allows
+// (a word's bytes flagged when '"', '\\', < 0x20 or >= 0x80; the lowest flag is exact).
+size_t Reader::plain_end(size_t i) const {
+  const char* d = doc_.data();
+  const size_t n = doc_.size();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, d + i, 8);
+    const uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
+    const uint64_t special = (w & kHigh) | ((w - kOnes * 0x20) & ~w & kHigh) |
+                             ((quote - kOnes) & ~quote & kHigh) |
+                             ((backslash - kOnes) & ~backslash & kHigh);
+    if (special != 0) return i + static_cast<size_t>(__builtin_ctzll(special) >> 3);
+  }
+#endif
+  while (i < n && kPlain[static_cast<unsigned char>(d[i])]) ++i;
+  return i;
+}
+
 Value Reader::string() {
   const size_t start = pos_++;
   bool escaped = false;
   bool pending_high = false;  // a \uD8xx seen: the next thing must be its \uDCxx
   for (;;) {
-    while (pos_ < doc_.size() && kPlain[static_cast<unsigned char>(doc_[pos_])] && !pending_high)
-      ++pos_;
+    if (!pending_high) pos_ = plain_end(pos_);
     if (pos_ >= doc_.size()) fail("unexpected end of data in a string");
     const unsigned char c = static_cast<unsigned char>(doc_[pos_]);
     if (pending_high && c != '\\') fail("no low surrogate after a high one in a string");
@@ -443,18 +476,11 @@ bool fits_python_int(std::string_view digits) {
   return digits_at_most(digits, "18446744073709551615");
 }
 
-// Integers: in Python's int range and not "-0". Fractions: positional, as orjson writes
-// for 1e-5 <= |v| < 1e16, no trailing zero but in "X.0", at most 15 significant digits —
+// A fraction is canonical when positional suits it (orjson's choice for 1e-5 <= |v| < 1e16),
+// with no trailing zero but in "X.0" and at most 15 significant digits —
 // any such decimal survives a round trip through a double (DBL_DIG), so it is the shortest
 // spelling of its value and exactly what the writer prints.
-bool canonical_number(std::string_view t) {
-  const size_t dot = t.find('.');
-  if (dot == std::string_view::npos) {
-    return t.find_first_of("eE") == std::string_view::npos && fits_python_int(t) && t != "-0";
-  }
-  if (t.find_first_of("eE") != std::string_view::npos) return false;
-  const std::string_view whole = t.substr(t[0] == '-' ? 1 : 0, dot - (t[0] == '-' ? 1 : 0));
-  const std::string_view frac = t.substr(dot + 1);
+bool canonical_fraction(std::string_view whole, std::string_view frac) {
   if (frac.back() == '0' && frac.size() > 1) return false;
   if (whole.size() > 16) return false;  // 1e16 and up: scientific
   if (whole == "0") {

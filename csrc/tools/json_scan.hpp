@@ -61,6 +61,7 @@ class Reader {
 
  private:
   Value string();
+  size_t plain_end(size_t i) const;
   Value number();
   Value literal(std::string_view word, Kind kind);
   void skip_container(char open, char close);
@@ -84,8 +85,9 @@ double number_of(const Value& v);
 // Whether a number's text is an integer orjson keeps as a Python int (-2^63 .. 2^64-1).
 bool fits_python_int(std::string_view digits);
 
-// Whether write_value would re-write a number exactly as it is spelled.
-bool canonical_number(std::string_view text);
+// Whether write_value re-writes the number <whole>.<frac> (no sign, no exponent) exactly as
+// it is spelled.
+bool canonical_fraction(std::string_view whole, std::string_view frac);
 
 // Python's float(text) for a numeric string: false when the text is not a finite number.
 bool parse_float_text(std::string_view text, double& out);

@@ -376,3 +376,19 @@ def test_numbers_are_written_as_the_python_tool_wrote_them(value: float, spellin
         return
     out, _ = _native.clean_trace((payload % (text, dur)).encode(), False, "")
     assert b'"ts":' + ts + b',"dur":' + orjson.dumps(dur) + b"," in out, text
+
+
+@pytest.mark.parametrize("special", ['\\"', "\\\\", "\\n", "\\u0001", "é", "\x7f", "→", "\\ud83d\\ude00"])
+def test_long_strings_with_a_special_character_anywhere(special: str):
+    """Strings are scanned eight bytes at a time: every position of the special one, both sides
+    of a word boundary, reads and writes as orjson would."""
+    orjson = pytest.importorskip("orjson")
+    for at in range(20):
+        name = "x" * at + special + "y" * (20 - at)
+        payload = '[{"name": "%s", "ph": "X", "pid": 1, "tid": "MTE2", "ts": 1, "args": {"s": "%s"}}]'
+        out, _ = _native.clean_trace((payload % (name, name)).encode(), False, "")
+        text = orjson.dumps(orjson.loads(f'"{name}"'))
+        assert out.count(text) == 2, name
+    for bad in ("\x01", "\\q"):
+        with pytest.raises(_native.TraceFormatError, match="not valid JSON"):
+            _native.clean_trace(('["' + "x" * 13 + bad + "y" * 9 + '"]').encode(), False, "")

@@ -12,6 +12,9 @@ void bind_tools(py::module_& m) {
       "clean_trace",
       [](const py::buffer& payload, bool keep_scalar, const std::string& source) {
         const py::buffer_info info = payload.request();
+        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+          throw py::value_error("clean_trace: the payload must be contiguous bytes");
+        }
         const std::string_view bytes(static_cast<const char*>(info.ptr),
                                      static_cast<size_t>(info.size * info.itemsize));
         tools::CleanTrace clean;

@@ -24,7 +24,6 @@ import pypto.language as pl  # noqa: E402
 from pypto.runtime import RunConfig, run_kernel_file  # noqa: E402
 from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
 from pypto.runtime.trace import write_traces  # noqa: E402
-from pypto.tools import fastjson  # noqa: E402
 from pypto.tools.clean_sim_trace import clean_file  # noqa: E402
 from pypto.tools.opprof_format import pack_block  # noqa: E402
 
@@ -127,17 +126,13 @@ def _trace_payload(path: Path) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--stdlib-json", action="store_true", help="clean without orjson even if installed")
     args = parser.parse_args()
-    if args.stdlib_json:
-        fastjson._orjson, fastjson.BACKEND = None, "json"
     tmp = Path(tempfile.mkdtemp(prefix="pypto-bench-trace-"))
     print(f"{'trace overhead':<42}{'untraced ms':>12}{'traced ms':>12}{'ratio':>8}")
     for label, off, on in jit_overhead(tmp) + loop_overhead(tmp, args.events):
         print(f"{label:<42}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}")
     print()
-    title = f"clean_sim_trace ({fastjson.BACKEND})"
-    print(f"{title:<42}{'events':>12}{'seconds':>12}{'events/s':>12}  (target >= 200k)")
+    print(f"{'clean_sim_trace (native)':<42}{'events':>12}{'seconds':>12}{'events/s':>12}  (target >= 200k)")
     for label, events, secs in clean_throughput(tmp, args.events):
         print(f"{label:<42}{events:>12,}{secs:>12.2f}{events / secs:>12,.0f}")
 

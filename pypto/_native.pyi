@@ -61,3 +61,12 @@ def matmul_f32_forms() -> list[str]: ...
 def matmul_f32_form(
     form: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool = False
 ) -> None: ...
+
+class TraceFormatError(ValueError):
+    """A TRACE payload that is ``not valid JSON: <problem> at byte N`` or ``not a trace: ...``."""
+
+def clean_trace(
+    payload: bytes | bytearray | memoryview, keep_scalar: bool = False, source: str = ""
+) -> tuple[bytes, dict[str, int]]:
+    """trace.clean.json for a TRACE payload, and its counts: ``slices``, ``lanes``, ``flows``,
+    ``skipped_flags`` (csrc/tools/trace_clean.hpp). Releases the GIL."""

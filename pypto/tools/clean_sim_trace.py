@@ -4,32 +4,34 @@ Turns an op-simulator ``visualize_data.bin`` — written by a pypto run with
 ``RunConfig(trace=True)`` or by the vendor's op simulator — into
 
 * ``trace.clean.json``: Chrome-trace JSON for Perfetto / ``chrome://tracing`` with only the
-  pipeline lanes, in dataflow order, sync flags redrawn as arrows (rules in
-  :mod:`pypto.tools.trace_rebuild`);
+  pipeline lanes, in dataflow order, sync flags redrawn as arrows;
 * ``instr_metrics.json``: the API_INSTR block reshaped to one record list per core (with
   ``--raw-metrics``: the block's JSON exactly as stored).
 
 Outputs go next to the input, or to ``-o DIR``; then the raw simulator files are copied to
 ``DIR/raw_simulator/`` so the folder stands alone. Prints ``wrote <path>`` per file; a missing
 input, a corrupt block or a file without a TRACE block is ``error: ...`` and exit status 1.
+
+The rebuild (lanes, sub-lanes, flags to arrows; the rules are listed in
+``csrc/tools/trace_clean.hpp`` and in ``docs/trace.md``) runs once per event of traces of
+millions, so it is native: it reads the TRACE block's JSON bytes and writes the clean JSON
+bytes with the GIL released. It reads our own traces and the vendor's alike: string or
+numeric pids/tids (numeric ones named by metadata), flag slices as ``X`` or ``B``/``E``
+pairs, metadata anywhere in the file.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.tools import fastjson
-from pypto.tools.opprof_format import API_INSTR, TRACE, ContainerError, iter_blocks
-from pypto.tools.trace_rebuild import Clean, rebuild
+from pypto import _native
+from pypto.tools.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
 
 BIN_NAME = "visualize_data.bin"
 OUTPUTS = ("trace.clean.json", "instr_metrics.json")
@@ -37,6 +39,17 @@ OUTPUTS = ("trace.clean.json", "instr_metrics.json")
 
 class CleanError(Exception):
     """A problem with the input that ends the tool with ``error: ...`` and status 1."""
+
+
+@dataclass
+class Clean:
+    """What the rebuild made: slices kept, lanes drawn (sub-lanes included), flow arrows, and
+    sync flags skipped for want of a partner or an instruction on one side."""
+
+    slices: int
+    lanes: int
+    flows: int
+    skipped_flags: int
 
 
 @dataclass
@@ -64,8 +77,8 @@ def find_bin(path: Path) -> Path:
     raise CleanError(f"no {BIN_NAME} in {path} (expected {path}/simulator/{BIN_NAME})")
 
 
-def read_blocks(path: Path) -> tuple[dict[str, Any] | list[Any], bytes | None]:
-    """The parsed TRACE payload and the raw API_INSTR payload (None when absent)."""
+def read_blocks(path: Path) -> tuple[Block, bytes | None]:
+    """The TRACE block and the raw API_INSTR payload (None when absent)."""
     try:
         blocks = list(iter_blocks(path.read_bytes()))
     except ContainerError as e:
@@ -74,14 +87,18 @@ def read_blocks(path: Path) -> tuple[dict[str, Any] | list[Any], bytes | None]:
     if trace_block is None:
         kinds = sorted({b.type for b in blocks})
         raise CleanError(f"{path} has no TRACE block (type {TRACE}); block types found: {kinds or 'none'}")
-    try:
-        trace = fastjson.loads(trace_block.payload)
-    except ValueError as e:
-        raise CleanError(
-            f"{path}: the TRACE block at offset {trace_block.offset} is not valid JSON: {e}"
-        ) from None
     api = next((b.payload for b in blocks if b.type == API_INSTR), None)
-    return trace, api
+    return trace_block, api
+
+
+def rebuild(block: Block, source: Path, *, keep_scalar: bool = False) -> tuple[bytes, Clean]:
+    """trace.clean.json's bytes for a TRACE block, and what went into them. A payload that is
+    not JSON, or not a trace, is a ``CleanError`` naming the block's offset and the problem."""
+    try:
+        data, stats = _native.clean_trace(block.payload, keep_scalar, str(source))
+    except _native.TraceFormatError as e:  # "not valid JSON: ... at byte N" / "not a trace: ..."
+        raise CleanError(f"{source}: the TRACE block at offset {block.offset} is {e}") from None
+    return data, Clean(**stats)
 
 
 def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
@@ -128,30 +145,13 @@ def clean_file(
     src: Path, out: Path | None = None, *, keep_scalar: bool = False, raw_metrics: bool = False
 ) -> Result:
     """Library form of the command: cleans ``src`` (a bin or a folder) into ``out``."""
-    with _no_gc():  # millions of long-lived small objects: collections would only rescan them
-        return _clean(Path(src), out, keep_scalar, raw_metrics)
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _clean(src: Path, out: Path | None, keep_scalar: bool, raw_metrics: bool) -> Result:
-    bin_path = find_bin(src)
+    bin_path = find_bin(Path(src))
     trace, api = read_blocks(bin_path)
+    data, clean = rebuild(trace, bin_path, keep_scalar=keep_scalar)
     out = Path(out) if out is not None else bin_path.parent
     out.mkdir(parents=True, exist_ok=True)
-    clean = rebuild(trace, keep_scalar=keep_scalar)
-    clean.trace["otherData"]["source"] = str(bin_path)
     target = out / OUTPUTS[0]
-    target.write_bytes(fastjson.dumps(clean.trace))
+    target.write_bytes(data)
     written = [target]
     if api is not None:
         written.append(_write_metrics(api, out, raw_metrics))

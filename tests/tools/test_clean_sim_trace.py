@@ -199,10 +199,10 @@ def test_container_round_trip_and_source_path():
 def test_runs_as_a_module(vendor: Path, tmp_path: Path):
     done = subprocess.run(
         [sys.executable, "-m", "pypto.tools.clean_sim_trace", str(vendor), "-o", str(tmp_path / "o")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,  # not the checkout (no _native there)
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"wrote {tmp_path / 'o' / 'trace.clean.json'}" in done.stdout
     missing = subprocess.run([sys.executable, "-m", "pypto.tools.clean_sim_trace", str(tmp_path / "nope")],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+                             capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
     assert missing.returncode == 1 and "error: no such file or directory" in missing.stderr

@@ -22,7 +22,7 @@ from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Scope, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
-from pypto.passes._scan import defined_names
+from pypto.passes._scan import defined_names, fresh_name
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 _VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
@@ -82,11 +82,7 @@ class _Splitter:
         self.prelude: list[Stmt] = []
 
     def fresh(self, base: str) -> str:
-        k = 0
-        while f"{base}_{k}" in self.taken:
-            k += 1
-        self.taken.add(f"{base}_{k}")
-        return f"{base}_{k}"
+        return fresh_name(base, self.taken)
 
     def run(self) -> tuple[list[Stmt], list[Scope]]:
         defs = {s.var.name: s for s in self.cube if isinstance(s, Assign)}

@@ -23,7 +23,7 @@ from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TensorType, TileType
-from pypto.passes._scan import defined_names
+from pypto.passes._scan import defined_names, fresh_name
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
@@ -45,11 +45,7 @@ class _Lowerer:
         self.tiles: dict[str, Var] = {}  # tensor-valued name -> the tile that holds it
 
     def fresh(self, base: str) -> str:
-        k = 0
-        while f"{base}_{k}" in self.taken:
-            k += 1
-        self.taken.add(f"{base}_{k}")
-        return f"{base}_{k}"
+        return fresh_name(base, self.taken)
 
     def op(self, out: list[Stmt], base: str, op: str, args: list, span: SourceSpan | None, **kw) -> Var:
         call, t = bind_call(op, args, kw, span=span)

@@ -121,7 +121,7 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
     gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
     # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
     # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
-    deps = tuple(sorted(ordered.union(*(env.handles[h] for h in call.deps))))
+    deps = tuple(sorted(ordered.union(*(env.handles.get(h, ()) for h in call.deps))))  # none yet: no order
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
     env.parallel_of.append(tuple(env.parallel))

@@ -80,3 +80,14 @@ def helper_chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     out = scale_rows(a, out, BLOCKS)
     out = scale_rows(out, out, 2)
     return out
+
+
+@pl.jit
+def deps_on_a_skipped_scope(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor], n: pl.INDEX):
+    """deps= naming a handle whose scope did not run (a loop of n == 0 trips): nothing to wait for."""
+    for i in pl.range(n):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="maybe") as maybe:
+            pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], x)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="always", deps=[maybe]):
+        pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], y)
+    return x, y

@@ -115,3 +115,15 @@ def test_incore_helpers_run_as_ordered_tasks():
     first, second = mk.helper_chain.last_report.tasks
     assert [first.name, second.name] == ["scale_rows", "scale_rows_1"]
     assert second.start == first.end + DISPATCH  # reads what the first wrote
+
+
+def test_deps_on_a_scope_that_did_not_run_order_nothing():
+    a = blocks()[: mk.R]
+    x, y = np.zeros_like(a), np.zeros_like(a)
+    mk.deps_on_a_skipped_scope(a, x, y, 0, config=CFG)
+    (always,) = mk.deps_on_a_skipped_scope.last_report.tasks
+    assert always.start == 0 and not x.any()
+    np.testing.assert_allclose(y, -a)
+    mk.deps_on_a_skipped_scope(a, x, y, 1, config=CFG)
+    first, second = mk.deps_on_a_skipped_scope.last_report.tasks
+    assert second.start == first.end + DISPATCH

@@ -125,3 +125,18 @@ class DeadlockError(SimulationError):
 
 class HazardError(SimulationError):
     """The hazard checker found a race: two accesses from different pipes overlap in time."""
+
+
+class SimulationLimitError(SimulationError):
+    """A run passed ``RunConfig(max_cycles=...)`` or its instruction budget; the message names the
+    kernel and its last instruction's source line."""
+
+
+class CrossCoreError(SimulationError):
+    """A cross-core pipe or flag was misused (a popped tile of another shape, a free with nothing
+    popped); the message names both cores."""
+
+
+class RaceError(SimulationError):
+    """Two tasks overlapping in simulated time, with no dependency between them, touched the same
+    GM bytes and at least one wrote them."""

@@ -17,6 +17,10 @@ const char* python_class(ErrorKind kind) {
     case ErrorKind::kDeadlock: return "DeadlockError";
     case ErrorKind::kHazard: return "HazardError";
     case ErrorKind::kLoad: return "KernelLoadError";
+    case ErrorKind::kLimit: return "SimulationLimitError";
+    case ErrorKind::kCrossCore: return "CrossCoreError";
+    case ErrorKind::kRace: return "RaceError";
+    case ErrorKind::kInterrupted: return nullptr;
     case ErrorKind::kInternal: return "SimulationError";
     case ErrorKind::kInvalidArgument: return nullptr;
   }
@@ -31,6 +35,10 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const SimError& e) {
+      if (e.kind() == ErrorKind::kInterrupted) {
+        PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+        return;
+      }
       const char* cls = python_class(e.kind());
       if (cls == nullptr) {
         PyErr_SetString(PyExc_ValueError, e.what());

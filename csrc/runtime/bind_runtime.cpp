@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <optional>
 #include <unordered_map>
 
@@ -10,6 +11,7 @@
 #include "runtime/core/launch.hpp"
 #include "runtime/core/scheduler.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/interrupt.hpp"
 
 namespace py = pybind11;
 
@@ -18,7 +20,8 @@ namespace {
 
 pypto_tensor describe(const py::array& a, int dtype) {
   if (a.ndim() < 1 || a.ndim() > PYPTO_MAX_DIMS) {
-    throw SimError(ErrorKind::kShape, "tensors must have 1 to 4 dims, got " + std::to_string(a.ndim()));
+    throw SimError(ErrorKind::kShape,
+                   "tensors must have 1 to 4 dims, got " + std::to_string(a.ndim()));
   }
   pypto_tensor t{};
   t.data = const_cast<void*>(a.data());
@@ -47,9 +50,17 @@ py::dict records_to_columns(const std::vector<InstrRecord>& recs) {
   };
   for (size_t i = 0; i < n; ++i, t += width) {
     const InstrRecord& r = recs[i];
-    const int64_t row[] = {r.index, static_cast<int64_t>(r.kind), r.pipe, static_cast<int64_t>(r.issue),
-                           static_cast<int64_t>(r.start), static_cast<int64_t>(r.end),
-                           static_cast<int64_t>(r.bytes), r.addr, r.flag_src, r.flag_dst, r.flag_id};
+    const int64_t row[] = {r.index,
+                           static_cast<int64_t>(r.kind),
+                           r.pipe,
+                           static_cast<int64_t>(r.issue),
+                           static_cast<int64_t>(r.start),
+                           static_cast<int64_t>(r.end),
+                           static_cast<int64_t>(r.bytes),
+                           r.addr,
+                           r.flag_src,
+                           r.flag_dst,
+                           r.flag_id};
     std::copy(row, row + width, t);
     name_id.mutable_at(i) = intern(r.name);
     loc_id.mutable_at(i) = intern(r.loc);
@@ -76,54 +87,122 @@ py::dict block_to_dict(const BlockResult& r, bool record) {
   return d;
 }
 
-py::list run_kernel(const std::string& path, const std::vector<std::pair<py::array, int>>& tensors,
-                    const std::vector<int64_t>& scalars, const Platform& p,
-                    const std::string& kernel_name, int64_t block_num, bool record,
-                    bool hazards_fatal) {
-  std::vector<pypto_tensor> descs;
-  for (const auto& [array, dtype] : tensors) descs.push_back(describe(array, dtype));
-  KernelEntry entry = load_kernel(path);
-  LaunchOptions o{kernel_name, block_num, record, hazards_fatal};
-  std::vector<BlockResult> results;
-  {
-    py::gil_scoped_release release;  // kernels never call back into Python
-    results = launch(entry, descs, scalars, p, o);
+// Ctrl-C while the simulation runs (GIL released, Python's own handler cannot run): a handler
+// that raises the simulator's interrupt flag, restored when the run ends.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    interrupt_flag().store(false);
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { interrupt_flag().store(true); };
+    sigemptyset(&sa.sa_mask);
+    installed_ = sigaction(SIGINT, &sa, &previous_) == 0;
   }
-  py::list out;
-  for (const auto& r : results) out.append(block_to_dict(r, record));
-  return out;
+  ~InterruptScope() {
+    if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    interrupt_flag().store(false);
+  }
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
+CoreKind core_kind(const std::string& core) {
+  if (core == "aiv") return CoreKind::kAiv;
+  if (core == "aic") return CoreKind::kAic;
+  if (core == "cluster") return CoreKind::kCluster;
+  throw SimError(ErrorKind::kInvalidArgument,
+                 "core must be 'aiv', 'aic' or 'cluster', got '" + core + "'");
 }
 
-using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, bool,
-                             std::vector<int>, std::vector<std::pair<int, int>>>;
+py::dict memory_to_dict(const MemoryStats& m) {
+  py::dict d;
+  d["l2_hits"] = m.l2_hits;
+  d["l2_misses"] = m.l2_misses;
+  d["hbm_bytes"] = m.hbm_bytes;
+  d["l2_bytes"] = m.l2_bytes;
+  d["stalled_transfers"] = m.stalled_transfers;
+  return d;
+}
 
-py::list run_task_list(const std::vector<TaskTuple>& tasks,
-                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p, bool record,
-                       bool hazards_fatal, std::optional<uint64_t> seed) {
-  std::vector<pypto_tensor> table;
-  for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
-  std::vector<TaskSpec> specs;
-  for (const auto& [path, name, idx, scalars, cube, deps, gates] : tasks) {
-    specs.push_back({load_kernel(path), name, idx, scalars, cube, deps, gates});
-  }
-  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0)};
-  std::vector<TaskResult> results;
-  {
-    py::gil_scoped_release release;
-    results = run_tasks(specs, table, p, o);
-  }
+py::dict chip_to_dict(const ChipResult& chip, const std::vector<TaskSpec>& specs, bool record) {
   py::list out;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const TaskResult& r = results[i];
+  for (const TaskResult& r : chip.instances) {
     py::dict d = block_to_dict(r.block, record);
-    d["name"] = specs[i].name;
+    d["name"] = specs[static_cast<size_t>(r.task)].name;
+    d["task"] = r.task;
     d["core"] = r.core;
     d["cube"] = r.cube;
+    d["cluster"] = r.cluster;
+    d["subblock"] = r.subblock;
     d["start"] = r.start;
     d["end"] = r.end;
     out.append(d);
   }
-  return out;
+  py::dict result;
+  result["tasks"] = out;
+  result["memory"] = memory_to_dict(chip.memory);
+  result["races"] = chip.races;
+  return result;
+}
+
+ChipResult run_specs(const std::vector<TaskSpec>& specs, const std::vector<pypto_tensor>& table,
+                     const Platform& p, const ScheduleOptions& o) {
+  py::gil_scoped_release release;  // kernels never call back into Python
+  InterruptScope interrupts;
+  return run_tasks(specs, table, p, o);
+}
+
+ScheduleOptions options(bool record, bool hazards_fatal, std::optional<uint64_t> seed,
+                        uint64_t max_cycles, uint64_t max_instructions) {
+  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0), {}};
+  o.limits.max_cycles = max_cycles;
+  o.limits.max_instructions = max_instructions;
+  return o;
+}
+
+py::dict run_kernel(const std::string& path, const std::vector<std::pair<py::array, int>>& tensors,
+                    const std::vector<int64_t>& scalars, const Platform& p,
+                    const std::string& kernel_name, int64_t block_num, bool record,
+                    bool hazards_fatal, const std::string& core, uint64_t max_cycles,
+                    uint64_t max_instructions) {
+  if (block_num < 1) throw SimError(ErrorKind::kInvalidArgument, "block_num must be >= 1");
+  std::vector<pypto_tensor> table;
+  std::vector<int> all;
+  for (const auto& [array, dtype] : tensors) {
+    all.push_back(static_cast<int>(table.size()));
+    table.push_back(describe(array, dtype));
+  }
+  KernelEntry entry = load_kernel(path);
+  std::vector<TaskSpec> specs;
+  for (int64_t b = 0; b < block_num; ++b) {
+    specs.push_back({entry, kernel_name, all, scalars, core_kind(core), {}, {}, b, block_num});
+  }
+  ChipResult chip = run_specs(
+      specs, table, p, options(record, hazards_fatal, std::nullopt, max_cycles, max_instructions));
+  return chip_to_dict(chip, specs, record);
+}
+
+using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
+                             std::vector<int>, std::vector<std::pair<int, int>>>;
+
+py::dict run_task_list(const std::vector<TaskTuple>& tasks,
+                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
+                       bool record, bool hazards_fatal, std::optional<uint64_t> seed,
+                       uint64_t max_cycles, uint64_t max_instructions) {
+  std::vector<pypto_tensor> table;
+  for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
+  std::vector<TaskSpec> specs;
+  for (const auto& [path, name, idx, scalars, kind, deps, gates] : tasks) {
+    if (kind < 0 || kind > 2)
+      throw SimError(ErrorKind::kInvalidArgument, "task core kind must be 0, 1 or 2");
+    specs.push_back(
+        {load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps, gates, 0, 1});
+  }
+  ChipResult chip = run_specs(specs, table, p,
+                              options(record, hazards_fatal, seed, max_cycles, max_instructions));
+  return chip_to_dict(chip, specs, record);
 }
 
 }  // namespace
@@ -131,15 +210,19 @@ py::list run_task_list(const std::vector<TaskTuple>& tasks,
 void bind_runtime(py::module_& m) {
   m.def("run_tasks", &run_task_list, py::arg("tasks"), py::arg("tensors"), py::arg("platform"),
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
-        "Runs (path, name, tensor indices, scalars, is_cube, deps, write gates) tasks on the "
-        "platform's cores; a write gate (task, tensor) holds writes into that tensor until the "
-        "task has ended.");
-  m.def("load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
-        "Loads a kernel .so and checks it exports kernel_entry.");
+        py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
+        "Runs (path, name, tensor indices, scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write "
+        "gates) tasks on the platform's cores in one simulated clock; a write gate (task, tensor) "
+        "holds writes into that tensor until the task has ended. Returns {tasks, memory, races}.");
+  m.def(
+      "load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
+      "Loads a kernel .so and checks it exports kernel_entry.");
   m.def("run_kernel", &run_kernel, py::arg("path"), py::arg("tensors"), py::arg("scalars"),
         py::arg("platform"), py::arg("kernel_name") = "kernel", py::arg("block_num") = 1,
-        py::arg("record") = false, py::arg("hazards_fatal") = true,
-        "Runs kernel_entry once per block on simulated cores; returns one dict per block.");
+        py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("core") = "aiv",
+        py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
+        "Runs kernel_entry once per block, each block a task on a core of kind `core` ('aiv', "
+        "'aic', or 'cluster': one AIC and its AIVs); returns {tasks, memory, races}.");
 }
 
 }  // namespace pypto

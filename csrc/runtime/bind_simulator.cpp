@@ -38,7 +38,7 @@ Instr sync_instr(InstrKind kind, int pipe, const char* name, int src, int dst, i
   in.flag_src = src;
   in.flag_dst = dst;
   in.flag_id = id;
-  in.cost = cost;
+  in.op = OpDesc::fixed(cost);
   return in;
 }
 
@@ -46,7 +46,7 @@ void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
         const std::vector<Range>& reads, const std::vector<Range>& writes, const std::string& loc) {
   Instr in;
   in.pipe = pipe;
-  in.cost = cost;
+  in.op = OpDesc::fixed(cost);
   in.name = intern(name);
   in.loc = intern(loc);
   for (const auto& [space, base, bytes] : reads) in.accesses.add({space, base, 1, bytes, bytes, false});

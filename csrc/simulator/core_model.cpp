@@ -3,25 +3,28 @@
 #include <algorithm>
 #include <string>
 
+#include "simulator/cost_model.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/interrupt.hpp"
 
 namespace pypto {
 
 const char* pipe_name(int pipe) {
-  static const char* names[] = {"MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR",
-                                "?",    "ALL"};
+  static const char* names[] = {"MTE2", "MTE1",   "CUBE", "VECTOR", "FIXPIPE",
+                                "MTE3", "SCALAR", "?",    "ALL"};
   return (pipe >= 0 && pipe <= 8) ? names[pipe] : "?";
 }
 
 namespace {
 
 std::string where(const char* name, uint32_t index, const char* loc) {
-  return std::string(name) + " #" + std::to_string(index) + (loc[0] ? std::string(" at ") + loc : "");
+  return std::string(name) + " #" + std::to_string(index) +
+         (loc[0] ? std::string(" at ") + loc : "");
 }
 
 std::string flag_text(const Instr& in) {
-  return std::string("(") + pipe_name(in.flag_src) + " -> " + pipe_name(in.flag_dst) +
-         ", event " + std::to_string(in.flag_id) + ")";
+  return std::string("(") + pipe_name(in.flag_src) + " -> " + pipe_name(in.flag_dst) + ", event " +
+         std::to_string(in.flag_id) + ")";
 }
 
 }  // namespace
@@ -34,24 +37,41 @@ CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
 }
 
 void CoreModel::check_flag(const Instr& in) const {
-  bool pipes_ok = in.flag_src >= 0 && in.flag_src < PYPTO_NUM_PIPES &&
-                  in.flag_dst >= 0 && in.flag_dst < PYPTO_NUM_PIPES &&
-                  in.flag_src != in.flag_dst;
+  bool pipes_ok = in.flag_src >= 0 && in.flag_src < PYPTO_NUM_PIPES && in.flag_dst >= 0 &&
+                  in.flag_dst < PYPTO_NUM_PIPES && in.flag_src != in.flag_dst;
   if (!pipes_ok) {
     throw SimError(ErrorKind::kFlag, std::string(in.name) + " " + flag_text(in) +
                                          ": a flag joins two different pipes" +
                                          (in.loc[0] ? std::string(" at ") + in.loc : ""));
   }
   if (in.flag_id < 0 || in.flag_id >= platform_.event_ids) {
-    throw SimError(ErrorKind::kFlag, std::string(in.name) + " " + flag_text(in) +
-                                         ": event id out of range [0, " +
-                                         std::to_string(platform_.event_ids) + ") on " +
-                                         platform_.name +
-                                         (in.loc[0] ? std::string(" at ") + in.loc : ""));
+    throw SimError(ErrorKind::kFlag,
+                   std::string(in.name) + " " + flag_text(in) + ": event id out of range [0, " +
+                       std::to_string(platform_.event_ids) + ") on " + platform_.name +
+                       (in.loc[0] ? std::string(" at ") + in.loc : ""));
   }
 }
 
+void CoreModel::check_limits(const Instr& in) const {
+  if (interrupt_flag().load(std::memory_order_relaxed)) {
+    throw SimError(ErrorKind::kInterrupted,
+                   std::string("interrupted at ") + in.name +
+                       (in.loc[0] ? std::string(" (") + in.loc + ")" : std::string()));
+  }
+  const bool budget = limits_.max_instructions && stats_.instructions >= limits_.max_instructions;
+  const bool cycles = limits_.max_cycles && origin_ + issue_time_ > limits_.max_cycles;
+  if (!budget && !cycles) return;
+  const std::string what =
+      budget ? "the instruction budget of " + std::to_string(limits_.max_instructions)
+             : "max_cycles=" + std::to_string(limits_.max_cycles);
+  throw SimError(ErrorKind::kLimit,
+                 "the run passed " + what + " at " + in.name +
+                     (in.loc[0] ? std::string(" (") + in.loc + ")" : std::string()) +
+                     ": a kernel that never finishes, or raise the limit in RunConfig");
+}
+
 void CoreModel::issue(Instr instr) {
+  check_limits(instr);
   if (instr.kind == InstrKind::kSetFlag || instr.kind == InstrKind::kWaitFlag) check_flag(instr);
   uint64_t issue_cost = static_cast<uint64_t>(platform_.scalar_issue_cycles);
   if (instr.kind == InstrKind::kBarrier && instr.pipe == PYPTO_PIPE_ALL) {
@@ -95,10 +115,19 @@ void CoreModel::schedule(const Pending& p) {
     start = std::max(start, q.front());
     q.pop_front();
   }
+  if (in.not_before > origin_) start = std::max(start, in.not_before - origin_);
   if (!gates_.empty()) start = gated_start(in, start);
-  uint64_t end = start + in.cost;
+  const uint64_t cost = cost_of(in, start);
+  uint64_t end = start + cost;
   pipe_free_[in.pipe] = end;
-  stats_.pipe_busy[in.pipe] += in.cost;
+  stats_.pipe_busy[in.pipe] += cost;
+  if (in.publish_end != nullptr) *in.publish_end = origin_ + end;
+  if (chip_ != nullptr && in.op.touches_gm()) {
+    for (int i = 0; i < in.accesses.size; ++i) {
+      const Access& a = in.accesses.items[i];
+      if (a.space == PYPTO_GM) chip_->note_gm(a, in.op.atomic, in.name, in.loc);
+    }
+  }
   stats_.total_cycles = std::max(stats_.total_cycles, end);
   if (in.accesses.size > 0) {
     hazards_.check_and_add({p.index, in.pipe, in.name, in.loc, start, end}, in.accesses,
@@ -118,10 +147,29 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
     if (a.space != PYPTO_GM || !a.write) continue;
     const int64_t hi = a.base + (a.rows - 1) * a.stride + a.row_bytes;
     for (const GmGate& g : gates_) {
-      if (a.base < g.hi && g.lo < hi) start = std::max(start, g.at);
+      if (a.base >= g.hi || g.lo >= hi || chip_ == nullptr) continue;
+      const uint64_t at = chip_->task_end(g.task);
+      if (at > origin_) start = std::max(start, at - origin_);
     }
   }
   return start;
+}
+
+// GM transfers are priced by the memory system at their absolute start; the rest by the
+// cost model alone.
+uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
+  if (!in.op.touches_gm() || chip_ == nullptr) return cost::cycles(platform_, in.op);
+  const Access* gm = nullptr;
+  for (int i = 0; i < in.accesses.size; ++i) {
+    if (in.accesses.items[i].space == PYPTO_GM) gm = &in.accesses.items[i];
+  }
+  if (gm == nullptr) return cost::cycles(platform_, in.op);
+  const uint64_t at = origin_ + start;
+  chip_->reach(at);
+  const double phase = chip_->memory().transfer(
+      static_cast<double>(at), cost::gm_lead(platform_, in.op, false),
+      cost::gm_lead(platform_, in.op, true), cost::bandwidth(platform_, in.op.link), *gm);
+  return cost::gm_cycles(platform_, in.op, phase);
 }
 
 void CoreModel::unblock_waiters(FlagKey key) {
@@ -150,8 +198,8 @@ void CoreModel::unblock_waiters(FlagKey key) {
 void CoreModel::record(const Pending& p, uint64_t start, uint64_t end) {
   if (!record_) return;
   const Instr& in = p.instr;
-  records_.push_back({p.index, in.kind, in.pipe, in.name, in.loc, p.issue, start, end,
-                      in.flag_src, in.flag_dst, in.flag_id, in.bytes, in.addr});
+  records_.push_back({p.index, in.kind, in.pipe, in.name, in.loc, p.issue, start, end, in.flag_src,
+                      in.flag_dst, in.flag_id, in.bytes, in.addr});
 }
 
 void CoreModel::finish() {
@@ -160,7 +208,8 @@ void CoreModel::finish() {
     const Pending& w = blocked_[p].wait;
     throw SimError(ErrorKind::kDeadlock,
                    "deadlock: " + where(w.instr.name, w.index, w.instr.loc) + " " +
-                       flag_text(w.instr) + " is never satisfied: no matching set_flag was issued; " +
+                       flag_text(w.instr) +
+                       " is never satisfied: no matching set_flag was issued; " +
                        std::to_string(blocked_[p].queued.size()) + " later " + pipe_name(p) +
                        " instruction(s) never ran");
   }

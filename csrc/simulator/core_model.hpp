@@ -17,6 +17,8 @@
 
 #include "pypto/abi.h"
 #include "simulator/hazard.hpp"
+#include "simulator/memory_system.hpp"
+#include "simulator/op_desc.hpp"
 #include "simulator/platform/platform.hpp"
 
 namespace pypto {
@@ -26,13 +28,17 @@ enum class InstrKind : uint8_t { kOp, kSetFlag, kWaitFlag, kBarrier };
 struct Instr {
   InstrKind kind = InstrKind::kOp;
   int pipe = 0;           // the pipe it runs on (dst pipe for wait, src pipe for set)
-  uint64_t cost = 1;      // cycles
+  OpDesc op;              // what the cost model prices
   const char* name = "";  // instruction name, static storage
   const char* loc = "";   // kernel source location, static storage
   int flag_src = 0, flag_dst = 0, flag_id = 0;  // set/wait only
   uint64_t bytes = 0;                           // data moved or processed (for reports)
   int64_t addr = -1;                            // first on-chip address touched, -1 if none
   AccessList accesses;
+  // Cross-core events: the instruction starts no earlier than `not_before` (absolute cycles),
+  // and its absolute end is written to `*publish_end` once it is scheduled.
+  uint64_t not_before = 0;
+  uint64_t* publish_end = nullptr;
 };
 
 struct InstrRecord {
@@ -47,10 +53,30 @@ struct InstrRecord {
   int64_t addr;
 };
 
-// GM bytes [lo, hi) (host addresses) may not be written before cycle `at`.
+// GM bytes [lo, hi) (host addresses) may not be written before task `task` has ended.
 struct GmGate {
   int64_t lo = 0, hi = 0;
-  uint64_t at = 0;
+  int task = 0;
+};
+
+// What a core model sees of the chip it runs on (the chip scheduler implements it).
+class ChipLink {
+ public:
+  virtual ~ChipLink() = default;
+  // Before a GM transfer that starts at absolute cycle `t`: cores at earlier simulated times
+  // run first, so shared resources are claimed in simulated-time order.
+  virtual void reach(uint64_t t) = 0;
+  // The absolute cycle at which task `task` ends (waits for it to finish if it has not).
+  virtual uint64_t task_end(int task) = 0;
+  virtual MemorySystem& memory() = 0;
+  // Every GM access, for the race check between tasks that overlap in time.
+  virtual void note_gm(const Access& a, bool atomic, const char* name, const char* loc) = 0;
+};
+
+// Run limits: 0 = none. Checked as instructions issue.
+struct RunLimits {
+  uint64_t max_cycles = 0;        // absolute simulated cycles
+  uint64_t max_instructions = 0;  // per kernel instance
 };
 
 struct CoreStats {
@@ -69,7 +95,14 @@ class CoreModel {
   void issue(Instr instr);
   // Ends the kernel: throws kDeadlock naming the wait if a pipe is still blocked.
   void finish();
-  // Holds later writes into each gate's range until its cycle.
+  // Places the model on a chip: times are relative to `origin` (the task's start, absolute);
+  // GM transfers go through the chip's memory system.
+  void attach(ChipLink* chip, uint64_t origin, const RunLimits& limits) {
+    chip_ = chip;
+    origin_ = origin;
+    limits_ = limits;
+  }
+  // Holds later writes into each gate's range until its task has ended.
   void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
 
   const CoreStats& stats() const { return stats_; }
@@ -96,9 +129,14 @@ class CoreModel {
   void unblock_waiters(FlagKey key);
   void record(const Pending& p, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
+  uint64_t cost_of(const Instr& in, uint64_t start);
+  void check_limits(const Instr& in) const;
 
   const Platform& platform_;
   bool record_;
+  ChipLink* chip_ = nullptr;
+  uint64_t origin_ = 0;
+  RunLimits limits_;
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, 7> pipe_free_{};

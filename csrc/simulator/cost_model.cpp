@@ -5,41 +5,107 @@
 
 namespace pypto::cost {
 namespace {
-uint64_t cycles(double c) { return static_cast<uint64_t>(std::ceil(c - 1e-9)); }
+
+uint64_t whole(double c) { return static_cast<uint64_t>(std::ceil(c - 1e-9)); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+const VecCost& vec_row(const Platform& p, VecClass c) {
+  switch (c) {
+    case VecClass::kBinary:
+      return p.vec_binary;
+    case VecClass::kExp:
+      return p.vec_exp;
+    case VecClass::kDiv:
+      return p.vec_div;
+    case VecClass::kReduce:
+      return p.vec_reduce;
+    case VecClass::kCvt:
+      return p.vec_cvt;
+    default:
+      return p.vec_unary;
+  }
+}
+
+// Vector instruction: base + per_repeat * repeats of vector_repeat_bytes.
+double vector(const Platform& p, VecClass c, int64_t bytes) {
+  const VecCost& v = vec_row(p, c);
+  return v.base + v.per_repeat * static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
+}
+
+// One mad: base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16), k0 = 32 B / input element size.
+double matmul(const Platform& p, const OpDesc& d) {
+  const int64_t k0 = 32 / d.in_esize;
+  const double cpr = d.in_esize >= 4 ? p.cube_cpr_fp32 : p.cube_cpr_16bit;
+  return p.cube_base_cycles +
+         cpr * static_cast<double>(ceil_div(d.m, 16) * ceil_div(d.k, k0) * ceil_div(d.n, 16));
+}
+
+// FIXPIPE: a fixed lead, then it drains L0C row by row while the data phase runs beside it.
+double fixpipe(const Platform& p, const OpDesc& d, double data) {
+  return p.fixpipe_base_cycles +
+         std::max(p.fixpipe_per_row_cycles * static_cast<double>(d.rows), data);
+}
+
 }  // namespace
 
-uint64_t gm_transfer(const Platform& p, double bandwidth, int64_t rows, int64_t row_bytes) {
-  double bursts = static_cast<double>(rows * ceil_div(row_bytes, p.gm_burst_bytes));
-  return cycles(p.transfer_setup_cycles + static_cast<double>(rows * row_bytes) / bandwidth +
-                bursts * p.gm_burst_overhead_cycles);
+double bandwidth(const Platform& p, Link r) {
+  switch (r) {
+    case Link::kGmToUb:
+      return p.bw_gm_to_ub;
+    case Link::kGmToL1:
+      return p.bw_gm_to_l1;
+    case Link::kUbToGm:
+      return p.bw_ub_to_gm;
+    case Link::kL1ToL0a:
+      return p.bw_l1_to_l0a;
+    case Link::kL1ToL0b:
+      return p.bw_l1_to_l0b;
+    case Link::kL0cToGm:
+      return p.bw_l0c_to_gm;
+    default:
+      return p.bw_ub_to_ub;
+  }
 }
 
-uint64_t local_transfer(const Platform& p, double bandwidth, int64_t bytes) {
-  return cycles(p.transfer_setup_cycles + static_cast<double>(bytes) / bandwidth);
+uint64_t cycles(const Platform& p, const OpDesc& d) {
+  const double bytes = static_cast<double>(d.bytes);
+  switch (d.cls) {
+    case OpClass::kFixed:
+      return d.cycles;
+    case OpClass::kSync:
+      return whole(p.sync_cycles);
+    case OpClass::kScalar:
+      return whole(p.scalar_issue_cycles);
+    case OpClass::kVector:
+      return whole(vector(p, d.vec, d.bytes));
+    case OpClass::kRowReduce:
+      return whole(vector(p, VecClass::kReduce, d.bytes)) +
+             whole(p.reduce_per_row_cycles * static_cast<double>(d.rows));
+    case OpClass::kMatmul:
+      return whole(matmul(p, d));
+    case OpClass::kFixpipe:
+      return whole(fixpipe(p, d, bytes / bandwidth(p, d.link)));
+    case OpClass::kLocalMove:
+      return whole(p.transfer_setup_cycles + bytes / bandwidth(p, d.link));
+    default:
+      return gm_cycles(p, d, gm_lead(p, d, false) + bytes / bandwidth(p, d.link));
+  }
 }
 
-uint64_t vector(const Platform& p, const VecCost& c, int64_t bytes) {
-  double repeats = static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
-  return cycles(c.base + c.per_repeat * repeats);
+double gm_lead(const Platform& p, const OpDesc& d, bool l2_hit) {
+  if (d.cls == OpClass::kFixpipeGm) return p.fixpipe_base_cycles;
+  return l2_hit ? p.l2_hit_latency_cycles : p.transfer_setup_cycles;
 }
 
-uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows) {
-  return vector(p, p.vec_reduce, bytes) + cycles(p.reduce_per_row_cycles * rows);
-}
-
-uint64_t sync(const Platform& p) { return cycles(p.sync_cycles); }
-
-uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_esize) {
-  const int64_t k0 = 32 / in_esize;
-  const double cpr = in_esize >= 4 ? p.cube_cpr_fp32 : p.cube_cpr_16bit;
-  double fractals = static_cast<double>(ceil_div(m, 16) * ceil_div(k, k0) * ceil_div(n, 16));
-  return cycles(p.cube_base_cycles + cpr * fractals);
-}
-
-uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth) {
-  double drain = p.fixpipe_per_row_cycles * static_cast<double>(rows);
-  return cycles(p.fixpipe_base_cycles + std::max(drain, static_cast<double>(out_bytes) / bandwidth));
+// GM <-> on-chip: lead + data + one request overhead per started burst of a row. FIXPIPE:
+// the lead and data phase against the lead and row drain.
+uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase) {
+  if (d.cls == OpClass::kFixpipeGm) {
+    return whole(std::max(
+        phase, p.fixpipe_base_cycles + p.fixpipe_per_row_cycles * static_cast<double>(d.rows)));
+  }
+  const double bursts = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
+  return whole(phase + bursts * p.gm_burst_overhead_cycles);
 }
 
 }  // namespace pypto::cost

@@ -1,24 +1,26 @@
-// Per-instruction costs, each a formula over the platform table (see platform/*.cpp for the
-// numbers and their sources). Results are whole cycles, rounded up once per instruction.
+// The one place that turns an instruction description into cycles, from the platform table
+// (see platform/*.cpp for the numbers and their sources). Results are whole cycles, rounded
+// up once per instruction.
+//
+// A GM transfer has a fixed part (the lead before data flows, and per-burst request
+// overheads) and a data phase whose length the memory system decides: bytes / port bandwidth
+// when the core has GM to itself, longer when other cores share HBM.
 #pragma once
 #include <cstdint>
 
+#include "simulator/op_desc.hpp"
 #include "simulator/platform/platform.hpp"
 
 namespace pypto::cost {
 
-// GM <-> on-chip: setup + bytes / bandwidth + one burst overhead per started burst of a row.
-uint64_t gm_transfer(const Platform& p, double bandwidth, int64_t rows, int64_t row_bytes);
-// On-chip -> on-chip copy: setup + bytes / bandwidth.
-uint64_t local_transfer(const Platform& p, double bandwidth, int64_t bytes);
-// Vector instruction over `bytes` of its widest operand: base + per_repeat * repeats.
-uint64_t vector(const Platform& p, const VecCost& c, int64_t bytes);
-// Row reduction: a streaming pass plus a fold per row.
-uint64_t row_reduce(const Platform& p, int64_t bytes, int64_t rows);
-uint64_t sync(const Platform& p);
-// One mad: base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16), k0 = 32 B / input element size.
-uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_esize);
-// FIXPIPE out of L0C: drain base + the larger of the per-row drain and bytes / bandwidth.
-uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth);
+// Cycles of an instruction that does not touch GM.
+uint64_t cycles(const Platform& p, const OpDesc& d);
+
+// Bytes per cycle of one route.
+double bandwidth(const Platform& p, Link r);
+// Cycles between a GM transfer's start and its first data beat, when its lines miss / hit the L2.
+double gm_lead(const Platform& p, const OpDesc& d, bool l2_hit);
+// Whole cycles of a GM transfer whose lead and data phase lasted `phase` cycles.
+uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase);
 
 }  // namespace pypto::cost

@@ -17,13 +17,17 @@ enum class ErrorKind {
   kDeadlock,         // a wait that can never be satisfied
   kHazard,           // a race found by the hazard checker
   kLoad,             // kernel could not be loaded
-  kInternal,         // a bug in pypto: say so
+  kLimit,            // max_cycles or the instruction budget was exceeded
+  kInterrupted,      // Ctrl-C during a run -> KeyboardInterrupt
+  kCrossCore,
+  kRace,  // two tasks overlapping in time touch the same GM bytes, one writing        // misuse of
+          // a cross-core pipe or flag (mismatched tile, freeing twice)
+  kInternal,  // a bug in pypto: say so
 };
 
 class SimError : public std::runtime_error {
  public:
-  SimError(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  SimError(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
 
  private:

@@ -14,11 +14,11 @@
 namespace pypto {
 
 struct Access {
-  int space = 0;         // pypto_mem; GM accesses use host addresses
-  int64_t base = 0;      // first byte
-  int64_t rows = 1;      // number of rows
-  int64_t row_bytes = 0; // bytes per row
-  int64_t stride = 0;    // bytes between row starts (== row_bytes when contiguous)
+  int space = 0;          // pypto_mem; GM accesses use host addresses
+  int64_t base = 0;       // first byte
+  int64_t rows = 1;       // number of rows
+  int64_t row_bytes = 0;  // bytes per row
+  int64_t stride = 0;     // bytes between row starts (== row_bytes when contiguous)
   bool write = false;
 };
 
@@ -47,7 +47,7 @@ struct Hazard {
 
 class HazardChecker {
  public:
-  static constexpr size_t kMaxKept = 16;     // hazards kept with full detail
+  static constexpr size_t kMaxKept = 16;        // hazards kept with full detail
   static constexpr size_t kMaxInFlight = 4096;  // per pipe; bounds memory on runaway kernels
 
   // Checks `accesses` of instruction `ref` against in-flight accesses of other pipes, then

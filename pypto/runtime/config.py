@@ -22,6 +22,9 @@ class RunConfig:
     trace: bool = False
     platform_overrides: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None  # shuffles the order atomic adds land in (reduction-order studies)
+    # A run past either limit stops with SimulationLimitError naming the kernel and its line.
+    max_cycles: int | None = None  # simulated cycles, end to end
+    max_instructions: int | None = None  # per kernel instance
 
     def __post_init__(self) -> None:
         if self.platform not in platforms.names():

@@ -113,13 +113,14 @@ class CompiledProgram:
                     t.kernel,
                     list(t.tensors),
                     [scalar_slot(v, name=t.kernel) for v in t.scalars],
-                    t.cube,
+                    int(t.cube),
                     list(t.start_deps),
                     list(t.write_gates),
                 )
                 for t in self.plan.tasks
             ]
-        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, self.config.seed)
+        limits = (self.config.max_cycles or 0, self.config.max_instructions or 0)
+        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, self.config.seed, *limits)
 
     def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""

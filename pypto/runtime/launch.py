@@ -13,7 +13,7 @@ from typing import Any
 from pypto import _native
 from pypto import platforms as _platforms
 from pypto.runtime.marshal import marshal
-from pypto.runtime.report import RunReport, merge_blocks
+from pypto.runtime.report import RunReport, scheduled_report
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +32,23 @@ def run_kernel_file(
     record: bool = False,
     hazards: str = "error",
     name: str | None = None,
+    core: str = "aiv",
+    max_cycles: int = 0,
+    max_instructions: int = 0,
 ) -> RunReport:
     """Runs ``kernel_entry`` of a built kernel over ``args`` (tensors then scalars, ABI order).
 
     ``outputs``: indices of arguments the kernel writes (must be contiguous and writable).
     ``hazards``: ``"error"`` raises HazardError on a race, ``"report"`` lists it in the report.
+    ``block_num`` blocks run as tasks on cores of kind ``core``: ``"aiv"``, ``"aic"``, or
+    ``"cluster"`` (one AIC and its AIVs together, talking through cross-core flags and tile
+    pipes). ``max_cycles`` / ``max_instructions`` (0 = none) stop a runaway kernel with
+    SimulationLimitError.
     """
     if hazards not in ("error", "report"):
         raise ValueError(f"hazards must be 'error' or 'report', got {hazards!r}")
+    if core not in ("aiv", "aic", "cluster"):
+        raise ValueError(f"core must be 'aiv', 'aic' or 'cluster', got {core!r}")
     plat = resolve_platform(platform)
     m = marshal(list(args), outputs)
     kernel_name = name or Path(so_path).stem
@@ -52,7 +61,10 @@ def run_kernel_file(
         block_num,
         record,
         hazards == "error",
+        core,
+        max_cycles,
+        max_instructions,
     )
-    report = merge_blocks(kernel_name, plat.name, plat.clock_hz, blocks)
+    report = scheduled_report(plat.name, plat.clock_hz, blocks)
     log.debug("ran %s on %s: %d cycles", kernel_name, plat.name, report.cycles)
     return report

@@ -88,6 +88,7 @@ class TaskReport:
     hazards: list[str] = field(default_factory=list)
     trace: InstrTrace | None = None
     core_type: str = "AIV"
+    cluster: int = 0  # the AIC + AIVs group the core belongs to
 
     @property
     def core_name(self) -> str:
@@ -111,6 +112,9 @@ class RunReport:
     hazards: list[str] = field(default_factory=list)
     trace_paths: list[str] = field(default_factory=list)
     clock_hz: float = 0.0
+    # The shared memory system: L2 line hits/misses, bytes served by HBM and by the L2, and how
+    # many transfers were slowed because cores shared a bandwidth.
+    memory: dict[str, float] = field(default_factory=dict)
 
     def intervals(self, pipe: str, task: int = 0) -> list[tuple[int, int]]:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
@@ -170,10 +174,6 @@ def _summed(platform: str, clock_hz: float, tasks: list[TaskReport], cycles: int
     )
 
 
-def merge_blocks(name: str, platform: str, clock_hz: float, blocks: list[dict[str, Any]]) -> RunReport:
-    """Builds a RunReport from the native per-block results (blocks run in parallel)."""
-    tasks = [_task(name, b, 0) for b in blocks]
-    return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
 
 
 def busy_union(intervals: list[tuple[int, int]]) -> np.ndarray:
@@ -201,13 +201,16 @@ def overlap_cycles(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     return int(total)
 
 
-def scheduled_report(platform: str, clock_hz: float, results: list[dict[str, Any]]) -> RunReport:
-    """From the native scheduler: each task with its core, start and end; end to end is the
-    last end (time 0 is the first task's start)."""
+def scheduled_report(platform: str, clock_hz: float, results: dict[str, Any]) -> RunReport:
+    """From the native chip scheduler: each kernel instance with its core, start and end; end to
+    end is the last end (time 0 is the launch). Races (when reported, not raised) join the hazards."""
     tasks = []
-    for r in results:
+    for r in results["tasks"]:
         t = _task(r["name"], r, int(r["start"]))
         t.end = int(r["end"])
-        t.core, t.core_type = int(r["core"]), "AIC" if r["cube"] else "AIV"
+        t.core, t.core_type, t.cluster = int(r["core"]), "AIC" if r["cube"] else "AIV", int(r["cluster"])
         tasks.append(t)
-    return _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
+    report = _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
+    report.hazards.extend(results["races"])
+    report.memory = dict(results["memory"])
+    return report

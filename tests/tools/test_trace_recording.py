@@ -106,8 +106,10 @@ def test_api_instr_block_counts_per_static_instruction(tmp_path: Path):
 
 def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path: Path):
     a = np.ones((tk.ROWS, tk.TC), np.float32)
+    # Both blocks store the whole output at once: a race between two cores, reported.
     rep = run_kernel_file(fixture_kernel("exp_double_buffer"), [a, np.zeros_like(a)], outputs={1},
-                          block_num=2, record=True, name="exp_double_buffer")  # fmt: skip
+                          block_num=2, record=True, name="exp_double_buffer", hazards="report")  # fmt: skip
+    assert any(h.startswith("race between tasks: kernel 'exp_double_buffer' (block 0)") for h in rep.hazards)
     (path,) = write_traces(rep, tmp_path)
     assert rep.trace_paths == [path]
     assert Path(path).parent.parent.parent == tmp_path / "exp_double_buffer"

@@ -32,7 +32,7 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
 }
 
 CoreContext::~CoreContext() {
-  if (g_pool.size() < 4) g_pool.push_back(std::move(memory));
+  if (g_pool.size() < 96) g_pool.push_back(std::move(memory));
 }
 
 void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n) {
@@ -41,8 +41,8 @@ void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void
     return;
   }
   const uint8_t* bytes = static_cast<const uint8_t*>(src);
-  atomic_log->push_back({tensor_base, dst, dtype, n,
-                         std::vector<uint8_t>(bytes, bytes + n * dtype_size(dtype))});
+  atomic_log->push_back(
+      {tensor_base, dst, dtype, n, std::vector<uint8_t>(bytes, bytes + n * dtype_size(dtype))});
 }
 
 CoreContext& current_core() {

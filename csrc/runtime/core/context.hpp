@@ -4,6 +4,8 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "pypto/abi.h"
@@ -18,6 +20,19 @@ struct AtomicWrite {
   int dtype;
   size_t n;
   std::vector<uint8_t> data;
+};
+
+struct Cluster;
+
+// How a kernel instance waits for another core (the chip scheduler implements it).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // Suspends the running instance until `ready()` holds; `what` names the wait in a deadlock
+  // report. Other cores run meanwhile.
+  virtual void wait_until(const std::function<bool()>& ready, const std::string& what) = 0;
+  // Cross-core state of the running instance's cluster changed: its waiters look again.
+  virtual void notify() = 0;
 };
 
 struct CoreContext {
@@ -44,6 +59,14 @@ struct CoreContext {
   // When set, atomic-add stores are logged here instead of applied: the scheduler applies
   // them in simulated completion order.
   std::vector<AtomicWrite>* atomic_log = nullptr;
+  // Where this instance runs: its core kind, its AIV index inside the cluster (0 on the AIC),
+  // the cluster's cross-core state (null outside a cluster launch) and the scheduler.
+  bool aic = false;
+  int subblock = 0;
+  std::string core_name = "AIV0";
+  std::string kernel = "kernel";
+  Cluster* cluster = nullptr;
+  Waiter* waiter = nullptr;
 
   // dst += src (n elements of dtype), now or in completion order.
   void atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n);

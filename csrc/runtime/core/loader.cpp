@@ -18,7 +18,8 @@ KernelEntry load_kernel(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    throw SimError(ErrorKind::kLoad, "cannot load kernel " + path + ": " + (err ? err : "unknown error"));
+    throw SimError(ErrorKind::kLoad,
+                   "cannot load kernel " + path + ": " + (err ? err : "unknown error"));
   }
   void* sym = dlsym(handle, "kernel_entry");
   if (sym == nullptr) {

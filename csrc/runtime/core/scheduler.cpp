@@ -1,16 +1,21 @@
 #include "runtime/core/scheduler.hpp"
 
 #include <algorithm>
-#include <map>
+#include <memory>
+#include <queue>
 #include <random>
 
+#include "runtime/core/cluster.hpp"
 #include "runtime/core/context.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/fiber.hpp"
 
 namespace pypto {
 namespace {
+
+constexpr size_t kMaxGmTouches = 4096;  // per instance, for the cross-task race check
 
 struct PendingAtomics {
   uint64_t end;
@@ -18,78 +23,369 @@ struct PendingAtomics {
   std::vector<AtomicWrite> writes;
 };
 
-class Scheduler {
- public:
-  Scheduler(const Platform& p, const ScheduleOptions& o)
-      : platform_(p), options_(o), aic_free_(static_cast<size_t>(p.aic_cores), 0),
-        aiv_free_(static_cast<size_t>(p.aiv_cores), 0), rng_(o.seed) {}
+struct GmTouch {
+  Access access;
+  const char* name;
+  const char* loc;
+};
 
-  TaskResult run(const TaskSpec& t, size_t index, const std::vector<pypto_tensor>& table,
-                 const std::vector<TaskResult>& done) {
-    uint64_t ready = 0;
-    for (int d : t.deps) {
-      if (d < 0 || static_cast<size_t>(d) >= index) throw SimError(ErrorKind::kInternal, "bad task dependency");
-      ready = std::max(ready, done[static_cast<size_t>(d)].end);
-      flush_for(static_cast<size_t>(d));
-    }
-    TaskResult r = place(t, ready, t.deps.empty());
-    std::vector<pypto_tensor> descs;
-    for (int i : t.tensors) descs.push_back(table.at(static_cast<size_t>(i)));
-    std::vector<int64_t> args = abi_args(descs, t.scalars);
-    LaunchOptions lo{t.name, 1, options_.record, options_.hazards_fatal,
-                     write_gates(t, index, r.start, table, done)};
-    PendingAtomics log{0, index, {}};
-    r.block = run_on_core(t.entry, args, platform_, lo, 0, &log.writes);
-    r.end = r.start + r.block.stats.total_cycles;
-    (r.cube ? aic_free_ : aiv_free_)[static_cast<size_t>(r.core)] = r.end;
-    log.end = r.end;
-    if (!log.writes.empty()) pending_.push_back(std::move(log));
-    return r;
+struct Instance {
+  int task = 0;
+  bool aic = false;
+  int core = 0, cluster = 0, subblock = 0;
+  uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
+  bool done = false, blocked = false;
+  std::string waiting_on;
+  std::vector<pypto_tensor> descs;
+  std::vector<int64_t> args;
+  std::unique_ptr<CoreContext> ctx;
+  std::unique_ptr<Fiber> fiber;
+  std::vector<AtomicWrite> atomics;
+  std::vector<GmTouch> writes, reads;
+  BlockResult result;
+};
+
+struct Event {
+  uint64_t time, seq;
+  int task;      // a dispatch (instance < 0) ...
+  int instance;  // ... or a resume
+  uint64_t ready;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+std::string where(const Instance& in, const TaskSpec& t) {
+  std::string s = "kernel '" + t.name + "' (block " + std::to_string(t.block_idx);
+  if (t.kind == CoreKind::kCluster) s += ", " + in.ctx->core_name;
+  return s + ")";
+}
+
+class ChipScheduler final : public ChipLink, public Waiter {
+ public:
+  ChipScheduler(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+                const Platform& p, const ScheduleOptions& o)
+      : tasks_(tasks),
+        table_(table),
+        platform_(p),
+        options_(o),
+        memory_(p),
+        rng_(o.seed),
+        aic_free_(static_cast<size_t>(std::max(p.aic_cores, 0)), 0),
+        aiv_free_(static_cast<size_t>(std::max(p.aiv_cores, 0)), 0),
+        aic_busy_(aic_free_.size(), false),
+        aiv_busy_(aiv_free_.size(), false),
+        remaining_deps_(tasks.size(), 0),
+        task_end_(tasks.size(), 0),
+        task_left_(tasks.size(), 0),
+        dependents_(tasks.size()) {
+    for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
-  // Applies every logged atomic add, in simulated completion order.
-  void flush_all() {
-    order(pending_);
-    for (auto& p : pending_) apply(p);
-    pending_.clear();
+  ChipResult run() {
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      for (int d : tasks_[i].deps) {
+        if (d < 0 || static_cast<size_t>(d) >= i)
+          throw SimError(ErrorKind::kInternal, "bad task dependency");
+        dependents_[static_cast<size_t>(d)].push_back(static_cast<int>(i));
+      }
+      remaining_deps_[i] = tasks_[i].deps.size();
+      if (tasks_[i].deps.empty()) push({0, 0, static_cast<int>(i), -1, 0});
+    }
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      if (e.instance >= 0) {
+        step(static_cast<size_t>(e.instance));
+      } else {
+        dispatch(e);
+      }
+    }
+    check_all_done();
+    flush_all();
+    return collect();
+  }
+
+  // ---- ChipLink -------------------------------------------------------------------------
+  void reach(uint64_t t) override {
+    if (running_ < 0 || events_.empty() || events_.top().time >= t) return;
+    instances_[static_cast<size_t>(running_)]->key = t;
+    Fiber::suspend();  // step() sees a runnable instance and queues it at `key`
+  }
+
+  uint64_t task_end(int task) override {
+    wait_until([this, task] { return task_left_[static_cast<size_t>(task)] == 0 && started(task); },
+               "the end of task '" + tasks_[static_cast<size_t>(task)].name + "' (a write gate)");
+    return task_end_[static_cast<size_t>(task)];
+  }
+
+  MemorySystem& memory() override { return memory_; }
+
+  void note_gm(const Access& a, bool atomic, const char* name, const char* loc) override {
+    if (running_ < 0 || (a.write && atomic)) return;  // atomic adds commute: not a race
+    Instance& in = *instances_[static_cast<size_t>(running_)];
+    auto& v = a.write ? in.writes : in.reads;
+    if (v.size() < kMaxGmTouches) v.push_back({a, name, loc});
+  }
+
+  // ---- Waiter ---------------------------------------------------------------------------
+  void wait_until(const std::function<bool()>& ready, const std::string& what) override {
+    while (!ready()) {
+      if (running_ < 0)
+        throw SimError(ErrorKind::kInternal, "a cross-core wait outside a running kernel");
+      Instance& in = *instances_[static_cast<size_t>(running_)];
+      in.blocked = true;
+      in.waiting_on = what + (in.ctx->loc[0] ? std::string(" at ") + in.ctx->loc : std::string());
+      in.key = in.start + in.ctx->model.now();
+      Fiber::suspend();
+    }
+  }
+
+  void notify() override {
+    if (running_ < 0) return;
+    const int cluster =
+        instances_[static_cast<size_t>(running_)]->ctx->cluster ? cluster_of(running_) : -1;
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      Instance& in = *instances_[i];
+      if (in.blocked && (cluster < 0 || in.cluster == cluster)) wake(i);
+    }
   }
 
  private:
-  TaskResult place(const TaskSpec& t, uint64_t ready, bool at_launch) {
-    auto& cores = t.cube ? aic_free_ : aiv_free_;
-    if (cores.empty()) throw SimError(ErrorKind::kInvalidArgument, platform_.name + " has no cores for " + t.name);
-    auto it = std::min_element(cores.begin(), cores.end());
-    const uint64_t dispatch = at_launch ? 0 : static_cast<uint64_t>(platform_.task_dispatch_cycles);
-    TaskResult r;
-    r.cube = t.cube;
-    r.core = static_cast<int>(it - cores.begin());
-    r.start = std::max(ready + dispatch, *it);
-    return r;
+  int cluster_of(int instance) const { return instances_[static_cast<size_t>(instance)]->cluster; }
+  bool started(int task) const {
+    return dispatched_.size() > static_cast<size_t>(task) && dispatched_[static_cast<size_t>(task)];
   }
 
-  // The GM ranges this task may not write before an earlier task ends (task-relative cycles).
-  static std::vector<GmGate> write_gates(const TaskSpec& t, size_t index, uint64_t start,
-                                         const std::vector<pypto_tensor>& table,
-                                         const std::vector<TaskResult>& done) {
-    std::vector<GmGate> gates;
-    for (const auto& [task, tensor] : t.write_gates) {
-      if (task < 0 || static_cast<size_t>(task) >= index) throw SimError(ErrorKind::kInternal, "bad write gate");
-      const uint64_t end = done[static_cast<size_t>(task)].end;
-      if (end <= start) continue;
-      const pypto_tensor& d = table.at(static_cast<size_t>(tensor));
-      const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
-      gates.push_back({lo, lo + tensor_bytes(d), end - start});
+  void push(Event e) {
+    e.seq = seq_++;
+    events_.push(e);
+  }
+
+  void wake(size_t i) {
+    Instance& in = *instances_[i];
+    in.blocked = false;
+    push({in.key, 0, in.task, static_cast<int>(i), 0});
+  }
+
+  // ---- dispatch ---------------------------------------------------------------------------
+  struct Pick {
+    int slot = -1;  // core index, or cluster index for a cluster task
+    uint64_t free = 0;
+  };
+
+  Pick pick(CoreKind kind) const {
+    Pick best;
+    auto consider = [&](int slot, uint64_t free) {
+      if (best.slot < 0 || free < best.free) best = {slot, free};
+    };
+    if (kind == CoreKind::kCluster) {
+      const size_t per = aic_free_.empty() ? 0 : aiv_free_.size() / aic_free_.size();
+      for (size_t c = 0; per > 0 && c < aic_free_.size(); ++c) {
+        bool busy = aic_busy_[c];
+        uint64_t free = aic_free_[c];
+        for (size_t v = c * per; v < (c + 1) * per; ++v) {
+          busy = busy || aiv_busy_[v];
+          free = std::max(free, aiv_free_[v]);
+        }
+        if (!busy) consider(static_cast<int>(c), free);
+      }
+      return best;
     }
-    return gates;
+    const auto& frees = kind == CoreKind::kAic ? aic_free_ : aiv_free_;
+    const auto& busy = kind == CoreKind::kAic ? aic_busy_ : aiv_busy_;
+    for (size_t i = 0; i < frees.size(); ++i) {
+      if (!busy[i]) consider(static_cast<int>(i), frees[i]);
+    }
+    return best;
   }
 
+  size_t cores_of(CoreKind kind) const {
+    if (kind == CoreKind::kAic) return aic_free_.size();
+    if (kind == CoreKind::kAiv) return aiv_free_.size();
+    return aiv_free_.size() >= 2 * aic_free_.size() ? aic_free_.size() : 0;
+  }
+
+  void dispatch(const Event& e) {
+    const TaskSpec& t = tasks_[static_cast<size_t>(e.task)];
+    if (cores_of(t.kind) == 0) {
+      throw SimError(ErrorKind::kInvalidArgument, platform_.name + " has no cores for " + t.name);
+    }
+    Pick p = pick(t.kind);
+    if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
+      parked_.push_back(e);
+      return;
+    }
+    if (p.free > e.time) {  // a running core might free up sooner: look again then
+      push({p.free, 0, e.task, -1, e.ready});
+      return;
+    }
+    const uint64_t start = std::max(e.ready, p.free);
+    for (int d : t.deps) flush_for(static_cast<size_t>(d));
+    if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
+    dispatched_[static_cast<size_t>(e.task)] = true;
+    if (t.kind == CoreKind::kCluster) {
+      launch_cluster(e.task, p.slot, start);
+    } else {
+      launch(e.task, t.kind == CoreKind::kAic, p.slot, p.slot, 0, start, nullptr);
+    }
+  }
+
+  void launch_cluster(int task, int cluster, uint64_t start) {
+    const int per = static_cast<int>(aiv_free_.size() / aic_free_.size());
+    clusters_.push_back(std::make_unique<Cluster>(platform_, memory_));
+    Cluster* c = clusters_.back().get();
+    launch(task, true, cluster, cluster, 0, start, c);
+    for (int v = 0; v < per; ++v) launch(task, false, cluster * per + v, cluster, v, start, c);
+  }
+
+  void launch(int task, bool aic, int core, int cluster, int subblock, uint64_t start,
+              Cluster* shared) {
+    const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    auto inst = std::make_unique<Instance>();
+    Instance& in = *inst;
+    in.task = task;
+    in.aic = aic;
+    in.core = core;
+    in.cluster = cluster;
+    in.subblock = subblock;
+    in.start = in.key = start;
+    for (int i : t.tensors) in.descs.push_back(table_.at(static_cast<size_t>(i)));
+    in.args = abi_args(in.descs, t.scalars);
+    in.ctx = std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
+    in.ctx->aic = aic;
+    in.ctx->subblock = subblock;
+    in.ctx->core_name = std::string(aic ? "AIC" : "AIV") + std::to_string(core);
+    in.ctx->kernel = t.name;
+    in.ctx->cluster = shared;
+    in.ctx->waiter = this;
+    in.ctx->atomic_log = &in.atomics;
+    in.ctx->model.attach(this, start, options_.limits);
+    in.ctx->model.gate_gm_writes(gates(t));
+    KernelEntry entry = t.entry;
+    Instance* raw = &in;
+    in.fiber = std::make_unique<Fiber>([entry, raw] {
+      entry(raw->args.data());
+      raw->ctx->model.finish();
+    });
+    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = true;
+    task_left_[static_cast<size_t>(task)]++;
+    instances_.push_back(std::move(inst));
+    push({start, 0, task, static_cast<int>(instances_.size() - 1), 0});
+  }
+
+  std::vector<GmGate> gates(const TaskSpec& t) const {
+    std::vector<GmGate> out;
+    for (const auto& [task, tensor] : t.write_gates) {
+      if (task < 0 || static_cast<size_t>(task) >= tasks_.size())
+        throw SimError(ErrorKind::kInternal, "bad write gate");
+      const pypto_tensor& d = table_.at(static_cast<size_t>(tensor));
+      const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
+      out.push_back({lo, lo + tensor_bytes(d), task});
+    }
+    return out;
+  }
+
+  // ---- running ----------------------------------------------------------------------------
+  void step(size_t i) {
+    Instance& in = *instances_[i];
+    if (in.done) return;
+    running_ = static_cast<int>(i);
+    {
+      CoreBinding bind(in.ctx.get());
+      in.fiber->resume();
+    }
+    running_ = -1;
+    if (in.fiber->finished()) {
+      finish(i);
+    } else if (!in.blocked) {
+      push({in.key, 0, in.task, static_cast<int>(i), 0});
+    }
+  }
+
+  void finish(size_t i) {
+    Instance& in = *instances_[i];
+    const TaskSpec& t = tasks_[static_cast<size_t>(in.task)];
+    if (std::exception_ptr err = in.fiber->error()) {
+      try {
+        std::rethrow_exception(err);
+      } catch (const SimError& e) {
+        throw SimError(e.kind(), where(in, t) + ": " + e.what());
+      }
+    }
+    in.done = true;
+    in.fiber.reset();
+    const CoreModel& m = in.ctx->model;
+    in.result.block = t.block_idx;
+    in.result.stats = m.stats();
+    in.result.records = m.records();
+    in.result.hazards = m.hazards().found();
+    in.result.hazard_count = m.hazards().count();
+    if (options_.hazards_fatal && in.result.hazard_count > 0) {
+      throw SimError(ErrorKind::kHazard, hazard_message(t.name, in.result));
+    }
+    in.end = in.start + m.stats().total_cycles;
+    (in.aic ? aic_free_ : aiv_free_)[static_cast<size_t>(in.core)] = in.end;
+    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
+    if (!in.atomics.empty())
+      pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
+    in.ctx.reset();
+    const size_t task = static_cast<size_t>(in.task);
+    task_end_[task] = std::max(task_end_[task], in.end);
+    if (--task_left_[task] == 0) complete(task);
+    for (const Event& e : parked_) push(e);
+    parked_.clear();
+  }
+
+  void complete(size_t task) {
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (instances_[i]->blocked) wake(i);  // write gates wait on task ends
+    }
+    for (int d : dependents_[task]) {
+      if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
+      uint64_t ready = 0;
+      for (int dep : tasks_[static_cast<size_t>(d)].deps)
+        ready = std::max(ready, task_end_[static_cast<size_t>(dep)]);
+      ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
+      push({ready, 0, d, -1, ready});
+    }
+  }
+
+  static std::string hazard_message(const std::string& kernel, const BlockResult& r) {
+    std::string msg = "kernel '" + kernel + "' (block " + std::to_string(r.block) +
+                      "): " + std::to_string(r.hazard_count) +
+                      " race(s) found by the hazard checker:";
+    for (const Hazard& h : r.hazards) msg += "\n  " + h.describe();
+    if (r.hazard_count > r.hazards.size()) msg += "\n  ...";
+    return msg + "\n  add set_flag/wait_flag between the two pipes";
+  }
+
+  void check_all_done() {
+    std::string msg;
+    for (const auto& p : instances_) {
+      if (p->done) continue;
+      msg += "\n  " + where(*p, tasks_[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
+             " waits for " + p->waiting_on;
+    }
+    if (!msg.empty()) {
+      throw SimError(ErrorKind::kDeadlock,
+                     "deadlock across cores: every unfinished kernel waits for another core" + msg);
+    }
+  }
+
+  // ---- atomics ----------------------------------------------------------------------------
   void order(std::vector<PendingAtomics>& v) {
-    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.end < b.end; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.end < b.end; });
     if (options_.shuffle_atomics) std::shuffle(v.begin(), v.end(), rng_);
   }
 
   static void apply(PendingAtomics& p) {
     for (const AtomicWrite& w : p.writes) vm::accumulate(w.dtype, w.dst, w.data.data(), w.n);
+  }
+
+  void flush_all() {
+    order(pending_);
+    for (auto& p : pending_) apply(p);
+    pending_.clear();
   }
 
   // A task that depends on `task` sees its atomic adds — and, to keep the completion order,
@@ -113,23 +409,94 @@ class Scheduler {
     pending_ = std::move(later);
   }
 
+  // ---- results ----------------------------------------------------------------------------
+  std::vector<std::string> races() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < instances_.size() && out.size() < 8; ++i) {
+      for (size_t j = i + 1; j < instances_.size() && out.size() < 8; ++j) {
+        const Instance &a = *instances_[i], &b = *instances_[j];
+        if (a.task == b.task || a.end <= b.start || b.end <= a.start) continue;
+        if (auto r = clash(a, b); !r.empty())
+          out.push_back(r);
+        else if (auto r2 = clash(b, a); !r2.empty())
+          out.push_back(r2);
+      }
+    }
+    return out;
+  }
+
+  // The first write of `a` that overlaps an access of `b`, described; empty if none.
+  std::string clash(const Instance& a, const Instance& b) const {
+    for (const GmTouch& w : a.writes) {
+      for (const auto* list : {&b.writes, &b.reads}) {
+        for (const GmTouch& o : *list) {
+          if (!accesses_overlap(w.access, o.access)) continue;
+          const TaskSpec &ta = tasks_[static_cast<size_t>(a.task)],
+                         &tb = tasks_[static_cast<size_t>(b.task)];
+          return "race between tasks: kernel '" + ta.name + "' (block " +
+                 std::to_string(ta.block_idx) + ") " + w.name +
+                 (w.loc[0] ? std::string(" at ") + w.loc : "") + " writes GM bytes that kernel '" +
+                 tb.name + "' (block " + std::to_string(tb.block_idx) + ") " +
+                 (o.access.write ? "writes" : "reads") + " with " + o.name +
+                 (o.loc[0] ? std::string(" at ") + o.loc : "") + "; they overlap in time (cycles " +
+                 std::to_string(a.start) + "-" + std::to_string(a.end) + " and " +
+                 std::to_string(b.start) + "-" + std::to_string(b.end) +
+                 ") with no dependency between them: order them (deps=) or split the data";
+        }
+      }
+    }
+    return {};
+  }
+
+  ChipResult collect() {
+    ChipResult r;
+    r.races = races();
+    if (options_.hazards_fatal && !r.races.empty())
+      throw SimError(ErrorKind::kRace, r.races.front());
+    std::vector<size_t> order(instances_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Instance &x = *instances_[a], &y = *instances_[b];
+      return x.task != y.task ? x.task < y.task
+                              : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
+    });
+    for (size_t i : order) {
+      Instance& in = *instances_[i];
+      r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,
+                             in.subblock, in.start, in.end});
+    }
+    r.memory = memory_.stats();
+    return r;
+  }
+
+  const std::vector<TaskSpec>& tasks_;
+  const std::vector<pypto_tensor>& table_;
   const Platform& platform_;
   ScheduleOptions options_;
-  std::vector<uint64_t> aic_free_, aiv_free_;
-  std::vector<PendingAtomics> pending_;
+  MemorySystem memory_;
   std::mt19937_64 rng_;
+  std::vector<uint64_t> aic_free_, aiv_free_;
+  std::vector<bool> aic_busy_, aiv_busy_;
+  std::vector<size_t> remaining_deps_;
+  std::vector<uint64_t> task_end_;
+  std::vector<int> task_left_;
+  std::vector<std::vector<int>> dependents_;
+  std::vector<bool> dispatched_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<Event> parked_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<std::unique_ptr<Cluster>> clusters_;
+  std::vector<PendingAtomics> pending_;
+  uint64_t seq_ = 0;
+  int running_ = -1;
 };
 
 }  // namespace
 
-std::vector<TaskResult> run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                                  const Platform& platform, const ScheduleOptions& options) {
-  Scheduler s(platform, options);
-  std::vector<TaskResult> done;
-  done.reserve(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) done.push_back(s.run(tasks[i], i, table, done));
-  s.flush_all();
-  return done;
+ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+                     const Platform& platform, const ScheduleOptions& options) {
+  ChipScheduler s(tasks, table, platform, options);
+  return s.run();
 }
 
 }  // namespace pypto

@@ -1,16 +1,24 @@
-// The task scheduler: an orchestration's kernel tasks placed on the platform's AIC/AIV cores
-// by simulated time.
+// The chip scheduler: an orchestration's kernel tasks on every core of the platform, in one
+// simulated clock.
 //
-// Contract: tasks come in submission order with their dependencies (earlier tasks only), so
-// running them functionally in that order respects every dependency and results are
-// deterministic. Timing: a task with no dependency is dispatched at launch (all such tasks
-// in parallel, time 0); a task with dependencies starts dispatch_cycles after the last of
-// them has ended (the scheduler sees the completion and dispatches). Either way it waits
-// for a free core of its type (the earliest-free core is taken). A write gate is a weaker
-// dependency, for a tensor the task only accumulates into with atomic adds: the task starts
-// as if independent and only its writes into that tensor wait for the earlier task's end.
-// Atomic adds are logged and applied in simulated completion order (a seed shuffles that
-// order, to expose reduction-order effects) before any task that depends on them runs.
+// Contract. Every core of the platform is a core model (a2a3: 24 AIC + 48 AIV, clusters of
+// 1 AIC + 2 AIV). A task with no dependency is ready at launch (time 0); a task with
+// dependencies is ready dispatch_cycles after the last of them ends. A ready task takes the
+// earliest-free core of its kind (a cluster task: the earliest-free whole cluster, running its
+// kernel on the AIC and on both AIVs). Each kernel instance runs on its own fiber; the
+// scheduler always resumes the instance at the earliest simulated time, and an instance hands
+// over before every GM transfer that starts later than another instance's time. So shared
+// resources (HBM, L2) are claimed in simulated-time order, timing never depends on the order
+// kernels happen to execute, and functional results are deterministic. An instance waiting for
+// another core (a cross-core flag, a tile pipe) is suspended until that core acts; when every
+// unfinished instance waits, the run stops with a deadlock report naming each of them.
+//
+// A write gate is a weaker dependency, for a tensor the task only accumulates into with atomic
+// adds: the task starts as if independent and only its writes into that tensor wait for the
+// earlier task's end. Atomic adds are logged and applied in simulated completion order (a seed
+// shuffles it) before any task that depends on them runs. Two instances of different tasks
+// that overlap in simulated time and touch the same GM bytes, one writing (not by atomic add),
+// race: reported with both kernels and lines.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,20 +29,27 @@
 
 namespace pypto {
 
+enum class CoreKind : int { kAiv = 0, kAic = 1, kCluster = 2 };
+
 struct TaskSpec {
   KernelEntry entry;
   std::string name;
   std::vector<int> tensors;  // indices into the run's tensor table, in ABI order
   std::vector<int64_t> scalars;
-  bool cube = false;      // AIC task (else AIV)
-  std::vector<int> deps;  // indices of earlier tasks
+  CoreKind kind = CoreKind::kAiv;
+  std::vector<int> deps;                         // indices of earlier tasks
   std::vector<std::pair<int, int>> write_gates;  // (earlier task, tensor index): writes wait
+  int64_t block_idx = 0, block_num = 1;
 };
 
+// One kernel instance: a task on one core (a cluster task has three).
 struct TaskResult {
   BlockResult block;
-  int core = 0;  // index among the cores of its type
+  int task = 0;
+  int core = 0;  // index among the cores of its kind
   bool cube = false;
+  int cluster = 0;
+  int subblock = 0;  // AIV index inside its cluster (0 on an AIC)
   uint64_t start = 0, end = 0;
 };
 
@@ -43,9 +58,16 @@ struct ScheduleOptions {
   bool hazards_fatal = true;
   bool shuffle_atomics = false;
   uint64_t seed = 0;
+  RunLimits limits;
 };
 
-std::vector<TaskResult> run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                                  const Platform& platform, const ScheduleOptions& options);
+struct ChipResult {
+  std::vector<TaskResult> instances;  // in dispatch order
+  MemoryStats memory;
+  std::vector<std::string> races;  // when not fatal
+};
+
+ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+                     const Platform& platform, const ScheduleOptions& options);
 
 }  // namespace pypto

@@ -98,13 +98,31 @@ void check_same_valid_shape(const TileView& a, const TileView& b, const char* op
   }
 }
 
-void issue_op(int pipe, uint64_t cost, const char* name, const AccessList& accesses,
+OpDesc vector_op(VecClass c, int64_t bytes) {
+  OpDesc d;
+  d.cls = OpClass::kVector;
+  d.vec = c;
+  d.bytes = bytes;
+  return d;
+}
+
+OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes) {
+  OpDesc d;
+  d.cls = c;
+  d.link = link;
+  d.rows = rows;
+  d.row_bytes = row_bytes;
+  d.bytes = rows * row_bytes;
+  return d;
+}
+
+void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr) {
   CoreContext& core = current_core();
   Instr in;
   in.kind = InstrKind::kOp;
   in.pipe = pipe;
-  in.cost = cost;
+  in.op = op;
   in.name = name;
   in.loc = core.loc;
   in.bytes = bytes;

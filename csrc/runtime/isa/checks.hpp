@@ -46,8 +46,13 @@ void check_same_valid_shape(const TileView& a, const TileView& b, const char* op
                             const char* what);
 std::string shape_text(int64_t rows, int64_t cols);
 
-// Issues an op instruction on the current core's timing model.
-void issue_op(int pipe, uint64_t cost, const char* name, const AccessList& accesses,
+// Issues an op instruction on the current core's timing model; `op` says what the cost
+// model prices.
+void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr);
+
+// Descriptions of the common instruction classes.
+OpDesc vector_op(VecClass c, int64_t bytes);
+OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes);
 
 }  // namespace pypto::isa

@@ -8,7 +8,6 @@
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/matmul_f32.hpp"
 #include "runtime/isa/vec_math.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -38,11 +37,12 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
       std::memcpy(out, row.data(), row.size());
     }
   }
-  const Platform& p = current_core().platform;
   AccessList acc;
   acc.add(s.access(false));
   acc.add(w.access(true));
-  issue_op(PYPTO_FIXPIPE, cost::fixpipe(p, w.rows, w.rows * w.row_bytes, p.bw_l0c_to_gm), op, acc,
+  OpDesc store = gm_op(OpClass::kFixpipeGm, Link::kL0cToGm, w.rows, w.row_bytes);
+  store.atomic = atomic_add;
+  issue_op(PYPTO_FIXPIPE, store, op, acc,
            static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
 }
 
@@ -108,6 +108,9 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, con
   accs.add(b.access(false));
   if (accumulate) accs.add(c.access(false));
   accs.add(c.access(true));
-  issue_op(PYPTO_CUBE, cost::matmul(current_core().platform, m, k, n, a.esize), op, accs,
+  OpDesc mad;
+  mad.cls = OpClass::kMatmul;
+  mad.m = m, mad.k = k, mad.n = n, mad.in_esize = a.esize;
+  issue_op(PYPTO_CUBE, mad, op, accs,
            static_cast<uint64_t>(m * n * k), c.addr);
 }

@@ -7,7 +7,6 @@
 #include "runtime/isa/cube.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -85,14 +84,20 @@ void relayout(const TileView& d, const TileView& s) {
   }
 }
 
-uint64_t move_cost(const Route& r, const Platform& p, const TileView& d, const TileView& s) {
-  switch (r.pipe) {
-    case PYPTO_VECTOR: return cost::vector(p, p.vec_unary, s.valid_bytes());
-    case PYPTO_MTE1:
-      return cost::local_transfer(p, d.mem == PYPTO_RIGHT ? p.bw_l1_to_l0b : p.bw_l1_to_l0a, s.valid_bytes());
-    case PYPTO_FIXPIPE: return cost::fixpipe(p, s.valid_rows, d.valid_bytes(), p.bw_l0c_to_gm);
-    default: return cost::local_transfer(p, p.bw_ub_to_gm, s.valid_bytes());
+OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
+  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kUnary, s.valid_bytes());
+  OpDesc o;
+  o.cls = OpClass::kLocalMove;
+  o.bytes = s.valid_bytes();
+  o.link = Link::kUbToGm;  // Vec -> Mat (a5) runs at the UB write-out bandwidth
+  if (r.pipe == PYPTO_MTE1) o.link = d.mem == PYPTO_RIGHT ? Link::kL1ToL0b : Link::kL1ToL0a;
+  if (r.pipe == PYPTO_FIXPIPE) {
+    o.cls = OpClass::kFixpipe;
+    o.link = Link::kL0cToGm;
+    o.rows = s.valid_rows;
+    o.bytes = d.valid_bytes();
   }
+  return o;
 }
 
 }  // namespace
@@ -120,5 +125,5 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));
-  issue_op(route->pipe, move_cost(*route, p, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  issue_op(route->pipe, move_op(*route, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }

@@ -5,7 +5,6 @@
 #include "runtime/isa/checks.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -42,7 +41,7 @@ void check_vector_shape(const TileView& v, int64_t rows, int64_t cols, const cha
   }
 }
 
-void issue(const char* op, uint64_t cost, const TileView& d, std::initializer_list<const TileView*> in,
+void issue(const char* op, const OpDesc& cost, const TileView& d, std::initializer_list<const TileView*> in,
            int64_t bytes) {
   AccessList acc;
   for (const TileView* t : in) acc.add(t->access(false));
@@ -77,8 +76,11 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   acc.add(s.access(false));
   acc.add(t.access(true));
   acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, cost::row_reduce(current_core().platform, s.valid_bytes(), s.valid_rows),
-           op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  OpDesc rr;
+  rr.cls = OpClass::kRowReduce;
+  rr.bytes = s.valid_bytes();
+  rr.rows = s.valid_rows;
+  issue_op(PYPTO_VECTOR, rr, op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }
 
 static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_tile* a,
@@ -104,8 +106,7 @@ static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_
     check_vector_shape(y, 1, x.valid_cols, op);
     for (int64_t r = 0; r < x.valid_rows; ++r) vm::binary(opc, d.dtype, d.row(r), x.row(r), y.row(0), n);
   }
-  const Platform& p = current_core().platform;
-  issue(op, cost::vector(p, opc == PYPTO_DIV ? p.vec_div : p.vec_binary, d.valid_bytes()), d, {&x, &y},
+  issue(op, vector_op(opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary, d.valid_bytes()), d, {&x, &y},
         d.valid_bytes());
 }
 

@@ -1,6 +1,5 @@
 // set_flag / wait_flag / pipe_barrier, source locations and block ids.
 #include "runtime/isa/checks.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -12,7 +11,7 @@ void issue_sync(InstrKind kind, int pipe, const char* name, int src, int dst, in
   Instr in;
   in.kind = kind;
   in.pipe = pipe;
-  in.cost = cost::sync(core.platform);
+  in.op.cls = OpClass::kSync;
   in.name = name;
   in.loc = core.loc;
   in.flag_src = src;

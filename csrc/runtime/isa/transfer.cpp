@@ -10,7 +10,6 @@
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "runtime/isa/cube.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -73,12 +72,11 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
   GmWindow w = check_window(src, row0, col0, d, op);
   copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes);
-  const Platform& p = current_core().platform;
-  double bw = d.mem == PYPTO_VEC ? p.bw_gm_to_ub : p.bw_gm_to_l1;
+  const Link link = d.mem == PYPTO_VEC ? Link::kGmToUb : Link::kGmToL1;
   AccessList acc;
   acc.add(w.access(false));
   acc.add(d.access(true));
-  issue_op(PYPTO_MTE2, cost::gm_transfer(p, bw, w.rows, w.row_bytes), op, acc,
+  issue_op(PYPTO_MTE2, gm_op(OpClass::kGmRead, link, w.rows, w.row_bytes), op, acc,
            static_cast<uint64_t>(w.rows * w.row_bytes), d.addr);
 }
 
@@ -110,10 +108,11 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
       copy_rows(w.data, w.stride_bytes, s.data, pitch, w.rows, w.row_bytes);
     }
   }
-  const Platform& p = current_core().platform;
   AccessList acc;
   acc.add(s.access(false));
   acc.add(w.access(true));
-  issue_op(PYPTO_MTE3, cost::gm_transfer(p, p.bw_ub_to_gm, w.rows, w.row_bytes), op, acc,
+  OpDesc store = gm_op(OpClass::kGmWrite, Link::kUbToGm, w.rows, w.row_bytes);
+  store.atomic = atomic_add != 0;
+  issue_op(PYPTO_MTE3, store, op, acc,
            static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
 }

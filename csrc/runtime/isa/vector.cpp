@@ -4,7 +4,6 @@
 #include "runtime/isa/checks.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
-#include "simulator/cost_model.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -19,10 +18,10 @@ const char* unary_name(int op) {
   return names[op];
 }
 
-const VecCost& unary_cost(const Platform& p, int op) {
-  if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return p.vec_exp;
-  if (op == PYPTO_RECIP) return p.vec_div;
-  return p.vec_unary;
+VecClass unary_class(int op) {
+  if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
+  if (op == PYPTO_RECIP) return VecClass::kDiv;
+  return VecClass::kUnary;
 }
 
 // Calls fn(dst_row, a_row, b_row, n) over the valid region: once when rows are full.
@@ -42,13 +41,13 @@ void check_op(bool ok, const char* op, int dtype) {
   if (!ok) fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
 }
 
-void issue_vector(const char* op, const VecCost& c, const TileView& d, const TileView* a,
+void issue_vector(const char* op, VecClass c, const TileView& d, const TileView* a,
                   const TileView* b, int64_t bytes) {
   AccessList acc;
   if (a) acc.add(a->access(false));
   if (b) acc.add(b->access(false));
   acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, cost::vector(current_core().platform, c, bytes), op, acc,
+  issue_op(PYPTO_VECTOR, vector_op(c, bytes), op, acc,
            static_cast<uint64_t>(bytes), d.addr);
 }
 
@@ -69,8 +68,7 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
     vm::binary(opc, d.dtype, o, p, q, n);
   });
-  const Platform& pl = current_core().platform;
-  issue_vector(op, opc == PYPTO_DIV ? pl.vec_div : pl.vec_binary, d, &x, &y, d.valid_bytes());
+  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary, d, &x, &y, d.valid_bytes());
 }
 
 extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
@@ -85,8 +83,7 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
   for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
     vm::binary_scalar(opc, d.dtype, o, p, s, n);
   });
-  const Platform& pl = current_core().platform;
-  issue_vector(op, opc == PYPTO_DIV ? pl.vec_div : pl.vec_unary, d, &x, nullptr, d.valid_bytes());
+  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary, d, &x, nullptr, d.valid_bytes());
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
@@ -100,7 +97,7 @@ extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_til
   for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
     vm::unary(opc, d.dtype, o, p, n);
   });
-  issue_vector(op, unary_cost(current_core().platform, opc), d, &x, nullptr, d.valid_bytes());
+  issue_vector(op, unary_class(opc), d, &x, nullptr, d.valid_bytes());
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
@@ -109,7 +106,7 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
     vm::fill(d.dtype, o, value, n);
   });
-  issue_vector(op, current_core().platform.vec_unary, d, nullptr, nullptr, d.valid_bytes());
+  issue_vector(op, VecClass::kUnary, d, nullptr, nullptr, d.valid_bytes());
 }
 
 extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
@@ -127,5 +124,5 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
     vm::convert(d.dtype, o, s.dtype, p, n, round_mode);
   });
   int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
-  issue_vector(op, current_core().platform.vec_cvt, d, &s, nullptr, bytes);
+  issue_vector(op, VecClass::kCvt, d, &s, nullptr, bytes);
 }

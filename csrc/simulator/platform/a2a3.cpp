@@ -54,6 +54,24 @@ Platform make_a2a3sim() {
   p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // SPEC §12: ~0.8 us per task
   p.recommended_transfer_bytes = 512;        // SPEC §7: PH001 threshold on a2a3
   p.vec_mat_routes = 0;                      // SPEC §6: no Vec->Mat / Acc->Vec on a2a3
+  // Vendor spec sheets for 910B-class parts: 64 GB HBM2e at about 1.6 TB/s, i.e.
+  // 1.6e12 / 1.85e9 = ~865 B/cycle shared by every core.
+  p.hbm_bytes_per_cycle = 865;
+  // Public die analyses of 910B-class parts: 192 MB of L2. assumption: 16-way LRU.
+  p.l2_bytes = int64_t{192} << 20;
+  p.l2_line_bytes = 512;  // SPEC §7/§12: L2 cache line = 512 B
+  p.l2_ways = 16;
+  // assumption: the L2 serves hits at about four times HBM bandwidth (on-die SRAM); no public
+  // device figure.
+  p.l2_bytes_per_cycle = 3460;
+  // assumption: no device figure separates hit and miss latency; a hit pays the same first-beat
+  // lead as a miss, so the L2 shows through bandwidth (hits do not draw on HBM) until calibrated.
+  p.l2_hit_latency_cycles = 30;
+  // assumption: 8 cross-core flag ids per direction per peer, as the intra-core event ids
+  // (AscendC's CrossCoreSetFlag takes ids 0-15 shared by both directions).
+  p.cross_flag_ids = 8;
+  // assumption: a tile pipe rings 2 slots (double buffering between producer and consumer).
+  p.tpipe_slots = 2;
   return p;
 }
 

@@ -18,6 +18,10 @@ Platform make_a5sim() {
   p.vec_mat_routes = 1;                // SPEC §6: a5 adds Vec->Mat and Acc->Vec
   // SPEC §12: fp32 matmul takes 8 passes per fractal on a5.
   p.cube_cpr_fp32 = 8;
+  // assumption: a5's memory system scales with its core count (36 / 24 of a2a3's HBM
+  // bandwidth); L2 size, lines and latencies as a2a3 until public figures exist.
+  p.hbm_bytes_per_cycle = 865.0 * 36 / 24;
+  p.l2_bytes_per_cycle = 3460.0 * 36 / 24;
   return p;
 }
 

@@ -42,6 +42,15 @@ struct Platform {
   double task_dispatch_cycles;
   int64_t recommended_transfer_bytes;  // PH001 threshold
   int vec_mat_routes;                  // 1 when Vec->Mat and Acc->Vec moves exist (a5)
+  // Memory system shared by all cores (memory_system.hpp).
+  double hbm_bytes_per_cycle;  // HBM bandwidth for L2 misses
+  int64_t l2_bytes, l2_line_bytes;
+  int l2_ways;
+  double l2_bytes_per_cycle;     // L2 bandwidth for hits
+  double l2_hit_latency_cycles;  // lead of a transfer whose lines all hit
+  // Cross-core synchronisation inside a cluster (1 AIC + aiv_cores / aic_cores AIVs).
+  int cross_flag_ids;  // flag ids per direction per peer
+  int tpipe_slots;     // ring depth of a tile pipe
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -66,7 +75,11 @@ struct Platform {
   X(fixpipe_base_cycles, fixpipe_base_cycles) X(fixpipe_per_row_cycles, fixpipe_per_row_cycles) \
   X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                    \
   X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                      \
-  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)
+  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)  \
+  X(hbm_bytes_per_cycle, hbm_bytes_per_cycle) X(l2_bytes, l2_bytes)                          \
+  X(l2_line_bytes, l2_line_bytes) X(l2_ways, l2_ways) X(l2_bytes_per_cycle, l2_bytes_per_cycle) \
+  X(l2_hit_latency_cycles, l2_hit_latency_cycles) X(cross_flag_ids, cross_flag_ids)          \
+  X(tpipe_slots, tpipe_slots)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

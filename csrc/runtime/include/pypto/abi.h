@@ -121,6 +121,22 @@ int64_t pypto_slot_address(int64_t base, int64_t index, int32_t slots, int64_t s
 int64_t pypto_block_idx(void);
 int64_t pypto_block_num(void);
 
+// Cluster kernels: launched on one AIC and its AIVs together (run_kernel(core="cluster")).
+// Inside a cluster, cores are peers: an AIC addresses AIV `peer` (0, 1 on a2a3), an AIV its
+// AIC as peer 0.
+int32_t pypto_core_kind(void);     // 1 on the AIC, 0 on an AIV
+int32_t pypto_subblock_idx(void);  // the AIV's index in its cluster (0 on the AIC)
+// Cross-core flags: `pipe` of this core sets flag `id` toward `peer` when it reaches the set;
+// a wait blocks `pipe` until the peer's matching set (each set is consumed by one wait).
+void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id);
+void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id);
+// Tile pipes: push a tile into the ring toward `peer` (AIC: an Acc tile; AIV: a Vec tile),
+// pop the oldest tile from `peer`'s ring into `dst` (AIC: Mat; AIV: Vec), free the oldest
+// popped slot so the producer may reuse it.
+void pypto_tpush(int32_t peer, const pypto_tile* src);
+void pypto_tpop(int32_t peer, const pypto_tile* dst);
+void pypto_tfree(int32_t peer);
+
 #ifdef __cplusplus
 }
 #endif

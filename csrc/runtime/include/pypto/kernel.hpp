@@ -184,4 +184,18 @@ inline void pipe_barrier(Pipe pipe) { pypto_pipe_barrier(pipe); }
 inline int64_t get_block_idx() { return pypto_block_idx(); }
 inline int64_t get_block_num() { return pypto_block_num(); }
 
+// ---- cluster kernels: one AIC and its AIVs working together ---------------------------
+inline bool is_aic() { return pypto_core_kind() == 1; }
+inline int32_t get_subblockid() { return pypto_subblock_idx(); }
+inline void cross_set_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_set(peer, pipe, id); }
+inline void cross_wait_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_wait(peer, pipe, id); }
+// AIC side (peer = the AIV's index) ...
+inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv) { pypto_tpush(aiv, &src); }
+inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv) { pypto_tpop(aiv, &dst); }
+inline void TFREE_TO_AIV(int32_t aiv) { pypto_tfree(aiv); }
+// ... and AIV side (the peer is its AIC).
+inline void TPUSH_TO_AIC(const Tile& src) { pypto_tpush(0, &src); }
+inline void TPOP_FROM_AIC(const Tile& dst) { pypto_tpop(0, &dst); }
+inline void TFREE_TO_AIC() { pypto_tfree(0); }
+
 }  // namespace pypto

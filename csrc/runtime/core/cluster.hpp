@@ -1,0 +1,49 @@
+// Cross-core state of one cluster launch (1 AIC + its AIVs): flags and tile pipes.
+//
+// Cores are numbered inside the cluster: 0 = the AIC, 1 + v = AIV v. A flag (src, dst, id)
+// counts sets; each wait consumes one, at the time that set's instruction ended. A tile pipe
+// (src, dst) is a ring of platform.tpipe_slots slots: a push waits for a free slot, copies the
+// tile in and marks the slot ready when its transfer ends; a pop waits for a ready slot and
+// copies it out; a free returns the oldest popped slot. On a platform without the Acc -> Vec
+// route (a2a3) the ring lives in GM — a buffer of the memory system, so pushes and pops cost
+// GM traffic; otherwise in the consumer's buffer.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "pypto/abi.h"
+#include "simulator/memory_system.hpp"
+#include "simulator/platform/platform.hpp"
+
+namespace pypto {
+
+struct RingSlot {
+  std::vector<uint8_t> bytes;      // the tile's valid region, row-major
+  pypto_tile shape{};              // dtype and valid shape of the pushed tile
+  uint64_t ready_at = UINT64_MAX;  // absolute end of the push (UINT64_MAX: not scheduled yet)
+  uint64_t popped_at = UINT64_MAX;
+};
+
+struct Ring {
+  std::deque<RingSlot> slots;  // every push, in order (a freed slot keeps its times only)
+  uint64_t pushed = 0, popped = 0, freed = 0;
+  std::deque<uint64_t> free_at;   // absolute time slot i (in push order) was freed
+  std::unique_ptr<uint8_t[]> gm;  // a2a3: the ring's GM storage
+  int64_t slot_bytes = 0;
+};
+
+struct Cluster {
+  Cluster(const Platform& p, MemorySystem& m) : platform(p), memory(m) {}
+
+  // Flag sets in order: the absolute time each set's instruction ended.
+  std::map<std::tuple<int, int, int>, std::deque<uint64_t>> flags;
+  std::map<std::pair<int, int>, Ring> rings;
+  const Platform& platform;
+  MemorySystem& memory;
+};
+
+}  // namespace pypto

@@ -1,0 +1,117 @@
+#include "simulator/memory_system.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace pypto {
+namespace {
+
+uint64_t* zeroed(size_t n) {
+  void* p = std::calloc(n, sizeof(uint64_t));
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<uint64_t*>(p);
+}
+
+}  // namespace
+
+void MemorySystem::Free::operator()(uint64_t* p) const { std::free(p); }
+
+MemorySystem::MemorySystem(const Platform& p)
+    : platform_(p), line_bytes_(std::max<int64_t>(p.l2_line_bytes, 1)) {
+  ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
+  sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
+  tags_.reset(zeroed(sets_ * ways_));
+  stamps_.reset(zeroed(sets_ * ways_));
+}
+
+void MemorySystem::add_buffer(const void* base, int64_t bytes) {
+  const auto lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(base));
+  buffers_.push_back({lo, lo + bytes, static_cast<uint64_t>(buffers_.size() + 1)});
+}
+
+uint64_t MemorySystem::canonical(int64_t host) const {
+  for (const Buffer& b : buffers_) {
+    if (host >= b.lo && host < b.hi) return (b.tag << 40) + static_cast<uint64_t>(host - b.lo);
+  }
+  return static_cast<uint64_t>(host);  // an unregistered buffer: tagged by its address
+}
+
+bool MemorySystem::lookup(uint64_t line) {
+  const uint64_t tag = line + 1;
+  const size_t set = static_cast<size_t>((line * 0x9E3779B97F4A7C15ull) >> 20) % sets_;
+  uint64_t* tags = tags_.get() + set * ways_;
+  uint64_t* stamps = stamps_.get() + set * ways_;
+  size_t victim = 0;
+  for (size_t w = 0; w < ways_; ++w) {
+    if (tags[w] == tag) {
+      stamps[w] = ++clock_;
+      return true;
+    }
+    if (stamps[w] < stamps[victim]) victim = w;
+  }
+  tags[victim] = tag;
+  stamps[victim] = ++clock_;
+  return false;
+}
+
+// The share of the lines a window touches that the L2 already holds (each row's lines are
+// looked up once; a line shared by consecutive rows counts once).
+double MemorySystem::hit_fraction(const Access& gm) {
+  uint64_t hits = 0, total = 0, last = UINT64_MAX;
+  const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
+  for (int64_t r = 0; r < gm.rows; ++r) {
+    const uint64_t lo = canonical(gm.base + r * gm.stride);
+    const uint64_t first = lo >> shift,
+                   end = (lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
+    for (uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1); line <= end;
+         ++line) {
+      hits += lookup(line) ? 1 : 0;
+      ++total;
+      last = line;
+    }
+  }
+  stats_.l2_hits += hits;
+  stats_.l2_misses += total - hits;
+  return total ? static_cast<double>(hits) / static_cast<double>(total) : 0.0;
+}
+
+double& MemorySystem::used(std::vector<double>& v, size_t bucket) {
+  if (bucket >= v.size()) v.resize(std::max(bucket + 1, v.size() * 2), 0.0);
+  return v[bucket];
+}
+
+double MemorySystem::transfer(double start, double lead_miss, double lead_hit, double port_bw,
+                              const Access& gm) {
+  const double bytes = static_cast<double>(gm.rows * gm.row_bytes);
+  if (bytes <= 0 || port_bw <= 0) return lead_miss;
+  const double hit = hit_fraction(gm), miss = 1.0 - hit;
+  const double lead = hit >= 1.0 ? lead_hit : lead_miss, t0 = start + lead;
+  stats_.hbm_bytes += bytes * miss;
+  stats_.l2_bytes += bytes * hit;
+  const double hbm_cap = platform_.hbm_bytes_per_cycle * kBucketCycles;
+  const double l2_cap = platform_.l2_bytes_per_cycle * kBucketCycles;
+  double left = bytes, t = t0;
+  bool stalled = false;
+  while (left > 0) {
+    const auto b = static_cast<size_t>(t / kBucketCycles);
+    const double span = static_cast<double>(b + 1) * kBucketCycles - t;
+    double& hbm = used(hbm_used_, b);
+    double& l2 = used(l2_used_, b);
+    double can = port_bw * span;
+    if (miss > 0) can = std::min(can, std::max(hbm_cap - hbm, 0.0) / miss);
+    if (hit > 0) can = std::min(can, std::max(l2_cap - l2, 0.0) / hit);
+    stalled = stalled || can < port_bw * span;
+    const double moved = std::min(can, left);
+    hbm += moved * miss;
+    l2 += moved * hit;
+    left -= moved;
+    // The last piece ends part-way through the bucket, at the rate the bucket allowed.
+    t = left > 0 ? t + span : t + (can > 0 ? span * moved / can : 0);
+  }
+  if (!stalled) return lead + bytes / port_bw;  // exactly the port figure when nothing was shared
+  ++stats_.stalled_transfers;
+  return lead + (t - t0);
+}
+
+}  // namespace pypto

@@ -1,0 +1,70 @@
+// The chip's memory system: every GM access of every core goes through one object.
+//
+// Contract. A transfer's data phase runs at its core's port bandwidth (the per-route figures
+// of the platform table) unless shared resources are saturated: bytes that miss the L2 draw
+// on one HBM bandwidth, bytes that hit draw on one L2 bandwidth, both shared by all cores.
+// Time is cut into buckets of kBucketCycles; a transfer takes, bucket by bucket, what its port
+// can move and what the shared budgets still hold, so a core alone (whose port is narrower
+// than HBM) always gets exactly bytes / port bandwidth. Budgets are claimed in the order the
+// chip scheduler presents transfers, which is simulated-time order.
+//
+// The L2 is set-associative with LRU replacement over lines of l2_line_bytes. Lines are
+// tagged by (buffer, offset), never by host address, so timing does not depend on where the
+// host allocator put an array. A line being filled counts as present (the miss is merged).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "simulator/hazard.hpp"
+#include "simulator/platform/platform.hpp"
+
+namespace pypto {
+
+struct MemoryStats {
+  uint64_t l2_hits = 0, l2_misses = 0;  // line lookups
+  double hbm_bytes = 0, l2_bytes = 0;   // bytes served by each
+  uint64_t stalled_transfers = 0;       // transfers slowed by a shared budget
+};
+
+class MemorySystem {
+ public:
+  static constexpr double kBucketCycles = 64;
+
+  explicit MemorySystem(const Platform& p);
+
+  // Registers a GM buffer: its lines are tagged by the buffer's registration order.
+  void add_buffer(const void* base, int64_t bytes);
+  // Cycles from a transfer's start (absolute cycle `start`) to its last data beat: the lead
+  // (`lead_hit` when every line hits, else `lead_miss`) and the data phase at `port_bw` B/cycle.
+  double transfer(double start, double lead_miss, double lead_hit, double port_bw,
+                  const Access& gm);
+
+  const MemoryStats& stats() const { return stats_; }
+
+ private:
+  struct Buffer {
+    int64_t lo, hi;
+    uint64_t tag;
+  };
+  uint64_t canonical(int64_t host) const;
+  double hit_fraction(const Access& gm);
+  bool lookup(uint64_t line);  // true on a hit; a miss installs the line
+  static double& used(std::vector<double>& v, size_t bucket);
+
+  const Platform& platform_;
+  std::vector<Buffer> buffers_;
+  int64_t line_bytes_;
+  size_t sets_, ways_;
+  // sets_ x ways_ entries (tag 0 = empty), calloc'd: only the pages a run touches are ever
+  // backed, so a small kernel does not pay for a 192 MiB L2's tag array.
+  struct Free {
+    void operator()(uint64_t* p) const;
+  };
+  std::unique_ptr<uint64_t[], Free> tags_, stamps_;
+  uint64_t clock_ = 0;
+  std::vector<double> hbm_used_, l2_used_;  // bytes claimed per bucket
+  MemoryStats stats_;
+};
+
+}  // namespace pypto

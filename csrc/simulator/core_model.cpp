@@ -217,3 +217,12 @@ void CoreModel::finish() {
 }
 
 }  // namespace pypto
+
+namespace pypto {
+
+std::atomic<bool>& interrupt_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+}  // namespace pypto

@@ -1,13 +1,11 @@
 // Ctrl-C during a native run: the binding's SIGINT handler raises this flag; core models check
-// it as instructions issue and stop the run with SimError(kInterrupted).
+// it as instructions issue and stop the run with SimError(kInterrupted). Defined once in
+// libpypto_sim, so the bindings and the simulator see the same flag.
 #pragma once
 #include <atomic>
 
 namespace pypto {
 
-inline std::atomic<bool>& interrupt_flag() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
+std::atomic<bool>& interrupt_flag();
 
 }  // namespace pypto

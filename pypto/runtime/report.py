@@ -174,8 +174,6 @@ def _summed(platform: str, clock_hz: float, tasks: list[TaskReport], cycles: int
     )
 
 
-
-
 def busy_union(intervals: list[tuple[int, int]]) -> np.ndarray:
     """Sorted, merged intervals (helper for overlap checks)."""
     merged: list[list[int]] = []

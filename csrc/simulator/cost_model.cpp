@@ -42,4 +42,8 @@ uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double band
   return cycles(p.fixpipe_base_cycles + std::max(drain, static_cast<double>(out_bytes) / bandwidth));
 }
 
+uint64_t transpose(const Platform& p, int64_t bytes, int64_t rows) {
+  return 2 * vector(p, p.vec_unary, bytes) + cycles(p.vec_unary.per_repeat * static_cast<double>(rows));
+}
+
 }  // namespace pypto::cost

@@ -20,5 +20,8 @@ uint64_t sync(const Platform& p);
 uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_esize);
 // FIXPIPE out of L0C: drain base + the larger of the per-row drain and bytes / bandwidth.
 uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth);
+// Tile transpose on VECTOR: assumption (no public per-op figure): two passes at the unary
+// copy rate (gather + write back) plus one repeat per source row for the row scatter.
+uint64_t transpose(const Platform& p, int64_t bytes, int64_t rows);
 
 }  // namespace pypto::cost

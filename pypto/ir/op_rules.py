@@ -179,11 +179,6 @@ def cast_rule(b: Bound) -> Type:
     return _like(x, x.shape, b.literal("dtype"))  # type: ignore[arg-type]
 
 
-def fillpad_rule(b: Bound) -> Type:
-    x = b.array("x")
-    return _like(x, x.shape, x.dtype)
-
-
 # --- row / column -------------------------------------------------------------------------------
 def row_reduce_rule(b: Bound) -> Type:
     x, tmp = b.array("x"), b.array("tmp")
@@ -216,12 +211,36 @@ def col_expand_rule(b: Bound) -> Type:
 
 
 # --- shape -----------------------------------------------------------------------------------------
+_ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
+
+
 def reshape_rule(b: Bound) -> Type:
     x = b.array("x")
     shape = b.ints("shape") or ()
     if math.prod(shape) != math.prod(x.shape):
-        raise b.fail(f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)}")
+        raise b.fail(
+            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
+            f"({math.prod(shape)} elements): a reshape keeps the element count"
+        )
+    if isinstance(x, TileType) and len(shape) > 2:
+        raise b.fail(f"tiles have at most 2 dims, got shape {list(shape)}")
+    _need_space(b, "x", _ROW_MAJOR)
     return _like(x, shape, x.dtype)
+
+
+def transpose_rule(b: Bound) -> Type:
+    x = b.array("x")
+    rank = len(x.shape)
+    axes = []
+    for name in ("axis1", "axis2"):
+        a = b.literal(name)
+        if not isinstance(a, int) or not -rank <= a < rank:
+            raise b.fail(f"`{name}` must be an axis of a rank-{rank} value, got {a!r}")
+        axes.append(a % rank)
+    shape = list(x.shape)
+    shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
+    _need_space(b, "x", VEC)
+    return _like(x, tuple(shape), x.dtype)
 
 
 def concat_rule(b: Bound) -> Type:
@@ -231,6 +250,8 @@ def concat_rule(b: Bound) -> Type:
     _need_same_dtype(b, "lhs", "rhs")
     if lhs.shape[0] != rhs.shape[0]:
         raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
+    _need_space(b, "lhs", VEC)
+    _need_space(b, "rhs", VEC)
     return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
 
 
@@ -242,19 +263,73 @@ def slice_rule(b: Bound) -> Type:
     for d, (n, full) in enumerate(zip(shape, x.shape)):
         if n > full:
             raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
+    _need_space(b, "x", frozenset(MemorySpace) - {MemorySpace.DDR, MemorySpace.Bias})
     return _like(x, shape, x.dtype)
+
+
+# Windowed moves (TEXTRACT / TINSERT): source space → destination spaces.
+WINDOW_ROUTES = {
+    MemorySpace.Mat: frozenset({MemorySpace.Left, MemorySpace.Right}),
+    MemorySpace.Acc: frozenset({MemorySpace.Mat, MemorySpace.Vec}),
+    MemorySpace.Vec: frozenset({MemorySpace.Vec, MemorySpace.Mat}),
+}
+
+
+def _route_text() -> str:
+    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, ds in WINDOW_ROUTES.items() for d in sorted(ds))
+
+
+def extract_rule(b: Bound) -> Type:
+    src = b.array("src")
+    shape = b.ints("shape") or ()
+    target = b.literal("target_memory")
+    _need_rank(b, "src", 2)
+    if len(shape) != 2:
+        raise b.fail(f"`shape` must have 2 entries, got {list(shape)}")
+    if target not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore[union-attr]
+        where = src.memory.dsl_name if src.memory else "an unplaced tile"  # type: ignore[union-attr]
+        raise b.fail(f"no windowed move from {where} to {target}; routes: {_route_text()}")
+    for d, (n, full) in enumerate(zip(shape, src.shape)):
+        if n > full:
+            raise b.fail(f"window size {n} on dim {d} exceeds the source size {full}")
+    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
 
 
 def assemble_rule(b: Bound) -> Type:
     dst_name = "dst" if "dst" in b.args else "target"
     dst, src = b.array(dst_name), b.array("src")
-    _need_same_dtype(b, dst_name, "src")
+    from_acc = getattr(src, "memory", None) is MemorySpace.Acc
+    if not (from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")):  # FIXPIPE narrows out of Acc
+        _need_same_dtype(b, dst_name, "src")
     if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
         raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
     for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
         if n > full:
             raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
-    return dst if isinstance(dst, TensorType) else TileType(dst.shape, dst.dtype, dst.memory)
+    if isinstance(dst, TensorType):
+        return dst
+    if isinstance(src, TileType) and dst.memory not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore
+        raise b.fail(
+            f"cannot assemble a {src.memory.dsl_name if src.memory else '?'} tile into a "
+            f"{dst.memory.dsl_name if dst.memory else '?'} tile; routes: {_route_text()}"
+        )
+    return TileType(dst.shape, dst.dtype, dst.memory)
+
+
+def fillpad_rule(b: Bound) -> Type:
+    x = b.array("x")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, x.dtype)
+
+
+def set_validshape_rule(b: Bound) -> Type:
+    x = b.array("x")
+    _need_rank(b, "x", 2)
+    for name, full in zip(("valid_rows", "valid_cols"), x.shape):
+        v = b.literal(name)
+        if isinstance(v, int) and not 0 <= v <= full:
+            raise b.fail(f"`{name}` = {v} is outside 0..{full} for a tile of shape {list(x.shape)}")
+    return _like(x, x.shape, x.dtype)
 
 
 # --- cube ---------------------------------------------------------------------------------------------

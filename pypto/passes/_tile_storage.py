@@ -42,6 +42,10 @@ INPLACE: dict[str, frozenset[str]] = {
     "tile.matmul_acc": frozenset({"acc"}),
 }
 
+# Ops whose result *is* the named operand's storage (views, and writes into a window of it):
+# the planner puts both in one buffer and never lets them clash.
+VIEWS: dict[str, str] = {"tile.reshape": "x", "tile.set_validshape": "x", "tile.assemble": "dst"}
+
 
 def is_tile(v: object) -> bool:
     return isinstance(v, Var) and isinstance(v.type, TileType)
@@ -206,7 +210,10 @@ class Liveness:
         if not isinstance(s.value, Call):
             return
         ok = INPLACE.get(s.value.op, frozenset())
+        view = VIEWS.get(s.value.op)
         for p, a in zip(get_op(s.value.op).params, s.value.args):
+            if p.name == view:
+                continue
             if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):
                 self._defined(s.var.name, {self.canon(a.name)})
 

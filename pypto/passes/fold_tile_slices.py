@@ -56,7 +56,9 @@ class _Folder:
         if isinstance(s, For):
             return dataclasses.replace(s, body=self.block(s.body))
         if isinstance(s, If):
-            return dataclasses.replace(s, then_body=self.block(s.then_body), else_body=self.block(s.else_body))
+            return dataclasses.replace(
+                s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
+            )
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move":
             src = s.value.arg("tile")
             if isinstance(src, Var) and src.name in self.slices:

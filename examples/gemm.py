@@ -50,9 +50,10 @@ def make_gemm(m: int, n: int, k: int):
                         a_l1 = pl.load(a, [m0, ko * KL1], [BM, KL1], target_memory=pl.Mem.Mat)
                         b_l1 = pl.load(b, [ko * KL1, n0], [KL1, BN], target_memory=pl.Mem.Mat)
                         for ki in pl.pipeline(K_PER_LOAD, stage=2):
-                            a_l0 = pl.move(a_l1[:, ki * BK : ki * BK + BK], target_memory=pl.Mem.Left)
-                            b_l0 = pl.move(b_l1[ki * BK : ki * BK + BK, :], target_memory=pl.Mem.Right)
-                            if ko + ki == 0:
+                            k0 = ki * BK
+                            a_l0 = pl.move(a_l1[:, k0 : k0 + BK], target_memory=pl.Mem.Left)
+                            b_l0 = pl.move(b_l1[k0 : k0 + BK, :], target_memory=pl.Mem.Right)
+                            if ko + ki == 0:  # noqa: SIM108 - a kernel branch, not a value
                                 acc = pl.matmul(a_l0, b_l0)
                             else:
                                 acc = pl.matmul_acc(acc, a_l0, b_l0)

@@ -8,7 +8,8 @@ innermost first:
   ``F * step``; clone ``k`` sees ``i + k * step`` and has its own names, so each clone's tiles
   get their own storage. Loads (and the index arithmetic they need) of every clone are
   moved ahead of all compute in the replicated body, so clone k+1's load overlaps clone k's
-  compute. L1 → L0 feeds (a move or extract out of a Mat tile, on MTE1) count as loads. A load from a tensor the body also writes stays in place.
+  compute. L1 → L0 feeds (a move or extract out of a Mat tile, on MTE1) count as loads.
+  A load from a tensor the body also writes stays in place.
 * static bounds: the trip count ``n`` is known; ``n % F`` leftover clones follow the loop as
   straight-line code (also loads first).
 * dynamic bounds: the loop end is computed (``start + (stop - start) // (F*step) * F*step``)

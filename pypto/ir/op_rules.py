@@ -292,7 +292,30 @@ def extract_rule(b: Bound) -> Type:
     for d, (n, full) in enumerate(zip(shape, src.shape)):
         if n > full:
             raise b.fail(f"window size {n} on dim {d} exceeds the source size {full}")
+    _check_fractal_offsets(b, src)  # type: ignore[arg-type]
     return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+
+
+def fractal_grid(t: TileType) -> tuple[int, int]:
+    """The grid a window of a tile must start on: L1 holds 16 x c0 fractals (c0 = 32 B per
+    element size), L0C 16 x 16; row-major Vec has none."""
+    if t.memory is MemorySpace.Mat:
+        return 16, max(1, 32 // t.dtype.itemsize)
+    if t.memory is MemorySpace.Acc:
+        return 16, 16
+    return 1, 1
+
+
+def _check_fractal_offsets(b: Bound, src: TileType) -> None:
+    """Compile-time offsets off the fractal grid (run-time ones are checked by the ISA)."""
+    grid = fractal_grid(src)
+    for name, step, axis in (("index_row", grid[0], "row"), ("index_col", grid[1], "column")):
+        off = b.literal(name)
+        if isinstance(off, int) and off % step:
+            raise b.fail(
+                f"{axis} offset {off} is not on the {grid[0]} x {grid[1]} fractal grid of a "
+                f"{src.memory.dsl_name} {src.dtype} tile: {axis} offsets must be multiples of {step}"  # type: ignore
+            )
 
 
 def assemble_rule(b: Bound) -> Type:

@@ -88,8 +88,8 @@ def _forced_groups(fn: Function, groups: Groups) -> None:
             if is_tile(src) and is_tile(node.var):
                 what = f"pl.{node.value.op.removeprefix('tile.')}"
                 why = (
-                    f"{what} returns {src.name!r}'s own storage, so {src.name!r} cannot be used "
-                    "after this call (use the result instead)"
+                    f"{what} returns {src.name!r}'s own storage, so {src.name!r} cannot be "
+                    "written after this call, nor used after it when the call writes (use the result)"
                 )
                 _force(groups, node.var.name, src.name, node.span, why)
 

@@ -45,6 +45,7 @@ INPLACE: dict[str, frozenset[str]] = {
 # Ops whose result *is* the named operand's storage (views, and writes into a window of it):
 # the planner puts both in one buffer and never lets them clash.
 VIEWS: dict[str, str] = {"tile.reshape": "x", "tile.set_validshape": "x", "tile.assemble": "dst"}
+READ_ONLY_VIEWS = frozenset({"tile.reshape", "tile.set_validshape"})
 
 
 def is_tile(v: object) -> bool:
@@ -197,13 +198,20 @@ class Liveness:
         if isinstance(s, Assign):
             uses = self.uses(s.value)
             if is_tile(s.var) and s.var.name not in self.alias:
-                self._defined(s.var.name, live)
+                self._defined(s.var.name, live - self._viewed(s))
                 self._operands(s)
                 live = live - {s.var.name}
             return live | uses
         if isinstance(s, (Eval, Yield)):
             return live | self.uses(s)
         return live
+
+    def _viewed(self, s: Assign) -> frozenset[str]:
+        """A read-only view writes nothing: it may live beside the tile it views."""
+        if isinstance(s.value, Call) and s.value.op in READ_ONLY_VIEWS:
+            src = s.value.arg(VIEWS[s.value.op])
+            return frozenset({self.canon(src.name)}) if is_tile(src) else frozenset()
+        return frozenset()
 
     def _operands(self, s: Assign) -> None:
         """Operands an op reads while writing its result, when it cannot do so in place."""

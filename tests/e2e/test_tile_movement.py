@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import ShapeMismatchError, TypeCheckError
+from pypto.errors import CompileError, ShapeMismatchError, TypeCheckError
 
 RNG = np.random.default_rng(7)
 
@@ -246,9 +246,9 @@ def test_reshape_that_changes_the_element_count_is_refused():
         bad_reshape.compile(f32(16, 64), np.zeros((16, 32), np.float32))
 
 
-def test_reshape_source_used_afterwards_is_refused():
+def test_a_reshape_view_and_its_source_are_both_readable():
     @pl.jit
-    def reuse(a: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+    def both(a: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             x = pl.load(a, [0, 0], [16, 64])
             y = pl.reshape(x, [32, 32])
@@ -256,5 +256,24 @@ def test_reshape_source_used_afterwards_is_refused():
             pl.store(pl.exp(x), [0, 0], d)
         return c, d
 
-    with pytest.raises(Exception, match="returns 'x''s own storage|own storage"):
-        reuse.compile(f32(16, 64), np.zeros((32, 32), np.float32), np.zeros((16, 64), np.float32))
+    a = f32(16, 64)
+    c, d = np.zeros((32, 32), np.float32), np.zeros((16, 64), np.float32)
+    both(a, c, d)
+    np.testing.assert_allclose(c, np.exp(a).reshape(32, 32), rtol=1e-6)
+    np.testing.assert_allclose(d, np.exp(a), rtol=1e-6)
+
+
+def test_writing_a_tile_while_a_view_of_it_is_needed_is_refused():
+    @pl.jit
+    def overwrite(a: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.load(a, [0, 0], [16, 64])
+            y = pl.reshape(x, [32, 32])
+            x = pl.tile.assemble(x, pl.load(a, [0, 0], [8, 64]), [8, 0])
+            pl.store(y, [0, 0], c)
+            pl.store(x, [0, 0], d)
+        return c, d
+
+    with pytest.raises(CompileError, match="pl.assemble returns 'x''s own storage") as e:
+        overwrite.compile(f32(16, 64), np.zeros((32, 32), np.float32), np.zeros((16, 64), np.float32))
+    assert "test_tile_movement.py" in str(e.value)

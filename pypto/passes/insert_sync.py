@@ -21,7 +21,9 @@ often covers several hazards. Placement, in the block where producer and consume
   first later statement that must wait for that producer (a pipeline's leftover clone
   waits only for its own clone's storage, not for the whole loop);
 * inside an ``if`` branch, for a producer before the branch: ``set`` + ``wait`` just
-  before the consumer, so the other path never waits.
+  before the consumer, so the other path never waits — unless the producer's pipe has
+  issued more since the producer (a set there would wait for all of it): then ``set`` right
+  after the producer and ``wait`` before the ``if``.
 
 Loops are executed for enough trips to reach the steady state of their slot pattern
 (``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
@@ -230,8 +232,8 @@ class _Walker:
         while level + 1 < min(len(site), len(frames)) and site[level + 1].inst == frames[level + 1].inst:
             level += 1
         w = len(frames) - 1
-        while w > level and frames[w].kind == "loop":  # hoist the wait out of inner loops
-            w -= 1
+        while w > level and (frames[w].kind == "loop" or self.late_set(frames[w], e)):
+            w -= 1  # hoist the wait out of inner loops (and of branches where a set would be late)
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
             self.adjacent(frames[w], q, p, span)
@@ -244,6 +246,12 @@ class _Walker:
             self.st.learn(p, _clock(fr.snaps[jp + 1], q))
         else:
             self.adjacent(fr, q, p, span)
+
+    def late_set(self, fr: _Frame, e: Entry) -> bool:
+        """In a branch, a set placed just before the consumer fires only once the producer's
+        pipe has drained everything issued since (the next clone's L1 -> L0 extracts, say);
+        then the wait goes before the ``if`` instead and the set right after the producer."""
+        return fr.kind == "if" and self.st.count[e.pipe] > e.seq
 
     def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False) -> None:
         path = fr.path + (fr.idx,)

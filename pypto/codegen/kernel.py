@@ -172,7 +172,7 @@ class _Emitter:
 
 def _valid_shape(c: Call) -> Expr | None:
     """The valid shape a tile's declaration carries (ragged loads and pl.set_validshape)."""
-    if c.op == "tile.load":
+    if c.op in ("tile.load", "tile.slice"):
         return c.arg("valid_shape")
     if c.op == "tile.set_validshape":
         return ListExpr((c.arg("valid_rows"), c.arg("valid_cols")))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Expr, type_of
@@ -175,23 +176,24 @@ _TABLE: list[OpDef] = [
     # Layout and windows (views share their source's buffer: AllocateMemoryAddr forces it).
     OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE, {"x": ROW_MAJOR},
           "the same bytes seen with another shape (a view, TRESHAPE)"),
-    OpDef("tile.transpose", (_p("x", T), _p("axis1", Kind.INT), _p("axis2", Kind.INT)), R.transpose_rule,
+    OpDef("tile.transpose", (_p("x", T), _p("axis1", Kind.INT), _p("axis2", Kind.INT)), L.transpose_rule,
           "tile", V, {"x": VEC}, "swap two axes (TTRANS)"),
-    OpDef("tile.concat", (_p("lhs", T), _p("rhs", T)), R.concat_rule, "tile", V,
+    OpDef("tile.concat", (_p("lhs", T), _p("rhs", T)), L.concat_rule, "tile", V,
           {"lhs": VEC, "rhs": VEC}, "column-wise concatenation (two TINSERTs)"),
-    OpDef("tile.slice", (_p("x", T), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tile",
+    OpDef("tile.slice", (_p("x", T), _p("shape", SHAPE), _p("offset", IDX),
+                         _p("valid_shape", IDX, None, optional=True)), L.slice_rule, "tile",
           _slice_pipe, doc="a window: a Vec copy (TEXTRACT), elsewhere folded into the move using it"),
     OpDef("tile.extract", (_p("src", T), _p("index_row", S), _p("index_col", S), _p("shape", SHAPE),
                            _p("target_memory", MEM, kw_only=True)),
-          R.extract_rule, "tile", _window_pipe, {"src": WINDOW_SRC},
+          L.extract_rule, "tile", _window_pipe, {"src": WINDOW_SRC},
           "a window of src into a new tile (TEXTRACT): Mat → Left/Right is the L1 → L0 extract"),
-    OpDef("tile.assemble", (_p("dst", T), _p("src", T), _p("offset", IDX)), R.assemble_rule, "tile",
+    OpDef("tile.assemble", (_p("dst", T), _p("src", T), _p("offset", IDX)), L.assemble_rule, "tile",
           _window_pipe, {"dst": frozenset({MemorySpace.Vec, MemorySpace.Mat}), "src": VEC | ACC},
           "src into a window of dst, in place (TINSERT; Acc → Mat on FIXPIPE)"),
-    OpDef("tile.fillpad", (_p("x", T), _p("pad_value", Kind.PAD, PadValue.zero)), R.fillpad_rule, "tile",
+    OpDef("tile.fillpad", (_p("x", T), _p("pad_value", Kind.PAD, PadValue.zero)), L.fillpad_rule, "tile",
           V, {"x": VEC}, "pad_value outside the valid region (TFILLPAD)"),
     OpDef("tile.set_validshape", (_p("x", T), _p("valid_rows", S), _p("valid_cols", S)),
-          R.set_validshape_rule, "tile", NONE, doc="a smaller valid region of the same tile (a view)"),
+          L.set_validshape_rule, "tile", NONE, doc="a smaller valid region of the same tile (a view)"),
     OpDef("tile.matmul", (_p("lhs", T), _p("rhs", T), _p("out_dtype", DT, None, optional=True),
                           _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
           R.matmul_rule, "tile", _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT}, "Left × Right → Acc"),
@@ -213,7 +215,7 @@ _TABLE: list[OpDef] = [
                 {"lhs": VEC}) for n in BINARY),
         *(OpDef(f"{prefix}.{n}", (_p("x", kind),), R.unary_rule, level, pipe, {"x": VEC}) for n in UNARY),
     )),
-    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tensor", NONE,
+    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "tensor", NONE,
           doc="a window view of a tensor (a[:, k0:k1])"),
     OpDef("tensor.cast", (_p("x", TN), _p("dtype", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
           "tensor", NONE),
@@ -224,7 +226,7 @@ _TABLE: list[OpDef] = [
           R.full_rule, "tensor", NONE),
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
-          R.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
+          L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
     OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "orchestration", NONE,
           doc="a new global-memory tensor"),
     # Synchronisation between pipes, inserted by the sync pass (never written by users).

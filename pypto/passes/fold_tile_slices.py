@@ -17,14 +17,14 @@ import dataclasses
 from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, ListExpr, Var
+from pypto.ir.expr import Call, ListExpr, Literal, Var
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
 
 _USE_HINT = {
     MemorySpace.Mat: "move it to Left/Right with pl.move (the L1 → L0 extract)",
-    MemorySpace.Acc: "move it to Mat with pl.move, or store the whole Acc tile",
+    MemorySpace.Acc: "move it to Mat with pl.move, or store the whole Acc tile into a window of the tensor",
     MemorySpace.Left: "slice the Mat tile before moving it to Left",
     MemorySpace.Right: "slice the Mat tile before moving it to Right",
 }
@@ -67,6 +67,12 @@ class _Folder:
         return s
 
     def extract(self, sl: Call, move: Assign) -> Call:
+        if not (isinstance(sl.arg("valid_shape"), Literal) and sl.arg("valid_shape").value is None):
+            raise TypeCheckError(
+                "valid_shape on a slice of a cube-side tile is not supported: the L0 tile it feeds "
+                "is whole; load the ragged tail with pl.load(..., valid_shape=...) instead",
+                move.span,
+            )
         offset = sl.arg("offset")
         assert isinstance(offset, ListExpr)
         row, col = offset.items if len(offset.items) == 2 else (0, offset.items[0])

@@ -277,3 +277,21 @@ def test_writing_a_tile_while_a_view_of_it_is_needed_is_refused():
     with pytest.raises(CompileError, match="pl.assemble returns 'x''s own storage") as e:
         overwrite.compile(f32(16, 64), np.zeros((32, 32), np.float32), np.zeros((16, 64), np.float32))
     assert "test_tile_movement.py" in str(e.value)
+
+
+@pl.jit
+def ragged_slice(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 128])
+        s = pl.slice(t, [16, 64], [8, 32], valid_shape=[5, 40])  # upstream's signature
+        pl.store(pl.fillpad(s, pad_value=pl.PadValue.zero), [0, 0], out)
+    return out
+
+
+def test_slice_with_a_valid_shape_copies_only_the_valid_region():
+    a = f32(32, 128)
+    out = np.full((16, 64), 9.0, np.float32)
+    ragged_slice(a, out)
+    want = np.zeros((16, 64), np.float32)
+    want[:5, :40] = a[8:13, 32:72]
+    np.testing.assert_array_equal(out, want)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name
-from pypto.ir.enums import AtomicType, PadValue, Pipe
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
 
 
@@ -138,8 +138,13 @@ def _extract(c: Call, dst: str | None) -> list[str]:
 
 
 def _slice(c: Call, dst: str | None) -> list[str]:
-    r, col = _offsets(c.arg("offset"))  # a Vec window copied on VECTOR (others are folded away)
-    return [f"TEXTRACT({_need(dst)}, {_name(c.arg('x'))}, {r}, {col});"]
+    r, col = _offsets(c.arg("offset"))
+    x = c.arg("x")
+    if x.type.memory is MemorySpace.Vec:  # type: ignore[union-attr]  # a Vec window: a VECTOR copy
+        return [f"TEXTRACT({_need(dst)}, {_name(x)}, {r}, {col});"]
+    shape = c.arg("shape").items  # type: ignore[union-attr]  # elsewhere: a view of x's storage
+    h, w = (1, shape[0]) if len(shape) == 1 else shape
+    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]
 
 
 def _assemble(c: Call, dst: str | None) -> list[str]:

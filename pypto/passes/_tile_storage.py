@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Node, Var
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
@@ -43,9 +44,25 @@ INPLACE: dict[str, frozenset[str]] = {
 }
 
 # Ops whose result *is* the named operand's storage (views, and writes into a window of it):
-# the planner puts both in one buffer and never lets them clash.
-VIEWS: dict[str, str] = {"tile.reshape": "x", "tile.set_validshape": "x", "tile.assemble": "dst"}
-READ_ONLY_VIEWS = frozenset({"tile.reshape", "tile.set_validshape"})
+# the planner puts both in one buffer and never lets them clash. A slice outside Vec that
+# FoldTileSlices kept is a window view too (a Vec slice is a copy).
+VIEWS: dict[str, str] = {
+    "tile.reshape": "x",
+    "tile.set_validshape": "x",
+    "tile.assemble": "dst",
+    "tile.slice": "x",
+}
+READ_ONLY_VIEWS = frozenset({"tile.reshape", "tile.set_validshape", "tile.slice"})
+
+
+def viewed(call: object) -> tuple[Var, bool] | None:
+    """(the tile whose storage ``call``'s result is, whether the call only reads it)."""
+    if not isinstance(call, Call) or call.op not in VIEWS:
+        return None
+    src = call.arg(VIEWS[call.op])
+    if not is_tile(src) or (call.op == "tile.slice" and src.type.memory in (None, MemorySpace.Vec)):
+        return None
+    return src, call.op in READ_ONLY_VIEWS
 
 
 def is_tile(v: object) -> bool:
@@ -208,17 +225,15 @@ class Liveness:
 
     def _viewed(self, s: Assign) -> frozenset[str]:
         """A read-only view writes nothing: it may live beside the tile it views."""
-        if isinstance(s.value, Call) and s.value.op in READ_ONLY_VIEWS:
-            src = s.value.arg(VIEWS[s.value.op])
-            return frozenset({self.canon(src.name)}) if is_tile(src) else frozenset()
-        return frozenset()
+        v = viewed(s.value)
+        return frozenset({self.canon(v[0].name)}) if v is not None and v[1] else frozenset()
 
     def _operands(self, s: Assign) -> None:
         """Operands an op reads while writing its result, when it cannot do so in place."""
         if not isinstance(s.value, Call):
             return
         ok = INPLACE.get(s.value.op, frozenset())
-        view = VIEWS.get(s.value.op)
+        view = VIEWS.get(s.value.op) if viewed(s.value) is not None else None
         for p, a in zip(get_op(s.value.op).params, s.value.args):
             if p.name == view:
                 continue

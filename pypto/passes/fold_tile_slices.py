@@ -4,9 +4,12 @@
 instruction on the hardware — the L1 → L0 extract on MTE1 (``TEXTRACT``) — not a copy into
 a new L1 tile and then a move. The frontend binds the slice to a temporary, so this pass
 finds each ``tile.slice`` of a tile outside Vec and rewrites every ``tile.move`` of it into a
-``tile.extract`` of the source window; the slice itself disappears. A slice of a Vec tile is
-a real VECTOR copy and stays. Any other use of a Mat/Acc/Left/Right slice is refused with
-what to write instead. Runs right after LowerTensorOps, before pipelining clones bodies.
+``tile.extract`` of the source window. A slice with other uses (a store of an Acc window, a
+matmul on a row band of L0A) stays as a *view* of its source's storage (``TWINDOW``), when
+the window is one: whole-width 16-row bands of Left/Right, any aligned window of Mat/Acc;
+otherwise it is refused at its line with what to write instead. A slice with no other use
+disappears. A Vec slice is a real VECTOR copy and stays. Runs right after LowerTensorOps,
+before pipelining clones bodies.
 Test: tests/passes/test_fold_tile_slices.py
 """
 
@@ -17,10 +20,10 @@ import dataclasses
 from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, ListExpr, Literal, Var
-from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
+from pypto.ir.expr import Call, Const, ListExpr, Literal, Var
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import TileType
-from pypto.ir.visit import nodes_of
+from pypto.ir.visit import nodes_of, walk
 
 _USE_HINT = {
     MemorySpace.Mat: "move it to Left/Right with pl.move (the L1 → L0 extract)",
@@ -39,15 +42,36 @@ def _window_slice(s: Stmt) -> Call | None:
 
 
 class _Folder:
-    def __init__(self) -> None:
+    def __init__(self, fn: Function) -> None:
         self.slices: dict[str, Call] = {}
+        self.viewed: set[str] = set()  # slices with uses other than moves: kept as views
+        for node in walk(fn.body):
+            if isinstance(node, (Assign, Eval, Yield)):
+                self.scan(node)
+
+    def scan(self, s: Stmt) -> None:
+        call = _window_slice(s)
+        if call is not None:
+            self.slices[s.var.name] = call  # type: ignore[union-attr]
+            return
+        moved = _move_source(s)
+        for v in nodes_of(s, Var):
+            if v.name in self.slices and v is not moved:
+                why = _not_a_view(self.slices[v.name])
+                if why:
+                    src = self.slices[v.name].arg("x")
+                    space = src.type.memory  # type: ignore[union-attr]
+                    raise TypeCheckError(
+                        f"`{v.name}` is a window of the {space.dsl_name} tile `{src.name}` that {why}; "  # type: ignore
+                        f"such a slice can feed a windowed move: {_USE_HINT[space]}",
+                        s.span,
+                    )
+                self.viewed.add(v.name)
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for s in body:
-            call = _window_slice(s)
-            if call is not None:
-                self.slices[s.var.name] = call  # type: ignore[union-attr]
+            if _window_slice(s) is not None and s.var.name not in self.viewed:  # type: ignore[union-attr]
                 continue
             out.append(self.stmt(s))
         return tuple(out)
@@ -59,11 +83,9 @@ class _Folder:
             return dataclasses.replace(
                 s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
             )
-        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move":
-            src = s.value.arg("tile")
-            if isinstance(src, Var) and src.name in self.slices:
-                return dataclasses.replace(s, value=self.extract(self.slices[src.name], s))
-        self.refuse_other_uses(s)
+        src = _move_source(s)
+        if src is not None and src.name in self.slices:
+            return dataclasses.replace(s, value=self.extract(self.slices[src.name], s))  # type: ignore
         return s
 
     def extract(self, sl: Call, move: Assign) -> Call:
@@ -86,22 +108,37 @@ class _Folder:
         )
         return call
 
-    def refuse_other_uses(self, s: Stmt) -> None:
-        for v in nodes_of(s, Var):
-            if v.name in self.slices:
-                src = self.slices[v.name].arg("x")
-                space = src.type.memory  # type: ignore[union-attr]
-                raise TypeCheckError(
-                    f"`{v.name}` is a window of the {space.dsl_name} tile `{src.name}`; such a slice "  # type: ignore
-                    f"can only feed a windowed move: {_USE_HINT[space]}",
-                    s.span,
-                )
+
+def _move_source(s: Stmt) -> Var | None:
+    """The tile a ``tile.move`` statement moves out of a Mat or Acc tile (an extract)."""
+    if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move":
+        src = s.value.arg("tile")
+        return src if isinstance(src, Var) else None
+    return None
+
+
+def _not_a_view(sl: Call) -> str:
+    """Why this slice cannot be a view of its source's storage ('' when it can)."""
+    x, shape, offset = sl.arg("x"), sl.arg("shape"), sl.arg("offset")
+    t = x.type  # type: ignore[union-attr]
+    sizes = [int(i.value) for i in shape.items]  # type: ignore[union-attr]
+    offs = [o.value if isinstance(o, Const) else None for o in offset.items]  # type: ignore[union-attr]
+    if len(sizes) != 2 or not (isinstance(sl.arg("valid_shape"), Literal)):
+        return "is not a 2-D window"
+    if t.memory in (MemorySpace.Left, MemorySpace.Right):
+        aligned = offs[0] is None or offs[0] % 16 == 0
+        if sizes[1] != t.shape[1] or sizes[0] % 16 or not aligned:
+            return "is not a whole-width band of 16-row fractals"
+    elif offs[1] is not None and (offs[1] * t.dtype.itemsize) % 32:
+        return f"starts at column {offs[1]}, off the 32-byte alignment"
+    return ""
 
 
 def _fold(fn: Function) -> Function:
-    return dataclasses.replace(fn, body=_Folder().block(fn.body))
+    return dataclasses.replace(fn, body=_Folder(fn).block(fn.body))
 
 
 def fold_tile_slices(program: Program) -> Program:
-    """Every ``tile.move`` of a Mat/Acc slice becomes a ``tile.extract``; the slices go."""
+    """Every ``tile.move`` of a Mat/Acc slice becomes a ``tile.extract``; slices used
+    otherwise stay as views, the others go."""
     return dataclasses.replace(program, functions=tuple(_fold(fn) for fn in program.functions))

@@ -209,30 +209,61 @@ def test_misaligned_runtime_l0_offset_is_a_shape_error_with_the_line():
     assert "test_tile_movement.py" in str(e.value)
 
 
-def test_a_cube_side_slice_not_fed_to_a_move_names_what_to_do():
+@pl.jit
+def cube_views(
+    a: pl.Tensor, b: pl.Tensor, c1: pl.Out[pl.Tensor], c2: pl.Out[pl.Tensor], c3: pl.Out[pl.Tensor]
+):
+    """Slices used in place (views of the storage, no copy): an Acc window stored, a row
+    band of L0A and a K band of L0B fed to the cube."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        left = pl.move(a_l1, target_memory=pl.Mem.Left)
+        right = pl.move(b_l1, target_memory=pl.Mem.Right)
+        acc = pl.matmul(left, right)
+        pl.store(acc[16:48, 32:64], [0, 0], c1)
+        pl.store(pl.matmul(left[0:32, :], right), [0, 0], c2)
+        left_k = pl.move(a_l1[:, 16:48], target_memory=pl.Mem.Left)
+        pl.store(pl.matmul(left_k, pl.slice(right, [32, 64], [16, 0])), [0, 0], c3)
+    return c1, c2, c3
+
+
+def test_cube_side_slices_used_in_place_are_views():
+    a, b = f16(64, 64), f16(64, 64)
+    c1, c2, c3 = (np.zeros(s, np.float32) for s in ((32, 32), (32, 64), (64, 64)))
+    cube_views(a, b, c1, c2, c3)
+    np.testing.assert_allclose(c1, mm(a, b)[16:48, 32:64], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(c2, mm(a[:32], b), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(c3, mm(a[:, 16:48], b[16:48]), rtol=1e-3, atol=1e-3)
+    assert cube_views.last_report.hazards == []
+
+
+def test_a_cube_side_slice_that_is_no_view_names_what_to_do():
     @pl.jit
-    def stored_acc_slice(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    def left_columns(a: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
             left = pl.move(a_l1, target_memory=pl.Mem.Left)
-            acc = pl.matmul(left, pl.move(a_l1, target_memory=pl.Mem.Right))
-            pl.store(acc[0:32, :], [0, 0], c)
+            right = pl.move(a_l1[0:32, :], target_memory=pl.Mem.Right)
+            pl.store(pl.matmul(left[:, 0:32], right), [0, 0], c)
         return c
 
     @pl.jit
-    def left_slice(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    def acc_off_alignment(a: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             a_l1 = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-            left = pl.move(a_l1, target_memory=pl.Mem.Left)
-            pl.store(pl.matmul(left[0:32, :], pl.move(a_l1, target_memory=pl.Mem.Right)), [0, 0], c)
+            acc = pl.matmul(
+                pl.move(a_l1, target_memory=pl.Mem.Left), pl.move(a_l1, target_memory=pl.Mem.Right)
+            )
+            pl.store(acc[:, 4:36], [0, 0], c)
         return c
 
     a = f16(64, 64)
-    with pytest.raises(TypeCheckError, match="move it to Mat with pl.move") as e:
-        stored_acc_slice.compile(a, np.zeros((32, 64), np.float32))
-    assert "test_tile_movement.py" in str(e.value) and "acc[0:32, :]" in str(e.value)
-    with pytest.raises(TypeCheckError, match="slice the Mat tile before moving it to Left"):
-        left_slice.compile(a, np.zeros((32, 64), np.float32))
+    with pytest.raises(TypeCheckError, match="not a whole-width band of 16-row fractals.*slice the Mat") as e:
+        left_columns.compile(a, np.zeros((64, 64), np.float32))
+    assert "test_tile_movement.py" in str(e.value) and "left[:, 0:32]" in str(e.value)
+    with pytest.raises(TypeCheckError, match="starts at column 4, off the 32-byte alignment"):
+        acc_off_alignment.compile(a, np.zeros((64, 32), np.float32))
 
 
 def test_reshape_that_changes_the_element_count_is_refused():

@@ -58,13 +58,27 @@ def test_one_slice_feeding_two_moves_gives_two_extracts_and_vec_slices_stay():
     assert ops(fn) == ["tile.load", "tile.extract", "tile.extract", "tile.load", "tile.slice", "tile.store"]
 
 
-def test_a_mat_slice_used_otherwise_is_refused_at_its_line():
-    with pytest.raises(TypeCheckError, match="window of the pl.Mem.Mat tile `a_l1`.*pl.move") as e:
+def test_a_slice_used_otherwise_stays_as_a_view_when_it_is_one():
+    fn = fold(
+        """
+        a_l1 = pl.load(a, [0, 0], [128, 256], target_memory=pl.Mem.Mat)
+        left = pl.move(a_l1[:, 0:64], target_memory=pl.Mem.Left)
+        band = left[0:64, :]
+        right = pl.move(a_l1[0:64, 0:64], target_memory=pl.Mem.Right)
+        acc = pl.matmul(band, right)
+        """
+    )
+    assert ops(fn) == ["tile.load", "tile.extract", "tile.slice", "tile.extract", "tile.matmul"]
+
+
+def test_a_slice_used_otherwise_that_is_no_view_is_refused_at_its_line():
+    with pytest.raises(TypeCheckError, match="window of the pl.Mem.Left tile `left`.*whole-width") as e:
         fold(
             """
             a_l1 = pl.load(a, [0, 0], [128, 256], target_memory=pl.Mem.Mat)
-            s = pl.slice(a_l1, [128, 64], [0, 64])
-            r = pl.reshape(s, [64, 128])
+            left = pl.move(a_l1[:, 0:64], target_memory=pl.Mem.Left)
+            right = pl.move(a_l1[0:32, 0:64], target_memory=pl.Mem.Right)
+            acc = pl.matmul(left[:, 0:32], right)
             """
         )
     assert e.value.span is not None

@@ -190,3 +190,28 @@ extern "C" void pypto_tinsert(const pypto_tile* dst, int64_t row0, int64_t col0,
                               const pypto_tile* src) {
   window_move("TINSERT", dst, row0, col0, src, 0, 0, false);
 }
+
+// A window of a tile as a tile of its own, sharing the storage (no data moves, no
+// instruction). Row-major spaces (Vec, Mat, Acc): any window whose first element is on the
+// alignment; the view keeps the source's row pitch and narrows its valid region. L0A/L0B:
+// whole-width row bands on the 16-row fractal grid (the fractals of a band are contiguous).
+extern "C" void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0,
+                              int32_t rows, int32_t cols) {
+  const char* op = "TWINDOW";
+  TileView s = check_tile(src, op, "src", ~mem_bit(PYPTO_GM));
+  check_inside(s, row0, col0, rows, cols, op, "src");
+  const bool l0 = s.mem == PYPTO_LEFT || s.mem == PYPTO_RIGHT;
+  if (l0 && (col0 != 0 || cols != s.cols || row0 % 16 != 0 || rows % 16 != 0)) {
+    fail(ErrorKind::kShape, op,
+         std::string("a window of a ") + mem_name(s.mem) + " tile " + shape_text(s.rows, s.cols) +
+             " must be whole-width rows on the 16-row fractal grid; got rows [" +
+             std::to_string(row0) + ", " + std::to_string(row0 + rows) + ") x cols [" +
+             std::to_string(col0) + ", " + std::to_string(col0 + cols) + ")");
+  }
+  *out = *src;  // same space, dtype and row pitch (cols)
+  out->addr = src->addr + (row0 * s.cols + col0) * s.esize;
+  out->rows = rows;
+  out->valid_rows = rows;
+  out->valid_cols = cols;
+  check_tile(out, op, "window", ~mem_bit(PYPTO_GM));
+}

@@ -139,6 +139,12 @@ void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int32_t pad_mo
 // TRESHAPE: dst is src's storage seen with another shape (Vec/Mat/Acc, row-major, fully
 // valid, same element count). No data moves and no instruction issues; it only checks.
 void pypto_treshape(const pypto_tile* dst, const pypto_tile* src);
+// TWINDOW: *out = the rows x cols window of src at (row0, col0) as a tile sharing src's
+// storage (no data moves, no instruction). Row-major spaces: any window starting on the
+// platform alignment (out keeps src's row pitch; its valid region is the window). Left/Right:
+// whole-width row bands on the 16-row fractal grid.
+void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0, int32_t rows,
+                   int32_t cols);
 
 #ifdef __cplusplus
 }

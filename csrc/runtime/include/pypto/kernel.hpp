@@ -198,5 +198,11 @@ inline void TFILLPAD(const Tile& dst, const Tile& src, PadValue pad = PadValue::
   pypto_tfillpad(&dst, &src, static_cast<int32_t>(pad));
 }
 inline void TRESHAPE(const Tile& dst, const Tile& src) { pypto_treshape(&dst, &src); }
+// A window of src as a tile sharing its storage: Tile w = TWINDOW(acc, 32, 0, 32, 256);
+inline Tile TWINDOW(const Tile& src, int64_t row0, int64_t col0, int32_t rows, int32_t cols) {
+  Tile out;
+  pypto_twindow(&out, &src, row0, col0, rows, cols);
+  return out;
+}
 
 }  // namespace pypto

@@ -121,6 +121,12 @@ def move_rule(b: Bound) -> Type:
     target = b.literal("target_memory")
     if target is MemorySpace.DDR:
         raise b.fail("cannot move a tile to DDR; use pl.store")
+    src = getattr(t, "memory", None)
+    if target in (MemorySpace.Left, MemorySpace.Right) and src not in (None, MemorySpace.Mat):
+        raise b.fail(
+            f"{target.dsl_name} is filled from Mat (L1) only, not from {src.dsl_name}: load the operand "
+            "with target_memory=pl.Mem.Mat, then pl.move it (or a slice of it)"
+        )
     return TileType(t.shape, t.dtype, target)  # type: ignore[arg-type]
 
 

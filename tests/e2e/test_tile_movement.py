@@ -326,3 +326,22 @@ def test_slice_with_a_valid_shape_copies_only_the_valid_region():
     want = np.zeros((16, 64), np.float32)
     want[:5, :40] = a[8:13, 32:72]
     np.testing.assert_array_equal(out, want)
+
+
+def test_a_vec_tile_or_slice_moved_into_l0_is_a_typed_error_naming_the_space():
+    @pl.jit
+    def from_vec(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            a_ub = pl.load(a, [0, 0], [64, 128])
+            left = pl.move(a_ub[:, 0:64], target_memory=pl.Mem.Left)
+            right = pl.move(
+                pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+            )
+            pl.store(pl.matmul(left, right), [0, 0], c)
+        return c
+
+    with pytest.raises(
+        TypeCheckError, match=r"pl.Mem.Left is filled from Mat \(L1\) only, not from pl.Mem.Vec"
+    ) as e:
+        from_vec.compile(f16(64, 128), np.zeros((64, 64), np.float32))
+    assert "left = pl.move(a_ub[:, 0:64]" in str(e.value)

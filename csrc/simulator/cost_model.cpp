@@ -83,6 +83,9 @@ uint64_t cycles(const Platform& p, const OpDesc& d) {
              whole(p.reduce_per_row_cycles * static_cast<double>(d.rows));
     case OpClass::kMatmul:
       return whole(matmul(p, d));
+    case OpClass::kTranspose:  // two passes at the unary copy rate plus a repeat per source row
+      return 2 * whole(vector(p, VecClass::kUnary, d.bytes)) +
+             whole(p.vec_unary.per_repeat * static_cast<double>(d.rows));
     case OpClass::kFixpipe:
       return whole(fixpipe(p, d, bytes / bandwidth(p, d.link)));
     case OpClass::kLocalMove:

@@ -19,6 +19,9 @@ enum class OpClass : uint8_t {
   kRowReduce,  // vector row reduction: a streaming pass plus a fold per row
   kMatmul,     // one mad: m x k x n
   kScalar,     // a scalar-unit access (cost: one issue slot)
+  // Tile transpose on VECTOR. assumption (no public per-op figure): a gather pass and a
+  // write-back pass at the unary copy rate, plus one repeat per source row (the row scatter).
+  kTranspose,
 };
 
 // Which vector cost row of the platform table an op uses.

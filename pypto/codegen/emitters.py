@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name
-from pypto.ir.enums import AtomicType, Pipe
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
 
 
@@ -92,6 +92,10 @@ def _two(fn: str, a: str, b: str) -> Emitter:
     return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg(a))}, {_name(c.arg(b))});"]
 
 
+def _two_arg(fn: str, a: str) -> Emitter:
+    return lambda c, dst: [f"{fn}({_need(dst)}, {_name(c.arg(a))});"]
+
+
 def _cast(c: Call, dst: str | None) -> list[str]:
     mode = str(_literal(c.arg("mode")))
     if mode not in ROUND_CPP:
@@ -124,6 +128,43 @@ def _matmul_acc(c: Call, dst: str | None) -> list[str]:
     return [f"TMATMUL_ACC({_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
 
 
+def _index(e: Expr) -> str:
+    return str(e) if isinstance(e, int) else cpp_expr(e)
+
+
+def _extract(c: Call, dst: str | None) -> list[str]:
+    r, col = _index(c.arg("index_row")), _index(c.arg("index_col"))
+    return [f"TEXTRACT({_need(dst)}, {_name(c.arg('src'))}, {r}, {col});"]
+
+
+def _slice(c: Call, dst: str | None) -> list[str]:
+    r, col = _offsets(c.arg("offset"))
+    x = c.arg("x")
+    if x.type.memory is MemorySpace.Vec:  # type: ignore[union-attr]  # a Vec window: a VECTOR copy
+        return [f"TEXTRACT({_need(dst)}, {_name(x)}, {r}, {col});"]
+    shape = c.arg("shape").items  # type: ignore[union-attr]  # elsewhere: a view of x's storage
+    h, w = (1, shape[0]) if len(shape) == 1 else shape
+    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]
+
+
+def _assemble(c: Call, dst: str | None) -> list[str]:
+    r, col = _offsets(c.arg("offset"))  # the result is dst's own buffer (the planner forces it)
+    return [f"TINSERT({_need(dst)}, {r}, {col}, {_name(c.arg('src'))});"]
+
+
+def _concat(c: Call, dst: str | None) -> list[str]:
+    d, lhs = _need(dst), c.arg("lhs")
+    width = lhs.type.shape[-1]  # type: ignore[union-attr]
+    return [f"TINSERT({d}, 0, 0, {_name(lhs)});", f"TINSERT({d}, 0, {width}, {_name(c.arg('rhs'))});"]
+
+
+PAD_CPP = {PadValue.zero: "PadValue::Zero", PadValue.max: "PadValue::Max", PadValue.min: "PadValue::Min"}
+
+
+def _fillpad(c: Call, dst: str | None) -> list[str]:
+    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]
+
+
 def _create(c: Call, dst: str | None) -> list[str]:
     _need(dst)
     return []  # storage only: the declaration is the whole effect
@@ -149,6 +190,14 @@ EMITTERS: dict[str, Emitter] = {
     "tile.matmul": _matmul,
     "tile.matmul_acc": _matmul_acc,
     "tile.create": _create,
+    "tile.slice": _slice,
+    "tile.extract": _extract,
+    "tile.assemble": _assemble,
+    "tile.concat": _concat,
+    "tile.fillpad": _fillpad,
+    "tile.reshape": _two_arg("TRESHAPE", "x"),
+    "tile.transpose": _two_arg("TTRANS", "x"),
+    "tile.set_validshape": _create,  # the declaration carries the valid shape
     "tile.full": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('value'))});"],
     "tile.cast": _cast,
     "tile.row_max": _two("TROWMAX", "x", "tmp"),

@@ -11,7 +11,7 @@ from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp
 from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
 from pypto.errors import CodegenError, SourceSpan
-from pypto.ir.expr import Call, Const, Expr, FuncCall, Var
+from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
@@ -108,7 +108,7 @@ class _Emitter:
     def assign(self, s: Assign) -> None:
         t, name = s.var.type, cpp_name(s.var.name)
         if isinstance(s.value, Call) and isinstance(t, TileType):
-            valid = s.value.arg("valid_shape") if s.value.op == "tile.load" else None
+            valid = _valid_shape(s.value)
             self.put(tile_decl(s.var, s.span, self.regions, valid))
             self.call(s.value, name, s.span)
         elif isinstance(s.value, Call):
@@ -168,6 +168,15 @@ class _Emitter:
             self.yield_into(list(s.results), body)
             self.depth -= 1
             self.put(last)
+
+
+def _valid_shape(c: Call) -> Expr | None:
+    """The valid shape a tile's declaration carries (ragged loads and pl.set_validshape)."""
+    if c.op in ("tile.load", "tile.slice"):
+        return c.arg("valid_shape")
+    if c.op == "tile.set_validshape":
+        return ListExpr((c.arg("valid_rows"), c.arg("valid_cols")))
+    return None
 
 
 def _cpp_kind(t: Type) -> str:

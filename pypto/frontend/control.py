@@ -251,8 +251,7 @@ class ControlFlow:
     def if_(self, node: ast.If) -> None:
         cond = self.folder.fold(node.test)
         if cond is not NOT_CONST:  # a compile-time condition selects one branch, inline
-            for stmt in node.body if cond else node.orelse:
-                self.stmt(stmt)
+            self._static_branch(node.body if cond else node.orelse)
             return
         test = self.exprs.value(node.test)
         if not isinstance(type_of(test), ScalarType):
@@ -284,6 +283,22 @@ class ControlFlow:
         self.emit(
             If(test, tuple(branches[0][0]), tuple(branches[1][0]), tuple(results), span=self.span(node))
         )
+
+    def _static_branch(self, stmts: list[ast.stmt]) -> None:
+        """The branch a compile-time condition keeps, inline; its closing
+        ``names = pl.yield_(values)`` binds the names as the merged if would."""
+        tail = self._yield_assign(stmts[-1]) if stmts else None
+        for stmt in stmts[:-1] if tail else stmts:
+            self.stmt(stmt)
+        if tail is None:
+            return
+        names, call = tail
+        if len(names) != len(call.args):
+            raise TypeCheckError(
+                f"pl.yield_ gives {len(call.args)} values for {len(names)} names", self.span(stmts[-1])
+            )
+        for name, arg in zip(names, call.args):
+            self.env[name] = self.exprs.value(arg)
 
     def _merge_names(self, node: ast.If, saved: dict, branches: list, explicit: bool) -> list[str]:
         if not explicit:

@@ -121,6 +121,12 @@ def move_rule(b: Bound) -> Type:
     target = b.literal("target_memory")
     if target is MemorySpace.DDR:
         raise b.fail("cannot move a tile to DDR; use pl.store")
+    src = getattr(t, "memory", None)
+    if target in (MemorySpace.Left, MemorySpace.Right) and src not in (None, MemorySpace.Mat):
+        raise b.fail(
+            f"{target.dsl_name} is filled from Mat (L1) only, not from {src.dsl_name}: load the operand "
+            "with target_memory=pl.Mem.Mat, then pl.move it (or a slice of it)"
+        )
     return TileType(t.shape, t.dtype, target)  # type: ignore[arg-type]
 
 
@@ -179,11 +185,6 @@ def cast_rule(b: Bound) -> Type:
     return _like(x, x.shape, b.literal("dtype"))  # type: ignore[arg-type]
 
 
-def fillpad_rule(b: Bound) -> Type:
-    x = b.array("x")
-    return _like(x, x.shape, x.dtype)
-
-
 # --- row / column -------------------------------------------------------------------------------
 def row_reduce_rule(b: Bound) -> Type:
     x, tmp = b.array("x"), b.array("tmp")
@@ -215,46 +216,22 @@ def col_expand_rule(b: Bound) -> Type:
     return _like(x, x.shape, x.dtype)
 
 
-# --- shape -----------------------------------------------------------------------------------------
+# --- shape (the window and layout rules are in layout_rules.py) -----------------------------------
+_ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
+
+
 def reshape_rule(b: Bound) -> Type:
     x = b.array("x")
     shape = b.ints("shape") or ()
     if math.prod(shape) != math.prod(x.shape):
-        raise b.fail(f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)}")
+        raise b.fail(
+            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
+            f"({math.prod(shape)} elements): a reshape keeps the element count"
+        )
+    if isinstance(x, TileType) and len(shape) > 2:
+        raise b.fail(f"tiles have at most 2 dims, got shape {list(shape)}")
+    _need_space(b, "x", _ROW_MAJOR)
     return _like(x, shape, x.dtype)
-
-
-def concat_rule(b: Bound) -> Type:
-    lhs, rhs = b.array("lhs"), b.array("rhs")
-    _need_rank(b, "lhs", 2)
-    _need_rank(b, "rhs", 2)
-    _need_same_dtype(b, "lhs", "rhs")
-    if lhs.shape[0] != rhs.shape[0]:
-        raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
-    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
-
-
-def slice_rule(b: Bound) -> Type:
-    x = b.array("x")
-    shape = b.ints("shape") or ()
-    if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
-        raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
-    for d, (n, full) in enumerate(zip(shape, x.shape)):
-        if n > full:
-            raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
-    return _like(x, shape, x.dtype)
-
-
-def assemble_rule(b: Bound) -> Type:
-    dst_name = "dst" if "dst" in b.args else "target"
-    dst, src = b.array(dst_name), b.array("src")
-    _need_same_dtype(b, dst_name, "src")
-    if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
-        raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
-    for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
-        if n > full:
-            raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
-    return dst if isinstance(dst, TensorType) else TileType(dst.shape, dst.dtype, dst.memory)
 
 
 # --- cube ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Expr, type_of
@@ -110,6 +111,34 @@ def _move_pipe(types: Mapping[str, Type | None]) -> Pipe:
     return Pipe.MTE1
 
 
+def _window_source(types: Mapping[str, Type | None]) -> MemorySpace | None:
+    for name in ("src", "x"):
+        t = types.get(name)
+        if isinstance(t, TileType):
+            return t.memory
+    return None
+
+
+def _window_pipe(types: Mapping[str, Type | None]) -> Pipe | None:
+    # TEXTRACT / TINSERT run on the pipe of their route: L1 → L0 on MTE1, out of L0C on
+    # FIXPIPE, UB → UB on VECTOR, UB → L1 (a5) on MTE3.
+    src = _window_source(types)
+    if src is MemorySpace.Mat:
+        return Pipe.MTE1
+    if src is MemorySpace.Acc:
+        return Pipe.FIXPIPE
+    dst = types.get("result")
+    if src is MemorySpace.Vec and isinstance(dst, TileType) and dst.memory is MemorySpace.Mat:
+        return Pipe.MTE3
+    return Pipe.VECTOR
+
+
+def _slice_pipe(types: Mapping[str, Type | None]) -> Pipe | None:
+    # A Vec slice is a copy on VECTOR; a slice elsewhere is a window that FoldTileSlices turns
+    # into the TEXTRACT of the move consuming it (no instruction of its own).
+    return Pipe.VECTOR if _window_source(types) is MemorySpace.Vec else None
+
+
 def _p(name: str, kind: Kind, default: Any = _REQUIRED, **kw: Any) -> ParamSpec:
     return ParamSpec(name, kind, default, **kw)
 
@@ -118,6 +147,8 @@ T, TN, A, S = Kind.TILE, Kind.TENSOR, Kind.ARRAY, Kind.SCALAR
 IDX, SHAPE, DT, MEM = Kind.INDICES, Kind.SHAPE, Kind.DTYPE, Kind.MEMSPACE
 VEC = frozenset({MemorySpace.Vec})
 LEFT, RIGHT, ACC = (frozenset({m}) for m in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
+ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
+WINDOW_SRC = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
 V = _fixed(Pipe.VECTOR)
 NONE = _fixed(None)  # no instruction (allocation, views) or lowered away before pipes matter
 BINARY = ("add", "sub", "mul", "div")
@@ -142,15 +173,27 @@ _TABLE: list[OpDef] = [
           R.create_rule, "tile", V, doc="a tile filled with one value (TEXPANDS)"),
     OpDef("tile.cast", (_p("x", T), _p("dtype", DT), _p("mode", Kind.STR, "round")),
           R.cast_rule, "tile", V, {"x": VEC}),
-    OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE),
-    OpDef("tile.concat", (_p("lhs", T), _p("rhs", T)), R.concat_rule, "tile", V, {"lhs": VEC, "rhs": VEC},
-          "column-wise concatenation"),
-    OpDef("tile.slice", (_p("x", T), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tile", V,
-          {"x": VEC}),
-    OpDef("tile.assemble", (_p("dst", T), _p("src", T), _p("offset", IDX)), R.assemble_rule, "tile", V,
-          {"dst": VEC, "src": VEC}),
-    OpDef("tile.fillpad", (_p("x", T), _p("pad_value", Kind.PAD, PadValue.zero)), R.fillpad_rule, "tile", V,
-          {"x": VEC}),
+    # Layout and windows (views share their source's buffer: AllocateMemoryAddr forces it).
+    OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE, {"x": ROW_MAJOR},
+          "the same bytes seen with another shape (a view, TRESHAPE)"),
+    OpDef("tile.transpose", (_p("x", T), _p("axis1", Kind.INT), _p("axis2", Kind.INT)), L.transpose_rule,
+          "tile", V, {"x": VEC}, "swap two axes (TTRANS)"),
+    OpDef("tile.concat", (_p("lhs", T), _p("rhs", T)), L.concat_rule, "tile", V,
+          {"lhs": VEC, "rhs": VEC}, "column-wise concatenation (two TINSERTs)"),
+    OpDef("tile.slice", (_p("x", T), _p("shape", SHAPE), _p("offset", IDX),
+                         _p("valid_shape", IDX, None, optional=True)), L.slice_rule, "tile",
+          _slice_pipe, doc="a window: a Vec copy (TEXTRACT), elsewhere folded into the move using it"),
+    OpDef("tile.extract", (_p("src", T), _p("index_row", S), _p("index_col", S), _p("shape", SHAPE),
+                           _p("target_memory", MEM, kw_only=True)),
+          L.extract_rule, "tile", _window_pipe, {"src": WINDOW_SRC},
+          "a window of src into a new tile (TEXTRACT): Mat → Left/Right is the L1 → L0 extract"),
+    OpDef("tile.assemble", (_p("dst", T), _p("src", T), _p("offset", IDX)), L.assemble_rule, "tile",
+          _window_pipe, {"dst": frozenset({MemorySpace.Vec, MemorySpace.Mat}), "src": VEC | ACC},
+          "src into a window of dst, in place (TINSERT; Acc → Mat on FIXPIPE)"),
+    OpDef("tile.fillpad", (_p("x", T), _p("pad_value", Kind.PAD, PadValue.zero)), L.fillpad_rule, "tile",
+          V, {"x": VEC}, "pad_value outside the valid region (TFILLPAD)"),
+    OpDef("tile.set_validshape", (_p("x", T), _p("valid_rows", S), _p("valid_cols", S)),
+          L.set_validshape_rule, "tile", NONE, doc="a smaller valid region of the same tile (a view)"),
     OpDef("tile.matmul", (_p("lhs", T), _p("rhs", T), _p("out_dtype", DT, None, optional=True),
                           _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
           R.matmul_rule, "tile", _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT}, "Left × Right → Acc"),
@@ -172,7 +215,7 @@ _TABLE: list[OpDef] = [
                 {"lhs": VEC}) for n in BINARY),
         *(OpDef(f"{prefix}.{n}", (_p("x", kind),), R.unary_rule, level, pipe, {"x": VEC}) for n in UNARY),
     )),
-    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), R.slice_rule, "tensor", NONE,
+    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "tensor", NONE,
           doc="a window view of a tensor (a[:, k0:k1])"),
     OpDef("tensor.cast", (_p("x", TN), _p("dtype", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
           "tensor", NONE),
@@ -183,7 +226,7 @@ _TABLE: list[OpDef] = [
           R.full_rule, "tensor", NONE),
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
-          R.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
+          L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
     OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "orchestration", NONE,
           doc="a new global-memory tensor"),
     # Synchronisation between pipes, inserted by the sync pass (never written by users).
@@ -210,7 +253,7 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
     "move": ("tile.move",),
     "create_tile": ("tile.create",),
     "full": ("tensor.full",),
-    "assemble": ("tensor.assemble",),
+    "assemble": ("tensor.assemble", "tile.assemble"),
     "create_tensor": ("tensor.create",),
     **{n: _overloads(n) for n in BINARY + UNARY + ("cast", "slice", "matmul")},
     **{
@@ -225,7 +268,10 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
             "col_expand_mul",
             "col_expand",
             "reshape",
+            "transpose",
             "concat",
+            "fillpad",
+            "set_validshape",
             "matmul_acc",
         )
     },

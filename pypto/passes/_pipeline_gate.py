@@ -69,10 +69,16 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
     """The achieved depth of ``group`` in ``space``; emits PH-MR-001 when it falls short."""
     align = int(ctx.platform.alignment_bytes)
     main = group.blocks[0]
-    first = _roots(groups, main[0], space)
+    # A buffer every clone shares (an accumulator carried through the loop) is one buffer
+    # however deep the pipeline: it is not a stage, it only takes space beside the stages.
+    counts: dict[str, int] = {}
+    for c in main:
+        for r in _roots(groups, c, space):
+            counts[r] = counts.get(r, 0) + 1
+    first = [r for r in _roots(groups, main[0], space) if counts[r] == 1 or len(main) == 1]
     if not first:
         return group.depth
-    mine = {r for c in main for r in _roots(groups, c, space)}
+    mine = {r for r, n in counts.items() if n == 1 or len(main) == 1}
     per_stage = sum(_bytes(groups, r, align) for r in first)
     others = 0
     for root in groups.roots():

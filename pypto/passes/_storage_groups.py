@@ -19,7 +19,7 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, same_shape_dtype
 from pypto.ir.visit import rewrite, walk
-from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile
+from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
 
 CAPACITY_FIELD = {
     "Vec": "ub_bytes",
@@ -83,6 +83,15 @@ def _forced_groups(fn: Function, groups: Groups) -> None:
                 "used after this call (use the result instead)"
             )
             _force(groups, node.var.name, acc.name, node.span, why)
+        elif isinstance(node, Assign) and viewed(node.value) is not None:
+            src = viewed(node.value)[0]  # type: ignore[index]
+            if is_tile(node.var):
+                what = f"pl.{node.value.op.removeprefix('tile.')}"
+                why = (
+                    f"{what} returns {src.name!r}'s own storage, so {src.name!r} cannot be "
+                    "written after this call, nor used after it when the call writes (use the result)"
+                )
+                _force(groups, node.var.name, src.name, node.span, why)
 
 
 def _pin_declared(groups: Groups) -> None:

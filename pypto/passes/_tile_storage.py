@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Node, Var
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
@@ -41,6 +42,27 @@ INPLACE: dict[str, frozenset[str]] = {
     "tile.move": frozenset({"tile"}),
     "tile.matmul_acc": frozenset({"acc"}),
 }
+
+# Ops whose result *is* the named operand's storage (views, and writes into a window of it):
+# the planner puts both in one buffer and never lets them clash. A slice outside Vec that
+# FoldTileSlices kept is a window view too (a Vec slice is a copy).
+VIEWS: dict[str, str] = {
+    "tile.reshape": "x",
+    "tile.set_validshape": "x",
+    "tile.assemble": "dst",
+    "tile.slice": "x",
+}
+READ_ONLY_VIEWS = frozenset({"tile.reshape", "tile.set_validshape", "tile.slice"})
+
+
+def viewed(call: object) -> tuple[Var, bool] | None:
+    """(the tile whose storage ``call``'s result is, whether the call only reads it)."""
+    if not isinstance(call, Call) or call.op not in VIEWS:
+        return None
+    src = call.arg(VIEWS[call.op])
+    if not is_tile(src) or (call.op == "tile.slice" and src.type.memory in (None, MemorySpace.Vec)):
+        return None
+    return src, call.op in READ_ONLY_VIEWS
 
 
 def is_tile(v: object) -> bool:
@@ -193,7 +215,7 @@ class Liveness:
         if isinstance(s, Assign):
             uses = self.uses(s.value)
             if is_tile(s.var) and s.var.name not in self.alias:
-                self._defined(s.var.name, live)
+                self._defined(s.var.name, live - self._viewed(s))
                 self._operands(s)
                 live = live - {s.var.name}
             return live | uses
@@ -201,12 +223,20 @@ class Liveness:
             return live | self.uses(s)
         return live
 
+    def _viewed(self, s: Assign) -> frozenset[str]:
+        """A read-only view writes nothing: it may live beside the tile it views."""
+        v = viewed(s.value)
+        return frozenset({self.canon(v[0].name)}) if v is not None and v[1] else frozenset()
+
     def _operands(self, s: Assign) -> None:
         """Operands an op reads while writing its result, when it cannot do so in place."""
         if not isinstance(s.value, Call):
             return
         ok = INPLACE.get(s.value.op, frozenset())
+        view = VIEWS.get(s.value.op) if viewed(s.value) is not None else None
         for p, a in zip(get_op(s.value.op).params, s.value.args):
+            if p.name == view:
+                continue
             if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):
                 self._defined(s.var.name, {self.canon(a.name)})
 

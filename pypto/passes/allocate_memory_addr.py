@@ -15,7 +15,8 @@ Per InCore function:
    alignment, each clear of every buffer it clashes with; a declared ``pl.MemRef`` is
    pinned for the whole kernel (N slots of its largest tile). Going past the space's
    capacity is a :class:`MemoryCapacityError` naming the function, the space, the bytes,
-   the limit and the tiles live together.
+   the limit and the tiles live together. In L1 (Mat) no storage is reused while every
+   tile fits: a load over a dead tile would wait for that tile's pending move to L0.
 
 Copies that must stay are ``tile.move`` statements, so InsertSync orders them like any op.
 Test: tests/passes/test_allocate_memory_addr.py
@@ -52,11 +53,26 @@ def _clashes(groups: Groups, a: Buffer, b: Buffer) -> bool:
     return a.pinned is not None or b.pinned is not None or groups.interferes(a.root, b.root)
 
 
-def _place(fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int) -> None:
-    """First fit: pinned buffers, then by first definition (larger first on ties)."""
+# Spaces where reusing a dead tile's storage costs a false dependency: an L1 tile is written
+# by MTE2 and read by MTE1, so a load placed over a tile whose move to L0 is still pending
+# must wait for that move. There each tile gets its own storage while the space has room.
+_SPREAD = frozenset({"Mat"})
+
+
+def _place_space(fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int) -> None:
+    if bufs and bufs[0].space in _SPREAD and sum(_align(b.nbytes, align) for b in bufs) <= limit:
+        return _place(fn, groups, bufs, align, limit, spread=True)
+    return _place(fn, groups, bufs, align, limit)
+
+
+def _place(
+    fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int, spread: bool = False
+) -> None:
+    """First fit: pinned buffers, then by first definition (larger first on ties). ``spread``:
+    every buffer clear of every other (no reuse at all)."""
     placed: list[Buffer] = []
     for buf in sorted(bufs, key=lambda b: (b.pinned is None, b.start, -b.nbytes)):
-        busy = sorted((o for o in placed if _clashes(groups, o, buf)), key=lambda o: o.offset)
+        busy = sorted((o for o in placed if spread or _clashes(groups, o, buf)), key=lambda o: o.offset)
         offset = 0
         for other in busy:
             if offset + buf.nbytes <= other.offset:
@@ -107,9 +123,10 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
         fn, copies, groups = group_storage(reorder_for_depth(src, short))
         share_storage(groups, short)
     bufs = buffers(groups)
+    align = int(ctx.platform.alignment_bytes)
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
-        _place(fn, groups, [b for b in bufs if b.space == space], int(ctx.platform.alignment_bytes), limit)
+        _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
     fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
     check_copies(fn, copies)
     return fn

@@ -8,7 +8,8 @@ innermost first:
   ``F * step``; clone ``k`` sees ``i + k * step`` and has its own names, so each clone's tiles
   get their own storage. Loads (and the index arithmetic they need) of every clone are
   moved ahead of all compute in the replicated body, so clone k+1's load overlaps clone k's
-  compute. A load from a tensor the body also writes stays in place.
+  compute. L1 → L0 feeds (a move or extract out of a Mat tile, on MTE1) count as loads.
+  A load from a tensor the body also writes stays in place.
 * static bounds: the trip count ``n`` is known; ``n % F`` leftover clones follow the loop as
   straight-line code (also loads first).
 * dynamic bounds: the loop end is computed (``start + (stop - start) // (F*step) * F*step``)
@@ -26,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.enums import ForKind
+from pypto.ir.enums import ForKind, MemorySpace
 from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
@@ -59,14 +60,24 @@ def _written_tensors(body: tuple[Stmt, ...]) -> set[str]:
     return out
 
 
+_FEEDS = ("tile.extract", "tile.move")
+
+
+def _in_mat(v: Var) -> bool:
+    return isinstance(v.type, TileType) and v.type.memory is MemorySpace.Mat
+
+
 def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
     """A tile.load from a tensor the body does not write, or scalar index arithmetic, whose
     inputs are all defined before the replicated body (or by hoisted statements)."""
     if not isinstance(s, Assign) or {v.name for v in nodes_of(s.value, Var)} & blocked:
         return False
     if isinstance(s.value, Call):
-        tensor = s.value.args[0] if s.value.args else None
-        return s.value.op == "tile.load" and isinstance(tensor, Var) and tensor.name not in written
+        src = s.value.args[0] if s.value.args else None
+        if s.value.op == "tile.load":
+            return isinstance(src, Var) and src.name not in written
+        # L1 → L0 feeds (MTE1) are the loads of an inner cube loop: hoisting them double-buffers L0.
+        return s.value.op in _FEEDS and isinstance(src, Var) and _in_mat(src)
     return not isinstance(s.var.type, (TileType, TensorType)) and not nodes_of(s.value, Call)
 
 

@@ -21,7 +21,9 @@ often covers several hazards. Placement, in the block where producer and consume
   first later statement that must wait for that producer (a pipeline's leftover clone
   waits only for its own clone's storage, not for the whole loop);
 * inside an ``if`` branch, for a producer before the branch: ``set`` + ``wait`` just
-  before the consumer, so the other path never waits.
+  before the consumer, so the other path never waits — unless the producer's pipe has
+  issued more since the producer (a set there would wait for all of it): then ``set`` right
+  after the producer and ``wait`` before the ``if``.
 
 Loops are executed for enough trips to reach the steady state of their slot pattern
 (``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
@@ -43,12 +45,11 @@ from pypto.ir.expr import Call, Const, Literal, Var
 from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
-from pypto.passes._sync_state import PIPES, Entry, Site, State, evaluate, gm_roots, instruction, merge
+from pypto.passes._slot_period import MAX_PERIOD, sequence_period
+from pypto.passes._sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
 from pypto.passes.context import PassContext
 
 Path = tuple  # statement path from the function body: (3, "body", 0, "then", 2)
-_MAX_PERIOD = 16
-_MAX_ENUMERATED_TRIPS = 4096
 _MAX_RESTARTS = 256
 
 
@@ -215,8 +216,8 @@ class _Walker:
             names = {x.name for x in nodes_of(ref.index, Var)}
             if s.var.name not in names:
                 continue
-            p = _sequence_period(ref.index, s, trips) if names == {s.var.name} else None
-            if p is None or math.lcm(period, p) > _MAX_PERIOD:
+            p = sequence_period(ref.index, s, trips) if names == {s.var.name} else None
+            if p is None or math.lcm(period, p) > MAX_PERIOD:
                 self.opaque.add(ref.index)  # treated as "any slot": always safe
             else:
                 period = math.lcm(period, p)
@@ -230,8 +231,8 @@ class _Walker:
         while level + 1 < min(len(site), len(frames)) and site[level + 1].inst == frames[level + 1].inst:
             level += 1
         w = len(frames) - 1
-        while w > level and frames[w].kind == "loop":  # hoist the wait out of inner loops
-            w -= 1
+        while w > level and (frames[w].kind == "loop" or self.late_set(frames[w], e)):
+            w -= 1  # hoist the wait out of inner loops (and of branches where a set would be late)
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
             self.adjacent(frames[w], q, p, span)
@@ -244,6 +245,12 @@ class _Walker:
             self.st.learn(p, _clock(fr.snaps[jp + 1], q))
         else:
             self.adjacent(fr, q, p, span)
+
+    def late_set(self, fr: _Frame, e: Entry) -> bool:
+        """In a branch, a set placed just before the consumer fires only once the producer's
+        pipe has drained everything issued since (the next clone's L1 -> L0 extracts, say);
+        then the wait goes before the ``if`` instead and the set right after the producer."""
+        return fr.kind == "if" and self.st.count[e.pipe] > e.seq
 
     def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False) -> None:
         path = fr.path + (fr.idx,)
@@ -298,19 +305,6 @@ def _clock(snap: tuple[list[int], list[list[int]]], q: int) -> tuple[int, ...]:
 def _trips(s: For) -> int | None:
     if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
         return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))
-    return None
-
-
-def _sequence_period(index, s: For, trips: int) -> int | None:
-    if trips > _MAX_ENUMERATED_TRIPS:
-        return None
-    values = range(int(s.start.value), int(s.stop.value), int(s.step.value))
-    seq = [evaluate(index, {s.var.name: i}) for i in values]
-    if None in seq:
-        return None
-    for p in range(1, min(_MAX_PERIOD, len(seq)) + 1):
-        if all(seq[t] == seq[t + p] for t in range(len(seq) - p)):
-            return p
     return None
 
 

@@ -95,13 +95,11 @@ class _Lowerer:
     def lower(self, s: Assign, out: list[Stmt]) -> None:
         c = s.value
         name = c.op.removeprefix("tensor.")
-        if c.op == "tensor.slice" and self.computed(c.arg("x")) is not None:
-            raise CompileError(
-                "a window of a value computed in this kernel needs an on-chip extract, which the "
-                "native ISA does not have yet; slice the input tensor before computing instead",
-                s.span,
-            )
-        if c.op == "tensor.slice":
+        computed = self.computed(c.arg("x")) if c.op == "tensor.slice" else None
+        if computed is not None:  # a window of a value computed here: an on-chip extract
+            args = [computed, c.arg("shape"), c.arg("offset")]
+            self.tiles[s.var.name] = self.op(out, s.var.name, "tile.slice", args, s.span)
+        elif c.op == "tensor.slice":
             v = self.view(c.arg("x"), s.span)
             offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
             self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)

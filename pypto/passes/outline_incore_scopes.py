@@ -92,8 +92,9 @@ def _free_vars(body: tuple[Stmt, ...]) -> list[Var]:
 
 
 class _Outliner:
-    def __init__(self, entry: Function) -> None:
+    def __init__(self, entry: Function, reserved: set[str]) -> None:
         self.entry = entry
+        self.reserved = reserved  # every function name of the program, and each kernel's as made
         self.taken = defined_names(entry.body) | {p.var.name for p in entry.params}
         self.kernels: list[Function] = []
 
@@ -102,8 +103,12 @@ class _Outliner:
         directions = _directions(scope.body)
         params = tuple(Param(v, directions.get(v.name, Direction.In), span=v.span) for v in free)
         name = scope.name_hint or f"{self.entry.name}_incore_{len(self.kernels)}"
-        if any(k.name == name for k in self.kernels):
-            name = f"{name}_{len(self.kernels)}"
+        if name in self.reserved:  # a hint may repeat, or name the enclosing function itself
+            base, k = name, len(self.kernels)
+            while f"{base}_{k}" in self.reserved:
+                k += 1
+            name = f"{base}_{k}"
+        self.reserved.add(name)
         fn = Function(name, params, _kind(scope.body), scope.body, span=scope.span)
         self.kernels.append(fn)
         return fn, free
@@ -148,11 +153,12 @@ class _Outliner:
 def outline_incore_scopes(program: Program) -> Program:
     """Outline every CORE_GROUP scope of orchestration functions into an InCore function."""
     functions: list[Function] = []
+    reserved = {fn.name for fn in program.functions}
     for fn in program.functions:
         if fn.kind is not FunctionType.Orchestration:
             functions.append(fn)
             continue
-        outliner = _Outliner(fn)
+        outliner = _Outliner(fn, reserved)
         functions.append(dataclasses.replace(fn, body=outliner.block(fn.body, ())))
         functions.extend(outliner.kernels)
     return dataclasses.replace(program, functions=tuple(functions))

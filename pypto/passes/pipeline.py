@@ -20,6 +20,7 @@ from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.bind_regions import bind_regions
 from pypto.passes.context import PassContext
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
+from pypto.passes.fold_tile_slices import fold_tile_slices
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
 from pypto.passes.insert_sync import insert_sync
 from pypto.passes.lower_tensor_ops import lower_tensor_ops
@@ -42,6 +43,9 @@ PASSES: list[PassEntry] = [
     PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
     PassEntry("LowerTensorOps", lower_tensor_ops),
+    # A Mat/Acc slice and the move consuming it are one windowed move (the L1 → L0 extract),
+    # folded before pipelining clones bodies and before planning sees a tile to allocate.
+    PassEntry("FoldTileSlices", lambda p, ctx: fold_tile_slices(p)),
     # Pipeline loops are validated and planned per kernel, once tile ops exist.
     PassEntry("PlanPipelineLoops", plan_pipeline_loops),
     # Replicate pipeline bodies before spaces and lifetimes: each clone's tiles are new values.

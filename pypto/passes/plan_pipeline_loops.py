@@ -54,15 +54,18 @@ def _check(loop: For) -> None:
 
 
 def _staged(body: tuple[Stmt, ...]) -> tuple[str, ...]:
-    """Tile names the body defines, in definition order (nested blocks included)."""
+    """Tile names the body defines, in definition order (``if`` branches included). A nested
+    loop contributes its carried values only: its own tiles live one inner iteration, so the
+    clones of this loop never hold them at once (an inner pl.pipeline stages them itself)."""
     names: list[str] = []
-    for node in walk(body):
+    for node in body:
         if isinstance(node, Assign) and isinstance(node.var.type, TileType):
             names.append(node.var.name)
         elif isinstance(node, For):
             names += [v.var.name for v in node.iter_args if isinstance(v.var.type, TileType)]
             names += [r.name for r in node.results if isinstance(r.type, TileType)]
         elif isinstance(node, If):
+            names += _staged(node.then_body) + _staged(node.else_body)
             names += [r.name for r in node.results if isinstance(r.type, TileType)]
     return tuple(names)
 

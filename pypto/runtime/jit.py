@@ -35,6 +35,7 @@ from pypto.runtime.report import RunReport, scheduled_report
 from pypto.runtime.trace import write_traces
 
 log = logging.getLogger(__name__)
+CONFIG_SEED = object()  # execute(): "the seed of the config that compiled the program"
 
 
 @dataclass
@@ -92,8 +93,10 @@ class CompiledProgram:
             return args
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
-    def execute(self, args: tuple, trace: bool) -> list[dict[str, Any]]:
-        """Runs the plan; the native per-task results, for ``report``."""
+    def execute(self, args: tuple, trace: bool, seed: Any = CONFIG_SEED) -> list[dict[str, Any]]:
+        """Runs the plan; the native per-task results, for ``report``. ``seed`` is the run's
+        (a call's ``RunConfig`` shares this compiled program with configs of other seeds);
+        by default the seed of the config that compiled it."""
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
@@ -119,8 +122,9 @@ class CompiledProgram:
                 )
                 for t in self.plan.tasks
             ]
+        seed = self.config.seed if seed is CONFIG_SEED else seed
         limits = (self.config.max_cycles or 0, self.config.max_instructions or 0)
-        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, self.config.seed, *limits)
+        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, seed, *limits)
 
     def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
@@ -262,7 +266,7 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
     config = config or RunConfig()
     compiled = compile_program(jf, args, kwargs, config)
     args = compiled.positional(args, kwargs)
-    results = compiled.execute(args, config.trace)
+    results = compiled.execute(args, config.trace, config.seed)  # the seed is per run, not compiled
     if config.trace:  # the trace files are written now, with the report
         jf.last_report = compiled.report(results, True)
     else:  # built when first read: most warm calls never look at it

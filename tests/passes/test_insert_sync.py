@@ -184,6 +184,35 @@ def test_if_branches_sync_locally_and_the_merge_keeps_what_both_guarantee():
     assert loop.body[store - 1].value.op == "system.wait_flag"  # either branch's producer
 
 
+def test_a_branch_consumer_waits_before_the_if_when_its_producer_pipe_has_moved_on():
+    fn = synced(
+        """
+        for i in pl.range(2):
+            x = pl.load(a, [0, 0], [16, 64])
+            z = pl.load(a, [16, 0], [16, 64])
+            if i == 0:
+                y = pl.exp(x)
+                r = pl.yield_(y)
+            else:
+                r = pl.yield_(x)
+            pl.store(r, [i * 16, 0], out)
+            pl.store(z, [64 + i * 16, 0], out)
+        """
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    body = list(loop.body)
+    branch = next(i for i, s in enumerate(body) if isinstance(s, ir.If))
+    load_x = next(i for i, s in enumerate(body) if isinstance(s, ir.Assign) and s.var.name == "x")
+    ops = lambda stmts: [
+        (s.value.op, *(a.value.name for a in s.value.args[:2])) for s in stmts if isinstance(s, ir.Eval)
+    ]  # noqa: E731, E501
+    # a set before exp would fire only after z's load too: set after x's load, wait before the if
+    assert ops([body[load_x + 1]]) == [("system.set_flag", "MTE2", "VECTOR")]
+    assert ("system.wait_flag", "MTE2", "VECTOR") in ops(body[load_x + 1 : branch])
+    assert ("system.wait_flag", "MTE2", "VECTOR") not in ops(body[branch].then_body)
+    assert balanced(fn)
+
+
 def test_explicit_slots_let_the_load_run_one_trip_ahead():
     fn = synced(
         """

@@ -137,6 +137,31 @@ void pypto_tpush(int32_t peer, const pypto_tile* src);
 void pypto_tpop(int32_t peer, const pypto_tile* dst);
 void pypto_tfree(int32_t peer);
 
+// ---- windowed moves and layout ops ------------------------------------------------------
+// TEXTRACT: dst (its whole valid shape) = the window of src starting at (row0, col0).
+// TINSERT: the window of dst starting at (row0, col0) = src (its valid shape).
+// Routes: Mat -> Left/Right (MTE1, the L1 -> L0 extract into the fractal layouts; window
+// offsets on L1's 16 x c0 fractal grid, c0 = 32 B / element size), Acc -> Mat (FIXPIPE, may
+// narrow fp32 to fp16/bf16; offsets on L0C's 16 x 16 grid), Vec -> Vec (VECTOR copy); a5
+// adds Acc -> Vec (FIXPIPE) and Vec -> Mat (MTE3).
+void pypto_textract(const pypto_tile* dst, const pypto_tile* src, int64_t row0, int64_t col0);
+void pypto_tinsert(const pypto_tile* dst, int64_t row0, int64_t col0, const pypto_tile* src);
+// TTRANS: dst[c, r] = src[r, c] (Vec, VECTOR; not in place).
+void pypto_ttrans(const pypto_tile* dst, const pypto_tile* src);
+// TFILLPAD: dst = src inside src's valid region and the pad value over the rest of dst's
+// valid region (Vec, VECTOR; dst may be src's storage).
+enum pypto_pad { PYPTO_PAD_ZERO = 0, PYPTO_PAD_MAX = 1, PYPTO_PAD_MIN = 2 };
+void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int32_t pad_mode);
+// TRESHAPE: dst is src's storage seen with another shape (Vec/Mat/Acc, row-major, fully
+// valid, same element count). No data moves and no instruction issues; it only checks.
+void pypto_treshape(const pypto_tile* dst, const pypto_tile* src);
+// TWINDOW: *out = the rows x cols window of src at (row0, col0) as a tile sharing src's
+// storage (no data moves, no instruction). Row-major spaces: any window starting on the
+// platform alignment (out keeps src's row pitch; its valid region is the window). Left/Right:
+// whole-width row bands on the 16-row fractal grid.
+void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0, int32_t rows,
+                   int32_t cols);
+
 #ifdef __cplusplus
 }
 #endif

@@ -198,4 +198,25 @@ inline void TPUSH_TO_AIC(const Tile& src) { pypto_tpush(0, &src); }
 inline void TPOP_FROM_AIC(const Tile& dst) { pypto_tpop(0, &dst); }
 inline void TFREE_TO_AIC() { pypto_tfree(0); }
 
+// ---- windowed moves and layout ops -----------------------------------------------------
+// TEXTRACT(l0a, a_l1, 0, k0): the L1 -> L0 extract on MTE1 (see abi.h for every route).
+inline void TEXTRACT(const Tile& dst, const Tile& src, int64_t row0, int64_t col0) {
+  pypto_textract(&dst, &src, row0, col0);
+}
+inline void TINSERT(const Tile& dst, int64_t row0, int64_t col0, const Tile& src) {
+  pypto_tinsert(&dst, row0, col0, &src);
+}
+inline void TTRANS(const Tile& dst, const Tile& src) { pypto_ttrans(&dst, &src); }
+enum class PadValue : int32_t { Zero = PYPTO_PAD_ZERO, Max = PYPTO_PAD_MAX, Min = PYPTO_PAD_MIN };
+inline void TFILLPAD(const Tile& dst, const Tile& src, PadValue pad = PadValue::Zero) {
+  pypto_tfillpad(&dst, &src, static_cast<int32_t>(pad));
+}
+inline void TRESHAPE(const Tile& dst, const Tile& src) { pypto_treshape(&dst, &src); }
+// A window of src as a tile sharing its storage: Tile w = TWINDOW(acc, 32, 0, 32, 256);
+inline Tile TWINDOW(const Tile& src, int64_t row0, int64_t col0, int32_t rows, int32_t cols) {
+  Tile out;
+  pypto_twindow(&out, &src, row0, col0, rows, cols);
+  return out;
+}
+
 }  // namespace pypto

@@ -1,0 +1,137 @@
+"""Result-typing rules of the layout and window ops (slices, extracts, assemble, reshape,
+transpose, concat, fillpad, valid shapes), on the helpers of :mod:`pypto.ir.op_rules`."""
+
+from __future__ import annotations
+
+from pypto.ir.enums import MemorySpace
+from pypto.ir.op_rules import VEC, Bound, _like, _need_rank, _need_same_dtype, _need_space
+from pypto.ir.types import TensorType, TileType, Type
+
+
+def transpose_rule(b: Bound) -> Type:
+    x = b.array("x")
+    rank = len(x.shape)
+    axes = []
+    for name in ("axis1", "axis2"):
+        a = b.literal(name)
+        if not isinstance(a, int) or not -rank <= a < rank:
+            raise b.fail(f"`{name}` must be an axis of a rank-{rank} value, got {a!r}")
+        axes.append(a % rank)
+    shape = list(x.shape)
+    shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
+    _need_space(b, "x", VEC)
+    return _like(x, tuple(shape), x.dtype)
+
+
+def concat_rule(b: Bound) -> Type:
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    _need_rank(b, "lhs", 2)
+    _need_rank(b, "rhs", 2)
+    _need_same_dtype(b, "lhs", "rhs")
+    if lhs.shape[0] != rhs.shape[0]:
+        raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
+    _need_space(b, "lhs", VEC)
+    _need_space(b, "rhs", VEC)
+    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
+
+
+def slice_rule(b: Bound) -> Type:
+    x = b.array("x")
+    shape = b.ints("shape") or ()
+    if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
+        raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
+    for d, (n, full) in enumerate(zip(shape, x.shape)):
+        if n > full:
+            raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
+    _need_space(b, "x", frozenset(MemorySpace) - {MemorySpace.DDR, MemorySpace.Bias})
+    if "valid_shape" in b.args and b.rank_of_list("valid_shape") not in (0, len(shape)):
+        raise b.fail(f"valid_shape needs {len(shape)} entries")
+    return _like(x, shape, x.dtype)
+
+
+# Windowed moves (TEXTRACT / TINSERT): source space → destination spaces.
+WINDOW_ROUTES = {
+    MemorySpace.Mat: frozenset({MemorySpace.Left, MemorySpace.Right}),
+    MemorySpace.Acc: frozenset({MemorySpace.Mat, MemorySpace.Vec}),
+    MemorySpace.Vec: frozenset({MemorySpace.Vec, MemorySpace.Mat}),
+}
+
+
+def _route_text() -> str:
+    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, ds in WINDOW_ROUTES.items() for d in sorted(ds))
+
+
+def extract_rule(b: Bound) -> Type:
+    src = b.array("src")
+    shape = b.ints("shape") or ()
+    target = b.literal("target_memory")
+    _need_rank(b, "src", 2)
+    if len(shape) != 2:
+        raise b.fail(f"`shape` must have 2 entries, got {list(shape)}")
+    if target not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore[union-attr]
+        where = src.memory.dsl_name if src.memory else "an unplaced tile"  # type: ignore[union-attr]
+        raise b.fail(f"no windowed move from {where} to {target}; routes: {_route_text()}")
+    for d, (n, full) in enumerate(zip(shape, src.shape)):
+        if n > full:
+            raise b.fail(f"window size {n} on dim {d} exceeds the source size {full}")
+    _check_fractal_offsets(b, src)  # type: ignore[arg-type]
+    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+
+
+def fractal_grid(t: TileType) -> tuple[int, int]:
+    """The grid a window of a tile must start on: L1 holds 16 x c0 fractals (c0 = 32 B per
+    element size), L0C 16 x 16; row-major Vec has none."""
+    if t.memory is MemorySpace.Mat:
+        return 16, max(1, 32 // t.dtype.itemsize)
+    if t.memory is MemorySpace.Acc:
+        return 16, 16
+    return 1, 1
+
+
+def _check_fractal_offsets(b: Bound, src: TileType) -> None:
+    """Compile-time offsets off the fractal grid (run-time ones are checked by the ISA)."""
+    grid = fractal_grid(src)
+    for name, step, axis in (("index_row", grid[0], "row"), ("index_col", grid[1], "column")):
+        off = b.literal(name)
+        if isinstance(off, int) and off % step:
+            raise b.fail(
+                f"{axis} offset {off} is not on the {grid[0]} x {grid[1]} fractal grid of a "
+                f"{src.memory.dsl_name} {src.dtype} tile: {axis} offsets must be multiples of {step}"  # type: ignore
+            )
+
+
+def assemble_rule(b: Bound) -> Type:
+    dst_name = "dst" if "dst" in b.args else "target"
+    dst, src = b.array(dst_name), b.array("src")
+    from_acc = getattr(src, "memory", None) is MemorySpace.Acc
+    if not (from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")):  # FIXPIPE narrows out of Acc
+        _need_same_dtype(b, dst_name, "src")
+    if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
+        raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
+    for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
+        if n > full:
+            raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
+    if isinstance(dst, TensorType):
+        return dst
+    if isinstance(src, TileType) and dst.memory not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore
+        raise b.fail(
+            f"cannot assemble a {src.memory.dsl_name if src.memory else '?'} tile into a "
+            f"{dst.memory.dsl_name if dst.memory else '?'} tile; routes: {_route_text()}"
+        )
+    return TileType(dst.shape, dst.dtype, dst.memory)
+
+
+def fillpad_rule(b: Bound) -> Type:
+    x = b.array("x")
+    _need_space(b, "x", VEC)
+    return _like(x, x.shape, x.dtype)
+
+
+def set_validshape_rule(b: Bound) -> Type:
+    x = b.array("x")
+    _need_rank(b, "x", 2)
+    for name, full in zip(("valid_rows", "valid_cols"), x.shape):
+        v = b.literal(name)
+        if isinstance(v, int) and not 0 <= v <= full:
+            raise b.fail(f"`{name}` = {v} is outside 0..{full} for a tile of shape {list(x.shape)}")
+    return _like(x, x.shape, x.dtype)

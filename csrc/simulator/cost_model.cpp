@@ -39,7 +39,21 @@ uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_e
 
 uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth) {
   double drain = p.fixpipe_per_row_cycles * static_cast<double>(rows);
-  return cycles(p.fixpipe_base_cycles + std::max(drain, static_cast<double>(out_bytes) / bandwidth));
+  return cycles(p.fixpipe_base_cycles +
+                std::max(drain, static_cast<double>(out_bytes) / bandwidth));
+}
+
+uint64_t col_reduce(const Platform& p, int64_t bytes) { return vector(p, p.vec_binary, bytes); }
+
+uint64_t sort(const Platform& p, int64_t bytes, int64_t row_len, int64_t block) {
+  int64_t run = block > 0 ? std::min(block, row_len) : row_len;
+  int64_t passes = 1;
+  for (int64_t sorted = 32; sorted < run; sorted *= 2) ++passes;
+  return vector(p, p.vec_sort, bytes) * static_cast<uint64_t>(passes);
+}
+
+uint64_t scalar_access(const Platform& p, bool gm) {
+  return cycles(gm ? p.scalar_gm_access_cycles : p.scalar_ub_access_cycles);
 }
 
 }  // namespace pypto::cost

@@ -21,4 +21,12 @@ uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_e
 // FIXPIPE out of L0C: drain base + the larger of the per-row drain and bytes / bandwidth.
 uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth);
 
+// Column reduction: one binary pass per row after the first, streaming the whole source.
+uint64_t col_reduce(const Platform& p, int64_t bytes);
+// Sort of rows of `row_len` elements in blocks of `block` (0: whole rows): a sort32 pass, then
+// one merge pass per doubling of the sorted run up to the block (or row) length.
+uint64_t sort(const Platform& p, int64_t bytes, int64_t row_len, int64_t block);
+// One scalar element access on the SCALAR pipe (GM or an on-chip buffer).
+uint64_t scalar_access(const Platform& p, bool gm);
+
 }  // namespace pypto::cost

@@ -176,7 +176,7 @@ def cast_rule(b: Bound) -> Type:
     if b.literal("mode") not in _CAST_MODES:
         raise b.fail(f"mode must be one of {list(_CAST_MODES)}, got {b.literal('mode')!r}")
     _need_space(b, "x", VEC)
-    return _like(x, x.shape, b.literal("dtype"))  # type: ignore[arg-type]
+    return _like(x, x.shape, b.literal("target_type"))  # type: ignore[arg-type]
 
 
 def fillpad_rule(b: Bound) -> Type:

@@ -24,7 +24,14 @@ from pypto.ir.types import TensorType, TileType
 PIPES = list(Pipe)
 N = len(PIPES)
 INDEX = {p: i for i, p in enumerate(PIPES)}
-_WRITTEN = {"tile.store": ("output_tensor",), "tile.row_max": ("tmp",), "tile.row_sum": ("tmp",)}
+_WRITTEN = {
+    "tile.store": ("output_tensor",),
+    "tile.row_max": ("tmp",),
+    "tile.row_sum": ("tmp",),
+    "tile.row_min": ("tmp",),
+    "tensor.write": ("dst",),
+    "tile.write": ("dst",),
+}
 _WHOLE_SPACE = 1 << 62
 
 Env = Mapping[str, int | None]

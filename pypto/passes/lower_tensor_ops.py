@@ -86,7 +86,7 @@ class _Lowerer:
                         s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
                     )
                 )
-            elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op.startswith("tensor."):
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and get_op(s.value.op).level == "tensor":
                 self.lower(s, out)
             else:
                 out.append(s)

@@ -42,6 +42,10 @@ struct Platform {
   double task_dispatch_cycles;
   int64_t recommended_transfer_bytes;  // PH001 threshold
   int vec_mat_routes;                  // 1 when Vec->Mat and Acc->Vec moves exist (a5)
+  // Op families beyond the tutorial set (compare/select, bitwise, trig, gather, sort) and
+  // scalar element access on the SCALAR pipe.
+  VecCost vec_cmp, vec_sel, vec_bitwise, vec_trig, vec_gather, vec_sort;
+  double scalar_gm_access_cycles, scalar_ub_access_cycles;
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -66,7 +70,15 @@ struct Platform {
   X(fixpipe_base_cycles, fixpipe_base_cycles) X(fixpipe_per_row_cycles, fixpipe_per_row_cycles) \
   X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                    \
   X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                      \
-  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)
+  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes) \
+  X(vec_cmp_per_repeat, vec_cmp.per_repeat) X(vec_cmp_base, vec_cmp.base)                   \
+  X(vec_sel_per_repeat, vec_sel.per_repeat) X(vec_sel_base, vec_sel.base)                   \
+  X(vec_bitwise_per_repeat, vec_bitwise.per_repeat) X(vec_bitwise_base, vec_bitwise.base)   \
+  X(vec_trig_per_repeat, vec_trig.per_repeat) X(vec_trig_base, vec_trig.base)               \
+  X(vec_gather_per_repeat, vec_gather.per_repeat) X(vec_gather_base, vec_gather.base)       \
+  X(vec_sort_per_repeat, vec_sort.per_repeat) X(vec_sort_base, vec_sort.base)               \
+  X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
+  X(scalar_ub_access_cycles, scalar_ub_access_cycles)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

@@ -184,4 +184,41 @@ inline void pipe_barrier(Pipe pipe) { pypto_pipe_barrier(pipe); }
 inline int64_t get_block_idx() { return pypto_block_idx(); }
 inline int64_t get_block_num() { return pypto_block_num(); }
 
+// ---- op families beyond the tutorial set (see abi.h) ----------------------------------
+inline void TRSQRT(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_RSQRT, &d, &a); }
+inline void TSIN(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_SIN, &d, &a); }
+inline void TCOS(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_COS, &d, &a); }
+inline void TCMP(const Tile& d, const Tile& a, const Tile& b, int32_t mode) { pypto_tcmp(mode, &d, &a, &b); }
+inline void TCMPS(const Tile& d, const Tile& a, double s, int32_t mode) { pypto_tcmps(mode, &d, &a, s); }
+inline void TSEL(const Tile& d, const Tile& mask, const Tile& a, const Tile& b) { pypto_tsel(&d, &mask, &a, &b); }
+inline void TCOLSUM(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RSUM, &d, &s); }
+inline void TCOLMAX(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMAX, &d, &s); }
+inline void TCOLMIN(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMIN, &d, &s); }
+inline void TROWEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(1, &d, &v); }
+inline void TCOLEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(0, &d, &v); }
+#define PYPTO_BITWISE(NAME, OP)                                                                     \
+  inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbitwise(OP, &d, &a, &b); } \
+  inline void NAME##S(const Tile& d, const Tile& a, int64_t s) { pypto_tbitwise_scalar(OP, &d, &a, s); }
+PYPTO_BITWISE(TAND, PYPTO_AND)
+PYPTO_BITWISE(TOR, PYPTO_OR)
+PYPTO_BITWISE(TXOR, PYPTO_XOR)
+PYPTO_BITWISE(TSHL, PYPTO_SHL)
+PYPTO_BITWISE(TSHR, PYPTO_SHR)
+#undef PYPTO_BITWISE
+inline void TNOT(const Tile& d, const Tile& a) { pypto_tnot(&d, &a); }
+inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) { pypto_tgather(&d, &src, &idx); }
+inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(32, &d, &src, &idx); }
+inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(0, &d, &src, &idx); }
+template <int N>
+inline double TREAD(Tensor t, const int64_t (&idx)[N]) { return pypto_tensor_read(t.desc, idx, N); }
+template <int N>
+inline void TWRITE(Tensor t, const int64_t (&idx)[N], double v) { pypto_tensor_write(t.desc, idx, N, v); }
+template <int N>
+inline double TREAD(const Tile& t, const int64_t (&idx)[N]) { return pypto_tile_read(&t, idx, N); }
+template <int N>
+inline void TWRITE(const Tile& t, const int64_t (&idx)[N], double v) { pypto_tile_write(&t, idx, N, v); }
+inline void TMATMUL_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
+  pypto_tmatmul_bias(&acc, &left, &right, &bias);
+}
+
 }  // namespace pypto

@@ -29,7 +29,7 @@ int64_t apply(int op, int dt, int64_t a, int64_t b, const char* name) {
       break;
   }
   if (b < 0)
-    fail(ErrorKind::kInvalidArgument, name, "shift count " + std::to_string(b) + " is negative");
+    fail(ErrorKind::kOutOfBounds, name, "shift count " + std::to_string(b) + " is negative");
   if (op == PYPTO_SHL) return b >= bits ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
   if (b >= bits) return a < 0 ? -1 : 0;  // a is sign-extended (uint8: zero-extended, a >= 0)
   return a >> b;
@@ -86,7 +86,7 @@ extern "C" void pypto_tbitwise_scalar(int32_t opc, const pypto_tile* dst, const 
   TileView x = operand(a, op, "a", nullptr);
   TileView d = operand(dst, op, "dst", &x);
   if ((opc == PYPTO_SHL || opc == PYPTO_SHR) && s < 0) {
-    fail(ErrorKind::kInvalidArgument, op, "shift count " + std::to_string(s) + " is negative");
+    fail(ErrorKind::kOutOfBounds, op, "shift count " + std::to_string(s) + " is negative");
   }
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {

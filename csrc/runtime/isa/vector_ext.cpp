@@ -73,7 +73,7 @@ const char* cmp_name(bool scalar) { return scalar ? "TCMPS" : "TCMP"; }
 
 void check_mode(int32_t mode, const char* op) {
   if (mode < PYPTO_CMP_EQ || mode > PYPTO_CMP_GE) {
-    fail(ErrorKind::kInvalidArgument, op,
+    fail(ErrorKind::kInternal, op,
          "compare mode " + std::to_string(mode) + " is not 0..5 (eq ne lt le gt ge)");
   }
 }

@@ -245,3 +245,15 @@ def test_matmul_bias_adds_the_bias_row_on_the_cube():
     ref = a.astype(np.float64) @ b.astype(np.float64) + bias
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert ok.matmul_bias.last_report.pipe_busy["CUBE"] > 0
+
+
+def test_compare_cost_comes_from_the_platform_table():
+    from pypto.platforms import get
+
+    p = get("a2a3sim")
+    k = ok.compare(2, 1.0)
+    k(rand(), rand(), np.zeros((R, C), bool))
+    repeats = -(-R * C * 4 // p.vector_repeat_bytes)  # the fp32 source is the widest operand
+    tcmps = int(np.ceil(p.vec_cmp_base + p.vec_cmp_per_repeat * repeats))
+    # plus the wait for the load and the flag for the store, one sync each on VECTOR
+    assert k.last_report.pipe_busy["VECTOR"] == tcmps + 2 * p.sync_cycles == 60

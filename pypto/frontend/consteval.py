@@ -205,6 +205,8 @@ class Folder:
 
     def _fold_Call(self, node: ast.Call) -> Any:
         fn = self.fold(node.func)
+        if getattr(fn, "dsl_name", None) == "tensor.dim":
+            return self._fold_dim(node)
         if fn is NOT_CONST or fn not in _PURE_CALLS:
             return NOT_CONST
         args = [self.fold(a) for a in node.args]
@@ -213,7 +215,25 @@ class Folder:
             return NOT_CONST
         if any(k is None for k in kwargs):
             return NOT_CONST
+        if fn is ann.MemRef and not args and "name" not in kwargs:
+            # an unnamed buffer spelled in kernel source: named after that spelling
+            kwargs["name"] = f"memref_l{node.lineno + self.src.line_offset}c{node.col_offset}"
         return fn(*args, **kwargs)
+
+    def _fold_dim(self, node: ast.Call) -> Any:
+        """``pl.tensor.dim(t, axis)``: shapes are static, so the size is a compile-time int."""
+        if len(node.args) != 2 or node.keywords or not isinstance(node.args[0], ast.Name):
+            raise TypeCheckError("write pl.tensor.dim(tensor, axis)", self.src.span(node))
+        t = getattr(self.lookup_local(node.args[0].id), "type", None)
+        axis = self.fold(node.args[1])
+        if not isinstance(t, TensorType):
+            raise TypeCheckError(
+                f"pl.tensor.dim needs a tensor, got `{node.args[0].id}`", self.src.span(node)
+            )
+        if not isinstance(axis, int) or not -len(t.shape) <= axis < len(t.shape):
+            raise TypeCheckError(f"pl.tensor.dim: axis {axis!r} is out of range for shape {list(t.shape)}",
+                                 self.src.span(node))  # fmt: skip
+        return t.shape[axis]
 
 
 def _plain(value: Any) -> bool:

@@ -22,7 +22,7 @@ from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, m
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import JitFunction, KernelFunction
-from pypto.language.markers import LoopMarker, Marker, OpMarker
+from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.function import FunctionParser
@@ -243,6 +243,9 @@ class ExprLowerer:
             call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
             return self.task_keywords(call, node), t
         fn = self.fp.folder.fold(func)
+        if isinstance(fn, ConstMarker):
+            c = self.typed_const(node)
+            return c, c.type
         if isinstance(fn, OpMarker):
             args = [self.value(a) for a in node.args]
             kwargs = {k.arg: self.value(k.value) for k in node.keywords}
@@ -252,6 +255,31 @@ class ExprLowerer:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
             return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
         raise self.bad_call(node, fn)
+
+    def typed_const(self, node: ast.Call) -> Const:
+        """``pl.const(value, dtype)``: the value converted exactly to ``dtype`` (else an error)."""
+        args = dict(zip(("value", "dtype"), node.args)) | {k.arg: k.value for k in node.keywords}
+        if set(args) != {"value", "dtype"} or len(node.args) > 2:
+            raise TypeCheckError("write pl.const(value, dtype)", self.span(node))
+        value, dtype = (self.fp.folder.fold(args[k]) for k in ("value", "dtype"))
+        if not isinstance(dtype, DataType) or dtype.kind == "bool" and not isinstance(value, bool):
+            raise TypeCheckError(f"pl.const dtype must be a numeric pl dtype, got {dtype!r}", self.span(node))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeCheckError(
+                f"pl.const needs a compile-time number, got `{ast.unparse(args['value'])}`", self.span(node)
+            )
+        if dtype.is_float:
+            return Const(float(value), dtype, span=self.span(node))
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeCheckError(f"pl.const: {value} is not an integer for {dtype}", self.span(node))
+        lo, hi = (
+            (0, 2**dtype.bits - 1)
+            if dtype.kind == "uint"
+            else (-(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1)
+        )
+        if not lo <= int(value) <= hi:
+            raise TypeCheckError(f"pl.const: {int(value)} does not fit {dtype} [{lo}, {hi}]", self.span(node))
+        return Const(int(value), dtype, span=self.span(node))
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
         """``self.k(..., handle="h", deps=[g])``: an outlined scope's name and deps (pass dumps)."""

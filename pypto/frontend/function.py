@@ -12,7 +12,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from pypto.errors import TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import StaticAssertError, TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.annotations import AnnotationReader
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
@@ -24,6 +24,7 @@ from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
+from pypto.language.markers import StaticAssertMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
@@ -238,8 +239,29 @@ class FunctionParser(ControlFlow):
             )
         if not isinstance(node.value, ast.Call):
             raise UnsupportedSyntaxError(f"expression `{ast.unparse(node)}` has no effect", self.span(node))
+        if isinstance(self.folder.fold(node.value.func), StaticAssertMarker):
+            self.static_assert(node.value)
+            return
         e, _ = self.exprs.call(node.value)
         self.emit(Eval(e, span=self.span(node)))
+
+    def static_assert(self, call: ast.Call) -> None:
+        """``pl.static_assert(cond, msg="")``: holds for this specialisation, or a compile error."""
+        args = dict(zip(("cond", "msg"), call.args)) | {k.arg: k.value for k in call.keywords}
+        if "cond" not in args or set(args) - {"cond", "msg"} or len(call.args) > 2:
+            raise TypeCheckError('write pl.static_assert(cond, msg="...")', self.span(call))
+        cond = self.folder.fold(args["cond"])
+        msg = self.folder.fold(args["msg"]) if "msg" in args else ""
+        if cond is NOT_CONST or not isinstance(msg, str):
+            raise TypeCheckError(
+                f"pl.static_assert needs a compile-time condition and message, got `{ast.unparse(call)}`",
+                self.span(call),
+            )
+        if not cond:
+            detail = f": {msg}" if msg else ""
+            raise StaticAssertError(
+                f"static assertion `{ast.unparse(args['cond'])}` failed{detail}", self.span(call)
+            )
 
     def return_(self, node: ast.Return) -> None:
         items = (

@@ -14,7 +14,15 @@ from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
-from pypto.language.markers import LoopMarker, Namespace, ScopeMarker, YieldMarker, op_markers
+from pypto.language.markers import (
+    ConstMarker,
+    LoopMarker,
+    Namespace,
+    ScopeMarker,
+    StaticAssertMarker,
+    YieldMarker,
+    op_markers,
+)
 
 range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
 parallel = LoopMarker(_ForKind.parallel)
@@ -22,6 +30,8 @@ pipeline = LoopMarker(_ForKind.pipeline)
 unroll = LoopMarker(_ForKind.unroll)
 at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
 yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
+const = ConstMarker("const", "pl.const(value, dtype): a scalar constant of that dtype")
+static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
 tile = Namespace("tile")
 tensor = Namespace("tensor")
@@ -67,6 +77,8 @@ __all__ = [
     "unroll",
     "at",
     "yield_",
+    "const",
+    "static_assert",
     "tile",
     "tensor",
     "system",

@@ -7,7 +7,9 @@ defined; the frontend reads their AST (or these objects) and turns them into IR 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pypto.ir.dtypes import DataType
@@ -111,13 +113,18 @@ InOut = DirectionSpec(Direction.InOut)
 
 
 def MemRef(  # noqa: N802 - spelled like a type in the DSL
-    name: str, offset: int | None = None, size: int | None = None, *, slots: int = 1
+    name: str | None = None, offset: int | None = None, size: int | None = None, *, slots: int = 1
 ) -> _IRMemRef:
     """A named buffer of ``slots`` equal slots; subscript it to pick a slot: ``m[i % 2]``.
 
-    ``offset``/``size`` (bytes) appear once address assignment has placed the buffer; a
-    ``size`` alone is a PTOAS region, placed when the kernel starts.
+    Without a name the buffer is named after the line that spells it (``pl.MemRef()``,
+    ``pl.MemRef(slots=2)``): one spelling, one buffer. ``offset``/``size`` (bytes) appear once
+    address assignment has placed the buffer; a ``size`` alone is a PTOAS region, placed when
+    the kernel starts.
     """
+    if name is None:
+        caller = sys._getframe(1)
+        name = f"memref_{Path(caller.f_code.co_filename).stem}_l{caller.f_lineno}"
     if not isinstance(name, str) or not name:
         raise TypeError(f"pl.MemRef needs a name string, got {name!r}")
     if not isinstance(slots, int) or slots < 1:

@@ -53,6 +53,14 @@ class ScopeMarker(Marker):
     """``pl.at(level=..., name_hint=..., deps=[...])``."""
 
 
+class ConstMarker(Marker):
+    """``pl.const(value, dtype)``: a scalar constant of an explicit dtype."""
+
+
+class StaticAssertMarker(Marker):
+    """``pl.static_assert(cond, msg="")``: a compile-time check of the specialisation."""
+
+
 class YieldMarker(Marker):
     """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
 

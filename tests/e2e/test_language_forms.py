@@ -1,0 +1,105 @@
+"""pl.const, pl.static_assert, pl.tensor.dim and unnamed pl.MemRef buffers, run in kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import StaticAssertError, TypeCheckError
+
+R, C = 16, 64
+
+
+def rand(seed=0):
+    return np.random.default_rng(seed).uniform(-2, 2, (R, C)).astype(np.float32)
+
+
+@pl.jit
+def scaled(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.static_assert(pl.tensor.dim(x, 1) % 16 == 0, "columns must be a multiple of 16")
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rows = pl.tensor.dim(x, 0)
+        k = pl.const(3, pl.INT32)
+        t = pl.load(x, [k - 3, 0], [rows, pl.tensor.dim(x, -1)])
+        pl.store(pl.muls(t, pl.const(0.25, pl.FP32)), [0, 0], out)
+        pl.write(out, [0, 0], pl.const(7.0, pl.FP32))
+    return out
+
+
+def test_const_dim_and_static_assert_in_a_kernel():
+    x, out = rand(), np.zeros((R, C), np.float32)
+    scaled(x, out)
+    ref = x * np.float32(0.25)
+    ref[0, 0] = 7.0
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_a_false_static_assert_names_the_condition_the_message_and_the_line():
+    x = np.zeros((R, 24), np.float32)
+    with pytest.raises(StaticAssertError, match="columns must be a multiple of 16") as e:
+        scaled(x, np.zeros_like(x))
+    assert "pl.tensor.dim(x, 1) % 16 == 0" in str(e.value)
+    assert "test_language_forms.py:" in str(e.value)
+
+
+def test_a_static_assert_on_a_run_time_value_is_refused():
+    @pl.jit
+    def bad(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            v = pl.read(x, [0, 0])
+            pl.static_assert(v > 0)
+            pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="needs a compile-time condition"):
+        bad(rand(), np.zeros((R, C), np.float32))
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [("pl.const(2.5, pl.INT32)", "is not an integer"), ("pl.const(300, pl.INT8)", "does not fit INT8")],
+)
+def test_const_values_that_do_not_fit_their_dtype(tmp_path, expr, message):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import pypto.language as pl\n\n"
+        "@pl.jit\n"
+        "def k(x: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
+        "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+        f"        c = {expr}\n"
+        "        pl.store(pl.adds(pl.load(x, [0, 0], [16, 64]), c), [0, 0], out)\n"
+        "    return out\n"
+    )
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("k_const", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(TypeCheckError, match=message) as e:
+        mod.k(rand(), np.zeros((R, C), np.float32))
+    assert "k.py:6" in str(e.value)
+
+
+BUF = pl.MemRef(slots=2)
+
+
+@pl.jit
+def double_buffered(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            t: pl.Tile[[4, C], pl.FP32, BUF[i % 2], pl.Mem.Vec] = pl.load(x, [i * 4, 0], [4, C])
+            u: pl.Tile[[4, C], pl.FP32, pl.MemRef(slots=2)[i % 2], pl.Mem.Vec] = pl.exp(t)
+            pl.store(u, [i * 4, 0], out)
+    return out
+
+
+def test_unnamed_memrefs_are_distinct_buffers_named_after_their_line():
+    assert BUF.name == "memref_test_language_forms_l84" and BUF.slots == 2
+    assert pl.MemRef().name != BUF.name
+    x, out = rand(), np.zeros((R, C), np.float32)
+    double_buffered(x, out)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    mem = double_buffered.lower(x, out)
+    text = str(mem)
+    assert "memref_test_language_forms_l84" in text and "memref_l" in text

@@ -145,7 +145,9 @@ class _Emitter:
             init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)
             self.carried(it.var, init)
         i, stop, step = cpp_name(s.var.name), cpp_expr(s.stop), cpp_expr(s.step)
-        if isinstance(s.step, Const):  # Python's range: a negative step counts down
+        if s.cond is not None:  # pl.while_: tested before each trip, over the carried values
+            cond = f"({cpp_expr(s.cond)}) && {i} < {stop}"
+        elif isinstance(s.step, Const):  # Python's range: a negative step counts down
             cond = f"{i} {'<' if s.step.value > 0 else '>'} {stop}"
         else:
             cond = f"({step} > 0 ? {i} < {stop} : {i} > {stop})"

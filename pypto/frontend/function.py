@@ -20,6 +20,7 @@ from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
+from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
@@ -52,7 +53,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow):
+class FunctionParser(ControlFlow, WhileLoop):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(

@@ -148,8 +148,10 @@ def write_rule(b: Bound) -> Type:
 
     t = _need_index_count(b, "dst")
     got = b.type("value")
-    if isinstance(got, ScalarType) and got.dtype != t.dtype:
-        raise b.fail(f"value is {got.dtype} but `dst` holds {t.dtype} (no implicit promotion; use pl.cast)")
+    # The scalar unit converts on the store (integers exactly, floats rounded to the dtype);
+    # a float value into an integer element would truncate silently, so that is refused.
+    if isinstance(got, ScalarType) and got.dtype.is_float and not t.dtype.is_float:
+        raise b.fail(f"value is {got.dtype} but `dst` holds {t.dtype}; write an integer value")
     return void_rule(b)
 
 

@@ -211,6 +211,14 @@ class _Printer:
             raise TypeError(f"cannot print statement {s!r}")
 
     def for_(self, s: For, depth: int) -> None:
+        if s.cond is not None:
+            inits = _tuple([print_expr(a.init) for a in s.iter_args])
+            self.emit(
+                depth, f"for {_tuple([a.var.name for a in s.iter_args])} in pl.while_(init_values={inits}):"
+            )
+            self.emit(depth + 1, f"pl.cond({print_expr(s.cond)})")
+            self.block(s.body, depth + 1, s.results)
+            return
         bounds = [s.stop]
         if s.step != Const(1):
             bounds = [s.start, s.stop, s.step]

@@ -15,11 +15,13 @@ from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
 from pypto.language.markers import (
+    CondMarker,
     ConstMarker,
     LoopMarker,
     Namespace,
     ScopeMarker,
     StaticAssertMarker,
+    WhileMarker,
     YieldMarker,
     op_markers,
 )
@@ -30,6 +32,8 @@ pipeline = LoopMarker(_ForKind.pipeline)
 unroll = LoopMarker(_ForKind.unroll)
 at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
 yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
+while_ = WhileMarker("while_", "for (x,) in pl.while_(init_values=(x0,)): pl.cond(...) first, pl.yield_ last")
+cond = CondMarker("cond", "pl.cond(condition): the first statement of a pl.while_ body")
 const = ConstMarker("const", "pl.const(value, dtype): a scalar constant of that dtype")
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
@@ -77,6 +81,8 @@ __all__ = [
     "unroll",
     "at",
     "yield_",
+    "while_",
+    "cond",
     "const",
     "static_assert",
     "tile",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import StaticAssertError, TypeCheckError
+from pypto.errors import MisplacedOpError, StaticAssertError, TypeCheckError, UnsupportedSyntaxError
+from pypto.ir.printer import print_program
 
 R, C = 16, 64
 
@@ -95,11 +98,65 @@ def double_buffered(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_unnamed_memrefs_are_distinct_buffers_named_after_their_line():
-    assert BUF.name == "memref_test_language_forms_l84" and BUF.slots == 2
+    line = Path(__file__).read_text().splitlines().index("BUF = pl.MemRef(slots=2)") + 1
+    assert BUF.name == f"memref_test_language_forms_l{line}" and BUF.slots == 2
     assert pl.MemRef().name != BUF.name
     x, out = rand(), np.zeros((R, C), np.float32)
     double_buffered(x, out)
     np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
-    mem = double_buffered.lower(x, out)
-    text = str(mem)
-    assert "memref_test_language_forms_l84" in text and "memref_l" in text
+    text = print_program(double_buffered.lower(x, out))
+    assert BUF.name in text and "memref_l" in text  # the in-kernel spelling: named by line and column
+
+
+@pl.jit
+def halve_until_small(x: pl.Tensor, limit: pl.Tensor, out: pl.Out[pl.Tensor], trips: pl.Out[pl.Tensor]):
+    """Halves a tile until its first element drops below a run-time limit."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bound = pl.read(limit, [0])
+        t0 = pl.load(x, [0, 0], [R, C])
+        for t, n, go in pl.while_(init_values=(t0, 0, pl.read(t0, [0, 0]) >= bound)):
+            pl.cond(go)
+            t_next = pl.muls(t, 0.5)
+            t_out, n_out, go_out = pl.yield_(t_next, n + 1, pl.read(t_next, [0, 0]) >= bound)
+        pl.store(t_out, [0, 0], out)
+        pl.write(trips, [0], n_out)
+    return out
+
+
+@pytest.mark.parametrize(("first", "limit", "want"), [(100.0, 1.0, 7), (0.5, 1.0, 0), (1.0, 1.0, 1)])
+def test_while_runs_until_its_run_time_condition_fails(first, limit, want):
+    x = np.full((R, C), 3.0, np.float32)
+    x[0, 0] = first
+    out, trips = np.zeros_like(x), np.zeros(1, np.int64)
+    halve_until_small(x, np.array([limit], np.float32), out, trips)
+    assert trips[0] == want
+    np.testing.assert_array_equal(out, x * np.float32(0.5**want))
+    text = print_program(halve_until_small.lower(x, np.array([limit], np.float32), out, trips))
+    assert "in pl.while_(init_values=" in text and "pl.cond(go)" in text
+
+
+def test_while_needs_cond_first_and_stays_in_incore_code():
+    @pl.jit
+    def no_cond(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for (n,) in pl.while_(init_values=(0,)):
+                m = n + 1
+                n_out = pl.yield_(m)  # noqa: F841 - the kernel result name
+            pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(UnsupportedSyntaxError, match=r"starts with `pl.cond\(condition\)`") as e:
+        no_cond(rand(), np.zeros((R, C), np.float32))
+    assert "test_language_forms.py:" in str(e.value)
+
+    @pl.jit
+    def outside(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for (n,) in pl.while_(init_values=(0,)):
+            pl.cond(n < 3)
+            n_out = pl.yield_(n + 1)  # noqa: F841 - the kernel result name
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(MisplacedOpError, match="belongs in InCore code"):
+        outside(rand(), np.zeros((R, C), np.float32))

@@ -21,6 +21,7 @@ from pypto.frontend.source import KernelSource
 from pypto.ir.expr import Expr
 from pypto.ir.types import MemRef, TensorType, TileType
 from pypto.language import annotations as ann
+from pypto.language.decorators import HostFunction
 from pypto.language.markers import Namespace
 
 
@@ -207,7 +208,7 @@ class Folder:
         fn = self.fold(node.func)
         if getattr(fn, "dsl_name", None) == "tensor.dim":
             return self._fold_dim(node)
-        if fn is NOT_CONST or fn not in _PURE_CALLS:
+        if fn is NOT_CONST or not (fn in _PURE_CALLS or isinstance(fn, HostFunction)):
             return NOT_CONST
         args = [self.fold(a) for a in node.args]
         kwargs = {k.arg: self.fold(k.value) for k in node.keywords}

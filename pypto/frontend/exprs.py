@@ -21,7 +21,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
-from pypto.language.decorators import JitFunction, KernelFunction
+from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class ExprLowerer:
     def rhs(self, node: ast.expr) -> tuple[Expr, Type | None]:
         """The right-hand side of an assignment: a top-level call stays unflattened."""
         if isinstance(node, ast.Call) and self.fp.folder.fold(node) is NOT_CONST:
-            return self.call(node)
+            return self.valued_call(node)
         e = self.value(node)
         block = self.fp.blocks[-1]
         if block and isinstance(block[-1], Assign) and block[-1].var is e:
@@ -195,8 +195,15 @@ class ExprLowerer:
         return out
 
     def _Call(self, node: ast.Call) -> Expr:
-        e, t = self.call(node)
+        e, t = self.valued_call(node)
         return self.bind_temp(e, t, node)
+
+    def valued_call(self, node: ast.Call) -> tuple[Expr, Type | None]:
+        """A call whose value is used: a helper that returns nothing is an error here."""
+        e, t = self.call(node)
+        if e is None:
+            raise TypeCheckError(f"`{ast.unparse(node.func)}` returns no value", self.span(node))
+        return e, t
 
     def _Subscript(self, node: ast.Subscript) -> Expr:
         base = self.value(node.value)
@@ -243,6 +250,8 @@ class ExprLowerer:
             call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
             return self.task_keywords(call, node), t
         fn = self.fp.folder.fold(func)
+        if isinstance(fn, InlineFunction):
+            return self.fp.inline_call(fn, node)
         if isinstance(fn, ConstMarker):
             c = self.typed_const(node)
             return c, c.type

@@ -18,6 +18,7 @@ from pypto.frontend.annotations import AnnotationReader
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
+from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.while_loop import WhileLoop
@@ -53,7 +54,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow, WhileLoop):
+class FunctionParser(ControlFlow, WhileLoop, InlineCalls):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(
@@ -244,7 +245,8 @@ class FunctionParser(ControlFlow, WhileLoop):
             self.static_assert(node.value)
             return
         e, _ = self.exprs.call(node.value)
-        self.emit(Eval(e, span=self.span(node)))
+        if e is not None:  # an inline helper without a value has emitted its statements
+            self.emit(Eval(e, span=self.span(node)))
 
     def static_assert(self, call: ast.Call) -> None:
         """``pl.static_assert(cond, msg="")``: holds for this specialisation, or a compile error."""

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import MisplacedOpError, StaticAssertError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    MisplacedOpError,
+    OutsideKernelError,
+    StaticAssertError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir.printer import print_program
 
 R, C = 16, 64
@@ -160,3 +166,62 @@ def test_while_needs_cond_first_and_stays_in_incore_code():
 
     with pytest.raises(MisplacedOpError, match="belongs in InCore code"):
         outside(rand(), np.zeros((R, C), np.float32))
+
+
+@pl.jit.host
+def block_rows(total: int, cap: int) -> int:
+    """Largest divisor of total that is <= cap: computed on the host while compiling."""
+    return max(d for d in range(1, cap + 1) if total % d == 0)
+
+
+@pl.jit.inline
+def softmax_rows(t, tmp):
+    e = pl.exp(pl.row_expand_sub(t, pl.row_max(t, tmp)))
+    return pl.row_expand_div(e, pl.row_sum(e, tmp))
+
+
+@pl.jit.inline
+def store_scaled(t, scale, out, row):
+    pl.store(pl.muls(t, scale), [row, 0], out)
+
+
+@pl.jit
+def inline_softmax(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rows = block_rows(pl.tensor.dim(x, 0), 6)
+        for i in pl.range(R // rows):
+            t = pl.load(x, [i * rows, 0], [rows, C])
+            tmp = pl.create_tile([rows, C], pl.FP32)
+            e = softmax_rows(t, tmp)  # the helper's `e` does not clash with this one
+            store_scaled(e, 2.0, out, i * rows)
+    return out
+
+
+def test_inline_helpers_expand_in_the_kernel_and_host_functions_fold():
+    assert block_rows(16, 6) == 4  # plain Python outside kernels
+    x, out = rand(3), np.zeros((R, C), np.float32)
+    inline_softmax(x, out)
+    ref = np.exp(x - x.max(1, keepdims=True))
+    ref = 2 * ref / ref.sum(1, keepdims=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    text = print_program(inline_softmax.lower(x, out))
+    assert "pl.range(4)" in text and "softmax_rows" not in text  # 16 rows in blocks of 4, inlined
+
+
+def test_inline_helper_errors_point_at_the_helper_line():
+    @pl.jit.inline
+    def bad_helper(t):
+        return pl.row_max(t, t, t)
+
+    @pl.jit
+    def k(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(bad_helper(pl.load(x, [0, 0], [R, C])), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="takes at most 2 positional arguments") as e:
+        k(rand(), np.zeros((R, 1), np.float32))
+    line = Path(__file__).read_text().splitlines().index("        return pl.row_max(t, t, t)") + 1
+    assert f"test_language_forms.py:{line}" in str(e.value)
+    with pytest.raises(OutsideKernelError):
+        softmax_rows(1, 2)

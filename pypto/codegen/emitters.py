@@ -198,7 +198,9 @@ def _write(c: Call, dst: str | None) -> list[str]:
 
 def _dim(c: Call, dst: str | None) -> list[str]:
     shape = c.arg("x").type.shape  # type: ignore[union-attr]
-    return [f"const int64_t {_need(dst)} = {shape[int(_literal(c.arg('axis')))]};"]
+    axis = int(_literal(c.arg("axis"))) % len(shape)
+    size = shape[axis] if isinstance(shape[axis], int) else f"{_name(c.arg('x'))}.desc->shape[{axis}]"
+    return [f"const int64_t {_need(dst)} = {size};"]  # a pl.dynamic dim: read from the tensor
 
 
 EMITTERS.update(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
+from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
 from pypto.ir.expr import Call, Const, Expr, FuncCall, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
@@ -110,6 +111,8 @@ class _Emitter:
         if isinstance(s.value, Call) and isinstance(t, TileType):
             valid = s.value.arg("valid_shape") if s.value.op == "tile.load" else None
             self.put(tile_decl(s.var, s.span, self.regions, valid))
+            for line in valid_flow(s.value, s.var):
+                self.put(line)
             self.call(s.value, name, s.span)
         elif isinstance(s.value, Call):
             self.call(s.value, name, s.span)

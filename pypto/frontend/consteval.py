@@ -19,7 +19,7 @@ from typing import Any
 from pypto.errors import CompileError, TypeCheckError, UnknownNameError
 from pypto.frontend.source import KernelSource
 from pypto.ir.expr import Expr
-from pypto.ir.types import MemRef, TensorType, TileType
+from pypto.ir.types import DynDim, MemRef, TensorType, TileType
 from pypto.language import annotations as ann
 from pypto.language.decorators import HostFunction
 from pypto.language.markers import Namespace
@@ -171,7 +171,7 @@ class Folder:
     def _fold_Compare(self, node: ast.Compare) -> Any:
         left = self.fold(node.left)
         rights = [self.fold(c) for c in node.comparators]
-        if left is NOT_CONST or any(r is NOT_CONST for r in rights):
+        if any(v is NOT_CONST or isinstance(v, DynDim) for v in (left, *rights)):
             return NOT_CONST
         for op, right in zip(node.ops, rights):
             if not _CMPOPS[type(op)](left, right):
@@ -234,7 +234,7 @@ class Folder:
         if not isinstance(axis, int) or not -len(t.shape) <= axis < len(t.shape):
             raise TypeCheckError(f"pl.tensor.dim: axis {axis!r} is out of range for shape {list(t.shape)}",
                                  self.src.span(node))  # fmt: skip
-        return t.shape[axis]
+        return t.shape[axis] if isinstance(t.shape[axis], int) else NOT_CONST  # pl.dynamic: run time
 
 
 def _plain(value: Any) -> bool:

@@ -13,14 +13,15 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from pypto.errors import TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
+from pypto.frontend.semantic import INCORE_BLOCK_HINT
 from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
 
@@ -76,6 +77,8 @@ class ExprLowerer:
     def value(self, node: ast.expr) -> Expr:
         """Any expression as an IR operand (calls bound to temporaries)."""
         folded = self.fp.folder.fold(node)
+        if isinstance(folded, DynDim):
+            return self.dynamic_dim(folded, node)
         if folded is not NOT_CONST:
             return self.const(folded, node)
         kind = type(node)
@@ -252,6 +255,11 @@ class ExprLowerer:
         fn = self.fp.folder.fold(func)
         if isinstance(fn, InlineFunction):
             return self.fp.inline_call(fn, node)
+        if fn in (builtins.min, builtins.max) and len(node.args) >= 2 and not node.keywords:
+            out = self.value(node.args[0])  # min/max of run-time scalars (tail sizes)
+            for a in node.args[1:]:
+                out = semantic.scalar_binop(fn.__name__, out, self.value(a), self.span(node))
+            return out, type_of(out)
         if isinstance(fn, ConstMarker):
             c = self.typed_const(node)
             return c, c.type
@@ -264,6 +272,27 @@ class ExprLowerer:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
             return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
         raise self.bad_call(node, fn)
+
+    def dynamic_dim(self, dim: DynDim, node: ast.AST) -> Expr:
+        """``M`` of ``pl.dynamic("M")`` in a body: the size of a parameter declared with it."""
+        where = [
+            (p.var, a)
+            for p in self.fp.params
+            for a, d in enumerate(getattr(p.var.type, "shape", ()))
+            if d == dim
+        ]
+        if not where:
+            raise TypeCheckError(
+                f"dynamic dim {dim.name} sizes no tensor parameter of this kernel", self.span(node)
+            )
+        if not (self.fp.kind.is_incore or self.fp.ctx.in_scope):
+            raise MisplacedOpError(
+                f"dynamic dim {dim.name} is known only inside InCore code ({INCORE_BLOCK_HINT}); "
+                "the orchestration plan is fixed per compile",
+                self.span(node),
+            )
+        var, axis = where[0]
+        return self.flat_op("pl.tensor.dim", "tensor.dim", [var, axis], {}, node, exact=True)
 
     def typed_const(self, node: ast.Call) -> Const:
         """``pl.const(value, dtype)``: the value converted exactly to ``dtype`` (else an error)."""

@@ -12,7 +12,7 @@ from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, I
 from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MemorySpace as Mem
-from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
+from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
 from pypto.language.markers import (
     CondMarker,
@@ -70,6 +70,7 @@ __all__ = [
     "Scalar",
     "Tensor",
     "Tile",
+    "dynamic",
     "JitFunction",
     "KernelFunction",
     "function",

@@ -28,7 +28,7 @@ PIPE_CPP = {
 }
 ROUND_CPP = {
     "none": "RoundMode::RINT",  # the hardware default: round to nearest, ties to even
-    "round": "RoundMode::RINT",
+    "round": "RoundMode::AWAY",  # ties away from zero (float -> integer)
     "rint": "RoundMode::RINT",
     "trunc": "RoundMode::TRUNC",
     "floor": "RoundMode::FLOOR",

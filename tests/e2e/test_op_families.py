@@ -210,7 +210,14 @@ def test_read_out_of_bounds_at_run_time_names_the_line():
 
 @pytest.mark.parametrize(
     ("mode", "ref"),
-    [("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint), ("none", np.rint)],
+    [
+        ("floor", np.floor),
+        ("ceil", np.ceil),
+        ("trunc", np.trunc),
+        ("rint", np.rint),
+        ("none", np.rint),
+        ("round", lambda v: np.copysign(np.floor(np.abs(v.astype(np.float64)) + 0.5), v)),  # ties away
+    ],
 )
 def test_cast_target_type_and_modes(mode, ref):
     x = rand(F32, 20, -50, 50)

@@ -41,8 +41,9 @@ enum pypto_binary_op { PYPTO_ADD = 0, PYPTO_SUB = 1, PYPTO_MUL = 2, PYPTO_DIV = 
 enum pypto_unary_op { PYPTO_EXP = 0, PYPTO_LOG = 1, PYPTO_SQRT = 2, PYPTO_RECIP = 3,
                       PYPTO_RELU = 4, PYPTO_NEG = 5, PYPTO_ABS = 6, PYPTO_COPY = 7 };
 enum pypto_reduce_op { PYPTO_RSUM = 0, PYPTO_RMAX = 1, PYPTO_RMIN = 2 };
+// AWAY rounds half away from zero (float -> integer; float -> float narrowing stays RINT).
 enum pypto_round_mode { PYPTO_ROUND_RINT = 0, PYPTO_ROUND_TRUNC = 1, PYPTO_ROUND_FLOOR = 2,
-                        PYPTO_ROUND_CEIL = 3 };
+                        PYPTO_ROUND_CEIL = 3, PYPTO_ROUND_AWAY = 4 };
 
 // A GM tensor as the runtime passes it: args[i] for a tensor parameter points at one.
 typedef struct pypto_tensor {

@@ -35,7 +35,8 @@ enum class DType : int32_t { FP32 = PYPTO_FP32, FP16 = PYPTO_FP16, BF16 = PYPTO_
                              INT32 = PYPTO_INT32, INT8 = PYPTO_INT8, INT16 = PYPTO_INT16,
                              INT64 = PYPTO_INT64, UINT8 = PYPTO_UINT8, BOOL = PYPTO_BOOL };
 enum class RoundMode : int32_t { RINT = PYPTO_ROUND_RINT, TRUNC = PYPTO_ROUND_TRUNC,
-                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL };
+                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL,
+                                 AWAY = PYPTO_ROUND_AWAY };
 enum Pipe : int32_t { PIPE_MTE2 = PYPTO_MTE2, PIPE_MTE1 = PYPTO_MTE1, PIPE_M = PYPTO_CUBE,
                       PIPE_V = PYPTO_VECTOR, PIPE_FIX = PYPTO_FIXPIPE, PIPE_MTE3 = PYPTO_MTE3,
                       PIPE_S = PYPTO_SCALAR, PIPE_ALL = PYPTO_PIPE_ALL };

@@ -210,6 +210,7 @@ def _xor_tmp(name: str) -> tuple[ParamSpec, ...]:
 
 BITWISE = ("and_", "or_", "xor", "shl", "shr")
 MATH = ("rsqrt", "sin", "cos")
+TENSOR_BIN = ("maximum", "minimum")
 # fmt: off
 _TABLE_EXT: list[OpDef] = [
     *(OpDef(f"tile.{n}", (_p("lhs", T), _p("rhs", T)), R.binary_rule, "tile", V, {"lhs": VEC, "rhs": VEC},
@@ -255,6 +256,11 @@ _TABLE_EXT: list[OpDef] = [
           "tile", S_PIPE, doc="write one element of a tensor (SCALAR pipe)"),
     OpDef("tensor.dim", (_p("x", TN), _p("axis", Kind.INT)), RX.dim_rule, "tile", NONE,
           doc="the size of one axis (a compile-time integer)"),
+    # tensor-level forms inside pl.at: lowered to the tile op on whole-tensor Vec loads
+    *(OpDef(f"tensor.{n}", (_p("lhs", TN), _p("rhs", TN)), R.binary_rule, "tensor", NONE)
+      for n in TENSOR_BIN),
+    *(OpDef(f"tensor.{n}s", (_p("lhs", TN), SCAL), R.scalar_rule, "tensor", NONE) for n in TENSOR_BIN),
+    *(OpDef(f"tensor.{n}", (_p("x", TN),), R.unary_rule, "tensor", NONE) for n in MATH),
     OpDef("tile.matmul_bias", (_p("lhs", T), _p("rhs", T), _p("bias", T)), RX.matmul_bias_rule, "tile",
           _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT, "bias": frozenset({MemorySpace.Bias})},
           "Left × Right + bias[1, N] (Bias table) → Acc"),
@@ -301,14 +307,15 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
 DSL_OPS.update({f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in BINARY})
 DSL_OPS.update(
     {
-        **{n: (f"tile.{n}", f"tile.{n}s") for n in ("maximum", "minimum", "cmp")},
-        **{f"{n}s": (f"tile.{n}s",) for n in ("maximum", "minimum", "cmp")},
+        **{n: (f"tile.{n}", f"tile.{n}s", f"tensor.{n}", f"tensor.{n}s") for n in TENSOR_BIN},
+        **{f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in TENSOR_BIN},
+        "cmp": ("tile.cmp", "tile.cmps"),
+        "cmps": ("tile.cmps",),
         **{n: (f"tile.{n}", f"tile.{n.rstrip('_')}s") for n in BITWISE},
         **{f"{n.rstrip('_')}s": (f"tile.{n.rstrip('_')}s",) for n in BITWISE},
         **{
             n: (f"tile.{n}",)
             for n in (
-                *MATH,
                 "sel",
                 "not_",
                 "row_min",
@@ -320,6 +327,7 @@ DSL_OPS.update(
             )
         },
         **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias")},
+        **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
         "read": ("tile.read", "tensor.read"),
         "write": ("tile.write", "tensor.write"),
     }

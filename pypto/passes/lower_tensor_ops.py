@@ -27,7 +27,8 @@ from pypto.passes._scan import defined_names, fresh_name
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
-_ELEMENTWISE = frozenset((*BINARY, *(f"{n}s" for n in BINARY), *UNARY, "cast"))
+_EXT = ("maximum", "minimum", "maximums", "minimums", "rsqrt", "sin", "cos")
+_ELEMENTWISE = frozenset((*BINARY, *(f"{n}s" for n in BINARY), *UNARY, "cast", *_EXT))
 
 
 @dataclass(frozen=True)

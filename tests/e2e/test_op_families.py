@@ -264,3 +264,17 @@ def test_compare_cost_comes_from_the_platform_table():
     tcmps = int(np.ceil(p.vec_cmp_base + p.vec_cmp_per_repeat * repeats))
     # plus the wait for the load and the flag for the store, one sync each on VECTOR
     assert k.last_report.pipe_busy["VECTOR"] == tcmps + 2 * p.sync_cycles == 60
+
+
+def test_tensor_level_maximum_and_rsqrt_lower_to_tile_ops():
+    @pl.jit
+    def k(x: pl.Tensor, y: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.rsqrt(pl.maximum(pl.minimum(x, y), 0.25))
+        return out
+
+    x, y = rand(F32, 24), rand(F32, 25)
+    out = np.zeros_like(x)
+    k(x, y, out)
+    m = np.maximum(np.minimum(x, y), F32(0.25))
+    np.testing.assert_array_equal(out, (1.0 / np.sqrt(m.astype(np.float64))).astype(F32))

@@ -225,3 +225,19 @@ def test_inline_helper_errors_point_at_the_helper_line():
     assert f"test_language_forms.py:{line}" in str(e.value)
     with pytest.raises(OutsideKernelError):
         softmax_rows(1, 2)
+
+
+def test_a_scope_writing_one_element_makes_its_tensor_in_out():
+    from pypto.ir.enums import Direction
+
+    @pl.jit
+    def mark(x: pl.Tensor, flags: pl.InOut[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.write(flags, [0, 1], pl.read(x, [0, 0]))
+        return flags
+
+    x, flags = rand(), np.zeros((1, 4), np.float32)
+    mark(x, flags)
+    assert flags[0, 1] == x[0, 0] and flags[0, 0] == 0
+    (kernel,) = [f for f in mark.lower(x, flags).functions if f.kind.is_incore]
+    assert [p.direction for p in kernel.params] == [Direction.In, Direction.InOut]

@@ -278,3 +278,22 @@ def test_tensor_level_maximum_and_rsqrt_lower_to_tile_ops():
     k(x, y, out)
     m = np.maximum(np.minimum(x, y), F32(0.25))
     np.testing.assert_array_equal(out, (1.0 / np.sqrt(m.astype(np.float64))).astype(F32))
+
+
+def test_an_op_using_a_read_value_waits_for_the_scalar_read():
+    from pypto.runtime import RunConfig
+
+    @pl.jit
+    def k(x: pl.Tensor, s: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            scale = pl.read(s, [0]) * 2.0
+            pl.store(pl.muls(pl.load(x, [0, 0], [R, C]), scale), [0, 0], out)
+        return out
+
+    x, out = rand(F32, 26), np.zeros((R, C), F32)
+    k(x, np.array([0.75], F32), out, config=RunConfig(trace=True))
+    np.testing.assert_array_equal(out, x * F32(1.5))
+    rep = k.last_report
+    read_end = max(end for _, end in rep.intervals("SCALAR"))
+    muls_start = min(start for start, _ in rep.intervals("VECTOR"))
+    assert muls_start >= read_end - 2  # (the SCALAR intervals include the flag it sets)

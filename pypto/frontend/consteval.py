@@ -206,7 +206,7 @@ class Folder:
 
     def _fold_Call(self, node: ast.Call) -> Any:
         fn = self.fold(node.func)
-        if getattr(fn, "dsl_name", None) == "tensor.dim":
+        if getattr(fn, "candidates", None) == ("tensor.dim",):  # pl.dim / pl.tensor.dim
             return self._fold_dim(node)
         if fn is NOT_CONST or not (fn in _PURE_CALLS or isinstance(fn, HostFunction)):
             return NOT_CONST
@@ -224,7 +224,7 @@ class Folder:
     def _fold_dim(self, node: ast.Call) -> Any:
         """``pl.tensor.dim(t, axis)``: shapes are static, so the size is a compile-time int."""
         if len(node.args) != 2 or node.keywords or not isinstance(node.args[0], ast.Name):
-            raise TypeCheckError("write pl.tensor.dim(tensor, axis)", self.src.span(node))
+            raise TypeCheckError("write pl.dim(tensor, axis)", self.src.span(node))
         t = getattr(self.lookup_local(node.args[0].id), "type", None)
         axis = self.fold(node.args[1])
         if not isinstance(t, TensorType):

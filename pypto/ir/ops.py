@@ -328,6 +328,7 @@ DSL_OPS.update(
         },
         **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias")},
         **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
+        "dim": ("tensor.dim",),
         "read": ("tile.read", "tensor.read"),
         "write": ("tile.write", "tensor.write"),
     }

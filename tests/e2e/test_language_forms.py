@@ -30,7 +30,7 @@ def scaled(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         rows = pl.tensor.dim(x, 0)
         k = pl.const(3, pl.INT32)
-        t = pl.load(x, [k - 3, 0], [rows, pl.tensor.dim(x, -1)])
+        t = pl.load(x, [k - 3, 0], [rows, pl.dim(x, -1)])  # pl.dim is pl.tensor.dim
         pl.store(pl.muls(t, pl.const(0.25, pl.FP32)), [0, 0], out)
         pl.write(out, [0, 0], pl.const(7.0, pl.FP32))
     return out

@@ -5,7 +5,7 @@ every mismatch a ``TypeCheckError`` naming the operands and the numbers."""
 
 from __future__ import annotations
 
-from pypto.ir.dtypes import BOOL, FP32, INDEX, INT32
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32
 from pypto.ir.enums import MemorySpace
 from pypto.ir.op_rules import VEC, Bound, _like, _mm_dims, _need_rank, _need_same_dtype, _need_space
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
@@ -74,6 +74,9 @@ def bitwise_rule(b: Bound) -> Type:
         _same_shape(b, "lhs", "rhs")
         _need_same_dtype(b, "lhs", "rhs")
         _need_space(b, "rhs", VEC)
+    shift = b.literal("rhs") if b.op.endswith(("shls", "shrs")) else None
+    if isinstance(shift, int) and shift < 0:
+        raise b.fail(f"shift count {shift} is negative")
     _need_space(b, "lhs", VEC)
     _tmp_any(b)
     return _like(lhs, lhs.shape, lhs.dtype)
@@ -90,7 +93,7 @@ def not_rule(b: Bound) -> Type:
 def col_reduce_rule(b: Bound) -> Type:
     x = b.array("x")
     _need_rank(b, "x", 2)
-    if x.dtype == BOOL or x.dtype.bits > 32:
+    if x.dtype not in (FP32, FP16, BF16, INT32):
         raise b.fail(f"column reductions take fp32/fp16/bf16/int32 tiles, got {format_type(x)}")
     _need_space(b, "x", VEC)
     _tmp_any(b)

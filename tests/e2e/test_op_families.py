@@ -297,3 +297,10 @@ def test_an_op_using_a_read_value_waits_for_the_scalar_read():
     read_end = max(end for _, end in rep.intervals("SCALAR"))
     muls_start = min(start for start, _ in rep.intervals("VECTOR"))
     assert muls_start >= read_end - 2  # (the SCALAR intervals include the flag it sets)
+
+
+def test_static_misuses_of_shift_and_column_reductions_are_type_errors():
+    with pytest.raises(TypeCheckError, match="shift count -2 is negative"):
+        ok.with_scalar(pl.shls, -2)(rand(np.int32, 27, 0, 9), np.zeros((R, C), np.int32))
+    with pytest.raises(TypeCheckError, match="column reductions take fp32/fp16/bf16/int32 tiles"):
+        ok.unary(pl.col_max)(rand(np.int16, 28, 0, 9), np.zeros((1, C), np.int16))

@@ -15,6 +15,8 @@ from pypto.ir.types import TileType
 
 _CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 _NO_FLOW = ("tile.load", "tile.create", "tile.full")  # the valid region is the op's own
+# Ops whose result is shaped by one named operand (not by the data it reads).
+_FOLLOW = {"tile.gather": "indices", "tile.expands": "target", "tile.row_expand": "x", "tile.col_expand": "x"}
 
 
 def _tiles(call: Call) -> list[Var]:
@@ -37,9 +39,10 @@ def valid_flow(call: Call, result: Var) -> list[str]:
     dst = cpp_name(result.name)
     if call.op in _CUBE:
         return _cube(call, dst)
+    tiles = [call.arg(_FOLLOW[call.op])] if call.op in _FOLLOW else _tiles(call)
     lines = []
     for dim, field in ((0, "valid_rows"), (1, "valid_cols")):
-        for t in _tiles(call):
+        for t in tiles:
             if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:
                 lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")
                 break

@@ -222,6 +222,11 @@ EMITTERS.update(
         "tile.col_sum": _unary("TCOLSUM"),
         "tile.col_max": _unary("TCOLMAX"),
         "tile.col_min": _unary("TCOLMIN"),
+        **{f"tile.row_expand_{n}": _two(f"TROWEXPAND{n.upper()}", "x", "v") for n in ("max", "min")},
+        **{
+            f"tile.col_expand_{n}": _two(f"TCOLEXPAND{n.upper()}", "x", "v")
+            for n in ("add", "sub", "div", "max", "min")
+        },
         "tile.row_expand": lambda c, dst: [f"TROWEXPAND({_need(dst)}, {_name(c.arg('v'))});"],
         "tile.expands": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('scalar'))});"],
         "tile.gather": _two("TGATHER", "src", "indices"),

@@ -236,6 +236,11 @@ _TABLE_EXT: list[OpDef] = [
     OpDef("tile.col_sum", (_p("x", T), TMP), RX.col_reduce_rule, "tile", V, {"x": VEC}, "[M, N] → [1, N]"),
     *(OpDef(f"tile.{n}", (_p("x", T),), RX.col_reduce_rule, "tile", V, {"x": VEC}, "[M, N] → [1, N]")
       for n in ("col_max", "col_min")),
+    *(OpDef(f"tile.row_expand_{n}", (_p("x", T), _p("v", T)), R.row_expand_rule, "tile", V,
+            {"x": VEC, "v": VEC}, f"x {n} v broadcast along rows (v is [M, 1])") for n in ("max", "min")),
+    *(OpDef(f"tile.col_expand_{n}", (_p("x", T), _p("v", T)), R.col_expand_rule, "tile", V,
+            {"x": VEC, "v": VEC}, f"x {n} v broadcast down columns (v is [1, N])")
+      for n in ("add", "sub", "div", "max", "min")),
     OpDef("tile.row_expand", (_p("x", T), _p("v", T)), R.row_expand_rule, "tile", V, {"x": VEC, "v": VEC},
           "v ([M, 1]) broadcast to x's shape"),
     OpDef("tile.expands", (_p("target", T), _p("scalar", S, dtype_of="target")), RX.expands_rule, "tile", V,
@@ -328,6 +333,8 @@ DSL_OPS.update(
         },
         **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias")},
         **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
+        **{f"row_expand_{n}": (f"tile.row_expand_{n}",) for n in ("max", "min")},
+        **{f"col_expand_{n}": (f"tile.col_expand_{n}",) for n in ("add", "sub", "div", "max", "min")},
         "dim": ("tensor.dim",),
         "read": ("tile.read", "tensor.read"),
         "write": ("tile.write", "tensor.write"),

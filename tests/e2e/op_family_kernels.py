@@ -161,3 +161,17 @@ def matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tens
         c = pl.matmul_bias(la, rb, bt)
         pl.store(c, [0, 0], out)
     return out
+
+
+def with_vector(op):
+    """out = op(x_tile, v_tile) with v a row or column vector ([R, 1] or [1, C])."""
+
+    @pl.jit
+    def k(x: pl.Tensor, v: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            a = pl.load(x, [0, 0], [R, C])
+            b = pl.load(v, [0, 0], v.shape)
+            pl.store(op(a, b), [0, 0], out)
+        return out
+
+    return k

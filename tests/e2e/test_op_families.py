@@ -318,3 +318,17 @@ def test_every_op_of_these_families_has_a_native_emitter():
     assert set(missing) <= {"tile.reshape", "tile.concat", "tile.slice", "tile.assemble", "tile.fillpad"}
     some = ("tile.maximum", "tile.rsqrt", "tile.cmp", "tile.sel", "tile.xors", "tile.col_sum", "tile.gather")
     assert all(op in EMITTERS for op in (*some, "tile.sort", "tensor.read", "tile.matmul_bias", "tensor.dim"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["row_expand_max", "row_expand_min", *(f"col_expand_{n}" for n in ("add", "sub", "div", "max", "min"))],
+)
+def test_row_and_column_broadcast_ops(name):
+    x = rand(F32, 29)
+    by_row = name.startswith("row")
+    v = rand(F32, 30, 0.5, 2.0, (R, 1) if by_row else (1, C))
+    ref = {"add": np.add, "sub": np.subtract, "div": np.divide, "max": np.maximum, "min": np.minimum}
+    out = np.zeros_like(x)
+    ok.with_vector(getattr(pl, name))(x, v, out)
+    np.testing.assert_array_equal(out, ref[name.rsplit("_", 1)[1]](x, v))

@@ -39,8 +39,7 @@ uint64_t matmul(const Platform& p, int64_t m, int64_t k, int64_t n, int64_t in_e
 
 uint64_t fixpipe(const Platform& p, int64_t rows, int64_t out_bytes, double bandwidth) {
   double drain = p.fixpipe_per_row_cycles * static_cast<double>(rows);
-  return cycles(p.fixpipe_base_cycles +
-                std::max(drain, static_cast<double>(out_bytes) / bandwidth));
+  return cycles(p.fixpipe_base_cycles + std::max(drain, static_cast<double>(out_bytes) / bandwidth));
 }
 
 uint64_t col_reduce(const Platform& p, int64_t bytes) { return vector(p, p.vec_binary, bytes); }

@@ -12,7 +12,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from pypto.errors import StaticAssertError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.annotations import AnnotationReader
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
@@ -21,6 +21,7 @@ from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
+from pypto.frontend.static_checks import StaticChecks
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
@@ -54,7 +55,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow, WhileLoop, InlineCalls):
+class FunctionParser(ControlFlow, WhileLoop, InlineCalls, StaticChecks):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(
@@ -247,24 +248,6 @@ class FunctionParser(ControlFlow, WhileLoop, InlineCalls):
         e, _ = self.exprs.call(node.value)
         if e is not None:  # an inline helper without a value has emitted its statements
             self.emit(Eval(e, span=self.span(node)))
-
-    def static_assert(self, call: ast.Call) -> None:
-        """``pl.static_assert(cond, msg="")``: holds for this specialisation, or a compile error."""
-        args = dict(zip(("cond", "msg"), call.args)) | {k.arg: k.value for k in call.keywords}
-        if "cond" not in args or set(args) - {"cond", "msg"} or len(call.args) > 2:
-            raise TypeCheckError('write pl.static_assert(cond, msg="...")', self.span(call))
-        cond = self.folder.fold(args["cond"])
-        msg = self.folder.fold(args["msg"]) if "msg" in args else ""
-        if cond is NOT_CONST or not isinstance(msg, str):
-            raise TypeCheckError(
-                f"pl.static_assert needs a compile-time condition and message, got `{ast.unparse(call)}`",
-                self.span(call),
-            )
-        if not cond:
-            detail = f": {msg}" if msg else ""
-            raise StaticAssertError(
-                f"static assertion `{ast.unparse(args['cond'])}` failed{detail}", self.span(call)
-            )
 
     def return_(self, node: ast.Return) -> None:
         items = (

@@ -25,18 +25,15 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   as_out.dtype = dst->dtype;
   as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
   if (dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
-    fail(ErrorKind::kDType, op,
-         std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
+    fail(ErrorKind::kDType, op, std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
   for (int64_t r = 0; r < w.rows; ++r) {
-    vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
-                PYPTO_ROUND_RINT);
+    vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols), PYPTO_ROUND_RINT);
     uint8_t* out = w.data + r * w.stride_bytes;
     if (atomic_add) {
-      current_core().atomic_add(dst->data, out, dst->dtype, row.data(),
-                                static_cast<size_t>(s.valid_cols));
+      current_core().atomic_add(dst->data, out, dst->dtype, row.data(), static_cast<size_t>(s.valid_cols));
     } else {
       std::memcpy(out, row.data(), row.size());
     }
@@ -57,8 +54,7 @@ namespace {
 // whole storage is converted in one call (fp16/bf16 -> fp32 is exact), then gathered.
 // Reads the storage in order; the element size as a constant turns the index math into shifts.
 template <int64_t E>
-void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows,
-            int64_t cols) {
+void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows, int64_t cols) {
   for_each_stored<E>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
     const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
     if (r < rows && c < cols) out[r * cols + c] = stored[i];
@@ -77,72 +73,68 @@ std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t co
   return out;
 }
 
-void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
-                         int64_t k, int64_t kb, int64_t n, const char* op) {
+void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
+                         int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
   if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32) {
-    fail(ErrorKind::kDType, op,
-         std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
+    fail(ErrorKind::kDType, op, std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
   }
   if (c.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
   if (k != kb) {
-    fail(ErrorKind::kShape, op,
-         "inner dims differ: left gives K = " + std::to_string(k) +
-             ", right K = " + std::to_string(kb));
+    fail(ErrorKind::kShape, op, "inner dims differ: left gives K = " + std::to_string(k) + ", right K = " +
+                                    std::to_string(kb));
   }
   if (c.valid_rows != m || c.valid_cols != n) {
-    fail(ErrorKind::kShape, op,
-         "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + " but left x right is " +
-             shape_text(m, n));
+    fail(ErrorKind::kShape, op, "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + " but left x right is " +
+                                    shape_text(m, n));
   }
 }
 
-// acc (+)= op(left) x op(right), or = ... + bias broadcast down the rows when bias is given.
-void matmul(const char* op, const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
-            int32_t a_trans, int32_t b_trans, int32_t accumulate, const pypto_tile* bias) {
+}  // namespace
+
+extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                              int32_t a_trans, int32_t b_trans, int32_t accumulate) {
+  const char* op = accumulate ? "TMATMUL_ACC" : "TMATMUL";
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
-  const int64_t m = a_trans ? a.valid_cols : a.valid_rows,
-                k = a_trans ? a.valid_rows : a.valid_cols;
-  const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
-                n = b_trans ? b.valid_rows : b.valid_cols;
+  const int64_t m = a_trans ? a.valid_cols : a.valid_rows, k = a_trans ? a.valid_rows : a.valid_cols;
+  const int64_t kb = b_trans ? b.valid_cols : b.valid_rows, n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  AccessList accs;
-  if (bias != nullptr) {  // the bias table seeds the accumulator (fp32 [1, N])
-    TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
-    if (t.dtype != PYPTO_FP32)
-      fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
-    if (t.valid_rows != 1 || t.valid_cols != n) {
-      fail(ErrorKind::kShape, op,
-           "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
-               shape_text(1, n));
-    }
-    for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
-    accs.add(t.access(false));
-    accumulate = 1;
-  }
   std::vector<float> A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
-                 accumulate != 0);
+  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0);
+  AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));
-  if (accumulate && bias == nullptr) accs.add(c.access(false));
+  if (accumulate) accs.add(c.access(false));
   accs.add(c.access(true));
   issue_op(PYPTO_CUBE, cost::matmul(current_core().platform, m, k, n, a.esize), op, accs,
            static_cast<uint64_t>(m * n * k), c.addr);
 }
 
-}  // namespace
-
-extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
-                              const pypto_tile* right, int32_t a_trans, int32_t b_trans,
-                              int32_t accumulate) {
-  matmul(accumulate ? "TMATMUL_ACC" : "TMATMUL", acc, left, right, a_trans, b_trans, accumulate,
-         nullptr);
-}
-
-extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left,
-                                   const pypto_tile* right, const pypto_tile* bias) {
-  matmul("TMATMUL_BIAS", acc, left, right, 0, 0, 0, bias);
+// ---- TMATMUL_BIAS: acc = left x right + bias[1, N], the bias table seeding the accumulator ----
+extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                                   const pypto_tile* bias) {
+  const char* op = "TMATMUL_BIAS";
+  TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
+  TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
+  TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
+  TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
+  const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
+  check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
+  if (t.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+  if (t.valid_rows != 1 || t.valid_cols != n) {
+    fail(ErrorKind::kShape, op, "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+                                    shape_text(1, n));
+  }
+  for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
+  std::vector<float> A = widen(a, false, m, k), B = widen(b, false, k, n);
+  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
+  AccessList accs;
+  accs.add(a.access(false));
+  accs.add(b.access(false));
+  accs.add(t.access(false));
+  accs.add(c.access(true));
+  issue_op(PYPTO_CUBE, cost::matmul(current_core().platform, m, k, n, a.esize), op, accs,
+           static_cast<uint64_t>(m * n * k), c.addr);
 }

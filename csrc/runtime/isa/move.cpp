@@ -20,8 +20,8 @@ struct Route {
 };
 
 const Route kRoutes[] = {
-    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false},  {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
-    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false},  {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
+    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false}, {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
+    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false}, {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
     {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false}, {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true},
     {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true},
 };
@@ -49,9 +49,8 @@ namespace {
 void check_fractal_shape(const TileView& t, const char* op) {
   if (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT) return;
   if (t.rows % 16 != 0 || t.cols % 16 != 0) {
-    fail(ErrorKind::kShape, op,
-         std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
-             shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
+    fail(ErrorKind::kShape, op, std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
+                                    shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
   }
 }
 
@@ -88,15 +87,11 @@ void relayout(const TileView& d, const TileView& s) {
 
 uint64_t move_cost(const Route& r, const Platform& p, const TileView& d, const TileView& s) {
   switch (r.pipe) {
-    case PYPTO_VECTOR:
-      return cost::vector(p, p.vec_unary, s.valid_bytes());
+    case PYPTO_VECTOR: return cost::vector(p, p.vec_unary, s.valid_bytes());
     case PYPTO_MTE1:
-      return cost::local_transfer(p, d.mem == PYPTO_RIGHT ? p.bw_l1_to_l0b : p.bw_l1_to_l0a,
-                                  s.valid_bytes());
-    case PYPTO_FIXPIPE:
-      return cost::fixpipe(p, s.valid_rows, d.valid_bytes(), p.bw_l0c_to_gm);
-    default:
-      return cost::local_transfer(p, p.bw_ub_to_gm, s.valid_bytes());
+      return cost::local_transfer(p, d.mem == PYPTO_RIGHT ? p.bw_l1_to_l0b : p.bw_l1_to_l0a, s.valid_bytes());
+    case PYPTO_FIXPIPE: return cost::fixpipe(p, s.valid_rows, d.valid_bytes(), p.bw_l0c_to_gm);
+    default: return cost::local_transfer(p, p.bw_ub_to_gm, s.valid_bytes());
   }
 }
 
@@ -110,22 +105,20 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   const Platform& p = current_core().platform;
   const Route* route = find_route(s.mem, d.mem, p);
   if (route == nullptr) {
-    fail(ErrorKind::kMemorySpace, op,
-         std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) + " on " + p.name +
-             "; legal routes into " + mem_name(d.mem) + ": " + legal_routes(d.mem, p));
+    fail(ErrorKind::kMemorySpace, op, std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) +
+                                          " on " + p.name + "; legal routes into " + mem_name(d.mem) +
+                                          ": " + legal_routes(d.mem, p));
   }
   check_same_valid_shape(d, s, op, "dst and src");
   if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
   check_fractal_shape(d, op);
   if (s.mem == d.mem) {
-    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
-              s.valid_cols * s.esize);
+    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows, s.valid_cols * s.esize);
   } else {
     relayout(d, s);
   }
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));
-  issue_op(route->pipe, move_cost(*route, p, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()),
-           d.addr);
+  issue_op(route->pipe, move_cost(*route, p, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }

@@ -16,8 +16,7 @@ const char* const kBinaryNames[] = {"TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMI
 const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"};
 
 const char* unary_name(int op) {
-  static const char* const names[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
-                                      "TRELU", "TNEG", "TABS",  "TCOPY"};
+  static const char* const names[] = {"TEXP", "TLOG", "TSQRT", "TRECIP", "TRELU", "TNEG", "TABS", "TCOPY"};
   return names[op];
 }
 
@@ -36,14 +35,12 @@ void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
     return;
   }
   for (int64_t r = 0; r < d.valid_rows; ++r) {
-    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr,
-       static_cast<size_t>(d.valid_cols));
+    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr, static_cast<size_t>(d.valid_cols));
   }
 }
 
 void check_op(bool ok, const char* op, int dtype) {
-  if (!ok)
-    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
+  if (!ok) fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
 }
 
 void issue_vector(const char* op, const VecCost& c, const TileView& d, const TileView* a,
@@ -60,8 +57,7 @@ void issue_vector(const char* op, const VecCost& c, const TileView& d, const Til
 void convert_away(const TileView& d, const TileView& s) {
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {
-      store_f64(d.dtype, d.row(r) + c * d.esize,
-                std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
+      store_f64(d.dtype, d.row(r) + c * d.esize, std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
     }
   }
 }
@@ -131,10 +127,8 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   check_same_valid_shape(d, s, op, "dst and src");
-  if (accesses_overlap(d.access(true), s.access(false)) &&
-      (d.data != s.data || d.esize != s.esize)) {
-    fail(ErrorKind::kMemorySpace, op,
-         "dst and src overlap partially; convert into a separate tile");
+  if (accesses_overlap(d.access(true), s.access(false)) && (d.data != s.data || d.esize != s.esize)) {
+    fail(ErrorKind::kMemorySpace, op, "dst and src overlap partially; convert into a separate tile");
   }
   if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
     fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
-from pypto.ir.enums import AtomicType, Pipe
+from pypto.ir.enums import AtomicType, MemorySpace, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
 
 
@@ -107,7 +107,10 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
-    return [f"TMOV({_need(dst)}, {_name(c.arg('tile'))});"]
+    src = c.arg("tile")
+    if _literal(c.arg("target_memory")) is MemorySpace.Left and src.type.shape[0] == 1:  # type: ignore[union-attr]
+        return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
+    return [f"TMOV({_need(dst)}, {_name(src)});"]
 
 
 def _flag_arg(c: Call, name: str) -> str:
@@ -237,6 +240,7 @@ EMITTERS.update(
         "tile.write": _write,
         "tensor.write": _write,
         "tensor.dim": _dim,
+        "tile.gemv": _binary("TGEMV"),
         "tile.matmul_bias": lambda c, dst: [
             f"TMATMUL_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
         ],

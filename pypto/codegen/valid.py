@@ -13,7 +13,7 @@ from pypto.codegen.cpp_expr import cpp_name
 from pypto.ir.expr import Call, Var
 from pypto.ir.types import TileType
 
-_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
+_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv")
 _NO_FLOW = ("tile.load", "tile.create", "tile.full")  # the valid region is the op's own
 # Ops whose result is shaped by one named operand (not by the data it reads).
 _FOLLOW = {"tile.gather": "indices", "tile.expands": "target", "tile.row_expand": "x", "tile.col_expand": "x"}
@@ -25,8 +25,9 @@ def _tiles(call: Call) -> list[Var]:
 
 def _cube(call: Call, dst: str) -> list[str]:
     lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[union-attr]
-    a_trans = call.op != "tile.matmul_bias" and bool(getattr(call.arg("a_trans"), "value", False))
-    b_trans = call.op != "tile.matmul_bias" and bool(getattr(call.arg("b_trans"), "value", False))
+    flags = call.op in ("tile.matmul", "tile.matmul_acc")
+    a_trans = flags and bool(getattr(call.arg("a_trans"), "value", False))
+    b_trans = flags and bool(getattr(call.arg("b_trans"), "value", False))
     rows = f"{lhs}.valid_cols" if a_trans else f"{lhs}.valid_rows"
     cols = f"{rhs}.valid_rows" if b_trans else f"{rhs}.valid_cols"
     return [f"{dst}.valid_rows = {rows};", f"{dst}.valid_cols = {cols};"]

@@ -288,6 +288,10 @@ def matmul_rule(b: Bound) -> Type:
         return TensorType((m, n), dtype)
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    if lhs.shape[0] == 1:
+        raise b.fail(
+            f"lhs {list(lhs.shape)} is a row vector: use pl.gemv (a [1, K] Left is not a fractal operand)"
+        )
     return TileType((m, n), dtype, MemorySpace.Acc)
 
 

@@ -167,6 +167,20 @@ def dim_rule(b: Bound) -> Type:
 
 
 # --- cube -----------------------------------------------------------------------------------------------
+def gemv_rule(b: Bound) -> Type:
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    _need_rank(b, "lhs", 2)
+    _need_rank(b, "rhs", 2)
+    _need_same_dtype(b, "lhs", "rhs")
+    if lhs.shape[0] != 1 or lhs.shape[1] != rhs.shape[0]:
+        raise b.fail(f"needs lhs [1, K] and rhs [K, N], got {list(lhs.shape)} and {list(rhs.shape)}")
+    if lhs.dtype not in (FP32, FP16, BF16):
+        raise b.fail(f"cube inputs are FP32, FP16 or BF16, got {format_type(lhs)}")
+    _need_space(b, "lhs", frozenset({MemorySpace.Left}))
+    _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)
+
+
 def matmul_bias_rule(b: Bound) -> Type:
     lhs, rhs, bias = b.array("lhs"), b.array("rhs"), b.array("bias")
     m, n = _mm_dims(b, lhs, rhs)

@@ -266,6 +266,8 @@ _TABLE_EXT: list[OpDef] = [
       for n in TENSOR_BIN),
     *(OpDef(f"tensor.{n}s", (_p("lhs", TN), SCAL), R.scalar_rule, "tensor", NONE) for n in TENSOR_BIN),
     *(OpDef(f"tensor.{n}", (_p("x", TN),), R.unary_rule, "tensor", NONE) for n in MATH),
+    OpDef("tile.gemv", (_p("lhs", T), _p("rhs", T)), RX.gemv_rule, "tile", _fixed(Pipe.CUBE),
+          {"lhs": LEFT, "rhs": RIGHT}, "Left [1, K] × Right [K, N] → Acc [1, N]"),
     OpDef("tile.matmul_bias", (_p("lhs", T), _p("rhs", T), _p("bias", T)), RX.matmul_bias_rule, "tile",
           _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT, "bias": frozenset({MemorySpace.Bias})},
           "Left × Right + bias[1, N] (Bias table) → Acc"),
@@ -331,7 +333,7 @@ DSL_OPS.update(
                 "expands",
             )
         },
-        **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias")},
+        **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias", "gemv")},
         **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
         **{f"row_expand_{n}": (f"tile.row_expand_{n}",) for n in ("max", "min")},
         **{f"col_expand_{n}": (f"tile.col_expand_{n}",) for n in ("add", "sub", "div", "max", "min")},

@@ -175,3 +175,14 @@ def with_vector(op):
         return out
 
     return k
+
+
+@pl.jit
+def gemv(v: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v_l1 = pl.load(v, [0, 0], [1, 64], target_memory=pl.Mem.Mat)
+        b_l1 = pl.load(b, [0, 0], [64, 32], target_memory=pl.Mem.Mat)
+        lv = pl.move(v_l1, target_memory=pl.Mem.Left)
+        rb = pl.move(b_l1, target_memory=pl.Mem.Right)
+        pl.store(pl.gemv(lv, rb), [0, 0], out)
+    return out

@@ -332,3 +332,29 @@ def test_row_and_column_broadcast_ops(name):
     out = np.zeros_like(x)
     ok.with_vector(getattr(pl, name))(x, v, out)
     np.testing.assert_array_equal(out, ref[name.rsplit("_", 1)[1]](x, v))
+
+
+def test_gemv_multiplies_a_row_vector_on_the_cube():
+    from pypto.platforms import get
+
+    v = rand(np.float16, 31, -1, 1, (1, 64))
+    b = rand(np.float16, 32, -1, 1, (64, 32))
+    out = np.zeros((1, 32), F32)
+    ok.gemv(v, b, out)
+    np.testing.assert_allclose(out, v.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+    p = get("a2a3sim")  # one 16-row fractal pass: ceil(1/16) * ceil(64/16) * ceil(32/16) fractals
+    cube = int(np.ceil(p.cube_base_cycles + p.cube_cpr_16bit * 1 * 4 * 2))
+    assert ok.gemv.last_report.pipe_busy["CUBE"] == cube + 2 * p.sync_cycles  # + its wait and set
+
+
+def test_matmul_of_a_row_vector_points_to_gemv():
+    @pl.jit
+    def bad(v: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            lv = pl.move(pl.load(v, [0, 0], [1, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            rb = pl.move(pl.load(b, [0, 0], [64, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            pl.store(pl.matmul(lv, rb), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="is a row vector: use pl.gemv"):
+        bad(rand(np.float16, shape=(1, 64)), rand(np.float16, shape=(64, 32)), np.zeros((1, 32), F32))

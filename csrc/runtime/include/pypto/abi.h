@@ -159,6 +159,11 @@ void pypto_tile_write(const pypto_tile* t, const int64_t* idx, int32_t n, double
 // Cube: acc = left x right + bias[1,N] (bias in the Bias table, fp32), one mad on CUBE.
 void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
                         const pypto_tile* bias);
+// Matrix-vector: acc[1,N] (+)= left[1,K] x right[K,N]; a [1,K] Left row vector is placed
+// row-major by its own MTE1 move (Mat -> Left).
+void pypto_tmov_row_vector(const pypto_tile* dst, const pypto_tile* src);
+void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                 int32_t accumulate);
 
 #ifdef __cplusplus
 }

@@ -218,6 +218,9 @@ template <int N>
 inline double TREAD(const Tile& t, const int64_t (&idx)[N]) { return pypto_tile_read(&t, idx, N); }
 template <int N>
 inline void TWRITE(const Tile& t, const int64_t (&idx)[N], double v) { pypto_tile_write(&t, idx, N, v); }
+inline void TMOV_ROW_VECTOR(const Tile& d, const Tile& s) { pypto_tmov_row_vector(&d, &s); }
+inline void TGEMV(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 0); }
+inline void TGEMV_ACC(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 1); }
 inline void TMATMUL_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
   pypto_tmatmul_bias(&acc, &left, &right, &bias);
 }

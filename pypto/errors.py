@@ -58,6 +58,10 @@ class TypeCheckError(CompileError):
     """Operand types disagree: shapes, dtypes, memory spaces, or the kind of an argument."""
 
 
+class StaticAssertError(CompileError):
+    """A ``pl.static_assert`` condition is false for this specialisation."""
+
+
 class BoundsCheckError(CompileError):
     """A statically known window (load/store/slice) reaches outside its tensor or tile."""
 

@@ -21,6 +21,18 @@ const VecCost& vec_row(const Platform& p, VecClass c) {
       return p.vec_reduce;
     case VecClass::kCvt:
       return p.vec_cvt;
+    case VecClass::kCmp:
+      return p.vec_cmp;
+    case VecClass::kSel:
+      return p.vec_sel;
+    case VecClass::kBitwise:
+      return p.vec_bitwise;
+    case VecClass::kTrig:
+      return p.vec_trig;
+    case VecClass::kGather:
+      return p.vec_gather;
+    case VecClass::kSort:
+      return p.vec_sort;
     default:
       return p.vec_unary;
   }
@@ -83,6 +95,14 @@ uint64_t cycles(const Platform& p, const OpDesc& d) {
              whole(p.reduce_per_row_cycles * static_cast<double>(d.rows));
     case OpClass::kMatmul:
       return whole(matmul(p, d));
+    case OpClass::kSort: {  // a sort32 pass, then a merge pass per doubling of the sorted run
+      const int64_t run = d.k > 0 ? std::min(d.k, d.rows) : d.rows;
+      uint64_t passes = 1;
+      for (int64_t sorted = 32; sorted < run; sorted *= 2) ++passes;
+      return whole(vector(p, VecClass::kSort, d.bytes)) * passes;
+    }
+    case OpClass::kScalarAccess:
+      return whole(d.link == Link::kGmToUb ? p.scalar_gm_access_cycles : p.scalar_ub_access_cycles);
     case OpClass::kTranspose:  // two passes at the unary copy rate plus a repeat per source row
       return 2 * whole(vector(p, VecClass::kUnary, d.bytes)) +
              whole(p.vec_unary.per_repeat * static_cast<double>(d.rows));
@@ -110,5 +130,7 @@ uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase) {
   const double bursts = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
   return whole(phase + bursts * p.gm_burst_overhead_cycles);
 }
+
+
 
 }  // namespace pypto::cost

@@ -23,4 +23,5 @@ double gm_lead(const Platform& p, const OpDesc& d, bool l2_hit);
 // Whole cycles of a GM transfer whose lead and data phase lasted `phase` cycles.
 uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase);
 
+
 }  // namespace pypto::cost

@@ -22,10 +22,12 @@ enum class OpClass : uint8_t {
   // Tile transpose on VECTOR. assumption (no public per-op figure): a gather pass and a
   // write-back pass at the unary copy rate, plus one repeat per source row (the row scatter).
   kTranspose,
+  kSort,          // sort of rows of `rows` elements in blocks of `k` (0: whole rows)
+  kScalarAccess,  // one element read or written by the scalar unit (`link` kGmToUb: in GM)
 };
 
 // Which vector cost row of the platform table an op uses.
-enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt };
+enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt, kCmp, kSel, kBitwise, kTrig, kGather, kSort };
 
 // Which bandwidth of the platform table a transfer runs at.
 enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb };

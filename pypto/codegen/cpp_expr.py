@@ -76,6 +76,8 @@ def cpp_expr(e: Expr) -> str:
             return f"pypto::floordiv({lhs}, {rhs})"
         if e.op == "%":
             return f"pypto::floormod({lhs}, {rhs})"
+        if e.op in ("min", "max"):  # both sides are plain values (no side effects): evaluate twice
+            return f"(({lhs}) {'<' if e.op == 'min' else '>'} ({rhs}) ? ({lhs}) : ({rhs}))"
         return f"({lhs} {_CPP_BINOP[e.op]} {rhs})"
     raise TypeError(f"not a scalar expression: {type(e).__name__}")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pypto.codegen.cpp_expr import cpp_expr, cpp_name
+from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
+from pypto.ir.bind import infer_call_type
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
 
@@ -26,7 +27,8 @@ PIPE_CPP = {
     Pipe.SCALAR: "PIPE_S",
 }
 ROUND_CPP = {
-    "round": "RoundMode::RINT",
+    "none": "RoundMode::RINT",  # the hardware default: round to nearest, ties to even
+    "round": "RoundMode::AWAY",  # ties away from zero (float -> integer)
     "rint": "RoundMode::RINT",
     "trunc": "RoundMode::TRUNC",
     "floor": "RoundMode::FLOOR",
@@ -104,13 +106,15 @@ def _cast(c: Call, dst: str | None) -> list[str]:
 
 
 def _col_expand(c: Call, dst: str | None) -> list[str]:
-    d = _need(dst)  # broadcast v[1, N] over the rows: fill 0, then add the row vector
-    return [f"TEXPANDS({d}, 0.0);", f"TCOLEXPANDADD({d}, {d}, {_name(c.arg('v'))});"]
+    return [f"TCOLEXPAND({_need(dst)}, {_name(c.arg('v'))});"]  # v[1, N] copied down the rows
 
 
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
-    return [f"TMOV({_need(dst)}, {_name(c.arg('tile'))});"]
+    src = c.arg("tile")
+    if _literal(c.arg("target_memory")) is MemorySpace.Left and src.type.shape[0] == 1:  # type: ignore[union-attr]
+        return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
+    return [f"TMOV({_need(dst)}, {_name(src)});"]
 
 
 def _flag_arg(c: Call, name: str) -> str:
@@ -215,3 +219,79 @@ EMITTERS: dict[str, Emitter] = {
     **{f"tile.{n}s": _scalar(f"T{n.upper()}S") for n in ("add", "sub", "mul", "div")},
     **{f"tile.{n}": _unary(f"T{n.upper()}") for n in ("exp", "log", "sqrt", "recip", "relu", "neg", "abs")},
 }
+
+
+# --- op families beyond the tutorial set ---------------------------------------------------------
+def _cmp(scalar: bool) -> Emitter:
+    def emit(c: Call, dst: str | None) -> list[str]:
+        rhs = cpp_expr(c.arg("rhs")) if scalar else _name(c.arg("rhs"))
+        fn = "TCMPS" if scalar else "TCMP"
+        return [f"{fn}({_need(dst)}, {_name(c.arg('lhs'))}, {rhs}, {_literal(c.arg('cmp_type'))});"]
+
+    return emit
+
+
+def _indices(e: Expr) -> str:
+    items = e.items if isinstance(e, ListExpr) else (e,)
+    return "{" + ", ".join(f"static_cast<int64_t>({cpp_expr(i)})" for i in items) + "}"
+
+
+def _read(c: Call, dst: str | None) -> list[str]:
+    t = infer_call_type(c)
+    value = f"TREAD({_name(c.arg('src'))}, {_indices(c.arg('indices'))})"
+    ctype = cpp_scalar_type(t)  # type: ignore[arg-type]
+    return [f"const {ctype} {_need(dst)} = static_cast<{ctype}>({value});"]
+
+
+def _write(c: Call, dst: str | None) -> list[str]:
+    value = f"static_cast<double>({cpp_expr(c.arg('value'))})"
+    return [f"TWRITE({_name(c.arg('dst'))}, {_indices(c.arg('indices'))}, {value});"]
+
+
+def _dim(c: Call, dst: str | None) -> list[str]:
+    shape = c.arg("x").type.shape  # type: ignore[union-attr]
+    axis = int(_literal(c.arg("axis"))) % len(shape)
+    size = shape[axis] if isinstance(shape[axis], int) else f"{_name(c.arg('x'))}.desc->shape[{axis}]"
+    return [f"const int64_t {_need(dst)} = {size};"]  # a pl.dynamic dim: read from the tensor
+
+
+EMITTERS.update(
+    {
+        "tile.maximum": _binary("TMAX"),
+        "tile.minimum": _binary("TMIN"),
+        "tile.maximums": _scalar("TMAXS"),
+        "tile.minimums": _scalar("TMINS"),
+        **{f"tile.{n}": _unary(f"T{n.upper()}") for n in ("rsqrt", "sin", "cos")},
+        "tile.cmp": _cmp(False),
+        "tile.cmps": _cmp(True),
+        "tile.sel": lambda c, dst: [
+            f"TSEL({_need(dst)}, {_name(c.arg('mask'))}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))});"
+        ],
+        **{f"tile.{n}": _binary(f"T{n.rstrip('_').upper()}") for n in ("and_", "or_", "xor", "shl", "shr")},
+        **{f"tile.{n}s": _scalar(f"T{n.upper()}S") for n in ("and", "or", "xor", "shl", "shr")},
+        "tile.not_": _unary("TNOT"),
+        "tile.row_min": _two("TROWMIN", "x", "tmp"),
+        "tile.col_sum": _unary("TCOLSUM"),
+        "tile.col_max": _unary("TCOLMAX"),
+        "tile.col_min": _unary("TCOLMIN"),
+        **{f"tile.row_expand_{n}": _two(f"TROWEXPAND{n.upper()}", "x", "v") for n in ("max", "min")},
+        **{
+            f"tile.col_expand_{n}": _two(f"TCOLEXPAND{n.upper()}", "x", "v")
+            for n in ("add", "sub", "div", "max", "min")
+        },
+        "tile.row_expand": lambda c, dst: [f"TROWEXPAND({_need(dst)}, {_name(c.arg('v'))});"],
+        "tile.expands": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('scalar'))});"],
+        "tile.gather": _two("TGATHER", "src", "indices"),
+        "tile.sort": _two("TSORT", "src", "idx"),
+        "tile.sort32": _two("TSORT32", "src", "idx"),
+        "tile.read": _read,
+        "tensor.read": _read,
+        "tile.write": _write,
+        "tensor.write": _write,
+        "tensor.dim": _dim,
+        "tile.gemv": _binary("TGEMV"),
+        "tile.matmul_bias": lambda c, dst: [
+            f"TMATMUL_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
+        ],
+    }
+)

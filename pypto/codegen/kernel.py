@@ -10,6 +10,7 @@ from __future__ import annotations
 from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
+from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
@@ -110,6 +111,8 @@ class _Emitter:
         if isinstance(s.value, Call) and isinstance(t, TileType):
             valid = _valid_shape(s.value)
             self.put(tile_decl(s.var, s.span, self.regions, valid))
+            for line in valid_flow(s.value, s.var):
+                self.put(line)
             self.call(s.value, name, s.span)
         elif isinstance(s.value, Call):
             self.call(s.value, name, s.span)
@@ -145,7 +148,9 @@ class _Emitter:
             init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)
             self.carried(it.var, init)
         i, stop, step = cpp_name(s.var.name), cpp_expr(s.stop), cpp_expr(s.step)
-        if isinstance(s.step, Const):  # Python's range: a negative step counts down
+        if s.cond is not None:  # pl.while_: tested before each trip, over the carried values
+            cond = f"({cpp_expr(s.cond)}) && {i} < {stop}"
+        elif isinstance(s.step, Const):  # Python's range: a negative step counts down
             cond = f"{i} {'<' if s.step.value > 0 else '>'} {stop}"
         else:
             cond = f"({step} > 0 ? {i} < {stop} : {i} > {stop})"

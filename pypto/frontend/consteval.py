@@ -19,8 +19,9 @@ from typing import Any
 from pypto.errors import CompileError, TypeCheckError, UnknownNameError
 from pypto.frontend.source import KernelSource
 from pypto.ir.expr import Expr
-from pypto.ir.types import MemRef, TensorType, TileType
+from pypto.ir.types import DynDim, MemRef, TensorType, TileType
 from pypto.language import annotations as ann
+from pypto.language.decorators import HostFunction
 from pypto.language.markers import Namespace
 
 
@@ -170,7 +171,7 @@ class Folder:
     def _fold_Compare(self, node: ast.Compare) -> Any:
         left = self.fold(node.left)
         rights = [self.fold(c) for c in node.comparators]
-        if left is NOT_CONST or any(r is NOT_CONST for r in rights):
+        if any(v is NOT_CONST or isinstance(v, DynDim) for v in (left, *rights)):
             return NOT_CONST
         for op, right in zip(node.ops, rights):
             if not _CMPOPS[type(op)](left, right):
@@ -205,7 +206,9 @@ class Folder:
 
     def _fold_Call(self, node: ast.Call) -> Any:
         fn = self.fold(node.func)
-        if fn is NOT_CONST or fn not in _PURE_CALLS:
+        if getattr(fn, "candidates", None) == ("tensor.dim",):  # pl.dim / pl.tensor.dim
+            return self._fold_dim(node)
+        if fn is NOT_CONST or not (fn in _PURE_CALLS or isinstance(fn, HostFunction)):
             return NOT_CONST
         args = [self.fold(a) for a in node.args]
         kwargs = {k.arg: self.fold(k.value) for k in node.keywords}
@@ -213,7 +216,25 @@ class Folder:
             return NOT_CONST
         if any(k is None for k in kwargs):
             return NOT_CONST
+        if fn is ann.MemRef and not args and "name" not in kwargs:
+            # an unnamed buffer spelled in kernel source: named after that spelling
+            kwargs["name"] = f"memref_l{node.lineno + self.src.line_offset}c{node.col_offset}"
         return fn(*args, **kwargs)
+
+    def _fold_dim(self, node: ast.Call) -> Any:
+        """``pl.tensor.dim(t, axis)``: shapes are static, so the size is a compile-time int."""
+        if len(node.args) != 2 or node.keywords or not isinstance(node.args[0], ast.Name):
+            raise TypeCheckError("write pl.dim(tensor, axis)", self.src.span(node))
+        t = getattr(self.lookup_local(node.args[0].id), "type", None)
+        axis = self.fold(node.args[1])
+        if not isinstance(t, TensorType):
+            raise TypeCheckError(
+                f"pl.tensor.dim needs a tensor, got `{node.args[0].id}`", self.src.span(node)
+            )
+        if not isinstance(axis, int) or not -len(t.shape) <= axis < len(t.shape):
+            raise TypeCheckError(f"pl.tensor.dim: axis {axis!r} is out of range for shape {list(t.shape)}",
+                                 self.src.span(node))  # fmt: skip
+        return t.shape[axis] if isinstance(t.shape[axis], int) else NOT_CONST  # pl.dynamic: run time
 
 
 def _plain(value: Any) -> bool:

@@ -22,7 +22,7 @@ from pypto.ir.enums import ForKind, FunctionType, Level
 from pypto.ir.expr import Const, Expr, Var, type_of
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType, Type, format_type, same_shape_dtype
-from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
+from pypto.language.markers import LoopMarker, ScopeMarker, WhileMarker, YieldMarker
 
 
 def assigned_names(body: list[ast.stmt]) -> list[str]:
@@ -116,6 +116,10 @@ class ControlFlow:
 
     # --- for ---------------------------------------------------------------------------------
     def for_(self, node: ast.For) -> None:
+        call = node.iter
+        if isinstance(call, ast.Call) and isinstance(self.folder.fold(call.func), WhileMarker):
+            self.while_(node)  # type: ignore[attr-defined]
+            return
         kind, bounds, init_nodes, stage = self._loop_header(node)
         target, iter_names = self._loop_target(node.target, init_nodes)
         saved, saved_ranges = dict(self.env), dict(self.ctx.ranges)

@@ -13,16 +13,17 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from pypto.errors import TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
+from pypto.frontend.semantic import INCORE_BLOCK_HINT
 from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
-from pypto.language.decorators import JitFunction, KernelFunction
-from pypto.language.markers import LoopMarker, Marker, OpMarker
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.function import FunctionParser
@@ -64,7 +65,7 @@ class ExprLowerer:
     def rhs(self, node: ast.expr) -> tuple[Expr, Type | None]:
         """The right-hand side of an assignment: a top-level call stays unflattened."""
         if isinstance(node, ast.Call) and self.fp.folder.fold(node) is NOT_CONST:
-            return self.call(node)
+            return self.valued_call(node)
         e = self.value(node)
         block = self.fp.blocks[-1]
         if block and isinstance(block[-1], Assign) and block[-1].var is e:
@@ -76,6 +77,8 @@ class ExprLowerer:
     def value(self, node: ast.expr) -> Expr:
         """Any expression as an IR operand (calls bound to temporaries)."""
         folded = self.fp.folder.fold(node)
+        if isinstance(folded, DynDim):
+            return self.dynamic_dim(folded, node)
         if folded is not NOT_CONST:
             return self.const(folded, node)
         kind = type(node)
@@ -195,8 +198,15 @@ class ExprLowerer:
         return out
 
     def _Call(self, node: ast.Call) -> Expr:
-        e, t = self.call(node)
+        e, t = self.valued_call(node)
         return self.bind_temp(e, t, node)
+
+    def valued_call(self, node: ast.Call) -> tuple[Expr, Type | None]:
+        """A call whose value is used: a helper that returns nothing is an error here."""
+        e, t = self.call(node)
+        if e is None:
+            raise TypeCheckError(f"`{ast.unparse(node.func)}` returns no value", self.span(node))
+        return e, t
 
     def _Subscript(self, node: ast.Subscript) -> Expr:
         base = self.value(node.value)
@@ -243,6 +253,16 @@ class ExprLowerer:
             call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
             return self.task_keywords(call, node), t
         fn = self.fp.folder.fold(func)
+        if isinstance(fn, InlineFunction):
+            return self.fp.inline_call(fn, node)
+        if fn in (builtins.min, builtins.max) and len(node.args) >= 2 and not node.keywords:
+            out = self.value(node.args[0])  # min/max of run-time scalars (tail sizes)
+            for a in node.args[1:]:
+                out = semantic.scalar_binop(fn.__name__, out, self.value(a), self.span(node))
+            return out, type_of(out)
+        if isinstance(fn, ConstMarker):
+            c = self.typed_const(node)
+            return c, c.type
         if isinstance(fn, OpMarker):
             args = [self.value(a) for a in node.args]
             kwargs = {k.arg: self.value(k.value) for k in node.keywords}
@@ -252,6 +272,52 @@ class ExprLowerer:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
             return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
         raise self.bad_call(node, fn)
+
+    def dynamic_dim(self, dim: DynDim, node: ast.AST) -> Expr:
+        """``M`` of ``pl.dynamic("M")`` in a body: the size of a parameter declared with it."""
+        where = [
+            (p.var, a)
+            for p in self.fp.params
+            for a, d in enumerate(getattr(p.var.type, "shape", ()))
+            if d == dim
+        ]
+        if not where:
+            raise TypeCheckError(
+                f"dynamic dim {dim.name} sizes no tensor parameter of this kernel", self.span(node)
+            )
+        if not (self.fp.kind.is_incore or self.fp.ctx.in_scope):
+            raise MisplacedOpError(
+                f"dynamic dim {dim.name} is known only inside InCore code ({INCORE_BLOCK_HINT}); "
+                "the orchestration plan is fixed per compile",
+                self.span(node),
+            )
+        var, axis = where[0]
+        return self.flat_op("pl.tensor.dim", "tensor.dim", [var, axis], {}, node, exact=True)
+
+    def typed_const(self, node: ast.Call) -> Const:
+        """``pl.const(value, dtype)``: the value converted exactly to ``dtype`` (else an error)."""
+        args = dict(zip(("value", "dtype"), node.args)) | {k.arg: k.value for k in node.keywords}
+        if set(args) != {"value", "dtype"} or len(node.args) > 2:
+            raise TypeCheckError("write pl.const(value, dtype)", self.span(node))
+        value, dtype = (self.fp.folder.fold(args[k]) for k in ("value", "dtype"))
+        if not isinstance(dtype, DataType) or dtype.kind == "bool" and not isinstance(value, bool):
+            raise TypeCheckError(f"pl.const dtype must be a numeric pl dtype, got {dtype!r}", self.span(node))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeCheckError(
+                f"pl.const needs a compile-time number, got `{ast.unparse(args['value'])}`", self.span(node)
+            )
+        if dtype.is_float:
+            return Const(float(value), dtype, span=self.span(node))
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeCheckError(f"pl.const: {value} is not an integer for {dtype}", self.span(node))
+        lo, hi = (
+            (0, 2**dtype.bits - 1)
+            if dtype.kind == "uint"
+            else (-(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1)
+        )
+        if not lo <= int(value) <= hi:
+            raise TypeCheckError(f"pl.const: {int(value)} does not fit {dtype} [{lo}, {hi}]", self.span(node))
+        return Const(int(value), dtype, span=self.span(node))
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
         """``self.k(..., handle="h", deps=[g])``: an outlined scope's name and deps (pass dumps)."""

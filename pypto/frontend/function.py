@@ -18,12 +18,16 @@ from pypto.frontend.annotations import AnnotationReader
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
+from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
+from pypto.frontend.static_checks import StaticChecks
+from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
+from pypto.language.markers import StaticAssertMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
@@ -51,7 +55,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow):
+class FunctionParser(ControlFlow, WhileLoop, InlineCalls, StaticChecks):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(
@@ -238,8 +242,12 @@ class FunctionParser(ControlFlow):
             )
         if not isinstance(node.value, ast.Call):
             raise UnsupportedSyntaxError(f"expression `{ast.unparse(node)}` has no effect", self.span(node))
+        if isinstance(self.folder.fold(node.value.func), StaticAssertMarker):
+            self.static_assert(node.value)
+            return
         e, _ = self.exprs.call(node.value)
-        self.emit(Eval(e, span=self.span(node)))
+        if e is not None:  # an inline helper without a value has emitted its statements
+            self.emit(Eval(e, span=self.span(node)))
 
     def return_(self, node: ast.Return) -> None:
         items = (

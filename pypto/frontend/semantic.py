@@ -102,7 +102,7 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
     assert isinstance(offsets, ListExpr)
     for d, (off, n, size) in enumerate(zip(offsets.items, shape, full)):
         iv = interval(off, ranges)
-        if iv is None:
+        if iv is None or not isinstance(size, int):  # a pl.dynamic dim is checked at run time
             continue
         if iv[0] < 0 or iv[1] + n > size:
             where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]

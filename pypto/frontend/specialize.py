@@ -6,12 +6,13 @@ their shape and dtype; scalars contribute their value, which folds into the kern
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypto.errors import ArgumentMismatchError, SourceSpan
 from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType, from_array_dtype
-from pypto.ir.types import ScalarType, TensorType
+from pypto.ir.types import DynDim, ScalarType, TensorType, is_static
 
 
 def is_array(value: Any) -> bool:
@@ -69,6 +70,8 @@ def tensor_arg(value: Any, pname: str, fn_name: str, declared: TensorType | None
     except ValueError as err:
         raise ArgumentMismatchError(f"argument `{pname}` of {fn_name}(): {err}", span) from None
     t = TensorType(tuple(int(d) for d in value.shape), dtype)
+    if declared is not None and not is_static(declared.shape):
+        t = _with_dynamic_dims(t, declared)  # sized at run time: the type keeps the symbol
     if declared is not None and declared != t:
         raise ArgumentMismatchError(
             f"argument `{pname}` of {fn_name}() is {list(t.shape)} {dtype} but the signature declares "
@@ -76,6 +79,52 @@ def tensor_arg(value: Any, pname: str, fn_name: str, declared: TensorType | None
             span,
         )
     return t
+
+
+def _with_dynamic_dims(t: TensorType, declared: TensorType) -> TensorType:
+    if len(t.shape) != len(declared.shape):
+        return t  # the rank mismatch is reported against the declaration
+    return TensorType(
+        tuple(d if isinstance(d, DynDim) else n for n, d in zip(t.shape, declared.shape)), t.dtype
+    )
+
+
+def dynamic_axes(jit: Any) -> tuple[tuple[int, int, str], ...]:
+    """(parameter index, axis, symbol) of every ``pl.dynamic`` dim in the signature (cached)."""
+    found = jit.__dict__.get("_dynamic_axes")
+    if found is None:
+        try:
+            hints = inspect.get_annotations(jit.fn, eval_str=True)
+        except Exception:  # an annotation Python cannot evaluate: the frontend reports it
+            hints = {}
+        found = []
+        for i, name in enumerate(jit.param_names):
+            spec = hints.get(name)
+            spec = getattr(spec, "inner", spec)  # pl.Out[...] / pl.InOut[...]
+            for axis, d in enumerate(getattr(spec, "shape", None) or ()):
+                if isinstance(d, DynDim):
+                    found.append((i, axis, d.name))
+        found = jit.__dict__["_dynamic_axes"] = tuple(found)
+    return found
+
+
+def _dynamic_key(jit: Any, args: Sequence[Any], key: list[tuple]) -> None:
+    """Dynamic dims leave the key (the symbol stands in); one symbol must mean one size."""
+    sizes: dict[str, tuple[int, str]] = {}
+    for i, axis, sym in dynamic_axes(jit):
+        shape = getattr(args[i], "shape", None)
+        if shape is None or axis >= len(shape) or key[i][0] != "tensor":
+            continue  # not an array of that rank: the frontend reports the mismatch
+        n, pname = int(shape[axis]), jit.param_names[i]
+        if sym in sizes and sizes[sym][0] != n:
+            raise ArgumentMismatchError(
+                f"{jit.name}(): dynamic dim {sym} is {sizes[sym][0]} in `{sizes[sym][1]}` "
+                f"but {n} in `{pname}`"
+            )
+        sizes[sym] = (n, pname)
+        dims = list(key[i][1])
+        dims[axis] = sym
+        key[i] = ("tensor", tuple(dims), key[i][2])
 
 
 def scalar_arg(value: Any, pname: str, fn_name: str, dtype: DataType | None, span: SourceSpan | None):
@@ -118,4 +167,7 @@ def specialization_key(jit: Any, args: Sequence[Any], kwargs: Mapping[str, Any])
     params = jit.param_names
     if kwargs or len(args) != len(params):
         args = bind_arguments(jit.name, params, args, kwargs, None)
-    return tuple(_key_of(v) for v in args)
+    key = [_key_of(v) for v in args]
+    if dynamic_axes(jit):
+        _dynamic_key(jit, args, key)
+    return tuple(key)

@@ -87,7 +87,7 @@ class ListExpr(Expr):
     items: tuple[Expr, ...]
 
 
-ARITH_OPS = ("+", "-", "*", "//", "%")
+ARITH_OPS = ("+", "-", "*", "//", "%", "min", "max")  # min/max: Python's builtins on scalars
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 BOOL_OPS = ("and", "or")
 BINARY_OPS = ARITH_OPS + COMPARE_OPS + BOOL_OPS
@@ -162,6 +162,8 @@ def _fold(op: str, a: Any, b: Any) -> Any:
         "*": lambda: a * b,
         "//": lambda: a // b,
         "%": lambda: a % b,
+        "min": lambda: min(a, b),
+        "max": lambda: max(a, b),
         "==": lambda: a == b,
         "!=": lambda: a != b,
         "<": lambda: a < b,

@@ -182,7 +182,7 @@ def cast_rule(b: Bound) -> Type:
     if b.literal("mode") not in _CAST_MODES:
         raise b.fail(f"mode must be one of {list(_CAST_MODES)}, got {b.literal('mode')!r}")
     _need_space(b, "x", VEC)
-    return _like(x, x.shape, b.literal("dtype"))  # type: ignore[arg-type]
+    return _like(x, x.shape, b.literal("target_type"))  # type: ignore[arg-type]
 
 
 # --- row / column -------------------------------------------------------------------------------
@@ -265,6 +265,10 @@ def matmul_rule(b: Bound) -> Type:
         return TensorType((m, n), dtype)
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    if lhs.shape[0] == 1:
+        raise b.fail(
+            f"lhs {list(lhs.shape)} is a row vector: use pl.gemv (a [1, K] Left is not a fractal operand)"
+        )
     return TileType((m, n), dtype, MemorySpace.Acc)
 
 

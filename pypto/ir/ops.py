@@ -18,6 +18,7 @@ from typing import Any
 
 from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
+from pypto.ir import op_rules_ext as RX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Expr, type_of
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
@@ -171,7 +172,7 @@ _TABLE: list[OpDef] = [
     OpDef("tile.full", (_p("shape", SHAPE), _p("dtype", DT), _p("value", S, dtype_of="dtype"),
                         _p("target_memory", MEM, MemorySpace.Vec)),
           R.create_rule, "tile", V, doc="a tile filled with one value (TEXPANDS)"),
-    OpDef("tile.cast", (_p("x", T), _p("dtype", DT), _p("mode", Kind.STR, "round")),
+    OpDef("tile.cast", (_p("x", T), _p("target_type", DT), _p("mode", Kind.STR, "round")),
           R.cast_rule, "tile", V, {"x": VEC}),
     # Layout and windows (views share their source's buffer: AllocateMemoryAddr forces it).
     OpDef("tile.reshape", (_p("x", T), _p("shape", SHAPE)), R.reshape_rule, "tile", NONE, {"x": ROW_MAJOR},
@@ -217,7 +218,7 @@ _TABLE: list[OpDef] = [
     )),
     OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "tensor", NONE,
           doc="a window view of a tensor (a[:, k0:k1])"),
-    OpDef("tensor.cast", (_p("x", TN), _p("dtype", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
+    OpDef("tensor.cast", (_p("x", TN), _p("target_type", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
           "tensor", NONE),
     OpDef("tensor.matmul", (_p("lhs", TN), _p("rhs", TN), _p("out_dtype", DT, None, optional=True),
                             _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
@@ -237,6 +238,85 @@ _TABLE: list[OpDef] = [
           _fixed(Pipe.SCALAR), doc="order one pipe (None: all pipes)"),
 ]
 # fmt: on
+
+# Op families beyond the tutorial set: names and parameters as upstream PyPTO. A `tmp` that
+# upstream requires for the hardware's scratch is accepted and optional here (the simulator
+# needs none).
+S_PIPE = _fixed(Pipe.SCALAR)
+TMP = _p("tmp", T, None, optional=True)
+SCAL = _p("rhs", S, dtype_of="lhs")
+
+
+def _xor_tmp(name: str) -> tuple[ParamSpec, ...]:
+    return (TMP,) if name == "xor" else ()
+
+
+BITWISE = ("and_", "or_", "xor", "shl", "shr")
+MATH = ("rsqrt", "sin", "cos")
+TENSOR_BIN = ("maximum", "minimum")
+# fmt: off
+_TABLE_EXT: list[OpDef] = [
+    *(OpDef(f"tile.{n}", (_p("lhs", T), _p("rhs", T)), R.binary_rule, "tile", V, {"lhs": VEC, "rhs": VEC},
+            f"element-wise {n}") for n in ("maximum", "minimum")),
+    *(OpDef(f"tile.{n}s", (_p("lhs", T), SCAL), R.scalar_rule, "tile", V, {"lhs": VEC},
+            f"element-wise {n} with a scalar") for n in ("maximum", "minimum")),
+    OpDef("tile.rsqrt", (_p("x", T), TMP), R.unary_rule, "tile", V, {"x": VEC}, "1 / sqrt(x)"),
+    *(OpDef(f"tile.{n}", (_p("x", T),), R.unary_rule, "tile", V, {"x": VEC}, f"element-wise {n} (radians)")
+      for n in ("sin", "cos")),
+    OpDef("tile.cmp", (_p("lhs", T), _p("rhs", T), _p("cmp_type", Kind.INT, 0)), RX.cmp_rule, "tile", V,
+          {"lhs": VEC, "rhs": VEC}, "bool mask of lhs cmp rhs; cmp_type 0..5 = eq ne lt le gt ge"),
+    OpDef("tile.cmps", (_p("lhs", T), _p("rhs", S, dtype_of="lhs"), _p("cmp_type", Kind.INT, 0)), RX.cmp_rule,
+          "tile", V, {"lhs": VEC}, "bool mask of lhs cmp scalar"),
+    OpDef("tile.sel", (_p("mask", T), _p("lhs", T), _p("rhs", T), TMP), RX.sel_rule, "tile", V,
+          {"mask": VEC, "lhs": VEC, "rhs": VEC}, "mask ? lhs : rhs, element-wise"),
+    *(OpDef(f"tile.{n}", (_p("lhs", T), _p("rhs", T), *_xor_tmp(n)), RX.bitwise_rule, "tile",
+            V, {"lhs": VEC, "rhs": VEC}, f"bitwise {n.rstrip('_')} of integer tiles") for n in BITWISE),
+    *(OpDef(f"tile.{n.rstrip('_')}s", (_p("lhs", T), SCAL, *_xor_tmp(n)), RX.bitwise_rule, "tile", V,
+            {"lhs": VEC}, f"bitwise {n.rstrip('_')} with a scalar") for n in BITWISE),
+    OpDef("tile.not_", (_p("x", T),), RX.not_rule, "tile", V, {"x": VEC}, "bitwise not of an integer tile"),
+    OpDef("tile.row_min", (_p("x", T), _p("tmp", T)), R.row_reduce_rule, "tile", V, {"x": VEC, "tmp": VEC},
+          "[M, N] → [M, 1]; tmp is scratch of x's shape"),
+    OpDef("tile.col_sum", (_p("x", T), TMP), RX.col_reduce_rule, "tile", V, {"x": VEC}, "[M, N] → [1, N]"),
+    *(OpDef(f"tile.{n}", (_p("x", T),), RX.col_reduce_rule, "tile", V, {"x": VEC}, "[M, N] → [1, N]")
+      for n in ("col_max", "col_min")),
+    *(OpDef(f"tile.row_expand_{n}", (_p("x", T), _p("v", T)), R.row_expand_rule, "tile", V,
+            {"x": VEC, "v": VEC}, f"x {n} v broadcast along rows (v is [M, 1])") for n in ("max", "min")),
+    *(OpDef(f"tile.col_expand_{n}", (_p("x", T), _p("v", T)), R.col_expand_rule, "tile", V,
+            {"x": VEC, "v": VEC}, f"x {n} v broadcast down columns (v is [1, N])")
+      for n in ("add", "sub", "div", "max", "min")),
+    OpDef("tile.row_expand", (_p("x", T), _p("v", T)), R.row_expand_rule, "tile", V, {"x": VEC, "v": VEC},
+          "v ([M, 1]) broadcast to x's shape"),
+    OpDef("tile.expands", (_p("target", T), _p("scalar", S, dtype_of="target")), RX.expands_rule, "tile", V,
+          {"target": VEC}, "a tile of target's shape filled with the scalar"),
+    OpDef("tile.gather", (_p("src", T), _p("indices", T), TMP), RX.gather_rule, "tile", V,
+          {"src": VEC, "indices": VEC}, "dst[i, j] = src.flat[indices[i, j]]"),
+    *(OpDef(f"tile.{n}", (_p("src", T), _p("idx", T)), RX.sort_rule, "tile", V, {"src": VEC, "idx": VEC},
+            f"rows sorted descending{' in blocks of 32' if n == 'sort32' else ''}: (value, idx) pairs")
+      for n in ("sort", "sort32")),
+    OpDef("tile.read", (_p("src", T), _p("indices", IDX)), RX.read_rule, "tile", S_PIPE, {"src": VEC},
+          "one element of a Vec tile as a scalar"),
+    OpDef("tile.write", (_p("dst", T), _p("indices", IDX), _p("value", S)), RX.write_rule,
+          "tile", S_PIPE, {"dst": VEC}, "write one element of a Vec tile"),
+    # Scalar access to GM runs inside InCore code as it is (level "tile": never lowered).
+    OpDef("tensor.read", (_p("src", TN), _p("indices", IDX)), RX.read_rule, "tile", S_PIPE,
+          doc="one element of a tensor as a scalar (SCALAR pipe)"),
+    OpDef("tensor.write", (_p("dst", TN), _p("indices", IDX), _p("value", S)), RX.write_rule,
+          "tile", S_PIPE, doc="write one element of a tensor (SCALAR pipe)"),
+    OpDef("tensor.dim", (_p("x", TN), _p("axis", Kind.INT)), RX.dim_rule, "tile", NONE,
+          doc="the size of one axis (a compile-time integer)"),
+    # tensor-level forms inside pl.at: lowered to the tile op on whole-tensor Vec loads
+    *(OpDef(f"tensor.{n}", (_p("lhs", TN), _p("rhs", TN)), R.binary_rule, "tensor", NONE)
+      for n in TENSOR_BIN),
+    *(OpDef(f"tensor.{n}s", (_p("lhs", TN), SCAL), R.scalar_rule, "tensor", NONE) for n in TENSOR_BIN),
+    *(OpDef(f"tensor.{n}", (_p("x", TN),), R.unary_rule, "tensor", NONE) for n in MATH),
+    OpDef("tile.gemv", (_p("lhs", T), _p("rhs", T)), RX.gemv_rule, "tile", _fixed(Pipe.CUBE),
+          {"lhs": LEFT, "rhs": RIGHT}, "Left [1, K] × Right [K, N] → Acc [1, N]"),
+    OpDef("tile.matmul_bias", (_p("lhs", T), _p("rhs", T), _p("bias", T)), RX.matmul_bias_rule, "tile",
+          _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT, "bias": frozenset({MemorySpace.Bias})},
+          "Left × Right + bias[1, N] (Bias table) → Acc"),
+]
+# fmt: on
+_TABLE.extend(_TABLE_EXT)
 
 OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
 
@@ -278,6 +358,36 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
 }
 # The scalar forms are spelled directly too (pl.adds, pl.muls ...).
 DSL_OPS.update({f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in BINARY})
+DSL_OPS.update(
+    {
+        **{n: (f"tile.{n}", f"tile.{n}s", f"tensor.{n}", f"tensor.{n}s") for n in TENSOR_BIN},
+        **{f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in TENSOR_BIN},
+        "cmp": ("tile.cmp", "tile.cmps"),
+        "cmps": ("tile.cmps",),
+        **{n: (f"tile.{n}", f"tile.{n.rstrip('_')}s") for n in BITWISE},
+        **{f"{n.rstrip('_')}s": (f"tile.{n.rstrip('_')}s",) for n in BITWISE},
+        **{
+            n: (f"tile.{n}",)
+            for n in (
+                "sel",
+                "not_",
+                "row_min",
+                "col_sum",
+                "col_max",
+                "col_min",
+                "row_expand",
+                "expands",
+            )
+        },
+        **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias", "gemv")},
+        **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
+        **{f"row_expand_{n}": (f"tile.row_expand_{n}",) for n in ("max", "min")},
+        **{f"col_expand_{n}": (f"tile.col_expand_{n}",) for n in ("add", "sub", "div", "max", "min")},
+        "dim": ("tensor.dim",),
+        "read": ("tile.read", "tensor.read"),
+        "write": ("tile.write", "tensor.write"),
+    }
+)
 
 
 def get_op(name: str) -> OpDef:

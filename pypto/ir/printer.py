@@ -71,7 +71,7 @@ def _const(value: int | float | bool) -> str:
 
 def _prec(e: Expr) -> int:
     if isinstance(e, BinOp):
-        return _PREC[e.op]
+        return _ATOM if e.op in ("min", "max") else _PREC[e.op]
     if isinstance(e, UnaryOp):
         return _PREC["not"] if e.op == "not" else _PREC["neg"]
     if isinstance(e, Const) and isinstance(e.value, (int, float)) and e.value < 0:
@@ -110,6 +110,8 @@ def print_expr(e: Expr) -> str:
         return _literal(e.value)
     if isinstance(e, ListExpr):
         return "[" + ", ".join(print_expr(i) for i in e.items) + "]"
+    if isinstance(e, BinOp) and e.op in ("min", "max"):
+        return f"{e.op}({print_expr(e.lhs)}, {print_expr(e.rhs)})"
     if isinstance(e, BinOp):
         p = _PREC[e.op]
         left_need = p + 1 if p == _PREC["<"] else p
@@ -211,6 +213,14 @@ class _Printer:
             raise TypeError(f"cannot print statement {s!r}")
 
     def for_(self, s: For, depth: int) -> None:
+        if s.cond is not None:
+            inits = _tuple([print_expr(a.init) for a in s.iter_args])
+            self.emit(
+                depth, f"for {_tuple([a.var.name for a in s.iter_args])} in pl.while_(init_values={inits}):"
+            )
+            self.emit(depth + 1, f"pl.cond({print_expr(s.cond)})")
+            self.block(s.body, depth + 1, s.results)
+            return
         bounds = [s.stop]
         if s.step != Const(1):
             bounds = [s.start, s.stop, s.step]

@@ -57,7 +57,10 @@ class Yield(Stmt):
 
 @dataclass(frozen=True)
 class For(Stmt):
-    """``for var in pl.<kind>(start, stop, step)``; ``stage`` is set for ``pl.pipeline``."""
+    """``for var in pl.<kind>(start, stop, step)``; ``stage`` is set for ``pl.pipeline``.
+
+    ``cond`` makes it ``pl.while_``: each trip first tests ``cond`` (over the carried values)
+    and the loop ends when it is false; the bounds then only cap the trip count."""
 
     var: Var
     start: Expr
@@ -68,6 +71,7 @@ class For(Stmt):
     iter_args: tuple[IterArg, ...] = ()
     results: tuple[Var, ...] = ()
     stage: int | None = None
+    cond: Expr | None = None
 
 
 @dataclass(frozen=True)

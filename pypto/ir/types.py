@@ -30,10 +30,26 @@ class ScalarType(Type):
 
 
 @dataclass(frozen=True)
-class TensorType(Type):
-    """A tensor in global memory (DDR) with a static shape."""
+class DynDim:
+    """A tensor dimension known only at run time (``M = pl.dynamic("M")``): one compiled
+    program serves every size; kernels read the size from the tensor they are given."""
 
-    shape: tuple[int, ...]
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def is_static(shape: tuple) -> bool:
+    """True when every dimension is a compile-time int (no ``pl.dynamic`` dim)."""
+    return all(isinstance(d, int) for d in shape)
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A tensor in global memory (DDR); a dim may be a :class:`DynDim` (sized at run time)."""
+
+    shape: tuple[int | DynDim, ...]
     dtype: DataType
 
     @property

@@ -228,6 +228,8 @@ class _Verifier:
         self.define(inner, s.var)
         for a in s.iter_args:
             self.define(inner, a.var)
+        if s.cond is not None:
+            self.scalar(inner, s.cond, "a pl.while_ condition")
         yields = self.block(inner, s.body, len(s.iter_args) if s.iter_args else None) or ()
         if len(s.results) != len(s.iter_args):
             raise self.fail("a loop needs one result per loop-carried value", s.span)

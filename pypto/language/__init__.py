@@ -12,9 +12,19 @@ from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, I
 from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MemorySpace as Mem
-from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
+from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
-from pypto.language.markers import LoopMarker, Namespace, ScopeMarker, YieldMarker, op_markers
+from pypto.language.markers import (
+    CondMarker,
+    ConstMarker,
+    LoopMarker,
+    Namespace,
+    ScopeMarker,
+    StaticAssertMarker,
+    WhileMarker,
+    YieldMarker,
+    op_markers,
+)
 
 range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
 parallel = LoopMarker(_ForKind.parallel)
@@ -22,6 +32,10 @@ pipeline = LoopMarker(_ForKind.pipeline)
 unroll = LoopMarker(_ForKind.unroll)
 at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
 yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
+while_ = WhileMarker("while_", "for (x,) in pl.while_(init_values=(x0,)): pl.cond(...) first, pl.yield_ last")
+cond = CondMarker("cond", "pl.cond(condition): the first statement of a pl.while_ body")
+const = ConstMarker("const", "pl.const(value, dtype): a scalar constant of that dtype")
+static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
 tile = Namespace("tile")
 tensor = Namespace("tensor")
@@ -56,6 +70,7 @@ __all__ = [
     "Scalar",
     "Tensor",
     "Tile",
+    "dynamic",
     "JitFunction",
     "KernelFunction",
     "function",
@@ -67,6 +82,10 @@ __all__ = [
     "unroll",
     "at",
     "yield_",
+    "while_",
+    "cond",
+    "const",
+    "static_assert",
     "tile",
     "tensor",
     "system",

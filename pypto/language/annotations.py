@@ -7,19 +7,36 @@ defined; the frontend reads their AST (or these objects) and turns them into IR 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import Direction, MemorySpace
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type
 from pypto.ir.types import MemRef as _IRMemRef
-from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 
-def _shape(value: Any, what: str) -> tuple[int, ...]:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(d, int) and d > 0 for d in value):
-        raise TypeError(f"{what} shape must be a list of positive ints, got {value!r}")
+def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int, ...]:
+    def ok(d: Any) -> bool:
+        return (isinstance(d, int) and not isinstance(d, bool) and d > 0) or (
+            dynamic and isinstance(d, DynDim)
+        )
+
+    if not isinstance(value, (list, tuple)) or not all(ok(d) for d in value):
+        kinds = "positive ints or pl.dynamic dims" if dynamic else "positive ints"
+        raise TypeError(f"{what} shape must be a list of {kinds}, got {value!r}")
     return tuple(value)
+
+
+def dynamic(name: str) -> DynDim:
+    """``M = pl.dynamic("M")``: a tensor dim sized at run time, for ``pl.Tensor[[M, 128], ...]``.
+
+    One compile serves every size; in a kernel body ``M`` is the size of the call's tensor."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"pl.dynamic needs an identifier name, got {name!r}")
+    return DynDim(name)
 
 
 def _dtype(value: Any, what: str) -> DataType:
@@ -38,7 +55,7 @@ class TensorSpec:
     def __getitem__(self, item: Any) -> TensorSpec:
         if not isinstance(item, tuple) or len(item) != 2:
             raise TypeError("write pl.Tensor[[d0, d1, ...], dtype]")
-        return TensorSpec(_shape(item[0], "pl.Tensor"), _dtype(item[1], "pl.Tensor"))
+        return TensorSpec(_shape(item[0], "pl.Tensor", dynamic=True), _dtype(item[1], "pl.Tensor"))
 
     def to_type(self) -> TensorType | None:
         """The IR type, or None for a bare ``pl.Tensor`` (specialised from the argument)."""
@@ -111,13 +128,18 @@ InOut = DirectionSpec(Direction.InOut)
 
 
 def MemRef(  # noqa: N802 - spelled like a type in the DSL
-    name: str, offset: int | None = None, size: int | None = None, *, slots: int = 1
+    name: str | None = None, offset: int | None = None, size: int | None = None, *, slots: int = 1
 ) -> _IRMemRef:
     """A named buffer of ``slots`` equal slots; subscript it to pick a slot: ``m[i % 2]``.
 
-    ``offset``/``size`` (bytes) appear once address assignment has placed the buffer; a
-    ``size`` alone is a PTOAS region, placed when the kernel starts.
+    Without a name the buffer is named after the line that spells it (``pl.MemRef()``,
+    ``pl.MemRef(slots=2)``): one spelling, one buffer. ``offset``/``size`` (bytes) appear once
+    address assignment has placed the buffer; a ``size`` alone is a PTOAS region, placed when
+    the kernel starts.
     """
+    if name is None:
+        caller = sys._getframe(1)
+        name = f"memref_{Path(caller.f_code.co_filename).stem}_l{caller.f_lineno}"
     if not isinstance(name, str) or not name:
         raise TypeError(f"pl.MemRef needs a name string, got {name!r}")
     if not isinstance(slots, int) or slots < 1:

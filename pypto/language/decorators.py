@@ -108,6 +108,48 @@ def _specialization_key() -> Callable[..., tuple]:
     return specialization_key
 
 
+class InlineFunction:
+    """``@pl.jit.inline``: a kernel helper whose body is expanded at each call site.
+
+    Arguments bind to the caller's values (tiles, tensors, scalars or compile-time
+    constants); the statements run in the caller's kernel and a final ``return value`` is the
+    call's value. Names inside stay local to the helper."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from pypto.errors import OutsideKernelError
+
+        raise OutsideKernelError(f"{self.name} is a @pl.jit.inline helper; call it inside a kernel body")
+
+    def __repr__(self) -> str:
+        return f"<pl.jit.inline {self.name}>"
+
+
+class HostFunction:
+    """``@pl.jit.host``: plain Python run on the host while a kernel is compiled.
+
+    Called from a kernel body with compile-time arguments (shapes, constants, dtypes) it
+    returns a compile-time value (a tile size, a block count ...); outside kernels it is the
+    function itself."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<pl.jit.host {self.fn.__name__}>"
+
+
 class _Jit:
     """``pl.jit``: the decorator object; ``pl.jit.incore`` makes a device kernel."""
 
@@ -121,6 +163,14 @@ class _Jit:
         if fn is None:
             return self.incore
         return JitFunction(fn, FunctionType.InCore)
+
+    def inline(self, fn: Callable[..., Any]) -> InlineFunction:
+        """A helper expanded inline where a kernel calls it (see :class:`InlineFunction`)."""
+        return InlineFunction(fn)
+
+    def host(self, fn: Callable[..., Any]) -> HostFunction:
+        """A host-side function evaluated at compile time (see :class:`HostFunction`)."""
+        return HostFunction(fn)
 
 
 jit = _Jit()

@@ -53,6 +53,22 @@ class ScopeMarker(Marker):
     """``pl.at(level=..., name_hint=..., deps=[...])``."""
 
 
+class WhileMarker(Marker):
+    """``for (a, b) in pl.while_(init_values=(a0, b0)):`` whose body starts with ``pl.cond(...)``."""
+
+
+class CondMarker(Marker):
+    """``pl.cond(condition)``: the first statement of a ``pl.while_`` body."""
+
+
+class ConstMarker(Marker):
+    """``pl.const(value, dtype)``: a scalar constant of an explicit dtype."""
+
+
+class StaticAssertMarker(Marker):
+    """``pl.static_assert(cond, msg="")``: a compile-time check of the specialisation."""
+
+
 class YieldMarker(Marker):
     """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
 

@@ -19,12 +19,20 @@ from pypto.ir.enums import Pipe
 from pypto.ir.expr import BinOp, Call, Const, Expr, UnaryOp, Var
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, Function, Stmt
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.visit import nodes_of
 
 PIPES = list(Pipe)
 N = len(PIPES)
 INDEX = {p: i for i, p in enumerate(PIPES)}
-_WRITTEN = {"tile.store": ("output_tensor",), "tile.row_max": ("tmp",), "tile.row_sum": ("tmp",)}
+_WRITTEN = {
+    "tile.store": ("output_tensor",),
+    "tile.row_max": ("tmp",),
+    "tile.row_sum": ("tmp",),
+    "tile.row_min": ("tmp",),
+    "tensor.write": ("dst",),
+    "tile.write": ("dst",),
+}
 _WHOLE_SPACE = 1 << 62
 
 Env = Mapping[str, int | None]
@@ -99,7 +107,9 @@ def gm_roots(fn: Function) -> dict[str, frozenset[str]]:
     def block(body: tuple[Stmt, ...]) -> frozenset[str]:
         yielded: frozenset[str] = frozenset()
         for s in body:
-            if isinstance(s, Assign) and isinstance(s.var.type, TensorType):
+            if isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
+                scalar_root(s, roots)
+            elif isinstance(s, Assign) and isinstance(s.var.type, TensorType):
                 v = s.value
                 src = v.arg("output_tensor") if isinstance(v, Call) and v.op == "tile.store" else v
                 roots[s.var.name] = of(src) or frozenset({s.var.name})
@@ -122,6 +132,28 @@ def gm_roots(fn: Function) -> dict[str, frozenset[str]]:
 
     block(fn.body)
     return roots
+
+
+_SCALAR_READS = ("tensor.read", "tile.read")
+
+
+def scalar_root(s: Assign, roots: dict[str, frozenset[str]]) -> None:
+    """A scalar read from memory is a register the SCALAR pipe fills: values computed from it
+    carry its name, so an op using them waits for the read (the scalar unit stalls on it)."""
+    if isinstance(s.value, Call) and s.value.op in _SCALAR_READS:
+        roots[s.var.name] = frozenset({f"sreg:{s.var.name}"})
+        return
+    found = frozenset().union(*(roots.get(v.name, frozenset()) for v in nodes_of(s.value, Var)))
+    if found:
+        roots[s.var.name] = found
+
+
+def _register_reads(call: Call, roots: Mapping[str, frozenset[str]]) -> list[Access]:
+    regs = frozenset().union(
+        *(roots.get(v.name, frozenset()) for v in nodes_of(call.args, Var) if isinstance(v.type, ScalarType))
+    )
+    regs = frozenset(r for r in regs if r.startswith("sreg:"))
+    return [Access(("GM", regs), False)] if regs else []
 
 
 def instruction(
@@ -147,6 +179,9 @@ def instruction(
             acc.append(Access(tile_range(a.type, env, opaque), p.name in written))
     if isinstance(s, Assign) and isinstance(s.var.type, TileType):
         acc.append(Access(tile_range(s.var.type, env, opaque), True))
+    acc.extend(_register_reads(call, roots))
+    if isinstance(s, Assign) and call.op in _SCALAR_READS:
+        acc.append(Access(("GM", frozenset({f"sreg:{s.var.name}"})), True))
     return INDEX[pipe], tuple(acc)
 
 

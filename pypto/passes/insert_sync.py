@@ -303,6 +303,8 @@ def _clock(snap: tuple[list[int], list[list[int]]], q: int) -> tuple[int, ...]:
 
 
 def _trips(s: For) -> int | None:
+    if s.cond is not None:  # a pl.while_ runs until its condition fails: unknown, maybe zero
+        return None
     if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
         return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))
     return None

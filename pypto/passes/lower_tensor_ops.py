@@ -27,7 +27,8 @@ from pypto.passes._scan import defined_names, fresh_name
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
-_ELEMENTWISE = frozenset((*BINARY, *(f"{n}s" for n in BINARY), *UNARY, "cast"))
+_EXT = ("maximum", "minimum", "maximums", "minimums", "rsqrt", "sin", "cos")
+_ELEMENTWISE = frozenset((*BINARY, *(f"{n}s" for n in BINARY), *UNARY, "cast", *_EXT))
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class _Lowerer:
                         s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
                     )
                 )
-            elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op.startswith("tensor."):
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and get_op(s.value.op).level == "tensor":
                 self.lower(s, out)
             else:
                 out.append(s)

@@ -20,7 +20,8 @@ from pypto.ir.visit import nodes_of, walk
 from pypto.passes._scan import defined_names
 from pypto.passes._split_mixed import cube_work, split_mixed
 
-_WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target"}
+_WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.write": "dst"}
+_PARTIAL = {"tensor.write"}  # writes one element: the rest of the tensor is kept (InOut)
 
 
 def _tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
@@ -68,6 +69,8 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
             if isinstance(a, Var) and isinstance(a.type, TensorType):
                 root = alias.get(a.name, a.name)
                 (written if _WRITES.get(call.op) == p.name else read).add(root)
+                if call.op in _PARTIAL:
+                    read.add(root)
     names = set(alias) | written | read
     out = {}
     for n in names:

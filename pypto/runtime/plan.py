@@ -73,6 +73,8 @@ _ARITH = {
     "*": lambda a, b: a * b,
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
+    "min": min,
+    "max": max,
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
     "<": lambda a, b: a < b,

@@ -116,6 +116,21 @@ OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes) {
   return d;
 }
 
+OpDesc mad_op(int64_t m, int64_t k, int64_t n, int64_t in_esize) {
+  OpDesc d;
+  d.cls = OpClass::kMatmul;
+  d.m = m, d.k = k, d.n = n, d.in_esize = in_esize;
+  return d;
+}
+
+OpDesc l1_to_l0a_op(int64_t bytes) {
+  OpDesc d;
+  d.cls = OpClass::kLocalMove;
+  d.link = Link::kL1ToL0a;
+  d.bytes = bytes;
+  return d;
+}
+
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr) {
   CoreContext& core = current_core();

@@ -54,5 +54,7 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);
 OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes);
+OpDesc mad_op(int64_t m, int64_t k, int64_t n, int64_t in_esize);
+OpDesc l1_to_l0a_op(int64_t bytes);
 
 }  // namespace pypto::isa

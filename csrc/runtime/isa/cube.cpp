@@ -114,3 +114,30 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, con
   issue_op(PYPTO_CUBE, mad, op, accs,
            static_cast<uint64_t>(m * n * k), c.addr);
 }
+
+// ---- TMATMUL_BIAS: acc = left x right + bias[1, N], the bias table seeding the accumulator ----
+extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                                   const pypto_tile* bias) {
+  const char* op = "TMATMUL_BIAS";
+  TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
+  TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
+  TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
+  TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
+  const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
+  check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
+  if (t.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+  if (t.valid_rows != 1 || t.valid_cols != n) {
+    fail(ErrorKind::kShape, op, "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+                                    shape_text(1, n));
+  }
+  for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
+  std::vector<float> A = widen(a, false, m, k), B = widen(b, false, k, n);
+  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
+  AccessList accs;
+  accs.add(a.access(false));
+  accs.add(b.access(false));
+  accs.add(t.access(false));
+  accs.add(c.access(true));
+  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, accs,
+           static_cast<uint64_t>(m * n * k), c.addr);
+}

@@ -3,6 +3,7 @@
 // tiles when rows are full, row by row otherwise.
 #include "runtime/isa/checks.hpp"
 #include "runtime/isa/dtype.hpp"
+#include "runtime/isa/elem.hpp"
 #include "runtime/isa/vec_math.hpp"
 
 using namespace pypto;
@@ -49,6 +50,15 @@ void issue_vector(const char* op, VecClass c, const TileView& d, const TileView*
   acc.add(d.access(true));
   issue_op(PYPTO_VECTOR, vector_op(c, bytes), op, acc,
            static_cast<uint64_t>(bytes), d.addr);
+}
+
+// Float -> integer with ties away from zero, element by element (elem.hpp saturates).
+void convert_away(const TileView& d, const TileView& s) {
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    for (int64_t c = 0; c < d.valid_cols; ++c) {
+      store_f64(d.dtype, d.row(r) + c * d.esize, std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
+    }
+  }
 }
 
 }  // namespace
@@ -117,12 +127,17 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   if (accesses_overlap(d.access(true), s.access(false)) && (d.data != s.data || d.esize != s.esize)) {
     fail(ErrorKind::kMemorySpace, op, "dst and src overlap partially; convert into a separate tile");
   }
-  if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_CEIL) {
+  if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
     fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));
   }
-  for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-    vm::convert(d.dtype, o, s.dtype, p, n, round_mode);
-  });
+  if (round_mode == PYPTO_ROUND_AWAY && is_float_dtype(s.dtype) && is_int_dtype(d.dtype)) {
+    convert_away(d, s);  // ties away from zero, then saturate (NaN -> 0) as the other modes
+  } else {
+    const int mode = round_mode == PYPTO_ROUND_AWAY ? PYPTO_ROUND_RINT : round_mode;
+    for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+      vm::convert(d.dtype, o, s.dtype, p, n, mode);
+    });
+  }
   int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
   issue_vector(op, VecClass::kCvt, d, &s, nullptr, bytes);
 }

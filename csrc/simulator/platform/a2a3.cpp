@@ -72,6 +72,19 @@ Platform make_a2a3sim() {
   p.cross_flag_ids = 8;
   // assumption: a tile pipe rings 2 slots (double buffering between producer and consumer).
   p.tpipe_slots = 2;
+
+  // Op families beyond the tutorial set. No public per-instruction figures: each is an
+  // assumption relative to the measured binary / unary / exp / div classes above.
+  p.vec_cmp = {2.1, 24};      // assumption: a compare reads two operands like a binary op
+  p.vec_sel = {2.1, 24};      // assumption: a select streams two operands plus a mask like a binary op
+  p.vec_bitwise = {2.1, 24};  // assumption: integer and/or/xor/shift issue like a binary op
+  p.vec_trig = {8.0, 40};     // assumption: range reduction + polynomial, ~4 exp-class passes
+  p.vec_gather = {8.0, 30};   // assumption: an indexed gather fetches 32 B blocks, ~8x a streamed repeat
+  p.vec_sort = {4.0, 31};     // assumption: one sort32 / merge pass costs like a div pass
+  // assumption: a scalar load/store to GM misses the scalar data cache and pays a DDR round
+  // trip (~100 ns at 1.85 GHz); one to an on-chip buffer costs a few scalar cycles.
+  p.scalar_gm_access_cycles = 185;
+  p.scalar_ub_access_cycles = 4;
   return p;
 }
 

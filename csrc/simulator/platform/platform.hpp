@@ -51,6 +51,10 @@ struct Platform {
   // Cross-core synchronisation inside a cluster (1 AIC + aiv_cores / aic_cores AIVs).
   int cross_flag_ids;  // flag ids per direction per peer
   int tpipe_slots;     // ring depth of a tile pipe
+  // Op families beyond the tutorial set (compare/select, bitwise, trig, gather, sort) and
+  // scalar element access on the SCALAR pipe.
+  VecCost vec_cmp, vec_sel, vec_bitwise, vec_trig, vec_gather, vec_sort;
+  double scalar_gm_access_cycles, scalar_ub_access_cycles;
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -79,7 +83,15 @@ struct Platform {
   X(hbm_bytes_per_cycle, hbm_bytes_per_cycle) X(l2_bytes, l2_bytes)                          \
   X(l2_line_bytes, l2_line_bytes) X(l2_ways, l2_ways) X(l2_bytes_per_cycle, l2_bytes_per_cycle) \
   X(l2_hit_latency_cycles, l2_hit_latency_cycles) X(cross_flag_ids, cross_flag_ids)          \
-  X(tpipe_slots, tpipe_slots)
+  X(tpipe_slots, tpipe_slots)  \
+  X(vec_cmp_per_repeat, vec_cmp.per_repeat) X(vec_cmp_base, vec_cmp.base)                   \
+  X(vec_sel_per_repeat, vec_sel.per_repeat) X(vec_sel_base, vec_sel.base)                   \
+  X(vec_bitwise_per_repeat, vec_bitwise.per_repeat) X(vec_bitwise_base, vec_bitwise.base)   \
+  X(vec_trig_per_repeat, vec_trig.per_repeat) X(vec_trig_base, vec_trig.base)               \
+  X(vec_gather_per_repeat, vec_gather.per_repeat) X(vec_gather_base, vec_gather.base)       \
+  X(vec_sort_per_repeat, vec_sort.per_repeat) X(vec_sort_base, vec_sort.base)               \
+  X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
+  X(scalar_ub_access_cycles, scalar_ub_access_cycles)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

@@ -41,8 +41,9 @@ enum pypto_binary_op { PYPTO_ADD = 0, PYPTO_SUB = 1, PYPTO_MUL = 2, PYPTO_DIV = 
 enum pypto_unary_op { PYPTO_EXP = 0, PYPTO_LOG = 1, PYPTO_SQRT = 2, PYPTO_RECIP = 3,
                       PYPTO_RELU = 4, PYPTO_NEG = 5, PYPTO_ABS = 6, PYPTO_COPY = 7 };
 enum pypto_reduce_op { PYPTO_RSUM = 0, PYPTO_RMAX = 1, PYPTO_RMIN = 2 };
+// AWAY rounds half away from zero (float -> integer; float -> float narrowing stays RINT).
 enum pypto_round_mode { PYPTO_ROUND_RINT = 0, PYPTO_ROUND_TRUNC = 1, PYPTO_ROUND_FLOOR = 2,
-                        PYPTO_ROUND_CEIL = 3 };
+                        PYPTO_ROUND_CEIL = 3, PYPTO_ROUND_AWAY = 4 };
 
 // A GM tensor as the runtime passes it: args[i] for a tensor parameter points at one.
 typedef struct pypto_tensor {
@@ -161,6 +162,49 @@ void pypto_treshape(const pypto_tile* dst, const pypto_tile* src);
 // whole-width row bands on the 16-row fractal grid.
 void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0, int32_t rows,
                    int32_t cols);
+
+// ---- op families beyond the tutorial set ----------------------------------------------
+// Element-wise math (all operands in Vec; fp32 / fp16 / bf16, correctly rounded from a double
+// evaluation).
+enum pypto_math_op { PYPTO_RSQRT = 0, PYPTO_SIN = 1, PYPTO_COS = 2 };
+void pypto_tmath(int32_t op, const pypto_tile* dst, const pypto_tile* a);
+// Compare: dst (bool, 1 byte per element) = a cmp b / a cmp s. Modes as upstream PyPTO.
+enum pypto_cmp_mode { PYPTO_CMP_EQ = 0, PYPTO_CMP_NE = 1, PYPTO_CMP_LT = 2, PYPTO_CMP_LE = 3,
+                      PYPTO_CMP_GT = 4, PYPTO_CMP_GE = 5 };
+void pypto_tcmp(int32_t mode, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* b);
+void pypto_tcmps(int32_t mode, const pypto_tile* dst, const pypto_tile* a, double s);
+// Select: dst = mask ? a : b, element by element (mask is a bool tile of the same shape).
+void pypto_tsel(const pypto_tile* dst, const pypto_tile* mask, const pypto_tile* a,
+                const pypto_tile* b);
+// dst[1,N] = reduce over the rows of src[M,N] (pypto_reduce_op), row by row in src's dtype.
+void pypto_tcolreduce(int32_t op, const pypto_tile* dst, const pypto_tile* src);
+// dst[M,N] = v[M,1] broadcast along each row (by_row) or v[1,N] down each column.
+void pypto_tbroadcast(int32_t by_row, const pypto_tile* dst, const pypto_tile* v);
+// Bitwise ops on integer tiles. Shifts: shl keeps the low bits, shr is arithmetic on signed
+// dtypes and logical on uint8; a count >= the bit width shifts everything out; < 0 throws.
+enum pypto_bitwise_op { PYPTO_AND = 0, PYPTO_OR = 1, PYPTO_XOR = 2, PYPTO_SHL = 3, PYPTO_SHR = 4 };
+void pypto_tbitwise(int32_t op, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* b);
+void pypto_tbitwise_scalar(int32_t op, const pypto_tile* dst, const pypto_tile* a, int64_t s);
+void pypto_tnot(const pypto_tile* dst, const pypto_tile* a);
+// dst[i,j] = src at flat (row-major over src's valid region) index idx[i,j] (idx is int32).
+void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx);
+// Sorts each row of src (fp32) descending, `block` elements at a time (0: the whole row),
+// carrying the int32 idx alongside: dst[M, 2N] holds (value, index bits) pairs.
+void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx);
+// Scalar access on the SCALAR pipe: element idx[0..n) of a GM tensor or an on-chip tile,
+// as double (exact for every dtype but int64 beyond 2^53); writes round like a scalar store.
+double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, int32_t n);
+void pypto_tensor_write(const pypto_tensor* t, const int64_t* idx, int32_t n, double v);
+double pypto_tile_read(const pypto_tile* t, const int64_t* idx, int32_t n);
+void pypto_tile_write(const pypto_tile* t, const int64_t* idx, int32_t n, double v);
+// Cube: acc = left x right + bias[1,N] (bias in the Bias table, fp32), one mad on CUBE.
+void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                        const pypto_tile* bias);
+// Matrix-vector: acc[1,N] (+)= left[1,K] x right[K,N]; a [1,K] Left row vector is placed
+// row-major by its own MTE1 move (Mat -> Left).
+void pypto_tmov_row_vector(const pypto_tile* dst, const pypto_tile* src);
+void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                 int32_t accumulate);
 
 #ifdef __cplusplus
 }

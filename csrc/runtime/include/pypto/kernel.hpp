@@ -35,7 +35,8 @@ enum class DType : int32_t { FP32 = PYPTO_FP32, FP16 = PYPTO_FP16, BF16 = PYPTO_
                              INT32 = PYPTO_INT32, INT8 = PYPTO_INT8, INT16 = PYPTO_INT16,
                              INT64 = PYPTO_INT64, UINT8 = PYPTO_UINT8, BOOL = PYPTO_BOOL };
 enum class RoundMode : int32_t { RINT = PYPTO_ROUND_RINT, TRUNC = PYPTO_ROUND_TRUNC,
-                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL };
+                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL,
+                                 AWAY = PYPTO_ROUND_AWAY };
 enum Pipe : int32_t { PIPE_MTE2 = PYPTO_MTE2, PIPE_MTE1 = PYPTO_MTE1, PIPE_M = PYPTO_CUBE,
                       PIPE_V = PYPTO_VECTOR, PIPE_FIX = PYPTO_FIXPIPE, PIPE_MTE3 = PYPTO_MTE3,
                       PIPE_S = PYPTO_SCALAR, PIPE_ALL = PYPTO_PIPE_ALL };
@@ -217,6 +218,46 @@ inline Tile TWINDOW(const Tile& src, int64_t row0, int64_t col0, int32_t rows, i
   Tile out;
   pypto_twindow(&out, &src, row0, col0, rows, cols);
   return out;
+}
+
+// ---- op families beyond the tutorial set (see abi.h) ----------------------------------
+inline void TRSQRT(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_RSQRT, &d, &a); }
+inline void TSIN(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_SIN, &d, &a); }
+inline void TCOS(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_COS, &d, &a); }
+inline void TCMP(const Tile& d, const Tile& a, const Tile& b, int32_t mode) { pypto_tcmp(mode, &d, &a, &b); }
+inline void TCMPS(const Tile& d, const Tile& a, double s, int32_t mode) { pypto_tcmps(mode, &d, &a, s); }
+inline void TSEL(const Tile& d, const Tile& mask, const Tile& a, const Tile& b) { pypto_tsel(&d, &mask, &a, &b); }
+inline void TCOLSUM(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RSUM, &d, &s); }
+inline void TCOLMAX(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMAX, &d, &s); }
+inline void TCOLMIN(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMIN, &d, &s); }
+inline void TROWEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(1, &d, &v); }
+inline void TCOLEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(0, &d, &v); }
+#define PYPTO_BITWISE(NAME, OP)                                                                     \
+  inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbitwise(OP, &d, &a, &b); } \
+  inline void NAME##S(const Tile& d, const Tile& a, int64_t s) { pypto_tbitwise_scalar(OP, &d, &a, s); }
+PYPTO_BITWISE(TAND, PYPTO_AND)
+PYPTO_BITWISE(TOR, PYPTO_OR)
+PYPTO_BITWISE(TXOR, PYPTO_XOR)
+PYPTO_BITWISE(TSHL, PYPTO_SHL)
+PYPTO_BITWISE(TSHR, PYPTO_SHR)
+#undef PYPTO_BITWISE
+inline void TNOT(const Tile& d, const Tile& a) { pypto_tnot(&d, &a); }
+inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) { pypto_tgather(&d, &src, &idx); }
+inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(32, &d, &src, &idx); }
+inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(0, &d, &src, &idx); }
+template <int N>
+inline double TREAD(Tensor t, const int64_t (&idx)[N]) { return pypto_tensor_read(t.desc, idx, N); }
+template <int N>
+inline void TWRITE(Tensor t, const int64_t (&idx)[N], double v) { pypto_tensor_write(t.desc, idx, N, v); }
+template <int N>
+inline double TREAD(const Tile& t, const int64_t (&idx)[N]) { return pypto_tile_read(&t, idx, N); }
+template <int N>
+inline void TWRITE(const Tile& t, const int64_t (&idx)[N], double v) { pypto_tile_write(&t, idx, N, v); }
+inline void TMOV_ROW_VECTOR(const Tile& d, const Tile& s) { pypto_tmov_row_vector(&d, &s); }
+inline void TGEMV(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 0); }
+inline void TGEMV_ACC(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 1); }
+inline void TMATMUL_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
+  pypto_tmatmul_bias(&acc, &left, &right, &bias);
 }
 
 }  // namespace pypto

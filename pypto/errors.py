@@ -74,8 +74,27 @@ class MisplacedOpError(CompileError):
     """An op used where its kind of function does not allow it (e.g. outside ``pl.at``)."""
 
 
-class ArgumentMismatchError(CompileError):
+class InputWriteError(CompileError):
+    """A kernel writes (``pl.store``, ``pl.assemble``, ``x[...] = ...``) into a parameter that is
+    not ``pl.Out``/``pl.InOut``: inputs are read-only to kernels."""
+
+
+# --- call time: one hierarchy for every argument problem ----------------------------------
+class ArgumentError(PyptoError, TypeError):
+    """A call argument cannot be passed to the kernel (kind, dtype, layout, aliasing, ...)."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """A call argument has the right kind but a value outside its rule (a negative
+    ``block_num``, an unknown ``hazards`` mode, a ``seed`` out of range, ...)."""
+
+
+class ArgumentMismatchError(CompileError, ArgumentError):
     """Call arguments do not fit the kernel signature (count, kind, shape or dtype)."""
+
+
+class ConfigError(PyptoError, ValueError):
+    """A ``RunConfig`` field (or a call's ``config=``) is invalid; the message names the field."""
 
 
 class OutsideKernelError(CompileError):
@@ -125,3 +144,22 @@ class DeadlockError(SimulationError):
 
 class HazardError(SimulationError):
     """The hazard checker found a race: two accesses from different pipes overlap in time."""
+
+
+class ReadOnlyInputError(SimulationError):
+    """A TSTORE or atomic add into an input tensor (not ``pl.Out``/``pl.InOut``, not in
+    ``outputs=``) or into read-only memory; nothing was written."""
+
+
+class KernelZeroDivisionError(SimulationError, ZeroDivisionError):
+    """Kernel scalar code evaluated ``x // 0`` or ``x % 0``; names the line."""
+
+
+class SimulationLimitError(SimulationError):
+    """A run went past a limit (``timeout_s`` of an isolated run); the kernel was stopped."""
+
+
+class KernelCrashError(PyptoError):
+    """An isolated run's worker process died (signal, abort, ``exit()``) inside a kernel. Names the
+    kernel, the signal or exit code and the last ISA instruction; the caller's arrays are
+    untouched and the calling process carries on."""

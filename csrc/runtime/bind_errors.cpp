@@ -19,6 +19,8 @@ const char* python_class(ErrorKind kind) {
     case ErrorKind::kLoad: return "KernelLoadError";
     case ErrorKind::kInternal: return "SimulationError";
     case ErrorKind::kInvalidArgument: return nullptr;
+    case ErrorKind::kReadOnly: return "ReadOnlyInputError";
+    case ErrorKind::kZeroDivision: return "KernelZeroDivisionError";
   }
   return "SimulationError";
 }

@@ -16,13 +16,16 @@ namespace py = pybind11;
 namespace pypto {
 namespace {
 
-pypto_tensor describe(const py::array& a, int dtype) {
+// `code` is the dtype, plus pypto_tensor_flags << 8 (pypto.runtime.dtypes.flagged).
+pypto_tensor describe(const py::array& a, int code, size_t index) {
   if (a.ndim() < 1 || a.ndim() > PYPTO_MAX_DIMS) {
     throw SimError(ErrorKind::kShape, "tensors must have 1 to 4 dims, got " + std::to_string(a.ndim()));
   }
   pypto_tensor t{};
   t.data = const_cast<void*>(a.data());
-  t.dtype = dtype;
+  t.dtype = code & 0xff;
+  t.flags = (code >> 8) | (a.writeable() ? 0 : PYPTO_TENSOR_READONLY);
+  t.index = static_cast<int32_t>(index);
   t.ndim = static_cast<int32_t>(a.ndim());
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
     t.shape[i] = a.shape(i);
@@ -81,7 +84,7 @@ py::list run_kernel(const std::string& path, const std::vector<std::pair<py::arr
                     const std::string& kernel_name, int64_t block_num, bool record,
                     bool hazards_fatal) {
   std::vector<pypto_tensor> descs;
-  for (const auto& [array, dtype] : tensors) descs.push_back(describe(array, dtype));
+  for (const auto& [array, code] : tensors) descs.push_back(describe(array, code, descs.size()));
   KernelEntry entry = load_kernel(path);
   LaunchOptions o{kernel_name, block_num, record, hazards_fatal};
   std::vector<BlockResult> results;
@@ -101,7 +104,7 @@ py::list run_task_list(const std::vector<TaskTuple>& tasks,
                        const std::vector<std::pair<py::array, int>>& tensors, const Platform& p, bool record,
                        bool hazards_fatal, std::optional<uint64_t> seed) {
   std::vector<pypto_tensor> table;
-  for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
+  for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
   std::vector<TaskSpec> specs;
   for (const auto& [path, name, idx, scalars, cube, deps, gates] : tasks) {
     specs.push_back({load_kernel(path), name, idx, scalars, cube, deps, gates});

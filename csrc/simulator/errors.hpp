@@ -18,6 +18,8 @@ enum class ErrorKind {
   kHazard,           // a race found by the hazard checker
   kLoad,             // kernel could not be loaded
   kInternal,         // a bug in pypto: say so
+  kReadOnly,         // a write into an input tensor or read-only memory
+  kZeroDivision,     // integer // or % by zero in kernel scalar code
 };
 
 class SimError : public std::runtime_error {

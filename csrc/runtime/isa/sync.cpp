@@ -9,6 +9,7 @@ namespace {
 
 void issue_sync(InstrKind kind, int pipe, const char* name, int src, int dst, int id) {
   CoreContext& core = current_core();
+  note_instruction(name, core.loc);
   Instr in;
   in.kind = kind;
   in.pipe = pipe;
@@ -26,11 +27,13 @@ void issue_sync(InstrKind kind, int pipe, const char* name, int src, int dst, in
 extern "C" void pypto_set_loc(const char* loc) { current_core().loc = loc ? loc : ""; }
 
 extern "C" void pypto_set_flag(int32_t src, int32_t dst, int32_t id) {
-  issue_sync(InstrKind::kSetFlag, src >= 0 && src < PYPTO_NUM_PIPES ? src : 0, "SET_FLAG", src, dst, id);
+  issue_sync(InstrKind::kSetFlag, src >= 0 && src < PYPTO_NUM_PIPES ? src : 0, "SET_FLAG", src, dst,
+             id);
 }
 
 extern "C" void pypto_wait_flag(int32_t src, int32_t dst, int32_t id) {
-  issue_sync(InstrKind::kWaitFlag, dst >= 0 && dst < PYPTO_NUM_PIPES ? dst : 0, "WAIT_FLAG", src, dst, id);
+  issue_sync(InstrKind::kWaitFlag, dst >= 0 && dst < PYPTO_NUM_PIPES ? dst : 0, "WAIT_FLAG", src,
+             dst, id);
 }
 
 extern "C" void pypto_pipe_barrier(int32_t pipe) {
@@ -38,6 +41,11 @@ extern "C" void pypto_pipe_barrier(int32_t pipe) {
     fail(ErrorKind::kFlag, "PIPE_BARRIER", "unknown pipe " + std::to_string(pipe));
   }
   issue_sync(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0);
+}
+
+extern "C" void pypto_zero_division(const char* op) {
+  fail(ErrorKind::kZeroDivision, "SCALAR",
+       std::string("`") + (op ? op : "//") + "` by zero (the divisor evaluated to 0)");
 }
 
 extern "C" int64_t pypto_block_idx(void) { return current_core().block_idx; }

@@ -59,11 +59,11 @@ def kernel_name(so_path: str | Path) -> str:
 
 
 def name_tensors(err: ReadOnlyInputError, names: list[str]) -> ReadOnlyInputError:
-    """The error with the native side's ``tensor #k`` spelled as the argument's name."""
+    """The error with the native side's ``tensor #k`` spelled as ``names[k]`` ("argument 'x'")."""
 
     def spell(m: re.Match) -> str:
         k = int(m.group(1))
-        return f"argument {names[k]}" if 0 <= k < len(names) else m.group(0)
+        return names[k] if 0 <= k < len(names) else m.group(0)
 
     return type(err)(re.sub(r"tensor #(-?\d+)", spell, err.message))
 
@@ -110,7 +110,7 @@ def run_kernel_file(
         else:
             blocks = launch(m.tensors)
     except ReadOnlyInputError as e:
-        raise name_tensors(e, m.names) from None
+        raise name_tensors(e, [f"argument {n}" for n in m.names]) from None
     report = merge_blocks(kname, plat.name, plat.clock_hz, blocks)
     log.debug("ran %s on %s: %d cycles", kname, plat.name, report.cycles)
     return report

@@ -104,8 +104,14 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
         iv = interval(off, ranges)
         if iv is None:
             continue
-        if iv[0] < 0 or iv[1] + n > size:
-            where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+        where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+        if iv[0] < 0:
+            raise BoundsCheckError(
+                f"{display} window is outside {where}: on dim {d} the offset can be {iv[0]}; "
+                "offsets must be >= 0",
+                span,
+            )
+        if iv[1] + n > size:
             raise BoundsCheckError(
                 f"{display} window is outside {where}: on dim {d} the offset ranges over "
                 f"[{iv[0]}, {iv[1]}] and the window is {n} long, reaching {iv[1] + n} > size {size}",

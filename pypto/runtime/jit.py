@@ -19,7 +19,7 @@ from pypto import _native, knobs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.errors import ArgumentError, ConfigError, KernelLoadError, ReadOnlyInputError
-from pypto.frontend.specialize import bind_arguments
+from pypto.frontend.specialize import bind_arguments, tensor_arg
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
@@ -55,6 +55,7 @@ class CompiledProgram:
     tensor_params: list[int] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     external: list[KernelSource] = field(default_factory=list)
+    scalar_values: dict[str, Any] = field(default_factory=dict)  # the compiled scalar arguments
 
     @property
     def tasks(self) -> list[Task]:
@@ -86,7 +87,36 @@ class CompiledProgram:
     def run(self, *args: Any, trace: bool | None = None, **kwargs: Any) -> RunReport:
         """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
         trace = self.config.trace if trace is None else trace
-        return self.report(self.execute(self.positional(args, kwargs), trace), trace)
+        args = self.positional(args, kwargs)
+        self.check_signature(args)
+        return self.report(self.execute(args, trace), trace)
+
+    def check_signature(self, args: tuple) -> None:
+        """``run`` takes the arguments the program was compiled for: each tensor of the compiled
+        shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
+        if len(args) != len(self.param_names):
+            return  # execute names the count
+        for i, p in enumerate(self.program.entry.params):
+            if isinstance(p.var.type, TensorType):
+                if not isinstance(args[i], np.ndarray) and not type(args[i]).__module__.startswith("torch"):
+                    continue  # as_array names the kind
+                got = tensor_arg(args[i], self.param_names[i], self.name, None, p.span)
+                if got != p.var.type:
+                    raise ArgumentError(
+                        f"argument `{self.param_names[i]}` is {list(got.shape)} {got.dtype}, but this "
+                        f"program was compiled for {list(p.var.type.shape)} {p.var.type.dtype}; compile it "
+                        "for these arguments (kernel.compile(...)) or call the kernel directly",
+                        p.span,
+                    )
+            elif (
+                self.param_names[i] in self.scalar_values
+                and args[i] != self.scalar_values[self.param_names[i]]
+            ):
+                raise ArgumentError(
+                    f"argument `{self.param_names[i]}` is {args[i]!r}, but this program was compiled with "
+                    f"{self.scalar_values[self.param_names[i]]!r} (scalars are compile-time constants)",
+                    p.span,
+                )
 
     def positional(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in parameter order (keywords placed by name)."""
@@ -307,6 +337,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         tensors,
         sink.lines(),
         external,
+        scalar_args,
     )
     cache[key] = compiled
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))

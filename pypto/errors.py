@@ -79,6 +79,22 @@ class InputWriteError(CompileError):
     not ``pl.Out``/``pl.InOut``: inputs are read-only to kernels."""
 
 
+class OutsideKernelError(CompileError):
+    """A DSL marker (``pl.exp``, ``pl.range``, ...) was called as ordinary Python code."""
+
+
+class CodegenError(CompileError):
+    """The lowered IR cannot be turned into C++ (names the op or declaration and its line)."""
+
+
+class VerifyError(CompileError):
+    """The IR verifier rejected a program; the span names the offending node."""
+
+
+class KernelLoadError(PyptoError):
+    """A built kernel could not be loaded (missing ``kernel_entry``, bad shared object)."""
+
+
 # --- call time: one hierarchy for every argument problem ----------------------------------
 class ArgumentError(PyptoError, TypeError):
     """A call argument cannot be passed to the kernel (kind, dtype, layout, aliasing, ...)."""
@@ -95,22 +111,6 @@ class ArgumentMismatchError(CompileError, ArgumentError):
 
 class ConfigError(PyptoError, ValueError):
     """A ``RunConfig`` field (or a call's ``config=``) is invalid; the message names the field."""
-
-
-class OutsideKernelError(CompileError):
-    """A DSL marker (``pl.exp``, ``pl.range``, ...) was called as ordinary Python code."""
-
-
-class CodegenError(CompileError):
-    """The lowered IR cannot be turned into C++ (names the op or declaration and its line)."""
-
-
-class VerifyError(CompileError):
-    """The IR verifier rejected a program; the span names the offending node."""
-
-
-class KernelLoadError(PyptoError):
-    """A built kernel could not be loaded (missing ``kernel_entry``, bad shared object)."""
 
 
 # --- run time (raised by the native simulator) --------------------------------------------

@@ -119,6 +119,20 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
             )
 
 
+def check_slot_index(t: Type, ranges: Mapping[str, Interval], span: SourceSpan | None) -> None:
+    """A slot index the loop ranges bound outside ``[0, slots)`` is refused before the run."""
+    m = getattr(t, "memref", None)
+    if m is None or m.index is None:
+        return
+    iv = interval(m.index, ranges)
+    if iv is not None and (iv[0] < 0 or iv[1] >= m.slots):
+        raise BoundsCheckError(
+            f"slot index of pl.MemRef({m.name!r}, slots={m.slots}) ranges over [{iv[0]}, {iv[1]}], "
+            f"outside [0, {m.slots - 1}]",
+            span,
+        )
+
+
 def merge_annotation(name: str, declared: Type | None, inferred: Type, span: SourceSpan | None) -> Type:
     """The type of ``name: declared = <value of type inferred>``.
 

@@ -90,7 +90,9 @@ def _child(
 
 def _pickled_error(e: BaseException) -> bytes:
     try:
-        return pickle.dumps(("error", e))
+        data = pickle.dumps(("error", e))
+        pickle.loads(data)  # an error class whose __init__ cannot take its own args fails here
+        return data
     except Exception:  # noqa: BLE001 - an unpicklable error still reports its text
         return pickle.dumps(("error", PyptoError(f"{type(e).__name__}: {e}")))
 

@@ -173,6 +173,17 @@ def slot_out_of_range(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def dynamic_slot_out_of_range(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            t: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec, pl.MemRef("ub", slots=2)[i % 3]] = pl.load(  # i % 3
+                a, [i * 16, 0], [16, 128]
+            )
+            pl.store(t, [i * 16, 0], out)
+    return out
+
+
 @pytest.mark.parametrize(
     "kernel, error, text, marker",
     [
@@ -194,7 +205,13 @@ def slot_out_of_range(a: pl.Tensor, out: pl.Out[pl.Tensor]):
             "pl.MemRef 'ub' is declared with slots=3 here but slots=2",
             "# second",
         ),
-        (slot_out_of_range, VerifyError, "slot index 2 is outside pl.MemRef('ub', slots=2)", "slots=2)[2]"),
+        (
+            dynamic_slot_out_of_range,
+            BoundsCheckError,
+            "slot index of pl.MemRef('ub', slots=2) ranges over [0, 2], outside [0, 1]",
+            "# i % 3",
+        ),
+        (slot_out_of_range, BoundsCheckError, "pl.MemRef('ub', slots=2) ranges over [2, 2]", "slots=2)[2]"),
     ],
 )
 def test_bad_sizes_offsets_and_slots_are_compile_errors_at_the_line(kernel, error, text, marker):

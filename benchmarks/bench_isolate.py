@@ -34,7 +34,17 @@ def median_ms(fn, n: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def fork_floor() -> None:
+    """A bare fork + exit + wait of this process: the floor under any fork-per-call isolation."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def main() -> None:
+    floor, load = median_ms(fork_floor, 30), os.getloadavg()[0]
+    print(f"bare fork + exit + wait of this process: {floor:.2f} ms (load average {load:.1f})")
     so = build_kernel(KernelSource(name="exp_single_buffer", path=KERNEL), platform="a2a3sim")
     print("run_kernel_file(exp 64-row tiles), median of 30 calls:")
     for rows in (64, 4096, 65536):

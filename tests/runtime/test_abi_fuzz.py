@@ -77,7 +77,7 @@ def test_extreme_operands_give_typed_errors(so, kw, error, text):
     assert text in str(err.value) and "abi_fuzz.cpp:24" in str(err.value)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     op=st.integers(0, 17),
     tile=st.tuples(st.integers(-2, 8), st.integers(-2, 10), i64(), i32(), i32(), i32(), i32()),

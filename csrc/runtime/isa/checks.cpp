@@ -12,8 +12,7 @@ std::string shape_text(int64_t rows, int64_t cols) {
 
 void fail(ErrorKind kind, const char* op, const std::string& message) {
   const char* loc = current_core().loc;
-  throw SimError(kind,
-                 std::string(op) + ": " + message + (loc[0] ? std::string(" at ") + loc : ""));
+  throw SimError(kind, std::string(op) + ": " + message + (loc[0] ? std::string(" at ") + loc : ""));
 }
 
 Access TileView::access(bool write) const {
@@ -22,8 +21,7 @@ Access TileView::access(bool write) const {
 }
 
 Access GmWindow::access(bool write) const {
-  return {PYPTO_GM,     static_cast<int64_t>(reinterpret_cast<intptr_t>(data)),
-          rows,         row_bytes,
+  return {PYPTO_GM, static_cast<int64_t>(reinterpret_cast<intptr_t>(data)), rows, row_bytes,
           stride_bytes, write};
 }
 
@@ -54,16 +52,14 @@ TileView check_tile(const pypto_tile* t, const char* op, const char* operand, un
   std::string who = std::string("operand '") + operand + "'";
   if (t == nullptr) fail(ErrorKind::kInternal, op, who + " is a null tile");
   if (t->mem <= PYPTO_GM || t->mem >= PYPTO_NUM_MEM || !(spaces & mem_bit(t->mem))) {
-    fail(ErrorKind::kMemorySpace, op,
-         who + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
+    fail(ErrorKind::kMemorySpace, op, who + " is in memory space " + mem_name(t->mem) +
+                                          ", which this instruction cannot use");
   }
-  if (t->dtype < 0 || t->dtype > PYPTO_BOOL)
-    fail(ErrorKind::kDType, op, who + " has an unknown dtype");
+  if (t->dtype < 0 || t->dtype > PYPTO_BOOL) fail(ErrorKind::kDType, op, who + " has an unknown dtype");
   if (t->rows <= 0 || t->cols <= 0 || t->valid_rows < 0 || t->valid_cols < 0 ||
       t->valid_rows > t->rows || t->valid_cols > t->cols) {
-    fail(ErrorKind::kShape, op,
-         who + " has shape " + shape_text(t->rows, t->cols) + " with valid shape " +
-             shape_text(t->valid_rows, t->valid_cols));
+    fail(ErrorKind::kShape, op, who + " has shape " + shape_text(t->rows, t->cols) +
+                                    " with valid shape " + shape_text(t->valid_rows, t->valid_cols));
   }
   // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
   // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
@@ -84,15 +80,8 @@ TileView check_tile(const pypto_tile* t, const char* op, const char* operand, un
          who + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
              std::to_string(align) + "-byte aligned");
   }
-  return {core.space_data(t->mem) + t->addr,
-          esize,
-          t->rows,
-          t->cols,
-          t->valid_rows,
-          t->valid_cols,
-          t->dtype,
-          t->mem,
-          t->addr};
+  return {core.space_data(t->mem) + t->addr, esize, t->rows, t->cols, t->valid_rows,
+          t->valid_cols, t->dtype, t->mem, t->addr};
 }
 
 namespace {
@@ -123,15 +112,15 @@ GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const T
                       const char* op) {
   if (t == nullptr || t->data == nullptr) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
   if (t->ndim < 1 || t->ndim > 2) {
-    fail(ErrorKind::kShape, op,
-         "GM tensors must be 1-D or 2-D here, got " + std::to_string(t->ndim) + "-D");
+    fail(ErrorKind::kShape, op, "GM tensors must be 1-D or 2-D here, got " +
+                                    std::to_string(t->ndim) + "-D");
   }
   int64_t rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
   int64_t col_stride = t->strides[t->ndim - 1], row_stride = t->ndim == 2 ? t->strides[0] : cols;
   if (t->dtype != tile.dtype) {
-    fail(ErrorKind::kDType, op,
-         std::string("tensor dtype ") + dtype_name(t->dtype) + " differs from tile dtype " +
-             dtype_name(tile.dtype) + " (transfers do not convert; use TCVT)");
+    fail(ErrorKind::kDType, op, std::string("tensor dtype ") + dtype_name(t->dtype) +
+                                    " differs from tile dtype " + dtype_name(tile.dtype) +
+                                    " (transfers do not convert; use TCVT)");
   }
   if (col_stride != 1) fail(ErrorKind::kShape, op, "GM tensor's innermost stride must be 1");
   check_descriptor(t, rows, cols, row_stride, tile.esize, op);
@@ -153,34 +142,32 @@ void check_writable(const pypto_tensor* t, const char* op) {
   if (t->flags & PYPTO_TENSOR_INPUT) {
     fail(ErrorKind::kReadOnly, op,
          "writes into " + which +
-             ", an input of the kernel; inputs are read-only (declare the "
-             "parameter pl.Out/pl.InOut, or list it in outputs=)");
+             ", an input of the kernel; inputs are read-only (declare the parameter "
+             "pl.Out/pl.InOut, or list it in outputs=)");
   }
   fail(ErrorKind::kReadOnly, op,
        "writes into " + which +
-           ", whose memory is read-only (a read-only "
-           "array or memory map); pass a writable array");
+           ", whose memory is read-only (a read-only array or memory map); pass a writable array");
 }
 
 void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what) {
   if (a.dtype != b.dtype) {
-    fail(ErrorKind::kDType, op,
-         std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) + " vs " +
-             dtype_name(b.dtype) + ")");
+    fail(ErrorKind::kDType, op, std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) +
+                                    " vs " + dtype_name(b.dtype) + ")");
   }
 }
 
 void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
                             const char* what) {
   if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) {
-    fail(ErrorKind::kShape, op,
-         std::string(what) + ": shapes differ (" + shape_text(a.valid_rows, a.valid_cols) + " vs " +
-             shape_text(b.valid_rows, b.valid_cols) + ")");
+    fail(ErrorKind::kShape, op, std::string(what) + ": shapes differ (" +
+                                    shape_text(a.valid_rows, a.valid_cols) + " vs " +
+                                    shape_text(b.valid_rows, b.valid_cols) + ")");
   }
 }
 
-void issue_op(int pipe, uint64_t cost, const char* name, const AccessList& accesses, uint64_t bytes,
-              int64_t addr) {
+void issue_op(int pipe, uint64_t cost, const char* name, const AccessList& accesses,
+              uint64_t bytes, int64_t addr) {
   CoreContext& core = current_core();
   Instr in;
   in.kind = InstrKind::kOp;

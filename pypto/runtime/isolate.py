@@ -190,7 +190,12 @@ def run_isolated(
     os.close(write_fd)
     try:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        data = _read_all(read_fd, deadline)
+        try:
+            data = _read_all(read_fd, deadline)
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting: the worker goes too
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
         if data is None:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)

@@ -95,3 +95,33 @@ def test_limits_are_checked_before_anything_runs(fixture_kernel):
     assert RunConfig().isolated(has_external=True) and not RunConfig().isolated(has_external=False)
     assert RunConfig(timeout_s=1).isolated(has_external=False)
     assert not RunConfig(isolate=False).isolated(has_external=True)
+
+
+def test_ctrl_c_while_waiting_stops_the_worker(fixture_kernel, monkeypatch):
+    """A KeyboardInterrupt in the caller while an isolated kernel runs ends the worker too."""
+    import os
+    import signal
+    import threading
+
+    from pypto.runtime import isolate
+
+    spawned = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            spawned.append(pid)
+        return pid
+
+    monkeypatch.setattr(isolate.os, "fork", fork)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    a, out, m = args(5)
+    with pytest.raises(KeyboardInterrupt):
+        run_kernel_file(fixture_kernel("crash"), [a, out, m], outputs={1}, timeout_s=30)
+    timer.join()
+    (pid,) = spawned
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped: it was killed and waited for
+    assert (out == -1).all()

@@ -67,6 +67,11 @@ def test_the_probe_runs_a_valid_call(so):
         (dict(desc=(2, 64, 64, I64_MAX)), ShapeMismatchError, "spans more bytes than an address holds"),
         (dict(op=8, k=(I64_MAX, 0, 0)), MemorySpaceError, "regions need 9223372036854775807 B"),
         (dict(op=8, rows=I32_MAX, k=(2**40, 0, 0)), MemorySpaceError, "regions need"),
+        (
+            dict(op=9, rows=2, k=(0, 2, 64)),
+            MemorySpaceError,
+            'slot index 2 is outside pl.MemRef("fuzz", slots=2)',
+        ),
         (dict(op=9, rows=4, k=(0, 3, I64_MAX)), MemorySpaceError, "is not an address"),
         (dict(op=9, rows=4, k=(I64_MAX, 1, 64)), MemorySpaceError, "is not an address"),
     ],

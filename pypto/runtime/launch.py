@@ -15,7 +15,7 @@ from typing import Any
 
 from pypto import _native
 from pypto import platforms as _platforms
-from pypto.errors import ArgumentValueError, ReadOnlyInputError
+from pypto.errors import ArgumentError, ArgumentValueError, ConfigError, ReadOnlyInputError
 from pypto.runtime.isolate import run_isolated
 from pypto.runtime.marshal import marshal
 from pypto.runtime.report import RunReport, merge_blocks
@@ -24,7 +24,11 @@ log = logging.getLogger(__name__)
 
 
 def resolve_platform(platform: str | _platforms.Platform) -> _platforms.Platform:
-    return platform if isinstance(platform, _platforms.Platform) else _platforms.get(platform)
+    if isinstance(platform, _platforms.Platform):
+        return platform
+    if not isinstance(platform, str):
+        raise ConfigError(f"platform must be a platform name or a pypto.platforms.Platform, got {platform!r}")
+    return _platforms.get(platform)
 
 
 def check_limits(isolate: Any, timeout_s: Any, where: str = "") -> None:
@@ -94,6 +98,10 @@ def run_kernel_file(
     if isinstance(block_num, bool) or not isinstance(block_num, int) or not 1 <= block_num <= 1 << 20:
         raise ArgumentValueError(f"block_num must be an integer in [1, 2**20], got {block_num!r}")
     check_limits(isolate, timeout_s)
+    if not isinstance(args, (list, tuple)):
+        raise ArgumentError(
+            f"args must be a list of arrays and numbers (ABI order), got {type(args).__name__}"
+        )
     plat = resolve_platform(platform)
     m = marshal(list(args), outputs)
     kname = name or kernel_name(so_path)

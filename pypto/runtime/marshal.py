@@ -99,8 +99,10 @@ def scalar_slot(value: Any, *, name: str) -> int:
 def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
     """Tensors first (in order), then scalars — the kernel ABI's argument order. Tensors not in
     ``outputs`` are inputs: read-only to the kernel."""
-    outputs = outputs or set()
-    bad = sorted(i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args))
+    if outputs is not None and not isinstance(outputs, (set, frozenset, list, tuple)):
+        raise ArgumentError(f"outputs= must be a set of argument indices, got {outputs!r}")
+    outputs = set(outputs or ())
+    bad = sorted((i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args)), key=repr)
     if bad:
         raise ArgumentError(f"outputs= names argument(s) {bad}, but there are {len(args)} arguments")
     tensors, scalars, names, outs = [], [], [], set()

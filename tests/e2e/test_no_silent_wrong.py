@@ -275,6 +275,12 @@ def test_run_kernel_file_call_arguments():
         run_kernel_file(so, [a, out, 2**70], outputs={1})
     with pytest.raises(ArgumentError, match=r"outputs= names argument\(s\) \[5\]"):
         run_kernel_file(so, [a, out], outputs={5})
+    with pytest.raises(ArgumentError, match="outputs= must be a set of argument indices, got 1"):
+        run_kernel_file(so, [a, out], outputs=1)
+    with pytest.raises(ArgumentError, match="args must be a list"):
+        run_kernel_file(so, None)
+    with pytest.raises(ConfigError, match="platform must be a platform name"):
+        run_kernel_file(so, [a, out], outputs={1}, platform=["a5sim"])
     with pytest.raises(ArgumentError, match="argument '#0': unsupported dtype complex64"):
         run_kernel_file(so, [a.astype(np.complex64), out], outputs={1})
     assert (out == 0).all()

@@ -114,12 +114,13 @@ def test_ctrl_c_while_waiting_stops_the_worker(fixture_kernel, monkeypatch):
             spawned.append(pid)
         return pid
 
+    so = fixture_kernel("crash")  # built first: the interrupt must land while the kernel runs
     monkeypatch.setattr(isolate.os, "fork", fork)
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
     a, out, m = args(5)
+    timer.start()
     with pytest.raises(KeyboardInterrupt):
-        run_kernel_file(fixture_kernel("crash"), [a, out, m], outputs={1}, timeout_s=30)
+        run_kernel_file(so, [a, out, m], outputs={1}, timeout_s=30)
     timer.join()
     (pid,) = spawned
     with pytest.raises(ChildProcessError):

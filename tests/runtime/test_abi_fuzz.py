@@ -82,20 +82,37 @@ def test_extreme_operands_give_typed_errors(so, kw, error, text):
     assert text in str(err.value) and "abi_fuzz.cpp:24" in str(err.value)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    op=st.integers(0, 17),
-    tile=st.tuples(st.integers(-2, 8), st.integers(-2, 10), i64(), i32(), i32(), i32(), i32()),
-    window=st.tuples(i64(), i64()),
-    k=st.tuples(i64(), i64(), i64()),
-    desc=st.tuples(
-        st.sampled_from([2, 1, 0, 3, 5, -1]),
-        st.sampled_from([64, -1, 2**62, I64_MAX, I64_MIN]),
-        st.sampled_from([64, -5, 2**62, I64_MAX]),
-        st.sampled_from([64, -64, 2**62, I64_MAX]),
-    ),
-)
-def test_fuzz_the_c_abi_never_crashes(so, op, tile, window, k, desc):
+# Every operand of the probe: op, the tile (mem, dtype, addr, rows, cols, valid rows/cols), the
+# window (row0, col0), k1..k3 and the descriptor tweaks (ndim, shape0, shape1, stride0).
+VALID = [0, 1, 0, 0, 8, 64, 8, 64, 0, 0, 0, 0, 0, 2, 64, 64, 64]
+DESC = 13  # the descriptor fields come last: real, negative, or spanning more than 2^63 bytes
+DESC_BAD = [st.sampled_from([1, 0, 3, 5, -1]), st.sampled_from([-1, 2**62, I64_MAX, I64_MIN])]
+DESC_BAD += [st.sampled_from([-5, 2**62, I64_MAX]), st.sampled_from([-64, 2**62, I64_MAX])]
+
+
+@st.composite
+def operands(draw: st.DrawFn) -> list[int]:
+    """A valid call with one to three fields made extreme: an unchecked overflow needs one
+    extreme field among otherwise valid operands to turn into a wild address."""
+    values = list(VALID)
+    values[0] = draw(st.sampled_from([0, 1, 16]) | st.integers(0, 17))  # transfers: half the time
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.sampled_from([3, 8, 9, 13, 14, 15, 16]) | st.integers(1, len(VALID) - 1))  # offsets
+        if i >= DESC:
+            values[i] = draw(DESC_BAD[i - DESC])
+        elif i in (1, 2):  # mem, dtype: small codes, valid or not
+            values[i] = draw(st.integers(-2, 10))
+        elif 4 <= i <= 7:  # int32 tile fields
+            values[i] = draw(i32())
+        else:
+            values[i] = draw(i64() | st.integers(-2, 64))
+    return values
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operands())
+def test_fuzz_the_c_abi_never_crashes(so, ops):
+    op, tile, window, k, desc = ops[0], ops[1:8], ops[8:10], tuple(ops[10:13]), tuple(ops[13:])
     try:
         call(so, op, *tile, *window, k=k, desc=desc)
     except KernelCrashError:

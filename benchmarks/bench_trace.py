@@ -61,9 +61,9 @@ def jit_overhead(tmp: Path) -> list[tuple[str, float, float]]:
 def loop_overhead(tmp: Path, n: int) -> list[tuple[str, float, float]]:
     """``n`` tiny vector instructions: the per-instruction cost of recording and writing."""
     so = build_kernel(KernelSource(name="tiny", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim")
-    off = best_of(lambda: run_kernel_file(so, [n]), 3)
-    rec = best_of(lambda: run_kernel_file(so, [n], record=True), 3)
-    rep = run_kernel_file(so, [n], record=True, name="tiny_loop")
+    off = best_of(lambda: run_kernel_file(so, [n], isolate=False), 3)
+    rec = best_of(lambda: run_kernel_file(so, [n], record=True, isolate=False), 3)
+    rep = run_kernel_file(so, [n], record=True, name="tiny_loop", isolate=False)
     t0 = time.perf_counter()
     write_traces(rep, tmp / "loop")
     write = time.perf_counter() - t0
@@ -105,7 +105,9 @@ def clean_throughput(tmp: Path, n: int) -> list[tuple[str, int, float]]:
     synth.parent.mkdir(parents=True)
     synth.write_bytes(synthetic_trace(n))
     so = build_kernel(KernelSource(name="tiny", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim")
-    (ours,) = write_traces(run_kernel_file(so, [n], record=True, name="tiny_loop"), tmp / "ours")
+    (ours,) = write_traces(
+        run_kernel_file(so, [n], record=True, name="tiny_loop", isolate=False), tmp / "ours"
+    )
     for label, path in (
         ("vendor-style synthetic (flags, overlaps)", synth),
         ("pypto tiny_loop trace", Path(ours)),

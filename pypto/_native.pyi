@@ -70,3 +70,7 @@ def clean_trace(
 ) -> tuple[bytes, dict[str, int]]:
     """trace.clean.json for a TRACE payload, and its counts: ``slices``, ``lanes``, ``flows``,
     ``skipped_flags`` (csrc/tools/trace_clean.hpp). Releases the GIL."""
+
+# isolated runs (bind_isolate.cpp)
+def arm_crash_report(fd: int) -> None: ...
+def last_instruction() -> tuple[str, str]: ...

@@ -78,8 +78,9 @@ class MisplacedOpError(CompileError):
     """An op used where its kind of function does not allow it (e.g. outside ``pl.at``)."""
 
 
-class ArgumentMismatchError(CompileError):
-    """Call arguments do not fit the kernel signature (count, kind, shape or dtype)."""
+class InputWriteError(CompileError):
+    """A kernel writes (``pl.store``, ``pl.assemble``, ``x[...] = ...``) into a parameter that is
+    not ``pl.Out``/``pl.InOut``: inputs are read-only to kernels."""
 
 
 class OutsideKernelError(CompileError):
@@ -96,6 +97,24 @@ class VerifyError(CompileError):
 
 class KernelLoadError(PyptoError):
     """A built kernel could not be loaded (missing ``kernel_entry``, bad shared object)."""
+
+
+# --- call time: one hierarchy for every argument problem ----------------------------------
+class ArgumentError(PyptoError, TypeError):
+    """A call argument cannot be passed to the kernel (kind, dtype, layout, aliasing, ...)."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """A call argument has the right kind but a value outside its rule (a negative
+    ``block_num``, an unknown ``hazards`` mode, a ``seed`` out of range, ...)."""
+
+
+class ArgumentMismatchError(CompileError, ArgumentError):
+    """Call arguments do not fit the kernel signature (count, kind, shape or dtype)."""
+
+
+class ConfigError(PyptoError, ValueError):
+    """A ``RunConfig`` field (or a call's ``config=``) is invalid; the message names the field."""
 
 
 # --- run time (raised by the native simulator) --------------------------------------------
@@ -132,8 +151,8 @@ class HazardError(SimulationError):
 
 
 class SimulationLimitError(SimulationError):
-    """A run passed ``RunConfig(max_cycles=...)`` or its instruction budget; the message names the
-    kernel and its last instruction's source line."""
+    """A run passed ``RunConfig(max_cycles=...)``, its instruction budget or an isolated run's
+    ``timeout_s``; the message names the kernel and its last instruction's source line."""
 
 
 class CrossCoreError(SimulationError):
@@ -144,3 +163,18 @@ class CrossCoreError(SimulationError):
 class RaceError(SimulationError):
     """Two tasks overlapping in simulated time, with no dependency between them, touched the same
     GM bytes and at least one wrote them."""
+
+
+class ReadOnlyInputError(SimulationError):
+    """A TSTORE or atomic add into an input tensor (not ``pl.Out``/``pl.InOut``, not in
+    ``outputs=``) or into read-only memory; nothing was written."""
+
+
+class KernelZeroDivisionError(SimulationError, ZeroDivisionError):
+    """Kernel scalar code evaluated ``x // 0`` or ``x % 0``; names the line."""
+
+
+class KernelCrashError(PyptoError):
+    """An isolated run's worker process died (signal, abort, ``exit()``) inside a kernel. Names the
+    kernel, the signal or exit code and the last ISA instruction; the caller's arrays are
+    untouched and the calling process carries on."""

@@ -14,6 +14,49 @@ from types import MappingProxyType
 from typing import Any
 
 from pypto import _native
+from pypto.errors import ConfigError
+
+# Ranges of what-if values, chosen so the simulator stays exact: the simulator allocates each
+# on-chip space for real (capacities up to 1 GiB), counts cores and events in small tables,
+# and converts costs (cycles, bytes / bandwidth) to 64-bit cycle counts, which cannot wrap
+# while per-op costs stay below ~1e11 cycles (assumption: runs of < 1e7 instructions).
+_INT_LIMITS = {"aic_cores": 4096, "aiv_cores": 4096, "event_ids": 1024, "vec_mat_routes": 1}
+_BYTES_LIMIT = 1 << 30
+_FLOAT_LIMITS = {"clock_hz": (1e3, 1e13)}
+_BANDWIDTH = (1e-2, 1e6)  # bytes per cycle
+_CYCLES = (0.0, 1e6)  # per-op cycle constants (0 allowed: "free")
+
+
+def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
+    """(type, lowest, highest) allowed for an override of platform field ``key``."""
+    if key == "vec_mat_routes":
+        return int, 0, 1
+    if key == "alignment_bytes":
+        return int, 1, 4096
+    if isinstance(current, int):
+        return int, 1, _INT_LIMITS.get(key, _BYTES_LIMIT)
+    if key in _FLOAT_LIMITS:
+        return (float, *_FLOAT_LIMITS[key])
+    if key.startswith("bw_"):
+        return (float, *_BANDWIDTH)
+    return float, 1e-9, _CYCLES[1]
+
+
+def _checked_override(key: str, value: Any, current: float | int) -> float | int:
+    kind, lo, hi = override_rule(key, current)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"platform field {key!r} must be a positive number, got {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"platform field {key!r} must be a finite number, got {value!r}")
+    if value <= 0 and lo > 0:
+        raise ConfigError(f"platform field {key!r} must be a positive number, got {value!r}")
+    if kind is int and value != int(value):
+        raise ConfigError(f"platform field {key!r} is an integer field, got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"platform field {key!r} must be in [{lo:g}, {hi:g}], got {value!r}")
+    if key == "alignment_bytes" and int(value) & (int(value) - 1):
+        raise ConfigError(f"platform field 'alignment_bytes' must be a power of two, got {value!r}")
+    return kind(value)
 
 
 @dataclass(frozen=True)
@@ -32,14 +75,14 @@ class Platform:
         raise AttributeError(f"platform {self.name!r} has no field {key!r}")
 
     def with_overrides(self, **overrides: float | int) -> Platform:
-        """A copy with some numbers replaced; unknown fields and non-positive values are refused."""
+        """A copy with some numbers replaced. Each value is checked against its field's rule
+        (``override_rule``): unknown fields, non-numbers, NaN/inf, values <= 0 and values too
+        large for the simulator are refused with ``ConfigError`` naming the field."""
         merged = dict(self.fields)
         for key, value in overrides.items():
             if key not in merged:
-                raise ValueError(f"unknown platform field {key!r}; fields: {', '.join(sorted(merged))}")
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"platform field {key!r} must be a positive number, got {value!r}")
-            merged[key] = type(merged[key])(value)
+                raise ConfigError(f"unknown platform field {key!r}; fields: {', '.join(sorted(merged))}")
+            merged[key] = _checked_override(key, value, merged[key])
         return Platform(
             self.name,
             self.device,
@@ -67,8 +110,8 @@ def names() -> list[str]:
 @cache
 def get(name: str) -> Platform:
     """The table of ``name``; ``ValueError`` listing the valid names for anything else."""
-    if name not in names():
-        raise ValueError(f"unknown platform {name!r}; valid platforms: {', '.join(names())}")
+    if not isinstance(name, str) or name not in names():
+        raise ConfigError(f"unknown platform {name!r}; valid platforms: {', '.join(names())}")
     table = dict(_native.platform_table(name))
     device = table.pop("device")
     table.pop("name")

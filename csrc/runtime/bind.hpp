@@ -10,6 +10,7 @@ void bind_platform(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_tools(pybind11::module_& m);
+void bind_isolate(pybind11::module_& m);
 
 // A platform from a Python dict {"name": base platform, <field>: override, ...}.
 Platform platform_from_dict(const pybind11::dict& d);

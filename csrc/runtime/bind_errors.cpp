@@ -23,6 +23,8 @@ const char* python_class(ErrorKind kind) {
     case ErrorKind::kInterrupted: return nullptr;
     case ErrorKind::kInternal: return "SimulationError";
     case ErrorKind::kInvalidArgument: return nullptr;
+    case ErrorKind::kReadOnly: return "ReadOnlyInputError";
+    case ErrorKind::kZeroDivision: return "KernelZeroDivisionError";
   }
   return "SimulationError";
 }

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_native, m) {
   pypto::bind_simulator(m);
   pypto::bind_runtime(m);
   pypto::bind_tools(m);
+  pypto::bind_isolate(m);
 }

@@ -18,14 +18,17 @@ namespace py = pybind11;
 namespace pypto {
 namespace {
 
-pypto_tensor describe(const py::array& a, int dtype) {
+// `code` is the dtype, plus pypto_tensor_flags << 8 (pypto.runtime.dtypes.flagged).
+pypto_tensor describe(const py::array& a, int code, size_t index) {
   if (a.ndim() < 1 || a.ndim() > PYPTO_MAX_DIMS) {
     throw SimError(ErrorKind::kShape,
                    "tensors must have 1 to 4 dims, got " + std::to_string(a.ndim()));
   }
   pypto_tensor t{};
   t.data = const_cast<void*>(a.data());
-  t.dtype = dtype;
+  t.dtype = code & 0xff;
+  t.flags = (code >> 8) | (a.writeable() ? 0 : PYPTO_TENSOR_READONLY);
+  t.index = static_cast<int32_t>(index);
   t.ndim = static_cast<int32_t>(a.ndim());
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
     t.shape[i] = a.shape(i);
@@ -170,9 +173,9 @@ py::dict run_kernel(const std::string& path, const std::vector<std::pair<py::arr
   if (block_num < 1) throw SimError(ErrorKind::kInvalidArgument, "block_num must be >= 1");
   std::vector<pypto_tensor> table;
   std::vector<int> all;
-  for (const auto& [array, dtype] : tensors) {
+  for (const auto& [array, code] : tensors) {
     all.push_back(static_cast<int>(table.size()));
-    table.push_back(describe(array, dtype));
+    table.push_back(describe(array, code, table.size()));
   }
   KernelEntry entry = load_kernel(path);
   std::vector<TaskSpec> specs;
@@ -192,7 +195,7 @@ py::dict run_task_list(const std::vector<TaskTuple>& tasks,
                        bool record, bool hazards_fatal, std::optional<uint64_t> seed,
                        uint64_t max_cycles, uint64_t max_instructions) {
   std::vector<pypto_tensor> table;
-  for (const auto& [array, dtype] : tensors) table.push_back(describe(array, dtype));
+  for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
   std::vector<TaskSpec> specs;
   for (const auto& [path, name, idx, scalars, kind, deps, gates] : tasks) {
     if (kind < 0 || kind > 2)

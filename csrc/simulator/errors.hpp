@@ -17,12 +17,13 @@ enum class ErrorKind {
   kDeadlock,         // a wait that can never be satisfied
   kHazard,           // a race found by the hazard checker
   kLoad,             // kernel could not be loaded
-  kLimit,            // max_cycles or the instruction budget was exceeded
+  kLimit,            // max_cycles, the instruction budget or a timeout was exceeded
   kInterrupted,      // Ctrl-C during a run -> KeyboardInterrupt
-  kCrossCore,
-  kRace,  // two tasks overlapping in time touch the same GM bytes, one writing        // misuse of
-          // a cross-core pipe or flag (mismatched tile, freeing twice)
-  kInternal,  // a bug in pypto: say so
+  kCrossCore,        // misuse of a cross-core pipe or flag (mismatched tile, freeing twice)
+  kRace,             // two tasks overlapping in time touch the same GM bytes, one writing
+  kInternal,         // a bug in pypto: say so
+  kReadOnly,         // a write into an input tensor or read-only memory
+  kZeroDivision,     // integer // or % by zero in kernel scalar code
 };
 
 class SimError : public std::runtime_error {

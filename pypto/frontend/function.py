@@ -331,6 +331,7 @@ class FunctionParser(ControlFlow, WhileLoop, InlineCalls, StaticChecks):
         if t is None:
             raise TypeCheckError(f"`{ast.unparse(value)}` cannot be assigned to a kernel variable", span)
         final = semantic.merge_annotation(name, declared, t, span)
+        semantic.check_slot_index(final, self.ctx.ranges, span)
         current = self.env.get(name)
         if name in self.out_names and isinstance(current, Var) and isinstance(rhs, (Call, FuncCall)):
             semantic.warn_out_rebind(name, current, rhs, span)

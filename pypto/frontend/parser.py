@@ -29,6 +29,7 @@ from pypto.errors import (
 )
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.function import FunctionParser, ParamBinding
+from pypto.frontend.input_writes import check_input_writes
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.ir.enums import Direction, FunctionType
@@ -227,7 +228,9 @@ def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] |
     values = bind_arguments(jit.name, [n.arg for n in nodes], args, kwargs or {}, src.span(fdef))
     fp.bind_params([_jit_param(fp, n, v, jit.name) for n, v in zip(nodes, values)])
     entry = fp.function(jit.name)
-    return verify(Program(jit.name, (entry, *ctx.functions), span=src.span(fdef)))
+    program = Program(jit.name, (entry, *ctx.functions), span=src.span(fdef))
+    check_input_writes(program)
+    return verify(program)
 
 
 def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionType, str | None, tuple]:
@@ -273,7 +276,9 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
                 "a @pl.program class holds only @pl.function methods", src.span(node)
             )
     functions = tuple(fp.function(name, external, dirs) for fp, name, external, dirs in parsers)
-    return verify(Program(cdef.name, functions, span=src.span(cdef)))
+    program = Program(cdef.name, functions, span=src.span(cdef))
+    check_input_writes(program)
+    return verify(program)
 
 
 def parse_class(cls: type) -> Program:

@@ -104,13 +104,33 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
         iv = interval(off, ranges)
         if iv is None or not isinstance(size, int):  # a pl.dynamic dim is checked at run time
             continue
-        if iv[0] < 0 or iv[1] + n > size:
-            where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+        where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+        if iv[0] < 0:
+            raise BoundsCheckError(
+                f"{display} window is outside {where}: on dim {d} the offset can be {iv[0]}; "
+                "offsets must be >= 0",
+                span,
+            )
+        if iv[1] + n > size:
             raise BoundsCheckError(
                 f"{display} window is outside {where}: on dim {d} the offset ranges over "
                 f"[{iv[0]}, {iv[1]}] and the window is {n} long, reaching {iv[1] + n} > size {size}",
                 span,
             )
+
+
+def check_slot_index(t: Type, ranges: Mapping[str, Interval], span: SourceSpan | None) -> None:
+    """A slot index the loop ranges bound outside ``[0, slots)`` is refused before the run."""
+    m = getattr(t, "memref", None)
+    if m is None or m.index is None:
+        return
+    iv = interval(m.index, ranges)
+    if iv is not None and (iv[0] < 0 or iv[1] >= m.slots):
+        raise BoundsCheckError(
+            f"slot index of pl.MemRef({m.name!r}, slots={m.slots}) ranges over [{iv[0]}, {iv[1]}], "
+            f"outside [0, {m.slots - 1}]",
+            span,
+        )
 
 
 def merge_annotation(name: str, declared: Type | None, inferred: Type, span: SourceSpan | None) -> Type:

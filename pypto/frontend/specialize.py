@@ -44,6 +44,12 @@ def bind_arguments(
         raise ArgumentMismatchError(
             f"{fn_name}() takes {len(params)} arguments ({', '.join(params)}) but {detail}", span
         )
+    twice = [k for k in params[: len(args)] if k in kwargs]
+    if twice:  # Python's own rule: "got multiple values for argument"
+        raise ArgumentMismatchError(
+            f"{fn_name}() got multiple values for argument `{twice[0]}` (given by position and by keyword)",
+            span,
+        )
     values = list(args)
     for name in params[len(args) :]:
         if name not in kwargs:

@@ -69,6 +69,18 @@ def _kind_ok(p: ParamSpec, e: Expr) -> bool:
     return isinstance(e.value, _ENUM_KINDS[k])
 
 
+def _check_sizes(display: str, p: ParamSpec, e: Expr, span: SourceSpan | None) -> None:
+    """A shape of compile-time integers with a zero or negative size: say which dim and why."""
+    if p.kind is not Kind.SHAPE or not isinstance(e, ListExpr):
+        return
+    values = [i.value for i in e.items if isinstance(i, Const) and type(i.value) is int]
+    if len(values) == len(e.items):
+        d = next(d for d, v in enumerate(values) if v <= 0)
+        raise TypeCheckError(
+            f"{display}: `{p.name}` {values} has size {values[d]} on dim {d}; sizes must be positive", span
+        )
+
+
 def _target_dtype(p: ParamSpec, bound: Mapping[str, Expr]) -> DataType | None:
     src = bound.get(p.dtype_of or "")
     if src is None:
@@ -149,6 +161,7 @@ def bind_call(
         else:
             e = as_expr(p.default, span)
         if not (p.optional and isinstance(e, Literal) and e.value is None) and not _kind_ok(p, e):
+            _check_sizes(display, p, e, span)
             raise TypeCheckError(f"{display}: `{p.name}` must be {p.kind.value}, got {describe(e)}", span)
         if p.kind is Kind.SCALAR:
             e = _coerce_scalar(display, p, e, _target_dtype(p, bound), span)

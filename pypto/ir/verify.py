@@ -38,6 +38,7 @@ class _Verifier:
         self.in_scope = False
         self.handles: set[str] = set()
         self.stmt_span: SourceSpan | None = None
+        self.memrefs: dict[str, tuple[int, SourceSpan | None]] = {}  # name -> (slots, first use)
 
     def fail(self, message: str, span: SourceSpan | None) -> VerifyError:
         # Builder-made nodes have no spans: fall back to the statement, then the function.
@@ -59,8 +60,20 @@ class _Verifier:
             raise self.fail("a tile bound to a pl.MemRef needs a memory space", span)
         if m.slots < 1:
             raise self.fail(f"pl.MemRef {m.name!r} has {m.slots} slots", span)
+        first = self.memrefs.setdefault(m.name, (m.slots, span))
+        if first[0] != m.slots:
+            where = f" (at {first[1]})" if first[1] is not None else ""
+            raise self.fail(
+                f"pl.MemRef {m.name!r} is declared with slots={m.slots} here but slots={first[0]} "
+                f"earlier{where}; one buffer has one slot count",
+                span,
+            )
         if m.index is not None:
             self.scalar(env, m.index, "memref slot index")
+            if isinstance(m.index, Const) and not 0 <= m.index.value < m.slots:
+                raise self.fail(
+                    f"slot index {m.index.value} is outside pl.MemRef({m.name!r}, slots={m.slots})", span
+                )
         if m.offset is not None and m.size is None:  # (a size alone is a PTOAS region)
             raise self.fail(f"pl.MemRef {m.name!r} needs both an offset and a size", span)
         if m.size is not None and m.size < t.nbytes:

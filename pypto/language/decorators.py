@@ -20,6 +20,7 @@ class JitFunction:
 
     def __init__(self, fn: Callable[..., Any], kind: FunctionType) -> None:
         self.fn = fn
+        _remember_source(fn)
         self.kind = kind
         self._last_report: Any = None
         functools.update_wrapper(self, fn)
@@ -101,6 +102,12 @@ class JitFunction:
 
 
 @functools.cache
+def _remember_source(fn: Any) -> None:
+    from pypto.frontend.source import remember_source
+
+    remember_source(fn)
+
+
 def _specialization_key() -> Callable[..., tuple]:
     # Imported on first use (the frontend imports this module); cached for the warm-call path.
     from pypto.frontend.specialize import specialization_key
@@ -191,6 +198,7 @@ class KernelFunction:
         include_dirs: tuple[str, ...] = (),
     ) -> None:
         self.fn = fn
+        _remember_source(fn)
         self.type = type
         self.external_source = external_source
         self.include_dirs = include_dirs

@@ -1,4 +1,4 @@
-"""``RunConfig``: how a kernel is compiled and run (SPEC §4)."""
+"""``RunConfig``: how a kernel is compiled and run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pypto import platforms
+from pypto.errors import ArgumentValueError, ConfigError
 from pypto.passes.options import MemoryPlanner, PassDumpLevel
+from pypto.runtime.launch import check_limits
 
 
 @dataclass(frozen=True)
@@ -25,19 +27,55 @@ class RunConfig:
     # A run past either limit stops with SimulationLimitError naming the kernel and its line.
     max_cycles: int | None = None  # simulated cycles, end to end
     max_instructions: int | None = None  # per kernel instance
+    # Run in a worker process (a native crash becomes KernelCrashError). None: isolated exactly
+    # when the program has a hand-written (external_source) kernel.
+    isolate: bool | None = None
+    timeout_s: float | None = None  # wall-clock limit of an isolated run (SimulationLimitError)
 
     def __post_init__(self) -> None:
-        if self.platform not in platforms.names():
-            raise ValueError(
+        if not isinstance(self.platform, str) or self.platform not in platforms.names():
+            raise ConfigError(
                 f"unknown platform {self.platform!r}; valid platforms: {', '.join(platforms.names())}"
             )
         if self.memory_planner is not None and not isinstance(self.memory_planner, MemoryPlanner):
-            raise ValueError(
+            raise ConfigError(
                 f"memory_planner must be a pypto.passes.MemoryPlanner, got {self.memory_planner!r}"
             )
         if not isinstance(self.dump_passes, (bool, PassDumpLevel)):
-            raise ValueError(f"dump_passes must be a bool or a PassDumpLevel, got {self.dump_passes!r}")
+            raise ConfigError(f"dump_passes must be a bool or a PassDumpLevel, got {self.dump_passes!r}")
+        self._check_fields()
         self.resolved_platform()  # refuse bad overrides now, not at the first run
+
+    def _check_fields(self) -> None:
+        d = self.disabled_diagnostics
+        if d is not None and (not isinstance(d, (set, frozenset)) or not all(isinstance(x, str) for x in d)):
+            raise ConfigError(f"disabled_diagnostics must be a set of diagnostic ids (str), got {d!r}")
+        if self.output_dir is not None and not isinstance(self.output_dir, (str, Path)):
+            raise ConfigError(f"output_dir must be a str or pathlib.Path, got {self.output_dir!r}")
+        if not isinstance(self.trace, bool):
+            raise ConfigError(f"trace must be True or False, got {self.trace!r}")
+        if not isinstance(self.platform_overrides, dict) or not all(
+            isinstance(k, str) for k in self.platform_overrides
+        ):
+            raise ConfigError(
+                f"platform_overrides must be a dict of field name -> number, got {self.platform_overrides!r}"
+            )
+        s = self.seed
+        if s is not None and (isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**64):
+            raise ConfigError(f"seed must be None or an integer in [0, 2**64), got {s!r}")
+        if self.isolate is not None and not isinstance(self.isolate, bool):
+            raise ConfigError(f"isolate must be None, True or False, got {self.isolate!r}")
+        try:
+            check_limits(self.isolate is not False, self.timeout_s, "RunConfig.")
+        except ArgumentValueError as e:
+            raise ConfigError(e.message) from None
+
+    def isolated(self, has_external: bool) -> bool:
+        """Whether a run goes to a worker process: as set, else when a kernel is hand-written
+        (or a timeout is asked for)."""
+        if self.isolate is not None:
+            return self.isolate
+        return has_external or self.timeout_s is not None
 
     @property
     def planner(self) -> MemoryPlanner:

@@ -32,3 +32,12 @@ def code_of(dtype: np.dtype) -> int:
         raise TypeError(f"unsupported dtype {name}; supported: {', '.join(CODES)}")
     _BY_DTYPE[np.dtype(dtype)] = CODES[name]
     return CODES[name]
+
+
+# pypto_tensor_flags (abi.h), carried to the native side in the bits above the dtype code.
+INPUT = 1  # PYPTO_TENSOR_INPUT: a TSTORE into the tensor is refused
+
+
+def flagged(code: int, flags: int) -> int:
+    """A dtype code with pypto_tensor_flags attached (the native side splits them apart)."""
+    return code | (flags << 8)

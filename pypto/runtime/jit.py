@@ -18,8 +18,8 @@ import numpy as np
 from pypto import _native, knobs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
-from pypto.errors import KernelLoadError
-from pypto.frontend.specialize import bind_arguments
+from pypto.errors import ArgumentError, ConfigError, KernelLoadError, ReadOnlyInputError
+from pypto.frontend.specialize import bind_arguments, tensor_arg
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
@@ -28,14 +28,15 @@ from pypto.passes.context import PassContext
 from pypto.passes.pipeline import run_passes
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
-from pypto.runtime.dtypes import code_of
-from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
+from pypto.runtime.dtypes import INPUT, code_of, flagged
+from pypto.runtime.isolate import run_isolated
+from pypto.runtime.launch import name_tensors
+from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
 from pypto.runtime.plan import Plan, Task, plan_orchestration
 from pypto.runtime.report import RunReport, scheduled_report
 from pypto.runtime.trace import write_traces
 
 log = logging.getLogger(__name__)
-CONFIG_SEED = object()  # execute(): "the seed of the config that compiled the program"
 
 
 @dataclass
@@ -54,6 +55,7 @@ class CompiledProgram:
     tensor_params: list[int] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     external: list[KernelSource] = field(default_factory=list)
+    scalar_values: dict[str, Any] = field(default_factory=dict)  # the compiled scalar arguments
 
     @property
     def tasks(self) -> list[Task]:
@@ -80,12 +82,41 @@ class CompiledProgram:
             fresh = {src.name: path for src, path in zip(self.external, paths)}
             if any(self.kernels.get(k) != v for k, v in fresh.items()):
                 self.kernels.update(fresh)
-                self.__dict__.pop("_native_tasks", None)
+                self.__dict__.pop("_native_cache", None)  # rebuilt with the new paths
 
     def run(self, *args: Any, trace: bool | None = None, **kwargs: Any) -> RunReport:
         """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
         trace = self.config.trace if trace is None else trace
-        return self.report(self.execute(self.positional(args, kwargs), trace), trace)
+        args = self.positional(args, kwargs)
+        self.check_signature(args)
+        return self.report(self.execute(args, trace), trace)
+
+    def check_signature(self, args: tuple) -> None:
+        """``run`` takes the arguments the program was compiled for: each tensor of the compiled
+        shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
+        if len(args) != len(self.param_names):
+            return  # execute names the count
+        for i, p in enumerate(self.program.entry.params):
+            if isinstance(p.var.type, TensorType):
+                if not isinstance(args[i], np.ndarray) and not type(args[i]).__module__.startswith("torch"):
+                    continue  # as_array names the kind
+                got = tensor_arg(args[i], self.param_names[i], self.name, None, p.span)
+                if got != p.var.type:
+                    raise ArgumentError(
+                        f"argument `{self.param_names[i]}` is {list(got.shape)} {got.dtype}, but this "
+                        f"program was compiled for {list(p.var.type.shape)} {p.var.type.dtype}; compile it "
+                        "for these arguments (kernel.compile(...)) or call the kernel directly",
+                        p.span,
+                    )
+            elif (
+                self.param_names[i] in self.scalar_values
+                and args[i] != self.scalar_values[self.param_names[i]]
+            ):
+                raise ArgumentError(
+                    f"argument `{self.param_names[i]}` is {args[i]!r}, but this program was compiled with "
+                    f"{self.scalar_values[self.param_names[i]]!r} (scalars are compile-time constants)",
+                    p.span,
+                )
 
     def positional(self, args: tuple, kwargs: dict) -> tuple:
         """The arguments in parameter order (keywords placed by name)."""
@@ -93,38 +124,90 @@ class CompiledProgram:
             return args
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
-    def execute(self, args: tuple, trace: bool, seed: Any = CONFIG_SEED) -> list[dict[str, Any]]:
-        """Runs the plan; the native per-task results, for ``report``. ``seed`` is the run's
-        (a call's ``RunConfig`` shares this compiled program with configs of other seeds);
-        by default the seed of the config that compiled it."""
+    def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> list[dict[str, Any]]:
+        """Runs the plan; the native per-task results, for ``report``. ``config`` (default: the
+        compile's) decides isolation and its timeout."""
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
         arrays = [self._array(args, i) for i in self.tensor_params]
+        if len(arrays) > 1 and self.outputs:
+            self._check_overlaps(arrays)
         if self.plan.intermediates:  # fresh zeroed scratch tensors each run
             arrays += [
                 (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
                 for t in self.plan.intermediates
             ]
-        tasks = self.__dict__.get("_native_tasks")
-        if tasks is None:  # the plan is fixed per compile: build the native task list once
-            tasks = self.__dict__["_native_tasks"] = [
+        tasks, extra = self._native_tasks()
+        arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
+        config = config or self.config
+        seed, native = config.seed, self._platform()[1]
+        limits = (config.max_cycles or 0, config.max_instructions or 0)
+
+        def launch(tensors: list) -> dict[str, Any]:
+            return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)
+
+        try:
+            if not config.isolated(bool(self.external)):
+                return launch(arrays)
+            written = [k for k, i in enumerate(self.tensor_params) if i in self.outputs]
+            label = self.name + (
+                f" (hand-written: {', '.join(s.name for s in self.external)})" if self.external else ""
+            )
+            return run_isolated(launch, arrays, written, kernel=label, timeout_s=config.timeout_s)
+        except ReadOnlyInputError as e:
+            raise name_tensors(e, self._table_names(extra)) from None
+
+    def _native_tasks(self) -> tuple[list[tuple], list[int]]:
+        """The native task list (fixed per compile: built once) and the table entries duplicated
+        as read-only views: a kernel's input that is written elsewhere in the program (an
+        output or an intermediate) is passed to that kernel flagged as an input."""
+        cached = self.__dict__.get("_native_cache")
+        if cached is not None:
+            return cached
+        n_table = len(self.tensor_params) + len(self.plan.intermediates)
+        writable = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
+        writable |= set(range(len(self.tensor_params), n_table))
+        extra: list[int] = []
+        tasks = []
+        for t in self.plan.tasks:
+            only_read = (t.reads - t.writes) & writable
+            indices = []
+            for j in t.tensors:
+                if j in only_read:
+                    extra.append(j)
+                    j = n_table + len(extra) - 1
+                indices.append(j)
+            tasks.append(
                 (
                     str(self.kernels[t.kernel]),
                     t.kernel,
-                    list(t.tensors),
+                    indices,
                     [scalar_slot(v, name=t.kernel) for v in t.scalars],
                     int(t.cube),
                     list(t.start_deps),
                     list(t.write_gates),
                 )
-                for t in self.plan.tasks
-            ]
-        seed = self.config.seed if seed is CONFIG_SEED else seed
-        limits = (self.config.max_cycles or 0, self.config.max_instructions or 0)
-        return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, seed, *limits)
+            )
+        cached = self.__dict__["_native_cache"] = (tasks, extra)
+        return cached
+
+    def _table_names(self, extra: list[int]) -> list[str]:
+        names = [f"{self.param_names[i]!r}" for i in self.tensor_params]
+        names += [f"pl.create_tensor #{k}" for k in range(len(self.plan.intermediates))]
+        return [f"argument {n}" if n.startswith("'") else n for n in names] + [
+            f"argument {names[j]}" if names[j].startswith("'") else names[j] for j in extra
+        ]
+
+    def _check_overlaps(self, arrays: list[tuple[np.ndarray, int]]) -> None:
+        outs = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
+        names = [self.param_names[i] for i in self.tensor_params]
+        try:
+            check_no_overlap(arrays, names, outs)
+        except ArgumentError as e:
+            raise ArgumentError(e.message, self.program.span) from None
 
     def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
@@ -255,6 +338,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         tensors,
         sink.lines(),
         external,
+        scalar_args,
     )
     cache[key] = compiled
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
@@ -263,10 +347,16 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
 
 def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> Any:
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
-    config = config or RunConfig()
+    if config is None:
+        config = RunConfig()
+    elif not isinstance(config, RunConfig):
+        raise ConfigError(
+            f"config must be a pypto.runtime.RunConfig, got {type(config).__name__} {config!r} "
+            "(e.g. config=RunConfig(platform='a5sim'))"
+        )
     compiled = compile_program(jf, args, kwargs, config)
     args = compiled.positional(args, kwargs)
-    results = compiled.execute(args, config.trace, config.seed)  # the seed is per run, not compiled
+    results = compiled.execute(args, config.trace, config)
     if config.trace:  # the trace files are written now, with the report
         jf.last_report = compiled.report(results, True)
     else:  # built when first read: most warm calls never look at it

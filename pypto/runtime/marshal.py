@@ -12,18 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from pypto.errors import PyptoError
-from pypto.runtime.dtypes import CODES, code_of
+from pypto.errors import ArgumentError
+from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
 
-
-class ArgumentError(PyptoError, TypeError):
-    """A call argument cannot be passed to the kernel."""
+__all__ = ["ArgumentError", "Marshalled", "as_array", "marshal", "scalar_slot"]
 
 
 @dataclass
 class Marshalled:
     tensors: list[tuple[np.ndarray, int]]
     scalars: list[int]
+    names: list[str]  # of each tensor, for errors
+    outputs: list[int]  # indices into tensors of the ones the kernel may write
 
 
 def _torch_to_numpy(t: Any) -> tuple[np.ndarray, int]:
@@ -37,27 +37,50 @@ def _torch_to_numpy(t: Any) -> tuple[np.ndarray, int]:
 
 
 def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
-    """The numpy view (and dtype code) of one tensor argument."""
+    """The numpy view (and flagged dtype code, ``dtypes.flagged``) of one tensor argument.
+
+    Inputs are flagged read-only for the simulator: a kernel's TSTORE into one is refused."""
     if isinstance(value, np.ndarray):  # first: the common case, on the warm-call path
-        array, code = value, code_of(value.dtype)
+        array, code = value, None
     elif type(value).__module__.startswith("torch"):
         array, code = _torch_to_numpy(value)
     else:
         raise ArgumentError(
             f"argument {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}"
         )
+    code = _code(array, name) if code is None else code
     flags = array.flags  # a new flags object per access
-    if not flags.c_contiguous:
+    if not flags.c_contiguous or not array.dtype.isnative:
         if output:
+            why = "is not contiguous" if not flags.c_contiguous else "is not in native byte order"
             raise ArgumentError(
-                f"output argument {name!r} is not contiguous; the kernel's writes would "
-                "land in a copy — pass a contiguous array (e.g. np.ascontiguousarray)"
+                f"output argument {name!r} {why}; the kernel's writes would land in a copy — pass "
+                "a contiguous, native-order array (e.g. np.ascontiguousarray(x, x.dtype.newbyteorder('=')))"
             )
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
         flags = array.flags
     if output and not flags.writeable:
         raise ArgumentError(f"output argument {name!r} is read-only")
-    return array, code
+    return array, code if output else flagged(code, INPUT)
+
+
+def _code(array: np.ndarray, name: str) -> int:
+    try:
+        return code_of(array.dtype if array.dtype.isnative else array.dtype.newbyteorder("="))
+    except TypeError as e:
+        raise ArgumentError(f"argument {name!r}: {e}") from None
+
+
+def check_no_overlap(arrays: list[tuple[np.ndarray, int]], names: list[str], outputs: set[int]) -> None:
+    """Refuses an output that shares memory with another tensor argument (views of one
+    buffer): the kernel would read values it has already overwritten."""
+    for i in outputs:
+        for j, (other, _) in enumerate(arrays):
+            if j != i and np.may_share_memory(arrays[i][0], other):
+                raise ArgumentError(
+                    f"output argument {names[i]!r} overlaps argument {names[j]!r} (views of one buffer); "
+                    "the kernel would read what it already overwrote — pass separate arrays (e.g. a copy)"
+                )
 
 
 def scalar_slot(value: Any, *, name: str) -> int:
@@ -65,6 +88,8 @@ def scalar_slot(value: Any, *, name: str) -> int:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (int, np.integer)):
+        if not -(2**63) <= int(value) < 2**63:
+            raise ArgumentError(f"argument {name!r}: {int(value)} does not fit a 64-bit integer slot")
         return int(value)
     if isinstance(value, (float, np.floating)):
         return struct.unpack("<q", struct.pack("<d", float(value)))[0]
@@ -72,12 +97,24 @@ def scalar_slot(value: Any, *, name: str) -> int:
 
 
 def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
-    """Tensors first (in order), then scalars — the kernel ABI's argument order."""
-    outputs = outputs or set()
-    tensors, scalars = [], []
+    """Tensors first (in order), then scalars — the kernel ABI's argument order. Tensors not in
+    ``outputs`` are inputs: read-only to the kernel."""
+    if outputs is not None and not isinstance(outputs, (set, frozenset, list, tuple)):
+        raise ArgumentError(f"outputs= must be a set of argument indices, got {outputs!r}")
+    outputs = set(outputs or ())
+    bad = sorted((i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args)), key=repr)
+    if bad:
+        raise ArgumentError(f"outputs= names argument(s) {bad}, but there are {len(args)} arguments")
+    tensors, scalars, names, outs = [], [], [], set()
     for i, a in enumerate(args):
         if isinstance(a, (int, float, np.number, bool)):
+            if i in outputs:
+                raise ArgumentError(f"outputs= names argument #{i}, a scalar; only tensors can be outputs")
             scalars.append(scalar_slot(a, name=f"#{i}"))
         else:
+            if i in outputs:
+                outs.add(len(tensors))
             tensors.append(as_array(a, name=f"#{i}", output=i in outputs))
-    return Marshalled(tensors, scalars)
+            names.append(f"#{i}")
+    check_no_overlap(tensors, names, outs)
+    return Marshalled(tensors, scalars, names, sorted(outs))

@@ -92,7 +92,12 @@ def _value(e: Expr, env: _Env) -> Any:
     if isinstance(e, Var) and e.name in env.scalars:
         return env.scalars[e.name]
     if isinstance(e, BinOp):
-        return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
+        try:
+            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
+        except ZeroDivisionError:
+            raise CompileError(
+                f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
+            ) from None
     if isinstance(e, UnaryOp):
         v = _value(e.operand, env)
         return (not v) if e.op == "not" else -v

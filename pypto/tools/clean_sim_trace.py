@@ -125,7 +125,14 @@ def _write_metrics(api: bytes, out: Path, raw: bool) -> Path:
         doc = json.loads(api)
     except ValueError as e:
         raise CleanError(f"the API_INSTR block is not valid JSON: {e}") from None
-    target.write_text(json.dumps(reshape_metrics(doc), indent=1))
+    try:
+        metrics = reshape_metrics(doc)
+    except (AttributeError, TypeError, KeyError, IndexError) as e:  # JSON, but not the block's layout
+        raise CleanError(
+            f"the API_INSTR block is not an instruction table ({type(e).__name__}: {e}); "
+            "pass --raw-metrics to copy it unchanged"
+        ) from None
+    target.write_text(json.dumps(metrics, indent=1))
     return target
 
 

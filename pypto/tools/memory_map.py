@@ -52,7 +52,8 @@ def build_page(dump: Path, platform: str = "a2a3sim") -> tuple[str, dict]:
 
     try:
         program = parse_file(dump)
-    except PyptoError as e:
+        lines = dump.read_text().splitlines()
+    except (PyptoError, UnicodeDecodeError) as e:  # not a program, or not even UTF-8 text
         raise MapError(f"cannot read {dump} as a pypto program: {e}") from None
     try:
         maps = map_program(program)
@@ -64,7 +65,7 @@ def build_page(dump: Path, platform: str = "a2a3sim") -> tuple[str, dict]:
         ) from None
     data = to_json(maps, _capacities(platform))
     data.update(program=program.name, source=str(dump), platform=platform)
-    data["lines"] = dump.read_text().splitlines()
+    data["lines"] = lines
     return render_page(data), data
 
 

@@ -47,7 +47,7 @@ def test_tile_outside_its_memory_space(fixture_kernel):
         match=r"TLOAD: operand 'dst' fp32\[256, 256\] at Vec \[0, 262144\) "
         r"lies outside Vec \(capacity 188416 B\)",
     ):
-        run_kernel_file(fixture_kernel("isa_probe"), [big, big, big, 0, 0, 0.0, 0], outputs={2})
+        run_kernel_file(fixture_kernel("isa_probe"), [big, big, big.copy(), 0, 0, 0.0, 0], outputs={2})
 
 
 def test_dtype_mismatch_between_tensor_and_tile(fixture_kernel):

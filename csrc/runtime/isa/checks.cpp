@@ -1,5 +1,7 @@
 #include "runtime/isa/checks.hpp"
 
+#include <atomic>
+
 #include "runtime/isa/dtype.hpp"
 
 namespace pypto::isa {
@@ -23,8 +25,30 @@ Access GmWindow::access(bool write) const {
           stride_bytes, write};
 }
 
+namespace {
+
+// a + b for the text of an error message: saturates instead of wrapping.
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+// The crash breadcrumb: the instruction being executed and its kernel line (see checks.hpp).
+std::atomic<const char*> g_last_op{""}, g_last_loc{""};
+
+}  // namespace
+
+void note_instruction(const char* op, const char* loc) {
+  g_last_op.store(op, std::memory_order_relaxed);
+  g_last_loc.store(loc, std::memory_order_relaxed);
+}
+
+const char* last_instruction_op() { return g_last_op.load(std::memory_order_relaxed); }
+const char* last_instruction_loc() { return g_last_loc.load(std::memory_order_relaxed); }
+
 TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces) {
   CoreContext& core = current_core();
+  note_instruction(op, core.loc);
   std::string who = std::string("operand '") + operand + "'";
   if (t == nullptr) fail(ErrorKind::kInternal, op, who + " is a null tile");
   if (t->mem <= PYPTO_GM || t->mem >= PYPTO_NUM_MEM || !(spaces & mem_bit(t->mem))) {
@@ -37,25 +61,52 @@ TileView check_tile(const pypto_tile* t, const char* op, const char* operand, un
     fail(ErrorKind::kShape, op, who + " has shape " + shape_text(t->rows, t->cols) +
                                     " with valid shape " + shape_text(t->valid_rows, t->valid_cols));
   }
-  int64_t esize = static_cast<int64_t>(dtype_size(t->dtype));
-  int64_t bytes = int64_t{t->rows} * t->cols * esize;
-  int64_t cap = core.capacity(t->mem);
-  if (t->addr < 0 || t->addr + bytes > cap) {
-    fail(ErrorKind::kMemorySpace,
-         op, who + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
-                 mem_name(t->mem) + " [" + std::to_string(t->addr) + ", " +
-                 std::to_string(t->addr + bytes) + ") lies outside " + mem_name(t->mem) +
-                 " (capacity " + std::to_string(cap) + " B)");
+  // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
+  // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
+  const int64_t esize = static_cast<int64_t>(dtype_size(t->dtype));
+  const int64_t cap = core.capacity(t->mem);
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(int64_t{t->rows} * t->cols, esize, &bytes)) bytes = INT64_MAX;
+  if (bytes > cap || t->addr < 0 || t->addr > cap - bytes) {
+    fail(ErrorKind::kMemorySpace, op,
+         who + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
+             mem_name(t->mem) + " [" + std::to_string(t->addr) + ", " +
+             std::to_string(sat_add(t->addr, bytes)) + ") lies outside " + mem_name(t->mem) +
+             " (capacity " + std::to_string(cap) + " B)");
   }
-  if (t->addr % core.platform.alignment_bytes != 0) {
-    fail(ErrorKind::kMemorySpace, op, who + " address " + std::to_string(t->addr) + " in " +
-                                          mem_name(t->mem) + " is not " +
-                                          std::to_string(core.platform.alignment_bytes) +
-                                          "-byte aligned");
+  const int64_t align = core.platform.alignment_bytes;
+  if (align > 1 && t->addr % align != 0) {
+    fail(ErrorKind::kMemorySpace, op,
+         who + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
+             std::to_string(align) + "-byte aligned");
   }
   return {core.space_data(t->mem) + t->addr, esize, t->rows, t->cols, t->valid_rows,
           t->valid_cols, t->dtype, t->mem, t->addr};
 }
+
+namespace {
+
+// A descriptor the runtime did not build can claim anything: refuse what cannot be a real
+// array before any address arithmetic uses it.
+void check_descriptor(const pypto_tensor* t, int64_t rows, int64_t cols, int64_t row_stride,
+                      int64_t esize, const char* op) {
+  if (rows < 0 || cols < 0 || row_stride < 0) {
+    fail(ErrorKind::kShape, op,
+         "GM tensor has shape " + shape_text(rows, cols) + " and row stride " +
+             std::to_string(row_stride) + "; negative sizes and strides are invalid");
+  }
+  int64_t span = 0;
+  if (rows > 0 &&
+      (__builtin_mul_overflow(rows - 1, row_stride, &span) ||
+       __builtin_add_overflow(span, cols, &span) || __builtin_mul_overflow(span, esize, &span))) {
+    fail(ErrorKind::kShape, op,
+         "GM tensor of shape " + shape_text(rows, cols) + " and row stride " +
+             std::to_string(row_stride) + " spans more bytes than an address holds");
+  }
+  (void)t;
+}
+
+}  // namespace
 
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op) {
@@ -72,14 +123,31 @@ GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const T
                                     " (transfers do not convert; use TCVT)");
   }
   if (col_stride != 1) fail(ErrorKind::kShape, op, "GM tensor's innermost stride must be 1");
-  if (row0 < 0 || col0 < 0 || row0 + tile.valid_rows > rows || col0 + tile.valid_cols > cols) {
-    fail(ErrorKind::kOutOfBounds,
-         op, "GM window rows [" + std::to_string(row0) + ", " + std::to_string(row0 + tile.valid_rows) +
-                 ") x cols [" + std::to_string(col0) + ", " + std::to_string(col0 + tile.valid_cols) +
-                 ") is outside the tensor of shape " + shape_text(rows, cols));
+  check_descriptor(t, rows, cols, row_stride, tile.esize, op);
+  // rows, cols, valid_rows, valid_cols >= 0: the subtractions cannot wrap.
+  if (row0 < 0 || col0 < 0 || row0 > rows - tile.valid_rows || col0 > cols - tile.valid_cols) {
+    fail(ErrorKind::kOutOfBounds, op,
+         "GM window rows [" + std::to_string(row0) + ", " +
+             std::to_string(sat_add(row0, tile.valid_rows)) + ") x cols [" + std::to_string(col0) +
+             ", " + std::to_string(sat_add(col0, tile.valid_cols)) +
+             ") is outside the tensor of shape " + shape_text(rows, cols));
   }
   uint8_t* base = static_cast<uint8_t*>(t->data) + (row0 * row_stride + col0) * tile.esize;
   return {base, tile.valid_rows, tile.valid_cols * tile.esize, row_stride * tile.esize};
+}
+
+void check_writable(const pypto_tensor* t, const char* op) {
+  if (t == nullptr || (t->flags & (PYPTO_TENSOR_INPUT | PYPTO_TENSOR_READONLY)) == 0) return;
+  const std::string which = "tensor #" + std::to_string(t->index);
+  if (t->flags & PYPTO_TENSOR_INPUT) {
+    fail(ErrorKind::kReadOnly, op,
+         "writes into " + which +
+             ", an input of the kernel; inputs are read-only (declare the parameter "
+             "pl.Out/pl.InOut, or list it in outputs=)");
+  }
+  fail(ErrorKind::kReadOnly, op,
+       "writes into " + which +
+           ", whose memory is read-only (a read-only array or memory map); pass a writable array");
 }
 
 void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what) {

@@ -41,10 +41,18 @@ constexpr unsigned mem_bit(int mem) { return 1u << mem; }
 TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces);
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op);
+// Refuses a TSTORE / atomic add into a tensor flagged input or read-only (abi.h).
+void check_writable(const pypto_tensor* t, const char* op);
 void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what);
 void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
                             const char* what);
 std::string shape_text(int64_t rows, int64_t cols);
+
+// The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
+// globals so a fatal-signal handler can report where a native fault happened.
+void note_instruction(const char* op, const char* loc);
+const char* last_instruction_op();
+const char* last_instruction_loc();
 
 // Issues an op instruction on the current core's timing model; `op` says what the cost
 // model prices.

@@ -27,6 +27,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
     fail(ErrorKind::kDType, op, std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
+  check_writable(dst, op);
   std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
   for (int64_t r = 0; r < w.rows; ++r) {
     vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols), PYPTO_ROUND_RINT);

@@ -8,6 +8,7 @@ namespace {
 
 void issue_sync(InstrKind kind, int pipe, const char* name, int src, int dst, int id) {
   CoreContext& core = current_core();
+  note_instruction(name, core.loc);
   Instr in;
   in.kind = kind;
   in.pipe = pipe;
@@ -37,6 +38,11 @@ extern "C" void pypto_pipe_barrier(int32_t pipe) {
     fail(ErrorKind::kFlag, "PIPE_BARRIER", "unknown pipe " + std::to_string(pipe));
   }
   issue_sync(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0);
+}
+
+extern "C" void pypto_zero_division(const char* op) {
+  fail(ErrorKind::kZeroDivision, "SCALAR",
+       std::string("`") + (op ? op : "//") + "` by zero (the divisor evaluated to 0)");
 }
 
 extern "C" int64_t pypto_block_idx(void) { return current_core().block_idx; }

@@ -89,6 +89,7 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
   }
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   GmWindow w = check_window(dst, row0, col0, s, op);
+  check_writable(dst, op);
   if (atomic_add && !atomic_dtype(s.dtype)) {
     fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
   }

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define PYPTO_ABI_VERSION 1
+#define PYPTO_ABI_VERSION 2
 #define PYPTO_MAX_DIMS 4
 
 // Element types (values are stable: they cross the Python boundary).
@@ -52,7 +52,15 @@ typedef struct pypto_tensor {
   int32_t ndim;
   int64_t shape[PYPTO_MAX_DIMS];
   int64_t strides[PYPTO_MAX_DIMS];  // in elements
+  int32_t flags;  // pypto_tensor_flags: how the kernel may use the tensor
+  int32_t index;  // position in the launch's tensor list (names it in errors); -1 unknown
 } pypto_tensor;
+
+// A tensor with either flag is read-only to the kernel: TSTORE into it is refused.
+enum pypto_tensor_flags {
+  PYPTO_TENSOR_INPUT = 1,     // declared an input (not pl.Out/pl.InOut, not in outputs=)
+  PYPTO_TENSOR_READONLY = 2,  // the caller's memory itself is read-only (flags, memmap)
+};
 
 // A tile: an address + shape + dtype in one on-chip space. Storage is row-major with a row
 // pitch of `cols` elements; ops act on the valid region [valid_rows, valid_cols].
@@ -117,6 +125,9 @@ void pypto_place_regions(const pypto_region* regions, int32_t n, int64_t* base_o
 // Slot `index` of a slotted buffer at `base`; an index outside [0, slots) throws naming `name`.
 int64_t pypto_slot_address(int64_t base, int64_t index, int32_t slots, int64_t slot_bytes,
                            const char* name);
+
+// Integer // and % by zero in kernel scalar code: throws naming `op` and the current line.
+void pypto_zero_division(const char* op);
 
 // Multi-core launches: which block this core runs, out of how many.
 int64_t pypto_block_idx(void);

@@ -173,10 +173,26 @@ inline int64_t slot_address(int64_t base, int64_t index, int32_t slots, int64_t 
 }
 
 // ---- scalar helpers: Python's // and % (floor semantics) for generated index arithmetic --
-inline int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-inline int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
-inline double floordiv(double a, double b) { return __builtin_floor(a / b); }
-inline double floormod(double a, double b) { return a - __builtin_floor(a / b) * b; }
+// A zero divisor raises KernelZeroDivisionError at the current line (as Python would), and
+// INT64_MIN // -1 wraps as numpy's int64 does instead of trapping.
+inline int64_t floordiv(int64_t a, int64_t b) {
+  if (b == 0) pypto_zero_division("//");
+  if (b == -1) return static_cast<int64_t>(0ull - static_cast<uint64_t>(a));
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+inline int64_t floormod(int64_t a, int64_t b) {
+  if (b == 0) pypto_zero_division("%");
+  if (b == -1) return 0;
+  return a - floordiv(a, b) * b;
+}
+inline double floordiv(double a, double b) {
+  if (b == 0) pypto_zero_division("//");
+  return __builtin_floor(a / b);
+}
+inline double floormod(double a, double b) {
+  if (b == 0) pypto_zero_division("%");
+  return a - __builtin_floor(a / b) * b;
+}
 
 // ---- synchronisation and launch -------------------------------------------------------
 inline void set_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_set_flag(src, dst, event_id); }

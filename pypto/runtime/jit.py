@@ -128,6 +128,7 @@ class CompiledProgram:
         if trace:  # records are kept only then: recording off costs nothing
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
+            report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
         return report
 
     @functools.cached_property

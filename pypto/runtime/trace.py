@@ -256,7 +256,7 @@ def container(cores: list[CoreRecords], clock_hz: float, repeat_bytes: int = 256
     return b"".join(blocks), trace
 
 
-def _launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
+def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     """Blocks of one launch are consecutive task reports with the same kernel and start."""
     groups: list[list[TaskReport]] = []
     for t in tasks:
@@ -299,7 +299,7 @@ def write_traces(
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
-    for n, group in enumerate(_launches(report.tasks)):
+    for n, group in enumerate(launches(report.tasks)):
         cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in group if t.trace]
         data, trace = container(cores, report.clock_hz, int(plat.vector_repeat_bytes))
         sim = _opprof_dir(root, group[0].name, stamp, n)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto import _native, knobs
+from pypto import _native, knobs, logs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.errors import KernelLoadError
@@ -157,11 +157,15 @@ def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[in
     return names, outs, tensors
 
 
-def _output_dir(name: str, key: tuple, config: RunConfig) -> Path:
+def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     if config.output_dir is not None:
         return Path(config.output_dir).resolve()  # ninja runs in another folder
-    digest = hashlib.sha256(repr((name, key)).encode()).hexdigest()[:16]
-    return knobs.cache_dir() / "programs" / f"{name}-{digest}"
+    # Where the kernel is defined is part of the folder's name: two files' kernels of one name
+    # never share a folder (nor its report/perf_hints.log).
+    code = getattr(getattr(jf, "fn", None), "__code__", None)
+    origin = (code.co_filename, code.co_firstlineno) if code is not None else None
+    digest = hashlib.sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
+    return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
@@ -221,7 +225,8 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if compiled is not None:
         compiled.refresh_external()
         return compiled
-    out = _output_dir(jf.name, key, config)
+    logs.configure()
+    out = _output_dir(jf, key, config)
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
     incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]

@@ -212,11 +212,21 @@ def to_dict(report: RunReport) -> dict[str, Any]:
         "instructions": report.instructions,
         "pipe_busy": {p: report.pipe_busy.get(p, 0) for p in PIPES},
         "cores": [
-            {"core": c.name, "core_kind": c.kind, "tasks": c.tasks, "busy": c.busy, "utilisation": c.utilisation}
+            {
+                "core": c.name,
+                "core_kind": c.kind,
+                "tasks": c.tasks,
+                "busy": c.busy,
+                "utilisation": c.utilisation,
+            }
             for c in per_core(report)
         ],
         "core_kinds": {
-            k: {"cores_used": u.cores_used, "cores_available": u.cores_available, "utilisation": u.utilisation}
+            k: {
+                "cores_used": u.cores_used,
+                "cores_available": u.cores_available,
+                "utilisation": u.utilisation,
+            }
             for k, u in per_kind(report).items()
         },
         "bound": None
@@ -234,8 +244,17 @@ def from_dict(data: dict[str, Any]) -> RunReport:
         raise ValueError(f"not a pypto run report of schema {SCHEMA}: schema {data.get('schema')!r}")
     tasks = [
         TaskReport(
-            t["kernel"], int(t["core_index"]), int(t["start"]), int(t["end"]), dict(t["pipe_busy"]),
-            int(t["instructions"]), list(t["hazards"]), None, t["core_kind"], t.get("cluster"), t.get("trace"),
+            t["kernel"],
+            int(t["core_index"]),
+            int(t["start"]),
+            int(t["end"]),
+            dict(t["pipe_busy"]),
+            int(t["instructions"]),
+            list(t["hazards"]),
+            None,
+            t["core_kind"],
+            t.get("cluster"),
+            t.get("trace"),
         )  # fmt: skip
         for t in data["tasks"]
     ]

@@ -61,7 +61,13 @@ def test_gemm_task_table_longest_first(gemm_report: RunReport):
     text = str(gemm_report)
     assert "tasks, longest first (8 of 24):" in text
     first = text.split("longest first")[1].splitlines()[2].split()
-    assert first == [rows[0]["core"], str(rows[0]["start"]), str(rows[0]["end"]), str(cycles[0]), "gemm_block"]
+    assert first == [
+        rows[0]["core"],
+        str(rows[0]["start"]),
+        str(rows[0]["end"]),
+        str(cycles[0]),
+        "gemm_block",
+    ]
 
 
 def test_gemm_json_round_trips(gemm_report: RunReport, tmp_path: Path):

@@ -15,6 +15,7 @@ from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
 from pypto.language.markers import LoopMarker, Namespace, ScopeMarker, YieldMarker, op_markers
+from pypto.tune.autotune import autotune
 
 range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
 parallel = LoopMarker(_ForKind.parallel)
@@ -60,6 +61,7 @@ __all__ = [
     "KernelFunction",
     "function",
     "jit",
+    "autotune",
     "program",
     "range",
     "parallel",

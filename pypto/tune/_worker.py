@@ -3,17 +3,19 @@
 The task travels as bytes: the kernel factory, the point, the arguments, the base RunConfig
 and the optional check, pickled by value (cloudpickle when installed) so a factory written
 in a script, a notebook or a test module runs on a worker that cannot import it. The kernel
-parser reads a kernel's source text, which pickling by value drops (cloudpickle renames the
-code's file), so the task carries the factory's file text and the worker puts it back.
+parser reads a kernel's source text: code objects travel whole (``marshal``, keeping their
+file names, which cloudpickle would rename) and the text of every file they name travels
+with them, handed to ``linecache`` on a worker that lacks the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
+import io
 import linecache
 import logging
+import marshal
 import pickle
 import sys
 import time
@@ -33,17 +35,6 @@ class Task:
     config: Any  # RunConfig
     check: Callable[..., Any] | None
     folder: str  # where this point compiles (each point its own output_dir)
-    sources: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # qualname: (file, text)
-
-    def __post_init__(self) -> None:
-        for fn in (self.factory, self.check, self.args):
-            code = getattr(fn, "__code__", None)
-            if code is not None and fn.__qualname__ not in self.sources:
-                try:
-                    file = inspect.getsourcefile(fn) or code.co_filename
-                    self.sources[fn.__qualname__] = (file, "".join(linecache.getlines(file)))
-                except TypeError:
-                    pass
 
 
 def config_fields() -> frozenset[str]:
@@ -62,23 +53,37 @@ def dumps(task: Task) -> bytes:
     try:
         import cloudpickle
     except ImportError:
-        return pickle.dumps(task)
+        return pickle.dumps((pickle.dumps(task), {}))
+    files: set[str] = set()
+
+    class _Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.CodeType):
+                files.add(obj.co_filename)
+                return marshal.loads, (marshal.dumps(obj),)
+            return super().reducer_override(obj)
+
     module = sys.modules.get(getattr(task.factory, "__module__", "") or "")
     by_value = module is not None and module.__name__.split(".")[0] not in ("pypto", "__main__")
     if by_value:
         cloudpickle.register_pickle_by_value(module)
     try:
-        return cloudpickle.dumps(task)
+        buffer = io.BytesIO()
+        _Pickler(buffer).dump(task)
     finally:
         if by_value:
             cloudpickle.unregister_pickle_by_value(module)
+    texts = {f: "".join(linecache.getlines(f)) for f in sorted(files) if f.endswith(".py")}
+    return pickle.dumps((buffer.getvalue(), texts))
 
 
 def evaluate(payload: bytes) -> dict[str, Any]:
     """Compiles and runs one point; its simulated cycles, or the error that stopped it."""
-    task: Task = pickle.loads(payload)
-    for fn in (task.factory, task.check, task.args):
-        _restore_source(fn, task.sources)
+    data, texts = pickle.loads(payload)
+    for file, text in texts.items():  # for the kernel parser, where the file is not on disk
+        if text and not Path(file).is_file() and file not in linecache.cache:
+            linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)
+    task: Task = pickle.loads(data)
     fields = config_fields()
     run_fields = {k: v for k, v in task.point.items() if k in fields}
     kernel_params = {k: v for k, v in task.point.items() if k not in fields}
@@ -110,21 +115,3 @@ def _copied(args: tuple) -> tuple:
     """Fresh output buffers per point when running in this process (arrays are written)."""
     return tuple(a.copy() if hasattr(a, "copy") and hasattr(a, "shape") else a for a in args)
 
-
-def _refiled(code: types.CodeType, file: str) -> types.CodeType:
-    consts = tuple(_refiled(c, file) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=file, co_consts=consts)
-
-
-def _restore_source(fn: Any, sources: dict[str, tuple[str, str]]) -> None:
-    """Gives a function unpickled by value its file name back, and that file's text to
-    linecache (so the kernel parser finds the source even where the file does not exist)."""
-    code = getattr(fn, "__code__", None)
-    entry = sources.get(getattr(fn, "__qualname__", ""))
-    if code is None or entry is None:
-        return
-    file, text = entry
-    if code.co_filename != file:
-        fn.__code__ = _refiled(code, file)
-    if text and file not in linecache.cache:
-        linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)

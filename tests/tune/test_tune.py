@@ -4,7 +4,11 @@ keeps the pick on disk."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import pickle
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +21,8 @@ import tune_kernels as tk  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto.passes import MemoryPlanner  # noqa: E402
-from pypto.tune import sweep  # noqa: E402
+from pypto.runtime import RunConfig  # noqa: E402
+from pypto.tune import _worker, sweep  # noqa: E402
 
 SPACE = {"rows": [32, 64, 512], "depth": [1, 2]}  # 512 rows x 512 B = 256 KiB: no fit in Vec
 
@@ -118,3 +123,30 @@ def test_autotune_picks_per_key_and_keeps_the_pick_on_disk(tmp_path: Path):
         again(half, np.zeros_like(half))  # ROWS is fixed at 512: every config reads out of bounds
     with pytest.raises(ValueError, match=r"key names \['b'\] are not parameters"):
         pl.autotune(configs=configs, key=["b"])(tk.exp_kernel)(a, out)
+
+
+def test_a_task_runs_on_a_worker_that_lacks_the_factorys_file(tmp_path: Path):
+    src = tmp_path / "only_here.py"
+    src.write_text(Path(tk.__file__).read_text())
+    spec = importlib.util.spec_from_file_location("only_here", src)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["only_here"] = module
+    try:
+        spec.loader.exec_module(module)
+        a = module.seed_input()
+        folder = str(tmp_path / "point")
+        task = _worker.Task(module.exp_kernel, {"rows": 64, "depth": 2}, (a, np.zeros_like(a)), RunConfig(),
+                            module.check, folder)  # fmt: skip
+        (tmp_path / "task.bin").write_bytes(_worker.dumps(task))
+    finally:
+        del sys.modules["only_here"]
+    src.unlink()  # the worker below sees neither the file nor the module
+    code = (
+        "import pickle, sys\nfrom pypto.tune import _worker\n"
+        f"print(pickle.dumps(_worker.evaluate(open({str(tmp_path / 'task.bin')!r}, 'rb').read())).hex())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    row = pickle.loads(bytes.fromhex(done.stdout.strip().splitlines()[-1]))
+    assert row["error"] is None and row["cycles"] == _measured(64, 2)

@@ -51,11 +51,12 @@ _API_DTYPES = {
 }
 _OP = (
     '{"name":%s,"ph":"X","pid":"%s","tid":"%s","ts":%r,"dur":%r,'
-    '"args":{"instr":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d,"bytes":%d,"addr":%d}}'
+    '"args":{"instr":%s,"source_line":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d,"bytes":%d,'
+    '"addr":%d}}'
 )
 _SYNC = (
     '{"name":"%s","ph":"X","pid":"%s","tid":"%s","ts":%r,"dur":%r,'
-    '"args":{"detail":"%s","source":%s,"index":%d,"pc_addr":"%s","cycles":%d}}'
+    '"args":{"detail":"%s","source_line":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d}}'
 )
 
 
@@ -148,9 +149,9 @@ def _events(core: CoreRecords, sites: Sites, us_per_cycle: float) -> list[str]:
         cycles, core.col("bytes").tolist(), core.col("addr").tolist(), _details(core),
     )  # fmt: skip
     return [
-        _OP % (jstr[n], pid, lanes[p], t, d, jstr[n], jstr[s], i, pcs[pc], cy, b, a)
+        _OP % (jstr[n], pid, lanes[p], t, d, jstr[n], jstr[s], jstr[s], i, pcs[pc], cy, b, a)
         if k == 0
-        else _SYNC % (sync[k], pid, lanes[p], t, d, det, jstr[s], i, pcs[pc], cy)
+        else _SYNC % (sync[k], pid, lanes[p], t, d, det, jstr[s], jstr[s], i, pcs[pc], cy)
         for k, p, t, d, n, s, i, pc, cy, b, a, det in rows
     ]
 

@@ -109,6 +109,8 @@ def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
     per_core: dict[str, list[dict[str, Any]]] = {c: [] for c in cores}
     for entry in api.get("Instructions", []):
         fields = [(k.lower().replace(" ", "_"), v) for k, v in entry.items()]
+        if "AscendC Inner Code" in entry:  # the Python source line, under the name every output uses
+            fields.append(("source_line", entry["AscendC Inner Code"]))
         for i, core in enumerate(cores):
             per_core[core].append(
                 {k: v[i] if isinstance(v, list) and len(v) == len(cores) else v for k, v in fields}

@@ -203,10 +203,13 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
         flag = _flag_of(args["detail"]) if kind in (1, 2) else None
         model.core(core)
+        end = start + int(args.get("cycles", round(e["dur"] * per_us)))
+        line = str(args.get("source_line", args.get("source", "")))
         model.rows[core].append(
-            Row(kind, PIPES.index(e["tid"]), start, start + int(args.get("cycles", round(e["dur"] * per_us))),
-                str(e["name"]), str(args.get("source", "")), int(args.get("bytes", 0)), flag)
-        )  # fmt: skip
+            Row(
+                kind, PIPES.index(e["tid"]), start, end, str(e["name"]), line, int(args.get("bytes", 0)), flag
+            )
+        )
     if offsets is None:
         model.cycles = max((r.end for rows in model.rows.values() for r in rows), default=0)
 

@@ -114,4 +114,3 @@ def evaluate(payload: bytes) -> dict[str, Any]:
 def _copied(args: tuple) -> tuple:
     """Fresh output buffers per point when running in this process (arrays are written)."""
     return tuple(a.copy() if hasattr(a, "copy") and hasattr(a, "shape") else a for a in args)
-

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ class RunConfig:
     trace: bool = False
     platform_overrides: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None  # shuffles the order atomic adds land in (reduction-order studies)
+    timeline: bool = False  # with trace: write <output_dir>/report/timeline.html after each run
 
     def __post_init__(self) -> None:
         if self.platform not in platforms.names():
@@ -74,3 +76,17 @@ class RunConfig:
             str(self.output_dir) if self.output_dir else None,
             tuple(sorted(self.platform_overrides.items())),
         )
+
+
+_GENERATED_INIT = RunConfig.__init__
+
+
+@functools.wraps(_GENERATED_INIT)
+def _init_with_upstream_options(self: RunConfig, *args: Any, **kwargs: Any) -> None:
+    """Upstream PyPTO's options are accepted too (``pypto.runtime.upstream_options``)."""
+    from pypto.runtime.upstream_options import translate
+
+    _GENERATED_INIT(self, *args, **translate(kwargs))
+
+
+RunConfig.__init__ = _init_with_upstream_options  # type: ignore[method-assign]

@@ -29,6 +29,7 @@ from pypto.passes.pipeline import run_passes
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import code_of
+from pypto.runtime.entry import save as save_compiled
 from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
 from pypto.runtime.plan import Plan, Task, plan_orchestration
 from pypto.runtime.report import RunReport, scheduled_report
@@ -53,6 +54,26 @@ class CompiledProgram:
     tensor_params: list[int] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     external: list[KernelSource] = field(default_factory=list)
+    fixed_signature: bool = False  # a @pl.program: arguments are checked against its types
+
+    @classmethod
+    def from_dir(cls, output_dir: str | Path) -> CompiledProgram:
+        """The compiled program kept in a compile's ``output_dir`` (kernels rebuilt if needed)."""
+        from pypto.runtime.entry import from_dir
+
+        return from_dir(output_dir)
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
+        ``config`` may only repeat the compile's (upstream passes it on every call)."""
+        if config is not None and config.compile_key()[:3] != self.config.compile_key()[:3]:
+            raise ValueError("a compiled program runs with the config it was compiled with; compile again")
+        args = self.positional(args, kwargs)
+        self.last_report = self.report(self.execute(args, self.config.trace), self.config.trace)
+        outs = self.returned
+        if len(outs) == 1:
+            return args[outs[0]]
+        return tuple(args[i] for i in outs) if outs else None
 
     @property
     def tasks(self) -> list[Task]:
@@ -94,6 +115,10 @@ class CompiledProgram:
 
     def execute(self, args: tuple, trace: bool) -> list[dict[str, Any]]:
         """Runs the plan; the native per-task results, for ``report``."""
+        if self.fixed_signature:
+            from pypto.runtime.entry import check_signature
+
+            check_signature(self.program, args)
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
@@ -129,6 +154,8 @@ class CompiledProgram:
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
             report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
+            if self.config.timeline:
+                report.timeline_html(self.output_dir / "report" / "timeline.html")
         return report
 
     @functools.cached_property
@@ -163,7 +190,7 @@ def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     # Where the kernel is defined is part of the folder's name: two files' kernels of one name
     # never share a folder (nor its report/perf_hints.log).
     code = getattr(getattr(jf, "fn", None), "__code__", None)
-    origin = (code.co_filename, code.co_firstlineno) if code is not None else None
+    origin = (code.co_filename, code.co_firstlineno) if code is not None else getattr(jf, "origin", None)
     digest = hashlib.sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
     return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
 
@@ -257,6 +284,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         sink.lines(),
         external,
     )
+    save_compiled(compiled, scalar_args)  # what CompiledProgram.from_dir reads back
     cache[key] = compiled
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
     return compiled

@@ -11,7 +11,7 @@ cycles and bytes, a click opens the source line (the Python files are embedded).
 
 Inputs: a ``RunReport`` with instruction records; a traced run's ``output_dir`` (it holds
 ``report/run.json``, the run's tasks and the trace file of each launch); that ``run.json``;
-or one launch's ``trace.json`` (times from the launch's start).
+or one launch's ``trace.json`` or cleaned ``trace.clean.json`` (times from the launch's start).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Model:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     rows: dict[str, list[Row]] = field(default_factory=lambda: defaultdict(list))
     bound: str = ""
+    arrows: list[tuple[Row, Row]] = field(default_factory=list)  # flows a trace drew itself
 
     def core(self, name: str) -> int:
         if name not in self.cores:
@@ -75,16 +76,19 @@ class Model:
             return strings.setdefault(text, len(strings))
 
         events, flows, lanes = [], [], []
+        where: dict[int, int] = {}
         for ci, core in enumerate(self.cores):
             rows = sorted(self.rows.get(core, []), key=lambda r: (r.pipe, r.start, r.end))
             used = sorted({r.pipe for r in rows})
             lanes.append([PIPES[p] for p in used])
             first = len(events)
             for r in rows:
+                where[id(r)] = len(events)
                 events.append(
                     [ci, used.index(r.pipe), r.start, r.end, sid(r.name), sid(r.source), r.nbytes, r.kind]
                 )
             flows += [[first + a, first + b] for a, b in _flag_pairs(rows)]
+        flows += [[where[id(a)], where[id(b)]] for a, b in self.arrows if id(a) in where and id(b) in where]
         return {
             "title": self.title,
             "platform": self.platform,
@@ -183,35 +187,72 @@ def _flag_of(detail: str) -> tuple[int, int, int] | None:
         return None
 
 
+def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
+    """Process and lane names from the metadata events (``MTE2 · load`` and ``MTE2#1`` are MTE2)."""
+    procs, lanes = {}, {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            procs[e["pid"]] = str(e["args"]["name"])
+        elif e.get("ph") == "M" and e.get("name") == "thread_name":
+            lanes[(e["pid"], e.get("tid"))] = str(e["args"]["name"]).split(" ")[0].split("#")[0]
+    return procs, lanes
+
+
+def _clock(doc: dict[str, Any], fallback: float) -> float:
+    other = doc.get("otherData", {}) if isinstance(doc, dict) else {}
+    nested = other.get("source_otherData", {}) if isinstance(other, dict) else {}
+    return float(other.get("clock_hz") or nested.get("clock_hz") or fallback or 1e9)
+
+
 def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) -> None:
-    """Adds the instructions of one launch's ``trace.json`` (offsets: per core, its task's start)."""
+    """Adds the instructions of one launch's trace (``trace.json``, or the cleaned
+    ``trace.clean.json`` with its arrows); offsets: per core, its task's start."""
     try:
         doc = json.loads(path.read_text())
         events = doc["traceEvents"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise TimelineError(f"{path}: not a pypto trace.json ({e})") from None
-    clock = float(doc.get("otherData", {}).get("clock_hz") or model.clock_hz or 1e9)
+        raise TimelineError(f"{path}: not a pypto trace ({e})") from None
+    clock = _clock(doc, model.clock_hz)
     model.clock_hz = model.clock_hz or clock
     per_us = clock / 1e6
+    procs, lanes = _names(events)
+    placed: dict[tuple[str, int], list[Row]] = defaultdict(list)
     for e in events:
-        if e.get("ph") != "X" or e.get("tid") not in PIPES:
+        pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
+        if e.get("ph") != "X" or pipe not in PIPES:
             continue
-        core = _core_name(str(e["pid"]))
+        core = _core_name(procs.get(e["pid"], str(e["pid"])))
         base = (offsets or {}).get(core, 0)
         args = e.get("args", {})
         start = base + round(e["ts"] * per_us)
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
         flag = _flag_of(args["detail"]) if kind in (1, 2) else None
-        model.core(core)
         end = start + int(args.get("cycles", round(e["dur"] * per_us)))
         line = str(args.get("source_line", args.get("source", "")))
-        model.rows[core].append(
-            Row(
-                kind, PIPES.index(e["tid"]), start, end, str(e["name"]), line, int(args.get("bytes", 0)), flag
-            )
-        )
+        row = Row(kind, PIPES.index(pipe), start, end, str(e["name"]), line, int(args.get("bytes", 0)), flag)
+        model.core(core)
+        model.rows[core].append(row)
+        placed[(core, row.pipe)].append(row)
+    _read_arrows(events, procs, lanes, placed, per_us, offsets or {}, model)
     if offsets is None:
         model.cycles = max((r.end for rows in model.rows.values() for r in rows), default=0)
+
+
+def _read_arrows(events, procs, lanes, placed, per_us, offsets, model) -> None:
+    """Flow events (``ph`` s/f, one id per arrow) become arrows between the slices they touch."""
+    ends: dict[Any, dict[str, Row]] = defaultdict(dict)
+    for e in events:
+        if e.get("ph") not in ("s", "f"):
+            continue
+        pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
+        core = _core_name(procs.get(e.get("pid"), str(e.get("pid"))))
+        if pipe not in PIPES:
+            continue
+        t = offsets.get(core, 0) + e["ts"] * per_us
+        hit = [r for r in placed.get((core, PIPES.index(pipe)), []) if r.start - 1 <= t <= r.end + 1]
+        if hit:
+            ends[e.get("id")][e["ph"]] = hit[0]
+    model.arrows += [(pair["s"], pair["f"]) for pair in ends.values() if "s" in pair and "f" in pair]
 
 
 def model_of_run_json(path: Path) -> Model:
@@ -274,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows) "
         "of a traced run. Open it in any browser; no network needed.",
     )
-    p.add_argument("path", type=Path, help="a traced run's output_dir, its report/run.json, or a trace.json")
+    p.add_argument(
+        "path",
+        type=Path,
+        help="a traced run's output_dir, its report/run.json, a trace.json or a cleaned trace.clean.json",
+    )
     p.add_argument("-o", "--output", type=Path, default=Path("timeline.html"), help="HTML file to write")
     p.add_argument("--version", action="version", version=f"pypto {__version__}")
     args = p.parse_args(argv)

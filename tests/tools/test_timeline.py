@@ -155,3 +155,23 @@ def test_the_command_says_what_is_missing(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as stop:
         timeline.main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith("pypto 0.1.0")
+
+
+def test_a_cleaned_trace_draws_its_slices_and_arrows(tmp_path: Path):
+    from pypto.tools.clean_sim_trace import clean_file
+
+    report = _traced_pipelined(tmp_path / "build")
+    direct = _page_data(report.timeline_html(tmp_path / "direct.html"))
+    (bin_path,) = report.trace_paths
+    clean_file(Path(bin_path), tmp_path / "clean")
+    cleaned = json.loads((tmp_path / "clean" / "trace.clean.json").read_text())
+    data = _page_data(timeline.write_page(timeline.load_model(tmp_path / "clean" / "trace.clean.json"),
+                                          tmp_path / "clean.html"))  # fmt: skip
+
+    def resolved(page: dict, ops_only: bool) -> list:
+        s = page["strings"]
+        return sorted([*e[:4], s[e[4]], s[e[5]], *e[6:]] for e in page["events"] if not (ops_only and e[7]))
+
+    assert resolved(data, False) == resolved(direct, True)  # sync slices are arrows there: operations only
+    assert len(data["flows"]) == len(direct["flows"]) - cleaned["otherData"]["skipped_flags"] > 0
+    assert data["lanes"] == direct["lanes"] and data["cores"] == ["AIV0"]

@@ -20,11 +20,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pypto import knobs
+from pypto.errors import PyptoError
 from pypto.tune import _worker
 
 log = logging.getLogger(__name__)
@@ -181,7 +183,16 @@ def _execute(tasks: list[_worker.Task], executor: Executor | str | None, bar) ->
         futures: dict[Future, int] = {executor.submit(_worker.evaluate, p): i for i, p in enumerate(payloads)}
         out: list[dict[str, Any]] = [{} for _ in payloads]
         for fut in as_completed(futures):
-            out[futures[fut]] = fut.result()
+            try:
+                out[futures[fut]] = fut.result()
+            except BrokenProcessPool:
+                if owned is None:
+                    raise
+                raise PyptoError(
+                    "the sweep's worker processes could not start. Workers are spawned and import your "
+                    "__main__ module again: a script that calls sweep() at top level must do so under "
+                    "`if __name__ == '__main__':` (or pass executor='serial')"
+                ) from None
             if bar is not None:
                 bar.update(1)
         return out

@@ -150,3 +150,17 @@ def test_a_task_runs_on_a_worker_that_lacks_the_factorys_file(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     row = pickle.loads(bytes.fromhex(done.stdout.strip().splitlines()[-1]))
     assert row["error"] is None and row["cycles"] == _measured(64, 2)
+
+
+def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path: Path):
+    (tmp_path / "tune_kernels.py").write_text(Path(tk.__file__).read_text())
+    (tmp_path / "noguard.py").write_text(
+        "import numpy as np\nimport tune_kernels as tk\nfrom pypto.tune import sweep\n"
+        "a = tk.seed_input()\nsweep(tk.exp_kernel, {'rows': [64], 'depth': [1]}, (a, np.zeros_like(a)))\n"
+    )
+    env = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"}
+    done = subprocess.run([sys.executable, "noguard.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 1
+    assert "PyptoError: the sweep's worker processes could not start" in done.stderr
+    assert "if __name__ == '__main__':" in done.stderr

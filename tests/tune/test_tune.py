@@ -159,8 +159,8 @@ def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path: Path):
         "a = tk.seed_input()\nsweep(tk.exp_kernel, {'rows': [64], 'depth': [1]}, (a, np.zeros_like(a)))\n"
     )
     env = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"}
-    done = subprocess.run([sys.executable, "noguard.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    cmd = [sys.executable, "noguard.py"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "PyptoError: the sweep's worker processes could not start" in done.stderr
     assert "if __name__ == '__main__':" in done.stderr

@@ -150,6 +150,9 @@ class CompiledProgram:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
+        if len(report.tasks) == len(self.plan.tasks):  # one result per planned task, in order
+            for t, planned in zip(report.tasks, self.plan.tasks):
+                t.deps = planned.start_deps
         if trace:  # records are kept only then: recording off costs nothing
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)

@@ -93,6 +93,7 @@ class TaskReport:
     core_type: str = "AIV"  # the core kind: "AIC" (cube) or "AIV" (vector)
     cluster: int | None = None  # the AIC + 2 AIV group the core belongs to, when known
     trace_file: str | None = None  # the launch's visualize_data.bin, once written
+    deps: tuple[int, ...] = ()  # indices of the tasks it waited for before starting
 
     @property
     def core_name(self) -> str:

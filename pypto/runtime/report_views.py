@@ -184,6 +184,7 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
         "pipe_busy": dict(t.pipe_busy),
         "hazards": list(t.hazards),
         "trace": trace,
+        "deps": list(t.deps),
     }
 
 
@@ -255,7 +256,8 @@ def from_dict(data: dict[str, Any]) -> RunReport:
             t["core_kind"],
             t.get("cluster"),
             t.get("trace"),
-        )  # fmt: skip
+            tuple(t.get("deps", ())),
+        )
         for t in data["tasks"]
     ]
     return RunReport(

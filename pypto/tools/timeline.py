@@ -139,7 +139,9 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
     )
     for t in report.tasks:
         model.core(t.core_name)
-        model.tasks.append({"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end})
+        model.tasks.append(
+            {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
+        )
         if t.trace is None:
             continue
         raw = t.trace.raw

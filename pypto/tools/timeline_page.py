@@ -1,6 +1,7 @@
 """The timeline's HTML page: one self-contained file (inline CSS and JS, data as JSON).
 
-Layout, top to bottom: a cycle ruler; the task swimlane (one row per core, a bar per task);
+Layout, top to bottom: a cycle ruler; the task swimlane (one row per core, a bar per task,
+blue arrows from each task a task waited for);
 then per core a header and one lane per pipe it used, a box per instruction, and arrows from
 each ``set_flag`` to the ``wait_flag`` it released. Everything right of the labels is one
 canvas; the labels are DOM rows (``.lane`` with ``data-core``/``data-pipe``/``data-y``).
@@ -164,6 +165,7 @@ _JS = r"""
       if (box(X(e[2]), X(e[3]), r.y + inset, r.h - 2 * inset, fill)) drawn++;
     });
     flows();
+    taskFlows();
     if (selected >= 0) {
       const e = D.events[selected], r = rows[laneRow[e[0] + ':' + e[1]]];
       ctx.strokeStyle = '#000'; ctx.lineWidth = 2;
@@ -191,6 +193,19 @@ _JS = r"""
       ctx.fill();
     }
     document.body.dataset.flowsDrawn = String(n);
+  }
+
+  function taskFlows() {  // a task's dependencies: from each dep's end to the task's start
+    ctx.strokeStyle = 'rgba(40,60,160,.8)'; ctx.fillStyle = 'rgba(40,60,160,.8)';
+    let n = 0;
+    D.tasks.forEach(t => (t.deps || []).forEach(d => {
+      const from = D.tasks[d], a = rows[taskRow[from.core]], b = rows[taskRow[t.core]];
+      const x0 = X(from.end), x1 = X(t.start), y0 = a.y + a.h / 2, y1 = b.y + b.h / 2;
+      ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
+      ctx.beginPath(); ctx.arc(x1, y1, 2.5, 0, 2 * Math.PI); ctx.fill();
+      n++;
+    }));
+    document.body.dataset.taskFlowsDrawn = String(n);
   }
 
   function hit(px, py) {
@@ -300,6 +315,7 @@ _JS = r"""
   Object.assign(document.body.dataset, {
     rendered: 'true', cores: String(D.cores.length), tasks: String(D.tasks.length),
     events: String(D.events.length), flows: String(D.flows.length),
+    taskDeps: String(D.tasks.reduce((n, t) => n + (t.deps || []).length, 0)),
     lanes: String(rows.filter(r => r.kind === 'lane').length),
   });
   if (location.hash === '#selftest') selftest();

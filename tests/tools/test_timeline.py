@@ -175,3 +175,21 @@ def test_a_cleaned_trace_draws_its_slices_and_arrows(tmp_path: Path):
     assert resolved(data, False) == resolved(direct, True)  # sync slices are arrows there: operations only
     assert len(data["flows"]) == len(direct["flows"]) - cleaned["otherData"]["skipped_flags"] > 0
     assert data["lanes"] == direct["lanes"] and data["cores"] == ["AIV0"]
+
+
+def test_task_dependencies_are_arrows_in_the_swimlane(chromium, tmp_path: Path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+    import mixed_scope as ms
+
+    a = np.ones((ms.M, ms.K), np.float16)
+    b = np.ones((ms.K, ms.N), np.float16)
+    ms.scaled_matmul(a, b, np.zeros((ms.M, ms.N), np.float32), 0.5, config=RunConfig(trace=True))
+    report = ms.scaled_matmul.last_report
+    assert [t.deps for t in report.tasks] == [(), (0,), (), (2,), (0, 1, 2, 3)]  # "after" waits for all
+    assert RunReport.from_json(report.to_json()).tasks[4].deps == (0, 1, 2, 3)
+    page = report.timeline_html(tmp_path / "deps.html")
+    assert [t["deps"] for t in _page_data(page)["tasks"]] == [[], [0], [], [2], [0, 1, 2, 3]]
+    shown = chromium(page)
+    body = _body(shown.dom)
+    assert shown.console == [] and body["task-deps"] == "6" and body["task-flows-drawn"] == "6"
+    assert body["cores"] == "5" and body["tasks"] == "5"

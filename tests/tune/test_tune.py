@@ -164,3 +164,17 @@ def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path: Path):
     assert done.returncode == 1
     assert "PyptoError: the sweep's worker processes could not start" in done.stderr
     assert "if __name__ == '__main__':" in done.stderr
+
+
+def test_the_table_is_a_dataframe_with_pandas():
+    pandas = pytest.importorskip("pandas", reason="pandas is not installed")
+    result = sweep(tk.exp_kernel, {"rows": [64, 512], "depth": [2]}, _args(), executor="serial")
+    frame = result.table
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame.columns) == ["rows", "depth", "cycles", "time_us", "bound", "wall_s", "error"]
+    assert frame.loc[0, "cycles"] == result.rows[0]["cycles"] and frame["error"].isna().tolist() == [
+        True,
+        False,
+    ]
+    best = frame.loc[frame["cycles"].idxmin()]
+    assert (int(best["rows"]), int(best["depth"])) == (64, 2) == tuple(result.best.values())

@@ -12,9 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pypto.errors import PyptoError
 from pypto.runtime.report import PIPES, RunReport, TaskReport
 
 SCHEMA = 1
+
+
+class ReportError(PyptoError, ValueError):
+    """A run report that cannot be read back (another schema, a missing field)."""
+
+
 KINDS = ("AIC", "AIV")
 LATENCY_BOUND_BELOW = 0.5  # no pipe busier than this on any core: the cores mostly wait
 TASK_ROWS_SHOWN = 8
@@ -241,8 +248,18 @@ def to_dict(report: RunReport) -> dict[str, Any]:
 
 def from_dict(data: dict[str, Any]) -> RunReport:
     """The report ``to_dict`` described (without instruction records)."""
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"not a pypto run report of schema {SCHEMA}: schema {data.get('schema')!r}")
+    try:
+        return _from_dict(data)
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, ReportError):
+            raise
+        raise ReportError(f"not a complete pypto run report: {type(e).__name__} {e}") from None
+
+
+def _from_dict(data: dict[str, Any]) -> RunReport:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(f"not a pypto run report of schema {SCHEMA}: schema {got!r}")
     tasks = [
         TaskReport(
             t["kernel"],

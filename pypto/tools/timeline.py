@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pypto.errors import PyptoError
 from pypto.runtime.report import PIPES, RunReport
 from pypto.tools.timeline_page import render_page
 
@@ -32,7 +33,7 @@ _DETAIL_PIPES = {"MTE2": 0, "MTE1": 1, "M": 2, "VEC": 3, "FIX": 4, "MTE3": 5, "S
 _SYNC_KINDS = {"SET_FLAG": 1, "WAIT_FLAG": 2, "BAR": 3}
 
 
-class TimelineError(Exception):
+class TimelineError(PyptoError):
     """The input holds nothing to draw, or is not a file this tool reads."""
 
 

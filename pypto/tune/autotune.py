@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto import knobs
+from pypto.tune.errors import TuneError
 
 
 def _key_part(value: Any) -> Any:
@@ -42,7 +43,7 @@ class Autotuned:
     def __init__(self, factory: Callable[..., Any], configs: Sequence[dict[str, Any]], key: Sequence[str],
                  executor: Any = "serial") -> None:  # fmt: skip
         if not configs:
-            raise ValueError("pl.autotune needs at least one config")
+            raise TuneError("pl.autotune needs at least one config")
         self.factory, self.configs, self.key, self.executor = (
             factory,
             [dict(c) for c in configs],
@@ -91,7 +92,7 @@ class Autotuned:
     def pick(self, *args: Any, config: Any = None, **kwargs: Any) -> dict[str, Any]:
         """The config for these arguments: remembered, read from disk, or found by a sweep."""
         from pypto.runtime.config import RunConfig
-        from pypto.tune.sweep import run_points
+        from pypto.tune.runner import run_points
 
         config = config or RunConfig()
         key = self.key_of(args, kwargs)

@@ -22,7 +22,7 @@ import tune_kernels as tk  # noqa: E402
 import pypto.language as pl  # noqa: E402
 from pypto.passes import MemoryPlanner  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
-from pypto.tune import _worker, sweep  # noqa: E402
+from pypto.tune import TuneError, _worker, sweep  # noqa: E402
 
 SPACE = {"rows": [32, 64, 512], "depth": [1, 2]}  # 512 rows x 512 B = 256 KiB: no fit in Vec
 
@@ -97,8 +97,10 @@ def test_progress_bar_and_executor_errors(capsys):
     pytest.importorskip("tqdm", reason="tqdm is not installed")
     sweep(tk.exp_kernel, {"rows": [64], "depth": [1]}, _args(), executor="serial", progress=True)
     assert "sweep exp_kernel" in capsys.readouterr().err
-    with pytest.raises(TypeError, match="concurrent.futures.Executor"):
+    with pytest.raises(TuneError, match="concurrent.futures.Executor"):
         sweep(tk.exp_kernel, {"rows": [64], "depth": [1]}, _args(), executor=42)
+    with pytest.raises(TuneError, match=r"sweep parameters \['row'\] are neither parameters of exp_kernel"):
+        sweep(tk.exp_kernel, {"row": [64], "depth": [1]}, _args())
     with pytest.raises(ValueError, match="'depth' has no values"):
         sweep(tk.exp_kernel, {"rows": [64], "depth": []}, _args())
 

@@ -13,6 +13,7 @@ fit, say) is a row with its error, not a failed sweep.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import multiprocessing
@@ -28,8 +29,11 @@ from typing import Any
 from pypto import knobs
 from pypto.errors import PyptoError
 from pypto.tune import _worker
+from pypto.tune.errors import TuneError
 
 log = logging.getLogger(__name__)
+
+
 RESULT_COLUMNS = ("cycles", "time_us", "bound", "wall_s", "error")
 
 
@@ -48,7 +52,7 @@ class SweepResult:
     def best_row(self) -> dict[str, Any]:
         if not self.ok:
             errors = "; ".join(sorted({r["error"] for r in self.rows}))[:800]
-            raise ValueError(f"no point of the sweep ran: {errors}")
+            raise TuneError(f"no point of the sweep ran: {errors}")
         return min(self.ok, key=lambda r: r["cycles"])
 
     @property
@@ -93,7 +97,7 @@ def points(space: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
     values = [list(space[n]) for n in names]
     for name, vals in zip(names, values):
         if not vals:
-            raise ValueError(f"sweep parameter {name!r} has no values")
+            raise TuneError(f"sweep parameter {name!r} has no values")
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
 
@@ -113,8 +117,25 @@ def sweep(
     point's parameters returning them. ``check(*args)`` may assert on the outputs.
     ``progress``: a tqdm bar (when tqdm is installed; None: only on a terminal).
     """
+    _check_parameters(kernel, [k for k in space if k not in _worker.config_fields()])
     return run_points(kernel, points(space), args, config=config, executor=executor, check=check,
                       progress=progress, params=list(space))  # fmt: skip
+
+
+def _check_parameters(kernel: Callable[..., Any], names: list[str]) -> None:
+    """Every non-RunConfig parameter of the space must be one the factory takes."""
+    try:
+        sig = inspect.signature(kernel)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    unknown = [n for n in names if n not in sig.parameters]
+    if unknown:
+        name = getattr(kernel, "__name__", "the kernel factory")
+        raise TuneError(
+            f"sweep parameters {unknown} are neither parameters of {name}{sig} nor RunConfig fields"
+        )
 
 
 def run_points(
@@ -176,7 +197,7 @@ def _execute(tasks: list[_worker.Task], executor: Executor | str | None, bar) ->
         # spawn: a forked child would inherit the parent's threads (a Dask client, say) mid-state
         owned = executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     if not isinstance(executor, Executor):
-        raise TypeError(
+        raise TuneError(
             f"executor must be a concurrent.futures.Executor, 'process' or 'serial'; got {executor!r}"
         )
     try:

@@ -25,6 +25,10 @@ class ReportError(PyptoError, ValueError):
 KINDS = ("AIC", "AIV")
 LATENCY_BOUND_BELOW = 0.5  # no pipe busier than this on any core: the cores mostly wait
 TASK_ROWS_SHOWN = 8
+LATENCY_NOTE = (
+    "no pipe is busy half the run: the pipes wait on each other (overlap them with pl.pipeline) "
+    "or on task dependencies"
+)
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,7 @@ class Bound:
 
     def __str__(self) -> str:
         busiest = f"{self.pipe} ({self.utilisation:.1%} busy on {self.core})"
-        if self.latency_bound:
-            return (
-                f"{busiest}; no pipe is busy half the run: the pipes wait on each other "
-                "(overlap them with pl.pipeline) or on task dependencies"
-            )
-        return busiest
+        return f"{busiest}; {LATENCY_NOTE}" if self.latency_bound else busiest
 
 
 def _core_key(t: TaskReport) -> tuple[int, int]:
@@ -154,17 +153,20 @@ def format_report(report: RunReport) -> str:
         f"pypto run on {platform_line(report)}: {report.cycles} cycles ({report.time_us:.2f} us), "
         f"{report.instructions} instructions, {len(report.tasks)} task(s) on {len(cores)} core(s)"
     ]
-    heads = [f"{k} x{u.cores_used}" for k, u in kinds.items()]
+    heads = [f"{k} {u.cores_used}/{u.cores_available or '?'}" for k, u in kinds.items()]
     lines.append(f"  {'pipe':<8}{'busy cycles':>12}" + "".join(f"{h:>10}" for h in heads) + "  busiest core")
     for pipe in PIPES:
         top = max(cores, key=lambda c: c.utilisation[pipe], default=None)
         cells = "".join(f"{_pct(u.utilisation[pipe]):>10}" for u in kinds.values())
         where = f"{_pct(top.utilisation[pipe])} {top.name}" if top and top.busy[pipe] else "-"
         lines.append(f"  {pipe:<8}{report.pipe_busy.get(pipe, 0):>12}{cells}  {where}")
-    lines.append("  utilisation: busy / run cycles per core (kind columns: mean over its cores)")
+    lines.append("  utilisation = busy / run cycles, per core; a kind's column (cores used / the platform's)")
+    lines.append("  is the mean over its cores that ran tasks")
     b = bound(report)
     if b is not None:
-        lines.append(f"  bound: {b}")
+        lines.append(f"  bound: {b.pipe} ({b.utilisation:.1%} busy on {b.core})")
+        if b.latency_bound:
+            lines.append(f"    {LATENCY_NOTE}")
     if len(report.tasks) > 1:
         rows = task_table(report)
         lines.append(f"  tasks, longest first ({min(len(rows), TASK_ROWS_SHOWN)} of {len(rows)}):")

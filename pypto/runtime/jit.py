@@ -65,11 +65,15 @@ class CompiledProgram:
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
-        ``config`` may only repeat the compile's (upstream passes it on every call)."""
+        ``config`` (upstream passes one on every call) may change ``trace`` only."""
         if config is not None and config.compile_key()[:3] != self.config.compile_key()[:3]:
-            raise ValueError("a compiled program runs with the config it was compiled with; compile again")
+            raise ValueError(
+                "a compiled program runs on the platform and planner it was compiled for; compile again "
+                f"for {config.platform!r} / {config.planner.name}"
+            )
+        trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
-        self.last_report = self.report(self.execute(args, self.config.trace), self.config.trace)
+        self.last_report = self.report(self.execute(args, trace), trace)
         outs = self.returned
         if len(outs) == 1:
             return args[outs[0]]

@@ -50,6 +50,10 @@ def test_run_compiles_and_runs_a_program_and_returns_it_callable():
     assert compiled(2 * a, again) is again
     np.testing.assert_allclose(again, np.exp(2 * a), rtol=1e-6)
     assert compiled.last_report.cycles == first > 0 and compiled.last_report.bound.pipe == "MTE2"
+    compiled(a, again, config=RunConfig(platform="a2a3sim", trace=True))  # upstream passes it per call
+    assert compiled.last_report.tasks[0].trace is not None and compiled.last_report.trace_paths
+    with pytest.raises(ValueError, match="compiled for; compile again for 'a5sim'"):
+        compiled(a, again, config=RunConfig(platform="a5sim"))
 
 
 def test_ir_compile_checks_arguments_against_the_programs_types(tmp_path: Path):

@@ -286,8 +286,11 @@ def load_model(path: Path) -> Model:
         return load_model(path.with_name("trace.json"))
     if not path.is_file():
         raise TimelineError(f"{path}: no such file")
-    head = path.read_text()[:4096]
-    if '"schema"' in head and '"tasks"' in head:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise TimelineError(f"{path}: not JSON ({e})") from None
+    if isinstance(doc, dict) and "schema" in doc and "tasks" in doc and "traceEvents" not in doc:
         return model_of_run_json(path)
     model = Model(f"{path.parent.parent.name or path.stem}", "", 0.0, 0)
     read_trace(path, model)

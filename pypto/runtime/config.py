@@ -75,6 +75,7 @@ class RunConfig:
             self.trace,
             str(self.output_dir) if self.output_dir else None,
             tuple(sorted(self.platform_overrides.items())),
+            self.timeline,
         )
 
 

@@ -22,8 +22,9 @@ COMMANDS = {
 ENV = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"}
 
 
-def _run(cmd: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT)
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    # not from the checkout: `python -m` would import its pypto/ (no _native) in a clean clone
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV, cwd=cwd)
 
 
 def _installed_scripts() -> dict[str, str]:
@@ -39,7 +40,7 @@ def test_the_package_declares_the_console_scripts():
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_each_command_answers_help_and_version(name: str):
+def test_each_command_answers_help_and_version(name: str, tmp_path: Path):
     module_form = [sys.executable, "-m", COMMANDS[name]]
     forms = [module_form]
     script = Path(sys.executable).parent / name
@@ -47,16 +48,16 @@ def test_each_command_answers_help_and_version(name: str):
         assert script.is_file(), f"{script} was not installed"
         forms.append([str(script)])
     for form in forms:
-        version = _run([*form, "--version"])
+        version = _run([*form, "--version"], tmp_path)
         assert (version.returncode, version.stdout.strip()) == (0, f"pypto {pypto.__version__}"), (
             version.stderr
         )
-        usage = _run([*form, "--help"])
+        usage = _run([*form, "--help"], tmp_path)
         assert usage.returncode == 0 and usage.stdout.startswith(f"usage: {name} ")
 
 
 @pytest.mark.parametrize("example", ["quickstart.py", "split_k.py"])
-def test_the_examples_answer_help(example: str):
-    done = _run([sys.executable, str(ROOT / "examples" / example), "--help"])
+def test_the_examples_answer_help(example: str, tmp_path: Path):
+    done = _run([sys.executable, str(ROOT / "examples" / example), "--help"], tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("usage: "), done.stderr
     assert done.stdout.count("\n") >= 3 and "show this help message" in done.stdout

@@ -130,7 +130,7 @@ def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
         "-o",
         str(tmp_path / "cli.html"),
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)  # not the checkout
     assert done.returncode == 0 and done.stdout.strip() == f"wrote {tmp_path / 'cli.html'}", done.stderr
     from_files = _page_data(tmp_path / "cli.html")
     for key in ("cores", "lanes", "tasks", "flows", "cycles"):

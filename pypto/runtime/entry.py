@@ -14,6 +14,7 @@ A ``@pl.program`` has fixed tensor types, so every call checks the arguments aga
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +144,15 @@ def save(compiled: Any, scalar_args: dict[str, Any]) -> None:
     }
     out = compiled.output_dir
     out.mkdir(parents=True, exist_ok=True)
-    (out / PROGRAM_TEXT).write_text(print_program(compiled.program))
-    (out / META).write_text(json.dumps(meta, indent=1))
+    _write_whole(out / PROGRAM_TEXT, print_program(compiled.program))
+    _write_whole(out / META, json.dumps(meta, indent=1))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Written then renamed: a process reading the folder never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:

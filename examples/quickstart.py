@@ -4,6 +4,8 @@ against torch/numpy, with the per-pipe cycle table of each run.
     pip install . && python examples/quickstart.py
 """
 
+import argparse
+
 import numpy as np
 
 import pypto.language as pl
@@ -58,6 +60,7 @@ def check(kernel) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((128, 128), dtype=np.float32) for _ in range(2))
     c = np.zeros_like(a)

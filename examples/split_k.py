@@ -3,11 +3,12 @@
 Each pl.parallel iteration is a task on its own AIC core; partial products are atomically
 added into the zero-initialised output. Compared with the same tiles accumulated on one core.
 
-    python examples/split_k.py
+    python examples/split_k.py [K] [SPLIT]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -15,9 +16,18 @@ import numpy as np
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+
+def _options() -> argparse.Namespace:
+    """K and SPLIT are module constants the kernels fold in, so they are read at import."""
+    p = argparse.ArgumentParser(prog="split_k.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("k", nargs="?", type=int, default=512, help="the reduction length K (default 512)")
+    p.add_argument("split", nargs="?", type=int, default=4, help="cores to split K over (default 4)")
+    return p.parse_args(sys.argv[1:])
+
+
 M = N = 64
-K = int(sys.argv[1]) if len(sys.argv) > 1 else 512
-SPLIT = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+_OPTS = _options()
+K, SPLIT = _OPTS.k, _OPTS.split
 KS = K // SPLIT
 
 

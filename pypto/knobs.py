@@ -98,7 +98,25 @@ VERIFY_PASSES: Knob[bool] = Knob(
     "Run the IR verifier after every compiler pass (cheap; turn off only to time passes).",
 )
 
-ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES)
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _parse_level(raw: str) -> str:
+    value = raw.upper()
+    if value not in _LEVELS:
+        raise ValueError(f"expected one of {', '.join(_LEVELS)}")
+    return value
+
+
+LOG_LEVEL: Knob[str] = Knob(
+    "PYPTO_LOG_LEVEL",
+    _parse_level,
+    lambda: "WARNING",
+    "Level of pypto's log messages shown on stderr (INFO also shows the perf-hint summary of "
+    "a recompile whose hints did not change).",
+)
+
+ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES, LOG_LEVEL)
 
 
 def cache_dir() -> Path:
@@ -124,6 +142,11 @@ def keep_build() -> bool:
 def verify_passes() -> bool:
     """``$PYPTO_VERIFY_PASSES``: verify the IR after each pass (default on)."""
     return VERIFY_PASSES.get()
+
+
+def log_level() -> str:
+    """``$PYPTO_LOG_LEVEL``: DEBUG, INFO, WARNING (default), ERROR or CRITICAL."""
+    return LOG_LEVEL.get()
 
 
 def describe() -> str:

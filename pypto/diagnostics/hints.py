@@ -1,17 +1,24 @@
 """Collecting perf hints during a compile and writing them where users look.
 
 Line format (SPEC §7): ``[perf_hint <CODE>] <RuleName>: <message> at <file>:<line>:<col>``.
-Every hint goes to ``<output_dir>/report/perf_hints.log``; stderr gets one summary line.
-Identical hints at one source location merge into one line with an occurrence count.
+Every compile rewrites ``<output_dir>/report/perf_hints.log`` with its hints (one file per
+compile's output folder, never appended to). The one-line summary is logged by
+``pypto.perf_hints``: at WARNING when the hints are new or changed, at INFO when a recompile
+found exactly the hints already in the log — so an unchanged kernel prints nothing by
+default (``PYPTO_LOG_LEVEL=INFO`` shows it). Identical hints at one source location merge
+into one line with an occurrence count.
 """
 
 from __future__ import annotations
 
-import sys
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto.errors import SourceSpan
+
+logger = logging.getLogger("pypto.perf_hints")
 
 
 @dataclass(frozen=True)
@@ -47,16 +54,21 @@ class HintSink:
         return [h.line(n) for h, n in self.counts.items()]
 
 
-def write_hints(sink: HintSink, output_dir: Path, *, stream=None) -> Path:
-    """Appends the hints to report/perf_hints.log and prints the one-line summary."""
+def write_hints(sink: HintSink, output_dir: Path) -> Path:
+    """Rewrites report/perf_hints.log with this compile's hints and logs the summary line."""
     log = output_dir / "report" / "perf_hints.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as f:
-        for line in sink.lines():
-            f.write(line + "\n")
+    text = "".join(line + "\n" for line in sink.lines())
+    try:
+        unchanged = log.read_text() == text
+    except OSError:
+        unchanged = False
+    if not unchanged:  # written whole then renamed: a concurrent reader never sees a mix
+        tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, log)
     if sink.counts:
         sites = len({h.span for h in sink.counts})
-        print(
-            f"[perf_hint] {len(sink.counts)} hints across {sites} sites; see {log}", file=stream or sys.stderr
-        )
+        level = logging.INFO if unchanged else logging.WARNING
+        logger.log(level, "[perf_hint] %d hints across %d sites; see %s", len(sink.counts), sites, log)
     return log

@@ -69,6 +69,14 @@ from pypto.ir.verify import verify
 from pypto.ir.visit import nodes_of, retype, rewrite, walk
 
 
+def compile(program, output_dir=None, **options):  # noqa: A001 - upstream's name
+    """``pypto.ir.compile(program, output_dir=None, platform="a2a3sim", ...)``: the
+    ``CompiledProgram`` of a ``@pl.program``, not run (``pypto.runtime.entry.compile``)."""
+    from pypto.runtime.entry import compile as compile_program
+
+    return compile_program(program, output_dir, **options)
+
+
 def __getattr__(name: str):
     # SPEC spells it pypto.ir.PassDumpLevel; it lives with the pass options (which import the
     # IR), so it is re-exported lazily.
@@ -80,6 +88,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "compile",
     "Assign",
     "AtomicType",
     "BF16",

@@ -144,6 +144,12 @@ class Program(Node):
                 return f
         raise KeyError(name)
 
+    def as_python(self) -> str:
+        """The program as ``@pl.program`` source text (what ``pypto.ir.print_program`` writes)."""
+        from pypto.ir.printer import print_program
+
+        return print_program(self)
+
     @property
     def entry(self) -> Function:
         """The first orchestration function, else the first function."""

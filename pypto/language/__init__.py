@@ -25,6 +25,7 @@ from pypto.language.markers import (
     YieldMarker,
     op_markers,
 )
+from pypto.tune.autotune import autotune
 
 range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
 parallel = LoopMarker(_ForKind.parallel)
@@ -75,6 +76,7 @@ __all__ = [
     "KernelFunction",
     "function",
     "jit",
+    "autotune",
     "program",
     "range",
     "parallel",

@@ -16,6 +16,8 @@ _EXPORTS = {
     "InstrTrace": "pypto.runtime.report",
     "RunReport": "pypto.runtime.report",
     "TaskReport": "pypto.runtime.report",
+    "run": "pypto.runtime.entry",
+    "UpstreamOptionWarning": "pypto.runtime.upstream_options",
 }
 
 __all__ = sorted(_EXPORTS)

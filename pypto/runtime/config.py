@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ class RunConfig:
     # when the program has a hand-written (external_source) kernel.
     isolate: bool | None = None
     timeout_s: float | None = None  # wall-clock limit of an isolated run (SimulationLimitError)
+    timeline: bool = False  # with trace: write <output_dir>/report/timeline.html after each run
 
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str) or self.platform not in platforms.names():
@@ -114,4 +116,19 @@ class RunConfig:
             self.trace,
             str(self.output_dir) if self.output_dir else None,
             tuple(sorted(self.platform_overrides.items())),
+            self.timeline,
         )
+
+
+_GENERATED_INIT = RunConfig.__init__
+
+
+@functools.wraps(_GENERATED_INIT)
+def _init_with_upstream_options(self: RunConfig, *args: Any, **kwargs: Any) -> None:
+    """Upstream PyPTO's options are accepted too (``pypto.runtime.upstream_options``)."""
+    from pypto.runtime.upstream_options import translate
+
+    _GENERATED_INIT(self, *args, **translate(kwargs))
+
+
+RunConfig.__init__ = _init_with_upstream_options  # type: ignore[method-assign]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto import _native, knobs
+from pypto import _native, knobs, logs
 from pypto.codegen import generate_kernel
 from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.errors import ArgumentError, ConfigError, KernelLoadError, ReadOnlyInputError
@@ -32,6 +32,7 @@ from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.isolate import run_isolated
 from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
+from pypto.runtime.entry import save as save_compiled
 from pypto.runtime.plan import Plan, Task, plan_orchestration
 from pypto.runtime.report import RunReport, scheduled_report
 from pypto.runtime.trace import write_traces
@@ -56,6 +57,30 @@ class CompiledProgram:
     hints: list[str] = field(default_factory=list)
     external: list[KernelSource] = field(default_factory=list)
     scalar_values: dict[str, Any] = field(default_factory=dict)  # the compiled scalar arguments
+    fixed_signature: bool = False  # a @pl.program: arguments are checked against its types
+
+    @classmethod
+    def from_dir(cls, output_dir: str | Path) -> CompiledProgram:
+        """The compiled program kept in a compile's ``output_dir`` (kernels rebuilt if needed)."""
+        from pypto.runtime.entry import from_dir
+
+        return from_dir(output_dir)
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
+        ``config`` (upstream passes one on every call) may change ``trace`` only."""
+        if config is not None and config.compile_key()[:3] != self.config.compile_key()[:3]:
+            raise ValueError(
+                "a compiled program runs on the platform and planner it was compiled for; compile again "
+                f"for {config.platform!r} / {config.planner.name}"
+            )
+        trace = self.config.trace if config is None else config.trace
+        args = self.positional(args, kwargs)
+        self.last_report = self.report(self.execute(args, trace), trace)
+        outs = self.returned
+        if len(outs) == 1:
+            return args[outs[0]]
+        return tuple(args[i] for i in outs) if outs else None
 
     @property
     def tasks(self) -> list[Task]:
@@ -127,6 +152,10 @@ class CompiledProgram:
     def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> list[dict[str, Any]]:
         """Runs the plan; the native per-task results, for ``report``. ``config`` (default: the
         compile's) decides isolation and its timeout."""
+        if self.fixed_signature:
+            from pypto.runtime.entry import check_signature
+
+            check_signature(self.program, args)
         if len(args) != len(self.param_names):
             raise ArgumentError(
                 f"{self.name} takes {len(self.param_names)} arguments "
@@ -213,9 +242,15 @@ class CompiledProgram:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
+        if len(report.tasks) == len(self.plan.tasks):  # one result per planned task, in order
+            for t, planned in zip(report.tasks, self.plan.tasks):
+                t.deps = planned.start_deps
         if trace:  # records are kept only then: recording off costs nothing
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
+            report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
+            if self.config.timeline:
+                report.timeline_html(self.output_dir / "report" / "timeline.html")
         return report
 
     @functools.cached_property
@@ -244,11 +279,15 @@ def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[in
     return names, outs, tensors
 
 
-def _output_dir(name: str, key: tuple, config: RunConfig) -> Path:
+def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     if config.output_dir is not None:
         return Path(config.output_dir).resolve()  # ninja runs in another folder
-    digest = hashlib.sha256(repr((name, key)).encode()).hexdigest()[:16]
-    return knobs.cache_dir() / "programs" / f"{name}-{digest}"
+    # Where the kernel is defined is part of the folder's name: two files' kernels of one name
+    # never share a folder (nor its report/perf_hints.log).
+    code = getattr(getattr(jf, "fn", None), "__code__", None)
+    origin = (code.co_filename, code.co_firstlineno) if code is not None else getattr(jf, "origin", None)
+    digest = hashlib.sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
+    return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
@@ -308,7 +347,8 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if compiled is not None:
         compiled.refresh_external()
         return compiled
-    out = _output_dir(jf.name, key, config)
+    logs.configure()
+    out = _output_dir(jf, key, config)
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
     incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
@@ -340,6 +380,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         external,
         scalar_args,
     )
+    save_compiled(compiled, scalar_args)  # what CompiledProgram.from_dir reads back
     cache[key] = compiled
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
     return compiled

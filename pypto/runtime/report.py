@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,7 +79,8 @@ class InstrTrace:
 
 @dataclass
 class TaskReport:
-    """One kernel execution on one simulated core."""
+    """One kernel execution on one simulated core. ``start``/``end`` are run cycles; the
+    instruction records (``trace``) count from the task's own start."""
 
     name: str
     core: int
@@ -87,13 +90,19 @@ class TaskReport:
     instructions: int
     hazards: list[str] = field(default_factory=list)
     trace: InstrTrace | None = None
-    core_type: str = "AIV"
-    cluster: int = 0  # the AIC + AIVs group the core belongs to
+    core_type: str = "AIV"  # the core kind: "AIC" (cube) or "AIV" (vector)
+    cluster: int | None = None  # the AIC + 2 AIV group the core belongs to, when known
+    trace_file: str | None = None  # the launch's visualize_data.bin, once written
+    deps: tuple[int, ...] = ()  # indices of the tasks it waited for before starting
 
     @property
     def core_name(self) -> str:
         """e.g. ``AIC3``: the core type and its index on the platform."""
         return f"{self.core_type}{self.core}"
+
+    @property
+    def core_kind(self) -> str:
+        return self.core_type
 
     @property
     def cycles(self) -> int:
@@ -102,7 +111,10 @@ class TaskReport:
 
 @dataclass
 class RunReport:
-    """The profile of one run. ``cycles`` is end to end; ``pipe_busy`` sums all tasks."""
+    """The profile of one run. ``cycles`` is end to end; ``pipe_busy`` sums all tasks.
+
+    Views (utilisation per core and per core kind, the bounding pipe, the task table, JSON)
+    are computed from the tasks; see ``pypto.runtime.report_views``."""
 
     platform: str
     cycles: int
@@ -126,21 +138,67 @@ class RunReport:
             )
         return trace.intervals(pipe)
 
+    @property
+    def time_us(self) -> float:
+        return self.cycles / self.clock_hz * 1e6 if self.clock_hz else 0.0
+
+    def cores(self) -> list[Any]:
+        """Per core that ran a task: its busy cycles and utilisation per pipe (``CoreUse``)."""
+        return _views().per_core(self)
+
+    def kinds(self) -> dict[str, Any]:
+        """Per core kind (``AIC``, ``AIV``) that ran a task: mean utilisation per pipe."""
+        return _views().per_kind(self)
+
+    @property
+    def bound(self) -> Any:
+        """The bounding pipe: the highest utilisation of any pipe on any core (``Bound``)."""
+        return _views().bound(self)
+
+    def task_table(self) -> list[dict[str, Any]]:
+        """One row per task (kernel, core, start, end, cycles), the longest first."""
+        return _views().task_table(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything above as plain JSON types (instruction records are not included)."""
+        return _views().to_dict(self)
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, path: str | Path) -> Path:
+        """Writes ``to_json()`` to ``path`` (folders created); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json())
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        return _views().from_dict(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunReport:
+        return _views().from_dict(json.loads(text))
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunReport:
+        return cls.from_json(Path(path).read_text())
+
+    def timeline_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """A self-contained HTML timeline of this run (needs a recorded run for the pipe lanes)."""
+        from pypto.tools.timeline import write_report_timeline
+
+        return write_report_timeline(self, path, title=title)
+
     def __str__(self) -> str:
-        us = self.cycles / self.clock_hz * 1e6 if self.clock_hz else 0.0
-        lines = [
-            f"pypto run on {self.platform}: {self.cycles} cycles ({us:.2f} us), "
-            f"{self.instructions} instructions, {len(self.tasks)} task(s)",
-            f"  {'pipe':<8}{'busy cycles':>12}{'share':>8}",
-        ]
-        for pipe in PIPES:
-            busy = self.pipe_busy.get(pipe, 0)
-            share = busy / self.cycles if self.cycles else 0.0
-            lines.append(f"  {pipe:<8}{busy:>12}{share:>8.1%}")
-        if self.hazards:
-            lines.append(f"  hazards: {len(self.hazards)}")
-            lines.extend(f"    {h}" for h in self.hazards[:8])
-        return "\n".join(lines)
+        return _views().format_report(self)
+
+
+def _views():
+    from pypto.runtime import report_views
+
+    return report_views
 
 
 def _task(name: str, block: dict[str, Any], start: int) -> TaskReport:
@@ -206,7 +264,9 @@ def scheduled_report(platform: str, clock_hz: float, results: dict[str, Any]) ->
     for r in results["tasks"]:
         t = _task(r["name"], r, int(r["start"]))
         t.end = int(r["end"])
-        t.core, t.core_type, t.cluster = int(r["core"]), "AIC" if r["cube"] else "AIV", int(r["cluster"])
+        t.core = int(r["core"])
+        t.core_type = str(r.get("core_kind") or ("AIC" if r["cube"] else "AIV"))
+        t.cluster = int(r["cluster"]) if r.get("cluster") is not None else None
         tasks.append(t)
     report = _summed(platform, clock_hz, tasks, max((t.end for t in tasks), default=0))
     report.hazards.extend(results["races"])

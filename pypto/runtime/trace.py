@@ -51,11 +51,12 @@ _API_DTYPES = {
 }
 _OP = (
     '{"name":%s,"ph":"X","pid":"%s","tid":"%s","ts":%r,"dur":%r,'
-    '"args":{"instr":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d,"bytes":%d,"addr":%d}}'
+    '"args":{"instr":%s,"source_line":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d,"bytes":%d,'
+    '"addr":%d}}'
 )
 _SYNC = (
     '{"name":"%s","ph":"X","pid":"%s","tid":"%s","ts":%r,"dur":%r,'
-    '"args":{"detail":"%s","source":%s,"index":%d,"pc_addr":"%s","cycles":%d}}'
+    '"args":{"detail":"%s","source_line":%s,"source":%s,"index":%d,"pc_addr":"%s","cycles":%d}}'
 )
 
 
@@ -148,9 +149,9 @@ def _events(core: CoreRecords, sites: Sites, us_per_cycle: float) -> list[str]:
         cycles, core.col("bytes").tolist(), core.col("addr").tolist(), _details(core),
     )  # fmt: skip
     return [
-        _OP % (jstr[n], pid, lanes[p], t, d, jstr[n], jstr[s], i, pcs[pc], cy, b, a)
+        _OP % (jstr[n], pid, lanes[p], t, d, jstr[n], jstr[s], jstr[s], i, pcs[pc], cy, b, a)
         if k == 0
-        else _SYNC % (sync[k], pid, lanes[p], t, d, det, jstr[s], i, pcs[pc], cy)
+        else _SYNC % (sync[k], pid, lanes[p], t, d, det, jstr[s], jstr[s], i, pcs[pc], cy)
         for k, p, t, d, n, s, i, pc, cy, b, a, det in rows
     ]
 
@@ -256,7 +257,7 @@ def container(cores: list[CoreRecords], clock_hz: float, repeat_bytes: int = 256
     return b"".join(blocks), trace
 
 
-def _launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
+def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     """Blocks of one launch are consecutive task reports with the same kernel and start."""
     groups: list[list[TaskReport]] = []
     for t in tasks:
@@ -299,7 +300,7 @@ def write_traces(
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
-    for n, group in enumerate(_launches(report.tasks)):
+    for n, group in enumerate(launches(report.tasks)):
         cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in group if t.trace]
         data, trace = container(cores, report.clock_hz, int(plat.vector_repeat_bytes))
         sim = _opprof_dir(root, group[0].name, stamp, n)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto import _native
+from pypto import __version__, _native
 from pypto.tools.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
 
 BIN_NAME = "visualize_data.bin"
@@ -109,6 +109,8 @@ def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
     per_core: dict[str, list[dict[str, Any]]] = {c: [] for c in cores}
     for entry in api.get("Instructions", []):
         fields = [(k.lower().replace(" ", "_"), v) for k, v in entry.items()]
+        if "AscendC Inner Code" in entry:  # the Python source line, under the name every output uses
+            fields.append(("source_line", entry["AscendC Inner Code"]))
         for i, core in enumerate(cores):
             per_core[core].append(
                 {k: v[i] if isinstance(v, list) and len(v) == len(cores) else v for k, v in fields}
@@ -169,9 +171,10 @@ def clean_file(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m pypto.tools.clean_sim_trace",
+        prog="pypto-clean-sim-trace",
         description="Clean an op-simulator visualize_data.bin into a Perfetto-ready pipeline trace.",
     )
+    p.add_argument("--version", action="version", version=f"pypto {__version__}")
     p.add_argument("path", type=Path, help="visualize_data.bin, or an OPPROF_* folder holding one")
     p.add_argument("-o", "--output", type=Path, help="output folder (default: next to the input)")
     p.add_argument("--keep-scalar", action="store_true", help="keep the SCALAR lane")

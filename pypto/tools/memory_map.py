@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pypto import __version__
 from pypto.errors import PyptoError
 from pypto.tools.memory_map_page import render_page
 from pypto.tools.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
@@ -81,9 +82,10 @@ def write_map(path: str | Path, output: str | Path | None = None, platform: str 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m pypto.tools.memory_map",
+        prog="pypto-memory-map",
         description="Render a pass dump after address assignment as a self-contained HTML memory map.",
     )
+    p.add_argument("--version", action="version", version=f"pypto {__version__}")
     p.add_argument("path", type=Path, help="a *_after_AllocateMemoryAddr.py dump, or a folder holding one")
     p.add_argument(
         "-o", "--output", type=Path, help="HTML file to write (default: memory_map.html by the dump)"

@@ -4,6 +4,7 @@ platform, the moves clause, dedup with a count, disabling, and where the hints l
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,9 @@ def test_the_spec_line_exactly():
     )
 
 
-def test_64x16_fp32_on_a2a3_hints_load_and_store_into_the_log(tmp_path: Path, capsys):
-    hints, log = compile_hints(16, tmp_path)
+def test_64x16_fp32_on_a2a3_hints_load_and_store_into_the_log(tmp_path: Path, caplog):
+    with caplog.at_level(logging.INFO, logger="pypto.perf_hints"):
+        hints, log = compile_hints(16, tmp_path)
     span = f"{HERE}:{line_of('t = pl.load(a, [0, 0], [64, a.shape[1]])')}:8"
     load = (
         "[perf_hint PH001] TileInnermostDimGranularity: tile.load has innermost dim = 64B (tile fp32[16], "
@@ -76,19 +78,22 @@ def test_64x16_fp32_on_a2a3_hints_load_and_store_into_the_log(tmp_path: Path, ca
         "[perf_hint PH001] TileInnermostDimGranularity: tile.store"
     )
     assert log.read_text().splitlines() == hints
-    assert capsys.readouterr().err.strip() == f"[perf_hint] 2 hints across 2 sites; see {log}"
+    summary = f"[perf_hint] 2 hints across 2 sites; see {log}"
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [(logging.WARNING, summary)]
 
 
-def test_wide_rows_are_silent(tmp_path: Path, capsys):
-    hints, log = compile_hints(128, tmp_path)  # 128 fp32 = 512 B: not strictly below the line
+def test_wide_rows_are_silent(tmp_path: Path, caplog):
+    with caplog.at_level(logging.DEBUG, logger="pypto.perf_hints"):
+        hints, log = compile_hints(128, tmp_path)  # 128 fp32 = 512 B: not strictly below the line
     assert hints == [] and log.exists() and log.read_text() == ""
-    assert "[perf_hint]" not in capsys.readouterr().err
+    assert caplog.records == []
 
 
 @pytest.mark.parametrize("disabled", [{"PH001"}, {"TileInnermostDimGranularity"}])
-def test_disabled_by_code_or_name(tmp_path: Path, disabled: set[str], capsys):
-    hints, log = compile_hints(16, tmp_path, disabled_diagnostics=disabled)
-    assert hints == [] and log.read_text() == "" and capsys.readouterr().err == ""
+def test_disabled_by_code_or_name(tmp_path: Path, disabled: set[str], caplog):
+    with caplog.at_level(logging.DEBUG, logger="pypto.perf_hints"):
+        hints, log = compile_hints(16, tmp_path, disabled_diagnostics=disabled)
+    assert hints == [] and log.read_text() == "" and caplog.records == []
     assert hints_of(MatLoad, disabled=frozenset(disabled)) == []
     assert len(hints_of(MatLoad, disabled=frozenset({"SomethingElse"}))) == 1
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,9 @@ def pages() -> list[Path]:
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+    module = types.ModuleType(f"docs_{page.stem}")  # a real module: inspect finds @pl.program classes
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     ran = 0
     for lang, info, body in BLOCK.findall(page.read_text()):
         file = re.search(r"file=(\S+)", info)
@@ -30,6 +34,7 @@ def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             # A real file per block: @pl.jit reads kernel source back from it.
             block = tmp_path / f"{page.stem}_block{ran}.py"
             block.write_text(body)
+            module.__file__ = str(block)
             exec(compile(body, str(block), "exec"), namespace)
             ran += 1
     assert ran > 0 or not any(lang == "python" for lang, _, _ in BLOCK.findall(page.read_text()))

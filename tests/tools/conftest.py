@@ -40,8 +40,8 @@ def chromium(tmp_path_factory: pytest.TempPathFactory):
              "--disable-background-networking", f"--user-data-dir={profile}", "--enable-logging=stderr",
              "--v=0", "--window-size=1500,1000"]  # fmt: skip
 
-    def run(page: Path, screenshot: Path | None = None) -> Page:
-        url = page.resolve().as_uri()
+    def run(page: Path, screenshot: Path | None = None, fragment: str = "") -> Page:
+        url = page.resolve().as_uri() + fragment
         done = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]

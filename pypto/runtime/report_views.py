@@ -1,0 +1,291 @@
+"""Views of a RunReport: utilisation per core and per core kind, the bounding pipe, the task
+table, the printed summary and the JSON form.
+
+Utilisation is busy cycles over the run's end-to-end cycles, per core: the tasks of one core
+run one after another and the instructions of one pipe never overlap, so it lies in
+[0, 1]. Summing busy cycles over many cores and dividing by one run's cycles (the old
+"share") exceeds 1 on multi-core runs, so nothing here does that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.errors import PyptoError
+from pypto.runtime.report import PIPES, RunReport, TaskReport
+
+SCHEMA = 1
+
+
+class ReportError(PyptoError, ValueError):
+    """A run report that cannot be read back (another schema, a missing field)."""
+
+
+KINDS = ("AIC", "AIV")
+LATENCY_BOUND_BELOW = 0.5  # no pipe busier than this on any core: the cores mostly wait
+TASK_ROWS_SHOWN = 8
+LATENCY_NOTE = (
+    "no pipe is busy half the run: the pipes wait on each other (overlap them with pl.pipeline) "
+    "or on task dependencies"
+)
+
+
+@dataclass(frozen=True)
+class CoreUse:
+    """One core that ran at least one task."""
+
+    name: str  # "AIC3"
+    kind: str  # "AIC" / "AIV"
+    tasks: int
+    busy: dict[str, int]
+    utilisation: dict[str, float]  # busy / run cycles, per pipe, in [0, 1]
+
+
+@dataclass(frozen=True)
+class KindUse:
+    """The cores of one kind that ran tasks: how many, and their mean utilisation per pipe."""
+
+    kind: str
+    cores_used: int
+    cores_available: int | None  # the platform's count, when the platform is known
+    utilisation: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The pipe with the highest utilisation on any core; ``latency_bound`` when even that
+    pipe is idle most of the run (the cores wait on dependencies, flags or dispatch)."""
+
+    pipe: str
+    core: str
+    utilisation: float
+
+    @property
+    def latency_bound(self) -> bool:
+        return self.utilisation < LATENCY_BOUND_BELOW
+
+    def __str__(self) -> str:
+        busiest = f"{self.pipe} ({self.utilisation:.1%} busy on {self.core})"
+        return f"{busiest}; {LATENCY_NOTE}" if self.latency_bound else busiest
+
+
+def _core_key(t: TaskReport) -> tuple[int, int]:
+    return (KINDS.index(t.core_type) if t.core_type in KINDS else len(KINDS), t.core)
+
+
+def per_core(report: RunReport) -> list[CoreUse]:
+    groups: dict[tuple[int, int], list[TaskReport]] = {}
+    for t in report.tasks:
+        groups.setdefault(_core_key(t), []).append(t)
+    cores = []
+    for key in sorted(groups):
+        tasks = groups[key]
+        busy = {p: sum(t.pipe_busy.get(p, 0) for t in tasks) for p in PIPES}
+        util = {p: busy[p] / report.cycles if report.cycles else 0.0 for p in PIPES}
+        cores.append(CoreUse(tasks[0].core_name, tasks[0].core_type, len(tasks), busy, util))
+    return cores
+
+
+def _available(report: RunReport, kind: str) -> int | None:
+    from pypto import platforms  # the native tables: only when a view asks
+
+    try:
+        plat = platforms.get(report.platform)
+    except ValueError:
+        return None
+    return int(getattr(plat, f"{kind.lower()}_cores", 0)) or None
+
+
+def per_kind(report: RunReport) -> dict[str, KindUse]:
+    kinds: dict[str, KindUse] = {}
+    cores = per_core(report)
+    for kind in sorted({c.kind for c in cores}, key=lambda k: (k not in KINDS, k)):
+        mine = [c for c in cores if c.kind == kind]
+        util = {p: sum(c.utilisation[p] for c in mine) / len(mine) for p in PIPES}
+        kinds[kind] = KindUse(kind, len(mine), _available(report, kind), util)
+    return kinds
+
+
+def bound(report: RunReport) -> Bound | None:
+    """None for a run without tasks."""
+    best: Bound | None = None
+    for core in per_core(report):
+        for pipe in PIPES:
+            u = core.utilisation[pipe]
+            if best is None or u > best.utilisation:
+                best = Bound(pipe, core.name, u)
+    return best
+
+
+def task_table(report: RunReport) -> list[dict[str, Any]]:
+    order = sorted(report.tasks, key=lambda t: (-t.cycles, t.start, _core_key(t)))
+    return [
+        {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "cycles": t.cycles}
+        for t in order
+    ]
+
+
+def simulator_of(name: str) -> str:
+    """The simulator a platform name runs on: itself for ``a2a3sim``, ``a2a3sim`` for ``a2a3``."""
+    from pypto import _native
+
+    try:
+        return str(_native.platform_table(name)["name"])
+    except Exception:  # a report read back on a build without that platform
+        return name
+
+
+def platform_line(report: RunReport) -> str:
+    sim = simulator_of(report.platform)
+    if sim != report.platform:
+        return f"{report.platform} (a device name: runs on its simulator, {sim})"
+    return f"{report.platform} (simulator)"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def format_report(report: RunReport) -> str:
+    cores, kinds = per_core(report), per_kind(report)
+    lines = [
+        f"pypto run on {platform_line(report)}: {report.cycles} cycles ({report.time_us:.2f} us), "
+        f"{report.instructions} instructions, {len(report.tasks)} task(s) on {len(cores)} core(s)"
+    ]
+    heads = [f"{k} {u.cores_used}/{u.cores_available or '?'}" for k, u in kinds.items()]
+    lines.append(f"  {'pipe':<8}{'busy cycles':>12}" + "".join(f"{h:>10}" for h in heads) + "  busiest core")
+    for pipe in PIPES:
+        top = max(cores, key=lambda c: c.utilisation[pipe], default=None)
+        cells = "".join(f"{_pct(u.utilisation[pipe]):>10}" for u in kinds.values())
+        where = f"{_pct(top.utilisation[pipe])} {top.name}" if top and top.busy[pipe] else "-"
+        lines.append(f"  {pipe:<8}{report.pipe_busy.get(pipe, 0):>12}{cells}  {where}")
+    lines.append("  utilisation = busy / run cycles, per core; a kind's column (cores used / the platform's)")
+    lines.append("  is the mean over its cores that ran tasks")
+    b = bound(report)
+    if b is not None:
+        lines.append(f"  bound: {b.pipe} ({b.utilisation:.1%} busy on {b.core})")
+        if b.latency_bound:
+            lines.append(f"    {LATENCY_NOTE}")
+    if len(report.tasks) > 1:
+        rows = task_table(report)
+        lines.append(f"  tasks, longest first ({min(len(rows), TASK_ROWS_SHOWN)} of {len(rows)}):")
+        lines.append(f"    {'core':<7}{'start':>9}{'end':>9}{'cycles':>9}  kernel")
+        for r in rows[:TASK_ROWS_SHOWN]:
+            lines.append(f"    {r['core']:<7}{r['start']:>9}{r['end']:>9}{r['cycles']:>9}  {r['kernel']}")
+    if report.hazards:
+        lines.append(f"  hazards: {len(report.hazards)}")
+        lines.extend(f"    {h}" for h in report.hazards[:8])
+    return "\n".join(lines)
+
+
+def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
+    return {
+        "kernel": t.name,
+        "core": t.core_name,
+        "core_kind": t.core_type,
+        "core_index": t.core,
+        "cluster": t.cluster,
+        "start": t.start,
+        "end": t.end,
+        "cycles": t.cycles,
+        "instructions": t.instructions,
+        "pipe_busy": dict(t.pipe_busy),
+        "hazards": list(t.hazards),
+        "trace": trace,
+        "deps": list(t.deps),
+    }
+
+
+def _task_traces(report: RunReport) -> list[str | None]:
+    """Per task, the trace file written for its launch (``write_traces`` order), if any."""
+    from pypto.runtime.trace import launches
+
+    paths: list[str | None] = [t.trace_file for t in report.tasks]
+    index = {id(t): i for i, t in enumerate(report.tasks)}
+    for group, path in zip(launches(report.tasks), report.trace_paths):
+        for t in group:
+            paths[index[id(t)]] = path
+    return paths
+
+
+def to_dict(report: RunReport) -> dict[str, Any]:
+    b = bound(report)
+    traces = _task_traces(report)
+    return {
+        "schema": SCHEMA,
+        "platform": report.platform,
+        "simulator": simulator_of(report.platform),
+        "clock_hz": report.clock_hz,
+        "cycles": report.cycles,
+        "time_us": report.time_us,
+        "instructions": report.instructions,
+        "pipe_busy": {p: report.pipe_busy.get(p, 0) for p in PIPES},
+        "cores": [
+            {
+                "core": c.name,
+                "core_kind": c.kind,
+                "tasks": c.tasks,
+                "busy": c.busy,
+                "utilisation": c.utilisation,
+            }
+            for c in per_core(report)
+        ],
+        "core_kinds": {
+            k: {
+                "cores_used": u.cores_used,
+                "cores_available": u.cores_available,
+                "utilisation": u.utilisation,
+            }
+            for k, u in per_kind(report).items()
+        },
+        "bound": None
+        if b is None
+        else {"pipe": b.pipe, "core": b.core, "utilisation": b.utilisation, "latency_bound": b.latency_bound},
+        "tasks": [_task_dict(t, p) for t, p in zip(report.tasks, traces)],
+        "hazards": list(report.hazards),
+        "trace_paths": list(report.trace_paths),
+    }
+
+
+def from_dict(data: dict[str, Any]) -> RunReport:
+    """The report ``to_dict`` described (without instruction records)."""
+    try:
+        return _from_dict(data)
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, ReportError):
+            raise
+        raise ReportError(f"not a complete pypto run report: {type(e).__name__} {e}") from None
+
+
+def _from_dict(data: dict[str, Any]) -> RunReport:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(f"not a pypto run report of schema {SCHEMA}: schema {got!r}")
+    tasks = [
+        TaskReport(
+            t["kernel"],
+            int(t["core_index"]),
+            int(t["start"]),
+            int(t["end"]),
+            dict(t["pipe_busy"]),
+            int(t["instructions"]),
+            list(t["hazards"]),
+            None,
+            t["core_kind"],
+            t.get("cluster"),
+            t.get("trace"),
+            tuple(t.get("deps", ())),
+        )
+        for t in data["tasks"]
+    ]
+    return RunReport(
+        data["platform"],
+        int(data["cycles"]),
+        dict(data["pipe_busy"]),
+        int(data["instructions"]),
+        tasks,
+        list(data["hazards"]),
+        list(data["trace_paths"]),
+        float(data["clock_hz"]),
+    )

@@ -1,0 +1,111 @@
+"""Upstream PyPTO's entry points on the simulator: pypto.runtime.run and pypto.ir.compile on a
+@pl.program, CompiledProgram.from_dir, Program.as_python, and upstream RunConfig options."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto import ir
+from pypto.frontend.parser import parse_text
+from pypto.runtime import RunConfig, UpstreamOptionWarning, run
+from pypto.runtime.entry import CompiledDirError
+from pypto.runtime.jit import CompiledProgram
+from pypto.runtime.marshal import ArgumentError
+
+
+@pl.program
+class ExpRows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def exp_rows(
+        self, a: pl.Tensor[[256, 128], pl.FP32], out: pl.Out[pl.Tensor[[256, 128], pl.FP32]]
+    ) -> pl.Tensor[[256, 128], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(0, 4, 1):
+                t: pl.Tile[[64, 128], pl.FP32] = pl.tile.load(a, [i * 64, 0], [64, 128])
+                pl.tile.store(pl.tile.exp(t), [i * 64, 0], out)
+        return out
+
+
+def _input() -> np.ndarray:
+    return (np.arange(256 * 128) % 5 - 2).astype(np.float32).reshape(256, 128) / 4
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_run_compiles_and_runs_a_program_and_returns_it_callable():
+    a, out = _input(), np.zeros((256, 128), np.float32)
+    compiled = run(ExpRows, a, out, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    first = compiled.last_report.cycles
+    again = np.zeros_like(out)
+    assert compiled(2 * a, again) is again
+    np.testing.assert_allclose(again, np.exp(2 * a), rtol=1e-6)
+    assert compiled.last_report.cycles == first > 0 and compiled.last_report.bound.pipe == "MTE2"
+    compiled(a, again, config=RunConfig(platform="a2a3sim", trace=True))  # upstream passes it per call
+    assert compiled.last_report.tasks[0].trace is not None and compiled.last_report.trace_paths
+    with pytest.raises(ValueError, match="compiled for; compile again for 'a5sim'"):
+        compiled(a, again, config=RunConfig(platform="a5sim"))
+
+
+def test_ir_compile_checks_arguments_against_the_programs_types(tmp_path: Path):
+    compiled = ir.compile(ExpRows, output_dir=tmp_path / "build", platform="a2a3sim")
+    assert compiled.output_dir == (tmp_path / "build").resolve()
+    wrong = r"argument 'a' must be a tensor of shape \(256, 128\) and dtype FP32, got shape \(128, 128\)"
+    with pytest.raises(ArgumentError, match=wrong) as err:
+        compiled(np.zeros((128, 128), np.float32), np.zeros((256, 128), np.float32))
+    assert "test_upstream_entry.py:" in str(err.value)  # the parameter's line
+    with pytest.raises(ArgumentError, match="dtype FP32, got shape .* dtype float16"):
+        compiled(np.zeros((256, 128), np.float16), np.zeros((256, 128), np.float32))
+
+
+def test_from_dir_reruns_a_build_and_rebuilds_lost_kernels(tmp_path: Path):
+    a = _input()
+    compiled = ir.compile(ExpRows, output_dir=tmp_path / "build")
+    compiled(a, ref := np.zeros_like(a))
+    cycles = compiled.last_report.cycles
+    again = CompiledProgram.from_dir(tmp_path / "build")
+    assert again is not compiled and again.param_names == ["a", "out"]
+    np.testing.assert_array_equal(again(a, np.zeros_like(a)), ref)
+    assert again.last_report.cycles == cycles
+    shutil.rmtree(tmp_path / "cache" / "kernels")  # the kernel cache is gone: rebuilt from kernels/*.cpp
+    rebuilt = CompiledProgram.from_dir(tmp_path / "build")
+    assert all(Path(p).is_file() for p in rebuilt.kernels.values())
+    np.testing.assert_array_equal(rebuilt(a, np.zeros_like(a)), ref)
+    with pytest.raises(CompiledDirError, match="holds no compiled_meta.json"):
+        CompiledProgram.from_dir(tmp_path)
+
+
+def test_program_as_python_reads_back():
+    text = ExpRows.as_python()
+    assert text.startswith("# pypto.program: ExpRows\n") and text == ir.print_program(ExpRows)
+    ir.assert_structural_equal(parse_text(text), ExpRows, names=True)
+
+
+def test_upstream_run_config_options_are_accepted_with_a_reason(tmp_path: Path):
+    with pytest.warns(UpstreamOptionWarning) as caught:
+        cfg = RunConfig(platform="a2a3", device_id=1, rtol=1e-3, save_kernels=True)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 3 and cfg.platform == "a2a3" and all(w.filename == __file__ for w in caught)
+    assert said[0].startswith("RunConfig(device_id=1) is an upstream PyPTO option that means nothing")
+    assert "always kept in output_dir" in said[2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # translated options warn about nothing
+        lane = RunConfig(enable_l2_swimlane=True, save_kernels_dir=str(tmp_path / "swim"))
+        chip = RunConfig(enable_chip_swimlane=True)
+    assert (lane.trace, lane.timeline, lane.output_dir) == (True, True, str(tmp_path / "swim"))
+    assert (chip.trace, chip.timeline) == (True, True)
+    a = _input()
+    run(ExpRows, a, np.zeros_like(a), config=lane)
+    page = tmp_path / "swim" / "report" / "timeline.html"
+    assert page.is_file() and "exp_rows" in page.read_text()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        RunConfig(bogus=1)

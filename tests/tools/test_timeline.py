@@ -1,0 +1,195 @@
+"""The offline timeline: one self-contained page per run, checked in a real headless Chromium
+(it renders, lanes are drawn, no console errors, zoom/pan/hover/click work), and the command
+that writes it from a traced run's folder."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import seed_kernels as sk
+from png_pixels import count_color, read_png
+
+from pypto.runtime import RunConfig, RunReport
+from pypto.tools import timeline
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import gemm_kernels as gk  # noqa: E402
+
+PIPE_RGB = {
+    "MTE2": (0x4E, 0x79, 0xA7),
+    "VECTOR": (0x59, 0xA1, 0x4F),
+    "MTE3": (0xF2, 0x8E, 0x2B),
+    "MTE1": (0x76, 0xB7, 0xB2),
+    "CUBE": (0xE1, 0x57, 0x59),
+    "FIXPIPE": (0xD4, 0xA0, 0x17),
+}
+SWATCH = 100  # the legend's 10 x 10 box of each colour
+
+
+def _traced_pipelined(out: Path) -> RunReport:
+    a = (np.arange(sk.ROWS * sk.TC) % 3 - 1).astype(np.float32).reshape(sk.ROWS, sk.TC)
+    sk.pipelined(a, np.zeros_like(a), config=RunConfig(trace=True, output_dir=out))
+    return sk.pipelined.last_report
+
+
+def _traced_gemm(out: Path) -> RunReport:
+    a = np.ones((gk.S, gk.S), np.float16)
+    gk.gemm(a, a, np.zeros((gk.S, gk.S), np.float32), config=RunConfig(trace=True, output_dir=out))
+    return gk.gemm.last_report
+
+
+def _body(dom: str) -> dict[str, str]:
+    (tag,) = re.findall(r"<body([^>]*)>", dom)
+    return dict(re.findall(r'data-([\w-]+)="([^"]*)"', tag))
+
+
+def _selftest(dom: str) -> dict:
+    (text,) = re.findall(r'<pre id="tl-selftest"[^>]*>(.*?)</pre>', dom, re.S)
+    return json.loads(html.unescape(text))
+
+
+def _lanes(dom: str) -> list[tuple[str, str, int]]:
+    found = re.findall(r'<div class="lane" data-core="(\w+)" data-pipe="(\w+)" data-events="(\d+)"', dom)
+    return [(c, p, int(n)) for c, p, n in found]
+
+
+def _check_page(chromium, page: Path, shot: Path, report: RunReport) -> tuple[dict, dict, np.ndarray]:
+    shown = chromium(page, screenshot=shot, fragment="#selftest")
+    assert shown.console == [] and 'id="tl-errors" data-count="0"' in shown.dom
+    body = _body(shown.dom)
+    records = sum(len(t.trace) for t in report.tasks)
+    waits = sum(int((t.trace.raw["table"][:, 1] == 2).sum()) for t in report.tasks)
+    assert body["rendered"] == "true" and int(body["events"]) == records
+    assert int(body["tasks"]) == len(report.tasks) and int(body["flows"]) == waits > 0
+    assert int(body["drawn"]) > 0
+    test = _selftest(shown.dom)
+    (lo, hi), (zlo, zhi) = test["full"], test["zoomed"]
+    assert zhi - zlo < 0.5 * (hi - lo)  # the wheel zoomed in around the pointer
+    assert test["panned_by"] == pytest.approx(test["pan_expected"], rel=1e-6) and test["panned_by"] > 0
+    ev = test["event"]
+    assert test["tip_shown"] and test["selected"]
+    assert test["tip"].startswith(ev["name"]) and f"source {ev['source']}" in test["tip"]
+    assert f"cycles {ev['cycles']} " in test["tip"] and f"bytes {ev['bytes']}" in test["tip"]
+    file, line, _ = ev["source"].rsplit(":", 2)
+    assert test["source_line"] == ev["source"]
+    assert test["source_hit"].strip().startswith(f"{line} ")
+    assert Path(file).read_text().splitlines()[int(line) - 1].strip() in test["source_hit"]
+    assert test["task_tip"].startswith(f"task {report.tasks[0].name} on ")
+    return body, test, read_png(shot)
+
+
+def test_pipelined_kernel_timeline_in_chromium(chromium, tmp_path: Path):
+    report = _traced_pipelined(tmp_path / "build")
+    page = report.timeline_html(tmp_path / "pipelined.html")
+    body, _, pixels = _check_page(chromium, page, tmp_path / "pipelined.png", report)
+    shown = chromium(page)
+    assert [(c, p) for c, p, _ in _lanes(shown.dom)] == [
+        ("AIV0", "MTE2"),
+        ("AIV0", "VECTOR"),
+        ("AIV0", "MTE3"),
+    ]
+    assert body["lanes"] == "3" and body["cores"] == "1"
+    for pipe in ("MTE2", "VECTOR", "MTE3"):  # the lanes are drawn, not only the legend
+        assert count_color(pixels, PIPE_RGB[pipe]) > 20 * SWATCH, pipe
+    assert count_color(pixels, PIPE_RGB["CUBE"]) <= SWATCH
+
+
+def test_24_core_gemm_timeline_in_chromium(chromium, tmp_path: Path):
+    report = _traced_gemm(tmp_path / "build")
+    page = report.timeline_html(tmp_path / "gemm.html")
+    body, _, pixels = _check_page(chromium, page, tmp_path / "gemm.png", report)
+    assert body["cores"] == "24" and body["tasks"] == "24"
+    lanes = _lanes(chromium(page).dom)
+    assert {c for c, _, _ in lanes} == {f"AIC{i}" for i in range(24)}
+    assert {p for _, p, _ in lanes} == {"MTE2", "MTE1", "CUBE", "FIXPIPE"}
+    assert sum(n for _, _, n in lanes) == int(body["events"])
+    for pipe in ("MTE2", "MTE1", "CUBE", "FIXPIPE"):
+        assert count_color(pixels, PIPE_RGB[pipe]) > 5 * SWATCH, pipe
+
+
+def _page_data(page: Path) -> dict:
+    (payload,) = re.findall(r'<script type="application/json" id="tl-data">(.*?)</script>', page.read_text())
+    return json.loads(payload.replace("<\\/", "</"))
+
+
+def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
+    report = _traced_pipelined(tmp_path / "build")
+    direct = _page_data(report.timeline_html(tmp_path / "direct.html"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "pypto.tools.timeline",
+        str(tmp_path / "build"),
+        "-o",
+        str(tmp_path / "cli.html"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)  # not the checkout
+    assert done.returncode == 0 and done.stdout.strip() == f"wrote {tmp_path / 'cli.html'}", done.stderr
+    from_files = _page_data(tmp_path / "cli.html")
+    for key in ("cores", "lanes", "tasks", "flows", "cycles"):
+        assert from_files[key] == direct[key], key
+    assert sorted(from_files["events"]) == sorted(direct["events"])
+    (trace,) = (tmp_path / "build" / "trace").glob("*/OPPROF_*/simulator/trace.json")
+    one = timeline.load_model(trace).to_json()  # a lone launch: times from its start
+    assert len(one["events"]) == len(direct["events"]) and one["flows"] == direct["flows"]
+
+
+def test_the_page_needs_no_network(tmp_path: Path):
+    page = _traced_pipelined(tmp_path / "build").timeline_html(tmp_path / "t.html").read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "http://" not in page and "https://" not in page and "@import" not in page
+
+
+def test_the_command_says_what_is_missing(tmp_path: Path, capsys):
+    assert timeline.main([str(tmp_path), "-o", str(tmp_path / "t.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path} holds no report/run.json nor trace.json")
+    assert "RunConfig(trace=True)" in err
+    with pytest.raises(SystemExit) as stop:
+        timeline.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("pypto 0.1.0")
+
+
+def test_a_cleaned_trace_draws_its_slices_and_arrows(tmp_path: Path):
+    from pypto.tools.clean_sim_trace import clean_file
+
+    report = _traced_pipelined(tmp_path / "build")
+    direct = _page_data(report.timeline_html(tmp_path / "direct.html"))
+    (bin_path,) = report.trace_paths
+    clean_file(Path(bin_path), tmp_path / "clean")
+    cleaned = json.loads((tmp_path / "clean" / "trace.clean.json").read_text())
+    data = _page_data(timeline.write_page(timeline.load_model(tmp_path / "clean" / "trace.clean.json"),
+                                          tmp_path / "clean.html"))  # fmt: skip
+
+    def resolved(page: dict, ops_only: bool) -> list:
+        s = page["strings"]
+        return sorted([*e[:4], s[e[4]], s[e[5]], *e[6:]] for e in page["events"] if not (ops_only and e[7]))
+
+    assert resolved(data, False) == resolved(direct, True)  # sync slices are arrows there: operations only
+    assert len(data["flows"]) == len(direct["flows"]) - cleaned["otherData"]["skipped_flags"] > 0
+    assert data["lanes"] == direct["lanes"] and data["cores"] == ["AIV0"]
+
+
+def test_task_dependencies_are_arrows_in_the_swimlane(chromium, tmp_path: Path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+    import mixed_scope as ms
+
+    a = np.ones((ms.M, ms.K), np.float16)
+    b = np.ones((ms.K, ms.N), np.float16)
+    ms.scaled_matmul(a, b, np.zeros((ms.M, ms.N), np.float32), 0.5, config=RunConfig(trace=True))
+    report = ms.scaled_matmul.last_report
+    assert [t.deps for t in report.tasks] == [(), (0,), (), (2,), (0, 1, 2, 3)]  # "after" waits for all
+    assert RunReport.from_json(report.to_json()).tasks[4].deps == (0, 1, 2, 3)
+    page = report.timeline_html(tmp_path / "deps.html")
+    assert [t["deps"] for t in _page_data(page)["tasks"]] == [[], [0], [], [2], [0, 1, 2, 3]]
+    shown = chromium(page)
+    body = _body(shown.dom)
+    assert shown.console == [] and body["task-deps"] == "6" and body["task-flows-drawn"] == "6"
+    assert body["cores"] == "5" and body["tasks"] == "5"

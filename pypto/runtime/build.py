@@ -37,28 +37,28 @@ memo.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
-import hashlib
 import json
-import logging
 import os
 import re
-import shlex
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pypto import knobs
-from pypto.errors import KernelBuildError, PyptoError
+from pypto.errors import CacheDirError, KernelBuildError, PyptoError
+from pypto.runtime._light import Logger, sha256
 from pypto.runtime.toolchain import Toolchain
 from pypto.runtime.toolchain import toolchain as installed_toolchain
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import subprocess
+
+# subprocess, tempfile, shutil, shlex and fcntl are imported where a build needs them: a cache
+# hit (the common case in a new process) uses none of them.
+logger = Logger(__name__)
 
 _SO_PREFIX = "kernel-"
 META_JSON = "meta.json"
@@ -145,10 +145,12 @@ def build_kernels(
     """
     tc = toolchain if toolchain is not None else installed_toolchain()
     root = kernel_cache_dir()
+    if output_dir is not None:
+        output_dir = Path(output_dir).absolute()
     jobs = [_plan(src, tc, platform, root) for src in sources]
     _check_names(jobs)
     if output_dir is not None:
-        _write_generated_sources(jobs, Path(output_dir) / "kernels")
+        _write_generated_sources(jobs, output_dir / "kernels")
     found: dict[str, Path] = {}
     misses: dict[str, _Job] = {}
     for job in jobs:
@@ -168,6 +170,35 @@ def kernel_cache_dir() -> Path:
     return knobs.cache_dir() / "kernels"
 
 
+def lookup_entry(entry: Path) -> Path | None:
+    """The validated ``.so`` of a kernel cache entry folder, or None (a corrupt entry is logged)."""
+    return _lookup(entry, warn=True)
+
+
+def ensure_dir(path: Path) -> Path:
+    """``mkdir -p path``; a folder that cannot be created or written is a :class:`CacheDirError`
+    naming ``PYPTO_CACHE_DIR`` (inside the cache) or ``output_dir`` (elsewhere)."""
+    problem = None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        problem = "a file is in the way of the folder"
+    except OSError as exc:
+        problem = f"cannot create the folder ({exc.strerror})"
+    if problem is None and not os.access(path, os.W_OK | os.X_OK):
+        problem = "the folder is not writable"
+    if problem is not None:
+        cache = knobs.cache_dir()
+        where = f"PYPTO_CACHE_DIR={cache}" if path.is_relative_to(cache) else "output_dir"
+        raise CacheDirError(f"{where} is not usable: {path}: {problem}")
+    return path
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
+    _atomic_write(path, data, mode)
+
+
 def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
     """The content hash naming ``source``'s cache entry (its header closure is checked apart)."""
     return _key(source, source.read(), toolchain, platform)
@@ -175,7 +206,7 @@ def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
 
 # --- planning -----------------------------------------------------------------------------------
 def _key(source: KernelSource, data: bytes, tc: Toolchain, platform: str) -> str:
-    digest = hashlib.sha256(_KEY_SALT)
+    digest = sha256(_KEY_SALT)
     where = str(source.path) if source.path is not None else ""
     parts = [data, tc.fingerprint.encode(), platform.encode(), where.encode()]
     parts += [str(d).encode() for d in source.include_dirs]
@@ -202,7 +233,8 @@ def _check_names(jobs: list[_Job]) -> None:
 
 
 def _write_generated_sources(jobs: list[_Job], folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    """Each generated source into ``folder``, rewritten only when it changed (a hit in a
+    read-only cache writes nothing)."""
     for job in jobs:
         if job.source.code is None:
             continue
@@ -210,6 +242,7 @@ def _write_generated_sources(jobs: list[_Job], folder: Path) -> None:
         with contextlib.suppress(OSError):
             if job.src_file.read_bytes() == job.data:
                 continue  # unchanged: keep its mtime
+        ensure_dir(folder)
         _atomic_write(job.src_file, job.data)
 
 
@@ -222,7 +255,7 @@ def _lookup(entry: Path, *, warn: bool) -> Path | None:
         so_size, so_sha, headers = int(meta["so_size"]), str(meta["so_sha256"]), dict(meta["headers"])
         if so.parent != entry:
             raise ValueError(f"bad file name {meta['so']!r}")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _corrupt(entry, f"unreadable {META_JSON} ({exc})", warn)
@@ -279,7 +312,7 @@ def _digest(path: Path) -> str | None:
 
 
 def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256(path.read_bytes()).hexdigest()
 
 
 # --- building -----------------------------------------------------------------------------------
@@ -287,6 +320,8 @@ def _build_and_publish(
     jobs: list[_Job], tc: Toolchain, platform: str, output_dir: Path | None
 ) -> dict[str, Path]:
     """Compile ``jobs`` with one ninja run and publish the results; key -> cached ``.so``."""
+    import shutil
+
     build_dir, temporary = _make_build_dir(output_dir)
     started_ns = time.time_ns()
     try:
@@ -309,18 +344,19 @@ def _build_and_publish(
 
 
 def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
+    import tempfile
+
     if output_dir is not None:
-        build_dir = Path(output_dir).absolute() / "build"
-        build_dir.mkdir(parents=True, exist_ok=True)
-        return build_dir, False
-    tmp_root = knobs.cache_dir() / "tmp"
-    tmp_root.mkdir(parents=True, exist_ok=True)
+        return ensure_dir(Path(output_dir).absolute() / "build"), False
+    tmp_root = ensure_dir(knobs.cache_dir() / "tmp")
     _sweep_stale_build_dirs(tmp_root)
     return Path(tempfile.mkdtemp(prefix="build-", dir=tmp_root)), True
 
 
 def _sweep_stale_build_dirs(tmp_root: Path) -> None:
     """Remove build dirs left by crashed (or PYPTO_KEEP_BUILD) builds more than a day ago."""
+    import shutil
+
     cutoff = time.time() - _STALE_BUILD_DIR_S
     for old in tmp_root.glob("build-*"):
         with contextlib.suppress(OSError):
@@ -330,6 +366,9 @@ def _sweep_stale_build_dirs(tmp_root: Path) -> None:
 
 def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.CompletedProcess[str]:
     """Write the sources and ``build.ninja`` for ``jobs`` into ``build_dir`` and run ninja."""
+    import shlex
+    import subprocess
+
     for job in jobs:
         if job.source.path is not None:
             job.src_file = job.source.path  # compiled in place
@@ -381,6 +420,8 @@ def _link_args(tc: Toolchain) -> list[str]:
 
 def _shell(*args: str) -> str:
     """Shell-quoted words, escaped for a ninja variable value."""
+    import shlex
+
     return " ".join(shlex.quote(a) for a in args).replace("$", "$$")
 
 
@@ -391,6 +432,8 @@ def _ninja_path(path: str) -> str:
 @functools.cache
 def _ninja_binary() -> str:
     """The ninja of the ``ninja`` PyPI package (a real binary), else the one on PATH."""
+    import shutil
+
     try:
         import ninja  # type: ignore[import-untyped]
 
@@ -410,6 +453,9 @@ def _header_closure(
     built: list[_Job], tc: Toolchain, build_dir: Path, started_ns: int
 ) -> dict[str, dict[str, str]]:
     """Per key, the headers each kernel included (outside the toolchain) and their sha256."""
+    import shlex
+    import subprocess
+
     if not built:
         return {}
     cmd = [_ninja_binary(), "-C", str(build_dir), "-t", "deps", *(str(job.out.name) for job in built)]
@@ -469,10 +515,10 @@ def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -
     """
     assert job.out is not None
     data = job.out.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha256(data).hexdigest()
     so = job.entry / f"{_SO_PREFIX}{sha[:16]}.so"
     meta = _meta(job, tc, platform, so.name, sha, len(data), headers)
-    job.entry.mkdir(parents=True, exist_ok=True)
+    ensure_dir(job.entry)
     with _file_lock(job.entry.parent / f"{job.key}.lock"):
         existing = _lookup(job.entry, warn=False)
         if existing is not None:
@@ -488,6 +534,8 @@ def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -
 def _meta(
     job: _Job, tc: Toolchain, platform: str, so_name: str, sha: str, size: int, headers: dict[str, str]
 ) -> dict[str, object]:
+    import shlex
+
     assert job.src_file is not None and job.out is not None
     command = compile_command(job.src_file, job.out, job.source.include_dirs, tc)
     return {
@@ -542,6 +590,8 @@ def _trim(log: str) -> str:
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``path`` (created if needed), released on exit."""
+    import fcntl
+
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -552,6 +602,8 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

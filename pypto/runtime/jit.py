@@ -1,14 +1,13 @@
 """``@pl.jit`` end to end: parse → passes → C++ → build → launch plan → run.
 
 A compiled program is cached on the kernel object per (specialisation key, compile options),
-so a warm call costs a dict lookup plus the native run.
+so a warm call costs a dict lookup plus the native run; and on disk
+(:mod:`pypto.runtime.program_cache`), so a new process skips parse, passes and codegen.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,25 +15,23 @@ from typing import Any
 import numpy as np
 
 from pypto import _native, knobs
-from pypto.codegen import generate_kernel
-from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.errors import KernelLoadError
-from pypto.frontend.specialize import bind_arguments
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
 from pypto.ir.types import TensorType
-from pypto.passes.context import PassContext
-from pypto.passes.pipeline import run_passes
-from pypto.runtime.build import KernelSource, build_kernels
+from pypto.runtime import program_cache
+from pypto.runtime._light import Logger, sha256
+from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import code_of
 from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
-from pypto.runtime.plan import Plan, Task, plan_orchestration
+from pypto.runtime.plan import Plan, Task
 from pypto.runtime.report import RunReport, scheduled_report
-from pypto.runtime.trace import write_traces
 
-log = logging.getLogger(__name__)
+# The compiler (frontend, passes, codegen) is imported on a miss only: a process whose
+# programs all come from the program cache never loads it.
+
+log = Logger(__name__)
 
 
 @dataclass
@@ -90,6 +87,8 @@ class CompiledProgram:
         """The arguments in parameter order (keywords placed by name)."""
         if not kwargs:
             return args
+        from pypto.frontend.specialize import bind_arguments
+
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
     def execute(self, args: tuple, trace: bool) -> list[dict[str, Any]]:
@@ -126,6 +125,8 @@ class CompiledProgram:
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
+            from pypto.runtime.trace import write_traces
+
             cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
             write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
         return report
@@ -159,15 +160,17 @@ def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[in
 def _output_dir(name: str, key: tuple, config: RunConfig) -> Path:
     if config.output_dir is not None:
         return Path(config.output_dir).resolve()  # ninja runs in another folder
-    digest = hashlib.sha256(repr((name, key)).encode()).hexdigest()[:16]
+    digest = sha256(repr((name, key)).encode()).hexdigest()[:16]
     return knobs.cache_dir() / "programs" / f"{name}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
     if config.dump_level.name == "NONE":
         return None
-    folder = out / "passes_dump"
-    folder.mkdir(parents=True, exist_ok=True)
+    from pypto.ir.printer import print_program
+    from pypto.runtime.build import ensure_dir
+
+    folder = ensure_dir(out / "passes_dump")
     for old in folder.glob("*.py"):
         old.unlink()
 
@@ -184,9 +187,13 @@ def lower_program(
     kwargs: dict,
     config: RunConfig,
     out: Path | None = None,
-    sink: HintSink | None = None,
+    sink: Any = None,
 ) -> Program:
     """Frontend + passes: the lowered IR (no codegen, no artifacts unless dumping)."""
+    from pypto.diagnostics.hints import HintSink
+    from pypto.passes.context import PassContext
+    from pypto.passes.pipeline import run_passes
+
     program = jf.parse(*args, **kwargs)
     ctx = PassContext(config.resolved_platform(), config.planner, sink or HintSink())
     dump = _dumper(out, config) if out is not None else None
@@ -221,6 +228,71 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         compiled.refresh_external()
         return compiled
     out = _output_dir(jf.name, key, config)
+    # Dumps are artifacts of a compile, so a dumping config always compiles.
+    disk_key = program_key(jf, key[0], config) if config.dump_level.name == "NONE" else None
+    compiled = _from_disk(jf, disk_key, config, out) if disk_key else None
+    if compiled is None:
+        compiled = _compile(jf, args, kwargs, config, out, disk_key)
+    cache[key] = compiled
+    return compiled
+
+
+def program_key(jf: Any, spec_key: tuple, config: RunConfig) -> str | None:
+    """The program cache key of this compile (None: not cached on disk)."""
+    return program_cache.program_key(jf.fn, spec_key, config)
+
+
+def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> CompiledProgram | None:
+    """The program cache's entry for ``disk_key``, its kernels validated; None on a miss."""
+    entry = program_cache.load(disk_key, jf.fn)
+    if entry is None:
+        return None
+    paths = program_cache.kernel_paths(entry)
+    if paths is None:
+        return None
+    compiled = CompiledProgram(
+        jf.name,
+        out,
+        entry.param_names,
+        config.platform,
+        entry.program,
+        config,
+        paths,
+        entry.plan,
+        entry.outputs,
+        entry.tensor_params,
+        entry.hints,
+        entry.external,
+    )
+    if config.output_dir is not None:  # the user's folder gets a compile's artifacts
+        from pypto.runtime.build import atomic_write, ensure_dir
+
+        ensure_dir(out / "kernels")
+        for name, code in entry.sources.items():
+            atomic_write(out / "kernels" / f"{name}.cpp", code.encode())
+        _write_hint_lines(entry.hints, out)
+    compiled.refresh_external()  # hand-written kernels: a build-cache lookup (rebuilt if edited)
+    log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])
+    return compiled
+
+
+def _write_hint_lines(lines: list[str], out: Path) -> None:
+    from pypto.runtime.build import ensure_dir
+
+    log_file = ensure_dir(out / "report") / "perf_hints.log"
+    with log_file.open("a") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def _compile(
+    jf: Any, args: tuple, kwargs: dict, config: RunConfig, out: Path, disk_key: str | None
+) -> CompiledProgram:
+    """Parse, passes, codegen and build; the result is stored under ``disk_key`` if given."""
+    from pypto.codegen import generate_kernel
+    from pypto.diagnostics.hints import HintSink, write_hints
+    from pypto.runtime.build import ensure_dir
+    from pypto.runtime.plan import plan_orchestration
+
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
     incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
@@ -233,25 +305,32 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         )
     )
     _check_loadable(paths, sources + external)
+    ensure_dir(out)
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)
     scalar_args = {n: a for n, a in zip(names, args) if isinstance(a, (int, float))}
     plan = plan_orchestration(lowered, lowered.entry, scalar_args)
+    hints = sink.lines()
     compiled = CompiledProgram(
-        jf.name,
-        out,
-        names,
-        config.platform,
-        lowered,
-        config,
-        paths,
-        plan,
-        outs,
-        tensors,
-        sink.lines(),
-        external,
+        jf.name, out, names, config.platform, lowered, config, paths, plan, outs, tensors, hints, external
     )
-    cache[key] = compiled
+    if disk_key is not None:
+        root = kernel_cache_dir()
+        program_cache.store(
+            disk_key,
+            jf.fn,
+            {
+                "program": lowered,
+                "plan": plan,
+                "param_names": names,
+                "outputs": outs,
+                "tensor_params": tensors,
+                "hints": hints,
+                "kernels": {s.name: str(paths[s.name].parent.relative_to(root)) for s in sources},
+                "sources": {s.name: s.code for s in sources},
+                "external": external,
+            },
+        )
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
     return compiled
 

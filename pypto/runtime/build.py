@@ -14,14 +14,15 @@ Layout::
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>/kernel-<sha256[:16]>.so
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>/meta.json  # .so name, sha256, size; headers; command
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>.lock        # flock held while publishing
-    $PYPTO_CACHE_DIR/tmp/build-*/                        # private ninja build dirs (removed)
+    $PYPTO_CACHE_DIR/tmp/build-*/                        # private build dirs (removed)
 
 The ``.so`` is named by its own hash, not plain ``kernel.so``: when a header edit rebuilds an
 entry, the new file gets a new path, so a process that loaded the old one does not get the old
 code back from ``dlopen`` (which returns an already-loaded library by path).
 
-Misses are compiled by ninja (one compile+link edge per kernel, gcc depfiles, ``-j``
-``PYPTO_BUILD_JOBS``), then each result is published with ``os.replace`` under the key's lock,
+Misses are compiled by running one compile+link command per kernel (``PYPTO_BUILD_JOBS`` at a
+time, each with a gcc depfile; a ``build.ninja`` describing the same edges is written beside them
+for rebuilding by hand), then each result is published with ``os.replace`` under the key's lock,
 so concurrent builders of one kernel all succeed and leave one valid entry. The depfile comes
 from ``-MMD``, not ``-MD``: system headers change only with the compiler, which the fingerprint
 covers, and re-hashing the C++ standard library on every lookup would cost milliseconds.
@@ -37,7 +38,6 @@ memo.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -45,16 +45,12 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pypto import knobs
 from pypto.errors import CacheDirError, KernelBuildError, PyptoError
 from pypto.runtime._light import Logger, sha256
 from pypto.runtime.toolchain import Toolchain
 from pypto.runtime.toolchain import toolchain as installed_toolchain
-
-if TYPE_CHECKING:
-    import subprocess
 
 # subprocess, tempfile, shutil, shlex and fcntl are imported where a build needs them: a cache
 # hit (the common case in a new process) uses none of them.
@@ -68,6 +64,11 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are always re-hashed
 _STALE_BUILD_DIR_S = 24 * 3600
 _MAX_DIAG_LINES = 40
+# Generated kernels are loops of ISA calls into libpypto_sim (no C++ runtime, no floating-point
+# code of their own), so they are optimised less and linked without the default libraries:
+# ~25 ms less per first call. libgcc stays for compiler helper routines; C library calls
+# resolve at load time (RTLD_NOW, checked at compile). Hand-written kernels get the full link.
+GENERATED_FLAGS = ("-O1", "-nodefaultlibs", "-lgcc")
 _MAX_DIAG_CHARS = 4000
 
 
@@ -115,7 +116,7 @@ class _Job:
     key: str
     entry: Path
     src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
-    out: Path | None = None  # the .so ninja writes
+    out: Path | None = None  # the .so the compiler writes
 
 
 def build_kernel(
@@ -138,9 +139,9 @@ def build_kernels(
 ) -> list[Path]:
     """Build ``sources`` for ``platform``; returns, in order, the cached ``.so`` of each.
 
-    Cache hits cost a lookup; the misses are compiled in parallel by one ninja run. With
-    ``output_dir``, generated sources are also written to ``output_dir/kernels/<name>.cpp`` and
-    the ninja build lives in ``output_dir/build/``. A compiler failure raises
+    Cache hits cost a lookup; the misses are compiled in parallel. With ``output_dir``,
+    generated sources are also written to ``output_dir/kernels/<name>.cpp`` and the build
+    (``build.ninja``, logs, depfiles) lives in ``output_dir/build/``. A compiler failure raises
     :class:`KernelBuildError` with the compiler's diagnostics (the other kernels are still cached).
     """
     tc = toolchain if toolchain is not None else installed_toolchain()
@@ -208,7 +209,13 @@ def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
 def _key(source: KernelSource, data: bytes, tc: Toolchain, platform: str) -> str:
     digest = sha256(_KEY_SALT)
     where = str(source.path) if source.path is not None else ""
-    parts = [data, tc.fingerprint.encode(), platform.encode(), where.encode()]
+    parts = [
+        data,
+        tc.fingerprint.encode(),
+        platform.encode(),
+        where.encode(),
+        " ".join(_extra(source)).encode(),
+    ]
     parts += [str(d).encode() for d in source.include_dirs]
     for part in parts:  # length-prefixed, so no two part lists hash alike
         digest.update(len(part).to_bytes(8, "little"))
@@ -319,7 +326,7 @@ def _sha256_file(path: Path) -> str:
 def _build_and_publish(
     jobs: list[_Job], tc: Toolchain, platform: str, output_dir: Path | None
 ) -> dict[str, Path]:
-    """Compile ``jobs`` with one ninja run and publish the results; key -> cached ``.so``."""
+    """Compile ``jobs`` and publish the results; key -> cached ``.so``."""
     import shutil
 
     build_dir, temporary = _make_build_dir(output_dir)
@@ -364,11 +371,14 @@ def _sweep_stale_build_dirs(tmp_root: Path) -> None:
                 shutil.rmtree(old, ignore_errors=True)
 
 
-def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.CompletedProcess[str]:
-    """Write the sources and ``build.ninja`` for ``jobs`` into ``build_dir`` and run ninja."""
-    import shlex
-    import subprocess
+def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> str:
+    """Write the sources and ``build.ninja`` for ``jobs`` into ``build_dir``, then run each
+    compile+link command (up to ``PYPTO_BUILD_JOBS`` at once); returns launcher errors.
 
+    The commands run directly rather than through ninja: starting ninja and querying its deps
+    log cost two process launches, a large share of a one-kernel first call. ``build.ninja``
+    is still written, so ``ninja -C <build dir>`` reproduces the build by hand.
+    """
     for job in jobs:
         if job.source.path is not None:
             job.src_file = job.source.path  # compiled in place
@@ -379,9 +389,29 @@ def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.C
         job.out = build_dir / f"{job.source.name}.{job.key[:16]}.so"
         job.out.unlink(missing_ok=True)  # a leftover output must not pass for a fresh one
     (build_dir / "build.ninja").write_text(_ninja_file(jobs, tc))
-    cmd = [_ninja_binary(), "-C", str(build_dir), "-k", "0", "-j", str(knobs.build_jobs())]
-    logger.debug("running %s", shlex.join(cmd))
-    return subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+    return _run_commands(jobs, tc, knobs.build_jobs())
+
+
+def _run_commands(jobs: list[_Job], tc: Toolchain, parallel: int) -> str:
+    import subprocess
+
+    pending, running, problems = list(jobs), [], []
+    while pending or running:
+        while pending and len(running) < parallel:
+            job = pending.pop(0)
+            assert job.src_file is not None and job.out is not None
+            cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, _extra(job.source))
+            cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
+            logger.debug("running %s", cmd)
+            with open(f"{job.out}.log", "wb") as log:
+                try:
+                    running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
+                except OSError as exc:
+                    why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+                    problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
+        if running:
+            running.pop(0).wait()
+    return "\n".join(problems)
 
 
 def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
@@ -392,7 +422,7 @@ def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
         f"cflags = {_shell(*tc.flags, f'-I{tc.include_dir}')}",
         f"linkflags = {_shell(*_link_args(tc))}",
         "rule kernel",
-        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags > $out.log 2>&1",
+        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags $extra > $out.log 2>&1",
         "  depfile = $out.d",
         "  deps = gcc",
         "  description = CXX $name",
@@ -402,13 +432,21 @@ def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
         lines.append(f"build {_ninja_path(job.out.name)}: kernel {_ninja_path(str(job.src_file))}")
         lines.append(f"  name = {job.source.name}")
         lines.append(f"  incs = {_shell(*(f'-I{d}' for d in job.source.include_dirs))}")
+        lines.append(f"  extra = {_shell(*_extra(job.source))}")
     return "\n".join(lines) + "\n"
 
 
-def compile_command(src: Path, out: Path, include_dirs: Sequence[Path], tc: Toolchain) -> list[str]:
-    """The compile+link command of one kernel (ninja adds ``-MMD -MF <out>.d``)."""
+def compile_command(
+    src: Path, out: Path, include_dirs: Sequence[Path], tc: Toolchain, extra: Sequence[str] = ()
+) -> list[str]:
+    """The compile+link command of one kernel (builds add ``-pipe -MMD -MF <out>.d``)."""
     incs = [f"-I{d}" for d in include_dirs]
-    return [tc.cxx, *tc.flags, f"-I{tc.include_dir}", *incs, str(src), "-o", str(out), *_link_args(tc)]
+    cmd = [tc.cxx, *tc.flags, f"-I{tc.include_dir}", *incs, str(src), "-o", str(out), *_link_args(tc)]
+    return cmd + list(extra)
+
+
+def _extra(source: KernelSource) -> tuple[str, ...]:
+    return GENERATED_FLAGS if source.code is not None else ()
 
 
 def _link_args(tc: Toolchain) -> list[str]:
@@ -429,51 +467,25 @@ def _ninja_path(path: str) -> str:
     return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
 
 
-@functools.cache
-def _ninja_binary() -> str:
-    """The ninja of the ``ninja`` PyPI package (a real binary), else the one on PATH."""
-    import shutil
-
-    try:
-        import ninja  # type: ignore[import-untyped]
-
-        candidate = Path(ninja.BIN_DIR) / "ninja"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    except (ImportError, AttributeError):
-        pass
-    found = shutil.which("ninja")
-    if found is None:
-        raise PyptoError("kernel builds need ninja: `pip install ninja`")
-    return found
-
-
 # --- after the build ----------------------------------------------------------------------------
 def _header_closure(
     built: list[_Job], tc: Toolchain, build_dir: Path, started_ns: int
 ) -> dict[str, dict[str, str]]:
     """Per key, the headers each kernel included (outside the toolchain) and their sha256."""
-    import shlex
-    import subprocess
-
-    if not built:
-        return {}
-    cmd = [_ninja_binary(), "-C", str(build_dir), "-t", "deps", *(str(job.out.name) for job in built)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        raise PyptoError(f"`{shlex.join(cmd)}` failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    deps = _parse_ninja_deps(proc.stdout)
     toolchain_headers = tc.include_dir.resolve()
     closure: dict[str, dict[str, str]] = {}
     for job in built:
         assert job.out is not None and job.src_file is not None
-        if job.out.name not in deps:
+        try:
+            deps = parse_depfile(Path(f"{job.out}.d").read_text(errors="surrogateescape"))
+        except OSError:
+            deps = []
             logger.warning(
                 "no dependency record for kernel %r: header edits will not rebuild it", job.source.name
             )
         src = job.src_file.resolve()
         headers = {}
-        for dep in deps.get(job.out.name, []):
+        for dep in deps:
             path = (build_dir / dep).resolve()
             if path != src and not path.is_relative_to(toolchain_headers):
                 headers[str(path)] = _header_digest(path, started_ns)
@@ -481,19 +493,33 @@ def _header_closure(
     return closure
 
 
-def _parse_ninja_deps(text: str) -> dict[str, list[str]]:
-    """Parse ``ninja -t deps``: ``target: #deps N, ...`` lines, each followed by indented paths."""
-    deps: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if not line.strip():
+def parse_depfile(text: str) -> list[str]:
+    """The prerequisites of a compiler's make-style depfile (``-MMD``): ``out: a.cpp b.h \\``
+    lines, with ``\\ `` for a space in a path and ``$$`` for ``$``."""
+    body = text.replace("\\\n", " ").replace("\\\r\n", " ")
+    _, sep, rest = body.partition(": ")
+    if not sep:
+        return []
+    deps, word, i = [], [], 0
+    while i < len(rest):
+        c = rest[i]
+        if c == "\\" and i + 1 < len(rest) and rest[i + 1] in " #":
+            word.append(rest[i + 1])
+            i += 2
             continue
-        if line[0].isspace():
-            if current is not None:
-                current.append(line.strip())
+        if c == "$" and rest[i + 1 : i + 2] == "$":
+            word.append("$")
+            i += 2
             continue
-        target, _, status = line.partition(": ")
-        current = deps.setdefault(target, []) if status.startswith("#deps") else None
+        if c.isspace():
+            if word:
+                deps.append("".join(word))
+                word = []
+        else:
+            word.append(c)
+        i += 1
+    if word:
+        deps.append("".join(word))
     return deps
 
 
@@ -537,7 +563,7 @@ def _meta(
     import shlex
 
     assert job.src_file is not None and job.out is not None
-    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc)
+    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc, _extra(job.source))
     return {
         "format": _META_FORMAT,
         "key": job.key,
@@ -554,9 +580,7 @@ def _meta(
     }
 
 
-def _build_error(
-    failed: list[_Job], result: subprocess.CompletedProcess[str], kept_dir: Path | None
-) -> KernelBuildError:
+def _build_error(failed: list[_Job], launch_problems: str, kept_dir: Path | None) -> KernelBuildError:
     """One error for all failed kernels, each with its (trimmed) compiler diagnostics."""
     parts = []
     for job in failed[:3]:
@@ -565,8 +589,8 @@ def _build_error(
             log = job.out.with_name(job.out.name + ".log").read_text(errors="replace")
         except OSError:
             log = ""
-        if not log.strip():  # ninja itself failed, e.g. the compiler could not be started
-            log = (result.stdout + result.stderr).strip()
+        if not log.strip():  # the compiler could not be started
+            log = launch_problems.strip() or "the compiler exited without output"
         where = job.source.path if job.source.path is not None else job.src_file
         parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{_trim(log)}")
     if len(failed) > 3:

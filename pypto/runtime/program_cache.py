@@ -107,7 +107,7 @@ def load(key: str, fn: Any) -> Entry | None:
     path = _entry_path(key)
     try:
         blob = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         log.warning("cannot read program cache entry %s: %s", path, exc.strerror)

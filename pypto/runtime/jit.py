@@ -8,16 +8,16 @@ so a warm call costs a dict lookup plus the native run; and on disk
 from __future__ import annotations
 
 import functools
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pypto import _native, knobs
 from pypto.errors import KernelLoadError
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.stmt import Program
 from pypto.ir.types import TensorType
 from pypto.runtime import program_cache
 from pypto.runtime._light import Logger, sha256
@@ -25,11 +25,15 @@ from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import code_of
 from pypto.runtime.marshal import ArgumentError, as_array, scalar_slot
-from pypto.runtime.plan import Plan, Task
-from pypto.runtime.report import RunReport, scheduled_report
 
-# The compiler (frontend, passes, codegen) is imported on a miss only: a process whose
-# programs all come from the program cache never loads it.
+if TYPE_CHECKING:
+    from pypto.ir.stmt import Program
+    from pypto.runtime.plan import Plan, Task
+    from pypto.runtime.report import RunReport
+
+# The compiler (frontend, passes, codegen), the IR node classes, the planner and the report
+# are imported when first needed: a process whose programs all come from the program cache
+# runs without loading them (a new process's first call stays within milliseconds).
 
 log = Logger(__name__)
 
@@ -99,42 +103,67 @@ class CompiledProgram:
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
         arrays = [self._array(args, i) for i in self.tensor_params]
-        if self.plan.intermediates:  # fresh zeroed scratch tensors each run
-            arrays += [
-                (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
-                for t in self.plan.intermediates
-            ]
+        for shape, dtype in self.intermediates:  # fresh zeroed scratch tensors each run
+            arrays.append((np.zeros(shape, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
         tasks = self.__dict__.get("_native_tasks")
         if tasks is None:  # the plan is fixed per compile: build the native task list once
             tasks = self.__dict__["_native_tasks"] = [
                 (
-                    str(self.kernels[t.kernel]),
-                    t.kernel,
-                    list(t.tensors),
-                    [scalar_slot(v, name=t.kernel) for v in t.scalars],
-                    t.cube,
-                    list(t.start_deps),
-                    list(t.write_gates),
+                    str(self.kernels[kernel]),
+                    kernel,
+                    tensors,
+                    [scalar_slot(v, name=kernel) for v in scalars],
+                    *rest,
                 )
-                for t in self.plan.tasks
+                for kernel, tensors, scalars, *rest in self.task_specs
             ]
         return _native.run_tasks(tasks, arrays, self._platform()[1], trace, True, self.config.seed)
 
+    @functools.cached_property
+    def task_specs(self) -> list[tuple]:
+        """Per task: (kernel, tensor indices, scalar values, is_cube, start deps, write gates)."""
+        return [
+            (t.kernel, list(t.tensors), list(t.scalars), t.cube, list(t.start_deps), list(t.write_gates))
+            for t in self.plan.tasks
+        ]
+
+    @functools.cached_property
+    def intermediates(self) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, numpy dtype name) of each scratch tensor a run allocates."""
+        return [(tuple(t.shape), t.dtype) for t in self.plan.intermediates]
+
+    @functools.cached_property
+    def cube_kernels(self) -> list[str]:
+        return [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
+
     def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
+        from pypto.runtime.report import scheduled_report
+
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
             from pypto.runtime.trace import write_traces
 
-            cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
-            write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
+            write_traces(report, self.output_dir / "trace", cube_kernels=self.cube_kernels, platform=plat)
         return report
 
     @functools.cached_property
     def returned(self) -> tuple[int, ...]:
         """Indices of the arguments a call returns: the outputs, in parameter order."""
         return tuple(sorted(self.outputs))
+
+
+class _Restored(CompiledProgram):
+    """A program from the program cache. It runs from the plain data the entry holds; its IR
+    (``program``) and launch ``plan`` are unpickled only when something reads them."""
+
+    def __getattr__(self, name: str) -> Any:
+        blobs = self.__dict__.get("_blobs", {})
+        if name not in blobs:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__[name] = pickle.loads(blobs[name])
+        return value
 
 
 def _np_dtype(name: str) -> np.dtype:
@@ -250,19 +279,25 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
     paths = program_cache.kernel_paths(entry)
     if paths is None:
         return None
-    compiled = CompiledProgram(
+    compiled = _Restored(
         jf.name,
         out,
         entry.param_names,
         config.platform,
-        entry.program,
+        None,  # the IR and the plan stay pickled until read
         config,
         paths,
-        entry.plan,
+        None,
         entry.outputs,
         entry.tensor_params,
         entry.hints,
         entry.external,
+    )
+    state = compiled.__dict__
+    del state["program"], state["plan"]
+    state["_blobs"] = {"program": entry.program_blob, "plan": entry.plan_blob}
+    state.update(
+        task_specs=entry.task_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
     )
     if config.output_dir is not None:  # the user's folder gets a compile's artifacts
         from pypto.runtime.build import atomic_write, ensure_dir
@@ -320,8 +355,11 @@ def _compile(
             disk_key,
             jf.fn,
             {
-                "program": lowered,
-                "plan": plan,
+                "program_blob": pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL),
+                "plan_blob": pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL),
+                "task_specs": compiled.task_specs,
+                "intermediates": compiled.intermediates,
+                "cube_kernels": compiled.cube_kernels,
                 "param_names": names,
                 "outputs": outs,
                 "tensor_params": tensors,

@@ -1,8 +1,9 @@
 """A persistent cache of compiled ``@pl.jit`` programs, so a new process skips parse, passes
 and codegen for a kernel it has compiled before.
 
-An entry holds what a compile produced besides the kernel binaries: the lowered IR, the launch
-plan, the kernels' build-cache entries, the hints and the generated sources. The binaries stay
+An entry holds what a compile produced besides the kernel binaries: the lowered IR and the launch
+plan (each pickled apart, so a hit that only runs never loads the IR classes), the plan's tasks
+as plain data, the kernels' build-cache entries, the hints and the generated sources. The binaries stay
 in the kernel cache (:mod:`pypto.runtime.build`) and are validated there on every hit.
 
 **Key** (sha256): the kernel function's file content, qualified name and first line; the call's
@@ -45,7 +46,7 @@ from pypto.runtime._light import Logger, sha256
 
 log = Logger(__name__)
 
-_SALT = b"pypto-program-cache-1"
+_SALT = b"pypto-program-cache-2"
 _ABSENT = ("absent",)
 # Versioned packages: their modules are recorded by name, their objects by a value repr.
 _VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
@@ -61,8 +62,11 @@ class Entry:
     """What a hit restores (see :class:`pypto.runtime.jit.CompiledProgram`)."""
 
     deps: tuple  # the kernel function's dependency record, see _record_fn
-    program: Any
-    plan: Any
+    program_blob: bytes  # the lowered IR, pickled on its own: unpickled only when read
+    plan_blob: bytes  # the launch plan, likewise
+    task_specs: list[tuple]  # what a run needs of the plan, as plain data
+    intermediates: list[tuple]
+    cube_kernels: list[str]
     param_names: list[str]
     outputs: frozenset[int]
     tensor_params: list[int]
@@ -206,13 +210,17 @@ def _where(fn: Any) -> str:
 
 
 def _names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
-    names, attrs = set(), set()
+    """The free names the source reads (its parameters and assigned names are the kernel's
+    own: the frontend never looks them up outside) and every attribute name it mentions."""
+    read, bound, attrs = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            names.add(node.id)
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
         elif isinstance(node, ast.Attribute):
             attrs.add(node.attr)
-    return names, frozenset(attrs)
+    return read - bound, frozenset(attrs)
 
 
 def _resolve(fn: Any, name: str) -> Any:
@@ -256,6 +264,9 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
 
 
 def _record_object(value: Any) -> tuple:
+    shape, dtype, tobytes = (getattr(value, a, None) for a in ("shape", "dtype", "tobytes"))
+    if type(value).__module__.split(".")[0] == "numpy" and shape is not None and callable(tobytes):
+        return ("array", str(dtype), repr(shape), sha256(tobytes()).hexdigest())
     if isinstance(value, types.FunctionType):  # the frontend never calls it: its name is enough
         return ("named", value.__module__, value.__qualname__)
     if isinstance(value, (types.BuiltinFunctionType, type)):

@@ -113,7 +113,7 @@ def test_imported_constant_change_recompiles(tmp_path, compiles):
         run(path)
         run(path)
         assert compiles == ["scale_rows"]
-        (tmp_path / "pc_consts.py").write_text("FACTOR = 5.0\n")
+        (tmp_path / "pc_consts.py").write_text("FACTOR = 5.0  # edited\n")  # new size: no stale .pyc
         sys.modules.pop("pc_consts")
         out, _ = run(path)
         assert compiles == ["scale_rows", "scale_rows"]
@@ -129,7 +129,7 @@ def test_module_attribute_change_recompiles(tmp_path, compiles):
         (tmp_path / "pc_cfg.py").write_text("FACTOR = 2.0\n")
         path = write_kernel(tmp_path, "pc_cfg.FACTOR", "import pc_cfg")
         run(path)
-        (tmp_path / "pc_cfg.py").write_text("FACTOR = 0.5\n")
+        (tmp_path / "pc_cfg.py").write_text("FACTOR = 0.5  # edited\n")  # new size: no stale .pyc
         sys.modules.pop("pc_cfg")
         out, _ = run(path)
         assert compiles == ["scale_rows", "scale_rows"]
@@ -242,7 +242,7 @@ def test_unrecordable_global_compiles_every_time(tmp_path, compiles):
     imports = "class Cfg:\n    factor = {f}\nCFG = Cfg()"
     path = write_kernel(tmp_path, "CFG.factor", imports.format(f="2.0"))
     first, _ = run(path)
-    write_kernel(tmp_path, "CFG.factor", imports.format(f="4.0"))
+    write_kernel(tmp_path, "CFG.factor", imports.format(f="4.00"))  # new size: no stale .pyc
     second, _ = run(path)
     assert compiles == ["scale_rows", "scale_rows"]
     np.testing.assert_array_equal(first, A * np.float32(2.0))

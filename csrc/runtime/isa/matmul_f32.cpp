@@ -52,8 +52,8 @@ PYPTO_INLINE void block(const float* A, int64_t k, const float* B, int64_t n, fl
 
 // One output column of R rows, for the columns left over after the vector blocks.
 template <int R>
-PYPTO_INLINE void column(const float* A, int64_t k, const float* B, int64_t n, float* C, int64_t ldc,
-                         bool accumulate) {
+PYPTO_INLINE void column(const float* A, int64_t k, const float* B, int64_t n, float* C,
+                         int64_t ldc, bool accumulate) {
   for (int r = 0; r < R; ++r) {
     float sum = 0.0f;
     for (int64_t kk = 0; kk < k; ++kk) sum += A[r * k + kk] * B[kk * n];
@@ -70,30 +70,38 @@ PYPTO_INLINE void rows(const float* A, int64_t k, const float* B, int64_t n, flo
   for (; j < n; ++j) column<R>(A, k, B + j, n, C + j, ldc, accumulate);
 }
 
-template <typename V>
-PYPTO_INLINE void blocked(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
-                          int64_t n, bool accumulate) {
+// R rows at a time: 2R vector sums stay in registers, so each loaded B vector feeds R
+// products. The blocking only changes which sums run side by side, never one sum's order.
+template <typename V, int R>
+PYPTO_INLINE void blocked(const float* A, const float* B, float* C, int64_t ldc, int64_t m,
+                          int64_t k, int64_t n, bool accumulate) {
   int64_t i = 0;
+  for (; i + R <= m; i += R) rows<V, R>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
   for (; i + 4 <= m; i += 4) rows<V, 4>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
   for (; i < m; ++i) rows<V, 1>(A + i * k, k, B, n, C + i * ldc, ldc, accumulate);
 }
 
-__attribute__((target("avx512f"))) void matmul_avx512(const float* A, const float* B, float* C, int64_t ldc,
-                                                      int64_t m, int64_t k, int64_t n, bool accumulate) {
-  blocked<v16>(A, B, C, ldc, m, k, n, accumulate);
+// AVX-512 has 32 vector registers: 8 rows x 2 vectors of sums, 2 of B, 1 broadcast.
+__attribute__((target("avx512f"))) void matmul_avx512(const float* A, const float* B, float* C,
+                                                      int64_t ldc, int64_t m, int64_t k, int64_t n,
+                                                      bool accumulate) {
+  blocked<v16, 8>(A, B, C, ldc, m, k, n, accumulate);
 }
 
-__attribute__((target("avx2"))) void matmul_avx2(const float* A, const float* B, float* C, int64_t ldc,
-                                                 int64_t m, int64_t k, int64_t n, bool accumulate) {
-  blocked<v8>(A, B, C, ldc, m, k, n, accumulate);
+// AVX2 has 16: 6 rows x 2 vectors of sums, 2 of B, 1 broadcast.
+__attribute__((target("avx2"))) void matmul_avx2(const float* A, const float* B, float* C,
+                                                 int64_t ldc, int64_t m, int64_t k, int64_t n,
+                                                 bool accumulate) {
+  blocked<v8, 6>(A, B, C, ldc, m, k, n, accumulate);
 }
 
-void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
-                     bool accumulate) {
-  blocked<v8>(A, B, C, ldc, m, k, n, accumulate);
+void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
+                     int64_t n, bool accumulate) {
+  blocked<v8, 4>(A, B, C, ldc, m, k, n, accumulate);
 }
 
-using Kernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, bool);
+using Kernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                        bool);
 
 struct Form {
   const char* name;
@@ -115,8 +123,8 @@ Kernel pick() {
 
 }  // namespace
 
-void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k, int64_t n,
-                bool accumulate) {
+void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
+                int64_t n, bool accumulate) {
   static const Kernel kernel = pick();
   kernel(A, B, C, ldc, m, k, n, accumulate);
 }
@@ -128,8 +136,8 @@ std::vector<std::string> matmul_f32_forms() {
   return out;
 }
 
-void matmul_f32_form(const std::string& form, const float* A, const float* B, float* C, int64_t ldc, int64_t m,
-                     int64_t k, int64_t n, bool accumulate) {
+void matmul_f32_form(const std::string& form, const float* A, const float* B, float* C, int64_t ldc,
+                     int64_t m, int64_t k, int64_t n, bool accumulate) {
   for (const Form& f : kForms) {
     if (form == f.name && f.runs_here()) return f.kernel(A, B, C, ldc, m, k, n, accumulate);
   }

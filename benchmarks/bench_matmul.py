@@ -102,9 +102,8 @@ def gemm_rows(quick: bool) -> None:
         cycles = compiled.run(a, b, c).cycles
         theirs = torch_matmul(a, b, torch_dtype)
         target = "   target <= 2.0" if name == "fp16" else ""
-        print(
-            f"{name:<6}{build:>10.2f}{runs[name]:>8.2f}{cycles:>10}{theirs:>9.3f}{runs[name] / theirs:>13.2f}{target}"
-        )
+        ratio = runs[name] / theirs
+        print(f"{name:<6}{build:>10.2f}{runs[name]:>8.2f}{cycles:>10}{theirs:>9.3f}{ratio:>13.2f}{target}")
     ref, how = numpy_fp16_gemm(quick)
     print(f"numpy native fp16 GEMM: {ref:.1f} s ({how}); pypto fp16 is {ref / runs['fp16']:.0f}x faster")
 

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypto import knobs
+from pypto._light import Logger, sha256
 from pypto.errors import CacheDirError, KernelBuildError, PyptoError
-from pypto.runtime._light import Logger, sha256
 from pypto.runtime.toolchain import Toolchain
 from pypto.runtime.toolchain import toolchain as installed_toolchain
 

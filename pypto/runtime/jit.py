@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pypto import _native, knobs
+from pypto._light import Logger, sha256
 from pypto.errors import KernelLoadError
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.types import TensorType
 from pypto.runtime import program_cache
-from pypto.runtime._light import Logger, sha256
 from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import code_of

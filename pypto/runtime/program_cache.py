@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from pypto import knobs
+from pypto._light import Logger, sha256
 from pypto.runtime import build
-from pypto.runtime._light import Logger, sha256
 
 log = Logger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto import knobs
+from pypto._light import Logger, sha256
 from pypto.errors import PyptoError
-from pypto.runtime._light import Logger, sha256
 
 logger = Logger(__name__)
 

@@ -1,4 +1,4 @@
-"""Cheap stand-ins for two standard modules on the program-cache hit path.
+"""Cheap stand-ins for two standard modules, for paths that must start fast.
 
 A new process whose first call is served from the program cache must not pay for modules
 only a compile needs: ``logging`` (a few milliseconds to import) and ``hashlib`` (which loads

@@ -7,7 +7,6 @@ Python raises :class:`pypto.errors.OutsideKernelError`.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, NoReturn
 
 from pypto.errors import OutsideKernelError
@@ -84,6 +83,8 @@ class Namespace:
         try:
             return self._ops[name]
         except KeyError:
+            import difflib  # error path only: kept out of `import pypto.language`
+
             close = difflib.get_close_matches(name, self._ops, n=1)
             hint = f" (did you mean pl.{self._prefix}.{close[0]}?)" if close else ""
             raise AttributeError(f"pl.{self._prefix} has no op {name!r}{hint}") from None

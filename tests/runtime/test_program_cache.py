@@ -271,3 +271,46 @@ def test_new_process_hit_skips_the_compiler(tmp_path):
     assert (s1, c1) == (s2, c2)
     assert compiled1 == "True" and compiled2 == "False"
     assert path.exists()
+
+
+EXTERNAL = """
+import pypto.language as pl
+
+
+@pl.function(type=pl.FunctionType.AIV, external_source="ext.cpp")
+def ext(x: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]): ...
+
+
+@pl.jit
+def call_ext(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    ext(x, out)
+    return out
+"""
+
+EXT_CPP = """#include <pypto/kernel.hpp>
+using namespace pypto;
+extern "C" void kernel_entry(__gm__ int64_t* args) {{
+  Tensor x = arg_tensor(args, 0), out = arg_tensor(args, 1);
+  VecTile<float, 8, 64> t(0);
+  TLOAD(t, x, 0, 0);
+  set_flag(PIPE_MTE2, PIPE_V, 0);
+  wait_flag(PIPE_MTE2, PIPE_V, 0);
+  TADDS(t, t, {add});
+  set_flag(PIPE_V, PIPE_MTE3, 0);
+  wait_flag(PIPE_V, PIPE_MTE3, 0);
+  TSTORE(out, 0, 0, t);
+}}
+"""
+
+
+def test_hand_written_kernel_edit_is_rebuilt_on_a_hit(tmp_path, compiles):
+    (tmp_path / "ext_prog.py").write_text(EXTERNAL)
+    (tmp_path / "ext.cpp").write_text(EXT_CPP.format(add="1.0"))
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    out = np.zeros_like(x)
+    load_module(tmp_path / "ext_prog.py").call_ext(x, out)
+    np.testing.assert_array_equal(out, x + 1)
+    (tmp_path / "ext.cpp").write_text(EXT_CPP.format(add="10.0"))
+    load_module(tmp_path / "ext_prog.py").call_ext(x, out)
+    assert compiles == ["call_ext"]  # the program came from disk; its .cpp was rebuilt
+    np.testing.assert_array_equal(out, x + 10)

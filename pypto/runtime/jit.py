@@ -143,9 +143,11 @@ class CompiledProgram:
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
+            from pypto.runtime.build import ensure_dir
             from pypto.runtime.trace import write_traces
 
-            write_traces(report, self.output_dir / "trace", cube_kernels=self.cube_kernels, platform=plat)
+            folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
+            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)
         return report
 
     @functools.cached_property

@@ -118,3 +118,15 @@ def test_output_dir_that_is_a_file_names_the_field(tmp_path: Path, monkeypatch: 
     a = np.ones((8, 64), np.float32)
     with pytest.raises(CacheDirError, match=r"^output_dir is not usable: .*out-file"):
         load_kernel(tmp_path)(a, np.zeros_like(a), config=RunConfig(output_dir=blocker))
+
+
+def test_traced_run_into_an_unusable_output_dir_names_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = load_kernel(tmp_path)
+    a = np.ones((8, 64), np.float32)
+    compiled = kernel.compile(a, np.zeros_like(a), config=RunConfig(output_dir=tmp_path / "out"))
+    (tmp_path / "out" / "trace").write_text("a file where the trace folder goes")
+    with pytest.raises(CacheDirError, match=r"^output_dir is not usable: .*trace"):
+        compiled.run(a, np.zeros_like(a), trace=True)

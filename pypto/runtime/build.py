@@ -28,27 +28,33 @@ from ``-MMD``, not ``-MD``: system headers change only with the compiler, which 
 covers, and re-hashing the C++ standard library on every lookup would cost milliseconds.
 
 Validation on a hit: ``meta.json`` parses, the ``.so`` has the recorded size, and its sha256
-matches. The sha256 is computed on first sight per process and then trusted while the file's
-(inode, size, mtime) stay the same — except for files modified in the last
-``_RACY_WINDOW_NS``, which are always re-hashed, because a same-size rewrite within one mtime
-tick would otherwise go unnoticed (git's "racily clean" problem). Recorded headers use the same
-memo.
+matches (``cache_files.digest``: hashed once per process while the file's inode, size and
+mtime hold, racily-clean files always re-hashed). Recorded headers use the same memo.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pypto import knobs
 from pypto._light import Logger, sha256
-from pypto.errors import CacheDirError, KernelBuildError, PyptoError
+from pypto.errors import KernelBuildError, PyptoError
+from pypto.runtime.build_commands import (
+    compile_command,
+    extra_flags,
+    link_args,
+    ninja_path,
+    parse_depfile,
+    shell,
+    trim,
+)
+from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
 from pypto.runtime.toolchain import Toolchain
 from pypto.runtime.toolchain import toolchain as installed_toolchain
 
@@ -61,15 +67,7 @@ META_JSON = "meta.json"
 _META_FORMAT = 1
 _KEY_SALT = b"pypto-kernel-cache-1"
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are always re-hashed
 _STALE_BUILD_DIR_S = 24 * 3600
-_MAX_DIAG_LINES = 40
-# Generated kernels are loops of ISA calls into libpypto_sim (no C++ runtime, no floating-point
-# code of their own), so they are optimised less and linked without the default libraries:
-# ~25 ms less per first call. libgcc stays for compiler helper routines; C library calls
-# resolve at load time (RTLD_NOW, checked at compile). Hand-written kernels get the full link.
-GENERATED_FLAGS = ("-O1", "-nodefaultlibs", "-lgcc")
-_MAX_DIAG_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -176,30 +174,6 @@ def lookup_entry(entry: Path) -> Path | None:
     return _lookup(entry, warn=True)
 
 
-def ensure_dir(path: Path) -> Path:
-    """``mkdir -p path``; a folder that cannot be created or written is a :class:`CacheDirError`
-    naming ``PYPTO_CACHE_DIR`` (inside the cache) or ``output_dir`` (elsewhere)."""
-    problem = None
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        problem = "a file is in the way of the folder"
-    except OSError as exc:
-        problem = f"cannot create the folder ({exc.strerror})"
-    if problem is None and not os.access(path, os.W_OK | os.X_OK):
-        problem = "the folder is not writable"
-    if problem is not None:
-        cache = knobs.cache_dir()
-        where = f"PYPTO_CACHE_DIR={cache}" if path.is_relative_to(cache) else "output_dir"
-        raise CacheDirError(f"{where} is not usable: {path}: {problem}")
-    return path
-
-
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    _atomic_write(path, data, mode)
-
-
 def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
     """The content hash naming ``source``'s cache entry (its header closure is checked apart)."""
     return _key(source, source.read(), toolchain, platform)
@@ -214,7 +188,7 @@ def _key(source: KernelSource, data: bytes, tc: Toolchain, platform: str) -> str
         tc.fingerprint.encode(),
         platform.encode(),
         where.encode(),
-        " ".join(_extra(source)).encode(),
+        " ".join(extra_flags(source)).encode(),
     ]
     parts += [str(d).encode() for d in source.include_dirs]
     for part in parts:  # length-prefixed, so no two part lists hash alike
@@ -250,7 +224,7 @@ def _write_generated_sources(jobs: list[_Job], folder: Path) -> None:
             if job.src_file.read_bytes() == job.data:
                 continue  # unchanged: keep its mtime
         ensure_dir(folder)
-        _atomic_write(job.src_file, job.data)
+        atomic_write(job.src_file, job.data)
 
 
 # --- lookup and validation ----------------------------------------------------------------------
@@ -271,8 +245,8 @@ def _lookup(entry: Path, *, warn: bool) -> Path | None:
     if problem:
         _corrupt(entry, problem, warn)
         return None
-    for header, digest in headers.items():
-        if _digest(Path(header)) != digest:
+    for header, recorded in headers.items():
+        if digest(Path(header)) != recorded:
             logger.info("%s changed since kernel %s was built; rebuilding", header, meta.get("name"))
             return None
     return so
@@ -285,7 +259,7 @@ def _so_problem(so: Path, size: int, sha: str) -> str | None:
         return f"{so.name} is missing"
     if actual != size:
         return f"{so.name} has {actual} bytes, {size} recorded"
-    if _digest(so) != sha:
+    if digest(so) != sha:
         return f"{so.name} content does not match its recorded sha256"
     return None
 
@@ -293,33 +267,6 @@ def _so_problem(so: Path, size: int, sha: str) -> str | None:
 def _corrupt(entry: Path, problem: str, warn: bool) -> None:
     if warn:
         logger.warning("corrupt kernel cache entry %s: %s; rebuilding", entry, problem)
-
-
-# (inode, size, mtime_ns) -> sha256 for files already hashed in this process.
-_digest_memo: dict[Path, tuple[tuple[int, int, int], str]] = {}
-
-
-def _digest(path: Path) -> str | None:
-    """sha256 of ``path`` (None if unreadable), memoised while its stat signature holds."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-    memo = _digest_memo.get(path)
-    if memo is not None and memo[0] == sig:
-        return memo[1]
-    try:
-        digest = _sha256_file(path)
-    except OSError:
-        return None
-    if time.time_ns() - st.st_mtime_ns > _RACY_WINDOW_NS:
-        _digest_memo[path] = (sig, digest)
-    return digest
-
-
-def _sha256_file(path: Path) -> str:
-    return sha256(path.read_bytes()).hexdigest()
 
 
 # --- building -----------------------------------------------------------------------------------
@@ -333,7 +280,7 @@ def _build_and_publish(
     started_ns = time.time_ns()
     try:
         # The lock keeps a concurrent build in the same output_dir off our outputs until published.
-        with _file_lock(build_dir / ".lock"):
+        with file_lock(build_dir / ".lock"):
             result = _run_build(jobs, tc, build_dir)
             built = [job for job in jobs if job.out is not None and job.out.is_file()]
             headers = _header_closure(built, tc, build_dir, started_ns)
@@ -400,7 +347,7 @@ def _run_commands(jobs: list[_Job], tc: Toolchain, parallel: int) -> str:
         while pending and len(running) < parallel:
             job = pending.pop(0)
             assert job.src_file is not None and job.out is not None
-            cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, _extra(job.source))
+            cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
             cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
             logger.debug("running %s", cmd)
             with open(f"{job.out}.log", "wb") as log:
@@ -412,59 +359,6 @@ def _run_commands(jobs: list[_Job], tc: Toolchain, parallel: int) -> str:
         if running:
             running.pop(0).wait()
     return "\n".join(problems)
-
-
-def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
-    lines = [
-        "# Generated by pypto.runtime.build: one compile+link edge per kernel.",
-        "ninja_required_version = 1.3",
-        f"cxx = {_shell(tc.cxx)}",
-        f"cflags = {_shell(*tc.flags, f'-I{tc.include_dir}')}",
-        f"linkflags = {_shell(*_link_args(tc))}",
-        "rule kernel",
-        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags $extra > $out.log 2>&1",
-        "  depfile = $out.d",
-        "  deps = gcc",
-        "  description = CXX $name",
-    ]
-    for job in jobs:
-        assert job.src_file is not None and job.out is not None
-        lines.append(f"build {_ninja_path(job.out.name)}: kernel {_ninja_path(str(job.src_file))}")
-        lines.append(f"  name = {job.source.name}")
-        lines.append(f"  incs = {_shell(*(f'-I{d}' for d in job.source.include_dirs))}")
-        lines.append(f"  extra = {_shell(*_extra(job.source))}")
-    return "\n".join(lines) + "\n"
-
-
-def compile_command(
-    src: Path, out: Path, include_dirs: Sequence[Path], tc: Toolchain, extra: Sequence[str] = ()
-) -> list[str]:
-    """The compile+link command of one kernel (builds add ``-pipe -MMD -MF <out>.d``)."""
-    incs = [f"-I{d}" for d in include_dirs]
-    cmd = [tc.cxx, *tc.flags, f"-I{tc.include_dir}", *incs, str(src), "-o", str(out), *_link_args(tc)]
-    return cmd + list(extra)
-
-
-def _extra(source: KernelSource) -> tuple[str, ...]:
-    return GENERATED_FLAGS if source.code is not None else ()
-
-
-def _link_args(tc: Toolchain) -> list[str]:
-    link = [*tc.ldflags]
-    if tc.libs:
-        link += [f"-L{tc.lib_dir}", *(f"-l{lib}" for lib in tc.libs), f"-Wl,-rpath,{tc.lib_dir}"]
-    return link
-
-
-def _shell(*args: str) -> str:
-    """Shell-quoted words, escaped for a ninja variable value."""
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in args).replace("$", "$$")
-
-
-def _ninja_path(path: str) -> str:
-    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
 
 
 # --- after the build ----------------------------------------------------------------------------
@@ -488,49 +382,19 @@ def _header_closure(
         for dep in deps:
             path = (build_dir / dep).resolve()
             if path != src and not path.is_relative_to(toolchain_headers):
-                headers[str(path)] = _header_digest(path, started_ns)
+                headers[str(path)] = _headerdigest(path, started_ns)
         closure[job.key] = headers
     return closure
 
 
-def parse_depfile(text: str) -> list[str]:
-    """The prerequisites of a compiler's make-style depfile (``-MMD``): ``out: a.cpp b.h \\``
-    lines, with ``\\ `` for a space in a path and ``$$`` for ``$``."""
-    body = text.replace("\\\n", " ").replace("\\\r\n", " ")
-    _, sep, rest = body.partition(": ")
-    if not sep:
-        return []
-    deps, word, i = [], [], 0
-    while i < len(rest):
-        c = rest[i]
-        if c == "\\" and i + 1 < len(rest) and rest[i + 1] in " #":
-            word.append(rest[i + 1])
-            i += 2
-            continue
-        if c == "$" and rest[i + 1 : i + 2] == "$":
-            word.append("$")
-            i += 2
-            continue
-        if c.isspace():
-            if word:
-                deps.append("".join(word))
-                word = []
-        else:
-            word.append(c)
-        i += 1
-    if word:
-        deps.append("".join(word))
-    return deps
-
-
-def _header_digest(path: Path, started_ns: int) -> str:
+def _headerdigest(path: Path, started_ns: int) -> str:
     """The header's sha256; "" (never matches) if it changed while the build ran."""
     try:
         if path.stat().st_mtime_ns >= started_ns:
             return ""  # edited mid-build: the .so may hold either version, so rebuild next time
     except OSError:
         return ""
-    return _digest(path) or ""
+    return digest(path) or ""
 
 
 def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -> Path:
@@ -545,12 +409,12 @@ def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -
     so = job.entry / f"{_SO_PREFIX}{sha[:16]}.so"
     meta = _meta(job, tc, platform, so.name, sha, len(data), headers)
     ensure_dir(job.entry)
-    with _file_lock(job.entry.parent / f"{job.key}.lock"):
+    with file_lock(job.entry.parent / f"{job.key}.lock"):
         existing = _lookup(job.entry, warn=False)
         if existing is not None:
             return existing
-        _atomic_write(so, data, mode=0o755)
-        _atomic_write(job.entry / META_JSON, json.dumps(meta, indent=2).encode())
+        atomic_write(so, data, mode=0o755)
+        atomic_write(job.entry / META_JSON, json.dumps(meta, indent=2).encode())
         for old in job.entry.iterdir():  # under the lock, other files are stale or crash leftovers
             if old not in (so, job.entry / META_JSON):
                 old.unlink(missing_ok=True)
@@ -563,7 +427,7 @@ def _meta(
     import shlex
 
     assert job.src_file is not None and job.out is not None
-    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc, _extra(job.source))
+    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
     return {
         "format": _META_FORMAT,
         "key": job.key,
@@ -580,6 +444,28 @@ def _meta(
     }
 
 
+def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
+    lines = [
+        "# Generated by pypto.runtime.build: one compile+link edge per kernel.",
+        "ninja_required_version = 1.3",
+        f"cxx = {shell(tc.cxx)}",
+        f"cflags = {shell(*tc.flags, f'-I{tc.include_dir}')}",
+        f"linkflags = {shell(*link_args(tc))}",
+        "rule kernel",
+        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags $extra > $out.log 2>&1",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "  description = CXX $name",
+    ]
+    for job in jobs:
+        assert job.src_file is not None and job.out is not None
+        lines.append(f"build {ninja_path(job.out.name)}: kernel {ninja_path(str(job.src_file))}")
+        lines.append(f"  name = {job.source.name}")
+        lines.append(f"  incs = {shell(*(f'-I{d}' for d in job.source.include_dirs))}")
+        lines.append(f"  extra = {shell(*extra_flags(job.source))}")
+    return "\n".join(lines) + "\n"
+
+
 def _build_error(failed: list[_Job], launch_problems: str, kept_dir: Path | None) -> KernelBuildError:
     """One error for all failed kernels, each with its (trimmed) compiler diagnostics."""
     parts = []
@@ -592,49 +478,8 @@ def _build_error(failed: list[_Job], launch_problems: str, kept_dir: Path | None
         if not log.strip():  # the compiler could not be started
             log = launch_problems.strip() or "the compiler exited without output"
         where = job.source.path if job.source.path is not None else job.src_file
-        parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{_trim(log)}")
+        parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{trim(log)}")
     if len(failed) > 3:
         parts.append("also failed: " + ", ".join(repr(job.source.name) for job in failed[3:]))
     hint = f"build directory: {kept_dir}" if kept_dir else "set PYPTO_KEEP_BUILD=1 to keep the build files"
     return KernelBuildError("\n\n".join(parts) + f"\n({hint})")
-
-
-def _trim(log: str) -> str:
-    """At most ``_MAX_DIAG_LINES`` lines, starting just before the first error."""
-    lines = log.rstrip().splitlines()
-    first = next((i for i, line in enumerate(lines) if "error" in line), 0)
-    start = max(0, first - 2) if len(lines) > _MAX_DIAG_LINES else 0
-    kept = lines[start : start + _MAX_DIAG_LINES]
-    text = "\n".join(kept)[:_MAX_DIAG_CHARS]
-    dropped = len(lines) - len(kept)
-    return text + (f"\n... ({dropped} more lines)" if dropped > 0 else "")
-
-
-# --- files ----------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created if needed), released on exit."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -143,7 +143,7 @@ class CompiledProgram:
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if trace:  # records are kept only then: recording off costs nothing
-            from pypto.runtime.build import ensure_dir
+            from pypto.runtime.cache_files import ensure_dir
             from pypto.runtime.trace import write_traces
 
             folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
@@ -199,7 +199,7 @@ def _dumper(out: Path, config: RunConfig):
     if config.dump_level.name == "NONE":
         return None
     from pypto.ir.printer import print_program
-    from pypto.runtime.build import ensure_dir
+    from pypto.runtime.cache_files import ensure_dir
 
     folder = ensure_dir(out / "passes_dump")
     for old in folder.glob("*.py"):
@@ -302,7 +302,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
         task_specs=entry.task_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
     )
     if config.output_dir is not None:  # the user's folder gets a compile's artifacts
-        from pypto.runtime.build import atomic_write, ensure_dir
+        from pypto.runtime.cache_files import atomic_write, ensure_dir
 
         ensure_dir(out / "kernels")
         for name, code in entry.sources.items():
@@ -314,7 +314,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
 
 
 def _write_hint_lines(lines: list[str], out: Path) -> None:
-    from pypto.runtime.build import ensure_dir
+    from pypto.runtime.cache_files import ensure_dir
 
     log_file = ensure_dir(out / "report") / "perf_hints.log"
     with log_file.open("a") as f:
@@ -327,7 +327,7 @@ def _compile(
     """Parse, passes, codegen and build; the result is stored under ``disk_key`` if given."""
     from pypto.codegen import generate_kernel
     from pypto.diagnostics.hints import HintSink, write_hints
-    from pypto.runtime.build import ensure_dir
+    from pypto.runtime.cache_files import ensure_dir
     from pypto.runtime.plan import plan_orchestration
 
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))

@@ -43,6 +43,8 @@ from typing import Any
 from pypto import knobs
 from pypto._light import Logger, sha256
 from pypto.runtime import build
+from pypto.runtime.cache_files import atomic_write, ensure_dir
+from pypto.runtime.cache_files import digest as file_digest
 
 log = Logger(__name__)
 
@@ -85,7 +87,7 @@ def program_key(fn: Any, spec_key: tuple, config: Any) -> str | None:
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    file_sha = build._digest(Path(code.co_filename))
+    file_sha = file_digest(Path(code.co_filename))
     if file_sha is None:  # no source file (an interactive session): nothing to key on
         return None
     plat = config.resolved_platform()
@@ -152,8 +154,8 @@ def store(key: str, fn: Any, entry_fields: dict[str, Any]) -> None:
     entry = Entry(deps=deps, **entry_fields)
     payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
     path = _entry_path(key)
-    build.ensure_dir(path.parent)
-    build.atomic_write(path, sha256(payload).digest() + payload)
+    ensure_dir(path.parent)
+    atomic_write(path, sha256(payload).digest() + payload)
 
 
 def _entry_path(key: str) -> Path:
@@ -188,7 +190,7 @@ def _record_fn(fn: Any) -> tuple:
     src = KernelSource.from_function(fn)
     names, attrs = _names_in(src.tree)
     code = fn.__code__
-    sha = build._digest(Path(code.co_filename))
+    sha = file_digest(Path(code.co_filename))
     if sha is None:
         raise Uncacheable(f"cannot read {code.co_filename}")
     records = tuple((name, _record(_resolve(fn, name), attrs)) for name in sorted(names))
@@ -199,7 +201,7 @@ def _fn_matches(fn: Any, rec: tuple) -> bool:
     code = getattr(fn, "__code__", None)
     if code is None or rec[0] != "fn" or _where(fn) != rec[2]:
         return False
-    if build._digest(Path(code.co_filename)) != rec[1]:
+    if file_digest(Path(code.co_filename)) != rec[1]:
         return False
     return all(_matches(_resolve(fn, name), sub) for name, sub in rec[3])
 

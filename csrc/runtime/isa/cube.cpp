@@ -2,6 +2,7 @@
 #include "runtime/isa/cube.hpp"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,18 +94,22 @@ bool gather_whole(float* out, const float* stored, const TileView& t, bool trans
   return false;
 }
 
-std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  std::vector<float> stored(static_cast<size_t>(t.rows * t.cols));
-  vm::convert(PYPTO_FP32, stored.data(), t.dtype, t.data, stored.size(), PYPTO_ROUND_RINT);
-  std::vector<float> out(static_cast<size_t>(rows * cols));
-  const bool whole = t.esize == 2
-                         ? gather_whole<2>(out.data(), stored.data(), t, trans, rows, cols)
-                         : gather_whole<4>(out.data(), stored.data(), t, trans, rows, cols);
+// Buffers left uninitialised: the conversion fills `stored` whole, and every (r, c) of the
+// [rows, cols] operand lies inside the tile's storage, so `gather` writes each element once.
+using Floats = std::unique_ptr<float[]>;
+
+Floats widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  const auto n = static_cast<size_t>(t.rows * t.cols);
+  Floats stored(new float[n]);
+  vm::convert(PYPTO_FP32, stored.get(), t.dtype, t.data, n, PYPTO_ROUND_RINT);
+  Floats out(new float[static_cast<size_t>(rows * cols)]);
+  const bool whole = t.esize == 2 ? gather_whole<2>(out.get(), stored.get(), t, trans, rows, cols)
+                                  : gather_whole<4>(out.get(), stored.get(), t, trans, rows, cols);
   if (whole) return out;
   if (t.esize == 2) {
-    gather<2>(out.data(), stored.data(), t, trans, rows, cols);
+    gather<2>(out.get(), stored.get(), t, trans, rows, cols);
   } else {
-    gather<4>(out.data(), stored.data(), t, trans, rows, cols);
+    gather<4>(out.get(), stored.get(), t, trans, rows, cols);
   }
   return out;
 }
@@ -143,8 +148,8 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  std::vector<float> A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
+  Floats A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
+  vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
                  accumulate != 0);
   AccessList accs;
   accs.add(a.access(false));

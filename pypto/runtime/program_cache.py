@@ -42,6 +42,7 @@ from typing import Any
 
 from pypto import knobs
 from pypto._light import Logger, sha256
+from pypto.errors import PyptoError
 from pypto.runtime import build
 from pypto.runtime.cache_files import atomic_write, ensure_dir
 from pypto.runtime.cache_files import digest as file_digest
@@ -148,7 +149,7 @@ def store(key: str, fn: Any, entry_fields: dict[str, Any]) -> None:
     """Record a fresh compile under ``key`` (skipped, with a debug log, if not cacheable)."""
     try:
         deps = _record_fn(fn)
-    except Uncacheable as why:
+    except (Uncacheable, PyptoError, OSError) as why:  # e.g. a source that cannot be re-read
         log.debug("%s is not cached on disk: %s", getattr(fn, "__qualname__", fn), why)
         return
     entry = Entry(deps=deps, **entry_fields)
@@ -183,6 +184,9 @@ def _package_signature() -> str:
 
 
 # --- dependency records -----------------------------------------------------------------------
+_RECORDING: set[int] = set()  # kernels being recorded: a reference cycle is not cacheable
+
+
 def _record_fn(fn: Any) -> tuple:
     """("fn", file sha, where, ((name, record), ...)) for every name ``fn``'s source mentions."""
     from pypto.frontend.source import KernelSource
@@ -193,7 +197,13 @@ def _record_fn(fn: Any) -> tuple:
     sha = file_digest(Path(code.co_filename))
     if sha is None:
         raise Uncacheable(f"cannot read {code.co_filename}")
-    records = tuple((name, _record(_resolve(fn, name), attrs)) for name in sorted(names))
+    if id(code) in _RECORDING:
+        raise Uncacheable(f"{fn.__qualname__} refers to itself through its globals")
+    _RECORDING.add(id(code))
+    try:
+        records = tuple((name, _record(_resolve(fn, name), attrs)) for name in sorted(names))
+    finally:
+        _RECORDING.discard(id(code))
     return ("fn", sha, _where(fn), records)
 
 

@@ -23,6 +23,11 @@ __all__ = list(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     # Loaded on first use: a call served by the program cache needs only ``specialize``.
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pypto.frontend' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    try:  # a submodule, as `pypto.frontend.<module>`
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module 'pypto.frontend' has no attribute {name!r}")

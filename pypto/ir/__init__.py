@@ -52,6 +52,8 @@ def __getattr__(name: str) -> Any:
         return PassDumpLevel
     if name in _HOME:
         return getattr(importlib.import_module(f"pypto.ir.{_HOME[name]}"), name)
+    if name in _MODULES or name == "op_rules":  # a submodule, as `pypto.ir.<module>`
+        return importlib.import_module(f"pypto.ir.{name}")
     raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
 
 

@@ -1,16 +1,26 @@
 """@pl.jit benchmarks: first-call latency, warm-call overhead, a big exp vs numpy.
 
 Run: python benchmarks/bench_jit.py      (prints a table; never asserts on time)
-Targets (issue 3): first call of the seed kernel <= 0.5 s (parse + passes + codegen +
-build, cold cache); warm-call overhead on a tiny kernel <= 15 us above the native run;
-a warm exp over 16 MiB <= 2x numpy.exp.
+Targets: the first call of the seed kernel in a new process with a cold cache (parse + passes
++ codegen + C++ build) <= 150 ms; the first call of an unchanged kernel in a new process
+(served by the program cache) <= 20 ms; `import pypto.language` <= 30 ms; warm-call overhead
+on a tiny kernel <= 15 us above the native run; a warm exp over 16 MiB <= 2x numpy.exp.
+
+The new-process numbers come from real subprocesses (best of several; each also reports its
+CPU time — its own plus the compiler's — which a loaded machine inflates less than wall
+time). They run with bytecode caching on, as an installed package does, whatever
+PYTHONDONTWRITEBYTECODE says here.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
+from pathlib import Path
 
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
@@ -54,6 +64,77 @@ def big_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
             tile = pl.load(a, [i * TR, 0], [TR, TC])
             pl.store(pl.exp(tile), [i * TR, 0], out)
     return out
+
+
+CHILD = """
+import resource
+import time
+
+
+def cpu():  # this process and the compilers it ran
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+t0, c0 = time.perf_counter(), cpu()
+import numpy as np
+import pypto.language as pl
+t1, c1 = time.perf_counter(), cpu()
+from pypto.runtime import RunConfig
+
+NT, TR, TC = 8, 64, 128
+
+
+@pl.jit
+def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(NT):
+            tile = pl.load(a, [i * TR, 0], [TR, TC])
+            pl.store(pl.exp(tile), [i * TR, 0], out)
+    return out
+
+
+a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
+out = np.zeros_like(a)
+config = RunConfig(platform="a2a3sim")
+t2, c2 = time.perf_counter(), cpu()
+single_buffer(a, out, config=config)
+t3, c3 = time.perf_counter(), cpu()
+assert np.allclose(out, np.exp(a), rtol=1e-6)
+print("RESULT", t3 - t2, c3 - c2, t1 - t0, c1 - c0)
+"""
+
+IMPORT_ONLY = """
+import time
+t0, c0 = time.perf_counter(), time.process_time()
+import pypto.language
+print("RESULT", time.perf_counter() - t0, time.process_time() - c0)
+"""
+
+
+def child(code: str, cache: Path, folder: Path) -> list[float]:
+    """Runs ``code`` in a new interpreter; its ``RESULT`` numbers."""
+    script = folder / "child.py"
+    script.write_text(textwrap.dedent(code))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYPTO_CACHE_DIR"] = str(cache)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True)
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
+    return [float(x) for x in line.split()[1:]]
+
+
+def new_process_calls(trials: int = 5) -> dict[str, tuple[float, float]]:
+    """Best (wall, cpu) seconds: cold first call, cached first call, import of pypto.language."""
+    folder = Path(tempfile.mkdtemp(prefix="pypto-bench-child-"))
+    child(CHILD, folder / "warmup", folder)  # writes the .pyc files, as an install would have
+    cold = [child(CHILD, folder / f"cold{i}", folder) for i in range(trials)]
+    cached = [child(CHILD, folder / "cold0", folder) for _ in range(trials)]
+    imports = [child(IMPORT_ONLY, folder / "cold0", folder) for _ in range(trials)]
+    return {
+        "cold": (min(r[0] for r in cold), min(r[1] for r in cold)),
+        "cached": (min(r[0] for r in cached), min(r[1] for r in cached)),
+        "import": (min(r[0] for r in imports), min(r[1] for r in imports)),
+    }
 
 
 def best_of(fn, n: int) -> float:
@@ -103,9 +184,17 @@ def big_exp_ratio() -> tuple[float, float]:
 
 
 def main() -> None:
+    news = new_process_calls()
+    for key, label, target in (
+        ("cold", "new process, first call, cold cache (compile + C++ build)", "target <= 150, goal 100"),
+        ("cached", "new process, first call, unchanged kernel (program cache)", "target <= 20"),
+        ("import", "new process, import pypto.language", "target <= 30"),
+    ):
+        wall, cpu = news[key]
+        print(f"{label}: {wall * 1e3:.0f} ms (cpu {cpu * 1e3:.0f} ms)   {target}")
     cold, warm_compile = first_call()
-    print(f"first call, seed single_buffer (cold build): {cold * 1e3:.0f} ms   target <= 500")
-    print(f"first call, new kernel object (build cache hit): {warm_compile * 1e3:.0f} ms")
+    print(f"in process, first call of the seed kernel (cold build): {cold * 1e3:.0f} ms")
+    print(f"in process, first call of a new kernel object (cache hit): {warm_compile * 1e3:.1f} ms")
     full, native = warm_overhead()
     print(
         f"warm call, tiny kernel: {full * 1e6:.1f} us total, native run {native * 1e6:.1f} us, "

@@ -1,8 +1,10 @@
 """Trace benchmarks: what RunConfig(trace=True) costs, and clean_sim_trace throughput.
 
 Run: python benchmarks/bench_trace.py [--events N]   (prints tables; never asserts on time)
-Targets (issue 5): recording off costs nothing measurable; cleaning >= 200k events/s on a
-1-million-event trace.
+Targets: recording off costs nothing measurable; a traced 1-million-instruction run (records
++ trace.json + visualize_data.bin, written in C++) <= 3x the untraced run; cleaning >= 200k
+events/s on a 1-million-event trace. The trace files are written into a fresh folder each
+time; on a machine with a slow disk the page-cache writeback of earlier runs can dominate.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -63,13 +66,16 @@ def loop_overhead(tmp: Path, n: int) -> list[tuple[str, float, float]]:
     so = build_kernel(KernelSource(name="tiny", path=HERE / "kernels" / "tiny_loop.cpp"), platform="a2a3sim")
     off = best_of(lambda: run_kernel_file(so, [n], isolate=False), 3)
     rec = best_of(lambda: run_kernel_file(so, [n], record=True, isolate=False), 3)
-    rep = run_kernel_file(so, [n], record=True, name="tiny_loop", isolate=False)
-    t0 = time.perf_counter()
-    write_traces(rep, tmp / "loop")
-    write = time.perf_counter() - t0
+    writes = []
+    for attempt in range(3):
+        rep = run_kernel_file(so, [n], record=True, name="tiny_loop", isolate=False)
+        t0 = time.perf_counter()
+        write_traces(rep, tmp / f"loop{attempt}")
+        writes.append(time.perf_counter() - t0)
+        shutil.rmtree(tmp / f"loop{attempt}")
     return [
         (f"{n:,} instructions, records only", off, rec),
-        (f"{n:,} instructions, + trace files", off, rec + write),
+        (f"{n:,} instructions, + trace files", off, rec + min(writes)),
     ]
 
 
@@ -131,8 +137,10 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pypto-bench-trace-"))
     print(f"{'trace overhead':<42}{'untraced ms':>12}{'traced ms':>12}{'ratio':>8}")
-    for label, off, on in jit_overhead(tmp) + loop_overhead(tmp, args.events):
-        print(f"{label:<42}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}")
+    rows = jit_overhead(tmp) + loop_overhead(tmp, args.events)
+    for label, off, on in rows:
+        target = "   target <= 3.0" if "trace files" in label else ""
+        print(f"{label:<42}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}{target}")
     print()
     print(f"{'clean_sim_trace (native)':<42}{'events':>12}{'seconds':>12}{'events/s':>12}  (target >= 200k)")
     for label, events, secs in clean_throughput(tmp, args.events):

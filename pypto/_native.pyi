@@ -74,3 +74,18 @@ def clean_trace(
 # isolated runs (bind_isolate.cpp)
 def arm_crash_report(fd: int) -> None: ...
 def last_instruction() -> tuple[str, str]: ...
+
+class TraceWriteError(OSError):
+    """A trace file could not be created or written (names the file and the OS error)."""
+
+def write_trace(
+    cores: list[tuple[str, dict[str, Any], list[str]]],
+    layout: dict[str, Any],
+    bin_prefix: bytes,
+    json_path: str,
+    bin_path: str,
+) -> dict[str, Any]:
+    """Writes ``trace.json`` and ``visualize_data.bin`` (``bin_prefix`` + the TRACE block) of one
+    launch from (pid, records dict, JSON-quoted strings) per core; returns ``sites`` ((name, loc,
+    pipe) per static instruction), per-core totals ``cores`` and ``events``
+    (csrc/tools/trace_write.hpp). Releases the GIL."""

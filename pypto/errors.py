@@ -95,6 +95,11 @@ class VerifyError(CompileError):
     """The IR verifier rejected a program; the span names the offending node."""
 
 
+class CacheDirError(PyptoError):
+    """A folder pypto must write (``PYPTO_CACHE_DIR``, an ``output_dir``) cannot be created or
+    written; names the variable or field and the path."""
+
+
 class KernelLoadError(PyptoError):
     """A built kernel could not be loaded (missing ``kernel_entry``, bad shared object)."""
 

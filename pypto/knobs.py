@@ -70,7 +70,7 @@ CACHE_DIR: Knob[Path] = Knob(
     "PYPTO_CACHE_DIR",
     _parse_dir,
     lambda: Path.home() / ".cache" / "pypto",
-    "Root of the on-disk cache (compiled kernels live in <dir>/kernels/).",
+    "Root of the on-disk caches: built kernels in <dir>/kernels/, compiled programs in <dir>/programs/.",
 )
 CXX: Knob[str | None] = Knob(
     "PYPTO_CXX",

@@ -3,70 +3,44 @@
 The pieces, by module: ``dtypes``/``enums``/``types`` (values), ``expr``/``stmt`` (nodes),
 ``ops`` (the op table) with ``op_rules`` (typing) and ``bind`` (normalising calls),
 ``builder``, ``printer``, ``verify``, ``equality``, ``visit`` (walk / rewrite).
+
+Names load on first use (``pypto.ir.print_program`` imports the printer then), so importing
+one piece — as ``import pypto.language`` does — does not load them all.
 """
 
-from pypto.ir.bind import bind_call, check_call, infer_call_type
-from pypto.ir.builder import Builder, IfFrame, LoopFrame
-from pypto.ir.dtypes import (
-    BF16,
-    BOOL,
-    FP16,
-    FP32,
-    INDEX,
-    INT8,
-    INT16,
-    INT32,
-    INT64,
-    UINT8,
-    DataType,
-)
-from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType, Level, MemorySpace, PadValue, Pipe
-from pypto.ir.equality import assert_structural_equal, structural_diff, structural_equal
-from pypto.ir.expr import (
-    BinOp,
-    Call,
-    Const,
-    Expr,
-    FuncCall,
-    ListExpr,
-    Literal,
-    Node,
-    UnaryOp,
-    Var,
-    as_expr,
-    make_binop,
-    make_unary,
-    type_of,
-)
-from pypto.ir.ops import DSL_OPS, OPS, Kind, OpDef, ParamSpec, get_op, resolve_dsl
-from pypto.ir.printer import print_expr, print_function, print_program, print_type
-from pypto.ir.stmt import (
-    Assign,
-    Eval,
-    For,
-    Function,
-    If,
-    IterArg,
-    Param,
-    Program,
-    Return,
-    Scope,
-    Stmt,
-    Yield,
-)
-from pypto.ir.types import (
-    INDEX_TYPE,
-    MemRef,
-    ScalarType,
-    TensorType,
-    TileType,
-    Type,
-    VoidType,
-    format_type,
-    refines,
-)
-from pypto.ir.verify import verify
-from pypto.ir.visit import nodes_of, retype, rewrite, walk
+import importlib
+import sys
+import types
+from typing import Any
+
+_MODULES = {
+    "bind": ("bind_call", "check_call", "infer_call_type"),
+    "builder": ("Builder", "IfFrame", "LoopFrame"),
+    "dtypes": (
+        "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "DataType",
+    ),
+    "enums": (
+        "AtomicType", "Direction", "ForKind", "FunctionType", "Level", "MemorySpace", "PadValue", "Pipe",
+    ),
+    "equality": ("assert_structural_equal", "structural_diff", "structural_equal"),
+    "expr": (
+        "BinOp", "Call", "Const", "Expr", "FuncCall", "ListExpr", "Literal", "Node", "UnaryOp", "Var",
+        "as_expr", "make_binop", "make_unary", "type_of",
+    ),
+    "ops": ("DSL_OPS", "OPS", "Kind", "OpDef", "ParamSpec", "get_op", "resolve_dsl"),
+    "printer": ("print_expr", "print_function", "print_program", "print_type"),
+    "stmt": (
+        "Assign", "Eval", "For", "Function", "If", "IterArg", "Param", "Program", "Return", "Scope",
+        "Stmt", "Yield",
+    ),
+    "types": (
+        "INDEX_TYPE", "MemRef", "ScalarType", "TensorType", "TileType", "Type", "VoidType", "format_type",
+        "refines",
+    ),
+    "verify": ("verify",),
+    "visit": ("nodes_of", "retype", "rewrite", "walk"),
+}  # fmt: skip
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def compile(program, output_dir=None, **options):  # noqa: A001 - upstream's name
@@ -77,14 +51,35 @@ def compile(program, output_dir=None, **options):  # noqa: A001 - upstream's nam
     return compile_program(program, output_dir, **options)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # SPEC spells it pypto.ir.PassDumpLevel; it lives with the pass options (which import the
-    # IR), so it is re-exported lazily.
+    # IR), so it is re-exported lazily too.
     if name == "PassDumpLevel":
         from pypto.passes.options import PassDumpLevel
 
         return PassDumpLevel
+    if name in _HOME:
+        return getattr(importlib.import_module(f"pypto.ir.{_HOME[name]}"), name)
+    if name in _MODULES or name == "op_rules":  # a submodule, as `pypto.ir.<module>`
+        return importlib.import_module(f"pypto.ir.{name}")
     raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOME, "PassDumpLevel"})
+
+
+class _Package(types.ModuleType):
+    """``pypto.ir.verify`` is the verifier function, as it was when this package imported its
+    modules eagerly: importing the submodule of that name must not replace it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "verify" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -42,9 +42,6 @@ tile = Namespace("tile")
 tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
 
-_OPS = op_markers()
-globals().update(_OPS)
-
 __all__ = [
     "BF16",
     "BOOL",
@@ -91,5 +88,38 @@ __all__ = [
     "tile",
     "tensor",
     "system",
-    *sorted(_OPS),
 ]
+
+
+class _Names(list):
+    """``__all__``: a star-import reads it by iterating, which first adds the op names."""
+
+    def __iter__(self):
+        _ops()
+        return super().__iter__()
+
+
+def _ops() -> dict:
+    """The op markers (``pl.load``, ``pl.exp`` ...), built on first use and then kept as module
+    attributes: the op table is the heaviest part of the language to import."""
+    ops = globals().get("_OP_MARKERS")
+    if ops is None:
+        ops = op_markers()
+        globals().update(ops, _OP_MARKERS=ops)
+        list.extend(__all__, sorted(ops))
+    return ops
+
+
+__all__ = _Names(__all__)
+
+
+def __getattr__(name: str):
+    if not name.startswith("__"):
+        ops = _ops()
+        if name in ops:
+            return ops[name]
+    raise AttributeError(f"module 'pypto.language' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ops()})

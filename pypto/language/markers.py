@@ -7,12 +7,13 @@ Python raises :class:`pypto.errors.OutsideKernelError`.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, NoReturn
 
 from pypto.errors import OutsideKernelError
 from pypto.ir.enums import ForKind
-from pypto.ir.ops import DSL_OPS, OPS
+
+# The op table (pypto.ir.ops) is read when an op marker is first wanted, not at import:
+# `import pypto.language` stays light, and parsing a kernel needs the table anyway.
 
 
 class Marker:
@@ -37,6 +38,8 @@ class OpMarker(Marker):
     """An op spelling; ``candidates`` are the IR ops it may mean (see ``pypto.ir.ops``)."""
 
     def __init__(self, dsl_name: str, candidates: tuple[str, ...]) -> None:
+        from pypto.ir.ops import OPS
+
         super().__init__(dsl_name, OPS[candidates[0]].doc)
         self.candidates = candidates
 
@@ -78,14 +81,26 @@ class Namespace:
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
-        self._ops = {
-            name.split(".", 1)[1]: OpMarker(name, (name,)) for name in OPS if name.startswith(prefix + ".")
-        }
+
+    @property
+    def _ops(self) -> dict[str, OpMarker]:
+        ops = self.__dict__.get("_table")
+        if ops is None:  # built on first use
+            from pypto.ir.ops import OPS
+
+            prefix = self._prefix + "."
+            ops = {name.split(".", 1)[1]: OpMarker(name, (name,)) for name in OPS if name.startswith(prefix)}
+            self.__dict__["_table"] = ops
+        return ops
 
     def __getattr__(self, name: str) -> OpMarker:
+        if name.startswith("__") or name in ("_prefix", "_table"):
+            raise AttributeError(name)
         try:
             return self._ops[name]
         except KeyError:
+            import difflib  # error path only: kept out of `import pypto.language`
+
             close = difflib.get_close_matches(name, self._ops, n=1)
             hint = f" (did you mean pl.{self._prefix}.{close[0]}?)" if close else ""
             raise AttributeError(f"pl.{self._prefix} has no op {name!r}{hint}") from None
@@ -96,4 +111,6 @@ class Namespace:
 
 def op_markers() -> dict[str, OpMarker]:
     """The top-level op spellings (``pl.load``, ``pl.add`` ...)."""
+    from pypto.ir.ops import DSL_OPS
+
     return {name: OpMarker(name, cands) for name, cands in DSL_OPS.items()}

@@ -7,12 +7,12 @@ on by default) and hands each result to an optional dump callback
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pypto import knobs
+from pypto._light import Logger
 from pypto.diagnostics.checks import check_perf_hints
 from pypto.ir.stmt import Program
 from pypto.ir.verify import verify
@@ -28,7 +28,7 @@ from pypto.passes.options import MemoryPlanner
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
 
-log = logging.getLogger(__name__)
+log = Logger(__name__)  # logging itself loads only if someone configured it
 
 
 @dataclass(frozen=True)

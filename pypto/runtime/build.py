@@ -14,61 +14,60 @@ Layout::
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>/kernel-<sha256[:16]>.so
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>/meta.json  # .so name, sha256, size; headers; command
     $PYPTO_CACHE_DIR/kernels/<key[:2]>/<key>.lock        # flock held while publishing
-    $PYPTO_CACHE_DIR/tmp/build-*/                        # private ninja build dirs (removed)
+    $PYPTO_CACHE_DIR/tmp/build-*/                        # private build dirs (removed)
 
 The ``.so`` is named by its own hash, not plain ``kernel.so``: when a header edit rebuilds an
 entry, the new file gets a new path, so a process that loaded the old one does not get the old
 code back from ``dlopen`` (which returns an already-loaded library by path).
 
-Misses are compiled by ninja (one compile+link edge per kernel, gcc depfiles, ``-j``
-``PYPTO_BUILD_JOBS``), then each result is published with ``os.replace`` under the key's lock,
+Misses are compiled by running one compile+link command per kernel (``PYPTO_BUILD_JOBS`` at a
+time, each with a gcc depfile; a ``build.ninja`` describing the same edges is written beside them
+for rebuilding by hand), then each result is published with ``os.replace`` under the key's lock,
 so concurrent builders of one kernel all succeed and leave one valid entry. The depfile comes
 from ``-MMD``, not ``-MD``: system headers change only with the compiler, which the fingerprint
 covers, and re-hashing the C++ standard library on every lookup would cost milliseconds.
 
 Validation on a hit: ``meta.json`` parses, the ``.so`` has the recorded size, and its sha256
-matches. The sha256 is computed on first sight per process and then trusted while the file's
-(inode, size, mtime) stay the same — except for files modified in the last
-``_RACY_WINDOW_NS``, which are always re-hashed, because a same-size rewrite within one mtime
-tick would otherwise go unnoticed (git's "racily clean" problem). Recorded headers use the same
-memo.
+matches (``cache_files.digest``: hashed once per process while the file's inode, size and
+mtime hold, racily-clean files always re-hashed). Recorded headers use the same memo.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import functools
-import hashlib
 import json
-import logging
-import os
 import re
-import shlex
-import shutil
-import subprocess
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pypto import knobs
+from pypto._light import Logger, sha256
 from pypto.errors import KernelBuildError, PyptoError
+from pypto.runtime.build_commands import (
+    compile_command,
+    extra_flags,
+    link_args,
+    ninja_path,
+    parse_depfile,
+    shell,
+    trim,
+)
+from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
 from pypto.runtime.toolchain import Toolchain
 from pypto.runtime.toolchain import toolchain as installed_toolchain
 
-logger = logging.getLogger(__name__)
+# subprocess, tempfile, shutil, shlex and fcntl are imported where a build needs them: a cache
+# hit (the common case in a new process) uses none of them.
+logger = Logger(__name__)
 
 _SO_PREFIX = "kernel-"
 META_JSON = "meta.json"
 _META_FORMAT = 1
 _KEY_SALT = b"pypto-kernel-cache-1"
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are always re-hashed
 _STALE_BUILD_DIR_S = 24 * 3600
-_MAX_DIAG_LINES = 40
-_MAX_DIAG_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ class _Job:
     key: str
     entry: Path
     src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
-    out: Path | None = None  # the .so ninja writes
+    out: Path | None = None  # the .so the compiler writes
 
 
 def build_kernel(
@@ -138,17 +137,19 @@ def build_kernels(
 ) -> list[Path]:
     """Build ``sources`` for ``platform``; returns, in order, the cached ``.so`` of each.
 
-    Cache hits cost a lookup; the misses are compiled in parallel by one ninja run. With
-    ``output_dir``, generated sources are also written to ``output_dir/kernels/<name>.cpp`` and
-    the ninja build lives in ``output_dir/build/``. A compiler failure raises
+    Cache hits cost a lookup; the misses are compiled in parallel. With ``output_dir``,
+    generated sources are also written to ``output_dir/kernels/<name>.cpp`` and the build
+    (``build.ninja``, logs, depfiles) lives in ``output_dir/build/``. A compiler failure raises
     :class:`KernelBuildError` with the compiler's diagnostics (the other kernels are still cached).
     """
     tc = toolchain if toolchain is not None else installed_toolchain()
     root = kernel_cache_dir()
+    if output_dir is not None:
+        output_dir = Path(output_dir).absolute()
     jobs = [_plan(src, tc, platform, root) for src in sources]
     _check_names(jobs)
     if output_dir is not None:
-        _write_generated_sources(jobs, Path(output_dir) / "kernels")
+        _write_generated_sources(jobs, output_dir / "kernels")
     found: dict[str, Path] = {}
     misses: dict[str, _Job] = {}
     for job in jobs:
@@ -168,6 +169,11 @@ def kernel_cache_dir() -> Path:
     return knobs.cache_dir() / "kernels"
 
 
+def lookup_entry(entry: Path) -> Path | None:
+    """The validated ``.so`` of a kernel cache entry folder, or None (a corrupt entry is logged)."""
+    return _lookup(entry, warn=True)
+
+
 def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
     """The content hash naming ``source``'s cache entry (its header closure is checked apart)."""
     return _key(source, source.read(), toolchain, platform)
@@ -175,9 +181,15 @@ def cache_key(source: KernelSource, toolchain: Toolchain, platform: str) -> str:
 
 # --- planning -----------------------------------------------------------------------------------
 def _key(source: KernelSource, data: bytes, tc: Toolchain, platform: str) -> str:
-    digest = hashlib.sha256(_KEY_SALT)
+    digest = sha256(_KEY_SALT)
     where = str(source.path) if source.path is not None else ""
-    parts = [data, tc.fingerprint.encode(), platform.encode(), where.encode()]
+    parts = [
+        data,
+        tc.fingerprint.encode(),
+        platform.encode(),
+        where.encode(),
+        " ".join(extra_flags(source)).encode(),
+    ]
     parts += [str(d).encode() for d in source.include_dirs]
     for part in parts:  # length-prefixed, so no two part lists hash alike
         digest.update(len(part).to_bytes(8, "little"))
@@ -202,7 +214,8 @@ def _check_names(jobs: list[_Job]) -> None:
 
 
 def _write_generated_sources(jobs: list[_Job], folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    """Each generated source into ``folder``, rewritten only when it changed (a hit in a
+    read-only cache writes nothing)."""
     for job in jobs:
         if job.source.code is None:
             continue
@@ -210,7 +223,8 @@ def _write_generated_sources(jobs: list[_Job], folder: Path) -> None:
         with contextlib.suppress(OSError):
             if job.src_file.read_bytes() == job.data:
                 continue  # unchanged: keep its mtime
-        _atomic_write(job.src_file, job.data)
+        ensure_dir(folder)
+        atomic_write(job.src_file, job.data)
 
 
 # --- lookup and validation ----------------------------------------------------------------------
@@ -222,7 +236,7 @@ def _lookup(entry: Path, *, warn: bool) -> Path | None:
         so_size, so_sha, headers = int(meta["so_size"]), str(meta["so_sha256"]), dict(meta["headers"])
         if so.parent != entry:
             raise ValueError(f"bad file name {meta['so']!r}")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _corrupt(entry, f"unreadable {META_JSON} ({exc})", warn)
@@ -231,8 +245,8 @@ def _lookup(entry: Path, *, warn: bool) -> Path | None:
     if problem:
         _corrupt(entry, problem, warn)
         return None
-    for header, digest in headers.items():
-        if _digest(Path(header)) != digest:
+    for header, recorded in headers.items():
+        if digest(Path(header)) != recorded:
             logger.info("%s changed since kernel %s was built; rebuilding", header, meta.get("name"))
             return None
     return so
@@ -245,7 +259,7 @@ def _so_problem(so: Path, size: int, sha: str) -> str | None:
         return f"{so.name} is missing"
     if actual != size:
         return f"{so.name} has {actual} bytes, {size} recorded"
-    if _digest(so) != sha:
+    if digest(so) != sha:
         return f"{so.name} content does not match its recorded sha256"
     return None
 
@@ -255,43 +269,18 @@ def _corrupt(entry: Path, problem: str, warn: bool) -> None:
         logger.warning("corrupt kernel cache entry %s: %s; rebuilding", entry, problem)
 
 
-# (inode, size, mtime_ns) -> sha256 for files already hashed in this process.
-_digest_memo: dict[Path, tuple[tuple[int, int, int], str]] = {}
-
-
-def _digest(path: Path) -> str | None:
-    """sha256 of ``path`` (None if unreadable), memoised while its stat signature holds."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-    memo = _digest_memo.get(path)
-    if memo is not None and memo[0] == sig:
-        return memo[1]
-    try:
-        digest = _sha256_file(path)
-    except OSError:
-        return None
-    if time.time_ns() - st.st_mtime_ns > _RACY_WINDOW_NS:
-        _digest_memo[path] = (sig, digest)
-    return digest
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 # --- building -----------------------------------------------------------------------------------
 def _build_and_publish(
     jobs: list[_Job], tc: Toolchain, platform: str, output_dir: Path | None
 ) -> dict[str, Path]:
-    """Compile ``jobs`` with one ninja run and publish the results; key -> cached ``.so``."""
+    """Compile ``jobs`` and publish the results; key -> cached ``.so``."""
+    import shutil
+
     build_dir, temporary = _make_build_dir(output_dir)
     started_ns = time.time_ns()
     try:
         # The lock keeps a concurrent build in the same output_dir off our outputs until published.
-        with _file_lock(build_dir / ".lock"):
+        with file_lock(build_dir / ".lock"):
             result = _run_build(jobs, tc, build_dir)
             built = [job for job in jobs if job.out is not None and job.out.is_file()]
             headers = _header_closure(built, tc, build_dir, started_ns)
@@ -309,18 +298,19 @@ def _build_and_publish(
 
 
 def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
+    import tempfile
+
     if output_dir is not None:
-        build_dir = Path(output_dir).absolute() / "build"
-        build_dir.mkdir(parents=True, exist_ok=True)
-        return build_dir, False
-    tmp_root = knobs.cache_dir() / "tmp"
-    tmp_root.mkdir(parents=True, exist_ok=True)
+        return ensure_dir(Path(output_dir).absolute() / "build"), False
+    tmp_root = ensure_dir(knobs.cache_dir() / "tmp")
     _sweep_stale_build_dirs(tmp_root)
     return Path(tempfile.mkdtemp(prefix="build-", dir=tmp_root)), True
 
 
 def _sweep_stale_build_dirs(tmp_root: Path) -> None:
     """Remove build dirs left by crashed (or PYPTO_KEEP_BUILD) builds more than a day ago."""
+    import shutil
+
     cutoff = time.time() - _STALE_BUILD_DIR_S
     for old in tmp_root.glob("build-*"):
         with contextlib.suppress(OSError):
@@ -328,8 +318,14 @@ def _sweep_stale_build_dirs(tmp_root: Path) -> None:
                 shutil.rmtree(old, ignore_errors=True)
 
 
-def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.CompletedProcess[str]:
-    """Write the sources and ``build.ninja`` for ``jobs`` into ``build_dir`` and run ninja."""
+def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> str:
+    """Write the sources and ``build.ninja`` for ``jobs`` into ``build_dir``, then run each
+    compile+link command (up to ``PYPTO_BUILD_JOBS`` at once); returns launcher errors.
+
+    The commands run directly rather than through ninja: starting ninja and querying its deps
+    log cost two process launches, a large share of a one-kernel first call. ``build.ninja``
+    is still written, so ``ninja -C <build dir>`` reproduces the build by hand.
+    """
     for job in jobs:
         if job.source.path is not None:
             job.src_file = job.source.path  # compiled in place
@@ -340,69 +336,29 @@ def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> subprocess.C
         job.out = build_dir / f"{job.source.name}.{job.key[:16]}.so"
         job.out.unlink(missing_ok=True)  # a leftover output must not pass for a fresh one
     (build_dir / "build.ninja").write_text(_ninja_file(jobs, tc))
-    cmd = [_ninja_binary(), "-C", str(build_dir), "-k", "0", "-j", str(knobs.build_jobs())]
-    logger.debug("running %s", shlex.join(cmd))
-    return subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+    return _run_commands(jobs, tc, knobs.build_jobs())
 
 
-def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
-    lines = [
-        "# Generated by pypto.runtime.build: one compile+link edge per kernel.",
-        "ninja_required_version = 1.3",
-        f"cxx = {_shell(tc.cxx)}",
-        f"cflags = {_shell(*tc.flags, f'-I{tc.include_dir}')}",
-        f"linkflags = {_shell(*_link_args(tc))}",
-        "rule kernel",
-        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags > $out.log 2>&1",
-        "  depfile = $out.d",
-        "  deps = gcc",
-        "  description = CXX $name",
-    ]
-    for job in jobs:
-        assert job.src_file is not None and job.out is not None
-        lines.append(f"build {_ninja_path(job.out.name)}: kernel {_ninja_path(str(job.src_file))}")
-        lines.append(f"  name = {job.source.name}")
-        lines.append(f"  incs = {_shell(*(f'-I{d}' for d in job.source.include_dirs))}")
-    return "\n".join(lines) + "\n"
+def _run_commands(jobs: list[_Job], tc: Toolchain, parallel: int) -> str:
+    import subprocess
 
-
-def compile_command(src: Path, out: Path, include_dirs: Sequence[Path], tc: Toolchain) -> list[str]:
-    """The compile+link command of one kernel (ninja adds ``-MMD -MF <out>.d``)."""
-    incs = [f"-I{d}" for d in include_dirs]
-    return [tc.cxx, *tc.flags, f"-I{tc.include_dir}", *incs, str(src), "-o", str(out), *_link_args(tc)]
-
-
-def _link_args(tc: Toolchain) -> list[str]:
-    link = [*tc.ldflags]
-    if tc.libs:
-        link += [f"-L{tc.lib_dir}", *(f"-l{lib}" for lib in tc.libs), f"-Wl,-rpath,{tc.lib_dir}"]
-    return link
-
-
-def _shell(*args: str) -> str:
-    """Shell-quoted words, escaped for a ninja variable value."""
-    return " ".join(shlex.quote(a) for a in args).replace("$", "$$")
-
-
-def _ninja_path(path: str) -> str:
-    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
-
-
-@functools.cache
-def _ninja_binary() -> str:
-    """The ninja of the ``ninja`` PyPI package (a real binary), else the one on PATH."""
-    try:
-        import ninja  # type: ignore[import-untyped]
-
-        candidate = Path(ninja.BIN_DIR) / "ninja"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    except (ImportError, AttributeError):
-        pass
-    found = shutil.which("ninja")
-    if found is None:
-        raise PyptoError("kernel builds need ninja: `pip install ninja`")
-    return found
+    pending, running, problems = list(jobs), [], []
+    while pending or running:
+        while pending and len(running) < parallel:
+            job = pending.pop(0)
+            assert job.src_file is not None and job.out is not None
+            cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
+            cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
+            logger.debug("running %s", cmd)
+            with open(f"{job.out}.log", "wb") as log:
+                try:
+                    running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
+                except OSError as exc:
+                    why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+                    problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
+        if running:
+            running.pop(0).wait()
+    return "\n".join(problems)
 
 
 # --- after the build ----------------------------------------------------------------------------
@@ -410,55 +366,35 @@ def _header_closure(
     built: list[_Job], tc: Toolchain, build_dir: Path, started_ns: int
 ) -> dict[str, dict[str, str]]:
     """Per key, the headers each kernel included (outside the toolchain) and their sha256."""
-    if not built:
-        return {}
-    cmd = [_ninja_binary(), "-C", str(build_dir), "-t", "deps", *(str(job.out.name) for job in built)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        raise PyptoError(f"`{shlex.join(cmd)}` failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    deps = _parse_ninja_deps(proc.stdout)
     toolchain_headers = tc.include_dir.resolve()
     closure: dict[str, dict[str, str]] = {}
     for job in built:
         assert job.out is not None and job.src_file is not None
-        if job.out.name not in deps:
+        try:
+            deps = parse_depfile(Path(f"{job.out}.d").read_text(errors="surrogateescape"))
+        except OSError:
+            deps = []
             logger.warning(
                 "no dependency record for kernel %r: header edits will not rebuild it", job.source.name
             )
         src = job.src_file.resolve()
         headers = {}
-        for dep in deps.get(job.out.name, []):
+        for dep in deps:
             path = (build_dir / dep).resolve()
             if path != src and not path.is_relative_to(toolchain_headers):
-                headers[str(path)] = _header_digest(path, started_ns)
+                headers[str(path)] = _headerdigest(path, started_ns)
         closure[job.key] = headers
     return closure
 
 
-def _parse_ninja_deps(text: str) -> dict[str, list[str]]:
-    """Parse ``ninja -t deps``: ``target: #deps N, ...`` lines, each followed by indented paths."""
-    deps: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if line[0].isspace():
-            if current is not None:
-                current.append(line.strip())
-            continue
-        target, _, status = line.partition(": ")
-        current = deps.setdefault(target, []) if status.startswith("#deps") else None
-    return deps
-
-
-def _header_digest(path: Path, started_ns: int) -> str:
+def _headerdigest(path: Path, started_ns: int) -> str:
     """The header's sha256; "" (never matches) if it changed while the build ran."""
     try:
         if path.stat().st_mtime_ns >= started_ns:
             return ""  # edited mid-build: the .so may hold either version, so rebuild next time
     except OSError:
         return ""
-    return _digest(path) or ""
+    return digest(path) or ""
 
 
 def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -> Path:
@@ -469,16 +405,16 @@ def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -
     """
     assert job.out is not None
     data = job.out.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha256(data).hexdigest()
     so = job.entry / f"{_SO_PREFIX}{sha[:16]}.so"
     meta = _meta(job, tc, platform, so.name, sha, len(data), headers)
-    job.entry.mkdir(parents=True, exist_ok=True)
-    with _file_lock(job.entry.parent / f"{job.key}.lock"):
+    ensure_dir(job.entry)
+    with file_lock(job.entry.parent / f"{job.key}.lock"):
         existing = _lookup(job.entry, warn=False)
         if existing is not None:
             return existing
-        _atomic_write(so, data, mode=0o755)
-        _atomic_write(job.entry / META_JSON, json.dumps(meta, indent=2).encode())
+        atomic_write(so, data, mode=0o755)
+        atomic_write(job.entry / META_JSON, json.dumps(meta, indent=2).encode())
         for old in job.entry.iterdir():  # under the lock, other files are stale or crash leftovers
             if old not in (so, job.entry / META_JSON):
                 old.unlink(missing_ok=True)
@@ -488,8 +424,10 @@ def _publish(job: _Job, headers: dict[str, str], tc: Toolchain, platform: str) -
 def _meta(
     job: _Job, tc: Toolchain, platform: str, so_name: str, sha: str, size: int, headers: dict[str, str]
 ) -> dict[str, object]:
+    import shlex
+
     assert job.src_file is not None and job.out is not None
-    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc)
+    command = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
     return {
         "format": _META_FORMAT,
         "key": job.key,
@@ -506,9 +444,29 @@ def _meta(
     }
 
 
-def _build_error(
-    failed: list[_Job], result: subprocess.CompletedProcess[str], kept_dir: Path | None
-) -> KernelBuildError:
+def _ninja_file(jobs: list[_Job], tc: Toolchain) -> str:
+    lines = [
+        "# Generated by pypto.runtime.build: one compile+link edge per kernel.",
+        "ninja_required_version = 1.3",
+        f"cxx = {shell(tc.cxx)}",
+        f"cflags = {shell(*tc.flags, f'-I{tc.include_dir}')}",
+        f"linkflags = {shell(*link_args(tc))}",
+        "rule kernel",
+        "  command = $cxx $cflags $incs -MMD -MF $out.d $in -o $out $linkflags $extra > $out.log 2>&1",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "  description = CXX $name",
+    ]
+    for job in jobs:
+        assert job.src_file is not None and job.out is not None
+        lines.append(f"build {ninja_path(job.out.name)}: kernel {ninja_path(str(job.src_file))}")
+        lines.append(f"  name = {job.source.name}")
+        lines.append(f"  incs = {shell(*(f'-I{d}' for d in job.source.include_dirs))}")
+        lines.append(f"  extra = {shell(*extra_flags(job.source))}")
+    return "\n".join(lines) + "\n"
+
+
+def _build_error(failed: list[_Job], launch_problems: str, kept_dir: Path | None) -> KernelBuildError:
     """One error for all failed kernels, each with its (trimmed) compiler diagnostics."""
     parts = []
     for job in failed[:3]:
@@ -517,48 +475,11 @@ def _build_error(
             log = job.out.with_name(job.out.name + ".log").read_text(errors="replace")
         except OSError:
             log = ""
-        if not log.strip():  # ninja itself failed, e.g. the compiler could not be started
-            log = (result.stdout + result.stderr).strip()
+        if not log.strip():  # the compiler could not be started
+            log = launch_problems.strip() or "the compiler exited without output"
         where = job.source.path if job.source.path is not None else job.src_file
-        parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{_trim(log)}")
+        parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{trim(log)}")
     if len(failed) > 3:
         parts.append("also failed: " + ", ".join(repr(job.source.name) for job in failed[3:]))
     hint = f"build directory: {kept_dir}" if kept_dir else "set PYPTO_KEEP_BUILD=1 to keep the build files"
     return KernelBuildError("\n\n".join(parts) + f"\n({hint})")
-
-
-def _trim(log: str) -> str:
-    """At most ``_MAX_DIAG_LINES`` lines, starting just before the first error."""
-    lines = log.rstrip().splitlines()
-    first = next((i for i, line in enumerate(lines) if "error" in line), 0)
-    start = max(0, first - 2) if len(lines) > _MAX_DIAG_LINES else 0
-    kept = lines[start : start + _MAX_DIAG_LINES]
-    text = "\n".join(kept)[:_MAX_DIAG_CHARS]
-    dropped = len(lines) - len(kept)
-    return text + (f"\n... ({dropped} more lines)" if dropped > 0 else "")
-
-
-# --- files ----------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created if needed), released on exit."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -1,43 +1,41 @@
 """``@pl.jit`` end to end: parse → passes → C++ → build → launch plan → run.
 
 A compiled program is cached on the kernel object per (specialisation key, compile options),
-so a warm call costs a dict lookup plus the native run.
+so a warm call costs a dict lookup plus the native run; and on disk
+(:mod:`pypto.runtime.program_cache`), so a new process skips parse, passes and codegen.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import logging
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pypto import _native, knobs, logs
-from pypto.codegen import generate_kernel
-from pypto.diagnostics.hints import HintSink, write_hints
+from pypto._light import Logger, sha256
 from pypto.errors import ArgumentError, ConfigError, KernelLoadError, ReadOnlyInputError
-from pypto.frontend.specialize import bind_arguments, tensor_arg
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.printer import print_program
-from pypto.ir.stmt import Program
 from pypto.ir.types import TensorType
-from pypto.passes.context import PassContext
-from pypto.passes.pipeline import run_passes
-from pypto.runtime.build import KernelSource, build_kernels
+from pypto.runtime import program_cache
+from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import INPUT, code_of, flagged
-from pypto.runtime.isolate import run_isolated
-from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
-from pypto.runtime.entry import save as save_compiled
-from pypto.runtime.plan import Plan, Task, plan_orchestration
-from pypto.runtime.report import RunReport, scheduled_report
-from pypto.runtime.trace import write_traces
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from pypto.ir.stmt import Program
+    from pypto.runtime.plan import Plan, Task
+    from pypto.runtime.report import RunReport
+
+# The compiler (frontend, passes, codegen), the IR node classes, the planner and the report
+# are imported when first needed: a process whose programs all come from the program cache
+# runs without loading them (a new process's first call stays within milliseconds).
+
+log = Logger(__name__)
 
 
 @dataclass
@@ -121,6 +119,7 @@ class CompiledProgram:
         shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
         if len(args) != len(self.param_names):
             return  # execute names the count
+        from pypto.frontend.specialize import tensor_arg
         for i, p in enumerate(self.program.entry.params):
             if isinstance(p.var.type, TensorType):
                 if not isinstance(args[i], np.ndarray) and not type(args[i]).__module__.startswith("torch"):
@@ -147,6 +146,8 @@ class CompiledProgram:
         """The arguments in parameter order (keywords placed by name)."""
         if not kwargs:
             return args
+        from pypto.frontend.specialize import bind_arguments
+
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
     def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> list[dict[str, Any]]:
@@ -164,11 +165,8 @@ class CompiledProgram:
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
             self._check_overlaps(arrays)
-        if self.plan.intermediates:  # fresh zeroed scratch tensors each run
-            arrays += [
-                (np.zeros(t.shape, dtype=_np_dtype(t.dtype)), code_of(_np_dtype(t.dtype)))
-                for t in self.plan.intermediates
-            ]
+        for shape, dtype in self.intermediates:  # fresh zeroed scratch tensors each run
+            arrays.append((np.zeros(shape, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
         tasks, extra = self._native_tasks()
         arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
         config = config or self.config
@@ -181,12 +179,16 @@ class CompiledProgram:
         try:
             if not config.isolated(bool(self.external)):
                 return launch(arrays)
+            from pypto.runtime.isolate import run_isolated
+
             written = [k for k, i in enumerate(self.tensor_params) if i in self.outputs]
             label = self.name + (
                 f" (hand-written: {', '.join(s.name for s in self.external)})" if self.external else ""
             )
             return run_isolated(launch, arrays, written, kernel=label, timeout_s=config.timeout_s)
         except ReadOnlyInputError as e:
+            from pypto.runtime.launch import name_tensors
+
             raise name_tensors(e, self._table_names(extra)) from None
 
     def _native_tasks(self) -> tuple[list[tuple], list[int]]:
@@ -196,7 +198,7 @@ class CompiledProgram:
         cached = self.__dict__.get("_native_cache")
         if cached is not None:
             return cached
-        n_table = len(self.tensor_params) + len(self.plan.intermediates)
+        n_table = len(self.tensor_params) + len(self.intermediates)
         writable = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
         writable |= set(range(len(self.tensor_params), n_table))
         extra: list[int] = []
@@ -225,7 +227,7 @@ class CompiledProgram:
 
     def _table_names(self, extra: list[int]) -> list[str]:
         names = [f"{self.param_names[i]!r}" for i in self.tensor_params]
-        names += [f"pl.create_tensor #{k}" for k in range(len(self.plan.intermediates))]
+        names += [f"pl.create_tensor #{k}" for k in range(len(self.intermediates))]
         return [f"argument {n}" if n.startswith("'") else n for n in names] + [
             f"argument {names[j]}" if names[j].startswith("'") else names[j] for j in extra
         ]
@@ -238,16 +240,38 @@ class CompiledProgram:
         except ArgumentError as e:
             raise ArgumentError(e.message, self.program.span) from None
 
+    @functools.cached_property
+    def task_specs(self) -> list[tuple]:
+        """Per task: (kernel, tensor indices, scalar values, is_cube, start deps, write gates)."""
+        return [
+            (t.kernel, list(t.tensors), list(t.scalars), t.cube, list(t.start_deps), list(t.write_gates))
+            for t in self.plan.tasks
+        ]
+
+    @functools.cached_property
+    def intermediates(self) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, numpy dtype name) of each scratch tensor a run allocates."""
+        return [(tuple(t.shape), t.dtype) for t in self.plan.intermediates]
+
+    @functools.cached_property
+    def cube_kernels(self) -> list[str]:
+        return [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
+
     def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
+        from pypto.runtime.report import scheduled_report
+
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
         if len(report.tasks) == len(self.plan.tasks):  # one result per planned task, in order
             for t, planned in zip(report.tasks, self.plan.tasks):
                 t.deps = planned.start_deps
         if trace:  # records are kept only then: recording off costs nothing
-            cube = [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
-            write_traces(report, self.output_dir / "trace", cube_kernels=cube, platform=plat)
+            from pypto.runtime.cache_files import ensure_dir
+            from pypto.runtime.trace import write_traces
+
+            folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
+            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)
             report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
             if self.config.timeline:
                 report.timeline_html(self.output_dir / "report" / "timeline.html")
@@ -257,6 +281,18 @@ class CompiledProgram:
     def returned(self) -> tuple[int, ...]:
         """Indices of the arguments a call returns: the outputs, in parameter order."""
         return tuple(sorted(self.outputs))
+
+
+class _Restored(CompiledProgram):
+    """A program from the program cache. It runs from the plain data the entry holds; its IR
+    (``program``) and launch ``plan`` are unpickled only when something reads them."""
+
+    def __getattr__(self, name: str) -> Any:
+        blobs = self.__dict__.get("_blobs", {})
+        if name not in blobs:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__[name] = pickle.loads(blobs[name])
+        return value
 
 
 def _np_dtype(name: str) -> np.dtype:
@@ -286,15 +322,17 @@ def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     # never share a folder (nor its report/perf_hints.log).
     code = getattr(getattr(jf, "fn", None), "__code__", None)
     origin = (code.co_filename, code.co_firstlineno) if code is not None else getattr(jf, "origin", None)
-    digest = hashlib.sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
+    digest = sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
     return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
     if config.dump_level.name == "NONE":
         return None
-    folder = out / "passes_dump"
-    folder.mkdir(parents=True, exist_ok=True)
+    from pypto.ir.printer import print_program
+    from pypto.runtime.cache_files import ensure_dir
+
+    folder = ensure_dir(out / "passes_dump")
     for old in folder.glob("*.py"):
         old.unlink()
 
@@ -311,9 +349,13 @@ def lower_program(
     kwargs: dict,
     config: RunConfig,
     out: Path | None = None,
-    sink: HintSink | None = None,
+    sink: Any = None,
 ) -> Program:
     """Frontend + passes: the lowered IR (no codegen, no artifacts unless dumping)."""
+    from pypto.diagnostics.hints import HintSink
+    from pypto.passes.context import PassContext
+    from pypto.passes.pipeline import run_passes
+
     program = jf.parse(*args, **kwargs)
     ctx = PassContext(config.resolved_platform(), config.planner, sink or HintSink())
     dump = _dumper(out, config) if out is not None else None
@@ -349,6 +391,84 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         return compiled
     logs.configure()
     out = _output_dir(jf, key, config)
+    # Dumps are artifacts of a compile, so a dumping config always compiles.
+    disk_key = program_key(jf, key[0], config) if config.dump_level.name == "NONE" else None
+    compiled = _from_disk(jf, disk_key, config, out) if disk_key else None
+    if compiled is None:
+        compiled = _compile(jf, args, kwargs, config, out, disk_key)
+    cache[key] = compiled
+    return compiled
+
+
+def program_key(jf: Any, spec_key: tuple, config: RunConfig) -> str | None:
+    """The program cache key of this compile (None: not cached on disk)."""
+    fn = getattr(jf, "fn", None)  # a @pl.program has no Python function to key on
+    return program_cache.program_key(fn, spec_key, config) if fn is not None else None
+
+
+def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> CompiledProgram | None:
+    """The program cache's entry for ``disk_key``, its kernels validated; None on a miss."""
+    entry = program_cache.load(disk_key, jf.fn)
+    if entry is None:
+        return None
+    paths = program_cache.kernel_paths(entry)
+    if paths is None:
+        return None
+    compiled = _Restored(
+        jf.name,
+        out,
+        entry.param_names,
+        config.platform,
+        None,  # the IR and the plan stay pickled until read
+        config,
+        paths,
+        None,
+        entry.outputs,
+        entry.tensor_params,
+        entry.hints,
+        entry.external,
+    )
+    state = compiled.__dict__
+    del state["program"], state["plan"]
+    state["_blobs"] = {"program": entry.program_blob, "plan": entry.plan_blob}
+    state.update(
+        task_specs=entry.task_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
+    )
+    if config.output_dir is not None:  # the user's folder gets a compile's artifacts
+        from pypto.runtime.cache_files import atomic_write, ensure_dir
+
+        ensure_dir(out / "kernels")
+        for name, code in entry.sources.items():
+            atomic_write(out / "kernels" / f"{name}.cpp", code.encode())
+        _write_hint_lines(entry.hints, out)
+    if entry.hints:  # as a compile whose hints are unchanged says it: at INFO
+        import logging
+
+        sites = len({line.rsplit(" at ", 1)[-1] for line in entry.hints})
+        logging.getLogger("pypto.perf_hints").info(
+            "[perf_hint] %d hints across %d sites; see %s", len(entry.hints), sites, out / "report" / "perf_hints.log"
+        )
+    compiled.refresh_external()  # hand-written kernels: a build-cache lookup (rebuilt if edited)
+    log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])
+    return compiled
+
+
+def _write_hint_lines(lines: list[str], out: Path) -> None:
+    from pypto.runtime.cache_files import ensure_dir
+
+    log_file = ensure_dir(out / "report") / "perf_hints.log"
+    log_file.write_text("".join(line + "\n" for line in lines))  # rewritten per compile, never appended
+
+
+def _compile(
+    jf: Any, args: tuple, kwargs: dict, config: RunConfig, out: Path, disk_key: str | None
+) -> CompiledProgram:
+    """Parse, passes, codegen and build; the result is stored under ``disk_key`` if given."""
+    from pypto.codegen import generate_kernel
+    from pypto.diagnostics.hints import HintSink, write_hints
+    from pypto.runtime.cache_files import ensure_dir
+    from pypto.runtime.plan import plan_orchestration
+
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
     incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
@@ -361,27 +481,39 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         )
     )
     _check_loadable(paths, sources + external)
+    ensure_dir(out)
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)
     scalar_args = {n: a for n, a in zip(names, args) if isinstance(a, (int, float))}
     plan = plan_orchestration(lowered, lowered.entry, scalar_args)
+    hints = sink.lines()
     compiled = CompiledProgram(
-        jf.name,
-        out,
-        names,
-        config.platform,
-        lowered,
-        config,
-        paths,
-        plan,
-        outs,
-        tensors,
-        sink.lines(),
-        external,
+        jf.name, out, names, config.platform, lowered, config, paths, plan, outs, tensors, hints, external,
         scalar_args,
-    )
+    )  # fmt: skip
+    from pypto.runtime.entry import save as save_compiled
+
     save_compiled(compiled, scalar_args)  # what CompiledProgram.from_dir reads back
-    cache[key] = compiled
+    if disk_key is not None:
+        root = kernel_cache_dir()
+        program_cache.store(
+            disk_key,
+            jf.fn,
+            {
+                "program_blob": pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL),
+                "plan_blob": pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL),
+                "task_specs": compiled.task_specs,
+                "intermediates": compiled.intermediates,
+                "cube_kernels": compiled.cube_kernels,
+                "param_names": names,
+                "outputs": outs,
+                "tensor_params": tensors,
+                "hints": hints,
+                "kernels": {s.name: str(paths[s.name].parent.relative_to(root)) for s in sources},
+                "sources": {s.name: s.code for s in sources},
+                "external": external,
+            },
+        )
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
     return compiled
 

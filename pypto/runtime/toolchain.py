@@ -10,19 +10,17 @@ have the native build construct one with :meth:`Toolchain.create`.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
-import logging
-import shutil
-import subprocess
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto import knobs
+from pypto._light import Logger, sha256
 from pypto.errors import PyptoError
 
-logger = logging.getLogger(__name__)
+logger = Logger(__name__)
 
 BUILD_INFO_NAME = "build_info.json"
 DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-fno-math-errno")
@@ -130,6 +128,8 @@ def native_dir() -> Path:
 
 def detect_compiler_id(cxx: str) -> str:
     """The first line of ``cxx --version``, e.g. ``c++ (Debian 12.2.0-14) 12.2.0``."""
+    import subprocess
+
     try:
         proc = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -168,6 +168,10 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     """The compiler to use and its id: the override, else the recorded one, else ``c++``."""
     if override:
         return override, detect_compiler_id(override)
+    if os.path.isabs(recorded) and os.access(recorded, os.X_OK):
+        return recorded, recorded_id  # the common case, without importing shutil
+    import shutil
+
     if shutil.which(recorded):
         return recorded, recorded_id
     # A wheel built elsewhere may record a compiler this machine lacks.
@@ -181,11 +185,11 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
 
 
 def _fingerprint(tc: Toolchain) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     settings = [tc.compiler_id, tc.flags, tc.ldflags, tc.libs, tc.version, tc.abi_version]
     digest.update(json.dumps(settings).encode())
     if tc.include_dir.is_dir():
         for path in sorted(p for p in tc.include_dir.rglob("*") if p.is_file()):
             digest.update(path.relative_to(tc.include_dir).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(sha256(path.read_bytes()).digest())
     return digest.hexdigest()

@@ -201,6 +201,14 @@ def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any
     return procs, lanes
 
 
+def _cycles_per_trace_us(doc: dict[str, Any], clock: float) -> float:
+    """pypto traces count one simulated cycle per trace nanosecond; others are real time."""
+    other = doc.get("otherData", {}) if isinstance(doc, dict) else {}
+    nested = other.get("source_otherData", {}) if isinstance(other, dict) else {}
+    unit = other.get("time_unit") or nested.get("time_unit")
+    return 1000.0 if unit == "cycle" else clock / 1e6
+
+
 def _clock(doc: dict[str, Any], fallback: float) -> float:
     other = doc.get("otherData", {}) if isinstance(doc, dict) else {}
     nested = other.get("source_otherData", {}) if isinstance(other, dict) else {}
@@ -217,7 +225,7 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
         raise TimelineError(f"{path}: not a pypto trace ({e})") from None
     clock = _clock(doc, model.clock_hz)
     model.clock_hz = model.clock_hz or clock
-    per_us = clock / 1e6
+    per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
     placed: dict[tuple[str, int], list[Row]] = defaultdict(list)
     for e in events:

@@ -373,3 +373,11 @@ def test_real_toolchain_builds_a_loadable_kernel() -> None:
     assert build_kernel(code_kernel(value=123), platform="a2a3sim") == so
     assert os.access(so, os.R_OK)
     assert run(so) == 123
+
+
+def test_depfile_parsing_keeps_escaped_spaces_and_continuations() -> None:
+    from pypto.runtime.build import parse_depfile
+
+    text = "out.so: /src/k.cpp /inc/my\\ dir/a.h \\\n  /inc/b$$.h\n"
+    assert parse_depfile(text) == ["/src/k.cpp", "/inc/my dir/a.h", "/inc/b$.h"]
+    assert parse_depfile("") == []

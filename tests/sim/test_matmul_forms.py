@@ -8,7 +8,15 @@ import pytest
 
 from pypto import _native
 
-SHAPES = [(16, 16, 16), (13, 29, 37), (64, 128, 96), (1, 5, 1), (4, 300, 33)]  # tails on every side
+SHAPES = [
+    (16, 16, 16),
+    (13, 29, 37),
+    (64, 128, 96),
+    (1, 5, 1),
+    (4, 300, 33),
+    (22, 17, 64),
+    (8, 3, 32),
+]  # tails on every side, every row block
 
 
 def k_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:

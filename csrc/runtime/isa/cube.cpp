@@ -2,6 +2,7 @@
 #include "runtime/isa/cube.hpp"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,16 +25,19 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   as_out.dtype = dst->dtype;
   as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
   if (dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
-    fail(ErrorKind::kDType, op, std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
+    fail(ErrorKind::kDType, op,
+         std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   check_writable(dst, op);
   std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
   for (int64_t r = 0; r < w.rows; ++r) {
-    vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols), PYPTO_ROUND_RINT);
+    vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
+                PYPTO_ROUND_RINT);
     uint8_t* out = w.data + r * w.stride_bytes;
     if (atomic_add) {
-      current_core().atomic_add(dst->data, out, dst->dtype, row.data(), static_cast<size_t>(s.valid_cols));
+      current_core().atomic_add(dst->data, out, dst->dtype, row.data(),
+                                static_cast<size_t>(s.valid_cols));
     } else {
       std::memcpy(out, row.data(), row.size());
     }
@@ -55,55 +59,99 @@ namespace {
 // whole storage is converted in one call (fp16/bf16 -> fp32 is exact), then gathered.
 // Reads the storage in order; the element size as a constant turns the index math into shifts.
 template <int64_t E>
-void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows, int64_t cols) {
+void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows,
+            int64_t cols) {
   for_each_stored<E>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
     const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
     if (r < rows && c < cols) out[r * cols + c] = stored[i];
   });
 }
 
-std::vector<float> widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  std::vector<float> stored(static_cast<size_t>(t.rows * t.cols));
-  vm::convert(PYPTO_FP32, stored.data(), t.dtype, t.data, stored.size(), PYPTO_ROUND_RINT);
-  std::vector<float> out(static_cast<size_t>(rows * cols));
+// The common case — a whole, untransposed L0A/L0B tile — copied fractal by fractal with the
+// sizes known at compile time (no per-element bounds checks); the same element placement as
+// `gather`. False when the tile does not qualify.
+template <int64_t E>
+bool gather_whole(float* out, const float* stored, const TileView& t, bool trans, int64_t rows,
+                  int64_t cols) {
+  constexpr int64_t c0 = 32 / E;
+  if (trans || rows != t.rows || cols != t.cols || rows % 16 != 0 || cols % 16 != 0 ||
+      rows % c0 != 0 || cols % c0 != 0) {
+    return false;
+  }
+  if (t.mem == PYPTO_LEFT) {  // [rows/16][cols/c0] fractals of [16 rows][c0 cols]
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t cb = 0; cb < cols; cb += c0)
+        for (int64_t r = r0; r < r0 + 16; ++r, stored += c0)
+          std::memcpy(out + r * cols + cb, stored, c0 * 4);
+    return true;
+  }
+  if (t.mem == PYPTO_RIGHT) {  // [rows/c0][cols/16] fractals of [16 cols][c0 rows]
+    for (int64_t rb = 0; rb < rows; rb += c0)
+      for (int64_t cb = 0; cb < cols; cb += 16, stored += 16 * c0)
+        for (int64_t r = 0; r < c0; ++r)
+          for (int64_t c = 0; c < 16; ++c) out[(rb + r) * cols + cb + c] = stored[c * c0 + r];
+    return true;
+  }
+  return false;
+}
+
+// Buffers left uninitialised: the conversion fills `stored` whole, and every (r, c) of the
+// [rows, cols] operand lies inside the tile's storage, so `gather` writes each element once.
+using Floats = std::unique_ptr<float[]>;
+
+Floats widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  const auto n = static_cast<size_t>(t.rows * t.cols);
+  Floats stored(new float[n]);
+  vm::convert(PYPTO_FP32, stored.get(), t.dtype, t.data, n, PYPTO_ROUND_RINT);
+  Floats out(new float[static_cast<size_t>(rows * cols)]);
+  const bool whole = t.esize == 2 ? gather_whole<2>(out.get(), stored.get(), t, trans, rows, cols)
+                                  : gather_whole<4>(out.get(), stored.get(), t, trans, rows, cols);
+  if (whole) return out;
   if (t.esize == 2) {
-    gather<2>(out.data(), stored.data(), t, trans, rows, cols);
+    gather<2>(out.get(), stored.get(), t, trans, rows, cols);
   } else {
-    gather<4>(out.data(), stored.data(), t, trans, rows, cols);
+    gather<4>(out.get(), stored.get(), t, trans, rows, cols);
   }
   return out;
 }
 
-void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
-                         int64_t kb, int64_t n, const char* op) {
+void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
+                         int64_t k, int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
   if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32) {
-    fail(ErrorKind::kDType, op, std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
+    fail(ErrorKind::kDType, op,
+         std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
   }
   if (c.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
   if (k != kb) {
-    fail(ErrorKind::kShape, op, "inner dims differ: left gives K = " + std::to_string(k) + ", right K = " +
-                                    std::to_string(kb));
+    fail(ErrorKind::kShape, op,
+         "inner dims differ: left gives K = " + std::to_string(k) +
+             ", right K = " + std::to_string(kb));
   }
   if (c.valid_rows != m || c.valid_cols != n) {
-    fail(ErrorKind::kShape, op, "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + " but left x right is " +
-                                    shape_text(m, n));
+    fail(ErrorKind::kShape, op,
+         "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + " but left x right is " +
+             shape_text(m, n));
   }
 }
 
 }  // namespace
 
-extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
-                              int32_t a_trans, int32_t b_trans, int32_t accumulate) {
+extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
+                              const pypto_tile* right, int32_t a_trans, int32_t b_trans,
+                              int32_t accumulate) {
   const char* op = accumulate ? "TMATMUL_ACC" : "TMATMUL";
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
-  const int64_t m = a_trans ? a.valid_cols : a.valid_rows, k = a_trans ? a.valid_rows : a.valid_cols;
-  const int64_t kb = b_trans ? b.valid_cols : b.valid_rows, n = b_trans ? b.valid_rows : b.valid_cols;
+  const int64_t m = a_trans ? a.valid_cols : a.valid_rows,
+                k = a_trans ? a.valid_rows : a.valid_cols;
+  const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
+                n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  std::vector<float> A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0);
+  Floats A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
+  vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
+                 accumulate != 0);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));
@@ -132,8 +180,8 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
                                     shape_text(1, n));
   }
   for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
-  std::vector<float> A = widen(a, false, m, k), B = widen(b, false, k, n);
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
+  Floats A = widen(a, false, m, k), B = widen(b, false, k, n);
+  vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

@@ -1,6 +1,7 @@
 // TMOV: every on-chip route the platform has, each on its pipe with its cost. Moves into
 // L0A/L0B rearrange row-major data into the fractal layouts the cube reads; moves out of
 // L0C go through FIXPIPE and may narrow fp32 to fp16/bf16.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,8 @@ struct Route {
 };
 
 const Route kRoutes[] = {
-    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false}, {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
-    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false}, {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
+    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false},  {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
+    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false},  {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
     {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false}, {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true},
     {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true},
 };
@@ -48,15 +49,47 @@ namespace {
 void check_fractal_shape(const TileView& t, const char* op) {
   if (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT) return;
   if (t.rows % 16 != 0 || t.cols % 16 != 0) {
-    fail(ErrorKind::kShape, op, std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
-                                    shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
+    fail(ErrorKind::kShape, op,
+         std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
+             shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
   }
 }
 
 // Element-wise copy between the layouts of two same-dtype tiles of one logical shape.
 // Walks the destination in storage order; a constant element size makes the index math shifts.
+// A whole row-major tile into L0A (zZ) or L0B (nZ), fractal by fractal with constant trip
+// counts and no per-element bounds checks: the same placement as the general walk below.
+template <typename T>
+bool relayout_whole(const TileView& d, const TileView& s) {
+  constexpr int64_t c0 = 32 / static_cast<int64_t>(sizeof(T));
+  const int64_t rows = d.rows, cols = d.cols, pitch = s.cols;
+  const bool row_major_src = s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  if (!row_major_src || s.valid_rows != rows || s.valid_cols != cols || rows % 16 != 0 ||
+      cols % 16 != 0 || rows % c0 != 0 || cols % c0 != 0) {
+    return false;
+  }
+  const T* src = reinterpret_cast<const T*>(s.data);
+  T* dst = reinterpret_cast<T*>(d.data);
+  if (d.mem == PYPTO_LEFT) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t cb = 0; cb < cols; cb += c0)
+        for (int64_t r = r0; r < r0 + 16; ++r, dst += c0)
+          std::memcpy(dst, src + r * pitch + cb, c0 * sizeof(T));
+    return true;
+  }
+  if (d.mem == PYPTO_RIGHT) {
+    for (int64_t rb = 0; rb < rows; rb += c0)
+      for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0)
+        for (int64_t r = 0; r < c0; ++r)
+          for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
+    return true;
+  }
+  return false;
+}
+
 template <typename T>
 void relayout_as(const TileView& d, const TileView& s) {
+  if (relayout_whole<T>(d, s)) return;
   constexpr int64_t e = sizeof(T);
   const T* src = reinterpret_cast<const T*>(s.data);
   T* dst = reinterpret_cast<T*>(d.data);
@@ -110,15 +143,16 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   const Platform& p = current_core().platform;
   const Route* route = find_route(s.mem, d.mem, p);
   if (route == nullptr) {
-    fail(ErrorKind::kMemorySpace, op, std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) +
-                                          " on " + p.name + "; legal routes into " + mem_name(d.mem) +
-                                          ": " + legal_routes(d.mem, p));
+    fail(ErrorKind::kMemorySpace, op,
+         std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) + " on " + p.name +
+             "; legal routes into " + mem_name(d.mem) + ": " + legal_routes(d.mem, p));
   }
   check_same_valid_shape(d, s, op, "dst and src");
   if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
   check_fractal_shape(d, op);
   if (s.mem == d.mem) {
-    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows, s.valid_cols * s.esize);
+    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
+              s.valid_cols * s.esize);
   } else {
     relayout(d, s);
   }

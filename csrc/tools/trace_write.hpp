@@ -1,0 +1,79 @@
+// Writing a recorded launch as the op simulator's raw trace files (trace.json and the TRACE
+// block of visualize_data.bin) at native speed.
+//
+// Input is the records table the runtime bindings already hand to Python (one int64 row per
+// instruction plus interned name/location strings), not the core model's own structs, so the
+// writer does not change when the core model does. Column positions come from the caller.
+//
+// Time unit: one simulated cycle is one nanosecond of trace time. Chrome-trace timestamps are
+// microseconds, so a cycle count c is written as the exact decimal c / 1000; viewers that
+// store integer nanoseconds (Perfetto, MindStudio Insight) then hold every cycle boundary
+// exactly, with no rounding of sub-nanosecond clock periods.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pypto::tools {
+
+// A file could not be written; the message names it and the OS error.
+class TraceWriteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One simulated core's records of one launch.
+struct CoreRecordsView {
+  std::string pid;                 // process name, e.g. "core0.veccore0"
+  const int64_t* table = nullptr;  // rows x width, row-major
+  size_t rows = 0;
+  size_t width = 0;
+  const int32_t* name_id = nullptr;  // per row: index into `strings`
+  const int32_t* loc_id = nullptr;
+  std::vector<std::string> strings;  // interned names and source locations
+  std::vector<std::string> quoted;   // the same strings as JSON string literals
+};
+
+// Where each field sits in a records row.
+struct RecordColumns {
+  int index, kind, pipe, start, end, bytes, addr, flag_src, flag_dst, flag_id;
+};
+
+// Everything about the output that is not per record.
+struct TraceLayout {
+  RecordColumns col{};
+  std::vector<std::string> lanes;       // the lane (tid) of each pipe number
+  std::vector<std::string> flag_pipes;  // each pipe's spelling inside args.detail
+  std::vector<std::string> sync_names;  // event name per record kind (kind 0: an operation)
+  int64_t repeat_bytes = 256;           // vector repeat size, for the utilisation figures
+  uint64_t pc_base = 0x10000;           // pc_addr of static instruction n: pc_base + 4 n
+  std::string head;                     // '{"traceEvents":[' and the metadata events
+  std::string tail;                     // '],"displayTimeUnit":...}'
+};
+
+// Per static instruction (code) of one core: the totals API_INSTR reports.
+struct SiteTotals {
+  std::vector<int64_t> count, cycles, bytes, capacity, first_addr;  // first_addr -1: never ran
+};
+
+struct Site {
+  std::string name, loc;
+  int pipe = 0;
+};
+
+struct TraceSummary {
+  std::vector<Site> sites;  // static instructions, numbered in order of first execution
+  std::vector<SiteTotals> per_core;
+  uint64_t events = 0;
+};
+
+// Formats every record as a Chrome-trace event and writes `json_path` (the TRACE JSON) and
+// `bin_path` (`bin_prefix`, then the TRACE block); the caller appends the API_INSTR block.
+TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
+                               const std::string& bin_prefix, const std::string& json_path,
+                               const std::string& bin_path);
+
+}  // namespace pypto::tools

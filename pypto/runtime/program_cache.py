@@ -1,0 +1,325 @@
+"""A persistent cache of compiled ``@pl.jit`` programs, so a new process skips parse, passes
+and codegen for a kernel it has compiled before.
+
+An entry holds what a compile produced besides the kernel binaries: the lowered IR and the launch
+plan (each pickled apart, so a hit that only runs never loads the IR classes), the plan's tasks
+as plain data, the kernels' build-cache entries, the hints and the generated sources. The binaries stay
+in the kernel cache (:mod:`pypto.runtime.build`) and are validated there on every hit.
+
+**Key** (sha256): the kernel function's file content, qualified name and first line; the call's
+specialisation (shapes, dtypes, scalar values); the compile options; the resolved platform
+table; the toolchain fingerprint (compiler, flags, kernel headers, pypto version); and a
+signature of pypto's own Python sources (path, size, mtime of each), so an edited compiler
+never serves programs it did not produce.
+
+**Dependencies** (checked on each hit): every name the kernel's source mentions is looked up as
+the frontend would (closure, then module globals) and recorded — a constant by its value, a
+module by the attributes the source reads from it, a called ``@pl.jit.incore`` or
+``@pl.function`` kernel by its own file, name and dependencies. A hit whose recorded values no
+longer match (an imported constant changed) is a miss. A kernel that reads a value this cannot
+record faithfully (a user object, a helper function) is simply not cached on disk.
+
+Layout::
+
+    $PYPTO_CACHE_DIR/programs/index/<key[:2]>/<key>.pkl   # sha256 of the payload, then the payload
+
+Entries are pickles, written atomically. They are trusted as much as the kernel ``.so`` files
+next to them, which are loaded into the process; a damaged entry (bad checksum) is a miss. A hit
+writes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import os
+import pickle
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto import knobs
+from pypto._light import Logger, sha256
+from pypto.errors import PyptoError
+from pypto.runtime import build
+from pypto.runtime.cache_files import atomic_write, ensure_dir
+from pypto.runtime.cache_files import digest as file_digest
+
+log = Logger(__name__)
+
+_SALT = b"pypto-program-cache-2"
+_ABSENT = ("absent",)
+# Versioned packages: their modules are recorded by name, their objects by a value repr.
+_VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+class Uncacheable(Exception):
+    """A kernel reads a value whose identity cannot be recorded across processes."""
+
+
+@dataclass
+class Entry:
+    """What a hit restores (see :class:`pypto.runtime.jit.CompiledProgram`)."""
+
+    deps: tuple  # the kernel function's dependency record, see _record_fn
+    program_blob: bytes  # the lowered IR, pickled on its own: unpickled only when read
+    plan_blob: bytes  # the launch plan, likewise
+    task_specs: list[tuple]  # what a run needs of the plan, as plain data
+    intermediates: list[tuple]
+    cube_kernels: list[str]
+    param_names: list[str]
+    outputs: frozenset[int]
+    tensor_params: list[int]
+    hints: list[str]
+    kernels: dict[str, str]  # generated kernel name -> its entry folder, relative to the kernel cache
+    sources: dict[str, str]  # generated kernel name -> C++ source (for a user's output_dir)
+    external: list[build.KernelSource]
+
+
+def index_dir() -> Path:
+    return knobs.cache_dir() / "programs" / "index"
+
+
+def program_key(fn: Any, spec_key: tuple, config: Any) -> str | None:
+    """The cache key of compiling ``fn`` for ``spec_key`` under ``config`` (None: not cacheable)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    file_sha = file_digest(Path(code.co_filename))
+    if file_sha is None:  # no source file (an interactive session): nothing to key on
+        return None
+    plat = config.resolved_platform()
+    parts = [
+        _package_signature(),
+        build.installed_toolchain().fingerprint,
+        repr((plat.name, plat.device, sorted(plat.fields.items()))),
+        repr(config.compile_key()),
+        repr(spec_key),
+        file_sha,
+        f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}",
+    ]
+    digest = sha256(_SALT)
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def load(key: str, fn: Any) -> Entry | None:
+    """The entry of ``key`` if it is intact and its dependencies still hold, else None."""
+    path = _entry_path(key)
+    try:
+        blob = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        log.warning("cannot read program cache entry %s: %s", path, exc.strerror)
+        return None
+    checksum, payload = blob[:32], blob[32:]
+    if sha256(payload).digest() != checksum:
+        log.warning("corrupt program cache entry %s (checksum mismatch); recompiling", path)
+        return None
+    try:
+        entry = pickle.loads(payload)
+    except Exception as exc:  # an entry of an incompatible pypto build: recompile
+        log.info("unreadable program cache entry %s (%s); recompiling", path, exc)
+        return None
+    if not isinstance(entry, Entry) or not _fn_matches(fn, entry.deps):
+        return None
+    return entry
+
+
+def kernel_paths(entry: Entry) -> dict[str, Path] | None:
+    """The validated ``.so`` of each generated kernel; None if one left the kernel cache."""
+    root = build.kernel_cache_dir()
+    paths = {}
+    for name, rel in entry.kernels.items():
+        so = build.lookup_entry(root / rel)
+        if so is None:
+            return None
+        paths[name] = so
+    return paths
+
+
+def store(key: str, fn: Any, entry_fields: dict[str, Any]) -> None:
+    """Record a fresh compile under ``key`` (skipped, with a debug log, if not cacheable)."""
+    try:
+        deps = _record_fn(fn)
+    except (Uncacheable, PyptoError, OSError) as why:  # e.g. a source that cannot be re-read
+        log.debug("%s is not cached on disk: %s", getattr(fn, "__qualname__", fn), why)
+        return
+    entry = Entry(deps=deps, **entry_fields)
+    payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    path = _entry_path(key)
+    ensure_dir(path.parent)
+    atomic_write(path, sha256(payload).digest() + payload)
+
+
+def _entry_path(key: str) -> Path:
+    return index_dir() / key[:2] / f"{key}.pkl"
+
+
+@functools.cache
+def _package_signature() -> str:
+    """pypto's version and the (path, size, mtime) of each of its Python files, hashed."""
+    import pypto
+
+    root = Path(pypto.__file__).parent
+    digest = sha256(pypto.__version__.encode())
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as it:
+            for e in sorted(it, key=lambda e: e.name):
+                if e.is_dir() and e.name != "__pycache__":
+                    stack.append(Path(e.path))
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    digest.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+# --- dependency records -----------------------------------------------------------------------
+_RECORDING: set[int] = set()  # kernels being recorded: a reference cycle is not cacheable
+
+
+def _record_fn(fn: Any) -> tuple:
+    """("fn", file sha, where, ((name, record), ...)) for every name ``fn``'s source mentions."""
+    from pypto.frontend.source import KernelSource
+
+    src = KernelSource.from_function(fn)
+    names, attrs = _names_in(src.tree)
+    code = fn.__code__
+    sha = file_digest(Path(code.co_filename))
+    if sha is None:
+        raise Uncacheable(f"cannot read {code.co_filename}")
+    if id(code) in _RECORDING:
+        raise Uncacheable(f"{fn.__qualname__} refers to itself through its globals")
+    _RECORDING.add(id(code))
+    try:
+        records = tuple((name, _record(_resolve(fn, name), attrs)) for name in sorted(names))
+    finally:
+        _RECORDING.discard(id(code))
+    return ("fn", sha, _where(fn), records)
+
+
+def _fn_matches(fn: Any, rec: tuple) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is None or rec[0] != "fn" or _where(fn) != rec[2]:
+        return False
+    if file_digest(Path(code.co_filename)) != rec[1]:
+        return False
+    return all(_matches(_resolve(fn, name), sub) for name, sub in rec[3])
+
+
+def _where(fn: Any) -> str:
+    code = fn.__code__
+    return f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}"
+
+
+def _names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
+    """The free names the source reads (its parameters and assigned names are the kernel's
+    own: the frontend never looks them up outside) and every attribute name it mentions."""
+    read, bound, attrs = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Attribute):
+            attrs.add(node.attr)
+    return read - bound, frozenset(attrs)
+
+
+def _resolve(fn: Any, name: str) -> Any:
+    """``name`` as the frontend resolves it: a closure cell, else a module global."""
+    code = fn.__code__
+    if name in code.co_freevars and fn.__closure__:
+        cell = fn.__closure__[code.co_freevars.index(name)]
+        try:
+            return cell.cell_contents
+        except ValueError:
+            pass
+    return fn.__globals__.get(name, _ABSENT)
+
+
+def _record(value: Any, attrs: frozenset[str]) -> tuple:
+    from pypto.language.decorators import JitFunction, KernelFunction
+
+    if value is _ABSENT:
+        return _ABSENT
+    if isinstance(value, _PLAIN):
+        return ("v", type(value).__name__, repr(value))
+    if isinstance(value, (JitFunction, KernelFunction)):
+        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
+        return ("kernel", head, repr(extra), _record_fn(value.fn))
+    if isinstance(value, types.ModuleType):
+        if value.__name__.split(".")[0] in _VALUE_PACKAGES:  # versioned packages: opaque
+            return ("module", value.__name__, ())
+        found = tuple(
+            (a, _record(getattr(value, a), frozenset())) for a in sorted(attrs) if hasattr(value, a)
+        )
+        return ("module", value.__name__, found)
+    if isinstance(value, (tuple, list, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, frozenset) else value
+        return ("seq", type(value).__name__, tuple(_record(v, attrs) for v in items))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _record(v, attrs)) for k, v in value.items()))
+    if isinstance(value, enum.Enum):
+        return ("enum", type(value).__module__, type(value).__qualname__, value.name)
+    return _record_object(value)
+
+
+def _record_object(value: Any) -> tuple:
+    shape, dtype, tobytes = (getattr(value, a, None) for a in ("shape", "dtype", "tobytes"))
+    if type(value).__module__.split(".")[0] == "numpy" and shape is not None and callable(tobytes):
+        return ("array", str(dtype), repr(shape), sha256(tobytes()).hexdigest())
+    if isinstance(value, types.FunctionType):  # the frontend never calls it: its name is enough
+        return ("named", value.__module__, value.__qualname__)
+    if isinstance(value, (types.BuiltinFunctionType, type)):
+        module = getattr(value, "__module__", None) or ""
+        if module == "builtins" or module.split(".")[0] in _VALUE_PACKAGES:
+            return ("named", module, value.__qualname__)
+        raise Uncacheable(f"reads {value!r}")
+    module = type(value).__module__.split(".")[0]
+    text = repr(value)
+    if module in _VALUE_PACKAGES and " at 0x" not in text and " object>" not in text:
+        return ("v", type(value).__qualname__, text)
+    raise Uncacheable(f"reads a {type(value).__qualname__} ({text[:60]})")
+
+
+def _matches(value: Any, rec: tuple) -> bool:
+    """Whether ``value`` is what ``rec`` recorded (an unrecordable value never matches)."""
+    from pypto.language.decorators import JitFunction, KernelFunction
+
+    kind = rec[0]
+    if kind == "kernel":
+        if not isinstance(value, (JitFunction, KernelFunction)):
+            return False
+        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
+        return rec[1] == head and rec[2] == repr(extra) and _fn_matches(value.fn, rec[3])
+    if kind == "module":
+        if not isinstance(value, types.ModuleType) or value.__name__ != rec[1]:
+            return False
+        return all(_matches(getattr(value, a, _ABSENT), sub) for a, sub in rec[2])
+    try:
+        return _record(value, frozenset()) == rec if kind not in ("seq", "dict") else _seq_matches(value, rec)
+    except Uncacheable:
+        return False
+
+
+def _seq_matches(value: Any, rec: tuple) -> bool:
+    if rec[0] == "dict":
+        if not isinstance(value, dict) or len(value) != len(rec[1]):
+            return False
+        return all(repr(k) == rk and _matches(v, sub) for (k, v), (rk, sub) in zip(value.items(), rec[1]))
+    if type(value).__name__ != rec[1] or not isinstance(value, (tuple, list, frozenset)):
+        return False
+    items = sorted(value, key=repr) if isinstance(value, frozenset) else value
+    return len(items) == len(rec[2]) and all(_matches(v, sub) for v, sub in zip(items, rec[2]))

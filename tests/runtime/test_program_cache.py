@@ -1,0 +1,316 @@
+"""The persistent program cache (pypto.runtime.program_cache): a fresh kernel object — as in a new
+process — is served from disk without parse, passes or codegen, with the same outputs and cycles;
+each cause of change (kernel source, an imported constant, a called kernel, the pypto version,
+the platform table) recompiles; damaged entries recompile.
+
+Kernels are written into ``tmp_path`` and imported under fresh module names, so every "process"
+gets new function objects and only the disk cache can carry a compile over.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto import platforms
+from pypto.runtime import RunConfig, jit, program_cache
+
+KERNEL = """
+import pypto.language as pl
+{imports}
+
+@pl.jit
+def scale_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            t = pl.load(a, [i * 8, 0], [8, 64])
+            pl.store(pl.muls(t, {factor}), [i * 8, 0], out)
+    return out
+"""
+
+_IDS = itertools.count()
+
+
+def load_module(path: Path):
+    """Import ``path`` under a new name: new function objects, as a new process would have."""
+    name = f"pc_kernel_{next(_IDS)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the kernels that went through parse + passes + codegen."""
+    seen: list[str] = []
+    real = jit._compile
+
+    def counting(jf, *args, **kwargs):
+        seen.append(jf.name)
+        return real(jf, *args, **kwargs)
+
+    monkeypatch.setattr(jit, "_compile", counting)
+    return seen
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(cache))
+    return cache
+
+
+A = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 7
+
+
+def write_kernel(folder: Path, factor: str = "2.0", imports: str = "") -> Path:
+    path = folder / "kern.py"
+    path.write_text(KERNEL.format(factor=factor, imports=imports))
+    return path
+
+
+def run(path: Path, config: RunConfig | None = None):
+    module = load_module(path)
+    out = np.zeros_like(A)
+    module.scale_rows(A, out, config=config or RunConfig())
+    return out, module.scale_rows.last_report
+
+
+def test_fresh_kernel_object_is_served_from_disk_with_identical_results(tmp_path, compiles):
+    path = write_kernel(tmp_path)
+    first, report1 = run(path)
+    second, report2 = run(path)
+    assert compiles == ["scale_rows"]  # the second object never parsed
+    np.testing.assert_array_equal(first, A * np.float32(2.0))
+    assert first.tobytes() == second.tobytes()
+    assert report1.cycles == report2.cycles and report1.pipe_busy == report2.pipe_busy
+
+
+def test_source_edit_recompiles(tmp_path, compiles):
+    path = write_kernel(tmp_path, "2.0")
+    run(path)
+    write_kernel(tmp_path, "3.00")
+    out, _ = run(path)
+    assert compiles == ["scale_rows", "scale_rows"]
+    np.testing.assert_array_equal(out, A * np.float32(3.0))
+
+
+def test_imported_constant_change_recompiles(tmp_path, compiles):
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "pc_consts.py").write_text("FACTOR = 2.0\n")
+        path = write_kernel(tmp_path, "FACTOR", "from pc_consts import FACTOR")
+        run(path)
+        run(path)
+        assert compiles == ["scale_rows"]
+        (tmp_path / "pc_consts.py").write_text("FACTOR = 5.0  # edited\n")  # new size: no stale .pyc
+        sys.modules.pop("pc_consts")
+        out, _ = run(path)
+        assert compiles == ["scale_rows", "scale_rows"]
+        np.testing.assert_array_equal(out, A * np.float32(5.0))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_consts", None)
+
+
+def test_module_attribute_change_recompiles(tmp_path, compiles):
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "pc_cfg.py").write_text("FACTOR = 2.0\n")
+        path = write_kernel(tmp_path, "pc_cfg.FACTOR", "import pc_cfg")
+        run(path)
+        (tmp_path / "pc_cfg.py").write_text("FACTOR = 0.5  # edited\n")  # new size: no stale .pyc
+        sys.modules.pop("pc_cfg")
+        out, _ = run(path)
+        assert compiles == ["scale_rows", "scale_rows"]
+        np.testing.assert_array_equal(out, A * np.float32(0.5))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_cfg", None)
+
+
+CALLER = """
+import pypto.language as pl
+from pc_callee import add_k
+
+@pl.jit
+def caller(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for i in pl.range(2):
+        out = add_k(a, i, out)
+    return out
+"""
+
+CALLEE = """
+import pypto.language as pl
+
+@pl.jit.incore
+def add_k(a: pl.Tensor, i: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [i * 8, 0], [8, 64])
+    pl.store(pl.adds(t, {value}), [i * 8, 0], out)
+    return out
+"""
+
+
+def test_called_kernel_edit_recompiles(tmp_path, compiles):
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "caller.py").write_text(CALLER)
+        (tmp_path / "pc_callee.py").write_text(CALLEE.format(value="1.0"))
+        out = np.zeros_like(A)
+        load_module(tmp_path / "caller.py").caller(A, out)
+        sys.modules.pop("pc_callee")
+        load_module(tmp_path / "caller.py").caller(A, out)
+        assert compiles == ["caller"]
+        (tmp_path / "pc_callee.py").write_text(CALLEE.format(value="10.0"))
+        sys.modules.pop("pc_callee")
+        load_module(tmp_path / "caller.py").caller(A, out)
+        assert compiles == ["caller", "caller"]
+        np.testing.assert_array_equal(out, A + np.float32(10.0))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_callee", None)
+
+
+def test_package_version_change_recompiles(tmp_path, compiles, monkeypatch):
+    path = write_kernel(tmp_path)
+    run(path)
+    monkeypatch.setattr(pypto, "__version__", pypto.__version__ + ".post1")
+    program_cache._package_signature.cache_clear()
+    try:
+        run(path)
+    finally:
+        monkeypatch.undo()
+        program_cache._package_signature.cache_clear()
+    assert compiles == ["scale_rows", "scale_rows"]
+
+
+def test_platform_table_change_recompiles(tmp_path, compiles, monkeypatch):
+    path = write_kernel(tmp_path)
+    run(path)
+    edited = platforms.get("a2a3sim").with_overrides(ub_bytes=platforms.get("a2a3sim").ub_bytes // 2)
+    real_get = platforms.get
+    monkeypatch.setattr(platforms, "get", lambda name: edited if name == "a2a3sim" else real_get(name))
+    run(path)
+    assert compiles == ["scale_rows", "scale_rows"]
+
+
+def test_other_platform_or_config_is_another_entry(tmp_path, compiles):
+    path = write_kernel(tmp_path)
+    run(path)
+    others = [n for n in platforms.names() if n != "a2a3sim"]
+    if others:
+        run(path, RunConfig(platform=others[0]))
+    run(path, RunConfig(trace=True, output_dir=tmp_path / "traced"))
+    assert len(compiles) == 2 + bool(others)
+
+
+def test_corrupt_entry_and_missing_kernel_recompile(tmp_path, compiles, private_cache):
+    path = write_kernel(tmp_path)
+    run(path)
+    (entry,) = (private_cache / "programs" / "index").rglob("*.pkl")
+    entry.write_bytes(entry.read_bytes()[:-10])  # truncated
+    out, _ = run(path)
+    np.testing.assert_array_equal(out, A * np.float32(2.0))
+    for so in (private_cache / "kernels").rglob("*.so"):
+        so.unlink()
+    out, _ = run(path)
+    np.testing.assert_array_equal(out, A * np.float32(2.0))
+    assert compiles == ["scale_rows"] * 3
+
+
+def test_user_output_dir_gets_sources_on_a_hit(tmp_path, compiles):
+    path = write_kernel(tmp_path)
+    run(path, RunConfig(output_dir=tmp_path / "a"))
+    run(path, RunConfig(output_dir=tmp_path / "a"))
+    assert compiles == ["scale_rows"]
+    assert list((tmp_path / "a" / "kernels").glob("*.cpp"))
+
+
+def test_unrecordable_global_compiles_every_time(tmp_path, compiles):
+    """A kernel reading an attribute of a user object: its value cannot be recorded, so the
+    program is not cached on disk (and a changed value is never served stale)."""
+    imports = "class Cfg:\n    factor = {f}\nCFG = Cfg()"
+    path = write_kernel(tmp_path, "CFG.factor", imports.format(f="2.0"))
+    first, _ = run(path)
+    write_kernel(tmp_path, "CFG.factor", imports.format(f="4.00"))  # new size: no stale .pyc
+    second, _ = run(path)
+    assert compiles == ["scale_rows", "scale_rows"]
+    np.testing.assert_array_equal(first, A * np.float32(2.0))
+    np.testing.assert_array_equal(second, A * np.float32(4.0))
+    assert not list((tmp_path / "cache" / "programs" / "index").rglob("*.pkl"))
+
+
+def test_new_process_hit_skips_the_compiler(tmp_path):
+    path = write_kernel(tmp_path)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(tmp_path)!r})
+        import kern
+        a = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 7
+        out = np.zeros_like(a)
+        kern.scale_rows(a, out)
+        print(out.sum(), kern.scale_rows.last_report.cycles, "pypto.passes.pipeline" in sys.modules)
+        """
+    )
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    s1, c1, compiled1 = first.stdout.splitlines()[-1].split()
+    s2, c2, compiled2 = second.stdout.splitlines()[-1].split()
+    assert (s1, c1) == (s2, c2)
+    assert compiled1 == "True" and compiled2 == "False"
+    assert path.exists()
+
+
+EXTERNAL = """
+import pypto.language as pl
+
+
+@pl.function(type=pl.FunctionType.AIV, external_source="ext.cpp")
+def ext(x: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]): ...
+
+
+@pl.jit
+def call_ext(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    ext(x, out)
+    return out
+"""
+
+EXT_CPP = """#include <pypto/kernel.hpp>
+using namespace pypto;
+extern "C" void kernel_entry(__gm__ int64_t* args) {{
+  Tensor x = arg_tensor(args, 0), out = arg_tensor(args, 1);
+  VecTile<float, 8, 64> t(0);
+  TLOAD(t, x, 0, 0);
+  set_flag(PIPE_MTE2, PIPE_V, 0);
+  wait_flag(PIPE_MTE2, PIPE_V, 0);
+  TADDS(t, t, {add});
+  set_flag(PIPE_V, PIPE_MTE3, 0);
+  wait_flag(PIPE_V, PIPE_MTE3, 0);
+  TSTORE(out, 0, 0, t);
+}}
+"""
+
+
+def test_hand_written_kernel_edit_is_rebuilt_on_a_hit(tmp_path, compiles):
+    (tmp_path / "ext_prog.py").write_text(EXTERNAL)
+    (tmp_path / "ext.cpp").write_text(EXT_CPP.format(add="1.0"))
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    out = np.zeros_like(x)
+    load_module(tmp_path / "ext_prog.py").call_ext(x, out)
+    np.testing.assert_array_equal(out, x + 1)
+    (tmp_path / "ext.cpp").write_text(EXT_CPP.format(add="10.0"))
+    load_module(tmp_path / "ext_prog.py").call_ext(x, out)
+    assert compiles == ["call_ext"]  # the program came from disk; its .cpp was rebuilt
+    np.testing.assert_array_equal(out, x + 10)

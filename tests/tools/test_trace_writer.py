@@ -1,0 +1,110 @@
+"""The native raw-trace writer (csrc/tools/trace_write.cpp, via pypto.runtime.trace): every
+record becomes one event whose fields are the record's, timestamps are exact decimals of
+cycles (1 trace ns = 1 cycle), the API_INSTR totals match the records, and bad input or an
+unwritable folder is an error, not a crash."""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import seed_kernels as tk
+
+from pypto import _native
+from pypto.runtime import RunConfig
+from pypto.runtime.report import PIPES
+from pypto.runtime.trace import CoreRecords, write_launch
+from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+
+A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
+SYNC = {1: "SET_FLAG", 2: "WAIT_FLAG", 3: "BAR"}
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("traced")
+    tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=out))
+    rep = tk.pipelined.last_report
+    (path,) = map(Path, rep.trace_paths)
+    return rep, path
+
+
+def x_events(text: str) -> list[dict]:
+    return [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
+
+
+def test_each_record_is_one_event_with_its_fields(traced):
+    rep, path = traced
+    rows = rep.tasks[0].trace.rows()
+    evs = x_events((path.parent / "trace.json").read_text())
+    assert len(evs) == len(rows)
+    for e, r in zip(evs, rows):
+        assert e["tid"] == PIPES[r["pipe"]] and e["args"]["index"] == r["index"]
+        assert e["args"]["cycles"] == r["end"] - r["start"]
+        if r["kind"] == 0:
+            assert e["name"] == e["args"]["instr"] == r["name"]
+            assert (e["args"]["bytes"], e["args"]["addr"]) == (r["bytes"], r["addr"])
+        else:
+            assert e["name"] == SYNC[r["kind"]] and e["args"]["detail"].startswith("PIPE:")
+        assert e["args"]["source"] == r["loc"]
+
+
+def test_timestamps_are_exact_cycle_decimals(traced):
+    rep, path = traced
+    text = (path.parent / "trace.json").read_text()
+    stamps = re.findall(r'"ts":([0-9.]+),"dur":([0-9.]+)', text)
+    rows = rep.tasks[0].trace.rows()
+    assert len(stamps) == len(rows)
+    for (ts, dur), r in zip(stamps, rows):
+        assert Decimal(ts) * 1000 == r["start"] and Decimal(dur) * 1000 == r["end"] - r["start"]
+    other = json.loads(text)["otherData"]
+    assert other["time_unit"] == "cycle" and other["clock_hz"] == rep.clock_hz
+
+
+def test_container_blocks_and_api_totals_match_the_records(traced):
+    rep, path = traced
+    blocks = {b.type: b for b in iter_blocks(path.read_bytes())}
+    assert sorted(blocks) == [SOURCE, TRACE, API_INSTR]
+    assert blocks[TRACE].payload == (path.parent / "trace.json").read_bytes()
+    api = json.loads(blocks[API_INSTR].payload)
+    rows = rep.tasks[0].trace.rows()
+    pcs = {e["args"]["pc_addr"] for e in x_events(blocks[TRACE].payload)}
+    assert {i["Address"] for i in api["Instructions"]} == pcs
+    assert sum(i["Instructions Executed"][0] for i in api["Instructions"]) == len(rows)
+    assert sum(i["Cycles"][0] for i in api["Instructions"]) == sum(r["end"] - r["start"] for r in rows)
+    for instr in api["Instructions"]:
+        mine = [r for r in rows if (r["name"], r["loc"], PIPES[r["pipe"]]) == (
+            instr["Source"], instr["AscendC Inner Code"], instr["Pipe"])]  # fmt: skip
+        assert instr["Instructions Executed"] == [len(mine)]
+        assert instr["Process Bytes"] == [sum(r["bytes"] for r in mine)]
+        first = mine[0]["addr"]
+        assert instr["Buffer Address"] == [f"0x{first:x}" if first >= 0 else ""]
+
+
+def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
+    rep, _ = traced
+    trace = rep.tasks[0].trace
+    with pytest.raises(OSError, match="cannot create"):
+        write_launch([CoreRecords("core0.veccore0", trace)], tmp_path / "missing" / "sim", rep.clock_hz)
+    raw = dict(trace.raw)
+    raw["name_id"] = np.full_like(raw["name_id"], 10_000)
+    quoted = [json.dumps(s) for s in raw["strings"]]
+    layout = {
+        "columns": list(range(1, 11)),
+        "lanes": list(PIPES),
+        "flag_pipes": list(PIPES),
+        "sync_names": ["", "S", "W", "B"],
+        "repeat_bytes": 256,
+        "pc_base": 0,
+        "head": "[",
+        "tail": "]",
+    }
+    with pytest.raises(ValueError):  # column 11 of an 11-column table
+        _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
+    layout["columns"] = list(range(10))
+    with pytest.raises(ValueError, match="out-of-range"):
+        _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))

@@ -120,6 +120,7 @@ class CompiledProgram:
         if len(args) != len(self.param_names):
             return  # execute names the count
         from pypto.frontend.specialize import tensor_arg
+
         for i, p in enumerate(self.program.entry.params):
             if isinstance(p.var.type, TensorType):
                 if not isinstance(args[i], np.ndarray) and not type(args[i]).__module__.startswith("torch"):
@@ -446,7 +447,10 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
 
         sites = len({line.rsplit(" at ", 1)[-1] for line in entry.hints})
         logging.getLogger("pypto.perf_hints").info(
-            "[perf_hint] %d hints across %d sites; see %s", len(entry.hints), sites, out / "report" / "perf_hints.log"
+            "[perf_hint] %d hints across %d sites; see %s",
+            len(entry.hints),
+            sites,
+            out / "report" / "perf_hints.log",
         )
     compiled.refresh_external()  # hand-written kernels: a build-cache lookup (rebuilt if edited)
     log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])

@@ -3,6 +3,7 @@
 
 #include "runtime/bind.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/hardware.hpp"
 
 namespace py = pybind11;
 
@@ -17,6 +18,32 @@ py::dict platform_to_dict(const Platform& p) {
   PYPTO_PLATFORM_FIELDS(PYPTO_TO_DICT)
 #undef PYPTO_TO_DICT
   return d;
+}
+
+py::dict hardware_facts() {
+  py::dict d;
+  d["pipes"] = std::vector<std::string>(std::begin(hw::kPipeNames), std::end(hw::kPipeNames));
+  d["flag_pipes"] = std::vector<std::string>(std::begin(hw::kFlagPipeNames), std::end(hw::kFlagPipeNames));
+  d["mem_spaces"] = std::vector<std::string>(std::begin(hw::kMemNames), std::end(hw::kMemNames));
+  py::list dtypes;
+  for (const hw::DType& t : hw::kDTypes) dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));
+  d["dtypes"] = dtypes;
+  d["max_event_ids"] = hw::kMaxEventIds;
+  return d;
+}
+
+// Overrides the encodings or the models cannot hold are refused before anything runs.
+void check_platform(const Platform& p) {
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) throw SimError(ErrorKind::kInvalidArgument, "platform " + p.name + ": " + what);
+  };
+  const std::string ids = "in [1, " + std::to_string(hw::kMaxEventIds) + "] (the flag encoding's capacity)";
+  need(p.event_ids >= 1 && p.event_ids <= hw::kMaxEventIds, "event_ids must be " + ids);
+  need(p.cross_flag_ids >= 1 && p.cross_flag_ids <= hw::kMaxEventIds, "cross_flag_ids must be " + ids);
+  need(p.tpipe_slots >= 1, "tpipe_slots must be at least 1");
+  need(p.l2_ways >= 1, "l2_ways must be at least 1");
+  need(p.l2_line_bytes > 0 && (p.l2_line_bytes & (p.l2_line_bytes - 1)) == 0, "l2_line_bytes must be a power of two");
+  need(p.aic_cores >= 0 && p.aiv_cores >= 0, "core counts must not be negative");
 }
 
 }  // namespace
@@ -36,6 +63,7 @@ Platform platform_from_dict(const py::dict& d) {
 #undef PYPTO_FROM_DICT
     if (!known) throw SimError(ErrorKind::kInvalidArgument, "unknown platform field '" + key + "'");
   }
+  check_platform(p);
   return p;
 }
 
@@ -44,6 +72,9 @@ void bind_platform(py::module_& m) {
       .def_readonly("name", &Platform::name);
   m.def("make_platform", &platform_from_dict, py::arg("table"),
         "A native platform from {'name': base table, <field>: value, ...}.");
+  m.def("hardware_facts", &hardware_facts,
+        "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size) and the "
+        "event-id capacity, as the simulator defines them.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
   m.def("platform_table", [](const std::string& name) { return platform_to_dict(platform_by_name(name)); },
         py::arg("name"), "The hardware table of one platform as a dict.");

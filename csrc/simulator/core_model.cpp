@@ -5,14 +5,14 @@
 
 #include "simulator/cost_model.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/hardware.hpp"
 #include "simulator/interrupt.hpp"
 
 namespace pypto {
 
 const char* pipe_name(int pipe) {
-  static const char* names[] = {"MTE2", "MTE1",   "CUBE", "VECTOR", "FIXPIPE",
-                                "MTE3", "SCALAR", "?",    "ALL"};
-  return (pipe >= 0 && pipe <= 8) ? names[pipe] : "?";
+  if (pipe >= 0 && pipe < PYPTO_NUM_PIPES) return hw::kPipeNames[pipe];
+  return pipe == PYPTO_PIPE_ALL ? "ALL" : "?";
 }
 
 namespace {
@@ -33,7 +33,7 @@ CoreModel::CoreModel(const Platform& platform, bool record)
     : platform_(platform), record_(record) {}
 
 CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
-  return (src * 8 + dst) * 64 + id;
+  return (src * 8 + dst) * hw::kMaxEventIds + id;
 }
 
 void CoreModel::check_flag(const Instr& in) const {

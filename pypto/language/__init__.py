@@ -25,7 +25,6 @@ from pypto.language.markers import (
     YieldMarker,
     op_markers,
 )
-from pypto.tune.autotune import autotune
 
 range = LoopMarker(_ForKind.range)  # noqa: A001 - the DSL spelling shadows the builtin on purpose
 parallel = LoopMarker(_ForKind.parallel)
@@ -114,6 +113,10 @@ __all__ = _Names(__all__)
 
 
 def __getattr__(name: str):
+    if name == "autotune":  # the tuner (and its executors) load only when a kernel uses it
+        from pypto.tune.autotune import autotune
+
+        return autotune
     if not name.startswith("__"):
         ops = _ops()
         if name in ops:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from pypto.hardware import DTYPE_CODES
+
 # numpy dtype name -> ABI code; bfloat16 comes from ml_dtypes (or torch, viewed as int16).
-CODES: dict[str, int] = {
-    "float32": 0,
-    "float16": 1,
-    "bfloat16": 2,
-    "int32": 3,
-    "int8": 4,
-    "int16": 5,
-    "int64": 6,
-    "uint8": 7,
-    "bool": 8,
-}
+CODES: dict[str, int] = DTYPE_CODES
 NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
 
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-PIPES: tuple[str, ...] = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3", "SCALAR")
-
+from pypto.hardware import PIPES  # re-exported: the report's pipe order
 
 RECORD_COLUMNS = (
     "index",

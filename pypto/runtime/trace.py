@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pypto import platforms
+from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
 from pypto.platforms import Platform
 from pypto.runtime.report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 from pypto.tools.opprof_format import API_INSTR, SOURCE, pack_block
@@ -36,7 +37,7 @@ from pypto.tools.opprof_format import API_INSTR, SOURCE, pack_block
 log = logging.getLogger(__name__)
 
 # How the vendor spells pipes inside ``args.detail`` (PIPE_V is "VEC", PIPE_M is "M").
-FLAG_PIPE_NAMES: tuple[str, ...] = ("MTE2", "MTE1", "M", "VEC", "FIX", "MTE3", "S")
+
 SYNC_EVENT_NAMES = ("", "SET_FLAG", "WAIT_FLAG", "BAR")
 _COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
 _CUBE_PIPES = (PIPES.index("MTE1"), PIPES.index("CUBE"), PIPES.index("FIXPIPE"))

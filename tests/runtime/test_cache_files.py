@@ -16,6 +16,10 @@ import pytest
 from pypto.errors import CacheDirError
 from pypto.runtime import RunConfig
 
+# Subprocesses run outside the checkout: its pypto/ (no native module) must not shadow the
+# installed package.
+HERE = Path(__file__).resolve().parent
+
 KERNEL = """
 import pypto.language as pl
 
@@ -51,6 +55,7 @@ import sys
 import numpy as np
 sys.path.insert(0, {folder!r})
 import kern
+
 a = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
 out = np.zeros_like(a)
 kern.twice(a, out)
@@ -67,7 +72,7 @@ def run_child(tmp_path: Path, cache: Path, guard: bool) -> subprocess.CompletedP
     env = {**os.environ, "PYPTO_CACHE_DIR": str(cache)}
     code = (READ_ONLY_GUARD if guard else "") + RUN.format(folder=str(tmp_path))
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, cwd=HERE
     )
 
 

@@ -23,6 +23,10 @@ import pypto
 from pypto import platforms
 from pypto.runtime import RunConfig, jit, program_cache
 
+# Subprocesses run outside the checkout: its pypto/ (no native module) must not shadow the
+# installed package.
+HERE = Path(__file__).resolve().parent
+
 KERNEL = """
 import pypto.language as pl
 {imports}
@@ -264,8 +268,12 @@ def test_new_process_hit_skips_the_compiler(tmp_path):
         print(out.sum(), kern.scale_rows.last_report.cycles, "pypto.passes.pipeline" in sys.modules)
         """
     )
-    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    first = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=HERE
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=HERE
+    )
     s1, c1, compiled1 = first.stdout.splitlines()[-1].split()
     s2, c2, compiled2 = second.stdout.splitlines()[-1].split()
     assert (s1, c1) == (s2, c2)
@@ -275,6 +283,7 @@ def test_new_process_hit_skips_the_compiler(tmp_path):
 
 EXTERNAL = """
 import pypto.language as pl
+
 
 
 @pl.function(type=pl.FunctionType.AIV, external_source="ext.cpp")

@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 from vendor_bin import block, trace_events
 
+# Subprocesses run outside the checkout: its pypto/ (no native module) must not shadow the
+# installed package.
+HERE = Path(__file__).resolve().parent
+
 
 def run_tool(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120, cwd=HERE
+    )
 
 
 def last_line(r: subprocess.CompletedProcess) -> str:

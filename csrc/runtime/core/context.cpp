@@ -5,6 +5,7 @@
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
+#include "simulator/hardware.hpp"
 
 namespace pypto {
 namespace {
@@ -14,8 +15,7 @@ thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool
 }  // namespace
 
 const char* mem_name(int mem) {
-  static const char* names[] = {"GM", "Vec", "Mat", "Left", "Right", "Acc", "Bias"};
-  return (mem >= 0 && mem < PYPTO_NUM_MEM) ? names[mem] : "?";
+  return (mem >= 0 && mem < PYPTO_NUM_MEM) ? hw::kMemNames[mem] : "?";
 }
 
 CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool record)

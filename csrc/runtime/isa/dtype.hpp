@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include <pypto/abi.h>
+#include "simulator/hardware.hpp"
 
 namespace pypto {
 
@@ -123,13 +124,10 @@ inline uint16_t f64_to_bf16(double d) { return f32_to_bf16(f64_to_f32_odd(d)); }
 
 // Bytes per element; 0 for an unknown dtype.
 inline size_t dtype_size(int dtype) {
-    switch (dtype) {
-        case PYPTO_FP32: case PYPTO_INT32: return 4;
-        case PYPTO_FP16: case PYPTO_BF16: case PYPTO_INT16: return 2;
-        case PYPTO_INT8: case PYPTO_UINT8: case PYPTO_BOOL: return 1;
-        case PYPTO_INT64: return 8;
-        default: return 0;
+    for (const hw::DType& d : hw::kDTypes) {
+        if (d.code == dtype) return d.size;
     }
+    return 0;
 }
 
 // Bytes from a GM tensor's first element to one past its last (0 when it is empty).
@@ -144,18 +142,10 @@ inline int64_t tensor_bytes(const pypto_tensor& t) {
 
 // Short name as the Python side spells it; "unknown" for an unknown dtype.
 inline const char* dtype_name(int dtype) {
-    switch (dtype) {
-        case PYPTO_FP32: return "fp32";
-        case PYPTO_FP16: return "fp16";
-        case PYPTO_BF16: return "bf16";
-        case PYPTO_INT32: return "int32";
-        case PYPTO_INT8: return "int8";
-        case PYPTO_INT16: return "int16";
-        case PYPTO_INT64: return "int64";
-        case PYPTO_UINT8: return "uint8";
-        case PYPTO_BOOL: return "bool";
-        default: return "unknown";
+    for (const hw::DType& d : hw::kDTypes) {
+        if (d.code == dtype) return d.name;
     }
+    return "unknown";
 }
 
 }  // namespace pypto

@@ -1,0 +1,17 @@
+"""Hardware facts as the native simulator defines them (``csrc/simulator/hardware.hpp``):
+pipe names, the flag spellings traces use, memory spaces, dtype codes. Read once from the
+bindings, never restated in Python."""
+
+from __future__ import annotations
+
+from pypto import _native
+
+_FACTS = _native.hardware_facts()
+
+PIPES: tuple[str, ...] = tuple(_FACTS["pipes"])  # dataflow order, as the report names them
+FLAG_PIPE_NAMES: tuple[str, ...] = tuple(_FACTS["flag_pipes"])  # AscendC's spellings (PIPE_M, ...)
+MEM_SPACES: tuple[str, ...] = tuple(_FACTS["mem_spaces"])
+# numpy dtype name -> ABI code, and the element size of each code.
+DTYPE_CODES: dict[str, int] = {numpy: code for code, _, numpy, _ in _FACTS["dtypes"]}
+DTYPE_SIZES: dict[int, int] = {code: size for code, _, _, size in _FACTS["dtypes"]}
+MAX_EVENT_IDS: int = _FACTS["max_event_ids"]

@@ -23,10 +23,12 @@ py::dict platform_to_dict(const Platform& p) {
 py::dict hardware_facts() {
   py::dict d;
   d["pipes"] = std::vector<std::string>(std::begin(hw::kPipeNames), std::end(hw::kPipeNames));
-  d["flag_pipes"] = std::vector<std::string>(std::begin(hw::kFlagPipeNames), std::end(hw::kFlagPipeNames));
+  d["flag_pipes"] =
+      std::vector<std::string>(std::begin(hw::kFlagPipeNames), std::end(hw::kFlagPipeNames));
   d["mem_spaces"] = std::vector<std::string>(std::begin(hw::kMemNames), std::end(hw::kMemNames));
   py::list dtypes;
-  for (const hw::DType& t : hw::kDTypes) dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));
+  for (const hw::DType& t : hw::kDTypes)
+    dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));
   d["dtypes"] = dtypes;
   d["max_event_ids"] = hw::kMaxEventIds;
   return d;
@@ -37,12 +39,15 @@ void check_platform(const Platform& p) {
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) throw SimError(ErrorKind::kInvalidArgument, "platform " + p.name + ": " + what);
   };
-  const std::string ids = "in [1, " + std::to_string(hw::kMaxEventIds) + "] (the flag encoding's capacity)";
+  const std::string ids =
+      "in [1, " + std::to_string(hw::kMaxEventIds) + "] (the flag encoding's capacity)";
   need(p.event_ids >= 1 && p.event_ids <= hw::kMaxEventIds, "event_ids must be " + ids);
-  need(p.cross_flag_ids >= 1 && p.cross_flag_ids <= hw::kMaxEventIds, "cross_flag_ids must be " + ids);
+  need(p.cross_flag_ids >= 1 && p.cross_flag_ids <= hw::kMaxEventIds,
+       "cross_flag_ids must be " + ids);
   need(p.tpipe_slots >= 1, "tpipe_slots must be at least 1");
   need(p.l2_ways >= 1, "l2_ways must be at least 1");
-  need(p.l2_line_bytes > 0 && (p.l2_line_bytes & (p.l2_line_bytes - 1)) == 0, "l2_line_bytes must be a power of two");
+  need(p.l2_line_bytes > 0 && (p.l2_line_bytes & (p.l2_line_bytes - 1)) == 0,
+       "l2_line_bytes must be a power of two");
   need(p.aic_cores >= 0 && p.aiv_cores >= 0, "core counts must not be negative");
 }
 
@@ -54,10 +59,10 @@ Platform platform_from_dict(const py::dict& d) {
     std::string key = item.first.cast<std::string>();
     if (key == "name" || key == "device") continue;
     bool known = false;
-#define PYPTO_FROM_DICT(field, member)                                      \
-  if (key == #field) {                                                      \
-    p.member = item.second.cast<decltype(p.member)>();                      \
-    known = true;                                                           \
+#define PYPTO_FROM_DICT(field, member)                 \
+  if (key == #field) {                                 \
+    p.member = item.second.cast<decltype(p.member)>(); \
+    known = true;                                      \
   }
     PYPTO_PLATFORM_FIELDS(PYPTO_FROM_DICT)
 #undef PYPTO_FROM_DICT
@@ -76,8 +81,10 @@ void bind_platform(py::module_& m) {
         "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size) and the "
         "event-id capacity, as the simulator defines them.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
-  m.def("platform_table", [](const std::string& name) { return platform_to_dict(platform_by_name(name)); },
-        py::arg("name"), "The hardware table of one platform as a dict.");
+  m.def(
+      "platform_table",
+      [](const std::string& name) { return platform_to_dict(platform_by_name(name)); },
+      py::arg("name"), "The hardware table of one platform as a dict.");
 }
 
 }  // namespace pypto

@@ -12,9 +12,11 @@ namespace pypto::hw {
 inline constexpr const char* kPipeNames[PYPTO_NUM_PIPES] = {"MTE2",    "MTE1", "CUBE",  "VECTOR",
                                                             "FIXPIPE", "MTE3", "SCALAR"};
 // ... and as AscendC's flag arguments spell them (PIPE_M, PIPE_V, ...), used in traces.
-inline constexpr const char* kFlagPipeNames[PYPTO_NUM_PIPES] = {"MTE2", "MTE1", "M", "VEC", "FIX", "MTE3", "S"};
+inline constexpr const char* kFlagPipeNames[PYPTO_NUM_PIPES] = {"MTE2", "MTE1", "M", "VEC",
+                                                                "FIX",  "MTE3", "S"};
 
-inline constexpr const char* kMemNames[PYPTO_NUM_MEM] = {"GM", "Vec", "Mat", "Left", "Right", "Acc", "Bias"};
+inline constexpr const char* kMemNames[PYPTO_NUM_MEM] = {"GM",    "Vec", "Mat", "Left",
+                                                         "Right", "Acc", "Bias"};
 
 struct DType {
   int code;           // pypto_dtype
@@ -23,9 +25,11 @@ struct DType {
   size_t size;        // bytes per element
 };
 inline constexpr DType kDTypes[] = {
-    {PYPTO_FP32, "fp32", "float32", 4}, {PYPTO_FP16, "fp16", "float16", 2}, {PYPTO_BF16, "bf16", "bfloat16", 2},
-    {PYPTO_INT32, "int32", "int32", 4}, {PYPTO_INT8, "int8", "int8", 1},    {PYPTO_INT16, "int16", "int16", 2},
-    {PYPTO_INT64, "int64", "int64", 8}, {PYPTO_UINT8, "uint8", "uint8", 1}, {PYPTO_BOOL, "bool", "bool", 1},
+    {PYPTO_FP32, "fp32", "float32", 4},  {PYPTO_FP16, "fp16", "float16", 2},
+    {PYPTO_BF16, "bf16", "bfloat16", 2}, {PYPTO_INT32, "int32", "int32", 4},
+    {PYPTO_INT8, "int8", "int8", 1},     {PYPTO_INT16, "int16", "int16", 2},
+    {PYPTO_INT64, "int64", "int64", 8},  {PYPTO_UINT8, "uint8", "uint8", 1},
+    {PYPTO_BOOL, "bool", "bool", 1},
 };
 
 // A flag is keyed by (src pipe, dst pipe, id) with the id in 6 bits (CoreModel::flag_key), so

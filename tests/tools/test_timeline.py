@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 import sys
@@ -130,7 +131,10 @@ def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
         "-o",
         str(tmp_path / "cli.html"),
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)  # not the checkout
+    env = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"}  # an editable install rebuilds quietly
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    )  # not the checkout
     assert done.returncode == 0 and done.stdout.strip() == f"wrote {tmp_path / 'cli.html'}", done.stderr
     from_files = _page_data(tmp_path / "cli.html")
     for key in ("cores", "lanes", "tasks", "flows", "cycles"):

@@ -12,7 +12,8 @@ std::string shape_text(int64_t rows, int64_t cols) {
 
 void fail(ErrorKind kind, const char* op, const std::string& message) {
   const char* loc = current_core().loc;
-  throw SimError(kind, std::string(op) + ": " + message + (loc[0] ? std::string(" at ") + loc : ""));
+  throw SimError(kind,
+                 std::string(op) + ": " + message + (loc[0] ? std::string(" at ") + loc : ""));
 }
 
 Access TileView::access(bool write) const {
@@ -21,7 +22,8 @@ Access TileView::access(bool write) const {
 }
 
 Access GmWindow::access(bool write) const {
-  return {PYPTO_GM, static_cast<int64_t>(reinterpret_cast<intptr_t>(data)), rows, row_bytes,
+  return {PYPTO_GM,     static_cast<int64_t>(reinterpret_cast<intptr_t>(data)),
+          rows,         row_bytes,
           stride_bytes, write};
 }
 
@@ -49,17 +51,20 @@ const char* last_instruction_loc() { return g_last_loc.load(std::memory_order_re
 TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces) {
   CoreContext& core = current_core();
   note_instruction(op, core.loc);
-  std::string who = std::string("operand '") + operand + "'";
-  if (t == nullptr) fail(ErrorKind::kInternal, op, who + " is a null tile");
+  // Built only on failure: this runs for every operand of every instruction.
+  auto who = [operand] { return std::string("operand '") + operand + "'"; };
+  if (t == nullptr) fail(ErrorKind::kInternal, op, who() + " is a null tile");
   if (t->mem <= PYPTO_GM || t->mem >= PYPTO_NUM_MEM || !(spaces & mem_bit(t->mem))) {
-    fail(ErrorKind::kMemorySpace, op, who + " is in memory space " + mem_name(t->mem) +
-                                          ", which this instruction cannot use");
+    fail(ErrorKind::kMemorySpace, op,
+         who() + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
   }
-  if (t->dtype < 0 || t->dtype > PYPTO_BOOL) fail(ErrorKind::kDType, op, who + " has an unknown dtype");
+  if (t->dtype < 0 || t->dtype > PYPTO_BOOL)
+    fail(ErrorKind::kDType, op, who() + " has an unknown dtype");
   if (t->rows <= 0 || t->cols <= 0 || t->valid_rows < 0 || t->valid_cols < 0 ||
       t->valid_rows > t->rows || t->valid_cols > t->cols) {
-    fail(ErrorKind::kShape, op, who + " has shape " + shape_text(t->rows, t->cols) +
-                                    " with valid shape " + shape_text(t->valid_rows, t->valid_cols));
+    fail(ErrorKind::kShape, op,
+         who() + " has shape " + shape_text(t->rows, t->cols) + " with valid shape " +
+             shape_text(t->valid_rows, t->valid_cols));
   }
   // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
   // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
@@ -69,7 +74,7 @@ TileView check_tile(const pypto_tile* t, const char* op, const char* operand, un
   if (__builtin_mul_overflow(int64_t{t->rows} * t->cols, esize, &bytes)) bytes = INT64_MAX;
   if (bytes > cap || t->addr < 0 || t->addr > cap - bytes) {
     fail(ErrorKind::kMemorySpace, op,
-         who + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
+         who() + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
              mem_name(t->mem) + " [" + std::to_string(t->addr) + ", " +
              std::to_string(sat_add(t->addr, bytes)) + ") lies outside " + mem_name(t->mem) +
              " (capacity " + std::to_string(cap) + " B)");
@@ -77,11 +82,18 @@ TileView check_tile(const pypto_tile* t, const char* op, const char* operand, un
   const int64_t align = core.platform.alignment_bytes;
   if (align > 1 && t->addr % align != 0) {
     fail(ErrorKind::kMemorySpace, op,
-         who + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
+         who() + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
              std::to_string(align) + "-byte aligned");
   }
-  return {core.space_data(t->mem) + t->addr, esize, t->rows, t->cols, t->valid_rows,
-          t->valid_cols, t->dtype, t->mem, t->addr};
+  return {core.space_data(t->mem) + t->addr,
+          esize,
+          t->rows,
+          t->cols,
+          t->valid_rows,
+          t->valid_cols,
+          t->dtype,
+          t->mem,
+          t->addr};
 }
 
 namespace {
@@ -112,15 +124,15 @@ GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const T
                       const char* op) {
   if (t == nullptr || t->data == nullptr) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
   if (t->ndim < 1 || t->ndim > 2) {
-    fail(ErrorKind::kShape, op, "GM tensors must be 1-D or 2-D here, got " +
-                                    std::to_string(t->ndim) + "-D");
+    fail(ErrorKind::kShape, op,
+         "GM tensors must be 1-D or 2-D here, got " + std::to_string(t->ndim) + "-D");
   }
   int64_t rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
   int64_t col_stride = t->strides[t->ndim - 1], row_stride = t->ndim == 2 ? t->strides[0] : cols;
   if (t->dtype != tile.dtype) {
-    fail(ErrorKind::kDType, op, std::string("tensor dtype ") + dtype_name(t->dtype) +
-                                    " differs from tile dtype " + dtype_name(tile.dtype) +
-                                    " (transfers do not convert; use TCVT)");
+    fail(ErrorKind::kDType, op,
+         std::string("tensor dtype ") + dtype_name(t->dtype) + " differs from tile dtype " +
+             dtype_name(tile.dtype) + " (transfers do not convert; use TCVT)");
   }
   if (col_stride != 1) fail(ErrorKind::kShape, op, "GM tensor's innermost stride must be 1");
   check_descriptor(t, rows, cols, row_stride, tile.esize, op);
@@ -152,17 +164,18 @@ void check_writable(const pypto_tensor* t, const char* op) {
 
 void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what) {
   if (a.dtype != b.dtype) {
-    fail(ErrorKind::kDType, op, std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) +
-                                    " vs " + dtype_name(b.dtype) + ")");
+    fail(ErrorKind::kDType, op,
+         std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) + " vs " +
+             dtype_name(b.dtype) + ")");
   }
 }
 
 void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
                             const char* what) {
   if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) {
-    fail(ErrorKind::kShape, op, std::string(what) + ": shapes differ (" +
-                                    shape_text(a.valid_rows, a.valid_cols) + " vs " +
-                                    shape_text(b.valid_rows, b.valid_cols) + ")");
+    fail(ErrorKind::kShape, op,
+         std::string(what) + ": shapes differ (" + shape_text(a.valid_rows, a.valid_cols) + " vs " +
+             shape_text(b.valid_rows, b.valid_cols) + ")");
   }
 }
 

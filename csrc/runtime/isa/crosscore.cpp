@@ -44,7 +44,7 @@ std::pair<int, int> ends(int32_t peer, const char* op) {
   return {1 + core.subblock, 0};
 }
 
-std::string core_label(const Cluster&, int local) {
+std::string core_label(int local) {
   return local == 0 ? "the AIC" : "AIV " + std::to_string(local - 1);
 }
 
@@ -91,6 +91,17 @@ Access ring_access(const Ring& r, uint64_t slot, int64_t bytes, bool write) {
   return {PYPTO_GM, at, 1, bytes, bytes, write};
 }
 
+// The queue of flag `id` between this core and `peer`, checked; `outgoing`: set by this core.
+std::deque<uint64_t>& flag_queue(int32_t peer, int32_t pipe, int32_t id, const char* op,
+                                 bool outgoing, int* other_out) {
+  Cluster& c = cluster_of(op);
+  check_pipe(pipe, op);
+  check_id(id, op);
+  auto [self, other] = ends(peer, op);
+  *other_out = other;
+  return outgoing ? c.flags[{self, other, id}] : c.flags[{other, self, id}];
+}
+
 }  // namespace
 
 extern "C" int32_t pypto_core_kind(void) { return current_core().aic ? 1 : 0; }
@@ -98,11 +109,8 @@ extern "C" int32_t pypto_subblock_idx(void) { return current_core().subblock; }
 
 extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
   const char* op = "CROSS_SET_FLAG";
-  Cluster& c = cluster_of(op);
-  check_pipe(pipe, op);
-  check_id(id, op);
-  auto [self, other] = ends(peer, op);
-  auto& q = c.flags[{self, other, id}];
+  int other = 0;
+  auto& q = flag_queue(peer, pipe, id, op, true, &other);
   q.push_back(UINT64_MAX);
   issue(pipe, sync_op(), op, {}, 0, &q.back(), 0);
   current_core().waiter->notify();
@@ -110,14 +118,11 @@ extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
 
 extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   const char* op = "CROSS_WAIT_FLAG";
-  Cluster& c = cluster_of(op);
-  check_pipe(pipe, op);
-  check_id(id, op);
-  auto [self, other] = ends(peer, op);
-  auto& q = c.flags[{other, self, id}];
+  int other = 0;
+  auto& q = flag_queue(peer, pipe, id, op, false, &other);
   current_core().waiter->wait_until([&q] { return !q.empty() && q.front() != UINT64_MAX; },
                                     std::string(op) + " (flag " + std::to_string(id) + " from " +
-                                        core_label(c, other) + ", never set)");
+                                        core_label(other) + ", never set)");
   const uint64_t at = q.front();
   q.pop_front();
   issue(pipe, sync_op(), op, {}, at, nullptr, 0);
@@ -149,7 +154,7 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
         return r.pushed - r.freed < depth &&
                (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
       },
-      std::string(op) + " to " + core_label(c, other) + " (ring full: " + std::to_string(depth) +
+      std::string(op) + " to " + core_label(other) + " (ring full: " + std::to_string(depth) +
           " slots pushed and none freed)");
   const uint64_t slot = r.pushed++;
   const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
@@ -186,14 +191,14 @@ extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
   Ring& r = c.rings[{other, self}];
   core.waiter->wait_until(
       [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; },
-      std::string(op) + " from " + core_label(c, other) + " (ring empty: nothing was pushed)");
+      std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)");
   RingSlot& rs = r.slots[r.popped];
   const uint64_t slot = r.popped++;
   if (rs.shape.dtype != d.dtype || rs.shape.valid_rows != d.valid_rows ||
       rs.shape.valid_cols != d.valid_cols) {
     fail(ErrorKind::kCrossCore, op,
          core.core_name + " pops a " + std::string(dtype_name(d.dtype)) + " " +
-             shape_text(d.valid_rows, d.valid_cols) + " tile, but " + core_label(c, other) +
+             shape_text(d.valid_rows, d.valid_cols) + " tile, but " + core_label(other) +
              " pushed a " + dtype_name(rs.shape.dtype) + " " +
              shape_text(rs.shape.valid_rows, rs.shape.valid_cols) + " tile");
   }
@@ -219,7 +224,7 @@ extern "C" void pypto_tfree(int32_t peer) {
   Ring& r = c.rings[{other, self}];
   if (r.popped == r.freed) {
     fail(ErrorKind::kCrossCore, op,
-         core.core_name + " frees a slot of the pipe from " + core_label(c, other) +
+         core.core_name + " frees a slot of the pipe from " + core_label(other) +
              " but holds none (" + std::to_string(r.popped) +
              " popped, all freed): a free without a pop, or freeing twice");
   }

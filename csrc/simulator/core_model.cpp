@@ -118,7 +118,8 @@ void CoreModel::schedule(const Pending& p) {
   if (in.not_before > origin_) start = std::max(start, in.not_before - origin_);
   if (!gates_.empty()) start = gated_start(in, start);
   const uint64_t cost = cost_of(in, start);
-  uint64_t end = start + cost;
+  uint64_t end = 0;
+  if (__builtin_add_overflow(start, cost, &end)) end = UINT64_MAX;  // saturates, never wraps
   pipe_free_[in.pipe] = end;
   stats_.pipe_busy[in.pipe] += cost;
   if (in.publish_end != nullptr) *in.publish_end = origin_ + end;

@@ -6,7 +6,12 @@
 namespace pypto::cost {
 namespace {
 
-uint64_t whole(double c) { return static_cast<uint64_t>(std::ceil(c - 1e-9)); }
+// Whole cycles, saturating: an extreme what-if override yields a huge cost, never a wrapped one.
+uint64_t whole(double c) {
+  constexpr double kCap = 4.6e18;  // 2^62: sums of a few such costs still fit in 64 bits
+  if (!(c < kCap)) return static_cast<uint64_t>(kCap);
+  return c <= 0 ? 0 : static_cast<uint64_t>(std::ceil(c - 1e-9));
+}
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const VecCost& vec_row(const Platform& p, VecClass c) {
@@ -130,7 +135,5 @@ uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase) {
   const double bursts = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
   return whole(phase + bursts * p.gm_burst_overhead_cycles);
 }
-
-
 
 }  // namespace pypto::cost

@@ -76,9 +76,18 @@ double MemorySystem::hit_fraction(const Access& gm) {
   return total ? static_cast<double>(hits) / static_cast<double>(total) : 0.0;
 }
 
-double& MemorySystem::used(std::vector<double>& v, size_t bucket) {
-  if (bucket >= v.size()) v.resize(std::max(bucket + 1, v.size() * 2), 0.0);
-  return v[bucket];
+std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {
+  if (bucket < window_base_) return nullptr;
+  if (bucket - window_base_ >= kWindowBuckets) {  // slide: forget the oldest half
+    const uint64_t base = bucket - kWindowBuckets / 2;
+    const uint64_t drop = std::min<uint64_t>(base - window_base_, used_.size());
+    used_.erase(used_.begin(), used_.begin() + static_cast<std::ptrdiff_t>(drop));
+    window_base_ = base;
+  }
+  const auto i = static_cast<size_t>(bucket - window_base_);
+  if (i >= used_.size())
+    used_.resize(std::min(std::max(i + 1, used_.size() * 2), kWindowBuckets), {0.0, 0.0});
+  return &used_[i];
 }
 
 double MemorySystem::transfer(double start, double lead_miss, double lead_hit, double port_bw,
@@ -93,18 +102,23 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
   const double l2_cap = platform_.l2_bytes_per_cycle * kBucketCycles;
   double left = bytes, t = t0;
   bool stalled = false;
-  while (left > 0) {
-    const auto b = static_cast<size_t>(t / kBucketCycles);
+  for (size_t step = 0; left > 0; ++step) {
+    if (step == kMaxSteps) {  // beyond any realistic transfer: the rest at the port rate
+      t += left / port_bw;
+      break;
+    }
+    const auto b = static_cast<uint64_t>(t / kBucketCycles);
     const double span = static_cast<double>(b + 1) * kBucketCycles - t;
-    double& hbm = used(hbm_used_, b);
-    double& l2 = used(l2_used_, b);
+    std::pair<double, double> none{0.0, 0.0};
+    std::pair<double, double>* c = claims(b);
+    if (c == nullptr) c = &none;
     double can = port_bw * span;
-    if (miss > 0) can = std::min(can, std::max(hbm_cap - hbm, 0.0) / miss);
-    if (hit > 0) can = std::min(can, std::max(l2_cap - l2, 0.0) / hit);
+    if (miss > 0) can = std::min(can, std::max(hbm_cap - c->first, 0.0) / miss);
+    if (hit > 0) can = std::min(can, std::max(l2_cap - c->second, 0.0) / hit);
     stalled = stalled || can < port_bw * span;
     const double moved = std::min(can, left);
-    hbm += moved * miss;
-    l2 += moved * hit;
+    c->first += moved * miss;
+    c->second += moved * hit;
     left -= moved;
     // The last piece ends part-way through the bucket, at the rate the bucket allowed.
     t = left > 0 ? t + span : t + (can > 0 ? span * moved / can : 0);

@@ -30,6 +30,11 @@ struct MemoryStats {
 class MemorySystem {
  public:
   static constexpr double kBucketCycles = 64;
+  // Claims are kept for a sliding window of buckets (64 M cycles): memory stays bounded on
+  // long runs; a transfer older than the window is taken as uncontended. A transfer walks at
+  // most kMaxSteps buckets and finishes the rest at its port rate (absurd what-if bandwidths).
+  static constexpr size_t kWindowBuckets = size_t{1} << 20;
+  static constexpr size_t kMaxSteps = size_t{1} << 16;
 
   explicit MemorySystem(const Platform& p);
 
@@ -50,7 +55,8 @@ class MemorySystem {
   uint64_t canonical(int64_t host) const;
   double hit_fraction(const Access& gm);
   bool lookup(uint64_t line);  // true on a hit; a miss installs the line
-  static double& used(std::vector<double>& v, size_t bucket);
+  // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
+  std::pair<double, double>* claims(uint64_t bucket);
 
   const Platform& platform_;
   std::vector<Buffer> buffers_;
@@ -63,7 +69,8 @@ class MemorySystem {
   };
   std::unique_ptr<uint64_t[], Free> tags_, stamps_;
   uint64_t clock_ = 0;
-  std::vector<double> hbm_used_, l2_used_;  // bytes claimed per bucket
+  uint64_t window_base_ = 0;                     // the bucket used_[0] stands for
+  std::vector<std::pair<double, double>> used_;  // (HBM, L2) bytes claimed per bucket
   MemoryStats stats_;
 };
 

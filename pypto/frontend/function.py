@@ -21,8 +21,8 @@ from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
-from pypto.frontend.static_checks import StaticChecks
 from pypto.frontend.spmd import SpmdScopes
+from pypto.frontend.static_checks import StaticChecks
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of

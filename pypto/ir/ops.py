@@ -19,8 +19,8 @@ from typing import Any
 from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
 from pypto.ir import op_rules_ext as RX
-from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.dtypes import INDEX
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Expr, type_of
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 

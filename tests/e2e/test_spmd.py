@@ -186,3 +186,29 @@ def test_direct_form_dispatches_a_kernel_per_block():
     np.testing.assert_array_equal(out, -x)
     assert [(t.kernel, t.block_idx) for t in compiled.tasks] == [("neg_rows", b) for b in range(8)]
     assert all(t.start == 0 for t in compiled.last_report.tasks)
+
+
+@pl.jit
+def spmd_with_deps(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+    """No tensor is shared: the blocks wait for `first` and `last` for the blocks by deps= only."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="first") as first:
+        pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], x)
+    with pl.spmd(4, name_hint="rows", deps=[first]) as rows:
+        i = pl.get_block_idx()
+        pl.store(pl.neg(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], y)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="last", deps=[rows]):
+        pl.store(pl.relu(pl.load(a, [0, 0], [R, C])), [0, 0], z)
+    return x, y, z
+
+
+def test_deps_and_handles_order_whole_dispatches():
+    a = np.random.default_rng(4).standard_normal((4 * R, C)).astype(np.float32)
+    x, y, z = np.zeros((R, C), np.float32), np.zeros_like(a), np.zeros((R, C), np.float32)
+    tasks = spmd_with_deps.compile(a, x, y, z).tasks
+    assert [(t.kernel, t.block_idx, t.deps) for t in tasks] == [
+        ("first", 0, ()),
+        *[("rows", b, (0,)) for b in range(4)],
+        ("last", 0, (1, 2, 3, 4)),
+    ]
+    spmd_with_deps(a, x, y, z)
+    np.testing.assert_array_equal(y, -a)

@@ -188,7 +188,7 @@ py::dict run_kernel(const std::string& path, const std::vector<std::pair<py::arr
 }
 
 using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
-                             std::vector<int>, std::vector<std::pair<int, int>>>;
+                             std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t>;
 
 py::dict run_task_list(const std::vector<TaskTuple>& tasks,
                        const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
@@ -197,11 +197,13 @@ py::dict run_task_list(const std::vector<TaskTuple>& tasks,
   std::vector<pypto_tensor> table;
   for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
   std::vector<TaskSpec> specs;
-  for (const auto& [path, name, idx, scalars, kind, deps, gates] : tasks) {
+  for (const auto& [path, name, idx, scalars, kind, deps, gates, block, blocks] : tasks) {
     if (kind < 0 || kind > 2)
       throw SimError(ErrorKind::kInvalidArgument, "task core kind must be 0, 1 or 2");
-    specs.push_back(
-        {load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps, gates, 0, 1});
+    if (blocks < 1 || block < 0 || block >= blocks)
+      throw SimError(ErrorKind::kInvalidArgument, "task block index must be in [0, block_num)");
+    specs.push_back({load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps,
+                     gates, block, blocks});
   }
   ChipResult chip = run_specs(specs, table, p,
                               options(record, hazards_fatal, seed, max_cycles, max_instructions));
@@ -215,7 +217,8 @@ void bind_runtime(py::module_& m) {
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
         py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
         "Runs (path, name, tensor indices, scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write "
-        "gates) tasks on the platform's cores in one simulated clock; a write gate (task, tensor) "
+        "gates, block index, block count) tasks on the platform's cores in one simulated clock; a "
+        "write gate (task, tensor) "
         "holds writes into that tensor until the task has ended. Returns {tasks, memory, races}.");
   m.def(
       "load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),

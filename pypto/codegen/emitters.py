@@ -289,6 +289,8 @@ EMITTERS.update(
         "tile.write": _write,
         "tensor.write": _write,
         "tensor.dim": _dim,
+        "tile.get_block_idx": lambda c, dst: [f"const int64_t {_need(dst)} = get_block_idx();"],
+        "tile.get_block_num": lambda c, dst: [f"const int64_t {_need(dst)} = get_block_num();"],
         "tile.gemv": _binary("TGEMV"),
         "tile.matmul_bias": lambda c, dst: [
             f"TMATMUL_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"

@@ -120,6 +120,9 @@ class ControlFlow:
         if isinstance(call, ast.Call) and isinstance(self.folder.fold(call.func), WhileMarker):
             self.while_(node)  # type: ignore[attr-defined]
             return
+        if isinstance(call, ast.Call) and getattr(self.folder.fold(call.func), "dsl_name", None) == "spmd":
+            self.spmd_for(node)  # type: ignore[attr-defined]
+            return
         kind, bounds, init_nodes, stage = self._loop_header(node)
         target, iter_names = self._loop_target(node.target, init_nodes)
         saved, saved_ranges = dict(self.env), dict(self.ctx.ranges)
@@ -337,6 +340,9 @@ class ControlFlow:
             raise UnsupportedSyntaxError(
                 "`with` is only supported for pl.at(...) inside a kernel", self.span(node)
             )
+        if marker.dsl_name == "spmd":
+            self.spmd_with(node)  # type: ignore[attr-defined]
+            return
         if self.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",

@@ -320,12 +320,15 @@ class ExprLowerer:
         return Const(int(value), dtype, span=self.span(node))
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
-        """``self.k(..., handle="h", deps=[g])``: an outlined scope's name and deps (pass dumps)."""
+        """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and
+        pl.spmd block count (pass dumps)."""
         kw = {k.arg: k.value for k in node.keywords}
-        if set(kw) - {"handle", "deps"}:
+        if set(kw) - {"handle", "deps", "blocks"}:
             raise UnsupportedSyntaxError(
-                "call kernels with positional arguments (and handle=, deps= only)", self.span(node)
+                "call kernels with positional arguments (and handle=, deps=, blocks= only)", self.span(node)
             )
+        if "blocks" in kw:
+            call = dataclasses.replace(call, blocks=self.fp.spmd_blocks(kw["blocks"]))
         handle = self.fp.folder.fold(kw["handle"]) if "handle" in kw else None
         if handle is not None and not (isinstance(handle, str) and handle.isidentifier()):
             raise TypeCheckError("handle= must name the task with an identifier string", self.span(node))

@@ -21,6 +21,7 @@ from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
+from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import StaticChecks
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
@@ -55,7 +56,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow, WhileLoop, InlineCalls, StaticChecks):
+class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChecks):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(

@@ -136,6 +136,7 @@ class FuncCall(Expr):
     type: Type
     handle: str | None = None
     deps: tuple[str, ...] = ()
+    blocks: int = 1  # pl.spmd: one task per block index, dispatched together
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:

@@ -19,6 +19,7 @@ from typing import Any
 from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
 from pypto.ir import op_rules_ext as RX
+from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Expr, type_of
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
@@ -317,6 +318,12 @@ _TABLE_EXT: list[OpDef] = [
 ]
 # fmt: on
 _TABLE.extend(_TABLE_EXT)
+# SPMD (`with pl.spmd(n):`): which of the n blocks this task runs, and n; read from the task's
+# launch record by the kernel's scalar code, no pipe instruction.
+_TABLE.extend(
+    OpDef(f"tile.get_block_{w}", (), lambda _b: ScalarType(INDEX), "tile", NONE, doc=doc)
+    for w, doc in (("idx", "this block's index in its pl.spmd dispatch"), ("num", "the pl.spmd block count"))
+)
 
 OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
 
@@ -384,6 +391,8 @@ DSL_OPS.update(
         **{f"row_expand_{n}": (f"tile.row_expand_{n}",) for n in ("max", "min")},
         **{f"col_expand_{n}": (f"tile.col_expand_{n}",) for n in ("add", "sub", "div", "max", "min")},
         "dim": ("tensor.dim",),
+        "get_block_idx": ("tile.get_block_idx",),
+        "get_block_num": ("tile.get_block_num",),
         "read": ("tile.read", "tensor.read"),
         "write": ("tile.write", "tensor.write"),
     }

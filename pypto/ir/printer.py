@@ -128,6 +128,8 @@ def print_expr(e: Expr) -> str:
             args.append(f"handle={json.dumps(e.handle)}")
         if e.deps:
             args.append(f"deps=[{', '.join(e.deps)}]")
+        if e.blocks != 1:
+            args.append(f"blocks={e.blocks}")
         return f"self.{e.callee}({', '.join(args)})"
     raise TypeError(f"cannot print expression {e!r}")
 
@@ -237,13 +239,13 @@ class _Printer:
         self.block(s.body, depth + 1, s.results)
 
     def scope(self, s: Scope, depth: int) -> None:
-        args = [f"level={s.level.dsl_name}"]
+        args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [str(s.blocks)]
         if s.name_hint is not None:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
         if s.deps:
             args.append(f"deps=[{', '.join(s.deps)}]")
         handle = f" as {s.handle}" if s.handle else ""
-        self.emit(depth, f"with pl.at({', '.join(args)}){handle}:")
+        self.emit(depth, f"with pl.{'at' if s.blocks == 1 else 'spmd'}({', '.join(args)}){handle}:")
         self.block(s.body, depth + 1)
 
     def function(self, f: Function, depth: int) -> None:

@@ -86,13 +86,15 @@ class If(Stmt):
 
 @dataclass(frozen=True)
 class Scope(Stmt):
-    """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task."""
+    """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task;
+    ``with pl.spmd(blocks, ...)``: ``blocks`` tasks of it, one per block index."""
 
     level: Level
     body: tuple[Stmt, ...]
     name_hint: str | None = None
     deps: tuple[str, ...] = ()
     handle: str | None = None
+    blocks: int = 1
 
 
 @dataclass(frozen=True)

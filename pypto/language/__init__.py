@@ -31,6 +31,7 @@ parallel = LoopMarker(_ForKind.parallel)
 pipeline = LoopMarker(_ForKind.pipeline)
 unroll = LoopMarker(_ForKind.unroll)
 at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
+spmd = ScopeMarker("spmd", "pl.spmd(n, name_hint=..., deps=[...]): n blocks of one InCore task")
 yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
 while_ = WhileMarker("while_", "for (x,) in pl.while_(init_values=(x0,)): pl.cond(...) first, pl.yield_ last")
 cond = CondMarker("cond", "pl.cond(condition): the first statement of a pl.while_ body")
@@ -79,6 +80,7 @@ __all__ = [
     "pipeline",
     "unroll",
     "at",
+    "spmd",
     "yield_",
     "while_",
     "cond",

@@ -140,7 +140,9 @@ class _Outliner:
         fn, free = self.kernel(scope)
         later = {v.name for v in nodes_of(rest, Var)}
         escaping = [n for n in sorted(defined_names(scope.body)) if n in later]
-        call = FuncCall(fn.name, tuple(free), VoidType(), scope.handle, scope.deps, span=scope.span)
+        call = FuncCall(
+            fn.name, tuple(free), VoidType(), scope.handle, scope.deps, scope.blocks, span=scope.span
+        )
         if not escaping:
             return Eval(call, span=scope.span)
         var = next(v for v in nodes_of(scope.body, Var) if v.name == escaping[0])

@@ -221,6 +221,8 @@ class CompiledProgram:
                     int(t.cube),
                     list(t.start_deps),
                     list(t.write_gates),
+                    t.block_idx,
+                    t.block_num,
                 )
             )
         cached = self.__dict__["_native_cache"] = (tasks, extra)

@@ -32,6 +32,8 @@ class Task:
     writes: frozenset[int] = frozenset()
     atomic: frozenset[int] = frozenset()  # written only by atomic adds, never read
     write_gates: tuple[tuple[int, int], ...] = ()
+    block_idx: int = 0  # pl.spmd: this task's block, of block_num blocks of one dispatch
+    block_num: int = 1
 
     @property
     def start_deps(self) -> tuple[int, ...]:
@@ -105,6 +107,19 @@ def _value(e: Expr, env: _Env) -> Any:
 
 
 def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> None:
+    """One task per block of the call; the blocks of a pl.spmd dispatch are independent of
+    each other, as the iterations of a pl.parallel loop are."""
+    if call.blocks == 1:
+        _submit_block(call, program, env, tasks, 0)
+        return
+    env.loops_run += 1
+    for b in range(call.blocks):
+        env.parallel.append((env.loops_run, b))
+        _submit_block(call, program, env, tasks, b)
+        env.parallel.pop()
+
+
+def _submit_block(call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int) -> None:
     callee = program.get(call.callee)
     tensors, scalars = [], []
     for p, a in zip(callee.params, call.args):
@@ -143,6 +158,8 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
             writes,
             atomic,
             gates,
+            block,
+            call.blocks,
         )
     )
 

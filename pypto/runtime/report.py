@@ -93,6 +93,7 @@ class TaskReport:
     cluster: int | None = None  # the AIC + 2 AIV group the core belongs to, when known
     trace_file: str | None = None  # the launch's visualize_data.bin, once written
     deps: tuple[int, ...] = ()  # indices of the tasks it waited for before starting
+    block: int = 0  # its block index (pl.get_block_idx()) in a pl.spmd dispatch
 
     @property
     def core_name(self) -> str:
@@ -264,6 +265,7 @@ def scheduled_report(platform: str, clock_hz: float, results: dict[str, Any]) ->
         t = _task(r["name"], r, int(r["start"]))
         t.end = int(r["end"])
         t.core = int(r["core"])
+        t.block = int(r["block"])
         t.core_type = str(r.get("core_kind") or ("AIC" if r["cube"] else "AIV"))
         t.cluster = int(r["cluster"]) if r.get("cluster") is not None else None
         tasks.append(t)

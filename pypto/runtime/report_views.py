@@ -194,6 +194,7 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
         "hazards": list(t.hazards),
         "trace": trace,
         "deps": list(t.deps),
+        "block": t.block,
     }
 
 
@@ -276,6 +277,7 @@ def _from_dict(data: dict[str, Any]) -> RunReport:
             t.get("cluster"),
             t.get("trace"),
             tuple(t.get("deps", ())),
+            int(t.get("block", 0)),
         )
         for t in data["tasks"]
     ]

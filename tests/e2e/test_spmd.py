@@ -1,0 +1,214 @@
+"""pl.spmd: one InCore kernel dispatched as n blocks at once, each reading its block index
+from pl.get_block_idx(); numerics, the task table, one kernel build and the bad uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import MisplacedOpError, PyptoError, TypeCheckError
+
+BLOCKS, R, C = 48, 16, 64
+ROWS = BLOCKS * R
+
+
+@pl.jit
+def spmd_exp(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+    with pl.spmd(BLOCKS, name_hint="exp_rows"):
+        i = pl.get_block_idx()
+        pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], out)
+    return out
+
+
+@pl.jit
+def spmd_add_loop(
+    a: pl.Tensor[[ROWS, C], pl.FP32],
+    b: pl.Tensor[[ROWS, C], pl.FP32],
+    out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]],
+):
+    for i in pl.spmd(BLOCKS):
+        pl.store(pl.add(pl.load(a, [i * R, 0], [R, C]), pl.load(b, [i * R, 0], [R, C])), [i * R, 0], out)
+    return out
+
+
+@pl.jit
+def spmd_then_after(x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]):
+    """Four blocks copy x's row blocks into tmp in reverse order (block b writes block n-1-b,
+    n from pl.get_block_num()); a task after them reads all of tmp."""
+    tmp = pl.create_tensor([4 * R, C], pl.FP32)
+    with pl.spmd(4, name_hint="fill"):
+        b = pl.get_block_idx()
+        n = pl.get_block_num()
+        t = pl.load(x, [b * R, 0], [R, C])
+        pl.store(pl.adds(t, 1.0), [(n - 1 - b) * R, 0], tmp)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="after"):
+        pl.store(pl.neg(pl.load(tmp, [0, 0], [4 * R, C])), [0, 0], y)
+    return y
+
+
+def test_spmd_exp_matches_numpy_on_48_blocks_started_together(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.random.default_rng(0).standard_normal((ROWS, C)).astype(np.float32)
+    out = np.zeros_like(x)
+    report = spmd_exp.compile(x, out).run(x, out)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-5)
+    rows = report.task_table()
+    assert len(rows) == BLOCKS and {r["kernel"] for r in rows} == {"exp_rows"}
+    assert all(r["start"] == 0 for r in rows)  # one dispatch: no block waits for another
+    assert len({r["core"] for r in rows}) == BLOCKS  # 48 AIV cores, one block each
+    assert sorted(t.block for t in report.tasks) == list(range(BLOCKS))
+    assert len(list((tmp_path / "cache" / "kernels").rglob("meta.json"))) == 1  # one kernel build
+
+
+def test_plan_has_one_task_per_block_with_its_index():
+    x = np.zeros((ROWS, C), np.float32)
+    tasks = spmd_exp.compile(x, x).tasks
+    assert [(t.block_idx, t.block_num) for t in tasks] == [(b, BLOCKS) for b in range(BLOCKS)]
+    assert all(t.deps == () for t in tasks)
+
+
+def test_loop_form_binds_the_block_index():
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((ROWS, C)).astype(np.float32) for _ in range(2))
+    out = np.zeros_like(a)
+    spmd_add_loop(a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+
+
+def test_block_num_and_a_task_after_the_blocks():
+    x = np.random.default_rng(2).standard_normal((4 * R, C)).astype(np.float32)
+    y = np.zeros_like(x)
+    report = spmd_then_after.compile(x, y).run(x, y)
+    want = -(x.reshape(4, R, C)[::-1].reshape(4 * R, C) + np.float32(1.0))
+    np.testing.assert_array_equal(y, want)
+    fill = [t for t in report.tasks if t.name == "fill"]
+    after = next(t for t in report.tasks if t.name == "after")
+    assert len(fill) == 4 and after.start >= max(t.end for t in fill)
+    assert sorted(after.deps) == [i for i, t in enumerate(report.tasks) if t.name == "fill"]
+
+
+def _line_of(text: str) -> str:
+    lines = Path(__file__).read_text().splitlines()
+    return f"test_spmd.py:{lines.index(text) + 1}:"
+
+
+@pytest.mark.parametrize("bad", [0, 70000, 2.5])
+def test_block_count_must_be_a_positive_int_in_range(bad):
+    @pl.jit
+    def k(x: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        with pl.spmd(bad):  # bad block count
+            i = pl.get_block_idx()
+            pl.store(pl.load(x, [i * 0, 0], [R, C]), [0, 0], out)
+        return out
+
+    x = np.zeros((R, C), np.float32)
+    with pytest.raises(
+        TypeCheckError, match=r"block count must be a compile-time integer in \[1, 65535\]"
+    ) as e:
+        k(x, np.zeros_like(x))
+    assert _line_of("        with pl.spmd(bad):  # bad block count") in str(e.value)
+    assert f"`bad` = {bad!r}" in str(e.value)
+
+
+def test_get_block_idx_outside_a_kernel_is_refused_with_the_line():
+    @pl.jit
+    def k(x: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        i = pl.get_block_idx()  # outside any kernel
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(x, [i, 0], [R, C]), [0, 0], out)
+        return out
+
+    x = np.zeros((R, C), np.float32)
+    with pytest.raises(MisplacedOpError) as e:
+        k(x, np.zeros_like(x))
+    assert _line_of("        i = pl.get_block_idx()  # outside any kernel") in str(e.value)
+
+
+def test_a_body_that_never_reads_the_block_index_is_refused():
+    @pl.jit
+    def k(x: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        with pl.spmd(4):  # same work in every block
+            pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    x = np.zeros((R, C), np.float32)
+    with pytest.raises(TypeCheckError, match="never reads pl.get_block_idx") as e:
+        k(x, np.zeros_like(x))
+    assert _line_of("        with pl.spmd(4):  # same work in every block") in str(e.value)
+
+
+def test_spmd_cannot_nest_in_pl_at():
+    @pl.jit
+    def k(x: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):  # noqa: SIM117 - the nesting is the error
+            with pl.spmd(2):  # nested
+                i = pl.get_block_idx()
+                pl.store(pl.load(x, [i * 0, 0], [R, C]), [0, 0], out)
+        return out
+
+    x = np.zeros((R, C), np.float32)
+    with pytest.raises(PyptoError) as e:
+        k(x, np.zeros_like(x))
+    assert _line_of("            with pl.spmd(2):  # nested") in str(e.value)
+
+
+@pl.program
+class SpmdProgram:
+    """The direct form: a pl.spmd body that is one call of an InCore kernel."""
+
+    @pl.function
+    def main(
+        self, x: pl.Tensor[[8 * R, C], pl.FP32], out: pl.Out[pl.Tensor[[8 * R, C], pl.FP32]]
+    ) -> pl.Tensor[[8 * R, C], pl.FP32]:
+        with pl.spmd(8):
+            r: pl.Tensor[[8 * R, C], pl.FP32] = self.neg_rows(x, out)
+        return r
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def neg_rows(
+        self, x: pl.Tensor[[8 * R, C], pl.FP32], out: pl.Out[pl.Tensor[[8 * R, C], pl.FP32]]
+    ) -> pl.Tensor[[8 * R, C], pl.FP32]:
+        b = pl.get_block_idx()
+        t: pl.Tile[[R, C], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [b * R, 0], [R, C])
+        pl.tile.store(pl.tile.neg(t), [b * R, 0], out)
+        return out
+
+
+def test_direct_form_dispatches_a_kernel_per_block():
+    from pypto.runtime import RunConfig, run
+
+    x = np.random.default_rng(3).standard_normal((8 * R, C)).astype(np.float32)
+    out = np.zeros_like(x)
+    compiled = run(SpmdProgram, x, out, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_array_equal(out, -x)
+    assert [(t.kernel, t.block_idx) for t in compiled.tasks] == [("neg_rows", b) for b in range(8)]
+    assert all(t.start == 0 for t in compiled.last_report.tasks)
+
+
+@pl.jit
+def spmd_with_deps(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+    """No tensor is shared: the blocks wait for `first` and `last` for the blocks by deps= only."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="first") as first:
+        pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], x)
+    with pl.spmd(4, name_hint="rows", deps=[first]) as rows:
+        i = pl.get_block_idx()
+        pl.store(pl.neg(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], y)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="last", deps=[rows]):
+        pl.store(pl.relu(pl.load(a, [0, 0], [R, C])), [0, 0], z)
+    return x, y, z
+
+
+def test_deps_and_handles_order_whole_dispatches():
+    a = np.random.default_rng(4).standard_normal((4 * R, C)).astype(np.float32)
+    x, y, z = np.zeros((R, C), np.float32), np.zeros_like(a), np.zeros((R, C), np.float32)
+    tasks = spmd_with_deps.compile(a, x, y, z).tasks
+    assert [(t.kernel, t.block_idx, t.deps) for t in tasks] == [
+        ("first", 0, ()),
+        *[("rows", b, (0,)) for b in range(4)],
+        ("last", 0, (1, 2, 3, 4)),
+    ]
+    spmd_with_deps(a, x, y, z)
+    np.testing.assert_array_equal(y, -a)

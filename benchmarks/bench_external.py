@@ -1,7 +1,7 @@
 """external_source kernels: cold build and warm (cache-hit) load of a hand-written kernel.
 
 Run: python benchmarks/bench_external.py      (prints numbers; never asserts on time)
-Targets (issue 7): cold build <= 0.5 s for the example kernel, warm <= 5 ms to load.
+Targets: cold build <= 0.5 s for the example kernel, warm <= 5 ms to load.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Native core benchmarks: ISA op speed vs numpy, core-model throughput, kernel build/load.
 
 Run: python benchmarks/bench_native.py      (prints a table; never asserts on time)
-Targets (issue 2): each op <= 2x numpy at 1 MiB of work; >= 5 M instructions/s with tiny
+Targets: each op <= 2x numpy at 1 MiB of work; >= 5 M instructions/s with tiny
 tiles; cold kernel build <= 300 ms; cache-hit load <= 5 ms.
 """
 

@@ -3,7 +3,7 @@ and pl.pipeline at stage 2, 3 and 4, on both memory planners. Deterministic; pri
 
 Run: python benchmarks/bench_pipelining.py
 The lower limit is the busiest pipe's busy cycles (MTE2: these kernels are transfer-bound);
-targets (issue 4): pipelined <= 0.80 x single_buffer and <= 1.10 x (busiest + one tile
+targets: pipelined <= 0.80 x single_buffer and <= 1.10 x (busiest + one tile
 through the other pipes); explicit_slots beats single_buffer.
 """
 

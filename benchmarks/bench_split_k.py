@@ -1,7 +1,7 @@
 """Split-K vs one core, in simulated cycles (deterministic; printed, not asserted).
 
 Run: python benchmarks/bench_split_k.py
-Targets (issue 6): SPLIT=4 at K=512 <= 0.45x one core; SPLIT=8 at K=4096 <= 0.25x.
+Targets: SPLIT=4 at K=512 <= 0.45x one core; SPLIT=8 at K=4096 <= 0.25x.
 """
 
 from __future__ import annotations

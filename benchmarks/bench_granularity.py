@@ -1,7 +1,7 @@
 """The GM granularity penalty in simulated cycles: one weight-load-bound matmul with 128 B
 vs 512 B weight rows (tests/fixtures/granularity_kernels.py). Deterministic; printed.
 
-Run: python benchmarks/bench_granularity.py      Target: 16-25% slower with 128 B rows.
+Run: python benchmarks/bench_granularity.py      Target: 16-25% slower with 128 B rows (docs/hardware.md).
 """
 
 from __future__ import annotations

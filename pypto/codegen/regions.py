@@ -2,7 +2,7 @@
 
 BindRegions gave every tile a region (a MemRef with a slot size and no offset). The kernel
 places them when it starts (``place_regions``) and each tile takes ``base + slot * size``.
-Two slot rules of SPEC §6 are enforced here, before anything is built:
+Two slot rules (docs/double_buffering.md) are enforced here, before anything is built:
 
 * a single-slot ``pl.MemRef("name")`` is refused — the planner may coalesce what you
   separated, so the declaration would promise nothing;

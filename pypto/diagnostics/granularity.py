@@ -1,4 +1,4 @@
-"""PH001 ``TileInnermostDimGranularity``: GM transfers whose rows are too short (SPEC §7).
+"""PH001 ``TileInnermostDimGranularity``: GM transfers whose rows are too short (docs/perf_hints.md).
 
 Every ``tile.load`` / ``tile.store`` (any memory space) whose tile row — the innermost
 dimension times the element size — is strictly shorter than the platform's recommended

@@ -1,6 +1,6 @@
 """Collecting perf hints during a compile and writing them where users look.
 
-Line format (SPEC §7): ``[perf_hint <CODE>] <RuleName>: <message> at <file>:<line>:<col>``.
+Line format (docs/perf_hints.md): ``[perf_hint <CODE>] <RuleName>: <message> at <file>:<line>:<col>``.
 Every compile rewrites ``<output_dir>/report/perf_hints.log`` with its hints (one file per
 compile's output folder, never appended to). The one-line summary is logged by
 ``pypto.perf_hints``: at WARNING when the hints are new or changed, at INFO when a recompile

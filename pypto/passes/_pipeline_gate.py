@@ -6,7 +6,7 @@ space the depth that fits is ``A = min(F, floor(free / per_stage))`` (sizes 32-b
 aligned), where ``per_stage`` is the storage one clone's tiles take and ``free`` is the
 space's capacity minus the buffers that are live alongside the clones. When ``A < F``:
 
-* PH-MR-001 says so (SPEC §5), once per group and space;
+* PH-MR-001 says so (docs/double_buffering.md), once per group and space;
 * the replicated block is reordered so clone ``k`` loads only after clone ``k - A`` has
   finished its compute (a depth-A software pipeline inside the F-clone body);
 * clone ``k``'s tiles are given clone ``k mod A``'s storage (union of their buffers), so the

@@ -1,4 +1,4 @@
-"""Writing a recorded run as the op simulator's raw output (SPEC §9).
+"""Writing a recorded run as the op simulator's raw output (docs/trace.md).
 
 Per kernel launch: ``<root>/<kernel>/OPPROF_<timestamp>_<n>/simulator/visualize_data.bin``
 (SOURCE blocks with the Python files the instructions came from, a TRACE block of

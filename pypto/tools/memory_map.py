@@ -2,7 +2,7 @@
 
 Renders a pass dump taken after address assignment (``NN_after_AllocateMemoryAddr.py``;
 a folder means the newest such dump below it) as one self-contained HTML page: a lane per
-memory space, address across, dump line down, the IR alongside (SPEC §8; what is drawn is
+memory space, address across, dump line down, the IR alongside (docs/memory_map.md; what is drawn is
 in :mod:`pypto.tools.memory_model`). A dump without planned addresses — compiled under
 the PTOAS planner, or dumped before planning — is refused with ``error:`` and status 1.
 """

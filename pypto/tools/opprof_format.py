@@ -1,4 +1,4 @@
-"""The op-simulator container ``visualize_data.bin`` (SPEC §9), read and written.
+"""The op-simulator container ``visualize_data.bin`` (docs/trace.md), read and written.
 
 A file is a flat sequence of blocks. Each block is a 12-byte little-endian header
 ``<QBBBB`` — payload size (including the trailing padding), block type, padding length,

@@ -1,4 +1,4 @@
-"""PH001 TileInnermostDimGranularity (SPEC §7): the exact line, the strict threshold per
+"""PH001 TileInnermostDimGranularity (docs/perf_hints.md): the exact line, the strict threshold per
 platform, the moves clause, dedup with a count, disabling, and where the hints land."""
 
 from __future__ import annotations

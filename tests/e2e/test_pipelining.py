@@ -1,4 +1,4 @@
-"""Double buffering end to end (SPEC §5–6, the seed's "Double buffer" section): pl.pipeline
+"""Double buffering end to end (docs/double_buffering.md): pl.pipeline
 and explicit slots compute the right numbers, overlap their loads with compute, and the
 capacity gate says what did not fit (PH-MR-001)."""
 

@@ -1,4 +1,4 @@
-"""The seed's split-K (SPEC §10): right numbers, one AIC core per split, and a win over the
+"""Split-K (docs/split_k.md): right numbers, one AIC core per split, and a win over the
 same tiles on one core."""
 
 from __future__ import annotations

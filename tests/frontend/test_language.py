@@ -1,4 +1,4 @@
-"""The ``pypto.language`` surface: names of SPEC §2–3, annotations, op spellings."""
+"""The ``pypto.language`` surface: names, annotations, op spellings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed's kernels (SPEC §1) parse to IR with the right types."""
+"""The tutorial kernels (docs/double_buffering.md) parse to IR with the right types."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Printer format (SPEC §8), structural equality, and the traversal helpers."""
+"""Printer format (docs/memory_map.md), structural equality, and the traversal helpers."""
 
 from __future__ import annotations
 

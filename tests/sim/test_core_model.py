@@ -63,10 +63,10 @@ def test_wait_flag_holds_the_consumer_until_the_set_fires():
 
 def test_wait_issued_before_its_set_blocks_the_pipe_until_then():
     m = model()
-    m.wait_flag(MTE2, VECTOR, 0)  # issue 1: nothing set yet, VECTOR blocks
-    m.op(VECTOR, 10, "EXP")  # issue 2: queued behind the wait
-    m.op(MTE2, 100, "LOAD")  # issue 3
-    m.set_flag(MTE2, VECTOR, 0)  # issue 4: [103, 104) releases the wait
+    m.wait_flag(MTE2, VECTOR, 0)  # issued 1st: nothing set yet, VECTOR blocks
+    m.op(VECTOR, 10, "EXP")  # issued 2nd: queued behind the wait
+    m.op(MTE2, 100, "LOAD")  # issued 3rd
+    m.set_flag(MTE2, VECTOR, 0)  # issued 4th: [103, 104) releases the wait
     m.finish()
     by_name = {r["name"]: (r["start"], r["end"]) for r in m.records}
     assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 104), "WAIT_FLAG": (104, 105), "EXP": (105, 115)}

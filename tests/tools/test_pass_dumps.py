@@ -1,4 +1,4 @@
-"""Pass dumps (SPEC §8): ``00_frontend.py`` and ``NN_after_<Pass>.py`` for each pass that ran,
+"""Pass dumps (docs/memory_map.md): ``00_frontend.py`` and ``NN_after_<Pass>.py`` for each pass that ran,
 each reparsing to the IR that pass produced."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A vendor-style ``visualize_data.bin`` built by hand from the documented layout (SPEC §9),
+"""A vendor-style ``visualize_data.bin`` built by hand from the documented layout (docs/trace.md),
 independently of pypto's writer: struct-packed 12-byte headers, 4-byte padding, a SOURCE
 block with its 4096-byte path field, an unknown block kind, B/E flag slices, numeric-free
 string pids and tids, noise lanes. Not a test module."""

@@ -1,6 +1,7 @@
-// a2a3 (Ascend 910B-class) simulator table. Sources: the public figures collected in
-// SPEC.md §6 and §12 (device sweeps and vendor documentation); anything else is marked
-// "assumption" with the reasoning.
+// a2a3 (Ascend 910B-class) simulator table. Each figure names its public source (listed
+// with every figure in docs/hardware.md): "upstream PyPTO" = the public PyPTO backend's SoC
+// description and backend handlers, "device sweeps" = per-core a2a3 measurements; anything
+// else is marked "assumption" with the reasoning.
 #include "simulator/platform/platform.hpp"
 
 namespace pypto {
@@ -9,57 +10,57 @@ Platform make_a2a3sim() {
   Platform p;
   p.name = "a2a3sim";
   p.device = "a2a3";
-  p.clock_hz = 1.85e9;  // SPEC §12: 1.85 GHz AI core clock
-  p.aic_cores = 24;     // SPEC §6: 24 AIC
-  p.aiv_cores = 48;     // SPEC §6: 48 AIV (clusters of 1 AIC + 2 AIV)
-  p.ub_physical_bytes = 192 * 1024;  // SPEC §6: 192 KiB UB physical
-  p.ub_bytes = 184 * 1024;           // SPEC §6: top 8 KiB reserved
-  p.l1_bytes = 512 * 1024;           // SPEC §6
-  p.l0a_bytes = 64 * 1024;           // SPEC §6
-  p.l0b_bytes = 64 * 1024;           // SPEC §6
-  p.l0c_bytes = 128 * 1024;          // SPEC §6
-  p.bias_bytes = 1024;               // SPEC §6
-  p.alignment_bytes = 32;            // SPEC §6: addresses 32-byte aligned
-  p.gm_burst_bytes = 512;            // SPEC §7/§12: L2 cache line = 512 B
+  p.clock_hz = 1.85e9;  // device sweeps: 1.85 GHz AI core clock
+  p.aic_cores = 24;     // upstream PyPTO (910B SoC): 24 AIC
+  p.aiv_cores = 48;     // upstream PyPTO: 48 AIV (clusters of 1 AIC + 2 AIV)
+  p.ub_physical_bytes = 192 * 1024;  // upstream PyPTO: 192 KiB UB physical
+  p.ub_bytes = 184 * 1024;           // upstream PyPTO: top 8 KiB reserved
+  p.l1_bytes = 512 * 1024;           // upstream PyPTO
+  p.l0a_bytes = 64 * 1024;           // upstream PyPTO
+  p.l0b_bytes = 64 * 1024;           // upstream PyPTO
+  p.l0c_bytes = 128 * 1024;          // upstream PyPTO
+  p.bias_bytes = 1024;               // upstream PyPTO
+  p.alignment_bytes = 32;            // Ascend C docs: addresses 32-byte aligned
+  p.gm_burst_bytes = 512;            // upstream PyPTO: GM granularity 512 B
   // assumption: one cycle per burst request. With it a weight-load-bound matmul whose GM->Mat
   // rows are 128 B runs ~19% slower than with 512 B rows (benchmarks/bench_granularity.py;
-  // the seed measures 16-25% on the device).
+  // the PyPTO user guide reports 16-25% on the device).
   p.gm_burst_overhead_cycles = 1.0;
   // assumption: fixed per-transfer cost (descriptor issue + first-beat latency); makes small
-  // transfers fall below peak as SPEC §12 describes.
+  // transfers fall below peak as the device sweeps show.
   p.transfer_setup_cycles = 30;
-  p.bw_gm_to_ub = 59;    // SPEC §12: GM->UB ~59 B/cycle
-  p.bw_gm_to_l1 = 78;    // SPEC §12: GM->L1 ~78 B/cycle
-  p.bw_ub_to_gm = 109;   // SPEC §12: UB->GM ~109 B/cycle
-  p.bw_l1_to_l0a = 130;  // SPEC §12: L1->L0A ~130 B/cycle
-  p.bw_l1_to_l0b = 85;   // SPEC §12: L1->L0B ~85 B/cycle
-  p.bw_l0c_to_gm = 41;   // SPEC §12: L0C->GM ~41 B/cycle
+  p.bw_gm_to_ub = 59;    // device sweeps: GM->UB ~59 B/cycle
+  p.bw_gm_to_l1 = 78;    // device sweeps: GM->L1 ~78 B/cycle
+  p.bw_ub_to_gm = 109;   // device sweeps: UB->GM ~109 B/cycle
+  p.bw_l1_to_l0a = 130;  // upstream PyPTO (MTE1 sweep): ~130 B/cycle
+  p.bw_l1_to_l0b = 85;   // upstream PyPTO (MTE1 sweep): ~85 B/cycle
+  p.bw_l0c_to_gm = 41;   // device sweeps: L0C->GM ~41 B/cycle
   p.bw_ub_to_ub = 128;   // assumption: a UB->UB copy moves half a repeat per cycle
-  p.vector_repeat_bytes = 256;      // SPEC §12: one repeat is 256 B
-  p.vec_binary = {2.1, 24};         // SPEC §12: binary fp32 ~2.1 cycles/repeat + 24
-  p.vec_unary = {1.0, 23};          // SPEC §12: unary / scalar-operand ~1 cycle/repeat + 23
-  p.vec_exp = {2.0, 31};            // SPEC §12: exp ~2 cycles/repeat + 31 (log, sqrt alike: assumption)
-  p.vec_div = {4.0, 31};            // SPEC §12: div ~4 cycles/repeat + 31 (recip alike: assumption)
+  p.vector_repeat_bytes = 256;      // Ascend C docs: one repeat is 256 B
+  p.vec_binary = {2.1, 24};         // device sweeps: binary fp32 ~2.1 cycles/repeat + 24
+  p.vec_unary = {1.0, 23};          // device sweeps: unary / scalar-op ~1 cycle/repeat + 23
+  p.vec_exp = {2.0, 31};            // device sweeps: exp ~2/repeat + 31 (log, sqrt alike: assumption)
+  p.vec_div = {4.0, 31};            // device sweeps: div ~4/repeat + 31 (recip alike: assumption)
   p.vec_reduce = {1.0, 23};         // assumption: a row reduction streams like a unary op...
   p.reduce_per_row_cycles = 2;      // assumption: ...plus a final in-register fold per row
   p.vec_cvt = {1.0, 23};            // assumption: conversions cost like unary ops
-  p.cube_base_cycles = 21;          // SPEC §12: mad ~21 + cpr * fractals
-  p.cube_cpr_16bit = 1;             // SPEC §12: cpr 1 for 16-bit inputs
-  p.cube_cpr_fp32 = 2;              // SPEC §12: cpr 2 for fp32
-  p.fixpipe_base_cycles = 164;      // SPEC §12: FIXPIPE drain ~164 cycles
-  p.fixpipe_per_row_cycles = 4.45;  // SPEC §12: + ~4.45 cycles per output row
-  p.sync_cycles = 1;                // SPEC §12: set_flag/wait_flag/barrier ~1 cycle
+  p.cube_base_cycles = 21;          // upstream PyPTO: mad ~21 + cpr * fractals
+  p.cube_cpr_16bit = 1;             // upstream PyPTO: cpr 1 for 16-bit inputs
+  p.cube_cpr_fp32 = 2;              // upstream PyPTO: cpr 2 for fp32
+  p.fixpipe_base_cycles = 164;      // upstream PyPTO (FIXPIPE sweep): ~164 cycles
+  p.fixpipe_per_row_cycles = 4.45;  // upstream PyPTO: + ~4.45 cycles per row
+  p.sync_cycles = 1;                // device sweeps: set/wait_flag/barrier ~1
   p.scalar_issue_cycles = 1;        // assumption: the scalar unit issues one instruction per cycle
   p.event_ids = 8;                  // assumption: 8 event ids per pipe pair (AscendC EVENT_ID0-7)
-  p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // SPEC §12: ~0.8 us per task
-  p.recommended_transfer_bytes = 512;        // SPEC §7: PH001 threshold on a2a3
-  p.vec_mat_routes = 0;                      // SPEC §6: no Vec->Mat / Acc->Vec on a2a3
+  p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // device sweeps: ~0.8 us per task
+  p.recommended_transfer_bytes = 512;        // upstream PyPTO: PH001 threshold on a2a3
+  p.vec_mat_routes = 0;                      // upstream PyPTO: no Vec->Mat / Acc->Vec
   // Vendor spec sheets for 910B-class parts: 64 GB HBM2e at about 1.6 TB/s, i.e.
   // 1.6e12 / 1.85e9 = ~865 B/cycle shared by every core.
   p.hbm_bytes_per_cycle = 865;
   // Public die analyses of 910B-class parts: 192 MB of L2. assumption: 16-way LRU.
   p.l2_bytes = int64_t{192} << 20;
-  p.l2_line_bytes = 512;  // SPEC §7/§12: L2 cache line = 512 B
+  p.l2_line_bytes = 512;  // upstream PyPTO, PyPTO user guide: L2 line = 512 B
   p.l2_ways = 16;
   // assumption: the L2 serves hits at about four times HBM bandwidth (on-die SRAM); no public
   // device figure.

@@ -88,7 +88,9 @@ def model_memory(so: Path) -> tuple[float, float]:
     )
     grow = []
     for n in (1_000_000, 4_000_000):
-        out = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(n)], capture_output=True, text=True, check=True, cwd=HERE
+        )
         grow.append(float(out.stdout.split()[-1]))
     return grow[0], grow[1]
 

@@ -7,22 +7,38 @@
 namespace pypto {
 namespace {
 
-uint64_t* zeroed(size_t n) {
+struct Freed {
+  void operator()(uint64_t* p) const { std::free(p); }
+};
+using Array = std::unique_ptr<uint64_t[], Freed>;
+
+// calloc'd: only the pages a run touches are ever backed.
+Array zeroed(size_t n) {
   void* p = std::calloc(n, sizeof(uint64_t));
   if (p == nullptr) throw std::bad_alloc();
-  return static_cast<uint64_t*>(p);
+  return Array(static_cast<uint64_t*>(p));
 }
 
 }  // namespace
 
-void MemorySystem::Free::operator()(uint64_t* p) const { std::free(p); }
+struct MemorySystem::Store {
+  size_t entries = 0;
+  Array tags, stamps;
+  uint64_t clock = 0;  // LRU stamps; grows across runs
+};
 
 MemorySystem::MemorySystem(const Platform& p)
     : platform_(p), line_bytes_(std::max<int64_t>(p.l2_line_bytes, 1)) {
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
-  tags_.reset(zeroed(sets_ * ways_));
-  stamps_.reset(zeroed(sets_ * ways_));
+  thread_local Store store;
+  if (store.entries != sets_ * ways_) {
+    store.entries = sets_ * ways_;
+    store.tags = zeroed(store.entries);
+    store.stamps = zeroed(store.entries);
+  }
+  store_ = &store;
+  epoch_ = store.clock;
 }
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {
@@ -39,19 +55,19 @@ uint64_t MemorySystem::canonical(int64_t host) const {
 
 bool MemorySystem::lookup(uint64_t line) {
   const uint64_t tag = line + 1;
-  const size_t set = static_cast<size_t>((line * 0x9E3779B97F4A7C15ull) >> 20) % sets_;
-  uint64_t* tags = tags_.get() + set * ways_;
-  uint64_t* stamps = stamps_.get() + set * ways_;
+  const size_t set = static_cast<size_t>(line % sets_);  // consecutive lines, consecutive sets
+  uint64_t* tags = store_->tags.get() + set * ways_;
+  uint64_t* stamps = store_->stamps.get() + set * ways_;
   size_t victim = 0;
   for (size_t w = 0; w < ways_; ++w) {
-    if (tags[w] == tag) {
-      stamps[w] = ++clock_;
+    if (tags[w] == tag && stamps[w] > epoch_) {
+      stamps[w] = ++store_->clock;
       return true;
     }
-    if (stamps[w] < stamps[victim]) victim = w;
+    if (stamps[w] < stamps[victim]) victim = w;  // stale entries (<= epoch_) go first
   }
   tags[victim] = tag;
-  stamps[victim] = ++clock_;
+  stamps[victim] = ++store_->clock;
   return false;
 }
 

@@ -62,13 +62,12 @@ class MemorySystem {
   std::vector<Buffer> buffers_;
   int64_t line_bytes_;
   size_t sets_, ways_;
-  // sets_ x ways_ entries (tag 0 = empty), calloc'd: only the pages a run touches are ever
-  // backed, so a small kernel does not pay for a 192 MiB L2's tag array.
-  struct Free {
-    void operator()(uint64_t* p) const;
-  };
-  std::unique_ptr<uint64_t[], Free> tags_, stamps_;
-  uint64_t clock_ = 0;
+  // The tag store (sets_ x ways_ tags and LRU stamps) is kept per thread and reused by the
+  // next run: no 192 MiB-L2-sized allocation per launch. An entry is valid only if stamped
+  // after this run began (epoch_), so runs never see each other's lines.
+  struct Store;
+  Store* store_;
+  uint64_t epoch_ = 0;
   uint64_t window_base_ = 0;                     // the bucket used_[0] stands for
   std::vector<std::pair<double, double>> used_;  // (HBM, L2) bytes claimed per bucket
   MemoryStats stats_;

@@ -10,7 +10,7 @@ from typing import Any
 from pypto import platforms
 from pypto.errors import ArgumentValueError, ConfigError
 from pypto.passes.options import MemoryPlanner, PassDumpLevel
-from pypto.runtime.launch import check_limits
+from pypto.runtime.launch import check_limits, check_run_limit
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,8 @@ class RunConfig:
             raise ConfigError(f"isolate must be None, True or False, got {self.isolate!r}")
         try:
             check_limits(self.isolate is not False, self.timeout_s, "RunConfig.")
+            check_run_limit("max_cycles", self.max_cycles, "RunConfig.")
+            check_run_limit("max_instructions", self.max_instructions, "RunConfig.")
         except ArgumentValueError as e:
             raise ConfigError(e.message) from None
 

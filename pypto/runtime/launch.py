@@ -46,6 +46,16 @@ def check_limits(isolate: Any, timeout_s: Any, where: str = "") -> None:
         raise ArgumentValueError(f"{where}timeout_s needs isolate=True: only a worker process can be stopped")
 
 
+def check_run_limit(name: str, value: Any, where: str = "") -> int:
+    """``max_cycles`` / ``max_instructions``: None or 0 (no limit), else a positive integer that
+    fits the simulator's 64-bit counters; returns the value the native run takes."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ArgumentValueError(f"{where}{name} must be None or an integer in [0, 2**63), got {value!r}")
+    return value
+
+
 _names: dict[str, str] = {}
 
 
@@ -107,6 +117,8 @@ def run_kernel_file(
     if core not in ("aiv", "aic", "cluster"):
         raise ArgumentValueError(f"core must be 'aiv', 'aic' or 'cluster', got {core!r}")
     check_limits(isolate, timeout_s)
+    max_cycles = check_run_limit("max_cycles", max_cycles)
+    max_instructions = check_run_limit("max_instructions", max_instructions)
     if not isinstance(args, (list, tuple)):
         raise ArgumentError(
             f"args must be a list of arrays and numbers (ABI order), got {type(args).__name__}"

@@ -116,7 +116,8 @@ def test_ping_pong_through_tile_pipes(fixture_kernel):
     assert back_pop["start"] == back_push["end"]
     # a2a3 has no Acc -> Vec route: the ring is in GM, a FIXPIPE store and an MTE2 load
     assert (push["pipe"], pop["pipe"]) == (4, 0) and rep.memory["l2_misses"] > 0  # FIXPIPE, MTE2
-    assert aic.end == back_pop["end"] + 1 or aic.end >= back_pop["end"]
+    # the AIC's task ends with its last instruction: the free after the pop, one sync cycle later
+    assert aic.end == max(r["end"] for r in aic.trace.rows()) == back_pop["end"] + 1
 
 
 def test_cross_core_deadlock_names_every_blocked_core(fixture_kernel):
@@ -188,3 +189,15 @@ def test_an_absurdly_slow_gm_port_finishes_with_bounded_work(fixture_kernel):
     t0 = time.monotonic()
     rep = stream(fixture_kernel, a, tiles=2, block_rows=32, blocks=2, platform=plat, record=False)
     assert time.monotonic() - t0 < 30 and rep.cycles > 2 * 6.5e6
+
+
+@pytest.mark.parametrize("limit", [{"max_cycles": -5}, {"max_instructions": 2.5}, {"max_cycles": True}])
+def test_bad_limits_are_typed_errors_before_anything_runs(fixture_kernel, limit):
+    from pypto.errors import ArgumentValueError, ConfigError
+    from pypto.runtime import RunConfig
+
+    (name,) = limit
+    with pytest.raises(ConfigError, match=f"RunConfig.{name} must be None or an integer"):
+        RunConfig(**limit)
+    with pytest.raises(ArgumentValueError, match=f"{name} must be None or an integer"):
+        run_kernel_file(fixture_kernel("spin"), [], **limit)

@@ -13,8 +13,8 @@ namespace pypto::isa {
 
 // A checked tile: where its bytes are and how they are laid out.
 struct TileView {
-  uint8_t* data;   // first element of the tile in simulated memory
-  int64_t esize;   // bytes per element
+  uint8_t* data;  // first element of the tile in simulated memory
+  int64_t esize;  // bytes per element
   int64_t rows, cols, valid_rows, valid_cols;
   int dtype, mem;
   int64_t addr;
@@ -44,8 +44,7 @@ GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const T
 // Refuses a TSTORE / atomic add into a tensor flagged input or read-only (abi.h).
 void check_writable(const pypto_tensor* t, const char* op);
 void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what);
-void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
-                            const char* what);
+void check_same_valid_shape(const TileView& a, const TileView& b, const char* op, const char* what);
 std::string shape_text(int64_t rows, int64_t cols);
 
 // The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
@@ -56,8 +55,11 @@ const char* last_instruction_loc();
 
 // Issues an op instruction on the current core's timing model; `op` says what the cost
 // model prices.
+// Cross-core ops also pass `not_before` (absolute cycles the op may not start before) and
+// `publish_end` (receives its absolute end once scheduled).
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
-              uint64_t bytes, int64_t addr);
+              uint64_t bytes, int64_t addr, uint64_t not_before = 0,
+              uint64_t* publish_end = nullptr);
 
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);

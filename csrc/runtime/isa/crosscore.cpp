@@ -48,21 +48,6 @@ std::string core_label(int local) {
   return local == 0 ? "the AIC" : "AIV " + std::to_string(local - 1);
 }
 
-void issue(int pipe, const OpDesc& op, const char* name, const AccessList& acc, uint64_t not_before,
-           uint64_t* publish, uint64_t bytes) {
-  CoreContext& core = current_core();
-  Instr in;
-  in.pipe = pipe;
-  in.op = op;
-  in.name = name;
-  in.loc = core.loc;
-  in.accesses = acc;
-  in.not_before = not_before;
-  in.publish_end = publish;
-  in.bytes = bytes;
-  core.model.issue(std::move(in));
-}
-
 OpDesc sync_op() {
   OpDesc d;
   d.cls = OpClass::kSync;
@@ -112,7 +97,7 @@ extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
   int other = 0;
   auto& q = flag_queue(peer, pipe, id, op, true, &other);
   q.push_back(UINT64_MAX);
-  issue(pipe, sync_op(), op, {}, 0, &q.back(), 0);
+  issue_op(pipe, sync_op(), op, {}, 0, -1, 0, &q.back());
   current_core().waiter->notify();
 }
 
@@ -125,7 +110,7 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
                                         core_label(other) + ", never set)");
   const uint64_t at = q.front();
   q.pop_front();
-  issue(pipe, sync_op(), op, {}, at, nullptr, 0);
+  issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
 }
 
 extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
@@ -177,8 +162,8 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
     d.rows = s.valid_rows;
     d.bytes = bytes;
   }
-  issue(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, free_at, &rs.ready_at,
-        static_cast<uint64_t>(bytes));
+  issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
+           free_at, &rs.ready_at);
   core.waiter->notify();
 }
 
@@ -213,7 +198,7 @@ extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
     o = gm_op(OpClass::kGmRead, core.aic ? Link::kGmToL1 : Link::kGmToUb, d.valid_rows,
               d.valid_cols * d.esize);
   }
-  issue(PYPTO_MTE2, o, op, acc, rs.ready_at, &rs.popped_at, static_cast<uint64_t>(bytes));
+  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at);
 }
 
 extern "C" void pypto_tfree(int32_t peer) {
@@ -230,8 +215,8 @@ extern "C" void pypto_tfree(int32_t peer) {
   }
   RingSlot& rs = r.slots[r.freed];
   r.free_at.push_back(UINT64_MAX);
-  issue(PYPTO_MTE2, sync_op(), op, {}, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
-        &r.free_at.back(), 0);
+  issue_op(PYPTO_MTE2, sync_op(), op, {}, 0, -1, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
+           &r.free_at.back());
   rs.bytes = {};  // the slot's data is gone; its record stays (instructions may still point at it)
   r.freed++;
   core.waiter->notify();

@@ -47,8 +47,16 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   acc.add(w.access(true));
   OpDesc store = gm_op(OpClass::kFixpipeGm, Link::kL0cToGm, w.rows, w.row_bytes);
   store.atomic = atomic_add;
-  issue_op(PYPTO_FIXPIPE, store, op, acc,
-           static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
+  issue_op(PYPTO_FIXPIPE, store, op, acc, static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
+}
+
+AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate) {
+  AccessList accs;
+  accs.add(a.access(false));
+  accs.add(b.access(false));
+  if (accumulate) accs.add(c.access(false));
+  accs.add(c.access(true));
+  return accs;
 }
 
 }  // namespace pypto::isa
@@ -152,21 +160,13 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   Floats A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
   vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
                  accumulate != 0);
-  AccessList accs;
-  accs.add(a.access(false));
-  accs.add(b.access(false));
-  if (accumulate) accs.add(c.access(false));
-  accs.add(c.access(true));
-  OpDesc mad;
-  mad.cls = OpClass::kMatmul;
-  mad.m = m, mad.k = k, mad.n = n, mad.in_esize = a.esize;
-  issue_op(PYPTO_CUBE, mad, op, accs,
+  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(m * n * k), c.addr);
 }
 
 // ---- TMATMUL_BIAS: acc = left x right + bias[1, N], the bias table seeding the accumulator ----
-extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
-                                   const pypto_tile* bias) {
+extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left,
+                                   const pypto_tile* right, const pypto_tile* bias) {
   const char* op = "TMATMUL_BIAS";
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
@@ -174,10 +174,12 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
   const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
-  if (t.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+  if (t.dtype != PYPTO_FP32)
+    fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
   if (t.valid_rows != 1 || t.valid_cols != n) {
-    fail(ErrorKind::kShape, op, "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
-                                    shape_text(1, n));
+    fail(ErrorKind::kShape, op,
+         "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+             shape_text(1, n));
   }
   for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
   Floats A = widen(a, false, m, k), B = widen(b, false, k, n);
@@ -187,6 +189,6 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   accs.add(b.access(false));
   accs.add(t.access(false));
   accs.add(c.access(true));
-  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, accs,
-           static_cast<uint64_t>(m * n * k), c.addr);
+  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, accs, static_cast<uint64_t>(m * n * k),
+           c.addr);
 }

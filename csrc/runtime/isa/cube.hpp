@@ -51,6 +51,9 @@ std::string legal_routes(int dst, const Platform& p);
 void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
                int64_t row_bytes);
 
+// What a mad reads and writes: left, right, the accumulator (read too when accumulating).
+AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate);
+
 // TSTORE of an Acc tile: FIXPIPE, narrowing to the tensor's dtype, optional atomic add.
 void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,
                     bool atomic_add);

@@ -74,11 +74,6 @@ extern "C" void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const
   }
   vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, 1, k, n,
                  accumulate != 0);
-  AccessList accs;
-  accs.add(a.access(false));
-  accs.add(b.access(false));
-  if (accumulate) accs.add(c.access(false));
-  accs.add(c.access(true));
-  issue_op(PYPTO_CUBE, mad_op(1, k, n, a.esize), op, accs,
+  issue_op(PYPTO_CUBE, mad_op(1, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(n * k), c.addr);
 }

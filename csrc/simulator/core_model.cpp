@@ -53,7 +53,9 @@ void CoreModel::check_flag(const Instr& in) const {
 }
 
 void CoreModel::check_limits(const Instr& in) const {
-  if (interrupt_flag().load(std::memory_order_relaxed)) {
+  const bool stop = interrupt_flag().load(std::memory_order_relaxed);
+  if (!stop && limits_.max_instructions == 0 && limits_.max_cycles == 0) return;  // the usual case
+  if (stop) {
     throw SimError(ErrorKind::kInterrupted,
                    std::string("interrupted at ") + in.name +
                        (in.loc[0] ? std::string(" (") + in.loc + ")" : std::string()));
@@ -70,31 +72,26 @@ void CoreModel::check_limits(const Instr& in) const {
                      ": a kernel that never finishes, or raise the limit in RunConfig");
 }
 
-void CoreModel::issue(Instr instr) {
+void CoreModel::issue(const Instr& instr) {
   check_limits(instr);
   if (instr.kind == InstrKind::kSetFlag || instr.kind == InstrKind::kWaitFlag) check_flag(instr);
-  uint64_t issue_cost = static_cast<uint64_t>(platform_.scalar_issue_cycles);
-  if (instr.kind == InstrKind::kBarrier && instr.pipe == PYPTO_PIPE_ALL) {
-    for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
-      if (blocked_[p].active) {
-        const Pending& w = blocked_[p].wait;
-        throw SimError(ErrorKind::kDeadlock,
-                       "deadlock: pipe_barrier(PIPE_ALL) #" + std::to_string(next_index_) +
-                           " waits for " + pipe_name(p) + ", which is blocked forever on " +
-                           where(w.instr.name, w.index, w.instr.loc) + " " + flag_text(w.instr) +
-                           " (no matching set_flag was issued before the barrier)");
-      }
-    }
-    uint64_t drained = issue_time_;
-    for (uint64_t t : pipe_free_) drained = std::max(drained, t);
-    issue_time_ = drained;
-    instr.pipe = PYPTO_SCALAR;
+  int pipe = instr.pipe;
+  if (instr.kind == InstrKind::kBarrier && pipe == PYPTO_PIPE_ALL) {
+    drain_for_barrier();
+    pipe = PYPTO_SCALAR;
   }
+  const uint64_t issue_cost = static_cast<uint64_t>(platform_.scalar_issue_cycles);
   issue_time_ += issue_cost;
   stats_.pipe_busy[PYPTO_SCALAR] += issue_cost;
   ++stats_.instructions;
-  Pending p{next_index_++, issue_time_, std::move(instr)};
-  Blocked& b = blocked_[p.instr.pipe];
+  const uint32_t index = next_index_++;
+  Blocked& b = blocked_[pipe];
+  if (!b.active && pipe == instr.pipe) {  // the common case: no copy of the instruction
+    schedule(index, issue_time_, instr);
+    return;
+  }
+  Pending p{index, issue_time_, instr};
+  p.instr.pipe = pipe;
   if (b.active) {
     b.queued.push_back(std::move(p));
     return;
@@ -102,14 +99,28 @@ void CoreModel::issue(Instr instr) {
   schedule(p);
 }
 
-void CoreModel::schedule(const Pending& p) {
-  const Instr& in = p.instr;
-  uint64_t start = std::max(p.issue, pipe_free_[in.pipe]);
+// PIPE_ALL: every pipe drains before the barrier issues; a pipe blocked forever is a deadlock.
+void CoreModel::drain_for_barrier() {
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
+    if (blocked_[p].active) {
+      const Pending& w = blocked_[p].wait;
+      throw SimError(ErrorKind::kDeadlock,
+                     "deadlock: pipe_barrier(PIPE_ALL) #" + std::to_string(next_index_) +
+                         " waits for " + pipe_name(p) + ", which is blocked forever on " +
+                         where(w.instr.name, w.index, w.instr.loc) + " " + flag_text(w.instr) +
+                         " (no matching set_flag was issued before the barrier)");
+    }
+  }
+  for (uint64_t t : pipe_free_) issue_time_ = std::max(issue_time_, t);
+}
+
+void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
+  uint64_t start = std::max(issue, pipe_free_[in.pipe]);
   if (in.kind == InstrKind::kWaitFlag) {
     auto& q = fired_[flag_key(in.flag_src, in.flag_dst, in.flag_id)];
     if (q.empty()) {  // the set comes later in program order: block this pipe until then
       blocked_[in.pipe].active = true;
-      blocked_[in.pipe].wait = p;
+      blocked_[in.pipe].wait = Pending{index, issue, in};
       return;
     }
     start = std::max(start, q.front());
@@ -131,10 +142,9 @@ void CoreModel::schedule(const Pending& p) {
   }
   stats_.total_cycles = std::max(stats_.total_cycles, end);
   if (in.accesses.size > 0) {
-    hazards_.check_and_add({p.index, in.pipe, in.name, in.loc, start, end}, in.accesses,
-                           issue_time_);
+    hazards_.check_and_add({index, in.pipe, in.name, in.loc, start, end}, in.accesses, issue_time_);
   }
-  record(p, start, end);
+  record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {
     FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
     fired_[key].push_back(end);
@@ -159,7 +169,7 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
 // GM transfers are priced by the memory system at their absolute start; the rest by the
 // cost model alone.
 uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
-  if (!in.op.touches_gm() || chip_ == nullptr) return cost::cycles(platform_, in.op);
+  if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op);
   const Access* gm = nullptr;
   for (int i = 0; i < in.accesses.size; ++i) {
     if (in.accesses.items[i].space == PYPTO_GM) gm = &in.accesses.items[i];
@@ -171,6 +181,16 @@ uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
       static_cast<double>(at), cost::gm_lead(platform_, in.op, false),
       cost::gm_lead(platform_, in.op, true), cost::bandwidth(platform_, in.op.link), *gm);
   return cost::gm_cycles(platform_, in.op, phase);
+}
+
+// On-chip costs are a pure function of the description: a loop repeating one instruction
+// prices it once.
+uint64_t CoreModel::on_chip_cost(const OpDesc& op) {
+  if (!(op == last_op_)) {
+    last_op_ = op;
+    last_cost_ = cost::cycles(platform_, op);
+  }
+  return last_cost_;
 }
 
 void CoreModel::unblock_waiters(FlagKey key) {
@@ -196,10 +216,10 @@ void CoreModel::unblock_waiters(FlagKey key) {
   }
 }
 
-void CoreModel::record(const Pending& p, uint64_t start, uint64_t end) {
+void CoreModel::record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start,
+                       uint64_t end) {
   if (!record_) return;
-  const Instr& in = p.instr;
-  records_.push_back({p.index, in.kind, in.pipe, in.name, in.loc, p.issue, start, end, in.flag_src,
+  records_.push_back({index, in.kind, in.pipe, in.name, in.loc, issue, start, end, in.flag_src,
                       in.flag_dst, in.flag_id, in.bytes, in.addr});
 }
 

@@ -92,7 +92,7 @@ class CoreModel {
   // Issues one instruction in program order and schedules it (or queues it behind a
   // blocked wait). Throws SimError(kFlag) for an invalid flag, kDeadlock at a PIPE_ALL
   // barrier while a pipe is blocked.
-  void issue(Instr instr);
+  void issue(const Instr& instr);
   // Ends the kernel: throws kDeadlock naming the wait if a pipe is still blocked.
   void finish();
   // Places the model on a chip: times are relative to `origin` (the task's start, absolute);
@@ -125,12 +125,15 @@ class CoreModel {
 
   FlagKey flag_key(int src, int dst, int id) const;
   void check_flag(const Instr& instr) const;
-  void schedule(const Pending& p);
+  void schedule(uint32_t index, uint64_t issue, const Instr& in);
+  void schedule(const Pending& p) { schedule(p.index, p.issue, p.instr); }
   void unblock_waiters(FlagKey key);
-  void record(const Pending& p, uint64_t start, uint64_t end);
+  void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
   uint64_t cost_of(const Instr& in, uint64_t start);
+  uint64_t on_chip_cost(const OpDesc& op);
   void check_limits(const Instr& in) const;
+  void drain_for_barrier();
 
   const Platform& platform_;
   bool record_;
@@ -143,6 +146,8 @@ class CoreModel {
   std::array<Blocked, 7> blocked_{};
   std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
   HazardChecker hazards_;
+  OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
+  uint64_t last_cost_ = 0;
   std::vector<GmGate> gates_;
   CoreStats stats_;
   std::vector<InstrRecord> records_;

@@ -57,8 +57,9 @@ std::string Hazard::describe() const {
 void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported) {
   for (int p = 0; p < 7; ++p) {
     if (p == ref.pipe) continue;  // a pipe executes in order: no race with itself
-    const auto& q = live_[p];
-    for (auto it = q.rbegin(); it != q.rend() && it->ref.end > ref.start; ++it) {
+    const LiveRing& q = live_[p];
+    for (size_t i = 0; i < q.size() && q.from_back(i).ref.end > ref.start; ++i) {
+      const Live* it = &q.from_back(i);
       const char* kind = conflict_kind(it->access, acc);
       if (kind == nullptr || it->ref.index == ref.index) continue;
       if (!accesses_overlap(it->access, acc)) continue;
@@ -71,12 +72,57 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
   }
 }
 
+void HazardChecker::LiveRing::push_back(const Live& l) {
+  if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
+    std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));
+    for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
+    buf_.swap(grown);
+    mask_ = buf_.size() - 1;
+    head_ = 0;
+  }
+  buf_[(head_ + size_) & mask_] = l;
+  ++size_;
+}
+
+namespace {
+bool same_access(const Access& a, const Access& b) {
+  return a.space == b.space && a.base == b.base && a.rows == b.rows && a.row_bytes == b.row_bytes &&
+         a.stride == b.stride && a.write == b.write;
+}
+}  // namespace
+
+// The ring ends with exactly these accesses (in order). Replacing their instruction by a later
+// one on the same pipe loses no race: the later one ends no earlier and touches the same bytes.
+bool HazardChecker::LiveRing::repeats_tail(const AccessList& accesses) const {
+  const size_t n = static_cast<size_t>(accesses.size);
+  if (n == 0 || size_ < n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!same_access(from_back(n - 1 - i).access, accesses.items[i])) return false;
+  }
+  return true;
+}
+
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
                                   uint64_t horizon) {
-  std::vector<uint32_t> reported;
-  for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
+  // Only a pipe with an access still in flight when this one starts can race with it; most
+  // instructions find none and skip the scan.
+  bool overlapping = false;
+  for (int p = 0; p < 7; ++p) {
+    overlapping |= p != ref.pipe && !live_[p].empty() && live_[p].from_back(0).ref.end > ref.start;
+  }
+  if (overlapping) {
+    std::vector<uint32_t> reported;
+    for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
+  }
   auto& q = live_[ref.pipe];
-  while (!q.empty() && (q.front().ref.end <= horizon || q.size() >= kMaxInFlight)) q.pop_front();
+  if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
+    for (int i = 0; i < accesses.size; ++i) q.from_back(static_cast<size_t>(i)).ref = ref;
+    return;
+  }
+  while (!q.empty() && (q.front().ref.end <= horizon ||
+                        q.size() + static_cast<size_t>(accesses.size) > kMaxInFlight)) {
+    q.pop_front();
+  }
   for (int i = 0; i < accesses.size; ++i) q.push_back({ref, accesses.items[i]});
 }
 

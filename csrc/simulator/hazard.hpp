@@ -7,23 +7,25 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
 namespace pypto {
 
+// A plain aggregate (no member initialisers): an instruction's access list is built on every
+// issue, and zero-filling its unused slots cost more than the rest of the list. Value-
+// initialise (`Access{}`) where zeros are wanted.
 struct Access {
-  int space = 0;          // pypto_mem; GM accesses use host addresses
-  int64_t base = 0;       // first byte
-  int64_t rows = 1;       // number of rows
-  int64_t row_bytes = 0;  // bytes per row
-  int64_t stride = 0;     // bytes between row starts (== row_bytes when contiguous)
-  bool write = false;
+  int space;          // pypto_mem; GM accesses use host addresses
+  int64_t base;       // first byte
+  int64_t rows;       // number of rows
+  int64_t row_bytes;  // bytes per row
+  int64_t stride;     // bytes between row starts (== row_bytes when contiguous)
+  bool write;
 };
 
 struct AccessList {
-  std::array<Access, 4> items;
+  std::array<Access, 4> items;  // only the first `size` are set
   int size = 0;
   void add(const Access& a) { items[size++] = a; }
 };
@@ -63,9 +65,29 @@ class HazardChecker {
     InstrRef ref;
     Access access;
   };
+  // In-flight accesses of one pipe, oldest first: a ring that grows by doubling up to
+  // kMaxInFlight (a deque would allocate a block every few instructions).
+  class LiveRing {
+   public:
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    const Live& front() const { return buf_[head_]; }
+    const Live& from_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
+    Live& from_back(size_t i) { return buf_[(head_ + size_ - 1 - i) & mask_]; }
+    bool repeats_tail(const AccessList& accesses) const;
+    void pop_front() {
+      head_ = (head_ + 1) & mask_;
+      --size_;
+    }
+    void push_back(const Live& l);
+
+   private:
+    std::vector<Live> buf_;  // capacity a power of two
+    size_t mask_ = 0, head_ = 0, size_ = 0;
+  };
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
-  std::array<std::deque<Live>, 7> live_;
+  std::array<LiveRing, 7> live_;
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

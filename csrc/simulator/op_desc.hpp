@@ -27,7 +27,20 @@ enum class OpClass : uint8_t {
 };
 
 // Which vector cost row of the platform table an op uses.
-enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt, kCmp, kSel, kBitwise, kTrig, kGather, kSort };
+enum class VecClass : uint8_t {
+  kBinary,
+  kUnary,
+  kExp,
+  kDiv,
+  kReduce,
+  kCvt,
+  kCmp,
+  kSel,
+  kBitwise,
+  kTrig,
+  kGather,
+  kSort
+};
 
 // Which bandwidth of the platform table a transfer runs at.
 enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb };
@@ -48,9 +61,17 @@ struct OpDesc {
     d.cycles = c;
     return d;
   }
+  bool operator==(const OpDesc& o) const {
+    return cls == o.cls && vec == o.vec && link == o.link && bytes == o.bytes && rows == o.rows &&
+           row_bytes == o.row_bytes && m == o.m && k == o.k && n == o.n && in_esize == o.in_esize &&
+           cycles == o.cycles && atomic == o.atomic;
+  }
+  // (Compare every field: the core model reuses the cost of an equal description.)
   bool touches_gm() const {
     return cls == OpClass::kGmRead || cls == OpClass::kGmWrite || cls == OpClass::kFixpipeGm;
   }
 };
+
+static_assert(sizeof(OpDesc) == 80, "a new OpDesc field must join operator==");
 
 }  // namespace pypto

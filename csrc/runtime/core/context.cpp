@@ -9,7 +9,6 @@
 
 namespace pypto {
 namespace {
-thread_local CoreContext* g_current = nullptr;
 // On-chip storage returned by finished cores, reused by the next core on this thread.
 thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool;
 }  // namespace
@@ -45,14 +44,17 @@ void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void
       {tensor_base, dst, dtype, n, std::vector<uint8_t>(bytes, bytes + n * dtype_size(dtype))});
 }
 
-CoreContext& current_core() {
-  if (g_current == nullptr) {
-    throw SimError(ErrorKind::kInternal, "an ISA call was made outside a running kernel");
-  }
-  return *g_current;
-}
+namespace detail {
+__thread CoreContext* current_core_ptr = nullptr;
 
-CoreBinding::CoreBinding(CoreContext* core) : previous_(g_current) { g_current = core; }
-CoreBinding::~CoreBinding() { g_current = previous_; }
+void no_running_kernel() {
+  throw SimError(ErrorKind::kInternal, "an ISA call was made outside a running kernel");
+}
+}  // namespace detail
+
+CoreBinding::CoreBinding(CoreContext* core) : previous_(detail::current_core_ptr) {
+  detail::current_core_ptr = core;
+}
+CoreBinding::~CoreBinding() { detail::current_core_ptr = previous_; }
 
 }  // namespace pypto

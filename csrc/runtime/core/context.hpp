@@ -50,6 +50,15 @@ struct CoreContext {
   int64_t capacity(int mem) const { return capacities[mem]; }
 
   const Platform& platform;
+  // Tile descriptors that passed every check on this core (they depend only on the descriptor
+  // and the platform): a loop re-issuing the same tiles skips the checks. Direct-mapped by
+  // descriptor address; an entry is used only if the descriptor's bytes are unchanged.
+  struct CheckedTile {
+    pypto_tile desc{};
+    uint8_t* data = nullptr;
+    int64_t esize = 0;
+  };
+  std::array<CheckedTile, 16> checked{};
   std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space
@@ -72,8 +81,18 @@ struct CoreContext {
   void atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n);
 };
 
+namespace detail {
+// `__thread` (not thread_local): a plain pointer with no dynamic initialiser, so every ISA
+// call reads it directly instead of through a TLS wrapper function.
+extern __thread CoreContext* current_core_ptr;
+[[noreturn]] void no_running_kernel();
+}  // namespace detail
+
 // The core of the running kernel; throws SimError(kInternal) when no kernel is running.
-CoreContext& current_core();
+inline CoreContext& current_core() {
+  if (detail::current_core_ptr == nullptr) detail::no_running_kernel();
+  return *detail::current_core_ptr;
+}
 
 // Binds `core` as current for the lifetime of the guard (restores the previous one).
 class CoreBinding {

@@ -16,11 +16,6 @@ void fail(ErrorKind kind, const char* op, const std::string& message) {
                  std::string(op) + ": " + message + (loc[0] ? std::string(" at ") + loc : ""));
 }
 
-Access TileView::access(bool write) const {
-  int64_t pitch = cols * esize;
-  return {mem, addr, valid_rows, valid_cols * esize, pitch, write};
-}
-
 Access GmWindow::access(bool write) const {
   return {PYPTO_GM,     static_cast<int64_t>(reinterpret_cast<intptr_t>(data)),
           rows,         row_bytes,
@@ -35,65 +30,75 @@ int64_t sat_add(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
-// The crash breadcrumb: the instruction being executed and its kernel line (see checks.hpp).
-std::atomic<const char*> g_last_op{""}, g_last_loc{""};
-
 }  // namespace
 
-void note_instruction(const char* op, const char* loc) {
-  g_last_op.store(op, std::memory_order_relaxed);
-  g_last_loc.store(loc, std::memory_order_relaxed);
-}
+std::atomic<const char*> g_last_op{""}, g_last_loc{""};
 
 const char* last_instruction_op() { return g_last_op.load(std::memory_order_relaxed); }
 const char* last_instruction_loc() { return g_last_loc.load(std::memory_order_relaxed); }
 
-TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces) {
-  CoreContext& core = current_core();
-  note_instruction(op, core.loc);
-  // Built only on failure: this runs for every operand of every instruction.
-  auto who = [operand] { return std::string("operand '") + operand + "'"; };
-  if (t == nullptr) fail(ErrorKind::kInternal, op, who() + " is a null tile");
+namespace {
+
+// Why `t` is not a usable tile of `spaces` on `core` (the slow path of check_tile).
+[[noreturn]] void refuse_tile(const CoreContext& core, const pypto_tile* t, const char* op,
+                              const char* operand, unsigned spaces) {
+  const std::string who = std::string("operand '") + operand + "'";
+  if (t == nullptr) fail(ErrorKind::kInternal, op, who + " is a null tile");
   if (t->mem <= PYPTO_GM || t->mem >= PYPTO_NUM_MEM || !(spaces & mem_bit(t->mem))) {
     fail(ErrorKind::kMemorySpace, op,
-         who() + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
+         who + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
   }
   if (t->dtype < 0 || t->dtype > PYPTO_BOOL)
-    fail(ErrorKind::kDType, op, who() + " has an unknown dtype");
+    fail(ErrorKind::kDType, op, who + " has an unknown dtype");
   if (t->rows <= 0 || t->cols <= 0 || t->valid_rows < 0 || t->valid_cols < 0 ||
       t->valid_rows > t->rows || t->valid_cols > t->cols) {
     fail(ErrorKind::kShape, op,
-         who() + " has shape " + shape_text(t->rows, t->cols) + " with valid shape " +
+         who + " has shape " + shape_text(t->rows, t->cols) + " with valid shape " +
              shape_text(t->valid_rows, t->valid_cols));
   }
-  // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
-  // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
-  const int64_t esize = static_cast<int64_t>(dtype_size(t->dtype));
   const int64_t cap = core.capacity(t->mem);
   int64_t bytes = 0;
-  if (__builtin_mul_overflow(int64_t{t->rows} * t->cols, esize, &bytes)) bytes = INT64_MAX;
+  if (__builtin_mul_overflow(int64_t{t->rows} * t->cols, dtype_size(t->dtype), &bytes)) {
+    bytes = INT64_MAX;
+  }
   if (bytes > cap || t->addr < 0 || t->addr > cap - bytes) {
     fail(ErrorKind::kMemorySpace, op,
-         who() + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
+         who + " " + dtype_name(t->dtype) + shape_text(t->rows, t->cols) + " at " +
              mem_name(t->mem) + " [" + std::to_string(t->addr) + ", " +
              std::to_string(sat_add(t->addr, bytes)) + ") lies outside " + mem_name(t->mem) +
              " (capacity " + std::to_string(cap) + " B)");
   }
-  const int64_t align = core.platform.alignment_bytes;
-  if (align > 1 && t->addr % align != 0) {
-    fail(ErrorKind::kMemorySpace, op,
-         who() + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
-             std::to_string(align) + "-byte aligned");
+  fail(ErrorKind::kMemorySpace, op,
+       who + " address " + std::to_string(t->addr) + " in " + mem_name(t->mem) + " is not " +
+           std::to_string(core.platform.alignment_bytes) + "-byte aligned");
+}
+
+}  // namespace
+
+// One pass of cheap tests; the message is built only when one fails (refuse_tile re-derives
+// which).
+TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
+                          unsigned spaces) {
+  CoreContext& core = current_core();
+  CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
+  bool ok = t != nullptr && t->mem > PYPTO_GM && t->mem < PYPTO_NUM_MEM &&
+            (spaces & mem_bit(t->mem)) && t->dtype >= 0 && t->dtype <= PYPTO_BOOL && t->rows > 0 &&
+            t->cols > 0 && t->valid_rows >= 0 && t->valid_cols >= 0 && t->valid_rows <= t->rows &&
+            t->valid_cols <= t->cols;
+  // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
+  // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
+  const int64_t esize = ok ? static_cast<int64_t>(dtype_size(t->dtype)) : 0;
+  int64_t bytes = 0;
+  if (ok) {
+    const int64_t cap = core.capacity(t->mem);
+    const int64_t align = core.platform.alignment_bytes;
+    ok = !__builtin_mul_overflow(int64_t{t->rows} * t->cols, esize, &bytes) && bytes <= cap &&
+         t->addr >= 0 && t->addr <= cap - bytes && (align <= 1 || t->addr % align == 0);
   }
-  return {core.space_data(t->mem) + t->addr,
-          esize,
-          t->rows,
-          t->cols,
-          t->valid_rows,
-          t->valid_cols,
-          t->dtype,
-          t->mem,
-          t->addr};
+  if (!ok) refuse_tile(core, t, op, operand, spaces);
+  seen = {*t, core.space_data(t->mem) + t->addr, esize};
+  return {seen.data,     esize,    t->rows, t->cols, t->valid_rows,
+          t->valid_cols, t->dtype, t->mem,  t->addr};
 }
 
 namespace {
@@ -162,21 +167,16 @@ void check_writable(const pypto_tensor* t, const char* op) {
            ", whose memory is read-only (a read-only array or memory map); pass a writable array");
 }
 
-void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what) {
-  if (a.dtype != b.dtype) {
-    fail(ErrorKind::kDType, op,
-         std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) + " vs " +
-             dtype_name(b.dtype) + ")");
-  }
+void refuse_dtypes(const TileView& a, const TileView& b, const char* op, const char* what) {
+  fail(ErrorKind::kDType, op,
+       std::string(what) + ": dtypes differ (" + dtype_name(a.dtype) + " vs " +
+           dtype_name(b.dtype) + ")");
 }
 
-void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
-                            const char* what) {
-  if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) {
-    fail(ErrorKind::kShape, op,
-         std::string(what) + ": shapes differ (" + shape_text(a.valid_rows, a.valid_cols) + " vs " +
-             shape_text(b.valid_rows, b.valid_cols) + ")");
-  }
+void refuse_shapes(const TileView& a, const TileView& b, const char* op, const char* what) {
+  fail(ErrorKind::kShape, op,
+       std::string(what) + ": shapes differ (" + shape_text(a.valid_rows, a.valid_cols) + " vs " +
+           shape_text(b.valid_rows, b.valid_cols) + ")");
 }
 
 OpDesc vector_op(VecClass c, int64_t bytes) {

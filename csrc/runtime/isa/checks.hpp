@@ -1,6 +1,7 @@
 // Operand checks shared by every ISA op. Each failure throws a SimError that names the
 // instruction, the operand, the numbers involved and the kernel source line.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -23,7 +24,9 @@ struct TileView {
   bool full_rows() const { return valid_cols == cols; }
   int64_t valid_elems() const { return valid_rows * valid_cols; }
   int64_t valid_bytes() const { return valid_elems() * esize; }
-  Access access(bool write) const;
+  Access access(bool write) const {
+    return {mem, addr, valid_rows, valid_cols * esize, cols * esize, write};
+  }
 };
 
 // A checked GM window of a tensor's last two dims.
@@ -38,20 +41,57 @@ struct GmWindow {
 // Bit mask of allowed memory spaces, e.g. mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT).
 constexpr unsigned mem_bit(int mem) { return 1u << mem; }
 
-TileView check_tile(const pypto_tile* t, const char* op, const char* operand, unsigned spaces);
+// The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
+// globals so a fatal-signal handler can report where a native fault happened.
+extern std::atomic<const char*> g_last_op, g_last_loc;
+inline void note_instruction(const char* op, const char* loc) {
+  g_last_op.store(op, std::memory_order_relaxed);
+  g_last_loc.store(loc, std::memory_order_relaxed);
+}
+const char* last_instruction_op();
+const char* last_instruction_loc();
+
+// Checks a tile operand of `op` against the current core: space in `spaces`, dtype, shape,
+// bounds and alignment. A descriptor this core already checked with the same bytes is not
+// checked again (the result depends only on the descriptor and the platform), which keeps the
+// per-instruction cost of a loop low.
+inline size_t checked_slot(const pypto_tile* t) {
+  return (reinterpret_cast<uintptr_t>(t) >> 5) & 15;
+}
+TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
+                          unsigned spaces);
+inline TileView check_tile(const pypto_tile* t, const char* op, const char* operand,
+                           unsigned spaces) {
+  CoreContext& core = current_core();
+  note_instruction(op, core.loc);
+  const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
+  const pypto_tile& d = seen.desc;
+  if (t != nullptr && seen.data != nullptr && d.addr == t->addr && d.mem == t->mem &&
+      d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
+      d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
+      (spaces & mem_bit(t->mem))) {
+    return {seen.data,     seen.esize, t->rows, t->cols, t->valid_rows,
+            t->valid_cols, t->dtype,   t->mem,  t->addr};
+  }
+  return check_tile_fully(t, op, operand, spaces);
+}
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op);
 // Refuses a TSTORE / atomic add into a tensor flagged input or read-only (abi.h).
 void check_writable(const pypto_tensor* t, const char* op);
-void check_same_dtype(const TileView& a, const TileView& b, const char* op, const char* what);
-void check_same_valid_shape(const TileView& a, const TileView& b, const char* op, const char* what);
+[[noreturn]] void refuse_dtypes(const TileView& a, const TileView& b, const char* op,
+                                const char* what);
+[[noreturn]] void refuse_shapes(const TileView& a, const TileView& b, const char* op,
+                                const char* what);
+inline void check_same_dtype(const TileView& a, const TileView& b, const char* op,
+                             const char* what) {
+  if (a.dtype != b.dtype) refuse_dtypes(a, b, op, what);
+}
+inline void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
+                                   const char* what) {
+  if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) refuse_shapes(a, b, op, what);
+}
 std::string shape_text(int64_t rows, int64_t cols);
-
-// The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
-// globals so a fatal-signal handler can report where a native fault happened.
-void note_instruction(const char* op, const char* loc);
-const char* last_instruction_op();
-const char* last_instruction_loc();
 
 // Issues an op instruction on the current core's timing model; `op` says what the cost
 // model prices.

@@ -107,14 +107,13 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
   // Only a pipe with an access still in flight when this one starts can race with it; most
   // instructions find none and skip the scan.
   bool overlapping = false;
-  for (int p = 0; p < 7; ++p) {
-    overlapping |= p != ref.pipe && !live_[p].empty() && live_[p].from_back(0).ref.end > ref.start;
-  }
+  for (int p = 0; p < 7; ++p) overlapping |= p != ref.pipe && latest_end_[p] > ref.start;
   if (overlapping) {
     std::vector<uint32_t> reported;
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
   auto& q = live_[ref.pipe];
+  if (accesses.size > 0) latest_end_[ref.pipe] = ref.end;
   if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
     for (int i = 0; i < accesses.size; ++i) q.from_back(static_cast<size_t>(i)).ref = ref;
     return;

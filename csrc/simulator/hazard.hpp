@@ -88,6 +88,8 @@ class HazardChecker {
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
   std::array<LiveRing, 7> live_;
+  // Per pipe, the end of its newest access (pipes run in order: no kept access ends later).
+  std::array<uint64_t, 7> latest_end_{};
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

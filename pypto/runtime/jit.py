@@ -204,25 +204,24 @@ class CompiledProgram:
         writable |= set(range(len(self.tensor_params), n_table))
         extra: list[int] = []
         tasks = []
-        for t in self.plan.tasks:
-            only_read = (t.reads - t.writes) & writable
+        for kernel, tensors, scalars, cube, deps, gates, block_idx, block_num, only_read in self.launch_specs:
             indices = []
-            for j in t.tensors:
-                if j in only_read:
+            for j in tensors:
+                if j in only_read and j in writable:
                     extra.append(j)
                     j = n_table + len(extra) - 1
                 indices.append(j)
             tasks.append(
                 (
-                    str(self.kernels[t.kernel]),
-                    t.kernel,
+                    str(self.kernels[kernel]),
+                    kernel,
                     indices,
-                    [scalar_slot(v, name=t.kernel) for v in t.scalars],
-                    int(t.cube),
-                    list(t.start_deps),
-                    list(t.write_gates),
-                    t.block_idx,
-                    t.block_num,
+                    [scalar_slot(v, name=kernel) for v in scalars],
+                    int(cube),
+                    list(deps),
+                    list(gates),
+                    block_idx,
+                    block_num,
                 )
             )
         cached = self.__dict__["_native_cache"] = (tasks, extra)
@@ -244,10 +243,22 @@ class CompiledProgram:
             raise ArgumentError(e.message, self.program.span) from None
 
     @functools.cached_property
-    def task_specs(self) -> list[tuple]:
-        """Per task: (kernel, tensor indices, scalar values, is_cube, start deps, write gates)."""
+    def launch_specs(self) -> list[tuple]:
+        """Per task, as plain data (what a program-cache hit restores instead of the plan):
+        (kernel, tensor indices, scalar values, is_cube, start deps, write gates, block index,
+        block count, the tensors it only reads)."""
         return [
-            (t.kernel, list(t.tensors), list(t.scalars), t.cube, list(t.start_deps), list(t.write_gates))
+            (
+                t.kernel,
+                tuple(t.tensors),
+                tuple(t.scalars),
+                t.cube,
+                t.start_deps,
+                tuple(t.write_gates),
+                t.block_idx,
+                t.block_num,
+                frozenset(t.reads - t.writes),
+            )
             for t in self.plan.tasks
         ]
 
@@ -266,9 +277,9 @@ class CompiledProgram:
 
         plat = self._platform()[0]
         report = scheduled_report(plat.name, plat.clock_hz, results)
-        if len(report.tasks) == len(self.plan.tasks):  # one result per planned task, in order
-            for t, planned in zip(report.tasks, self.plan.tasks):
-                t.deps = planned.start_deps
+        if len(report.tasks) == len(self.launch_specs):  # one result per planned task, in order
+            for t, planned in zip(report.tasks, self.launch_specs):
+                t.deps = planned[4]
         if trace:  # records are kept only then: recording off costs nothing
             from pypto.runtime.cache_files import ensure_dir
             from pypto.runtime.trace import write_traces
@@ -435,7 +446,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
     del state["program"], state["plan"]
     state["_blobs"] = {"program": entry.program_blob, "plan": entry.plan_blob}
     state.update(
-        task_specs=entry.task_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
+        launch_specs=entry.launch_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
     )
     if config.output_dir is not None:  # the user's folder gets a compile's artifacts
         from pypto.runtime.cache_files import atomic_write, ensure_dir
@@ -508,7 +519,7 @@ def _compile(
             {
                 "program_blob": pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL),
                 "plan_blob": pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL),
-                "task_specs": compiled.task_specs,
+                "launch_specs": compiled.launch_specs,
                 "intermediates": compiled.intermediates,
                 "cube_kernels": compiled.cube_kernels,
                 "param_names": names,

@@ -49,7 +49,7 @@ from pypto.runtime.cache_files import digest as file_digest
 
 log = Logger(__name__)
 
-_SALT = b"pypto-program-cache-2"
+_SALT = b"pypto-program-cache-3"
 _ABSENT = ("absent",)
 # Versioned packages: their modules are recorded by name, their objects by a value repr.
 _VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
@@ -67,7 +67,7 @@ class Entry:
     deps: tuple  # the kernel function's dependency record, see _record_fn
     program_blob: bytes  # the lowered IR, pickled on its own: unpickled only when read
     plan_blob: bytes  # the launch plan, likewise
-    task_specs: list[tuple]  # what a run needs of the plan, as plain data
+    launch_specs: list[tuple]  # what a run needs of the plan, as plain data
     intermediates: list[tuple]
     cube_kernels: list[str]
     param_names: list[str]

@@ -22,8 +22,12 @@ Array zeroed(size_t n) {
 }  // namespace
 
 struct MemorySystem::Store {
-  size_t entries = 0;
+  size_t entries = 0, sets = 0;
   Array tags, stamps;
+  // Per set: (run << 8) | ways filled in that run. A run fills a set's ways in order, so a
+  // lookup scans only the ways this run filled, and a miss with a free way takes it without
+  // an LRU search (a streaming kernel never searches).
+  Array filled;
   uint64_t clock = 0;  // LRU stamps; grows across runs
 };
 
@@ -31,14 +35,17 @@ MemorySystem::MemorySystem(const Platform& p)
     : platform_(p), line_bytes_(std::max<int64_t>(p.l2_line_bytes, 1)) {
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
+  ways_ = std::min<size_t>(ways_, 255);  // the fill count is 8 bits (overrides are checked)
   thread_local Store store;
-  if (store.entries != sets_ * ways_) {
+  if (store.entries != sets_ * ways_ || store.sets != sets_) {
     store.entries = sets_ * ways_;
+    store.sets = sets_;
     store.tags = zeroed(store.entries);
     store.stamps = zeroed(store.entries);
+    store.filled = zeroed(sets_);
   }
   store_ = &store;
-  epoch_ = store.clock;
+  epoch_ = ++store.clock;  // a new run id: sets filled by earlier runs read as empty
 }
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {
@@ -53,18 +60,26 @@ uint64_t MemorySystem::canonical(int64_t host) const {
   return static_cast<uint64_t>(host);  // an unregistered buffer: tagged by its address
 }
 
-bool MemorySystem::lookup(uint64_t line) {
+bool MemorySystem::lookup(size_t set, uint64_t line) {
   const uint64_t tag = line + 1;
-  const size_t set = static_cast<size_t>(line % sets_);  // consecutive lines, consecutive sets
   uint64_t* tags = store_->tags.get() + set * ways_;
   uint64_t* stamps = store_->stamps.get() + set * ways_;
-  size_t victim = 0;
-  for (size_t w = 0; w < ways_; ++w) {
-    if (tags[w] == tag && stamps[w] > epoch_) {
+  uint64_t& filled = store_->filled.get()[set];
+  const size_t valid = (filled >> 8) == epoch_ ? static_cast<size_t>(filled & 0xff) : 0;
+  for (size_t w = 0; w < valid; ++w) {
+    if (tags[w] == tag) {
       stamps[w] = ++store_->clock;
       return true;
     }
-    if (stamps[w] < stamps[victim]) victim = w;  // stale entries (<= epoch_) go first
+  }
+  size_t victim = valid;
+  if (valid < ways_) {
+    filled = (epoch_ << 8) | (valid + 1);
+  } else {  // full: the least recently used way
+    victim = 0;
+    for (size_t w = 1; w < ways_; ++w) {
+      if (stamps[w] < stamps[victim]) victim = w;
+    }
   }
   tags[victim] = tag;
   stamps[victim] = ++store_->clock;
@@ -80,11 +95,13 @@ double MemorySystem::hit_fraction(const Access& gm) {
     const uint64_t lo = canonical(gm.base + r * gm.stride);
     const uint64_t first = lo >> shift,
                    end = (lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
-    for (uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1); line <= end;
-         ++line) {
-      hits += lookup(line) ? 1 : 0;
+    uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
+    size_t set = static_cast<size_t>(line % sets_);  // consecutive lines, consecutive sets
+    for (; line <= end; ++line) {
+      hits += lookup(set, line) ? 1 : 0;
       ++total;
       last = line;
+      set = set + 1 == sets_ ? 0 : set + 1;
     }
   }
   stats_.l2_hits += hits;

@@ -54,7 +54,7 @@ class MemorySystem {
   };
   uint64_t canonical(int64_t host) const;
   double hit_fraction(const Access& gm);
-  bool lookup(uint64_t line);  // true on a hit; a miss installs the line
+  bool lookup(size_t set, uint64_t line);  // true on a hit; a miss installs the line
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);
 
@@ -64,7 +64,8 @@ class MemorySystem {
   size_t sets_, ways_;
   // The tag store (sets_ x ways_ tags and LRU stamps) is kept per thread and reused by the
   // next run: no 192 MiB-L2-sized allocation per launch. An entry is valid only if stamped
-  // after this run began (epoch_), so runs never see each other's lines.
+  // after this run began (epoch_), so runs never see each other's lines; `filled` (per set) does
+  // the same for the ways a run has filled.
   struct Store;
   Store* store_;
   uint64_t epoch_ = 0;

@@ -159,6 +159,11 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
 // GM transfers are priced by the memory system at their absolute start; the rest by the
 // cost model alone.
 uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
+  if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
+    const uint64_t c = cost::cycles(platform_, in.op, start == vector_run_end_);
+    vector_run_end_ = start + c;
+    return c;
+  }
   if (!in.op.touches_gm() || chip_ == nullptr) return cost::cycles(platform_, in.op);
   const Access* gm = nullptr;
   for (int i = 0; i < in.accesses.size; ++i) {
@@ -169,7 +174,7 @@ uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
   chip_->reach(at);
   const double phase = chip_->memory().transfer(
       static_cast<double>(at), cost::gm_lead(platform_, in.op, false),
-      cost::gm_lead(platform_, in.op, true), cost::bandwidth(platform_, in.op.link), *gm);
+      cost::gm_lead(platform_, in.op, true), cost::port_bandwidth(platform_, in.op), *gm);
   return cost::gm_cycles(platform_, in.op, phase);
 }
 

@@ -140,6 +140,7 @@ class CoreModel {
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, 7> pipe_free_{};
+  uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, 7> blocked_{};
   std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
   HazardChecker hazards_;

@@ -30,7 +30,7 @@ enum class OpClass : uint8_t {
 enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt, kCmp, kSel, kBitwise, kTrig, kGather, kSort };
 
 // Which bandwidth of the platform table a transfer runs at.
-enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb };
+enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb, kL0cToL1 };
 
 struct OpDesc {
   OpClass cls = OpClass::kFixed;
@@ -39,6 +39,7 @@ struct OpDesc {
   int64_t bytes = 0;                          // bytes moved or processed
   int64_t rows = 0;                           // rows of a transfer / reduction / FIXPIPE drain
   int64_t row_bytes = 0;                      // bytes per row of a GM transfer
+  int64_t acc_row_bytes = 0;                  // FIXPIPE: L0C bytes of one drained row
   int64_t m = 0, k = 0, n = 0, in_esize = 0;  // matmul
   uint64_t cycles = 0;                        // kFixed only
   bool atomic = false;  // a GM write that accumulates (atomic adds commute: never a race)

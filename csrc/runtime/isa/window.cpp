@@ -149,8 +149,9 @@ OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t 
   if (r.pipe == PYPTO_MTE1) o.link = d.mem == PYPTO_RIGHT ? Link::kL1ToL0b : Link::kL1ToL0a;
   if (r.pipe == PYPTO_FIXPIPE) {
     o.cls = OpClass::kFixpipe;
-    o.link = Link::kL0cToGm;
+    o.link = Link::kL0cToL1;
     o.rows = rows;
+    o.acc_row_bytes = cols * src_esize;
     o.bytes = rows * cols * d.esize;
   }
   return o;

@@ -45,7 +45,9 @@ class RunConfig:
             )
         profiles = platforms.cost_profiles()
         if not isinstance(self.cost_profile, str) or self.cost_profile not in profiles:
-            raise ConfigError(f"unknown cost_profile {self.cost_profile!r}; valid profiles: {', '.join(profiles)}")
+            raise ConfigError(
+                f"unknown cost_profile {self.cost_profile!r}; valid profiles: {', '.join(profiles)}"
+            )
         if self.memory_planner is not None and not isinstance(self.memory_planner, MemoryPlanner):
             raise ConfigError(
                 f"memory_planner must be a pypto.passes.MemoryPlanner, got {self.memory_planner!r}"

@@ -53,9 +53,8 @@ def kernel_rows() -> list[str]:
     lines.append(
         f"128 B-row weight-load-bound matmul: +{penalty:.1%} vs 512 B rows (device band 16-25%: {ok})"
     )
-    lines.append(
-        f"  same kernels under cost_profile='pto-isa' (no request cost): {granularity_penalty('pto-isa'):+.1%}"
-    )
+    pto = granularity_penalty("pto-isa")
+    lines.append(f"  same kernels under cost_profile='pto-isa' (no request cost): {pto:+.1%}")
     x = np.ones((TR, TC), np.float32)
     b, c = np.zeros_like(x), np.zeros_like(x)
     two_tasks(x, b, c, config=RunConfig(trace=True, output_dir="build_calibrate"))
@@ -70,9 +69,10 @@ def kernel_rows() -> list[str]:
     alone = cal.measure(
         "device", "MTE2", {"class": "gm_read", "link": "gm_to_ub", "rows": TR, "row_bytes": TC * 4}
     )
-    same = "equal" if load["end"] - load["start"] == alone else "DIFFERENT"
+    took = load["end"] - load["start"]
+    same = "equal" if took == alone else "DIFFERENT"
     lines.append(
-        f"a kernel's TLOAD {TR}x{TC} fp32: {load['end'] - load['start']} cycles; the same instruction alone: {alone} ({same})"
+        f"a kernel's TLOAD {TR}x{TC} fp32: {took} cycles; the same instruction alone: {alone} ({same})"
     )
     return lines
 

@@ -9,12 +9,13 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pypto import _native, platforms
 from pypto.errors import ConfigError
 from pypto.hardware import PIPES
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run_kernel_file
 from pypto.tools import calibration as cal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,3 +211,25 @@ def test_platform_overrides_apply_on_top_of_either_profile():
     m.instr(V, {"class": "vector", "vec": "exp", "bytes": 1024})
     m.finish()
     assert _durations(m) == [5 + 4 * 4]
+
+
+def test_a_kernel_instruction_costs_what_its_calibration_case_costs(fixture_kernel):
+    a = np.ones((64, 128), np.float32)
+    seen = {}
+    for profile in ("device", "pto-isa"):
+        plat = platforms.get("a2a3sim", profile)
+        rep = run_kernel_file(
+            fixture_kernel("exp_single_buffer"),
+            [a, np.zeros_like(a)],
+            outputs={1},
+            platform=plat,
+            record=True,
+        )
+        rows = {r["name"]: r["end"] - r["start"] for r in rep.tasks[0].trace.rows()}
+        load = cal.measure(
+            profile, "MTE2", {"class": "gm_read", "link": "gm_to_ub", "rows": 64, "row_bytes": 512}
+        )
+        exp = cal.measure(profile, "VECTOR", {"class": "vector", "vec": "exp", "bytes": 64 * 128 * 4})
+        assert (rows["TLOAD"], rows["TEXP"]) == (load, exp)
+        seen[profile] = rep.cycles
+    assert seen["device"] != seen["pto-isa"]

@@ -240,7 +240,16 @@ def device_rows() -> list[Row]:
             )
     for vec in ("cvt", "cmp", "sel", "bitwise", "reduce", "trig", "gather", "sort"):
         spec = {"class": "vector", "vec": vec, "bytes": 16 * KB}
-        rows.append(Row(f"vector {vec}", "cold 16KB", measure(p, "VECTOR", spec), None, "none", "assumption"))
+        for warm in (False, True):
+            case = f"{'warm' if warm else 'cold'} 16KB"
+            rows.append(
+                Row(f"vector {vec}", case, measure(p, "VECTOR", spec, warm), None, "none", "assumption")
+            )
+    copy = {"class": "vector", "vec": "unary", "bytes": 16 * KB}  # a UB -> UB TMOV is a vector copy
+    base, slope = DEVICE_VECTOR["unary"]
+    rows.append(
+        Row("TMOV ub_to_ub", "16KB", measure(p, "VECTOR", copy), base + slope * 64, "device", "sweeps: unary")
+    )
     total, busy = flag_cycles(p)
     rows.append(Row("flags", "set_flag: issue + pipe", total, 1.0, "device", "sweeps: ~1 cycle"))
     rows.append(Row("flags", "set_flag: pipe busy", busy, None, "none", "no pipe time"))

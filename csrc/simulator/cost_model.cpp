@@ -38,6 +38,10 @@ const VecCost& vec_row(const Platform& p, VecClass c) {
       return p.vec_gather;
     case VecClass::kSort:
       return p.vec_sort;
+    case VecClass::kAdd:
+      return p.vec_add;
+    case VecClass::kCopy:
+      return p.vec_copy;
     default:
       return p.vec_unary;
   }

@@ -27,7 +27,7 @@ enum class OpClass : uint8_t {
 };
 
 // Which vector cost row of the platform table an op uses.
-enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt, kCmp, kSel, kBitwise, kTrig, kGather, kSort };
+enum class VecClass : uint8_t { kBinary, kUnary, kExp, kDiv, kReduce, kCvt, kCmp, kSel, kBitwise, kTrig, kGather, kSort, kAdd, kCopy };
 
 // Which bandwidth of the platform table a transfer runs at.
 enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb, kL0cToL1 };

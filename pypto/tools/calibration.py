@@ -44,6 +44,8 @@ PTO_ISA_GIB_S = {
 # pto-isa's CCE vector stream model: (head + tail at stream start, slope per repeat), the
 # intrinsic each of our classes reproduces.
 PTO_ISA_VECTOR = {
+    "add": ("vadd", 14 + 18, 1),
+    "copy": ("vcopy", 11 + 13, 1),
     "binary": ("vmul", 13 + 19, 2),
     "unary": ("vadds", 13 + 18, 1),
     "exp": ("vexp", 13 + 24, 4),
@@ -54,7 +56,14 @@ PTO_ISA_VECTOR = {
     "bitwise": ("vand", 6, 2),
 }
 # The device sweeps' single-instruction vector figures: (base, cycles per repeat).
-DEVICE_VECTOR = {"binary": (24, 2.1), "unary": (23, 1.0), "exp": (31, 2.0), "div": (31, 4.0)}
+DEVICE_VECTOR = {
+    "add": (24, 2.1),  # add is one of the swept binary fp32 ops
+    "binary": (24, 2.1),
+    "copy": (23, 1.0),  # copies and fills are unary ops
+    "unary": (23, 1.0),
+    "exp": (31, 2.0),
+    "div": (31, 4.0),
+}
 # Upstream PyPTO L0CostModel (a2a3, on-device sweeps).
 DEVICE_L0 = {
     "l1_to_l0a": 129.7,
@@ -245,7 +254,7 @@ def device_rows() -> list[Row]:
             rows.append(
                 Row(f"vector {vec}", case, measure(p, "VECTOR", spec, warm), None, "none", "assumption")
             )
-    copy = {"class": "vector", "vec": "unary", "bytes": 16 * KB}  # a UB -> UB TMOV is a vector copy
+    copy = {"class": "vector", "vec": "copy", "bytes": 16 * KB}  # a UB -> UB TMOV is a vector copy
     base, slope = DEVICE_VECTOR["unary"]
     rows.append(
         Row("TMOV ub_to_ub", "16KB", measure(p, "VECTOR", copy), base + slope * 64, "device", "sweeps: unary")

@@ -118,7 +118,7 @@ void relayout(const TileView& d, const TileView& s) {
 }
 
 OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
-  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kUnary, s.valid_bytes());
+  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kCopy, s.valid_bytes());
   OpDesc o;
   o.cls = OpClass::kLocalMove;
   o.bytes = s.valid_bytes();

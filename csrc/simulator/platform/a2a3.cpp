@@ -60,6 +60,8 @@ Platform make_a2a3sim() {
   p.vec_reduce = {1.0, 23};     // assumption: a row reduction streams like a unary op...
   p.reduce_per_row_cycles = 2;  // assumption: ...plus a final in-register fold per row
   p.vec_cvt = {1.0, 23};        // assumption: conversions cost like unary ops
+  p.vec_add = {2.1, 24};        // device sweeps: add is one of the binary fp32 ops swept
+  p.vec_copy = {1.0, 23};       // device sweeps: copies / fills are unary ops (~1/repeat + 23)
   p.cube_base_cycles = 21;      // upstream PyPTO L0CostModel: mad 21 + cpr * fractals (device)
   p.cube_cpr_16bit = 1;         // upstream PyPTO L0CostModel: cpr 1 for 16-bit inputs
   p.cube_cpr_fp32 = 2;          // upstream PyPTO L0CostModel: cpr 2 for fp32 (mad_fp32_passes)

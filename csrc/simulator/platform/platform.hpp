@@ -64,6 +64,9 @@ struct Platform {
   // Which cost table this is: "device" (calibrated against device evidence) or "pto-isa" (the
   // constants of pto-isa's cost model, for comparing with that simulator).
   std::string cost_profile = "device";
+  // Element-wise add and plain copies / fills, which pto-isa prices apart from the other
+  // binary and unary ops (vadd, vcopy / vector_dup).
+  VecCost vec_add, vec_copy;
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -102,7 +105,9 @@ struct Platform {
   X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
   X(scalar_ub_access_cycles, scalar_ub_access_cycles)                                       \
   X(bw_l0c_to_l1, bw_l0c_to_l1) X(fixpipe_drain_bytes_per_cycle, fixpipe_drain_bytes_per_cycle) \
-  X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes)
+  X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes) \
+  X(vec_add_per_repeat, vec_add.per_repeat) X(vec_add_base, vec_add.base)                   \
+  X(vec_copy_per_repeat, vec_copy.per_repeat) X(vec_copy_base, vec_copy.base)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

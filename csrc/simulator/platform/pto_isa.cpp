@@ -33,6 +33,8 @@ Platform apply_pto_isa_profile(Platform p) {
   // pto-isa CCE table, vector stream model: head + tail paid at stream start, slope per repeat.
   p.vec_binary = {2, 32};  // pto-isa vmul: head 13 + tail 19, slope 2 (vsub/vmax/vmin alike)
   p.vec_unary = {1, 31};   // pto-isa vadds: head 13 + tail 18, slope 1 (vabs/vmuls/vmins alike)
+  p.vec_add = {1, 32};     // pto-isa vadd: head 14 + tail 18, slope 1
+  p.vec_copy = {1, 24};    // pto-isa vcopy / vector_dup: head 11 + tail 13, slope 1
   p.vec_exp = {4, 37};     // pto-isa vexp: head 13 + tail 24, slope 4
   p.vec_div = {8, 38};     // pto-isa vdiv: head 13 + tail 25, slope 8
   p.vec_cvt = {1, 27};     // pto-isa vconv (910B3 calibration): head 14 + tail 13, slope 1

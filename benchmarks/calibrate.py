@@ -35,6 +35,48 @@ def two_tasks(a: pl.Tensor, b: pl.Out[pl.Tensor], c: pl.Out[pl.Tensor]):
     return b, c
 
 
+BLOCKS, SR, SC, LOOPS = 48, 16, 1024, 8  # each block streams 8 tiles of 64 KiB
+
+
+@pl.jit
+def stream_distinct(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """Every block sums its own 8 tiles: 48 x 512 KiB of distinct data, all from HBM."""
+    for b in pl.spmd(BLOCKS):
+        acc = pl.load(x, [b * LOOPS * SR, 0], [SR, SC])
+        for t in pl.range(1, LOOPS):
+            acc = pl.add(acc, pl.load(x, [(b * LOOPS + t) * SR, 0], [SR, SC]))
+        pl.store(acc, [b * SR, 0], out)
+    return out
+
+
+@pl.jit
+def stream_same(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """Every block sums the same 8 tiles: after the first fetch the L2 serves them."""
+    for b in pl.spmd(BLOCKS):
+        acc = pl.load(x, [0, 0], [SR, SC])
+        for t in pl.range(1, LOOPS):
+            acc = pl.add(acc, pl.load(x, [t * SR, 0], [SR, SC]))
+        pl.store(acc, [b * SR, 0], out)
+    return out
+
+
+def l2_versus_hbm() -> list[str]:
+    x = np.ones((BLOCKS * LOOPS * SR, SC), np.float32)
+    out = np.zeros((BLOCKS * SR, SC), np.float32)
+    lines = []
+    for kernel in (stream_distinct, stream_same):
+        kernel(x, out)
+        rep = kernel.last_report
+        m = rep.memory
+        hbm, l2 = m["hbm_bytes"] / 2**20, m["l2_bytes"] / 2**20
+        lines.append(
+            f"  {kernel.__name__:<16} {rep.cycles:>8} cycles; L2 hits {int(m['l2_hits'])}, misses "
+            f"{int(m['l2_misses'])}; HBM {hbm:.1f} MiB, L2 {l2:.1f} MiB; "
+            f"{int(m['stalled_transfers'])} transfers slowed by a shared bandwidth"
+        )
+    return lines
+
+
 def granularity_penalty(profile: str) -> float:
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (gk.M, gk.K)).astype(np.float16)
@@ -74,6 +116,9 @@ def kernel_rows() -> list[str]:
     lines.append(
         f"a kernel's TLOAD {TR}x{TC} fp32: {took} cycles; the same instruction alone: {alone} ({same})"
     )
+    kib = SR * SC * 4 // 1024
+    lines.append(f"{BLOCKS} AIV blocks each loading {LOOPS} x {kib} KiB (L2 hit vs HBM, memory system):")
+    lines.extend(l2_versus_hbm())
     return lines
 
 

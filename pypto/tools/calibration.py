@@ -116,12 +116,21 @@ def measure(profile: str, pipe: str, spec: dict, warm: bool = False, platform: s
     return int(last["end"] - last["start"])
 
 
-def flag_cycles(profile: str) -> tuple[int, int]:
-    """(the run's cycles, the pipe's busy cycles) of one set_flag: its issue slot and its pipe."""
+def flag_cycles(profile: str, which: str = "set_flag") -> tuple[int, int]:
+    """(the run's cycles, the pipe's busy cycles) of one set_flag, wait_flag (on a flag already
+    set) or pipe_barrier: its issue slot and its pipe time."""
     model = _native.CoreModel(platforms.get("a2a3sim", profile).to_native())
-    model.set_flag(PIPES.index("VECTOR"), PIPES.index("MTE3"), 0)
+    v, mte3 = PIPES.index("VECTOR"), PIPES.index("MTE3")
+    if which == "wait_flag":
+        model.set_flag(mte3, v, 0)
+        model.wait_flag(mte3, v, 0)
+    elif which == "pipe_barrier":
+        model.barrier(v)
+    else:
+        model.set_flag(v, mte3, 0)
     model.finish()
-    return int(model.cycles), int(model.pipe_busy[PIPES.index("VECTOR")])
+    before = len(model.records) - 1  # the set issued ahead of a wait is not what is measured
+    return int(model.cycles) - before, int(model.pipe_busy[v])
 
 
 def _gm(link: str, rows: int, row_bytes: int) -> dict:
@@ -259,9 +268,10 @@ def device_rows() -> list[Row]:
     rows.append(
         Row("TMOV ub_to_ub", "16KB", measure(p, "VECTOR", copy), base + slope * 64, "device", "sweeps: unary")
     )
-    total, busy = flag_cycles(p)
-    rows.append(Row("flags", "set_flag: issue + pipe", total, 1.0, "device", "sweeps: ~1 cycle"))
-    rows.append(Row("flags", "set_flag: pipe busy", busy, None, "none", "no pipe time"))
+    for which in ("set_flag", "wait_flag", "pipe_barrier"):
+        total, busy = flag_cycles(p, which)
+        rows.append(Row("flags", f"{which}: issue + pipe", total, 1.0, "device", "sweeps: ~1 cycle"))
+        rows.append(Row("flags", f"{which}: pipe busy", busy, None, "none", "no pipe time"))
     for where in ("gm_to_ub", "ub_to_ub"):
         spec = {"class": "scalar_access", "link": where}
         rows.append(
@@ -306,8 +316,9 @@ def pto_isa_rows() -> list[Row]:
                 Row(f"vector {vec}", f"cold {size // KB}KB", cold, lat + slope * reps, "pto-isa", name)
             )
             rows.append(Row(f"vector {vec}", f"warm {size // KB}KB", warm, slope * reps, "pto-isa", name))
-    _, busy = flag_cycles(p)
-    rows.append(Row("flags", "set_flag pipe cost", busy, 1.0, "pto-isa", "EstimateConstCycles"))
+    for which in ("set_flag", "wait_flag", "pipe_barrier"):
+        _, busy = flag_cycles(p, which)
+        rows.append(Row("flags", f"{which} pipe cost", busy, 1.0, "pto-isa", "EstimateConstCycles"))
     return rows
 
 

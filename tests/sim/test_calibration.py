@@ -62,7 +62,7 @@ def test_every_platform_constant_names_a_source_or_an_assumption():
     assert bare == []
 
 
-def test_the_grep_catches_a_bare_constant(tmp_path):
+def test_the_grep_catches_a_bare_constant():
     lines = ["  p.foo = 3;", "  // a remark", "  p.bar = 4;", "  p.baz = 5;  // assumption: why"]
     flagged = [
         i

@@ -3,6 +3,9 @@
 The numbers are defined once in C++ (``csrc/simulator/platform/``), each with its source, so
 the compiler's capacities and the simulator's costs cannot disagree. ``with_overrides``
 derives a what-if platform (a bigger UB, a faster MTE2) that the simulator then runs with.
+A table is read under a cost profile: ``"device"`` (calibrated against device evidence,
+docs/calibration.md) or ``"pto-isa"`` (pto-isa's cost-model constants); overrides apply on
+top of either.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class Platform:
     device: str
     fields: Mapping[str, float | int] = field(repr=False)
     overrides: Mapping[str, float | int] = field(default_factory=dict)
+    cost_profile: str = "device"
 
     def __getattr__(self, key: str) -> Any:
         fields = object.__getattribute__(self, "fields")
@@ -88,18 +92,21 @@ class Platform:
             self.device,
             MappingProxyType(merged),
             MappingProxyType({**self.overrides, **overrides}),
+            self.cost_profile,
         )
 
     def to_native(self) -> _native.Platform:
         """The native table the runtime takes (built once per Platform object)."""
         cached = self.__dict__.get("_native")
         if cached is None:
-            cached = _native.make_platform({"name": self.name, **self.fields})
+            cached = _native.make_platform(
+                {"name": self.name, "cost_profile": self.cost_profile, **self.fields}
+            )
             object.__setattr__(self, "_native", cached)  # a cache, not state: still frozen to users
         return cached
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "device": self.device, **self.fields}
+        return {"name": self.name, "device": self.device, "cost_profile": self.cost_profile, **self.fields}
 
 
 def names() -> list[str]:
@@ -107,12 +114,26 @@ def names() -> list[str]:
     return list(_native.platform_names())
 
 
+def cost_profiles() -> list[str]:
+    """Valid cost profiles, ``"device"`` first."""
+    return list(_native.cost_profile_names())
+
+
 @cache
-def get(name: str) -> Platform:
-    """The table of ``name``; ``ValueError`` listing the valid names for anything else."""
+def get(name: str, cost_profile: str = "device") -> Platform:
+    """The table of ``name`` under ``cost_profile``; ``ConfigError`` (a ``ValueError``) listing the
+    valid names for anything else."""
     if not isinstance(name, str) or name not in names():
         raise ConfigError(f"unknown platform {name!r}; valid platforms: {', '.join(names())}")
-    table = dict(_native.platform_table(name))
+    if not isinstance(cost_profile, str) or cost_profile not in cost_profiles():
+        raise ConfigError(
+            f"unknown cost_profile {cost_profile!r}; valid profiles: {', '.join(cost_profiles())}"
+        )
+    try:
+        table = dict(_native.platform_table(name, cost_profile))
+    except ValueError as e:  # a profile with no figures for this platform
+        raise ConfigError(str(e)) from None
     device = table.pop("device")
     table.pop("name")
-    return Platform(name, device, MappingProxyType(table))
+    table.pop("cost_profile")
+    return Platform(name, device, MappingProxyType(table), cost_profile=cost_profile)

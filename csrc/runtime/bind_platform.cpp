@@ -14,6 +14,7 @@ py::dict platform_to_dict(const Platform& p) {
   py::dict d;
   d["name"] = p.name;
   d["device"] = p.device;
+  d["cost_profile"] = p.cost_profile;
 #define PYPTO_TO_DICT(key, member) d[#key] = p.member;
   PYPTO_PLATFORM_FIELDS(PYPTO_TO_DICT)
 #undef PYPTO_TO_DICT
@@ -54,10 +55,12 @@ void check_platform(const Platform& p) {
 }  // namespace
 
 Platform platform_from_dict(const py::dict& d) {
-  Platform p = platform_by_name(d["name"].cast<std::string>());
+  const std::string profile =
+      d.contains("cost_profile") ? d["cost_profile"].cast<std::string>() : std::string("device");
+  Platform p = platform_with_profile(d["name"].cast<std::string>(), profile);
   for (auto item : d) {
     std::string key = item.first.cast<std::string>();
-    if (key == "name" || key == "device") continue;
+    if (key == "name" || key == "device" || key == "cost_profile") continue;
     bool known = false;
 #define PYPTO_FROM_DICT(field, member)                 \
   if (key == #field) {                                 \
@@ -75,16 +78,21 @@ Platform platform_from_dict(const py::dict& d) {
 void bind_platform(py::module_& m) {
   py::class_<Platform>(m, "Platform", "A resolved platform table, built once and passed to runs.")
       .def_readonly("name", &Platform::name);
-  m.def("make_platform", &platform_from_dict, py::arg("table"),
-        "A native platform from {'name': base table, <field>: value, ...}.");
+  m.def(
+      "make_platform", &platform_from_dict, py::arg("table"),
+      "A native platform from {'name': base table, 'cost_profile': profile, <field>: value, ...}.");
+  m.def("cost_profile_names", &cost_profile_names, "Cost profiles a table can be read under.");
   m.def("hardware_facts", &hardware_facts,
         "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size) and the "
         "event-id capacity, as the simulator defines them.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
   m.def(
       "platform_table",
-      [](const std::string& name) { return platform_to_dict(platform_by_name(name)); },
-      py::arg("name"), "The hardware table of one platform as a dict.");
+      [](const std::string& name, const std::string& profile) {
+        return platform_to_dict(platform_with_profile(name, profile));
+      },
+      py::arg("name"), py::arg("cost_profile") = "device",
+      "The hardware table of one platform under a cost profile, as a dict.");
 }
 
 }  // namespace pypto

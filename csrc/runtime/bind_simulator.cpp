@@ -3,7 +3,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "runtime/bind.hpp"
 #include "runtime/isa/matmul_f32.hpp"
@@ -30,7 +32,8 @@ struct ModelHarness {
 
 using Range = std::tuple<int, int64_t, int64_t>;  // (space, base, bytes)
 
-Instr sync_instr(InstrKind kind, int pipe, const char* name, int src, int dst, int id, uint64_t cost) {
+// Flags are priced as kernels' flags are (the platform's sync_cycles).
+Instr sync_instr(InstrKind kind, int pipe, const char* name, int src, int dst, int id) {
   Instr in;
   in.kind = kind;
   in.pipe = pipe;
@@ -38,8 +41,68 @@ Instr sync_instr(InstrKind kind, int pipe, const char* name, int src, int dst, i
   in.flag_src = src;
   in.flag_dst = dst;
   in.flag_id = id;
-  in.op = OpDesc::fixed(cost);
+  in.op.cls = OpClass::kSync;
   return in;
+}
+
+template <typename E>
+E lookup(const std::map<std::string, E>& names, const std::string& key, const char* what) {
+  auto it = names.find(key);
+  if (it == names.end())
+    throw std::invalid_argument(std::string("unknown ") + what + " '" + key + "'");
+  return it->second;
+}
+
+// An instruction description from {"class": ..., "vec": ..., "link": ..., sizes}: the same
+// OpDesc an ISA op builds, priced by the cost model (and the core model's vector runs).
+OpDesc describe(const py::dict& spec) {
+  static const std::map<std::string, OpClass> classes = {{"gm_read", OpClass::kGmRead},
+                                                         {"gm_write", OpClass::kGmWrite},
+                                                         {"fixpipe_gm", OpClass::kFixpipeGm},
+                                                         {"fixpipe", OpClass::kFixpipe},
+                                                         {"local_move", OpClass::kLocalMove},
+                                                         {"vector", OpClass::kVector},
+                                                         {"row_reduce", OpClass::kRowReduce},
+                                                         {"matmul", OpClass::kMatmul},
+                                                         {"scalar", OpClass::kScalar},
+                                                         {"transpose", OpClass::kTranspose},
+                                                         {"sort", OpClass::kSort},
+                                                         {"scalar_access", OpClass::kScalarAccess},
+                                                         {"sync", OpClass::kSync}};
+  static const std::map<std::string, VecClass> vecs = {
+      {"binary", VecClass::kBinary}, {"unary", VecClass::kUnary},   {"exp", VecClass::kExp},
+      {"div", VecClass::kDiv},       {"reduce", VecClass::kReduce}, {"cvt", VecClass::kCvt},
+      {"cmp", VecClass::kCmp},       {"sel", VecClass::kSel},       {"bitwise", VecClass::kBitwise},
+      {"trig", VecClass::kTrig},     {"gather", VecClass::kGather}, {"sort", VecClass::kSort},
+      {"add", VecClass::kAdd},       {"copy", VecClass::kCopy}};
+  static const std::map<std::string, Link> links = {
+      {"gm_to_ub", Link::kGmToUb},   {"gm_to_l1", Link::kGmToL1},   {"ub_to_gm", Link::kUbToGm},
+      {"l1_to_l0a", Link::kL1ToL0a}, {"l1_to_l0b", Link::kL1ToL0b}, {"l0c_to_gm", Link::kL0cToGm},
+      {"ub_to_ub", Link::kUbToUb},   {"l0c_to_l1", Link::kL0cToL1}};
+  OpDesc d;
+  auto text = [&](const char* key, const char* dflt) {
+    return spec.contains(key) ? spec[key].cast<std::string>() : std::string(dflt);
+  };
+  auto num = [&](const char* key) { return spec.contains(key) ? spec[key].cast<int64_t>() : 0; };
+  d.cls = lookup(classes, text("class", "vector"), "instruction class");
+  d.vec = lookup(vecs, text("vec", "unary"), "vector class");
+  d.link = lookup(links, text("link", "gm_to_ub"), "link");
+  d.rows = num("rows");
+  d.row_bytes = num("row_bytes");
+  d.bytes = spec.contains("bytes") ? num("bytes") : d.rows * d.row_bytes;
+  d.acc_row_bytes = num("acc_row_bytes");
+  d.m = num("m"), d.k = num("k"), d.n = num("n"), d.in_esize = num("in_esize");
+  if (d.cls == OpClass::kMatmul && d.in_esize <= 0)
+    throw std::invalid_argument("matmul needs in_esize > 0");
+  return d;
+}
+
+void instr(ModelHarness& h, int pipe, const py::dict& spec, const std::string& name) {
+  Instr in;
+  in.pipe = pipe;
+  in.op = describe(spec);
+  in.name = intern(name);
+  h.model.issue(std::move(in));
 }
 
 void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
@@ -88,14 +151,16 @@ void bind_simulator(py::module_& m) {
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",
            py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
            py::arg("loc") = "")
+      .def("instr", &instr, py::arg("pipe"), py::arg("spec"), py::arg("name") = "INSTR",
+           "Issues one instruction described as an ISA op would describe it, priced by the cost model.")
       .def("set_flag", [](ModelHarness& h, int src, int dst, int id) {
-        h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id, 1));
+        h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
       })
       .def("wait_flag", [](ModelHarness& h, int src, int dst, int id) {
-        h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id, 1));
+        h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
       })
       .def("barrier", [](ModelHarness& h, int pipe) {
-        h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0, 1));
+        h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
       })
       .def("finish", [](ModelHarness& h) { h.model.finish(); })
       .def_property_readonly("records", &records)

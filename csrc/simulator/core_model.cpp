@@ -169,7 +169,12 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
 // GM transfers are priced by the memory system at their absolute start; the rest by the
 // cost model alone.
 uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
-  if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op);
+  if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
+    const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
+    vector_run_end_ = start + c;
+    return c;
+  }
+  if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op, false);
   const Access* gm = nullptr;
   for (int i = 0; i < in.accesses.size; ++i) {
     if (in.accesses.items[i].space == PYPTO_GM) gm = &in.accesses.items[i];
@@ -179,16 +184,17 @@ uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
   chip_->reach(at);
   const double phase = chip_->memory().transfer(
       static_cast<double>(at), cost::gm_lead(platform_, in.op, false),
-      cost::gm_lead(platform_, in.op, true), cost::bandwidth(platform_, in.op.link), *gm);
+      cost::gm_lead(platform_, in.op, true), cost::port_bandwidth(platform_, in.op), *gm);
   return cost::gm_cycles(platform_, in.op, phase);
 }
 
 // On-chip costs are a pure function of the description: a loop repeating one instruction
 // prices it once.
-uint64_t CoreModel::on_chip_cost(const OpDesc& op) {
-  if (!(op == last_op_)) {
+uint64_t CoreModel::on_chip_cost(const OpDesc& op, bool continues_run) {
+  if (!(op == last_op_) || continues_run != last_continues_) {
     last_op_ = op;
-    last_cost_ = cost::cycles(platform_, op);
+    last_continues_ = continues_run;
+    last_cost_ = cost::cycles(platform_, op, continues_run);
   }
   return last_cost_;
 }

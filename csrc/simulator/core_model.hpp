@@ -131,7 +131,7 @@ class CoreModel {
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
   uint64_t cost_of(const Instr& in, uint64_t start);
-  uint64_t on_chip_cost(const OpDesc& op);
+  uint64_t on_chip_cost(const OpDesc& op, bool continues_run);
   void check_limits(const Instr& in) const;
   void drain_for_barrier();
 
@@ -143,11 +143,13 @@ class CoreModel {
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, 7> pipe_free_{};
+  uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, 7> blocked_{};
   std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
   HazardChecker hazards_;
   OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
   uint64_t last_cost_ = 0;
+  bool last_continues_ = false;
   std::vector<GmGate> gates_;
   CoreStats stats_;
   std::vector<InstrRecord> records_;

@@ -38,15 +38,28 @@ const VecCost& vec_row(const Platform& p, VecClass c) {
       return p.vec_gather;
     case VecClass::kSort:
       return p.vec_sort;
+    case VecClass::kAdd:
+      return p.vec_add;
+    case VecClass::kCopy:
+      return p.vec_copy;
     default:
       return p.vec_unary;
   }
 }
 
-// Vector instruction: base + per_repeat * repeats of vector_repeat_bytes.
-double vector(const Platform& p, VecClass c, int64_t bytes) {
+// Vector instruction: base (when it starts a run) + per_repeat * repeats of vector_repeat_bytes.
+double vector(const Platform& p, VecClass c, int64_t bytes, bool warm) {
   const VecCost& v = vec_row(p, c);
-  return v.base + v.per_repeat * static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
+  return (warm ? 0.0 : v.base) +
+         v.per_repeat * static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
+}
+
+// The odd part of n (n with its factors of two removed): FIXPIPE drains a row's C0 blocks in
+// power-of-two groups, so a block count with odd part q needs q - 1 extra serial passes.
+int64_t odd_part(int64_t n) {
+  if (n <= 0) return 1;
+  while ((n & 1) == 0) n >>= 1;
+  return n;
 }
 
 // One mad: base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16), k0 = 32 B / input element size.
@@ -57,10 +70,16 @@ double matmul(const Platform& p, const OpDesc& d) {
          cpr * static_cast<double>(ceil_div(d.m, 16) * ceil_div(d.k, k0) * ceil_div(d.n, 16));
 }
 
-// FIXPIPE: a fixed lead, then it drains L0C row by row while the data phase runs beside it.
-double fixpipe(const Platform& p, const OpDesc& d, double data) {
-  return p.fixpipe_base_cycles +
-         std::max(p.fixpipe_per_row_cycles * static_cast<double>(d.rows), data);
+// FIXPIPE drain: a fixed lead, then one L0C row at a time, each at its throughput or the row
+// floor, plus the misalignment passes of a non-power-of-two C0-block count.
+double drain(const Platform& p, const OpDesc& d) {
+  const double row_bytes = static_cast<double>(d.acc_row_bytes);
+  const double throughput =
+      p.fixpipe_drain_bytes_per_cycle > 0 ? row_bytes / p.fixpipe_drain_bytes_per_cycle : 0.0;
+  const int64_t blocks = ceil_div(d.acc_row_bytes, std::max<int64_t>(p.fixpipe_c0_bytes, 1));
+  const double per_row = std::max(p.fixpipe_per_row_cycles, throughput) +
+                         p.fixpipe_misalign_cycles * static_cast<double>(odd_part(blocks) - 1);
+  return p.fixpipe_base_cycles + per_row * static_cast<double>(d.rows);
 }
 
 }  // namespace
@@ -79,12 +98,19 @@ double bandwidth(const Platform& p, Link r) {
       return p.bw_l1_to_l0b;
     case Link::kL0cToGm:
       return p.bw_l0c_to_gm;
+    case Link::kL0cToL1:
+      return p.bw_l0c_to_l1;
     default:
       return p.bw_ub_to_ub;
   }
 }
 
-uint64_t cycles(const Platform& p, const OpDesc& d) {
+bool has_vector_head(const OpDesc& d) {
+  return d.cls == OpClass::kVector || d.cls == OpClass::kRowReduce || d.cls == OpClass::kSort ||
+         d.cls == OpClass::kTranspose;
+}
+
+uint64_t cycles(const Platform& p, const OpDesc& d, bool warm) {
   const double bytes = static_cast<double>(d.bytes);
   switch (d.cls) {
     case OpClass::kFixed:
@@ -94,29 +120,33 @@ uint64_t cycles(const Platform& p, const OpDesc& d) {
     case OpClass::kScalar:
       return whole(p.scalar_issue_cycles);
     case OpClass::kVector:
-      return whole(vector(p, d.vec, d.bytes));
+      return whole(vector(p, d.vec, d.bytes, warm));
     case OpClass::kRowReduce:
-      return whole(vector(p, VecClass::kReduce, d.bytes)) +
+      return whole(vector(p, VecClass::kReduce, d.bytes, warm)) +
              whole(p.reduce_per_row_cycles * static_cast<double>(d.rows));
     case OpClass::kMatmul:
       return whole(matmul(p, d));
-    case OpClass::kSort: {  // a sort32 pass, then a merge pass per doubling of the sorted run
+    case OpClass::kSort: {  // a sort32 pass, then a merge pass per doubling of the sorted run,
+                            // back to back (only the first can start a run)
       const int64_t run = d.k > 0 ? std::min(d.k, d.rows) : d.rows;
-      uint64_t passes = 1;
-      for (int64_t sorted = 32; sorted < run; sorted *= 2) ++passes;
-      return whole(vector(p, VecClass::kSort, d.bytes)) * passes;
+      uint64_t merges = 0;
+      for (int64_t sorted = 32; sorted < run; sorted *= 2) ++merges;
+      return whole(vector(p, VecClass::kSort, d.bytes, warm)) +
+             whole(vector(p, VecClass::kSort, d.bytes, true)) * merges;
     }
     case OpClass::kScalarAccess:
       return whole(d.link == Link::kGmToUb ? p.scalar_gm_access_cycles : p.scalar_ub_access_cycles);
-    case OpClass::kTranspose:  // two passes at the unary copy rate plus a repeat per source row
-      return 2 * whole(vector(p, VecClass::kUnary, d.bytes)) +
+    case OpClass::kTranspose:  // two back-to-back passes at the unary copy rate plus a repeat
+                               // per source row
+      return whole(vector(p, VecClass::kUnary, d.bytes, warm)) +
+             whole(vector(p, VecClass::kUnary, d.bytes, true)) +
              whole(p.vec_unary.per_repeat * static_cast<double>(d.rows));
     case OpClass::kFixpipe:
-      return whole(fixpipe(p, d, bytes / bandwidth(p, d.link)));
-    case OpClass::kLocalMove:
-      return whole(p.transfer_setup_cycles + bytes / bandwidth(p, d.link));
+      return whole(std::max(drain(p, d), bytes / bandwidth(p, d.link)));
+    case OpClass::kLocalMove:  // on-chip: bytes / bandwidth (the MTE1 sweep has no intercept)
+      return whole(bytes / bandwidth(p, d.link));
     default:
-      return gm_cycles(p, d, gm_lead(p, d, false) + bytes / bandwidth(p, d.link));
+      return gm_cycles(p, d, gm_lead(p, d, false) + bytes / port_bandwidth(p, d));
   }
 }
 
@@ -125,15 +155,19 @@ double gm_lead(const Platform& p, const OpDesc& d, bool l2_hit) {
   return l2_hit ? p.l2_hit_latency_cycles : p.transfer_setup_cycles;
 }
 
-// GM <-> on-chip: lead + data + one request overhead per started burst of a row. FIXPIPE:
-// the lead and data phase against the lead and row drain.
+// A GM transfer's data flows at the route's bandwidth unless its requests (one per started
+// burst of each row, one issued per gm_request_cycles) come slower than that.
+double port_bandwidth(const Platform& p, const OpDesc& d) {
+  const double bw = bandwidth(p, d.link);
+  if (d.cls == OpClass::kFixpipeGm || p.gm_request_cycles <= 0 || d.bytes <= 0) return bw;
+  const double requests = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
+  return std::min(bw, static_cast<double>(d.bytes) / (requests * p.gm_request_cycles));
+}
+
+// GM <-> on-chip: the lead and data phase. FIXPIPE: the lead and data phase against the drain.
 uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase) {
-  if (d.cls == OpClass::kFixpipeGm) {
-    return whole(std::max(
-        phase, p.fixpipe_base_cycles + p.fixpipe_per_row_cycles * static_cast<double>(d.rows)));
-  }
-  const double bursts = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
-  return whole(phase + bursts * p.gm_burst_overhead_cycles);
+  if (d.cls == OpClass::kFixpipeGm) return whole(std::max(phase, drain(p, d)));
+  return whole(phase);
 }
 
 }  // namespace pypto::cost

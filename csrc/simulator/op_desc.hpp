@@ -39,11 +39,22 @@ enum class VecClass : uint8_t {
   kBitwise,
   kTrig,
   kGather,
-  kSort
+  kSort,
+  kAdd,
+  kCopy
 };
 
 // Which bandwidth of the platform table a transfer runs at.
-enum class Link : uint8_t { kGmToUb, kGmToL1, kUbToGm, kL1ToL0a, kL1ToL0b, kL0cToGm, kUbToUb };
+enum class Link : uint8_t {
+  kGmToUb,
+  kGmToL1,
+  kUbToGm,
+  kL1ToL0a,
+  kL1ToL0b,
+  kL0cToGm,
+  kUbToUb,
+  kL0cToL1
+};
 
 struct OpDesc {
   OpClass cls = OpClass::kFixed;
@@ -52,6 +63,7 @@ struct OpDesc {
   int64_t bytes = 0;                          // bytes moved or processed
   int64_t rows = 0;                           // rows of a transfer / reduction / FIXPIPE drain
   int64_t row_bytes = 0;                      // bytes per row of a GM transfer
+  int64_t acc_row_bytes = 0;                  // FIXPIPE: L0C bytes of one drained row
   int64_t m = 0, k = 0, n = 0, in_esize = 0;  // matmul
   uint64_t cycles = 0;                        // kFixed only
   bool atomic = false;  // a GM write that accumulates (atomic adds commute: never a race)
@@ -63,8 +75,8 @@ struct OpDesc {
   }
   bool operator==(const OpDesc& o) const {
     return cls == o.cls && vec == o.vec && link == o.link && bytes == o.bytes && rows == o.rows &&
-           row_bytes == o.row_bytes && m == o.m && k == o.k && n == o.n && in_esize == o.in_esize &&
-           cycles == o.cycles && atomic == o.atomic;
+           row_bytes == o.row_bytes && acc_row_bytes == o.acc_row_bytes && m == o.m && k == o.k &&
+           n == o.n && in_esize == o.in_esize && cycles == o.cycles && atomic == o.atomic;
   }
   // (Compare every field: the core model reuses the cost of an equal description.)
   bool touches_gm() const {
@@ -72,6 +84,6 @@ struct OpDesc {
   }
 };
 
-static_assert(sizeof(OpDesc) == 80, "a new OpDesc field must join operator==");
+static_assert(sizeof(OpDesc) == 88, "a new OpDesc field must join operator==");
 
 }  // namespace pypto

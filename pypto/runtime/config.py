@@ -33,11 +33,20 @@ class RunConfig:
     isolate: bool | None = None
     timeout_s: float | None = None  # wall-clock limit of an isolated run (SimulationLimitError)
     timeline: bool = False  # with trace: write <output_dir>/report/timeline.html after each run
+    # Which cost table the simulator prices instructions with: "device" (calibrated against
+    # device evidence) or "pto-isa" (pto-isa's cost model, to compare with that simulator).
+    # Simulation only: the compiled kernels are the same. platform_overrides apply on top.
+    cost_profile: str = "device"
 
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str) or self.platform not in platforms.names():
             raise ConfigError(
                 f"unknown platform {self.platform!r}; valid platforms: {', '.join(platforms.names())}"
+            )
+        profiles = platforms.cost_profiles()
+        if not isinstance(self.cost_profile, str) or self.cost_profile not in profiles:
+            raise ConfigError(
+                f"unknown cost_profile {self.cost_profile!r}; valid profiles: {', '.join(profiles)}"
             )
         if self.memory_planner is not None and not isinstance(self.memory_planner, MemoryPlanner):
             raise ConfigError(
@@ -92,7 +101,7 @@ class RunConfig:
         return self.dump_passes or PassDumpLevel.NONE
 
     def resolved_platform(self) -> platforms.Platform:
-        base = platforms.get(self.platform)
+        base = platforms.get(self.platform, self.cost_profile)
         return base.with_overrides(**self.platform_overrides) if self.platform_overrides else base
 
     def compile_key(self) -> tuple:
@@ -119,6 +128,7 @@ class RunConfig:
             str(self.output_dir) if self.output_dir else None,
             tuple(sorted(self.platform_overrides.items())),
             self.timeline,
+            self.cost_profile,  # the compiled program keeps its config, so it runs on this table
         )
 
 

@@ -155,6 +155,12 @@ class RunReport:
         """The bounding pipe: the highest utilisation of any pipe on any core (``Bound``)."""
         return _views().bound(self)
 
+    @property
+    def bounds(self) -> dict[str, Any]:
+        """Per core kind (``AIC``, ``AIV``) that ran tasks: its bounding pipe (``Bound``, with
+        ``ratio`` = run cycles / that pipe's busy cycles on its busiest core)."""
+        return _views().bounds(self)
+
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""
         return _views().task_table(self)

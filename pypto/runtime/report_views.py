@@ -54,16 +54,24 @@ class KindUse:
 
 @dataclass(frozen=True)
 class Bound:
-    """The pipe with the highest utilisation on any core; ``latency_bound`` when even that
-    pipe is idle most of the run (the cores wait on dependencies, flags or dispatch)."""
+    """The pipe with the highest utilisation on any core (of one kind, for ``bounds``);
+    ``latency_bound`` when even that pipe is idle most of the run (the cores wait on
+    dependencies, flags or dispatch). ``ratio``: the run's cycles over that pipe's busy
+    cycles on that core (1.0: the run is exactly as long as the bounding pipe's work)."""
 
     pipe: str
     core: str
     utilisation: float
+    kind: str = ""
+    busy: int = 0
 
     @property
     def latency_bound(self) -> bool:
         return self.utilisation < LATENCY_BOUND_BELOW
+
+    @property
+    def ratio(self) -> float | None:
+        return 1.0 / self.utilisation if self.utilisation > 0 else None
 
     def __str__(self) -> str:
         busiest = f"{self.pipe} ({self.utilisation:.1%} busy on {self.core})"
@@ -107,15 +115,46 @@ def per_kind(report: RunReport) -> dict[str, KindUse]:
     return kinds
 
 
-def bound(report: RunReport) -> Bound | None:
-    """None for a run without tasks."""
+def _busiest(cores: list[CoreUse]) -> Bound | None:
     best: Bound | None = None
-    for core in per_core(report):
+    for core in cores:
         for pipe in PIPES:
             u = core.utilisation[pipe]
             if best is None or u > best.utilisation:
-                best = Bound(pipe, core.name, u)
+                best = Bound(pipe, core.name, u, core.kind, core.busy[pipe])
     return best
+
+
+def bound(report: RunReport) -> Bound | None:
+    """None for a run without tasks."""
+    return _busiest(per_core(report))
+
+
+def bounds(report: RunReport) -> dict[str, Bound]:
+    """Per core kind that ran tasks (``AIC``, ``AIV``): the pipe that bounds it."""
+    cores = per_core(report)
+    out: dict[str, Bound] = {}
+    for kind in sorted({c.kind for c in cores}, key=lambda k: (k not in KINDS, k)):
+        b = _busiest([c for c in cores if c.kind == kind])
+        if b is not None:
+            out[kind] = b
+    return out
+
+
+def _bound_line(kind: str, b: Bound) -> str:
+    ratio = f"run = {b.ratio:.2f} x its busy time" if b.ratio is not None else "idle"
+    return f"  bound ({kind}): {b.pipe} ({b.utilisation:.1%} busy on {b.core}; {ratio})"
+
+
+def _bound_dict(b: Bound) -> dict[str, Any]:
+    return {
+        "pipe": b.pipe,
+        "core": b.core,
+        "utilisation": b.utilisation,
+        "latency_bound": b.latency_bound,
+        "busy": b.busy,
+        "ratio": b.ratio,
+    }
 
 
 def task_table(report: RunReport) -> list[dict[str, Any]]:
@@ -165,6 +204,8 @@ def format_report(report: RunReport) -> str:
     b = bound(report)
     if b is not None:
         lines.append(f"  bound: {b.pipe} ({b.utilisation:.1%} busy on {b.core})")
+        for kind, kb in bounds(report).items():
+            lines.append(_bound_line(kind, kb))
         if b.latency_bound:
             lines.append(f"    {LATENCY_NOTE}")
     if len(report.tasks) > 1:
@@ -243,6 +284,7 @@ def to_dict(report: RunReport) -> dict[str, Any]:
         "bound": None
         if b is None
         else {"pipe": b.pipe, "core": b.core, "utilisation": b.utilisation, "latency_bound": b.latency_bound},
+        "bounds": {k: _bound_dict(kb) for k, kb in bounds(report).items()},
         "tasks": [_task_dict(t, p) for t, p in zip(report.tasks, traces)],
         "hazards": list(report.hazards),
         "trace_paths": list(report.trace_paths),

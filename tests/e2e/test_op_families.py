@@ -262,8 +262,8 @@ def test_compare_cost_comes_from_the_platform_table():
     k(rand(), rand(), np.zeros((R, C), bool))
     repeats = -(-R * C * 4 // p.vector_repeat_bytes)  # the fp32 source is the widest operand
     tcmps = int(np.ceil(p.vec_cmp_base + p.vec_cmp_per_repeat * repeats))
-    # plus the wait for the load and the flag for the store, one sync each on VECTOR
-    assert k.last_report.pipe_busy["VECTOR"] == tcmps + 2 * p.sync_cycles == 60
+    # plus the wait for the load and the flag for the store on VECTOR (no pipe time: sync_cycles 0)
+    assert k.last_report.pipe_busy["VECTOR"] == tcmps + 2 * p.sync_cycles == 58
 
 
 def test_tensor_level_maximum_and_rsqrt_lower_to_tile_ops():

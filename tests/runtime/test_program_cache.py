@@ -203,7 +203,13 @@ def test_platform_table_change_recompiles(tmp_path, compiles, monkeypatch):
     run(path)
     edited = platforms.get("a2a3sim").with_overrides(ub_bytes=platforms.get("a2a3sim").ub_bytes // 2)
     real_get = platforms.get
-    monkeypatch.setattr(platforms, "get", lambda name: edited if name == "a2a3sim" else real_get(name))
+    monkeypatch.setattr(
+        platforms,
+        "get",
+        lambda name, profile="device": (
+            edited if (name, profile) == ("a2a3sim", "device") else real_get(name, profile)
+        ),
+    )
     run(path)
     assert compiles == ["scale_rows", "scale_rows"]
 

@@ -97,3 +97,31 @@ def test_seed_kernels_name_mte2_and_device_names_say_they_are_simulated():
 def test_a_report_that_is_not_one_is_refused():
     with pytest.raises(ValueError, match="schema 1"):
         RunReport.from_dict({"schema": 99})
+
+
+def _task(kind: str, core: int, busy: dict[str, int], end: int):
+    from pypto.runtime.report import TaskReport
+
+    full = {p: busy.get(p, 0) for p in PIPES}
+    return TaskReport(
+        name=f"k_{kind}", core=core, start=0, end=end, pipe_busy=full, instructions=1, core_type=kind
+    )
+
+
+def test_the_bound_is_named_per_core_kind_with_its_ratio():
+    tasks = [
+        _task("AIC", 0, {"CUBE": 400, "MTE2": 300}, 1000),
+        _task("AIC", 1, {"CUBE": 500, "MTE2": 800}, 1000),
+        _task("AIV", 0, {"VECTOR": 250, "MTE3": 100}, 900),
+    ]
+    rep = RunReport("a2a3sim", 1000, {p: sum(t.pipe_busy[p] for t in tasks) for p in PIPES}, 3, tasks)
+    bounds = rep.bounds
+    assert list(bounds) == ["AIC", "AIV"]
+    aic, aiv = bounds["AIC"], bounds["AIV"]
+    assert (aic.pipe, aic.core, aic.busy, aic.ratio) == ("MTE2", "AIC1", 800, 1000 / 800)
+    assert (aiv.pipe, aiv.core, aiv.busy, aiv.ratio) == ("VECTOR", "AIV0", 250, 4.0)
+    text = str(rep)
+    assert "bound (AIC): MTE2 (80.0% busy on AIC1; run = 1.25 x its busy time)" in text
+    assert "bound (AIV): VECTOR (25.0% busy on AIV0; run = 4.00 x its busy time)" in text
+    data = rep.to_dict()["bounds"]
+    assert data["AIC"]["ratio"] == 1.25 and data["AIV"]["pipe"] == "VECTOR"

@@ -55,9 +55,9 @@ def test_wait_flag_holds_the_consumer_until_the_set_fires():
     m.finish()
     assert spans(m) == [
         ("LOAD", "MTE2", 1, 101),
-        ("SET_FLAG", "MTE2", 101, 102),  # fires when MTE2 drains to it
-        ("WAIT_FLAG", "VECTOR", 102, 103),  # not 101: waits for the set to complete
-        ("EXP", "VECTOR", 103, 113),
+        ("SET_FLAG", "MTE2", 101, 101),  # fires when MTE2 drains to it (flags take no pipe time)
+        ("WAIT_FLAG", "VECTOR", 101, 101),  # not 4 (its issue): waits for the set
+        ("EXP", "VECTOR", 101, 111),
     ]
 
 
@@ -66,10 +66,10 @@ def test_wait_issued_before_its_set_blocks_the_pipe_until_then():
     m.wait_flag(MTE2, VECTOR, 0)  # issued 1st: nothing set yet, VECTOR blocks
     m.op(VECTOR, 10, "EXP")  # issued 2nd: queued behind the wait
     m.op(MTE2, 100, "LOAD")  # issued 3rd
-    m.set_flag(MTE2, VECTOR, 0)  # issued 4th: [103, 104) releases the wait
+    m.set_flag(MTE2, VECTOR, 0)  # issued 4th: fires at 103 and releases the wait
     m.finish()
     by_name = {r["name"]: (r["start"], r["end"]) for r in m.records}
-    assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 104), "WAIT_FLAG": (104, 105), "EXP": (105, 115)}
+    assert by_name == {"LOAD": (3, 103), "SET_FLAG": (103, 103), "WAIT_FLAG": (103, 103), "EXP": (103, 113)}
 
 
 def test_flags_are_counted_per_event_id():
@@ -81,7 +81,7 @@ def test_flags_are_counted_per_event_id():
     m.wait_flag(MTE2, VECTOR, 1)  # id 1 fires after L1
     m.finish()
     wait = [r for r in m.records if r["name"] == "WAIT_FLAG"][0]
-    assert wait["start"] == 203  # L0 [1,101), set0 [101,102), L1 [102,202), set1 [202,203)
+    assert wait["start"] == 201  # L0 [1,101), set0 at 101, L1 [101,201), set1 at 201
 
 
 def test_pipe_barrier_all_drains_every_pipe_before_issuing_more():
@@ -92,7 +92,7 @@ def test_pipe_barrier_all_drains_every_pipe_before_issuing_more():
     m.finish()
     assert spans(m) == [
         ("LOAD", "MTE2", 1, 101),
-        ("PIPE_BARRIER", "SCALAR", 102, 103),
+        ("PIPE_BARRIER", "SCALAR", 102, 102),
         ("EXP", "VECTOR", 103, 113),
     ]
 
@@ -103,7 +103,7 @@ def test_pipe_barrier_on_one_pipe_orders_only_that_pipe():
     m.barrier(VECTOR)
     m.op(MTE2, 10, "L")
     m.finish()
-    assert spans(m) == [("V0", "VECTOR", 1, 101), ("PIPE_BARRIER", "VECTOR", 101, 102), ("L", "MTE2", 3, 13)]
+    assert spans(m) == [("V0", "VECTOR", 1, 101), ("PIPE_BARRIER", "VECTOR", 101, 101), ("L", "MTE2", 3, 13)]
 
 
 def test_wait_never_set_is_a_deadlock_naming_the_wait():

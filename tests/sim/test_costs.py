@@ -15,8 +15,9 @@ TR, TC, NT = 64, 128, 4
 
 
 def gm_transfer(p, bw, rows, row_bytes):
-    bursts = rows * math.ceil(row_bytes / p.gm_burst_bytes)
-    return math.ceil(p.transfer_setup_cycles + rows * row_bytes / bw + bursts * p.gm_burst_overhead_cycles)
+    """Lead, then the data at the route's bandwidth or one request per burst, whichever is slower."""
+    requests = rows * math.ceil(row_bytes / p.gm_burst_bytes)
+    return math.ceil(p.transfer_setup_cycles + max(rows * row_bytes / bw, requests * p.gm_request_cycles))
 
 
 def vector(p, per_repeat, base, nbytes):
@@ -47,27 +48,27 @@ def test_transfer_and_vector_costs_follow_the_table(single_run):
 
 
 def test_a2a3_numbers_pinned(fixture_kernel):
-    # 30 setup + 32768 B / 59 B/cycle + 64 rows x 1 burst x 1.0 = 649.4 -> 650
-    # exp: 31 + 2 x 128 repeats = 287; store: 30 + 32768 / 109 + 64 = 394.6 -> 395
+    # 30 lead + 32768 B / 59 B/cycle = 585.4 -> 586 (64 requests x 2.4 = 154 < 555: not request-bound)
+    # exp: 31 + 2 x 128 repeats = 287 (a run of its own: it waits for the load); store: 30 + 32768 / 109
+    # = 330.6 -> 331
     a = np.ones((TR, TC), np.float32)
     rep = run_kernel_file(
         fixture_kernel("exp_single_buffer"), [a, np.zeros_like(a)], outputs={1}, record=True
     )
-    assert durations(rep, "TLOAD") == {650}
+    assert durations(rep, "TLOAD") == {586}
     assert durations(rep, "TEXP") == {287}
-    assert durations(rep, "TSTORE") == {395}
-    # Serial chain: issue(1) + load 650 + set/wait 2 + exp 287 + set/wait 2 + store 395 + set/wait 2
-    assert rep.cycles == 1 + 650 + 2 + 287 + 2 + 395 + 2
+    assert durations(rep, "TSTORE") == {331}
+    assert durations(rep, "SET_FLAG") == durations(rep, "WAIT_FLAG") == {0}  # no pipe time
+    # Serial chain: issue(1) + load 586 + exp 287 + store 331 (the flags pass in no time)
+    assert rep.cycles == 1 + 586 + 287 + 331
 
 
-def test_short_rows_pay_per_burst(fixture_kernel):
+def test_short_rows_are_request_bound(fixture_kernel):
     p = platforms.get("a2a3sim")
-    # 128 B rows move the same bytes as 512 B rows in 4x the bursts
+    # 32 KiB in 128 B rows: 256 requests x 2.4 = 614 > 32768 / 59 = 555: request-bound
     long_rows = gm_transfer(p, p.bw_gm_to_ub, 64, 512)
     short_rows = gm_transfer(p, p.bw_gm_to_ub, 256, 128)
-    assert short_rows > long_rows
-    base = 30 + 32768 / 59
-    assert short_rows - long_rows == math.ceil(base + 256 * 1.0) - math.ceil(base + 64 * 1.0)
+    assert (long_rows, short_rows) == (math.ceil(30 + 32768 / 59), math.ceil(30 + 256 * 2.4)) == (586, 645)
 
 
 def test_platform_overrides_change_the_simulated_cost(fixture_kernel):

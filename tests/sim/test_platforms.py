@@ -32,9 +32,9 @@ def test_a2a3_numbers_from_the_spec():
         59,
         78,
         109,
-        130,
-        85,
-        41,
+        129.7,
+        85.4,
+        118,
     )
     assert p.recommended_transfer_bytes == 512 and p.alignment_bytes == 32
 

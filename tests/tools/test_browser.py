@@ -77,6 +77,8 @@ def test_clean_trace_loads_in_a_viewer_page(chromium, fixture_kernel, tmp_path: 
         assert r["processes"] == ["core0.veccore0"] and r["lanes"] == ["MTE2", "VECTOR", "MTE3"]
         assert r["problems"] == [] and r["overlapping"] == 0 and r["unbound"] == 0
         assert r["slices"] == 24 and r["flows"] >= 16
-    assert results["exp_single_buffer"]["mte2_vector_overlap_us"] == 0
+    # single buffer: the exp starts on the cycle the load ends (flags take no pipe time), so the
+    # lanes abut; in microseconds the difference of the two is float residue, not overlap
+    assert results["exp_single_buffer"]["mte2_vector_overlap_us"] < 1e-9
     assert results["exp_double_buffer"]["mte2_vector_overlap_us"] > 0
     assert (tmp_path / "exp_double_buffer.png").read_bytes().startswith(PNG)

@@ -158,10 +158,11 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
               acc_src ? Link::kL0cToGm : Link::kUbToGm, s.valid_rows, s.valid_cols * s.esize);
   } else {
     d.cls = acc_src ? OpClass::kFixpipe : OpClass::kLocalMove;
-    d.link = acc_src ? Link::kL0cToGm : Link::kUbToGm;
+    d.link = acc_src ? Link::kL0cToL1 : Link::kUbToGm;
     d.rows = s.valid_rows;
     d.bytes = bytes;
   }
+  d.acc_row_bytes = s.valid_cols * s.esize;
   issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
            free_at, &rs.ready_at);
   core.waiter->notify();

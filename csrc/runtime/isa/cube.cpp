@@ -46,6 +46,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   acc.add(s.access(false));
   acc.add(w.access(true));
   OpDesc store = gm_op(OpClass::kFixpipeGm, Link::kL0cToGm, w.rows, w.row_bytes);
+  store.acc_row_bytes = s.valid_cols * s.esize;
   store.atomic = atomic_add;
   issue_op(PYPTO_FIXPIPE, store, op, acc, static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
 }

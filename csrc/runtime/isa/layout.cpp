@@ -95,7 +95,7 @@ extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(VecClass::kUnary, d.valid_bytes()), op, acc,
+  issue_op(PYPTO_VECTOR, vector_op(VecClass::kCopy, d.valid_bytes()), op, acc,
            static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 

@@ -118,7 +118,7 @@ void relayout(const TileView& d, const TileView& s) {
 }
 
 OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
-  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kUnary, s.valid_bytes());
+  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kCopy, s.valid_bytes());
   OpDesc o;
   o.cls = OpClass::kLocalMove;
   o.bytes = s.valid_bytes();
@@ -126,8 +126,9 @@ OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
   if (r.pipe == PYPTO_MTE1) o.link = d.mem == PYPTO_RIGHT ? Link::kL1ToL0b : Link::kL1ToL0a;
   if (r.pipe == PYPTO_FIXPIPE) {
     o.cls = OpClass::kFixpipe;
-    o.link = Link::kL0cToGm;
+    o.link = Link::kL0cToL1;
     o.rows = s.valid_rows;
+    o.acc_row_bytes = s.valid_cols * s.esize;
     o.bytes = d.valid_bytes();
   }
   return o;

@@ -22,6 +22,7 @@ const char* unary_name(int op) {
 VecClass unary_class(int op) {
   if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
   if (op == PYPTO_RECIP) return VecClass::kDiv;
+  if (op == PYPTO_COPY) return VecClass::kCopy;
   return VecClass::kUnary;
 }
 
@@ -78,7 +79,8 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
     vm::binary(opc, d.dtype, o, p, q, n);
   });
-  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary, d, &x, &y, d.valid_bytes());
+  const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : opc == PYPTO_ADD ? VecClass::kAdd : VecClass::kBinary;
+  issue_vector(op, c, d, &x, &y, d.valid_bytes());
 }
 
 extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
@@ -116,7 +118,7 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
     vm::fill(d.dtype, o, value, n);
   });
-  issue_vector(op, VecClass::kUnary, d, nullptr, nullptr, d.valid_bytes());
+  issue_vector(op, VecClass::kCopy, d, nullptr, nullptr, d.valid_bytes());
 }
 
 extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {

@@ -141,7 +141,7 @@ void copy_window(const TileView& d, int64_t dr0, int64_t dc0, const TileView& s,
 
 OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t cols, int64_t src_esize) {
   const int64_t bytes = rows * cols * src_esize;
-  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kUnary, bytes);
+  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kCopy, bytes);
   OpDesc o;
   o.cls = OpClass::kLocalMove;
   o.bytes = bytes;
@@ -149,8 +149,9 @@ OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t 
   if (r.pipe == PYPTO_MTE1) o.link = d.mem == PYPTO_RIGHT ? Link::kL1ToL0b : Link::kL1ToL0a;
   if (r.pipe == PYPTO_FIXPIPE) {
     o.cls = OpClass::kFixpipe;
-    o.link = Link::kL0cToGm;
+    o.link = Link::kL0cToL1;
     o.rows = rows;
+    o.acc_row_bytes = cols * src_esize;
     o.bytes = rows * cols * d.esize;
   }
   return o;

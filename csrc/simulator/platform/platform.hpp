@@ -22,21 +22,27 @@ struct Platform {
   // Usable bytes per on-chip space (what tiles may occupy) and physical bytes.
   int64_t ub_bytes, ub_physical_bytes, l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, bias_bytes;
   int64_t alignment_bytes;
-  // GM transfers: a row is fetched as bursts of `gm_burst_bytes`; each burst costs a fixed
-  // overhead on top of its bytes / bandwidth.
+  // GM transfers: a row is fetched as requests of at most `gm_burst_bytes` (one per started
+  // burst of each row); the DMA engine issues one request per `gm_request_cycles`, so a
+  // transfer of many short rows is request-bound (cost_model.hpp). `transfer_setup_cycles` is
+  // the lead of a GM transfer before its first data beat (on-chip moves have none).
   int64_t gm_burst_bytes;
-  double gm_burst_overhead_cycles;
+  double gm_request_cycles;
   double transfer_setup_cycles;
   double bw_gm_to_ub, bw_gm_to_l1, bw_ub_to_gm, bw_l1_to_l0a, bw_l1_to_l0b, bw_l0c_to_gm,
-      bw_ub_to_ub;
+      bw_ub_to_ub, bw_l0c_to_l1;
   int64_t vector_repeat_bytes;
   VecCost vec_binary, vec_unary, vec_exp, vec_div, vec_reduce, vec_cvt;
   double reduce_per_row_cycles;
   // Cube: mad = cube_base + cpr * ceil(m/16) * ceil(k/k0) * ceil(n/16).
   double cube_base_cycles;
   double cube_cpr_16bit, cube_cpr_fp32;
+  // FIXPIPE drains L0C row by row: base + rows * (max(per_row floor, L0C row bytes / drain
+  // bandwidth) + misalign * (odd part of the row's C0-block count - 1)).
   double fixpipe_base_cycles, fixpipe_per_row_cycles;
-  double sync_cycles;          // set_flag / wait_flag / pipe_barrier
+  double fixpipe_drain_bytes_per_cycle, fixpipe_misalign_cycles;
+  int64_t fixpipe_c0_bytes;
+  double sync_cycles;          // set_flag / wait_flag / pipe_barrier: pipe busy time
   double scalar_issue_cycles;  // scalar unit cost to issue one instruction
   int event_ids;               // event ids per (src, dst) pipe pair
   double task_dispatch_cycles;
@@ -55,6 +61,12 @@ struct Platform {
   // scalar element access on the SCALAR pipe.
   VecCost vec_cmp, vec_sel, vec_bitwise, vec_trig, vec_gather, vec_sort;
   double scalar_gm_access_cycles, scalar_ub_access_cycles;
+  // Which cost table this is: "device" (calibrated against device evidence) or "pto-isa" (the
+  // constants of pto-isa's cost model, for comparing with that simulator).
+  std::string cost_profile = "device";
+  // Element-wise add and plain copies / fills, which pto-isa prices apart from the other
+  // binary and unary ops (vadd, vcopy / vector_dup).
+  VecCost vec_add, vec_copy;
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
@@ -63,7 +75,7 @@ struct Platform {
   X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)        \
   X(l0a_bytes, l0a_bytes) X(l0b_bytes, l0b_bytes) X(l0c_bytes, l0c_bytes)                    \
   X(bias_bytes, bias_bytes) X(alignment_bytes, alignment_bytes)                              \
-  X(gm_burst_bytes, gm_burst_bytes) X(gm_burst_overhead_cycles, gm_burst_overhead_cycles)    \
+  X(gm_burst_bytes, gm_burst_bytes) X(gm_request_cycles, gm_request_cycles)    \
   X(transfer_setup_cycles, transfer_setup_cycles) X(bw_gm_to_ub, bw_gm_to_ub)                \
   X(bw_gm_to_l1, bw_gm_to_l1) X(bw_ub_to_gm, bw_ub_to_gm) X(bw_l1_to_l0a, bw_l1_to_l0a)      \
   X(bw_l1_to_l0b, bw_l1_to_l0b) X(bw_l0c_to_gm, bw_l0c_to_gm) X(bw_ub_to_ub, bw_ub_to_ub)    \
@@ -91,12 +103,23 @@ struct Platform {
   X(vec_gather_per_repeat, vec_gather.per_repeat) X(vec_gather_base, vec_gather.base)       \
   X(vec_sort_per_repeat, vec_sort.per_repeat) X(vec_sort_base, vec_sort.base)               \
   X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
-  X(scalar_ub_access_cycles, scalar_ub_access_cycles)
+  X(scalar_ub_access_cycles, scalar_ub_access_cycles)                                       \
+  X(bw_l0c_to_l1, bw_l0c_to_l1) X(fixpipe_drain_bytes_per_cycle, fixpipe_drain_bytes_per_cycle) \
+  X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes) \
+  X(vec_add_per_repeat, vec_add.per_repeat) X(vec_add_base, vec_add.base)                   \
+  X(vec_copy_per_repeat, vec_copy.per_repeat) X(vec_copy_base, vec_copy.base)
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();
 // Throws SimError(kInvalidArgument) listing the valid names for an unknown name.
 const Platform& platform_by_name(const std::string& name);
+// The cost profiles a table can be read under, "device" first.
+const std::vector<std::string>& cost_profile_names();
+// `name`'s table under `profile`; SimError(kInvalidArgument) for an unknown profile or one the
+// platform has no figures for.
+Platform platform_with_profile(const std::string& name, const std::string& profile);
+// pto-isa's cost-model constants on top of an a2a3 table (platform/pto_isa.cpp).
+Platform apply_pto_isa_profile(Platform p);
 
 Platform make_a2a3sim();
 Platform make_a5sim();

@@ -1,0 +1,55 @@
+// The "pto-isa" cost profile: the constants of pto-isa's a2a3 cost model (public in
+// hw-native-sys/pto-isa, include/pto/costmodel: the arch table kA2A3ArchConfig, the CCE
+// intrinsic cost table and the formula backend), so that our per-instruction cycles can be
+// compared with that simulator's. Same formulas as the device profile (cost_model.hpp); only
+// the constants differ. Bandwidths there are GiB/s at 1.85 GHz: B/cycle = GiB/s * 2^30 / 1.85e9.
+#include "simulator/platform/platform.hpp"
+
+namespace pypto {
+namespace {
+
+double per_cycle(double gib_per_s) { return gib_per_s * 1073741824.0 / 1.85e9; }
+
+}  // namespace
+
+Platform apply_pto_isa_profile(Platform p) {
+  p.cost_profile = "pto-isa";
+  p.transfer_setup_cycles = 0;        // pto-isa: a transfer is bytes / bandwidth, no lead
+  p.l2_hit_latency_cycles = 0;        // pto-isa: no lead on a hit either
+  p.gm_request_cycles = 0;            // pto-isa: no per-request cost (no short-row penalty)
+  p.bw_gm_to_ub = per_cycle(100.9);   // pto-isa kA2A3ArchConfig GM_TO_UB
+  p.bw_gm_to_l1 = per_cycle(135.0);   // pto-isa kA2A3ArchConfig GM_TO_L1
+  p.bw_ub_to_gm = per_cycle(188.46);  // pto-isa kA2A3ArchConfig UB_TO_GM
+  p.bw_ub_to_ub = per_cycle(1024.0);  // pto-isa kA2A3ArchConfig UB_TO_UB
+  p.bw_l0c_to_gm = per_cycle(70.0);   // pto-isa kA2A3ArchConfig L0C_TO_GM
+  p.bw_l0c_to_l1 = per_cycle(128.0);  // pto-isa kA2A3ArchConfig L0C_TO_L1
+  p.bw_l1_to_l0a = per_cycle(441.0);  // pto-isa kA2A3ArchConfig L1_TO_L0A
+  p.bw_l1_to_l0b = per_cycle(220.5);  // pto-isa kA2A3ArchConfig L1_TO_L0B
+  // pto-isa's FIXPIPE is bytes / L0C bandwidth: no fixed drain, no row floor, no misalignment.
+  p.fixpipe_base_cycles = 0;              // pto-isa: no drain lead
+  p.fixpipe_per_row_cycles = 0;           // pto-isa: no row floor
+  p.fixpipe_drain_bytes_per_cycle = 1e6;  // pto-isa: no drain throughput term (never binds)
+  p.fixpipe_misalign_cycles = 0;          // pto-isa: no misalignment term
+  // pto-isa CCE table, vector stream model: head + tail paid at stream start, slope per repeat.
+  p.vec_binary = {2, 32};  // pto-isa vmul: head 13 + tail 19, slope 2 (vsub/vmax/vmin alike)
+  p.vec_unary = {1, 31};   // pto-isa vadds: head 13 + tail 18, slope 1 (vabs/vmuls/vmins alike)
+  p.vec_add = {1, 32};     // pto-isa vadd: head 14 + tail 18, slope 1
+  p.vec_copy = {1, 24};    // pto-isa vcopy / vector_dup: head 11 + tail 13, slope 1
+  p.vec_exp = {4, 37};     // pto-isa vexp: head 13 + tail 24, slope 4
+  p.vec_div = {8, 38};     // pto-isa vdiv: head 13 + tail 25, slope 8
+  p.vec_cvt = {1, 27};     // pto-isa vconv (910B3 calibration): head 14 + tail 13, slope 1
+  p.vec_cmp = {2, 36};     // pto-isa vcmpv_ge / vcmpv_ne: head 14 + tail 22, slope 2
+  p.vec_sel = {2, 27};     // pto-isa vsel: head 13 + tail 14, slope 2
+  p.vec_bitwise = {2, 6};  // pto-isa vand / vor / vshl: the default head 6, slope 2
+  p.vec_gather = {2, 6};   // pto-isa vgather: the default head 6, slope 2
+  p.vec_sort = {2, 6};     // pto-isa vbitsort / vmrgsort4: the default head 6, slope 2
+  p.vec_reduce = {7, 46};  // pto-isa vcadd: head 14 + tail 32, slope 7
+  p.reduce_per_row_cycles = 0;  // pto-isa: a reduction is its vcadd repeats only
+  p.cube_base_cycles = 6;       // pto-isa formula backend TryEstimateMadCycles: head 6
+  p.cube_cpr_16bit = 1;         // pto-isa formula backend: 1 cycle per fractal for fp16
+  p.cube_cpr_fp32 = 2;          // pto-isa formula backend: 2 cycles per fractal for fp32
+  p.sync_cycles = 1;            // pto-isa: set_flag / wait_flag / pipe_barrier cost 1 cycle
+  return p;
+}
+
+}  // namespace pypto

@@ -430,6 +430,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
         entry.tensor_params,
         entry.hints,
         entry.external,
+        entry.scalar_values,
     )
     state = compiled.__dict__
     del state["program"], state["plan"]
@@ -518,6 +519,7 @@ def _compile(
                 "kernels": {s.name: str(paths[s.name].parent.relative_to(root)) for s in sources},
                 "sources": {s.name: s.code for s in sources},
                 "external": external,
+                "scalar_values": scalar_args,
             },
         )
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))

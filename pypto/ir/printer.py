@@ -129,7 +129,7 @@ def print_expr(e: Expr) -> str:
         if e.deps:
             args.append(f"deps=[{', '.join(e.deps)}]")
         if e.blocks != 1:
-            args.append(f"blocks={e.blocks}")
+            args.append(f"blocks={_blocks(e.blocks)}")
         return f"self.{e.callee}({', '.join(args)})"
     raise TypeError(f"cannot print expression {e!r}")
 
@@ -239,7 +239,7 @@ class _Printer:
         self.block(s.body, depth + 1, s.results)
 
     def scope(self, s: Scope, depth: int) -> None:
-        args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [str(s.blocks)]
+        args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [_blocks(s.blocks)]
         if s.name_hint is not None:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
         if s.deps:
@@ -311,3 +311,7 @@ def print_program(p: Program) -> str:
     if not p.functions:
         pr.emit(1, "pass")
     return "\n".join(pr.lines) + "\n"
+
+
+def _blocks(blocks: int | Expr) -> str:
+    return str(blocks) if isinstance(blocks, int) else print_expr(blocks)

@@ -163,6 +163,7 @@ class CompiledProgram:
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
+        self._replan(args)
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
             self._check_overlaps(arrays)
@@ -191,6 +192,18 @@ class CompiledProgram:
             from pypto.runtime.launch import name_tensors
 
             raise name_tensors(e, self._table_names(extra)) from None
+
+    def _replan(self, args: tuple) -> None:
+        """A ``pl.spmd`` count of ``pl.dynamic`` dims: plan again when this call's sizes differ
+        from the plan's (the program and its kernels stay; only the task list changes)."""
+        if not self.plan.dims:
+            return
+        from pypto.runtime.plan import dynamic_dims, plan_orchestration
+
+        if dynamic_dims(self.program, self.program.entry, args) != self.plan.dims:
+            self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+            for cached in ("_native_cache", "task_specs", "intermediates"):
+                self.__dict__.pop(cached, None)
 
     def _native_tasks(self) -> tuple[list[tuple], list[int]]:
         """The native task list (fixed per compile: built once) and the table entries duplicated
@@ -492,7 +505,7 @@ def _compile(
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)
     scalar_args = {n: a for n, a in zip(names, args) if isinstance(a, (int, float))}
-    plan = plan_orchestration(lowered, lowered.entry, scalar_args)
+    plan = plan_orchestration(lowered, lowered.entry, scalar_args, _positional(names, args, kwargs))
     hints = sink.lines()
     compiled = CompiledProgram(
         jf.name, out, names, config.platform, lowered, config, paths, plan, outs, tensors, hints, external,
@@ -546,3 +559,12 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
     if len(outs) == 1:
         return args[outs[0]]
     return tuple(args[i] for i in outs) if outs else None
+
+
+def _positional(names: list[str], args: tuple, kwargs: dict) -> tuple:
+    """The call's arguments in parameter order (keywords placed by name)."""
+    if not kwargs:
+        return args
+    from pypto.frontend.specialize import bind_arguments
+
+    return tuple(bind_arguments("", names, args, kwargs, None))

@@ -1,0 +1,70 @@
+"""pl.spmd with a block count of pl.dynamic dims: one compile and one kernel build serve every
+count; each call is planned with its own sizes (one task per block, pl.get_block_num() the
+count) and a count out of [1, 65535] is refused with the source line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import ArgumentError, TypeCheckError
+from pypto.ir.printer import print_program
+
+M = pl.dynamic("M")
+R, C = 16, 64
+
+
+@pl.jit
+def reverse_blocks(x: pl.Tensor[[M, C], pl.FP32], y: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+    """Block b of M // 16 writes x's row block b, plus one, into row block n-1-b of tmp; a
+    task after every block negates tmp into y."""
+    tmp = pl.create_tensor([1024, C], pl.FP32)
+    for b in pl.spmd(M // R, name_hint="fill"):
+        n = pl.get_block_num()
+        pl.store(pl.adds(pl.load(x, [b * R, 0], [R, C]), 1.0), [(n - 1 - b) * R, 0], tmp)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="after"):
+        for i in pl.range(M // R):
+            pl.store(pl.neg(pl.load(tmp, [i * R, 0], [R, C])), [i * R, 0], y)
+    return y
+
+
+def test_one_compile_serves_three_block_counts():
+    programs = set()
+    for blocks in (3, 5, 2):
+        x = np.arange(blocks * R * C, dtype=np.float32).reshape(blocks * R, C)
+        y = np.zeros_like(x)
+        reverse_blocks(x, y)
+        ref = -(x.reshape(blocks, R, C)[::-1] + 1).reshape(blocks * R, C)
+        np.testing.assert_array_equal(y, ref)
+        report = reverse_blocks.last_report
+        fills = [t for t in report.tasks if t.name == "fill"]
+        assert sorted(t.block for t in fills) == list(range(blocks))
+        assert len(report.tasks) == blocks + 1  # the blocks, then the task after them
+        programs.add(id(reverse_blocks.compile(x, y)))
+    assert len(programs) == 1  # one program (IR, kernels) for every M
+
+
+def test_printed_ir_keeps_the_count_symbolic():
+    x = np.zeros((2 * R, C), np.float32)
+    text = print_program(reverse_blocks.compile(x, x).program)
+    assert "self.fill(x, tmp, blocks=M // 16)" in text
+
+
+def test_a_count_of_zero_blocks_is_refused_with_the_line():
+    x = np.zeros((R // 2, C), np.float32)
+    with pytest.raises(ArgumentError, match=r"pl.spmd\(M // 16\) gives 0 blocks for M = 8") as e:
+        reverse_blocks(x, np.zeros_like(x))
+    assert "test_spmd_dynamic.py:23" in str(e.value)
+
+
+def test_a_count_of_something_else_is_still_refused():
+    with pytest.raises(TypeCheckError, match="expression of pl.dynamic dims"):
+
+        @pl.jit
+        def bad(x: pl.Tensor[[M, C], pl.FP32], out: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+            for b in pl.spmd(M / R):
+                pl.store(pl.load(x, [b * R, 0], [R, C]), [b * R, 0], out)
+            return out
+
+        bad(np.zeros((R, C), np.float32), np.zeros((R, C), np.float32))

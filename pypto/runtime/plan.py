@@ -12,8 +12,8 @@ import numpy as np
 from pypto.errors import ArgumentError, CompileError
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
-from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.printer import print_expr
+from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import DynDim, ScalarType, TensorType
 from pypto.ir.visit import nodes_of
 

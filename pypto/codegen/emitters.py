@@ -64,15 +64,28 @@ def _need(dst: str | None) -> str:
 
 
 def _load(c: Call, dst: str | None) -> list[str]:
+    if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D load per batch
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
+        batches = c.arg("shapes").items[0]  # type: ignore[union-attr]
+        return [
+            f"TLOAD_BATCH({_need(dst)}, {_name(c.arg('tensor'))}, {b0}, {r}, {col}, {cpp_expr(batches)});"
+        ]
     r, col = _offsets(c.arg("offsets"))
     return [f"TLOAD({_need(dst)}, {_name(c.arg('tensor'))}, {r}, {col});"]
 
 
 def _store(c: Call, dst: str | None) -> list[str]:
+    atomic = _literal(c.arg("atomic")) is AtomicType.Add
+    out, tile = _name(c.arg("output_tensor")), _name(c.arg("tile"))
+    if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D store per batch
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
+        batches = c.arg("tile").type.shape[0]  # type: ignore[union-attr]
+        flag = "true" if atomic else "false"
+        lines = [f"TSTORE_BATCH({out}, {b0}, {r}, {col}, {tile}, {batches}, {flag});"]
+        return lines + ([f"Tensor {dst} = {out};"] if dst is not None else [])
     r, col = _offsets(c.arg("offsets"))
-    fn = "TSTORE_ATOMIC_ADD" if _literal(c.arg("atomic")) is AtomicType.Add else "TSTORE"
-    out = _name(c.arg("output_tensor"))
-    lines = [f"{fn}({out}, {r}, {col}, {_name(c.arg('tile'))});"]
+    fn = "TSTORE_ATOMIC_ADD" if atomic else "TSTORE"
+    lines = [f"{fn}({out}, {r}, {col}, {tile});"]
     if dst is not None:  # `t2 = pl.store(...)` names the written tensor
         lines.append(f"Tensor {dst} = {out};")
     return lines
@@ -112,7 +125,8 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
     src = c.arg("tile")
-    if _literal(c.arg("target_memory")) is MemorySpace.Left and src.type.shape[0] == 1:  # type: ignore[union-attr]
+    shape = src.type.shape  # type: ignore[union-attr]
+    if _literal(c.arg("target_memory")) is MemorySpace.Left and len(shape) == 2 and shape[0] == 1:
         return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
     return [f"TMOV({_need(dst)}, {_name(src)});"]
 
@@ -294,6 +308,39 @@ EMITTERS.update(
         "tile.gemv": _binary("TGEMV"),
         "tile.matmul_bias": lambda c, dst: [
             f"TMATMUL_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
+        ],
+    }
+)
+
+
+# --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
+def _batched(offsets: Expr) -> bool:
+    return isinstance(offsets, ListExpr) and len(offsets.items) == 3
+
+
+def _batches(t: object) -> int:
+    shape = t.shape  # type: ignore[attr-defined]
+    return shape[0] if len(shape) == 3 else 1
+
+
+def _batch_matmul(accumulate: bool) -> Emitter:
+    def emit(c: Call, dst: str | None) -> list[str]:
+        d = _need(dst)  # batch_matmul_acc: the planner gives the result the accumulator's buffer
+        lhs, rhs = c.arg("lhs"), c.arg("rhs")
+        counts = f"{_batches(infer_call_type(c))}, {_batches(lhs.type)}, {_batches(rhs.type)}"
+        flags = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}, {'true' if accumulate else 'false'}"
+        return [f"TMATMUL_BATCH({d}, {_name(lhs)}, {_name(rhs)}, {counts}, {flags});"]
+
+    return emit
+
+
+EMITTERS.update(
+    {
+        "tile.batch_matmul": _batch_matmul(False),
+        "tile.batch_matmul_acc": _batch_matmul(True),
+        "tile.gemv_acc": _binary("TGEMV_ACC"),  # in place: the result is the accumulator's buffer
+        "tile.gemv_bias": lambda c, dst: [
+            f"TGEMV_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
         ],
     }
 )

@@ -26,7 +26,7 @@ from pypto.ir.expr import (
 )
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Return, Scope, Stmt, Yield
-from pypto.ir.types import MemRef, ScalarType, TensorType, TileType, Type, VoidType
+from pypto.ir.types import DynDim, MemRef, ScalarType, TensorType, TileType, Type, VoidType
 
 INDENT = "    "
 MAX_COLS = 110
@@ -300,6 +300,7 @@ def print_program(p: Program) -> str:
         "",
         "import pypto.language as pl",
         "",
+        *_dynamic_dims(p),
         "",
         "@pl.program",
         f"class {p.name}:",
@@ -315,3 +316,15 @@ def print_program(p: Program) -> str:
 
 def _blocks(blocks: int | Expr) -> str:
     return str(blocks) if isinstance(blocks, int) else print_expr(blocks)
+
+
+def _dynamic_dims(p: Program) -> list[str]:
+    """``M = pl.dynamic("M")`` for each dynamic dim the signatures use, so the text parses."""
+    names = {
+        d.name
+        for f in p.functions
+        for prm in f.params
+        for d in getattr(prm.var.type, "shape", ())
+        if isinstance(d, DynDim)
+    }
+    return [f"{n} = pl.dynamic({json.dumps(n)})" for n in sorted(names)] + ([""] if names else [])

@@ -196,7 +196,7 @@ class CompiledProgram:
     def _replan(self, args: tuple) -> None:
         """A ``pl.spmd`` count of ``pl.dynamic`` dims: plan again when this call's sizes differ
         from the plan's (the program and its kernels stay; only the task list changes)."""
-        if not self.plan.dims:
+        if not self.plan.dynamic:
             return
         from pypto.runtime.plan import dynamic_dims, plan_orchestration
 

@@ -60,6 +60,7 @@ class Plan:
     # pl.spmd counts of pl.dynamic dims: the sizes this plan was made for; a call with other
     # sizes is planned again (the program and its kernels serve every size)
     dims: dict[str, int] = field(default_factory=dict)
+    dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
 
 
 @dataclass
@@ -327,23 +328,30 @@ def plan_orchestration(
     ``args`` (the call's, positional) size the ``pl.dynamic`` dims of dynamic block counts.
     Tensor indices address the entry's tensor parameters, then the intermediates."""
     tensor_params = [p for p in entry.params if isinstance(p.var.type, TensorType)]
-    dims = dynamic_dims(program, entry, args)
+    used, dims = _dims_used(program), dynamic_dims(program, entry, args)
+    if set(dims) != used:  # no sizes yet (a program read back from its folder): plan at the call
+        return Plan([], [], {}, frozenset(used))
     env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params))
     env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
     tasks: list[Task] = []
     _walk(entry.body, program, env, tasks)
-    return Plan(tasks, env.intermediates, dims)
+    return Plan(tasks, env.intermediates, dims, frozenset(used))
 
 
-def dynamic_dims(program: Program, entry: Function, args: tuple) -> dict[str, int]:
-    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read."""
-    used = {
+def _dims_used(program: Program) -> set[str]:
+    """The ``pl.dynamic`` dims that block counts of ``program`` read."""
+    return {
         v.name
         for f in program.functions
         for c in nodes_of(f, FuncCall)
         if not isinstance(c.blocks, int)
         for v in nodes_of(c.blocks, Var)
     }
+
+
+def dynamic_dims(program: Program, entry: Function, args: tuple) -> dict[str, int]:
+    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read."""
+    used = _dims_used(program)
     dims: dict[str, int] = {}
     for i, p in enumerate(entry.params):
         for axis, d in enumerate(getattr(p.var.type, "shape", ())):

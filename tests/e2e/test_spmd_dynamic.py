@@ -10,6 +10,7 @@ import pytest
 import pypto.language as pl
 from pypto.errors import ArgumentError, TypeCheckError
 from pypto.ir.printer import print_program
+from pypto.runtime import RunConfig
 
 M = pl.dynamic("M")
 R, C = 16, 64
@@ -55,7 +56,9 @@ def test_a_count_of_zero_blocks_is_refused_with_the_line():
     x = np.zeros((R // 2, C), np.float32)
     with pytest.raises(ArgumentError, match=r"pl.spmd\(M // 16\) gives 0 blocks for M = 8") as e:
         reverse_blocks(x, np.zeros_like(x))
-    assert "test_spmd_dynamic.py:23" in str(e.value)
+    assert "test_spmd_dynamic.py:" in str(e.value) and 'for b in pl.spmd(M // R, name_hint="fill")' in str(
+        e.value
+    )
 
 
 def test_a_count_of_something_else_is_still_refused():
@@ -68,3 +71,17 @@ def test_a_count_of_something_else_is_still_refused():
             return out
 
         bad(np.zeros((R, C), np.float32), np.zeros((R, C), np.float32))
+
+
+def test_program_read_back_from_its_folder_plans_each_call(tmp_path):
+    from pypto.runtime.jit import CompiledProgram
+
+    x = np.ones((2 * R, C), np.float32)
+    reverse_blocks.compile(x, x, config=RunConfig(output_dir=tmp_path))
+    again = CompiledProgram.from_dir(tmp_path)
+    for blocks in (4, 2):
+        x = np.arange(blocks * R * C, dtype=np.float32).reshape(blocks * R, C)
+        y = np.zeros_like(x)
+        again(x, y)
+        np.testing.assert_array_equal(y, -(x.reshape(blocks, R, C)[::-1] + 1).reshape(blocks * R, C))
+        assert len(again.last_report.tasks) == blocks + 1

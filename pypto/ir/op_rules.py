@@ -94,6 +94,8 @@ def load_rule(b: Bound) -> Type:
     target = b.literal("target_memory")
     if target not in (MemorySpace.Vec, MemorySpace.Mat):
         raise b.fail(f"target_memory must be pl.Mem.Vec or pl.Mem.Mat (DDR→Vec/Mat), got {target!r}")
+    if len(shape) > 3:
+        raise b.fail(f"tiles have at most 3 dims (a batch of matrices), got shapes {list(shape)}")
     if not (len(src.shape) == b.rank_of_list("offsets") == len(shape)):
         raise b.fail(
             f"tensor has rank {len(src.shape)} but offsets has {b.rank_of_list('offsets')} "
@@ -228,8 +230,8 @@ def reshape_rule(b: Bound) -> Type:
             f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
             f"({math.prod(shape)} elements): a reshape keeps the element count"
         )
-    if isinstance(x, TileType) and len(shape) > 2:
-        raise b.fail(f"tiles have at most 2 dims, got shape {list(shape)}")
+    if isinstance(x, TileType) and len(shape) > 3:
+        raise b.fail(f"tiles have at most 3 dims (a batch of matrices), got shape {list(shape)}")
     _need_space(b, "x", _ROW_MAJOR)
     return _like(x, shape, x.dtype)
 

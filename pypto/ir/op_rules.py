@@ -261,6 +261,10 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
 
 def matmul_rule(b: Bound) -> Type:
     lhs, rhs = b.array("lhs"), b.array("rhs")
+    if isinstance(lhs, TensorType) and 3 in (len(lhs.shape), len(rhs.shape)):
+        from pypto.ir.op_rules_cube import tensor_batch_matmul_rule  # a batch: lowered per batch
+
+        return tensor_batch_matmul_rule(b)
     m, n = _mm_dims(b, lhs, rhs)
     dtype = _accumulator_dtype(b, lhs.dtype)
     if isinstance(lhs, TensorType):

@@ -14,7 +14,7 @@ from pypto.ir.dtypes import BF16, FP16, FP32
 from pypto.ir.enums import MemorySpace
 from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space
 from pypto.ir.op_rules_ext import gemv_rule
-from pypto.ir.types import TileType, Type, format_type
+from pypto.ir.types import TensorType, TileType, Type, format_type
 
 _CUBE_INPUTS = (FP16, BF16, FP32)
 _FRACTAL_ROWS = 16
@@ -104,3 +104,12 @@ def gemv_bias_rule(b: Bound) -> Type:
     if bias.dtype != FP32 or bias.shape != (1, n):
         raise b.fail(f"`bias` must be FP32 [1, {n}] in pl.Mem.Bias, got {format_type(bias)}")
     return out
+
+
+def tensor_batch_matmul_rule(b: Bound) -> Type:
+    """``pl.matmul`` of tensors with a batch (rank 3): lowered to pl.batch_matmul on tiles."""
+    batches, m, n = batch_dims(b)
+    out = b.literal("out_dtype")
+    if out not in (None, FP32):
+        raise b.fail(f"a batched matmul accumulates in FP32; out_dtype={out} is not supported")
+    return TensorType((batches, m, n), FP32)

@@ -9,6 +9,7 @@ from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
+from pypto.ir.types import TileType
 
 
 class EmitError(Exception):
@@ -214,7 +215,7 @@ EMITTERS: dict[str, Emitter] = {
     "tile.concat": _concat,
     "tile.fillpad": _fillpad,
     "tile.reshape": _two_arg("TRESHAPE", "x"),
-    "tile.transpose": _two_arg("TTRANS", "x"),
+    "tile.transpose": lambda c, dst: _transpose(c, dst),
     "tile.set_validshape": _create,  # the declaration carries the valid shape
     "tile.full": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('value'))});"],
     "tile.cast": _cast,
@@ -245,21 +246,29 @@ def _cmp(scalar: bool) -> Emitter:
     return emit
 
 
-def _indices(e: Expr) -> str:
-    items = e.items if isinstance(e, ListExpr) else (e,)
-    return "{" + ", ".join(f"static_cast<int64_t>({cpp_expr(i)})" for i in items) + "}"
+def _element(c: Call, name: str) -> tuple[str, str]:
+    """The tensor or tile and the index list of a scalar access; an element of a batch of
+    matrices is read from its matrix (a window of the stack), so each index is checked."""
+    e, x = c.arg("indices"), c.arg(name)
+    items = [cpp_expr(i) for i in (e.items if isinstance(e, ListExpr) else (e,))]
+    where = _name(x)
+    t = x.type
+    if isinstance(t, TileType) and len(t.shape) == 3 and len(items) == 3:
+        _, r, col = t.shape
+        where, items = f"TWINDOW({where}, ({items[0]}) * {r}, 0, {r}, {col})", items[1:]
+    return where, "{" + ", ".join(f"static_cast<int64_t>({i})" for i in items) + "}"
 
 
 def _read(c: Call, dst: str | None) -> list[str]:
     t = infer_call_type(c)
-    value = f"TREAD({_name(c.arg('src'))}, {_indices(c.arg('indices'))})"
+    value = "TREAD({}, {})".format(*_element(c, "src"))
     ctype = cpp_scalar_type(t)  # type: ignore[arg-type]
     return [f"const {ctype} {_need(dst)} = static_cast<{ctype}>({value});"]
 
 
 def _write(c: Call, dst: str | None) -> list[str]:
     value = f"static_cast<double>({cpp_expr(c.arg('value'))})"
-    return [f"TWRITE({_name(c.arg('dst'))}, {_indices(c.arg('indices'))}, {value});"]
+    return ["TWRITE({}, {}, {});".format(*_element(c, "dst"), value)]
 
 
 def _dim(c: Call, dst: str | None) -> list[str]:
@@ -314,6 +323,15 @@ EMITTERS.update(
 
 
 # --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
+def _transpose(c: Call, dst: str | None) -> list[str]:
+    d, x = _need(dst), c.arg("x")
+    if len(x.type.shape) != 3:  # type: ignore[union-attr]
+        return [f"TTRANS({d}, {_name(x)});"]
+    b, r, col = x.type.shape  # type: ignore[union-attr]  # each matrix of the batch
+    rows = f"TWINDOW({d}, i_ * {col}, 0, {col}, {r}), TWINDOW({_name(x)}, i_ * {r}, 0, {r}, {col})"
+    return [f"for (int32_t i_ = 0; i_ < {b}; ++i_) TTRANS({rows});"]
+
+
 def _batched(offsets: Expr) -> bool:
     return isinstance(offsets, ListExpr) and len(offsets.items) == 3
 

@@ -17,6 +17,10 @@ def transpose_rule(b: Bound) -> Type:
         if not isinstance(a, int) or not -rank <= a < rank:
             raise b.fail(f"`{name}` must be an axis of a rank-{rank} value, got {a!r}")
         axes.append(a % rank)
+    if isinstance(x, TileType) and rank == 3 and sorted(axes) != [1, 2]:
+        raise b.fail(
+            f"a batch of matrices {list(x.shape)} transposes each matrix: swap axes 1 and 2, got {axes}"
+        )
     shape = list(x.shape)
     shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
     _need_space(b, "x", VEC)

@@ -103,6 +103,8 @@ def load_rule(b: Bound) -> Type:
         )
     if b.rank_of_list("valid_shape") not in (0, len(shape)):
         raise b.fail(f"valid_shape needs {len(shape)} entries")
+    if len(shape) == 3 and b.rank_of_list("valid_shape") and b.ints("valid_shape") != shape:
+        raise b.fail(f"a batch of matrices {list(shape)} is loaded whole: valid_shape must be its shape")
     return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
 
 

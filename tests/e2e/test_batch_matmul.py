@@ -251,3 +251,61 @@ def test_tensor_batch_matmul_refuses_a_narrow_out_dtype():
             np.zeros((2, 64, 16), np.float16),
             np.zeros((2, 32, 16), np.float16),
         )
+
+
+@pl.jit
+def transpose_batches(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.transpose(pl.load(a, [0, 0, 0], [2, 16, 32]), 1, 2), [0, 0, 0], out)
+    return out
+
+
+def test_transpose_of_a_batch_transposes_each_matrix():
+    """Regression: TTRANS ran on the whole stack and failed at run time."""
+    a = rand(F32, 21, (2, 16, 32))
+    out = np.zeros((2, 32, 16), F32)
+    transpose_batches(a, out)
+    np.testing.assert_array_equal(out, a.transpose(0, 2, 1))
+
+
+@pl.jit
+def read_write_batch(a: pl.Tensor, i: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0, 0], [2, 16, 32])
+        pl.write(t, [0, 0, 0], pl.read(t, [1, i, 2]))
+        pl.store(t, [0, 0, 0], out)
+    return out
+
+
+def test_scalar_access_to_a_batch_indexes_its_matrices():
+    """Regression: [b, r, c] reached the flattened stack and was refused as out of bounds."""
+    a = rand(F32, 22, (2, 16, 32))
+    out = np.zeros_like(a)
+    read_write_batch(a, 3, out)
+    expect = a.copy()
+    expect[0, 0, 0] = a[1, 3, 2]
+    np.testing.assert_array_equal(out, expect)
+    with pytest.raises(
+        OutOfBoundsError, match=r"TREAD: index \[20, 2\] is outside the tile's valid shape \[16, 32\]"
+    ):
+        read_write_batch(a, 20, out)  # row 20 of a 16-row matrix (not row 4 of the next one)
+
+
+def test_batch_tile_refuses_a_partial_valid_shape_and_a_batch_axis_swap():
+    @pl.jit
+    def ragged(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(a, [0, 0, 0], [2, 16, 32], valid_shape=[2, 10, 32]), [0, 0, 0], out)
+        return out
+
+    @pl.jit
+    def swap(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.transpose(pl.load(a, [0, 0, 0], [2, 16, 32]), 0, 1), [0, 0, 0], out)
+        return out
+
+    a = np.zeros((2, 16, 32), F32)
+    with pytest.raises(TypeCheckError, match=r"\[2, 16, 32\] is loaded whole: valid_shape must be its shape"):
+        ragged(a, np.zeros_like(a))
+    with pytest.raises(TypeCheckError, match=r"transposes each matrix: swap axes 1 and 2, got \[0, 1\]"):
+        swap(a, np.zeros((16, 2, 32), F32))

@@ -144,7 +144,11 @@ def _matmul(c: Call, dst: str | None) -> list[str]:
 def _matmul_acc(c: Call, dst: str | None) -> list[str]:
     # Accumulates in place: the planner gives the result the accumulator's buffer.
     trans = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}"
-    return [f"TMATMUL_ACC({_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
+    operands = f"{_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans}"
+    cond = c.arg("init_cond")
+    if isinstance(cond, Literal) and cond.value is None:
+        return [f"TMATMUL_ACC({operands});"]
+    return [f"TMATMUL_ACC_INIT({operands}, {cpp_expr(cond)});"]  # overwrites when cond holds
 
 
 def _index(e: Expr) -> str:

@@ -288,6 +288,9 @@ def matmul_acc_rule(b: Bound) -> Type:
     _need_space(b, "acc", frozenset({MemorySpace.Acc}))
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    cond = b.type("init_cond") if "init_cond" in b.args else None
+    if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
+        raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")
     return TileType(acc.shape, acc.dtype, acc.memory)
 
 

@@ -62,3 +62,28 @@ def gemv_bias(v: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor
         bt = pl.move(pl.load(bias, [0, 0], [1, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Bias)
         pl.store(pl.gemv_bias(lv, rb, bt), [0, 0], out)
     return out
+
+
+def split_k(init_cond=True):
+    """out = a @ b with K in blocks of 64 accumulated in one Acc tile; the first block starts the
+    accumulator afresh through init_cond (i == 0) when asked."""
+
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.create_tile([32, 32], pl.FP32, target_memory=pl.Mem.Acc)
+            for i in pl.range(4):
+                la = pl.move(
+                    pl.load(a, [0, i * 64], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                )
+                rb = pl.move(
+                    pl.load(b, [i * 64, 0], [64, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+                )
+                if init_cond:
+                    acc = pl.matmul_acc(acc, la, rb, init_cond=(i == 0))
+                else:
+                    acc = pl.matmul_acc(acc, la, rb, init_cond=i)
+            pl.store(acc, [0, 0], out)
+        return out
+
+    return k

@@ -309,3 +309,22 @@ def test_batch_tile_refuses_a_partial_valid_shape_and_a_batch_axis_swap():
         ragged(a, np.zeros_like(a))
     with pytest.raises(TypeCheckError, match=r"transposes each matrix: swap axes 1 and 2, got \[0, 1\]"):
         swap(a, np.zeros((16, 2, 32), F32))
+
+
+def test_matmul_acc_init_cond_starts_the_accumulator_afresh():
+    """Upstream's split-K idiom: on the step where init_cond holds the accumulator is
+    overwritten, so stale Acc contents (a previous run's) never leak into the result."""
+    a, b = rand(np.float16, 23, (32, 256)), rand(np.float16, 24, (256, 32))
+    kern = K.split_k()
+    for _ in range(2):  # the second run finds the first run's sums in L0C
+        out = np.full((32, 32), 7.0, F32)
+        kern(a, b, out)
+        np.testing.assert_allclose(out, exact(a) @ exact(b), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_acc_init_cond_must_be_a_condition():
+    a, b = np.zeros((32, 256), np.float16), np.zeros((256, 32), np.float16)
+    with pytest.raises(
+        TypeCheckError, match=r"init_cond must be a condition \(e.g. k == 0\), got pl.Scalar\[pl.INDEX\]"
+    ):
+        K.split_k(init_cond=False)(a, b, np.zeros((32, 32), F32))

@@ -115,6 +115,11 @@ inline void TMATMUL_ACC(const Tile& acc, const Tile& left, const Tile& right, bo
                         bool b_trans = false) {
   pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, 1);
 }
+// TMATMUL_ACC whose accumulator starts afresh when `init` holds (split-K's first step).
+inline void TMATMUL_ACC_INIT(const Tile& acc, const Tile& left, const Tile& right, bool a_trans, bool b_trans,
+                             bool init) {
+  pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, init ? 0 : 1);
+}
 template <typename T, int R, int C> using LeftTile = TileT<Mem::Left, T, R, C>;
 template <typename T, int R, int C> using RightTile = TileT<Mem::Right, T, R, C>;
 template <typename T, int R, int C> using AccTile = TileT<Mem::Acc, T, R, C>;

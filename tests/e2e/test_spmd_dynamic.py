@@ -85,3 +85,25 @@ def test_program_read_back_from_its_folder_plans_each_call(tmp_path):
         again(x, y)
         np.testing.assert_array_equal(y, -(x.reshape(blocks, R, C)[::-1] + 1).reshape(blocks * R, C))
         assert len(again.last_report.tasks) == blocks + 1
+
+
+@pl.jit
+def exp_n_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor]):
+    for b in pl.spmd(n):
+        pl.store(pl.exp(pl.load(x, [b * R, 0], [R, C])), [b * R, 0], out)
+    return out
+
+
+def test_a_scalar_block_count_shares_one_kernel_build():
+    """A scalar argument is a compile-time constant: each count plans its own program, but the
+    kernel does not depend on the count (it reads pl.get_block_num()), so one build serves all."""
+    x = np.random.default_rng(6).standard_normal((4 * R, C)).astype(np.float32)
+    programs = []
+    for n in (2, 3, 4):
+        out = np.zeros_like(x)
+        exp_n_blocks(x, n, out)
+        np.testing.assert_allclose(out[: n * R], np.exp(x[: n * R]), rtol=1e-6)
+        assert not out[n * R :].any() and len(exp_n_blocks.last_report.tasks) == n
+        programs.append(exp_n_blocks.compile(x, n, out))
+    assert len({id(p) for p in programs}) == 3
+    assert all(p.kernels == programs[0].kernels for p in programs)  # the same binaries

@@ -157,3 +157,40 @@ def test_tuple_assignment_of_tiles():
     swap_and_add(x, y, o1, o2)
     np.testing.assert_array_equal(o1, y)
     np.testing.assert_array_equal(o2, x + y)
+
+
+AB, AS, AD = 4, 32, 64
+
+
+@pl.jit
+def attention_probs(q: pl.Tensor, k: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """softmax(q @ k^T / 8) per batch: the scores on the cube (pl.batch_matmul with b_trans),
+    the softmax on the vector cores over the batch seen as [B * S, S] rows."""
+    scores = pl.create_tensor([AB, AS, AS], pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="qk"):
+        lq = pl.move(pl.load(q, [0, 0, 0], [AB, AS, AD], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        rk = pl.move(
+            pl.load(k, [0, 0, 0], [AB, AS, AD], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+        )
+        pl.store(pl.batch_matmul(lq, rk, b_trans=True), [0, 0, 0], scores)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="softmax"):
+        s = pl.reshape(pl.muls(pl.load(scores, [0, 0, 0], [AB, AS, AS]), 1.0 / 8), [AB * AS, AS])
+        tmp = pl.create_tile([AB * AS, AS], pl.FP32)
+        e = pl.exp(pl.row_expand_sub(s, pl.row_max(s, tmp)))
+        pl.store(pl.reshape(pl.row_expand_div(e, pl.row_sum(e, tmp)), [AB, AS, AS]), [0, 0, 0], out)
+    return out
+
+
+def test_batched_attention_probabilities():
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((AB, AS, AD)).astype(np.float16)
+    k = rng.standard_normal((AB, AS, AD)).astype(np.float16)
+    out = np.zeros((AB, AS, AS), np.float32)
+    attention_probs(q, k, out)
+    sc = np.matmul(q.astype(np.float64), k.astype(np.float64).transpose(0, 2, 1)) / 8
+    ref = np.exp(sc - sc.max(-1, keepdims=True))
+    np.testing.assert_allclose(out, ref / ref.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert [(t.name, t.core_type) for t in attention_probs.last_report.tasks] == [
+        ("qk", "AIC"),
+        ("softmax", "AIV"),
+    ]

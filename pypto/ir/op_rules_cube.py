@@ -14,7 +14,7 @@ from pypto.ir.dtypes import BF16, FP16, FP32
 from pypto.ir.enums import MemorySpace
 from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space
 from pypto.ir.op_rules_ext import gemv_rule
-from pypto.ir.types import TensorType, TileType, Type, format_type
+from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
 _CUBE_INPUTS = (FP16, BF16, FP32)
 _FRACTAL_ROWS = 16
@@ -36,6 +36,12 @@ def batch_dims(b: Bound) -> tuple[int, int, int]:
     """(batches, M, N) of ``lhs`` × ``rhs``, checking ranks, dtypes, K, the batch broadcast,
     the fractal grid and the memory spaces."""
     lhs, rhs = b.array("lhs"), b.array("rhs")
+    for name, t in (("lhs", lhs), ("rhs", rhs)):
+        if not is_static(t.shape):
+            raise b.fail(
+                f"needs compile-time shapes, but `{name}` is {list(t.shape)}: multiply windows of a "
+                "pl.dynamic tensor (pl.load, pl.move, pl.batch_matmul on tiles)"
+            )
     bl, br = _batch(b, "lhs"), _batch(b, "rhs")
     _need_same_dtype(b, "lhs", "rhs")
     if lhs.dtype not in _CUBE_INPUTS:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pypto.errors import CompileError, SourceSpan
+from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import TensorType, TileType, is_static
 from pypto.passes._scan import defined_names, fresh_name
 from pypto.passes.context import PassContext
 
@@ -137,6 +137,13 @@ class _Lowerer:
     def matmul(self, s: Assign, out: list[Stmt]) -> Var:
         c = s.value
         a, b = self.view(c.arg("lhs"), s.span), self.view(c.arg("rhs"), s.span)
+        for name, v in (("lhs", a), ("rhs", b)):
+            if not is_static(v.shape):
+                raise TypeCheckError(
+                    f"pl.matmul of tensors needs compile-time shapes, but `{name}` is {list(v.shape)}: "
+                    "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
+                    s.span,
+                )
         a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
         m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
         n = b.shape[-2] if b_trans else b.shape[-1]

@@ -194,3 +194,54 @@ def test_batched_attention_probabilities():
         ("qk", "AIC"),
         ("softmax", "AIV"),
     ]
+
+
+@pl.jit
+def exp_first_block(x: pl.Tensor[[M, C], pl.FP32], out: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = pl.assemble(out, pl.exp(pl.load(x, [0, 0], [R, C])), [0, 0])
+    return out
+
+
+def test_assemble_into_a_dynamic_tensor():
+    """Regression: pl.assemble into a pl.dynamic tensor compared DynDim with int (a bare TypeError)."""
+    x = np.random.default_rng(8).standard_normal((3 * R, C)).astype(np.float32)
+    out = np.zeros_like(x)
+    exp_first_block(x, out)
+    np.testing.assert_allclose(out[:R], np.exp(x[:R]), rtol=1e-6)
+    assert not out[R:].any()
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_tensor_matmul_of_a_dynamic_tensor_is_a_typed_error(batched):
+    """Regression: a tensor-level pl.matmul on a pl.dynamic operand crashed with a bare TypeError."""
+    if batched:
+
+        @pl.jit
+        def k(
+            a: pl.Tensor[[NB, BM, BK], pl.FP16], b: pl.Tensor, out: pl.Out[pl.Tensor[[NB, BM, BN], pl.FP32]]
+        ):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out = pl.assemble(out, pl.matmul(a, b), [0, 0, 0])
+            return out
+
+        args = (
+            np.zeros((2, BM, BK), np.float16),
+            np.zeros((BK, BN), np.float16),
+            np.zeros((2, BM, BN), np.float32),
+        )
+    else:
+
+        @pl.jit
+        def k(a: pl.Tensor[[M, BK], pl.FP16], b: pl.Tensor, out: pl.Out[pl.Tensor[[M, BN], pl.FP32]]):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out = pl.assemble(out, pl.matmul(a, b), [0, 0])
+            return out
+
+        args = (
+            np.zeros((BM, BK), np.float16),
+            np.zeros((BK, BN), np.float16),
+            np.zeros((BM, BN), np.float32),
+        )
+    with pytest.raises(TypeCheckError, match=r"compile-time shapes, but `lhs` is \[(NB, 32|M), 64"):
+        k(*args)

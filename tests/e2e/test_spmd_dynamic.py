@@ -107,3 +107,32 @@ def test_a_scalar_block_count_shares_one_kernel_build():
         programs.append(exp_n_blocks.compile(x, n, out))
     assert len({id(p) for p in programs}) == 3
     assert all(p.kernels == programs[0].kernels for p in programs)  # the same binaries
+
+
+@pl.jit.incore
+def exp_block(x: pl.Tensor[[M, C], pl.FP32], out: pl.Out[pl.Tensor[[1024, C], pl.FP32]]):
+    b = pl.get_block_idx()
+    pl.store(pl.exp(pl.load(x, [b * R, 0], [R, C])), [b * R, 0], out)
+    return out
+
+
+@pl.jit
+def two_dispatches(x: pl.Tensor[[M, C], pl.FP32], y: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+    tmp = pl.create_tensor([1024, C], pl.FP32)
+    with pl.spmd(M // R) as first:  # the direct form: one kernel call, M // 16 blocks
+        exp_block(x, tmp)
+    with pl.spmd(M // R, deps=[first], name_hint="negate"):
+        b = pl.get_block_idx()
+        pl.store(pl.neg(pl.load(tmp, [b * R, 0], [R, C])), [b * R, 0], y)
+    return y
+
+
+def test_dynamic_counts_in_the_direct_form_and_with_deps():
+    for blocks in (2, 5):
+        x = np.random.default_rng(blocks).standard_normal((blocks * R, C)).astype(np.float32)
+        y = np.zeros_like(x)
+        two_dispatches(x, y)
+        np.testing.assert_allclose(y, -np.exp(x), rtol=1e-6)
+        tasks = two_dispatches.last_report.tasks
+        assert [t.name for t in tasks] == ["exp_block"] * blocks + ["negate"] * blocks
+        assert all(set(range(blocks)) <= set(t.deps) for t in tasks[blocks:])  # after every block

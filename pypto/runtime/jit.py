@@ -200,7 +200,7 @@ class CompiledProgram:
             return
         from pypto.runtime.plan import dynamic_dims, plan_orchestration
 
-        if dynamic_dims(self.program, self.program.entry, args) != self.plan.dims:
+        if dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic)) != self.plan.dims:
             self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
             for cached in ("_native_cache", "task_specs", "intermediates"):
                 self.__dict__.pop(cached, None)

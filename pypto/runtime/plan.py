@@ -349,9 +349,12 @@ def _dims_used(program: Program) -> set[str]:
     }
 
 
-def dynamic_dims(program: Program, entry: Function, args: tuple) -> dict[str, int]:
-    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read."""
-    used = _dims_used(program)
+def dynamic_dims(
+    program: Program, entry: Function, args: tuple, used: set[str] | None = None
+) -> dict[str, int]:
+    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read
+    (``used``, when the caller knows them)."""
+    used = _dims_used(program) if used is None else used
     dims: dict[str, int] = {}
     for i, p in enumerate(entry.params):
         for axis, d in enumerate(getattr(p.var.type, "shape", ())):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections import defaultdict
 
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
@@ -71,6 +72,19 @@ def bench(batches: int) -> None:
 if __name__ == "__main__":
     for n in (8, 48, 96):
         bench(n)
-    programs = {id(batched_gemm.compile(np.zeros((n, M, K), np.float16), np.zeros((n, K, N), np.float16),
-                                        np.zeros((n, M, N), np.float32))) for n in (8, 48, 96)}  # fmt: skip
+
+    def operands(n: int) -> tuple:
+        return (
+            np.zeros((n, M, K), np.float16),
+            np.zeros((n, K, N), np.float16),
+            np.zeros((n, M, N), np.float32),
+        )
+
+    programs = {id(batched_gemm.compile(*operands(n))) for n in (8, 48, 96)}
     print(f"\nprograms compiled for the three batch counts: {len(programs)}")
+    args = {n: operands(n) for n in (8, 48)}
+    for label, seq in (("same count", [8] * 20), ("alternating counts (a plan each)", [8, 48] * 10)):
+        t0 = time.perf_counter()
+        for n in seq:
+            batched_gemm(*args[n])
+        print(f"warm call, {label}: {(time.perf_counter() - t0) / len(seq) * 1e3:.2f} ms (wall, host)")

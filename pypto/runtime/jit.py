@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 log = Logger(__name__)
 
 
+_PLANS_KEPT = 16  # plans of dynamic pl.spmd counts kept per program, one per size seen
+
+
 @dataclass
 class CompiledProgram:
     """What one compile produced; ``run(*args)`` executes it and returns a RunReport."""
@@ -194,16 +197,24 @@ class CompiledProgram:
             raise name_tensors(e, self._table_names(extra)) from None
 
     def _replan(self, args: tuple) -> None:
-        """A ``pl.spmd`` count of ``pl.dynamic`` dims: plan again when this call's sizes differ
-        from the plan's (the program and its kernels stay; only the task list changes)."""
+        """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes
+        (planned once per size; the program and its kernels stay, only the task list changes)."""
         if not self.plan.dynamic:
             return
         from pypto.runtime.plan import dynamic_dims, plan_orchestration
 
-        if dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic)) != self.plan.dims:
-            self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
-            for cached in ("_native_cache", "task_specs", "intermediates"):
-                self.__dict__.pop(cached, None)
+        dims = dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic))
+        if dims == self.plan.dims:
+            return
+        plans = self.__dict__.setdefault("_plans", {})
+        key = tuple(sorted(dims.items()))
+        if key not in plans:
+            if len(plans) >= _PLANS_KEPT:
+                plans.pop(next(iter(plans)))
+            plans[key] = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+        self.plan = plans[key]
+        for cached in ("_native_cache", "task_specs", "intermediates"):
+            self.__dict__.pop(cached, None)
 
     def _native_tasks(self) -> tuple[list[tuple], list[int]]:
         """The native task list (fixed per compile: built once) and the table entries duplicated

@@ -74,6 +74,7 @@ class _Env:
     parallel: list[tuple[int, int]] = field(default_factory=list)
     parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
     loops_run: int = 0
+    effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
 
 
 _ARITH = {
@@ -160,7 +161,10 @@ def _submit_block(
             tensors.append(env.tensors[a.name])
         else:
             scalars.append(_value(a, env))
-    reads, writes, atomic = _effects(callee, tensors)
+    key = (call.callee, tuple(tensors))  # the blocks of a dispatch share their effects
+    if key not in env.effects:
+        env.effects[key] = _effects(callee, tensors)
+    reads, writes, atomic = env.effects[key]
     shared = {
         i: _conflict(t, reads, writes, atomic)
         for i, t in enumerate(tasks)

@@ -208,6 +208,6 @@ def from_dir(output_dir: str | Path) -> Any:
     names, outs, tensors = _entry_outputs(program)
     plan = plan_orchestration(program, program.entry, meta["scalar_args"])
     compiled = CompiledProgram(meta["name"], folder, names, config.platform, program, config, kernels, plan,
-                               outs, tensors, [], external)  # fmt: skip
+                               outs, tensors, [], external, meta["scalar_args"])  # fmt: skip
     compiled.fixed_signature = True
     return compiled

@@ -365,3 +365,19 @@ def test_program_restored_in_a_new_process_still_checks_its_scalar_arguments(tmp
     assert first.startswith("refused True")  # compiled in this process
     assert second.startswith("refused False")  # restored from disk, no compiler loaded
     assert "is 3.0, but this program was compiled with 2.0" in second
+
+
+def test_program_read_back_from_its_folder_checks_its_scalar_arguments(tmp_path):
+    from pypto.errors import ArgumentError
+    from pypto.runtime.jit import CompiledProgram
+
+    (tmp_path / "skern2.py").write_text(SCALAR_KERNEL)
+    kern = load_module(tmp_path / "skern2.py").scaled
+    a = np.ones((16, 64), np.float32)
+    kern.compile(a, 2.0, np.zeros_like(a), config=RunConfig(output_dir=tmp_path / "out"))
+    again = CompiledProgram.from_dir(tmp_path / "out")
+    out = np.zeros_like(a)
+    again.run(a, 2.0, out)
+    np.testing.assert_array_equal(out, 2 * a)
+    with pytest.raises(ArgumentError, match="is 3.0, but this program was compiled with 2.0"):
+        again.run(a, 3.0, out)

@@ -9,6 +9,7 @@ from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
+from pypto.ir.types import TileType
 
 
 class EmitError(Exception):
@@ -64,15 +65,28 @@ def _need(dst: str | None) -> str:
 
 
 def _load(c: Call, dst: str | None) -> list[str]:
+    if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D load per batch
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
+        batches = c.arg("shapes").items[0]  # type: ignore[union-attr]
+        return [
+            f"TLOAD_BATCH({_need(dst)}, {_name(c.arg('tensor'))}, {b0}, {r}, {col}, {cpp_expr(batches)});"
+        ]
     r, col = _offsets(c.arg("offsets"))
     return [f"TLOAD({_need(dst)}, {_name(c.arg('tensor'))}, {r}, {col});"]
 
 
 def _store(c: Call, dst: str | None) -> list[str]:
+    atomic = _literal(c.arg("atomic")) is AtomicType.Add
+    out, tile = _name(c.arg("output_tensor")), _name(c.arg("tile"))
+    if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D store per batch
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
+        batches = c.arg("tile").type.shape[0]  # type: ignore[union-attr]
+        flag = "true" if atomic else "false"
+        lines = [f"TSTORE_BATCH({out}, {b0}, {r}, {col}, {tile}, {batches}, {flag});"]
+        return lines + ([f"Tensor {dst} = {out};"] if dst is not None else [])
     r, col = _offsets(c.arg("offsets"))
-    fn = "TSTORE_ATOMIC_ADD" if _literal(c.arg("atomic")) is AtomicType.Add else "TSTORE"
-    out = _name(c.arg("output_tensor"))
-    lines = [f"{fn}({out}, {r}, {col}, {_name(c.arg('tile'))});"]
+    fn = "TSTORE_ATOMIC_ADD" if atomic else "TSTORE"
+    lines = [f"{fn}({out}, {r}, {col}, {tile});"]
     if dst is not None:  # `t2 = pl.store(...)` names the written tensor
         lines.append(f"Tensor {dst} = {out};")
     return lines
@@ -112,7 +126,8 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
     src = c.arg("tile")
-    if _literal(c.arg("target_memory")) is MemorySpace.Left and src.type.shape[0] == 1:  # type: ignore[union-attr]
+    shape = src.type.shape  # type: ignore[union-attr]
+    if _literal(c.arg("target_memory")) is MemorySpace.Left and len(shape) == 2 and shape[0] == 1:
         return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
     return [f"TMOV({_need(dst)}, {_name(src)});"]
 
@@ -129,7 +144,11 @@ def _matmul(c: Call, dst: str | None) -> list[str]:
 def _matmul_acc(c: Call, dst: str | None) -> list[str]:
     # Accumulates in place: the planner gives the result the accumulator's buffer.
     trans = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}"
-    return [f"TMATMUL_ACC({_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans});"]
+    operands = f"{_need(dst)}, {_name(c.arg('lhs'))}, {_name(c.arg('rhs'))}, {trans}"
+    cond = c.arg("init_cond")
+    if isinstance(cond, Literal) and cond.value is None:
+        return [f"TMATMUL_ACC({operands});"]
+    return [f"TMATMUL_ACC_INIT({operands}, {cpp_expr(cond)});"]  # overwrites when cond holds
 
 
 def _index(e: Expr) -> str:
@@ -200,7 +219,7 @@ EMITTERS: dict[str, Emitter] = {
     "tile.concat": _concat,
     "tile.fillpad": _fillpad,
     "tile.reshape": _two_arg("TRESHAPE", "x"),
-    "tile.transpose": _two_arg("TTRANS", "x"),
+    "tile.transpose": lambda c, dst: _transpose(c, dst),
     "tile.set_validshape": _create,  # the declaration carries the valid shape
     "tile.full": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('value'))});"],
     "tile.cast": _cast,
@@ -231,21 +250,29 @@ def _cmp(scalar: bool) -> Emitter:
     return emit
 
 
-def _indices(e: Expr) -> str:
-    items = e.items if isinstance(e, ListExpr) else (e,)
-    return "{" + ", ".join(f"static_cast<int64_t>({cpp_expr(i)})" for i in items) + "}"
+def _element(c: Call, name: str) -> tuple[str, str]:
+    """The tensor or tile and the index list of a scalar access; an element of a batch of
+    matrices is read from its matrix (a window of the stack), so each index is checked."""
+    e, x = c.arg("indices"), c.arg(name)
+    items = [cpp_expr(i) for i in (e.items if isinstance(e, ListExpr) else (e,))]
+    where = _name(x)
+    t = x.type
+    if isinstance(t, TileType) and len(t.shape) == 3 and len(items) == 3:
+        _, r, col = t.shape
+        where, items = f"TWINDOW({where}, ({items[0]}) * {r}, 0, {r}, {col})", items[1:]
+    return where, "{" + ", ".join(f"static_cast<int64_t>({i})" for i in items) + "}"
 
 
 def _read(c: Call, dst: str | None) -> list[str]:
     t = infer_call_type(c)
-    value = f"TREAD({_name(c.arg('src'))}, {_indices(c.arg('indices'))})"
+    value = "TREAD({}, {})".format(*_element(c, "src"))
     ctype = cpp_scalar_type(t)  # type: ignore[arg-type]
     return [f"const {ctype} {_need(dst)} = static_cast<{ctype}>({value});"]
 
 
 def _write(c: Call, dst: str | None) -> list[str]:
     value = f"static_cast<double>({cpp_expr(c.arg('value'))})"
-    return [f"TWRITE({_name(c.arg('dst'))}, {_indices(c.arg('indices'))}, {value});"]
+    return ["TWRITE({}, {}, {});".format(*_element(c, "dst"), value)]
 
 
 def _dim(c: Call, dst: str | None) -> list[str]:
@@ -294,6 +321,48 @@ EMITTERS.update(
         "tile.gemv": _binary("TGEMV"),
         "tile.matmul_bias": lambda c, dst: [
             f"TMATMUL_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
+        ],
+    }
+)
+
+
+# --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
+def _transpose(c: Call, dst: str | None) -> list[str]:
+    d, x = _need(dst), c.arg("x")
+    if len(x.type.shape) != 3:  # type: ignore[union-attr]
+        return [f"TTRANS({d}, {_name(x)});"]
+    b, r, col = x.type.shape  # type: ignore[union-attr]  # each matrix of the batch
+    rows = f"TWINDOW({d}, i_ * {col}, 0, {col}, {r}), TWINDOW({_name(x)}, i_ * {r}, 0, {r}, {col})"
+    return [f"for (int32_t i_ = 0; i_ < {b}; ++i_) TTRANS({rows});"]
+
+
+def _batched(offsets: Expr) -> bool:
+    return isinstance(offsets, ListExpr) and len(offsets.items) == 3
+
+
+def _batches(t: object) -> int:
+    shape = t.shape  # type: ignore[attr-defined]
+    return shape[0] if len(shape) == 3 else 1
+
+
+def _batch_matmul(accumulate: bool) -> Emitter:
+    def emit(c: Call, dst: str | None) -> list[str]:
+        d = _need(dst)  # batch_matmul_acc: the planner gives the result the accumulator's buffer
+        lhs, rhs = c.arg("lhs"), c.arg("rhs")
+        counts = f"{_batches(infer_call_type(c))}, {_batches(lhs.type)}, {_batches(rhs.type)}"
+        flags = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}, {'true' if accumulate else 'false'}"
+        return [f"TMATMUL_BATCH({d}, {_name(lhs)}, {_name(rhs)}, {counts}, {flags});"]
+
+    return emit
+
+
+EMITTERS.update(
+    {
+        "tile.batch_matmul": _batch_matmul(False),
+        "tile.batch_matmul_acc": _batch_matmul(True),
+        "tile.gemv_acc": _binary("TGEMV_ACC"),  # in place: the result is the accumulator's buffer
+        "tile.gemv_bias": lambda c, dst: [
+            f"TGEMV_BIAS({_need(dst)}, {', '.join(_name(c.arg(n)) for n in ('lhs', 'rhs', 'bias'))});"
         ],
     }
 )

@@ -7,6 +7,8 @@ the user's source; any failure here is a CodegenError naming the op and that spa
 
 from __future__ import annotations
 
+import math
+
 from pypto.codegen.cpp_expr import DTYPE_ENUM, c_string, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
@@ -48,7 +50,8 @@ def tile_decl(var: Var, span: SourceSpan | None, regions: dict[str, int], valid:
     assert isinstance(t, TileType)
     if t.memory is None or t.memory.name not in MEM_CPP:
         raise CodegenError(f"tile {var.name!r} has no on-chip memory space", span)
-    rows, cols = (1, t.shape[0]) if len(t.shape) == 1 else t.shape
+    # a batch [B, R, C] is its B matrices stacked by rows: [B * R, C]
+    rows, cols = (1, t.shape[0]) if len(t.shape) == 1 else (math.prod(t.shape[:-1]), t.shape[-1])
     decl = (
         f"Tile {cpp_name(var.name)}({MEM_CPP[t.memory.name]}, {DTYPE_ENUM[t.dtype.name]}, {rows}, "
         f"{cols}, {tile_address(t, var.name, span, regions)}"

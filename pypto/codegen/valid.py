@@ -13,7 +13,8 @@ from pypto.codegen.cpp_expr import cpp_name
 from pypto.ir.expr import Call, Var
 from pypto.ir.types import TileType
 
-_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv")
+_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+_CUBE += ("tile.batch_matmul", "tile.batch_matmul_acc")
 # The valid region is the op's own: creations, and layout ops that define or pad it.
 _NO_FLOW = (
     "tile.load", "tile.create", "tile.full", "tile.fillpad", "tile.set_validshape", "tile.reshape",
@@ -29,7 +30,7 @@ def _tiles(call: Call) -> list[Var]:
 
 def _cube(call: Call, dst: str) -> list[str]:
     lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[union-attr]
-    flags = call.op in ("tile.matmul", "tile.matmul_acc")
+    flags = call.op in ("tile.matmul", "tile.matmul_acc", "tile.batch_matmul", "tile.batch_matmul_acc")
     a_trans = flags and bool(getattr(call.arg("a_trans"), "value", False))
     b_trans = flags and bool(getattr(call.arg("b_trans"), "value", False))
     rows = f"{lhs}.valid_cols" if a_trans else f"{lhs}.valid_rows"

@@ -23,6 +23,7 @@ from pypto.frontend.names import Names, ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import StaticChecks
+from pypto.frontend.unpack import TupleAssign
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
@@ -56,7 +57,7 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChecks):
+class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChecks, TupleAssign):
     """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
 
     def __init__(
@@ -293,20 +294,6 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
         load = ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target)
         value = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
         self.bind(node.target, value, None, annotated=False, stmt=node)
-
-    def unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
-        folded = self.folder.fold(value)
-        names = [t for t in target.elts if isinstance(t, ast.Name)]
-        if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
-            raise UnsupportedSyntaxError(
-                "tuple assignment is only supported for compile-time values", self.span(target)
-            )
-        if len(folded) != len(names):
-            raise TypeCheckError(
-                f"cannot unpack {len(folded)} values into {len(names)} names", self.span(target)
-            )
-        for n, v in zip(names, folded):
-            self.env[n.id] = v
 
     def bind(
         self, target: ast.Name, value: ast.expr, declared: Type | None, annotated: bool, stmt: ast.stmt

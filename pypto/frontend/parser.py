@@ -35,7 +35,16 @@ from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tens
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, type_of
 from pypto.ir.stmt import Function, Param, Program
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
+from pypto.ir.types import (
+    DynDim,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    VoidType,
+    format_type,
+    same_shape_dtype,
+)
 from pypto.ir.verify import verify
 from pypto.language import annotations as ann
 from pypto.language.decorators import JitFunction, KernelFunction
@@ -289,6 +298,19 @@ def parse_class(cls: type) -> Program:
     return _parse_program_class(src, cdef)
 
 
+def _dynamic_dim(node: ast.expr) -> DynDim | None:
+    """``pl.dynamic("M")`` (printed programs declare their dynamic dims so)."""
+    if (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "pl.dynamic"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return DynDim(node.args[0].value)
+    return None
+
+
 def _module_scope(src: KernelSource) -> ast.ClassDef:
     """Bind the text's imports of pypto.language and its constants; find the program class."""
     src.globals = {"pl": pl_module}
@@ -306,7 +328,7 @@ def _module_scope(src: KernelSource) -> ast.ClassDef:
         elif (
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
         ):
-            value = folder.fold(stmt.value)
+            value = _dynamic_dim(stmt.value) or folder.fold(stmt.value)
             if value is not NOT_CONST:
                 src.globals[stmt.targets[0].id] = value
         elif (

@@ -17,15 +17,13 @@ import dataclasses
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir.enums import FunctionType, Level
-from pypto.ir.expr import Call, FuncCall, Var
-from pypto.ir.stmt import Assign, Eval, Scope, Stmt
-from pypto.ir.types import INDEX_TYPE
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
+from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, Scope, Stmt
+from pypto.ir.types import INDEX_TYPE, DynDim
 from pypto.ir.visit import nodes_of
 from pypto.language.decorators import JitFunction, KernelFunction
 
-# Ascend kernel launches take a block count below 65536 (blockDim is 16-bit); every block is a
-# task of the launch plan, so the cap also bounds the plan's size.
-MAX_BLOCKS = 65535
+_COUNT_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
 class SpmdScopes:
@@ -93,7 +91,9 @@ class SpmdScopes:
         finally:
             self.ctx.in_scope = False
 
-    def _spmd_direct(self, node: ast.With, blocks: int, deps: list[str], name: str | None) -> Stmt | None:
+    def _spmd_direct(
+        self, node: ast.With, blocks: int | Expr, deps: list[str], name: str | None
+    ) -> Stmt | None:
         """A body that is one call of an InCore kernel: that kernel, ``blocks`` times."""
         if len(node.body) != 1 or not isinstance(node.body[0], (ast.Assign, ast.AnnAssign, ast.Expr)):
             return None
@@ -122,18 +122,40 @@ class SpmdScopes:
             return True
         return isinstance(self.folder.fold(f), (JitFunction, KernelFunction))
 
-    def spmd_blocks(self, node: ast.expr) -> int:
+    def spmd_blocks(self, node: ast.expr) -> int | Expr:
+        """The block count: a compile-time integer, or an expression of ``pl.dynamic`` dims
+        (``pl.spmd(M // 16)``) that the launch plan evaluates with each call's sizes."""
         n = self.folder.fold(node)
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BLOCKS:
-            shown = f" = {n!r}" if isinstance(n, (int, float)) else ""
-            raise TypeCheckError(
-                f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}], "
-                f"got `{ast.unparse(node)}`{shown}",
-                self.span(node),
-            )
-        return n
+        if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_BLOCKS:
+            return n
+        dynamic = self._dynamic_count(node) if not isinstance(n, (int, float)) else None
+        if dynamic is not None and any(isinstance(v, Var) for v in nodes_of(dynamic, Var)):
+            return dynamic
+        shown = f" = {n!r}" if isinstance(n, (int, float)) else ""
+        raise TypeCheckError(
+            f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}] or an "
+            f"expression of pl.dynamic dims, got `{ast.unparse(node)}`{shown}",
+            self.span(node),
+        )
 
-    def _spmd_args(self, call: ast.expr) -> tuple[int, str | None, list[str]]:
+    def _dynamic_count(self, node: ast.expr) -> Expr | None:
+        """``node`` as an index expression over the entry's dynamic dims (None: not one)."""
+        n = self.folder.fold(node)
+        if isinstance(n, int) and not isinstance(n, bool):
+            return Const(n, span=self.span(node))
+        if isinstance(n, DynDim):
+            if not any(d == n for p in self.params for d in getattr(p.var.type, "shape", ())):
+                raise TypeCheckError(
+                    f"dynamic dim {n.name} sizes no tensor parameter of this function", self.span(node)
+                )
+            return Var(n.name, INDEX_TYPE, span=self.span(node))
+        if isinstance(node, ast.BinOp) and type(node.op) in _COUNT_OPS:
+            lhs, rhs = self._dynamic_count(node.left), self._dynamic_count(node.right)
+            if lhs is not None and rhs is not None:
+                return BinOp(_COUNT_OPS[type(node.op)], lhs, rhs, span=self.span(node))
+        return None
+
+    def _spmd_args(self, call: ast.expr) -> tuple[int | Expr, str | None, list[str]]:
         if not isinstance(call, ast.Call) or len(call.args) != 1:
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.span(call))
         kw = {}

@@ -136,7 +136,7 @@ class FuncCall(Expr):
     type: Type
     handle: str | None = None
     deps: tuple[str, ...] = ()
-    blocks: int = 1  # pl.spmd: one task per block index, dispatched together
+    blocks: int | Expr = 1  # pl.spmd: one task per block index (an Expr of pl.dynamic dims: per call)
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:

@@ -17,6 +17,10 @@ def transpose_rule(b: Bound) -> Type:
         if not isinstance(a, int) or not -rank <= a < rank:
             raise b.fail(f"`{name}` must be an axis of a rank-{rank} value, got {a!r}")
         axes.append(a % rank)
+    if isinstance(x, TileType) and rank == 3 and sorted(axes) != [1, 2]:
+        raise b.fail(
+            f"a batch of matrices {list(x.shape)} transposes each matrix: swap axes 1 and 2, got {axes}"
+        )
     shape = list(x.shape)
     shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
     _need_space(b, "x", VEC)
@@ -109,7 +113,7 @@ def assemble_rule(b: Bound) -> Type:
     if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
         raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
     for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
-        if n > full:
+        if isinstance(n, int) and isinstance(full, int) and n > full:  # pl.dynamic: checked at run time
             raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
     if isinstance(dst, TensorType):
         return dst

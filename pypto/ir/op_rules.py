@@ -94,6 +94,8 @@ def load_rule(b: Bound) -> Type:
     target = b.literal("target_memory")
     if target not in (MemorySpace.Vec, MemorySpace.Mat):
         raise b.fail(f"target_memory must be pl.Mem.Vec or pl.Mem.Mat (DDR→Vec/Mat), got {target!r}")
+    if len(shape) > 3:
+        raise b.fail(f"tiles have at most 3 dims (a batch of matrices), got shapes {list(shape)}")
     if not (len(src.shape) == b.rank_of_list("offsets") == len(shape)):
         raise b.fail(
             f"tensor has rank {len(src.shape)} but offsets has {b.rank_of_list('offsets')} "
@@ -101,6 +103,8 @@ def load_rule(b: Bound) -> Type:
         )
     if b.rank_of_list("valid_shape") not in (0, len(shape)):
         raise b.fail(f"valid_shape needs {len(shape)} entries")
+    if len(shape) == 3 and b.rank_of_list("valid_shape") and b.ints("valid_shape") != shape:
+        raise b.fail(f"a batch of matrices {list(shape)} is loaded whole: valid_shape must be its shape")
     return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
 
 
@@ -228,8 +232,8 @@ def reshape_rule(b: Bound) -> Type:
             f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
             f"({math.prod(shape)} elements): a reshape keeps the element count"
         )
-    if isinstance(x, TileType) and len(shape) > 2:
-        raise b.fail(f"tiles have at most 2 dims, got shape {list(shape)}")
+    if isinstance(x, TileType) and len(shape) > 3:
+        raise b.fail(f"tiles have at most 3 dims (a batch of matrices), got shape {list(shape)}")
     _need_space(b, "x", _ROW_MAJOR)
     return _like(x, shape, x.dtype)
 
@@ -259,6 +263,10 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
 
 def matmul_rule(b: Bound) -> Type:
     lhs, rhs = b.array("lhs"), b.array("rhs")
+    if isinstance(lhs, TensorType) and 3 in (len(lhs.shape), len(rhs.shape)):
+        from pypto.ir.op_rules_cube import tensor_batch_matmul_rule  # a batch: lowered per batch
+
+        return tensor_batch_matmul_rule(b)
     m, n = _mm_dims(b, lhs, rhs)
     dtype = _accumulator_dtype(b, lhs.dtype)
     if isinstance(lhs, TensorType):
@@ -280,6 +288,9 @@ def matmul_acc_rule(b: Bound) -> Type:
     _need_space(b, "acc", frozenset({MemorySpace.Acc}))
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    cond = b.type("init_cond") if "init_cond" in b.args else None
+    if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
+        raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")
     return TileType(acc.shape, acc.dtype, acc.memory)
 
 

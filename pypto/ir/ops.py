@@ -18,6 +18,7 @@ from typing import Any
 
 from pypto.ir import layout_rules as L
 from pypto.ir import op_rules as R
+from pypto.ir import op_rules_cube as RC
 from pypto.ir import op_rules_ext as RX
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
@@ -200,7 +201,8 @@ _TABLE: list[OpDef] = [
                           _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
           R.matmul_rule, "tile", _fixed(Pipe.CUBE), {"lhs": LEFT, "rhs": RIGHT}, "Left × Right → Acc"),
     OpDef("tile.matmul_acc", (_p("acc", T), _p("lhs", T), _p("rhs", T), _p("a_trans", Kind.BOOL, False),
-                                  _p("b_trans", Kind.BOOL, False)), R.matmul_acc_rule, "tile",
+                                  _p("b_trans", Kind.BOOL, False), _p("init_cond", S, None, optional=True)),
+          R.matmul_acc_rule, "tile",
           _fixed(Pipe.CUBE), {"acc": ACC, "lhs": LEFT, "rhs": RIGHT}, "acc += Left × Right"),
     *(OpDef(f"tile.{n}", (_p("x", T), _p("tmp", T)), R.row_reduce_rule, "tile", V, {"x": VEC, "tmp": VEC},
             "[M, N] → [M, 1]; tmp is scratch of x's shape") for n in ("row_max", "row_sum")),
@@ -325,6 +327,25 @@ _TABLE.extend(
     for w, doc in (("idx", "this block's index in its pl.spmd dispatch"), ("num", "the pl.spmd block count"))
 )
 
+# Batched and accumulating cube forms, as upstream PyPTO's tile.batch_matmul(_acc) and
+# tile.gemv_acc / gemv_bias: a batch [B, M, K] is B matrices stacked by rows.
+_TRANS = (_p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False))
+_CUBE = _fixed(Pipe.CUBE)
+BIAS = frozenset({MemorySpace.Bias})
+# fmt: off
+_TABLE.extend([
+    OpDef("tile.batch_matmul", (_p("lhs", T), _p("rhs", T), *_TRANS), RC.batch_matmul_rule, "tile", _CUBE,
+          {"lhs": LEFT, "rhs": RIGHT}, "Left [B, M, K] × Right [B, K, N] → Acc [B, M, N], a TMATMUL a batch"),
+    OpDef("tile.batch_matmul_acc", (_p("acc", T), _p("lhs", T), _p("rhs", T), *_TRANS),
+          RC.batch_matmul_acc_rule, "tile", _CUBE, {"acc": ACC, "lhs": LEFT, "rhs": RIGHT},
+          "acc[b] += Left[b] × Right[b]"),
+    OpDef("tile.gemv_acc", (_p("acc", T), _p("lhs", T), _p("rhs", T)), RC.gemv_acc_rule, "tile", _CUBE,
+          {"acc": ACC, "lhs": LEFT, "rhs": RIGHT}, "acc [1, N] += Left [1, K] × Right [K, N]"),
+    OpDef("tile.gemv_bias", (_p("lhs", T), _p("rhs", T), _p("bias", T)), RC.gemv_bias_rule, "tile", _CUBE,
+          {"lhs": LEFT, "rhs": RIGHT, "bias": BIAS}, "Left [1, K] × Right [K, N] + bias [1, N] → Acc"),
+])
+# fmt: on
+
 OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
 
 
@@ -393,6 +414,7 @@ DSL_OPS.update(
         "dim": ("tensor.dim",),
         "get_block_idx": ("tile.get_block_idx",),
         "get_block_num": ("tile.get_block_num",),
+        **{n: (f"tile.{n}",) for n in ("batch_matmul", "batch_matmul_acc", "gemv_acc", "gemv_bias")},
         "read": ("tile.read", "tensor.read"),
         "write": ("tile.write", "tensor.write"),
     }

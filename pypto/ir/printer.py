@@ -26,7 +26,7 @@ from pypto.ir.expr import (
 )
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Return, Scope, Stmt, Yield
-from pypto.ir.types import MemRef, ScalarType, TensorType, TileType, Type, VoidType
+from pypto.ir.types import DynDim, MemRef, ScalarType, TensorType, TileType, Type, VoidType
 
 INDENT = "    "
 MAX_COLS = 110
@@ -129,7 +129,7 @@ def print_expr(e: Expr) -> str:
         if e.deps:
             args.append(f"deps=[{', '.join(e.deps)}]")
         if e.blocks != 1:
-            args.append(f"blocks={e.blocks}")
+            args.append(f"blocks={_blocks(e.blocks)}")
         return f"self.{e.callee}({', '.join(args)})"
     raise TypeError(f"cannot print expression {e!r}")
 
@@ -239,7 +239,7 @@ class _Printer:
         self.block(s.body, depth + 1, s.results)
 
     def scope(self, s: Scope, depth: int) -> None:
-        args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [str(s.blocks)]
+        args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [_blocks(s.blocks)]
         if s.name_hint is not None:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
         if s.deps:
@@ -300,6 +300,7 @@ def print_program(p: Program) -> str:
         "",
         "import pypto.language as pl",
         "",
+        *_dynamic_dims(p),
         "",
         "@pl.program",
         f"class {p.name}:",
@@ -311,3 +312,19 @@ def print_program(p: Program) -> str:
     if not p.functions:
         pr.emit(1, "pass")
     return "\n".join(pr.lines) + "\n"
+
+
+def _blocks(blocks: int | Expr) -> str:
+    return str(blocks) if isinstance(blocks, int) else print_expr(blocks)
+
+
+def _dynamic_dims(p: Program) -> list[str]:
+    """``M = pl.dynamic("M")`` for each dynamic dim the signatures use, so the text parses."""
+    names = {
+        d.name
+        for f in p.functions
+        for prm in f.params
+        for d in getattr(prm.var.type, "shape", ())
+        if isinstance(d, DynDim)
+    }
+    return [f"{n} = pl.dynamic({json.dumps(n)})" for n in sorted(names)] + ([""] if names else [])

@@ -84,6 +84,11 @@ class If(Stmt):
     results: tuple[Var, ...] = ()
 
 
+# Ascend kernel launches take a block count below 65536 (blockDim is 16-bit); every block is a
+# task of the launch plan, so the cap also bounds the plan's size.
+MAX_BLOCKS = 65535
+
+
 @dataclass(frozen=True)
 class Scope(Stmt):
     """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task;
@@ -94,7 +99,7 @@ class Scope(Stmt):
     name_hint: str | None = None
     deps: tuple[str, ...] = ()
     handle: str | None = None
-    blocks: int = 1
+    blocks: int | Expr = 1  # an Expr of pl.dynamic dims is evaluated by the launch plan per call
 
 
 @dataclass(frozen=True)

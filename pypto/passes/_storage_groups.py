@@ -19,7 +19,7 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, same_shape_dtype
 from pypto.ir.visit import rewrite, walk
-from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
+from pypto.passes._tile_storage import ACCUMULATORS, INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
 
 CAPACITY_FIELD = {
     "Vec": "ub_bytes",
@@ -76,11 +76,11 @@ def _forced_groups(fn: Function, groups: Groups) -> None:
                 for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
                     if is_tile(r):
                         _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")
-        elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op == "tile.matmul_acc":
+        elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op in ACCUMULATORS:
             acc = node.value.arg("acc")
             why = (
-                f"pl.matmul_acc updates its accumulator {acc.name!r} in place, so it cannot be "
-                "used after this call (use the result instead)"
+                f"pl.{node.value.op.removeprefix('tile.')} updates its accumulator {acc.name!r} in place, so "
+                "it cannot be used after this call (use the result instead)"
             )
             _force(groups, node.var.name, acc.name, node.span, why)
         elif isinstance(node, Assign) and viewed(node.value) is not None:

@@ -41,7 +41,11 @@ INPLACE: dict[str, frozenset[str]] = {
     "tile.col_expand": frozenset({"x"}),
     "tile.move": frozenset({"tile"}),
     "tile.matmul_acc": frozenset({"acc"}),
+    "tile.batch_matmul_acc": frozenset({"acc"}),
+    "tile.gemv_acc": frozenset({"acc"}),
 }
+# Cube ops that add into their accumulator in place: the result *is* the accumulator.
+ACCUMULATORS = frozenset({"tile.matmul_acc", "tile.batch_matmul_acc", "tile.gemv_acc"})
 
 # Ops whose result *is* the named operand's storage (views, and writes into a window of it):
 # the planner puts both in one buffer and never lets them clash. A slice outside Vec that

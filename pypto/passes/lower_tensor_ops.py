@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pypto.errors import CompileError, SourceSpan
+from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import TensorType, TileType, is_static
 from pypto.passes._scan import defined_names, fresh_name
 from pypto.passes.context import PassContext
 
@@ -137,21 +137,33 @@ class _Lowerer:
     def matmul(self, s: Assign, out: list[Stmt]) -> Var:
         c = s.value
         a, b = self.view(c.arg("lhs"), s.span), self.view(c.arg("rhs"), s.span)
+        for name, v in (("lhs", a), ("rhs", b)):
+            if not is_static(v.shape):
+                raise TypeCheckError(
+                    f"pl.matmul of tensors needs compile-time shapes, but `{name}` is {list(v.shape)}: "
+                    "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
+                    s.span,
+                )
         a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
-        m, k = a.shape[::-1] if a_trans else a.shape
-        n = b.shape[0] if b_trans else b.shape[1]
-        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span)
+        m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
+        n = b.shape[-2] if b_trans else b.shape[-1]
+        ba, bb = (v.shape[0] if len(v.shape) == 3 else 1 for v in (a, b))
+        batched = 3 in (len(a.shape), len(b.shape))  # pl.batch_matmul on [B, .., ..] tiles
+        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span, (ba, bb, max(ba, bb)))
         acc = None
         for k0 in range(0, k, kt):
             la = self.operand(out, a, k0, kt, not a_trans, MemorySpace.Left, s.span)  # A is [M, K]
             rb = self.operand(out, b, k0, kt, b_trans, MemorySpace.Right, s.span)  # B is [K, N]
             flags = {"a_trans": a_trans, "b_trans": b_trans}
-            if acc is None:
+            if acc is None and batched:
+                acc = self.op(out, s.var.name, "tile.batch_matmul", [la, rb], s.span, **flags)
+            elif acc is None:
                 acc = self.op(
                     out, s.var.name, "tile.matmul", [la, rb], s.span, out_dtype=c.arg("out_dtype"), **flags
                 )
             else:
-                acc = self.op(out, s.var.name, "tile.matmul_acc", [acc, la, rb], s.span, **flags)
+                name = "tile.batch_matmul_acc" if batched else "tile.matmul_acc"
+                acc = self.op(out, s.var.name, name, [acc, la, rb], s.span, **flags)
         return acc
 
     def operand(
@@ -164,28 +176,35 @@ class _Lowerer:
         space: MemorySpace,
         span: SourceSpan | None,
     ) -> Var:
-        """The [.., kt] (or [kt, ..]) chunk of one operand, loaded to Mat and moved to `space`."""
-        r0, c0 = v.offsets
+        """The [.., kt] (or [kt, ..]) chunk of one operand (of each batch), loaded to Mat and
+        moved to `space`."""
+        *lead, r0, c0 = v.offsets
+        *batch, rows, cols = v.shape
         if k_is_cols:
-            offs, shape = [r0, make_binop("+", c0, _const(k0, span))], [v.shape[0], kt]
+            offs, shape = [*lead, r0, make_binop("+", c0, _const(k0, span))], [*batch, rows, kt]
         else:
-            offs, shape = [make_binop("+", r0, _const(k0, span)), c0], [kt, v.shape[1]]
+            offs, shape = [*lead, make_binop("+", r0, _const(k0, span)), c0], [*batch, kt, cols]
         mat = self.op(
             out, f"{v.base.name}_mat", "tile.load", [v.base, offs, shape], span, target_memory=MemorySpace.Mat
         )
         return self.op(out, f"{v.base.name}_l0", "tile.move", [mat, space], span)
 
-    def k_chunk(self, m: int, k: int, n: int, esize: int, span: SourceSpan | None) -> int:
-        """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B."""
+    def k_chunk(
+        self, m: int, k: int, n: int, esize: int, span: SourceSpan | None, batches: tuple = (1, 1, 1)
+    ) -> int:
+        """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B;
+        ``batches``: of the left operand, the right one and the result."""
         p = self.ctx.platform
-        if m * n * 4 > p.l0c_bytes:
+        ba, bb, bc = batches
+        if bc * m * n * 4 > p.l0c_bytes:
+            shown = f"{bc} x [{m}, {n}]" if bc > 1 else f"[{m}, {n}]"
             raise CompileError(
-                f"matmul output [{m}, {n}] fp32 needs {m * n * 4} B of Acc but L0C holds "
+                f"matmul output {shown} fp32 needs {bc * m * n * 4} B of Acc but L0C holds "
                 f"{p.l0c_bytes} B; split M or N across tasks",
                 span,
             )
         for kt in range(k, 0, -16):
-            if k % kt == 0 and m * kt * esize <= p.l0a_bytes and kt * n * esize <= p.l0b_bytes:
+            if k % kt == 0 and ba * m * kt * esize <= p.l0a_bytes and bb * kt * n * esize <= p.l0b_bytes:
                 if k // kt > _MAX_K_CHUNKS:
                     break
                 return kt

@@ -20,7 +20,7 @@ from typing import Any
 
 from pypto.errors import PyptoError
 from pypto.ir.stmt import Program
-from pypto.ir.types import TensorType
+from pypto.ir.types import DynDim, TensorType
 from pypto.runtime.marshal import ArgumentError
 
 META = "compiled_meta.json"
@@ -59,13 +59,18 @@ def check_signature(program: Program, args: tuple) -> None:
         if not isinstance(t, TensorType):
             continue
         got = _shape_dtype(arg)
-        if got is None or got[0] != tuple(t.shape) or _dtype_of(arg) != t.dtype:
+        if got is None or not _shape_fits(got[0], t.shape) or _dtype_of(arg) != t.dtype:
             shown = "a non-array" if got is None else f"shape {got[0]} dtype {got[1]}"
             raise ArgumentError(
                 f"{program.name}: argument {p.var.name!r} must be a tensor of shape {tuple(t.shape)} "
                 f"and dtype {t.dtype.name}, got {shown}",
                 p.span,
             )
+
+
+def _shape_fits(got: tuple[int, ...], declared: tuple) -> bool:
+    """An array shape against a declared one; a ``pl.dynamic`` dim takes any size."""
+    return len(got) == len(declared) and all(isinstance(d, DynDim) or g == d for g, d in zip(got, declared))
 
 
 class ProgramSource:
@@ -205,6 +210,6 @@ def from_dir(output_dir: str | Path) -> Any:
     names, outs, tensors = _entry_outputs(program)
     plan = plan_orchestration(program, program.entry, meta["scalar_args"])
     compiled = CompiledProgram(meta["name"], folder, names, config.platform, program, config, kernels, plan,
-                               outs, tensors, [], external)  # fmt: skip
+                               outs, tensors, [], external, meta["scalar_args"])  # fmt: skip
     compiled.fixed_signature = True
     return compiled

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 log = Logger(__name__)
 
 
+_PLANS_KEPT = 16  # plans of dynamic pl.spmd counts kept per program, one per size seen
+
+
 @dataclass
 class CompiledProgram:
     """What one compile produced; ``run(*args)`` executes it and returns a RunReport."""
@@ -163,6 +166,7 @@ class CompiledProgram:
                 f"{self.name} takes {len(self.param_names)} arguments "
                 f"({', '.join(self.param_names)}), got {len(args)}"
             )
+        self._replan(args)
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
             self._check_overlaps(arrays)
@@ -191,6 +195,26 @@ class CompiledProgram:
             from pypto.runtime.launch import name_tensors
 
             raise name_tensors(e, self._table_names(extra)) from None
+
+    def _replan(self, args: tuple) -> None:
+        """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes
+        (planned once per size; the program and its kernels stay, only the task list changes)."""
+        if not self.dynamic_plan:
+            return
+        from pypto.runtime.plan import dynamic_dims, plan_orchestration
+
+        dims = dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic))
+        if dims == self.plan.dims:
+            return
+        plans = self.__dict__.setdefault("_plans", {})
+        key = tuple(sorted(dims.items()))
+        if key not in plans:
+            if len(plans) >= _PLANS_KEPT:
+                plans.pop(next(iter(plans)))
+            plans[key] = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+        self.plan = plans[key]
+        for cached in ("_native_cache", "launch_specs", "intermediates"):
+            self.__dict__.pop(cached, None)
 
     def _native_tasks(self) -> tuple[list[tuple], list[int]]:
         """The native task list (fixed per compile: built once) and the table entries duplicated
@@ -241,6 +265,11 @@ class CompiledProgram:
             check_no_overlap(arrays, names, outs)
         except ArgumentError as e:
             raise ArgumentError(e.message, self.program.span) from None
+
+    @functools.cached_property
+    def dynamic_plan(self) -> bool:
+        """Whether the task list depends on the call's sizes (a ``pl.spmd`` of dynamic dims)."""
+        return bool(self.plan.dynamic)
 
     @functools.cached_property
     def launch_specs(self) -> list[tuple]:
@@ -441,12 +470,16 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
         entry.tensor_params,
         entry.hints,
         entry.external,
+        entry.scalar_values,
     )
     state = compiled.__dict__
     del state["program"], state["plan"]
     state["_blobs"] = {"program": entry.program_blob, "plan": entry.plan_blob}
     state.update(
-        launch_specs=entry.launch_specs, intermediates=entry.intermediates, cube_kernels=entry.cube_kernels
+        launch_specs=entry.launch_specs,
+        dynamic_plan=entry.dynamic_plan,
+        intermediates=entry.intermediates,
+        cube_kernels=entry.cube_kernels,
     )
     if config.output_dir is not None:  # the user's folder gets a compile's artifacts
         from pypto.runtime.cache_files import atomic_write, ensure_dir
@@ -502,7 +535,7 @@ def _compile(
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)
     scalar_args = {n: a for n, a in zip(names, args) if isinstance(a, (int, float))}
-    plan = plan_orchestration(lowered, lowered.entry, scalar_args)
+    plan = plan_orchestration(lowered, lowered.entry, scalar_args, _positional(names, args, kwargs))
     hints = sink.lines()
     compiled = CompiledProgram(
         jf.name, out, names, config.platform, lowered, config, paths, plan, outs, tensors, hints, external,
@@ -520,6 +553,7 @@ def _compile(
                 "program_blob": pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL),
                 "plan_blob": pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL),
                 "launch_specs": compiled.launch_specs,
+                "dynamic_plan": compiled.dynamic_plan,
                 "intermediates": compiled.intermediates,
                 "cube_kernels": compiled.cube_kernels,
                 "param_names": names,
@@ -529,6 +563,7 @@ def _compile(
                 "kernels": {s.name: str(paths[s.name].parent.relative_to(root)) for s in sources},
                 "sources": {s.name: s.code for s in sources},
                 "external": external,
+                "scalar_values": scalar_args,
             },
         )
     log.debug("compiled %s into %s (%d kernels, %d tasks)", jf.name, out, len(paths), len(plan.tasks))
@@ -555,3 +590,12 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
     if len(outs) == 1:
         return args[outs[0]]
     return tuple(args[i] for i in outs) if outs else None
+
+
+def _positional(names: list[str], args: tuple, kwargs: dict) -> tuple:
+    """The call's arguments in parameter order (keywords placed by name)."""
+    if not kwargs:
+        return args
+    from pypto.frontend.specialize import bind_arguments
+
+    return tuple(bind_arguments("", names, args, kwargs, None))

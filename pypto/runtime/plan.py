@@ -7,11 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypto.errors import CompileError
+import numpy as np
+
+from pypto.errors import ArgumentError, CompileError
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
-from pypto.ir.types import ScalarType, TensorType
+from pypto.ir.printer import print_expr
+from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
+from pypto.ir.types import DynDim, ScalarType, TensorType
 from pypto.ir.visit import nodes_of
 
 
@@ -54,6 +57,10 @@ class Intermediate:
 class Plan:
     tasks: list[Task]
     intermediates: list[Intermediate]
+    # pl.spmd counts of pl.dynamic dims: the sizes this plan was made for; a call with other
+    # sizes is planned again (the program and its kernels serve every size)
+    dims: dict[str, int] = field(default_factory=dict)
+    dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
 
 
 @dataclass
@@ -67,6 +74,7 @@ class _Env:
     parallel: list[tuple[int, int]] = field(default_factory=list)
     parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
     loops_run: int = 0
+    effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
 
 
 _ARITH = {
@@ -106,20 +114,40 @@ def _value(e: Expr, env: _Env) -> Any:
     raise CompileError("orchestration value is not known at compile time", e.span)
 
 
+def _block_count(call: FuncCall, env: _Env) -> int:
+    """The call's block count; one of ``pl.dynamic`` dims is evaluated with this call's sizes."""
+    if isinstance(call.blocks, int):
+        return call.blocks
+    n = _value(call.blocks, env)
+    if not 1 <= n <= MAX_BLOCKS:
+        sizes = ", ".join(
+            f"{v.name} = {env.scalars[v.name]}" for v in dict.fromkeys(nodes_of(call.blocks, Var))
+        )
+        raise ArgumentError(
+            f"pl.spmd({print_expr(call.blocks)}) gives {n} blocks for {sizes}; a dispatch takes "
+            f"1 to {MAX_BLOCKS} blocks",
+            call.blocks.span or call.span,
+        )
+    return n
+
+
 def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> None:
     """One task per block of the call; the blocks of a pl.spmd dispatch are independent of
     each other, as the iterations of a pl.parallel loop are."""
-    if call.blocks == 1:
-        _submit_block(call, program, env, tasks, 0)
+    blocks = _block_count(call, env)
+    if blocks == 1:
+        _submit_block(call, program, env, tasks, 0, 1)
         return
     env.loops_run += 1
-    for b in range(call.blocks):
+    for b in range(blocks):
         env.parallel.append((env.loops_run, b))
-        _submit_block(call, program, env, tasks, b)
+        _submit_block(call, program, env, tasks, b, blocks)
         env.parallel.pop()
 
 
-def _submit_block(call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int) -> None:
+def _submit_block(
+    call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int, blocks: int
+) -> None:
     callee = program.get(call.callee)
     tensors, scalars = [], []
     for p, a in zip(callee.params, call.args):
@@ -133,7 +161,10 @@ def _submit_block(call: FuncCall, program: Program, env: _Env, tasks: list[Task]
             tensors.append(env.tensors[a.name])
         else:
             scalars.append(_value(a, env))
-    reads, writes, atomic = _effects(callee, tensors)
+    key = (call.callee, tuple(tensors))  # the blocks of a dispatch share their effects
+    if key not in env.effects:
+        env.effects[key] = _effects(callee, tensors)
+    reads, writes, atomic = env.effects[key]
     shared = {
         i: _conflict(t, reads, writes, atomic)
         for i, t in enumerate(tasks)
@@ -159,7 +190,7 @@ def _submit_block(call: FuncCall, program: Program, env: _Env, tasks: list[Task]
             atomic,
             gates,
             block,
-            call.blocks,
+            blocks,
         )
     )
 
@@ -294,12 +325,43 @@ def _numpy_dtype(dtype: Any) -> str:
     return names[dtype.name]
 
 
-def plan_orchestration(program: Program, entry: Function, scalar_args: dict[str, Any]) -> Plan:
-    """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters.
+def plan_orchestration(
+    program: Program, entry: Function, scalar_args: dict[str, Any], args: tuple = ()
+) -> Plan:
+    """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters;
+    ``args`` (the call's, positional) size the ``pl.dynamic`` dims of dynamic block counts.
     Tensor indices address the entry's tensor parameters, then the intermediates."""
     tensor_params = [p for p in entry.params if isinstance(p.var.type, TensorType)]
-    env = _Env(scalars=dict(scalar_args), n_params=len(tensor_params))
+    used, dims = _dims_used(program), dynamic_dims(program, entry, args)
+    if set(dims) != used:  # no sizes yet (a program read back from its folder): plan at the call
+        return Plan([], [], {}, frozenset(used))
+    env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params))
     env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
     tasks: list[Task] = []
     _walk(entry.body, program, env, tasks)
-    return Plan(tasks, env.intermediates)
+    return Plan(tasks, env.intermediates, dims, frozenset(used))
+
+
+def _dims_used(program: Program) -> set[str]:
+    """The ``pl.dynamic`` dims that block counts of ``program`` read."""
+    return {
+        v.name
+        for f in program.functions
+        for c in nodes_of(f, FuncCall)
+        if not isinstance(c.blocks, int)
+        for v in nodes_of(c.blocks, Var)
+    }
+
+
+def dynamic_dims(
+    program: Program, entry: Function, args: tuple, used: set[str] | None = None
+) -> dict[str, int]:
+    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read
+    (``used``, when the caller knows them)."""
+    used = _dims_used(program) if used is None else used
+    dims: dict[str, int] = {}
+    for i, p in enumerate(entry.params):
+        for axis, d in enumerate(getattr(p.var.type, "shape", ())):
+            if isinstance(d, DynDim) and d.name in used and i < len(args):
+                dims.setdefault(d.name, int(np.shape(args[i])[axis]))
+    return dims

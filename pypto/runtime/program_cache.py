@@ -49,7 +49,7 @@ from pypto.runtime.cache_files import digest as file_digest
 
 log = Logger(__name__)
 
-_SALT = b"pypto-program-cache-3"
+_SALT = b"pypto-program-cache-4"
 _ABSENT = ("absent",)
 # Versioned packages: their modules are recorded by name, their objects by a value repr.
 _VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
@@ -68,6 +68,7 @@ class Entry:
     program_blob: bytes  # the lowered IR, pickled on its own: unpickled only when read
     plan_blob: bytes  # the launch plan, likewise
     launch_specs: list[tuple]  # what a run needs of the plan, as plain data
+    dynamic_plan: bool  # the task list depends on the call's sizes (re-planned from the IR)
     intermediates: list[tuple]
     cube_kernels: list[str]
     param_names: list[str]
@@ -77,6 +78,8 @@ class Entry:
     kernels: dict[str, str]  # generated kernel name -> its entry folder, relative to the kernel cache
     sources: dict[str, str]  # generated kernel name -> C++ source (for a user's output_dir)
     external: list[build.KernelSource]
+    # the compiled scalar arguments: a restored program refuses a run with other values
+    scalar_values: dict[str, Any]
 
 
 def index_dir() -> Path:

@@ -261,6 +261,7 @@ def test_unrecordable_global_compiles_every_time(tmp_path, compiles):
 
 
 def test_new_process_hit_skips_the_compiler(tmp_path):
+    # A hit runs from plain launch data: neither the passes nor the launch planner load.
     path = write_kernel(tmp_path)
     script = textwrap.dedent(
         f"""
@@ -271,7 +272,8 @@ def test_new_process_hit_skips_the_compiler(tmp_path):
         a = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 7
         out = np.zeros_like(a)
         kern.scale_rows(a, out)
-        print(out.sum(), kern.scale_rows.last_report.cycles, "pypto.passes.pipeline" in sys.modules)
+        loaded = "pypto.passes.pipeline" in sys.modules or "pypto.runtime.plan" in sys.modules
+        print(out.sum(), kern.scale_rows.last_report.cycles, loaded)
         """
     )
     first = subprocess.run(
@@ -329,3 +331,61 @@ def test_hand_written_kernel_edit_is_rebuilt_on_a_hit(tmp_path, compiles):
     load_module(tmp_path / "ext_prog.py").call_ext(x, out)
     assert compiles == ["call_ext"]  # the program came from disk; its .cpp was rebuilt
     np.testing.assert_array_equal(out, x + 10)
+
+
+SCALAR_KERNEL = """
+import pypto.language as pl
+
+
+@pl.jit
+def scaled(a: pl.Tensor, f: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.muls(pl.load(a, [0, 0], [16, 64]), f), [0, 0], out)
+    return out
+"""
+
+
+def test_program_restored_in_a_new_process_still_checks_its_scalar_arguments(tmp_path):
+    (tmp_path / "skern.py").write_text(SCALAR_KERNEL)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(tmp_path)!r})
+        import skern
+        from pypto.errors import ArgumentError
+        a = np.ones((16, 64), np.float32)
+        prog = skern.scaled.compile(a, 2.0, np.zeros_like(a))
+        out = np.zeros_like(a)
+        prog.run(a, 2.0, out)
+        try:
+            prog.run(a, 3.0, out)
+            print("ran", "pypto.passes.pipeline" in sys.modules)
+        except ArgumentError as e:
+            print("refused", "pypto.passes.pipeline" in sys.modules, str(e).splitlines()[0])
+        """
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=HERE)
+        for _ in range(2)
+    ]
+    first, second = (r.stdout.splitlines()[-1] for r in runs)
+    assert first.startswith("refused True")  # compiled in this process
+    assert second.startswith("refused False")  # restored from disk, no compiler loaded
+    assert "is 3.0, but this program was compiled with 2.0" in second
+
+
+def test_program_read_back_from_its_folder_checks_its_scalar_arguments(tmp_path):
+    from pypto.errors import ArgumentError
+    from pypto.runtime.jit import CompiledProgram
+
+    (tmp_path / "skern2.py").write_text(SCALAR_KERNEL)
+    kern = load_module(tmp_path / "skern2.py").scaled
+    a = np.ones((16, 64), np.float32)
+    kern.compile(a, 2.0, np.zeros_like(a), config=RunConfig(output_dir=tmp_path / "out"))
+    again = CompiledProgram.from_dir(tmp_path / "out")
+    out = np.zeros_like(a)
+    again.run(a, 2.0, out)
+    np.testing.assert_array_equal(out, 2 * a)
+    with pytest.raises(ArgumentError, match="is 3.0, but this program was compiled with 2.0"):
+        again.run(a, 3.0, out)

@@ -40,9 +40,12 @@ extern "C" void pypto_tmov_row_vector(const pypto_tile* dst, const pypto_tile* s
            static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }
 
-extern "C" void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
-                            int32_t accumulate) {
-  const char* op = accumulate ? "TGEMV_ACC" : "TGEMV";
+namespace {
+
+// acc[1,N] (+)= left[1,K] x right[K,N]; a bias row (when given) seeds the accumulator, as the
+// bias table does in the same mad.
+void gemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+          const pypto_tile* bias, bool accumulate, const char* op) {
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
@@ -64,6 +67,20 @@ extern "C" void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const
          "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + ", expected " +
              shape_text(1, n));
   }
+  AccessList accs = mad_accesses(a, b, c, accumulate);
+  if (bias != nullptr) {
+    TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
+    if (t.dtype != PYPTO_FP32)
+      fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+    if (t.valid_rows != 1 || t.valid_cols != n) {
+      fail(ErrorKind::kShape, op,
+           "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+               shape_text(1, n));
+    }
+    std::memcpy(c.row(0), t.row(0), static_cast<size_t>(n * 4));
+    accs.add(t.access(false));
+    accumulate = true;  // onto the bias row
+  }
   std::vector<float> A(static_cast<size_t>(k)), B(static_cast<size_t>(k * n)),
       stored(static_cast<size_t>(b.rows * b.cols));
   vm::convert(PYPTO_FP32, A.data(), a.dtype, a.data, A.size(), PYPTO_ROUND_RINT);
@@ -72,8 +89,18 @@ extern "C" void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const
     for (int64_t col = 0; col < n; ++col)
       B[r * n + col] = stored[layout_index(PYPTO_RIGHT, r, col, b.cols, b.esize)];
   }
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, 1, k, n,
-                 accumulate != 0);
-  issue_op(PYPTO_CUBE, mad_op(1, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
-           static_cast<uint64_t>(n * k), c.addr);
+  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, 1, k, n, accumulate);
+  issue_op(PYPTO_CUBE, mad_op(1, k, n, a.esize), op, accs, static_cast<uint64_t>(n * k), c.addr);
+}
+
+}  // namespace
+
+extern "C" void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                            int32_t accumulate) {
+  gemv(acc, left, right, nullptr, accumulate != 0, accumulate ? "TGEMV_ACC" : "TGEMV");
+}
+
+extern "C" void pypto_tgemv_bias(const pypto_tile* acc, const pypto_tile* left,
+                                 const pypto_tile* right, const pypto_tile* bias) {
+  gemv(acc, left, right, bias, false, "TGEMV_BIAS");
 }

@@ -216,6 +216,15 @@ void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left, const pyp
 void pypto_tmov_row_vector(const pypto_tile* dst, const pypto_tile* src);
 void pypto_tgemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
                  int32_t accumulate);
+// acc[1,N] = left[1,K] x right[K,N] + bias[1,N] (bias in the Bias table, fp32), one mad.
+void pypto_tgemv_bias(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
+                      const pypto_tile* bias);
+// Batched (rank-3) transfers: the window [b0, b0+B) x [row0, row0+R) x [col0, col0+C) of a 3-D
+// tensor <-> a tile stacking the B [R, C] matrices by rows; one 2-D transfer per batch.
+void pypto_tload_batch(const pypto_tile* dst, const pypto_tensor* src, int64_t b0, int64_t row0,
+                       int64_t col0, int32_t batches);
+void pypto_tstore_batch(const pypto_tensor* dst, int64_t b0, int64_t row0, int64_t col0,
+                        const pypto_tile* src, int32_t batches, int32_t atomic_add);
 
 #ifdef __cplusplus
 }

@@ -115,6 +115,11 @@ inline void TMATMUL_ACC(const Tile& acc, const Tile& left, const Tile& right, bo
                         bool b_trans = false) {
   pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, 1);
 }
+// TMATMUL_ACC whose accumulator starts afresh when `init` holds (split-K's first step).
+inline void TMATMUL_ACC_INIT(const Tile& acc, const Tile& left, const Tile& right, bool a_trans, bool b_trans,
+                             bool init) {
+  pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, init ? 0 : 1);
+}
 template <typename T, int R, int C> using LeftTile = TileT<Mem::Left, T, R, C>;
 template <typename T, int R, int C> using RightTile = TileT<Mem::Right, T, R, C>;
 template <typename T, int R, int C> using AccTile = TileT<Mem::Acc, T, R, C>;
@@ -274,6 +279,31 @@ inline void TGEMV(const Tile& acc, const Tile& left, const Tile& right) { pypto_
 inline void TGEMV_ACC(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 1); }
 inline void TMATMUL_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
   pypto_tmatmul_bias(&acc, &left, &right, &bias);
+}
+inline void TGEMV_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
+  pypto_tgemv_bias(&acc, &left, &right, &bias);
+}
+
+// ---- batched (rank-3) tiles: B [R, C] matrices stacked by rows -------------------------
+inline void TLOAD_BATCH(const Tile& dst, Tensor src, int64_t b0, int64_t row0, int64_t col0, int32_t batches) {
+  pypto_tload_batch(&dst, src.desc, b0, row0, col0, batches);
+}
+inline void TSTORE_BATCH(Tensor dst, int64_t b0, int64_t row0, int64_t col0, const Tile& src, int32_t batches,
+                         bool atomic_add = false) {
+  pypto_tstore_batch(dst.desc, b0, row0, col0, &src, batches, atomic_add);
+}
+// acc[b] (+)= left[b] x right[b] for b < batches: one TMATMUL per batch on row windows of the
+// stacks (an operand of one batch is used for every b). Batches sit on the 16-row fractal grid.
+inline void TMATMUL_BATCH(const Tile& acc, const Tile& left, const Tile& right, int32_t batches,
+                          int32_t left_batches, int32_t right_batches, bool a_trans, bool b_trans,
+                          bool accumulate) {
+  const int32_t lr = left.rows / left_batches, rr = right.rows / right_batches, ar = acc.rows / batches;
+  for (int32_t b = 0; b < batches; ++b) {
+    const Tile l = left_batches == 1 ? left : TWINDOW(left, b * lr, 0, lr, left.cols);
+    const Tile r = right_batches == 1 ? right : TWINDOW(right, b * rr, 0, rr, right.cols);
+    const Tile a = TWINDOW(acc, b * ar, 0, ar, acc.cols);
+    pypto_tmatmul(&a, &l, &r, a_trans, b_trans, accumulate);
+  }
 }
 
 }  // namespace pypto

@@ -218,7 +218,7 @@ class CompiledProgram:
                     t.kernel,
                     indices,
                     [scalar_slot(v, name=t.kernel) for v in t.scalars],
-                    int(t.cube),
+                    t.core_kind,
                     list(t.start_deps),
                     list(t.write_gates),
                     t.block_idx,
@@ -470,15 +470,14 @@ def _compile(
     jf: Any, args: tuple, kwargs: dict, config: RunConfig, out: Path, disk_key: str | None
 ) -> CompiledProgram:
     """Parse, passes, codegen and build; the result is stored under ``disk_key`` if given."""
-    from pypto.codegen import generate_kernel
+    from pypto.codegen import kernel_sources
     from pypto.diagnostics.hints import HintSink, write_hints
     from pypto.runtime.cache_files import ensure_dir
     from pypto.runtime.plan import plan_orchestration
 
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
-    incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
-    sources = [KernelSource(name=f.name, code=generate_kernel(f)) for f in incore]
+    sources = [KernelSource(name=name, code=code) for name, code in kernel_sources(lowered)]
     external = _external_sources(lowered)
     paths = dict(
         zip(

@@ -214,6 +214,24 @@ inline void TFREE_TO_AIV(int32_t aiv) { pypto_tfree(aiv); }
 inline void TPUSH_TO_AIC(const Tile& src) { pypto_tpush(0, &src); }
 inline void TPOP_FROM_AIC(const Tile& dst) { pypto_tpop(0, &dst); }
 inline void TFREE_TO_AIC() { pypto_tfree(0); }
+// Half `part` (0 or 1) of a tile shared by the two AIVs: split 1 halves the rows (part 0 the
+// top), split 2 the columns (part 0 the left; the row pitch stays the whole tile's, so the
+// right half's extent reaches half a row past the tile, which the tile check refuses for a
+// tile at the very top of its buffer).
+inline Tile split_half(const Tile& t, int32_t split, int32_t part) {
+  static const int32_t bytes[] = {4, 2, 2, 4, 1, 2, 8, 1, 1};  // by pypto_dtype
+  const int32_t esize = bytes[t.dtype];
+  Tile h = t;
+  if (split == 1) {
+    h.rows = t.rows / 2;
+    h.valid_rows = t.valid_rows / 2;
+    h.addr = t.addr + static_cast<int64_t>(part) * h.rows * t.cols * esize;
+  } else {
+    h.valid_cols = t.valid_cols / 2;
+    h.addr = t.addr + static_cast<int64_t>(part) * (t.cols / 2) * esize;
+  }
+  return h;
+}
 
 // ---- windowed moves and layout ops -----------------------------------------------------
 // TEXTRACT(l0a, a_l1, 0, k0): the L1 -> L0 extract on MTE1 (see abi.h for every route).

@@ -12,8 +12,8 @@ from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
 from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
-from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
 from pypto.ir.enums import FunctionType
+from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
@@ -260,5 +260,7 @@ def kernel_sources(program: Program) -> list[tuple[str, str]]:
     ]
     for g in groups:
         aic, aiv = cluster_members(program, g)
-        out.append((g.name, generate_cluster_kernel(g, generate_kernel(aic), generate_kernel(aiv), aiv_count(aiv))))
+        out.append(
+            (g.name, generate_cluster_kernel(g, generate_kernel(aic), generate_kernel(aiv), aiv_count(aiv)))
+        )
     return out

@@ -13,18 +13,22 @@ from pypto.ir.enums import SplitMode
 CLUSTER_KEYWORDS = ("name_hint", "deps")
 
 
-def parse_optimizations(node: ast.expr, fold: Callable[[ast.expr], Any], span: Callable[[ast.AST], SourceSpan]):
+def parse_optimizations(
+    node: ast.expr, fold: Callable[[ast.expr], Any], span: Callable[[ast.AST], SourceSpan]
+):
     """The split mode named by ``optimizations=[pl.split(mode)]`` (None: no split given)."""
     from pypto import language as pl
 
     items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
     if items is None:
-        raise TypeCheckError("optimizations must be a list, e.g. [pl.split(pl.SplitMode.UP_DOWN)]", span(node))
+        raise TypeCheckError(
+            "optimizations must be a list, e.g. [pl.split(pl.SplitMode.UP_DOWN)]", span(node)
+        )
     split = None
     for item in items:
         if not (isinstance(item, ast.Call) and fold(item.func) is pl.split):
             raise TypeCheckError(
-                f"unknown optimization `{ast.unparse(item)}`; this version knows pl.split(pl.SplitMode.<MODE>)",
+                f"unknown optimization `{ast.unparse(item)}`; known: pl.split(pl.SplitMode.<MODE>)",
                 span(item),
             )
         args = list(item.args) + [kw.value for kw in item.keywords if kw.arg == "mode"]

@@ -379,7 +379,8 @@ class ControlFlow:
         for kw in call.keywords:
             if kw.arg not in ("level", "name_hint", "deps", "optimizations") or kw.arg in args:
                 raise TypeCheckError(
-                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps, optimizations)", self.span(kw)
+                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps, optimizations)",
+                    self.span(kw),
                 )
             args[kw.arg] = kw.value
         opts = args.get("optimizations")

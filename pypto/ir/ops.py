@@ -431,6 +431,7 @@ def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
             return op_name
     return candidates[0]
 
+
 # Cross-core tile pipes of a cluster (1 AIC + 2 AIVs): names and parameters as upstream PyPTO.
 # A push issues on the pipe that drains its source (FIXPIPE out of Acc, MTE3 out of Vec); a
 # pop and a free on MTE2, as the native ISA issues them (csrc/runtime/isa/crosscore.cpp).
@@ -441,7 +442,7 @@ PIPE_ID = _p("id", Kind.INT, 0, kw_only=True)
 # fmt: off
 _TABLE_CLUSTER: list[OpDef] = [
     OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.FIXPIPE),
-          {"tile": ACC}, "AIC → AIV: push an Acc tile into the cluster's pipe (split: how the AIVs share it)"),
+          {"tile": ACC}, "AIC → AIV: push an Acc tile into the pipe (split: how the AIVs share it)"),
     OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.MTE3),
           {"tile": VEC}, "AIV → AIC: push a Vec tile (with split, each AIV pushes its half)"),
     OpDef("tile.tpop_from_aic", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,

@@ -28,7 +28,7 @@ from pypto.passes.context import PassContext
 
 
 def crossing(s: Stmt) -> str | None:
-    """"to_aiv" / "to_aic" for a move across the cluster's cores, else None."""
+    """ "to_aiv" / "to_aic" for a move across the cluster's cores, else None."""
     if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move"):
         return None
     src, dst = s.value.arg("tile").type, s.var.type
@@ -63,7 +63,9 @@ def _cross(s: Assign, way: str, split: int) -> tuple[list[Stmt], str]:
             span,
         )
     push = _call("tile.tpush_to_aic", [src], {"split": split}, span)
-    pop = _call("tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, "split": split}, span)
+    pop = _call(
+        "tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, "split": split}, span
+    )
     return [Eval(push, span=span), Assign(s.var, pop, span=span)], s.var.name
 
 
@@ -83,7 +85,9 @@ def _block(body: tuple[Stmt, ...], split: int) -> tuple[Stmt, ...]:
         if isinstance(s, For):
             s = dataclasses.replace(s, body=_block(s.body, split))
         elif isinstance(s, If):
-            s = dataclasses.replace(s, then_body=_block(s.then_body, split), else_body=_block(s.else_body, split))
+            s = dataclasses.replace(
+                s, then_body=_block(s.then_body, split), else_body=_block(s.else_body, split)
+            )
         way = crossing(s)
         if way is not None:
             stmts, _ = _cross(s, way, split)  # type: ignore[arg-type]

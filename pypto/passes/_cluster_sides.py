@@ -63,8 +63,7 @@ def leaf_sides(s: Stmt) -> set[Side]:
         elif c.op in AIV_OPS:
             sides.add(Side.AIV)
         elif c.op.startswith("tensor.") and c.op not in ("tensor.slice", "tensor.dim", "tensor.read"):
-            if not any(isinstance(a, Var) and isinstance(a.type, TileType) for a in c.args):
-                sides.add(Side.AIV)  # tensor-level vector work (lowered to Vec tiles)
+            sides.add(Side.AIV)  # tensor-level vector work (lowered to Vec tiles)
     for v in nodes_of(s, Var):
         side = _space_side(v.type)
         if side is not None:
@@ -172,9 +171,7 @@ def _used_names(body: tuple[Stmt, ...]) -> set[str]:
     """Names read anywhere (an Assign's own target and a loop's own carried names excepted)."""
     used: set[str] = set()
     for n in walk(body):
-        if isinstance(n, Assign):
-            used.update(v.name for v in nodes_of(n.value, Var))
-        elif isinstance(n, Eval):
+        if isinstance(n, Assign) or isinstance(n, Eval):
             used.update(v.name for v in nodes_of(n.value, Var))
         elif isinstance(n, For):
             used.update(v.name for v in nodes_of((n.start, n.stop, n.step), Var))

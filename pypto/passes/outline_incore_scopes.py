@@ -17,8 +17,8 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
 from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
-from pypto.passes._scan import defined_names
 from pypto.passes._cluster_pipes import crossing
+from pypto.passes._scan import defined_names
 from pypto.passes._split_mixed import cube_work, split_mixed
 
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.write": "dst"}
@@ -89,8 +89,10 @@ def _kind(body: tuple[Stmt, ...]) -> FunctionType:
 def _clustered(scope: Scope) -> bool:
     """A scope for a whole cluster: ``pl.cluster``, a ``pl.split`` request, or tiles moving
     between the cube and vector sides (SplitClusterKernels turns it into two kernels)."""
-    return scope.cluster or scope.split is not None or any(
-        crossing(s) for s in walk(scope.body) if isinstance(s, Assign)
+    return (
+        scope.cluster
+        or scope.split is not None
+        or any(crossing(s) for s in walk(scope.body) if isinstance(s, Assign))
     )
 
 

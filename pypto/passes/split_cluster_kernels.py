@@ -54,7 +54,11 @@ def _check_crossing(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -
             continue
         for v in nodes_of(s.value, Var):
             if defs.get(v.name) is other:
-                how = "pl.tpush_to_aiv / pl.tpop_from_aic" if other is Side.AIC else "pl.tpush_to_aic / pl.tpop_from_aiv"
+                how = (
+                    "pl.tpush_to_aiv / pl.tpop_from_aic"
+                    if other is Side.AIC
+                    else "pl.tpush_to_aic / pl.tpop_from_aiv"
+                )
                 raise CompileError(
                     f"`{v.name}` is computed on {other.value} but used on {side.value}; the cores "
                     f"of a cluster share no buffer: hand it over with {how}",
@@ -207,5 +211,3 @@ def split_cluster_kernels(program: Program, ctx: PassContext) -> Program:
         else:
             functions.append(fn)
     return dataclasses.replace(program, functions=tuple(functions))
-
-

@@ -171,7 +171,7 @@ def _used_names(body: tuple[Stmt, ...]) -> set[str]:
     """Names read anywhere (an Assign's own target and a loop's own carried names excepted)."""
     used: set[str] = set()
     for n in walk(body):
-        if isinstance(n, Assign) or isinstance(n, Eval):
+        if isinstance(n, (Assign, Eval)):
             used.update(v.name for v in nodes_of(n.value, Var))
         elif isinstance(n, For):
             used.update(v.name for v in nodes_of((n.start, n.stop, n.step), Var))

@@ -36,6 +36,7 @@ struct Instance {
   uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
   bool done = false, blocked = false;
   std::string waiting_on;
+  std::string ended;  // a cluster core that finished: who and its last line
   std::vector<pypto_tensor> descs;
   std::vector<int64_t> args;
   std::unique_ptr<CoreContext> ctx;
@@ -327,6 +328,10 @@ class ChipScheduler final : public ChipLink, public Waiter {
     (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
     if (!in.atomics.empty())
       pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
+    if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
+      in.ended = where(in, t) + " on " + in.ctx->core_name + " has ended" +
+                 (in.ctx->loc[0] ? std::string(", last at ") + in.ctx->loc : std::string());
+    }
     in.ctx.reset();
     const size_t task = static_cast<size_t>(in.task);
     task_end_[task] = std::max(task_end_[task], in.end);
@@ -364,6 +369,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
       if (p->done) continue;
       msg += "\n  " + where(*p, tasks_[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
              " waits for " + p->waiting_on;
+    }
+    // A blocked core's cluster peers that already ended are named too, with the last line
+    // they ran: a push into a full ring waits on a consumer that ended without freeing.
+    for (const auto& p : instances_) {
+      if (!p->done || p->ended.empty()) continue;
+      const bool peer_blocked =
+          std::any_of(instances_.begin(), instances_.end(), [&](const auto& q) {
+            return !q->done && q->task == p->task && q->cluster == p->cluster;
+          });
+      if (peer_blocked) msg += "\n  " + p->ended;
     }
     if (!msg.empty()) {
       throw SimError(ErrorKind::kDeadlock,

@@ -89,9 +89,9 @@ def pops_more_than_pushed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], n: p
             pl.move(pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
             pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
         )
-        for i in pl.range(n // M):
+        for _i in pl.range(n // M):
             pl.tpush_to_aiv(acc)
-        for i in pl.range(2):
+        for _j in pl.range(2):
             x = pl.tpop_from_aic(shape=[M, N], dtype=pl.FP32)
             pl.store(x, [0, 0], c)
             pl.tfree_to_aic(x)

@@ -173,7 +173,7 @@ def frees_a_loaded_tile(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         (uses_acc_on_the_aiv, r"needs both the AIC .* and an AIV .*pl\.tpush_to_aiv / pl\.tpop_from_aic"),
         (pop_without_push, r"tpop_from_aic \(pipe id 0\) has no producer: .* pl\.tpush_to_aiv with id=0"),
         (split_mismatch,
-         r"this pop has split=2 but the push it receives \(at .*test_cluster_kernels\.py:1\d\d:\d+\) has split"),
+         r"this pop has split=2 but the push it receives \(at .*test_cluster_kernels\.py:1\d\d:\d+\)"),
         (shape_mismatch,
          r"this pop receives FP32 \[64, 64\], but the push at .* sends FP32 \[64, 64\] \(split=1"),
         (freed_twice, r"`x` is freed twice \(first at .*test_cluster_kernels\.py:\d+:\d+\)"),

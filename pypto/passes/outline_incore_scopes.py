@@ -19,7 +19,7 @@ from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_pipes import crossing
 from pypto.passes._scan import defined_names
-from pypto.passes._split_mixed import cube_work, split_mixed
+from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
 
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.write": "dst"}
 _PARTIAL = {"tensor.write"}  # writes one element: the rest of the tensor is kept (InOut)
@@ -87,12 +87,14 @@ def _kind(body: tuple[Stmt, ...]) -> FunctionType:
 
 
 def _clustered(scope: Scope) -> bool:
-    """A scope for a whole cluster: ``pl.cluster``, a ``pl.split`` request, or tiles moving
-    between the cube and vector sides (SplitClusterKernels turns it into two kernels)."""
+    """A scope for a whole cluster: ``pl.cluster``, a ``pl.split`` request, tiles moving
+    between the cube and vector sides, or tile-level cube work after vector work
+    (SplitClusterKernels turns it into two kernels of one task)."""
     return (
         scope.cluster
         or scope.split is not None
         or any(crossing(s) for s in walk(scope.body) if isinstance(s, Assign))
+        or out_of_order(scope)
     )
 
 

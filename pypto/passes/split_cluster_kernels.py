@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.enums import FunctionType
+from pypto.ir.enums import FunctionType, SplitMode
 from pypto.ir.expr import Call, Const, FuncCall, Var
 from pypto.ir.op_rules_cluster import split_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Scope, Stmt
@@ -25,6 +25,7 @@ from pypto.ir.types import VoidType
 from pypto.ir.visit import nodes_of, rewrite, walk
 from pypto.passes._cluster_pipes import insert_pipes
 from pypto.passes._cluster_sides import Side, assign_sides, leaf_sides, project, prune
+from pypto.passes._cluster_split import halve_aiv
 from pypto.passes.context import PassContext
 
 _PUSH = {"tile.tpush_to_aiv": "tile.tpop_from_aic", "tile.tpush_to_aic": "tile.tpop_from_aiv"}
@@ -181,6 +182,8 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
         part = prune(project(body, side, defs))
         _check_crossing(part, side, defs)
         sides[side] = _stamp_frees(part)
+    if not scope.cluster and scope.split not in (None, SplitMode.NONE) and _aivs(sides[Side.AIV]) == 2:
+        sides[Side.AIV] = halve_aiv(sides[Side.AIV], scope.split)  # each AIV: half of each tile
     _check_pipes(sides[Side.AIC], sides[Side.AIV])
     args = tuple(p.var for p in fn.params)
     kernels = [

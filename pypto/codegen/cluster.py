@@ -14,36 +14,28 @@ from pypto.ir.op_rules_cluster import split_of
 from pypto.ir.stmt import Function
 
 
-def _both_halves(call: str, tile: str | None, split: int, tail: str = "") -> list[str]:
+def _id(c: Call) -> int:
+    return int(c.arg("id").value)  # type: ignore[union-attr]
+
+
+def _both_halves(call: str, tile: str | None, c: Call) -> list[str]:
     """``call`` once per AIV: the whole tile to AIV 0 without a split, else a half to each."""
+    split, pid = split_of(c.arg("split")), _id(c)
     if split == 0:
-        args = f"{tile}, 0" if tile else "0"
-        return [f"{call}({args}{tail});"]
+        return [f"{call}({tile + ', ' if tile else ''}0, {pid});"]
     if tile is None:
-        return [f"{call}(0);", f"{call}(1);"]
-    return [f"{call}(split_half({tile}, {split}, {v}), {v});" for v in (0, 1)]
-
-
-def _push_to_aiv(c: Call, dst: str | None) -> list[str]:
-    return _both_halves("TPUSH_TO_AIV", _name(c.arg("tile")), split_of(c.arg("split")))
-
-
-def _pop_from_aiv(c: Call, dst: str | None) -> list[str]:
-    return _both_halves("TPOP_FROM_AIV", _need(dst), split_of(c.arg("split")))
-
-
-def _free_to_aiv(c: Call, dst: str | None) -> list[str]:
-    return _both_halves("TFREE_TO_AIV", None, split_of(c.arg("split")))
+        return [f"{call}({v}, {pid});" for v in (0, 1)]
+    return [f"{call}(split_half({tile}, {split}, {v}), {v}, {pid});" for v in (0, 1)]
 
 
 EMITTERS.update(
     {
-        "tile.tpush_to_aiv": _push_to_aiv,
-        "tile.tpop_from_aiv": _pop_from_aiv,
-        "tile.tfree_to_aiv": _free_to_aiv,
-        "tile.tpush_to_aic": lambda c, dst: [f"TPUSH_TO_AIC({_name(c.arg('tile'))});"],
-        "tile.tpop_from_aic": lambda c, dst: [f"TPOP_FROM_AIC({_need(dst)});"],
-        "tile.tfree_to_aic": lambda c, dst: ["TFREE_TO_AIC();"],
+        "tile.tpush_to_aiv": lambda c, dst: _both_halves("TPUSH_TO_AIV", _name(c.arg("tile")), c),
+        "tile.tpop_from_aiv": lambda c, dst: _both_halves("TPOP_FROM_AIV", _need(dst), c),
+        "tile.tfree_to_aiv": lambda c, dst: _both_halves("TFREE_TO_AIV", None, c),
+        "tile.tpush_to_aic": lambda c, dst: [f"TPUSH_TO_AIC({_name(c.arg('tile'))}, {_id(c)});"],
+        "tile.tpop_from_aic": lambda c, dst: [f"TPOP_FROM_AIC({_need(dst)}, {_id(c)});"],
+        "tile.tfree_to_aic": lambda c, dst: [f"TFREE_TO_AIC({_id(c)});"],
         "tile.get_subblock_idx": lambda c, dst: [f"const int64_t {_need(dst)} = get_subblockid();"],
     }
 )

@@ -46,53 +46,71 @@ def _call(op: str, args: list, kwargs: dict, span) -> Call:
     return call
 
 
-def _cross(s: Assign, way: str, split: int) -> tuple[list[Stmt], str]:
-    """The push and the pop replacing one crossing move; the name whose slot must be freed."""
-    src = s.value.arg("tile")
+def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
+    """The push and the pop replacing one crossing move, on pipe ``pid`` of its direction."""
+    src = s.value.arg("tile")  # type: ignore[union-attr]
     dst_t = s.var.type
     span = s.span
+    kw = {"split": split, "id": pid}
     if way == "to_aiv":
-        push = _call("tile.tpush_to_aiv", [src], {"split": split}, span)
-        pop = _call("tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype,
-                                               "split": split}, span)  # fmt: skip
-        return [Eval(push, span=span), Assign(s.var, pop, span=span)], s.var.name
+        push = _call("tile.tpush_to_aiv", [src], kw, span)
+        pop = _call("tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype, **kw}, span)
+        return [Eval(push, span=span), Assign(s.var, pop, span=span)]
     if dst_t.memory is not MemorySpace.Mat:
         raise CompileError(
             f"a Vec tile moves to {dst_t.memory.name} across the cluster's cores; the pipe delivers "
             "into Mat: move it to pl.Mem.Mat, then on to Left/Right",
             span,
         )
-    push = _call("tile.tpush_to_aic", [src], {"split": split}, span)
-    pop = _call(
-        "tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, "split": split}, span
-    )
-    return [Eval(push, span=span), Assign(s.var, pop, span=span)], s.var.name
+    push = _call("tile.tpush_to_aic", [src], kw, span)
+    pop = _call("tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, **kw}, span)
+    return [Eval(push, span=span), Assign(s.var, pop, span=span)]
 
 
-def _free(name: Var, way: str, split: int, span) -> Stmt:
+def _free(name: Var, way: str, split: int, pid: int, span) -> Stmt:
     op = "tile.tfree_to_aic" if way == "to_aiv" else "tile.tfree_to_aiv"
-    return Eval(_call(op, [name], {"split": split}, span), span=span)
+    return Eval(_call(op, [name], {"split": split, "id": pid}, span), span=span)
 
 
 def _uses(s: Stmt, name: str) -> bool:
     return any(v.name == name for v in nodes_of(s, Var))
 
 
-def _block(body: tuple[Stmt, ...], split: int) -> tuple[Stmt, ...]:
+class _Ids:
+    """One pipe per crossing site and direction: tiles of different shapes never share a
+    ring, and each ring's pushes and pops pair up in program order on both cores."""
+
+    def __init__(self, limit: int) -> None:
+        self.next = {"to_aiv": 0, "to_aic": 0}
+        self.limit = limit
+
+    def take(self, way: str, span) -> int:
+        pid = self.next[way]
+        if pid >= self.limit:
+            raise CompileError(
+                f"more than {self.limit} tiles cross cores in one direction (the platform has "
+                f"{self.limit} pipe ids per direction); move fewer distinct tiles across",
+                span,
+            )
+        self.next[way] += 1
+        return pid
+
+
+def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
-    pending: list[tuple[Var, str, object]] = []  # popped tiles of this block still to free
+    pending: list[tuple[Var, str, int, object]] = []  # popped tiles of this block still to free
     for s in body:
         if isinstance(s, For):
-            s = dataclasses.replace(s, body=_block(s.body, split))
+            s = dataclasses.replace(s, body=_block(s.body, split, ids))
         elif isinstance(s, If):
             s = dataclasses.replace(
-                s, then_body=_block(s.then_body, split), else_body=_block(s.else_body, split)
+                s, then_body=_block(s.then_body, split, ids), else_body=_block(s.else_body, split, ids)
             )
         way = crossing(s)
         if way is not None:
-            stmts, _ = _cross(s, way, split)  # type: ignore[arg-type]
-            out.extend(stmts)
-            pending.append((s.var, way, s.span))  # type: ignore[union-attr]
+            pid = ids.take(way, s.span)
+            out.extend(_cross(s, way, split, pid))  # type: ignore[arg-type]
+            pending.append((s.var, way, pid, s.span))  # type: ignore[union-attr]
             continue
         out.append(s)
     return _place_frees(tuple(out), pending, split)
@@ -102,7 +120,7 @@ def _place_frees(body: tuple[Stmt, ...], pending: list, split: int) -> tuple[Stm
     """Each popped tile's free after the last statement of the block that reads it (before a
     closing yield, which only names values)."""
     out = list(body)
-    for var, way, span in pending:
+    for var, way, pid, span in pending:
         last = max(i for i, s in enumerate(out) if _uses(s, var.name))
         if last == len(out) - 1 and type(out[last]).__name__ == "Yield":
             raise CompileError(
@@ -110,11 +128,11 @@ def _place_frees(body: tuple[Stmt, ...], pending: list, split: int) -> tuple[Stm
                 "cannot outlive the trip that popped it — copy it into a tile of this core first",
                 span,
             )
-        out.insert(last + 1, _free(var, way, split, span))
+        out.insert(last + 1, _free(var, way, split, pid, span))
     return tuple(out)
 
 
 def insert_pipes(body: tuple[Stmt, ...], split: SplitMode | None, ctx: PassContext) -> tuple[Stmt, ...]:
     """``body`` with every crossing move replaced by a push, a pop and a free."""
     mode = int(split.value) if split is not None else 0
-    return _block(body, mode)
+    return _block(body, mode, _Ids(ctx.platform.cross_flag_ids))

@@ -148,6 +148,8 @@ def project(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -> tuple[
 def _keep_yield(body: tuple[Stmt, ...], keep: list[int]) -> tuple[Stmt, ...]:
     if body and isinstance(body[-1], Yield):
         y = body[-1]
+        if not keep:  # nothing carried on this core: no yield either
+            return body[:-1]
         return (*body[:-1], dataclasses.replace(y, values=tuple(y.values[k] for k in keep)))
     return body
 

@@ -113,13 +113,14 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
 }
 
-extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
+extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const char* op = "TPUSH";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{self, other}];
+  check_id(id, op);
+  Ring& r = c.rings[{self, other, id}];
   const int64_t bytes = s.valid_bytes();
   if (r.slot_bytes == 0) {
     r.slot_bytes = (bytes + 511) / 512 * 512;
@@ -167,13 +168,14 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
   core.waiter->notify();
 }
 
-extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
+extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const char* op = "TPOP";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{other, self}];
+  check_id(id, op);
+  Ring& r = c.rings[{other, self, id}];
   core.waiter->wait_until(
       [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; },
       std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)");
@@ -201,12 +203,13 @@ extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
   issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at);
 }
 
-extern "C" void pypto_tfree(int32_t peer) {
+extern "C" void pypto_tfree(int32_t peer, int32_t id) {
   const char* op = "TFREE";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{other, self}];
+  check_id(id, op);
+  Ring& r = c.rings[{other, self, id}];
   if (r.popped == r.freed) {
     fail(ErrorKind::kCrossCore, op,
          core.core_name + " frees a slot of the pipe from " + core_label(other) +

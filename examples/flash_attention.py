@@ -46,14 +46,18 @@ def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int 
             with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
                 for qb in pl.range(q_blocks):
                     q0 = h * sq + qb * br
-                    q_l = pl.move(pl.load(q, [q0, 0], [br, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+                    q_l = pl.move(
+                        pl.load(q, [q0, 0], [br, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                    )
                     m0 = pl.expands(pl.create_tile([br, 1], pl.FP32), NEG)
                     l0 = pl.expands(pl.create_tile([br, 1], pl.FP32), 0.0)
                     o0 = pl.expands(pl.create_tile([br, d], pl.FP32), 0.0)
                     stop = diag * (qb + 1) + (1 - diag) * kv_blocks
                     for kb, (m, l, o) in pl.range(stop, init_values=(m0, l0, o0)):
                         k0 = h * skv + kb * bc
-                        k_r = pl.move(pl.load(k, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+                        k_r = pl.move(
+                            pl.load(k, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+                        )
                         s = pl.matmul(q_l, k_r, b_trans=True, out_dtype=pl.FP32)  # cube: Q·Kᵀ
                         s_v = pl.muls(pl.move(s, target_memory=pl.Mem.Vec), scale)  # to the AIVs
                         if diag == 1 and kb == qb:
@@ -67,8 +71,12 @@ def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int 
                         alpha = pl.exp(pl.sub(m, m_new))
                         l_new = pl.add(pl.mul(alpha, l), pl.row_sum(p, tmp))
                         p_m = pl.move(pl.cast(p, target_type=pl.FP16, mode="round"), target_memory=pl.Mem.Mat)
-                        v_r = pl.move(pl.load(v, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-                        pv = pl.matmul(pl.move(p_m, target_memory=pl.Mem.Left), v_r, out_dtype=pl.FP32)  # cube: P·V
+                        v_r = pl.move(
+                            pl.load(v, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+                        )
+                        pv = pl.matmul(
+                            pl.move(p_m, target_memory=pl.Mem.Left), v_r, out_dtype=pl.FP32
+                        )  # cube: P·V
                         o_new = pl.add(pl.row_expand_mul(o, alpha), pl.move(pv, target_memory=pl.Mem.Vec))
                         m_out, l_out, o_out = pl.yield_(m_new, l_new, o_new)
                     pl.store(pl.row_expand_div(o_out, l_out), [q0, 0], out)
@@ -133,4 +141,6 @@ if __name__ == "__main__":
         ("decode", (24, 64, 8192, 128), False),
     ):
         err, report, wall = run(*shape, causal=causal)
-        print(f"{label} {list(shape)}: max |error| vs SDPA {err:.1e}, {report.cycles} cycles, {wall:.2f} s simulated")
+        print(
+            f"{label} {list(shape)}: max |error| vs SDPA {err:.1e}, {report.cycles} cycles, {wall:.2f} s simulated"
+        )

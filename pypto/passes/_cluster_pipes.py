@@ -54,7 +54,9 @@ def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
     kw = {"split": split, "id": pid}
     if way == "to_aiv":
         push = _call("tile.tpush_to_aiv", [src], kw, span)
-        pop = _call("tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype, **kw}, span)
+        pop = _call(
+            "tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype, **kw}, span
+        )
         return [Eval(push, span=span), Assign(s.var, pop, span=span)]
     if dst_t.memory is not MemorySpace.Mat:
         raise CompileError(

@@ -53,7 +53,7 @@ def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int 
                     l0 = pl.expands(pl.create_tile([br, 1], pl.FP32), 0.0)
                     o0 = pl.expands(pl.create_tile([br, d], pl.FP32), 0.0)
                     stop = diag * (qb + 1) + (1 - diag) * kv_blocks
-                    for kb, (m, l, o) in pl.range(stop, init_values=(m0, l0, o0)):
+                    for kb, (m, row_sum, o) in pl.range(stop, init_values=(m0, l0, o0)):
                         k0 = h * skv + kb * bc
                         k_r = pl.move(
                             pl.load(k, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
@@ -69,7 +69,7 @@ def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int 
                         m_new = pl.maximum(m, pl.row_max(sc, tmp))
                         p = pl.exp(pl.row_expand_sub(sc, m_new))
                         alpha = pl.exp(pl.sub(m, m_new))
-                        l_new = pl.add(pl.mul(alpha, l), pl.row_sum(p, tmp))
+                        l_new = pl.add(pl.mul(alpha, row_sum), pl.row_sum(p, tmp))
                         p_m = pl.move(pl.cast(p, target_type=pl.FP16, mode="round"), target_memory=pl.Mem.Mat)
                         v_r = pl.move(
                             pl.load(v, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
@@ -142,5 +142,6 @@ if __name__ == "__main__":
     ):
         err, report, wall = run(*shape, causal=causal)
         print(
-            f"{label} {list(shape)}: max |error| vs SDPA {err:.1e}, {report.cycles} cycles, {wall:.2f} s simulated"
+            f"{label} {list(shape)}: max |error| vs SDPA {err:.1e}, {report.cycles} cycles, "
+            f"{wall:.2f} s to simulate"
         )

@@ -56,3 +56,25 @@ def test_two_aivs_share_the_epilogue(data):
     one, two = run(fk.fused, data), run(fk.fused_up_down, data)
     # measured 17347 / 13592 = 1.28: each AIV pops, adds and stores half of every block
     assert one.cycles / two.cycles > 1.2
+
+
+def test_the_trace_draws_each_push_to_its_pop(data, tmp_path):
+    import json
+
+    a, b, bias, _ = data
+    c = np.zeros((ROWS, fk.N), np.float32)
+    fk.fused_up_down(a, b, bias, c, config=RunConfig(trace=True, output_dir=str(tmp_path)))
+    (path,) = tmp_path.glob("trace/*/OPPROF_*/simulator/trace.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    flows = {}
+    for e in events:
+        if e.get("cat") == "tpipe":
+            flows.setdefault(e["id"], {})[e["ph"]] = e
+    assert len(flows) == 2 * fk.BLOCKS  # each block's product: a half to each AIV
+    for f in flows.values():
+        push, pop = f["s"], f["f"]
+        assert (push["pid"], push["tid"]) == ("core0.cubecore0", "FIXPIPE")  # out of Acc (a2a3: to GM)
+        assert pop["pid"] in ("core0.veccore0", "core0.veccore1") and pop["tid"] == "MTE2"
+        assert pop["ts"] > push["ts"] and pop["bp"] == "e"
+    slices = [e for e in events if e.get("ph") == "X" and e["name"] == "TPOP"]
+    assert {round(e["ts"], 3) for e in slices} >= {round(f["f"]["ts"], 3) for f in flows.values()}

@@ -164,7 +164,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
     d.bytes = bytes;
   }
   issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
-           free_at, &rs.ready_at);
+           free_at, &rs.ready_at, {self, other, id});
   core.waiter->notify();
 }
 
@@ -200,7 +200,8 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
     o = gm_op(OpClass::kGmRead, core.aic ? Link::kGmToL1 : Link::kGmToUb, d.valid_rows,
               d.valid_cols * d.esize);
   }
-  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at);
+  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at,
+           {other, self, id});
 }
 
 extern "C" void pypto_tfree(int32_t peer, int32_t id) {

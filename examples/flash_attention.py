@@ -29,11 +29,15 @@ from pypto.runtime import RunConfig
 NEG = -1.0e30  # the running max before any key: exp(NEG - m) is exactly 0
 
 
-def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int = 128, causal: bool = False):
+def make_attention(
+    heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int = 128, causal: bool = False,
+    split: pl.SplitMode = pl.SplitMode.UP_DOWN,
+):  # fmt: skip
     """The attention kernel for q [heads * sq, d], k and v [heads * skv, d] (fp16, heads
     stacked along rows), out [heads * sq, d] fp32. ``br`` query rows and ``bc`` keys per block.
     ``causal`` needs sq == skv and br == bc; ``mask`` is then the [br, bc] diagonal-block mask
-    (0 on and below the diagonal, NEG above); otherwise pass any [br, bc] fp32 tensor."""
+    (0 on and below the diagonal, NEG above); otherwise pass any [br, bc] fp32 tensor.
+    ``split``: how the cluster's two AIVs share the softmax (NONE: one AIV does it all)."""
     assert sq % br == 0 and skv % bc == 0 and br % 2 == 0
     assert not causal or (sq == skv and br == bc)
     scale = 1.0 / math.sqrt(d)
@@ -43,7 +47,7 @@ def make_attention(heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int 
     @pl.jit
     def attention(q: pl.Tensor, k: pl.Tensor, v: pl.Tensor, mask: pl.Tensor, out: pl.Out[pl.Tensor]):
         for h in pl.parallel(heads):
-            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(split)]):
                 for qb in pl.range(q_blocks):
                     q0 = h * sq + qb * br
                     q_l = pl.move(

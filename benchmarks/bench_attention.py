@@ -38,12 +38,12 @@ def by_kind(report) -> dict[str, dict[str, float]]:
     return out
 
 
-def measure(heads: int, sq: int, skv: int, d: int, causal: bool = False) -> None:
+def measure(heads: int, sq: int, skv: int, d: int, causal: bool = False, platform: str = "a2a3sim") -> None:
     br, bc = (64, 64) if causal else (64, 128)
     kernel = fa.make_attention(heads, sq, skv, d, br, bc, causal)
     q, k, v = fa.inputs(heads, sq, skv, d)
     mask, out = fa.causal_mask(br, bc), np.zeros((heads * sq, d), np.float32)
-    cfg = RunConfig(platform="a2a3sim")
+    cfg = RunConfig(platform=platform)
     kernel.compile(q, k, v, mask, out, config=cfg)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     kernel(q, k, v, mask, out, config=cfg)
@@ -51,7 +51,7 @@ def measure(heads: int, sq: int, skv: int, d: int, causal: bool = False) -> None
     rep = kernel.last_report
     err = float(np.abs(out - fa.reference(q, k, v, heads, causal)).max())
     label = "causal" if causal else "decode" if sq < skv else "forward"
-    print(f"{label} [heads={heads}, Sq={sq}, Skv={skv}, D={d}] on a2a3sim, split UP_DOWN, Br={br} Bc={bc}")
+    print(f"{label} [heads={heads}, Sq={sq}, Skv={skv}, D={d}] on {platform}, split UP_DOWN, Br={br} Bc={bc}")
     print(f"  simulated: {rep.cycles} cycles ({rep.cycles / rep.clock_hz * 1e6:.1f} us), "
           f"{len(rep.tasks)} core tasks, max |error| vs SDPA {err:.1e}")  # fmt: skip
     kinds = by_kind(rep)
@@ -69,12 +69,13 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=24)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--platform", default="a2a3sim", help="a2a3sim (pipes through GM) or a5sim (on chip)")
     ap.add_argument("--variants", action="store_true", help="also the causal and decode shapes")
     a = ap.parse_args()
-    measure(a.heads, a.seq, a.seq, a.dim)
+    measure(a.heads, a.seq, a.seq, a.dim, platform=a.platform)
     if a.variants:
-        measure(a.heads, a.seq, a.seq, a.dim, causal=True)
-        measure(a.heads, 64, 4 * a.seq, a.dim)
+        measure(a.heads, a.seq, a.seq, a.dim, causal=True, platform=a.platform)
+        measure(a.heads, 64, 4 * a.seq, a.dim, platform=a.platform)
 
 
 if __name__ == "__main__":

@@ -57,13 +57,19 @@ def make_attention(
                     l0 = pl.expands(pl.create_tile([br, 1], pl.FP32), 0.0)
                     o0 = pl.expands(pl.create_tile([br, d], pl.FP32), 0.0)
                     stop = diag * (qb + 1) + (1 - diag) * kv_blocks
-                    for kb, (m, row_sum, o) in pl.range(stop, init_values=(m0, l0, o0)):
+                    # S for key block 0 before the loop; in the loop the cube computes the next
+                    # block's S first, so it overlaps this block's softmax on the AIVs
+                    k_first = pl.load(k, [h * skv, 0], [bc, d], target_memory=pl.Mem.Mat)
+                    s_first = pl.matmul(q_l, pl.move(k_first, target_memory=pl.Mem.Right), b_trans=True)
+                    s_init = pl.muls(pl.move(s_first, target_memory=pl.Mem.Vec), scale)
+                    for kb, (m, row_sum, o, s_v) in pl.range(stop, init_values=(m0, l0, o0, s_init)):
                         k0 = h * skv + kb * bc
-                        k_r = pl.move(
-                            pl.load(k, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
-                        )
-                        s = pl.matmul(q_l, k_r, b_trans=True, out_dtype=pl.FP32)  # cube: Q·Kᵀ
-                        s_v = pl.muls(pl.move(s, target_memory=pl.Mem.Vec), scale)  # to the AIVs
+                        if kb + 1 < stop:
+                            k_next = pl.load(k, [k0 + bc, 0], [bc, d], target_memory=pl.Mem.Mat)
+                            s = pl.matmul(q_l, pl.move(k_next, target_memory=pl.Mem.Right), b_trans=True)
+                            s_next = pl.yield_(pl.muls(pl.move(s, target_memory=pl.Mem.Vec), scale))
+                        else:
+                            s_next = pl.yield_(s_v)
                         if diag == 1 and kb == qb:
                             masked = pl.add(s_v, pl.load(mask, [0, 0], [br, bc]))
                             sc = pl.yield_(masked)
@@ -78,11 +84,9 @@ def make_attention(
                         v_r = pl.move(
                             pl.load(v, [k0, 0], [bc, d], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
                         )
-                        pv = pl.matmul(
-                            pl.move(p_m, target_memory=pl.Mem.Left), v_r, out_dtype=pl.FP32
-                        )  # cube: P·V
+                        pv = pl.matmul(pl.move(p_m, target_memory=pl.Mem.Left), v_r)  # cube: P·V
                         o_new = pl.add(pl.row_expand_mul(o, alpha), pl.move(pv, target_memory=pl.Mem.Vec))
-                        m_out, l_out, o_out = pl.yield_(m_new, l_new, o_new)
+                        m_out, l_out, o_out, s_last = pl.yield_(m_new, l_new, o_new, s_next)
                     pl.store(pl.row_expand_div(o_out, l_out), [q0, 0], out)
         return out
 

@@ -4,8 +4,10 @@ SplitClusterKernels).
 In a scope that mixes cube and vector work, a value crosses cores exactly where a tile moves
 between the two sides: ``pl.move(acc, target_memory=pl.Mem.Vec)`` (Acc → Vec) and
 ``pl.move(v, target_memory=pl.Mem.Mat)`` (Vec → Mat). Each such move becomes a push on the
-producing core and a pop on the consuming one, and the popped tile's slot is freed right
-after its last use in the block that popped it — so every pop has its push in the same trip
+producing core (right after the statement that computed the tile, when that is in the same
+block) and a pop on the consuming one (where the move was), each crossing site on a pipe of
+its own, and the popped tile's slot is freed right after its last use in the block that
+popped it — so every pop has its push in the same trip
 of the same loops, every slot is returned, and the ring (``tpipe_slots`` deep, from the
 platform table) can only make the producer wait, never deadlock. The pipe copies the tile,
 so the producer may reuse its buffer as soon as the push has drained: race-free by
@@ -111,11 +113,25 @@ def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
         way = crossing(s)
         if way is not None:
             pid = ids.take(way, s.span)
-            out.extend(_cross(s, way, split, pid))  # type: ignore[arg-type]
+            push, pop = _cross(s, way, split, pid)  # type: ignore[arg-type]
+            out.insert(_after_def(out, push), push)
+            out.append(pop)
             pending.append((s.var, way, pid, s.span))  # type: ignore[union-attr]
             continue
         out.append(s)
     return _place_frees(tuple(out), pending, split)
+
+
+def _after_def(out: list[Stmt], push: Stmt) -> int:
+    """Where a push goes: right after the statement of this block that computed its tile (the
+    producer sends as soon as the value exists, so the consumer's pop — at the move — may find
+    it waiting; the pipe's own order is untouched, each crossing site has its own pipe), else
+    at the move."""
+    name = push.value.arg("tile").name  # type: ignore[union-attr]
+    for i in range(len(out) - 1, -1, -1):
+        if isinstance(out[i], Assign) and out[i].var.name == name:  # type: ignore[union-attr]
+            return i + 1
+    return len(out)
 
 
 def _place_frees(body: tuple[Stmt, ...], pending: list, split: int) -> tuple[Stmt, ...]:

@@ -71,6 +71,15 @@ def _calls(body: tuple[Stmt, ...], ops: tuple[str, ...]) -> list[tuple[Call, Stm
     return [(s.value, s) for s in _leaves(body) if isinstance(s.value, Call) and s.value.op in ops]
 
 
+def _check_ids(body: tuple[Stmt, ...], limit: int) -> None:
+    for c, s in _calls(body, (*_PUSH, *_PUSH.values(), *_POP_OF_FREE)):
+        pid = c.arg("id").value
+        if pid >= limit:
+            raise CompileError(
+                f"pipe id {pid} is out of range: this platform has {limit} (0..{limit - 1})", s.span
+            )
+
+
 def _check_pipes(aic: tuple[Stmt, ...], aiv: tuple[Stmt, ...]) -> None:
     """Pushes and pops of each pipe, in program order, agree on split and shape."""
     for push_op, pop_op in _PUSH.items():
@@ -175,6 +184,7 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
     assert isinstance(scope, Scope)
     body = scope.body if scope.cluster else insert_pipes(scope.body, scope.split, ctx)
     _check_one_core(body)
+    _check_ids(body, ctx.platform.cross_flag_ids)
     defs: dict[str, Side] = {}
     assign_sides(body, defs)
     sides = {}

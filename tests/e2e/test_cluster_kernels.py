@@ -167,6 +167,14 @@ def frees_a_loaded_tile(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
+@pl.jit
+def pipe_id_out_of_range(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.cluster():
+        x = pl.load(c, [0, 0], [M, N])
+        pl.tpush_to_aic(x, id=8)
+    return c
+
+
 @pytest.mark.parametrize(
     ("kernel", "message"),
     [
@@ -178,6 +186,7 @@ def frees_a_loaded_tile(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
          r"this pop receives FP32 \[64, 64\], but the push at .* sends FP32 \[64, 64\] \(split=1"),
         (freed_twice, r"`x` is freed twice \(first at .*test_cluster_kernels\.py:\d+:\d+\)"),
         (frees_a_loaded_tile, r"tfree_to_aic frees `x`, which no pl\.tpop_from_aic produced"),
+        (pipe_id_out_of_range, r"pipe id 8 is out of range: this platform has 8 \(0\.\.7\)"),
     ],
 )  # fmt: skip
 def test_misuse_seen_in_the_source_is_a_compile_error_with_its_line(kernel, message):

@@ -2,7 +2,9 @@
 
 The scope's free variables become the kernel's parameters (tensors In/Out/InOut by how the
 body uses them, scalars In), and the scope is replaced by a call — one task. The kernel is
-AIC when it touches the cube side (Mat/Left/Right/Acc or a cube op), AIV otherwise.
+AIC when it touches the cube side (Mat/Left/Right/Acc or a cube op), AIV otherwise; a scope
+for a whole cluster (see ``_clustered``) becomes a Group function holding the scope, which
+SplitClusterKernels turns into an AIC and an AIV kernel.
 Test: tests/passes/test_outline_incore_scopes.py
 """
 

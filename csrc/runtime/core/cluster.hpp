@@ -31,8 +31,9 @@ struct RingSlot {
 struct Ring {
   std::deque<RingSlot> slots;  // every push, in order (a freed slot keeps its times only)
   uint64_t pushed = 0, popped = 0, freed = 0;
-  std::deque<uint64_t> free_at;   // absolute time slot i (in push order) was freed
-  std::unique_ptr<uint8_t[]> gm;  // a2a3: the ring's GM storage
+  std::deque<uint64_t> free_at;             // absolute time slot i (in push order) was freed
+  std::unique_ptr<uint8_t[]> gm;            // a2a3: the ring's GM storage
+  std::vector<std::vector<uint8_t>> spare;  // buffers of freed slots, reused by later pushes
   int64_t slot_bytes = 0;
 };
 

@@ -146,6 +146,10 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
   RingSlot& rs = r.slots.emplace_back();
   rs.shape = *src;
+  if (!r.spare.empty()) {  // a freed slot's buffer: no allocation per push
+    rs.bytes = std::move(r.spare.back());
+    r.spare.pop_back();
+  }
   rs.bytes.resize(static_cast<size_t>(bytes));
   copy_rows(rs.bytes.data(), s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
             s.valid_cols * s.esize);
@@ -221,7 +225,10 @@ extern "C" void pypto_tfree(int32_t peer, int32_t id) {
   r.free_at.push_back(UINT64_MAX);
   issue_op(PYPTO_MTE2, sync_op(), op, {}, 0, -1, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
            &r.free_at.back());
-  rs.bytes = {};  // the slot's data is gone; its record stays (instructions may still point at it)
+  // the slot's data is gone (its buffer kept for the next push); its record stays
+  // (instructions may still point at it)
+  r.spare.push_back(std::move(rs.bytes));
+  rs.bytes = {};
   r.freed++;
   core.waiter->notify();
 }

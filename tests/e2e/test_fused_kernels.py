@@ -78,3 +78,11 @@ def test_the_trace_draws_each_push_to_its_pop(data, tmp_path):
         assert pop["ts"] > push["ts"] and pop["bp"] == "e"
     slices = [e for e in events if e.get("ph") == "X" and e["name"] == "TPOP"]
     assert {round(e["ts"], 3) for e in slices} >= {round(f["f"]["ts"], 3) for f in flows.values()}
+    # the cleaned trace keeps them, re-anchored on the packed lanes of the two cores
+    from pypto.tools import clean_sim_trace
+
+    clean_sim_trace.main([str(path.parent), "-o", str(tmp_path / "clean")])
+    cleaned = json.loads((tmp_path / "clean" / "trace.clean.json").read_text())["traceEvents"]
+    arrows = [e for e in cleaned if e.get("name") == "tile pipe"]
+    assert len(arrows) == 2 * len(flows)
+    assert {e["pid"] for e in arrows if e["ph"] == "s"} != {e["pid"] for e in arrows if e["ph"] == "f"}

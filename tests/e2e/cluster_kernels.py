@@ -96,3 +96,20 @@ def pops_more_than_pushed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], n: p
             pl.store(x, [0, 0], c)
             pl.tfree_to_aic(x)
     return c
+
+
+@pl.jit
+def ragged_push(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """The AIC pushes fewer valid rows each trip; the AIV pops whole tiles: the mismatch is
+    only known at run time (valid rows depend on the trip)."""
+    with pl.cluster():
+        for i in pl.range(2):
+            acc = pl.matmul(
+                pl.move(pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
+                pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+            )
+            pl.tpush_to_aiv(pl.set_validshape(acc, M - 16 * i, N))
+            x = pl.tpop_from_aic(shape=[M, N], dtype=pl.FP32)
+            pl.store(x, [0, 0], c)
+            pl.tfree_to_aic(x)
+    return c

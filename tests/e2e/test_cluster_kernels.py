@@ -193,3 +193,14 @@ def test_misuse_seen_in_the_source_is_a_compile_error_with_its_line(kernel, mess
     with pytest.raises(errors.CompileError, match=message) as e:
         _compile(kernel, *_args())
     assert "test_cluster_kernels.py:" in str(e.value)
+
+
+def test_a_mismatch_only_the_run_sees_is_a_typed_error_naming_both_cores():
+    from cluster_kernels import ragged_push
+
+    a, b = operands()
+    with pytest.raises(errors.CrossCoreError) as e:
+        ragged_push(a, b, np.zeros((M, N), np.float32), config=CFG)
+    msg = str(e.value)
+    assert "AIV0 pops a fp32 [64, 64] tile, but the AIC pushed a fp32 [48, 64] tile" in msg
+    assert "cluster_kernels.py:" in msg

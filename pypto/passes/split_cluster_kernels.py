@@ -182,6 +182,12 @@ AIV_PIPE_OPS = ("tile.tpush_to_aic", "tile.tpop_from_aic", "tile.tfree_to_aic")
 def _split(fn: Function, ctx: PassContext) -> list[Function]:
     scope = fn.body[0]
     assert isinstance(scope, Scope)
+    if scope.cluster and scope.split is not None:
+        raise CompileError(
+            "pl.cluster takes no pl.split: the explicit form says how the AIVs share each tile "
+            "on its pushes and pops (split=pl.SplitMode...)",
+            scope.span,
+        )
     body = scope.body if scope.cluster else insert_pipes(scope.body, scope.split, ctx)
     _check_one_core(body)
     _check_ids(body, ctx.platform.cross_flag_ids)

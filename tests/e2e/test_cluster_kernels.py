@@ -175,6 +175,14 @@ def pipe_id_out_of_range(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
+@pl.jit
+def cluster_with_a_scope_split(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.cluster(optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        x = pl.load(c, [0, 0], [M, N])
+        pl.store(x, [0, 0], c)
+    return c
+
+
 @pytest.mark.parametrize(
     ("kernel", "message"),
     [
@@ -186,6 +194,7 @@ def pipe_id_out_of_range(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
          r"this pop receives FP32 \[64, 64\], but the push at .* sends FP32 \[64, 64\] \(split=1"),
         (freed_twice, r"`x` is freed twice \(first at .*test_cluster_kernels\.py:\d+:\d+\)"),
         (frees_a_loaded_tile, r"tfree_to_aic frees `x`, which no pl\.tpop_from_aic produced"),
+        (cluster_with_a_scope_split, r"pl\.cluster takes no pl\.split"),
         (pipe_id_out_of_range, r"pipe id 8 is out of range: this platform has 8 \(0\.\.7\)"),
     ],
 )  # fmt: skip

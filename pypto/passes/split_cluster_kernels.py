@@ -36,13 +36,18 @@ def _leaves(body: tuple[Stmt, ...]) -> list[Stmt]:
     return [s for s in walk(body) if isinstance(s, (Assign, Eval))]
 
 
-def _check_one_core(body: tuple[Stmt, ...]) -> None:
+def _check_one_core(body: tuple[Stmt, ...], explicit: bool) -> None:
+    how = (
+        "in pl.cluster hand tiles over with pl.tpush_to_aiv / pl.tpop_from_aic (cube to vector) "
+        "or pl.tpush_to_aic / pl.tpop_from_aiv (vector to cube)"
+        if explicit
+        else "move the tile across on its own: pl.move(acc, target_memory=pl.Mem.Vec) or "
+        "pl.move(v, target_memory=pl.Mem.Mat)"
+    )
     for s in _leaves(body):
         if len(leaf_sides(s)) > 1:
             raise CompileError(
-                "this statement needs both the AIC (cube-side buffers) and an AIV (Vec) of the "
-                "cluster; in pl.cluster hand tiles over with pl.tpush_to_aiv / pl.tpop_from_aic "
-                "(cube to vector) or pl.tpush_to_aic / pl.tpop_from_aiv (vector to cube)",
+                f"this statement needs both the AIC (cube-side buffers) and an AIV (Vec): {how}",
                 s.span,
             )
 
@@ -189,7 +194,7 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
             scope.span,
         )
     body = scope.body if scope.cluster else insert_pipes(scope.body, scope.split, ctx)
-    _check_one_core(body)
+    _check_one_core(body, scope.cluster)
     _check_ids(body, ctx.platform.cross_flag_ids)
     defs: dict[str, Side] = {}
     assign_sides(body, defs)

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <map>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -199,7 +201,7 @@ class ValueIds {
 
 // The fields of one raw event the rules read (the last of a repeated key, like a dict).
 struct Event {
-  Value name, ph, pid, tid, ts, dur, args, cname;
+  Value name, ph, pid, tid, ts, dur, args, cname, cat, id;
   int pids = 0, tids = 0, cnames = 0;  // how often each replaced key occurs
   bool canonical = false;              // the text is already in the writer's form
   size_t index = 0;                    // position in traceEvents
@@ -229,6 +231,10 @@ void read_event(json::Reader& r, Event& e) {
       e.name = v;
     } else if (key == "args") {
       e.args = v;
+    } else if (key == "cat") {
+      e.cat = v;
+    } else if (key == "id") {
+      e.id = v;
     }
   }
   e.canonical = r.canonical();
@@ -287,6 +293,16 @@ struct FlagTimes {
   std::vector<double> sets, waits;
 };
 
+// One end of a tile-pipe arrow (pypto's "tpipe" flow events: a push on one core's lane to
+// the pop on another's), re-anchored on the cleaned lanes like the flag arrows.
+struct PipeEnd {
+  uint32_t pid;
+  int lane;
+  double ts;
+  std::string id;
+  bool start;
+};
+
 struct OpenFlag {  // a flag's B event, waiting for its E
   Value ts, args;
 };
@@ -331,6 +347,7 @@ class Collector {
   std::vector<Slice> slices;                           // event order
   std::vector<FlagTimes> flags;
   std::vector<FlagRoute> routes;
+  std::vector<PipeEnd> pipe_ends;
   std::unordered_map<uint32_t, std::string> process_names;
   std::unordered_map<uint64_t, std::string> thread_names;
 
@@ -340,6 +357,7 @@ class Collector {
   void slice(const Event& e, size_t begin, size_t end);
   void metadata(const Event& e);
   void flag(const Event& e, bool is_set);
+  void pipe_end(const Event& e);
   double flag_time(const Value& v, double fallback, const Event& e, const char* what);
   int route_of(const Value& args);
 
@@ -379,7 +397,21 @@ void Collector::add(const Event& e, size_t begin, size_t end) {
     slice(e, begin, end);
   } else if (string_is(e.ph, "M")) {
     metadata(e);
+  } else if ((string_is(e.ph, "s") || string_is(e.ph, "f")) && string_is(e.cat, "tpipe")) {
+    pipe_end(e);
   }
+}
+
+void Collector::pipe_end(const Event& e) {
+  std::string scratch;
+  const std::string_view lane = e.tid.is_string() ? json::text_of(e.tid, scratch) : "";
+  const auto at = std::find(kLanes.begin(), kLanes.end(), lane);
+  double ts = 0.0;
+  if (at == kLanes.end() || !to_float(e.ts, ts)) return;  // not one of pypto's: left out
+  std::string id_scratch;
+  const std::string id(e.id.is_string() ? json::text_of(e.id, id_scratch) : e.id.text);
+  pipe_ends.push_back({key_id(e.pid, e, "pid"), static_cast<int>(at - kLanes.begin()), ts, id,
+                       string_is(e.ph, "s")});
 }
 
 // Times are read now but judged later: only a slice on a kept lane must have them.
@@ -706,6 +738,7 @@ class Cleaner {
   void defer(const std::string& what);
   void layout(Output& out);
   std::string flows();
+  void pipe_arrows(std::string& out);
   std::string lane_name(uint32_t thread) const;
 
   std::string_view payload_;
@@ -913,7 +946,32 @@ std::string Cleaner::flows() {
       write_arrow(out, name, id, p.out_pid, false, c.tids[ci], c.mids[ci]);
     }
   }
+  pipe_arrows(out);
   return out;
+}
+
+// Tile-pipe arrows: each push slice to the pop slice that received it, across cores.
+void Cleaner::pipe_arrows(std::string& out) {
+  std::map<std::string, std::pair<const PipeEnd*, const PipeEnd*>> by_id;
+  for (const PipeEnd& e : got_.pipe_ends) (e.start ? by_id[e.id].first : by_id[e.id].second) = &e;
+  for (const auto& [key, ends] : by_id) {
+    if (ends.first == nullptr || ends.second == nullptr) continue;
+    auto prod = lane_at_.find(pair_key(ends.first->pid, static_cast<uint32_t>(ends.first->lane)));
+    auto cons = lane_at_.find(pair_key(ends.second->pid, static_cast<uint32_t>(ends.second->lane)));
+    if (prod == lane_at_.end() || cons == lane_at_.end()) continue;
+    const Lane& p = lanes_[prod->second];
+    const Lane& c = lanes_[cons->second];
+    const auto i_end = std::upper_bound(p.starts.begin(), p.starts.end(), ends.first->ts + kEps);
+    const auto j = std::lower_bound(c.starts.begin(), c.starts.end(), ends.second->ts - kEps);
+    if (i_end == p.starts.begin() || j == c.starts.end()) continue;
+    const size_t pi = static_cast<size_t>(i_end - p.starts.begin()) - 1;
+    const size_t ci = static_cast<size_t>(j - c.starts.begin());
+    const int64_t id = ++stats_.flows;
+    if (!out.empty()) out += ',';
+    write_arrow(out, "tile pipe", id, p.out_pid, true, p.tids[pi], p.mids[pi]);
+    out += ',';
+    write_arrow(out, "tile pipe", id, c.out_pid, false, c.tids[ci], c.mids[ci]);
+  }
 }
 
 CleanTrace Cleaner::run(std::string_view source) {

@@ -366,3 +366,7 @@ EMITTERS.update(
         ],
     }
 )
+
+
+# The cross-core tile-pipe ops register their emitters from their own module.
+from pypto.codegen import cluster as _cluster  # noqa: E402, F401

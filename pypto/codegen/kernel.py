@@ -14,8 +14,9 @@ from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
 from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
+from pypto.ir.enums import FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Return, Stmt, Yield
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 MEM_CPP = {
@@ -245,3 +246,24 @@ def generate_kernel(fn: Function) -> str:
         'extern "C" void kernel_entry(__gm__ int64_t* args) {',
     ]
     return "\n".join(head + _prologue(fn) + region_prologue(regions) + em.lines + ["}", ""])
+
+
+def kernel_sources(program: Program) -> list[tuple[str, str]]:
+    """(name, C++ source) of every kernel to build: each InCore function, and each Group
+    function as one cluster kernel made of the AIC and AIV kernels it calls (not built alone)."""
+    from pypto.codegen.cluster import generate_cluster_kernel
+    from pypto.passes.split_cluster_kernels import aiv_count, cluster_members
+
+    groups = [f for f in program.functions if f.kind is FunctionType.Group]
+    members = {m.name: m for g in groups for m in cluster_members(program, g)}
+    out = [
+        (f.name, generate_kernel(f))
+        for f in program.functions
+        if f.kind.is_incore and f.external_source is None and f.name not in members
+    ]
+    for g in groups:
+        aic, aiv = cluster_members(program, g)
+        out.append(
+            (g.name, generate_cluster_kernel(g, generate_kernel(aic), generate_kernel(aiv), aiv_count(aiv)))
+        )
+    return out

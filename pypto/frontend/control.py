@@ -13,12 +13,14 @@ Both produce the same IR: ``For.iter_args`` / ``results`` and a trailing ``Yield
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend.bounds import loop_interval
+from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
-from pypto.ir.enums import ForKind, FunctionType, Level
+from pypto.ir.enums import ForKind, FunctionType, Level, SplitMode
 from pypto.ir.expr import Const, Expr, Var, type_of
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType, Type, format_type, same_shape_dtype
@@ -343,6 +345,8 @@ class ControlFlow:
         if marker.dsl_name == "spmd":
             self.spmd_with(node)  # type: ignore[attr-defined]
             return
+        if marker.dsl_name not in ("at", "cluster"):
+            raise UnsupportedSyntaxError(f"`with pl.{marker.dsl_name}(...)` is not a scope", self.span(node))
         if self.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
@@ -350,7 +354,10 @@ class ControlFlow:
             )
         if self.ctx.in_scope:
             raise MisplacedOpError("pl.at scopes cannot be nested", self.span(node))
-        level, name_hint, deps = self._scope_args(call)
+        cluster = marker.dsl_name == "cluster"
+        if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
+            call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
+        level, name_hint, deps, split = self._scope_args(call)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.span(handle))
@@ -360,27 +367,32 @@ class ControlFlow:
         finally:
             self.ctx.in_scope = False
         name = handle.id if handle is not None else None
-        self.emit(Scope(level, tuple(body), name_hint, tuple(deps), name, span=self.span(node)))
+        scope = Scope(level, tuple(body), name_hint, tuple(deps), name, cluster=cluster, split=split)
+        self.emit(dataclasses.replace(scope, span=self.span(node)))
         if name is not None:
             self.handles.add(name)
 
-    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str]]:
+    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None]:
         args: dict[str, ast.expr] = dict(zip(("level",), call.args))
         if len(call.args) > 1:
             raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.span(call))
         for kw in call.keywords:
-            if kw.arg not in ("level", "name_hint", "deps") or kw.arg in args:
+            if kw.arg not in ("level", "name_hint", "deps", "optimizations") or kw.arg in args:
                 raise TypeCheckError(
-                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps)", self.span(kw)
+                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps, optimizations)",
+                    self.span(kw),
                 )
             args[kw.arg] = kw.value
+        opts = args.get("optimizations")
+        split = parse_optimizations(opts, self.folder.fold, self.span) if opts is not None else None
         level = self.folder.fold(args["level"]) if "level" in args else Level.CORE_GROUP
+        level = Level.CORE_GROUP if level is None else level
         if not isinstance(level, Level):
             raise TypeCheckError("pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.span(call))
         hint = self.folder.fold(args["name_hint"]) if "name_hint" in args else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.at name_hint must be a string", self.span(args["name_hint"]))
-        return level, hint, self.task_deps(args.get("deps"))
+        return level, hint, self.task_deps(args.get("deps")), split
 
     def task_deps(self, node: ast.expr | None) -> list[str]:
         """``deps=[h, ...]``: handles of earlier ``with pl.at(...) as h:`` scopes."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir import op_rules as R
 from pypto.ir.dtypes import BOOL, DataType
-from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
+from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, as_expr, type_of
 from pypto.ir.ops import OPS, Kind, OpDef, ParamSpec, _accepts
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
@@ -60,6 +60,10 @@ def _kind_ok(p: ParamSpec, e: Expr) -> bool:
         return isinstance(e, Const) and e.dtype == BOOL
     if k is Kind.INT:
         return isinstance(e, Const) and type(e.value) is int
+    if k is Kind.SPLIT:  # upstream spells the mode as a number too
+        if isinstance(e, Const) and type(e.value) is int:
+            return e.value in (0, 1, 2)
+        return isinstance(e, Literal) and isinstance(e.value, SplitMode)
     if not isinstance(e, Literal):
         return False
     if k is Kind.DTYPE:

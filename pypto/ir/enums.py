@@ -46,10 +46,13 @@ class FunctionType(_DslEnum):
     InCore = "incore"  # a device kernel whose core type (AIV/AIC) is still to be decided
     AIV = "aiv"
     AIC = "aic"
+    # One AIC and its AIVs launched together (a cluster task): the body only calls the AIC
+    # kernel and the AIV kernel it was split into, which talk through cross-core tile pipes.
+    Group = "group"
 
     @property
     def is_incore(self) -> bool:
-        return self is not FunctionType.Orchestration
+        return self not in (FunctionType.Orchestration, FunctionType.Group)
 
 
 class AtomicType(_DslEnum):
@@ -96,6 +99,15 @@ class Pipe(_DslEnum):
     SCALAR = "scalar"
 
 
+class SplitMode(_DslEnum):
+    """How the two AIVs of a cluster share a tile pushed by the AIC (upstream's numbering:
+    0 none — one AIV takes the whole tile; 1 rows halved; 2 columns halved)."""
+
+    NONE = 0
+    UP_DOWN = 1
+    LEFT_RIGHT = 2
+
+
 # The DSL attribute path of each enum, used by the printer (pl.Mem.Vec, pl.range, ...).
 _PREFIX: dict[type, str] = {
     MemorySpace: "pl.Mem",
@@ -106,4 +118,5 @@ _PREFIX: dict[type, str] = {
     Direction: "pl.Direction",
     ForKind: "pl",
     Pipe: "pl.Pipe",
+    SplitMode: "pl.SplitMode",
 }

@@ -43,6 +43,7 @@ class Kind(enum.Enum):
     INT = "a compile-time integer"
     PIPE = "a pipe (pl.Pipe.<Name>)"
     STR = "a string"
+    SPLIT = "a pl.SplitMode (or 0, 1, 2)"
 
 
 _REQUIRED = object()
@@ -451,3 +452,35 @@ def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
         if all(_accepts(p.kind, type_of(a), a) for p, a in zip(params[:2], args[:2])):
             return op_name
     return candidates[0]
+
+
+# Cross-core tile pipes of a cluster (1 AIC + 2 AIVs): names and parameters as upstream PyPTO.
+# A push issues on the pipe that drains its source (FIXPIPE out of Acc, MTE3 out of Vec); a
+# pop and a free on MTE2, as the native ISA issues them (csrc/runtime/isa/crosscore.cpp).
+from pypto.ir import op_rules_cluster as RC  # noqa: E402  (the cluster rules build on op_rules)
+
+SPLIT = _p("split", Kind.SPLIT, 0, kw_only=True)
+PIPE_ID = _p("id", Kind.INT, 0, kw_only=True)
+# fmt: off
+_TABLE_CLUSTER: list[OpDef] = [
+    OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.FIXPIPE),
+          {"tile": ACC}, "AIC → AIV: push an Acc tile into the pipe (split: how the AIVs share it)"),
+    OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.MTE3),
+          {"tile": VEC}, "AIV → AIC: push a Vec tile (with split, each AIV pushes its half)"),
+    OpDef("tile.tpop_from_aic", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,
+                                 PIPE_ID), RC.pop_from_aic_rule, "tile", _fixed(Pipe.MTE2),
+          doc="AIV: the next tile the AIC pushed (this AIV's half with split), into Vec"),
+    OpDef("tile.tpop_from_aiv", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,
+                                 PIPE_ID), RC.pop_from_aiv_rule, "tile", _fixed(Pipe.MTE2),
+          doc="AIC: the next tile the AIV(s) pushed (both halves with split), into Mat"),
+    OpDef("tile.tfree_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RC.free_rule, "tile", _fixed(Pipe.MTE2),
+          {"tile": VEC}, "AIV: return the slot of a popped tile to the AIC"),
+    OpDef("tile.tfree_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RC.free_rule, "tile", _fixed(Pipe.MTE2),
+          {"tile": frozenset({MemorySpace.Mat})}, "AIC: return the slot(s) of a popped tile to the AIV(s)"),
+    OpDef("tile.get_subblock_idx", (), lambda _b: ScalarType(INDEX), "tile", NONE,
+          doc="which AIV of its cluster this core is (0 or 1)"),
+]
+# fmt: on
+for _op in _TABLE_CLUSTER:
+    OPS[_op.name] = _op
+    DSL_OPS[_op.name.removeprefix("tile.")] = (_op.name,)

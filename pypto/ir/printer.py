@@ -244,8 +244,13 @@ class _Printer:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
         if s.deps:
             args.append(f"deps=[{', '.join(s.deps)}]")
+        if s.split is not None:
+            args.append(f"optimizations=[pl.split({s.split.dsl_name})]")
         handle = f" as {s.handle}" if s.handle else ""
-        self.emit(depth, f"with pl.{'at' if s.blocks == 1 else 'spmd'}({', '.join(args)}){handle}:")
+        if s.cluster:
+            args = args[1:]  # pl.cluster has no level
+        form = "cluster" if s.cluster else "at" if s.blocks == 1 else "spmd"
+        self.emit(depth, f"with pl.{form}({', '.join(args)}){handle}:")
         self.block(s.body, depth + 1)
 
     def function(self, f: Function, depth: int) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypto.ir.enums import Direction, ForKind, FunctionType, Level
+from pypto.ir.enums import Direction, ForKind, FunctionType, Level, SplitMode
 from pypto.ir.expr import Expr, Node, Var
 from pypto.ir.types import Type
 
@@ -92,7 +92,9 @@ MAX_BLOCKS = 65535
 @dataclass(frozen=True)
 class Scope(Stmt):
     """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task;
-    ``with pl.spmd(blocks, ...)``: ``blocks`` tasks of it, one per block index."""
+    ``with pl.spmd(blocks, ...)``: ``blocks`` tasks of it, one per block index.
+    ``cluster``: ``with pl.cluster(...)`` — one task on a whole cluster (1 AIC + its AIVs);
+    ``split``: ``pl.at(..., optimizations=[pl.split(mode)])`` — how the AIVs share tiles."""
 
     level: Level
     body: tuple[Stmt, ...]
@@ -100,6 +102,8 @@ class Scope(Stmt):
     deps: tuple[str, ...] = ()
     handle: str | None = None
     blocks: int | Expr = 1  # an Expr of pl.dynamic dims is evaluated by the launch plan per call
+    cluster: bool = False
+    split: SplitMode | None = None
 
 
 @dataclass(frozen=True)

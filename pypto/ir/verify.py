@@ -126,7 +126,7 @@ class _Verifier:
         op = OPS.get(e.op)
         if op is None:
             raise self.fail(f"unknown op `{e.op}`", e.span)
-        orchestration = self.fn.kind is FunctionType.Orchestration
+        orchestration = self.fn.kind in (FunctionType.Orchestration, FunctionType.Group)
         if orchestration and op.in_incore and not self.in_scope:
             raise self.fail(f"Misplaced tensor op `pl.{e.op}`: it should be inside InCore block", e.span)
         if not op.in_incore and (self.in_scope or not orchestration):
@@ -262,7 +262,7 @@ class _Verifier:
             self.define(env, r)
 
     def scope(self, env: dict[str, Type], s: Scope) -> None:
-        if self.fn.kind is not FunctionType.Orchestration:
+        if self.fn.kind not in (FunctionType.Orchestration, FunctionType.Group):
             raise self.fail("pl.at scopes belong in orchestration functions", s.span)
         if self.in_scope:
             raise self.fail("pl.at scopes cannot be nested", s.span)

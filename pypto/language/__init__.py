@@ -9,7 +9,7 @@ runs.
 """
 
 from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
-from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe
+from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
@@ -36,6 +36,10 @@ yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carrie
 while_ = WhileMarker("while_", "for (x,) in pl.while_(init_values=(x0,)): pl.cond(...) first, pl.yield_ last")
 cond = CondMarker("cond", "pl.cond(condition): the first statement of a pl.while_ body")
 const = ConstMarker("const", "pl.const(value, dtype): a scalar constant of that dtype")
+cluster = ScopeMarker(
+    "cluster", "pl.cluster(name_hint=..., deps=[...]): one AIC + its AIVs, joined by pl.tpush_*/pl.tpop_*"
+)
+split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
 tile = Namespace("tile")
@@ -62,6 +66,7 @@ __all__ = [
     "MemorySpace",
     "PadValue",
     "Pipe",
+    "SplitMode",
     "InOut",
     "MemRef",
     "Out",
@@ -81,6 +86,8 @@ __all__ = [
     "unroll",
     "at",
     "spmd",
+    "cluster",
+    "split",
     "yield_",
     "while_",
     "cond",

@@ -56,6 +56,17 @@ def _vec_side(s: Stmt) -> bool:
     return any(t.memory is MemorySpace.Vec for t in tiles) or vector_work(s) is not None
 
 
+def out_of_order(scope: Scope) -> bool:
+    """Tile-level cube work after vector work (or both in one loop): not a two-task split,
+    but a cluster kernel (both sides in one task, tiles crossing through pipes)."""
+    sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
+    if not any(c for c, _ in sides) or not any(v for _, v in sides):
+        return False
+    cut = next(i for i, (_, v) in enumerate(sides) if v)
+    tiles = any(isinstance(v.type, TileType) for v in nodes_of(scope.body, Var))
+    return tiles and any(c for c, _ in sides[cut:])
+
+
 def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]:
     """(orchestration statements to put first, the scopes) for one ``pl.at`` scope: itself
     alone unless it mixes cube and vector work. ``taken``: names in use (grows)."""
@@ -69,7 +80,8 @@ def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]
             "this pl.at scope mixes cube and vector work in an order that cannot be split (cube "
             "work after the vector work starts, or both in one statement or loop); an AIC core "
             "has no Vec buffer: put the matmul and the vector epilogue in two pl.at scopes "
-            "joined through a pl.create_tensor intermediate",
+            "joined through a pl.create_tensor intermediate, or write it with tiles (one cluster "
+            "kernel: pl.move(acc, target_memory=pl.Mem.Vec) hands a product to the vector side)",
             late_cube.span,
         )
     return _Splitter(scope, cut, taken).run()

@@ -2,7 +2,9 @@
 
 The scope's free variables become the kernel's parameters (tensors In/Out/InOut by how the
 body uses them, scalars In), and the scope is replaced by a call — one task. The kernel is
-AIC when it touches the cube side (Mat/Left/Right/Acc or a cube op), AIV otherwise.
+AIC when it touches the cube side (Mat/Left/Right/Acc or a cube op), AIV otherwise; a scope
+for a whole cluster (see ``_clustered``) becomes a Group function holding the scope, which
+SplitClusterKernels turns into an AIC and an AIV kernel.
 Test: tests/passes/test_outline_incore_scopes.py
 """
 
@@ -17,8 +19,9 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
 from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
+from pypto.passes._cluster_pipes import crossing
 from pypto.passes._scan import defined_names
-from pypto.passes._split_mixed import cube_work, split_mixed
+from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
 
 _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.write": "dst"}
 _PARTIAL = {"tensor.write"}  # writes one element: the rest of the tensor is kept (InOut)
@@ -85,6 +88,18 @@ def _kind(body: tuple[Stmt, ...]) -> FunctionType:
     return FunctionType.AIC if cube_work(body) else FunctionType.AIV
 
 
+def _clustered(scope: Scope) -> bool:
+    """A scope for a whole cluster: ``pl.cluster``, a ``pl.split`` request, tiles moving
+    between the cube and vector sides, or tile-level cube work after vector work
+    (SplitClusterKernels turns it into two kernels of one task)."""
+    return (
+        scope.cluster
+        or scope.split is not None
+        or any(crossing(s) for s in walk(scope.body) if isinstance(s, Assign))
+        or out_of_order(scope)
+    )
+
+
 def _free_vars(body: tuple[Stmt, ...]) -> list[Var]:
     inner, seen, free = defined_names(body), set(), []
     for node in walk(body):
@@ -112,7 +127,11 @@ class _Outliner:
                 k += 1
             name = f"{base}_{k}"
         self.reserved.add(name)
-        fn = Function(name, params, _kind(scope.body), scope.body, span=scope.span)
+        if _clustered(scope):  # the Group keeps the scope: its split mode and explicit form
+            inner = dataclasses.replace(scope, name_hint=None, deps=(), handle=None)
+            fn = Function(name, params, FunctionType.Group, (inner,), span=scope.span)
+        else:
+            fn = Function(name, params, _kind(scope.body), scope.body, span=scope.span)
         self.kernels.append(fn)
         return fn, free
 
@@ -121,7 +140,7 @@ class _Outliner:
         for i, s in enumerate(body):
             rest = body[i + 1 :] + after
             if isinstance(s, Scope):
-                prelude, parts = split_mixed(s, self.taken)
+                prelude, parts = ([], [s]) if _clustered(s) else split_mixed(s, self.taken)
                 out.extend(prelude)
                 out.extend(self.call(p, tuple(parts[j + 1 :]) + rest) for j, p in enumerate(parts))
             elif isinstance(s, For):

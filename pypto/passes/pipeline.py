@@ -27,6 +27,7 @@ from pypto.passes.lower_tensor_ops import lower_tensor_ops
 from pypto.passes.options import MemoryPlanner
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
+from pypto.passes.split_cluster_kernels import split_cluster_kernels
 
 log = Logger(__name__)  # logging itself loads only if someone configured it
 
@@ -41,6 +42,9 @@ class PassEntry:
 PASSES: list[PassEntry] = [
     # Scopes first: everything after works per InCore function.
     PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
+    # A cluster kernel becomes its AIC and AIV kernels (pipes inserted where tiles cross
+    # cores) before any per-kernel pass: each side is then an ordinary InCore function.
+    PassEntry("SplitClusterKernels", split_cluster_kernels),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
     PassEntry("LowerTensorOps", lower_tensor_ops),
     # A Mat/Acc slice and the move consuming it are one windowed move (the L1 → L0 extract),

@@ -228,7 +228,7 @@ class CompiledProgram:
         writable |= set(range(len(self.tensor_params), n_table))
         extra: list[int] = []
         tasks = []
-        for kernel, tensors, scalars, cube, deps, gates, block_idx, block_num, only_read in self.launch_specs:
+        for kernel, tensors, scalars, core_kind, deps, gates, block_idx, block_num, only_read in self.launch_specs:
             indices = []
             for j in tensors:
                 if j in only_read and j in writable:
@@ -241,7 +241,7 @@ class CompiledProgram:
                     kernel,
                     indices,
                     [scalar_slot(v, name=kernel) for v in scalars],
-                    int(cube),
+                    core_kind,
                     list(deps),
                     list(gates),
                     block_idx,
@@ -274,14 +274,14 @@ class CompiledProgram:
     @functools.cached_property
     def launch_specs(self) -> list[tuple]:
         """Per task, as plain data (what a program-cache hit restores instead of the plan):
-        (kernel, tensor indices, scalar values, is_cube, start deps, write gates, block index,
+        (kernel, tensor indices, scalar values, core kind, start deps, write gates, block index,
         block count, the tensors it only reads)."""
         return [
             (
                 t.kernel,
                 tuple(t.tensors),
                 tuple(t.scalars),
-                t.cube,
+                t.core_kind,
                 t.start_deps,
                 tuple(t.write_gates),
                 t.block_idx,
@@ -514,15 +514,14 @@ def _compile(
     jf: Any, args: tuple, kwargs: dict, config: RunConfig, out: Path, disk_key: str | None
 ) -> CompiledProgram:
     """Parse, passes, codegen and build; the result is stored under ``disk_key`` if given."""
-    from pypto.codegen import generate_kernel
+    from pypto.codegen import kernel_sources
     from pypto.diagnostics.hints import HintSink, write_hints
     from pypto.runtime.cache_files import ensure_dir
     from pypto.runtime.plan import plan_orchestration
 
     sink = HintSink(frozenset(config.disabled_diagnostics or ()))
     lowered = lower_program(jf, args, kwargs, config, out, sink)
-    incore = [f for f in lowered.functions if f.kind.is_incore and f.external_source is None]
-    sources = [KernelSource(name=f.name, code=generate_kernel(f)) for f in incore]
+    sources = [KernelSource(name=name, code=code) for name, code in kernel_sources(lowered)]
     external = _external_sources(lowered)
     paths = dict(
         zip(

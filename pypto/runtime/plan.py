@@ -37,6 +37,12 @@ class Task:
     write_gates: tuple[tuple[int, int], ...] = ()
     block_idx: int = 0  # pl.spmd: this task's block, of block_num blocks of one dispatch
     block_num: int = 1
+    cluster: bool = False  # one AIC and its AIVs together (a Group function)
+
+    @property
+    def core_kind(self) -> int:
+        """The native scheduler's core kind: 0 AIV, 1 AIC, 2 a whole cluster."""
+        return 2 if self.cluster else int(self.cube)
 
     @property
     def start_deps(self) -> tuple[int, ...]:
@@ -191,6 +197,7 @@ def _submit_block(
             gates,
             block,
             blocks,
+            callee.kind is FunctionType.Group,
         )
     )
 

@@ -71,6 +71,8 @@ def core_pid(block: int, cube: bool) -> str:
 
 
 def _is_cube(task: TaskReport, cube_kernels: list[str] | None) -> bool:
+    if task.cluster is not None:  # a core of a cluster task knows its kind
+        return task.core_type == "AIC"
     if cube_kernels is not None:
         return task.name in cube_kernels
     table = task.trace.raw["table"] if task.trace is not None else np.empty((0, len(RECORD_COLUMNS)))
@@ -97,7 +99,40 @@ def _metadata(pids: list[str]) -> list[str]:
     return meta
 
 
-def _layout(cores: list[CoreRecords], clock_hz: float, repeat_bytes: int) -> dict[str, Any]:
+def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
+    """Chrome-trace flow events from each tile push to the pop that received it: the k-th
+    push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
+    TPOP) pairs with the k-th pop on it. ``locals_``: each core's number in its cluster."""
+    ends: dict[tuple[int, int, int], list[tuple[str, str, int]]] = {}
+    for core, local in zip(cores, locals_):
+        raw = core.trace.raw
+        names = raw["strings"]
+        ids = [i for i, n in enumerate(names) if n in ("TPUSH", "TPOP")]
+        keep = np.isin(raw["name_id"], ids)  # only the pipe ops: a long trace stays cheap
+        for row, name_id in zip(raw["table"][keep].tolist(), raw["name_id"][keep].tolist()):
+            name = names[name_id]
+            route = (row[_COL["flag_src"]], row[_COL["flag_dst"]], row[_COL["flag_id"]])
+            if (route[0] if name == "TPUSH" else route[1]) != local:
+                continue
+            at = row[_COL["start"]]
+            ends.setdefault((name == "TPUSH", *route), []).append((core.pid, PIPES[row[_COL["pipe"]]], at))
+    events, n = [], 0
+    for (is_push, *route), pushes in sorted(ends.items()):
+        if not is_push:
+            continue
+        for (pid, lane, t0), (qpid, qlane, t1) in zip(pushes, ends.get((False, *route), [])):
+            n += 1
+            common = {"name": f"tile pipe {route[2]}", "cat": "tpipe", "id": n}
+            events.append(json.dumps({**common, "ph": "s", "pid": pid, "tid": lane, "ts": t0 / 1000}))
+            events.append(
+                json.dumps({**common, "ph": "f", "bp": "e", "pid": qpid, "tid": qlane, "ts": t1 / 1000})
+            )
+    return events
+
+
+def _layout(
+    cores: list[CoreRecords], clock_hz: float, repeat_bytes: int, extra: list[str] | None = None
+) -> dict[str, Any]:
     other = {
         "generator": "pypto",
         "clock_hz": clock_hz,
@@ -112,7 +147,7 @@ def _layout(cores: list[CoreRecords], clock_hz: float, repeat_bytes: int) -> dic
         "sync_names": list(SYNC_EVENT_NAMES),
         "repeat_bytes": repeat_bytes,
         "pc_base": _PC_BASE,
-        "head": '{"traceEvents":[' + ",".join(_metadata([c.pid for c in cores])),
+        "head": '{"traceEvents":[' + ",".join(_metadata([c.pid for c in cores]) + (extra or [])),
         "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
     }
 
@@ -154,13 +189,20 @@ def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
     return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
 
 
-def write_launch(cores: list[CoreRecords], sim: Path, clock_hz: float, repeat_bytes: int = 256) -> Path:
-    """``trace.json`` and ``visualize_data.bin`` of one launch in the folder ``sim``."""
+def write_launch(
+    cores: list[CoreRecords],
+    sim: Path,
+    clock_hz: float,
+    repeat_bytes: int = 256,
+    extra: list[str] | None = None,
+) -> Path:
+    """``trace.json`` and ``visualize_data.bin`` of one launch in the folder ``sim``;
+    ``extra``: more trace events (flow arrows) as JSON strings."""
     from pypto import _native
 
     native_cores = [(c.pid, c.trace.raw, [json.dumps(s) for s in c.trace.raw["strings"]]) for c in cores]
     prefix = b"".join(_source_blocks(cores))
-    layout = _layout(cores, clock_hz, repeat_bytes)
+    layout = _layout(cores, clock_hz, repeat_bytes, extra)
     bin_path = sim / "visualize_data.bin"
     summary = _native.write_trace(native_cores, layout, prefix, str(sim / "trace.json"), str(bin_path))
     with bin_path.open("ab") as f:
@@ -212,9 +254,12 @@ def write_traces(
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
     for n, group in enumerate(launches(report.tasks)):
-        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in group if t.trace]
+        traced = [t for t in group if t.trace]
+        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced]
+        locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
+        flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
         sim = _opprof_dir(root, group[0].name, stamp, n)
-        paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes))))
+        paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
         log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
     report.trace_paths.extend(paths)
     return paths

@@ -87,7 +87,7 @@ def test_every_spec_name_exists():
     assert pl.Mem is pl.MemorySpace
     assert [m.name for m in pl.Mem] == ["DDR", "Vec", "Mat", "Left", "Right", "Acc", "Bias"]
     assert pl.Level.CORE_GROUP and pl.AtomicType.None_ and pl.AtomicType.Add
-    assert {f.name for f in pl.FunctionType} == {"AIV", "AIC", "InCore", "Orchestration"}
+    assert {f.name for f in pl.FunctionType} == {"AIV", "AIC", "InCore", "Orchestration", "Group"}
     assert pl.tile.assemble and pl.tile.fillpad and pl.jit.incore
 
 

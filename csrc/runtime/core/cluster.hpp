@@ -2,7 +2,7 @@
 //
 // Cores are numbered inside the cluster: 0 = the AIC, 1 + v = AIV v. A flag (src, dst, id)
 // counts sets; each wait consumes one, at the time that set's instruction ended. A tile pipe
-// (src, dst) is a ring of platform.tpipe_slots slots: a push waits for a free slot, copies the
+// (src, dst, id) is a ring of platform.tpipe_slots slots: a push waits for a free slot, copies the
 // tile in and marks the slot ready when its transfer ends; a pop waits for a ready slot and
 // copies it out; a free returns the oldest popped slot. On a platform without the Acc -> Vec
 // route (a2a3) the ring lives in GM — a buffer of the memory system, so pushes and pops cost
@@ -31,8 +31,9 @@ struct RingSlot {
 struct Ring {
   std::deque<RingSlot> slots;  // every push, in order (a freed slot keeps its times only)
   uint64_t pushed = 0, popped = 0, freed = 0;
-  std::deque<uint64_t> free_at;   // absolute time slot i (in push order) was freed
-  std::unique_ptr<uint8_t[]> gm;  // a2a3: the ring's GM storage
+  std::deque<uint64_t> free_at;             // absolute time slot i (in push order) was freed
+  std::unique_ptr<uint8_t[]> gm;            // a2a3: the ring's GM storage
+  std::vector<std::vector<uint8_t>> spare;  // buffers of freed slots, reused by later pushes
   int64_t slot_bytes = 0;
 };
 
@@ -41,7 +42,7 @@ struct Cluster {
 
   // Flag sets in order: the absolute time each set's instruction ended.
   std::map<std::tuple<int, int, int>, std::deque<uint64_t>> flags;
-  std::map<std::pair<int, int>, Ring> rings;
+  std::map<std::tuple<int, int, int>, Ring> rings;  // (src, dst, pipe id)
   const Platform& platform;
   MemorySystem& memory;
 };

@@ -36,6 +36,7 @@ struct Instance {
   uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
   bool done = false, blocked = false;
   std::string waiting_on;
+  std::string ended;  // a cluster core that finished: who and its last line
   std::vector<pypto_tensor> descs;
   std::vector<int64_t> args;
   std::unique_ptr<CoreContext> ctx;
@@ -327,6 +328,10 @@ class ChipScheduler final : public ChipLink, public Waiter {
     (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
     if (!in.atomics.empty())
       pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
+    if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
+      in.ended = where(in, t) + " on " + in.ctx->core_name + " has ended" +
+                 (in.ctx->loc[0] ? std::string(", last at ") + in.ctx->loc : std::string());
+    }
     in.ctx.reset();
     const size_t task = static_cast<size_t>(in.task);
     task_end_[task] = std::max(task_end_[task], in.end);
@@ -364,6 +369,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
       if (p->done) continue;
       msg += "\n  " + where(*p, tasks_[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
              " waits for " + p->waiting_on;
+    }
+    // A blocked core's cluster peers that already ended are named too, with the last line
+    // they ran: a push into a full ring waits on a consumer that ended without freeing.
+    for (const auto& p : instances_) {
+      if (!p->done || p->ended.empty()) continue;
+      const bool peer_blocked =
+          std::any_of(instances_.begin(), instances_.end(), [&](const auto& q) {
+            return !q->done && q->task == p->task && q->cluster == p->cluster;
+          });
+      if (peer_blocked) msg += "\n  " + p->ended;
     }
     if (!msg.empty()) {
       throw SimError(ErrorKind::kDeadlock,
@@ -410,15 +425,40 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // ---- results ----------------------------------------------------------------------------
+  // An instance's GM touches ordered by first byte, with the running maximum of their last
+  // byte: the touches that can overlap [lo, hi) are found by a binary search and a short
+  // backward scan instead of comparing every pair (many concurrent cluster tasks, each with
+  // thousands of loads and ring transfers, made the all-pairs check the slowest part).
+  struct TouchIndex {
+    std::vector<const GmTouch*> by_base;
+    std::vector<int64_t> max_end;
+  };
+
+  static int64_t end_of(const Access& a) { return a.base + (a.rows - 1) * a.stride + a.row_bytes; }
+
+  static TouchIndex index_of(const Instance& in) {
+    TouchIndex ix;
+    for (const auto* list : {&in.writes, &in.reads})
+      for (const GmTouch& t : *list) ix.by_base.push_back(&t);
+    std::sort(ix.by_base.begin(), ix.by_base.end(),
+              [](const GmTouch* x, const GmTouch* y) { return x->access.base < y->access.base; });
+    int64_t m = INT64_MIN;
+    for (const GmTouch* t : ix.by_base) ix.max_end.push_back(m = std::max(m, end_of(t->access)));
+    return ix;
+  }
+
   std::vector<std::string> races() const {
     std::vector<std::string> out;
+    std::vector<TouchIndex> index;
+    index.reserve(instances_.size());
+    for (const auto& in : instances_) index.push_back(index_of(*in));
     for (size_t i = 0; i < instances_.size() && out.size() < 8; ++i) {
       for (size_t j = i + 1; j < instances_.size() && out.size() < 8; ++j) {
         const Instance &a = *instances_[i], &b = *instances_[j];
         if (a.task == b.task || a.end <= b.start || b.end <= a.start) continue;
-        if (auto r = clash(a, b); !r.empty())
+        if (auto r = clash(a, b, index[j]); !r.empty())
           out.push_back(r);
-        else if (auto r2 = clash(b, a); !r2.empty())
+        else if (auto r2 = clash(b, a, index[i]); !r2.empty())
           out.push_back(r2);
       }
     }
@@ -426,23 +466,27 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // The first write of `a` that overlaps an access of `b`, described; empty if none.
-  std::string clash(const Instance& a, const Instance& b) const {
+  std::string clash(const Instance& a, const Instance& b, const TouchIndex& bx) const {
     for (const GmTouch& w : a.writes) {
-      for (const auto* list : {&b.writes, &b.reads}) {
-        for (const GmTouch& o : *list) {
-          if (!accesses_overlap(w.access, o.access)) continue;
-          const TaskSpec &ta = tasks_[static_cast<size_t>(a.task)],
-                         &tb = tasks_[static_cast<size_t>(b.task)];
-          return "race between tasks: kernel '" + ta.name + "' (block " +
-                 std::to_string(ta.block_idx) + ") " + w.name +
-                 (w.loc[0] ? std::string(" at ") + w.loc : "") + " writes GM bytes that kernel '" +
-                 tb.name + "' (block " + std::to_string(tb.block_idx) + ") " +
-                 (o.access.write ? "writes" : "reads") + " with " + o.name +
-                 (o.loc[0] ? std::string(" at ") + o.loc : "") + "; they overlap in time (cycles " +
-                 std::to_string(a.start) + "-" + std::to_string(a.end) + " and " +
-                 std::to_string(b.start) + "-" + std::to_string(b.end) +
-                 ") with no dependency between them: order them (deps=) or split the data";
-        }
+      const int64_t lo = w.access.base, hi = end_of(w.access);
+      // candidates start before `hi`; scanning back, stop once none of the rest reach `lo`
+      auto k = std::lower_bound(bx.by_base.begin(), bx.by_base.end(), hi,
+                                [](const GmTouch* t, int64_t v) { return t->access.base < v; }) -
+               bx.by_base.begin();
+      while (k-- > 0 && bx.max_end[static_cast<size_t>(k)] > lo) {
+        const GmTouch& o = *bx.by_base[static_cast<size_t>(k)];
+        if (!accesses_overlap(w.access, o.access)) continue;
+        const TaskSpec &ta = tasks_[static_cast<size_t>(a.task)],
+                       &tb = tasks_[static_cast<size_t>(b.task)];
+        return "race between tasks: kernel '" + ta.name + "' (block " +
+               std::to_string(ta.block_idx) + ") " + w.name +
+               (w.loc[0] ? std::string(" at ") + w.loc : "") + " writes GM bytes that kernel '" +
+               tb.name + "' (block " + std::to_string(tb.block_idx) + ") " +
+               (o.access.write ? "writes" : "reads") + " with " + o.name +
+               (o.loc[0] ? std::string(" at ") + o.loc : "") + "; they overlap in time (cycles " +
+               std::to_string(a.start) + "-" + std::to_string(a.end) + " and " +
+               std::to_string(b.start) + "-" + std::to_string(b.end) +
+               ") with no dependency between them: order them (deps=) or split the data";
       }
     }
     return {};

@@ -213,11 +213,15 @@ OpDesc l1_to_l0a_op(int64_t bytes) {
 }
 
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
-              uint64_t bytes, int64_t addr, uint64_t not_before, uint64_t* publish_end) {
+              uint64_t bytes, int64_t addr, uint64_t not_before, uint64_t* publish_end,
+              PipeRoute route) {
   CoreContext& core = current_core();
   Instr in;
   in.kind = InstrKind::kOp;
   in.pipe = pipe;
+  in.flag_src = route.from;
+  in.flag_dst = route.to;
+  in.flag_id = route.id;
   in.op = op;
   in.name = name;
   in.loc = core.loc;

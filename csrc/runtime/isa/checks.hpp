@@ -96,10 +96,15 @@ std::string shape_text(int64_t rows, int64_t cols);
 // Issues an op instruction on the current core's timing model; `op` says what the cost
 // model prices.
 // Cross-core ops also pass `not_before` (absolute cycles the op may not start before) and
-// `publish_end` (receives its absolute end once scheduled).
+// `publish_end` (receives its absolute end once scheduled). A tile-pipe op also records its
+// route in the flag columns (`route`: from core, to core, pipe id in the cluster's numbering,
+// 0 = the AIC, 1 + v = AIV v), so a trace can draw each push to its pop.
+struct PipeRoute {
+  int from = 0, to = 0, id = 0;
+};
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr, uint64_t not_before = 0,
-              uint64_t* publish_end = nullptr);
+              uint64_t* publish_end = nullptr, PipeRoute route = {});
 
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);

@@ -113,13 +113,14 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
 }
 
-extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
+extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const char* op = "TPUSH";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{self, other}];
+  check_id(id, op);
+  Ring& r = c.rings[{self, other, id}];
   const int64_t bytes = s.valid_bytes();
   if (r.slot_bytes == 0) {
     r.slot_bytes = (bytes + 511) / 512 * 512;
@@ -145,6 +146,10 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
   const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
   RingSlot& rs = r.slots.emplace_back();
   rs.shape = *src;
+  if (!r.spare.empty()) {  // a freed slot's buffer: no allocation per push
+    rs.bytes = std::move(r.spare.back());
+    r.spare.pop_back();
+  }
   rs.bytes.resize(static_cast<size_t>(bytes));
   copy_rows(rs.bytes.data(), s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
             s.valid_cols * s.esize);
@@ -164,17 +169,18 @@ extern "C" void pypto_tpush(int32_t peer, const pypto_tile* src) {
   }
   d.acc_row_bytes = s.valid_cols * s.esize;
   issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
-           free_at, &rs.ready_at);
+           free_at, &rs.ready_at, {self, other, id});
   core.waiter->notify();
 }
 
-extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
+extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const char* op = "TPOP";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{other, self}];
+  check_id(id, op);
+  Ring& r = c.rings[{other, self, id}];
   core.waiter->wait_until(
       [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; },
       std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)");
@@ -199,15 +205,17 @@ extern "C" void pypto_tpop(int32_t peer, const pypto_tile* dst) {
     o = gm_op(OpClass::kGmRead, core.aic ? Link::kGmToL1 : Link::kGmToUb, d.valid_rows,
               d.valid_cols * d.esize);
   }
-  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at);
+  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at,
+           {other, self, id});
 }
 
-extern "C" void pypto_tfree(int32_t peer) {
+extern "C" void pypto_tfree(int32_t peer, int32_t id) {
   const char* op = "TFREE";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   auto [self, other] = ends(peer, op);
-  Ring& r = c.rings[{other, self}];
+  check_id(id, op);
+  Ring& r = c.rings[{other, self, id}];
   if (r.popped == r.freed) {
     fail(ErrorKind::kCrossCore, op,
          core.core_name + " frees a slot of the pipe from " + core_label(other) +
@@ -218,7 +226,10 @@ extern "C" void pypto_tfree(int32_t peer) {
   r.free_at.push_back(UINT64_MAX);
   issue_op(PYPTO_MTE2, sync_op(), op, {}, 0, -1, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
            &r.free_at.back());
-  rs.bytes = {};  // the slot's data is gone; its record stays (instructions may still point at it)
+  // the slot's data is gone (its buffer kept for the next push); its record stays
+  // (instructions may still point at it)
+  r.spare.push_back(std::move(rs.bytes));
+  rs.bytes = {};
   r.freed++;
   core.waiter->notify();
 }

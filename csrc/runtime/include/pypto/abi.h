@@ -144,10 +144,11 @@ void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id);
 void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id);
 // Tile pipes: push a tile into the ring toward `peer` (AIC: an Acc tile; AIV: a Vec tile),
 // pop the oldest tile from `peer`'s ring into `dst` (AIC: Mat; AIV: Vec), free the oldest
-// popped slot so the producer may reuse it.
-void pypto_tpush(int32_t peer, const pypto_tile* src);
-void pypto_tpop(int32_t peer, const pypto_tile* dst);
-void pypto_tfree(int32_t peer);
+// popped slot so the producer may reuse it. `id` picks one of the pipes between the two
+// cores (each its own ring; ids below the platform's cross_flag_ids).
+void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src);
+void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst);
+void pypto_tfree(int32_t peer, int32_t id);
 
 // ---- windowed moves and layout ops ------------------------------------------------------
 // TEXTRACT: dst (its whole valid shape) = the window of src starting at (row0, col0).

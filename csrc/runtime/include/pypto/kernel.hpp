@@ -211,14 +211,32 @@ inline bool is_aic() { return pypto_core_kind() == 1; }
 inline int32_t get_subblockid() { return pypto_subblock_idx(); }
 inline void cross_set_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_set(peer, pipe, id); }
 inline void cross_wait_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_wait(peer, pipe, id); }
-// AIC side (peer = the AIV's index) ...
-inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv) { pypto_tpush(aiv, &src); }
-inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv) { pypto_tpop(aiv, &dst); }
-inline void TFREE_TO_AIV(int32_t aiv) { pypto_tfree(aiv); }
+// AIC side (peer = the AIV's index; `id` one of the pipes between the two cores) ...
+inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv, int32_t id = 0) { pypto_tpush(aiv, id, &src); }
+inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv, int32_t id = 0) { pypto_tpop(aiv, id, &dst); }
+inline void TFREE_TO_AIV(int32_t aiv, int32_t id = 0) { pypto_tfree(aiv, id); }
 // ... and AIV side (the peer is its AIC).
-inline void TPUSH_TO_AIC(const Tile& src) { pypto_tpush(0, &src); }
-inline void TPOP_FROM_AIC(const Tile& dst) { pypto_tpop(0, &dst); }
-inline void TFREE_TO_AIC() { pypto_tfree(0); }
+inline void TPUSH_TO_AIC(const Tile& src, int32_t id = 0) { pypto_tpush(0, id, &src); }
+inline void TPOP_FROM_AIC(const Tile& dst, int32_t id = 0) { pypto_tpop(0, id, &dst); }
+inline void TFREE_TO_AIC(int32_t id = 0) { pypto_tfree(0, id); }
+// Half `part` (0 or 1) of a tile shared by the two AIVs: split 1 halves the rows (part 0 the
+// top), split 2 the columns (part 0 the left; the row pitch stays the whole tile's, so the
+// right half's extent reaches half a row past the tile, which the tile check refuses for a
+// tile at the very top of its buffer).
+inline Tile split_half(const Tile& t, int32_t split, int32_t part) {
+  static const int32_t bytes[] = {4, 2, 2, 4, 1, 2, 8, 1, 1};  // by pypto_dtype
+  const int32_t esize = bytes[t.dtype];
+  Tile h = t;
+  if (split == 1) {
+    h.rows = t.rows / 2;
+    h.valid_rows = t.valid_rows / 2;
+    h.addr = t.addr + static_cast<int64_t>(part) * h.rows * t.cols * esize;
+  } else {
+    h.valid_cols = t.valid_cols / 2;
+    h.addr = t.addr + static_cast<int64_t>(part) * (t.cols / 2) * esize;
+  }
+  return h;
+}
 
 // ---- windowed moves and layout ops -----------------------------------------------------
 // TEXTRACT(l0a, a_l1, 0, k0): the L1 -> L0 extract on MTE1 (see abi.h for every route).

@@ -1,0 +1,156 @@
+"""The cross-core pipes of a mixed ``pl.at`` scope, inserted by the compiler (private to
+SplitClusterKernels).
+
+In a scope that mixes cube and vector work, a value crosses cores exactly where a tile moves
+between the two sides: ``pl.move(acc, target_memory=pl.Mem.Vec)`` (Acc → Vec) and
+``pl.move(v, target_memory=pl.Mem.Mat)`` (Vec → Mat). Each such move becomes a push on the
+producing core (right after the statement that computed the tile, when that is in the same
+block) and a pop on the consuming one (where the move was), each crossing site on a pipe of
+its own, and the popped tile's slot is freed right after its last use in the block that
+popped it — so every pop has its push in the same trip
+of the same loops, every slot is returned, and the ring (``tpipe_slots`` deep, from the
+platform table) can only make the producer wait, never deadlock. The pipe copies the tile,
+so the producer may reuse its buffer as soon as the push has drained: race-free by
+construction, with the intra-core syncs InsertSync adds around the push and the pop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pypto.errors import CompileError
+from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace, SplitMode
+from pypto.ir.expr import Call, Var
+from pypto.ir.stmt import Assign, Eval, For, If, Stmt
+from pypto.ir.types import TileType
+from pypto.ir.visit import nodes_of
+from pypto.passes._cluster_sides import CUBE_SPACES
+from pypto.passes.context import PassContext
+
+
+def crossing(s: Stmt) -> str | None:
+    """ "to_aiv" / "to_aic" for a move across the cluster's cores, else None."""
+    if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move"):
+        return None
+    src, dst = s.value.arg("tile").type, s.var.type
+    if not (isinstance(src, TileType) and isinstance(dst, TileType)):
+        return None
+    if src.memory is MemorySpace.Acc and dst.memory is MemorySpace.Vec:
+        return "to_aiv"
+    if src.memory is MemorySpace.Vec and dst.memory in CUBE_SPACES:
+        return "to_aic"
+    return None
+
+
+def _call(op: str, args: list, kwargs: dict, span) -> Call:
+    call, _ = bind_call(op, args, kwargs, span=span)
+    return call
+
+
+def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
+    """The push and the pop replacing one crossing move, on pipe ``pid`` of its direction."""
+    src = s.value.arg("tile")  # type: ignore[union-attr]
+    dst_t = s.var.type
+    span = s.span
+    kw = {"split": split, "id": pid}
+    if way == "to_aiv":
+        push = _call("tile.tpush_to_aiv", [src], kw, span)
+        pop = _call(
+            "tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype, **kw}, span
+        )
+        return [Eval(push, span=span), Assign(s.var, pop, span=span)]
+    if dst_t.memory is not MemorySpace.Mat:
+        raise CompileError(
+            f"a Vec tile moves to {dst_t.memory.name} across the cluster's cores; the pipe delivers "
+            "into Mat: move it to pl.Mem.Mat, then on to Left/Right",
+            span,
+        )
+    push = _call("tile.tpush_to_aic", [src], kw, span)
+    pop = _call("tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, **kw}, span)
+    return [Eval(push, span=span), Assign(s.var, pop, span=span)]
+
+
+def _free(name: Var, way: str, split: int, pid: int, span) -> Stmt:
+    op = "tile.tfree_to_aic" if way == "to_aiv" else "tile.tfree_to_aiv"
+    return Eval(_call(op, [name], {"split": split, "id": pid}, span), span=span)
+
+
+def _uses(s: Stmt, name: str) -> bool:
+    return any(v.name == name for v in nodes_of(s, Var))
+
+
+class _Ids:
+    """One pipe per crossing site and direction: tiles of different shapes never share a
+    ring, and each ring's pushes and pops pair up in program order on both cores."""
+
+    def __init__(self, limit: int) -> None:
+        self.next = {"to_aiv": 0, "to_aic": 0}
+        self.limit = limit
+
+    def take(self, way: str, span) -> int:
+        pid = self.next[way]
+        if pid >= self.limit:
+            raise CompileError(
+                f"more than {self.limit} tiles cross cores in one direction (the platform has "
+                f"{self.limit} pipe ids per direction); move fewer distinct tiles across",
+                span,
+            )
+        self.next[way] += 1
+        return pid
+
+
+def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    pending: list[tuple[Var, str, int, object]] = []  # popped tiles of this block still to free
+    for s in body:
+        if isinstance(s, For):
+            s = dataclasses.replace(s, body=_block(s.body, split, ids))
+        elif isinstance(s, If):
+            s = dataclasses.replace(
+                s, then_body=_block(s.then_body, split, ids), else_body=_block(s.else_body, split, ids)
+            )
+        way = crossing(s)
+        if way is not None:
+            pid = ids.take(way, s.span)
+            push, pop = _cross(s, way, split, pid)  # type: ignore[arg-type]
+            out.insert(_after_def(out, push), push)
+            out.append(pop)
+            pending.append((s.var, way, pid, s.span))  # type: ignore[union-attr]
+            continue
+        out.append(s)
+    return _place_frees(tuple(out), pending, split)
+
+
+def _after_def(out: list[Stmt], push: Stmt) -> int:
+    """Where a push goes: right after the statement of this block that computed its tile (the
+    producer sends as soon as the value exists, so the consumer's pop — at the move — may find
+    it waiting; the pipe's own order is untouched, each crossing site has its own pipe), else
+    at the move."""
+    name = push.value.arg("tile").name  # type: ignore[union-attr]
+    for i in range(len(out) - 1, -1, -1):
+        if isinstance(out[i], Assign) and out[i].var.name == name:  # type: ignore[union-attr]
+            return i + 1
+    return len(out)
+
+
+def _place_frees(body: tuple[Stmt, ...], pending: list, split: int) -> tuple[Stmt, ...]:
+    """Each popped tile's free after the last statement of the block that reads it (before a
+    closing yield, which only names values)."""
+    out = list(body)
+    for var, way, pid, span in pending:
+        last = max(i for i, s in enumerate(out) if _uses(s, var.name))
+        if last == len(out) - 1 and type(out[last]).__name__ == "Yield":
+            raise CompileError(
+                f"`{var.name}` crossed cores and is carried out of its block; a popped tile "
+                "cannot outlive the trip that popped it — copy it into a tile of this core first",
+                span,
+            )
+        out.insert(last + 1, _free(var, way, split, pid, span))
+    return tuple(out)
+
+
+def insert_pipes(body: tuple[Stmt, ...], split: SplitMode | None, ctx: PassContext) -> tuple[Stmt, ...]:
+    """``body`` with every crossing move replaced by a push, a pop and a free."""
+    mode = int(split.value) if split is not None else 0
+    return _block(body, mode, _Ids(ctx.platform.cross_flag_ids))

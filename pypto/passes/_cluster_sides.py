@@ -1,0 +1,227 @@
+"""Which core of a cluster each statement of a cluster kernel runs on, and one core's
+projection of the body (private to SplitClusterKernels).
+
+The AIC has the cube and the Mat/Left/Right/Acc/Bias buffers; an AIV has the vector unit
+and Vec. A statement touching a cube-side buffer or op runs on the AIC, one touching Vec
+runs on the AIV, scalar statements (index math) run on both. Loops and branches are kept on
+both cores with the part of their body that core runs, so the two programs walk the same
+trips and hand tiles over in the same order. What a core does not need is dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Call, Var
+from pypto.ir.stmt import Assign, Eval, For, If, Stmt, Yield
+from pypto.ir.types import TensorType, TileType
+from pypto.ir.visit import nodes_of, walk
+
+
+class Side(enum.Enum):
+    AIC = "the AIC"
+    AIV = "the AIV"
+    BOTH = "both cores"  # scalar work, recomputed on each core
+
+
+CUBE_SPACES = frozenset(
+    {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
+)
+AIC_OPS = frozenset({"tile.tpush_to_aiv", "tile.tpop_from_aiv", "tile.tfree_to_aiv", "tensor.matmul"})
+AIV_OPS = frozenset({"tile.tpush_to_aic", "tile.tpop_from_aic", "tile.tfree_to_aic", "tile.get_subblock_idx"})
+# Statements that matter for what they do, not only for the value they name.
+EFFECTS = frozenset(
+    {
+        "tile.store",
+        "tensor.assemble",
+        "tensor.write",
+        "tile.write",
+        "tile.tpush_to_aiv",
+        "tile.tpush_to_aic",
+        "tile.tpop_from_aic",
+        "tile.tpop_from_aiv",
+        "tile.tfree_to_aic",
+        "tile.tfree_to_aiv",
+    }
+)
+
+
+def _space_side(t: object) -> Side | None:
+    if isinstance(t, TileType) and t.memory is not None:
+        return Side.AIC if t.memory in CUBE_SPACES else Side.AIV if t.memory is MemorySpace.Vec else None
+    return None
+
+
+def leaf_sides(s: Stmt) -> set[Side]:
+    """The cores a leaf statement's tiles and ops live on (empty: scalar work)."""
+    sides: set[Side] = set()
+    for c in nodes_of(s, Call):
+        if c.op in AIC_OPS:
+            sides.add(Side.AIC)
+        elif c.op in AIV_OPS:
+            sides.add(Side.AIV)
+        elif c.op.startswith("tensor.") and c.op not in ("tensor.slice", "tensor.dim", "tensor.read"):
+            sides.add(Side.AIV)  # tensor-level vector work (lowered to Vec tiles)
+    for v in nodes_of(s, Var):
+        side = _space_side(v.type)
+        if side is not None:
+            sides.add(side)
+    return sides
+
+
+def side_of(s: Stmt) -> Side:
+    """A leaf statement's core; a statement on both sides is reported by the caller."""
+    sides = leaf_sides(s)
+    if len(sides) == 1:
+        return next(iter(sides))
+    return Side.BOTH
+
+
+def _carried_side(var: Var, yielded: object, defs: dict[str, Side]) -> Side:
+    side = _space_side(var.type)
+    if side is not None:
+        return side
+    if isinstance(var.type, TensorType) and isinstance(yielded, Var):
+        return defs.get(yielded.name, Side.BOTH)
+    return Side.BOTH
+
+
+def assign_sides(body: tuple[Stmt, ...], defs: dict[str, Side]) -> None:
+    """Fills ``defs``: the core each name is defined on (BOTH: on each core)."""
+    for s in body:
+        if isinstance(s, (Assign, Eval)):
+            side = side_of(s)
+            if isinstance(s, Assign):
+                defs[s.var.name] = side
+        elif isinstance(s, For):
+            defs[s.var.name] = Side.BOTH
+            assign_sides(s.body, defs)
+            last = s.body[-1] if s.body and isinstance(s.body[-1], Yield) else None
+            for k, (it, r) in enumerate(zip(s.iter_args, s.results)):
+                y = last.values[k] if last else None
+                defs[it.var.name] = defs[r.name] = _carried_side(it.var, y, defs)
+        elif isinstance(s, If):
+            assign_sides(s.then_body, defs)
+            assign_sides(s.else_body, defs)
+            last = s.then_body[-1] if s.then_body and isinstance(s.then_body[-1], Yield) else None
+            for k, r in enumerate(s.results):
+                y = last.values[k] if last else None
+                defs[r.name] = _carried_side(r, y, defs)
+
+
+def project(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -> tuple[Stmt, ...]:
+    """The statements of ``body`` that run on ``side`` (loops and branches on both)."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, (Assign, Eval)):
+            if side_of(s) in (side, Side.BOTH):
+                out.append(s)
+        elif isinstance(s, For):
+            keep = [k for k, it in enumerate(s.iter_args) if defs[it.var.name] in (side, Side.BOTH)]
+            out.append(
+                dataclasses.replace(
+                    s,
+                    body=_keep_yield(project(s.body, side, defs), keep),
+                    iter_args=tuple(s.iter_args[k] for k in keep),
+                    results=tuple(s.results[k] for k in keep),
+                )
+            )
+        elif isinstance(s, If):
+            keep = [k for k, r in enumerate(s.results) if defs[r.name] in (side, Side.BOTH)]
+            out.append(
+                dataclasses.replace(
+                    s,
+                    then_body=_keep_yield(project(s.then_body, side, defs), keep),
+                    else_body=_keep_yield(project(s.else_body, side, defs), keep),
+                    results=tuple(s.results[k] for k in keep),
+                )
+            )
+        elif isinstance(s, Yield):
+            out.append(s)
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def _keep_yield(body: tuple[Stmt, ...], keep: list[int]) -> tuple[Stmt, ...]:
+    if body and isinstance(body[-1], Yield):
+        y = body[-1]
+        if not keep:  # nothing carried on this core: no yield either
+            return body[:-1]
+        return (*body[:-1], dataclasses.replace(y, values=tuple(y.values[k] for k in keep)))
+    return body
+
+
+def _effectful(s: Stmt) -> bool:
+    return any(c.op in EFFECTS for c in nodes_of(s, Call))
+
+
+def prune(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """Drops what nothing needs (scalar math for the other core, loops left empty, carried
+    values no statement reads), until nothing changes."""
+    while True:
+        used = _used_names(body)
+        new = _prune_block(body, used)
+        if new == body:
+            return body
+        body = new
+
+
+def _used_names(body: tuple[Stmt, ...]) -> set[str]:
+    """Names read anywhere (an Assign's own target and a loop's own carried names excepted)."""
+    used: set[str] = set()
+    for n in walk(body):
+        if isinstance(n, (Assign, Eval)):
+            used.update(v.name for v in nodes_of(n.value, Var))
+        elif isinstance(n, For):
+            used.update(v.name for v in nodes_of((n.start, n.stop, n.step), Var))
+            used.update(v.name for it in n.iter_args for v in nodes_of(it.init, Var))
+            if n.cond is not None:
+                used.update(v.name for v in nodes_of(n.cond, Var))
+        elif isinstance(n, If):
+            used.update(v.name for v in nodes_of(n.cond, Var))
+        elif isinstance(n, Yield):
+            used.update(v.name for v in nodes_of(n.values, Var))
+    return used
+
+
+def _prune_block(body: tuple[Stmt, ...], used: set[str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Assign) and s.var.name not in used and not _effectful(s):
+            continue
+        if isinstance(s, For):
+            s = _prune_for(s, used)
+            if s is None:
+                continue
+        elif isinstance(s, If):
+            s = dataclasses.replace(
+                s, then_body=_prune_block(s.then_body, used), else_body=_prune_block(s.else_body, used)
+            )
+            if not s.results and not _effectful(s):
+                continue
+        out.append(s)
+    return tuple(out)
+
+
+def _prune_for(s: For, used: set[str]) -> For | None:
+    body = _prune_block(s.body, used)
+    last = body[-1] if body and isinstance(body[-1], Yield) else None
+    # a carried value is needed when read in the body or after the loop (its own yield aside)
+    inner = _used_names(body[:-1] if last else body)
+    keep = [
+        k
+        for k, (it, r) in enumerate(zip(s.iter_args, s.results))
+        if it.var.name in inner or r.name in used or (s.cond is not None and it.var.name in used)
+    ]
+    if len(keep) != len(s.iter_args):
+        body = _keep_yield(body, keep)
+        s = dataclasses.replace(
+            s, iter_args=tuple(s.iter_args[k] for k in keep), results=tuple(s.results[k] for k in keep)
+        )
+    s = dataclasses.replace(s, body=body)
+    if not s.results and not _effectful(s):
+        return None
+    return s

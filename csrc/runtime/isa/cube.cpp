@@ -60,6 +60,18 @@ AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c,
   return accs;
 }
 
+TileView check_bias(const pypto_tile* bias, int64_t n, const char* op) {
+  TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
+  if (t.dtype != PYPTO_FP32)
+    fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+  if (t.valid_rows != 1 || t.valid_cols != n) {
+    fail(ErrorKind::kShape, op,
+         "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+             shape_text(1, n));
+  }
+  return t;
+}
+
 }  // namespace pypto::isa
 
 namespace {
@@ -172,16 +184,9 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
-  TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
   const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
-  if (t.dtype != PYPTO_FP32)
-    fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
-  if (t.valid_rows != 1 || t.valid_cols != n) {
-    fail(ErrorKind::kShape, op,
-         "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
-             shape_text(1, n));
-  }
+  TileView t = check_bias(bias, n, op);
   for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
   Floats A = widen(a, false, m, k), B = widen(b, false, k, n);
   vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);

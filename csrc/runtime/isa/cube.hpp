@@ -53,6 +53,8 @@ void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_
 
 // What a mad reads and writes: left, right, the accumulator (read too when accumulating).
 AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate);
+// A bias table operand of a mad producing `n` columns: fp32, one row of n.
+TileView check_bias(const pypto_tile* bias, int64_t n, const char* op);
 
 // TSTORE of an Acc tile: FIXPIPE, narrowing to the tensor's dtype, optional atomic add.
 void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,

@@ -69,14 +69,7 @@ void gemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right
   }
   AccessList accs = mad_accesses(a, b, c, accumulate);
   if (bias != nullptr) {
-    TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
-    if (t.dtype != PYPTO_FP32)
-      fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
-    if (t.valid_rows != 1 || t.valid_cols != n) {
-      fail(ErrorKind::kShape, op,
-           "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
-               shape_text(1, n));
-    }
+    TileView t = check_bias(bias, n, op);
     std::memcpy(c.row(0), t.row(0), static_cast<size_t>(n * 4));
     accs.add(t.access(false));
     accumulate = true;  // onto the bias row

@@ -21,14 +21,15 @@ Array zeroed(size_t n) {
 
 }  // namespace
 
+// One block of words per set, so a lookup touches one or two cache lines: word 0 is
+// (run << 8) | ways filled in that run, then (tag, LRU stamp) per way. A run fills a set's
+// ways in order, so a lookup scans only the ways this run filled, and a miss with a free way
+// takes it without an LRU search (a streaming kernel never searches).
 struct MemorySystem::Store {
-  size_t entries = 0, sets = 0;
-  Array tags, stamps;
-  // Per set: (run << 8) | ways filled in that run. A run fills a set's ways in order, so a
-  // lookup scans only the ways this run filled, and a miss with a free way takes it without
-  // an LRU search (a streaming kernel never searches).
-  Array filled;
+  size_t sets = 0, ways = 0;
+  Array words;
   uint64_t clock = 0;  // LRU stamps; grows across runs
+  uint64_t* set(size_t s) { return words.get() + s * (1 + 2 * ways); }
 };
 
 MemorySystem::MemorySystem(const Platform& p)
@@ -37,12 +38,10 @@ MemorySystem::MemorySystem(const Platform& p)
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
   ways_ = std::min<size_t>(ways_, 255);  // the fill count is 8 bits (overrides are checked)
   thread_local Store store;
-  if (store.entries != sets_ * ways_ || store.sets != sets_) {
-    store.entries = sets_ * ways_;
+  if (store.ways != ways_ || store.sets != sets_) {
     store.sets = sets_;
-    store.tags = zeroed(store.entries);
-    store.stamps = zeroed(store.entries);
-    store.filled = zeroed(sets_);
+    store.ways = ways_;
+    store.words = zeroed(sets_ * (1 + 2 * ways_));
   }
   store_ = &store;
   epoch_ = ++store.clock;  // a new run id: sets filled by earlier runs read as empty
@@ -62,13 +61,13 @@ uint64_t MemorySystem::canonical(int64_t host) const {
 
 bool MemorySystem::lookup(size_t set, uint64_t line) {
   const uint64_t tag = line + 1;
-  uint64_t* tags = store_->tags.get() + set * ways_;
-  uint64_t* stamps = store_->stamps.get() + set * ways_;
-  uint64_t& filled = store_->filled.get()[set];
+  uint64_t* block = store_->set(set);
+  uint64_t& filled = block[0];
+  uint64_t* way = block + 1;  // way w: tag at way[2w], stamp at way[2w + 1]
   const size_t valid = (filled >> 8) == epoch_ ? static_cast<size_t>(filled & 0xff) : 0;
   for (size_t w = 0; w < valid; ++w) {
-    if (tags[w] == tag) {
-      stamps[w] = ++store_->clock;
+    if (way[2 * w] == tag) {
+      way[2 * w + 1] = ++store_->clock;
       return true;
     }
   }
@@ -78,11 +77,11 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
   } else {  // full: the least recently used way
     victim = 0;
     for (size_t w = 1; w < ways_; ++w) {
-      if (stamps[w] < stamps[victim]) victim = w;
+      if (way[2 * w + 1] < way[2 * victim + 1]) victim = w;
     }
   }
-  tags[victim] = tag;
-  stamps[victim] = ++store_->clock;
+  way[2 * victim] = tag;
+  way[2 * victim + 1] = ++store_->clock;
   return false;
 }
 

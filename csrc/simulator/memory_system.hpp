@@ -62,10 +62,9 @@ class MemorySystem {
   std::vector<Buffer> buffers_;
   int64_t line_bytes_;
   size_t sets_, ways_;
-  // The tag store (sets_ x ways_ tags and LRU stamps) is kept per thread and reused by the
-  // next run: no 192 MiB-L2-sized allocation per launch. An entry is valid only if stamped
-  // after this run began (epoch_), so runs never see each other's lines; `filled` (per set) does
-  // the same for the ways a run has filled.
+  // The tag store (per set: a fill count, then tags and LRU stamps) is kept per thread and
+  // reused by the next run: no 192 MiB-L2-sized allocation per launch. A set's fill count is
+  // valid only if stamped with this run (epoch_), so runs never see each other's lines.
   struct Store;
   Store* store_;
   uint64_t epoch_ = 0;

@@ -54,7 +54,11 @@ void CoreModel::check_flag(const Instr& in) const {
 
 void CoreModel::check_limits(const Instr& in) const {
   const bool stop = interrupt_flag().load(std::memory_order_relaxed);
-  if (!stop && limits_.max_instructions == 0 && limits_.max_cycles == 0) return;  // the usual case
+  if (!stop && !limited_) return;  // the usual case
+  stop_if_past_limits(in, stop);
+}
+
+void CoreModel::stop_if_past_limits(const Instr& in, bool stop) const {
   if (stop) {
     throw SimError(ErrorKind::kInterrupted,
                    std::string("interrupted at ") + in.name +

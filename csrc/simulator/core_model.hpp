@@ -101,6 +101,7 @@ class CoreModel {
     chip_ = chip;
     origin_ = origin;
     limits_ = limits;
+    limited_ = limits.max_cycles != 0 || limits.max_instructions != 0;
   }
   // Holds later writes into each gate's range until its task has ended.
   void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
@@ -133,6 +134,7 @@ class CoreModel {
   uint64_t cost_of(const Instr& in, uint64_t start);
   uint64_t on_chip_cost(const OpDesc& op, bool continues_run);
   void check_limits(const Instr& in) const;
+  [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop) const;
   void drain_for_barrier();
 
   const Platform& platform_;
@@ -140,6 +142,7 @@ class CoreModel {
   ChipLink* chip_ = nullptr;
   uint64_t origin_ = 0;
   RunLimits limits_;
+  bool limited_ = false;  // a limit is set
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, 7> pipe_free_{};

@@ -106,6 +106,11 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
               uint64_t bytes, int64_t addr, uint64_t not_before = 0,
               uint64_t* publish_end = nullptr, PipeRoute route = {});
 
+// A vector instruction (vector_op's description) reading `a`, `b` (either may be null) and
+// writing `dst`: issue_op without the intermediate access list.
+void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
+                     const TileView* a, const TileView* b);
+
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);
 OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes);

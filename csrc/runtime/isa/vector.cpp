@@ -15,7 +15,8 @@ const char* const kBinaryNames[] = {"TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMI
 const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"};
 
 const char* unary_name(int op) {
-  static const char* const names[] = {"TEXP", "TLOG", "TSQRT", "TRECIP", "TRELU", "TNEG", "TABS", "TCOPY"};
+  static const char* const names[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
+                                      "TRELU", "TNEG", "TABS",  "TCOPY"};
   return names[op];
 }
 
@@ -35,29 +36,27 @@ void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
     return;
   }
   for (int64_t r = 0; r < d.valid_rows; ++r) {
-    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr, static_cast<size_t>(d.valid_cols));
+    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr,
+       static_cast<size_t>(d.valid_cols));
   }
 }
 
 void check_op(bool ok, const char* op, int dtype) {
-  if (!ok) fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
+  if (!ok)
+    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
 }
 
 void issue_vector(const char* op, VecClass c, const TileView& d, const TileView* a,
                   const TileView* b, int64_t bytes) {
-  AccessList acc;
-  if (a) acc.add(a->access(false));
-  if (b) acc.add(b->access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(c, bytes), op, acc,
-           static_cast<uint64_t>(bytes), d.addr);
+  issue_vector_op(op, c, bytes, d, a, b);
 }
 
 // Float -> integer with ties away from zero, element by element (elem.hpp saturates).
 void convert_away(const TileView& d, const TileView& s) {
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {
-      store_f64(d.dtype, d.row(r) + c * d.esize, std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
+      store_f64(d.dtype, d.row(r) + c * d.esize,
+                std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
     }
   }
 }
@@ -79,7 +78,9 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
     vm::binary(opc, d.dtype, o, p, q, n);
   });
-  const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : opc == PYPTO_ADD ? VecClass::kAdd : VecClass::kBinary;
+  const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
+                     : opc == PYPTO_ADD ? VecClass::kAdd
+                                        : VecClass::kBinary;
   issue_vector(op, c, d, &x, &y, d.valid_bytes());
 }
 
@@ -95,7 +96,8 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
   for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
     vm::binary_scalar(opc, d.dtype, o, p, s, n);
   });
-  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary, d, &x, nullptr, d.valid_bytes());
+  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary, d, &x, nullptr,
+               d.valid_bytes());
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
@@ -126,8 +128,10 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   check_same_valid_shape(d, s, op, "dst and src");
-  if (accesses_overlap(d.access(true), s.access(false)) && (d.data != s.data || d.esize != s.esize)) {
-    fail(ErrorKind::kMemorySpace, op, "dst and src overlap partially; convert into a separate tile");
+  if (accesses_overlap(d.access(true), s.access(false)) &&
+      (d.data != s.data || d.esize != s.esize)) {
+    fail(ErrorKind::kMemorySpace, op,
+         "dst and src overlap partially; convert into a separate tile");
   }
   if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
     fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));

@@ -6,6 +6,7 @@
 // of resume(); a suspended fiber that is never finished is cancelled by resuming it with
 // cancel(), which makes its pending suspend() throw FiberCancelled so its stack unwinds.
 #pragma once
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cstddef>
@@ -39,7 +40,8 @@ class Fiber {
   static void trampoline();
 
   std::function<void()> body_;
-  ucontext_t context_{}, caller_{};
+  ucontext_t context_{};                  // the first entry only
+  jmp_buf caller_jump_{}, fiber_jump_{};  // every later switch
   void* stack_ = nullptr;
   bool started_ = false, finished_ = false, cancelled_ = false;
   std::exception_ptr error_;

@@ -58,6 +58,8 @@ struct Platform {
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
+// Rows of fields laid out by hand (clang-format would interleave them).
+// clang-format off
 #define PYPTO_PLATFORM_FIELDS(X)                                                             \
   X(clock_hz, clock_hz) X(aic_cores, aic_cores) X(aiv_cores, aiv_cores)                     \
   X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)        \
@@ -92,6 +94,7 @@ struct Platform {
   X(vec_sort_per_repeat, vec_sort.per_repeat) X(vec_sort_base, vec_sort.base)               \
   X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
   X(scalar_ub_access_cycles, scalar_ub_access_cycles)
+// clang-format on
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

@@ -31,5 +31,9 @@ def test_ci_runs_the_checks_with_warnings_as_errors() -> None:
     run = (ROOT / ".ci" / "run").read_text()
     lint = (ROOT / ".ci" / "lint").read_text()
     assert "PYPTO_WARNINGS_AS_ERRORS=ON" in run and ".ci/lint" in run
-    for check in ("ruff check", "ruff format --check", "clang-format --dry-run --Werror"):
+    for check in ("ruff check", "ruff format --check", "clang-format --dry-run --Werror", "mypy pypto"):
         assert check in lint
+
+
+def test_package_ships_type_information() -> None:
+    assert (ROOT / "pypto" / "py.typed").is_file()

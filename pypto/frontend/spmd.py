@@ -1,4 +1,4 @@
-"""``pl.spmd`` scopes (a mixin of :class:`FunctionParser`), in upstream PyPTO's two forms::
+"""``pl.spmd`` scopes (a part of the function parser), in upstream PyPTO's two forms::
 
     with pl.spmd(n, name_hint=..., deps=[...]) as handle:   # the body reads pl.get_block_idx()
         ...
@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
+from pypto.frontend.control import task_deps
 from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import Call, FuncCall, Var
 from pypto.ir.stmt import Assign, Eval, Scope, Stmt
 from pypto.ir.types import INDEX_TYPE
 from pypto.ir.visit import nodes_of
 from pypto.language.decorators import JitFunction, KernelFunction
+
+if TYPE_CHECKING:
+    from pypto.frontend.state import ParserState
 
 # Ascend kernel launches take a block count below 65536 (blockDim is 16-bit); every block is a
 # task of the launch plan, so the cap also bounds the plan's size.
@@ -31,16 +36,19 @@ MAX_BLOCKS = 65535
 class SpmdScopes:
     """``with pl.spmd(n):`` and ``for i in pl.spmd(n):`` handling."""
 
+    def __init__(self, p: ParserState) -> None:
+        self.p = p
+
     def spmd_with(self, node: ast.With) -> None:
         item = node.items[0]
-        blocks, name_hint, deps = self._spmd_args(item.context_expr)  # type: ignore[arg-type]
+        blocks, name_hint, deps = self._spmd_args(item.context_expr)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
-            raise UnsupportedSyntaxError("write `with pl.spmd(n) as name:`", self.span(handle))
+            raise UnsupportedSyntaxError("write `with pl.spmd(n) as name:`", self.p.span(handle))
         name = handle.id if handle is not None else None
         direct = self._spmd_direct(node, blocks, deps, name)
         if direct is not None:
-            self.emit(direct)
+            self.p.emit(direct)
         else:
             body = self._spmd_body(node.body, node)
             if not any(
@@ -49,49 +57,57 @@ class SpmdScopes:
                 raise TypeCheckError(
                     f"the pl.spmd({blocks}) body never reads pl.get_block_idx(), so every block "
                     "would do the same work: read it to pick the block's data, or use pl.at",
-                    self.span(node),
+                    self.p.span(node),
                 )
-            self.emit(
+            self.p.emit(
                 Scope(
-                    Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), name, blocks, span=self.span(node)
+                    Level.CORE_GROUP,
+                    tuple(body),
+                    name_hint,
+                    tuple(deps),
+                    name,
+                    blocks,
+                    span=self.p.span(node),
                 )
             )
         if name is not None:
-            self.handles.add(name)
+            self.p.handles.add(name)
 
     def spmd_for(self, node: ast.For) -> None:
         if node.orelse:
             raise UnsupportedSyntaxError(
-                "`for ... else` is not supported inside a pypto kernel", self.span(node)
+                "`for ... else` is not supported inside a pypto kernel", self.p.span(node)
             )
         if not isinstance(node.target, ast.Name):
-            raise UnsupportedSyntaxError("write `for i in pl.spmd(n):` with one name", self.span(node.target))
-        blocks, name_hint, deps = self._spmd_args(node.iter)  # type: ignore[arg-type]
-        index = Var(self.names.claim(node.target.id), INDEX_TYPE, span=self.span(node.target))
-        saved = dict(self.env)
-        self.env[node.target.id] = index
+            raise UnsupportedSyntaxError(
+                "write `for i in pl.spmd(n):` with one name", self.p.span(node.target)
+            )
+        blocks, name_hint, deps = self._spmd_args(node.iter)
+        index = Var(self.p.names.claim(node.target.id), INDEX_TYPE, span=self.p.span(node.target))
+        saved = dict(self.p.env)
+        self.p.env[node.target.id] = index
         try:
-            first = Call("tile.get_block_idx", (), span=self.span(node.target))
-            body = [Assign(index, first, span=self.span(node.target)), *self._spmd_body(node.body, node)]
+            first = Call("tile.get_block_idx", (), span=self.p.span(node.target))
+            body = [Assign(index, first, span=self.p.span(node.target)), *self._spmd_body(node.body, node)]
         finally:
-            self.env = saved
-        self.emit(
-            Scope(Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.span(node))
+            self.p.env = saved
+        self.p.emit(
+            Scope(Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.p.span(node))
         )
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
-        if self.kind is not FunctionType.Orchestration:
+        if self.p.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(
                 "pl.spmd belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
-                self.span(node),
+                self.p.span(node),
             )
-        if self.ctx.in_scope:
-            raise MisplacedOpError("pl.spmd cannot be nested in pl.at or pl.spmd", self.span(node))
-        self.ctx.in_scope = True
+        if self.p.ctx.in_scope:
+            raise MisplacedOpError("pl.spmd cannot be nested in pl.at or pl.spmd", self.p.span(node))
+        self.p.ctx.in_scope = True
         try:
-            return self.block(body)
+            return self.p.block(body)
         finally:
-            self.ctx.in_scope = False
+            self.p.ctx.in_scope = False
 
     def _spmd_direct(self, node: ast.With, blocks: int, deps: list[str], name: str | None) -> Stmt | None:
         """A body that is one call of an InCore kernel: that kernel, ``blocks`` times."""
@@ -100,49 +116,54 @@ class SpmdScopes:
         value = node.body[0].value
         if not isinstance(value, ast.Call) or not self._is_kernel_call(value):
             return None
-        if self.kind is not FunctionType.Orchestration:
+        if self.p.kind is not FunctionType.Orchestration:
             return None  # _spmd_body words the error
-        stmts = self.block(node.body)
-        call = stmts[-1].value if stmts and isinstance(stmts[-1], (Assign, Eval)) else None
-        if not isinstance(call, FuncCall):
+        stmts = self.p.block(node.body)
+        last = stmts[-1] if stmts else None
+        call = last.value if isinstance(last, (Assign, Eval)) else None
+        if not isinstance(last, (Assign, Eval)) or not isinstance(call, FuncCall):
             return None
         if call.handle is not None or call.deps:
             raise UnsupportedSyntaxError(
-                "give deps= (and `as name`) to pl.spmd, not to the kernel call inside it", self.span(value)
+                "give deps= (and `as name`) to pl.spmd, not to the kernel call inside it", self.p.span(value)
             )
         for s in stmts[:-1]:
-            self.emit(s)
+            self.p.emit(s)
         return dataclasses.replace(
-            stmts[-1], value=dataclasses.replace(call, deps=tuple(deps), handle=name, blocks=blocks)
+            last, value=dataclasses.replace(call, deps=tuple(deps), handle=name, blocks=blocks)
         )
 
     def _is_kernel_call(self, call: ast.Call) -> bool:
         f = call.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
             return True
-        return isinstance(self.folder.fold(f), (JitFunction, KernelFunction))
-
-    def spmd_blocks(self, node: ast.expr) -> int:
-        n = self.folder.fold(node)
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BLOCKS:
-            shown = f" = {n!r}" if isinstance(n, (int, float)) else ""
-            raise TypeCheckError(
-                f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}], "
-                f"got `{ast.unparse(node)}`{shown}",
-                self.span(node),
-            )
-        return n
+        return isinstance(self.p.folder.fold(f), (JitFunction, KernelFunction))
 
     def _spmd_args(self, call: ast.expr) -> tuple[int, str | None, list[str]]:
         if not isinstance(call, ast.Call) or len(call.args) != 1:
-            raise TypeCheckError("write pl.spmd(n) with the block count n first", self.span(call))
+            raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
         for k in call.keywords:
             if k.arg not in ("name_hint", "deps"):
-                raise TypeCheckError(f"pl.spmd has no parameter `{k.arg}` (n, name_hint, deps)", self.span(k))
+                raise TypeCheckError(
+                    f"pl.spmd has no parameter `{k.arg}` (n, name_hint, deps)", self.p.span(k)
+                )
             kw[k.arg] = k.value
-        n = self.spmd_blocks(call.args[0])
-        hint = self.folder.fold(kw["name_hint"]) if "name_hint" in kw else None
+        n = spmd_blocks(self.p, call.args[0])
+        hint = self.p.folder.fold(kw["name_hint"]) if "name_hint" in kw else None
         if hint is not None and not isinstance(hint, str):
-            raise TypeCheckError("pl.spmd name_hint must be a string", self.span(kw["name_hint"]))
-        return n, hint, self.task_deps(kw.get("deps"))
+            raise TypeCheckError("pl.spmd name_hint must be a string", self.p.span(kw["name_hint"]))
+        return n, hint, task_deps(self.p, kw.get("deps"))
+
+
+def spmd_blocks(p: ParserState, node: ast.expr) -> int:
+    """The block count of ``pl.spmd(n)`` / ``pl.submit(blocks=n)``: a compile-time int."""
+    n = p.folder.fold(node)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BLOCKS:
+        shown = f" = {n!r}" if isinstance(n, (int, float)) else ""
+        raise TypeCheckError(
+            f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}], "
+            f"got `{ast.unparse(node)}`{shown}",
+            p.span(node),
+        )
+    return n

@@ -99,7 +99,8 @@ class Builder:
         self, name: str, kind: FunctionType = FunctionType.InCore, external_source: str | None = None
     ) -> Iterator[None]:
         """Build one function; its return types come from a trailing ``ret``."""
-        self._params, self._names, body = [], set(), []
+        body: list[Stmt] = []
+        self._params, self._names = [], set()
         with self._collect(body):
             yield
         rets: tuple[Type, ...] = ()

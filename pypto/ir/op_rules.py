@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir.dtypes import FP32, INT8, INT32, UINT8, DataType
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,13 @@ class Bound:
 Rule = Callable[[Bound], Type]
 
 
-def _like(t: TileType | TensorType, shape: tuple[int, ...], dtype: DataType) -> TileType | TensorType:
-    """A result of the same kind (and memory space) as ``t`` with a new shape/dtype."""
+def _like(
+    t: TileType | TensorType, shape: tuple[int | DynDim, ...], dtype: DataType
+) -> TileType | TensorType:
+    """A result of the same kind (and memory space) as ``t`` with a new shape/dtype (a tile's
+    shape is static: its dims come from a tile operand)."""
     if isinstance(t, TileType):
-        return TileType(shape, dtype, t.memory)
+        return TileType(cast("tuple[int, ...]", shape), dtype, t.memory)
     return TensorType(shape, dtype)
 
 
@@ -76,7 +80,7 @@ def _need_same_dtype(b: Bound, x: str, y: str) -> None:
     tx, ty = b.type(x), b.type(y)
     if tx.dtype != ty.dtype:  # type: ignore[union-attr]
         raise b.fail(
-            f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "  # type: ignore
+            f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "
             "(no implicit promotion; use pl.cast)"
         )
 
@@ -101,7 +105,7 @@ def load_rule(b: Bound) -> Type:
         )
     if b.rank_of_list("valid_shape") not in (0, len(shape)):
         raise b.fail(f"valid_shape needs {len(shape)} entries")
-    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+    return TileType(shape, src.dtype, target)
 
 
 def store_rule(b: Bound) -> Type:
@@ -223,9 +227,9 @@ _ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
 def reshape_rule(b: Bound) -> Type:
     x = b.array("x")
     shape = b.ints("shape") or ()
-    if math.prod(shape) != math.prod(x.shape):
+    if math.prod(shape) != math.prod(x.shape):  # type: ignore[arg-type]
         raise b.fail(
-            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
+            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "  # type: ignore[arg-type]
             f"({math.prod(shape)} elements): a reshape keeps the element count"
         )
     if isinstance(x, TileType) and len(shape) > 2:
@@ -254,7 +258,7 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
         raise b.fail(
             f"inner dimensions differ: lhs {list(lhs.shape)} × rhs {list(rhs.shape)} (K {k} vs {k2})"
         )
-    return m, n
+    return m, n  # type: ignore[return-value]
 
 
 def matmul_rule(b: Bound) -> Type:
@@ -280,7 +284,7 @@ def matmul_acc_rule(b: Bound) -> Type:
     _need_space(b, "acc", frozenset({MemorySpace.Acc}))
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
-    return TileType(acc.shape, acc.dtype, acc.memory)
+    return TileType(acc.shape, acc.dtype, acc.memory)  # type: ignore[union-attr]
 
 
 def void_rule(b: Bound) -> Type:

@@ -54,7 +54,7 @@ class TensorType(Type):
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,13 @@ def is_scalar(t: Type | None) -> bool:
     return isinstance(t, ScalarType)
 
 
-def same_shape_dtype(a: Type, b: Type) -> bool:
+def same_shape_dtype(a: Type | None, b: Type | None) -> bool:
     """True when two tile/tensor types agree on shape and dtype (memory may differ)."""
-    return getattr(a, "shape", None) == getattr(b, "shape", None) and a.dtype == b.dtype  # type: ignore
+    if a is None or b is None:
+        return False
+    return getattr(a, "shape", None) == getattr(b, "shape", None) and getattr(a, "dtype", None) == getattr(
+        b, "dtype", None
+    )
 
 
 def refines(declared: Type, inferred: Type) -> bool:
@@ -146,7 +150,7 @@ def refines(declared: Type, inferred: Type) -> bool:
     return declared == inferred
 
 
-def format_type(t: Type) -> str:
+def format_type(t: Type | None) -> str:
     """Short human form used in error messages (the printer has the full DSL form)."""
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"

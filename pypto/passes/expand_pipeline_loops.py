@@ -127,8 +127,8 @@ class _Expander:
         return self.dynamic(plain, plan)
 
     def static(self, s: For, plan: PipelinePlan) -> list[Stmt]:
-        f, step, start = plan.depth, plan.step, int(s.start.value)
-        n = len(range(start, int(s.stop.value), step))
+        f, step, start = plan.depth, plan.step, int(s.start.value)  # type: ignore[attr-defined]
+        n = len(range(start, int(s.stop.value), step))  # type: ignore[attr-defined]
         main, rest = divmod(n, f)
         out: list[Stmt] = []
         blocks = []
@@ -141,7 +141,7 @@ class _Expander:
         if rest:
             base = start + main * f * step
             idx = [Const(base + k * step) for k in range(rest)]
-            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)
+            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)  # type: ignore[arg-type]
             out += stmts
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
@@ -154,7 +154,7 @@ class _Expander:
         f, step = plan.depth, plan.step
         idx = [s.var if k == 0 else make_binop("+", s.var, Const(k * step)) for k in range(f)]
         carried = [it.var for it in s.iter_args]
-        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)
+        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)  # type: ignore[arg-type]
         if s.iter_args:
             stmts.append(Yield(tuple(final), span=s.span))
         results = s.results
@@ -184,7 +184,7 @@ class _Expander:
         staged = self.ctx.pipeline_plans[(self.fn.name, s.var.name)].staged
         heads: list[Stmt] = []
         tails: list[Stmt] = []
-        clones, blocked = [], set()
+        clones, blocked = [], set()  # type: ignore[var-annotated]
         for k, value in enumerate(idx):
             body = s.body
             if k or not keep_first:
@@ -200,7 +200,7 @@ class _Expander:
             for st in body:
                 if _hoistable(st, blocked, written):
                     heads.append(st)
-                    hoisted.add(st.var.name)
+                    hoisted.add(st.var.name)  # type: ignore[attr-defined]
                 else:
                     tails.append(st)
                     blocked |= defined_names((st,))

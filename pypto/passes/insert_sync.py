@@ -88,7 +88,7 @@ class _Plan:
         t = self.tokens[k]
         if t.loop is not None:
             pre[t.loop] += [("set", k)] * t.depth
-            where, at = t.drain_at
+            where, at = t.drain_at  # type: ignore[misc]
             (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
         (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
         pre[t.wait_at].append(("wait", k))
@@ -138,9 +138,9 @@ class _Walker:
             fr.idx = j
             fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
             path = fr.path + (j,)
-            self.run_flags(self.pre.get(path, ()))
+            self.run_flags(self.pre.get(path, ()))  # type: ignore[arg-type]
             self.stmt(s, path)
-            self.run_flags(self.post.get(path, ()))
+            self.run_flags(self.post.get(path, ()))  # type: ignore[arg-type]
         self.frames.pop()
 
     def run_flags(self, flags: list) -> None:
@@ -174,13 +174,13 @@ class _Walker:
         trips = _trips(s)
         if trips == 0:
             return
-        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)
+        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)  # type: ignore[attr-defined]
         walk = min(trips, 2 * self.period(s, trips)) if trips is not None else 2
         before = self.st.copy() if trips is None else None  # a dynamic loop may not run
         fr = self.frame("loop", path + ("body",))
         for t in range(walk):
             fr.it = t
-            self.env[s.var.name] = start + t * step if start is not None else None
+            self.env[s.var.name] = start + t * step if start is not None else None  # type: ignore[operator]
             self.block(s.body, fr)
         del self.env[s.var.name]
         self.widen(fr.inst, s.var.name)
@@ -201,7 +201,7 @@ class _Walker:
         for h in self.st.history:
             if any(x.inst == inst for x in h.site) and any(k == var for k, _ in h.env):
                 env = {k: v for k, v in h.env if k != var}
-                _, acc = instruction(h.stmt, env, self.roots, self.opaque)
+                _, acc = instruction(h.stmt, env, self.roots, self.opaque)  # type: ignore[misc]
                 h = dataclasses.replace(h, acc=acc, env=tuple(env.items()))
             hist.append(h)
         self.st.history = hist
@@ -306,14 +306,14 @@ def _trips(s: For) -> int | None:
     if s.cond is not None:  # a pl.while_ runs until its condition fails: unknown, maybe zero
         return None
     if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
-        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))
+        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))  # type: ignore[attr-defined]
     return None
 
 
 # --- emission ------------------------------------------------------------------------------------
 def _flag_stmt(op: str, t: _Token, eid: int) -> Stmt:
     args = (Literal(PIPES[t.src]), Literal(PIPES[t.dst]), Const(eid))
-    return Eval(Call(f"system.{op}_flag", args, span=t.span), span=t.span)
+    return Eval(Call(f"system.{op}_flag", args, span=t.span), span=t.span)  # type: ignore[arg-type]
 
 
 def _emit(body: tuple[Stmt, ...], path: Path, plan: _Plan, ids: dict[int, int], trace: list) -> tuple:
@@ -360,7 +360,7 @@ def _event_ids(plan: _Plan, body: tuple[Stmt, ...], limit: int, fn: Function) ->
             raise CompileError(
                 f"{fn.name}: more than {limit} flags between {PIPES[tok.src].name} and "
                 f"{PIPES[tok.dst].name} are outstanding at once (platform event_ids = {limit})",
-                tok.span,
+                tok.span,  # type: ignore[arg-type]
             )
         tok.adjacent()
 

@@ -58,7 +58,7 @@ class _Lowerer:
         if isinstance(e, Var) and e.name in self.views:
             return self.views[e.name]
         if isinstance(e, Var) and isinstance(e.type, TensorType):
-            return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)
+            return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)  # type: ignore[arg-type]
         raise CompileError("expected a tensor (or a slice of one) here", span)
 
     def computed(self, e: Expr) -> Var | None:
@@ -94,7 +94,7 @@ class _Lowerer:
         return tuple(out)
 
     def lower(self, s: Assign, out: list[Stmt]) -> None:
-        c = s.value
+        c = _call_of(s)
         name = c.op.removeprefix("tensor.")
         computed = self.computed(c.arg("x")) if c.op == "tensor.slice" else None
         if computed is not None:  # a window of a value computed here: an on-chip extract
@@ -103,7 +103,7 @@ class _Lowerer:
         elif c.op == "tensor.slice":
             v = self.view(c.arg("x"), s.span)
             offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
-            self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)
+            self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)  # type: ignore[attr-defined]
         elif name in _ELEMENTWISE:
             # tensor operands are loaded whole into Vec; values computed here are used as they are
             kinds = [p.kind for p in get_op(c.op).params]
@@ -112,7 +112,11 @@ class _Lowerer:
         elif c.op == "tensor.full":
             t = s.var.type
             self.tiles[s.var.name] = self.op(
-                out, s.var.name, "tile.full", [list(t.shape), t.dtype, c.arg("value")], s.span
+                out,
+                s.var.name,
+                "tile.full",
+                [list(t.shape), t.dtype, c.arg("value")],  # type: ignore[attr-defined]
+                s.span,
             )
         elif c.op == "tensor.matmul":
             self.tiles[s.var.name] = self.matmul(s, out)
@@ -126,7 +130,7 @@ class _Lowerer:
             )
 
     def assemble(self, s: Assign, out: list[Stmt]) -> None:
-        c = s.value
+        c = _call_of(s)
         tile = self.tile_of(c.arg("src"), out, s.span)
         target = self.view(c.arg("target"), s.span)
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
@@ -135,12 +139,12 @@ class _Lowerer:
         self.views[s.var.name] = _View(target.base, target.offsets, target.shape)
 
     def matmul(self, s: Assign, out: list[Stmt]) -> Var:
-        c = s.value
+        c = _call_of(s)
         a, b = self.view(c.arg("lhs"), s.span), self.view(c.arg("rhs"), s.span)
-        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
+        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)  # type: ignore[attr-defined]
         m, k = a.shape[::-1] if a_trans else a.shape
         n = b.shape[0] if b_trans else b.shape[1]
-        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span)
+        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span)  # type: ignore[attr-defined]
         acc = None
         for k0 in range(0, k, kt):
             la = self.operand(out, a, k0, kt, not a_trans, MemorySpace.Left, s.span)  # A is [M, K]
@@ -152,6 +156,7 @@ class _Lowerer:
                 )
             else:
                 acc = self.op(out, s.var.name, "tile.matmul_acc", [acc, la, rb], s.span, **flags)
+        assert acc is not None, "k >= 1: at least one chunk"
         return acc
 
     def operand(
@@ -194,6 +199,11 @@ class _Lowerer:
             f"({p.l0a_bytes} B each) in at most {_MAX_K_CHUNKS} K chunks",
             span,
         )
+
+
+def _call_of(s: Assign) -> Call:
+    assert isinstance(s.value, Call), "block() lowers op calls only"
+    return s.value
 
 
 def _items(e: Expr) -> tuple[Expr, ...]:

@@ -342,7 +342,7 @@ def _run_build(jobs: list[_Job], tc: Toolchain, build_dir: Path) -> str:
 def _run_commands(jobs: list[_Job], tc: Toolchain, parallel: int) -> str:
     import subprocess
 
-    pending, running, problems = list(jobs), [], []
+    pending, running, problems = list(jobs), [], []  # type: ignore[var-annotated]
     while pending or running:
         while pending and len(running) < parallel:
             job = pending.pop(0)

@@ -190,7 +190,7 @@ def map_program(program: Program) -> list[FunctionMap]:
             continue
         boxes = _merge(fn.name, function_tiles(fn), counter)
         _mark_conflicts(boxes)
-        high = {}
+        high = {}  # type: ignore[var-annotated]
         for b in boxes:
             high[b.space] = max(high.get(b.space, 0), b.end)
         out.append(FunctionMap(fn.name, fn.kind.name, _line(fn), _last_line_fn(fn), boxes, high))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.control import task_deps
+from pypto.ir.bind import bind_call
 from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import Call, FuncCall, Var
 from pypto.ir.stmt import Assign, Eval, Scope, Stmt
@@ -87,7 +88,7 @@ class SpmdScopes:
         saved = dict(self.p.env)
         self.p.env[node.target.id] = index
         try:
-            first = Call("tile.get_block_idx", (), span=self.p.span(node.target))
+            first, _ = bind_call("tile.get_block_idx", [], span=self.p.span(node.target))
             body = [Assign(index, first, span=self.p.span(node.target)), *self._spmd_body(node.body, node)]
         finally:
             self.p.env = saved

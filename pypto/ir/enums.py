@@ -107,3 +107,11 @@ _PREFIX: dict[type, str] = {
     ForKind: "pl",
     Pipe: "pl.Pipe",
 }
+
+
+class PassDumpLevel(enum.Enum):
+    """``dump_passes``: NONE writes nothing; CONCISE and EXPLICIT write each pass's IR."""
+
+    NONE = "none"
+    CONCISE = "concise"
+    EXPLICIT = "explicit"

@@ -21,7 +21,7 @@ from pypto.ir import op_rules as R
 from pypto.ir import op_rules_ext as RX
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import Expr, type_of
+from pypto.ir.expr import OP_PARAMS, Expr, type_of
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 
@@ -326,6 +326,7 @@ _TABLE.extend(
 )
 
 OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
+OP_PARAMS.update({op.name: tuple(p.name for p in op.params) for op in _TABLE})
 
 
 def _overloads(name: str) -> tuple[str, ...]:

@@ -40,7 +40,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pypto.errors import CompileError
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.bind import bind_call
 from pypto.ir.expr import Call, Const, Literal, Var
 from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
@@ -61,7 +62,7 @@ class _Token:
     dst: int
     set_at: tuple[str, Path]  # ("pre" | "post", statement path)
     wait_at: Path  # the wait goes just before this statement
-    span: object = None
+    span: SourceSpan | None = None
     loop: Path | None = None  # loop-carried: the loop statement
     depth: int = 0
     drain_at: tuple[str, Path] | None = None  # loop-carried: where the closing waits go
@@ -313,7 +314,8 @@ def _trips(s: For) -> int | None:
 # --- emission ------------------------------------------------------------------------------------
 def _flag_stmt(op: str, t: _Token, eid: int) -> Stmt:
     args = (Literal(PIPES[t.src]), Literal(PIPES[t.dst]), Const(eid))
-    return Eval(Call(f"system.{op}_flag", args, span=t.span), span=t.span)  # type: ignore[arg-type]
+    call, _ = bind_call(f"system.{op}_flag", list(args), span=t.span)
+    return Eval(call, span=t.span)
 
 
 def _emit(body: tuple[Stmt, ...], path: Path, plan: _Plan, ids: dict[int, int], trace: list) -> tuple:
@@ -360,7 +362,7 @@ def _event_ids(plan: _Plan, body: tuple[Stmt, ...], limit: int, fn: Function) ->
             raise CompileError(
                 f"{fn.name}: more than {limit} flags between {PIPES[tok.src].name} and "
                 f"{PIPES[tok.dst].name} are outstanding at once (platform event_ids = {limit})",
-                tok.span,  # type: ignore[arg-type]
+                tok.span,
             )
         tok.adjacent()
 

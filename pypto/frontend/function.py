@@ -19,13 +19,14 @@ from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
-from pypto.frontend.names import Names, ParamBinding, identifiers
+from pypto.frontend.names import ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import static_assert
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
 from pypto.language.markers import ScopeMarker, StaticAssertMarker, WhileMarker
@@ -68,7 +69,7 @@ class FunctionParser:
     ) -> None:
         self.src, self.node, self.kind, self.program = src, node, kind, program
         self.env: dict[str, Any] = {}
-        self.names = Names(identifiers(node))
+        self.names = NameSupply(reserved=identifiers(node))
         self.blocks: list[list[Stmt]] = []
         self.ctx = semantic.Context(kind)
         self.folder = Folder(src, self.lookup_local)

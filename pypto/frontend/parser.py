@@ -35,6 +35,7 @@ from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tens
 from pypto.frontend.state import ParserState
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Function, Param, Program
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
 from pypto.ir.verify import verify
@@ -47,17 +48,9 @@ class ProgramContext:
 
     def __init__(self) -> None:
         self.functions: list[Function] = []
-        self.taken: set[str] = set()
+        self.names = NameSupply()  # function names
         self.kernels: dict[tuple, Function] = {}
         self.signatures: dict[str, tuple[list[Param], tuple[Type, ...]]] = {}
-
-    def unique_name(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
 
     def call_method(self, fp: ParserState, name: str, args: list[Expr], node: ast.Call):
         """``self.<name>(...)`` inside a ``@pl.program`` class."""
@@ -136,7 +129,7 @@ class ProgramContext:
                     f"`{fn.name}` takes {len(nodes)} arguments but {len(args)} were given", fp.span(node)
                 )
             callee.bind_params([_callee_param(callee, n, a, fp.span(node)) for n, a in zip(nodes, args)])
-        function = callee.function(self.unique_name(fn.name), external, include_dirs)
+        function = callee.function(self.names.fresh(fn.name), external, include_dirs)
         self.functions.append(function)
         self.kernels[key] = function
         return function
@@ -231,7 +224,7 @@ def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] |
     src = KernelSource.from_function(jit.fn)
     fdef = _function_def(src)
     ctx = ProgramContext()
-    ctx.taken.add(jit.name)
+    ctx.names.taken.add(jit.name)
     fp = FunctionParser(src, fdef, jit.kind, ctx)
     nodes = fp.param_nodes()
     values = bind_arguments(jit.name, [n.arg for n in nodes], args, kwargs or {}, src.span(fdef))

@@ -15,12 +15,12 @@ if TYPE_CHECKING:
     from pypto.errors import SourceSpan
     from pypto.frontend.consteval import Folder
     from pypto.frontend.exprs import ExprLowerer
-    from pypto.frontend.names import Names
     from pypto.frontend.parser import ProgramContext
     from pypto.frontend.semantic import Context
     from pypto.frontend.source import KernelSource
     from pypto.ir.enums import FunctionType
     from pypto.ir.expr import Expr
+    from pypto.ir.names import NameSupply
     from pypto.ir.stmt import Param, Stmt
     from pypto.ir.types import Type
 
@@ -32,7 +32,7 @@ class ParserState(Protocol):
     kind: FunctionType
     program: ProgramContext
     env: dict[str, Any]  # Python name -> IR value or compile-time constant
-    names: Names  # IR names taken in this function
+    names: NameSupply  # IR names taken in this function
     blocks: list[list[Stmt]]  # open statement lists, innermost last
     ctx: Context  # placement state (inside pl.at, loop ranges)
     folder: Folder  # compile-time evaluation against `env`

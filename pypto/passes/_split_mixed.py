@@ -18,11 +18,12 @@ from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.expr import Call, Var
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Scope, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
-from pypto.passes._scan import defined_names, fresh_name
+from pypto.passes._scan import defined_names
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 _VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
@@ -56,9 +57,9 @@ def _vec_side(s: Stmt) -> bool:
     return any(t.memory is MemorySpace.Vec for t in tiles) or vector_work(s) is not None
 
 
-def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]:
+def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope]]:
     """(orchestration statements to put first, the scopes) for one ``pl.at`` scope: itself
-    alone unless it mixes cube and vector work. ``taken``: names in use (grows)."""
+    alone unless it mixes cube and vector work. ``names``: the function's name supply."""
     sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return [], [scope]
@@ -72,17 +73,17 @@ def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]
             "joined through a pl.create_tensor intermediate",
             late_cube.span,
         )
-    return _Splitter(scope, cut, taken).run()
+    return _Splitter(scope, cut, names).run()
 
 
 class _Splitter:
-    def __init__(self, scope: Scope, cut: int, taken: set[str]) -> None:
-        self.scope, self.taken = scope, taken
+    def __init__(self, scope: Scope, cut: int, names: NameSupply) -> None:
+        self.scope, self.names = scope, names
         self.cube, self.vector = list(scope.body[:cut]), list(scope.body[cut:])
         self.prelude: list[Stmt] = []
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.names.fresh(base)
 
     def run(self) -> tuple[list[Stmt], list[Scope]]:
         defs = {s.var.name: s for s in self.cube if isinstance(s, Assign)}

@@ -31,10 +31,6 @@ CAPACITY_FIELD = {
 }
 
 
-class MemoryCapacityError(CompileError):
-    """Tiles that must be live together do not fit in their on-chip memory space."""
-
-
 @dataclass
 class Buffer:
     root: str

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Node, Var
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, TileType, same_shape_dtype
@@ -77,17 +78,13 @@ def declared(t: TileType) -> MemRef | None:
 # --- copy insertion ------------------------------------------------------------------------------
 class _Copier:
     def __init__(self, fn: Function) -> None:
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.copies: list[tuple[str, str]] = []  # (copy, source) in program order
 
     def copy(self, src: Var, span) -> tuple[Assign, Var]:
         assert isinstance(src.type, TileType)
         call, t = bind_call("tile.move", (src,), {"target_memory": src.type.memory}, span=span)
-        name, k = f"{src.name}_cp", 0
-        while name in self.taken:
-            k += 1
-            name = f"{src.name}_cp{k}"
-        self.taken.add(name)
+        name = self.names.fresh(f"{src.name}_cp")
         dst = Var(name, t, span=span)
         self.copies.append((name, src.name))
         return Assign(dst, call, span=span), dst

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import MemRef, TileType
 from pypto.ir.visit import retype
@@ -33,7 +34,6 @@ from pypto.passes._pipeline_gate import pipeline_shortfalls, reorder_for_depth, 
 from pypto.passes._storage_groups import (
     CAPACITY_FIELD,
     Buffer,
-    MemoryCapacityError,
     buffers,
     check_copies,
     drop_copies,
@@ -42,7 +42,7 @@ from pypto.passes._storage_groups import (
 from pypto.passes._tile_storage import Groups
 from pypto.passes.context import PassContext
 
-__all__ = ["MemoryCapacityError", "allocate_memory_addr"]
+__all__ = ["allocate_memory_addr"]
 
 
 def _align(n: int, a: int) -> int:

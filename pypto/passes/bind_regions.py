@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
 from pypto.ir.visit import retype
 from pypto.passes._storage_groups import (
     CAPACITY_FIELD,
     Buffer,
-    MemoryCapacityError,
     buffers,
     check_copies,
     drop_copies,

@@ -29,6 +29,7 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.enums import ForKind, MemorySpace
 from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
@@ -84,15 +85,10 @@ def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
 class _Expander:
     def __init__(self, fn: Function, ctx: PassContext) -> None:
         self.fn, self.ctx = fn, ctx
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_s{k}"
-        self.taken.add(name)
-        return name
+        return self.names.fresh(base)
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []

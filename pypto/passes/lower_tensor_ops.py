@@ -20,10 +20,11 @@ from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TensorType, TileType
-from pypto.passes._scan import defined_names, fresh_name
+from pypto.passes._scan import defined_names
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
@@ -41,12 +42,12 @@ class _View:
 class _Lowerer:
     def __init__(self, fn: Function, ctx: PassContext) -> None:
         self.fn, self.ctx = fn, ctx
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.views: dict[str, _View] = {}
         self.tiles: dict[str, Var] = {}  # tensor-valued name -> the tile that holds it
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.names.fresh(base)
 
     def op(self, out: list[Stmt], base: str, op: str, args: list, span: SourceSpan | None, **kw) -> Var:
         call, t = bind_call(op, args, kw, span=span)

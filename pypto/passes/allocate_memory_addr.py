@@ -2,8 +2,8 @@
 
 Per InCore function:
 
-1. Storage flows become explicit copies (``_tile_storage.insert_copies``; grouping is
-   shared with the PTOAS planner in ``_storage_groups``): a loop's init,
+1. Storage flows become explicit copies (``memory.tile_storage.insert_copies``; grouping is
+   shared with the PTOAS planner in ``memory.storage_groups``): a loop's init,
    iter arg, yielded value and result must end in one buffer, as must an ``if``'s result
    and both branch values.
 2. Path-aware liveness says which tiles clash (live at once, or read by an op that cannot
@@ -30,8 +30,9 @@ from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import MemRef, TileType
 from pypto.ir.visit import retype
-from pypto.passes._pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
-from pypto.passes._storage_groups import (
+from pypto.passes.context import PassContext
+from pypto.passes.memory.pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
+from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
     buffers,
@@ -39,8 +40,7 @@ from pypto.passes._storage_groups import (
     drop_copies,
     group_storage,
 )
-from pypto.passes._tile_storage import Groups
-from pypto.passes.context import PassContext
+from pypto.passes.memory.tile_storage import Groups
 
 __all__ = ["allocate_memory_addr"]
 
@@ -116,7 +116,7 @@ def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
 def _allocate(fn: Function, ctx: PassContext) -> Function:
     src = fn
     fn, copies, groups = group_storage(src)
-    # The pipelining capacity gate (_pipeline_gate): clones that do not fit share storage.
+    # The pipelining capacity gate (memory.pipeline_gate): clones that do not fit share storage.
     limits = {s: int(getattr(ctx.platform, f)) for s, f in CAPACITY_FIELD.items()}
     short = pipeline_shortfalls(fn, groups, ctx, limits)
     if short:

@@ -1,7 +1,7 @@
 """BindRegions (the PTOAS planner): every tile joins a storage region; no addresses.
 
 The regions stand in for PTOAS's own planning. Tiles are grouped as the PYPTO planner
-groups them (``_storage_groups``): loop-carried values, ``if`` results, ``matmul_acc``'s
+groups them (``memory.storage_groups``): loop-carried values, ``if`` results, ``matmul_acc``'s
 accumulator and all tiles bound to one ``pl.MemRef`` declaration share a region, and so may
 a copy's two ends and an elementwise result with an input that dies there (the planner may
 coalesce what you separated). A region is ``slots`` slots of its largest tile; each tile's
@@ -21,7 +21,8 @@ from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
 from pypto.ir.visit import retype
-from pypto.passes._storage_groups import (
+from pypto.passes.context import PassContext
+from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
     buffers,
@@ -29,8 +30,7 @@ from pypto.passes._storage_groups import (
     drop_copies,
     group_storage,
 )
-from pypto.passes._tile_storage import Groups
-from pypto.passes.context import PassContext
+from pypto.passes.memory.tile_storage import Groups
 
 
 def _align(n: int, a: int) -> int:

@@ -5,7 +5,7 @@ byte ranges from the assigned MemRefs (the slot a ``pl.MemRef(...)[i % 2]`` inde
 when the loop values are known), GM tensors by the parameters they may be. Pipes run in
 order, so only cross-pipe conflicts need flags.
 
-The pass executes the kernel abstractly (``_sync_state``): vector clocks say which
+The pass executes the kernel abstractly (``sync.sync_state``): vector clocks say which
 instructions each pipe is known to run after, and flags behave as on the simulator. At
 each instruction whose conflicting predecessors on another pipe are not ordered yet, it
 adds one flag for the latest of them — the wait merges that pipe's clock, so a single wait
@@ -46,9 +46,9 @@ from pypto.ir.expr import Call, Const, Literal, Var
 from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
-from pypto.passes._slot_period import MAX_PERIOD, sequence_period
-from pypto.passes._sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
 from pypto.passes.context import PassContext
+from pypto.passes.sync.slot_period import MAX_PERIOD, sequence_period
+from pypto.passes.sync.sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
 
 Path = tuple  # statement path from the function body: (3, "body", 0, "then", 2)
 _MAX_RESTARTS = 256

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pypto.ir.expr import BinOp, Const, UnaryOp, Var
 from pypto.ir.stmt import For
-from pypto.passes._sync_state import evaluate
+from pypto.passes.sync.sync_state import evaluate
 
 MAX_PERIOD = 16
 _MAX_ENUMERATED_TRIPS = 4096

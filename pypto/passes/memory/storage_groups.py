@@ -19,7 +19,7 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, same_shape_dtype
 from pypto.ir.visit import rewrite, walk
-from pypto.passes._tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
+from pypto.passes.memory.tile_storage import INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
 
 CAPACITY_FIELD = {
     "Vec": "ub_bytes",

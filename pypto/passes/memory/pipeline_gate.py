@@ -26,8 +26,8 @@ from pypto.ir.expr import Var
 from pypto.ir.stmt import Assign, For, Function, If, Stmt
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
-from pypto.passes._tile_storage import Groups
 from pypto.passes.context import PassContext, PipelineClone, PipelineGroup
+from pypto.passes.memory.tile_storage import Groups
 
 
 def _align(n: int, a: int) -> int:

@@ -8,7 +8,8 @@ whole into Vec and become the tile op; ``pl.assemble(target, src, offset, atomic
 ``dst[r0:r1, :] = src``, ``out[:] = expr``, which the frontend spells as it — stores the
 source into the target's window (FIXPIPE from Acc, MTE3 from Vec; a tensor source is
 loaded to Vec first). Anything else at tensor level is reported, not guessed.
-Tests: tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
+Tests: tests/passes/test_lower_tensor_ops.py (the pass alone), tests/e2e/test_tensor_ops.py,
+tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from pypto.ir.stmt import Function, Program
 from pypto.ir.types import MemRef, TileType
 from pypto.ir.visit import retype
 from pypto.passes.context import PassContext
+from pypto.passes.memory import map_generated_kernels
 from pypto.passes.memory.pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
@@ -134,7 +135,4 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:
     """Give every tile of every InCore function a MemRef with its offset and slot size."""
-    fns = tuple(
-        _allocate(f, ctx) if f.kind.is_incore and f.external_source is None else f for f in program.functions
-    )
-    return dataclasses.replace(program, functions=fns)
+    return map_generated_kernels(program, lambda f: _allocate(f, ctx))

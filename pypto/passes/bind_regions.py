@@ -22,6 +22,7 @@ from pypto.ir.stmt import Function, Program
 from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
 from pypto.ir.visit import retype
 from pypto.passes.context import PassContext
+from pypto.passes.memory import map_generated_kernels
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
@@ -80,7 +81,4 @@ def _bind(fn: Function, ctx: PassContext) -> Function:
 
 def bind_regions(program: Program, ctx: PassContext) -> Program:
     """Bind every tile of every generated InCore function to its storage region."""
-    fns = tuple(
-        _bind(f, ctx) if f.kind.is_incore and f.external_source is None else f for f in program.functions
-    )
-    return dataclasses.replace(program, functions=fns)
+    return map_generated_kernels(program, lambda f: _bind(f, ctx))

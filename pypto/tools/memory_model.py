@@ -19,15 +19,8 @@ from pypto.ir.expr import Call, Var
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, walk
+from pypto.passes.memory.storage_groups import CAPACITY_FIELD as CAPACITY_FIELDS
 
-CAPACITY_FIELDS = {
-    "Vec": "ub_bytes",
-    "Mat": "l1_bytes",
-    "Left": "l0a_bytes",
-    "Right": "l0b_bytes",
-    "Acc": "l0c_bytes",
-    "Bias": "bias_bytes",
-}
 SPACE_ORDER = tuple(CAPACITY_FIELDS)
 VIEW_OPS = frozenset({"tile.reshape", "tile.slice"})
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.errors import CompileError, TypeCheckError, UnknownNameError
 from pypto.frontend.source import KernelSource
-from pypto.ir.expr import Expr
+from pypto.ir.expr import Expr, as_expr
 from pypto.ir.types import DynDim, MemRef, TensorType, TileType
 from pypto.language import annotations as ann
 from pypto.language.decorators import HostFunction
@@ -198,6 +198,8 @@ class Folder:
             return NOT_CONST
         if not isinstance(base, _SUBSCRIPTABLE):
             return NOT_CONST
+        if isinstance(base, MemRef):  # slot selection: the index becomes an IR expression
+            return ann.ir_memref(base).at(as_expr(index))
         return base[index]
 
     def _fold_Slice(self, node: ast.Slice) -> Any:

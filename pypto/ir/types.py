@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pypto.ir.dtypes import INDEX, DataType
 from pypto.ir.enums import MemorySpace
@@ -77,11 +77,9 @@ class MemRef:
         """True once address assignment gave this buffer an offset and a slot size."""
         return self.offset is not None
 
-    def __getitem__(self, index: Any) -> MemRef:
-        # Lazy import: expr imports this module for ScalarType.
-        from pypto.ir.expr import as_expr
-
-        return replace(self, index=as_expr(index))
+    def at(self, index: Expr) -> MemRef:
+        """This buffer with slot ``index`` selected (``pl.MemRef(...)[i % 2]`` in the DSL)."""
+        return replace(self, index=index)
 
     def with_address(self, offset: int, size: int) -> MemRef:
         """This binding with its assigned slot-0 offset and per-slot size in bytes."""

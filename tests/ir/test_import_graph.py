@@ -16,8 +16,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pypto"
 # Cycles still present, each with the reason it is left: the test fails when one of them is
 # gone (shrink the list) or any other appears.
 KNOWN_CYCLES = {
-    # `pl.MemRef(...)[i % 2]`: the DSL's slot indexing wraps its index as an expression.
-    frozenset({"pypto.ir.expr", "pypto.ir.types"}),
     # `Program.as_python()` (upstream's method) prints through the printer.
     frozenset({"pypto.ir.printer", "pypto.ir.stmt"}),
 }

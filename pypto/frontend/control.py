@@ -13,7 +13,7 @@ Both produce the same IR: ``For.iter_args`` / ``results`` and a trailing ``Yield
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend.bounds import loop_interval
@@ -81,7 +81,7 @@ class LoopCarry:
     def __init__(self, p: ParserState) -> None:
         self.p = p
 
-    def is_yield(self, node: ast.AST | None) -> bool:
+    def is_yield(self, node: ast.AST | None) -> TypeGuard[ast.Call]:
         return isinstance(node, ast.Call) and isinstance(self.p.folder.fold(node.func), YieldMarker)
 
     def _yield_assign(self, stmt: ast.stmt) -> tuple[list[str], ast.Call] | None:
@@ -91,13 +91,13 @@ class LoopCarry:
             elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
             names = [e.id for e in elts if isinstance(e, ast.Name)]
             if len(names) == len(elts):
-                return names, stmt.value  # type: ignore[return-value]
+                return names, stmt.value
         if (
             isinstance(stmt, ast.AnnAssign)
             and isinstance(stmt.target, ast.Name)
             and self.is_yield(stmt.value)
         ):
-            return [stmt.target.id], stmt.value  # type: ignore[return-value]
+            return [stmt.target.id], stmt.value
         return None
 
     def _lower_in(self, body: list[Stmt], nodes: list[ast.expr]) -> list[Expr]:
@@ -169,7 +169,7 @@ class ControlFlow(LoopCarry):
         self._check_carry(names, [i.type for i in iters], yields, node)
         if iters:
             body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))
-        self._leave(saved, f"the loop at line {self.p.span(node).line}")  # type: ignore[union-attr]
+        self._leave(saved, f"the loop at line {node.lineno + self.p.src.line_offset}")
         self.p.ctx.ranges = saved_ranges
         results = [
             Var(self.p.names.claim(n), i.type, span=self.p.span(node)) for n, i in zip(yield_targets, iters)
@@ -290,7 +290,7 @@ class ControlFlow(LoopCarry):
         values = [self._branch_values(node, names, b, explicit) for b in branches]
         want = [type_of(v) for v in values[0]]
         self._check_carry(names, want, values[1], node)
-        where = f"an if branch at line {self.p.span(node).line}"  # type: ignore[union-attr]
+        where = f"an if branch at line {node.lineno + self.p.src.line_offset}"
         for _, env, _ in branches:
             self.p.env = env
             self._leave(dict(saved), where)

@@ -50,7 +50,7 @@ class WhileLoop(LoopCarry):
         yields = self._lower_in(body, yield_call.args)
         self._check_carry(names, [i.type for i in iters], yields, node)
         body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))
-        self._leave(saved, f"the loop at line {self.p.span(node).line}")  # type: ignore[union-attr]
+        self._leave(saved, f"the loop at line {node.lineno + self.p.src.line_offset}")
         counter = Var(self.p.names.claim("while_trip"), INDEX_TYPE, span=self.p.span(node))
         results = [Var(self.p.names.claim(n), i.type, span=self.p.span(node)) for n, i in zip(targets, iters)]
         self.p.env.update(zip(targets, results))

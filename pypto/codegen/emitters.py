@@ -163,11 +163,12 @@ def _extract(c: Call, dst: str | None) -> list[str]:
 def _slice(c: Call, dst: str | None) -> list[str]:
     r, col = _offsets(c.arg("offset"))
     x = c.arg("x")
-    if x.type.memory is MemorySpace.Vec:  # type: ignore[union-attr]  # a Vec window: a VECTOR copy
+    if x.type.memory is MemorySpace.Vec:  # type: ignore[attr-defined]  # a Vec window: a VECTOR copy
         return [f"TEXTRACT({_need(dst)}, {_name(x)}, {r}, {col});"]
-    shape = c.arg("shape").items  # type: ignore[union-attr]  # elsewhere: a view of x's storage
+    # elsewhere: a view of x's storage
+    shape = c.arg("shape").items  # type: ignore[attr-defined]
     h, w = (1, shape[0]) if len(shape) == 1 else shape
-    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]
+    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]  # type: ignore[arg-type]
 
 
 def _assemble(c: Call, dst: str | None) -> list[str]:
@@ -177,7 +178,7 @@ def _assemble(c: Call, dst: str | None) -> list[str]:
 
 def _concat(c: Call, dst: str | None) -> list[str]:
     d, lhs = _need(dst), c.arg("lhs")
-    width = lhs.type.shape[-1]  # type: ignore[union-attr]
+    width = lhs.type.shape[-1]  # type: ignore[attr-defined]
     return [f"TINSERT({d}, 0, 0, {_name(lhs)});", f"TINSERT({d}, 0, {width}, {_name(c.arg('rhs'))});"]
 
 
@@ -185,7 +186,7 @@ PAD_CPP = {PadValue.zero: "PadValue::Zero", PadValue.max: "PadValue::Max", PadVa
 
 
 def _fillpad(c: Call, dst: str | None) -> list[str]:
-    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]
+    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]  # type: ignore[index]
 
 
 def _create(c: Call, dst: str | None) -> list[str]:
@@ -196,14 +197,14 @@ def _create(c: Call, dst: str | None) -> list[str]:
 def _flag(fn: str) -> Emitter:
     def emit(c: Call, dst: str | None) -> list[str]:
         src, dst_pipe, eid = (_literal(a) for a in c.args)
-        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]
+        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]  # type: ignore[index]
 
     return emit
 
 
 def _barrier(c: Call, dst: str | None) -> list[str]:
     pipe = _literal(c.args[0])
-    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]
+    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]  # type: ignore[index]
 
 
 EMITTERS: dict[str, Emitter] = {
@@ -266,7 +267,7 @@ def _element(c: Call, name: str) -> tuple[str, str]:
 def _read(c: Call, dst: str | None) -> list[str]:
     t = infer_call_type(c)
     value = "TREAD({}, {})".format(*_element(c, "src"))
-    ctype = cpp_scalar_type(t)  # type: ignore[arg-type]
+    ctype = cpp_scalar_type(t)
     return [f"const {ctype} {_need(dst)} = static_cast<{ctype}>({value});"]
 
 
@@ -276,8 +277,8 @@ def _write(c: Call, dst: str | None) -> list[str]:
 
 
 def _dim(c: Call, dst: str | None) -> list[str]:
-    shape = c.arg("x").type.shape  # type: ignore[union-attr]
-    axis = int(_literal(c.arg("axis"))) % len(shape)
+    shape = c.arg("x").type.shape  # type: ignore[attr-defined]
+    axis = int(_literal(c.arg("axis"))) % len(shape)  # type: ignore[call-overload]
     size = shape[axis] if isinstance(shape[axis], int) else f"{_name(c.arg('x'))}.desc->shape[{axis}]"
     return [f"const int64_t {_need(dst)} = {size};"]  # a pl.dynamic dim: read from the tensor
 

@@ -29,7 +29,7 @@ def _tiles(call: Call) -> list[Var]:
 
 
 def _cube(call: Call, dst: str) -> list[str]:
-    lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[union-attr]
+    lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[attr-defined]
     flags = call.op in ("tile.matmul", "tile.matmul_acc", "tile.batch_matmul", "tile.batch_matmul_acc")
     a_trans = flags and bool(getattr(call.arg("a_trans"), "value", False))
     b_trans = flags and bool(getattr(call.arg("b_trans"), "value", False))
@@ -49,7 +49,7 @@ def valid_flow(call: Call, result: Var) -> list[str]:
     lines = []
     for dim, field in ((0, "valid_rows"), (1, "valid_cols")):
         for t in tiles:
-            if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:
-                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")
+            if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:  # type: ignore[attr-defined]
+                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")  # type: ignore[attr-defined]
                 break
     return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pypto.ir.dtypes import BF16, FP16, FP32
 from pypto.ir.enums import MemorySpace
-from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space
+from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, matmul_rule
 from pypto.ir.op_rules_ext import gemv_rule
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
@@ -119,3 +119,11 @@ def tensor_batch_matmul_rule(b: Bound) -> Type:
     if out not in (None, FP32):
         raise b.fail(f"a batched matmul accumulates in FP32; out_dtype={out} is not supported")
     return TensorType((batches, m, n), FP32)
+
+
+def tensor_matmul_rule(b: Bound) -> Type:
+    """``pl.matmul`` of tensors: a batch of matrices when either side has 3 dims."""
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    if 3 in (len(lhs.shape), len(rhs.shape)):
+        return tensor_batch_matmul_rule(b)  # lowered per batch
+    return matmul_rule(b)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
+from pypto.ir.bind import with_args
 from pypto.ir.enums import FunctionType, SplitMode
 from pypto.ir.expr import Call, Const, FuncCall, Var
 from pypto.ir.op_rules_cluster import split_of
@@ -158,7 +159,7 @@ def _stamp_frees(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
             src = pops[node.arg("tile").name]
             args = list(node.args)
             args[1] = src.arg("split")
-            return dataclasses.replace(node, args=tuple(args))
+            return with_args(node, args)
         return None
 
     def walk_block(stmts: tuple[Stmt, ...]) -> None:

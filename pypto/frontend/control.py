@@ -355,7 +355,9 @@ class ControlFlow(LoopCarry):
                 "`with` is only supported for pl.at(...) inside a kernel", self.p.span(node)
             )
         if marker.dsl_name not in ("at", "cluster"):
-            raise UnsupportedSyntaxError(f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node))
+            raise UnsupportedSyntaxError(
+                f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
+            )
         if self.p.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
@@ -377,7 +379,14 @@ class ControlFlow(LoopCarry):
             self.p.ctx.in_scope = False
         name = handle.id if handle is not None else None
         scope = Scope(
-            level, tuple(body), name_hint, tuple(deps), name, cluster=cluster, split=split, span=self.p.span(node)
+            level,
+            tuple(body),
+            name_hint,
+            tuple(deps),
+            name,
+            cluster=cluster,
+            split=split,
+            span=self.p.span(node),
         )
         self.p.emit(scope)
         if name is not None:

@@ -174,6 +174,7 @@ def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:
         p.span(node),
     )
 
+
 def _dynamic_count(p: ParserState, node: ast.expr) -> Expr | None:
     """``node`` as an index expression over the entry's dynamic dims (None: not one)."""
     n = p.folder.fold(node)

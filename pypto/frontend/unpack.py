@@ -30,7 +30,9 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
         p.env[n.id] = v
 
 
-def _unpack_values(p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr) -> bool:
+def _unpack_values(
+    p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
+) -> bool:
     """``a, b = x, y`` with run-time values: every value is read before any name is bound
     (as Python does), so ``a, b = b, a`` swaps. False when the value is not such a tuple."""
     if not isinstance(value, (ast.Tuple, ast.List)) or len(names) != len(target.elts):

@@ -228,7 +228,17 @@ class CompiledProgram:
         writable |= set(range(len(self.tensor_params), n_table))
         extra: list[int] = []
         tasks = []
-        for kernel, tensors, scalars, core_kind, deps, gates, block_idx, block_num, only_read in self.launch_specs:
+        for (
+            kernel,
+            tensors,
+            scalars,
+            core_kind,
+            deps,
+            gates,
+            block_idx,
+            block_num,
+            only_read,
+        ) in self.launch_specs:
             indices = []
             for j in tensors:
                 if j in only_read and j in writable:

@@ -24,7 +24,8 @@ class p:
             for i in pl.range(4):
                 la = pl.load(a, [i * 64, 0], [64, 64], target_memory=pl.Mem.Mat)
                 lb = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-                acc = pl.matmul(pl.move(la, target_memory=pl.Mem.Left), pl.move(lb, target_memory=pl.Mem.Right))
+                left = pl.move(la, target_memory=pl.Mem.Left)
+                acc = pl.matmul(left, pl.move(lb, target_memory=pl.Mem.Right))
                 x = pl.move(acc, target_memory=pl.Mem.Vec)
                 y = pl.{op}(x)
                 pl.store(y, [i * 64, 0], c)

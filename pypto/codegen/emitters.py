@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, type_of
 from pypto.ir.types import TileType
 
 
@@ -66,8 +66,8 @@ def _need(dst: str | None) -> str:
 
 def _load(c: Call, dst: str | None) -> list[str]:
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D load per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
-        batches = c.arg("shapes").items[0]  # type: ignore[union-attr]
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
+        batches = c.arg("shapes").items[0]  # type: ignore[attr-defined]
         return [
             f"TLOAD_BATCH({_need(dst)}, {_name(c.arg('tensor'))}, {b0}, {r}, {col}, {cpp_expr(batches)});"
         ]
@@ -79,8 +79,8 @@ def _store(c: Call, dst: str | None) -> list[str]:
     atomic = _literal(c.arg("atomic")) is AtomicType.Add
     out, tile = _name(c.arg("output_tensor")), _name(c.arg("tile"))
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D store per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
-        batches = c.arg("tile").type.shape[0]  # type: ignore[union-attr]
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
+        batches = c.arg("tile").type.shape[0]  # type: ignore[attr-defined]
         flag = "true" if atomic else "false"
         lines = [f"TSTORE_BATCH({out}, {b0}, {r}, {col}, {tile}, {batches}, {flag});"]
         return lines + ([f"Tensor {dst} = {out};"] if dst is not None else [])
@@ -126,7 +126,7 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
     src = c.arg("tile")
-    shape = src.type.shape  # type: ignore[union-attr]
+    shape = src.type.shape  # type: ignore[attr-defined]
     if _literal(c.arg("target_memory")) is MemorySpace.Left and len(shape) == 2 and shape[0] == 1:
         return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
     return [f"TMOV({_need(dst)}, {_name(src)});"]
@@ -257,7 +257,7 @@ def _element(c: Call, name: str) -> tuple[str, str]:
     e, x = c.arg("indices"), c.arg(name)
     items = [cpp_expr(i) for i in (e.items if isinstance(e, ListExpr) else (e,))]
     where = _name(x)
-    t = x.type
+    t = type_of(x)
     if isinstance(t, TileType) and len(t.shape) == 3 and len(items) == 3:
         _, r, col = t.shape
         where, items = f"TWINDOW({where}, ({items[0]}) * {r}, 0, {r}, {col})", items[1:]
@@ -330,9 +330,9 @@ EMITTERS.update(
 # --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
 def _transpose(c: Call, dst: str | None) -> list[str]:
     d, x = _need(dst), c.arg("x")
-    if len(x.type.shape) != 3:  # type: ignore[union-attr]
+    if len(x.type.shape) != 3:  # type: ignore[attr-defined]
         return [f"TTRANS({d}, {_name(x)});"]
-    b, r, col = x.type.shape  # type: ignore[union-attr]  # each matrix of the batch
+    b, r, col = x.type.shape  # type: ignore[attr-defined]  # each matrix of the batch
     rows = f"TWINDOW({d}, i_ * {col}, 0, {col}, {r}), TWINDOW({_name(x)}, i_ * {r}, 0, {r}, {col})"
     return [f"for (int32_t i_ = 0; i_ < {b}; ++i_) TTRANS({rows});"]
 
@@ -350,7 +350,7 @@ def _batch_matmul(accumulate: bool) -> Emitter:
     def emit(c: Call, dst: str | None) -> list[str]:
         d = _need(dst)  # batch_matmul_acc: the planner gives the result the accumulator's buffer
         lhs, rhs = c.arg("lhs"), c.arg("rhs")
-        counts = f"{_batches(infer_call_type(c))}, {_batches(lhs.type)}, {_batches(rhs.type)}"
+        counts = f"{_batches(infer_call_type(c))}, {_batches(type_of(lhs))}, {_batches(type_of(rhs))}"
         flags = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}, {'true' if accumulate else 'false'}"
         return [f"TMATMUL_BATCH({d}, {_name(lhs)}, {_name(rhs)}, {counts}, {flags});"]
 

@@ -13,7 +13,14 @@ from pypto.codegen.cpp_expr import cpp_name
 from pypto.ir.expr import Call, Var
 from pypto.ir.types import TileType
 
-_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+_CUBE: tuple[str, ...] = (
+    "tile.matmul",
+    "tile.matmul_acc",
+    "tile.matmul_bias",
+    "tile.gemv",
+    "tile.gemv_acc",
+    "tile.gemv_bias",
+)
 _CUBE += ("tile.batch_matmul", "tile.batch_matmul_acc")
 # The valid region is the op's own: creations, and layout ops that define or pad it.
 _NO_FLOW = (

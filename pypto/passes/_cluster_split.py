@@ -20,7 +20,7 @@ from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import MemorySpace, SplitMode
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.names import NameSupply
-from pypto.ir.stmt import Assign, Stmt
+from pypto.ir.stmt import Assign, Eval, Stmt
 from pypto.ir.types import ScalarType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
 
@@ -102,12 +102,14 @@ def halve_aiv(body: tuple[Stmt, ...], mode: SplitMode) -> tuple[Stmt, ...]:
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _SHAPED:
             c = s.value
             t = new.get(s.var.name, s.var.type)
+            if not isinstance(t, TileType):
+                return None
             args = list(c.args)
             args[_index(c, _SHAPED[c.op])] = as_expr(list(t.shape))
             if c.op == "tile.load":
                 args[_index(c, "offsets")] = _shift(c.arg("offsets"), old[s.var.name], t, sub)
             return dataclasses.replace(s, value=with_args(c, args))
-        if hasattr(s, "value") and isinstance(s.value, Call) and s.value.op == "tile.store":
+        if isinstance(s, (Assign, Eval)) and isinstance(s.value, Call) and s.value.op == "tile.store":
             c = s.value
             tile = c.arg("tile")
             if isinstance(tile, Var) and tile.name in new:

@@ -150,12 +150,12 @@ class _Lowerer:
                     "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
                     s.span,
                 )
-        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
+        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)  # type: ignore[attr-defined]
         m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
         n = b.shape[-2] if b_trans else b.shape[-1]
         ba, bb = (v.shape[0] if len(v.shape) == 3 else 1 for v in (a, b))
         batched = 3 in (len(a.shape), len(b.shape))  # pl.batch_matmul on [B, .., ..] tiles
-        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span, (ba, bb, max(ba, bb)))
+        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span, (ba, bb, max(ba, bb)))  # type: ignore[attr-defined]
         acc = None
         for k0 in range(0, k, kt):
             la = self.operand(out, a, k0, kt, not a_trans, MemorySpace.Left, s.span)  # A is [M, K]

@@ -11,12 +11,12 @@ import sys
 from typing import Any
 
 try:
-    from _sha256 import sha256  # CPython <= 3.11
+    from _sha256 import sha256  # type: ignore[import-not-found]  # CPython <= 3.11
 except ImportError:  # pragma: no cover - newer CPython names it _sha2; else OpenSSL's
     try:
-        from _sha2 import sha256  # type: ignore[no-redef]
+        from _sha2 import sha256  # type: ignore[import-not-found]
     except ImportError:
-        from hashlib import sha256  # type: ignore[no-redef]
+        from hashlib import sha256
 
 __all__ = ["Logger", "sha256"]
 

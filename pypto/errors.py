@@ -95,6 +95,11 @@ class VerifyError(CompileError):
     """The IR verifier rejected a program; the span names the offending node."""
 
 
+class MemoryCapacityError(CompileError):
+    """Tiles that must be live together do not fit in their on-chip memory space (names the
+    function, the space, the bytes needed and available, and the largest tiles)."""
+
+
 class CacheDirError(PyptoError):
     """A folder pypto must write (``PYPTO_CACHE_DIR``, an ``output_dir``) cannot be created or
     written; names the variable or field and the path."""

@@ -9,22 +9,38 @@ namespace {
 
 const char* python_class(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kMemorySpace: return "MemorySpaceError";
-    case ErrorKind::kOutOfBounds: return "OutOfBoundsError";
-    case ErrorKind::kShape: return "ShapeMismatchError";
-    case ErrorKind::kDType: return "DTypeMismatchError";
-    case ErrorKind::kFlag: return "FlagError";
-    case ErrorKind::kDeadlock: return "DeadlockError";
-    case ErrorKind::kHazard: return "HazardError";
-    case ErrorKind::kLoad: return "KernelLoadError";
-    case ErrorKind::kLimit: return "SimulationLimitError";
-    case ErrorKind::kCrossCore: return "CrossCoreError";
-    case ErrorKind::kRace: return "RaceError";
-    case ErrorKind::kInterrupted: return nullptr;
-    case ErrorKind::kInternal: return "SimulationError";
-    case ErrorKind::kInvalidArgument: return nullptr;
-    case ErrorKind::kReadOnly: return "ReadOnlyInputError";
-    case ErrorKind::kZeroDivision: return "KernelZeroDivisionError";
+    case ErrorKind::kMemorySpace:
+      return "MemorySpaceError";
+    case ErrorKind::kOutOfBounds:
+      return "OutOfBoundsError";
+    case ErrorKind::kShape:
+      return "ShapeMismatchError";
+    case ErrorKind::kDType:
+      return "DTypeMismatchError";
+    case ErrorKind::kFlag:
+      return "FlagError";
+    case ErrorKind::kDeadlock:
+      return "DeadlockError";
+    case ErrorKind::kHazard:
+      return "HazardError";
+    case ErrorKind::kLoad:
+      return "KernelLoadError";
+    case ErrorKind::kLimit:
+      return "SimulationLimitError";
+    case ErrorKind::kCrossCore:
+      return "CrossCoreError";
+    case ErrorKind::kRace:
+      return "RaceError";
+    case ErrorKind::kInterrupted:
+      return nullptr;
+    case ErrorKind::kInternal:
+      return "SimulationError";
+    case ErrorKind::kInvalidArgument:
+      return nullptr;
+    case ErrorKind::kReadOnly:
+      return "ReadOnlyInputError";
+    case ErrorKind::kZeroDivision:
+      return "KernelZeroDivisionError";
   }
   return "SimulationError";
 }

@@ -19,13 +19,15 @@ namespace {
 // Interned names: records keep const char* to static storage.
 const char* intern(const std::string& s) {
   static std::vector<std::unique_ptr<std::string>> pool;
-  for (const auto& p : pool) if (*p == s) return p->c_str();
+  for (const auto& p : pool)
+    if (*p == s) return p->c_str();
   pool.push_back(std::make_unique<std::string>(s));
   return pool.back()->c_str();
 }
 
 struct ModelHarness {
-  ModelHarness(const Platform& platform, bool record) : platform(platform), model(this->platform, record) {}
+  ModelHarness(const Platform& platform, bool record)
+      : platform(platform), model(this->platform, record) {}
   Platform platform;
   CoreModel model;
 };
@@ -112,8 +114,10 @@ void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
   in.op = OpDesc::fixed(cost);
   in.name = intern(name);
   in.loc = intern(loc);
-  for (const auto& [space, base, bytes] : reads) in.accesses.add({space, base, 1, bytes, bytes, false});
-  for (const auto& [space, base, bytes] : writes) in.accesses.add({space, base, 1, bytes, bytes, true});
+  for (const auto& [space, base, bytes] : reads)
+    in.accesses.add({space, base, 1, bytes, bytes, false});
+  for (const auto& [space, base, bytes] : writes)
+    in.accesses.add({space, base, 1, bytes, bytes, true});
   h.model.issue(std::move(in));
 }
 
@@ -121,8 +125,12 @@ py::list records(const ModelHarness& h) {
   py::list out;
   for (const InstrRecord& r : h.model.records()) {
     py::dict d;
-    d["index"] = r.index; d["name"] = r.name; d["pipe"] = pipe_name(r.pipe);
-    d["issue"] = r.issue; d["start"] = r.start; d["end"] = r.end;
+    d["index"] = r.index;
+    d["name"] = r.name;
+    d["pipe"] = pipe_name(r.pipe);
+    d["issue"] = r.issue;
+    d["start"] = r.start;
+    d["end"] = r.end;
     out.append(d);
   }
   return out;
@@ -132,43 +140,49 @@ using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 // c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place).
 void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate) {
-  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) || c.shape(0) != a.shape(0) ||
-      c.shape(1) != b.shape(1)) {
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) ||
+      c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1)) {
     throw std::invalid_argument("matmul_f32_form needs a [m, k], b [k, n] and c [m, n]");
   }
-  vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0), a.shape(1), b.shape(1),
-                      accumulate);
+  vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
+                      a.shape(1), b.shape(1), accumulate);
 }
 
 }  // namespace
 
 void bind_simulator(py::module_& m) {
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
-  m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"), py::arg("c").noconvert(),
-        py::arg("accumulate") = false);
+  m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
+        py::arg("c").noconvert(), py::arg("accumulate") = false);
   py::class_<ModelHarness>(m, "CoreModel")
       .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",
            py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
            py::arg("loc") = "")
       .def("instr", &instr, py::arg("pipe"), py::arg("spec"), py::arg("name") = "INSTR",
-           "Issues one instruction described as an ISA op would describe it, priced by the cost model.")
-      .def("set_flag", [](ModelHarness& h, int src, int dst, int id) {
-        h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
-      })
-      .def("wait_flag", [](ModelHarness& h, int src, int dst, int id) {
-        h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
-      })
-      .def("barrier", [](ModelHarness& h, int pipe) {
-        h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
-      })
+           "Issues one instruction described as an ISA op would describe it, priced by the cost "
+           "model.")
+      .def("set_flag",
+           [](ModelHarness& h, int src, int dst, int id) {
+             h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
+           })
+      .def("wait_flag",
+           [](ModelHarness& h, int src, int dst, int id) {
+             h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
+           })
+      .def("barrier",
+           [](ModelHarness& h, int pipe) {
+             h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
+           })
       .def("finish", [](ModelHarness& h) { h.model.finish(); })
       .def_property_readonly("records", &records)
-      .def_property_readonly("cycles", [](const ModelHarness& h) { return h.model.stats().total_cycles; })
-      .def_property_readonly("pipe_busy", [](const ModelHarness& h) {
-        const auto& b = h.model.stats().pipe_busy;
-        return std::vector<uint64_t>(b.begin(), b.end());
-      })
+      .def_property_readonly("cycles",
+                             [](const ModelHarness& h) { return h.model.stats().total_cycles; })
+      .def_property_readonly("pipe_busy",
+                             [](const ModelHarness& h) {
+                               const auto& b = h.model.stats().pipe_busy;
+                               return std::vector<uint64_t>(b.begin(), b.end());
+                             })
       .def_property_readonly("hazards", [](const ModelHarness& h) {
         std::vector<std::string> out;
         for (const Hazard& hz : h.model.hazards().found()) out.push_back(hz.describe());

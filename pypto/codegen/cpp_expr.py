@@ -43,9 +43,9 @@ def cpp_name(name: str) -> str:
 
 def cpp_scalar_type(t: Type | DataType) -> str:
     dtype = t.dtype if isinstance(t, ScalarType) else t
-    if dtype.is_float:
+    if dtype.is_float:  # type: ignore[union-attr]
         return "double"
-    if dtype.name == "BOOL":
+    if dtype.name == "BOOL":  # type: ignore[union-attr]
         return "bool"
     return "int64_t"
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, type_of
 from pypto.ir.types import TileType
 
 
@@ -66,8 +66,8 @@ def _need(dst: str | None) -> str:
 
 def _load(c: Call, dst: str | None) -> list[str]:
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D load per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
-        batches = c.arg("shapes").items[0]  # type: ignore[union-attr]
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
+        batches = c.arg("shapes").items[0]  # type: ignore[attr-defined]
         return [
             f"TLOAD_BATCH({_need(dst)}, {_name(c.arg('tensor'))}, {b0}, {r}, {col}, {cpp_expr(batches)});"
         ]
@@ -79,8 +79,8 @@ def _store(c: Call, dst: str | None) -> list[str]:
     atomic = _literal(c.arg("atomic")) is AtomicType.Add
     out, tile = _name(c.arg("output_tensor")), _name(c.arg("tile"))
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D store per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[union-attr]
-        batches = c.arg("tile").type.shape[0]  # type: ignore[union-attr]
+        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
+        batches = c.arg("tile").type.shape[0]  # type: ignore[attr-defined]
         flag = "true" if atomic else "false"
         lines = [f"TSTORE_BATCH({out}, {b0}, {r}, {col}, {tile}, {batches}, {flag});"]
         return lines + ([f"Tensor {dst} = {out};"] if dst is not None else [])
@@ -126,7 +126,7 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
     src = c.arg("tile")
-    shape = src.type.shape  # type: ignore[union-attr]
+    shape = src.type.shape  # type: ignore[attr-defined]
     if _literal(c.arg("target_memory")) is MemorySpace.Left and len(shape) == 2 and shape[0] == 1:
         return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
     return [f"TMOV({_need(dst)}, {_name(src)});"]
@@ -163,11 +163,12 @@ def _extract(c: Call, dst: str | None) -> list[str]:
 def _slice(c: Call, dst: str | None) -> list[str]:
     r, col = _offsets(c.arg("offset"))
     x = c.arg("x")
-    if x.type.memory is MemorySpace.Vec:  # type: ignore[union-attr]  # a Vec window: a VECTOR copy
+    if x.type.memory is MemorySpace.Vec:  # type: ignore[attr-defined]  # a Vec window: a VECTOR copy
         return [f"TEXTRACT({_need(dst)}, {_name(x)}, {r}, {col});"]
-    shape = c.arg("shape").items  # type: ignore[union-attr]  # elsewhere: a view of x's storage
+    # elsewhere: a view of x's storage
+    shape = c.arg("shape").items  # type: ignore[attr-defined]
     h, w = (1, shape[0]) if len(shape) == 1 else shape
-    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]
+    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]  # type: ignore[arg-type]
 
 
 def _assemble(c: Call, dst: str | None) -> list[str]:
@@ -177,7 +178,7 @@ def _assemble(c: Call, dst: str | None) -> list[str]:
 
 def _concat(c: Call, dst: str | None) -> list[str]:
     d, lhs = _need(dst), c.arg("lhs")
-    width = lhs.type.shape[-1]  # type: ignore[union-attr]
+    width = lhs.type.shape[-1]  # type: ignore[attr-defined]
     return [f"TINSERT({d}, 0, 0, {_name(lhs)});", f"TINSERT({d}, 0, {width}, {_name(c.arg('rhs'))});"]
 
 
@@ -185,7 +186,7 @@ PAD_CPP = {PadValue.zero: "PadValue::Zero", PadValue.max: "PadValue::Max", PadVa
 
 
 def _fillpad(c: Call, dst: str | None) -> list[str]:
-    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]
+    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]  # type: ignore[index]
 
 
 def _create(c: Call, dst: str | None) -> list[str]:
@@ -196,14 +197,14 @@ def _create(c: Call, dst: str | None) -> list[str]:
 def _flag(fn: str) -> Emitter:
     def emit(c: Call, dst: str | None) -> list[str]:
         src, dst_pipe, eid = (_literal(a) for a in c.args)
-        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]
+        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]  # type: ignore[index]
 
     return emit
 
 
 def _barrier(c: Call, dst: str | None) -> list[str]:
     pipe = _literal(c.args[0])
-    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]
+    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]  # type: ignore[index]
 
 
 EMITTERS: dict[str, Emitter] = {
@@ -256,7 +257,7 @@ def _element(c: Call, name: str) -> tuple[str, str]:
     e, x = c.arg("indices"), c.arg(name)
     items = [cpp_expr(i) for i in (e.items if isinstance(e, ListExpr) else (e,))]
     where = _name(x)
-    t = x.type
+    t = type_of(x)
     if isinstance(t, TileType) and len(t.shape) == 3 and len(items) == 3:
         _, r, col = t.shape
         where, items = f"TWINDOW({where}, ({items[0]}) * {r}, 0, {r}, {col})", items[1:]
@@ -266,7 +267,7 @@ def _element(c: Call, name: str) -> tuple[str, str]:
 def _read(c: Call, dst: str | None) -> list[str]:
     t = infer_call_type(c)
     value = "TREAD({}, {})".format(*_element(c, "src"))
-    ctype = cpp_scalar_type(t)  # type: ignore[arg-type]
+    ctype = cpp_scalar_type(t)
     return [f"const {ctype} {_need(dst)} = static_cast<{ctype}>({value});"]
 
 
@@ -276,8 +277,8 @@ def _write(c: Call, dst: str | None) -> list[str]:
 
 
 def _dim(c: Call, dst: str | None) -> list[str]:
-    shape = c.arg("x").type.shape  # type: ignore[union-attr]
-    axis = int(_literal(c.arg("axis"))) % len(shape)
+    shape = c.arg("x").type.shape  # type: ignore[attr-defined]
+    axis = int(_literal(c.arg("axis"))) % len(shape)  # type: ignore[call-overload]
     size = shape[axis] if isinstance(shape[axis], int) else f"{_name(c.arg('x'))}.desc->shape[{axis}]"
     return [f"const int64_t {_need(dst)} = {size};"]  # a pl.dynamic dim: read from the tensor
 
@@ -329,9 +330,9 @@ EMITTERS.update(
 # --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
 def _transpose(c: Call, dst: str | None) -> list[str]:
     d, x = _need(dst), c.arg("x")
-    if len(x.type.shape) != 3:  # type: ignore[union-attr]
+    if len(x.type.shape) != 3:  # type: ignore[attr-defined]
         return [f"TTRANS({d}, {_name(x)});"]
-    b, r, col = x.type.shape  # type: ignore[union-attr]  # each matrix of the batch
+    b, r, col = x.type.shape  # type: ignore[attr-defined]  # each matrix of the batch
     rows = f"TWINDOW({d}, i_ * {col}, 0, {col}, {r}), TWINDOW({_name(x)}, i_ * {r}, 0, {r}, {col})"
     return [f"for (int32_t i_ = 0; i_ < {b}; ++i_) TTRANS({rows});"]
 
@@ -349,7 +350,7 @@ def _batch_matmul(accumulate: bool) -> Emitter:
     def emit(c: Call, dst: str | None) -> list[str]:
         d = _need(dst)  # batch_matmul_acc: the planner gives the result the accumulator's buffer
         lhs, rhs = c.arg("lhs"), c.arg("rhs")
-        counts = f"{_batches(infer_call_type(c))}, {_batches(lhs.type)}, {_batches(rhs.type)}"
+        counts = f"{_batches(infer_call_type(c))}, {_batches(type_of(lhs))}, {_batches(type_of(rhs))}"
         flags = f"{_flag_arg(c, 'a_trans')}, {_flag_arg(c, 'b_trans')}, {'true' if accumulate else 'false'}"
         return [f"TMATMUL_BATCH({d}, {_name(lhs)}, {_name(rhs)}, {counts}, {flags});"]
 

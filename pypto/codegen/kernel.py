@@ -58,7 +58,7 @@ def tile_decl(var: Var, span: SourceSpan | None, regions: dict[str, int], valid:
         f"{cols}, {tile_address(t, var.name, span, regions)}"
     )
     if valid is not None and getattr(valid, "items", None):
-        vr, vc = (1, valid.items[0]) if len(valid.items) == 1 else valid.items
+        vr, vc = (1, valid.items[0]) if len(valid.items) == 1 else valid.items  # type: ignore[attr-defined]
         decl += f", static_cast<int32_t>({cpp_expr(vr) if not isinstance(vr, int) else vr}), "
         decl += f"static_cast<int32_t>({cpp_expr(vc)})"
     return decl + ");"
@@ -142,14 +142,14 @@ class _Emitter:
         for tmp, t, v in zip(temps, targets, last.values):
             if isinstance(t.type, TileType):
                 _check_same_storage(t, v, last.span)
-            value = cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)
+            value = cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)  # type: ignore[attr-defined]
             self.put(f"const auto {tmp} = {value};")
         for tmp, t in zip(temps, targets):
             self.put(f"{cpp_name(t.name)} = {tmp};")
 
     def for_(self, s: For) -> None:
         for it in s.iter_args:
-            init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)
+            init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)  # type: ignore[attr-defined]
             self.carried(it.var, init)
         i, stop, step = cpp_name(s.var.name), cpp_expr(s.stop), cpp_expr(s.step)
         if s.cond is not None:  # pl.while_: tested before each trip, over the carried values
@@ -193,11 +193,11 @@ def _cpp_kind(t: Type) -> str:
         return "Tile"
     if isinstance(t, TensorType):
         return "Tensor"
-    return cpp_scalar_type(t)  # type: ignore[arg-type]
+    return cpp_scalar_type(t)
 
 
 def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> None:
-    a = target.type.memref
+    a = target.type.memref  # type: ignore[attr-defined]
     b = value.type.memref if isinstance(value, Var) and isinstance(value.type, TileType) else None
     if (
         a is not None
@@ -207,7 +207,7 @@ def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> No
         and (a.offset, a.index) != (b.offset, b.index)
     ):
         raise CodegenError(
-            f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "
+            f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "  # type: ignore[attr-defined]
             f"(offsets {b.offset} and {a.offset}); AllocateMemoryAddr must give them one",
             span,
         )

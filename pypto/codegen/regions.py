@@ -49,7 +49,7 @@ def regions_of(fn: Function) -> list[Region]:
         if isinstance(node, Var) and isinstance(node.type, TileType):
             ref = node.type.memref
             if ref is not None and not ref.allocated and ref.size is not None and ref.name not in seen:
-                seen[ref.name] = Region(ref.name, node.type.memory.name, ref.slots, ref.size)
+                seen[ref.name] = Region(ref.name, node.type.memory.name, ref.slots, ref.size)  # type: ignore[union-attr]
     return list(seen.values())
 
 
@@ -72,7 +72,7 @@ def check_slot_rules(fn: Function) -> None:
     """Raises CodegenError for a PTOAS slot declaration the planner cannot honour."""
     for node in walk(fn.body):
         if isinstance(node, Assign) and _declared(node.var):
-            ref = node.var.type.memref
+            ref = node.var.type.memref  # type: ignore[attr-defined]
             if ref.slots == 1:
                 raise CodegenError(
                     f'pl.MemRef("{ref.name}") declares a single slot; the PTOAS planner refuses '
@@ -130,10 +130,10 @@ def _lifetimes(loop: For) -> dict[str, _Use]:
     end = len(loop.body)
     for pos, s in enumerate(loop.body):
         for name, (v, span) in _defs(s).items():
-            uses[name] = _Use(v, v.type.memref, pos, pos, span)
+            uses[name] = _Use(v, v.type.memref, pos, pos, span)  # type: ignore[attr-defined]
         for node in walk(s):
             if isinstance(node, Var) and _declared(node):
-                use = uses.setdefault(node.name, _Use(node, node.type.memref, -1, end, loop.span))
+                use = uses.setdefault(node.name, _Use(node, node.type.memref, -1, end, loop.span))  # type: ignore[attr-defined]
                 use.last = max(use.last, pos)
     return uses
 

@@ -13,7 +13,14 @@ from pypto.codegen.cpp_expr import cpp_name
 from pypto.ir.expr import Call, Var
 from pypto.ir.types import TileType
 
-_CUBE = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+_CUBE: tuple[str, ...] = (
+    "tile.matmul",
+    "tile.matmul_acc",
+    "tile.matmul_bias",
+    "tile.gemv",
+    "tile.gemv_acc",
+    "tile.gemv_bias",
+)
 _CUBE += ("tile.batch_matmul", "tile.batch_matmul_acc")
 # The valid region is the op's own: creations, and layout ops that define or pad it.
 _NO_FLOW = (
@@ -29,7 +36,7 @@ def _tiles(call: Call) -> list[Var]:
 
 
 def _cube(call: Call, dst: str) -> list[str]:
-    lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[union-attr]
+    lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[attr-defined]
     flags = call.op in ("tile.matmul", "tile.matmul_acc", "tile.batch_matmul", "tile.batch_matmul_acc")
     a_trans = flags and bool(getattr(call.arg("a_trans"), "value", False))
     b_trans = flags and bool(getattr(call.arg("b_trans"), "value", False))
@@ -49,7 +56,7 @@ def valid_flow(call: Call, result: Var) -> list[str]:
     lines = []
     for dim, field in ((0, "valid_rows"), (1, "valid_cols")):
         for t in tiles:
-            if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:
-                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")
+            if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:  # type: ignore[attr-defined]
+                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")  # type: ignore[attr-defined]
                 break
     return lines

@@ -27,7 +27,7 @@ L2_LINE_BYTES = (
 
 def _static(shape: Expr | None) -> tuple[int, ...] | None:
     if isinstance(shape, ListExpr) and all(isinstance(i, Const) for i in shape.items):
-        return tuple(int(i.value) for i in shape.items)  # type: ignore[union-attr]
+        return tuple(int(i.value) for i in shape.items)  # type: ignore[attr-defined]
     return None
 
 

@@ -45,9 +45,10 @@ def interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval | None:
 
 def loop_interval(start: Expr, stop: Expr, step: Expr) -> Interval | None:
     """The values a loop variable takes, when the bounds are constants and the loop runs."""
-    if not all(isinstance(x, Const) and isinstance(x.value, int) for x in (start, stop, step)):
+    values = [x.value for x in (start, stop, step) if isinstance(x, Const) and isinstance(x.value, int)]
+    if len(values) != 3:
         return None
-    lo, hi, st = int(start.value), int(stop.value), int(step.value)  # type: ignore[union-attr]
+    lo, hi, st = (int(v) for v in values)
     if st > 0 and hi > lo:
         return (lo, lo + (hi - lo - 1) // st * st)
     if st < 0 and hi < lo:

@@ -9,16 +9,15 @@ from typing import Any
 
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir.enums import SplitMode
+from pypto.language.markers import ScopeMarker
 
 CLUSTER_KEYWORDS = ("name_hint", "deps")
 
 
 def parse_optimizations(
-    node: ast.expr, fold: Callable[[ast.expr], Any], span: Callable[[ast.AST], SourceSpan]
-):
+    node: ast.expr, fold: Callable[[ast.expr], Any], span: Callable[[ast.AST], SourceSpan | None]
+) -> SplitMode | None:
     """The split mode named by ``optimizations=[pl.split(mode)]`` (None: no split given)."""
-    from pypto import language as pl
-
     items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
     if items is None:
         raise TypeCheckError(
@@ -26,7 +25,10 @@ def parse_optimizations(
         )
     split = None
     for item in items:
-        if not (isinstance(item, ast.Call) and fold(item.func) is pl.split):
+        marker = fold(item.func) if isinstance(item, ast.Call) else None
+        if not (
+            isinstance(item, ast.Call) and isinstance(marker, ScopeMarker) and marker.dsl_name == "split"
+        ):
             raise TypeCheckError(
                 f"unknown optimization `{ast.unparse(item)}`; known: pl.split(pl.SplitMode.<MODE>)",
                 span(item),

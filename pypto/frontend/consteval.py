@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.errors import CompileError, TypeCheckError, UnknownNameError
 from pypto.frontend.source import KernelSource
-from pypto.ir.expr import Expr
+from pypto.ir.expr import Expr, as_expr
 from pypto.ir.types import DynDim, MemRef, TensorType, TileType
 from pypto.language import annotations as ann
 from pypto.language.decorators import HostFunction
@@ -160,7 +160,7 @@ class Folder:
         v = self.fold(node.operand)
         if v is NOT_CONST or not _plain(v):
             return NOT_CONST
-        ops = {
+        ops: dict[type, Callable[[Any], Any]] = {
             ast.USub: operator.neg,
             ast.UAdd: operator.pos,
             ast.Not: operator.not_,
@@ -198,6 +198,8 @@ class Folder:
             return NOT_CONST
         if not isinstance(base, _SUBSCRIPTABLE):
             return NOT_CONST
+        if isinstance(base, MemRef):  # slot selection: the index becomes an IR expression
+            return ann.ir_memref(base).at(as_expr(index))
         return base[index]
 
     def _fold_Slice(self, node: ast.Slice) -> Any:
@@ -211,10 +213,10 @@ class Folder:
         if fn is NOT_CONST or not (fn in _PURE_CALLS or isinstance(fn, HostFunction)):
             return NOT_CONST
         args = [self.fold(a) for a in node.args]
-        kwargs = {k.arg: self.fold(k.value) for k in node.keywords}
-        if any(a is NOT_CONST for a in args) or any(v is NOT_CONST for v in kwargs.values()):
+        if any(k.arg is None for k in node.keywords):  # f(**mapping)
             return NOT_CONST
-        if any(k is None for k in kwargs):
+        kwargs = {str(k.arg): self.fold(k.value) for k in node.keywords}
+        if any(a is NOT_CONST for a in args) or any(v is NOT_CONST for v in kwargs.values()):
             return NOT_CONST
         if fn is ann.MemRef and not args and "name" not in kwargs:
             # an unnamed buffer spelled in kernel source: named after that spelling

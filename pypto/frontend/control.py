@@ -1,4 +1,4 @@
-"""Loops, branches and ``pl.at`` scopes (a mixin of :class:`FunctionParser`).
+"""Loops, branches and ``pl.at`` scopes, for :class:`~pypto.frontend.function.FunctionParser`.
 
 Two spellings of loop-carried values are accepted:
 
@@ -13,8 +13,7 @@ Both produce the same IR: ``For.iter_args`` / ``results`` and a trailing ``Yield
 from __future__ import annotations
 
 import ast
-import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend.bounds import loop_interval
@@ -24,7 +23,10 @@ from pypto.ir.enums import ForKind, FunctionType, Level, SplitMode
 from pypto.ir.expr import Const, Expr, Var, type_of
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType, Type, format_type, same_shape_dtype
-from pypto.language.markers import LoopMarker, ScopeMarker, WhileMarker, YieldMarker
+from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
+
+if TYPE_CHECKING:
+    from pypto.frontend.state import ParserState
 
 
 def assigned_names(body: list[ast.stmt]) -> list[str]:
@@ -53,43 +55,59 @@ def assigned_names(body: list[ast.stmt]) -> list[str]:
     return list(found)
 
 
+def name_list(node: ast.expr) -> list[str] | None:
+    """The names of ``(a, b, ...)`` / ``[a, b, ...]`` when every element is a plain name."""
+    if not isinstance(node, (ast.Tuple, ast.List)):
+        return None
+    names = [e.id for e in node.elts if isinstance(e, ast.Name)]
+    return names if len(names) == len(node.elts) else None
+
+
+def value_type(e: Expr) -> Type:
+    """The type of a value checked by ``LoopCarry._need_values``."""
+    t = type_of(e)
+    assert t is not None, "carried values are checked first"
+    return t
+
+
 def _carry_compatible(want: Type | None, got: Type | None) -> bool:
     if isinstance(want, (TileType, TensorType)):
-        return type(got) is type(want) and same_shape_dtype(want, got)  # type: ignore[arg-type]
+        return type(got) is type(want) and same_shape_dtype(want, got)
     return isinstance(want, ScalarType) and want == got
 
 
-class ControlFlow:
-    """``for`` / ``if`` / ``with pl.at`` handling; see the module docstring."""
+class LoopCarry:
+    """Values carried around loops and branches (shared by ``for``/``if`` and ``pl.while_``)."""
 
-    # Provided by FunctionParser.
-    env: dict[str, Any]
+    def __init__(self, p: ParserState) -> None:
+        self.p = p
 
-    def is_yield(self, node: ast.AST | None) -> bool:
-        return isinstance(node, ast.Call) and isinstance(self.folder.fold(node.func), YieldMarker)
+    def is_yield(self, node: ast.AST | None) -> TypeGuard[ast.Call]:
+        return isinstance(node, ast.Call) and isinstance(self.p.folder.fold(node.func), YieldMarker)
 
     def _yield_assign(self, stmt: ast.stmt) -> tuple[list[str], ast.Call] | None:
         """``a, b = pl.yield_(x, y)`` → (["a", "b"], call)."""
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and self.is_yield(stmt.value):
             t = stmt.targets[0]
             elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
-            if all(isinstance(e, ast.Name) for e in elts):
-                return [e.id for e in elts], stmt.value  # type: ignore[return-value]
+            names = [e.id for e in elts if isinstance(e, ast.Name)]
+            if len(names) == len(elts):
+                return names, stmt.value
         if (
             isinstance(stmt, ast.AnnAssign)
             and isinstance(stmt.target, ast.Name)
             and self.is_yield(stmt.value)
         ):
-            return [stmt.target.id], stmt.value  # type: ignore[return-value]
+            return [stmt.target.id], stmt.value
         return None
 
     def _lower_in(self, body: list[Stmt], nodes: list[ast.expr]) -> list[Expr]:
         """Lower expressions with ``body`` as the current block (temporaries land there)."""
-        self.blocks.append(body)
+        self.p.blocks.append(body)
         try:
-            return [self.exprs.value(n) for n in nodes]
+            return [self.p.exprs.value(n) for n in nodes]
         finally:
-            self.blocks.pop()
+            self.p.blocks.pop()
 
     def _check_carry(self, names: list[str], want: list[Type | None], got: list[Expr], node: ast.AST) -> None:
         for n, w, g in zip(names, want, got):
@@ -99,84 +117,83 @@ class ControlFlow:
                     f"`{n}` is carried around the loop/branch but its type changes: "
                     f"{format_type(w) if w else 'not a value'} before, "
                     f"{format_type(got_t) if got_t else 'not a value'} after",
-                    self.span(node),
+                    self.p.span(node),
                 )
 
     def _need_values(self, names: list[str], values: list[Expr], node: ast.AST) -> None:
+        """Every carried value is a tile, tensor or scalar (``value_type`` holds after this)."""
         for n, v in zip(names, values):
             if type_of(v) is None:
                 raise TypeCheckError(
                     f"`{n}` cannot be carried around a loop (it is not a tile, tensor or scalar)",
-                    self.span(node),
+                    self.p.span(node),
                 )
 
     def _leave(self, saved: dict[str, Any], where: str) -> None:
-        for name in self.env:
+        for name in self.p.env:
             if name not in saved:
-                self.inner_defs[name] = where
-        self.env = saved
+                self.p.inner_defs[name] = where
+        self.p.env = saved
+
+
+class ControlFlow(LoopCarry):
+    """``for`` / ``if`` / ``with pl.at`` handling; see the module docstring."""
 
     # --- for ---------------------------------------------------------------------------------
     def for_(self, node: ast.For) -> None:
-        call = node.iter
-        if isinstance(call, ast.Call) and isinstance(self.folder.fold(call.func), WhileMarker):
-            self.while_(node)  # type: ignore[attr-defined]
-            return
-        if isinstance(call, ast.Call) and getattr(self.folder.fold(call.func), "dsl_name", None) == "spmd":
-            self.spmd_for(node)  # type: ignore[attr-defined]
-            return
         kind, bounds, init_nodes, stage = self._loop_header(node)
         target, iter_names = self._loop_target(node.target, init_nodes)
-        saved, saved_ranges = dict(self.env), dict(self.ctx.ranges)
-        loop_var = Var(self.names.claim(target), INDEX_TYPE, span=self.span(node.target))
+        saved, saved_ranges = dict(self.p.env), dict(self.p.ctx.ranges)
+        loop_var = Var(self.p.names.claim(target), INDEX_TYPE, span=self.p.span(node.target))
         if init_nodes is None:  # implicit: names bound before the loop and rebound inside it
-            names = [n for n in assigned_names(node.body) if n in self.env and n != target]
-            inits = [self.value_of(n, node) for n in names]
+            names = [n for n in assigned_names(node.body) if n in self.p.env and n != target]
+            inits = [self.p.value_of(n, node) for n in names]
             body_nodes, yield_targets = node.body, names
         else:
-            names, inits = iter_names, [self.exprs.value(n) for n in init_nodes]
+            names, inits = iter_names, [self.p.exprs.value(n) for n in init_nodes]
             body_nodes, yield_targets = self._explicit_body(node, target, iter_names)
         self._need_values(names, inits, node)
         iters = [
-            Var(self.names.claim(n), type_of(i), span=self.span(node.target)) for n, i in zip(names, inits)
+            Var(self.p.names.claim(n), value_type(i), span=self.p.span(node.target))
+            for n, i in zip(names, inits)
         ]
-        self.env[target] = loop_var
-        self.env.update(zip(names, iters))
+        self.p.env[target] = loop_var
+        self.p.env.update(zip(names, iters))
         interval = loop_interval(*bounds)
         if interval is not None:
-            self.ctx.ranges[loop_var.name] = interval
-        body = self.block(body_nodes)
+            self.p.ctx.ranges[loop_var.name] = interval
+        body = self.p.block(body_nodes)
         if init_nodes is None:
-            yields = [self.value_of(n, node) for n in names]
+            yields = [self.p.value_of(n, node) for n in names]
         else:
             yields = self._lower_in(body, self._yield_assign(node.body[-1])[1].args)  # type: ignore[index]
         self._check_carry(names, [i.type for i in iters], yields, node)
         if iters:
-            body.append(Yield(tuple(yields), span=self.span(node.body[-1])))
-        self._leave(saved, f"the loop at line {self.span(node).line}")  # type: ignore[union-attr]
-        self.ctx.ranges = saved_ranges
+            body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))
+        self._leave(saved, f"the loop at line {node.lineno + self.p.src.line_offset}")
+        self.p.ctx.ranges = saved_ranges
         results = [
-            Var(self.names.claim(n), i.type, span=self.span(node)) for n, i in zip(yield_targets, iters)
+            Var(self.p.names.claim(n), i.type, span=self.p.span(node)) for n, i in zip(yield_targets, iters)
         ]
-        self.env.update(zip(yield_targets, results))
+        self.p.env.update(zip(yield_targets, results))
         carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
-        self.emit(
-            For(loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, span=self.span(node))
+        self.p.emit(
+            For(loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, span=self.p.span(node))
         )
 
     def _loop_header(self, node: ast.For) -> tuple[ForKind, tuple[Expr, Expr, Expr], list | None, int | None]:
         if node.orelse:
             raise UnsupportedSyntaxError(
-                "`for ... else` is not supported inside a pypto kernel", self.span(node)
+                "`for ... else` is not supported inside a pypto kernel", self.p.span(node)
             )
         call = node.iter
-        marker = self.folder.fold(call.func) if isinstance(call, ast.Call) else None
+        marker = self.p.folder.fold(call.func) if isinstance(call, ast.Call) else None
         if not isinstance(marker, LoopMarker):
             raise UnsupportedSyntaxError(
                 "kernel loops iterate over pl.range / pl.parallel / pl.pipeline / pl.unroll(...)",
-                self.span(node.iter),
+                self.p.span(node.iter),
             )
-        return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type, return-value]
+        return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type]
 
     def _loop_args(
         self, kind: ForKind, call: ast.Call
@@ -184,9 +201,9 @@ class ControlFlow:
         name = f"pl.{kind.name}"
         if not 1 <= len(call.args) <= 3:
             raise TypeCheckError(
-                f"{name} takes 1 to 3 positional arguments (stop | start, stop[, step])", self.span(call)
+                f"{name} takes 1 to 3 positional arguments (stop | start, stop[, step])", self.p.span(call)
             )
-        values = [self.exprs.index(a) for a in call.args]
+        values = [self.p.exprs.index(a) for a in call.args]
         start, stop, step = (
             (Const(0), values[0], Const(1))
             if len(values) == 1
@@ -196,101 +213,96 @@ class ControlFlow:
         for kw in call.keywords:
             if kw.arg == "init_values":
                 if not isinstance(kw.value, (ast.Tuple, ast.List)):
-                    raise TypeCheckError("init_values must be a tuple of values", self.span(kw.value))
+                    raise TypeCheckError("init_values must be a tuple of values", self.p.span(kw.value))
                 init_nodes = list(kw.value.elts)
             elif kw.arg == "stage" and kind is ForKind.pipeline:
-                stage = self.folder.fold(kw.value)
+                stage = self.p.folder.fold(kw.value)
                 if not isinstance(stage, int) or isinstance(stage, bool) or stage < 1:
                     raise TypeCheckError(
-                        "pl.pipeline stage must be a compile-time int >= 1", self.span(kw.value)
+                        "pl.pipeline stage must be a compile-time int >= 1", self.p.span(kw.value)
                     )
             else:
-                raise TypeCheckError(f"{name} has no parameter `{kw.arg}`", self.span(kw))
+                raise TypeCheckError(f"{name} has no parameter `{kw.arg}`", self.p.span(kw))
         if kind is ForKind.pipeline and stage is None:
             raise TypeCheckError(
-                "pl.pipeline needs stage=<depth>, e.g. pl.pipeline(n, stage=2)", self.span(call)
+                "pl.pipeline needs stage=<depth>, e.g. pl.pipeline(n, stage=2)", self.p.span(call)
             )
         if isinstance(step, Const) and step.value == 0:
-            raise TypeCheckError(f"{name} step must not be 0", self.span(call))
+            raise TypeCheckError(f"{name} step must not be 0", self.p.span(call))
         if kind is ForKind.unroll and not all(isinstance(v, Const) for v in (start, stop, step)):
-            raise TypeCheckError("pl.unroll bounds must be compile-time constants", self.span(call))
+            raise TypeCheckError("pl.unroll bounds must be compile-time constants", self.p.span(call))
         return (start, stop, step), init_nodes, stage
 
     def _loop_target(self, target: ast.expr, init_nodes: list | None) -> tuple[str, list[str]]:
         if isinstance(target, ast.Name) and init_nodes is None:
             return target.id, []
-        ok = (
-            isinstance(target, ast.Tuple)
-            and len(target.elts) == 2
-            and isinstance(target.elts[0], ast.Name)
-            and isinstance(target.elts[1], (ast.Tuple, ast.List))
-            and all(isinstance(e, ast.Name) for e in target.elts[1].elts)
-        )
-        if not ok or init_nodes is None:
+        pair = target.elts if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+        index = pair[0] if pair is not None and isinstance(pair[0], ast.Name) else None
+        names = name_list(pair[1]) if pair is not None else None
+        if index is None or names is None or init_nodes is None:
             raise UnsupportedSyntaxError(
                 "write `for i in pl.range(...)`, or `for i, (a, b) in pl.range(..., init_values=(a0, b0))`",
-                self.span(target),
+                self.p.span(target),
             )
-        names = [e.id for e in target.elts[1].elts]  # type: ignore[attr-defined]
         if len(names) != len(init_nodes):
             raise TypeCheckError(
-                f"{len(names)} loop-carried names but {len(init_nodes)} init_values", self.span(target)
+                f"{len(names)} loop-carried names but {len(init_nodes)} init_values", self.p.span(target)
             )
-        return target.elts[0].id, names  # type: ignore[attr-defined]
+        return index.id, names
 
     def _explicit_body(self, node: ast.For, target: str, iter_names: list[str]) -> tuple[list, list[str]]:
         last = self._yield_assign(node.body[-1]) if node.body else None
         if last is None:
             raise UnsupportedSyntaxError(
                 "a loop with init_values must end with `x = pl.yield_(...)`",
-                self.span(node.body[-1] if node.body else node),
+                self.p.span(node.body[-1] if node.body else node),
             )
         if len(last[0]) != len(iter_names) or len(last[1].args) != len(iter_names):
-            raise TypeCheckError(f"pl.yield_ must carry {len(iter_names)} values", self.span(node.body[-1]))
+            raise TypeCheckError(f"pl.yield_ must carry {len(iter_names)} values", self.p.span(node.body[-1]))
         skip = {target, *iter_names}
-        rebound = [n for n in assigned_names(node.body[:-1]) if n in self.env and n not in skip]
+        rebound = [n for n in assigned_names(node.body[:-1]) if n in self.p.env and n not in skip]
         if rebound:
             raise UnsupportedSyntaxError(
                 f"the loop rebinds `{rebound[0]}`, defined before it; with init_values, carry it explicitly",
-                self.span(node),
+                self.p.span(node),
             )
         return node.body[:-1], last[0]
 
     # --- if ---------------------------------------------------------------------------------------
     def if_(self, node: ast.If) -> None:
-        cond = self.folder.fold(node.test)
+        cond = self.p.folder.fold(node.test)
         if cond is not NOT_CONST:  # a compile-time condition selects one branch, inline
             self._static_branch(node.body if cond else node.orelse)
             return
-        test = self.exprs.value(node.test)
+        test = self.p.exprs.value(node.test)
         if not isinstance(type_of(test), ScalarType):
             raise TypeCheckError(
-                f"an if condition must be a scalar, got `{ast.unparse(node.test)}`", self.span(node.test)
+                f"an if condition must be a scalar, got `{ast.unparse(node.test)}`", self.p.span(node.test)
             )
-        saved = dict(self.env)
+        saved = dict(self.p.env)
         explicit = bool(node.body) and self._yield_assign(node.body[-1]) is not None
         branches = []
         for stmts in (node.body, node.orelse):
-            self.env = dict(saved)
+            self.p.env = dict(saved)
             body_nodes = stmts[:-1] if explicit and stmts else stmts
-            body = self.block(body_nodes)
-            branches.append((body, self.env, stmts))
+            body = self.p.block(body_nodes)
+            branches.append((body, self.p.env, stmts))
         names = self._merge_names(node, saved, branches, explicit)
         values = [self._branch_values(node, names, b, explicit) for b in branches]
         want = [type_of(v) for v in values[0]]
-        self._check_carry(names, want, values[1], node)  # type: ignore[arg-type]
-        where = f"an if branch at line {self.span(node).line}"  # type: ignore[union-attr]
+        self._check_carry(names, want, values[1], node)
+        where = f"an if branch at line {node.lineno + self.p.src.line_offset}"
         for _, env, _ in branches:
-            self.env = env
+            self.p.env = env
             self._leave(dict(saved), where)
-        self.env = saved
-        results = [Var(self.names.claim(n), t, span=self.span(node)) for n, t in zip(names, want)]  # type: ignore
+        self.p.env = saved
+        results = [Var(self.p.names.claim(n), t, span=self.p.span(node)) for n, t in zip(names, want)]  # type: ignore
         for (body, _, stmts), vals in zip(branches, values):
             if names:
-                body.append(Yield(tuple(vals), span=self.span(stmts[-1] if stmts else node)))
-        self.env.update(zip(names, results))
-        self.emit(
-            If(test, tuple(branches[0][0]), tuple(branches[1][0]), tuple(results), span=self.span(node))
+                body.append(Yield(tuple(vals), span=self.p.span(stmts[-1] if stmts else node)))
+        self.p.env.update(zip(names, results))
+        self.p.emit(
+            If(test, tuple(branches[0][0]), tuple(branches[1][0]), tuple(results), span=self.p.span(node))
         )
 
     def _static_branch(self, stmts: list[ast.stmt]) -> None:
@@ -298,16 +310,16 @@ class ControlFlow:
         ``names = pl.yield_(values)`` binds the names as the merged if would."""
         tail = self._yield_assign(stmts[-1]) if stmts else None
         for stmt in stmts[:-1] if tail else stmts:
-            self.stmt(stmt)
+            self.p.stmt(stmt)
         if tail is None:
             return
         names, call = tail
         if len(names) != len(call.args):
             raise TypeCheckError(
-                f"pl.yield_ gives {len(call.args)} values for {len(names)} names", self.span(stmts[-1])
+                f"pl.yield_ gives {len(call.args)} values for {len(names)} names", self.p.span(stmts[-1])
             )
         for name, arg in zip(names, call.args):
-            self.env[name] = self.exprs.value(arg)
+            self.p.env[name] = self.p.exprs.value(arg)
 
     def _merge_names(self, node: ast.If, saved: dict, branches: list, explicit: bool) -> list[str]:
         if not explicit:
@@ -321,7 +333,7 @@ class ControlFlow:
         if heads[1] is None or heads[0][0] != heads[1][0]:  # type: ignore[index]
             raise UnsupportedSyntaxError(
                 "both branches must end with `names = pl.yield_(...)` naming the same results",
-                self.span(node),
+                self.p.span(node),
             )
         return heads[0][0]  # type: ignore[index]
 
@@ -329,80 +341,91 @@ class ControlFlow:
         body, env, stmts = branch
         if explicit:
             call = self._yield_assign(stmts[-1])[1]  # type: ignore[index]
-            self.env = env
+            self.p.env = env
             return self._lower_in(body, call.args)
-        return [self.value_of(n, node, env) for n in names]
+        return [self.p.value_of(n, node, env) for n in names]
 
     # --- with pl.at ------------------------------------------------------------------------------
     def with_(self, node: ast.With) -> None:
         item = node.items[0]
         call = item.context_expr
-        marker = self.folder.fold(call.func if isinstance(call, ast.Call) else call)
+        marker = self.p.folder.fold(call.func if isinstance(call, ast.Call) else call)
         if len(node.items) != 1 or not isinstance(marker, ScopeMarker) or not isinstance(call, ast.Call):
             raise UnsupportedSyntaxError(
-                "`with` is only supported for pl.at(...) inside a kernel", self.span(node)
+                "`with` is only supported for pl.at(...) inside a kernel", self.p.span(node)
             )
-        if marker.dsl_name == "spmd":
-            self.spmd_with(node)  # type: ignore[attr-defined]
-            return
         if marker.dsl_name not in ("at", "cluster"):
-            raise UnsupportedSyntaxError(f"`with pl.{marker.dsl_name}(...)` is not a scope", self.span(node))
-        if self.kind is not FunctionType.Orchestration:
+            raise UnsupportedSyntaxError(
+                f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
+            )
+        if self.p.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
-                self.span(node),
+                self.p.span(node),
             )
-        if self.ctx.in_scope:
-            raise MisplacedOpError("pl.at scopes cannot be nested", self.span(node))
+        if self.p.ctx.in_scope:
+            raise MisplacedOpError("pl.at scopes cannot be nested", self.p.span(node))
         cluster = marker.dsl_name == "cluster"
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
         level, name_hint, deps, split = self._scope_args(call)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
-            raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.span(handle))
-        self.ctx.in_scope = True
+            raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.p.span(handle))
+        self.p.ctx.in_scope = True
         try:
-            body = self.block(node.body)
+            body = self.p.block(node.body)
         finally:
-            self.ctx.in_scope = False
+            self.p.ctx.in_scope = False
         name = handle.id if handle is not None else None
-        scope = Scope(level, tuple(body), name_hint, tuple(deps), name, cluster=cluster, split=split)
-        self.emit(dataclasses.replace(scope, span=self.span(node)))
+        scope = Scope(
+            level,
+            tuple(body),
+            name_hint,
+            tuple(deps),
+            name,
+            cluster=cluster,
+            split=split,
+            span=self.p.span(node),
+        )
+        self.p.emit(scope)
         if name is not None:
-            self.handles.add(name)
+            self.p.handles.add(name)
 
     def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None]:
         args: dict[str, ast.expr] = dict(zip(("level",), call.args))
         if len(call.args) > 1:
-            raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.span(call))
+            raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.p.span(call))
         for kw in call.keywords:
             if kw.arg not in ("level", "name_hint", "deps", "optimizations") or kw.arg in args:
                 raise TypeCheckError(
                     f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps, optimizations)",
-                    self.span(kw),
+                    self.p.span(kw),
                 )
             args[kw.arg] = kw.value
         opts = args.get("optimizations")
-        split = parse_optimizations(opts, self.folder.fold, self.span) if opts is not None else None
-        level = self.folder.fold(args["level"]) if "level" in args else Level.CORE_GROUP
+        split = parse_optimizations(opts, self.p.folder.fold, self.p.span) if opts is not None else None
+        level = self.p.folder.fold(args["level"]) if "level" in args else Level.CORE_GROUP
         level = Level.CORE_GROUP if level is None else level
         if not isinstance(level, Level):
-            raise TypeCheckError("pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.span(call))
-        hint = self.folder.fold(args["name_hint"]) if "name_hint" in args else None
+            raise TypeCheckError(
+                "pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.p.span(call)
+            )
+        hint = self.p.folder.fold(args["name_hint"]) if "name_hint" in args else None
         if hint is not None and not isinstance(hint, str):
-            raise TypeCheckError("pl.at name_hint must be a string", self.span(args["name_hint"]))
-        return level, hint, self.task_deps(args.get("deps")), split
+            raise TypeCheckError("pl.at name_hint must be a string", self.p.span(args["name_hint"]))
+        return level, hint, task_deps(self.p, args.get("deps")), split
 
-    def task_deps(self, node: ast.expr | None) -> list[str]:
-        """``deps=[h, ...]``: handles of earlier ``with pl.at(...) as h:`` scopes."""
-        deps = []
-        for d in node.elts if isinstance(node, (ast.List, ast.Tuple)) else ([node] if node else []):
-            if not isinstance(d, ast.Name) or d.id not in self.handles:
-                raise UnknownNameError(
-                    f"deps names `{ast.unparse(d)}`, which is not the handle of an earlier "
-                    "`with pl.at(...) as <name>:`",
-                    self.span(d),
-                )
-            deps.append(d.id)
-        return deps
+
+def task_deps(p: ParserState, node: ast.expr | None) -> list[str]:
+    """``deps=[h, ...]``: handles of earlier ``with pl.at(...) as h:`` scopes."""
+    deps = []
+    for d in node.elts if isinstance(node, (ast.List, ast.Tuple)) else ([node] if node else []):
+        if not isinstance(d, ast.Name) or d.id not in p.handles:
+            raise UnknownNameError(
+                f"deps names `{ast.unparse(d)}`, which is not the handle of an earlier "
+                "`with pl.at(...) as <name>:`",
+                p.span(d),
+            )
+        deps.append(d.id)
+    return deps

@@ -17,7 +17,9 @@ from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, Uns
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
+from pypto.frontend.control import task_deps
 from pypto.frontend.semantic import INCORE_BLOCK_HINT
+from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
@@ -26,7 +28,7 @@ from pypto.language.decorators import InlineFunction, JitFunction, KernelFunctio
 from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
 
 if TYPE_CHECKING:
-    from pypto.frontend.function import FunctionParser
+    from pypto.frontend.state import ParserState
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -55,7 +57,7 @@ def _is_array(t: Type | None) -> bool:
 class ExprLowerer:
     """Lowers the expressions of one function; emits temporaries through its parser."""
 
-    def __init__(self, fp: FunctionParser) -> None:
+    def __init__(self, fp: ParserState) -> None:
         self.fp = fp
 
     def span(self, node: ast.AST):
@@ -68,10 +70,12 @@ class ExprLowerer:
             return self.valued_call(node)
         e = self.value(node)
         block = self.fp.blocks[-1]
-        if block and isinstance(block[-1], Assign) and block[-1].var is e:
+        last = block[-1] if block else None
+        if isinstance(last, Assign) and isinstance(e, Var) and last.var is e:
             # Operator sugar (t + u, x[0:32, :]) made a temporary for the value itself: hand the
             # call back so the assignment binds it under the user's name.
-            return block.pop().value, e.type
+            block.pop()
+            return last.value, e.type
         return e, type_of(e)
 
     def value(self, node: ast.expr) -> Expr:
@@ -241,7 +245,7 @@ class ExprLowerer:
         self.fp.emit(Assign(var, e, span=self.span(node)))
         return var
 
-    def call(self, node: ast.Call) -> tuple[Expr, Type | None]:
+    def call(self, node: ast.Call) -> tuple[Expr | None, Type | None]:
         """An unflattened call: an op ``Call`` or a kernel ``FuncCall``, with its type."""
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise UnsupportedSyntaxError(
@@ -328,11 +332,11 @@ class ExprLowerer:
                 "call kernels with positional arguments (and handle=, deps=, blocks= only)", self.span(node)
             )
         if "blocks" in kw:
-            call = dataclasses.replace(call, blocks=self.fp.spmd_blocks(kw["blocks"]))
+            call = dataclasses.replace(call, blocks=spmd_blocks(self.fp, kw["blocks"]))
         handle = self.fp.folder.fold(kw["handle"]) if "handle" in kw else None
         if handle is not None and not (isinstance(handle, str) and handle.isidentifier()):
             raise TypeCheckError("handle= must name the task with an identifier string", self.span(node))
-        deps = self.fp.task_deps(kw.get("deps"))
+        deps = task_deps(self.fp, kw.get("deps"))
         if handle is not None:
             self.fp.handles.add(handle)
         return dataclasses.replace(call, handle=handle, deps=tuple(deps))

@@ -19,17 +19,18 @@ from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
-from pypto.frontend.names import Names, ParamBinding, identifiers
+from pypto.frontend.names import ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.spmd import SpmdScopes
-from pypto.frontend.static_checks import StaticChecks
-from pypto.frontend.unpack import TupleAssign
+from pypto.frontend.static_checks import static_assert
+from pypto.frontend.unpack import unpack
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
-from pypto.language.markers import StaticAssertMarker
+from pypto.language.markers import ScopeMarker, StaticAssertMarker, WhileMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
@@ -57,15 +58,19 @@ if hasattr(ast, "TryStar"):
     _STATEMENT_NAMES[ast.TryStar] = ("`try`", "")
 
 
-class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChecks, TupleAssign):
-    """Parses one ``ast.FunctionDef`` into an IR ``Function``."""
+class FunctionParser:
+    """Parses one ``ast.FunctionDef`` into an IR ``Function``.
+
+    It owns the state the parts share (:class:`~pypto.frontend.state.ParserState`) and the
+    statement dispatch; expressions, loops and branches, ``pl.while_``, ``pl.spmd`` and
+    inline helpers are handled by parts holding a reference to it."""
 
     def __init__(
         self, src: KernelSource, node: ast.FunctionDef, kind: FunctionType, program: ProgramContext
     ) -> None:
         self.src, self.node, self.kind, self.program = src, node, kind, program
         self.env: dict[str, Any] = {}
-        self.names = Names(identifiers(node))
+        self.names = NameSupply(reserved=identifiers(node))
         self.blocks: list[list[Stmt]] = []
         self.ctx = semantic.Context(kind)
         self.folder = Folder(src, self.lookup_local)
@@ -76,6 +81,10 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
         self.params: list[Param] = []
         self.out_names: set[str] = set()
         self.declared_returns: tuple[Type, ...] | None = None
+        self.flow = ControlFlow(self)
+        self.whiles = WhileLoop(self)
+        self.spmd = SpmdScopes(self)
+        self.inliner = InlineCalls(self)
 
     # --- environment -----------------------------------------------------------------------------
     def lookup_local(self, name: str) -> Any:
@@ -224,7 +233,7 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
         elif isinstance(node, ast.For):
             self.for_(node)
         elif isinstance(node, ast.If):
-            self.if_(node)
+            self.flow.if_(node)
         elif isinstance(node, ast.With):
             self.with_(node)
         elif isinstance(node, ast.Pass):
@@ -235,17 +244,37 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
             what, hint = _STATEMENT_NAMES.get(type(node), (f"`{type(node).__name__}`", ""))
             raise self.fail_unsupported(node, f"{what} {'are' if what.endswith('s') else 'is'}", hint)
 
+    def for_(self, node: ast.For) -> None:
+        marker = self.folder.fold(node.iter.func) if isinstance(node.iter, ast.Call) else None
+        if isinstance(marker, WhileMarker):
+            self.whiles.while_(node)
+        elif getattr(marker, "dsl_name", None) == "spmd":
+            self.spmd.spmd_for(node)
+        else:
+            self.flow.for_(node)
+
+    def with_(self, node: ast.With) -> None:
+        call = node.items[0].context_expr
+        marker = self.folder.fold(call.func) if isinstance(call, ast.Call) else None
+        if len(node.items) == 1 and isinstance(marker, ScopeMarker) and marker.dsl_name == "spmd":
+            self.spmd.spmd_with(node)
+        else:
+            self.flow.with_(node)
+
+    def inline_call(self, helper: Any, node: ast.Call) -> tuple[Expr | None, Type | None]:
+        return self.inliner.inline_call(helper, node)
+
     def expr_stmt(self, node: ast.Expr) -> None:
         if _is_docstring(node) or _is_ellipsis(node):
             return
-        if self.is_yield(node.value):
+        if self.flow.is_yield(node.value):
             raise UnsupportedSyntaxError(
                 "write `name = pl.yield_(...)` as the last statement of the loop body", self.span(node)
             )
         if not isinstance(node.value, ast.Call):
             raise UnsupportedSyntaxError(f"expression `{ast.unparse(node)}` has no effect", self.span(node))
         if isinstance(self.folder.fold(node.value.func), StaticAssertMarker):
-            self.static_assert(node.value)
+            static_assert(self, node.value)
             return
         e, _ = self.exprs.call(node.value)
         if e is not None:  # an inline helper without a value has emitted its statements
@@ -268,7 +297,7 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
         if len(node.targets) != 1:
             raise UnsupportedSyntaxError("chained assignment (a = b = ...) is not supported", self.span(node))
         target = node.targets[0]
-        if self.is_yield(node.value):
+        if self.flow.is_yield(node.value):
             raise UnsupportedSyntaxError(
                 "pl.yield_ must be the last statement of a loop (with init_values) or of an if branch",
                 self.span(node),
@@ -276,7 +305,7 @@ class FunctionParser(ControlFlow, WhileLoop, SpmdScopes, InlineCalls, StaticChec
         if isinstance(target, ast.Name):
             self.bind(target, node.value, None, annotated=False, stmt=node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            self.unpack(target, node.value)
+            unpack(self, target, node.value)
         elif isinstance(target, ast.Subscript):
             self.store_window(target, node.value, node)
         else:

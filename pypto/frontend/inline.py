@@ -1,4 +1,4 @@
-"""Calls of ``@pl.jit.inline`` helpers (a mixin of :class:`FunctionParser`).
+"""Calls of ``@pl.jit.inline`` helpers (a part of :class:`~pypto.frontend.function.FunctionParser`).
 
 The helper's body is parsed in the caller, statement by statement, with its parameters
 bound to the call's arguments and its own globals/closure for name lookup; spans point at
@@ -8,7 +8,7 @@ and the IR names it introduced are unique in the caller."""
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.consteval import NOT_CONST, Folder
@@ -16,21 +16,28 @@ from pypto.frontend.source import KernelSource
 from pypto.ir.expr import Expr, type_of
 from pypto.ir.types import Type
 
+if TYPE_CHECKING:
+    from pypto.frontend.state import ParserState
+
 _MAX_DEPTH = 16
 
 
 class InlineCalls:
     """Expands ``helper(args...)`` where ``helper`` is a ``@pl.jit.inline`` function."""
 
+    def __init__(self, p: ParserState) -> None:
+        self.p = p
+        self._inline_depth = 0
+
     def inline_call(self, helper: Any, node: ast.Call) -> tuple[Expr | None, Type | None]:
         if node.keywords:
             raise UnsupportedSyntaxError(
-                "call @pl.jit.inline helpers with positional arguments", self.span(node)
+                "call @pl.jit.inline helpers with positional arguments", self.p.span(node)
             )
-        depth = getattr(self, "_inline_depth", 0)
+        depth = self._inline_depth
         if depth >= _MAX_DEPTH:
             raise UnsupportedSyntaxError(
-                f"@pl.jit.inline helpers nest deeper than {_MAX_DEPTH} (recursive helper?)", self.span(node)
+                f"@pl.jit.inline helpers nest deeper than {_MAX_DEPTH} (recursive helper?)", self.p.span(node)
             )
         args = [self._inline_arg(a) for a in node.args]
         src = KernelSource.from_function(helper.fn)
@@ -39,21 +46,21 @@ class InlineCalls:
         params = [a.arg for a in fdef.args.args]
         if len(args) != len(params) or fdef.args.vararg or fdef.args.kwonlyargs:
             raise TypeCheckError(
-                f"{helper.name} takes {len(params)} positional arguments, got {len(args)}", self.span(node)
+                f"{helper.name} takes {len(params)} positional arguments, got {len(args)}", self.p.span(node)
             )
-        saved = (self.src, self.folder, self.env, self.inner_defs)
-        self.src, self.env, self.inner_defs = src, dict(zip(params, args)), {}
-        self.folder = Folder(src, self.lookup_local)
+        saved = (self.p.src, self.p.folder, self.p.env, self.p.inner_defs)
+        self.p.src, self.p.env, self.p.inner_defs = src, dict(zip(params, args)), {}
+        self.p.folder = Folder(src, self.p.lookup_local)
         self._inline_depth = depth + 1
         try:
             return self._inline_body(fdef)
         finally:
-            self.src, self.folder, self.env, self.inner_defs = saved
+            self.p.src, self.p.folder, self.p.env, self.p.inner_defs = saved
             self._inline_depth = depth
 
     def _inline_arg(self, node: ast.expr) -> Any:
-        folded = self.folder.fold(node)
-        return folded if folded is not NOT_CONST else self.exprs.value(node)
+        folded = self.p.folder.fold(node)
+        return folded if folded is not NOT_CONST else self.p.exprs.value(node)
 
     def _inline_body(self, fdef: ast.FunctionDef) -> tuple[Expr | None, Type | None]:
         body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
@@ -61,10 +68,10 @@ class InlineCalls:
         for stmt in body[:-1] if ret else body:
             if isinstance(stmt, ast.Return):
                 raise UnsupportedSyntaxError(
-                    "`return` must be the last statement of a helper", self.span(stmt)
+                    "`return` must be the last statement of a helper", self.p.span(stmt)
                 )
-            self.stmt(stmt)
+            self.p.stmt(stmt)
         if ret is None or ret.value is None:
             return None, None
-        value = self.exprs.value(ret.value)
+        value = self.p.exprs.value(ret.value)
         return value, type_of(value)

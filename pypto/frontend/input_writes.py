@@ -34,13 +34,13 @@ def _check_function(program: Program, fn: Function) -> None:
     if not inputs:
         return
     root = _roots(program, fn, inputs)
-    for call in nodes_of(fn, Call):
-        if call.op in _WRITES:
-            arg, spelling = _WRITES[call.op]
-            target = call.arg(arg)
+    for op_call in nodes_of(fn, Call):
+        if op_call.op in _WRITES:
+            arg, spelling = _WRITES[op_call.op]
+            target = op_call.arg(arg)
             if isinstance(target, Var) and target.name in root:
                 raise InputWriteError(
-                    _message(fn, root[target.name], f"{spelling} writes into it"), call.span
+                    _message(fn, root[target.name], f"{spelling} writes into it"), op_call.span
                 )
     for call in nodes_of(fn, FuncCall):
         for p, a in _written_args(program, call):
@@ -74,15 +74,15 @@ def _roots(program: Program, fn: Function, inputs: set[str]) -> dict[str, str]:
             source = _aliased(program, s.value)
             if source is not None and source in root:
                 root.setdefault(s.var.name, root[source])
-        for s in nodes_of(fn, For):
-            for it, result in zip(s.iter_args, s.results):
+        for loop in nodes_of(fn, For):
+            for it, result in zip(loop.iter_args, loop.results):
                 if isinstance(it.init, Var) and it.init.name in root:
                     root.setdefault(it.var.name, root[it.init.name])
                     root.setdefault(result.name, root[it.init.name])
-        for s in nodes_of(fn, If):
-            for body in (s.then_body, s.else_body):
+        for branch in nodes_of(fn, If):
+            for body in (branch.then_body, branch.else_body):
                 if body and isinstance(body[-1], Yield):
-                    for var, value in zip(s.results, body[-1].values):
+                    for var, value in zip(branch.results, body[-1].values):
                         if isinstance(value, Var) and value.name in root:
                             root.setdefault(var.name, root[value.name])
         grew = len(root) > size

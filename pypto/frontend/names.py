@@ -1,4 +1,4 @@
-"""Name bookkeeping of one kernel: SSA names and parameter bindings."""
+"""Parameter bindings of one kernel and the identifiers its fresh names avoid."""
 
 from __future__ import annotations
 
@@ -9,29 +9,6 @@ from typing import Any
 from pypto.frontend.consteval import MISSING
 from pypto.ir.enums import Direction
 from pypto.ir.types import Type
-
-
-class Names:
-    """SSA name allocation; fresh names avoid every identifier the function mentions."""
-
-    def __init__(self, reserved: set[str]) -> None:
-        self.reserved = reserved
-        self.used: set[str] = set()
-
-    def claim(self, name: str) -> str:
-        """The IR name for a new binding of the Python name ``name``."""
-        if name not in self.used:
-            self.used.add(name)
-            return name
-        return self.fresh(name)
-
-    def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.used or name in self.reserved:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
 
 
 @dataclass

@@ -32,8 +32,10 @@ from pypto.frontend.function import FunctionParser, ParamBinding
 from pypto.frontend.input_writes import check_input_writes
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
+from pypto.frontend.state import ParserState
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Function, Param, Program
 from pypto.ir.types import (
     DynDim,
@@ -55,19 +57,11 @@ class ProgramContext:
 
     def __init__(self) -> None:
         self.functions: list[Function] = []
-        self.taken: set[str] = set()
+        self.names = NameSupply()  # function names
         self.kernels: dict[tuple, Function] = {}
         self.signatures: dict[str, tuple[list[Param], tuple[Type, ...]]] = {}
 
-    def unique_name(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
-
-    def call_method(self, fp: FunctionParser, name: str, args: list[Expr], node: ast.Call):
+    def call_method(self, fp: ParserState, name: str, args: list[Expr], node: ast.Call):
         """``self.<name>(...)`` inside a ``@pl.program`` class."""
         if name not in self.signatures:
             raise UnknownNameError(f"`self.{name}` is not a function of this program", fp.span(node))
@@ -75,7 +69,7 @@ class ProgramContext:
         return self._call(fp, name, params, returns, args, node)
 
     def call_kernel(
-        self, fp: FunctionParser, fn: JitFunction | KernelFunction, args: list[Expr], node: ast.Call
+        self, fp: ParserState, fn: JitFunction | KernelFunction, args: list[Expr], node: ast.Call
     ):
         """A call of a kernel object from a ``@pl.jit`` body."""
         if fp.kind is not FunctionType.Orchestration:
@@ -88,7 +82,15 @@ class ProgramContext:
         callee = self._kernel_for(fp, fn, args, node)
         return self._call(fp, callee.name, list(callee.params), callee.return_types, args, node)
 
-    def _call(self, fp, name: str, params: list[Param], returns: tuple, args: list[Expr], node: ast.Call):
+    def _call(
+        self,
+        fp: ParserState,
+        name: str,
+        params: list[Param],
+        returns: tuple,
+        args: list[Expr],
+        node: ast.Call,
+    ):
         span = fp.span(node)
         if len(args) != len(params):
             raise ArgumentMismatchError(
@@ -104,7 +106,7 @@ class ProgramContext:
                     f"argument `{p.var.name}` of `{name}` must be {format_type(want)}, got "
                     f"{format_type(t) if t else 'a non-value'}",
                     span,
-                )  # type: ignore[arg-type]
+                )
         if len(returns) > 1:
             raise UnsupportedSyntaxError(
                 f"`{name}` returns {len(returns)} values; calls of multi-result "
@@ -114,8 +116,8 @@ class ProgramContext:
         ret: Type = returns[0] if returns else VoidType()
         return FuncCall(name, tuple(args), ret, span=span), ret
 
-    def _kernel_for(self, fp: FunctionParser, fn: Any, args: list[Expr], node: ast.Call) -> Function:
-        key = (id(fn), tuple(_arg_key(fp, a, node) for a in args))
+    def _kernel_for(self, fp: ParserState, fn: Any, args: list[Expr], node: ast.Call) -> Function:
+        key: tuple = (id(fn), tuple(_arg_key(fp, a, node) for a in args))
         if isinstance(fn, KernelFunction):
             key = (id(fn),)
         if key in self.kernels:
@@ -123,7 +125,7 @@ class ProgramContext:
         src = KernelSource.from_function(fn.fn)
         kind = fn.kind if isinstance(fn, JitFunction) else fn.type
         callee = FunctionParser(src, _function_def(src), kind, self)
-        external, include_dirs = None, ()
+        external, include_dirs = None, tuple[str, ...]()
         if isinstance(fn, KernelFunction):
             callee.bind_params(callee.declared_params())
             callee.read_returns()
@@ -136,13 +138,13 @@ class ProgramContext:
                     f"`{fn.name}` takes {len(nodes)} arguments but {len(args)} were given", fp.span(node)
                 )
             callee.bind_params([_callee_param(callee, n, a, fp.span(node)) for n, a in zip(nodes, args)])
-        function = callee.function(self.unique_name(fn.name), external, include_dirs)
+        function = callee.function(self.names.fresh(fn.name), external, include_dirs)
         self.functions.append(function)
         self.kernels[key] = function
         return function
 
 
-def _arg_key(fp: FunctionParser, a: Expr, node: ast.AST) -> tuple:
+def _arg_key(fp: ParserState, a: Expr, node: ast.AST) -> tuple:
     if isinstance(a, Const):
         return ("const", a.value, a.dtype)
     t = type_of(a)
@@ -231,7 +233,7 @@ def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] |
     src = KernelSource.from_function(jit.fn)
     fdef = _function_def(src)
     ctx = ProgramContext()
-    ctx.taken.add(jit.name)
+    ctx.names.taken.add(jit.name)
     fp = FunctionParser(src, fdef, jit.kind, ctx)
     nodes = fp.param_nodes()
     values = bind_arguments(jit.name, [n.arg for n in nodes], args, kwargs or {}, src.span(fdef))
@@ -247,7 +249,7 @@ def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionTyp
         target = d.func if isinstance(d, ast.Call) else d
         if folder.fold(target) is not pl_module.function:
             continue
-        kind, external, dirs = FunctionType.Orchestration, None, ()
+        kind, external, dirs = FunctionType.Orchestration, None, tuple[str, ...]()
         for kw in d.keywords if isinstance(d, ast.Call) else []:
             value = folder.fold(kw.value)
             if kw.arg == "type" and isinstance(value, FunctionType):

@@ -104,7 +104,7 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
         iv = interval(off, ranges)
         if iv is None or not isinstance(size, int):  # a pl.dynamic dim is checked at run time
             continue
-        where = f"`{container.name}` {format_type(type_of(container))}"  # type: ignore[union-attr, arg-type]
+        where = f"`{getattr(container, 'name', container)}` {format_type(type_of(container))}"
         if iv[0] < 0:
             raise BoundsCheckError(
                 f"{display} window is outside {where}: on dim {d} the offset can be {iv[0]}; "
@@ -169,7 +169,7 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
         if not isinstance(type_of(side), ScalarType):
             raise TypeCheckError(
                 f"operator `{op}` needs scalar operands, got {format_type(type_of(side))}", span
-            )  # type: ignore[arg-type]
+            )
     out = make_binop(op, lhs, rhs, span)
     if isinstance(out, BinOp):
         lt, rt = type_of(out.lhs), type_of(out.rhs)

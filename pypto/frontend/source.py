@@ -33,9 +33,10 @@ class KernelSource:
 
     def span(self, node: ast.AST | None) -> SourceSpan | None:
         """The user-file position of ``node``."""
-        if node is None or not hasattr(node, "lineno"):
+        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0)
+        if line is None:
             return None
-        return SourceSpan(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset)
+        return SourceSpan(self.file, line + self.line_offset, col + self.col_offset)
 
     @classmethod
     def from_function(cls, fn: Any) -> KernelSource:
@@ -114,7 +115,7 @@ def check_unchanged(fn: Any, file: str) -> None:
     """Refuse to parse a kernel whose file changed on disk since the kernel was defined."""
     code = getattr(fn, "__code__", None)
     then = _STAMPS.get(code)
-    if then is None or _stamp(code.co_filename) in (then, None):
+    if code is None or then is None or _stamp(code.co_filename) in (then, None):
         return
     raise CompileError(
         f"the source of kernel {fn.__name__!r} changed on disk after it was imported ({file}); "

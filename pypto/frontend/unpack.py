@@ -1,54 +1,55 @@
-"""Tuple assignment (a mixin of :class:`FunctionParser`): ``a, b = 2, 3`` of compile-time
-values binds constants; ``a, b = x, y`` of run-time values reads every value before it binds
-any name, as Python does (so ``a, b = b, a`` swaps)."""
+"""Tuple assignment: ``a, b = 2, 3`` of compile-time values binds constants; ``a, b = x, y``
+of run-time values reads every value before it binds any name, as Python does (so
+``a, b = b, a`` swaps)."""
 
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.consteval import NOT_CONST
 
+if TYPE_CHECKING:
+    from pypto.frontend.state import ParserState
 
-class TupleAssign:
-    """``a, b = ...`` handling."""
 
-    def unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
-        folded = self.folder.fold(value)
-        names = [t for t in target.elts if isinstance(t, ast.Name)]
-        if folded is NOT_CONST and self._unpack_values(target, names, value):
-            return
-        if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
-            raise UnsupportedSyntaxError(
-                "tuple assignment is only supported for compile-time values", self.span(target)
-            )
-        if len(folded) != len(names):
-            raise TypeCheckError(
-                f"cannot unpack {len(folded)} values into {len(names)} names", self.span(target)
-            )
-        for n, v in zip(names, folded):
-            self.env[n.id] = v
-
-    def _unpack_values(self, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr) -> bool:
-        """``a, b = x, y`` with run-time values: every value is read before any name is bound
-        (as Python does), so ``a, b = b, a`` swaps. False when the value is not such a tuple."""
-        if not isinstance(value, (ast.Tuple, ast.List)) or len(names) != len(target.elts):
-            return False
-        if len(value.elts) != len(names):
-            raise TypeCheckError(
-                f"cannot unpack {len(value.elts)} values into {len(names)} names", self.span(target)
-            )
-        targets = {n.id for n in names}
-        reads_target = any(
-            isinstance(n, ast.Name) and n.id in targets for v in value.elts for n in ast.walk(v)
+def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> None:
+    """``a, b = value``: bind each name of ``target``."""
+    folded = p.folder.fold(value)
+    names = [t for t in target.elts if isinstance(t, ast.Name)]
+    if folded is NOT_CONST and _unpack_values(p, target, names, value):
+        return
+    if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
+        raise UnsupportedSyntaxError(
+            "tuple assignment is only supported for compile-time values", p.span(target)
         )
-        if not reads_target:
-            for n, v in zip(names, value.elts):
-                self.assign(ast.copy_location(ast.Assign([n], v), n))
-            return True
-        temps = [ast.copy_location(ast.Name(self.names.claim(f"{n.id}_new"), ast.Store()), n) for n in names]
-        for t, v in zip(temps, value.elts):
-            self.assign(ast.copy_location(ast.Assign([t], v), t))
-        for n, t in zip(names, temps):
-            self.assign(ast.copy_location(ast.Assign([n], ast.Name(t.id, ast.Load())), n))
+    if len(folded) != len(names):
+        raise TypeCheckError(f"cannot unpack {len(folded)} values into {len(names)} names", p.span(target))
+    for n, v in zip(names, folded):
+        p.env[n.id] = v
+
+
+def _unpack_values(
+    p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
+) -> bool:
+    """``a, b = x, y`` with run-time values: every value is read before any name is bound
+    (as Python does), so ``a, b = b, a`` swaps. False when the value is not such a tuple."""
+    if not isinstance(value, (ast.Tuple, ast.List)) or len(names) != len(target.elts):
+        return False
+    if len(value.elts) != len(names):
+        raise TypeCheckError(
+            f"cannot unpack {len(value.elts)} values into {len(names)} names", p.span(target)
+        )
+    targets = {n.id for n in names}
+    reads_target = any(isinstance(n, ast.Name) and n.id in targets for v in value.elts for n in ast.walk(v))
+    if not reads_target:
+        for n, v in zip(names, value.elts):
+            p.assign(ast.copy_location(ast.Assign([n], v), n))
         return True
+    temps = [ast.copy_location(ast.Name(p.names.claim(f"{n.id}_new"), ast.Store()), n) for n in names]
+    for t, v in zip(temps, value.elts):
+        p.assign(ast.copy_location(ast.Assign([t], v), t))
+    for n, t in zip(names, temps):
+        p.assign(ast.copy_location(ast.Assign([n], ast.Name(t.id, ast.Load())), n))
+    return True

@@ -20,7 +20,8 @@ _MODULES = {
         "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "DataType",
     ),
     "enums": (
-        "AtomicType", "Direction", "ForKind", "FunctionType", "Level", "MemorySpace", "PadValue", "Pipe",
+        "AtomicType", "Direction", "ForKind", "FunctionType", "Level", "MemorySpace", "PadValue",
+        "PassDumpLevel", "Pipe",
     ),
     "equality": ("assert_structural_equal", "structural_diff", "structural_equal"),
     "expr": (
@@ -52,12 +53,6 @@ def compile(program, output_dir=None, **options):  # noqa: A001 - upstream's nam
 
 
 def __getattr__(name: str) -> Any:
-    # SPEC spells it pypto.ir.PassDumpLevel; it lives with the pass options (which import the
-    # IR), so it is re-exported lazily too.
-    if name == "PassDumpLevel":
-        from pypto.passes.options import PassDumpLevel
-
-        return PassDumpLevel
     if name in _HOME:
         return getattr(importlib.import_module(f"pypto.ir.{_HOME[name]}"), name)
     if name in _MODULES or name == "op_rules":  # a submodule, as `pypto.ir.<module>`
@@ -66,7 +61,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOME, "PassDumpLevel"})
+    return sorted({*globals(), *_HOME})
 
 
 class _Package(types.ModuleType):
@@ -125,6 +120,7 @@ __all__ = [
     "OpDef",
     "PadValue",
     "Param",
+    "PassDumpLevel",
     "ParamSpec",
     "Pipe",
     "Program",

@@ -7,8 +7,8 @@ frontend, the builder and the verifier agree on what a well-formed call is.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import functools
 from collections.abc import Mapping, Sequence
 
 from pypto.errors import SourceSpan, TypeCheckError
@@ -170,8 +170,8 @@ def bind_call(
         if p.kind is Kind.SCALAR:
             e = _coerce_scalar(display, p, e, _target_dtype(p, bound), span)
         bound[p.name] = e
-    call = Call(op_name, tuple(bound.values()), span=span)
-    return call, op.infer(R.Bound(op_name, display, bound, span))
+    t = op.infer(R.Bound(op_name, display, bound, span))
+    return Call(op_name, tuple(bound.values()), t, span=span), t
 
 
 def check_call(call: Call, display: str | None = None) -> Type:
@@ -186,20 +186,28 @@ def check_call(call: Call, display: str | None = None) -> Type:
     positional = [a for p, a in zip(op.params, call.args) if not p.kw_only]
     keywords = {p.name: a for p, a in zip(op.params, call.args) if p.kw_only}
     rebound, t = bind_call(call.op, positional, keywords, span=call.span, display=display)
-    if rebound != call:
+    if rebound.args != call.args:
         raise TypeCheckError(
             f"{call.op}: arguments are not in normal form (a literal has the wrong dtype)", call.span
+        )
+    if call.type != t:
+        raise TypeCheckError(
+            f"{call.op}: the call records result type {format_type(call.type)} but its arguments "
+            f"give {format_type(t)}",
+            call.span,
         )
     return t
 
 
-@functools.lru_cache(maxsize=8192)
-def _cached_type(call: Call) -> Type:
+def infer_call_type(call: Call) -> Type:
+    """The result type the arguments of a well-formed ``Call`` give (computed afresh; the call
+    itself records it as ``call.type``)."""
     op = OPS[call.op]
     bound = dict(zip((p.name for p in op.params), call.args))
     return op.infer(R.Bound(call.op, f"pl.{call.op}", bound, call.span))
 
 
-def infer_call_type(call: Call) -> Type:
-    """The result type of a well-formed ``Call`` (raises ``TypeCheckError`` otherwise)."""
-    return _cached_type(call)
+def with_args(call: Call, args: Sequence[Expr]) -> Call:
+    """``call`` with new arguments (same op, same parameter order) and the result type they give."""
+    new = dataclasses.replace(call, args=tuple(args))
+    return dataclasses.replace(new, type=infer_call_type(new))

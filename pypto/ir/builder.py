@@ -24,6 +24,7 @@ from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level
 from pypto.ir.expr import Expr, FuncCall, Var, as_expr, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Param, Program, Return, Scope, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, Type, VoidType, format_type, refines
 
@@ -66,7 +67,7 @@ class Builder:
         self.functions: list[Function] = []
         self._stack: list[list[Stmt]] = []
         self._params: list[Param] = []
-        self._names: set[str] = set()
+        self._names = NameSupply()
 
     # --- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -82,12 +83,7 @@ class Builder:
 
     def fresh(self, base: str) -> str:
         """A name not yet used in the current function (``base``, ``base_1``, ...)."""
-        name, k = base, 0
-        while name in self._names:
-            k += 1
-            name = f"{base}_{k}"
-        self._names.add(name)
-        return name
+        return self._names.fresh(base)
 
     def _new_var(self, name: str | None, base: str, t: Type) -> Var:
         # A requested name that is taken gets a suffix, as a Python rebinding would.
@@ -99,7 +95,8 @@ class Builder:
         self, name: str, kind: FunctionType = FunctionType.InCore, external_source: str | None = None
     ) -> Iterator[None]:
         """Build one function; its return types come from a trailing ``ret``."""
-        self._params, self._names, body = [], set(), []
+        body: list[Stmt] = []
+        self._params, self._names = [], NameSupply()
         with self._collect(body):
             yield
         rets: tuple[Type, ...] = ()

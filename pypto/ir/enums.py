@@ -120,3 +120,11 @@ _PREFIX: dict[type, str] = {
     Pipe: "pl.Pipe",
     SplitMode: "pl.SplitMode",
 }
+
+
+class PassDumpLevel(enum.Enum):
+    """``dump_passes``: NONE writes nothing; CONCISE and EXPLICIT write each pass's IR."""
+
+    NONE = "none"
+    CONCISE = "concise"
+    EXPLICIT = "explicit"

@@ -110,19 +110,28 @@ class UnaryOp(Expr):
     operand: Expr
 
 
+# Parameter names of every op, in order; filled by the op table (pypto.ir.ops) when it loads,
+# so a Call can name its arguments without this module importing the table.
+OP_PARAMS: dict[str, tuple[str, ...]] = {}
+
+
 @dataclass(frozen=True)
 class Call(Expr):
     """A call of an op from the op table; ``args`` follow the op's parameter order, defaults
-    filled in, so two spellings of the same call are equal nodes."""
+    filled in, so two spellings of the same call are equal nodes. ``type`` is the result type,
+    computed when the call is bound (:func:`pypto.ir.bind.bind_call`), recomputed when a
+    rewrite changes the arguments, and re-checked by the verifier."""
 
     op: str
     args: tuple[Expr, ...]
+    type: Type
 
     def arg(self, name: str) -> Expr:
         """The argument bound to parameter ``name`` of this call's op."""
-        from pypto.ir.ops import get_op
-
-        return self.args[get_op(self.op).param_index(name)]
+        names = OP_PARAMS.get(self.op, ())
+        if name not in names:
+            raise KeyError(f"{self.op} has no parameter {name!r}")
+        return self.args[names.index(name)]
 
 
 @dataclass(frozen=True)
@@ -219,7 +228,7 @@ def make_unary(op: str, operand: Expr, span: SourceSpan | None = None) -> Expr:
 
 def type_of(expr: Expr) -> Type | None:
     """The type of an expression (``None`` for lists and compile-time literals)."""
-    if isinstance(expr, (Var, FuncCall)):
+    if isinstance(expr, (Var, FuncCall, Call)):
         return expr.type
     if isinstance(expr, Const):
         return expr.type
@@ -231,8 +240,4 @@ def type_of(expr: Expr) -> Type | None:
         return type_of(side)
     if isinstance(expr, UnaryOp):
         return ScalarType(BOOL) if expr.op == "not" else type_of(expr.operand)
-    if isinstance(expr, Call):
-        from pypto.ir.bind import infer_call_type
-
-        return infer_call_type(expr)
     return None

@@ -36,7 +36,7 @@ def concat_rule(b: Bound) -> Type:
         raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
     _need_space(b, "lhs", VEC)
     _need_space(b, "rhs", VEC)
-    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
+    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)  # type: ignore[operator]
 
 
 def slice_rule(b: Bound) -> Type:
@@ -45,7 +45,7 @@ def slice_rule(b: Bound) -> Type:
     if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
         raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
     for d, (n, full) in enumerate(zip(shape, x.shape)):
-        if n > full:
+        if n > full:  # type: ignore[operator]
             raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
     _need_space(b, "x", frozenset(MemorySpace) - {MemorySpace.DDR, MemorySpace.Bias})
     if "valid_shape" in b.args and b.rank_of_list("valid_shape") not in (0, len(shape)):
@@ -62,7 +62,7 @@ WINDOW_ROUTES = {
 
 
 def _route_text() -> str:
-    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, ds in WINDOW_ROUTES.items() for d in sorted(ds))
+    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, ds in WINDOW_ROUTES.items() for d in sorted(ds))  # type: ignore[type-var]
 
 
 def extract_rule(b: Bound) -> Type:
@@ -72,11 +72,11 @@ def extract_rule(b: Bound) -> Type:
     _need_rank(b, "src", 2)
     if len(shape) != 2:
         raise b.fail(f"`shape` must have 2 entries, got {list(shape)}")
-    if target not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore[union-attr]
+    if target not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore[arg-type, union-attr]
         where = src.memory.dsl_name if src.memory else "an unplaced tile"  # type: ignore[union-attr]
         raise b.fail(f"no windowed move from {where} to {target}; routes: {_route_text()}")
     for d, (n, full) in enumerate(zip(shape, src.shape)):
-        if n > full:
+        if n > full:  # type: ignore[operator]
             raise b.fail(f"window size {n} on dim {d} exceeds the source size {full}")
     _check_fractal_offsets(b, src)  # type: ignore[arg-type]
     return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
@@ -136,6 +136,6 @@ def set_validshape_rule(b: Bound) -> Type:
     _need_rank(b, "x", 2)
     for name, full in zip(("valid_rows", "valid_cols"), x.shape):
         v = b.literal(name)
-        if isinstance(v, int) and not 0 <= v <= full:
+        if isinstance(v, int) and not 0 <= v <= full:  # type: ignore[operator]
             raise b.fail(f"`{name}` = {v} is outside 0..{full} for a tile of shape {list(x.shape)}")
     return _like(x, x.shape, x.dtype)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir.dtypes import FP32, INT8, INT32, UINT8, DataType
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,13 @@ class Bound:
 Rule = Callable[[Bound], Type]
 
 
-def _like(t: TileType | TensorType, shape: tuple[int, ...], dtype: DataType) -> TileType | TensorType:
-    """A result of the same kind (and memory space) as ``t`` with a new shape/dtype."""
+def _like(
+    t: TileType | TensorType, shape: tuple[int | DynDim, ...], dtype: DataType
+) -> TileType | TensorType:
+    """A result of the same kind (and memory space) as ``t`` with a new shape/dtype (a tile's
+    shape is static: its dims come from a tile operand)."""
     if isinstance(t, TileType):
-        return TileType(shape, dtype, t.memory)
+        return TileType(cast("tuple[int, ...]", shape), dtype, t.memory)
     return TensorType(shape, dtype)
 
 
@@ -76,7 +80,7 @@ def _need_same_dtype(b: Bound, x: str, y: str) -> None:
     tx, ty = b.type(x), b.type(y)
     if tx.dtype != ty.dtype:  # type: ignore[union-attr]
         raise b.fail(
-            f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "  # type: ignore
+            f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "
             "(no implicit promotion; use pl.cast)"
         )
 
@@ -105,7 +109,7 @@ def load_rule(b: Bound) -> Type:
         raise b.fail(f"valid_shape needs {len(shape)} entries")
     if len(shape) == 3 and b.rank_of_list("valid_shape") and b.ints("valid_shape") != shape:
         raise b.fail(f"a batch of matrices {list(shape)} is loaded whole: valid_shape must be its shape")
-    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+    return TileType(shape, src.dtype, target)
 
 
 def store_rule(b: Bound) -> Type:
@@ -227,9 +231,9 @@ _ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
 def reshape_rule(b: Bound) -> Type:
     x = b.array("x")
     shape = b.ints("shape") or ()
-    if math.prod(shape) != math.prod(x.shape):
+    if math.prod(shape) != math.prod(x.shape):  # type: ignore[arg-type]
         raise b.fail(
-            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "
+            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "  # type: ignore[arg-type]
             f"({math.prod(shape)} elements): a reshape keeps the element count"
         )
     if isinstance(x, TileType) and len(shape) > 3:
@@ -258,15 +262,11 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
         raise b.fail(
             f"inner dimensions differ: lhs {list(lhs.shape)} × rhs {list(rhs.shape)} (K {k} vs {k2})"
         )
-    return m, n
+    return m, n  # type: ignore[return-value]
 
 
 def matmul_rule(b: Bound) -> Type:
     lhs, rhs = b.array("lhs"), b.array("rhs")
-    if isinstance(lhs, TensorType) and 3 in (len(lhs.shape), len(rhs.shape)):
-        from pypto.ir.op_rules_cube import tensor_batch_matmul_rule  # a batch: lowered per batch
-
-        return tensor_batch_matmul_rule(b)
     m, n = _mm_dims(b, lhs, rhs)
     dtype = _accumulator_dtype(b, lhs.dtype)
     if isinstance(lhs, TensorType):
@@ -291,7 +291,7 @@ def matmul_acc_rule(b: Bound) -> Type:
     cond = b.type("init_cond") if "init_cond" in b.args else None
     if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
         raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")
-    return TileType(acc.shape, acc.dtype, acc.memory)
+    return TileType(acc.shape, acc.dtype, acc.memory)  # type: ignore[union-attr]
 
 
 def void_rule(b: Bound) -> Type:

@@ -10,9 +10,11 @@ A rank-2 operand (or a batch of 1) is used for every batch, as numpy's ``matmul`
 
 from __future__ import annotations
 
+from typing import cast
+
 from pypto.ir.dtypes import BF16, FP16, FP32
 from pypto.ir.enums import MemorySpace
-from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space
+from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, matmul_rule
 from pypto.ir.op_rules_ext import gemv_rule
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
@@ -21,11 +23,17 @@ _FRACTAL_ROWS = 16
 LEFT, RIGHT, ACC = (frozenset({m}) for m in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
 
 
-def _batch(b: Bound, name: str) -> int:
-    t = b.array(name)
-    if len(t.shape) not in (2, 3):
-        raise b.fail(f"`{name}` must be [M, K] or a batch [B, M, K], got shape {list(t.shape)}")
-    return t.shape[0] if len(t.shape) == 3 else 1
+def _static_shape(b: Bound, name: str) -> tuple[int, ...]:
+    """The shape of ``name``, checked to be compile-time (rank 2, or 3 for a batch)."""
+    shape = b.array(name).shape
+    if not is_static(shape):
+        raise b.fail(
+            f"needs compile-time shapes, but `{name}` is {list(shape)}: multiply windows of a "
+            "pl.dynamic tensor (pl.load, pl.move, pl.batch_matmul on tiles)"
+        )
+    if len(shape) not in (2, 3):
+        raise b.fail(f"`{name}` must be [M, K] or a batch [B, M, K], got shape {list(shape)}")
+    return cast(tuple[int, ...], shape)
 
 
 def _flag(b: Bound, name: str) -> bool:
@@ -36,13 +44,8 @@ def batch_dims(b: Bound) -> tuple[int, int, int]:
     """(batches, M, N) of ``lhs`` × ``rhs``, checking ranks, dtypes, K, the batch broadcast,
     the fractal grid and the memory spaces."""
     lhs, rhs = b.array("lhs"), b.array("rhs")
-    for name, t in (("lhs", lhs), ("rhs", rhs)):
-        if not is_static(t.shape):
-            raise b.fail(
-                f"needs compile-time shapes, but `{name}` is {list(t.shape)}: multiply windows of a "
-                "pl.dynamic tensor (pl.load, pl.move, pl.batch_matmul on tiles)"
-            )
-    bl, br = _batch(b, "lhs"), _batch(b, "rhs")
+    ls, rs = _static_shape(b, "lhs"), _static_shape(b, "rhs")
+    bl, br = (s[0] if len(s) == 3 else 1 for s in (ls, rs))
     _need_same_dtype(b, "lhs", "rhs")
     if lhs.dtype not in _CUBE_INPUTS:
         raise b.fail(f"cube inputs are FP16, BF16 or FP32, got {format_type(lhs)}")
@@ -51,17 +54,17 @@ def batch_dims(b: Bound) -> tuple[int, int, int]:
             f"batch dims do not broadcast: lhs {list(lhs.shape)} has {bl} batches, rhs {list(rhs.shape)} "
             f"has {br} (each must be equal or 1)"
         )
-    m, k = lhs.shape[-2:][::-1] if _flag(b, "a_trans") else lhs.shape[-2:]
-    k2, n = rhs.shape[-2:][::-1] if _flag(b, "b_trans") else rhs.shape[-2:]
+    m, k = ls[-2:][::-1] if _flag(b, "a_trans") else ls[-2:]
+    k2, n = rs[-2:][::-1] if _flag(b, "b_trans") else rs[-2:]
     if k != k2:
         raise b.fail(
             f"inner dimensions differ: lhs {list(lhs.shape)} × rhs {list(rhs.shape)} (K {k} vs {k2})"
         )
-    for name, t, batches in (("lhs", lhs, bl), ("rhs", rhs, br)):
-        rows = t.shape[-2]
+    for name, shape, batches in (("lhs", ls, bl), ("rhs", rs, br)):
+        rows = shape[-2]
         if batches > 1 and rows % _FRACTAL_ROWS:
             raise b.fail(
-                f"`{name}` {list(t.shape)} stacks {batches} batches of {rows} rows; each batch must fill "
+                f"`{name}` {list(shape)} stacks {batches} batches of {rows} rows; each batch must fill "
                 f"whole {_FRACTAL_ROWS}-row fractals of L0 ({rows} is not a multiple of {_FRACTAL_ROWS})"
             )
     if m == 1:
@@ -90,7 +93,7 @@ def batch_matmul_acc_rule(b: Bound) -> Type:
     if acc.shape != want or acc.dtype != FP32:
         raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(want)}")
     _need_space(b, "acc", ACC)
-    return TileType(acc.shape, FP32, MemorySpace.Acc)
+    return TileType(want, FP32, MemorySpace.Acc)
 
 
 def gemv_acc_rule(b: Bound) -> Type:
@@ -119,3 +122,11 @@ def tensor_batch_matmul_rule(b: Bound) -> Type:
     if out not in (None, FP32):
         raise b.fail(f"a batched matmul accumulates in FP32; out_dtype={out} is not supported")
     return TensorType((batches, m, n), FP32)
+
+
+def tensor_matmul_rule(b: Bound) -> Type:
+    """``pl.matmul`` of tensors: a batch of matrices when either side has 3 dims."""
+    lhs, rhs = b.array("lhs"), b.array("rhs")
+    if 3 in (len(lhs.shape), len(rhs.shape)):
+        return tensor_batch_matmul_rule(b)  # lowered per batch
+    return matmul_rule(b)

@@ -50,7 +50,7 @@ def cmp_rule(b: Bound) -> Type:
     if lhs.dtype == BOOL:
         raise b.fail("cannot compare bool tiles")
     _need_space(b, "lhs", VEC)
-    return TileType(lhs.shape, BOOL, MemorySpace.Vec)
+    return TileType(lhs.shape, BOOL, MemorySpace.Vec)  # type: ignore[arg-type]
 
 
 def sel_rule(b: Bound) -> Type:
@@ -126,7 +126,7 @@ def sort_rule(b: Bound) -> Type:
         raise b.fail(f"`idx` must be INT32 of shape {list(src.shape)}, got {format_type(idx)}")
     for name in ("src", "idx"):
         _need_space(b, name, VEC)
-    return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)
+    return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)  # type: ignore[operator]
 
 
 # --- scalar element access ----------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def gemv_rule(b: Bound) -> Type:
         raise b.fail(f"cube inputs are FP32, FP16 or BF16, got {format_type(lhs)}")
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
-    return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)
+    return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)  # type: ignore[arg-type]
 
 
 def matmul_bias_rule(b: Bound) -> Type:

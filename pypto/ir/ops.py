@@ -22,7 +22,7 @@ from pypto.ir import op_rules_cube as RC
 from pypto.ir import op_rules_ext as RX
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import Expr, type_of
+from pypto.ir.expr import OP_PARAMS, Expr, type_of
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 
@@ -226,7 +226,7 @@ _TABLE: list[OpDef] = [
           "tensor", NONE),
     OpDef("tensor.matmul", (_p("lhs", TN), _p("rhs", TN), _p("out_dtype", DT, None, optional=True),
                             _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
-          R.matmul_rule, "tensor", NONE),
+          RC.tensor_matmul_rule, "tensor", NONE),
     OpDef("tensor.full", (_p("shape", SHAPE), _p("dtype", DT), _p("value", S, dtype_of="dtype")),
           R.full_rule, "tensor", NONE),
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
@@ -348,6 +348,7 @@ _TABLE.extend([
 # fmt: on
 
 OPS: dict[str, OpDef] = {op.name: op for op in _TABLE}
+OP_PARAMS.update({op.name: tuple(p.name for p in op.params) for op in _TABLE})
 
 
 def _overloads(name: str) -> tuple[str, ...]:
@@ -457,25 +458,25 @@ def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
 # Cross-core tile pipes of a cluster (1 AIC + 2 AIVs): names and parameters as upstream PyPTO.
 # A push issues on the pipe that drains its source (FIXPIPE out of Acc, MTE3 out of Vec); a
 # pop and a free on MTE2, as the native ISA issues them (csrc/runtime/isa/crosscore.cpp).
-from pypto.ir import op_rules_cluster as RC  # noqa: E402  (the cluster rules build on op_rules)
+from pypto.ir import op_rules_cluster as RK  # noqa: E402  (the cluster rules build on op_rules)
 
 SPLIT = _p("split", Kind.SPLIT, 0, kw_only=True)
 PIPE_ID = _p("id", Kind.INT, 0, kw_only=True)
 # fmt: off
 _TABLE_CLUSTER: list[OpDef] = [
-    OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.FIXPIPE),
+    OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RK.push_rule, "tile", _fixed(Pipe.FIXPIPE),
           {"tile": ACC}, "AIC → AIV: push an Acc tile into the pipe (split: how the AIVs share it)"),
-    OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RC.push_rule, "tile", _fixed(Pipe.MTE3),
+    OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RK.push_rule, "tile", _fixed(Pipe.MTE3),
           {"tile": VEC}, "AIV → AIC: push a Vec tile (with split, each AIV pushes its half)"),
     OpDef("tile.tpop_from_aic", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,
-                                 PIPE_ID), RC.pop_from_aic_rule, "tile", _fixed(Pipe.MTE2),
+                                 PIPE_ID), RK.pop_from_aic_rule, "tile", _fixed(Pipe.MTE2),
           doc="AIV: the next tile the AIC pushed (this AIV's half with split), into Vec"),
     OpDef("tile.tpop_from_aiv", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,
-                                 PIPE_ID), RC.pop_from_aiv_rule, "tile", _fixed(Pipe.MTE2),
+                                 PIPE_ID), RK.pop_from_aiv_rule, "tile", _fixed(Pipe.MTE2),
           doc="AIC: the next tile the AIV(s) pushed (both halves with split), into Mat"),
-    OpDef("tile.tfree_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RC.free_rule, "tile", _fixed(Pipe.MTE2),
+    OpDef("tile.tfree_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RK.free_rule, "tile", _fixed(Pipe.MTE2),
           {"tile": VEC}, "AIV: return the slot of a popped tile to the AIC"),
-    OpDef("tile.tfree_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RC.free_rule, "tile", _fixed(Pipe.MTE2),
+    OpDef("tile.tfree_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RK.free_rule, "tile", _fixed(Pipe.MTE2),
           {"tile": frozenset({MemorySpace.Mat})}, "AIC: return the slot(s) of a popped tile to the AIV(s)"),
     OpDef("tile.get_subblock_idx", (), lambda _b: ScalarType(INDEX), "tile", NONE,
           doc="which AIV of its cluster this core is (0 or 1)"),
@@ -483,4 +484,5 @@ _TABLE_CLUSTER: list[OpDef] = [
 # fmt: on
 for _op in _TABLE_CLUSTER:
     OPS[_op.name] = _op
+    OP_PARAMS[_op.name] = tuple(p.name for p in _op.params)
     DSL_OPS[_op.name.removeprefix("tile.")] = (_op.name,)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pypto.ir.dtypes import INDEX, DataType
 from pypto.ir.enums import MemorySpace
@@ -54,7 +54,7 @@ class TensorType(Type):
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,9 @@ class MemRef:
         """True once address assignment gave this buffer an offset and a slot size."""
         return self.offset is not None
 
-    def __getitem__(self, index: Any) -> MemRef:
-        # Lazy import: expr imports this module for ScalarType.
-        from pypto.ir.expr import as_expr
-
-        return replace(self, index=as_expr(index))
+    def at(self, index: Expr) -> MemRef:
+        """This buffer with slot ``index`` selected (``pl.MemRef(...)[i % 2]`` in the DSL)."""
+        return replace(self, index=index)
 
     def with_address(self, offset: int, size: int) -> MemRef:
         """This binding with its assigned slot-0 offset and per-slot size in bytes."""
@@ -130,9 +128,13 @@ def is_scalar(t: Type | None) -> bool:
     return isinstance(t, ScalarType)
 
 
-def same_shape_dtype(a: Type, b: Type) -> bool:
+def same_shape_dtype(a: Type | None, b: Type | None) -> bool:
     """True when two tile/tensor types agree on shape and dtype (memory may differ)."""
-    return getattr(a, "shape", None) == getattr(b, "shape", None) and a.dtype == b.dtype  # type: ignore
+    if a is None or b is None:
+        return False
+    return getattr(a, "shape", None) == getattr(b, "shape", None) and getattr(a, "dtype", None) == getattr(
+        b, "dtype", None
+    )
 
 
 def refines(declared: Type, inferred: Type) -> bool:
@@ -146,7 +148,7 @@ def refines(declared: Type, inferred: Type) -> bool:
     return declared == inferred
 
 
-def format_type(t: Type) -> str:
+def format_type(t: Type | None) -> str:
     """Short human form used in error messages (the printer has the full DSL form)."""
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"

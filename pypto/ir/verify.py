@@ -156,7 +156,7 @@ class _Verifier:
             ok = same_shape_dtype(t, want) if isinstance(want, (TensorType, TileType)) else t == want
             if not ok:
                 raise self.fail(
-                    f"argument for `{p.var.name}` of `{e.callee}` is {format_type(t)}, "  # type: ignore
+                    f"argument for `{p.var.name}` of `{e.callee}` is {format_type(t)}, "
                     f"expected {format_type(want)}",
                     e.span,
                 )
@@ -237,7 +237,7 @@ class _Verifier:
                     f"loop-carried `{a.var.name}` is {format_type(a.var.type)} but starts from "
                     f"{format_type(type_of(a.init))}",
                     a.span,
-                )  # type: ignore[arg-type]
+                )
         self.define(inner, s.var)
         for a in s.iter_args:
             self.define(inner, a.var)

@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from pypto.ir.expr import Node, Var
+from pypto.ir.bind import infer_call_type
+from pypto.ir.expr import Call, Node, Var
 from pypto.ir.types import Type
 
 N = TypeVar("N")
@@ -60,6 +61,8 @@ def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
         if new is not old:
             changes[f.name] = new
     rebuilt = dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
+    if changes and isinstance(rebuilt, Call):  # new arguments: the result type follows them
+        rebuilt = dataclasses.replace(rebuilt, type=infer_call_type(rebuilt))
     out = fn(rebuilt)
     return rebuilt if out is None else out
 

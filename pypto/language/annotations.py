@@ -14,6 +14,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import Direction, MemorySpace
+from pypto.ir.expr import as_expr
 from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type
 from pypto.ir.types import MemRef as _IRMemRef
 
@@ -81,7 +82,7 @@ class TileSpec:
             if isinstance(extra, MemorySpace):
                 memory = extra
             elif isinstance(extra, _IRMemRef):
-                memref = extra
+                memref = ir_memref(extra)
             else:
                 raise TypeError(f"pl.Tile takes a memory space or a pl.MemRef after the dtype, got {extra!r}")
         if memref is not None and memory is None:
@@ -127,9 +128,24 @@ Out = DirectionSpec(Direction.Out)
 InOut = DirectionSpec(Direction.InOut)
 
 
+class MemRefDecl(_IRMemRef):
+    """What ``pl.MemRef(...)`` returns: the buffer, subscripted to pick a slot (``m[i % 2]``)
+    into the IR's :class:`pypto.ir.types.MemRef`."""
+
+    def __getitem__(self, index: Any) -> _IRMemRef:
+        return ir_memref(self).at(as_expr(index))
+
+
+def ir_memref(ref: _IRMemRef) -> _IRMemRef:
+    """The IR value of a memref spelled in the DSL (a ``MemRefDecl`` becomes a plain MemRef)."""
+    if type(ref) is _IRMemRef:
+        return ref
+    return _IRMemRef(ref.name, ref.slots, ref.index, ref.offset, ref.size)
+
+
 def MemRef(  # noqa: N802 - spelled like a type in the DSL
     name: str | None = None, offset: int | None = None, size: int | None = None, *, slots: int = 1
-) -> _IRMemRef:
+) -> MemRefDecl:
     """A named buffer of ``slots`` equal slots; subscript it to pick a slot: ``m[i % 2]``.
 
     Without a name the buffer is named after the line that spells it (``pl.MemRef()``,
@@ -146,7 +162,7 @@ def MemRef(  # noqa: N802 - spelled like a type in the DSL
         raise ValueError(f"pl.MemRef slots must be a positive int, got {slots!r}")
     if offset is not None and size is None:
         raise ValueError("pl.MemRef with an offset needs a size too")
-    return _IRMemRef(name, slots, None, offset, size)
+    return MemRefDecl(name, slots, None, offset, size)
 
 
 def spec_to_type(spec: Any) -> tuple[Type | None, Direction] | None:

@@ -21,7 +21,7 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, SplitMode
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Var, type_of
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
@@ -33,7 +33,7 @@ def crossing(s: Stmt) -> str | None:
     """ "to_aiv" / "to_aic" for a move across the cluster's cores, else None."""
     if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move"):
         return None
-    src, dst = s.value.arg("tile").type, s.var.type
+    src, dst = type_of(s.value.arg("tile")), s.var.type
     if not (isinstance(src, TileType) and isinstance(dst, TileType)):
         return None
     if src.memory is MemorySpace.Acc and dst.memory is MemorySpace.Vec:
@@ -50,19 +50,20 @@ def _call(op: str, args: list, kwargs: dict, span) -> Call:
 
 def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
     """The push and the pop replacing one crossing move, on pipe ``pid`` of its direction."""
-    src = s.value.arg("tile")  # type: ignore[union-attr]
-    dst_t = s.var.type
+    assert isinstance(s.value, Call)  # a tile.move between tiles (see crossing)
+    src = s.value.arg("tile")
+    src_t, dst_t = type_of(src), s.var.type
+    assert isinstance(src_t, TileType) and isinstance(dst_t, TileType)
     span = s.span
     kw = {"split": split, "id": pid}
     if way == "to_aiv":
         push = _call("tile.tpush_to_aiv", [src], kw, span)
-        pop = _call(
-            "tile.tpop_from_aic", [], {"shape": list(src.type.shape), "dtype": src.type.dtype, **kw}, span
-        )
+        pop = _call("tile.tpop_from_aic", [], {"shape": list(src_t.shape), "dtype": src_t.dtype, **kw}, span)
         return [Eval(push, span=span), Assign(s.var, pop, span=span)]
     if dst_t.memory is not MemorySpace.Mat:
+        where = getattr(dst_t.memory, "name", dst_t.memory)
         raise CompileError(
-            f"a Vec tile moves to {dst_t.memory.name} across the cluster's cores; the pipe delivers "
+            f"a Vec tile moves to {where} across the cluster's cores; the pipe delivers "
             "into Mat: move it to pl.Mem.Mat, then on to Left/Right",
             span,
         )
@@ -116,7 +117,7 @@ def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
             push, pop = _cross(s, way, split, pid)  # type: ignore[arg-type]
             out.insert(_after_def(out, push), push)
             out.append(pop)
-            pending.append((s.var, way, pid, s.span))  # type: ignore[union-attr]
+            pending.append((s.var, way, pid, s.span))  # type: ignore[attr-defined]
             continue
         out.append(s)
     return _place_frees(tuple(out), pending, split)
@@ -127,9 +128,9 @@ def _after_def(out: list[Stmt], push: Stmt) -> int:
     producer sends as soon as the value exists, so the consumer's pop — at the move — may find
     it waiting; the pipe's own order is untouched, each crossing site has its own pipe), else
     at the move."""
-    name = push.value.arg("tile").name  # type: ignore[union-attr]
+    name = push.value.arg("tile").name  # type: ignore[attr-defined]
     for i in range(len(out) - 1, -1, -1):
-        if isinstance(out[i], Assign) and out[i].var.name == name:  # type: ignore[union-attr]
+        if isinstance(out[i], Assign) and out[i].var.name == name:  # type: ignore[attr-defined]
             return i + 1
     return len(out)
 

@@ -193,9 +193,10 @@ def _prune_block(body: tuple[Stmt, ...], used: set[str]) -> tuple[Stmt, ...]:
         if isinstance(s, Assign) and s.var.name not in used and not _effectful(s):
             continue
         if isinstance(s, For):
-            s = _prune_for(s, used)
-            if s is None:
+            pruned = _prune_for(s, used)
+            if pruned is None:
                 continue
+            s = pruned
         elif isinstance(s, If):
             s = dataclasses.replace(
                 s, then_body=_prune_block(s.then_body, used), else_body=_prune_block(s.else_body, used)

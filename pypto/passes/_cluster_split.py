@@ -15,11 +15,12 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.bind import bind_call
+from pypto.ir.bind import bind_call, with_args
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import MemorySpace, SplitMode
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
-from pypto.ir.stmt import Assign, Stmt
+from pypto.ir.names import NameSupply
+from pypto.ir.stmt import Assign, Eval, Stmt
 from pypto.ir.types import ScalarType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
 
@@ -90,10 +91,7 @@ def halve_aiv(body: tuple[Stmt, ...], mode: SplitMode) -> tuple[Stmt, ...]:
         if isinstance(v.type, TileType) and v.type.memory is MemorySpace.Vec and v.name not in new:
             old[v.name], new[v.name] = v.type, _half(v.type, mode, v.span)
     call, _ = bind_call("tile.get_subblock_idx", [], {})
-    sub = Var("subblock_idx", ScalarType(INDEX))
-    taken = {v.name for v in nodes_of(body, Var)}
-    while sub.name in taken:
-        sub = dataclasses.replace(sub, name=sub.name + "_")
+    sub = Var(NameSupply(v.name for v in nodes_of(body, Var)).fresh("subblock_idx"), ScalarType(INDEX))
 
     def fix(x: object) -> object:
         if isinstance(x, Var) and x.name in new and x.type != new[x.name]:
@@ -104,18 +102,20 @@ def halve_aiv(body: tuple[Stmt, ...], mode: SplitMode) -> tuple[Stmt, ...]:
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _SHAPED:
             c = s.value
             t = new.get(s.var.name, s.var.type)
+            if not isinstance(t, TileType):
+                return None
             args = list(c.args)
             args[_index(c, _SHAPED[c.op])] = as_expr(list(t.shape))
             if c.op == "tile.load":
                 args[_index(c, "offsets")] = _shift(c.arg("offsets"), old[s.var.name], t, sub)
-            return dataclasses.replace(s, value=dataclasses.replace(c, args=tuple(args)))
-        if hasattr(s, "value") and isinstance(s.value, Call) and s.value.op == "tile.store":
+            return dataclasses.replace(s, value=with_args(c, args))
+        if isinstance(s, (Assign, Eval)) and isinstance(s.value, Call) and s.value.op == "tile.store":
             c = s.value
             tile = c.arg("tile")
             if isinstance(tile, Var) and tile.name in new:
                 args = list(c.args)
                 args[_index(c, "offsets")] = _shift(c.arg("offsets"), old[tile.name], new[tile.name], sub)
-                return dataclasses.replace(s, value=dataclasses.replace(c, args=tuple(args)))
+                return dataclasses.replace(s, value=with_args(c, args))
         return None
 
     out = tuple(rewrite(rewrite(s, fix), shapes) for s in body)

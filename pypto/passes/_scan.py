@@ -24,15 +24,6 @@ def defined_names(body: tuple[Stmt, ...]) -> set[str]:
     return names
 
 
-def fresh_name(base: str, taken: set[str]) -> str:
-    """``base_0``, ``base_1`` ...: the first not in ``taken`` (which then holds it)."""
-    k = 0
-    while f"{base}_{k}" in taken:
-        k += 1
-    taken.add(f"{base}_{k}")
-    return f"{base}_{k}"
-
-
 def used_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
     """Var uses and defs in walk order (callers filter by what they need)."""
     for node in walk(body):

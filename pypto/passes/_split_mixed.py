@@ -18,11 +18,12 @@ from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.expr import Call, Var
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Scope, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
-from pypto.passes._scan import defined_names, fresh_name
+from pypto.passes._scan import defined_names
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 _VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
@@ -67,9 +68,9 @@ def out_of_order(scope: Scope) -> bool:
     return tiles and any(c for c, _ in sides[cut:])
 
 
-def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]:
+def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope]]:
     """(orchestration statements to put first, the scopes) for one ``pl.at`` scope: itself
-    alone unless it mixes cube and vector work. ``taken``: names in use (grows)."""
+    alone unless it mixes cube and vector work. ``names``: the function's name supply."""
     sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return [], [scope]
@@ -84,17 +85,17 @@ def split_mixed(scope: Scope, taken: set[str]) -> tuple[list[Stmt], list[Scope]]
             "kernel: pl.move(acc, target_memory=pl.Mem.Vec) hands a product to the vector side)",
             late_cube.span,
         )
-    return _Splitter(scope, cut, taken).run()
+    return _Splitter(scope, cut, names).run()
 
 
 class _Splitter:
-    def __init__(self, scope: Scope, cut: int, taken: set[str]) -> None:
-        self.scope, self.taken = scope, taken
+    def __init__(self, scope: Scope, cut: int, names: NameSupply) -> None:
+        self.scope, self.names = scope, names
         self.cube, self.vector = list(scope.body[:cut]), list(scope.body[cut:])
         self.prelude: list[Stmt] = []
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.names.fresh(base)
 
     def run(self) -> tuple[list[Stmt], list[Scope]]:
         defs = {s.var.name: s for s in self.cube if isinstance(s, Assign)}
@@ -150,10 +151,10 @@ class _Splitter:
         """A GM intermediate created before the scopes; the cube scope assembles `value` into it."""
         t = value.type
         span = value.span
-        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)
-        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)
+        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)  # type: ignore[attr-defined]
+        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)  # type: ignore[attr-defined]
         self.prelude.append(Assign(gm, call, span=span))
         stored = Var(self.fresh(gm.name), gm.type, span=span)
-        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)
+        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)  # type: ignore[attr-defined]
         self.cube.append(Assign(stored, call, span=span))
         return stored

@@ -2,8 +2,8 @@
 
 Per InCore function:
 
-1. Storage flows become explicit copies (``_tile_storage.insert_copies``; grouping is
-   shared with the PTOAS planner in ``_storage_groups``): a loop's init,
+1. Storage flows become explicit copies (``memory.tile_storage.insert_copies``; grouping is
+   shared with the PTOAS planner in ``memory.storage_groups``): a loop's init,
    iter arg, yielded value and result must end in one buffer, as must an ``if``'s result
    and both branch values.
 2. Path-aware liveness says which tiles clash (live at once, or read by an op that cannot
@@ -26,23 +26,24 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import MemRef, TileType
 from pypto.ir.visit import retype
-from pypto.passes._pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
-from pypto.passes._storage_groups import (
+from pypto.passes.context import PassContext
+from pypto.passes.memory import map_generated_kernels
+from pypto.passes.memory.pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
+from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
-    MemoryCapacityError,
     buffers,
     check_copies,
     drop_copies,
     group_storage,
 )
-from pypto.passes._tile_storage import Groups
-from pypto.passes.context import PassContext
+from pypto.passes.memory.tile_storage import Groups
 
-__all__ = ["MemoryCapacityError", "allocate_memory_addr"]
+__all__ = ["allocate_memory_addr"]
 
 
 def _align(n: int, a: int) -> int:
@@ -91,7 +92,7 @@ def _overflow(fn: Function, groups: Groups, buf: Buffer, busy: list[Buffer], lim
     raise MemoryCapacityError(
         f"function {fn.name!r} needs {need} B of {buf.space} but {limit} B are available "
         f"({need - limit} B over); tiles live at once: {tiles}",
-        groups.live.spans.get(buf.root) or fn.span,
+        groups.live.spans.get(buf.root) or fn.span,  # type: ignore[arg-type]
     )
 
 
@@ -106,17 +107,17 @@ def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
     for name, var in live.vars.items():
         b = by_root[groups.find(name)]
         t = var.type
-        own = t.memref.index if t.memref is not None and b.pinned is not None else None
+        own = t.memref.index if t.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
         ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}")
         ref = dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
-        types[name] = dataclasses.replace(t, memref=ref)
-    return types
+        types[name] = dataclasses.replace(t, memref=ref)  # type: ignore[type-var]
+    return types  # type: ignore[return-value]
 
 
 def _allocate(fn: Function, ctx: PassContext) -> Function:
     src = fn
     fn, copies, groups = group_storage(src)
-    # The pipelining capacity gate (_pipeline_gate): clones that do not fit share storage.
+    # The pipelining capacity gate (memory.pipeline_gate): clones that do not fit share storage.
     limits = {s: int(getattr(ctx.platform, f)) for s, f in CAPACITY_FIELD.items()}
     short = pipeline_shortfalls(fn, groups, ctx, limits)
     if short:
@@ -127,14 +128,11 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
     return fn
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:
     """Give every tile of every InCore function a MemRef with its offset and slot size."""
-    fns = tuple(
-        _allocate(f, ctx) if f.kind.is_incore and f.external_source is None else f for f in program.functions
-    )
-    return dataclasses.replace(program, functions=fns)
+    return map_generated_kernels(program, lambda f: _allocate(f, ctx))

@@ -1,7 +1,7 @@
 """BindRegions (the PTOAS planner): every tile joins a storage region; no addresses.
 
 The regions stand in for PTOAS's own planning. Tiles are grouped as the PYPTO planner
-groups them (``_storage_groups``): loop-carried values, ``if`` results, ``matmul_acc``'s
+groups them (``memory.storage_groups``): loop-carried values, ``if`` results, ``matmul_acc``'s
 accumulator and all tiles bound to one ``pl.MemRef`` declaration share a region, and so may
 a copy's two ends and an elementwise result with an input that dies there (the planner may
 coalesce what you separated). A region is ``slots`` slots of its largest tile; each tile's
@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto.errors import MemoryCapacityError
 from pypto.ir.stmt import Function, Program
 from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
 from pypto.ir.visit import retype
-from pypto.passes._storage_groups import (
+from pypto.passes.context import PassContext
+from pypto.passes.memory import map_generated_kernels
+from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
-    MemoryCapacityError,
     buffers,
     check_copies,
     drop_copies,
     group_storage,
 )
-from pypto.passes._tile_storage import Groups
-from pypto.passes.context import PassContext
+from pypto.passes.memory.tile_storage import Groups
 
 
 def _align(n: int, a: int) -> int:
@@ -63,24 +64,21 @@ def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
     by_root, types = {b.root: b for b in bufs}, {}
     for name, var in groups.live.vars.items():
         b = by_root[groups.find(name)]
-        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None
+        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
         ref = MemRef(region_name(b), slots=b.slots, index=own, size=b.slot_bytes)
-        types[name] = dataclasses.replace(var.type, memref=ref)
-    return types
+        types[name] = dataclasses.replace(var.type, memref=ref)  # type: ignore[type-var]
+    return types  # type: ignore[return-value]
 
 
 def _bind(fn: Function, ctx: PassContext) -> Function:
     fn, copies, groups = group_storage(fn)
     bufs = buffers(groups)
     _check_fits(fn, bufs, ctx)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)
+    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
     return fn
 
 
 def bind_regions(program: Program, ctx: PassContext) -> Program:
     """Bind every tile of every generated InCore function to its storage region."""
-    fns = tuple(
-        _bind(f, ctx) if f.kind.is_incore and f.external_source is None else f for f in program.functions
-    )
-    return dataclasses.replace(program, functions=fns)
+    return map_generated_kernels(program, lambda f: _bind(f, ctx))

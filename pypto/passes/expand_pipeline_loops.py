@@ -29,6 +29,7 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.enums import ForKind, MemorySpace
 from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
@@ -84,15 +85,10 @@ def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
 class _Expander:
     def __init__(self, fn: Function, ctx: PassContext) -> None:
         self.fn, self.ctx = fn, ctx
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_s{k}"
-        self.taken.add(name)
-        return name
+        return self.names.fresh(base)
 
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -127,8 +123,8 @@ class _Expander:
         return self.dynamic(plain, plan)
 
     def static(self, s: For, plan: PipelinePlan) -> list[Stmt]:
-        f, step, start = plan.depth, plan.step, int(s.start.value)
-        n = len(range(start, int(s.stop.value), step))
+        f, step, start = plan.depth, plan.step, int(s.start.value)  # type: ignore[attr-defined]
+        n = len(range(start, int(s.stop.value), step))  # type: ignore[attr-defined]
         main, rest = divmod(n, f)
         out: list[Stmt] = []
         blocks = []
@@ -141,7 +137,7 @@ class _Expander:
         if rest:
             base = start + main * f * step
             idx = [Const(base + k * step) for k in range(rest)]
-            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)
+            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)  # type: ignore[arg-type]
             out += stmts
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
@@ -154,7 +150,7 @@ class _Expander:
         f, step = plan.depth, plan.step
         idx = [s.var if k == 0 else make_binop("+", s.var, Const(k * step)) for k in range(f)]
         carried = [it.var for it in s.iter_args]
-        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)
+        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)  # type: ignore[arg-type]
         if s.iter_args:
             stmts.append(Yield(tuple(final), span=s.span))
         results = s.results
@@ -184,7 +180,7 @@ class _Expander:
         staged = self.ctx.pipeline_plans[(self.fn.name, s.var.name)].staged
         heads: list[Stmt] = []
         tails: list[Stmt] = []
-        clones, blocked = [], set()
+        clones, blocked = [], set()  # type: ignore[var-annotated]
         for k, value in enumerate(idx):
             body = s.body
             if k or not keep_first:
@@ -200,7 +196,7 @@ class _Expander:
             for st in body:
                 if _hoistable(st, blocked, written):
                     heads.append(st)
-                    hoisted.add(st.var.name)
+                    hoisted.add(st.var.name)  # type: ignore[attr-defined]
                 else:
                     tails.append(st)
                     blocked |= defined_names((st,))

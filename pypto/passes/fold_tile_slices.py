@@ -37,7 +37,7 @@ def _window_slice(s: Stmt) -> Call | None:
     """The ``tile.slice`` call of ``s`` when it slices a tile outside Vec."""
     if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.slice"):
         return None
-    t = s.value.arg("x").type
+    t = s.value.arg("x").type  # type: ignore[attr-defined]
     return s.value if isinstance(t, TileType) and t.memory not in (None, MemorySpace.Vec) else None
 
 
@@ -52,7 +52,7 @@ class _Folder:
     def scan(self, s: Stmt) -> None:
         call = _window_slice(s)
         if call is not None:
-            self.slices[s.var.name] = call  # type: ignore[union-attr]
+            self.slices[s.var.name] = call  # type: ignore[attr-defined]
             return
         moved = _move_source(s)
         for v in nodes_of(s, Var):
@@ -60,7 +60,7 @@ class _Folder:
                 why = _not_a_view(self.slices[v.name])
                 if why:
                     src = self.slices[v.name].arg("x")
-                    space = src.type.memory  # type: ignore[union-attr]
+                    space = src.type.memory  # type: ignore[attr-defined]
                     raise TypeCheckError(
                         f"`{v.name}` is a window of the {space.dsl_name} tile `{src.name}` that {why}; "  # type: ignore
                         f"such a slice can feed a windowed move: {_USE_HINT[space]}",
@@ -71,7 +71,7 @@ class _Folder:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for s in body:
-            if _window_slice(s) is not None and s.var.name not in self.viewed:  # type: ignore[union-attr]
+            if _window_slice(s) is not None and s.var.name not in self.viewed:  # type: ignore[attr-defined]
                 continue
             out.append(self.stmt(s))
         return tuple(out)
@@ -89,7 +89,7 @@ class _Folder:
         return s
 
     def extract(self, sl: Call, move: Assign) -> Call:
-        if not (isinstance(sl.arg("valid_shape"), Literal) and sl.arg("valid_shape").value is None):
+        if not (isinstance(sl.arg("valid_shape"), Literal) and sl.arg("valid_shape").value is None):  # type: ignore[attr-defined]
             raise TypeCheckError(
                 "valid_shape on a slice of a cube-side tile is not supported: the L0 tile it feeds "
                 "is whole; load the ragged tail with pl.load(..., valid_shape=...) instead",
@@ -98,7 +98,7 @@ class _Folder:
         offset = sl.arg("offset")
         assert isinstance(offset, ListExpr)
         row, col = offset.items if len(offset.items) == 2 else (0, offset.items[0])
-        target = move.value.arg("target_memory")  # type: ignore[union-attr]
+        target = move.value.arg("target_memory")  # type: ignore[attr-defined]
         call, _ = bind_call(
             "tile.extract",
             (sl.arg("x"), row, col, sl.arg("shape")),
@@ -120,9 +120,9 @@ def _move_source(s: Stmt) -> Var | None:
 def _not_a_view(sl: Call) -> str:
     """Why this slice cannot be a view of its source's storage ('' when it can)."""
     x, shape, offset = sl.arg("x"), sl.arg("shape"), sl.arg("offset")
-    t = x.type  # type: ignore[union-attr]
-    sizes = [int(i.value) for i in shape.items]  # type: ignore[union-attr]
-    offs = [o.value if isinstance(o, Const) else None for o in offset.items]  # type: ignore[union-attr]
+    t = x.type  # type: ignore[attr-defined]
+    sizes = [int(i.value) for i in shape.items]  # type: ignore[attr-defined]
+    offs = [o.value if isinstance(o, Const) else None for o in offset.items]  # type: ignore[attr-defined]
     if len(sizes) != 2 or not (isinstance(sl.arg("valid_shape"), Literal)):
         return "is not a 2-D window"
     if t.memory in (MemorySpace.Left, MemorySpace.Right):

@@ -5,7 +5,7 @@ byte ranges from the assigned MemRefs (the slot a ``pl.MemRef(...)[i % 2]`` inde
 when the loop values are known), GM tensors by the parameters they may be. Pipes run in
 order, so only cross-pipe conflicts need flags.
 
-The pass executes the kernel abstractly (``_sync_state``): vector clocks say which
+The pass executes the kernel abstractly (``sync.sync_state``): vector clocks say which
 instructions each pipe is known to run after, and flags behave as on the simulator. At
 each instruction whose conflicting predecessors on another pipe are not ordered yet, it
 adds one flag for the latest of them — the wait merges that pipe's clock, so a single wait
@@ -40,14 +40,15 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pypto.errors import CompileError
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.bind import bind_call
 from pypto.ir.expr import Call, Const, Literal, Var
 from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
-from pypto.passes._slot_period import MAX_PERIOD, sequence_period
-from pypto.passes._sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
 from pypto.passes.context import PassContext
+from pypto.passes.sync.slot_period import MAX_PERIOD, sequence_period
+from pypto.passes.sync.sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
 
 Path = tuple  # statement path from the function body: (3, "body", 0, "then", 2)
 _MAX_RESTARTS = 256
@@ -61,7 +62,7 @@ class _Token:
     dst: int
     set_at: tuple[str, Path]  # ("pre" | "post", statement path)
     wait_at: Path  # the wait goes just before this statement
-    span: object = None
+    span: SourceSpan | None = None
     loop: Path | None = None  # loop-carried: the loop statement
     depth: int = 0
     drain_at: tuple[str, Path] | None = None  # loop-carried: where the closing waits go
@@ -88,7 +89,7 @@ class _Plan:
         t = self.tokens[k]
         if t.loop is not None:
             pre[t.loop] += [("set", k)] * t.depth
-            where, at = t.drain_at
+            where, at = t.drain_at  # type: ignore[misc]
             (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
         (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
         pre[t.wait_at].append(("wait", k))
@@ -138,9 +139,9 @@ class _Walker:
             fr.idx = j
             fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
             path = fr.path + (j,)
-            self.run_flags(self.pre.get(path, ()))
+            self.run_flags(self.pre.get(path, ()))  # type: ignore[arg-type]
             self.stmt(s, path)
-            self.run_flags(self.post.get(path, ()))
+            self.run_flags(self.post.get(path, ()))  # type: ignore[arg-type]
         self.frames.pop()
 
     def run_flags(self, flags: list) -> None:
@@ -174,13 +175,13 @@ class _Walker:
         trips = _trips(s)
         if trips == 0:
             return
-        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)
+        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)  # type: ignore[attr-defined]
         walk = min(trips, 2 * self.period(s, trips)) if trips is not None else 2
         before = self.st.copy() if trips is None else None  # a dynamic loop may not run
         fr = self.frame("loop", path + ("body",))
         for t in range(walk):
             fr.it = t
-            self.env[s.var.name] = start + t * step if start is not None else None
+            self.env[s.var.name] = start + t * step if start is not None else None  # type: ignore[operator]
             self.block(s.body, fr)
         del self.env[s.var.name]
         self.widen(fr.inst, s.var.name)
@@ -201,7 +202,7 @@ class _Walker:
         for h in self.st.history:
             if any(x.inst == inst for x in h.site) and any(k == var for k, _ in h.env):
                 env = {k: v for k, v in h.env if k != var}
-                _, acc = instruction(h.stmt, env, self.roots, self.opaque)
+                _, acc = instruction(h.stmt, env, self.roots, self.opaque)  # type: ignore[misc]
                 h = dataclasses.replace(h, acc=acc, env=tuple(env.items()))
             hist.append(h)
         self.st.history = hist
@@ -306,14 +307,15 @@ def _trips(s: For) -> int | None:
     if s.cond is not None:  # a pl.while_ runs until its condition fails: unknown, maybe zero
         return None
     if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
-        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))
+        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))  # type: ignore[attr-defined]
     return None
 
 
 # --- emission ------------------------------------------------------------------------------------
 def _flag_stmt(op: str, t: _Token, eid: int) -> Stmt:
     args = (Literal(PIPES[t.src]), Literal(PIPES[t.dst]), Const(eid))
-    return Eval(Call(f"system.{op}_flag", args, span=t.span), span=t.span)
+    call, _ = bind_call(f"system.{op}_flag", list(args), span=t.span)
+    return Eval(call, span=t.span)
 
 
 def _emit(body: tuple[Stmt, ...], path: Path, plan: _Plan, ids: dict[int, int], trace: list) -> tuple:

@@ -8,7 +8,8 @@ whole into Vec and become the tile op; ``pl.assemble(target, src, offset, atomic
 ``dst[r0:r1, :] = src``, ``out[:] = expr``, which the frontend spells as it — stores the
 source into the target's window (FIXPIPE from Acc, MTE3 from Vec; a tensor source is
 loaded to Vec first). Anything else at tensor level is reported, not guessed.
-Tests: tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
+Tests: tests/passes/test_lower_tensor_ops.py (the pass alone), tests/e2e/test_tensor_ops.py,
+tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, Kind, get_op
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TensorType, TileType, is_static
-from pypto.passes._scan import defined_names, fresh_name
+from pypto.passes._scan import defined_names
 from pypto.passes.context import PassContext
 
 _MAX_K_CHUNKS = 16
@@ -41,12 +43,12 @@ class _View:
 class _Lowerer:
     def __init__(self, fn: Function, ctx: PassContext) -> None:
         self.fn, self.ctx = fn, ctx
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.views: dict[str, _View] = {}
         self.tiles: dict[str, Var] = {}  # tensor-valued name -> the tile that holds it
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.names.fresh(base)
 
     def op(self, out: list[Stmt], base: str, op: str, args: list, span: SourceSpan | None, **kw) -> Var:
         call, t = bind_call(op, args, kw, span=span)
@@ -58,7 +60,7 @@ class _Lowerer:
         if isinstance(e, Var) and e.name in self.views:
             return self.views[e.name]
         if isinstance(e, Var) and isinstance(e.type, TensorType):
-            return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)
+            return _View(e, tuple(_const(0, span) for _ in e.type.shape), e.type.shape)  # type: ignore[arg-type]
         raise CompileError("expected a tensor (or a slice of one) here", span)
 
     def computed(self, e: Expr) -> Var | None:
@@ -94,7 +96,7 @@ class _Lowerer:
         return tuple(out)
 
     def lower(self, s: Assign, out: list[Stmt]) -> None:
-        c = s.value
+        c = _call_of(s)
         name = c.op.removeprefix("tensor.")
         computed = self.computed(c.arg("x")) if c.op == "tensor.slice" else None
         if computed is not None:  # a window of a value computed here: an on-chip extract
@@ -103,7 +105,7 @@ class _Lowerer:
         elif c.op == "tensor.slice":
             v = self.view(c.arg("x"), s.span)
             offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
-            self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)
+            self.views[s.var.name] = _View(v.base, offs, s.var.type.shape)  # type: ignore[attr-defined]
         elif name in _ELEMENTWISE:
             # tensor operands are loaded whole into Vec; values computed here are used as they are
             kinds = [p.kind for p in get_op(c.op).params]
@@ -112,7 +114,11 @@ class _Lowerer:
         elif c.op == "tensor.full":
             t = s.var.type
             self.tiles[s.var.name] = self.op(
-                out, s.var.name, "tile.full", [list(t.shape), t.dtype, c.arg("value")], s.span
+                out,
+                s.var.name,
+                "tile.full",
+                [list(t.shape), t.dtype, c.arg("value")],  # type: ignore[attr-defined]
+                s.span,
             )
         elif c.op == "tensor.matmul":
             self.tiles[s.var.name] = self.matmul(s, out)
@@ -126,7 +132,7 @@ class _Lowerer:
             )
 
     def assemble(self, s: Assign, out: list[Stmt]) -> None:
-        c = s.value
+        c = _call_of(s)
         tile = self.tile_of(c.arg("src"), out, s.span)
         target = self.view(c.arg("target"), s.span)
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
@@ -135,7 +141,7 @@ class _Lowerer:
         self.views[s.var.name] = _View(target.base, target.offsets, target.shape)
 
     def matmul(self, s: Assign, out: list[Stmt]) -> Var:
-        c = s.value
+        c = _call_of(s)
         a, b = self.view(c.arg("lhs"), s.span), self.view(c.arg("rhs"), s.span)
         for name, v in (("lhs", a), ("rhs", b)):
             if not is_static(v.shape):
@@ -144,12 +150,12 @@ class _Lowerer:
                     "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
                     s.span,
                 )
-        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)
+        a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)  # type: ignore[attr-defined]
         m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
         n = b.shape[-2] if b_trans else b.shape[-1]
         ba, bb = (v.shape[0] if len(v.shape) == 3 else 1 for v in (a, b))
         batched = 3 in (len(a.shape), len(b.shape))  # pl.batch_matmul on [B, .., ..] tiles
-        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span, (ba, bb, max(ba, bb)))
+        kt = self.k_chunk(m, k, n, a.base.type.dtype.itemsize, s.span, (ba, bb, max(ba, bb)))  # type: ignore[attr-defined]
         acc = None
         for k0 in range(0, k, kt):
             la = self.operand(out, a, k0, kt, not a_trans, MemorySpace.Left, s.span)  # A is [M, K]
@@ -164,6 +170,7 @@ class _Lowerer:
             else:
                 name = "tile.batch_matmul_acc" if batched else "tile.matmul_acc"
                 acc = self.op(out, s.var.name, name, [acc, la, rb], s.span, **flags)
+        assert acc is not None, "k >= 1: at least one chunk"
         return acc
 
     def operand(
@@ -213,6 +220,11 @@ class _Lowerer:
             f"({p.l0a_bytes} B each) in at most {_MAX_K_CHUNKS} K chunks",
             span,
         )
+
+
+def _call_of(s: Assign) -> Call:
+    assert isinstance(s.value, Call), "block() lowers op calls only"
+    return s.value
 
 
 def _items(e: Expr) -> tuple[Expr, ...]:

@@ -1,4 +1,5 @@
-"""Choices that select passes: the memory planner and how much IR to dump."""
+"""Choices that select passes: the memory planner. (How much IR to dump, ``PassDumpLevel``,
+is an IR enum: :mod:`pypto.ir.enums`.)"""
 
 from __future__ import annotations
 
@@ -15,11 +16,3 @@ class MemoryPlanner(enum.Enum):
 
     PYPTO = "pypto"
     PTOAS = "ptoas"
-
-
-class PassDumpLevel(enum.Enum):
-    """``dump_passes``: NONE writes nothing; CONCISE and EXPLICIT write each pass's IR."""
-
-    NONE = "none"
-    CONCISE = "concise"
-    EXPLICIT = "explicit"

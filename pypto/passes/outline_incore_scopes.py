@@ -15,6 +15,7 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, FuncCall, Var
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
 from pypto.ir.types import TensorType, VoidType
@@ -113,7 +114,7 @@ class _Outliner:
     def __init__(self, entry: Function, reserved: set[str]) -> None:
         self.entry = entry
         self.reserved = reserved  # every function name of the program, and each kernel's as made
-        self.taken = defined_names(entry.body) | {p.var.name for p in entry.params}
+        self.names = NameSupply(defined_names(entry.body) | {p.var.name for p in entry.params})
         self.kernels: list[Function] = []
 
     def kernel(self, scope: Scope) -> tuple[Function, list[Var]]:
@@ -140,7 +141,7 @@ class _Outliner:
         for i, s in enumerate(body):
             rest = body[i + 1 :] + after
             if isinstance(s, Scope):
-                prelude, parts = ([], [s]) if _clustered(s) else split_mixed(s, self.taken)
+                prelude, parts = ([], [s]) if _clustered(s) else split_mixed(s, self.names)
                 out.extend(prelude)
                 out.extend(self.call(p, tuple(parts[j + 1 :]) + rest) for j, p in enumerate(parts))
             elif isinstance(s, For):

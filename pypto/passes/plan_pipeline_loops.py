@@ -76,7 +76,12 @@ def _plan_function(fn: Function, ctx: PassContext) -> None:
             _check(node)
             assert isinstance(node.step, Const) and isinstance(node.var, Var)
             plan = PipelinePlan(
-                fn.name, node.var.name, int(node.stage), int(node.step.value), _staged(node.body), node.span
+                fn.name,
+                node.var.name,
+                int(node.stage),  # type: ignore[arg-type]
+                int(node.step.value),
+                _staged(node.body),
+                node.span,
             )
             ctx.pipeline_plans[(fn.name, node.var.name)] = plan
 

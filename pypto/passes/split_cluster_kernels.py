@@ -15,13 +15,15 @@ Test: tests/passes/test_split_cluster_kernels.py
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from pypto.errors import CompileError
+from pypto.ir.bind import with_args
 from pypto.ir.enums import FunctionType, SplitMode
-from pypto.ir.expr import Call, Const, FuncCall, Var
+from pypto.ir.expr import Call, Const, FuncCall, ListExpr, Literal, Var, type_of
 from pypto.ir.op_rules_cluster import split_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Scope, Stmt
-from pypto.ir.types import VoidType
+from pypto.ir.types import TileType, VoidType
 from pypto.ir.visit import nodes_of, rewrite, walk
 from pypto.passes._cluster_pipes import insert_pipes
 from pypto.passes._cluster_sides import Side, assign_sides, leaf_sides, project, prune
@@ -32,8 +34,15 @@ _PUSH = {"tile.tpush_to_aiv": "tile.tpop_from_aic", "tile.tpush_to_aic": "tile.t
 _POP_OF_FREE = {"tile.tfree_to_aic": "tile.tpop_from_aic", "tile.tfree_to_aiv": "tile.tpop_from_aiv"}
 
 
-def _leaves(body: tuple[Stmt, ...]) -> list[Stmt]:
+def _leaves(body: tuple[Stmt, ...]) -> list[Assign | Eval]:
     return [s for s in walk(body) if isinstance(s, (Assign, Eval))]
+
+
+def _attr(c: Call, name: str) -> Any:
+    """The value of a compile-time argument of a pipe op (its id, dtype; bound as a literal)."""
+    v = c.arg(name)
+    assert isinstance(v, (Const, Literal)), f"{c.op} takes {name} as a literal"
+    return v.value
 
 
 def _check_one_core(body: tuple[Stmt, ...], explicit: bool) -> None:
@@ -78,7 +87,7 @@ def _calls(body: tuple[Stmt, ...], ops: tuple[str, ...]) -> list[tuple[Call, Stm
 
 def _check_ids(body: tuple[Stmt, ...], limit: int) -> None:
     for c, s in _calls(body, (*_PUSH, *_PUSH.values(), *_POP_OF_FREE)):
-        pid = c.arg("id").value
+        pid = _attr(c, "id")
         if pid >= limit:
             raise CompileError(
                 f"pipe id {pid} is out of range: this platform has {limit} (0..{limit - 1})", s.span
@@ -91,8 +100,8 @@ def _check_pipes(aic: tuple[Stmt, ...], aiv: tuple[Stmt, ...]) -> None:
         pushes = _calls(aic if push_op == "tile.tpush_to_aiv" else aiv, (push_op,))
         pops = _calls(aiv if pop_op == "tile.tpop_from_aic" else aic, (pop_op,))
         for k, (pop, ps) in enumerate(pops):
-            pid = pop.arg("id").value
-            mine = [(c, s) for c, s in pushes if c.arg("id").value == pid]
+            pid = _attr(pop, "id")
+            mine = [(c, s) for c, s in pushes if _attr(c, "id") == pid]
             if not mine:
                 raise CompileError(
                     f"pl.{pop_op.removeprefix('tile.')} (pipe id {pid}) has no producer: the other core "
@@ -110,9 +119,10 @@ def _check_pipes(aic: tuple[Stmt, ...], aiv: tuple[Stmt, ...]) -> None:
 
 
 def _check_shape(push: Call, ss: Stmt, pop: Call, ps: Stmt) -> None:
-    t = push.arg("tile").type
+    t, dims = type_of(push.arg("tile")), pop.arg("shape")
+    assert isinstance(t, TileType) and isinstance(dims, ListExpr), "a pushed tile; a popped shape"
     shape = list(t.shape) if len(t.shape) == 2 else [1, t.shape[0]]
-    got = [int(i.value) for i in pop.arg("shape").items if isinstance(i, Const)]
+    got = [int(i.value) for i in dims.items if isinstance(i, Const)]
     got = got if len(got) == 2 else [1, *got]
     split = split_of(pop.arg("split"))
     to_aiv = push.op == "tile.tpush_to_aiv"
@@ -121,9 +131,9 @@ def _check_shape(push: Call, ss: Stmt, pop: Call, ps: Stmt) -> None:
     want = list(aic_shape)
     if split:
         want[split - 1] //= 2
-    if want != aiv_shape or t.dtype != pop.arg("dtype").value:
+    if want != aiv_shape or t.dtype != _attr(pop, "dtype"):
         raise CompileError(
-            f"this pop receives {pop.arg('dtype').value.name} {got}, but the push at {ss.span} sends "
+            f"this pop receives {_attr(pop, 'dtype').name} {got}, but the push at {ss.span} sends "
             f"{t.dtype.name} {shape}" + (f" (split={split}: each AIV holds half)" if split else ""),
             ps.span,
         )
@@ -135,8 +145,7 @@ def _stamp_frees(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     pops = {s.var.name: s.value for s in _leaves(body) if isinstance(s, Assign) and isinstance(s.value, Call)}
     freed: dict[str, Stmt] = {}
 
-    def check(s: Stmt, block_freed: dict[str, Stmt]) -> None:
-        c = s.value
+    def check(s: Eval, c: Call, block_freed: dict[str, Stmt]) -> None:
         tile = c.arg("tile")
         src = pops.get(tile.name) if isinstance(tile, Var) else None
         if src is None or src.op != _POP_OF_FREE[c.op]:
@@ -145,6 +154,7 @@ def _stamp_frees(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
                 f"pl.{_POP_OF_FREE[c.op].removeprefix('tile.')} produced",
                 s.span,
             )
+        assert isinstance(tile, Var)  # pops.get found it
         if tile.name in block_freed:
             raise CompileError(
                 f"`{tile.name}` is freed twice (first at {block_freed[tile.name].span}); each pop "
@@ -155,17 +165,17 @@ def _stamp_frees(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
     def fix(node: object) -> object:
         if isinstance(node, Call) and node.op in _POP_OF_FREE:
-            src = pops[node.arg("tile").name]
+            src = pops[node.arg("tile").name]  # type: ignore[attr-defined]  # a Var: checked above
             args = list(node.args)
             args[1] = src.arg("split")
-            return dataclasses.replace(node, args=tuple(args))
+            return with_args(node, args)
         return None
 
     def walk_block(stmts: tuple[Stmt, ...]) -> None:
         local: dict[str, Stmt] = dict(freed)
         for s in stmts:
             if isinstance(s, Eval) and isinstance(s.value, Call) and s.value.op in _POP_OF_FREE:
-                check(s, local)
+                check(s, s.value, local)
             elif isinstance(s, For):
                 walk_block(s.body)
             elif isinstance(s, If):
@@ -218,7 +228,11 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
 
 def cluster_members(program: Program, group: Function) -> tuple[Function, Function]:
     """The AIC and AIV kernels a split Group function calls."""
-    aic, aiv = (program.get(s.value.callee) for s in group.body if isinstance(s, Eval))
+    aic, aiv = (
+        program.get(s.value.callee)
+        for s in group.body
+        if isinstance(s, Eval) and isinstance(s.value, FuncCall)
+    )
     return aic, aiv
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from pypto import platforms
 from pypto.errors import ArgumentValueError, ConfigError
-from pypto.passes.options import MemoryPlanner, PassDumpLevel
+from pypto.ir.enums import PassDumpLevel
+from pypto.passes.options import MemoryPlanner
 from pypto.runtime.launch import check_limits, check_run_limit
 
 

@@ -179,11 +179,11 @@ class CompiledProgram:
         limits = (config.max_cycles or 0, config.max_instructions or 0)
 
         def launch(tensors: list) -> dict[str, Any]:
-            return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)
+            return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)  # type: ignore[call-arg, return-value]
 
         try:
             if not config.isolated(bool(self.external)):
-                return launch(arrays)
+                return launch(arrays)  # type: ignore[return-value]
             from pypto.runtime.isolate import run_isolated
 
             written = [k for k, i in enumerate(self.tensor_params) if i in self.outputs]
@@ -228,7 +228,17 @@ class CompiledProgram:
         writable |= set(range(len(self.tensor_params), n_table))
         extra: list[int] = []
         tasks = []
-        for kernel, tensors, scalars, core_kind, deps, gates, block_idx, block_num, only_read in self.launch_specs:
+        for (
+            kernel,
+            tensors,
+            scalars,
+            core_kind,
+            deps,
+            gates,
+            block_idx,
+            block_num,
+            only_read,
+        ) in self.launch_specs:
             indices = []
             for j in tensors:
                 if j in only_read and j in writable:
@@ -305,7 +315,7 @@ class CompiledProgram:
         from pypto.runtime.report import scheduled_report
 
         plat = self._platform()[0]
-        report = scheduled_report(plat.name, plat.clock_hz, results)
+        report = scheduled_report(plat.name, plat.clock_hz, results)  # type: ignore[arg-type]
         if len(report.tasks) == len(self.launch_specs):  # one result per planned task, in order
             for t, planned in zip(report.tasks, self.launch_specs):
                 t.deps = planned[4]
@@ -462,10 +472,10 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
         out,
         entry.param_names,
         config.platform,
-        None,  # the IR and the plan stay pickled until read
+        None,  # type: ignore[arg-type]  # the IR and the plan stay pickled until read
         config,
         paths,
-        None,
+        None,  # type: ignore[arg-type]
         entry.outputs,
         entry.tensor_params,
         entry.hints,

@@ -129,7 +129,7 @@ def run_kernel_file(
     native_plat = plat.to_native()
 
     def launch(tensors: list) -> list:
-        return _native.run_kernel(
+        return _native.run_kernel(  # type: ignore[call-arg]
             str(so_path), tensors, m.scalars, native_plat, kname, block_num, record, hazards == "error",
             core, max_cycles, max_instructions,
         )  # fmt: skip

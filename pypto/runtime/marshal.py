@@ -105,7 +105,7 @@ def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
     bad = sorted((i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args)), key=repr)
     if bad:
         raise ArgumentError(f"outputs= names argument(s) {bad}, but there are {len(args)} arguments")
-    tensors, scalars, names, outs = [], [], [], set()
+    tensors, scalars, names, outs = [], [], [], set()  # type: ignore[var-annotated]
     for i, a in enumerate(args):
         if isinstance(a, (int, float, np.number, bool)):
             if i in outputs:

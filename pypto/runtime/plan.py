@@ -109,7 +109,7 @@ def _value(e: Expr, env: _Env) -> Any:
         return env.scalars[e.name]
     if isinstance(e, BinOp):
         try:
-            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
+            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))  # type: ignore[operator]
         except ZeroDivisionError:
             raise CompileError(
                 f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
@@ -212,8 +212,8 @@ def _aliases(fn: Function, name: str) -> set[str]:
             for it, result in zip(s.iter_args, s.results):
                 if isinstance(it.init, Var) and it.init.name in names:
                     names |= {it.var.name, result.name}
-        for s in nodes_of(fn, Assign):
-            v = s.value
+        for s in nodes_of(fn, Assign):  # type: ignore[assignment]
+            v = s.value  # type: ignore[attr-defined]
             source = v.arg("output_tensor") if isinstance(v, Call) and v.op == "tile.store" else v
             if isinstance(source, Var) and source.name in names:
                 names.add(s.var.name)
@@ -229,7 +229,7 @@ def _atomic_only(fn: Function, name: str) -> bool:
         return False
     return all(
         c.op == "tile.store"
-        and c.arg("output_tensor").name in names
+        and c.arg("output_tensor").name in names  # type: ignore[attr-defined]
         and c.arg("atomic") == Literal(AtomicType.Add)
         for c in stores
     )
@@ -302,7 +302,7 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             t = s.var.type
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
-            env.intermediates.append(Intermediate(tuple(t.shape), _numpy_dtype(t.dtype)))
+            env.intermediates.append(Intermediate(tuple(t.shape), _numpy_dtype(t.dtype)))  # type: ignore[attr-defined]
         elif isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
             env.scalars[s.var.name] = _value(s.value, env)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:

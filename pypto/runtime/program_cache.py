@@ -227,7 +227,7 @@ def _where(fn: Any) -> str:
 def _names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
     """The free names the source reads (its parameters and assigned names are the kernel's
     own: the frontend never looks them up outside) and every attribute name it mentions."""
-    read, bound, attrs = set(), set(), set()
+    read, bound, attrs = set(), set(), set()  # type: ignore[var-annotated]
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -258,7 +258,7 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, _PLAIN):
         return ("v", type(value).__name__, repr(value))
     if isinstance(value, (JitFunction, KernelFunction)):
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
         extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
         return ("kernel", head, repr(extra), _record_fn(value.fn))
     if isinstance(value, types.ModuleType):
@@ -304,7 +304,7 @@ def _matches(value: Any, rec: tuple) -> bool:
     if kind == "kernel":
         if not isinstance(value, (JitFunction, KernelFunction)):
             return False
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
         extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
         return rec[1] == head and rec[2] == repr(extra) and _fn_matches(value.fn, rec[3])
     if kind == "module":

@@ -103,7 +103,7 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
     """Chrome-trace flow events from each tile push to the pop that received it: the k-th
     push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
     TPOP) pairs with the k-th pop on it. ``locals_``: each core's number in its cluster."""
-    ends: dict[tuple[int, int, int], list[tuple[str, str, int]]] = {}
+    ends: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}  # (is push, *route) -> ends
     for core, local in zip(cores, locals_):
         raw = core.trace.raw
         names = raw["strings"]
@@ -117,7 +117,8 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
             at = row[_COL["start"]]
             ends.setdefault((name == "TPUSH", *route), []).append((core.pid, PIPES[row[_COL["pipe"]]], at))
     events, n = [], 0
-    for (is_push, *route), pushes in sorted(ends.items()):
+    for key, pushes in sorted(ends.items()):
+        is_push, route = key[0], key[1:]
         if not is_push:
             continue
         for (pid, lane, t0), (qpid, qlane, t1) in zip(pushes, ends.get((False, *route), [])):
@@ -255,7 +256,7 @@ def write_traces(
     paths = []
     for n, group in enumerate(launches(report.tasks)):
         traced = [t for t in group if t.trace]
-        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced]
+        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
         locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
         flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
         sim = _opprof_dir(root, group[0].name, stamp, n)

@@ -303,10 +303,10 @@ def pto_isa_rows() -> list[Row]:
         )
     for oe, gm in ((4, True), (2, True), (2, False)):
         link = "l0c_to_gm" if gm else "l0c_to_l1"
-        ref = 128 * 128 * oe / (PTO_ISA_GIB_S[link] * _GIB / _HZ)
+        bound = 128 * 128 * oe / (PTO_ISA_GIB_S[link] * _GIB / _HZ)
         case = f"Acc->{'GM' if gm else 'Mat'} 128x128 out {oe}B"
         ours = measure(p, "FIXPIPE", _drain(128, 128, oe, gm))
-        rows.append(Row("FIXPIPE", case, ours, ref, "pto-isa", f"bytes / {PTO_ISA_GIB_S[link]} GiB/s"))
+        rows.append(Row("FIXPIPE", case, ours, bound, "pto-isa", f"bytes / {PTO_ISA_GIB_S[link]} GiB/s"))
     for vec, (name, lat, slope) in PTO_ISA_VECTOR.items():
         for size in (4 * KB, 64 * KB):
             reps = size // 256

@@ -19,15 +19,8 @@ from pypto.ir.expr import Call, Var
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, walk
+from pypto.passes.memory.storage_groups import CAPACITY_FIELD as CAPACITY_FIELDS
 
-CAPACITY_FIELDS = {
-    "Vec": "ub_bytes",
-    "Mat": "l1_bytes",
-    "Left": "l0a_bytes",
-    "Right": "l0b_bytes",
-    "Acc": "l0c_bytes",
-    "Bias": "bias_bytes",
-}
 SPACE_ORDER = tuple(CAPACITY_FIELDS)
 VIEW_OPS = frozenset({"tile.reshape", "tile.slice"})
 
@@ -190,7 +183,7 @@ def map_program(program: Program) -> list[FunctionMap]:
             continue
         boxes = _merge(fn.name, function_tiles(fn), counter)
         _mark_conflicts(boxes)
-        high = {}
+        high = {}  # type: ignore[var-annotated]
         for b in boxes:
             high[b.space] = max(high.get(b.space, 0), b.end)
         out.append(FunctionMap(fn.name, fn.kind.name, _line(fn), _last_line_fn(fn), boxes, high))

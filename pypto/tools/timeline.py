@@ -76,7 +76,7 @@ class Model:
         def sid(text: str) -> int:
             return strings.setdefault(text, len(strings))
 
-        events, flows, lanes = [], [], []
+        events, flows, lanes = [], [], []  # type: ignore[var-annotated]
         where: dict[int, int] = {}
         for ci, core in enumerate(self.cores):
             rows = sorted(self.rows.get(core, []), key=lambda r: (r.pipe, r.start, r.end))
@@ -228,7 +228,7 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
     placed: dict[tuple[str, int], list[Row]] = defaultdict(list)
-    for e in events:
+    for e in events:  # type: ignore[misc]
         pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
         if e.get("ph") != "X" or pipe not in PIPES:
             continue

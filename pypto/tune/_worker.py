@@ -51,7 +51,7 @@ def point_folder(root: Path, name: str, point: dict[str, Any]) -> Path:
 def dumps(task: Task) -> bytes:
     """Pickles ``task``; with cloudpickle the factory's own module goes by value."""
     try:
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped]
     except ImportError:
         return pickle.dumps((pickle.dumps(task), {}))
     files: set[str] = set()

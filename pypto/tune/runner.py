@@ -202,7 +202,7 @@ def _execute(tasks: list[_worker.Task], executor: Executor | str | None, bar) ->
         )
     try:
         futures: dict[Future, int] = {executor.submit(_worker.evaluate, p): i for i, p in enumerate(payloads)}
-        out: list[dict[str, Any]] = [{} for _ in payloads]
+        out: list[dict[str, Any]] = [{} for _ in payloads]  # type: ignore[no-redef]
         for fut in as_completed(futures):
             try:
                 out[futures[fut]] = fut.result()

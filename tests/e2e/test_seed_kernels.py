@@ -8,9 +8,8 @@ import pytest
 import seed_kernels as sk
 
 import pypto.language as pl
-from pypto.errors import BoundsCheckError
+from pypto.errors import BoundsCheckError, MemoryCapacityError
 from pypto.ir.stmt import Program
-from pypto.passes.allocate_memory_addr import MemoryCapacityError
 from pypto.runtime import RunConfig, RunReport
 from pypto.runtime.report import overlap_cycles
 

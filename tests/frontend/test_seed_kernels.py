@@ -4,44 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import seed_kernels
+from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buffer  # shared fixtures
 
 import pypto.language as pl
 from pypto import ir
 from pypto.frontend import parse_text
 
-NT, TR, TC = 8, 64, 128  # tiles in the loop, tile rows, tile cols
-ROWS = NT * TR
 A = (np.arange(ROWS * TC) % 3 - 1).astype(np.float32).reshape(ROWS, TC)
 UB2 = pl.MemRef("ub", slots=2)
-
-
-@pl.jit
-def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # the baseline
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
-@pl.jit
-def pipelined(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.pipeline(NT, stage=2):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
-@pl.jit
-def explicit_slots(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(
-                a, [i * TR, 0], [TR, TC], target_memory=pl.Mem.Vec
-            )
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
 
 
 @pl.jit
@@ -164,9 +135,9 @@ def test_seed_kernels_round_trip(kernel):
     assert ir.print_program(again) == text
 
 
-def test_spans_point_into_this_file():
+def test_spans_point_into_the_kernel_source_file():
     loop = _scope_loop(single_buffer.parse(A, np.zeros_like(A)))
     span = loop.body[0].span
-    assert span.file == __file__
+    assert span.file == seed_kernels.__file__
     assert span.source_line().strip() == "tile = pl.load(a, [i * TR, 0], [TR, TC])"
     assert span.col == 12

@@ -67,7 +67,7 @@ def test_use_must_repeat_the_definition_type():
     fn = kernel()
     load, exp, store, ret = fn.body
     wrong = ir.Var("t", ir.TileType((64, 128), ir.FP16, ir.MemorySpace.Vec))
-    bad_exp = dataclasses.replace(exp, value=ir.Call("tile.exp", (wrong,)))
+    bad_exp = dataclasses.replace(exp, value=ir.Call("tile.exp", (wrong,), exp.value.type))
     expect(program(with_body(fn, load, bad_exp, store, ret)), "`t` is used as", "but defined as")
 
 
@@ -81,17 +81,35 @@ def test_declared_type_must_match_the_op_result():
 def test_unknown_op_and_nested_calls():
     fn = kernel()
     load, exp, store, ret = fn.body
-    unknown = dataclasses.replace(exp, value=ir.Call("tile.frobnicate", (load.var,)))
+    unknown = dataclasses.replace(exp, value=ir.Call("tile.frobnicate", (load.var,), exp.value.type))
     expect(program(with_body(fn, load, unknown, store, ret)), "unknown op `tile.frobnicate`")
-    nested = dataclasses.replace(exp, value=ir.Call("tile.exp", (load.value,)))
+    nested = dataclasses.replace(exp, value=ir.Call("tile.exp", (load.value,), exp.value.type))
     expect(program(with_body(fn, load, nested, store, ret)), "calls must not nest")
 
 
 def test_call_arguments_in_normal_form():
     fn = kernel()
     load, exp, store, ret = fn.body
-    short = dataclasses.replace(load, value=ir.Call("tile.load", load.value.args[:3]))
+    short = dataclasses.replace(load, value=ir.Call("tile.load", load.value.args[:3], load.value.type))
     expect(program(with_body(fn, short, exp, store, ret)), "needs 5 arguments")
+
+
+def test_call_records_the_result_type_its_arguments_give():
+    fn = kernel()
+    load, exp, store, ret = fn.body
+    assert exp.value.type == ir.infer_call_type(exp.value) == exp.var.type
+    stale = ir.TileType((64, 128), ir.FP16, ir.MemorySpace.Vec)
+    bad = dataclasses.replace(exp, value=dataclasses.replace(exp.value, type=stale))
+    expect(program(with_body(fn, load, bad, store, ret)), "records result type", "its arguments give")
+
+
+def test_rewrite_recomputes_the_type_of_a_call_whose_arguments_change():
+    fn = kernel()
+    load, exp, store, ret = fn.body
+    wider = ir.TileType((64, 128), ir.FP16, ir.MemorySpace.Vec)
+    moved = ir.retype(exp, {load.var.name: wider})
+    assert moved.value.type == ir.infer_call_type(moved.value)
+    assert moved.value.type != exp.value.type
 
 
 def test_tile_ops_in_orchestration_need_a_scope():

@@ -7,8 +7,8 @@ import pytest
 from pass_util import CTX, apply, kernel, memrefs, ops, program
 
 from pypto import ir
-from pypto.errors import CompileError
-from pypto.passes.allocate_memory_addr import MemoryCapacityError, allocate_memory_addr
+from pypto.errors import CompileError, MemoryCapacityError
+from pypto.passes.allocate_memory_addr import allocate_memory_addr
 
 A = "a: pl.Tensor[[512, 128], pl.FP32], b: pl.Tensor[[512, 128], pl.FP32]"
 OUT = "out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]"

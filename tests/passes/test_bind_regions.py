@@ -8,7 +8,8 @@ import pytest
 from pass_util import apply, flags, kernel, memrefs
 
 from pypto import ir
-from pypto.passes.allocate_memory_addr import MemoryCapacityError, allocate_memory_addr
+from pypto.errors import MemoryCapacityError
+from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.bind_regions import bind_regions
 from pypto.passes.insert_sync import insert_sync
 

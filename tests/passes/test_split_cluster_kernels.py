@@ -24,7 +24,8 @@ class p:
             for i in pl.range(4):
                 la = pl.load(a, [i * 64, 0], [64, 64], target_memory=pl.Mem.Mat)
                 lb = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-                acc = pl.matmul(pl.move(la, target_memory=pl.Mem.Left), pl.move(lb, target_memory=pl.Mem.Right))
+                left = pl.move(la, target_memory=pl.Mem.Left)
+                acc = pl.matmul(left, pl.move(lb, target_memory=pl.Mem.Right))
                 x = pl.move(acc, target_memory=pl.Mem.Vec)
                 y = pl.{op}(x)
                 pl.store(y, [i * 64, 0], c)
@@ -46,7 +47,14 @@ def test_a_mixed_scope_becomes_a_group_of_an_aic_and_an_aiv_kernel():
     assert kinds == [("main", "Orchestration"), ("main_incore_0", "Group"),
                      ("main_incore_0_aic", "AIC"), ("main_incore_0_aiv", "AIV")]  # fmt: skip
     aic, aiv = out.functions[2], out.functions[3]
-    assert ops(aic) == ["tile.load", "tile.load", "tile.move", "tile.move", "tile.matmul", "tile.tpush_to_aiv"]
+    assert ops(aic) == [
+        "tile.load",
+        "tile.load",
+        "tile.move",
+        "tile.move",
+        "tile.matmul",
+        "tile.tpush_to_aiv",
+    ]
     # the popped tile's slot is returned right after its last use (the relu), in the same trip
     assert ops(aiv) == ["tile.tpop_from_aic", "tile.relu", "tile.tfree_to_aic", "tile.store"]
     assert all(isinstance(s, ir.For) for s in (aic.body[0], aiv.body[0]))  # both walk the loop
@@ -74,6 +82,8 @@ def test_left_right_refuses_a_row_reduction_on_half_the_columns():
 
 
 def test_a_popped_tile_read_last_by_a_store_is_freed_after_it():
-    src = SRC.replace("y = pl.{op}(x)\n                pl.store(y, [i * 64, 0], c)", "pl.store(x, [i * 64, 0], c)")
+    src = SRC.replace(
+        "y = pl.{op}(x)\n                pl.store(y, [i * 64, 0], c)", "pl.store(x, [i * 64, 0], c)"
+    )
     out = apply(split_cluster_kernels, outline_incore_scopes(program(src.format(opts="", op=""))))
     assert ops(out.functions[3]) == ["tile.tpop_from_aic", "tile.store", "tile.tfree_to_aic"]

@@ -69,8 +69,7 @@ extern "C" void pypto_ttrans(const pypto_tile* dst, const pypto_tile* src) {
   t.cls = OpClass::kTranspose;
   t.bytes = s.valid_bytes();
   t.rows = s.valid_rows;
-  issue_op(PYPTO_VECTOR, t, op, acc,
-           static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  issue_op(PYPTO_VECTOR, t, op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
 }
 
 extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int32_t pad_mode) {

@@ -160,5 +160,6 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));
-  issue_op(route->pipe, move_op(*route, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  issue_op(route->pipe, move_op(*route, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()),
+           d.addr);
 }

@@ -36,13 +36,14 @@ void write_element(const TileView& t, uint8_t* row, int64_t i, double v) {
 
 void check_vector_shape(const TileView& v, int64_t rows, int64_t cols, const char* op) {
   if (v.valid_rows != rows || v.valid_cols != cols) {
-    fail(ErrorKind::kShape, op, "operand 'v' has shape " + shape_text(v.valid_rows, v.valid_cols) +
-                                    ", expected " + shape_text(rows, cols));
+    fail(ErrorKind::kShape, op,
+         "operand 'v' has shape " + shape_text(v.valid_rows, v.valid_cols) + ", expected " +
+             shape_text(rows, cols));
   }
 }
 
-void issue(const char* op, const OpDesc& cost, const TileView& d, std::initializer_list<const TileView*> in,
-           int64_t bytes) {
+void issue(const char* op, const OpDesc& cost, const TileView& d,
+           std::initializer_list<const TileView*> in, int64_t bytes) {
   AccessList acc;
   for (const TileView* t : in) acc.add(t->access(false));
   acc.add(d.access(true));
@@ -61,11 +62,13 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_same_dtype(d, s, op, "dst and src");
   check_same_dtype(t, s, op, "tmp and src");
   if (t.rows * t.cols < s.valid_elems()) {
-    fail(ErrorKind::kShape, op, "scratch tile " + shape_text(t.rows, t.cols) +
-                                    " is smaller than src " + shape_text(s.valid_rows, s.valid_cols));
+    fail(ErrorKind::kShape, op,
+         "scratch tile " + shape_text(t.rows, t.cols) + " is smaller than src " +
+             shape_text(s.valid_rows, s.valid_cols));
   }
   check_vector_shape(d, s.valid_rows, 1, op);
-  if (s.dtype != PYPTO_FP32 && s.dtype != PYPTO_FP16 && s.dtype != PYPTO_BF16 && s.dtype != PYPTO_INT32) {
+  if (s.dtype != PYPTO_FP32 && s.dtype != PYPTO_FP16 && s.dtype != PYPTO_BF16 &&
+      s.dtype != PYPTO_INT32) {
     fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(s.dtype) + " is not supported");
   }
   for (int64_t r = 0; r < s.valid_rows; ++r) {
@@ -104,10 +107,11 @@ static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_
     }
   } else {
     check_vector_shape(y, 1, x.valid_cols, op);
-    for (int64_t r = 0; r < x.valid_rows; ++r) vm::binary(opc, d.dtype, d.row(r), x.row(r), y.row(0), n);
+    for (int64_t r = 0; r < x.valid_rows; ++r)
+      vm::binary(opc, d.dtype, d.row(r), x.row(r), y.row(0), n);
   }
-  issue(op, vector_op(opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary, d.valid_bytes()), d, {&x, &y},
-        d.valid_bytes());
+  issue(op, vector_op(opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary, d.valid_bytes()), d,
+        {&x, &y}, d.valid_bytes());
 }
 
 extern "C" void pypto_trowexpand(int32_t opc, const pypto_tile* dst, const pypto_tile* a,

@@ -16,8 +16,8 @@ std::string region_text(const pypto_region& r) {
          std::to_string(r.slot_bytes) + " B)";
 }
 
-[[noreturn]] void overflow(const CoreContext& core, const pypto_region* regions, int32_t n,
-                           int mem, int64_t need) {
+[[noreturn]] void overflow(const CoreContext& core, const pypto_region* regions, int32_t n, int mem,
+                           int64_t need) {
   std::string list;
   for (int32_t i = 0; i < n; ++i) {
     if (regions[i].mem != mem) continue;

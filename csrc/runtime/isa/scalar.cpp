@@ -17,7 +17,6 @@ OpDesc scalar_op(bool gm) {
   return d;
 }
 
-
 std::string index_text(const int64_t* idx, int32_t n) {
   std::string s = "[";
   for (int32_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
@@ -58,8 +57,7 @@ void issue_scalar(const char* op, int mem, const uint8_t* p, int64_t addr, int64
                   bool write) {
   AccessList acc;
   acc.add(Access{mem, addr, 1, esize, esize, write});
-  issue_op(PYPTO_SCALAR, scalar_op(mem == PYPTO_GM), op, acc,
-           static_cast<uint64_t>(esize), addr);
+  issue_op(PYPTO_SCALAR, scalar_op(mem == PYPTO_GM), op, acc, static_cast<uint64_t>(esize), addr);
   (void)p;
 }
 

@@ -26,11 +26,13 @@ void issue_sync(InstrKind kind, int pipe, const char* name, int src, int dst, in
 extern "C" void pypto_set_loc(const char* loc) { current_core().loc = loc ? loc : ""; }
 
 extern "C" void pypto_set_flag(int32_t src, int32_t dst, int32_t id) {
-  issue_sync(InstrKind::kSetFlag, src >= 0 && src < PYPTO_NUM_PIPES ? src : 0, "SET_FLAG", src, dst, id);
+  issue_sync(InstrKind::kSetFlag, src >= 0 && src < PYPTO_NUM_PIPES ? src : 0, "SET_FLAG", src, dst,
+             id);
 }
 
 extern "C" void pypto_wait_flag(int32_t src, int32_t dst, int32_t id) {
-  issue_sync(InstrKind::kWaitFlag, dst >= 0 && dst < PYPTO_NUM_PIPES ? dst : 0, "WAIT_FLAG", src, dst, id);
+  issue_sync(InstrKind::kWaitFlag, dst >= 0 && dst < PYPTO_NUM_PIPES ? dst : 0, "WAIT_FLAG", src,
+             dst, id);
 }
 
 extern "C" void pypto_pipe_barrier(int32_t pipe) {

@@ -7,17 +7,17 @@
 #endif
 
 #include "runtime/isa/checks.hpp"
+#include "runtime/isa/cube.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
-#include "runtime/isa/cube.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
 
 namespace pypto::isa {
 
-void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch,
-               int64_t rows, int64_t row_bytes) {
+void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
+               int64_t row_bytes) {
   if (dst_pitch == row_bytes && src_pitch == row_bytes) {
     std::memmove(dst, src, static_cast<size_t>(rows * row_bytes));
     return;
@@ -65,9 +65,10 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
                             int64_t col0) {
   const char* op = "TLOAD";
   if (dst != nullptr && dst->mem > PYPTO_MAT && dst->mem < PYPTO_NUM_MEM) {
-    fail(ErrorKind::kMemorySpace, op, std::string("GM loads write Vec or Mat, not ") + mem_name(dst->mem) +
-                                          "; the route into " + mem_name(dst->mem) + " is " +
-                                          legal_routes(dst->mem, current_core().platform) + " (TMOV)");
+    fail(ErrorKind::kMemorySpace, op,
+         std::string("GM loads write Vec or Mat, not ") + mem_name(dst->mem) + "; the route into " +
+             mem_name(dst->mem) + " is " + legal_routes(dst->mem, current_core().platform) +
+             " (TMOV)");
   }
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
   GmWindow w = check_window(src, row0, col0, d, op);
@@ -114,6 +115,5 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
   acc.add(w.access(true));
   OpDesc store = gm_op(OpClass::kGmWrite, Link::kUbToGm, w.rows, w.row_bytes);
   store.atomic = atomic_add != 0;
-  issue_op(PYPTO_MTE3, store, op, acc,
-           static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
+  issue_op(PYPTO_MTE3, store, op, acc, static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
 }

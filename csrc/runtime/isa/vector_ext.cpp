@@ -99,8 +99,8 @@ extern "C" void pypto_tmath(int32_t opc, const pypto_tile* dst, const pypto_tile
   each(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*) {
     store_f64(d.dtype, o, math(opc, load_f64(x.dtype, p)));
   });
-  issue_vec(op, vector_op(opc == PYPTO_RSQRT ? VecClass::kDiv : VecClass::kTrig, d.valid_bytes()), d,
-            {&x});
+  issue_vec(op, vector_op(opc == PYPTO_RSQRT ? VecClass::kDiv : VecClass::kTrig, d.valid_bytes()),
+            d, {&x});
 }
 
 extern "C" void pypto_tcmp(int32_t mode, const pypto_tile* dst, const pypto_tile* a,

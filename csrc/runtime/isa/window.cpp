@@ -139,7 +139,8 @@ void copy_window(const TileView& d, int64_t dr0, int64_t dc0, const TileView& s,
   }
 }
 
-OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t cols, int64_t src_esize) {
+OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t cols,
+                 int64_t src_esize) {
   const int64_t bytes = rows * cols * src_esize;
   if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kCopy, bytes);
   OpDesc o;

@@ -83,8 +83,8 @@ Platform make_a2a3sim() {
   p.hbm_bytes_per_cycle = 865;
   // Public die analyses of 910B-class parts: 192 MB of L2. assumption: 16-way LRU.
   p.l2_bytes = int64_t{192} << 20;  // public die analyses: 192 MB
-  p.l2_line_bytes = 512;  // upstream PyPTO, PyPTO user guide: L2 line = 512 B
-  p.l2_ways = 16;         // assumption: 16-way (no public figure); LRU replacement
+  p.l2_line_bytes = 512;            // upstream PyPTO, PyPTO user guide: L2 line = 512 B
+  p.l2_ways = 16;                   // assumption: 16-way (no public figure); LRU replacement
   // assumption: the L2 serves hits at about four times HBM bandwidth (on-die SRAM); no public
   // device figure.
   p.l2_bytes_per_cycle = 3460;

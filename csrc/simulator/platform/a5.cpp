@@ -33,7 +33,7 @@ Platform make_a5sim() {
   // assumption: a5's memory system scales with its core count (36 / 24 of a2a3's HBM
   // bandwidth); L2 size, lines and latencies as a2a3 until public figures exist.
   p.hbm_bytes_per_cycle = 865.0 * 36 / 24;  // assumption: (above) scaled by core count
-  p.l2_bytes_per_cycle = 3460.0 * 36 / 24;   // assumption: (above) scaled by core count
+  p.l2_bytes_per_cycle = 3460.0 * 36 / 24;  // assumption: (above) scaled by core count
   return p;
 }
 

@@ -70,6 +70,8 @@ struct Platform {
 };
 
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
+// Rows of fields laid out by hand (clang-format would interleave them).
+// clang-format off
 #define PYPTO_PLATFORM_FIELDS(X)                                                             \
   X(clock_hz, clock_hz) X(aic_cores, aic_cores) X(aiv_cores, aiv_cores)                     \
   X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)        \
@@ -108,6 +110,7 @@ struct Platform {
   X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes) \
   X(vec_add_per_repeat, vec_add.per_repeat) X(vec_add_base, vec_add.base)                   \
   X(vec_copy_per_repeat, vec_copy.per_repeat) X(vec_copy_base, vec_copy.base)
+// clang-format on
 
 // The names accepted by platform_by_name, simulator names first.
 const std::vector<std::string>& platform_names();

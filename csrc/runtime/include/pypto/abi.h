@@ -28,22 +28,57 @@ enum pypto_dtype {
 };
 
 // Memory spaces. GM is the user's buffers; the rest are per-core byte arrays.
-enum pypto_mem { PYPTO_GM = 0, PYPTO_VEC = 1, PYPTO_MAT = 2, PYPTO_LEFT = 3, PYPTO_RIGHT = 4,
-                 PYPTO_ACC = 5, PYPTO_BIAS = 6, PYPTO_NUM_MEM = 7 };
+enum pypto_mem {
+  PYPTO_GM = 0,
+  PYPTO_VEC = 1,
+  PYPTO_MAT = 2,
+  PYPTO_LEFT = 3,
+  PYPTO_RIGHT = 4,
+  PYPTO_ACC = 5,
+  PYPTO_BIAS = 6,
+  PYPTO_NUM_MEM = 7
+};
 
 // Pipes, in dataflow order. PYPTO_PIPE_ALL is only valid for pipe_barrier.
-enum pypto_pipe { PYPTO_MTE2 = 0, PYPTO_MTE1 = 1, PYPTO_CUBE = 2, PYPTO_VECTOR = 3,
-                  PYPTO_FIXPIPE = 4, PYPTO_MTE3 = 5, PYPTO_SCALAR = 6, PYPTO_NUM_PIPES = 7,
-                  PYPTO_PIPE_ALL = 8 };
+enum pypto_pipe {
+  PYPTO_MTE2 = 0,
+  PYPTO_MTE1 = 1,
+  PYPTO_CUBE = 2,
+  PYPTO_VECTOR = 3,
+  PYPTO_FIXPIPE = 4,
+  PYPTO_MTE3 = 5,
+  PYPTO_SCALAR = 6,
+  PYPTO_NUM_PIPES = 7,
+  PYPTO_PIPE_ALL = 8
+};
 
-enum pypto_binary_op { PYPTO_ADD = 0, PYPTO_SUB = 1, PYPTO_MUL = 2, PYPTO_DIV = 3,
-                       PYPTO_MAX = 4, PYPTO_MIN = 5 };
-enum pypto_unary_op { PYPTO_EXP = 0, PYPTO_LOG = 1, PYPTO_SQRT = 2, PYPTO_RECIP = 3,
-                      PYPTO_RELU = 4, PYPTO_NEG = 5, PYPTO_ABS = 6, PYPTO_COPY = 7 };
+enum pypto_binary_op {
+  PYPTO_ADD = 0,
+  PYPTO_SUB = 1,
+  PYPTO_MUL = 2,
+  PYPTO_DIV = 3,
+  PYPTO_MAX = 4,
+  PYPTO_MIN = 5
+};
+enum pypto_unary_op {
+  PYPTO_EXP = 0,
+  PYPTO_LOG = 1,
+  PYPTO_SQRT = 2,
+  PYPTO_RECIP = 3,
+  PYPTO_RELU = 4,
+  PYPTO_NEG = 5,
+  PYPTO_ABS = 6,
+  PYPTO_COPY = 7
+};
 enum pypto_reduce_op { PYPTO_RSUM = 0, PYPTO_RMAX = 1, PYPTO_RMIN = 2 };
 // AWAY rounds half away from zero (float -> integer; float -> float narrowing stays RINT).
-enum pypto_round_mode { PYPTO_ROUND_RINT = 0, PYPTO_ROUND_TRUNC = 1, PYPTO_ROUND_FLOOR = 2,
-                        PYPTO_ROUND_CEIL = 3, PYPTO_ROUND_AWAY = 4 };
+enum pypto_round_mode {
+  PYPTO_ROUND_RINT = 0,
+  PYPTO_ROUND_TRUNC = 1,
+  PYPTO_ROUND_FLOOR = 2,
+  PYPTO_ROUND_CEIL = 3,
+  PYPTO_ROUND_AWAY = 4
+};
 
 // A GM tensor as the runtime passes it: args[i] for a tensor parameter points at one.
 typedef struct pypto_tensor {
@@ -52,7 +87,7 @@ typedef struct pypto_tensor {
   int32_t ndim;
   int64_t shape[PYPTO_MAX_DIMS];
   int64_t strides[PYPTO_MAX_DIMS];  // in elements
-  int32_t flags;  // pypto_tensor_flags: how the kernel may use the tensor
+  int32_t flags;                    // pypto_tensor_flags: how the kernel may use the tensor
   int32_t index;  // position in the launch's tensor list (names it in errors); -1 unknown
 } pypto_tensor;
 
@@ -93,10 +128,8 @@ void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode
 void pypto_trowreduce(int32_t op, const pypto_tile* dst, const pypto_tile* src,
                       const pypto_tile* tmp);
 // dst[M,N] = a[M,N] op v[M,1] (row broadcast) / a[M,N] op v[1,N] (column broadcast).
-void pypto_trowexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a,
-                      const pypto_tile* v);
-void pypto_tcolexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a,
-                      const pypto_tile* v);
+void pypto_trowexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* v);
+void pypto_tcolexpand(int32_t op, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* v);
 
 // Cube path. TMOV routes: Vec->Vec (VECTOR), Mat->Left/Right/Bias (MTE1, into the fractal
 // layouts of L0A/L0B), Acc->Mat (FIXPIPE, may narrow fp32 to fp16/bf16); a5 adds Vec->Mat
@@ -181,8 +214,14 @@ void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t
 enum pypto_math_op { PYPTO_RSQRT = 0, PYPTO_SIN = 1, PYPTO_COS = 2 };
 void pypto_tmath(int32_t op, const pypto_tile* dst, const pypto_tile* a);
 // Compare: dst (bool, 1 byte per element) = a cmp b / a cmp s. Modes as upstream PyPTO.
-enum pypto_cmp_mode { PYPTO_CMP_EQ = 0, PYPTO_CMP_NE = 1, PYPTO_CMP_LT = 2, PYPTO_CMP_LE = 3,
-                      PYPTO_CMP_GT = 4, PYPTO_CMP_GE = 5 };
+enum pypto_cmp_mode {
+  PYPTO_CMP_EQ = 0,
+  PYPTO_CMP_NE = 1,
+  PYPTO_CMP_LT = 2,
+  PYPTO_CMP_LE = 3,
+  PYPTO_CMP_GT = 4,
+  PYPTO_CMP_GE = 5
+};
 void pypto_tcmp(int32_t mode, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* b);
 void pypto_tcmps(int32_t mode, const pypto_tile* dst, const pypto_tile* a, double s);
 // Select: dst = mask ? a : b, element by element (mask is a bool tile of the same shape).
@@ -202,7 +241,8 @@ void pypto_tnot(const pypto_tile* dst, const pypto_tile* a);
 void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx);
 // Sorts each row of src (fp32) descending, `block` elements at a time (0: the whole row),
 // carrying the int32 idx alongside: dst[M, 2N] holds (value, index bits) pairs.
-void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx);
+void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src,
+                 const pypto_tile* idx);
 // Scalar access on the SCALAR pipe: element idx[0..n) of a GM tensor or an on-chip tile,
 // as double (exact for every dtype but int64 beyond 2^53); writes round like a scalar store.
 double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, int32_t n);

@@ -29,33 +29,96 @@
 namespace pypto {
 
 // ---- enums ----------------------------------------------------------------------------
-enum class Mem : int32_t { GM = PYPTO_GM, Vec = PYPTO_VEC, Mat = PYPTO_MAT, Left = PYPTO_LEFT,
-                           Right = PYPTO_RIGHT, Acc = PYPTO_ACC, Bias = PYPTO_BIAS };
-enum class DType : int32_t { FP32 = PYPTO_FP32, FP16 = PYPTO_FP16, BF16 = PYPTO_BF16,
-                             INT32 = PYPTO_INT32, INT8 = PYPTO_INT8, INT16 = PYPTO_INT16,
-                             INT64 = PYPTO_INT64, UINT8 = PYPTO_UINT8, BOOL = PYPTO_BOOL };
-enum class RoundMode : int32_t { RINT = PYPTO_ROUND_RINT, TRUNC = PYPTO_ROUND_TRUNC,
-                                 FLOOR = PYPTO_ROUND_FLOOR, CEIL = PYPTO_ROUND_CEIL,
-                                 AWAY = PYPTO_ROUND_AWAY };
-enum Pipe : int32_t { PIPE_MTE2 = PYPTO_MTE2, PIPE_MTE1 = PYPTO_MTE1, PIPE_M = PYPTO_CUBE,
-                      PIPE_V = PYPTO_VECTOR, PIPE_FIX = PYPTO_FIXPIPE, PIPE_MTE3 = PYPTO_MTE3,
-                      PIPE_S = PYPTO_SCALAR, PIPE_ALL = PYPTO_PIPE_ALL };
-enum EventId : int32_t { EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5,
-                         EVENT_ID6, EVENT_ID7 };
+enum class Mem : int32_t {
+  GM = PYPTO_GM,
+  Vec = PYPTO_VEC,
+  Mat = PYPTO_MAT,
+  Left = PYPTO_LEFT,
+  Right = PYPTO_RIGHT,
+  Acc = PYPTO_ACC,
+  Bias = PYPTO_BIAS
+};
+enum class DType : int32_t {
+  FP32 = PYPTO_FP32,
+  FP16 = PYPTO_FP16,
+  BF16 = PYPTO_BF16,
+  INT32 = PYPTO_INT32,
+  INT8 = PYPTO_INT8,
+  INT16 = PYPTO_INT16,
+  INT64 = PYPTO_INT64,
+  UINT8 = PYPTO_UINT8,
+  BOOL = PYPTO_BOOL
+};
+enum class RoundMode : int32_t {
+  RINT = PYPTO_ROUND_RINT,
+  TRUNC = PYPTO_ROUND_TRUNC,
+  FLOOR = PYPTO_ROUND_FLOOR,
+  CEIL = PYPTO_ROUND_CEIL,
+  AWAY = PYPTO_ROUND_AWAY
+};
+enum Pipe : int32_t {
+  PIPE_MTE2 = PYPTO_MTE2,
+  PIPE_MTE1 = PYPTO_MTE1,
+  PIPE_M = PYPTO_CUBE,
+  PIPE_V = PYPTO_VECTOR,
+  PIPE_FIX = PYPTO_FIXPIPE,
+  PIPE_MTE3 = PYPTO_MTE3,
+  PIPE_S = PYPTO_SCALAR,
+  PIPE_ALL = PYPTO_PIPE_ALL
+};
+enum EventId : int32_t {
+  EVENT_ID0 = 0,
+  EVENT_ID1,
+  EVENT_ID2,
+  EVENT_ID3,
+  EVENT_ID4,
+  EVENT_ID5,
+  EVENT_ID6,
+  EVENT_ID7
+};
 
 // 16-bit float storage types (bit patterns; arithmetic happens in the ISA library).
-struct half { uint16_t bits; };
-struct bfloat16 { uint16_t bits; };
+struct half {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
 
-template <typename T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::FP32; };
-template <> struct dtype_of<half> { static constexpr DType value = DType::FP16; };
-template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::BF16; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::INT32; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::INT8; };
-template <> struct dtype_of<int16_t> { static constexpr DType value = DType::INT16; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::INT64; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UINT8; };
+template <typename T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::FP32;
+};
+template <>
+struct dtype_of<half> {
+  static constexpr DType value = DType::FP16;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::BF16;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::INT32;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::INT8;
+};
+template <>
+struct dtype_of<int16_t> {
+  static constexpr DType value = DType::INT16;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::INT64;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::UINT8;
+};
 
 // ---- tiles and tensors ----------------------------------------------------------------
 struct Tile : pypto_tile {
@@ -63,11 +126,20 @@ struct Tile : pypto_tile {
   Tile() : pypto_tile{PYPTO_GM, PYPTO_FP32, 0, 0, 0, 0, 0} {}
   Tile(Mem m, DType d, int32_t r, int32_t c, int64_t address, int32_t vr = -1, int32_t vc = -1)
       : pypto_tile{static_cast<int32_t>(m), static_cast<int32_t>(d), address, r, c,
-                   vr < 0 ? r : vr, vc < 0 ? c : vc} {}
+                   vr < 0 ? r : vr,         vc < 0 ? c : vc} {}
   // The same storage seen at another address (ping-pong buffers, explicit slots).
-  Tile at(int64_t address) const { Tile t = *this; t.addr = address; return t; }
+  Tile at(int64_t address) const {
+    Tile t = *this;
+    t.addr = address;
+    return t;
+  }
   // The same storage with a smaller valid region (tails).
-  Tile valid(int32_t vr, int32_t vc) const { Tile t = *this; t.valid_rows = vr; t.valid_cols = vc; return t; }
+  Tile valid(int32_t vr, int32_t vc) const {
+    Tile t = *this;
+    t.valid_rows = vr;
+    t.valid_cols = vc;
+    return t;
+  }
 };
 
 template <Mem M, typename T, int R, int C>
@@ -75,8 +147,10 @@ struct TileT : Tile {
   explicit TileT(int64_t address = 0) : Tile(M, dtype_of<T>::value, R, C, address) {}
   static constexpr int64_t kBytes = int64_t{R} * C * static_cast<int64_t>(sizeof(T));
 };
-template <typename T, int R, int C> using VecTile = TileT<Mem::Vec, T, R, C>;
-template <typename T, int R, int C> using MatTile = TileT<Mem::Mat, T, R, C>;
+template <typename T, int R, int C>
+using VecTile = TileT<Mem::Vec, T, R, C>;
+template <typename T, int R, int C>
+using MatTile = TileT<Mem::Mat, T, R, C>;
 
 struct Tensor {
   const pypto_tensor* desc;
@@ -116,18 +190,23 @@ inline void TMATMUL_ACC(const Tile& acc, const Tile& left, const Tile& right, bo
   pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, 1);
 }
 // TMATMUL_ACC whose accumulator starts afresh when `init` holds (split-K's first step).
-inline void TMATMUL_ACC_INIT(const Tile& acc, const Tile& left, const Tile& right, bool a_trans, bool b_trans,
-                             bool init) {
+inline void TMATMUL_ACC_INIT(const Tile& acc, const Tile& left, const Tile& right, bool a_trans,
+                             bool b_trans, bool init) {
   pypto_tmatmul(&acc, &left, &right, a_trans, b_trans, init ? 0 : 1);
 }
-template <typename T, int R, int C> using LeftTile = TileT<Mem::Left, T, R, C>;
-template <typename T, int R, int C> using RightTile = TileT<Mem::Right, T, R, C>;
-template <typename T, int R, int C> using AccTile = TileT<Mem::Acc, T, R, C>;
+template <typename T, int R, int C>
+using LeftTile = TileT<Mem::Left, T, R, C>;
+template <typename T, int R, int C>
+using RightTile = TileT<Mem::Right, T, R, C>;
+template <typename T, int R, int C>
+using AccTile = TileT<Mem::Acc, T, R, C>;
 
 // ---- vector ---------------------------------------------------------------------------
-#define PYPTO_BINARY(NAME, OP)                                                             \
+#define PYPTO_BINARY(NAME, OP)                                                                     \
   inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbinary(OP, &d, &a, &b); } \
-  inline void NAME##S(const Tile& d, const Tile& a, double s) { pypto_tbinary_scalar(OP, &d, &a, s); }
+  inline void NAME##S(const Tile& d, const Tile& a, double s) {                                    \
+    pypto_tbinary_scalar(OP, &d, &a, s);                                                           \
+  }
 PYPTO_BINARY(TADD, PYPTO_ADD)
 PYPTO_BINARY(TSUB, PYPTO_SUB)
 PYPTO_BINARY(TMUL, PYPTO_MUL)
@@ -152,13 +231,23 @@ inline void TCVT(const Tile& d, const Tile& s, RoundMode m = RoundMode::RINT) {
   pypto_tcvt(&d, &s, static_cast<int32_t>(m));
 }
 
-inline void TROWSUM(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RSUM, &d, &s, &tmp); }
-inline void TROWMAX(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RMAX, &d, &s, &tmp); }
-inline void TROWMIN(const Tile& d, const Tile& s, const Tile& tmp) { pypto_trowreduce(PYPTO_RMIN, &d, &s, &tmp); }
+inline void TROWSUM(const Tile& d, const Tile& s, const Tile& tmp) {
+  pypto_trowreduce(PYPTO_RSUM, &d, &s, &tmp);
+}
+inline void TROWMAX(const Tile& d, const Tile& s, const Tile& tmp) {
+  pypto_trowreduce(PYPTO_RMAX, &d, &s, &tmp);
+}
+inline void TROWMIN(const Tile& d, const Tile& s, const Tile& tmp) {
+  pypto_trowreduce(PYPTO_RMIN, &d, &s, &tmp);
+}
 
-#define PYPTO_EXPAND(SUFFIX, OP)                                                                  \
-  inline void TROWEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { pypto_trowexpand(OP, &d, &a, &v); } \
-  inline void TCOLEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { pypto_tcolexpand(OP, &d, &a, &v); }
+#define PYPTO_EXPAND(SUFFIX, OP)                                                \
+  inline void TROWEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { \
+    pypto_trowexpand(OP, &d, &a, &v);                                           \
+  }                                                                             \
+  inline void TCOLEXPAND##SUFFIX(const Tile& d, const Tile& a, const Tile& v) { \
+    pypto_tcolexpand(OP, &d, &a, &v);                                           \
+  }
 PYPTO_EXPAND(ADD, PYPTO_ADD)
 PYPTO_EXPAND(SUB, PYPTO_SUB)
 PYPTO_EXPAND(MUL, PYPTO_MUL)
@@ -210,10 +299,16 @@ inline int64_t get_block_num() { return pypto_block_num(); }
 inline bool is_aic() { return pypto_core_kind() == 1; }
 inline int32_t get_subblockid() { return pypto_subblock_idx(); }
 inline void cross_set_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_set(peer, pipe, id); }
-inline void cross_wait_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_wait(peer, pipe, id); }
+inline void cross_wait_flag(int32_t peer, Pipe pipe, int32_t id) {
+  pypto_cross_wait(peer, pipe, id);
+}
 // AIC side (peer = the AIV's index; `id` one of the pipes between the two cores) ...
-inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv, int32_t id = 0) { pypto_tpush(aiv, id, &src); }
-inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv, int32_t id = 0) { pypto_tpop(aiv, id, &dst); }
+inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv, int32_t id = 0) {
+  pypto_tpush(aiv, id, &src);
+}
+inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv, int32_t id = 0) {
+  pypto_tpop(aiv, id, &dst);
+}
 inline void TFREE_TO_AIV(int32_t aiv, int32_t id = 0) { pypto_tfree(aiv, id); }
 // ... and AIV side (the peer is its AIC).
 inline void TPUSH_TO_AIC(const Tile& src, int32_t id = 0) { pypto_tpush(0, id, &src); }
@@ -263,17 +358,27 @@ inline Tile TWINDOW(const Tile& src, int64_t row0, int64_t col0, int32_t rows, i
 inline void TRSQRT(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_RSQRT, &d, &a); }
 inline void TSIN(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_SIN, &d, &a); }
 inline void TCOS(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_COS, &d, &a); }
-inline void TCMP(const Tile& d, const Tile& a, const Tile& b, int32_t mode) { pypto_tcmp(mode, &d, &a, &b); }
-inline void TCMPS(const Tile& d, const Tile& a, double s, int32_t mode) { pypto_tcmps(mode, &d, &a, s); }
-inline void TSEL(const Tile& d, const Tile& mask, const Tile& a, const Tile& b) { pypto_tsel(&d, &mask, &a, &b); }
+inline void TCMP(const Tile& d, const Tile& a, const Tile& b, int32_t mode) {
+  pypto_tcmp(mode, &d, &a, &b);
+}
+inline void TCMPS(const Tile& d, const Tile& a, double s, int32_t mode) {
+  pypto_tcmps(mode, &d, &a, s);
+}
+inline void TSEL(const Tile& d, const Tile& mask, const Tile& a, const Tile& b) {
+  pypto_tsel(&d, &mask, &a, &b);
+}
 inline void TCOLSUM(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RSUM, &d, &s); }
 inline void TCOLMAX(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMAX, &d, &s); }
 inline void TCOLMIN(const Tile& d, const Tile& s) { pypto_tcolreduce(PYPTO_RMIN, &d, &s); }
 inline void TROWEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(1, &d, &v); }
 inline void TCOLEXPAND(const Tile& d, const Tile& v) { pypto_tbroadcast(0, &d, &v); }
-#define PYPTO_BITWISE(NAME, OP)                                                                     \
-  inline void NAME(const Tile& d, const Tile& a, const Tile& b) { pypto_tbitwise(OP, &d, &a, &b); } \
-  inline void NAME##S(const Tile& d, const Tile& a, int64_t s) { pypto_tbitwise_scalar(OP, &d, &a, s); }
+#define PYPTO_BITWISE(NAME, OP)                                   \
+  inline void NAME(const Tile& d, const Tile& a, const Tile& b) { \
+    pypto_tbitwise(OP, &d, &a, &b);                               \
+  }                                                               \
+  inline void NAME##S(const Tile& d, const Tile& a, int64_t s) {  \
+    pypto_tbitwise_scalar(OP, &d, &a, s);                         \
+  }
 PYPTO_BITWISE(TAND, PYPTO_AND)
 PYPTO_BITWISE(TOR, PYPTO_OR)
 PYPTO_BITWISE(TXOR, PYPTO_XOR)
@@ -281,20 +386,38 @@ PYPTO_BITWISE(TSHL, PYPTO_SHL)
 PYPTO_BITWISE(TSHR, PYPTO_SHR)
 #undef PYPTO_BITWISE
 inline void TNOT(const Tile& d, const Tile& a) { pypto_tnot(&d, &a); }
-inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) { pypto_tgather(&d, &src, &idx); }
-inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(32, &d, &src, &idx); }
-inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) { pypto_tsort(0, &d, &src, &idx); }
+inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) {
+  pypto_tgather(&d, &src, &idx);
+}
+inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) {
+  pypto_tsort(32, &d, &src, &idx);
+}
+inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) {
+  pypto_tsort(0, &d, &src, &idx);
+}
 template <int N>
-inline double TREAD(Tensor t, const int64_t (&idx)[N]) { return pypto_tensor_read(t.desc, idx, N); }
+inline double TREAD(Tensor t, const int64_t (&idx)[N]) {
+  return pypto_tensor_read(t.desc, idx, N);
+}
 template <int N>
-inline void TWRITE(Tensor t, const int64_t (&idx)[N], double v) { pypto_tensor_write(t.desc, idx, N, v); }
+inline void TWRITE(Tensor t, const int64_t (&idx)[N], double v) {
+  pypto_tensor_write(t.desc, idx, N, v);
+}
 template <int N>
-inline double TREAD(const Tile& t, const int64_t (&idx)[N]) { return pypto_tile_read(&t, idx, N); }
+inline double TREAD(const Tile& t, const int64_t (&idx)[N]) {
+  return pypto_tile_read(&t, idx, N);
+}
 template <int N>
-inline void TWRITE(const Tile& t, const int64_t (&idx)[N], double v) { pypto_tile_write(&t, idx, N, v); }
+inline void TWRITE(const Tile& t, const int64_t (&idx)[N], double v) {
+  pypto_tile_write(&t, idx, N, v);
+}
 inline void TMOV_ROW_VECTOR(const Tile& d, const Tile& s) { pypto_tmov_row_vector(&d, &s); }
-inline void TGEMV(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 0); }
-inline void TGEMV_ACC(const Tile& acc, const Tile& left, const Tile& right) { pypto_tgemv(&acc, &left, &right, 1); }
+inline void TGEMV(const Tile& acc, const Tile& left, const Tile& right) {
+  pypto_tgemv(&acc, &left, &right, 0);
+}
+inline void TGEMV_ACC(const Tile& acc, const Tile& left, const Tile& right) {
+  pypto_tgemv(&acc, &left, &right, 1);
+}
 inline void TMATMUL_BIAS(const Tile& acc, const Tile& left, const Tile& right, const Tile& bias) {
   pypto_tmatmul_bias(&acc, &left, &right, &bias);
 }
@@ -303,11 +426,12 @@ inline void TGEMV_BIAS(const Tile& acc, const Tile& left, const Tile& right, con
 }
 
 // ---- batched (rank-3) tiles: B [R, C] matrices stacked by rows -------------------------
-inline void TLOAD_BATCH(const Tile& dst, Tensor src, int64_t b0, int64_t row0, int64_t col0, int32_t batches) {
+inline void TLOAD_BATCH(const Tile& dst, Tensor src, int64_t b0, int64_t row0, int64_t col0,
+                        int32_t batches) {
   pypto_tload_batch(&dst, src.desc, b0, row0, col0, batches);
 }
-inline void TSTORE_BATCH(Tensor dst, int64_t b0, int64_t row0, int64_t col0, const Tile& src, int32_t batches,
-                         bool atomic_add = false) {
+inline void TSTORE_BATCH(Tensor dst, int64_t b0, int64_t row0, int64_t col0, const Tile& src,
+                         int32_t batches, bool atomic_add = false) {
   pypto_tstore_batch(dst.desc, b0, row0, col0, &src, batches, atomic_add);
 }
 // acc[b] (+)= left[b] x right[b] for b < batches: one TMATMUL per batch on row windows of the
@@ -315,7 +439,8 @@ inline void TSTORE_BATCH(Tensor dst, int64_t b0, int64_t row0, int64_t col0, con
 inline void TMATMUL_BATCH(const Tile& acc, const Tile& left, const Tile& right, int32_t batches,
                           int32_t left_batches, int32_t right_batches, bool a_trans, bool b_trans,
                           bool accumulate) {
-  const int32_t lr = left.rows / left_batches, rr = right.rows / right_batches, ar = acc.rows / batches;
+  const int32_t lr = left.rows / left_batches, rr = right.rows / right_batches,
+                ar = acc.rows / batches;
   for (int32_t b = 0; b < batches; ++b) {
     const Tile l = left_batches == 1 ? left : TWINDOW(left, b * lr, 0, lr, left.cols);
     const Tile r = right_batches == 1 ? right : TWINDOW(right, b * rr, 0, rr, right.cols);

@@ -19,7 +19,15 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, same_shape_dtype
 from pypto.ir.visit import rewrite, walk
-from pypto.passes._tile_storage import ACCUMULATORS, INPLACE, Groups, Liveness, insert_copies, is_tile, viewed
+from pypto.passes.memory.tile_storage import (
+    ACCUMULATORS,
+    INPLACE,
+    Groups,
+    Liveness,
+    insert_copies,
+    is_tile,
+    viewed,
+)
 
 CAPACITY_FIELD = {
     "Vec": "ub_bytes",
@@ -29,10 +37,6 @@ CAPACITY_FIELD = {
     "Acc": "l0c_bytes",
     "Bias": "bias_bytes",
 }
-
-
-class MemoryCapacityError(CompileError):
-    """Tiles that must be live together do not fit in their on-chip memory space."""
 
 
 @dataclass
@@ -69,24 +73,24 @@ def _forced_groups(fn: Function, groups: Groups) -> None:
                 if is_tile(it.var):
                     for other in (it.init, y, r):
                         why = f"loop-carried tile {it.var.name!r} cannot keep one buffer around the loop"
-                        _force(groups, it.var.name, other.name, node.span, why)
+                        _force(groups, it.var.name, other.name, node.span, why)  # type: ignore[attr-defined]
         elif isinstance(node, If):
             for body in (node.then_body, node.else_body):
                 last = body[-1] if body else None
                 for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
                     if is_tile(r):
-                        _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")
+                        _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")  # type: ignore[attr-defined]
         elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op in ACCUMULATORS:
             acc = node.value.arg("acc")
             why = (
-                f"pl.{node.value.op.removeprefix('tile.')} updates its accumulator {acc.name!r} in place, so "
+                f"pl.{node.value.op.removeprefix('tile.')} updates its accumulator {acc.name!r} in place, so "  # type: ignore[attr-defined]
                 "it cannot be used after this call (use the result instead)"
             )
-            _force(groups, node.var.name, acc.name, node.span, why)
+            _force(groups, node.var.name, acc.name, node.span, why)  # type: ignore[attr-defined]
         elif isinstance(node, Assign) and viewed(node.value) is not None:
             src = viewed(node.value)[0]  # type: ignore[index]
             if is_tile(node.var):
-                what = f"pl.{node.value.op.removeprefix('tile.')}"
+                what = f"pl.{node.value.op.removeprefix('tile.')}"  # type: ignore[attr-defined]
                 why = (
                     f"{what} returns {src.name!r}'s own storage, so {src.name!r} cannot be "
                     "written after this call, nor used after it when the call writes (use the result)"
@@ -103,7 +107,7 @@ def _pin_declared(groups: Groups) -> None:
 
 
 def _try(groups: Groups, a: str, b: str) -> bool:
-    same_space = groups.live.vars[a].type.memory == groups.live.vars[b].type.memory
+    same_space = groups.live.vars[a].type.memory == groups.live.vars[b].type.memory  # type: ignore[attr-defined]
     if same_space and groups.may_join(a, b) and not groups.interferes(a, b):
         groups.union(a, b)
         return True
@@ -117,8 +121,8 @@ def _coalesce(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> No
         if isinstance(node, Assign) and is_tile(node.var) and isinstance(node.value, Call):
             ok = INPLACE.get(node.value.op, frozenset())
             for p, a in zip(get_op(node.value.op).params, node.value.args):
-                fits = p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)
-                if fits and _try(groups, node.var.name, a.name):
+                fits = p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)  # type: ignore[attr-defined]
+                if fits and _try(groups, node.var.name, a.name):  # type: ignore[attr-defined]
                     break
 
 
@@ -127,16 +131,17 @@ def buffers(groups: Groups) -> list[Buffer]:
     for root in groups.roots():
         members = sorted(groups.members[root], key=live.order.__getitem__)
         types = [live.vars[m].type for m in members]
-        spaces = {t.memory for t in types}
+        spaces = {t.memory for t in types}  # type: ignore[attr-defined]
         if None in spaces:
             raise CompileError(
-                f"tile {root!r} has no memory space (InferMemorySpaces must run first)", live.spans[root]
+                f"tile {root!r} has no memory space (InferMemorySpaces must run first)",
+                live.spans[root],  # type: ignore[arg-type]
             )
         if len(spaces) > 1:
             raise CompileError(
                 f"tiles {', '.join(members)} share storage but live in different memory spaces "
                 f"({', '.join(sorted(s.name for s in spaces))})",
-                live.spans[root],
+                live.spans[root],  # type: ignore[arg-type]
             )
         pinned = groups.memref[root]
         out.append(
@@ -144,7 +149,7 @@ def buffers(groups: Groups) -> list[Buffer]:
                 root,
                 members,
                 spaces.pop().name,
-                max(t.nbytes for t in types),
+                max(t.nbytes for t in types),  # type: ignore[attr-defined]
                 pinned.slots if pinned else 1,
                 live.order[members[0]],
                 pinned,
@@ -189,10 +194,10 @@ def check_copies(fn: Function, copies: list[tuple[str, str]]) -> None:
     """A copy that stayed must be one the ISA can do: within a space, only Vec has one."""
     kept = {dst for dst, _ in copies}
     for node in walk(fn.body):
-        if isinstance(node, Assign) and node.var.name in kept and node.var.type.memory.name != "Vec":
-            src = node.value.arg("tile")
+        if isinstance(node, Assign) and node.var.name in kept and node.var.type.memory.name != "Vec":  # type: ignore[attr-defined]
+            src = node.value.arg("tile")  # type: ignore[attr-defined]
             raise CompileError(
-                f"tile {src.name!r} in {node.var.type.memory.name} must be copied to keep a "
+                f"tile {src.name!r} in {node.var.type.memory.name} must be copied to keep a "  # type: ignore[attr-defined]
                 "loop-carried or merged value in one buffer, but that space has no on-chip copy; "
                 "do not use the old value after the new one is computed",
                 node.span,

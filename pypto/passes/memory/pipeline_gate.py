@@ -26,8 +26,8 @@ from pypto.ir.expr import Var
 from pypto.ir.stmt import Assign, For, Function, If, Stmt
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
-from pypto.passes._tile_storage import Groups
 from pypto.passes.context import PassContext, PipelineClone, PipelineGroup
+from pypto.passes.memory.tile_storage import Groups
 
 
 def _align(n: int, a: int) -> int:
@@ -36,7 +36,7 @@ def _align(n: int, a: int) -> int:
 
 def _bytes(groups: Groups, root: str, align: int) -> int:
     ref = groups.memref.get(root)
-    size = max(groups.live.vars[m].type.nbytes for m in groups.members[root])
+    size = max(groups.live.vars[m].type.nbytes for m in groups.members[root])  # type: ignore[attr-defined]
     return _align(size, align) * (ref.slots if ref is not None else 1)
 
 
@@ -44,7 +44,7 @@ def _roots(groups: Groups, clone: PipelineClone, space: str) -> list[str]:
     out: list[str] = []
     for name in clone.staged:
         var = groups.live.vars.get(groups.live.canon(name))
-        if var is not None and var.type.memory is not None and var.type.memory.name == space:
+        if var is not None and var.type.memory is not None and var.type.memory.name == space:  # type: ignore[attr-defined]
             root = groups.find(name)
             if root not in out:
                 out.append(root)
@@ -83,7 +83,7 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
     others = 0
     for root in groups.roots():
         var = groups.live.vars[root]
-        if root in mine or var.type.memory is None or var.type.memory.name != space:
+        if root in mine or var.type.memory is None or var.type.memory.name != space:  # type: ignore[attr-defined]
             continue
         if groups.memref.get(root) is not None or any(groups.interferes(root, r) for r in first):
             others += _bytes(groups, root, align)
@@ -122,7 +122,7 @@ def _owner(s: Stmt, block: tuple[PipelineClone, ...]) -> int | None:
 
 def _reorder(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
     """Heads of clone k+depth go right after the compute of clone k."""
-    slots, heads, tails = [], [[] for _ in block], [[] for _ in block]
+    slots, heads, tails = [], [[] for _ in block], [[] for _ in block]  # type: ignore[var-annotated]
     for j, s in enumerate(body):
         k = _owner(s, block)
         if k is None:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Node, Var
+from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
 from pypto.ir.types import MemRef, TileType, same_shape_dtype
@@ -64,9 +65,9 @@ def viewed(call: object) -> tuple[Var, bool] | None:
     if not isinstance(call, Call) or call.op not in VIEWS:
         return None
     src = call.arg(VIEWS[call.op])
-    if not is_tile(src) or (call.op == "tile.slice" and src.type.memory in (None, MemorySpace.Vec)):
+    if not is_tile(src) or (call.op == "tile.slice" and src.type.memory in (None, MemorySpace.Vec)):  # type: ignore[attr-defined]
         return None
-    return src, call.op in READ_ONLY_VIEWS
+    return src, call.op in READ_ONLY_VIEWS  # type: ignore[return-value]
 
 
 def is_tile(v: object) -> bool:
@@ -81,17 +82,13 @@ def declared(t: TileType) -> MemRef | None:
 # --- copy insertion ------------------------------------------------------------------------------
 class _Copier:
     def __init__(self, fn: Function) -> None:
-        self.taken = defined_names(fn.body) | {p.var.name for p in fn.params}
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.copies: list[tuple[str, str]] = []  # (copy, source) in program order
 
     def copy(self, src: Var, span) -> tuple[Assign, Var]:
         assert isinstance(src.type, TileType)
         call, t = bind_call("tile.move", (src,), {"target_memory": src.type.memory}, span=span)
-        name, k = f"{src.name}_cp", 0
-        while name in self.taken:
-            k += 1
-            name = f"{src.name}_cp{k}"
-        self.taken.add(name)
+        name = self.names.fresh(f"{src.name}_cp")
         dst = Var(name, t, span=span)
         self.copies.append((name, src.name))
         return Assign(dst, call, span=span), dst
@@ -177,8 +174,8 @@ class Liveness:
         for s in body:
             if isinstance(s, Assign) and is_tile(s.var):
                 if is_tile(s.value):
-                    self.alias[s.var.name] = self.canon(s.value.name)
-                elif declared(s.var.type) is not None:
+                    self.alias[s.var.name] = self.canon(s.value.name)  # type: ignore[attr-defined]
+                elif declared(s.var.type) is not None:  # type: ignore[arg-type]
                     self.bound.add(s.var.name)
                 self._def(s.var, s.span)
             elif isinstance(s, For):
@@ -241,8 +238,8 @@ class Liveness:
         for p, a in zip(get_op(s.value.op).params, s.value.args):
             if p.name == view:
                 continue
-            if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):
-                self._defined(s.var.name, {self.canon(a.name)})
+            if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):  # type: ignore[attr-defined]
+                self._defined(s.var.name, {self.canon(a.name)})  # type: ignore[attr-defined]
 
     def _for(self, s: For, live_out: frozenset[str]) -> frozenset[str]:
         pairs = [(it.var.name, r.name) for it, r in zip(s.iter_args, s.results) if is_tile(it.var)]
@@ -281,7 +278,8 @@ class Groups:
         self.members: dict[str, set[str]] = {n: {n} for n in live.order}
         self.clash: dict[str, set[str]] = {n: set(live.clash.get(n, ())) for n in live.order}
         self.memref: dict[str, MemRef | None] = {
-            n: declared(live.vars[n].type) if n in live.bound else None for n in live.order
+            n: declared(live.vars[n].type) if n in live.bound else None  # type: ignore[arg-type]
+            for n in live.order
         }
 
     def find(self, name: str) -> str:

@@ -89,10 +89,10 @@ def tile_range(t: TileType, env: Env, opaque: AbstractSet = frozenset()) -> tupl
     if ref.slots > 1:
         k = evaluate(ref.index, env) if ref.index is not None and ref.index not in opaque else None
         if k is None:
-            return (space, base, base + ref.slots * ref.size)
-        lo = base + k * ref.size
+            return (space, base, base + ref.slots * ref.size)  # type: ignore[operator]
+        lo = base + k * ref.size  # type: ignore[operator]
         return (space, lo, lo + t.nbytes)
-    return (space, base, base + t.nbytes)
+    return (space, base, base + t.nbytes)  # type: ignore[operator]
 
 
 def gm_roots(fn: Function) -> dict[str, frozenset[str]]:

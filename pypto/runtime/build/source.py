@@ -1,0 +1,58 @@
+"""A kernel translation unit to build (:class:`KernelSource`) and one build job of it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypto.errors import KernelBuildError, PyptoError
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One kernel translation unit: generated ``code``, or a ``path`` to a ``.cpp`` (exactly one).
+
+    A ``path`` source is compiled in place, so its relative ``#include``s work; ``include_dirs``
+    are extra ``-I`` folders. ``name`` labels the kernel in file names and error messages.
+    """
+
+    name: str
+    code: str | None = None
+    path: Path | None = None
+    include_dirs: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.code is None) == (self.path is None):
+            raise PyptoError(f"kernel {self.name!r}: give exactly one of `code` and `path`")
+        if not _NAME_RE.fullmatch(self.name):
+            raise PyptoError(f"kernel name {self.name!r} must match {_NAME_RE.pattern}")
+        if self.path is not None:
+            object.__setattr__(self, "path", Path(self.path).absolute())
+        object.__setattr__(self, "include_dirs", tuple(Path(d).absolute() for d in self.include_dirs))
+
+    def read(self) -> bytes:
+        """The source bytes; a missing file is a :class:`KernelBuildError` naming its path."""
+        if self.code is not None:
+            return self.code.encode()
+        assert self.path is not None
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise KernelBuildError(
+                f"kernel {self.name!r}: cannot read source {self.path}: {exc.strerror}"
+            ) from None
+
+
+@dataclass
+class Job:
+    """A kernel of this call: its key, where it is compiled, where its cache entry lives."""
+
+    source: KernelSource
+    data: bytes
+    key: str
+    entry: Path
+    src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
+    out: Path | None = None  # the .so the compiler writes

@@ -14,7 +14,6 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import Direction, MemorySpace
-from pypto.ir.expr import as_expr
 from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type
 from pypto.ir.types import MemRef as _IRMemRef
 
@@ -133,6 +132,8 @@ class MemRefDecl(_IRMemRef):
     into the IR's :class:`pypto.ir.types.MemRef`."""
 
     def __getitem__(self, index: Any) -> _IRMemRef:
+        from pypto.ir.expr import as_expr  # lazy: the IR's expressions load with the compiler
+
         return ir_memref(self).at(as_expr(index))
 
 

@@ -46,7 +46,8 @@ void check_platform(const Platform& p) {
   need(p.cross_flag_ids >= 1 && p.cross_flag_ids <= hw::kMaxEventIds,
        "cross_flag_ids must be " + ids);
   need(p.tpipe_slots >= 1, "tpipe_slots must be at least 1");
-  need(p.l2_ways >= 1 && p.l2_ways <= 255, "l2_ways must be in [1, 255]");
+  need(p.l2_ways >= 1 && p.l2_ways <= hw::kMaxL2Ways,
+       "l2_ways must be in [1, " + std::to_string(hw::kMaxL2Ways) + "]");
   need(p.l2_line_bytes > 0 && (p.l2_line_bytes & (p.l2_line_bytes - 1)) == 0,
        "l2_line_bytes must be a power of two");
   need(p.aic_cores >= 0 && p.aiv_cores >= 0, "core counts must not be negative");

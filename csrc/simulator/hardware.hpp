@@ -35,5 +35,7 @@ inline constexpr DType kDTypes[] = {
 // A flag is keyed by (src pipe, dst pipe, id) with the id in 6 bits (CoreModel::flag_key), so
 // a platform may declare at most this many event ids per pipe pair (and cross-core flag ids).
 inline constexpr int kMaxEventIds = 64;
+// The L2 model counts a set's filled ways in 8 bits (memory_system.cpp).
+inline constexpr int kMaxL2Ways = 255;
 
 }  // namespace pypto::hw

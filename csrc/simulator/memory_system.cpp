@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "simulator/hardware.hpp"
+
 namespace pypto {
 namespace {
 
@@ -36,7 +38,7 @@ MemorySystem::MemorySystem(const Platform& p)
     : platform_(p), line_bytes_(std::max<int64_t>(p.l2_line_bytes, 1)) {
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
-  ways_ = std::min<size_t>(ways_, 255);  // the fill count is 8 bits (overrides are checked)
+  ways_ = std::min<size_t>(ways_, hw::kMaxL2Ways);  // overrides beyond are refused earlier
   thread_local Store store;
   if (store.ways != ways_ || store.sets != sets_) {
     store.sets = sets_;

@@ -111,3 +111,13 @@ def test_non_contiguous_output_is_refused_and_input_is_copied(fixture_kernel):
 def test_wrong_argument_types():
     with pytest.raises(ArgumentError, match="expected a numpy array or torch tensor, got str"):
         run_kernel_file("/nonexistent.so", ["nope"])
+
+
+def test_a_descriptor_changed_after_a_checked_use_is_checked_again(fixture_kernel):
+    # Checks are cached per descriptor: the cache must miss when the descriptor's bytes change.
+    so = fixture_kernel("tile_recheck")
+    run_kernel_file(so, [2048], outputs=set(), isolate=False)  # moved, still inside Vec
+    with pytest.raises(MemorySpaceError, match=r"TADDS: operand 'dst' .* lies outside Vec"):
+        run_kernel_file(so, [1 << 30], outputs=set(), isolate=False)
+    with pytest.raises(MemorySpaceError, match="is not 32-byte aligned"):
+        run_kernel_file(so, [2048 + 4], outputs=set(), isolate=False)

@@ -159,3 +159,17 @@ def test_disjoint_addresses_do_not_race_and_war_is_caught():
     m.finish()
     (hazard,) = m.hazards
     assert hazard.startswith("WAR race: TLOAD2")
+
+
+def test_a_loop_repeating_one_access_still_races_with_another_pipe():
+    # Repeats of the same accesses on one pipe share their in-flight entries (the newest
+    # instruction stands for them: it ends last and touches the same bytes), so a racing
+    # access on another pipe is still caught, named against the newest repeat.
+    m = model()
+    for _ in range(3):
+        m.op(VECTOR, 10, "TADDS", reads=[(VEC, 0, 1024)], writes=[(VEC, 0, 1024)])
+    m.op(MTE3, 5, "TSTORE", reads=[(VEC, 0, 1024)])
+    m.finish()
+    (hazard,) = m.hazards
+    assert hazard.startswith("RAW race: TSTORE #3 on MTE3 [4, 9)")
+    assert "overlaps TADDS #2 on VECTOR [21, 31)" in hazard

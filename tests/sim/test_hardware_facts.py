@@ -29,6 +29,7 @@ def test_python_reads_the_native_tables():
         ("event_ids", 65, "event_ids must be in \\[1, 64\\]"),
         ("cross_flag_ids", 100, "cross_flag_ids must be in \\[1, 64\\]"),
         ("l2_line_bytes", 500, "l2_line_bytes must be a power of two"),
+        ("l2_ways", 256, "l2_ways must be in \\[1, 255\\]"),  # the per-set fill count is 8 bits
     ],
 )
 def test_overrides_beyond_the_encodings_are_refused(field, value, rule):

@@ -5,7 +5,6 @@
 
 #include <csignal>
 #include <optional>
-#include <unordered_map>
 
 #include "runtime/bind.hpp"
 #include "runtime/core/launch.hpp"
@@ -37,46 +36,35 @@ pypto_tensor describe(const py::array& a, int code, size_t index) {
   return t;
 }
 
+// An array over a buffer the core model filled, owned by the array from now on (no copy).
+template <class T>
+py::array_t<T> hand_over(GrowBuffer& buffer, std::vector<py::ssize_t> shape) {
+  auto [data, bytes] = buffer.release();
+  if (data == nullptr) return py::array_t<T>(shape);
+  py::capsule owner(new std::pair<void*, size_t>(data, bytes), [](void* p) {
+    auto* mapping = static_cast<std::pair<void*, size_t>*>(p);
+    GrowBuffer::unmap(mapping->first, mapping->second);
+    delete mapping;
+  });
+  return py::array_t<T>(shape, static_cast<T*>(data), owner);
+}
+
 // Records as one int64 table (a row per instruction, RECORD_COLUMNS order) plus interned
-// name/location strings: no Python object per instruction.
-py::dict records_to_columns(const std::vector<InstrRecord>& recs) {
-  const size_t n = recs.size(), width = 11;
-  py::array_t<int64_t> table({n, width});
-  py::array_t<int32_t> name_id(n), loc_id(n);
-  int64_t* t = table.mutable_data();
-  std::unordered_map<const char*, int32_t> ids;
-  py::list strings;
-  auto intern = [&](const char* s) {
-    auto [it, fresh] = ids.emplace(s, static_cast<int32_t>(ids.size()));
-    if (fresh) strings.append(s);
-    return it->second;
-  };
-  for (size_t i = 0; i < n; ++i, t += width) {
-    const InstrRecord& r = recs[i];
-    const int64_t row[] = {r.index,
-                           static_cast<int64_t>(r.kind),
-                           r.pipe,
-                           static_cast<int64_t>(r.issue),
-                           static_cast<int64_t>(r.start),
-                           static_cast<int64_t>(r.end),
-                           static_cast<int64_t>(r.bytes),
-                           r.addr,
-                           r.flag_src,
-                           r.flag_dst,
-                           r.flag_id};
-    std::copy(row, row + width, t);
-    name_id.mutable_at(i) = intern(r.name);
-    loc_id.mutable_at(i) = intern(r.loc);
-  }
+// name/location strings: no Python object per instruction, and no copy of the rows.
+py::dict records_to_columns(RecordTable& records) {
+  RecordTable::Columns c = records.take_columns();
+  const auto n = static_cast<py::ssize_t>(c.rows);
   py::dict d;
-  d["table"] = table;
-  d["name_id"] = name_id;
-  d["loc_id"] = loc_id;
+  d["table"] = hand_over<int64_t>(c.table, {n, py::ssize_t{kRecordWidth}});
+  d["name_id"] = hand_over<int32_t>(c.name_id, {n});
+  d["loc_id"] = hand_over<int32_t>(c.loc_id, {n});
+  py::list strings;
+  for (const char* s : c.strings) strings.append(s);
   d["strings"] = strings;
   return d;
 }
 
-py::dict block_to_dict(const BlockResult& r, bool record) {
+py::dict block_to_dict(BlockResult& r, bool record) {
   py::dict d;
   d["block"] = r.block;
   d["cycles"] = r.stats.total_cycles;
@@ -129,9 +117,9 @@ py::dict memory_to_dict(const MemoryStats& m) {
   return d;
 }
 
-py::dict chip_to_dict(const ChipResult& chip, const std::vector<TaskSpec>& specs, bool record) {
+py::dict chip_to_dict(ChipResult& chip, const std::vector<TaskSpec>& specs, bool record) {
   py::list out;
-  for (const TaskResult& r : chip.instances) {
+  for (TaskResult& r : chip.instances) {
     py::dict d = block_to_dict(r.block, record);
     d["name"] = specs[static_cast<size_t>(r.task)].name;
     d["task"] = r.task;

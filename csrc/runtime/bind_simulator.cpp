@@ -123,14 +123,16 @@ void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
 
 py::list records(const ModelHarness& h) {
   py::list out;
-  for (const InstrRecord& r : h.model.records()) {
+  const RecordTable& records = h.model.records();
+  for (size_t i = 0; i < records.size(); ++i) {
+    const int64_t* r = records.row(i);
     py::dict d;
-    d["index"] = r.index;
-    d["name"] = r.name;
-    d["pipe"] = pipe_name(r.pipe);
-    d["issue"] = r.issue;
-    d["start"] = r.start;
-    d["end"] = r.end;
+    d["index"] = r[kColIndex];
+    d["name"] = records.name(i);
+    d["pipe"] = pipe_name(static_cast<int>(r[kColPipe]));
+    d["issue"] = r[kColIssue];
+    d["start"] = r[kColStart];
+    d["end"] = r[kColEnd];
     out.append(d);
   }
   return out;

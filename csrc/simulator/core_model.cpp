@@ -229,8 +229,8 @@ void CoreModel::unblock_waiters(FlagKey key) {
 void CoreModel::record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start,
                        uint64_t end) {
   if (!record_) return;
-  records_.push_back({index, in.kind, in.pipe, in.name, in.loc, issue, start, end, in.flag_src,
-                      in.flag_dst, in.flag_id, in.bytes, in.addr});
+  records_.add({index, static_cast<int64_t>(in.kind), in.pipe, in.name, in.loc, issue, start, end,
+                in.flag_src, in.flag_dst, in.flag_id, in.bytes, in.addr});
 }
 
 void CoreModel::finish() {

@@ -20,6 +20,7 @@
 #include "simulator/memory_system.hpp"
 #include "simulator/op_desc.hpp"
 #include "simulator/platform/platform.hpp"
+#include "simulator/record_table.hpp"
 
 namespace pypto {
 
@@ -39,18 +40,6 @@ struct Instr {
   // and its absolute end is written to `*publish_end` once it is scheduled.
   uint64_t not_before = 0;
   uint64_t* publish_end = nullptr;
-};
-
-struct InstrRecord {
-  uint32_t index;  // program order
-  InstrKind kind;
-  int pipe;
-  const char* name;
-  const char* loc;
-  uint64_t issue, start, end;
-  int flag_src, flag_dst, flag_id;
-  uint64_t bytes;
-  int64_t addr;
 };
 
 // GM bytes [lo, hi) (host addresses) may not be written before task `task` has ended.
@@ -107,7 +96,12 @@ class CoreModel {
   void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
 
   const CoreStats& stats() const { return stats_; }
-  const std::vector<InstrRecord>& records() const { return records_; }
+  const RecordTable& records() const { return records_; }
+  RecordTable take_records() {
+    RecordTable out = std::move(records_);
+    records_ = RecordTable();
+    return out;
+  }
   const HazardChecker& hazards() const { return hazards_; }
   uint64_t now() const { return issue_time_; }
 
@@ -155,7 +149,7 @@ class CoreModel {
   bool last_continues_ = false;
   std::vector<GmGate> gates_;
   CoreStats stats_;
-  std::vector<InstrRecord> records_;
+  RecordTable records_;
 };
 
 const char* pipe_name(int pipe);

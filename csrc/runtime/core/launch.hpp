@@ -13,7 +13,7 @@ namespace pypto {
 struct BlockResult {
   int64_t block = 0;
   CoreStats stats;
-  std::vector<InstrRecord> records;
+  RecordTable records;
   std::vector<Hazard> hazards;
   uint64_t hazard_count = 0;
 };

@@ -314,10 +314,10 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     in.done = true;
     in.fiber.reset();
-    const CoreModel& m = in.ctx->model;
+    CoreModel& m = in.ctx->model;
     in.result.block = t.block_idx;
     in.result.stats = m.stats();
-    in.result.records = m.records();
+    in.result.records = m.take_records();
     in.result.hazards = m.hazards().found();
     in.result.hazard_count = m.hazards().count();
     if (options_.hazards_fatal && in.result.hazard_count > 0) {

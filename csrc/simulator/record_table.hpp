@@ -1,0 +1,131 @@
+// The instruction records of one core, kept in the form the trace writer and Python read:
+// one int64 row per instruction (RecordColumn order) plus interned name and location ids.
+// Recording writes the rows in place, so a traced run never converts or copies them: the
+// buffers grow by mremap (no copy of what is written) and are handed to numpy whole.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace pypto {
+
+enum RecordColumn : int {
+  kColIndex,
+  kColKind,
+  kColPipe,
+  kColIssue,
+  kColStart,
+  kColEnd,
+  kColBytes,
+  kColAddr,
+  kColFlagSrc,
+  kColFlagDst,
+  kColFlagId,
+  kRecordWidth
+};
+
+// Anonymous memory that grows without copying (mremap); move-only.
+class GrowBuffer {
+ public:
+  GrowBuffer() = default;
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  GrowBuffer(GrowBuffer&& o) noexcept { swap(o); }
+  GrowBuffer& operator=(GrowBuffer&& o) noexcept {
+    GrowBuffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~GrowBuffer();
+  void* data() const { return data_; }
+  size_t capacity() const { return bytes_; }
+  // Makes room for at least `bytes` (throws std::bad_alloc when the OS refuses).
+  void reserve(size_t bytes);
+  // Hands the mapping to the caller, who unmaps it with `unmap`.
+  std::pair<void*, size_t> release() {
+    auto out = std::make_pair(data_, bytes_);
+    data_ = nullptr;
+    bytes_ = 0;
+    return out;
+  }
+  static void unmap(void* data, size_t bytes);
+
+ private:
+  void swap(GrowBuffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+  }
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct RecordFields {
+  uint32_t index;  // program order
+  int64_t kind, pipe;
+  const char* name;  // static storage
+  const char* loc;
+  uint64_t issue, start, end;
+  int64_t flag_src, flag_dst, flag_id;
+  uint64_t bytes;
+  int64_t addr;
+};
+
+class RecordTable {
+ public:
+  // What the table holds, handed over whole: rows x kRecordWidth int64, then the name and
+  // location ids (int32 per row) indexing `strings`.
+  struct Columns {
+    GrowBuffer table, name_id, loc_id;
+    size_t rows;
+    std::vector<const char*> strings;
+  };
+  void add(const RecordFields& f) {
+    if (rows_ == capacity_) grow();
+    int64_t* r = static_cast<int64_t*>(table_.data()) + rows_ * kRecordWidth;
+    r[kColIndex] = f.index;
+    r[kColKind] = f.kind;
+    r[kColPipe] = f.pipe;
+    r[kColIssue] = static_cast<int64_t>(f.issue);
+    r[kColStart] = static_cast<int64_t>(f.start);
+    r[kColEnd] = static_cast<int64_t>(f.end);
+    r[kColBytes] = static_cast<int64_t>(f.bytes);
+    r[kColAddr] = f.addr;
+    r[kColFlagSrc] = f.flag_src;
+    r[kColFlagDst] = f.flag_dst;
+    r[kColFlagId] = f.flag_id;
+    static_cast<int32_t*>(names_.data())[rows_] = intern(f.name);
+    static_cast<int32_t*>(locs_.data())[rows_] = intern(f.loc);
+    ++rows_;
+  }
+  size_t size() const { return rows_; }
+  const int64_t* row(size_t i) const {
+    return static_cast<const int64_t*>(table_.data()) + i * kRecordWidth;
+  }
+  const char* name(size_t i) const {
+    return strings_[static_cast<const int32_t*>(names_.data())[i]];
+  }
+  const char* loc(size_t i) const { return strings_[static_cast<const int32_t*>(locs_.data())[i]]; }
+  // The interned strings, in order of first use (ids index them).
+  const std::vector<const char*>& strings() const { return strings_; }
+  // Empties the table into the caller's hands.
+  Columns take_columns();
+
+ private:
+  void grow();
+  int32_t intern(const char* s) {
+    auto& slot = memo_[(reinterpret_cast<uintptr_t>(s) >> 3) % memo_.size()];
+    if (slot.first == s) return slot.second;
+    return slot = {s, intern_slow(s)}, slot.second;
+  }
+  int32_t intern_slow(const char* s);
+
+  GrowBuffer table_, names_, locs_;
+  size_t rows_ = 0, capacity_ = 0;
+  std::vector<const char*> strings_;
+  std::unordered_map<const char*, int32_t> ids_;
+  std::array<std::pair<const char*, int32_t>, 64> memo_{};  // recent pointers -> ids
+};
+
+}  // namespace pypto

@@ -45,9 +45,8 @@ tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>&
 tools::TraceLayout layout_of(const py::dict& d) {
   tools::TraceLayout l;
   const auto cols = d["columns"].cast<std::vector<int>>();
-  if (cols.size() != 10) throw py::value_error("trace layout: 10 column positions expected");
-  l.col = {cols[0], cols[1], cols[2], cols[3], cols[4],
-           cols[5], cols[6], cols[7], cols[8], cols[9]};
+  if (cols.size() != 9) throw py::value_error("trace layout: 9 column positions expected");
+  l.col = {cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8]};
   l.lanes = d["lanes"].cast<std::vector<std::string>>();
   l.flag_pipes = d["flag_pipes"].cast<std::vector<std::string>>();
   l.sync_names = d["sync_names"].cast<std::vector<std::string>>();
@@ -85,10 +84,10 @@ py::dict write_trace(const py::list& cores, const py::dict& layout, const py::by
   for (const auto& core : cores) views.push_back(core_view(core.cast<py::tuple>(), keep));
   const tools::TraceLayout l = layout_of(layout);
   const auto& c = l.col;
-  const int widest = std::max({c.index, c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src,
-                               c.flag_dst, c.flag_id});
-  const int lowest = std::min({c.index, c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src,
-                               c.flag_dst, c.flag_id});
+  const int widest = std::max(
+      {c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src, c.flag_dst, c.flag_id});
+  const int lowest = std::min(
+      {c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src, c.flag_dst, c.flag_id});
   for (const auto& v : views) {
     if (lowest < 0 || (v.rows && static_cast<size_t>(widest) >= v.width)) {
       throw py::value_error("trace records of " + v.pid + ": a column position is out of range");

@@ -1,11 +1,11 @@
 // See trace_write.hpp. After a validation pass (so bad input writes nothing), one pass over
 // the records formats the events (each string's JSON spelling is computed once, by the
-// caller) and totals them per static instruction; the text goes to trace.json and, framed as
-// a TRACE block, to visualize_data.bin in 1 MiB chunks, so no copy of the whole payload is
+// caller) and totals them per static instruction; the text goes in 1 MiB chunks to trace.json
+// and, framed as a TRACE block, to visualize_data.bin, each file written by its own thread
+// while the next chunk is formatted (parallel_files.hpp). No copy of the whole payload is
 // ever held in memory.
 #include "tools/trace_write.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+
+#include "tools/parallel_files.hpp"
 
 namespace pypto::tools {
 namespace {
@@ -29,15 +31,6 @@ std::string hex_address(uint64_t v) {
   return std::string(tmp, static_cast<size_t>(end - tmp));
 }
 
-void write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw TraceWriteError("cannot write " + path + ": " + std::strerror(errno));
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
 std::string block_header(size_t payload_bytes, size_t padding) {
   std::string h(12, '\0');
   const uint64_t size = payload_bytes + padding;
@@ -49,79 +42,72 @@ std::string block_header(size_t payload_bytes, size_t padding) {
   return h;
 }
 
-// Both output files, written as the events are formatted: trace.json gets the payload, the
-// container gets the prefix, a TRACE block header (rewritten with the size at the end), the
-// payload and the padding.
+// Both output files, written by their own threads as the events are formatted: trace.json
+// gets the payload; the container gets the prefix, a TRACE block header (rewritten with the
+// size at the end), the payload and the padding.
 class Files {
  public:
   Files(const std::string& json_path, const std::string& bin_path, std::string_view bin_prefix)
-      : json_path_(json_path), bin_path_(bin_path) {
-    json_ = open_out(json_path);
-    bin_ = open_out(bin_path);
-    write_all(bin_, bin_prefix, bin_path_);
+      : files_({json_path, bin_path}) {
+    write_all(files_.fd(kBin), bin_prefix, bin_path);
     header_at_ = bin_prefix.size();
-    write_all(bin_, std::string(12, '\0'), bin_path_);
+    write_all(files_.fd(kBin), std::string(12, '\0'), bin_path);
+    files_.start();
   }
-  ~Files() {
-    if (json_ >= 0) ::close(json_);
-    if (bin_ >= 0) ::close(bin_);
-  }
-  void emit(std::string_view chunk) {
-    write_all(json_, chunk, json_path_);
-    write_all(bin_, chunk, bin_path_);
-    payload_ += chunk.size();
+  Chunk* take() { return files_.take(); }
+  void emit(Chunk* chunk) {
+    payload_ += chunk->used;
+    files_.submit(chunk);
   }
   void finish() {
+    files_.finish();
+    const int bin = files_.fd(kBin);
+    const std::string& bin_path = files_.path(kBin);
     const size_t padding = (kAlign - payload_ % kAlign) % kAlign;
-    write_all(bin_, std::string_view("\0\0\0\0", padding), bin_path_);
+    write_all(bin, std::string_view("\0\0\0\0", padding), bin_path);
     const std::string header = block_header(payload_, padding);
-    if (::pwrite(bin_, header.data(), header.size(), static_cast<off_t>(header_at_)) !=
+    if (::pwrite(bin, header.data(), header.size(), static_cast<off_t>(header_at_)) !=
         static_cast<ssize_t>(header.size())) {
-      throw TraceWriteError("cannot write " + bin_path_ + ": " + std::strerror(errno));
+      throw TraceWriteError("cannot write " + bin_path + ": " + std::strerror(errno));
     }
-    close_checked(json_, json_path_);
-    close_checked(bin_, bin_path_);
+    files_.close_all();
   }
 
  private:
-  static int open_out(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw TraceWriteError("cannot create " + path + ": " + std::strerror(errno));
-    return fd;
-  }
-  static void close_checked(int& fd, const std::string& path) {
-    const int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) throw TraceWriteError("cannot write " + path + ": " + std::strerror(errno));
-  }
-  std::string json_path_, bin_path_;
-  int json_ = -1, bin_ = -1;
+  static constexpr size_t kBin = 1;
+  ParallelFiles files_;
   size_t header_at_ = 0, payload_ = 0;
 };
 
-// The event text, handed to the files in chunks that stay in the CPU cache. Appends are
-// unchecked copies into room reserved beforehand (one check per event, not per field).
+// The event text, formatted into chunks that the files write while the next one fills.
+// Appends are unchecked copies into room reserved beforehand (one check per event, not per
+// field).
 class Out {
  public:
-  static constexpr size_t kChunk = size_t{1} << 20;
-  explicit Out(Files& files) : files_(files), buf_(kChunk) {}
+  explicit Out(Files& files) : files_(files), chunk_(files.take()), buf_(chunk_->bytes.data()) {}
   void reserve(size_t n) {
-    if (pos_ + n <= buf_.size()) return;
+    if (pos_ + n <= chunk_->bytes.size()) return;
     flush();
-    if (n > buf_.size()) buf_.resize(n);
+    if (n > chunk_->bytes.size()) {
+      chunk_->bytes.resize(n);
+      buf_ = chunk_->bytes.data();
+    }
   }
   void flush() {
-    files_.emit(std::string_view(buf_.data(), pos_));
+    chunk_->used = pos_;
+    files_.emit(chunk_);
+    chunk_ = files_.take();
+    buf_ = chunk_->bytes.data();
     pos_ = 0;
   }
   void put(std::string_view s) {
-    std::memcpy(buf_.data() + pos_, s.data(), s.size());
+    std::memcpy(buf_ + pos_, s.data(), s.size());
     pos_ += s.size();
   }
   void put(char c) { buf_[pos_++] = c; }
   void integer(int64_t v) {
-    auto [end, ec] = std::to_chars(buf_.data() + pos_, buf_.data() + buf_.size(), v);
-    pos_ = static_cast<size_t>(end - buf_.data());
+    auto [end, ec] = std::to_chars(buf_ + pos_, buf_ + chunk_->bytes.size(), v);
+    pos_ = static_cast<size_t>(end - buf_);
   }
   // Cycles as trace microseconds (1 cycle = 1 ns): the exact decimal c / 1000.
   void cycles_as_us(int64_t c) {
@@ -143,7 +129,8 @@ class Out {
 
  private:
   Files& files_;
-  std::vector<char> buf_;
+  Chunk* chunk_;
+  char* buf_;
   size_t pos_ = 0;
 };
 
@@ -221,22 +208,50 @@ const std::string& detail_of(const TraceLayout& layout, int64_t kind, const int6
   return it->second;
 }
 
-// One Chrome-trace "X" event: an operation with its bytes and address, or a sync slice.
-void append_event(Out& out, const CoreRecordsView& core, const TraceLayout& layout,
-                  const int64_t* row, size_t r, const std::string& pc, DetailCache& details) {
+// The text of an operation's event that is the same at every execution of its static
+// instruction, built once: the event is then these two pieces around five numbers.
+struct SiteText {
+  int code = 0;
+  std::string head;  // up to "ts":
+  std::string args;  // from ,"args" to "cycles":
+};
+
+SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const int64_t* row,
+                   size_t r, int code, const std::string& pc) {
+  const std::string& name = core.quoted[core.name_id[r]];
+  const std::string& loc = core.quoted[core.loc_id[r]];
+  SiteText t;
+  t.code = code;
+  t.head = "{\"name\":" + name + ",\"ph\":\"X\",\"pid\":\"" + core.pid + "\",\"tid\":\"" +
+           layout.lanes[row[layout.col.pipe]] + "\",\"ts\":";
+  t.args = ",\"args\":{\"source_line\":" + loc + ",\"pc_addr\":\"" + pc + "\",\"cycles\":";
+  return t;
+}
+
+// An operation's event (kind 0), from its static text.
+void append_op(Out& out, const SiteText& t, const int64_t* row, const RecordColumns& c) {
+  out.put(t.head);
+  out.cycles_as_us(row[c.start]);
+  out.put(",\"dur\":");
+  out.cycles_as_us(row[c.end] - row[c.start]);
+  out.put(t.args);
+  out.integer(row[c.end] - row[c.start]);
+  out.put(",\"bytes\":");
+  out.integer(row[c.bytes]);
+  out.put(",\"addr\":");
+  out.integer(row[c.addr]);
+  out.put("}}");
+}
+
+// A sync record's "X" event: the slice a SET_FLAG / WAIT_FLAG / BAR occupies on its pipe.
+void append_sync(Out& out, const CoreRecordsView& core, const TraceLayout& layout,
+                 const int64_t* row, size_t r, const std::string& pc, DetailCache& details) {
   const auto& c = layout.col;
   const int64_t kind = row[c.kind];
-  const std::string& name = core.quoted[core.name_id[r]];
   std::string scratch;
-  out.put("{\"name\":");
-  if (kind == 0) {
-    out.put(name);
-  } else {
-    out.put('"');
-    out.put(layout.sync_names[kind]);
-    out.put('"');
-  }
-  out.put(",\"ph\":\"X\",\"pid\":\"");
+  out.put("{\"name\":\"");
+  out.put(layout.sync_names[kind]);
+  out.put("\",\"ph\":\"X\",\"pid\":\"");
   out.put(core.pid);
   out.put("\",\"tid\":\"");
   out.put(layout.lanes[row[c.pipe]]);
@@ -244,30 +259,14 @@ void append_event(Out& out, const CoreRecordsView& core, const TraceLayout& layo
   out.cycles_as_us(row[c.start]);
   out.put(",\"dur\":");
   out.cycles_as_us(row[c.end] - row[c.start]);
-  if (kind == 0) {
-    out.put(",\"args\":{\"instr\":");
-    out.put(name);
-  } else {
-    out.put(",\"args\":{\"detail\":\"");
-    out.put(detail_of(layout, kind, row, details, scratch));
-    out.put('"');
-  }
-  out.put(",\"source_line\":");
+  out.put(",\"args\":{\"detail\":\"");
+  out.put(detail_of(layout, kind, row, details, scratch));
+  out.put("\",\"source_line\":");
   out.put(core.quoted[core.loc_id[r]]);
-  out.put(",\"source\":");
-  out.put(core.quoted[core.loc_id[r]]);
-  out.put(",\"index\":");
-  out.integer(row[c.index]);
   out.put(",\"pc_addr\":\"");
   out.put(pc);
   out.put("\",\"cycles\":");
   out.integer(row[c.end] - row[c.start]);
-  if (kind == 0) {
-    out.put(",\"bytes\":");
-    out.integer(row[c.bytes]);
-    out.put(",\"addr\":");
-    out.integer(row[c.addr]);
-  }
   out.put("}}");
 }
 
@@ -296,7 +295,7 @@ void tally(SiteTotals& t, int code, const int64_t* row, const TraceLayout& layou
 // One core's events, appended to `out`; its totals into `sum.per_core[k]`.
 void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layout, SiteTable& sites,
                  std::vector<std::string>& pcs, TraceSummary& sum, Out& out, bool& first) {
-  std::unordered_map<uint64_t, int> local;  // (name, loc, pipe) ids of this core -> code
+  std::unordered_map<uint64_t, SiteText> local;  // (name, loc, pipe) ids of this core -> text
   DetailCache details;
   const size_t bound = event_bound(core, layout);
   for (size_t r = 0; r < core.rows; ++r) {
@@ -306,16 +305,22 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     const uint64_t key = (static_cast<uint64_t>(name) << 40) | (static_cast<uint64_t>(loc) << 8) |
                          static_cast<uint64_t>(pipe & 0xFF);
     auto found = local.find(key);
-    if (found == local.end())
-      found = local.emplace(key, sites.code(core, name, loc, pipe, sum)).first;
-    const int code = found->second;
-    while (pcs.size() <= static_cast<size_t>(code))
-      pcs.push_back(hex_address(layout.pc_base + 4 * pcs.size()));
-    tally(sum.per_core[k], code, row, layout);
+    if (found == local.end()) {
+      const int code = sites.code(core, name, loc, pipe, sum);
+      while (pcs.size() <= static_cast<size_t>(code))
+        pcs.push_back(hex_address(layout.pc_base + 4 * pcs.size()));
+      found = local.emplace(key, site_text(core, layout, row, r, code, pcs[code])).first;
+    }
+    const SiteText& text = found->second;
+    tally(sum.per_core[k], text.code, row, layout);
     out.reserve(bound);
     if (!first) out.put(',');
     first = false;
-    append_event(out, core, layout, row, r, pcs[code], details);
+    if (row[layout.col.kind] == 0) {
+      append_op(out, text, row, layout.col);
+    } else {
+      append_sync(out, core, layout, row, r, pcs[text.code], details);
+    }
   }
 }
 

@@ -39,7 +39,7 @@ struct CoreRecordsView {
 
 // Where each field sits in a records row.
 struct RecordColumns {
-  int index, kind, pipe, start, end, bytes, addr, flag_src, flag_dst, flag_id;
+  int kind, pipe, start, end, bytes, addr, flag_src, flag_dst, flag_id;
 };
 
 // Everything about the output that is not per record.

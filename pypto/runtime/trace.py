@@ -140,7 +140,7 @@ def _layout(
         "time_unit": "cycle",
         "time_scale": "1 trace ns = 1 simulated cycle",
     }
-    columns = ("index", "kind", "pipe", "start", "end", "bytes", "addr", "flag_src", "flag_dst", "flag_id")
+    columns = ("kind", "pipe", "start", "end", "bytes", "addr", "flag_src", "flag_dst", "flag_id")
     return {
         "columns": [_COL[c] for c in columns],
         "lanes": list(PIPES),
@@ -185,7 +185,7 @@ def api_instr_json(pids: list[str], summary: dict[str, Any]) -> str:
 
 
 def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
-    locs = {c.trace.raw["strings"][i] for c in cores for i in set(c.trace.raw["loc_id"].tolist())}
+    locs = {c.trace.raw["strings"][i] for c in cores for i in np.unique(c.trace.raw["loc_id"]).tolist()}
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
     return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
 

@@ -33,7 +33,6 @@ def test_every_trace_output_names_the_source_line_alike(tmp_path: Path):
     for doc in (raw, clean):
         loads = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e["name"] == "TLOAD"]
         assert loads and all(e["args"]["source_line"].startswith(prefix) for e in loads)
-        assert all(e["args"]["source_line"] == e["args"]["source"] for e in loads)  # the older name
     (core,) = metrics["cores"]
     (tload,) = [r for r in metrics["instructions"][core] if r["source"] == "TLOAD"]
     assert tload["source_line"].startswith(prefix) and tload["source_line"] == tload["ascendc_inner_code"]

@@ -42,15 +42,16 @@ def test_each_record_is_one_event_with_its_fields(traced):
     rows = rep.tasks[0].trace.rows()
     evs = x_events((path.parent / "trace.json").read_text())
     assert len(evs) == len(rows)
-    for e, r in zip(evs, rows):
-        assert e["tid"] == PIPES[r["pipe"]] and e["args"]["index"] == r["index"]
-        assert e["args"]["cycles"] == r["end"] - r["start"]
+    for e, r in zip(evs, rows):  # in record (program) order
+        assert e["tid"] == PIPES[r["pipe"]] and e["args"]["cycles"] == r["end"] - r["start"]
         if r["kind"] == 0:
-            assert e["name"] == e["args"]["instr"] == r["name"]
+            assert e["name"] == r["name"]
+            assert set(e["args"]) == {"source_line", "pc_addr", "cycles", "bytes", "addr"}
             assert (e["args"]["bytes"], e["args"]["addr"]) == (r["bytes"], r["addr"])
         else:
             assert e["name"] == SYNC[r["kind"]] and e["args"]["detail"].startswith("PIPE:")
-        assert e["args"]["source"] == r["loc"]
+            assert set(e["args"]) == {"detail", "source_line", "pc_addr", "cycles"}
+        assert e["args"]["source_line"] == r["loc"]
 
 
 def test_timestamps_are_exact_cycle_decimals(traced):
@@ -94,7 +95,7 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     raw["name_id"] = np.full_like(raw["name_id"], 10_000)
     quoted = [json.dumps(s) for s in raw["strings"]]
     layout = {
-        "columns": list(range(1, 11)),
+        "columns": list(range(3, 12)),
         "lanes": list(PIPES),
         "flag_pipes": list(PIPES),
         "sync_names": ["", "S", "W", "B"],
@@ -103,8 +104,8 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
         "head": "[",
         "tail": "]",
     }
-    with pytest.raises(ValueError):  # column 11 of an 11-column table
+    with pytest.raises(ValueError, match="column position"):  # column 11 of an 11-column table
         _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
-    layout["columns"] = list(range(10))
+    layout["columns"] = list(range(1, 10))
     with pytest.raises(ValueError, match="out-of-range"):
         _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))

@@ -1,0 +1,138 @@
+// See parallel_files.hpp.
+#include "tools/parallel_files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tools/trace_write.hpp"
+
+namespace pypto::tools {
+
+void write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw TraceWriteError("cannot write " + path + ": " + std::strerror(errno));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+ParallelFiles::ParallelFiles(const std::vector<std::string>& paths) : files_(paths.size()) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    files_[i].path = paths[i];
+    files_[i].fd = ::open(paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (files_[i].fd < 0) {
+      const std::string why = std::strerror(errno);
+      for (size_t j = 0; j < i; ++j) ::close(files_[j].fd);
+      throw TraceWriteError("cannot create " + paths[i] + ": " + why);
+    }
+  }
+  for (size_t i = 0; i < kChunks; ++i) {
+    chunks_.push_back(std::make_unique<Chunk>());
+    chunks_.back()->bytes.resize(kChunkBytes);
+    free_.push_back(chunks_.back().get());
+  }
+}
+
+ParallelFiles::~ParallelFiles() {
+  stop_threads();
+  for (File& f : files_) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+}
+
+void ParallelFiles::start() {
+  for (File& f : files_) f.thread = std::thread([this, &f] { run(f); });
+}
+
+Chunk* ParallelFiles::take() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !free_.empty() || error_; });
+  if (error_) {
+    lock.unlock();
+    raise_error();
+  }
+  Chunk* c = free_.back();
+  free_.pop_back();
+  c->used = 0;
+  return c;
+}
+
+void ParallelFiles::submit(Chunk* chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    chunk->pending = static_cast<int>(files_.size());
+    for (File& f : files_) f.queue.push_back(chunk);
+  }
+  changed_.notify_all();
+}
+
+void ParallelFiles::run(File& file) {
+  for (;;) {
+    Chunk* c = nullptr;
+    bool failed = false;  // after an error, chunks are only released
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return !file.queue.empty() || file.done; });
+      if (file.queue.empty()) return;
+      c = file.queue.front();
+      file.queue.pop_front();
+      failed = error_ != nullptr;
+    }
+    try {
+      if (!failed) write_all(file.fd, std::string_view(c->bytes.data(), c->used), file.path);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    release(c);
+  }
+}
+
+void ParallelFiles::release(Chunk* chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--chunk->pending == 0) free_.push_back(chunk);
+  }
+  changed_.notify_all();
+}
+
+void ParallelFiles::stop_threads() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (File& f : files_) f.done = true;
+  }
+  changed_.notify_all();
+  for (File& f : files_) {
+    if (f.thread.joinable()) f.thread.join();
+  }
+}
+
+void ParallelFiles::finish() {
+  stop_threads();
+  raise_error();
+}
+
+void ParallelFiles::raise_error() {
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    e = error_;
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+void ParallelFiles::close_all() {
+  std::string failed;
+  for (File& f : files_) {
+    if (f.fd >= 0 && ::close(f.fd) != 0 && failed.empty()) failed = f.path;
+    f.fd = -1;
+  }
+  if (!failed.empty())
+    throw TraceWriteError("cannot write " + failed + ": " + std::strerror(errno));
+}
+
+}  // namespace pypto::tools

@@ -1,0 +1,77 @@
+// One byte stream written to several files at once, each by its own thread. Writing a large
+// trace is bound by the kernel's copies into the page cache, not by formatting; with one
+// writer thread per file those copies run beside the formatting and beside each other.
+//
+// The producer fills chunks taken from a small pool and hands each to every file; a chunk
+// returns to the pool once all files have written it, so memory stays at a few chunks. A
+// write error stops that file's thread and is raised to the producer at its next hand-off.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace pypto::tools {
+
+// Writes all of `data` to `fd` (retrying short writes); throws TraceWriteError naming `path`.
+void write_all(int fd, std::string_view data, const std::string& path);
+
+struct Chunk {
+  std::vector<char> bytes;
+  size_t used = 0;
+  int pending = 0;  // files that have not written it yet
+};
+
+class ParallelFiles {
+ public:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  static constexpr size_t kChunks = 8;
+
+  // Opens (creates, truncates) every path; nothing is written yet.
+  explicit ParallelFiles(const std::vector<std::string>& paths);
+  ~ParallelFiles();  // stops and joins the threads if finish() was not reached
+  ParallelFiles(const ParallelFiles&) = delete;
+  ParallelFiles& operator=(const ParallelFiles&) = delete;
+
+  int fd(size_t file) const { return files_[file].fd; }
+  const std::string& path(size_t file) const { return files_[file].path; }
+  // Starts the writer threads; bytes written through fd() before this come first.
+  void start();
+  // An empty chunk to fill (waits while every chunk is still being written).
+  Chunk* take();
+  // Queues a filled chunk on every file.
+  void submit(Chunk* chunk);
+  // Waits until everything submitted is written, joins the threads, raises the first error.
+  void finish();
+  // Closes every file, reporting a failed close.
+  void close_all();
+
+ private:
+  struct File {
+    std::string path;
+    int fd = -1;
+    std::deque<Chunk*> queue;
+    bool done = false;  // no more chunks will come
+    std::thread thread;
+  };
+  void run(File& file);
+  void release(Chunk* chunk);
+  void raise_error();
+  void stop_threads();
+
+  std::vector<File> files_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  std::vector<Chunk*> free_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::exception_ptr error_;
+};
+
+}  // namespace pypto::tools

@@ -370,14 +370,15 @@ class ControlFlow(LoopCarry):
             raise UnsupportedSyntaxError(
                 f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
             )
-        if self.p.kind is not FunctionType.Orchestration:
+        cluster = marker.dsl_name == "cluster"
+        # OutlineIncoreScopes leaves a cluster scope in its own Group function (as dumps print it)
+        if self.p.kind is not FunctionType.Orchestration and not (cluster and self.p.kind is FunctionType.Group):
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
                 self.p.span(node),
             )
         if self.p.ctx.in_scope:
             raise MisplacedOpError("pl.at scopes cannot be nested", self.p.span(node))
-        cluster = marker.dsl_name == "cluster"
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
         level, name_hint, deps, split = self._scope_args(call)

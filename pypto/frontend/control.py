@@ -178,10 +178,13 @@ class ControlFlow(LoopCarry):
         ]
         self.p.env.update(zip(yield_targets, results))
         carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
+        start, stop, step = bounds
         self.p.emit(
             For(
                 loop_var,
-                *bounds,
+                start,
+                stop,
+                step,
                 kind,
                 tuple(body),
                 carried,
@@ -372,7 +375,8 @@ class ControlFlow(LoopCarry):
             )
         cluster = marker.dsl_name == "cluster"
         # OutlineIncoreScopes leaves a cluster scope in its own Group function (as dumps print it)
-        if self.p.kind is not FunctionType.Orchestration and not (cluster and self.p.kind is FunctionType.Group):
+        outlined_cluster = cluster and self.p.kind is FunctionType.Group
+        if self.p.kind is not FunctionType.Orchestration and not outlined_cluster:
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
                 self.p.span(node),

@@ -38,7 +38,7 @@ from pypto.frontend.state import ParserState
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, type_of
 from pypto.ir.names import NameSupply
-from pypto.ir.stmt import Function, Param, Program
+from pypto.ir.stmt import Function, Param, PipelineGroup, Program
 from pypto.ir.types import (
     DynDim,
     ScalarType,
@@ -259,7 +259,8 @@ def _decorator(folder: Folder, node: ast.FunctionDef, span, src: KernelSource) -
         target = d.func if isinstance(d, ast.Call) else d
         if folder.fold(target) is not pl_module.function:
             continue
-        kind, external, dirs, groups = FunctionType.Orchestration, None, tuple[str, ...](), ()
+        kind, external, dirs = FunctionType.Orchestration, None, tuple[str, ...]()
+        groups: tuple[PipelineGroup, ...] = ()
         for kw in d.keywords if isinstance(d, ast.Call) else []:
             if kw.arg == "pipeline_groups":
                 groups = pipeline_groups(kw.value, folder.fold, src.span)

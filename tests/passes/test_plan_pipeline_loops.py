@@ -10,15 +10,15 @@ import pypto.language as pl
 from pypto import ir, platforms
 from pypto.errors import CompileError, SourceSpan, UnsupportedSyntaxError, VerifyError
 from pypto.frontend import parse_text
-from pypto.ir.expr import Const
-from pypto.runtime import RunConfig
 from pypto.ir.builder import Builder
 from pypto.ir.dtypes import FP32
 from pypto.ir.enums import Direction, ForKind, FunctionType, MemorySpace
+from pypto.ir.expr import Const
 from pypto.ir.stmt import For
 from pypto.ir.types import INDEX_TYPE, MemRef, TensorType, TileType
 from pypto.passes.context import PassContext
 from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
+from pypto.runtime import RunConfig
 
 T = TensorType((512, 128), FP32)
 

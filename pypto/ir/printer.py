@@ -275,26 +275,29 @@ class _Printer:
         self.block(s.body, depth + 1)
 
     def groups(self, groups: tuple[PipelineGroup, ...], depth: int) -> None:
-        """``pipeline_groups=[...]``: one group per loop, one clone per line."""
+        """``pipeline_groups=[...]``: one group per loop, one clone per line (or, when one of a
+        group's clones is too long for a line, every clone of it one field per line)."""
         self.emit(depth, "pipeline_groups=[")
         for g in groups:
             self.emit(depth + 1, f"pl.PipelineGroup({json.dumps(g.name)}, depth={g.depth}, blocks=[")
+            clones = [_clone_fields(c) for block in g.blocks for c in block]
+            wide = any(
+                len(INDENT * (depth + 3) + f"pl.PipelineClone({', '.join(f)}),") > MAX_COLS for f in clones
+            )
             for block in g.blocks:
                 self.emit(depth + 2, "[")
                 for c in block:
-                    self.clone(c, depth + 3)
+                    self.clone(_clone_fields(c), depth + 3, wide)
                 self.emit(depth + 2, "],")
             self.emit(depth + 1, "]),")
         self.emit(depth, "],")
 
-    def clone(self, c: PipelineClone, depth: int) -> None:
-        parts = [f"{f}={_names(getattr(c, f))}" for f in ("staged", "defs", "hoisted")]
-        line = f"pl.PipelineClone({', '.join(parts)}),"
-        if len(INDENT * depth + line) <= MAX_COLS:
-            self.emit(depth, line)
+    def clone(self, fields: list[str], depth: int, wide: bool) -> None:
+        if not wide:
+            self.emit(depth, f"pl.PipelineClone({', '.join(fields)}),")
             return
         self.emit(depth, "pl.PipelineClone(")
-        for part in parts:
+        for part in fields:
             self.emit(depth + 1, part + ",")
         self.emit(depth, "),")
 
@@ -373,6 +376,10 @@ def print_program(p: Program) -> str:
 
 def _names(names: tuple[str, ...]) -> str:
     return json.dumps(list(names))
+
+
+def _clone_fields(c: PipelineClone) -> list[str]:
+    return [f"{f}={_names(getattr(c, f))}" for f in ("staged", "defs", "hoisted")]
 
 
 def _blocks(blocks: int | Expr) -> str:

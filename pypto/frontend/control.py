@@ -374,9 +374,9 @@ class ControlFlow(LoopCarry):
                 f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
             )
         cluster = marker.dsl_name == "cluster"
-        # OutlineIncoreScopes leaves a cluster scope in its own Group function (as dumps print it)
-        outlined_cluster = cluster and self.p.kind is FunctionType.Group
-        if self.p.kind is not FunctionType.Orchestration and not outlined_cluster:
+        # OutlineIncoreScopes leaves a cluster scope (pl.cluster, or a pl.at mixing cube and
+        # vector work) in a Group function of its own, as dumps print it
+        if self.p.kind not in (FunctionType.Orchestration, FunctionType.Group):
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
                 self.p.span(node),

@@ -8,6 +8,7 @@ list, which the tests assert, so a new pass cannot go unchecked."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -22,16 +23,29 @@ from pypto.passes.context import PassContext
 from pypto.passes.options import MemoryPlanner
 
 ROOT = Path(__file__).resolve().parents[2]
-for folder in (ROOT / "tests" / "e2e", ROOT / "examples"):  # kernels shared with the e2e tests
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+if str(ROOT / "tests" / "e2e") not in sys.path:  # kernels shared with the e2e tests
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 import batch_matmul_kernels  # noqa: E402
 import cluster_kernels  # noqa: E402
-import gemm as gemm_example  # noqa: E402
 import mixed_scope  # noqa: E402
 import seed_kernels  # noqa: E402
+import test_pipelining  # noqa: E402
 import tune_kernels  # noqa: E402
+
+
+def _example(name: str):
+    """A script of examples/ as a module (registered: the frontend reads kernel sources)."""
+    spec = importlib.util.spec_from_file_location(f"pass_dump_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+gemm_example = _example("gemm")
+attention_example = _example("flash_attention")
+dynamic_example = _example("dynamic_shape")
 
 F16, F32 = np.float16, np.float32
 
@@ -61,6 +75,20 @@ CASES = {
     ),
     "pipeline_leftover_clones": lambda: _exp(64, 3),
     "pipeline_depth_gate": lambda: _exp(128, 4),  # only 2 of 4 stages fit: the gate reorders
+    "pipeline_dynamic_trips": lambda: (
+        test_pipelining.dynamic_trips,
+        [*_arrays(*[((512, 128), F32)] * 2), 5],
+    ),
+    "pipeline_carried_values": lambda: (test_pipelining.carried_sum, _arrays(*[((512, 128), F32)] * 2)),
+    "dynamic_shape": lambda: (dynamic_example.rms_scale, _arrays(*[((40, dynamic_example.C), F32)] * 2)),
+    "flash_attention_cluster": lambda: (
+        attention_example.make_attention(2, 128, 128, 64, br=64, bc=64, causal=True),
+        [
+            *attention_example.inputs(2, 128, 128, 64),
+            attention_example.causal_mask(64, 64),
+            _arrays(((256, 64), F32))[0],
+        ],
+    ),
     "pipelined_cube_gemm": lambda: (gemm_example.make_gemm(128, 256, 512), _cube(128, 512, 256)),
     "split_k": lambda: (batch_matmul_kernels.split_k(), _cube(32, 256, 32)),
     "batch_matmul": lambda: (

@@ -29,6 +29,9 @@ from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
 
+Bounds = tuple[Expr, Expr, Expr]
+Staged = tuple[str, ...] | None  # a pl.pipeline plan, read back from a dump
+
 
 def assigned_names(body: list[ast.stmt]) -> list[str]:
     """Names a block (re)binds, in first-binding order; loop variables and ``as`` handles
@@ -178,24 +181,14 @@ class ControlFlow(LoopCarry):
         ]
         self.p.env.update(zip(yield_targets, results))
         carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
-        start, stop, step = bounds
+        span = self.p.span(node)
         self.p.emit(
             For(
-                loop_var,
-                start,
-                stop,
-                step,
-                kind,
-                tuple(body),
-                carried,
-                tuple(results),
-                stage,
-                staged=staged,
-                span=self.p.span(node),
+                loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, staged=staged, span=span
             )
         )
 
-    def _loop_header(self, node: ast.For) -> tuple:
+    def _loop_header(self, node: ast.For) -> tuple[ForKind, Bounds, list | None, int | None, Staged]:
         """``(kind, (start, stop, step), init_values nodes, stage, staged)``."""
         if node.orelse:
             raise UnsupportedSyntaxError(
@@ -210,7 +203,7 @@ class ControlFlow(LoopCarry):
             )
         return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type]
 
-    def _loop_args(self, kind: ForKind, call: ast.Call) -> tuple:
+    def _loop_args(self, kind: ForKind, call: ast.Call) -> tuple[Bounds, list | None, int | None, Staged]:
         name = f"pl.{kind.name}"
         if not 1 <= len(call.args) <= 3:
             raise TypeCheckError(

@@ -16,6 +16,7 @@ import ast
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.frontend import pipeline_attrs
 from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
@@ -27,6 +28,9 @@ from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
+
+Bounds = tuple[Expr, Expr, Expr]
+Staged = tuple[str, ...] | None  # a pl.pipeline plan, read back from a dump
 
 
 def assigned_names(body: list[ast.stmt]) -> list[str]:
@@ -141,7 +145,7 @@ class ControlFlow(LoopCarry):
 
     # --- for ---------------------------------------------------------------------------------
     def for_(self, node: ast.For) -> None:
-        kind, bounds, init_nodes, stage = self._loop_header(node)
+        kind, bounds, init_nodes, stage, staged = self._loop_header(node)
         target, iter_names = self._loop_target(node.target, init_nodes)
         saved, saved_ranges = dict(self.p.env), dict(self.p.ctx.ranges)
         loop_var = Var(self.p.names.claim(target), INDEX_TYPE, span=self.p.span(node.target))
@@ -177,11 +181,15 @@ class ControlFlow(LoopCarry):
         ]
         self.p.env.update(zip(yield_targets, results))
         carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
+        span = self.p.span(node)
         self.p.emit(
-            For(loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, span=self.p.span(node))
+            For(
+                loop_var, *bounds, kind, tuple(body), carried, tuple(results), stage, staged=staged, span=span
+            )
         )
 
-    def _loop_header(self, node: ast.For) -> tuple[ForKind, tuple[Expr, Expr, Expr], list | None, int | None]:
+    def _loop_header(self, node: ast.For) -> tuple[ForKind, Bounds, list | None, int | None, Staged]:
+        """``(kind, (start, stop, step), init_values nodes, stage, staged)``."""
         if node.orelse:
             raise UnsupportedSyntaxError(
                 "`for ... else` is not supported inside a pypto kernel", self.p.span(node)
@@ -195,9 +203,7 @@ class ControlFlow(LoopCarry):
             )
         return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type]
 
-    def _loop_args(
-        self, kind: ForKind, call: ast.Call
-    ) -> tuple[tuple[Expr, Expr, Expr], list | None, int | None]:
+    def _loop_args(self, kind: ForKind, call: ast.Call) -> tuple[Bounds, list | None, int | None, Staged]:
         name = f"pl.{kind.name}"
         if not 1 <= len(call.args) <= 3:
             raise TypeCheckError(
@@ -209,7 +215,7 @@ class ControlFlow(LoopCarry):
             if len(values) == 1
             else (values[0], values[1], values[2] if len(values) == 3 else Const(1))
         )
-        init_nodes, stage = None, None
+        init_nodes, stage, staged = None, None, None
         for kw in call.keywords:
             if kw.arg == "init_values":
                 if not isinstance(kw.value, (ast.Tuple, ast.List)):
@@ -221,6 +227,8 @@ class ControlFlow(LoopCarry):
                     raise TypeCheckError(
                         "pl.pipeline stage must be a compile-time int >= 1", self.p.span(kw.value)
                     )
+            elif kw.arg == "staged" and kind is ForKind.pipeline:  # PlanPipelineLoops' plan, in dumps
+                staged = pipeline_attrs.staged(kw.value, self.p.program.ir_form, self.p.span)
             else:
                 raise TypeCheckError(f"{name} has no parameter `{kw.arg}`", self.p.span(kw))
         if kind is ForKind.pipeline and stage is None:
@@ -231,7 +239,7 @@ class ControlFlow(LoopCarry):
             raise TypeCheckError(f"{name} step must not be 0", self.p.span(call))
         if kind is ForKind.unroll and not all(isinstance(v, Const) for v in (start, stop, step)):
             raise TypeCheckError("pl.unroll bounds must be compile-time constants", self.p.span(call))
-        return (start, stop, step), init_nodes, stage
+        return (start, stop, step), init_nodes, stage, staged
 
     def _loop_target(self, target: ast.expr, init_nodes: list | None) -> tuple[str, list[str]]:
         if isinstance(target, ast.Name) and init_nodes is None:
@@ -358,14 +366,16 @@ class ControlFlow(LoopCarry):
             raise UnsupportedSyntaxError(
                 f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
             )
-        if self.p.kind is not FunctionType.Orchestration:
+        cluster = marker.dsl_name == "cluster"
+        # OutlineIncoreScopes leaves a cluster scope (pl.cluster, or a pl.at mixing cube and
+        # vector work) in a Group function of its own, as dumps print it
+        if self.p.kind not in (FunctionType.Orchestration, FunctionType.Group):
             raise MisplacedOpError(
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
                 self.p.span(node),
             )
         if self.p.ctx.in_scope:
             raise MisplacedOpError("pl.at scopes cannot be nested", self.p.span(node))
-        cluster = marker.dsl_name == "cluster"
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
         level, name_hint, deps, split = self._scope_args(call)

@@ -13,6 +13,7 @@ Every result is checked by :func:`pypto.ir.verify` before it is returned.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,13 +31,14 @@ from pypto.errors import (
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.function import FunctionParser, ParamBinding
 from pypto.frontend.input_writes import check_input_writes
+from pypto.frontend.pipeline_attrs import NOT_IN_KERNELS, pipeline_groups
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.frontend.state import ParserState
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, type_of
 from pypto.ir.names import NameSupply
-from pypto.ir.stmt import Function, Param, Program
+from pypto.ir.stmt import Function, Param, PipelineGroup, Program
 from pypto.ir.types import (
     DynDim,
     ScalarType,
@@ -55,7 +57,9 @@ from pypto.language.decorators import JitFunction, KernelFunction
 class ProgramContext:
     """The functions of the program being parsed, and calls between them."""
 
-    def __init__(self) -> None:
+    def __init__(self, ir_form: bool = False) -> None:
+        # The @pl.program form (printed IR) may carry pass records; @pl.jit kernels may not.
+        self.ir_form = ir_form
         self.functions: list[Function] = []
         self.names = NameSupply()  # function names
         self.kernels: dict[tuple, Function] = {}
@@ -122,6 +126,11 @@ class ProgramContext:
             key = (id(fn),)
         if key in self.kernels:
             return self.kernels[key]
+        if isinstance(fn, KernelFunction) and fn.pipeline_groups:
+            raise UnsupportedSyntaxError(
+                NOT_IN_KERNELS.format(what=f"@pl.function(pipeline_groups=...) of `{fn.name}`"),
+                fp.span(node),
+            )
         src = KernelSource.from_function(fn.fn)
         kind = fn.kind if isinstance(fn, JitFunction) else fn.type
         callee = FunctionParser(src, _function_def(src), kind, self)
@@ -244,13 +253,18 @@ def parse_jit(jit: JitFunction, args: Sequence[Any], kwargs: Mapping[str, Any] |
     return verify(program)
 
 
-def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionType, str | None, tuple]:
+def _decorator(folder: Folder, node: ast.FunctionDef, span, src: KernelSource) -> tuple:
+    """``(kind, external_source, include_dirs, pipeline_groups)`` of ``@pl.function(...)``."""
     for d in node.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
         if folder.fold(target) is not pl_module.function:
             continue
         kind, external, dirs = FunctionType.Orchestration, None, tuple[str, ...]()
+        groups: tuple[PipelineGroup, ...] = ()
         for kw in d.keywords if isinstance(d, ast.Call) else []:
+            if kw.arg == "pipeline_groups":
+                groups = pipeline_groups(kw.value, folder.fold, src.span)
+                continue
             value = folder.fold(kw.value)
             if kw.arg == "type" and isinstance(value, FunctionType):
                 kind = value
@@ -260,17 +274,17 @@ def _decorator(folder: Folder, node: ast.FunctionDef, span) -> tuple[FunctionTyp
                 dirs = tuple(str(v) for v in value)
             else:
                 raise TypeCheckError(f"bad @pl.function argument `{ast.unparse(kw)}`", span)
-        return kind, external, dirs
+        return kind, external, dirs, groups
     raise UnsupportedSyntaxError(f"method `{node.name}` of a @pl.program class needs @pl.function(...)", span)
 
 
 def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
-    ctx = ProgramContext()
+    ctx = ProgramContext(ir_form=True)
     folder = Folder(src, lambda _name: MISSING)
     parsers = []
     for node in cdef.body:
         if isinstance(node, ast.FunctionDef):
-            kind, external, dirs = _decorator(folder, node, src.span(node))
+            kind, external, dirs, groups = _decorator(folder, node, src.span(node), src)
             if external is not None:
                 external = _beside(src.file, external)
             dirs = tuple(_beside(src.file, d) for d in dirs)
@@ -278,7 +292,7 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
             fp.bind_params(fp.declared_params())
             fp.read_returns()
             ctx.signatures[node.name] = (fp.params, fp.declared_returns or ())
-            parsers.append((fp, node.name, external, dirs))
+            parsers.append((fp, node.name, external, dirs, groups))
         elif not (
             isinstance(node, ast.Pass)
             or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
@@ -286,7 +300,10 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
             raise UnsupportedSyntaxError(
                 "a @pl.program class holds only @pl.function methods", src.span(node)
             )
-    functions = tuple(fp.function(name, external, dirs) for fp, name, external, dirs in parsers)
+    functions = tuple(
+        dataclasses.replace(fp.function(name, external, dirs), pipeline_groups=groups)
+        for fp, name, external, dirs, groups in parsers
+    )
     program = Program(cdef.name, functions, span=src.span(cdef))
     check_input_writes(program)
     return verify(program)

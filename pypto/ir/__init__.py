@@ -31,8 +31,8 @@ _MODULES = {
     "ops": ("DSL_OPS", "OPS", "Kind", "OpDef", "ParamSpec", "get_op", "resolve_dsl"),
     "printer": ("print_expr", "print_function", "print_program", "print_type"),
     "stmt": (
-        "Assign", "Eval", "For", "Function", "If", "IterArg", "Param", "Program", "Return", "Scope",
-        "Stmt", "Yield",
+        "Assign", "Eval", "For", "Function", "If", "IterArg", "Param", "PipelineClone", "PipelineGroup",
+        "Program", "Return", "Scope", "Stmt", "Yield",
     ),
     "types": (
         "INDEX_TYPE", "MemRef", "ScalarType", "TensorType", "TileType", "Type", "VoidType", "format_type",
@@ -123,6 +123,8 @@ __all__ = [
     "PassDumpLevel",
     "ParamSpec",
     "Pipe",
+    "PipelineClone",
+    "PipelineGroup",
     "Program",
     "Return",
     "ScalarType",

@@ -1,5 +1,7 @@
 """Structural equality of IR trees: spans are ignored, and by default so are variable
-names (two programs equal up to a consistent renaming are equal)."""
+names (two programs equal up to a consistent renaming are equal). Fields that hold names of
+values (``NAME_REFS`` metadata: a pipeline plan's staged tiles, the clone groups) follow the
+same renaming as the variables they name."""
 
 from __future__ import annotations
 
@@ -25,13 +27,27 @@ class _Comparer:
 
     def var(self, a: Var, b: Var, path: str) -> None:
         self.eq(a.type, b.type, path + ".type")
+        self.name(a.name, b.name, path)
+
+    def name(self, a: str, b: str, path: str) -> None:
         if self.names:
-            if a.name != b.name:
-                raise _Mismatch(path, a.name, b.name)
+            if a != b:
+                raise _Mismatch(path, a, b)
             return
         # Bind on first sight: SSA defs precede uses in field order, so this is alpha-equality.
-        if self.fwd.setdefault(a.name, b.name) != b.name or self.back.setdefault(b.name, a.name) != a.name:
-            raise _Mismatch(path, a.name, b.name)
+        if self.fwd.setdefault(a, b) != b or self.back.setdefault(b, a) != a:
+            raise _Mismatch(path, a, b)
+
+    def names_field(self, a: Any, b: Any, path: str) -> None:
+        """A ``NAME_REFS`` field: a name, a tuple of names, or None."""
+        if isinstance(a, str) and isinstance(b, str):
+            return self.name(a, b, path)
+        if not (isinstance(a, tuple) and isinstance(b, tuple)):
+            return self.eq(a, b, path)
+        if len(a) != len(b):
+            raise _Mismatch(path + ".len", len(a), len(b))
+        for i, (x, y) in enumerate(zip(a, b)):
+            self.name(x, y, f"{path}[{i}]")
 
     def eq(self, a: Any, b: Any, path: str) -> None:
         if type(a) is not type(b):
@@ -47,8 +63,10 @@ class _Comparer:
             if isinstance(a, Function):  # names are per function
                 self.fwd, self.back = {}, {}
             for f in dataclasses.fields(a):
-                if f.compare:
-                    self.eq(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+                if not f.compare:
+                    continue
+                compare = self.names_field if f.metadata.get("names") else self.eq
+                compare(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
         elif isinstance(a, float):
             if not (a == b or (math.isnan(a) and math.isnan(b))):
                 raise _Mismatch(path, a, b)

@@ -4,6 +4,11 @@ The output is a ``@pl.program`` class (first line ``# pypto.program: <name>``). 
 assignment carries its full type, so memory spaces and memrefs — including assigned
 addresses, ``pl.MemRef(mem_vec_0, 0, 32768)`` — survive the round trip. The module starts
 with ``from __future__ import annotations`` so a dump is also importable Python.
+
+The pipelining decisions are printed where they live: a planned loop as
+``pl.pipeline(..., stage=2, staged=["t", "e"])``, an expanded kernel's clone groups as
+``@pl.function(..., pipeline_groups=[pl.PipelineGroup(...)])``. Only the ``@pl.program``
+form accepts them back (see :mod:`pypto.frontend.pipeline_attrs`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,21 @@ from pypto.ir.expr import (
     Var,
 )
 from pypto.ir.ops import OPS
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Return, Scope, Stmt, Yield
+from pypto.ir.stmt import (
+    Assign,
+    Eval,
+    For,
+    Function,
+    If,
+    Param,
+    PipelineClone,
+    PipelineGroup,
+    Program,
+    Return,
+    Scope,
+    Stmt,
+    Yield,
+)
 from pypto.ir.types import DynDim, MemRef, ScalarType, TensorType, TileType, Type, VoidType
 
 INDENT = "    "
@@ -235,6 +254,8 @@ class _Printer:
             target += f", {_tuple([a.var.name for a in s.iter_args])}"
         if s.stage is not None:
             args.append(f"stage={s.stage}")
+        if s.staged is not None:
+            args.append(f"staged={_names(s.staged)}")
         self.emit(depth, f"for {target} in {s.kind.dsl_name}({', '.join(args)}):")
         self.block(s.body, depth + 1, s.results)
 
@@ -253,13 +274,47 @@ class _Printer:
         self.emit(depth, f"with pl.{form}({', '.join(args)}){handle}:")
         self.block(s.body, depth + 1)
 
+    def groups(self, groups: tuple[PipelineGroup, ...], depth: int) -> None:
+        """``pipeline_groups=[...]``: one group per loop, one clone per line (or, when one of a
+        group's clones is too long for a line, every clone of it one field per line)."""
+        self.emit(depth, "pipeline_groups=[")
+        for g in groups:
+            self.emit(depth + 1, f"pl.PipelineGroup({json.dumps(g.name)}, depth={g.depth}, blocks=[")
+            clones = [_clone_fields(c) for block in g.blocks for c in block]
+            wide = any(
+                len(INDENT * (depth + 3) + f"pl.PipelineClone({', '.join(f)}),") > MAX_COLS for f in clones
+            )
+            for block in g.blocks:
+                self.emit(depth + 2, "[")
+                for c in block:
+                    self.clone(_clone_fields(c), depth + 3, wide)
+                self.emit(depth + 2, "],")
+            self.emit(depth + 1, "]),")
+        self.emit(depth, "],")
+
+    def clone(self, fields: list[str], depth: int, wide: bool) -> None:
+        if not wide:
+            self.emit(depth, f"pl.PipelineClone({', '.join(fields)}),")
+            return
+        self.emit(depth, "pl.PipelineClone(")
+        for part in fields:
+            self.emit(depth + 1, part + ",")
+        self.emit(depth, "),")
+
     def function(self, f: Function, depth: int) -> None:
         deco = [f"type={f.kind.dsl_name}"]
         if f.external_source is not None:
             deco.append(f"external_source={json.dumps(f.external_source)}")
         if f.include_dirs:
             deco.append(f"include_dirs={json.dumps(list(f.include_dirs))}")
-        self.emit(depth, f"@pl.function({', '.join(deco)})")
+        if f.pipeline_groups:
+            self.emit(depth, "@pl.function(")
+            for d in deco:
+                self.emit(depth + 1, d + ",")
+            self.groups(f.pipeline_groups, depth + 1)
+            self.emit(depth, ")")
+        else:
+            self.emit(depth, f"@pl.function({', '.join(deco)})")
         params = ["self"] + [_param(p) for p in f.params]
         ret = ""
         if len(f.return_types) == 1:
@@ -317,6 +372,14 @@ def print_program(p: Program) -> str:
     if not p.functions:
         pr.emit(1, "pass")
     return "\n".join(pr.lines) + "\n"
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return json.dumps(list(names))
+
+
+def _clone_fields(c: PipelineClone) -> list[str]:
+    return [f"{f}={_names(getattr(c, f))}" for f in ("staged", "defs", "hoisted")]
 
 
 def _blocks(blocks: int | Expr) -> str:

@@ -10,15 +10,25 @@ name, and a value that flows around a loop is explicit:
 ``If`` merges branch values the same way (both branches end in a ``Yield``; ``results``
 names the merged values). ``Scope`` is a ``pl.at`` block; it does not hide names, so values
 defined inside are visible after it (outlining turns them into kernel outputs).
+
+Pipelining decisions travel in the IR, so a pass dump holds everything the next pass reads:
+``For.staged`` is PlanPipelineLoops' plan of a ``pl.pipeline`` loop, and
+``Function.pipeline_groups`` are the clones ExpandPipelineLoops made (read by the memory
+planner's depth gate). Both name values of the function: those fields carry
+:data:`NAME_REFS` metadata, so structural equality maps them like the variables they name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level, SplitMode
 from pypto.ir.expr import Expr, Node, Var
 from pypto.ir.types import Type
+
+# Metadata of a field holding names (str, or tuples of str) of values the function defines:
+# structural equality compares them through the same renaming as the variables.
+NAME_REFS = {"names": True}
 
 
 class Stmt(Node):
@@ -60,7 +70,10 @@ class For(Stmt):
     """``for var in pl.<kind>(start, stop, step)``; ``stage`` is set for ``pl.pipeline``.
 
     ``cond`` makes it ``pl.while_``: each trip first tests ``cond`` (over the carried values)
-    and the loop ends when it is false; the bounds then only cap the trip count."""
+    and the loop ends when it is false; the bounds then only cap the trip count.
+
+    ``staged`` is the plan of a ``pl.pipeline`` loop (None until PlanPipelineLoops ran): the
+    tiles its body defines, in definition order, of which each clone gets its own copy."""
 
     var: Var
     start: Expr
@@ -72,6 +85,7 @@ class For(Stmt):
     results: tuple[Var, ...] = ()
     stage: int | None = None
     cond: Expr | None = None
+    staged: tuple[str, ...] | None = field(default=None, metadata=NAME_REFS)
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,29 @@ class Param(Node):
 
 
 @dataclass(frozen=True)
+class PipelineClone(Node):
+    """One clone of a replicated ``pl.pipeline`` body: ``staged`` are its copies of the
+    plan's tiles (position ``j`` of every clone is the same source tile), ``defs`` every
+    name its top-level statements bind, ``hoisted`` the names bound by its loads, which
+    were moved ahead of all compute."""
+
+    staged: tuple[str, ...] = field(metadata=NAME_REFS)
+    defs: tuple[str, ...] = field(metadata=NAME_REFS)
+    hoisted: tuple[str, ...] = field(metadata=NAME_REFS)
+
+
+@dataclass(frozen=True)
+class PipelineGroup(Node):
+    """The clones of one expanded ``pl.pipeline`` loop (named by its loop variable):
+    ``blocks`` are the replicated blocks (the loop body, then the static leftover clones
+    after the loop), each a tuple of clones; ``span`` is the source loop's."""
+
+    name: str = field(metadata=NAME_REFS)
+    depth: int
+    blocks: tuple[tuple[PipelineClone, ...], ...]
+
+
+@dataclass(frozen=True)
 class Function(Node):
     """One function: the orchestration entry or an InCore kernel (maybe external C++)."""
 
@@ -132,6 +169,8 @@ class Function(Node):
     return_types: tuple[Type, ...] = ()
     external_source: str | None = None
     include_dirs: tuple[str, ...] = ()  # extra header folders of an external_source kernel
+    # Written by ExpandPipelineLoops, consumed by the memory planner (InCore kernels only).
+    pipeline_groups: tuple[PipelineGroup, ...] = ()
 
     def param(self, name: str) -> Param:
         """The parameter called ``name`` (KeyError when absent)."""

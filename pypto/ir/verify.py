@@ -14,7 +14,9 @@ span of the offending node. It checks that
 * placement: tile/tensor ops of an orchestration function sit inside ``pl.at`` scopes,
   scopes only appear in orchestration functions and do not nest;
 * calls between functions match the callee's parameters; ``Return`` ends a function and
-  matches its ``return_types``; external functions have no body.
+  matches its ``return_types``; external functions have no body;
+* the pipelining records name real values: a loop's ``staged`` tiles are defined in its
+  body, and every name of a kernel's ``pipeline_groups`` is defined in the kernel.
 """
 
 from __future__ import annotations
@@ -243,7 +245,12 @@ class _Verifier:
             self.define(inner, a.var)
         if s.cond is not None:
             self.scalar(inner, s.cond, "a pl.while_ condition")
+        before = set(self.seen)
         yields = self.block(inner, s.body, len(s.iter_args) if s.iter_args else None) or ()
+        if s.staged is not None:
+            if s.kind is not ForKind.pipeline:
+                raise self.fail("only a pl.pipeline loop has a plan (staged=)", s.span)
+            self.names_defined(s.staged, self.seen - before, "the pl.pipeline plan (staged=)", s.span)
         if len(s.results) != len(s.iter_args):
             raise self.fail("a loop needs one result per loop-carried value", s.span)
         for a, r, y in zip(s.iter_args, s.results, yields):
@@ -280,6 +287,11 @@ class _Verifier:
         if got != self.fn.return_types:
             raise self.fail("return values do not match the function's return types", s.span)
 
+    def names_defined(self, names: tuple[str, ...], defined: set[str], what: str, span) -> None:
+        missing = [n for n in names if n not in defined]
+        if missing:
+            raise self.fail(f"{what} names `{missing[0]}`, which is not defined there", span)
+
     def run(self) -> None:
         env: dict[str, Type] = {}
         for p in self.fn.params:
@@ -287,6 +299,13 @@ class _Verifier:
         if self.fn.external_source is not None and self.fn.body:
             raise self.fail("a function with external_source has no body (write `...`)", self.fn.span)
         self.block(env, self.fn.body, top=True)
+        for g in self.fn.pipeline_groups:
+            if not self.fn.kind.is_incore:
+                raise self.fail("pipeline_groups belong to InCore kernels", g.span)
+            for block in g.blocks:
+                for c in block:
+                    names = c.staged + c.defs + c.hoisted
+                    self.names_defined(names, self.seen, f"pipeline group {g.name}", c.span or g.span)
         ends_in_return = bool(self.fn.body) and isinstance(self.fn.body[-1], Return)
         if self.fn.return_types and not ends_in_return and self.fn.external_source is None:
             raise self.fail("the function declares return types but does not end in return", self.fn.span)

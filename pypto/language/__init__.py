@@ -121,7 +121,16 @@ def _ops() -> dict:
 __all__ = _Names(__all__)
 
 
+# The records a pass dump's @pl.function(pipeline_groups=[...]) is written with: the IR's own
+# classes, loaded only when a dump is imported as Python.
+_DUMP_RECORDS = ("PipelineClone", "PipelineGroup")
+
+
 def __getattr__(name: str):
+    if name in _DUMP_RECORDS:
+        from pypto.ir import stmt
+
+        return getattr(stmt, name)
     if name == "autotune":  # the tuner (and its executors) load only when a kernel uses it
         from pypto.tune.autotune import autotune
 

@@ -196,8 +196,10 @@ class KernelFunction:
         type: FunctionType,
         external_source: str | None,
         include_dirs: tuple[str, ...] = (),
+        pipeline_groups: tuple[Any, ...] = (),
     ) -> None:
         self.fn = fn
+        self.pipeline_groups = pipeline_groups
         _remember_source(fn)
         self.type = type
         self.external_source = external_source
@@ -223,16 +225,20 @@ def function(
     type: FunctionType = FunctionType.Orchestration,
     external_source: str | None = None,
     include_dirs: list[str] | tuple[str, ...] = (),
+    pipeline_groups: list[Any] | tuple[Any, ...] = (),
 ) -> Any:
     """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``.
 
     ``external_source`` (and each of ``include_dirs``) resolves against the defining file's
     folder; the ``.cpp`` is compiled in place, so its relative ``#include``s work.
+    ``pipeline_groups`` is what ExpandPipelineLoops records in a pass dump; only a
+    ``@pl.program`` class (the form dumps are printed in) reads it.
     """
     dirs = tuple(include_dirs)
+    groups = tuple(pipeline_groups)
     if fn is None:
-        return lambda f: KernelFunction(f, type, external_source, dirs)
-    return KernelFunction(fn, type, external_source, dirs)
+        return lambda f: KernelFunction(f, type, external_source, dirs, groups)
+    return KernelFunction(fn, type, external_source, dirs, groups)
 
 
 def program(cls: type):  # -> pypto.ir.Program

@@ -11,17 +11,22 @@ from pypto.ir.visit import walk
 
 def defined_names(body: tuple[Stmt, ...]) -> set[str]:
     """Every name a body binds (assignments, loop variables, iter args, results)."""
-    names: set[str] = set()
+    return set(defined_in_order(body))
+
+
+def defined_in_order(body: tuple[Stmt, ...]) -> tuple[str, ...]:
+    """The names of :func:`defined_names` in walk order (stable, for printed records)."""
+    names: dict[str, None] = {}
     for node in walk(body):
         if isinstance(node, Assign):
-            names.add(node.var.name)
+            names[node.var.name] = None
         elif isinstance(node, For):
-            names.add(node.var.name)
-            names.update(it.var.name for it in node.iter_args)
-            names.update(r.name for r in node.results)
+            names[node.var.name] = None
+            names.update((it.var.name, None) for it in node.iter_args)
+            names.update((r.name, None) for r in node.results)
         elif isinstance(node, If):
-            names.update(r.name for r in node.results)
-    return names
+            names.update((r.name, None) for r in node.results)
+    return tuple(names)
 
 
 def used_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:

@@ -19,6 +19,7 @@ Per InCore function:
    tile fits: a load over a dead tile would wait for that tile's pending move to L0.
 
 Copies that must stay are ``tile.move`` statements, so InsertSync orders them like any op.
+The kernel's ``pipeline_groups`` are consumed here (the gate) and dropped.
 Test: tests/passes/test_allocate_memory_addr.py
 """
 
@@ -119,7 +120,7 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
     fn, copies, groups = group_storage(src)
     # The pipelining capacity gate (memory.pipeline_gate): clones that do not fit share storage.
     limits = {s: int(getattr(ctx.platform, f)) for s, f in CAPACITY_FIELD.items()}
-    short = pipeline_shortfalls(fn, groups, ctx, limits)
+    short = pipeline_shortfalls(src, groups, ctx, limits)
     if short:
         fn, copies, groups = group_storage(reorder_for_depth(src, short))
         share_storage(groups, short)
@@ -130,7 +131,7 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
     fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
-    return fn
+    return dataclasses.replace(fn, pipeline_groups=())  # consumed by the gate above
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:

@@ -9,6 +9,8 @@ MemRef names its region, its slot select and the slot size — no offset. Unlike
 first fit, regions never overlap: the kernel places them when it starts
 (``pypto_place_regions``, in order, per space), so InsertSync treats distinct regions as
 disjoint. The regions must fit their spaces; that is checked here, before anything runs.
+Every clone of a pipeline keeps its own region, so the kernel's ``pipeline_groups`` (the
+PYPTO planner's depth gate input) are not needed and are dropped, as that planner does.
 
 Test: tests/passes/test_bind_regions.py
 """
@@ -76,7 +78,7 @@ def _bind(fn: Function, ctx: PassContext) -> Function:
     _check_fits(fn, bufs, ctx)
     fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
     check_copies(fn, copies)
-    return fn
+    return dataclasses.replace(fn, pipeline_groups=())
 
 
 def bind_regions(program: Program, ctx: PassContext) -> Program:

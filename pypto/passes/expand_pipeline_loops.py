@@ -1,7 +1,7 @@
 """ExpandPipelineLoops: ``pl.pipeline(start, stop, step, stage=F)`` → replicated range loops.
 
-Consumes the plans of PlanPipelineLoops (``ctx.pipeline_plans``). For each pipeline loop,
-innermost first:
+Consumes the plan PlanPipelineLoops put on each loop (``For.staged``). For each pipeline
+loop, innermost first:
 
 * ``stage=1``: the loop becomes a plain ``pl.range`` loop.
 * otherwise the body is cloned F times per outer iteration and the outer loop strides by
@@ -17,24 +17,46 @@ innermost first:
   sit in a branch on the loop running at all.
 
 Loop-carried values (``init_values``) chain through the clones: clone k starts from clone
-k-1's yielded values. Each expansion records a :class:`~pypto.passes.context.PipelineGroup`
-in ``ctx.pipeline_groups`` — the channel AllocateMemoryAddr's capacity gate reads.
+k-1's yielded values. Each expansion of an InCore kernel records a
+:class:`~pypto.ir.stmt.PipelineGroup` in the kernel's ``pipeline_groups`` (printed in the
+``@pl.function`` decorator): which statements are whose clone, which of them were hoisted,
+and each clone's copies of the staged tiles — what AllocateMemoryAddr's capacity gate reads.
 Test: tests/passes/test_expand_pipeline_loops.py
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
-from pypto.errors import CompileError
+from pypto.errors import CompileError, SourceSpan
 from pypto.ir.enums import ForKind, MemorySpace
 from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
 from pypto.ir.names import NameSupply
-from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, Yield
+from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
-from pypto.passes._scan import defined_names
-from pypto.passes.context import PassContext, PipelineClone, PipelineGroup, PipelinePlan
+from pypto.passes._scan import defined_in_order, defined_names
+from pypto.passes.context import PassContext
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One planned pl.pipeline loop, read off the loop: depth, constant step, staged tiles."""
+
+    name: str
+    depth: int
+    step: int
+    staged: tuple[str, ...]
+    span: SourceSpan | None
+
+
+def _plan_of(s: For) -> _Plan:
+    if s.staged is None or not isinstance(s.step, Const) or s.stage is None:
+        raise CompileError(
+            f"pl.pipeline loop `{s.var.name}` has no plan (staged=): run PlanPipelineLoops first", s.span
+        )
+    return _Plan(s.var.name, s.stage, int(s.step.value), s.staged, s.span)
 
 
 def _subst(node: tuple[Stmt, ...], names: dict[str, str], values: dict[str, Expr]) -> tuple[Stmt, ...]:
@@ -83,8 +105,9 @@ def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
 
 
 class _Expander:
-    def __init__(self, fn: Function, ctx: PassContext) -> None:
-        self.fn, self.ctx = fn, ctx
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        self.groups: list[PipelineGroup] = []
         self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
 
     def fresh(self, base: str) -> str:
@@ -108,10 +131,8 @@ class _Expander:
 
     # --- one pipeline loop -------------------------------------------------------------------
     def loop(self, s: For) -> list[Stmt]:
-        plan = self.ctx.pipeline_plans.get((self.fn.name, s.var.name))
-        if plan is None:
-            raise CompileError("internal: PlanPipelineLoops must run before ExpandPipelineLoops", s.span)
-        plain = dataclasses.replace(s, kind=ForKind.range, stage=None)
+        plan = _plan_of(s)
+        plain = dataclasses.replace(s, kind=ForKind.range, stage=None, staged=None)
         if plan.depth == 1:
             return [plain]
         if all(isinstance(b, Const) for b in (s.start, s.stop)):
@@ -122,7 +143,7 @@ class _Expander:
             )
         return self.dynamic(plain, plan)
 
-    def static(self, s: For, plan: PipelinePlan) -> list[Stmt]:
+    def static(self, s: For, plan: _Plan) -> list[Stmt]:
         f, step, start = plan.depth, plan.step, int(s.start.value)  # type: ignore[attr-defined]
         n = len(range(start, int(s.stop.value), step))  # type: ignore[attr-defined]
         main, rest = divmod(n, f)
@@ -137,7 +158,7 @@ class _Expander:
         if rest:
             base = start + main * f * step
             idx = [Const(base + k * step) for k in range(rest)]
-            stmts, clones, final = self.replicate(s, idx, carried, keep_first=False)  # type: ignore[arg-type]
+            stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=False)  # type: ignore[arg-type]
             out += stmts
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
@@ -146,11 +167,11 @@ class _Expander:
         self.record(plan, blocks)
         return out
 
-    def main_loop(self, s: For, plan: PipelinePlan, stop: Expr, fresh_results: bool) -> tuple[For, tuple]:
+    def main_loop(self, s: For, plan: _Plan, stop: Expr, fresh_results: bool) -> tuple[For, tuple]:
         f, step = plan.depth, plan.step
         idx = [s.var if k == 0 else make_binop("+", s.var, Const(k * step)) for k in range(f)]
         carried = [it.var for it in s.iter_args]
-        stmts, clones, final = self.replicate(s, idx, carried, keep_first=True)  # type: ignore[arg-type]
+        stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=True)  # type: ignore[arg-type]
         if s.iter_args:
             stmts.append(Yield(tuple(final), span=s.span))
         results = s.results
@@ -159,7 +180,7 @@ class _Expander:
         loop = dataclasses.replace(s, stop=stop, step=Const(f * step), body=tuple(stmts), results=results)
         return loop, clones
 
-    def dynamic(self, s: For, plan: PipelinePlan) -> list[Stmt]:
+    def dynamic(self, s: For, plan: _Plan) -> list[Stmt]:
         span = Const(plan.depth * plan.step)
         full = make_binop("//", make_binop("-", s.stop, s.start), span)
         end = Var(self.fresh(f"{s.var.name}_end"), INDEX_TYPE, span=s.span)
@@ -173,11 +194,11 @@ class _Expander:
         self.record(plan, [clones])
         return [If(cond, body, (), span=s.span)]
 
-    def replicate(self, s: For, idx: list[Expr], carried: list[Expr], keep_first: bool):
+    def replicate(self, s: For, plan: _Plan, idx: list[Expr], carried: list[Expr], keep_first: bool):
         """The clones of ``s.body`` at the given loop values: (statements with the loads of
         every clone first, the clones' records, the last clone's yielded values)."""
         written = _written_tensors(s.body)
-        staged = self.ctx.pipeline_plans[(self.fn.name, s.var.name)].staged
+        staged = plan.staged
         heads: list[Stmt] = []
         tails: list[Stmt] = []
         clones, blocked = [], set()  # type: ignore[var-annotated]
@@ -192,22 +213,21 @@ class _Expander:
                 names = {}
             if body and isinstance(body[-1], Yield):
                 carried, body = list(body[-1].values), body[:-1]
-            hoisted: set[str] = set()
+            hoisted: list[str] = []
             for st in body:
                 if _hoistable(st, blocked, written):
                     heads.append(st)
-                    hoisted.add(st.var.name)  # type: ignore[attr-defined]
+                    hoisted.append(st.var.name)  # type: ignore[attr-defined]
                 else:
                     tails.append(st)
                     blocked |= defined_names((st,))
-            defs = frozenset(defined_names(body))
-            clones.append(PipelineClone(tuple(names.get(n, n) for n in staged), defs, frozenset(hoisted)))
+            mine = tuple(names.get(n, n) for n in staged)
+            clones.append(PipelineClone(mine, defined_in_order(body), tuple(hoisted), span=s.span))
         return heads + tails, tuple(clones), carried
 
-    def record(self, plan: PipelinePlan, blocks: list) -> None:
+    def record(self, plan: _Plan, blocks: list) -> None:
         if blocks and self.fn.kind.is_incore:
-            group = PipelineGroup(self.fn.name, plan.loop_var, plan.depth, tuple(blocks), plan.span)
-            self.ctx.pipeline_groups.append(group)
+            self.groups.append(PipelineGroup(plan.name, plan.depth, tuple(blocks), span=plan.span))
 
 
 def expand_pipeline_loops(program: Program, ctx: PassContext) -> Program:
@@ -217,6 +237,8 @@ def expand_pipeline_loops(program: Program, ctx: PassContext) -> Program:
         if fn.external_source is None and any(
             isinstance(n, For) and n.kind is ForKind.pipeline for n in walk(fn.body)
         ):
-            fn = dataclasses.replace(fn, body=_Expander(fn, ctx).block(fn.body))
+            ex = _Expander(fn)
+            body = ex.block(fn.body)
+            fn = dataclasses.replace(fn, body=body, pipeline_groups=fn.pipeline_groups + tuple(ex.groups))
         fns.append(fn)
     return dataclasses.replace(program, functions=tuple(fns))

@@ -1,11 +1,11 @@
 """PlanPipelineLoops: validate every ``pl.pipeline`` loop and record what to replicate.
 
 For each ``for i in pl.pipeline(start, stop, step, stage=F)`` of every function this pass
-checks what the expansion relies on and records a :class:`~pypto.passes.context.PipelinePlan`
-in ``ctx.pipeline_plans`` (keyed by function and loop variable; loop variables are unique
-per function): the depth, the constant step and the tiles the body defines — the staged
-tiles, of which each clone gets its own copy. The IR itself is returned unchanged;
-ExpandPipelineLoops does the rewriting.
+checks what the expansion relies on and records the plan on the loop itself
+(``For.staged``, printed ``pl.pipeline(..., stage=F, staged=["t", "e"])``): the tiles the
+body defines — the staged tiles, of which each clone gets its own copy. The depth and the
+constant step are the loop's own ``stage`` and ``step``. ExpandPipelineLoops does the
+rewriting.
 
 Rejected, at the loop's (or the declaration's) source line:
 
@@ -19,13 +19,15 @@ Test: tests/passes/test_plan_pipeline_loops.py
 
 from __future__ import annotations
 
+import dataclasses
+
 from pypto.errors import CompileError
 from pypto.ir.enums import ForKind
-from pypto.ir.expr import Const, Var
+from pypto.ir.expr import Const
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TileType
-from pypto.ir.visit import walk
-from pypto.passes.context import PassContext, PipelinePlan
+from pypto.ir.visit import rewrite, walk
+from pypto.passes.context import PassContext
 
 
 def _check(loop: For) -> None:
@@ -70,25 +72,20 @@ def _staged(body: tuple[Stmt, ...]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _plan_function(fn: Function, ctx: PassContext) -> None:
-    for node in walk(fn.body):
-        if isinstance(node, For) and node.kind is ForKind.pipeline:
-            _check(node)
-            assert isinstance(node.step, Const) and isinstance(node.var, Var)
-            plan = PipelinePlan(
-                fn.name,
-                node.var.name,
-                int(node.stage),  # type: ignore[arg-type]
-                int(node.step.value),
-                _staged(node.body),
-                node.span,
-            )
-            ctx.pipeline_plans[(fn.name, node.var.name)] = plan
+def _plan(node: object) -> For | None:
+    if isinstance(node, For) and node.kind is ForKind.pipeline:
+        return dataclasses.replace(node, staged=_staged(node.body))
+    return None
+
+
+def _plan_function(fn: Function) -> Function:
+    loops = [n for n in walk(fn.body) if isinstance(n, For) and n.kind is ForKind.pipeline]
+    for loop in loops:  # outermost first: errors name the first bad loop in source order
+        _check(loop)
+    return rewrite(fn, _plan) if loops else fn
 
 
 def plan_pipeline_loops(program: Program, ctx: PassContext) -> Program:
-    """Validate every pl.pipeline loop and record its plan in ``ctx.pipeline_plans``."""
-    for fn in program.functions:
-        if fn.external_source is None:
-            _plan_function(fn, ctx)
-    return program
+    """Validate every pl.pipeline loop and record its plan on it (``For.staged``)."""
+    fns = tuple(fn if fn.external_source is not None else _plan_function(fn) for fn in program.functions)
+    return dataclasses.replace(program, functions=fns)

@@ -1,6 +1,9 @@
-"""The modules of ``pypto.ir`` import each other without cycles, counting imports inside
-functions too (a deferred import still ties two modules together), and each imports on
-its own in a fresh interpreter."""
+"""Import cycles. The modules of ``pypto.ir`` import each other without cycles, counting
+imports inside functions too (a deferred import still ties two modules together), and each
+imports on its own in a fresh interpreter. Across the whole ``pypto`` package, what runs at
+import time has no cycle but the known ones; ``pypto.language`` never imports the frontend at
+import time, and calls into it only from its decorators (the entry points that hand a
+kernel to the compiler when it is called)."""
 
 from __future__ import annotations
 
@@ -20,35 +23,56 @@ KNOWN_CYCLES = {
     frozenset({"pypto.ir.printer", "pypto.ir.stmt"}),
 }
 
+# Import-time cycles of the whole package, each with its reason (same rule as above).
+KNOWN_IMPORT_TIME_CYCLES = {
+    # emitters.py imports cluster.py at its end so the cluster emitters register in EMITTERS,
+    # and cluster.py builds on emitters' helpers.
+    frozenset({"pypto.codegen.cluster", "pypto.codegen.emitters"}),
+}
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """Modules of ``modules`` that ``path`` imports anywhere but under ``if TYPE_CHECKING``."""
-    tree = ast.parse(path.read_text())
-    typing_only = {
-        id(n)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for n in ast.walk(node)
-    }
+def _import_nodes(tree: ast.Module, deferred: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The imports of a module but those under ``if TYPE_CHECKING``; with ``deferred`` also
+    those inside functions, else only what runs when the module is imported."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if not deferred and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def imports_of(path: Path, modules: set[str], deferred: bool = True) -> set[str]:
+    """Modules of ``modules`` that ``path`` imports (see ``_import_nodes``). ``from pkg import
+    sub`` is an import of ``pkg.sub`` when that is a module, else of ``pkg``; the parent
+    package every import loads first is not counted (it is always loaded before its modules)."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+    for node in _import_nodes(ast.parse(path.read_text()), deferred):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base])
-            names = [base.rstrip(".")] + [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
+            base = base.rstrip(".")
+            subs = [f"{base}.{a.name}" for a in node.names]
+            names = [n for n in subs if n in modules]
+            if len(names) < len(subs):  # some name is an attribute of ``base``, not a module
+                names.append(base)
         for name in names:
             while name and name not in modules:
                 name = name.rpartition(".")[0]
@@ -91,6 +115,41 @@ def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
 
 def ir_modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted((PACKAGE / "ir").glob("*.py")) if p.name != "__init__.py"}
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def graph_of(modules: dict[str, Path], deferred: bool) -> dict[str, set[str]]:
+    return {m: imports_of(p, set(modules), deferred) - {m} for m, p in modules.items()}
+
+
+def test_the_package_has_no_import_time_cycle_but_the_known_ones() -> None:
+    assert cycles(graph_of(package_modules(), deferred=False)) == KNOWN_IMPORT_TIME_CYCLES
+
+
+def test_language_and_frontend_import_without_cycles() -> None:
+    modules = {
+        m: p for m, p in package_modules().items() if m.startswith(("pypto.language", "pypto.frontend"))
+    }
+    assert cycles(graph_of(modules, deferred=False)) == set()
+    deferred = graph_of(modules, deferred=True)
+    calls = {(m, d) for m, ds in deferred.items() if m.startswith("pypto.language") for d in ds}
+    into_frontend = {m for m, d in calls if d.startswith("pypto.frontend")}
+    assert into_frontend == {"pypto.language.decorators"}  # @pl.jit / @pl.program hand over kernels
+    # so the only cycles counting deferred imports go through the decorators
+    without = {m: ds for m, ds in deferred.items() if m != "pypto.language.decorators"}
+    without = {m: ds - {"pypto.language.decorators"} for m, ds in without.items()}
+    assert cycles(without) == set()
+
+
+def test_importing_the_language_loads_no_compiler() -> None:
+    code = "import sys, pypto.language; print(sorted(m for m in sys.modules if m.startswith('pypto.')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout
+    assert "pypto.frontend" not in loaded and "pypto.passes" not in loaded and "pypto.runtime" not in loaded
 
 
 def test_ir_modules_import_without_cycles() -> None:

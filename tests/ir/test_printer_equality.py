@@ -75,6 +75,29 @@ def test_structural_equality_ignores_spans_and_optionally_names():
         ir.assert_structural_equal(a, renamed, names=True)
 
 
+def _with_records(p: ir.Program, staged: tuple[str, ...], group_names: tuple[str, ...]) -> ir.Program:
+    """``p`` with a plan on its loop and a clone group naming ``group_names``."""
+    fn = p.functions[0]
+    loop = dataclasses.replace(fn.body[0], kind=ir.ForKind.pipeline, stage=1, staged=staged)
+    clone = ir.PipelineClone(group_names, group_names, ())
+    fn = dataclasses.replace(fn, body=(loop,), pipeline_groups=(ir.PipelineGroup("i", 1, ((clone,),)),))
+    return dataclasses.replace(p, functions=(fn,))
+
+
+def test_pipelining_records_follow_the_renaming_of_the_values_they_name():
+    a = _with_records(small_program(), ("t",), ("t",))
+    renamed = _with_records(small_program(load_name="tile"), ("tile",), ("tile",))
+    assert ir.structural_equal(a, renamed) and not ir.structural_equal(a, renamed, names=True)
+    # a record naming another value than the renamed one is a different program
+    assert not ir.structural_equal(a, _with_records(small_program(load_name="tile"), ("t",), ("tile",)))
+    assert "staged[0]" in ir.structural_diff(
+        a, _with_records(small_program(load_name="tile"), ("i",), ("tile",))
+    )
+    groups = ir.structural_diff(a, _with_records(small_program(load_name="tile"), ("tile",), ("i",)))
+    assert "pipeline_groups[0].blocks[0][0].staged[0]" in groups
+    assert ir.structural_diff(a, _with_records(small_program(), ("t",), ())) is not None
+
+
 def test_alpha_equivalence_is_a_bijection():
     i, j = ir.Var("i", ir.INDEX_TYPE), ir.Var("j", ir.INDEX_TYPE)
     assert ir.structural_equal(ir.ListExpr((i, i)), ir.ListExpr((j, j)))

@@ -1,8 +1,12 @@
-"""ExpandPipelineLoops: before → expected programs, compared structurally (names ignored)."""
+"""ExpandPipelineLoops: before → expected programs, compared structurally (names ignored),
+and the clone groups it records on the kernel."""
 
 from __future__ import annotations
 
-from pypto import platforms
+import dataclasses
+
+from pypto import ir, platforms
+from pypto.frontend import parse_text
 from pypto.ir.builder import Builder
 from pypto.ir.dtypes import FP32
 from pypto.ir.enums import Direction, ForKind, FunctionType
@@ -42,7 +46,12 @@ def _pipelined(stage, trips=5, dynamic=False):
 
 def _expand(program):
     ctx = PassContext(platforms.get("a2a3sim"))
-    return expand_pipeline_loops(plan_pipeline_loops(program, ctx), ctx), ctx
+    return expand_pipeline_loops(plan_pipeline_loops(program, ctx), ctx)
+
+
+def _without_groups(program):
+    fns = tuple(dataclasses.replace(f, pipeline_groups=()) for f in program.functions)
+    return dataclasses.replace(program, functions=fns)
 
 
 def test_stage_one_is_a_plain_loop():
@@ -50,9 +59,9 @@ def test_stage_one_is_a_plain_loop():
         with b.loop("i", 0, 5) as lp:
             _tile(b, a, out, lp.var)
 
-    got, ctx = _expand(_pipelined(1))
+    got = _expand(_pipelined(1))
     assert_structural_equal(got, _kernel(body))
-    assert ctx.pipeline_groups == []
+    assert got.functions[0].pipeline_groups == ()
 
 
 def test_two_stages_loads_first_and_a_static_leftover():
@@ -65,17 +74,37 @@ def test_two_stages_loads_first_and_a_static_leftover():
             b.eval("tile.store", b.op("tile.exp", t1), [(i + 1) * 64, 0], out)
         _tile(b, a, out, Const(4))
 
-    got, ctx = _expand(_pipelined(2))
-    assert_structural_equal(got, _kernel(body))
-    (group,) = ctx.pipeline_groups
+    got = _expand(_pipelined(2))
+    assert_structural_equal(_without_groups(got), _kernel(body))
+    (group,) = got.functions[0].pipeline_groups
     assert (group.name, group.depth, len(group.blocks)) == ("i", 2, 2)
     main, leftover = group.blocks
     assert [c.staged for c in main][0] != [c.staged for c in main][1]  # own tiles per clone
     assert len(leftover) == 1 and all(len(c.hoisted) == 1 for c in main)
+    # the records name the program's own values: clone k's tiles are the ones it loads/computes
+    loop = got.functions[0].body[0]
+    loads = [s.var.name for s in loop.body[:2]]
+    assert [c.hoisted for c in main] == [(loads[0],), (loads[1],)]
+    assert [c.staged[0] for c in main] == loads
+
+
+def test_the_records_print_in_the_decorator_and_parse_back():
+    got = _expand(_pipelined(2))
+    text = ir.print_program(got)
+    assert "pipeline_groups=[" in text and 'pl.PipelineGroup("i", depth=2, blocks=[' in text
+    again = parse_text(text)
+    ir.assert_structural_equal(again, got, names=True)
+    assert ir.print_program(again) == text
+    # a group differing in one name is a different program
+    g = got.functions[0].pipeline_groups[0]
+    clone = dataclasses.replace(g.blocks[0][0], hoisted=g.blocks[0][1].hoisted)
+    other = dataclasses.replace(g, blocks=((clone, g.blocks[0][1]), g.blocks[1]))
+    fn = dataclasses.replace(got.functions[0], pipeline_groups=(other,))
+    assert not ir.structural_equal(dataclasses.replace(got, functions=(fn,)), got)
 
 
 def test_dynamic_bounds_get_a_computed_end_and_a_remainder_loop():
-    got, _ = _expand(_pipelined(3, dynamic=True))
+    got = _expand(_pipelined(3, dynamic=True))
     (branch,) = got.functions[0].body
     assert isinstance(branch, If)
     end, main, rest = branch.then_body
@@ -93,7 +122,7 @@ def test_loop_carried_values_chain_through_the_clones():
             b.yield_(b.op("tile.add", lp.iters[0], t))
         b.eval("tile.store", lp.results[0], [0, 0], out)
 
-    got, _ = _expand(_kernel(body))
+    got = _expand(_kernel(body))
     loop = got.functions[0].body[1]
     assert isinstance(loop, For) and loop.step == Const(2)
     t0, t1, add0, add1, y = loop.body

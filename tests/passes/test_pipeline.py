@@ -32,7 +32,7 @@ class p:
 
 def run(planner: MemoryPlanner = MemoryPlanner.PYPTO) -> list[tuple[int, str]]:
     seen: list[tuple[int, str]] = []
-    ctx = dataclasses.replace(CTX, planner=planner, pipeline_plans={}, pipeline_groups=[])
+    ctx = dataclasses.replace(CTX, planner=planner)
     pp.run_passes(program(SOURCE), ctx, dump=lambda i, name, prog: seen.append((i, name)))
     return seen
 

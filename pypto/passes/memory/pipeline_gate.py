@@ -12,7 +12,8 @@ space's capacity minus the buffers that are live alongside the clones. When ``A 
 * clone ``k``'s tiles are given clone ``k mod A``'s storage (union of their buffers), so the
   stages A apart share storage and serialise, instead of running out of memory.
 
-The groups come from ``ctx.pipeline_groups`` (written by ExpandPipelineLoops).
+The groups are the kernel's ``pipeline_groups`` (written by ExpandPipelineLoops; the
+planners drop them once storage is planned, as the reordering changes what they describe).
 Test: tests/e2e/test_pipelining.py (the hint and its remedy) and
 tests/passes/test_expand_pipeline_loops.py.
 """
@@ -23,10 +24,10 @@ import dataclasses
 
 from pypto.diagnostics.hints import PerfHint
 from pypto.ir.expr import Var
-from pypto.ir.stmt import Assign, For, Function, If, Stmt
+from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Stmt
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
-from pypto.passes.context import PassContext, PipelineClone, PipelineGroup
+from pypto.passes.context import PassContext
 from pypto.passes.memory.tile_storage import Groups
 
 
@@ -104,9 +105,7 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
 def pipeline_shortfalls(fn: Function, groups: Groups, ctx: PassContext, limits: dict) -> dict:
     """``{group: achieved depth}`` for this function's pipeline groups that do not fit."""
     short: dict[PipelineGroup, int] = {}
-    for group in ctx.pipeline_groups:
-        if group.function != fn.name:
-            continue
+    for group in fn.pipeline_groups:
         depth = min(_depth_in(group, space, groups, ctx, limit) for space, limit in limits.items())
         if depth < group.depth:
             short[group] = depth
@@ -116,7 +115,7 @@ def pipeline_shortfalls(fn: Function, groups: Groups, ctx: PassContext, limits: 
 # --- reordering and sharing ----------------------------------------------------------------------
 def _owner(s: Stmt, block: tuple[PipelineClone, ...]) -> int | None:
     names = defined_names((s,)) | {v.name for v in nodes_of(s, Var)}
-    owners = [k for k, c in enumerate(block) if names & c.defs]
+    owners = [k for k, c in enumerate(block) if not names.isdisjoint(c.defs)]
     return max(owners) if owners else None
 
 
@@ -140,7 +139,7 @@ def _reorder(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: in
 
 
 def _visit(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
-    if defined_names(tuple(s for s in body if isinstance(s, Assign))) & block[0].defs:
+    if not defined_names(tuple(s for s in body if isinstance(s, Assign))).isdisjoint(block[0].defs):
         return _reorder(body, block, depth)
     out: list[Stmt] = []
     for s in body:

@@ -1,0 +1,356 @@
+"""A compiled program and how it runs: the arguments checked against what it was compiled
+for, the native task list (built once per compile), the launch (in process or isolated)
+and the RunReport.
+
+:class:`CompiledProgram` is what a compile produces (:mod:`pypto.runtime.jit`);
+:class:`RestoredProgram` is the same from the program cache, its IR and plan unpickled only
+when read.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pypto import _native
+from pypto.errors import ArgumentError, ReadOnlyInputError
+from pypto.ir.enums import FunctionType
+from pypto.ir.types import TensorType
+from pypto.runtime.build import KernelSource, build_kernels
+from pypto.runtime.config import RunConfig
+from pypto.runtime.dtypes import INPUT, code_of, flagged
+from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
+
+if TYPE_CHECKING:
+    from pypto.ir.stmt import Program
+    from pypto.runtime.plan import Plan, Task
+    from pypto.runtime.report import RunReport
+
+# The frontend, the planner and the report are imported when first needed: a program from the
+# program cache runs without loading them.
+
+_PLANS_KEPT = 16  # plans of dynamic pl.spmd counts kept per program, one per size seen
+
+
+@dataclass
+class CompiledProgram:
+    """What one compile produced; ``run(*args)`` executes it and returns a RunReport."""
+
+    name: str
+    output_dir: Path
+    param_names: list[str]
+    platform: str
+    program: Program
+    config: RunConfig
+    kernels: dict[str, Path]
+    plan: Plan
+    outputs: frozenset[int]
+    tensor_params: list[int] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    external: list[KernelSource] = field(default_factory=list)
+    scalar_values: dict[str, Any] = field(default_factory=dict)  # the compiled scalar arguments
+    fixed_signature: bool = False  # a @pl.program: arguments are checked against its types
+
+    @classmethod
+    def from_dir(cls, output_dir: str | Path) -> CompiledProgram:
+        """The compiled program kept in a compile's ``output_dir`` (kernels rebuilt if needed)."""
+        from pypto.runtime.entry import from_dir
+
+        return from_dir(output_dir)
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
+        ``config`` (upstream passes one on every call) may change ``trace`` only."""
+        if config is not None and config.compile_key()[:3] != self.config.compile_key()[:3]:
+            raise ValueError(
+                "a compiled program runs on the platform and planner it was compiled for; compile again "
+                f"for {config.platform!r} / {config.planner.name}"
+            )
+        trace = self.config.trace if config is None else config.trace
+        args = self.positional(args, kwargs)
+        self.last_report = self.report(self.execute(args, trace), trace)
+        outs = self.returned
+        if len(outs) == 1:
+            return args[outs[0]]
+        return tuple(args[i] for i in outs) if outs else None
+
+    @property
+    def tasks(self) -> list[Task]:
+        return self.plan.tasks
+
+    def _platform(self) -> tuple:
+        cached = self.__dict__.get("_plat")
+        if cached is None:  # resolved once: the config of a compiled program never changes
+            plat = self.config.resolved_platform()
+            cached = self.__dict__["_plat"] = (plat, plat.to_native())
+        return cached
+
+    def _array(self, args: tuple, i: int) -> tuple:
+        try:
+            return as_array(args[i], name=self.param_names[i], output=i in self.outputs)
+        except ArgumentError as e:  # point at the parameter in the user's kernel
+            raise ArgumentError(e.message, _param_span(self.program, i)) from None
+
+    def refresh_external(self) -> None:
+        """Hand-written kernels are rebuilt when their source or a header they include changed
+        (a cache lookup when nothing did)."""
+        if self.external:
+            paths = build_kernels(self.external, platform=self.platform, output_dir=self.output_dir)
+            fresh = {src.name: path for src, path in zip(self.external, paths)}
+            if any(self.kernels.get(k) != v for k, v in fresh.items()):
+                self.kernels.update(fresh)
+                self.__dict__.pop("_native_cache", None)  # rebuilt with the new paths
+
+    def run(self, *args: Any, trace: bool | None = None, **kwargs: Any) -> RunReport:
+        """Runs the plan; ``trace`` (default: the config's) keeps records and writes traces."""
+        trace = self.config.trace if trace is None else trace
+        args = self.positional(args, kwargs)
+        self.check_signature(args)
+        return self.report(self.execute(args, trace), trace)
+
+    def check_signature(self, args: tuple) -> None:
+        """``run`` takes the arguments the program was compiled for: each tensor of the compiled
+        shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
+        if len(args) != len(self.param_names):
+            return  # execute names the count
+        from pypto.frontend.specialize import tensor_arg
+
+        for i, p in enumerate(self.program.entry.params):
+            if isinstance(p.var.type, TensorType):
+                if not isinstance(args[i], np.ndarray) and not type(args[i]).__module__.startswith("torch"):
+                    continue  # as_array names the kind
+                got = tensor_arg(args[i], self.param_names[i], self.name, None, p.span)
+                if got != p.var.type:
+                    raise ArgumentError(
+                        f"argument `{self.param_names[i]}` is {list(got.shape)} {got.dtype}, but this "
+                        f"program was compiled for {list(p.var.type.shape)} {p.var.type.dtype}; compile it "
+                        "for these arguments (kernel.compile(...)) or call the kernel directly",
+                        p.span,
+                    )
+            elif (
+                self.param_names[i] in self.scalar_values
+                and args[i] != self.scalar_values[self.param_names[i]]
+            ):
+                raise ArgumentError(
+                    f"argument `{self.param_names[i]}` is {args[i]!r}, but this program was compiled with "
+                    f"{self.scalar_values[self.param_names[i]]!r} (scalars are compile-time constants)",
+                    p.span,
+                )
+
+    def positional(self, args: tuple, kwargs: dict) -> tuple:
+        """The arguments in parameter order (keywords placed by name)."""
+        if not kwargs:
+            return args
+        from pypto.frontend.specialize import bind_arguments
+
+        return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
+
+    def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> list[dict[str, Any]]:
+        """Runs the plan; the native per-task results, for ``report``. ``config`` (default: the
+        compile's) decides isolation and its timeout."""
+        if self.fixed_signature:
+            from pypto.runtime.entry import check_signature
+
+            check_signature(self.program, args)
+        if len(args) != len(self.param_names):
+            raise ArgumentError(
+                f"{self.name} takes {len(self.param_names)} arguments "
+                f"({', '.join(self.param_names)}), got {len(args)}"
+            )
+        self._replan(args)
+        arrays = [self._array(args, i) for i in self.tensor_params]
+        if len(arrays) > 1 and self.outputs:
+            self._check_overlaps(arrays)
+        for shape, dtype in self.intermediates:  # fresh zeroed scratch tensors each run
+            arrays.append((np.zeros(shape, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
+        tasks, extra = self._native_tasks()
+        arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
+        config = config or self.config
+        seed, native = config.seed, self._platform()[1]
+        limits = (config.max_cycles or 0, config.max_instructions or 0)
+
+        def launch(tensors: list) -> dict[str, Any]:
+            return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)  # type: ignore[call-arg, return-value]
+
+        try:
+            if not config.isolated(bool(self.external)):
+                return launch(arrays)  # type: ignore[return-value]
+            from pypto.runtime.isolate import run_isolated
+
+            written = [k for k, i in enumerate(self.tensor_params) if i in self.outputs]
+            label = self.name + (
+                f" (hand-written: {', '.join(s.name for s in self.external)})" if self.external else ""
+            )
+            return run_isolated(launch, arrays, written, kernel=label, timeout_s=config.timeout_s)
+        except ReadOnlyInputError as e:
+            from pypto.runtime.launch import name_tensors
+
+            raise name_tensors(e, self._table_names(extra)) from None
+
+    def _replan(self, args: tuple) -> None:
+        """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes
+        (planned once per size; the program and its kernels stay, only the task list changes)."""
+        if not self.dynamic_plan:
+            return
+        from pypto.runtime.plan import dynamic_dims, plan_orchestration
+
+        dims = dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic))
+        if dims == self.plan.dims:
+            return
+        plans = self.__dict__.setdefault("_plans", {})
+        key = tuple(sorted(dims.items()))
+        if key not in plans:
+            if len(plans) >= _PLANS_KEPT:
+                plans.pop(next(iter(plans)))
+            plans[key] = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+        self.plan = plans[key]
+        for cached in ("_native_cache", "launch_specs", "intermediates"):
+            self.__dict__.pop(cached, None)
+
+    def _native_tasks(self) -> tuple[list[tuple], list[int]]:
+        """The native task list (fixed per compile: built once) and the table entries duplicated
+        as read-only views: a kernel's input that is written elsewhere in the program (an
+        output or an intermediate) is passed to that kernel flagged as an input."""
+        cached = self.__dict__.get("_native_cache")
+        if cached is not None:
+            return cached
+        n_table = len(self.tensor_params) + len(self.intermediates)
+        writable = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
+        writable |= set(range(len(self.tensor_params), n_table))
+        extra: list[int] = []
+        tasks = []
+        for (
+            kernel,
+            tensors,
+            scalars,
+            core_kind,
+            deps,
+            gates,
+            block_idx,
+            block_num,
+            only_read,
+        ) in self.launch_specs:
+            indices = []
+            for j in tensors:
+                if j in only_read and j in writable:
+                    extra.append(j)
+                    j = n_table + len(extra) - 1
+                indices.append(j)
+            tasks.append(
+                (
+                    str(self.kernels[kernel]),
+                    kernel,
+                    indices,
+                    [scalar_slot(v, name=kernel) for v in scalars],
+                    core_kind,
+                    list(deps),
+                    list(gates),
+                    block_idx,
+                    block_num,
+                )
+            )
+        cached = self.__dict__["_native_cache"] = (tasks, extra)
+        return cached
+
+    def _table_names(self, extra: list[int]) -> list[str]:
+        names = [f"{self.param_names[i]!r}" for i in self.tensor_params]
+        names += [f"pl.create_tensor #{k}" for k in range(len(self.intermediates))]
+        return [f"argument {n}" if n.startswith("'") else n for n in names] + [
+            f"argument {names[j]}" if names[j].startswith("'") else names[j] for j in extra
+        ]
+
+    def _check_overlaps(self, arrays: list[tuple[np.ndarray, int]]) -> None:
+        outs = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
+        names = [self.param_names[i] for i in self.tensor_params]
+        try:
+            check_no_overlap(arrays, names, outs)
+        except ArgumentError as e:
+            raise ArgumentError(e.message, self.program.span) from None
+
+    @functools.cached_property
+    def dynamic_plan(self) -> bool:
+        """Whether the task list depends on the call's sizes (a ``pl.spmd`` of dynamic dims)."""
+        return bool(self.plan.dynamic)
+
+    @functools.cached_property
+    def launch_specs(self) -> list[tuple]:
+        """Per task, as plain data (what a program-cache hit restores instead of the plan):
+        (kernel, tensor indices, scalar values, core kind, start deps, write gates, block index,
+        block count, the tensors it only reads)."""
+        return [
+            (
+                t.kernel,
+                tuple(t.tensors),
+                tuple(t.scalars),
+                t.core_kind,
+                t.start_deps,
+                tuple(t.write_gates),
+                t.block_idx,
+                t.block_num,
+                frozenset(t.reads - t.writes),
+            )
+            for t in self.plan.tasks
+        ]
+
+    @functools.cached_property
+    def intermediates(self) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, numpy dtype name) of each scratch tensor a run allocates."""
+        return [(tuple(t.shape), t.dtype) for t in self.plan.intermediates]
+
+    @functools.cached_property
+    def cube_kernels(self) -> list[str]:
+        return [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
+
+    def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
+        """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
+        from pypto.runtime.report import scheduled_report
+
+        plat = self._platform()[0]
+        report = scheduled_report(plat.name, plat.clock_hz, results)  # type: ignore[arg-type]
+        if len(report.tasks) == len(self.launch_specs):  # one result per planned task, in order
+            for t, planned in zip(report.tasks, self.launch_specs):
+                t.deps = planned[4]
+        if trace:  # records are kept only then: recording off costs nothing
+            from pypto.runtime.cache_files import ensure_dir
+            from pypto.runtime.trace import write_traces
+
+            folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
+            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)
+            report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
+            if self.config.timeline:
+                report.timeline_html(self.output_dir / "report" / "timeline.html")
+        return report
+
+    @functools.cached_property
+    def returned(self) -> tuple[int, ...]:
+        """Indices of the arguments a call returns: the outputs, in parameter order."""
+        return tuple(sorted(self.outputs))
+
+
+class RestoredProgram(CompiledProgram):
+    """A program from the program cache. It runs from the plain data the entry holds; its IR
+    (``program``) and launch ``plan`` are unpickled only when something reads them."""
+
+    def __getattr__(self, name: str) -> Any:
+        blobs = self.__dict__.get("_blobs", {})
+        if name not in blobs:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__[name] = pickle.loads(blobs[name])
+        return value
+
+
+def _np_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _param_span(program: Program, i: int):
+    return program.entry.params[i].span

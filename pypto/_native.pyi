@@ -61,7 +61,12 @@ class CoreModel:
 
 def matmul_f32_forms() -> list[str]: ...
 def matmul_f32_form(
-    form: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool = False
+    form: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    accumulate: bool = False,
+    exact_products: bool = False,
 ) -> None: ...
 
 class TraceFormatError(ValueError):

@@ -139,13 +139,14 @@ py::list records(const ModelHarness& h) {
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 // c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place).
-void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate) {
+void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate,
+                 bool exact_products) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) ||
       c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1)) {
     throw std::invalid_argument("matmul_f32_form needs a [m, k], b [k, n] and c [m, n]");
   }
   vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
-                      a.shape(1), b.shape(1), accumulate);
+                      a.shape(1), b.shape(1), accumulate, exact_products);
 }
 
 }  // namespace
@@ -153,7 +154,7 @@ void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bo
 void bind_simulator(py::module_& m) {
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
-        py::arg("c").noconvert(), py::arg("accumulate") = false);
+        py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);
   py::class_<ModelHarness>(m, "CoreModel")
       .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",

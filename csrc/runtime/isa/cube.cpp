@@ -212,8 +212,8 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
   const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
-  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n,
-                 accumulate != 0);
+  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0,
+                 A.exact && B.exact);
   issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(m * n * k), c.addr);
 }
@@ -230,7 +230,8 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   TileView t = check_bias(bias, n, op);
   for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
   const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
-  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
+  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true,
+                 A.exact && B.exact);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

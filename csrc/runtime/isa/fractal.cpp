@@ -5,6 +5,8 @@
 // widening (vcvtph2ps, one or two per row), portable loops otherwise.
 #include "runtime/isa/fractal.hpp"
 
+#include <stdexcept>
+
 #include "runtime/isa/dtype.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -101,31 +103,61 @@ __attribute__((target("avx2,f16c"))) bool widen_f16c(float* dst, int64_t dp, con
 using Transpose = void (*)(uint16_t*, int64_t, const uint16_t*, int64_t);
 using Widen = bool (*)(float*, int64_t, const uint16_t*, int64_t);
 
-Transpose pick_transpose() {
+struct Form {
+  const char* name;
+  Transpose transpose;
+  Widen widen;
+  bool (*runs_here)();
+};
+
+// Best first. The transpose needs only AVX2 (one 16-element row per register).
+const Form kForms[] = {
 #ifdef PYPTO_FRACTAL_X86
-  if (__builtin_cpu_supports("avx2")) return transpose_avx2;
+    {"avx512f", transpose_avx2, widen_avx512,
+     [] { return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx2") != 0; }},
+    {"f16c", transpose_avx2, widen_f16c,
+     [] { return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("f16c") != 0; }},
 #endif
-  return transpose_portable;
+    {"portable", transpose_portable, widen_portable, [] { return true; }},
+};
+
+const Form& pick() {
+  for (const Form& f : kForms)
+    if (f.runs_here()) return f;
+  return kForms[sizeof(kForms) / sizeof(kForms[0]) - 1];
 }
 
-Widen pick_widen() {
-#ifdef PYPTO_FRACTAL_X86
-  if (__builtin_cpu_supports("avx512f")) return widen_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return widen_f16c;
-#endif
-  return widen_portable;
+const Form& form() {
+  static const Form& f = pick();
+  return f;
 }
 
 }  // namespace
 
 void transpose16_u16(uint16_t* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch) {
-  static const Transpose form = pick_transpose();
-  form(dst, dst_pitch, src, src_pitch);
+  form().transpose(dst, dst_pitch, src, src_pitch);
 }
 
 bool widen_f16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch) {
-  static const Widen form = pick_widen();
-  return form(dst, dst_pitch, src, src_pitch);
+  return form().widen(dst, dst_pitch, src, src_pitch);
+}
+
+std::vector<std::string> fractal_forms() {
+  std::vector<std::string> out;
+  for (const Form& f : kForms)
+    if (f.runs_here()) out.emplace_back(f.name);
+  return out;
+}
+
+bool fractal_form(const std::string& name, const uint16_t* src, uint16_t* transposed,
+                  float* widened) {
+  for (const Form& f : kForms) {
+    if (name == f.name && f.runs_here()) {
+      f.transpose(transposed, 16, src, 16);
+      return f.widen(widened, 16, src, 16);
+    }
+  }
+  throw std::invalid_argument("no fractal form '" + name + "' on this CPU");
 }
 
 }  // namespace pypto::isa

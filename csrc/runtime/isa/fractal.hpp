@@ -3,6 +3,8 @@
 // AVX2 / AVX-512 forms are picked at run time; every form gives the same bits.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pypto::isa {
 
@@ -14,5 +16,11 @@ void transpose16_u16(uint16_t* dst, int64_t dst_pitch, const uint16_t* src, int6
 // through vm::convert, whose NaN payloads (a signalling NaN stays signalling) the SIMD
 // conversion does not keep.
 bool widen_f16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch);
+
+// The forms this CPU can run, best first ("avx512f", "f16c", "portable"), and one form by name
+// on one 16 x 16 block (both pitches 16) — for the test that every form gives the same bits.
+std::vector<std::string> fractal_forms();
+bool fractal_form(const std::string& name, const uint16_t* src, uint16_t* transposed,
+                  float* widened);
 
 }  // namespace pypto::isa

@@ -61,8 +61,15 @@ class CoreModel:
 
 def matmul_f32_forms() -> list[str]: ...
 def matmul_f32_form(
-    form: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool = False
+    form: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    accumulate: bool = False,
+    exact_products: bool = False,
 ) -> None: ...
+def fractal_forms() -> list[str]: ...
+def fractal_form(form: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]: ...
 
 class TraceFormatError(ValueError):
     """A TRACE payload that is ``not valid JSON: <problem> at byte N`` or ``not a trace: ...``."""

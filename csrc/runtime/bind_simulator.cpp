@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "runtime/bind.hpp"
+#include "runtime/isa/fractal.hpp"
 #include "runtime/isa/matmul_f32.hpp"
 #include "simulator/core_model.hpp"
 
@@ -141,13 +142,28 @@ py::list records(const ModelHarness& h) {
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 // c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place).
-void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate) {
+void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate,
+                 bool exact_products) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) ||
       c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1)) {
     throw std::invalid_argument("matmul_f32_form needs a [m, k], b [k, n] and c [m, n]");
   }
   vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
-                      a.shape(1), b.shape(1), accumulate);
+                      a.shape(1), b.shape(1), accumulate, exact_products);
+}
+
+using U16 = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
+
+// One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
+// widened fp32, all finite). The widened values are unspecified when not all finite.
+py::tuple fractal_form(const std::string& form, const U16& x) {
+  if (x.ndim() != 2 || x.shape(0) != 16 || x.shape(1) != 16) {
+    throw std::invalid_argument("fractal_form needs a [16, 16] array of 2-byte elements");
+  }
+  py::array_t<uint16_t> t({16, 16});
+  py::array_t<float> w({16, 16});
+  const bool finite = isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data());
+  return py::make_tuple(t, w, finite);
 }
 
 }  // namespace
@@ -155,7 +171,9 @@ void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bo
 void bind_simulator(py::module_& m) {
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
-        py::arg("c").noconvert(), py::arg("accumulate") = false);
+        py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);
+  m.def("fractal_forms", &isa::fractal_forms);
+  m.def("fractal_form", &fractal_form, py::arg("form"), py::arg("x"));
   py::class_<ModelHarness>(m, "CoreModel")
       .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",

@@ -95,3 +95,45 @@ def test_fractal_tiles_need_multiples_of_16(fixture_kernel):
     a, b = operands(24, 32, 16, np.float16)
     with pytest.raises(ShapeMismatchError, match="multiple of 16"):
         matmul(fixture_kernel, a, b, np.zeros((24, 16), np.float32))
+
+
+def k_order(a, b):
+    """The cube's fp32 accumulate, exactly: each sum from 0 in k order, products rounded first."""
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for kk in range(a.shape[1]):
+        s += np.outer(a[:, kk], b[kk])
+    return s
+
+
+def extreme_fp16(shape, rng):
+    """fp16 values over the whole range: subnormals, the largest finite, both zeros."""
+    x = np.clip(rng.standard_normal(shape) * np.exp2(rng.integers(-26, 16, shape)), -65504, 65504)
+    x = x.astype(np.float16)
+    x.flat[:4] = [65504, -65504, np.float16(2**-24), -0.0]
+    return x
+
+
+@pytest.mark.parametrize("at", [False, True])
+@pytest.mark.parametrize("bt", [False, True])
+def test_fp16_bits_are_the_k_order_sums_in_every_layout(fixture_kernel, at, bt):
+    # whole L0A/L0B tiles of several fractals each way: the fractal-at-a-time widening
+    rng = np.random.default_rng(3)
+    a, b = extreme_fp16((48, 64), rng), extreme_fp16((64, 32), rng)
+    c = np.full((48, 32), np.nan, np.float32)
+    a_in = np.ascontiguousarray(a.T) if at else a
+    b_in = np.ascontiguousarray(b.T) if bt else b
+    matmul(fixture_kernel, a_in, b_in, c, at=at, bt=bt)
+    np.testing.assert_array_equal(c, k_order(a, b))
+
+
+def test_fp16_inf_and_nan_operands_give_numpys_inf_and_nan(fixture_kernel):
+    a, b = operands(32, 32, 16, np.float16, seed=4)
+    a[3, 5], a[7, 0], b[9, 2] = np.inf, np.nan, -np.inf  # inf x 0 and inf - inf give NaN too
+    b[0, 4] = 0
+    c = np.zeros((32, 16), np.float32)
+    with np.errstate(invalid="ignore"):
+        ref = k_order(a, b)
+    matmul(fixture_kernel, a, b, c)
+    np.testing.assert_array_equal(c, ref)
+    assert np.isinf(c).any() and np.isnan(c).any()

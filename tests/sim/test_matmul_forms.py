@@ -45,6 +45,29 @@ def test_every_form_gives_the_k_order_bits(form, m, k, n):
     np.testing.assert_array_equal(c, start + k_order(a, b))
 
 
+def fp16_values(shape, rng):
+    """Finite fp16 values as fp32, subnormals to the largest: every product of two is exact in fp32."""
+    x = np.clip(rng.standard_normal(shape) * np.exp2(rng.integers(-26, 16, shape)), -65504, 65504)
+    x = x.astype(np.float16)
+    x.flat[:3] = [65504, np.float16(2**-24), -0.0]
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("form", _native.matmul_f32_forms())
+@pytest.mark.parametrize(("m", "k", "n"), SHAPES)
+def test_with_exact_products_every_form_still_gives_the_k_order_bits(form, m, k, n):
+    # the fused (FMA) kernels: a * b + s rounds once either way when a * b is exact
+    rng = np.random.default_rng(m * 1000 + k + n)
+    a, b = fp16_values((m, k), rng), fp16_values((k, n), rng)
+    c = np.full((m, n), np.nan, np.float32)
+    _native.matmul_f32_form(form, a, b, c, exact_products=True)
+    np.testing.assert_array_equal(c, k_order(a, b))
+    start = rng.standard_normal((m, n)).astype(np.float32)
+    c = start.copy()
+    _native.matmul_f32_form(form, a, b, c, accumulate=True, exact_products=True)
+    np.testing.assert_array_equal(c, start + k_order(a, b))
+
+
 def test_an_unknown_form_or_bad_shapes_are_refused():
     a = np.ones((4, 4), np.float32)
     with pytest.raises(ValueError, match="no matmul form 'sse9'"):

@@ -105,9 +105,11 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   const char* op = "CROSS_WAIT_FLAG";
   int other = 0;
   auto& q = flag_queue(peer, pipe, id, op, false, &other);
-  current_core().waiter->wait_until([&q] { return !q.empty() && q.front() != UINT64_MAX; },
-                                    std::string(op) + " (flag " + std::to_string(id) + " from " +
-                                        core_label(other) + ", never set)");
+  auto is_set = [&q] { return !q.empty() && q.front() != UINT64_MAX; };
+  if (!is_set()) {  // the message only for a wait that blocks
+    current_core().waiter->wait_until(is_set, std::string(op) + " (flag " + std::to_string(id) +
+                                                  " from " + core_label(other) + ", never set)");
+  }
   const uint64_t at = q.front();
   q.pop_front();
   issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
@@ -135,13 +137,15 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
              std::to_string(r.slot_bytes) + " bytes (sized by its first push)");
   }
   const auto depth = static_cast<uint64_t>(c.platform.tpipe_slots);
-  core.waiter->wait_until(
-      [&r, depth] {
-        return r.pushed - r.freed < depth &&
-               (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
-      },
-      std::string(op) + " to " + core_label(other) + " (ring full: " + std::to_string(depth) +
-          " slots pushed and none freed)");
+  auto has_slot = [&r, depth] {
+    return r.pushed - r.freed < depth &&
+           (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
+  };
+  if (!has_slot()) {
+    core.waiter->wait_until(has_slot, std::string(op) + " to " + core_label(other) +
+                                          " (ring full: " + std::to_string(depth) +
+                                          " slots pushed and none freed)");
+  }
   const uint64_t slot = r.pushed++;
   const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
   RingSlot& rs = r.slots.emplace_back();
@@ -181,9 +185,11 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   auto [self, other] = ends(peer, op);
   check_id(id, op);
   Ring& r = c.rings[{other, self, id}];
-  core.waiter->wait_until(
-      [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; },
-      std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)");
+  auto has_tile = [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; };
+  if (!has_tile()) {
+    core.waiter->wait_until(has_tile, std::string(op) + " from " + core_label(other) +
+                                          " (ring empty: nothing was pushed)");
+  }
   RingSlot& rs = r.slots[r.popped];
   const uint64_t slot = r.popped++;
   if (rs.shape.dtype != d.dtype || rs.shape.valid_rows != d.valid_rows ||

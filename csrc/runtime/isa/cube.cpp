@@ -2,11 +2,11 @@
 #include "runtime/isa/cube.hpp"
 
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/isa/dtype.hpp"
+#include "runtime/isa/fractal.hpp"
 #include "runtime/isa/matmul_f32.hpp"
 #include "runtime/isa/vec_math.hpp"
 
@@ -116,24 +116,65 @@ bool gather_whole(float* out, const float* stored, const TileView& t, bool trans
   return false;
 }
 
-// Buffers left uninitialised: the conversion fills `stored` whole, and every (r, c) of the
-// [rows, cols] operand lies inside the tile's storage, so `gather` writes each element once.
-using Floats = std::unique_ptr<float[]>;
-
-Floats widen(const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  const auto n = static_cast<size_t>(t.rows * t.cols);
-  Floats stored(new float[n]);
-  vm::convert(PYPTO_FP32, stored.get(), t.dtype, t.data, n, PYPTO_ROUND_RINT);
-  Floats out(new float[static_cast<size_t>(rows * cols)]);
-  const bool whole = t.esize == 2 ? gather_whole<2>(out.get(), stored.get(), t, trans, rows, cols)
-                                  : gather_whole<4>(out.get(), stored.get(), t, trans, rows, cols);
-  if (whole) return out;
-  if (t.esize == 2) {
-    gather<2>(out.get(), stored.get(), t, trans, rows, cols);
-  } else {
-    gather<4>(out.get(), stored.get(), t, trans, rows, cols);
+// A whole fp16 L0A/L0B tile, widened fractal by fractal (fractal.hpp). Each 16 x 16 fractal is
+// 16 lines of 16 elements in storage — tile rows in zZ (L0A), tile columns in nZ (L0B) — and a
+// line lands as an operand row when it is a tile row of an untransposed operand or a tile
+// column of a transposed one, else as an operand column (transposed first). False when the
+// tile does not qualify or holds inf/NaN (then `widen` converts it the general way).
+bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  if (t.dtype != PYPTO_FP16 || (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT)) return false;
+  const int64_t tile_rows = trans ? cols : rows, tile_cols = trans ? rows : cols;
+  if (tile_rows != t.rows || tile_cols != t.cols || rows % 16 != 0 || cols % 16 != 0) return false;
+  const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans;
+  const auto* src = reinterpret_cast<const uint16_t*>(t.data);
+  uint16_t lines[256];
+  for (int64_t fr = 0; fr < t.rows; fr += 16) {
+    for (int64_t fc = 0; fc < t.cols; fc += 16, src += 256) {
+      float* o = out + (trans ? fc * cols + fr : fr * cols + fc);  // the fractal's origin
+      if (lines_are_rows) {
+        if (!widen_f16_block(o, cols, src, 16)) return false;
+      } else {
+        transpose16_u16(lines, 16, src, 16);
+        if (!widen_f16_block(o, cols, lines, 16)) return false;
+      }
+    }
   }
-  return out;
+  return true;
+}
+
+// An operand widened to fp32 row-major, in a per-thread buffer reused by every mad (`slot`
+// 0 for left, 1 for right, 2 for the general way's staging) rather than allocated per mad,
+// so it stays in the host's caches. `exact`: every value came from a finite fp16, so every
+// product of two operands is exact in fp32 (11-bit significands, exponents in range).
+struct Operand {
+  const float* data;
+  bool exact;
+};
+
+float* scratch(int slot, size_t n) {
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
+Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
+  float* out = scratch(slot, static_cast<size_t>(rows * cols));
+  if (widen_f16_whole(out, t, trans, rows, cols)) return {out, true};
+  // The general way: the whole storage converted in one call (fp16/bf16 -> fp32 is exact),
+  // then gathered; every (r, c) of the operand lies inside the storage, so each is written.
+  const auto n = static_cast<size_t>(t.rows * t.cols);
+  float* stored = scratch(2, n);
+  vm::convert(PYPTO_FP32, stored, t.dtype, t.data, n, PYPTO_ROUND_RINT);
+  const bool whole = t.esize == 2 ? gather_whole<2>(out, stored, t, trans, rows, cols)
+                                  : gather_whole<4>(out, stored, t, trans, rows, cols);
+  if (whole) return {out, false};
+  if (t.esize == 2) {
+    gather<2>(out, stored, t, trans, rows, cols);
+  } else {
+    gather<4>(out, stored, t, trans, rows, cols);
+  }
+  return {out, false};
 }
 
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
@@ -170,9 +211,9 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  Floats A = widen(a, a_trans != 0, m, k), B = widen(b, b_trans != 0, k, n);
-  vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n,
-                 accumulate != 0);
+  const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
+  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0,
+                 A.exact && B.exact);
   issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(m * n * k), c.addr);
 }
@@ -188,8 +229,9 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
   TileView t = check_bias(bias, n, op);
   for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
-  Floats A = widen(a, false, m, k), B = widen(b, false, k, n);
-  vm::matmul_f32(A.get(), B.get(), reinterpret_cast<float*>(c.data), c.cols, m, k, n, true);
+  const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
+  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true,
+                 A.exact && B.exact);
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

@@ -7,6 +7,7 @@
 
 #include "runtime/isa/cube.hpp"
 #include "runtime/isa/dtype.hpp"
+#include "runtime/isa/fractal.hpp"
 #include "runtime/isa/vec_math.hpp"
 
 using namespace pypto;
@@ -78,10 +79,16 @@ bool relayout_whole(const TileView& d, const TileView& s) {
     return true;
   }
   if (d.mem == PYPTO_RIGHT) {
-    for (int64_t rb = 0; rb < rows; rb += c0)
-      for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0)
-        for (int64_t r = 0; r < c0; ++r)
-          for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
+    for (int64_t rb = 0; rb < rows; rb += c0) {
+      for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0) {
+        if constexpr (sizeof(T) == 2) {  // a 16 x 16 fractal: one register transpose
+          transpose16_u16(dst, 16, src + rb * pitch + cb, pitch);
+        } else {
+          for (int64_t r = 0; r < c0; ++r)
+            for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
+        }
+      }
+    }
     return true;
   }
   return false;

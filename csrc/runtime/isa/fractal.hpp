@@ -1,0 +1,26 @@
+// 16 x 16 blocks of 2-byte elements — the fractal of the L0A/L0B layouts for fp16/bf16 — moved
+// as whole blocks: transposed (the nZ layout of L0B) and widened to fp32 (the cube's operands).
+// AVX2 / AVX-512 forms are picked at run time; every form gives the same bits.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pypto::isa {
+
+// dst[c][r] = src[r][c] for r, c < 16; pitches in elements.
+void transpose16_u16(uint16_t* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch);
+
+// dst[r][c] = fp32(src[r][c]) for r, c < 16 (fp16 -> fp32 is exact); pitches in elements.
+// False when an element is inf or NaN: then dst holds unspecified values and the caller converts
+// through vm::convert, whose NaN payloads (a signalling NaN stays signalling) the SIMD
+// conversion does not keep.
+bool widen_f16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch);
+
+// The forms this CPU can run, best first ("avx512f", "f16c", "portable"), and one form by name
+// on one 16 x 16 block (both pitches 16) — for the test that every form gives the same bits.
+std::vector<std::string> fractal_forms();
+bool fractal_form(const std::string& name, const uint16_t* src, uint16_t* transposed,
+                  float* widened);
+
+}  // namespace pypto::isa

@@ -14,7 +14,8 @@
 
 namespace pypto::tools::clean {
 
-// The fields of one raw event the rules read (the last of a repeated key, like a dict).
+// The fields of one raw event the rules read (of a repeated key the last counts, as in most
+// JSON readers).
 struct Event {
   Value name, ph, pid, tid, ts, dur, args, cname, cat, id;
   int pids = 0, tids = 0, cnames = 0;  // how often each replaced key occurs

@@ -22,7 +22,7 @@ using json::Value;
 // Whether a value is the string `want`.
 bool string_is(const Value& v, std::string_view want);
 
-// The last `key` member of an object value (absent for anything else, like a dict).
+// The last `key` member of an object value (absent for anything else).
 Value member(const Value& object, std::string_view key);
 
 // A time: a number, or a string holding one; false for anything else.

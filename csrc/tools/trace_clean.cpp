@@ -54,7 +54,7 @@ void Cleaner::read_document() {
     for (bool first = true; r.more('}', first); first = false) {
       const std::string_view key = json::text_of(r.key(), scratch);
       if (key == "traceEvents" && r.peek() == '[') {
-        got_ = Collector(payload_.data());  // a repeated key: the last one counts, as in a dict
+        got_ = Collector(payload_.data());  // of a repeated key the last counts
         read_events(r);
       } else if (key == "traceEvents") {
         const Value v = r.value();

@@ -187,6 +187,38 @@ def test_a_syntax_error_anywhere_wins_over_a_problem_of_shape():
         clean('{"traceEvents": [1, {"ts": [1,]}]}')
 
 
+@pytest.mark.parametrize(
+    "ts, dur, message",
+    [
+        (True, 1.0, "has a ts that is not a number"),  # a boolean is no time
+        (" 1.5", 1.0, "has a ts that is not a number"),  # a numeric string is the number alone
+        ("inf", 1.0, "has a ts that is not a number"),
+        (1.0, "", "has a dur that is not a number"),
+        (1.0, False, "has a dur that is not a number"),
+    ],
+)
+def test_times_are_numbers_or_strings_holding_one(ts, dur, message: str):
+    with pytest.raises(_native.TraceFormatError, match=message):
+        clean(events(x("A", ts, dur)))
+
+
+def test_raw_fields_are_read_as_json_values():
+    trace, _ = clean(
+        events(
+            x("A", 1.0, dur=None),  # a null dur is 0
+            x("B", 2.0, pid=True),  # true is its own core, not 1
+            x("C", 3.0, pid=1),
+            x("D", 4.0, pid=1.0),  # the same core as 1
+        )
+    )
+    procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert [(e["name"], procs[e["pid"]]) for e in kept(trace)] == [
+        ("A", "core0.veccore0"), ("C", "1"), ("D", "1"), ("B", "true")  # core names first
+    ]  # fmt: skip
+    assert kept(trace)[0]["dur"] is None  # values are copied, not filled in
+    assert clean('{"traceEvents": null, "otherData": 5}')[0]["otherData"]["source_otherData"] == 5
+
+
 def test_only_kept_slices_need_times():
     trace, stats = clean(events(x("A", None, tid="CACHEMISS"), x("B", "1.5"), x("C", 2, dur=None)))
     assert [e["name"] for e in kept(trace)] == ["B", "C"] and stats["slices"] == 2

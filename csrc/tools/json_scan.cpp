@@ -8,7 +8,7 @@
 namespace pypto::tools::json {
 namespace {
 
-constexpr int kMaxDepth = 1024;  // orjson's limit: deeper documents are rejected, not recursed
+constexpr int kMaxDepth = 1024;  // deeper documents are rejected, not recursed into
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -61,75 +61,6 @@ uint32_t hex4(const char* p) {
   return v;
 }
 
-// The shortest round-trip digits of a finite double and its decimal exponent:
-// |v| = d.ddd × 10^exp10.
-struct Shortest {
-  bool negative = false;
-  char digits[24] = {};
-  int n = 0;
-  int exp10 = 0;
-};
-
-Shortest shortest(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  Shortest s;
-  const char* p = buf;
-  if (*p == '-') {
-    s.negative = true;
-    ++p;
-  }
-  for (; p < res.ptr && *p != 'e'; ++p) {
-    if (*p != '.') s.digits[s.n++] = *p;
-  }
-  int e = 0;
-  std::from_chars(p + 1 + (p[1] == '+'), res.ptr, e);
-  s.exp10 = e;
-  return s;
-}
-
-// Digits in positional notation: "123.45", "0.00012", "1200.0".
-void positional(std::string& out, const Shortest& s) {
-  if (s.negative) out += '-';
-  if (s.exp10 < 0) {
-    out += "0.";
-    out.append(static_cast<size_t>(-s.exp10 - 1), '0');
-    out.append(s.digits, static_cast<size_t>(s.n));
-    return;
-  }
-  int whole = s.exp10 + 1;
-  if (s.n <= whole) {
-    out.append(s.digits, static_cast<size_t>(s.n));
-    out.append(static_cast<size_t>(whole - s.n), '0');
-    out += ".0";
-  } else {
-    out.append(s.digits, static_cast<size_t>(whole));
-    out += '.';
-    out.append(s.digits + whole, static_cast<size_t>(s.n - whole));
-  }
-}
-
-// Digits in scientific notation, "1.5e+16" / "1e-7" (min_exp_digits 1, orjson) or
-// "1e-07" (2, Python).
-void scientific(std::string& out, const Shortest& s, int min_exp_digits) {
-  if (s.negative) out += '-';
-  out += s.digits[0];
-  if (s.n > 1) {
-    out += '.';
-    out.append(s.digits + 1, static_cast<size_t>(s.n - 1));
-  }
-  out += 'e';
-  out += s.exp10 < 0 ? '-' : '+';
-  std::string e = std::to_string(std::abs(s.exp10));
-  if (static_cast<int>(e.size()) < min_exp_digits) out.append(min_exp_digits - e.size(), '0');
-  out += e;
-}
-
-// The digits of a JSON integer without sign, compared with a bound of the same length.
-bool digits_at_most(std::string_view digits, std::string_view bound) {
-  return digits.size() < bound.size() || (digits.size() == bound.size() && digits <= bound);
-}
-
 }  // namespace
 
 // ---- Reader ----
@@ -141,7 +72,7 @@ void Reader::fail(const std::string& what) const {
 void Reader::skip_ws() {
   const size_t start = pos_;
   while (pos_ < doc_.size() && is_ws(doc_[pos_])) ++pos_;
-  if (pos_ != start) canonical_ = false;
+  if (pos_ != start) compact_ = false;
 }
 
 bool Reader::at_end() {
@@ -265,19 +196,13 @@ Value Reader::number() {
   } else {
     while (pos_ < doc_.size() && is_digit(doc_[pos_])) ++pos_, ++int_digits;
   }
-  bool integer = true;
-  const size_t whole_end = pos_;
   if (pos_ < doc_.size() && doc_[pos_] == '.') {
-    integer = false;
     ++pos_;
     if (pos_ >= doc_.size() || !is_digit(doc_[pos_])) fail("invalid number: no digit after '.'");
     while (pos_ < doc_.size() && is_digit(doc_[pos_])) ++pos_;
   }
-  const size_t frac_end = pos_;
   long exponent = 0;
-  const bool has_exponent = pos_ < doc_.size() && (doc_[pos_] == 'e' || doc_[pos_] == 'E');
-  if (has_exponent) {
-    integer = false;
+  if (pos_ < doc_.size() && (doc_[pos_] == 'e' || doc_[pos_] == 'E')) {
     ++pos_;
     bool negative = false;
     if (pos_ < doc_.size() && (doc_[pos_] == '+' || doc_[pos_] == '-'))
@@ -289,25 +214,11 @@ Value Reader::number() {
     }
     if (negative) exponent = -exponent;
   }
-  Value v{Kind::kNumber, doc_.substr(start, pos_ - start)};
-  v.integer = integer;
-  if (canonical_) {
-    const size_t sign = doc_[start] == '-' ? 1 : 0;
-    const std::string_view whole = doc_.substr(start + sign, whole_end - start - sign);
-    if (has_exponent) {
-      canonical_ = false;
-    } else if (integer) {
-      canonical_ = fits_python_int(v.text) && v.text != "-0";
-    } else {
-      canonical_ = canonical_fraction(whole, doc_.substr(whole_end + 1, frac_end - whole_end - 1));
-    }
-  }
+  const Value v{Kind::kNumber, doc_.substr(start, pos_ - start)};
   // Only a number this large can overflow a double: check it the way a parse would.
-  if (static_cast<long>(int_digits) + exponent > 300 && !(integer && fits_python_int(v.text))) {
-    if (std::isinf(number_of(v))) {
-      pos_ = start;
-      fail("number is infinity when parsed as a double");
-    }
+  if (static_cast<long>(int_digits) + exponent > 300 && std::isinf(number_of(v))) {
+    pos_ = start;
+    fail("number is infinity when parsed as a double");
   }
   return v;
 }
@@ -357,7 +268,6 @@ Value Reader::string() {
   ++pos_;
   Value v{Kind::kString, doc_.substr(start, pos_ - start)};
   v.escaped = escaped;
-  if (escaped) canonical_ = false;
   return v;
 }
 
@@ -462,7 +372,7 @@ double number_of(const Value& v) {
   const char* last = first + v.text.size();
   auto res = std::from_chars(first, last, out);
   if (res.ec == std::errc::result_out_of_range) {
-    // Too small for a double: orjson gives a signed zero; too large cannot pass the reader.
+    // Too small for a double: a signed zero; too large cannot pass the reader.
     const bool tiny =
         v.text.find("e-") != std::string_view::npos || v.text.find("E-") != std::string_view::npos;
     return tiny ? (first[0] == '-' ? -0.0 : 0.0) : HUGE_VAL;
@@ -470,174 +380,10 @@ double number_of(const Value& v) {
   return out;
 }
 
-bool fits_python_int(std::string_view digits) {
-  if (!digits.empty() && digits[0] == '-')
-    return digits_at_most(digits.substr(1), "9223372036854775808");
-  return digits_at_most(digits, "18446744073709551615");
-}
-
-// A fraction is canonical when positional suits it (orjson's choice for 1e-5 <= |v| < 1e16),
-// with no trailing zero but in "X.0" and at most 15 significant digits —
-// any such decimal survives a round trip through a double (DBL_DIG), so it is the shortest
-// spelling of its value and exactly what the writer prints.
-bool canonical_fraction(std::string_view whole, std::string_view frac) {
-  if (frac.back() == '0' && frac.size() > 1) return false;
-  if (whole.size() > 16) return false;  // 1e16 and up: scientific
-  if (whole == "0") {
-    const size_t lead = frac.find_first_not_of('0');
-    if (lead == std::string_view::npos) return true;  // 0.0 / -0.0
-    return lead <= 4 && frac.size() - lead <= 15;     // below 1e-5: scientific
-  }
-  if (frac == "0") return whole.find_last_not_of('0') + 1 <= 15;  // X.0: X's trailing zeros
-  return whole.size() + frac.size() <= 15;
-}
-
-bool parse_float_text(std::string_view text, double& out) {
-  while (!text.empty() && (is_ws(text.front()) || text.front() == '\f' || text.front() == '\v')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (is_ws(text.back()) || text.back() == '\f' || text.back() == '\v')) {
-    text.remove_suffix(1);
-  }
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
-  if (text.empty() || text[0] == '+') return false;
+bool parse_number_text(std::string_view text, double& out) {
+  if (text.empty()) return false;
   auto res = std::from_chars(text.data(), text.data() + text.size(), out);
   return res.ec == std::errc() && res.ptr == text.data() + text.size() && std::isfinite(out);
-}
-
-// ---- writer ----
-
-void write_string(std::string& out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  out += '"';
-  size_t run = 0;  // bytes copied as they are, in one append
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xF];
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
-}
-
-// orjson's float spelling: positional for 1e-5 <= |v| < 1e16, else "1.5e+16" / "1e-7".
-void write_double(std::string& out, double v) {
-  if (v == 0.0) {
-    out += std::signbit(v) ? "-0.0" : "0.0";
-    return;
-  }
-  const Shortest s = shortest(v);
-  if (s.exp10 < -5 || s.exp10 >= 16) {
-    scientific(out, s, 1);
-  } else {
-    positional(out, s);
-  }
-}
-
-void write_int(std::string& out, int64_t v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, res.ptr);
-}
-
-std::string python_float_repr(double v) {
-  std::string out;
-  if (v == 0.0) return std::signbit(v) ? "-0.0" : "0.0";
-  const Shortest s = shortest(v);
-  if (s.exp10 < -4 || s.exp10 >= 16) {
-    scientific(out, s, 2);
-  } else {
-    positional(out, s);
-  }
-  return out;
-}
-
-std::string canonical_int(std::string_view digits) {
-  return digits == "-0" ? std::string("0") : std::string(digits);
-}
-
-// A validated value re-written token by token: structure copied, whitespace dropped,
-// strings re-escaped only when they held escapes, numbers in orjson's spelling.
-void write_value(std::string& out, std::string_view text) {
-  std::string scratch;
-  size_t i = 0;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (is_ws(c)) {
-      ++i;
-    } else if (c == '"') {
-      size_t j = i + 1;
-      bool escaped = false;
-      while (text[j] != '"') {
-        if (text[j] == '\\') {
-          escaped = true;
-          ++j;
-        }
-        ++j;
-      }
-      std::string_view token = text.substr(i, j + 1 - i);
-      if (escaped) {
-        Value v{Kind::kString, token};
-        v.escaped = true;
-        write_string(out, text_of(v, scratch));
-      } else {
-        out += token;
-      }
-      i = j + 1;
-    } else if (c == '-' || is_digit(c)) {
-      size_t j = i + 1;
-      bool integer = true;
-      while (j < text.size() && (is_digit(text[j]) || std::strchr(".eE+-", text[j]))) {
-        if (!is_digit(text[j]) && text[j] != '-') integer = false;
-        if (text[j] == '-' && j > i) integer = false;  // an exponent sign
-        ++j;
-      }
-      Value v{Kind::kNumber, text.substr(i, j - i)};
-      if (integer && fits_python_int(v.text)) {
-        out += v.text == "-0" ? std::string_view("0") : v.text;
-      } else {
-        write_double(out, number_of(v));
-      }
-      i = j;
-    } else if (c == 't' || c == 'n') {
-      out.append(text.data() + i, 4);
-      i += 4;
-    } else if (c == 'f') {
-      out.append(text.data() + i, 5);
-      i += 5;
-    } else {
-      out += c;  // [ ] { } , :
-      ++i;
-    }
-  }
 }
 
 }  // namespace pypto::tools::json

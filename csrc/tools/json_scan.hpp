@@ -1,11 +1,10 @@
 // A small strict JSON reader and writer for clean_sim_trace.
 //
-// The reader validates a document the way orjson (the parser the Python tool used) does —
-// RFC 8259 grammar, UTF-8 text, no NaN/Infinity, no number that overflows a double, at
-// most 1024 levels of nesting — without building a tree: callers get spans of the input
-// and walk objects and arrays themselves. The writer puts values back in orjson's compact
-// form (no whitespace, shortest round-trip floats, only the escapes JSON requires), so a
-// cleaned trace is byte for byte what the Python tool wrote.
+// The reader validates a document against RFC 8259 — UTF-8 text, no NaN/Infinity, no number
+// that overflows a double, at most 1024 levels of nesting — without building a tree: callers
+// get spans of the input and walk objects and arrays themselves, so a value the cleaner does
+// not change is copied out as the bytes it was read from. The writer spells the values the
+// cleaner makes (integers, doubles, strings) in compact JSON.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +28,6 @@ struct Value {
   Kind kind = Kind::kAbsent;
   std::string_view text;  // the value's bytes (strings with their quotes)
   bool escaped = false;   // strings: holds a backslash escape
-  bool integer = false;   // numbers: no fraction or exponent
   bool present() const { return kind != Kind::kAbsent; }
   bool is_string() const { return kind == Kind::kString; }
 };
@@ -47,11 +45,10 @@ class Reader {
 
   Value value();  // one value, validated, nested ones included
 
-  // Whether everything scanned since reset_canonical() is already in the writer's form
-  // (no whitespace, no escapes, numbers spelled as the writer spells them), so it can be
-  // copied out as it is.
-  void reset_canonical() { canonical_ = true; }
-  bool canonical() const { return canonical_; }
+  // Whether no whitespace was skipped since reset_compact(): the text scanned since then is
+  // compact JSON and can be copied out as it is.
+  void reset_compact() { compact_ = true; }
+  bool compact() const { return compact_; }
 
   // Walking a container: open('{'), then `for (bool first = true; more('}', first);
   // first = false) { key(); value(); }`. Arrays the same with '[' and no key().
@@ -72,35 +69,27 @@ class Reader {
   size_t base_;
   size_t pos_ = 0;
   int depth_ = 0;
-  bool canonical_ = true;
+  bool compact_ = true;
 };
 
 // The text of a string value (no quotes, escapes decoded). Unescaped strings are returned
 // as a view of the document; escaped ones are decoded into `scratch`.
 std::string_view text_of(const Value& v, std::string& scratch);
 
-// A number value as a double (validated by the reader, so it is finite).
+// A number value as a double (validated by the reader, so it is finite; a number too small
+// for a double reads as zero).
 double number_of(const Value& v);
 
-// Whether a number's text is an integer orjson keeps as a Python int (-2^63 .. 2^64-1).
-bool fits_python_int(std::string_view digits);
+// A decimal number held in a string ("1.5", "-2e3"): false unless the whole text is one and
+// it is finite.
+bool parse_number_text(std::string_view text, double& out);
 
-// Whether write_value re-writes the number <whole>.<frac> (no sign, no exponent) exactly as
-// it is spelled.
-bool canonical_fraction(std::string_view whole, std::string_view frac);
-
-// Python's float(text) for a numeric string: false when the text is not a finite number.
-bool parse_float_text(std::string_view text, double& out);
-
-// Compact JSON, as orjson writes it.
+// Compact JSON: strings with only the escapes JSON requires, integers, and doubles as the
+// shortest decimal that reads back to the same double.
 void write_string(std::string& out, std::string_view utf8);
-void write_double(std::string& out, double v);
 void write_int(std::string& out, int64_t v);
-// Re-writes a validated value (any kind, nested) in the compact form.
-void write_value(std::string& out, std::string_view validated);
-
-// Python's repr(float) and str(int) spellings, for labels and sort keys.
-std::string python_float_repr(double v);
-std::string canonical_int(std::string_view digits);  // "-0" -> "0"
+void write_double(std::string& out, double v);
+// A validated value (any kind, nested) copied with the whitespace between its tokens dropped.
+void write_compact(std::string& out, std::string_view validated);
 
 }  // namespace pypto::tools::json

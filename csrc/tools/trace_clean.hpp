@@ -1,7 +1,9 @@
 // clean_sim_trace's rebuild: the TRACE block of a visualize_data.bin (Chrome-trace JSON
 // from pypto or the vendor's op simulator) → the clean pipeline view, bytes in, bytes out.
-// It runs once per event of a trace of millions, so it lives here (DESIGN §4), not in
-// Python; pypto/tools/clean_sim_trace.py is the command line around it.
+// It runs once per event of a trace of millions, so it is native; the command line around it
+// is pypto/tools/clean_sim_trace.py. Its parts: json_scan (the reader), clean_lanes (pipes),
+// clean_values (times, names, ids), clean_collect (pass 1), clean_layout (order, sub-lanes),
+// clean_output (the events written); this file's implementation puts them together.
 //
 // The rules:
 // 1. Lanes: keep the pipeline pipes (MTE2, MTE1, CUBE, VECTOR, FIXPIPE, MTE3; SCALAR on
@@ -16,8 +18,11 @@
 //    flag id, read from args.detail; a flag is an X slice or a B/E pair) becomes a flow
 //    arrow from the last producer-pipe instruction that started at or before the set to the
 //    first consumer-pipe instruction that starts once the wait is over. Pairs without an
-//    instruction on both sides are skipped and counted.
-// 6. Timestamps are copied verbatim; slices are recoloured per pipe (cname).
+//    instruction on both sides are skipped and counted. Arrow ids count up by process,
+//    source pipe, target pipe and flag number.
+// 6. Output: compact JSON. A kept slice keeps every member as the JSON text it was read as
+//    (whitespace between tokens dropped), with pid, tid and cname (the pipe's colour)
+//    replaced; timestamps are therefore verbatim.
 #pragma once
 
 #include <cstdint>

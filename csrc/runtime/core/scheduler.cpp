@@ -7,6 +7,7 @@
 
 #include "runtime/core/cluster.hpp"
 #include "runtime/core/context.hpp"
+#include "runtime/core/scheduler_state.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
@@ -15,50 +16,7 @@
 namespace pypto {
 namespace {
 
-constexpr size_t kMaxGmTouches = 4096;  // per instance, for the cross-task race check
-
-struct PendingAtomics {
-  uint64_t end;
-  size_t task;
-  std::vector<AtomicWrite> writes;
-};
-
-struct GmTouch {
-  Access access;
-  const char* name;
-  const char* loc;
-};
-
-struct Instance {
-  int task = 0;
-  bool aic = false;
-  int core = 0, cluster = 0, subblock = 0;
-  uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
-  bool done = false, blocked = false;
-  std::string waiting_on;
-  std::string ended;  // a cluster core that finished: who and its last line
-  std::vector<pypto_tensor> descs;
-  std::vector<int64_t> args;
-  std::unique_ptr<CoreContext> ctx;
-  std::unique_ptr<Fiber> fiber;
-  std::vector<AtomicWrite> atomics;
-  std::vector<GmTouch> writes, reads;
-  BlockResult result;
-};
-
-struct Event {
-  uint64_t time, seq;
-  int task;      // a dispatch (instance < 0) ...
-  int instance;  // ... or a resume
-  uint64_t ready;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-};
-
-std::string where(const Instance& in, const TaskSpec& t) {
-  std::string s = "kernel '" + t.name + "' (block " + std::to_string(t.block_idx);
-  if (t.kind == CoreKind::kCluster) s += ", " + in.ctx->core_name;
-  return s + ")";
-}
+using namespace sched;  // NOLINT: the scheduler's own state and reports
 
 class ChipScheduler final : public ChipLink, public Waiter {
  public:
@@ -354,32 +312,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
   }
 
-  static std::string hazard_message(const std::string& kernel, const BlockResult& r) {
-    std::string msg = "kernel '" + kernel + "' (block " + std::to_string(r.block) +
-                      "): " + std::to_string(r.hazard_count) +
-                      " race(s) found by the hazard checker:";
-    for (const Hazard& h : r.hazards) msg += "\n  " + h.describe();
-    if (r.hazard_count > r.hazards.size()) msg += "\n  ...";
-    return msg + "\n  add set_flag/wait_flag between the two pipes";
-  }
-
-  void check_all_done() {
-    std::string msg;
-    for (const auto& p : instances_) {
-      if (p->done) continue;
-      msg += "\n  " + where(*p, tasks_[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
-             " waits for " + p->waiting_on;
-    }
-    // A blocked core's cluster peers that already ended are named too, with the last line
-    // they ran: a push into a full ring waits on a consumer that ended without freeing.
-    for (const auto& p : instances_) {
-      if (!p->done || p->ended.empty()) continue;
-      const bool peer_blocked =
-          std::any_of(instances_.begin(), instances_.end(), [&](const auto& q) {
-            return !q->done && q->task == p->task && q->cluster == p->cluster;
-          });
-      if (peer_blocked) msg += "\n  " + p->ended;
-    }
+  void check_all_done() const {
+    const std::string msg = deadlock_report(instances_, tasks_);
     if (!msg.empty()) {
       throw SimError(ErrorKind::kDeadlock,
                      "deadlock across cores: every unfinished kernel waits for another core" + msg);
@@ -387,114 +321,20 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // ---- atomics ----------------------------------------------------------------------------
-  void order(std::vector<PendingAtomics>& v) {
-    std::stable_sort(v.begin(), v.end(),
-                     [](const auto& a, const auto& b) { return a.end < b.end; });
-    if (options_.shuffle_atomics) std::shuffle(v.begin(), v.end(), rng_);
-  }
-
-  static void apply(PendingAtomics& p) {
-    for (const AtomicWrite& w : p.writes) vm::accumulate(w.dtype, w.dst, w.data.data(), w.n);
-  }
-
   void flush_all() {
-    order(pending_);
-    for (auto& p : pending_) apply(p);
+    apply_atomics(pending_, options_.shuffle_atomics, rng_);
     pending_.clear();
   }
 
-  // A task that depends on `task` sees its atomic adds — and, to keep the completion order,
-  // every other pending add to the same tensors.
+  // A task that depends on `task` sees its atomic adds (see take_atomics_for).
   void flush_for(size_t task) {
-    std::vector<void*> tensors;
-    for (const auto& p : pending_) {
-      if (p.task != task) continue;
-      for (const auto& w : p.writes) tensors.push_back(w.tensor);
-    }
-    if (tensors.empty()) return;
-    std::vector<PendingAtomics> now, later;
-    for (auto& p : pending_) {
-      bool hit = std::any_of(p.writes.begin(), p.writes.end(), [&](const AtomicWrite& w) {
-        return std::find(tensors.begin(), tensors.end(), w.tensor) != tensors.end();
-      });
-      (hit ? now : later).push_back(std::move(p));
-    }
-    order(now);
-    for (auto& p : now) apply(p);
-    pending_ = std::move(later);
-  }
-
-  // ---- results ----------------------------------------------------------------------------
-  // An instance's GM touches ordered by first byte, with the running maximum of their last
-  // byte: the touches that can overlap [lo, hi) are found by a binary search and a short
-  // backward scan instead of comparing every pair (many concurrent cluster tasks, each with
-  // thousands of loads and ring transfers, made the all-pairs check the slowest part).
-  struct TouchIndex {
-    std::vector<const GmTouch*> by_base;
-    std::vector<int64_t> max_end;
-  };
-
-  static int64_t end_of(const Access& a) { return a.base + (a.rows - 1) * a.stride + a.row_bytes; }
-
-  static TouchIndex index_of(const Instance& in) {
-    TouchIndex ix;
-    for (const auto* list : {&in.writes, &in.reads})
-      for (const GmTouch& t : *list) ix.by_base.push_back(&t);
-    std::sort(ix.by_base.begin(), ix.by_base.end(),
-              [](const GmTouch* x, const GmTouch* y) { return x->access.base < y->access.base; });
-    int64_t m = INT64_MIN;
-    for (const GmTouch* t : ix.by_base) ix.max_end.push_back(m = std::max(m, end_of(t->access)));
-    return ix;
-  }
-
-  std::vector<std::string> races() const {
-    std::vector<std::string> out;
-    std::vector<TouchIndex> index;
-    index.reserve(instances_.size());
-    for (const auto& in : instances_) index.push_back(index_of(*in));
-    for (size_t i = 0; i < instances_.size() && out.size() < 8; ++i) {
-      for (size_t j = i + 1; j < instances_.size() && out.size() < 8; ++j) {
-        const Instance &a = *instances_[i], &b = *instances_[j];
-        if (a.task == b.task || a.end <= b.start || b.end <= a.start) continue;
-        if (auto r = clash(a, b, index[j]); !r.empty())
-          out.push_back(r);
-        else if (auto r2 = clash(b, a, index[i]); !r2.empty())
-          out.push_back(r2);
-      }
-    }
-    return out;
-  }
-
-  // The first write of `a` that overlaps an access of `b`, described; empty if none.
-  std::string clash(const Instance& a, const Instance& b, const TouchIndex& bx) const {
-    for (const GmTouch& w : a.writes) {
-      const int64_t lo = w.access.base, hi = end_of(w.access);
-      // candidates start before `hi`; scanning back, stop once none of the rest reach `lo`
-      auto k = std::lower_bound(bx.by_base.begin(), bx.by_base.end(), hi,
-                                [](const GmTouch* t, int64_t v) { return t->access.base < v; }) -
-               bx.by_base.begin();
-      while (k-- > 0 && bx.max_end[static_cast<size_t>(k)] > lo) {
-        const GmTouch& o = *bx.by_base[static_cast<size_t>(k)];
-        if (!accesses_overlap(w.access, o.access)) continue;
-        const TaskSpec &ta = tasks_[static_cast<size_t>(a.task)],
-                       &tb = tasks_[static_cast<size_t>(b.task)];
-        return "race between tasks: kernel '" + ta.name + "' (block " +
-               std::to_string(ta.block_idx) + ") " + w.name +
-               (w.loc[0] ? std::string(" at ") + w.loc : "") + " writes GM bytes that kernel '" +
-               tb.name + "' (block " + std::to_string(tb.block_idx) + ") " +
-               (o.access.write ? "writes" : "reads") + " with " + o.name +
-               (o.loc[0] ? std::string(" at ") + o.loc : "") + "; they overlap in time (cycles " +
-               std::to_string(a.start) + "-" + std::to_string(a.end) + " and " +
-               std::to_string(b.start) + "-" + std::to_string(b.end) +
-               ") with no dependency between them: order them (deps=) or split the data";
-      }
-    }
-    return {};
+    std::vector<PendingAtomics> now = take_atomics_for(pending_, task);
+    apply_atomics(now, options_.shuffle_atomics, rng_);
   }
 
   ChipResult collect() {
     ChipResult r;
-    r.races = races();
+    r.races = races(instances_, tasks_);
     if (options_.hazards_fatal && !r.races.empty())
       throw SimError(ErrorKind::kRace, r.races.front());
     std::vector<size_t> order(instances_.size());

@@ -1,0 +1,311 @@
+// Vector-unit numerics: the hot loops (see vec_math_loops.hpp). Each is a switch over the op
+// into a straight-line loop of per-element calls, so every case vectorises.
+#include "vec_math_loops.hpp"
+
+#include "vec_math_elem.hpp"
+
+namespace pypto::vm::detail {
+
+// ---- hot loops ----------------------------------------------------------------------------
+
+#define VM_BINARY_CASES(op, CALL) \
+  switch (op) {                   \
+    case PYPTO_ADD:               \
+      CALL(PYPTO_ADD);            \
+      break;                      \
+    case PYPTO_SUB:               \
+      CALL(PYPTO_SUB);            \
+      break;                      \
+    case PYPTO_MUL:               \
+      CALL(PYPTO_MUL);            \
+      break;                      \
+    case PYPTO_DIV:               \
+      CALL(PYPTO_DIV);            \
+      break;                      \
+    case PYPTO_MAX:               \
+      CALL(PYPTO_MAX);            \
+      break;                      \
+    default:                      \
+      CALL(PYPTO_MIN);            \
+      break;                      \
+  }
+
+VM_HOT void f32_binary(int op, float* d, const float* a, const float* b, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = fbin<OP>(a[i], b[i])
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
+VM_HOT void f32_binary_s(int op, float* d, const float* a, float s, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = fbin<OP>(a[i], s)
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
+VM_HOT void i32_binary(int op, uint32_t* d, const uint32_t* a, const uint32_t* b, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = ibin<OP>(a[i], b[i])
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
+VM_HOT void i32_binary_s(int op, uint32_t* d, const uint32_t* a, uint32_t s, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = ibin<OP>(a[i], s)
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
+VM_HOT void f32_unary(int op, float* d, const float* a, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = funary<OP>(a[i])
+  switch (op) {
+    case PYPTO_EXP:
+      if (exp_f32_avx512_available()) return exp_f32_avx512(d, a, n);  // same bits, faster
+      VM_CALL(PYPTO_EXP);
+      break;
+    case PYPTO_LOG:
+      VM_CALL(PYPTO_LOG);
+      break;
+    case PYPTO_SQRT:
+      VM_CALL(PYPTO_SQRT);
+      break;
+    case PYPTO_RECIP:
+      VM_CALL(PYPTO_RECIP);
+      break;
+    case PYPTO_RELU:
+      VM_CALL(PYPTO_RELU);
+      break;
+    case PYPTO_NEG:
+      VM_CALL(PYPTO_NEG);
+      break;
+    default:
+      VM_CALL(PYPTO_ABS);
+      break;
+  }
+#undef VM_CALL
+}
+
+VM_HOT void i32_unary(int op, uint32_t* d, const uint32_t* a, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = iunary<OP>(a[i])
+  switch (op) {
+    case PYPTO_RELU:
+      VM_CALL(PYPTO_RELU);
+      break;
+    case PYPTO_NEG:
+      VM_CALL(PYPTO_NEG);
+      break;
+    default:
+      VM_CALL(PYPTO_ABS);
+      break;
+  }
+#undef VM_CALL
+}
+
+// neg/abs/relu on fp16/bf16 need no arithmetic: they are exact on the bit patterns.
+VM_HOT void h16_bits_unary(int op, bool bf, uint16_t* d, const uint16_t* a, size_t n) {
+  const uint32_t inf = bf ? 0x7f80u : 0x7c00u;  // magnitudes above this are NaN
+  if (op == PYPTO_NEG) {
+    for (size_t i = 0; i < n; ++i) d[i] = uint16_t(a[i] ^ 0x8000u);
+  } else if (op == PYPTO_ABS) {
+    for (size_t i = 0; i < n; ++i) d[i] = uint16_t(a[i] & 0x7fffu);
+  } else {  // relu: negative numbers and -0 become +0, NaN stays
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t h = a[i];
+      d[i] = (h & 0x8000u) == 0 || (h & 0x7fffu) > inf ? uint16_t(h) : uint16_t(0);
+    }
+  }
+}
+
+VM_HOT void h16_decode(bool bf, float* out, const uint16_t* in, size_t n) {
+  if (bf) {
+    for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(in[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+  }
+}
+
+// Staged through uint32 (see f32_to_f16_u32): about twice as fast as narrowing in the loop.
+VM_HOT void h16_encode(bool bf, uint16_t* out, const float* in, size_t n) {
+  uint32_t buf[kChunk];
+  for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+    size_t m = std::min(kChunk, n - i0);
+    if (bf) {
+      for (size_t i = 0; i < m; ++i) buf[i] = f32_to_bf16_u32(in[i0 + i]);
+    } else {
+      for (size_t i = 0; i < m; ++i) buf[i] = f32_to_f16_u32(in[i0 + i]);
+    }
+    for (size_t i = 0; i < m; ++i) out[i0 + i] = uint16_t(buf[i]);
+  }
+}
+
+// One reduction block: kLanes interleaved accumulators (they vectorise without reassociating
+// anything), then a pairwise tree over the lanes.
+template <int OP>
+VM_INLINE float block_reduce(const float* a, size_t n) {
+  constexpr int kOp = OP == PYPTO_RSUM ? PYPTO_ADD : OP == PYPTO_RMAX ? PYPTO_MAX : PYPTO_MIN;
+  float acc[kLanes];
+  const float init = OP == PYPTO_RSUM ? 0.0f : OP == PYPTO_RMAX ? -kInf : kInf;
+  for (size_t j = 0; j < kLanes; ++j) acc[j] = init;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) acc[j] = fbin<kOp>(acc[j], a[i + j]);
+  for (size_t j = 0; i + j < n; ++j) acc[j] = fbin<kOp>(acc[j], a[i + j]);
+  for (size_t w = kLanes / 2; w > 0; w /= 2)
+    for (size_t j = 0; j < w; ++j) acc[j] = fbin<kOp>(acc[j], acc[j + w]);
+  return acc[0];
+}
+
+VM_HOT float f32_block(int op, const float* a, size_t n) {
+  if (op == PYPTO_RSUM) return block_reduce<PYPTO_RSUM>(a, n);
+  if (op == PYPTO_RMAX) return block_reduce<PYPTO_RMAX>(a, n);
+  return block_reduce<PYPTO_RMIN>(a, n);
+}
+
+VM_HOT int32_t i32_reduce(int op, const int32_t* a, size_t n) {
+  if (op == PYPTO_RSUM) {
+    uint32_t s = 0;
+    for (size_t i = 0; i < n; ++i) s += uint32_t(a[i]);
+    return int32_t(s);
+  }
+  int32_t m = a[0];
+  if (op == PYPTO_RMAX) {
+    for (size_t i = 1; i < n; ++i) m = a[i] > m ? a[i] : m;
+  } else {
+    for (size_t i = 1; i < n; ++i) m = a[i] < m ? a[i] : m;
+  }
+  return m;
+}
+
+// ---- conversion stages -----------------------------------------------------------------------
+
+template <class T>
+VM_INLINE void round_sat(int mode, void* dst, const float* in, size_t n) {
+  T* d = static_cast<T*>(dst);
+#define VM_CALL(M) \
+  for (size_t i = 0; i < n; ++i) d[i] = sat_from_float<T>(round_int<M>(in[i]))
+  switch (mode) {
+    case PYPTO_ROUND_RINT:
+      VM_CALL(PYPTO_ROUND_RINT);
+      break;
+    case PYPTO_ROUND_TRUNC:
+      VM_CALL(PYPTO_ROUND_TRUNC);
+      break;
+    case PYPTO_ROUND_FLOOR:
+      VM_CALL(PYPTO_ROUND_FLOOR);
+      break;
+    default:
+      VM_CALL(PYPTO_ROUND_CEIL);
+      break;
+  }
+#undef VM_CALL
+}
+
+// Floats -> an integer dtype (round by mode, then saturate), or -> bool (x != 0).
+VM_HOT void f32_to_int(int dt, int mode, void* dst, const float* in, size_t n) {
+  switch (dt) {
+    case PYPTO_INT32:
+      round_sat<int32_t>(mode, dst, in, n);
+      break;
+    case PYPTO_INT8:
+      round_sat<int8_t>(mode, dst, in, n);
+      break;
+    case PYPTO_INT16:
+      round_sat<int16_t>(mode, dst, in, n);
+      break;
+    case PYPTO_INT64:
+      round_sat<int64_t>(mode, dst, in, n);
+      break;
+    case PYPTO_UINT8:
+      round_sat<uint8_t>(mode, dst, in, n);
+      break;
+    default: {
+      uint8_t* d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0.0f;
+    }
+  }
+}
+
+template <class T>
+VM_INLINE void widen(int64_t* out, const void* src, size_t n) {
+  const T* s = static_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) out[i] = int64_t(s[i]);
+}
+
+VM_HOT void int_to_i64(int dt, int64_t* out, const void* src, size_t n) {
+  switch (dt) {
+    case PYPTO_INT32:
+      widen<int32_t>(out, src, n);
+      break;
+    case PYPTO_INT8:
+      widen<int8_t>(out, src, n);
+      break;
+    case PYPTO_INT16:
+      widen<int16_t>(out, src, n);
+      break;
+    case PYPTO_UINT8:
+      widen<uint8_t>(out, src, n);
+      break;
+    case PYPTO_BOOL: {
+      const uint8_t* s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) out[i] = s[i] != 0;
+      break;
+    }
+    default:
+      std::memmove(out, src, n * sizeof(int64_t));
+  }
+}
+
+// Keep the low bits (two's complement wrap), as numpy's astype does.
+template <class U>
+VM_INLINE void narrow(void* dst, const int64_t* in, size_t n) {
+  U* d = static_cast<U*>(dst);
+  for (size_t i = 0; i < n; ++i) d[i] = U(uint64_t(in[i]));
+}
+
+VM_HOT void i64_to_dtype(int dt, void* dst, const int64_t* in, size_t n) {
+  switch (dt) {
+    case PYPTO_INT32:
+      narrow<uint32_t>(dst, in, n);
+      break;
+    case PYPTO_INT8:
+    case PYPTO_UINT8:
+      narrow<uint8_t>(dst, in, n);
+      break;
+    case PYPTO_INT16:
+      narrow<uint16_t>(dst, in, n);
+      break;
+    case PYPTO_INT64:
+      std::memmove(dst, in, n * sizeof(int64_t));
+      break;
+    case PYPTO_FP32: {
+      float* d = static_cast<float*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = float(in[i]);  // correctly rounded
+      break;
+    }
+    case PYPTO_FP16:
+    case PYPTO_BF16: {
+      // Round-to-odd to fp32 first so the second rounding is the only one that counts.
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      bool bf = dt == PYPTO_BF16;
+      for (size_t i = 0; i < n; ++i) {
+        float f = i64_to_f32_odd(in[i]);
+        d[i] = bf ? f32_to_bf16(f) : f32_to_f16(f);
+      }
+      break;
+    }
+    default: {
+      uint8_t* d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0;
+    }
+  }
+}
+
+VM_HOT void i32_to_f32(float* d, const int32_t* s, size_t n) {
+  for (size_t i = 0; i < n; ++i) d[i] = float(s[i]);
+}
+
+}  // namespace pypto::vm::detail

@@ -1,0 +1,178 @@
+#include "tools/clean_collect.hpp"
+
+#include <algorithm>
+
+namespace pypto::tools::clean {
+
+void read_event(json::Reader& r, Event& e) {
+  std::string scratch;
+  r.reset_compact();
+  r.open('{');
+  for (bool first = true; r.more('}', first); first = false) {
+    const Value k = r.key();
+    const std::string_view key = json::text_of(k, scratch);
+    const Value v = r.value();
+    if (key == "ts") {
+      e.ts = v;
+    } else if (key == "ph") {
+      e.ph = v;
+    } else if (key == "pid") {
+      e.pid = v, ++e.pids;
+    } else if (key == "tid") {
+      e.tid = v, ++e.tids;
+    } else if (key == "cname") {
+      e.cname = v, ++e.cnames;
+    } else if (key == "dur") {
+      e.dur = v;
+    } else if (key == "name") {
+      e.name = v;
+    } else if (key == "args") {
+      e.args = v;
+    } else if (key == "cat") {
+      e.cat = v;
+    } else if (key == "id") {
+      e.id = v;
+    }
+  }
+  e.compact = r.compact();
+}
+
+uint32_t Collector::key_id(const Value& v, const Event& e, const char* what) {
+  if (v.kind == Kind::kArray || v.kind == Kind::kObject) {
+    not_a_trace("event " + std::to_string(e.index) + " has a " + what +
+                " that is not a string or a number");
+  }
+  return ids.id(v);
+}
+
+uint32_t Collector::thread(uint32_t pid, uint32_t tid) {
+  auto [it, added] =
+      thread_ids_.try_emplace(pair_key(pid, tid), static_cast<uint32_t>(threads.size()));
+  if (added) threads.emplace_back(pid, tid);
+  return it->second;
+}
+
+void Collector::add(const Event& e, size_t begin, size_t end) {
+  if (e.name.is_string()) {
+    std::string scratch;
+    const std::string_view name = json::text_of(e.name, scratch);
+    if (name == "SET_FLAG" || name == "WAIT_FLAG") return flag(e, name == "SET_FLAG");
+    if (name == "BAR" || name == "BARRIER" || name == "PIPE_BARRIER") return;
+  }
+  if (string_is(e.ph, "X")) {
+    slice(e, begin, end);
+  } else if (string_is(e.ph, "M")) {
+    metadata(e);
+  } else if ((string_is(e.ph, "s") || string_is(e.ph, "f")) && string_is(e.cat, "tpipe")) {
+    pipe_end(e);
+  }
+}
+
+void Collector::pipe_end(const Event& e) {
+  std::string scratch;
+  const std::string_view lane = e.tid.is_string() ? json::text_of(e.tid, scratch) : "";
+  const auto at = std::find(kLanes.begin(), kLanes.end(), lane);
+  double ts = 0.0;
+  if (at == kLanes.end() || !time_of(e.ts, ts)) return;  // not one of pypto's: left out
+  pipe_ends.push_back({key_id(e.pid, e, "pid"), static_cast<int>(at - kLanes.begin()), ts,
+                       name_of(e.id), string_is(e.ph, "s")});
+}
+
+// Times are read now but judged later: only a slice on a kept lane must have them.
+void Collector::slice(const Event& e, size_t begin, size_t end) {
+  const uint32_t pid = key_id(e.pid, e, "pid");
+  const uint32_t tid = key_id(e.tid, e, "tid");
+  Slice s{thread(pid, tid), Problem::kNone, 0.0, 0.0, begin, end, false, {}, {}, {}};
+  if (e.compact && e.pids == 1 && e.tids == 1 && e.cnames <= 1) {
+    auto span = [&](const Value& v) {
+      const auto at = static_cast<uint32_t>(v.text.data() - (payload_ + begin));
+      return Span{at, at + static_cast<uint32_t>(v.text.size())};
+    };
+    s.copy = true, s.pid = span(e.pid), s.tid = span(e.tid);
+    if (e.cnames == 1) s.cname = span(e.cname);
+  }
+  if (!e.ts.present()) {
+    s.problem = Problem::kNoTs;
+  } else if (!time_of(e.ts, s.ts)) {
+    s.problem = Problem::kBadTs;
+  } else if (e.dur.present() && e.dur.kind != Kind::kNull && !time_of(e.dur, s.dur)) {
+    s.problem = Problem::kBadDur;
+  }
+  slices.push_back(s);
+}
+
+void Collector::metadata(const Event& e) {
+  const bool process = string_is(e.name, "process_name");
+  if (!process && !string_is(e.name, "thread_name")) return;
+  const Value name = member(e.args, "name");
+  if (!name.present() || name.kind == Kind::kNull) return;
+  const uint32_t pid = key_id(e.pid, e, "pid");
+  if (process) {
+    process_names[pid] = name_of(name);
+  } else {
+    thread_names[pair_key(pid, key_id(e.tid, e, "tid"))] = name_of(name);
+  }
+}
+
+// A flag's ts or dur: absent reads as 0.
+double Collector::flag_time(const Value& v, const Event& e, const char* what) {
+  double out = 0.0;
+  if (v.present() && !time_of(v, out))
+    not_a_trace("event " + std::to_string(e.index) + " (a flag) has a " + what +
+                " that is not a number");
+  return out;
+}
+
+// A flag is an X-like slice or a B/E pair matched per (pid, tid, name), innermost first;
+// the B event carries the detail and the start, the E event the end.
+void Collector::flag(const Event& e, bool is_set) {
+  const uint32_t pid = key_id(e.pid, e, "pid");
+  const uint32_t tid = key_id(e.tid, e, "tid");
+  const uint64_t open_key = (pair_key(pid, tid) << 1) | (is_set ? 1 : 0);
+  double start = 0.0, end = 0.0;
+  Value args = e.args;
+  if (string_is(e.ph, "B")) {
+    open_[open_key].push_back({e.ts, e.args});
+    return;
+  }
+  if (string_is(e.ph, "E")) {
+    auto it = open_.find(open_key);
+    if (it == open_.end() || it->second.empty()) return;
+    end = flag_time(e.ts, e, "ts");
+    const OpenFlag begin = it->second.back();
+    it->second.pop_back();
+    start = flag_time(begin.ts, e, "ts");
+    args = begin.args;
+  } else {
+    start = flag_time(e.ts, e, "ts");
+    end = start + (e.dur.kind == Kind::kNull ? 0.0 : flag_time(e.dur, e, "dur"));
+  }
+  const int route = route_of(args);
+  if (route < 0) return;
+  auto [slot, added] = flag_slots_.try_emplace(pair_key(pid, static_cast<uint32_t>(route)),
+                                               static_cast<uint32_t>(flags.size()));
+  if (added) flags.push_back({pid, static_cast<uint32_t>(route), {}, {}});
+  FlagTimes& times = flags[slot->second];
+  (is_set ? times.sets : times.waits).push_back(is_set ? start : end);
+}
+
+// The route of a flag's args, cached by the args' text: a trace repeats a few of them. Only
+// a string detail names one.
+int Collector::route_of(const Value& args) {
+  if (auto it = routes_by_args_.find(args.text); it != routes_by_args_.end()) return it->second;
+  const Value detail = member(args, "detail");
+  std::string scratch;
+  FlagRoute route;
+  int id = -1;
+  if (detail.is_string() && parse_detail(json::text_of(detail, scratch), route)) {
+    const std::string key =
+        std::to_string(route.src) + "/" + std::to_string(route.dst) + "/" + route.flag;
+    auto [it, added] = route_ids_.try_emplace(key, static_cast<int>(routes.size()));
+    if (added) routes.push_back(route);
+    id = it->second;
+  }
+  routes_by_args_.emplace(args.text, id);
+  return id;
+}
+
+}  // namespace pypto::tools::clean

@@ -1,0 +1,76 @@
+#include "tools/clean_values.hpp"
+
+#include <charconv>
+
+namespace pypto::tools::clean {
+namespace {
+
+// The key two equal values share: "s<text>" for strings, "n<shortest double>" for numbers.
+std::string value_key(const Value& v) {
+  std::string scratch;
+  switch (v.kind) {
+    case Kind::kString:
+      return "s" + std::string(json::text_of(v, scratch));
+    case Kind::kNumber: {
+      const double d = json::number_of(v);
+      char buf[32];
+      auto res = std::to_chars(buf, buf + sizeof buf, d == 0.0 ? 0.0 : d);
+      return "n" + std::string(buf, res.ptr);
+    }
+    case Kind::kTrue:
+      return "t";
+    case Kind::kFalse:
+      return "f";
+    default:
+      return "z";  // null or absent
+  }
+}
+
+}  // namespace
+
+bool string_is(const Value& v, std::string_view want) {
+  if (!v.is_string()) return false;
+  if (!v.escaped) return v.text.substr(1, v.text.size() - 2) == want;
+  std::string scratch;
+  return json::text_of(v, scratch) == want;
+}
+
+Value member(const Value& object, std::string_view key) {
+  Value found;
+  if (object.kind != Kind::kObject) return found;
+  std::string scratch;
+  json::Reader r(object.text);
+  r.open('{');
+  for (bool first = true; r.more('}', first); first = false) {
+    const bool match = json::text_of(r.key(), scratch) == key;
+    const Value v = r.value();
+    if (match) found = v;
+  }
+  return found;
+}
+
+bool time_of(const Value& v, double& out) {
+  std::string scratch;
+  if (v.kind == Kind::kNumber) {
+    out = json::number_of(v);
+    return true;
+  }
+  return v.is_string() && json::parse_number_text(json::text_of(v, scratch), out);
+}
+
+std::string name_of(const Value& v) {
+  std::string scratch;
+  if (v.is_string()) return std::string(json::text_of(v, scratch));
+  return v.present() ? std::string(v.text) : std::string("null");
+}
+
+uint32_t ValueIds::id(const Value& v) {
+  const std::string_view spelling = v.present() ? v.text : std::string_view("null");
+  if (auto it = by_spelling_.find(spelling); it != by_spelling_.end()) return it->second;
+  auto [it, added] = by_key_.try_emplace(value_key(v), static_cast<uint32_t>(first_.size()));
+  if (added) first_.push_back(v);
+  by_spelling_.emplace(spelling, it->second);
+  return it->second;
+}
+
+}  // namespace pypto::tools::clean

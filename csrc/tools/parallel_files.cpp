@@ -30,11 +30,6 @@ ParallelFiles::ParallelFiles(const std::vector<std::string>& paths) : files_(pat
       throw TraceWriteError("cannot create " + paths[i] + ": " + why);
     }
   }
-  for (size_t i = 0; i < kChunks; ++i) {
-    chunks_.push_back(std::make_unique<Chunk>());
-    chunks_.back()->bytes.resize(kChunkBytes);
-    free_.push_back(chunks_.back().get());
-  }
 }
 
 ParallelFiles::~ParallelFiles() {
@@ -50,6 +45,11 @@ void ParallelFiles::start() {
 
 Chunk* ParallelFiles::take() {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (free_.empty() && chunks_.size() < kChunks) {
+    chunks_.push_back(std::make_unique<Chunk>());
+    chunks_.back()->grow(kChunkBytes);
+    free_.push_back(chunks_.back().get());
+  }
   changed_.wait(lock, [&] { return !free_.empty() || error_; });
   if (error_) {
     lock.unlock();
@@ -83,7 +83,7 @@ void ParallelFiles::run(File& file) {
       failed = error_ != nullptr;
     }
     try {
-      if (!failed) write_all(file.fd, std::string_view(c->bytes.data(), c->used), file.path);
+      if (!failed) write_all(file.fd, std::string_view(c->data.get(), c->used), file.path);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();

@@ -24,8 +24,12 @@ namespace pypto::tools {
 void write_all(int fd, std::string_view data, const std::string& path);
 
 struct Chunk {
-  std::vector<char> bytes;
+  std::unique_ptr<char[]> data;  // not zeroed: only the pages a trace fills are touched
+  size_t capacity = 0;
   size_t used = 0;
+  void grow(size_t n) {  // before it is filled: the contents are not kept
+    if (n > capacity) data.reset(new char[n]), capacity = n;
+  }
   int pending = 0;  // files that have not written it yet
 };
 
@@ -44,7 +48,8 @@ class ParallelFiles {
   const std::string& path(size_t file) const { return files_[file].path; }
   // Starts the writer threads; bytes written through fd() before this come first.
   void start();
-  // An empty chunk to fill (waits while every chunk is still being written).
+  // An empty chunk to fill (allocated while the pool is below kChunks, else waits until a
+  // chunk has been written).
   Chunk* take();
   // Queues a filled chunk on every file.
   void submit(Chunk* chunk);

@@ -84,20 +84,18 @@ class Files {
 // field).
 class Out {
  public:
-  explicit Out(Files& files) : files_(files), chunk_(files.take()), buf_(chunk_->bytes.data()) {}
+  explicit Out(Files& files) : files_(files), chunk_(files.take()), buf_(chunk_->data.get()) {}
   void reserve(size_t n) {
-    if (pos_ + n <= chunk_->bytes.size()) return;
+    if (pos_ + n <= chunk_->capacity) return;
     flush();
-    if (n > chunk_->bytes.size()) {
-      chunk_->bytes.resize(n);
-      buf_ = chunk_->bytes.data();
-    }
+    chunk_->grow(n);
+    buf_ = chunk_->data.get();
   }
   void flush() {
     chunk_->used = pos_;
     files_.emit(chunk_);
     chunk_ = files_.take();
-    buf_ = chunk_->bytes.data();
+    buf_ = chunk_->data.get();
     pos_ = 0;
   }
   void put(std::string_view s) {
@@ -106,7 +104,7 @@ class Out {
   }
   void put(char c) { buf_[pos_++] = c; }
   void integer(int64_t v) {
-    auto [end, ec] = std::to_chars(buf_ + pos_, buf_ + chunk_->bytes.size(), v);
+    auto [end, ec] = std::to_chars(buf_ + pos_, buf_ + chunk_->capacity, v);
     pos_ = static_cast<size_t>(end - buf_);
   }
   // Cycles as trace microseconds (1 cycle = 1 ns): the exact decimal c / 1000.

@@ -7,9 +7,9 @@ defined; the frontend reads their AST (or these objects) and turns them into IR 
 
 from __future__ import annotations
 
+import os.path
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pypto.ir.dtypes import DataType
@@ -156,7 +156,9 @@ def MemRef(  # noqa: N802 - spelled like a type in the DSL
     """
     if name is None:
         caller = sys._getframe(1)
-        name = f"memref_{Path(caller.f_code.co_filename).stem}_l{caller.f_lineno}"
+        # os.path, not pathlib: importing pathlib would cost pypto.language 4 ms
+        stem = os.path.splitext(os.path.basename(caller.f_code.co_filename))[0]
+        name = f"memref_{stem}_l{caller.f_lineno}"
     if not isinstance(name, str) or not name:
         raise TypeError(f"pl.MemRef needs a name string, got {name!r}")
     if not isinstance(slots, int) or slots < 1:

@@ -126,13 +126,13 @@ void ParallelFiles::raise_error() {
 }
 
 void ParallelFiles::close_all() {
-  std::string failed;
+  std::string failed;  // the first failure, with its reason (a later close may reset errno)
   for (File& f : files_) {
-    if (f.fd >= 0 && ::close(f.fd) != 0 && failed.empty()) failed = f.path;
+    if (f.fd >= 0 && ::close(f.fd) != 0 && failed.empty())
+      failed = f.path + ": " + std::strerror(errno);
     f.fd = -1;
   }
-  if (!failed.empty())
-    throw TraceWriteError("cannot write " + failed + ": " + std::strerror(errno));
+  if (!failed.empty()) throw TraceWriteError("cannot write " + failed);
 }
 
 }  // namespace pypto::tools

@@ -6,6 +6,7 @@ import cube_kernels as ck
 import ml_dtypes
 import numpy as np
 import pytest
+from cube_numerics import k_order
 
 from pypto import ir, platforms
 from pypto.errors import CompileError
@@ -39,15 +40,6 @@ def test_b_trans_and_matmul_acc():
     ck.tile_matmul_bt_acc(a, bt, c, config=CFG)
     ref = a.astype(np.float64) @ bt.astype(np.float64).T
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
-
-
-def k_order(a, b):
-    """The cube's fp32 accumulate, exactly: each sum from 0 in k order, products rounded first."""
-    a, b = a.astype(np.float32), b.astype(np.float32)
-    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for kk in range(a.shape[1]):
-        s += np.outer(a[:, kk], b[kk])
-    return s
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16], ids=["fp32", "fp16", "bf16"])

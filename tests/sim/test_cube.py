@@ -7,6 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from cube_numerics import k_order
 
 from pypto import platforms
 from pypto.errors import MemorySpaceError, ShapeMismatchError
@@ -95,15 +96,6 @@ def test_fractal_tiles_need_multiples_of_16(fixture_kernel):
     a, b = operands(24, 32, 16, np.float16)
     with pytest.raises(ShapeMismatchError, match="multiple of 16"):
         matmul(fixture_kernel, a, b, np.zeros((24, 16), np.float32))
-
-
-def k_order(a, b):
-    """The cube's fp32 accumulate, exactly: each sum from 0 in k order, products rounded first."""
-    a, b = a.astype(np.float32), b.astype(np.float32)
-    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for kk in range(a.shape[1]):
-        s += np.outer(a[:, kk], b[kk])
-    return s
 
 
 def extreme_fp16(shape, rng):

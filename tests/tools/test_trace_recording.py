@@ -121,3 +121,24 @@ def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path:
     assert per_core["core0.veccore0"] == per_core["core0.veccore1"] == rep.tasks[0].instructions
     assert {e["args"]["source_line"] for e in evs if e["ph"] == "X"} == {""}  # no PYPTO_LOC tags in it
     assert SOURCE not in blocks(path)
+
+
+def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Path):
+    """Many more records than the table's first buffer and an event payload of several write
+    chunks: every record in order, every event once, trace.json equal to the TRACE block."""
+    n = 40_000
+    rep = run_kernel_file(fixture_kernel("vec_loop"), [n], record=True, name="vec_loop")
+    trace = rep.tasks[0].trace
+    assert len(trace) == rep.instructions == n + 1
+    cols = trace.columns
+    assert cols["index"].tolist() == list(range(n + 1))
+    assert cols["name"] == ["TEXPANDS"] + ["TADDS"] * n
+    assert cols["loc"][1:] == ["loop.py:10:5", "loop.py:12:5"] * (n // 2)
+    assert (cols["start"][1:] >= cols["start"][:-1]).all()
+    (path,) = write_traces(rep, tmp_path)
+    text = (Path(path).parent / "trace.json").read_bytes()
+    assert len(text) > 3 * 2**20  # written in several chunks
+    assert blocks(path)[TRACE].payload == text
+    evs = [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
+    assert [e["args"]["source_line"] for e in evs[1:]] == cols["loc"][1:]
+    assert [round(e["ts"] * 1000) for e in evs] == cols["start"].tolist()

@@ -109,3 +109,8 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     layout["columns"] = list(range(1, 10))
     with pytest.raises(ValueError, match="out-of-range"):
         _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
+    # A write that fails on a writer thread (a full device) is the same error, naming the file.
+    good = [("c", trace.raw, [json.dumps(s) for s in trace.raw["strings"]])]
+    layout["columns"] = [1, 2, 4, 5, 6, 7, 8, 9, 10]  # RECORD_COLUMNS without index and issue
+    with pytest.raises(OSError, match="cannot write /dev/full: No space left"):
+        _native.write_trace(good, layout, b"", "/dev/full", str(tmp_path / "b"))

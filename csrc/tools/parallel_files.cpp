@@ -2,6 +2,7 @@
 #include "tools/parallel_files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,7 +41,27 @@ ParallelFiles::~ParallelFiles() {
 }
 
 void ParallelFiles::start() {
-  for (File& f : files_) f.thread = std::thread([this, &f] { run(f); });
+  for (File& f : files_) {
+    struct stat st {};
+    const off_t at = ::lseek(f.fd, 0, SEEK_CUR);
+    f.end = at > 0 ? static_cast<size_t>(at) : 0;
+    f.reserved = f.end;
+    f.reserving = ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode);
+    f.thread = std::thread([this, &f] { run(f); });
+  }
+}
+
+// Best effort: a file system without fallocate, or one that is full, leaves the writes to
+// allocate (and to report ENOSPC themselves).
+void ParallelFiles::reserve(File& file, size_t bytes) {
+  if (!file.reserving || file.end + bytes <= file.reserved) return;
+  const size_t upto = file.end + bytes + kReserveBytes;
+  if (::fallocate(file.fd, 0, static_cast<off_t>(file.reserved),
+                  static_cast<off_t>(upto - file.reserved)) == 0) {
+    file.reserved = upto;
+  } else {
+    file.reserving = false;
+  }
 }
 
 Chunk* ParallelFiles::take() {
@@ -83,7 +104,11 @@ void ParallelFiles::run(File& file) {
       failed = error_ != nullptr;
     }
     try {
-      if (!failed) write_all(file.fd, std::string_view(c->data.get(), c->used), file.path);
+      if (!failed) {
+        reserve(file, c->used);
+        write_all(file.fd, std::string_view(c->data.get(), c->used), file.path);
+        file.end += c->used;
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -128,6 +153,9 @@ void ParallelFiles::raise_error() {
 void ParallelFiles::close_all() {
   std::string failed;  // the first failure, with its reason (a later close may reset errno)
   for (File& f : files_) {
+    const off_t end = f.reserved > f.end ? ::lseek(f.fd, 0, SEEK_CUR) : -1;  // reserved tail
+    if (end >= 0 && ::ftruncate(f.fd, end) != 0 && failed.empty())
+      failed = f.path + ": " + std::strerror(errno);
     if (f.fd >= 0 && ::close(f.fd) != 0 && failed.empty())
       failed = f.path + ": " + std::strerror(errno);
     f.fd = -1;

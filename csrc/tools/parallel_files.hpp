@@ -5,6 +5,10 @@
 // The producer fills chunks taken from a small pool and hands each to every file; a chunk
 // returns to the pool once all files have written it, so memory stays at a few chunks. A
 // write error stops that file's thread and is raised to the producer at its next hand-off.
+//
+// A regular file's blocks are reserved ahead of the writes (fallocate, kReserveBytes at a
+// time) and the unused tail cut off at close: on ext4 this takes a third off the kernel's
+// time per written byte, which is most of what writing a large trace costs.
 #pragma once
 
 #include <condition_variable>
@@ -37,6 +41,7 @@ class ParallelFiles {
  public:
   static constexpr size_t kChunkBytes = size_t{1} << 20;
   static constexpr size_t kChunks = 8;
+  static constexpr size_t kReserveBytes = size_t{64} << 20;
 
   // Opens (creates, truncates) every path; nothing is written yet.
   explicit ParallelFiles(const std::vector<std::string>& paths);
@@ -62,11 +67,15 @@ class ParallelFiles {
   struct File {
     std::string path;
     int fd = -1;
+    size_t end = 0;          // bytes the writer thread has written, from where it started
+    size_t reserved = 0;     // blocks reserved up to here
+    bool reserving = false;  // a regular file whose file system can reserve
     std::deque<Chunk*> queue;
     bool done = false;  // no more chunks will come
     std::thread thread;
   };
   void run(File& file);
+  static void reserve(File& file, size_t bytes);
   void release(Chunk* chunk);
   void raise_error();
   void stop_threads();

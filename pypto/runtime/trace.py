@@ -184,8 +184,14 @@ def api_instr_json(pids: list[str], summary: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
+def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
+    """The interned strings that column ``ids`` uses (counted, not sorted: a million ids)."""
+    used = np.bincount(raw[ids], minlength=len(raw["strings"])) > 0
+    return [s for s, u in zip(raw["strings"], used.tolist()) if u]
+
+
 def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
-    locs = {c.trace.raw["strings"][i] for c in cores for i in np.unique(c.trace.raw["loc_id"]).tolist()}
+    locs = {loc for c in cores for loc in _used_strings(c.trace.raw, "loc_id")}
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
     return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
 

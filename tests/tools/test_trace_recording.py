@@ -70,7 +70,6 @@ def test_events_name_instruction_pipe_and_python_line(tmp_path: Path):
     # One simulated cycle is one nanosecond of trace time, written exactly (ts is in us).
     records = [r for r in rep.tasks[0].trace.rows() if r["name"] == "TLOAD"]  # events keep their order
     for e, r in zip(loads, records, strict=True):
-        assert e["args"]["cycles"] == r["end"] - r["start"]
         assert round(e["ts"] * 1000) == r["start"] and round(e["dur"] * 1000) == r["end"] - r["start"]
 
 
@@ -119,7 +118,7 @@ def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path:
         for p in ("core0.veccore0", "core0.veccore1")
     }
     assert per_core["core0.veccore0"] == per_core["core0.veccore1"] == rep.tasks[0].instructions
-    assert {e["args"]["source_line"] for e in evs if e["ph"] == "X"} == {""}  # no PYPTO_LOC tags in it
+    assert not any("source_line" in e["args"] for e in evs if e["ph"] == "X")  # no PYPTO_LOC tags in it
     assert SOURCE not in blocks(path)
 
 

@@ -159,17 +159,25 @@ class SiteTable {
   std::unordered_map<std::string, int> index_;
 };
 
-void check_ids(const CoreRecordsView& core, size_t row, const TraceLayout& layout, int64_t pipe,
-               int64_t kind) {
-  const auto n = static_cast<int32_t>(core.strings.size());
-  const bool ids_ok = core.name_id[row] >= 0 && core.name_id[row] < n && core.loc_id[row] >= 0 &&
-                      core.loc_id[row] < n;
-  const bool pipe_ok = pipe >= 0 && static_cast<size_t>(pipe) < layout.lanes.size();
-  const bool kind_ok = kind >= 0 && static_cast<size_t>(kind) < layout.sync_names.size();
-  if (!ids_ok || !pipe_ok || !kind_ok) {
-    throw std::invalid_argument("trace record " + std::to_string(row) + " of " + core.pid +
-                                " has an out-of-range string id, pipe or kind");
-  }
+// Every string id, pipe and kind of a core's records in range (so bad input writes nothing):
+// one branch-free pass, and only on failure a second one to name the first bad row.
+void check_ids(const CoreRecordsView& core, const TraceLayout& layout) {
+  const auto strings = static_cast<uint32_t>(core.strings.size());
+  const uint64_t lanes = layout.lanes.size(), kinds = layout.sync_names.size();
+  auto bad = [&](size_t r) {
+    const int64_t* row = core.table + r * core.width;
+    return (static_cast<uint32_t>(core.name_id[r]) >= strings) |
+           (static_cast<uint32_t>(core.loc_id[r]) >= strings) |
+           (static_cast<uint64_t>(row[layout.col.pipe]) >= lanes) |
+           (static_cast<uint64_t>(row[layout.col.kind]) >= kinds);
+  };
+  bool any = false;
+  for (size_t r = 0; r < core.rows; ++r) any |= bad(r);
+  if (!any) return;
+  size_t r = 0;
+  while (!bad(r)) ++r;
+  throw std::invalid_argument("trace record " + std::to_string(r) + " of " + core.pid +
+                              " has an out-of-range string id, pipe or kind");
 }
 
 std::string flag_detail(const TraceLayout& layout, int64_t kind, const int64_t* row) {
@@ -344,10 +352,7 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     if (core.strings.size() >= (size_t{1} << 24) || core.quoted.size() != core.strings.size()) {
       throw std::invalid_argument("trace strings of " + core.pid + ": too many, or unquoted ones");
     }
-    for (size_t r = 0; r < core.rows; ++r) {
-      const int64_t* row = core.table + r * core.width;
-      check_ids(core, r, layout, row[layout.col.pipe], row[layout.col.kind]);
-    }
+    check_ids(core, layout);
   }
   TraceSummary sum;
   sum.per_core.resize(cores.size());

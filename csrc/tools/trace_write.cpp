@@ -299,8 +299,8 @@ void tally(SiteTotals& t, int code, const int64_t* row, const TraceLayout& layou
   t.count[code] += 1;
   t.cycles[code] += row[c.end] - row[c.start];
   t.bytes[code] += nbytes;
-  t.capacity[code] +=
-      (nbytes + layout.repeat_bytes - 1) / layout.repeat_bytes * layout.repeat_bytes;
+  const int64_t rb = layout.repeat_bytes;  // whole repeats: a mask for the usual power of two
+  t.capacity[code] += (rb & (rb - 1)) == 0 ? (nbytes + rb - 1) & -rb : (nbytes + rb - 1) / rb * rb;
   if (t.count[code] == 1) t.first_addr[code] = row[c.addr];  // the first execution's
 }
 

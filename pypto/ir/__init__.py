@@ -8,10 +8,15 @@ Names load on first use (``pypto.ir.print_program`` imports the printer then), s
 one piece — as ``import pypto.language`` does — does not load them all.
 """
 
+from __future__ import annotations
+
 import importlib
 import sys
 import types
-from typing import Any
+
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
+if TYPE_CHECKING:
+    from typing import Any
 
 _MODULES = {
     "bind": ("bind_call", "check_call", "infer_call_type"),

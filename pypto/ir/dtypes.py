@@ -7,7 +7,10 @@ can fold ``pl.FP32`` straight into IR nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from pypto.ir.dtypes import INDEX, DataType
 from pypto.ir.enums import MemorySpace
 
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
 if TYPE_CHECKING:
     from pypto.ir.expr import Expr
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import os.path
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import Direction, MemorySpace
 from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type
 from pypto.ir.types import MemRef as _IRMemRef
+
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int, ...]:

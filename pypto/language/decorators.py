@@ -10,9 +10,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
 
 from pypto.ir.enums import FunctionType
+
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class JitFunction:

@@ -7,10 +7,12 @@ Python raises :class:`pypto.errors.OutsideKernelError`.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
-
 from pypto.errors import OutsideKernelError
 from pypto.ir.enums import ForKind
+
+TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # The op table (pypto.ir.ops) is read when an op marker is first wanted, not at import:
 # `import pypto.language` stays light, and parsing a kernel needs the table anyway.

@@ -8,6 +8,7 @@ kernel to the compiler when it is called)."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,16 @@ def test_importing_the_language_loads_no_compiler() -> None:
     assert done.returncode == 0, done.stderr
     loaded = done.stdout
     assert "pypto.frontend" not in loaded and "pypto.passes" not in loaded and "pypto.runtime" not in loaded
+
+
+def test_importing_the_language_does_not_load_typing() -> None:
+    """Annotations are for the checker; ``typing`` is a tenth of the import's time. ``-S``:
+    without the site hooks, which may load it themselves."""
+    code = "import sys, pypto.language; print('typing' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
 
 
 def test_ir_modules_import_without_cycles() -> None:

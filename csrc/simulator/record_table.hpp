@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -27,7 +28,9 @@ enum RecordColumn : int {
   kRecordWidth
 };
 
-// Anonymous memory that grows without copying (mremap); move-only.
+// Anonymous memory that grows without copying (mremap); move-only. A large new part is
+// faulted in by a short-lived thread on another core while the owner goes on writing the
+// part it has: the kernel's zeroing of fresh pages is most of what recording costs.
 class GrowBuffer {
  public:
   GrowBuffer() = default;
@@ -45,6 +48,7 @@ class GrowBuffer {
   void reserve(size_t bytes);
   // Hands the mapping to the caller, who unmaps it with `unmap`.
   std::pair<void*, size_t> release() {
+    settle();
     auto out = std::make_pair(data_, bytes_);
     data_ = nullptr;
     bytes_ = 0;
@@ -53,12 +57,18 @@ class GrowBuffer {
   static void unmap(void* data, size_t bytes);
 
  private:
+  void settle() noexcept {  // the mapping may move or go only once the filler is done
+    if (filler_.joinable()) filler_.join();
+  }
   void swap(GrowBuffer& o) noexcept {
+    settle();
+    o.settle();
     std::swap(data_, o.data_);
     std::swap(bytes_, o.bytes_);
   }
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::thread filler_;
 };
 
 struct RecordFields {

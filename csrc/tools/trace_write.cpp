@@ -80,18 +80,49 @@ class Files {
   size_t header_at_ = 0, payload_ = 0;
 };
 
+// Text written at a raw position with room reserved beforehand (one check per event, not
+// per field). The position stays in a register while an event is written; as a member of
+// the chunk writer it would be reloaded after every store, since char stores alias it.
+struct Cursor {
+  char* p;
+  void put(std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+  void put(char c) { *p++ = c; }
+  void integer(int64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
+  // Cycles as trace microseconds (1 cycle = 1 ns): the exact decimal c / 1000, written as
+  // ".ddd" and cut back to its last nonzero digit.
+  void cycles_as_us(int64_t c) {
+    if (c < 0) {
+      put('-');
+      c = -c;
+    }
+    integer(c / 1000);
+    const auto frac = static_cast<int>(c % 1000);
+    if (frac == 0) return;
+    p[0] = '.';
+    p[1] = static_cast<char>('0' + frac / 100);
+    p[2] = static_cast<char>('0' + frac / 10 % 10);
+    p[3] = static_cast<char>('0' + frac % 10);
+    p += frac % 100 == 0 ? 2 : frac % 10 == 0 ? 3 : 4;
+  }
+};
+
 // The event text, formatted into chunks that the files write while the next one fills.
-// Appends are unchecked copies into room reserved beforehand (one check per event, not per
-// field).
 class Out {
  public:
   explicit Out(Files& files) : files_(files), chunk_(files.take()), buf_(chunk_->data.get()) {}
-  void reserve(size_t n) {
-    if (pos_ + n <= chunk_->capacity) return;
-    flush();
-    chunk_->grow(n);
-    buf_ = chunk_->data.get();
+  // Room for `n` more bytes, then where to write them.
+  Cursor reserve(size_t n) {
+    if (pos_ + n > chunk_->capacity) {
+      flush();
+      chunk_->grow(n);
+      buf_ = chunk_->data.get();
+    }
+    return {buf_ + pos_};
   }
+  void advance(Cursor c) { pos_ = static_cast<size_t>(c.p - buf_); }
   void flush() {
     chunk_->used = pos_;
     files_.emit(chunk_);
@@ -100,30 +131,9 @@ class Out {
     pos_ = 0;
   }
   void put(std::string_view s) {
-    std::memcpy(buf_ + pos_, s.data(), s.size());
-    pos_ += s.size();
-  }
-  void put(char c) { buf_[pos_++] = c; }
-  void integer(int64_t v) {
-    auto [end, ec] = std::to_chars(buf_ + pos_, buf_ + chunk_->capacity, v);
-    pos_ = static_cast<size_t>(end - buf_);
-  }
-  // Cycles as trace microseconds (1 cycle = 1 ns): the exact decimal c / 1000.
-  void cycles_as_us(int64_t c) {
-    if (c < 0) {
-      put('-');
-      c = -c;
-    }
-    integer(c / 1000);
-    int64_t frac = c % 1000;
-    if (frac == 0) return;
-    const char digits[3] = {static_cast<char>('0' + frac / 100),
-                            static_cast<char>('0' + frac / 10 % 10),
-                            static_cast<char>('0' + frac % 10)};
-    size_t n = 3;
-    while (digits[n - 1] == '0') --n;
-    put('.');
-    put(std::string_view(digits, n));
+    Cursor c = reserve(s.size());
+    c.put(s);
+    advance(c);
   }
 
  private:
@@ -242,7 +252,7 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
 }
 
 // An operation's event (kind 0), from its static text.
-void append_op(Out& out, const SiteText& t, const int64_t* row, const RecordColumns& c) {
+void append_op(Cursor& out, const SiteText& t, const int64_t* row, const RecordColumns& c) {
   out.put(t.head);
   out.cycles_as_us(row[c.start]);
   out.put(",\"dur\":");
@@ -255,7 +265,7 @@ void append_op(Out& out, const SiteText& t, const int64_t* row, const RecordColu
 }
 
 // A sync record's "X" event: the slice a SET_FLAG / WAIT_FLAG / BAR occupies on its pipe.
-void append_sync(Out& out, const CoreRecordsView& core, const TraceLayout& layout,
+void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& layout,
                  const int64_t* row, size_t r, const std::string& pc, DetailCache& details) {
   const auto& c = layout.col;
   const int64_t kind = row[c.kind];
@@ -331,14 +341,15 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     }
     const SiteText& text = *slot.second;
     tally(sum.per_core[k], text.code, row, layout);
-    out.reserve(bound);
-    if (!first) out.put(',');
+    Cursor w = out.reserve(bound);
+    if (!first) w.put(',');
     first = false;
     if (row[layout.col.kind] == 0) {
-      append_op(out, text, row, layout.col);
+      append_op(w, text, row, layout.col);
     } else {
-      append_sync(out, core, layout, row, r, pcs[text.code], details);
+      append_sync(w, core, layout, row, r, pcs[text.code], details);
     }
+    out.advance(w);
   }
 }
 
@@ -358,7 +369,6 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
   sum.per_core.resize(cores.size());
   Files files(json_path, bin_path, bin_prefix);
   Out out(files);
-  out.reserve(layout.head.size());
   out.put(layout.head);
   bool first = layout.head.empty() || layout.head.back() == '[';
   SiteTable sites;
@@ -368,7 +378,6 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     sum.events += cores[k].rows;
   }
   for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());
-  out.reserve(layout.tail.size());
   out.put(layout.tail);
   out.flush();
   files.finish();

@@ -39,14 +39,14 @@ pypto_tensor describe(const py::array& a, int code, size_t index) {
 // An array over a buffer the core model filled, owned by the array from now on (no copy).
 template <class T>
 py::array_t<T> hand_over(GrowBuffer& buffer, std::vector<py::ssize_t> shape) {
-  auto [data, bytes] = buffer.release();
-  if (data == nullptr) return py::array_t<T>(shape);
-  py::capsule owner(new std::pair<void*, size_t>(data, bytes), [](void* p) {
-    auto* mapping = static_cast<std::pair<void*, size_t>*>(p);
-    GrowBuffer::unmap(mapping->first, mapping->second);
+  const Mapping m = buffer.release();
+  if (m.data == nullptr) return py::array_t<T>(shape);
+  py::capsule owner(new Mapping(m), [](void* p) {
+    auto* mapping = static_cast<Mapping*>(p);
+    GrowBuffer::recycle(*mapping);
     delete mapping;
   });
-  return py::array_t<T>(shape, static_cast<T*>(data), owner);
+  return py::array_t<T>(shape, static_cast<T*>(m.data), owner);
 }
 
 // Records as one int64 table (a row per instruction, RECORD_COLUMNS order) plus interned

@@ -6,10 +6,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <thread>
 #include <unordered_map>
-#include <utility>
 #include <vector>
+
+#include "simulator/grow_buffer.hpp"
 
 namespace pypto {
 
@@ -26,49 +26,6 @@ enum RecordColumn : int {
   kColFlagDst,
   kColFlagId,
   kRecordWidth
-};
-
-// Anonymous memory that grows without copying (mremap); move-only. A large new part is
-// faulted in by a short-lived thread on another core while the owner goes on writing the
-// part it has: the kernel's zeroing of fresh pages is most of what recording costs.
-class GrowBuffer {
- public:
-  GrowBuffer() = default;
-  GrowBuffer(const GrowBuffer&) = delete;
-  GrowBuffer& operator=(const GrowBuffer&) = delete;
-  GrowBuffer(GrowBuffer&& o) noexcept { swap(o); }
-  GrowBuffer& operator=(GrowBuffer&& o) noexcept {
-    GrowBuffer(std::move(o)).swap(*this);
-    return *this;
-  }
-  ~GrowBuffer();
-  void* data() const { return data_; }
-  size_t capacity() const { return bytes_; }
-  // Makes room for at least `bytes` (throws std::bad_alloc when the OS refuses).
-  void reserve(size_t bytes);
-  // Hands the mapping to the caller, who unmaps it with `unmap`.
-  std::pair<void*, size_t> release() {
-    settle();
-    auto out = std::make_pair(data_, bytes_);
-    data_ = nullptr;
-    bytes_ = 0;
-    return out;
-  }
-  static void unmap(void* data, size_t bytes);
-
- private:
-  void settle() noexcept {  // the mapping may move or go only once the filler is done
-    if (filler_.joinable()) filler_.join();
-  }
-  void swap(GrowBuffer& o) noexcept {
-    settle();
-    o.settle();
-    std::swap(data_, o.data_);
-    std::swap(bytes_, o.bytes_);
-  }
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-  std::thread filler_;
 };
 
 struct RecordFields {
@@ -131,7 +88,8 @@ class RecordTable {
   }
   int32_t intern_slow(const char* s);
 
-  GrowBuffer table_, names_, locs_;
+  // Kinds for the buffers' spares (grow_buffer.hpp): tables are reused by tables, and so on.
+  GrowBuffer table_{0}, names_{1}, locs_{2};
   size_t rows_ = 0, capacity_ = 0;
   std::vector<const char*> strings_;
   std::unordered_map<const char*, int32_t> ids_;

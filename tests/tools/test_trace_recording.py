@@ -3,6 +3,7 @@ that recording changes nothing about the run."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from pathlib import Path
@@ -141,3 +142,29 @@ def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Pat
     evs = [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
     assert [e["args"]["source_line"] for e in evs[1:]] == cols["loc"][1:]
     assert [round(e["ts"] * 1000) for e in evs] == cols["start"].tolist()
+
+
+def test_a_dropped_reports_record_memory_serves_the_next_run_and_never_a_live_one(fixture_kernel):
+    """Record buffers of a report that is gone are reused (their pages are already in); those of
+    a live report never are, and a reused buffer's older, longer contents never show."""
+    kernel = fixture_kernel("vec_loop")
+
+    def traced(n: int):
+        return run_kernel_file(kernel, [n], record=True, name="vec_loop", isolate=False).tasks[0].trace
+
+    def table_at(trace) -> int:
+        return trace.raw["table"].__array_interface__["data"][0]
+
+    dropped = traced(40_000)
+    dropped_at = table_at(dropped)
+    del dropped
+    gc.collect()  # its buffers are spares now
+    live = traced(30_000)
+    assert table_at(live) == dropped_at  # started from the 40,000-row spare
+    kept = {k: np.array(live.columns[k]) for k in ("index", "start", "end")}
+    fresh = traced(40_000)
+    assert len(live) == 30_001 and live.columns["index"].tolist() == list(range(30_001))
+    for k, v in kept.items():
+        np.testing.assert_array_equal(live.columns[k], v)
+    assert fresh.columns["index"].tolist() == list(range(40_001))
+    assert not np.shares_memory(live.columns["start"], fresh.columns["start"])

@@ -136,7 +136,7 @@ VM_INLINE T bin(T x, T y) {
 }
 
 template <int OP>
-VM_INLINE float funary(float x) {
+VM_INLINE float unary(float x) {
   if constexpr (OP == PYPTO_EXP)
     return exp_f32(x);
   else if constexpr (OP == PYPTO_LOG)
@@ -154,7 +154,7 @@ VM_INLINE float funary(float x) {
 }
 
 template <int OP>
-VM_INLINE uint32_t iunary(uint32_t x) {
+VM_INLINE uint32_t unary(uint32_t x) {
   if constexpr (OP == PYPTO_RELU)
     return int32_t(x) > 0 ? x : 0u;
   else if constexpr (OP == PYPTO_NEG)

@@ -63,9 +63,28 @@ VM_HOT void i32_binary_s(int op, uint32_t* d, const uint32_t* a, uint32_t s, siz
   binary_scalar_loop(op, d, a, s, n);
 }
 
+// relu, neg and abs, the unary ops of both fp32 and int32-in-uint32.
+template <class T>
+VM_INLINE void sign_unary_loop(int op, T* d, const T* a, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = unary<OP>(a[i])
+  switch (op) {
+    case PYPTO_RELU:
+      VM_CALL(PYPTO_RELU);
+      break;
+    case PYPTO_NEG:
+      VM_CALL(PYPTO_NEG);
+      break;
+    default:
+      VM_CALL(PYPTO_ABS);
+      break;
+  }
+#undef VM_CALL
+}
+
 VM_HOT void f32_unary(int op, float* d, const float* a, size_t n) {
 #define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = funary<OP>(a[i])
+  for (size_t i = 0; i < n; ++i) d[i] = unary<OP>(a[i])
   switch (op) {
     case PYPTO_EXP:
       if (exp_f32_avx512_available()) return exp_f32_avx512(d, a, n);  // same bits, faster
@@ -80,34 +99,15 @@ VM_HOT void f32_unary(int op, float* d, const float* a, size_t n) {
     case PYPTO_RECIP:
       VM_CALL(PYPTO_RECIP);
       break;
-    case PYPTO_RELU:
-      VM_CALL(PYPTO_RELU);
-      break;
-    case PYPTO_NEG:
-      VM_CALL(PYPTO_NEG);
-      break;
     default:
-      VM_CALL(PYPTO_ABS);
+      sign_unary_loop(op, d, a, n);
       break;
   }
 #undef VM_CALL
 }
 
 VM_HOT void i32_unary(int op, uint32_t* d, const uint32_t* a, size_t n) {
-#define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = iunary<OP>(a[i])
-  switch (op) {
-    case PYPTO_RELU:
-      VM_CALL(PYPTO_RELU);
-      break;
-    case PYPTO_NEG:
-      VM_CALL(PYPTO_NEG);
-      break;
-    default:
-      VM_CALL(PYPTO_ABS);
-      break;
-  }
-#undef VM_CALL
+  sign_unary_loop(op, d, a, n);
 }
 
 // neg/abs/relu on fp16/bf16 need no arithmetic: they are exact on the bit patterns.

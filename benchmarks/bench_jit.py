@@ -25,28 +25,15 @@ from pathlib import Path
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
 import numpy as np  # noqa: E402
+from _common import NT, TC, TR, best_of, seed_kernel  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import _native  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
 
+HERE = Path(__file__).resolve().parent
 CFG = RunConfig(platform="a2a3sim")
-NT, TR, TC = 8, 64, 128
 BIG_TILES = 512  # 512 x [64, 128] fp32 = 16 MiB
-
-
-def make_seed_kernel():
-    """A fresh kernel object each time, so nothing is cached in-process."""
-
-    @pl.jit
-    def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            for i in pl.range(NT):
-                tile = pl.load(a, [i * TR, 0], [TR, TC])
-                pl.store(pl.exp(tile), [i * TR, 0], out)
-        return out
-
-    return single_buffer
 
 
 @pl.jit
@@ -57,17 +44,11 @@ def tiny(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-@pl.jit
-def big_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(BIG_TILES):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
+big_exp = seed_kernel(BIG_TILES)
 
-
-CHILD = """
+CHILD = f"""
 import resource
+import sys
 import time
 
 
@@ -82,18 +63,10 @@ import pypto.language as pl
 t1, c1 = time.perf_counter(), cpu()
 from pypto.runtime import RunConfig
 
-NT, TR, TC = 8, 64, 128
+sys.path.insert(0, {str(HERE)!r})
+from _common import NT, TR, TC, seed_kernel
 
-
-@pl.jit
-def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
+single_buffer = seed_kernel()
 a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
 out = np.zeros_like(a)
 config = RunConfig(platform="a2a3sim")
@@ -137,22 +110,13 @@ def new_process_calls(trials: int = 5) -> dict[str, tuple[float, float]]:
     }
 
 
-def best_of(fn, n: int) -> float:
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def first_call() -> tuple[float, float]:
     a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
-    kernel = make_seed_kernel()
+    kernel = seed_kernel()
     t0 = time.perf_counter()
     kernel(a, np.zeros_like(a), config=CFG)
     cold = time.perf_counter() - t0
-    kernel = make_seed_kernel()  # new object: parse + passes + codegen again, build cache hit
+    kernel = seed_kernel()  # new object: parse + passes + codegen again, build cache hit
     t0 = time.perf_counter()
     kernel(a, np.zeros_like(a), config=CFG)
     return cold, time.perf_counter() - t0

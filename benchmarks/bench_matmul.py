@@ -31,6 +31,7 @@ except ImportError:  # the reference falls back to numpy's fp32 matmul (said in 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 import gemm_kernels as gk  # noqa: E402
+from _common import best_of  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 
@@ -47,15 +48,6 @@ def tile_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         rb = pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
         pl.store(pl.matmul(la, rb), [0, 0], c)
     return c
-
-
-def best_of(fn, n: int, *args) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def operands(m: int, k: int, n: int, dtype) -> tuple[np.ndarray, np.ndarray]:

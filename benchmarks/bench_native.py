@@ -19,6 +19,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
+from _common import best_of  # noqa: E402
+
 from pypto import _native  # noqa: E402
 from pypto.runtime import run_kernel_file  # noqa: E402
 from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
@@ -27,15 +29,6 @@ ROWS, COLS = 64, 128  # one 32 KiB fp32 tile; 32 reps = 1 MiB of work
 REPS = 32
 ADD, MUL, DIV = 0, 2, 3
 EXP, LOG, SQRT, RECIP, RELU = 0, 1, 2, 3, 4
-
-
-def best_of(fn, n=7) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def op_table(so: Path) -> list[tuple[str, float, float]]:
@@ -64,13 +57,13 @@ def op_table(so: Path) -> list[tuple[str, float, float]]:
         def run(reps, out=out, kind=kind, op=op):
             return lambda: run_kernel_file(so, [a, b, out, kind, op, reps], outputs={2}, isolate=False)
 
-        ours = best_of(run(REPS)) - best_of(run(0))
-        rows.append((name, ours, best_of(ref)))
+        ours = best_of(run(REPS), 7) - best_of(run(0), 7)
+        rows.append((name, ours, best_of(ref, 7)))
     return rows
 
 
 def model_throughput(so: Path, n: int = 2_000_000) -> float:
-    t = best_of(lambda: run_kernel_file(so, [n], isolate=False), n=3)
+    t = best_of(lambda: run_kernel_file(so, [n], isolate=False), 3)
     return (n + 1) / t
 
 

@@ -26,32 +26,15 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
-import pypto.language as pl  # noqa: E402
+from _common import NT, TC, TR, best_of, seed_kernel  # noqa: E402
+
 from pypto.runtime import RunConfig, run_kernel_file  # noqa: E402
 from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
 from pypto.runtime.trace import write_traces  # noqa: E402
 from pypto.tools.clean_sim_trace import clean_file  # noqa: E402
 from pypto.tools.opprof_format import pack_block  # noqa: E402
 
-NT, TR, TC = 8, 64, 128
-
-
-@pl.jit
-def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(NT):
-            tile = pl.load(a, [i * TR, 0], [TR, TC])
-            pl.store(pl.exp(tile), [i * TR, 0], out)
-    return out
-
-
-def best_of(fn, n: int = 5) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+single_buffer = seed_kernel()
 
 
 def jit_overhead(tmp: Path) -> list[tuple[str, float, float]]:

@@ -7,27 +7,13 @@ table), and the AST walker (:mod:`.parser`, :mod:`.function`, :mod:`.control`,
 user's ``file:line:col``.
 """
 
-import importlib
-from typing import Any
+from pypto._lazy import lazy_exports
 
 _EXPORTS = {
-    "parse_class": "pypto.frontend.parser",
-    "parse_file": "pypto.frontend.parser",
-    "parse_jit": "pypto.frontend.parser",
-    "parse_text": "pypto.frontend.parser",
-    "OutParamWriteDropped": "pypto.frontend.semantic",
+    "pypto.frontend.parser": ("parse_class", "parse_file", "parse_jit", "parse_text"),
+    "pypto.frontend.semantic": ("OutParamWriteDropped",),
 }
 
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: a call served by the program cache needs only ``specialize``.
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    try:  # a submodule, as `pypto.frontend.<module>`
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-    raise AttributeError(f"module 'pypto.frontend' has no attribute {name!r}")
+# Loaded on first use: a call served by the program cache needs only ``specialize``;
+# other names are submodules, as `pypto.frontend.<module>`.
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=True)

@@ -26,20 +26,20 @@ Test: tests/passes/test_allocate_memory_addr.py
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from pypto.errors import MemoryCapacityError
+from pypto.ir.expr import Expr
 from pypto.ir.stmt import Function, Program
-from pypto.ir.types import MemRef, TileType
-from pypto.ir.visit import retype
+from pypto.ir.types import MemRef
 from pypto.passes.context import PassContext
 from pypto.passes.memory import map_generated_kernels
 from pypto.passes.memory.pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
+    bind_storage,
     buffers,
-    check_copies,
-    drop_copies,
     group_storage,
 )
 from pypto.passes.memory.tile_storage import Groups
@@ -98,21 +98,19 @@ def _overflow(fn: Function, groups: Groups, buf: Buffer, busy: list[Buffer], lim
 
 
 # --- rewriting -----------------------------------------------------------------------------------
-def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
-    live, types = groups.live, {}
-    by_root = {b.root: b for b in bufs}
+def _memref(bufs: list[Buffer]) -> Callable[[Buffer, Expr | None], MemRef]:
+    """A buffer's MemRef: its declaration's, else ``mem_<space>_<k>`` (k: by offset in the
+    space), at the buffer's offset."""
     ordinal: dict[str, int] = {}
     for space in {b.space for b in bufs}:
         for k, b in enumerate(sorted((b for b in bufs if b.space == space), key=lambda b: b.offset)):
             ordinal[b.root] = k
-    for name, var in live.vars.items():
-        b = by_root[groups.find(name)]
-        t = var.type
-        own = t.memref.index if t.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
+
+    def memref(b: Buffer, own: Expr | None) -> MemRef:
         ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}")
-        ref = dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
-        types[name] = dataclasses.replace(t, memref=ref)  # type: ignore[type-var]
-    return types  # type: ignore[return-value]
+        return dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
+
+    return memref
 
 
 def _allocate(fn: Function, ctx: PassContext) -> Function:
@@ -129,9 +127,7 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
-    check_copies(fn, copies)
-    return dataclasses.replace(fn, pipeline_groups=())  # consumed by the gate above
+    return bind_storage(fn, groups, copies, bufs, _memref(bufs))  # pipeline groups: used by the gate
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:

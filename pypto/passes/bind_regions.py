@@ -17,23 +17,19 @@ Test: tests/passes/test_bind_regions.py
 
 from __future__ import annotations
 
-import dataclasses
-
 from pypto.errors import MemoryCapacityError
+from pypto.ir.expr import Expr
 from pypto.ir.stmt import Function, Program
-from pypto.ir.types import TILE_REGION_PREFIX, MemRef, TileType
-from pypto.ir.visit import retype
+from pypto.ir.types import TILE_REGION_PREFIX, MemRef
 from pypto.passes.context import PassContext
 from pypto.passes.memory import map_generated_kernels
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
+    bind_storage,
     buffers,
-    check_copies,
-    drop_copies,
     group_storage,
 )
-from pypto.passes.memory.tile_storage import Groups
 
 
 def _align(n: int, a: int) -> int:
@@ -62,23 +58,15 @@ def _check_fits(fn: Function, bufs: list[Buffer], ctx: PassContext) -> None:
             )
 
 
-def _types(groups: Groups, bufs: list[Buffer]) -> dict[str, TileType]:
-    by_root, types = {b.root: b for b in bufs}, {}
-    for name, var in groups.live.vars.items():
-        b = by_root[groups.find(name)]
-        own = var.type.memref.index if var.type.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
-        ref = MemRef(region_name(b), slots=b.slots, index=own, size=b.slot_bytes)
-        types[name] = dataclasses.replace(var.type, memref=ref)  # type: ignore[type-var]
-    return types  # type: ignore[return-value]
+def _memref(b: Buffer, own: Expr | None) -> MemRef:
+    return MemRef(region_name(b), slots=b.slots, index=own, size=b.slot_bytes)
 
 
 def _bind(fn: Function, ctx: PassContext) -> Function:
     fn, copies, groups = group_storage(fn)
     bufs = buffers(groups)
     _check_fits(fn, bufs, ctx)
-    fn = drop_copies(retype(fn, _types(groups, bufs)), groups, copies)  # type: ignore[arg-type]
-    check_copies(fn, copies)
-    return dataclasses.replace(fn, pipeline_groups=())
+    return bind_storage(fn, groups, copies, bufs, _memref)
 
 
 def bind_regions(program: Program, ctx: PassContext) -> Program:

@@ -5,25 +5,15 @@ Names load lazily so that ``pypto.runtime.build`` works without the native modul
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pypto._lazy import lazy_exports
 
 _EXPORTS = {
-    "RunConfig": "pypto.runtime.config",
-    "CompiledProgram": "pypto.runtime.jit",
-    "run_kernel_file": "pypto.runtime.launch",
-    "PIPES": "pypto.runtime.report",
-    "InstrTrace": "pypto.runtime.report",
-    "RunReport": "pypto.runtime.report",
-    "TaskReport": "pypto.runtime.report",
-    "run": "pypto.runtime.entry",
-    "UpstreamOptionWarning": "pypto.runtime.upstream_options",
+    "pypto.runtime.config": ("RunConfig",),
+    "pypto.runtime.entry": ("run",),
+    "pypto.runtime.jit": ("CompiledProgram",),
+    "pypto.runtime.launch": ("run_kernel_file",),
+    "pypto.runtime.report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),
+    "pypto.runtime.upstream_options": ("UpstreamOptionWarning",),
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pypto.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

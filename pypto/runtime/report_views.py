@@ -146,15 +146,11 @@ def _bound_line(kind: str, b: Bound) -> str:
     return f"  bound ({kind}): {b.pipe} ({b.utilisation:.1%} busy on {b.core}; {ratio})"
 
 
+_BOUND_KEYS = ("pipe", "core", "utilisation", "latency_bound", "busy", "ratio")
+
+
 def _bound_dict(b: Bound) -> dict[str, Any]:
-    return {
-        "pipe": b.pipe,
-        "core": b.core,
-        "utilisation": b.utilisation,
-        "latency_bound": b.latency_bound,
-        "busy": b.busy,
-        "ratio": b.ratio,
-    }
+    return {k: getattr(b, k) for k in _BOUND_KEYS}
 
 
 def task_table(report: RunReport) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pypto import __version__
 from pypto.errors import PyptoError
+from pypto.tools._cli import write_report
 from pypto.tools.memory_map_page import render_page
 from pypto.tools.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
 
@@ -92,13 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--platform", default="a2a3sim", help="capacities from this platform (default a2a3sim)")
     args = p.parse_args(argv)
-    try:
-        out = write_map(args.path, args.output, args.platform)
-    except (MapError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {out}")
-    return 0
+    return write_report(lambda: write_map(args.path, args.output, args.platform), (MapError, OSError))
 
 
 if __name__ == "__main__":

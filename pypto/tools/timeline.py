@@ -26,6 +26,7 @@ from typing import Any
 
 from pypto.errors import PyptoError
 from pypto.runtime.report import PIPES, RunReport
+from pypto.tools._cli import write_report
 from pypto.tools.timeline_page import render_page
 
 # How trace.json spells pipes inside a flag's ``args.detail`` (the vendor's names).
@@ -337,13 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", type=Path, default=Path("timeline.html"), help="HTML file to write")
     p.add_argument("--version", action="version", version=f"pypto {__version__}")
     args = p.parse_args(argv)
-    try:
-        out = write_page(load_model(args.path), args.output)
-    except (TimelineError, OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {out}")
-    return 0
+    errors = (TimelineError, OSError, ValueError)
+    return write_report(lambda: write_page(load_model(args.path), args.output), errors)
 
 
 if __name__ == "__main__":

@@ -6,22 +6,12 @@ See ``docs/tuning.md``. Names load on first use: ``import pypto.language`` (whic
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pypto._lazy import lazy_exports
 
 _EXPORTS = {
-    "Autotuned": "pypto.tune.autotune",
-    "autotune": "pypto.tune.autotune",
-    "SweepResult": "pypto.tune.runner",
-    "points": "pypto.tune.runner",
-    "sweep": "pypto.tune.runner",
-    "TuneError": "pypto.tune.errors",
+    "pypto.tune.autotune": ("Autotuned", "autotune"),
+    "pypto.tune.errors": ("TuneError",),
+    "pypto.tune.runner": ("SweepResult", "points", "sweep"),
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pypto.tune' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -21,30 +21,28 @@ def fused(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
-@pl.jit
-def fused_up_down(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
-        for i in pl.range(BLOCKS):
-            acc = pl.matmul(
-                pl.move(pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
-                pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
-            )
-            x = pl.move(acc, target_memory=pl.Mem.Vec)
-            pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
-    return c
+def split_epilogue(mode: pl.SplitMode):
+    """``fused`` with each block's epilogue split between the two AIVs by ``mode``."""
+
+    @pl.jit
+    def fused_split(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+            for i in pl.range(BLOCKS):
+                acc = pl.matmul(
+                    pl.move(
+                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                    ),
+                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+                )
+                x = pl.move(acc, target_memory=pl.Mem.Vec)
+                pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
+        return c
+
+    return fused_split
 
 
-@pl.jit
-def fused_left_right(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
-        for i in pl.range(BLOCKS):
-            acc = pl.matmul(
-                pl.move(pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
-                pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
-            )
-            x = pl.move(acc, target_memory=pl.Mem.Vec)
-            pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
-    return c
+fused_up_down = split_epilogue(pl.SplitMode.UP_DOWN)
+fused_left_right = split_epilogue(pl.SplitMode.LEFT_RIGHT)
 
 
 @pl.jit

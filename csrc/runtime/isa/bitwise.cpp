@@ -40,12 +40,8 @@ void need_int(const TileView& t, const char* op) {
   }
 }
 
-void issue(const char* op, const TileView& d, std::initializer_list<const TileView*> in) {
-  AccessList acc;
-  for (const TileView* t : in) acc.add(t->access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(VecClass::kBitwise, d.valid_bytes()), op, acc,
-           static_cast<uint64_t>(d.valid_bytes()), d.addr);
+void issue(const char* op, const TileView& d, const TileView* a, const TileView* b = nullptr) {
+  issue_vector_op(op, VecClass::kBitwise, d.valid_bytes(), d, a, b);
 }
 
 TileView operand(const pypto_tile* t, const char* op, const char* name, const TileView* like) {
@@ -62,8 +58,7 @@ TileView operand(const pypto_tile* t, const char* op, const char* name, const Ti
 
 extern "C" void pypto_tbitwise(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                const pypto_tile* b) {
-  if (opc < PYPTO_AND || opc > PYPTO_SHR) fail(ErrorKind::kInternal, "TBITWISE", "unknown op");
-  const char* op = kNames[opc];
+  const char* op = op_name(kNames, opc, "TBITWISE");
   TileView x = operand(a, op, "a", nullptr);
   TileView y = operand(b, op, "b", &x);
   TileView d = operand(dst, op, "dst", &x);
@@ -74,13 +69,12 @@ extern "C" void pypto_tbitwise(int32_t opc, const pypto_tile* dst, const pypto_t
       store_i64(d.dtype, d.row(r) + c * d.esize, v);
     }
   }
-  issue(op, d, {&x, &y});
+  issue(op, d, &x, &y);
 }
 
 extern "C" void pypto_tbitwise_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                       int64_t s) {
-  if (opc < PYPTO_AND || opc > PYPTO_SHR) fail(ErrorKind::kInternal, "TBITWISES", "unknown op");
-  const char* op = kScalarNames[opc];
+  const char* op = op_name(kScalarNames, opc, "TBITWISES");
   TileView x = operand(a, op, "a", nullptr);
   TileView d = operand(dst, op, "dst", &x);
   if ((opc == PYPTO_SHL || opc == PYPTO_SHR) && s < 0) {
@@ -92,7 +86,7 @@ extern "C" void pypto_tbitwise_scalar(int32_t opc, const pypto_tile* dst, const 
       store_i64(d.dtype, d.row(r) + c * d.esize, v);
     }
   }
-  issue(op, d, {&x});
+  issue(op, d, &x);
 }
 
 extern "C" void pypto_tnot(const pypto_tile* dst, const pypto_tile* a) {
@@ -104,5 +98,5 @@ extern "C" void pypto_tnot(const pypto_tile* dst, const pypto_tile* a) {
       store_i64(d.dtype, d.row(r) + c * d.esize, ~load_i64(x.dtype, x.row(r) + c * x.esize));
     }
   }
-  issue(op, d, {&x});
+  issue(op, d, &x);
 }

@@ -179,6 +179,18 @@ void refuse_shapes(const TileView& a, const TileView& b, const char* op, const c
            shape_text(b.valid_rows, b.valid_cols) + ")");
 }
 
+void check_elementwise(const TileView& dst, const TileView& a, const TileView* b, const char* op) {
+  if (b != nullptr) check_same_dtype(a, *b, op, "a and b");
+  check_same_dtype(dst, a, op, "dst and a");
+  if (b != nullptr) check_same_valid_shape(a, *b, op, "a and b");
+  check_same_valid_shape(dst, a, op, "dst and a");
+}
+
+void check_supported(bool ok, const char* op, int dtype) {
+  if (!ok)
+    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
+}
+
 OpDesc vector_op(VecClass c, int64_t bytes) {
   OpDesc d;
   d.cls = OpClass::kVector;
@@ -250,6 +262,19 @@ void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView
   if (b != nullptr) in.accesses.add(b->access(false));
   in.accesses.add(dst.access(true));
   core.model.issue(in);
+}
+
+void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
+                  const TileView& dst) {
+  AccessList acc;
+  acc.add(src.access(false));
+  if (scratch != nullptr) acc.add(scratch->access(true));
+  acc.add(dst.access(true));
+  OpDesc d;
+  d.cls = cls;
+  d.bytes = src.valid_bytes();
+  d.rows = src.valid_rows;
+  issue_op(PYPTO_VECTOR, d, name, acc, static_cast<uint64_t>(src.valid_bytes()), dst.addr);
 }
 
 }  // namespace pypto::isa

@@ -91,7 +91,25 @@ inline void check_same_valid_shape(const TileView& a, const TileView& b, const c
                                    const char* what) {
   if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) refuse_shapes(a, b, op, what);
 }
+// An elementwise op's operands agree: b (if any) with a, then dst with a; dtypes first.
+void check_elementwise(const TileView& dst, const TileView& a, const TileView* b, const char* op);
+// The input `a` of a one-input elementwise op: a Vec tile of dst's dtype and valid shape.
+inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const char* op) {
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  check_elementwise(dst, x, nullptr, op);
+  return x;
+}
+// Refuses an op the vector unit does not implement on `dtype` (`ok`: it does).
+void check_supported(bool ok, const char* op, int dtype);
 std::string shape_text(int64_t rows, int64_t cols);
+
+// The name of opcode `opc` in its family's table, which is indexed by the opcode; another
+// opcode is an internal error reported under the family's name.
+template <size_t N>
+const char* op_name(const char* const (&names)[N], int32_t opc, const char* family) {
+  if (opc < 0 || opc >= static_cast<int32_t>(N)) fail(ErrorKind::kInternal, family, "unknown op");
+  return names[opc];
+}
 
 // Issues an op instruction on the current core's timing model; `op` says what the cost
 // model prices.
@@ -110,6 +128,11 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
 // writing `dst`: issue_op without the intermediate access list.
 void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
                      const TileView* a, const TileView* b);
+
+// A Vec instruction priced per row of `src` (`cls`: a row reduction or a transpose): it reads
+// src, clobbers the scratch tile if any and writes dst.
+void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
+                  const TileView& dst);
 
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);

@@ -62,14 +62,7 @@ extern "C" void pypto_ttrans(const pypto_tile* dst, const pypto_tile* src) {
   if (s.esize == 2) transpose_as<uint16_t>(d, s);
   if (s.esize == 4) transpose_as<uint32_t>(d, s);
   if (s.esize == 8) transpose_as<uint64_t>(d, s);
-  AccessList acc;
-  acc.add(s.access(false));
-  acc.add(d.access(true));
-  OpDesc t;
-  t.cls = OpClass::kTranspose;
-  t.bytes = s.valid_bytes();
-  t.rows = s.valid_rows;
-  issue_op(PYPTO_VECTOR, t, op, acc, static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  issue_row_op(op, OpClass::kTranspose, s, nullptr, d);
 }
 
 extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int32_t pad_mode) {
@@ -91,11 +84,7 @@ extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int
       std::memmove(d.row(r), s.row(r), static_cast<size_t>(keep * s.esize));
     vm::fill(d.dtype, d.row(r) + keep * d.esize, v, static_cast<size_t>(d.valid_cols - keep));
   }
-  AccessList acc;
-  acc.add(s.access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(VecClass::kCopy, d.valid_bytes()), op, acc,
-           static_cast<uint64_t>(d.valid_bytes()), d.addr);
+  issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, &s, nullptr);
 }
 
 extern "C" void pypto_treshape(const pypto_tile* dst, const pypto_tile* src) {

@@ -69,37 +69,38 @@ PYPTO_INLINE void rows(const float* A, int64_t k, const float* B, int64_t n, flo
   for (; j < n; ++j) column<R>(A, k, B + j, n, Cm + j, ldc, accumulate);
 }
 
+// One C (+)= A x B (see matmul_f32).
+struct Gemm {
+  const float* A;
+  const float* B;
+  float* C;
+  int64_t ldc, m, k, n;
+  bool accumulate;
+};
+
 // R rows x C vectors at a time: R C vector sums stay in registers, so each loaded B vector
 // feeds R products and each broadcast A value C. The blocking only changes which sums run
 // side by side, never one sum's order.
 template <typename V, int R, int C>
-PYPTO_INLINE void blocked(const float* A, const float* B, float* Cm, int64_t ldc, int64_t m,
-                          int64_t k, int64_t n, bool accumulate) {
+PYPTO_INLINE void blocked(const Gemm& g) {
+  const float *A = g.A, *B = g.B;
+  float* Cm = g.C;
+  const int64_t ldc = g.ldc, m = g.m, k = g.k, n = g.n;
+  const bool acc = g.accumulate;
   int64_t i = 0;
-  for (; i + R <= m; i += R) rows<V, R, C>(A + i * k, k, B, n, Cm + i * ldc, ldc, accumulate);
-  for (; i + 4 <= m; i += 4) rows<V, 4, 2>(A + i * k, k, B, n, Cm + i * ldc, ldc, accumulate);
-  for (; i < m; ++i) rows<V, 1, 2>(A + i * k, k, B, n, Cm + i * ldc, ldc, accumulate);
+  for (; i + R <= m; i += R) rows<V, R, C>(A + i * k, k, B, n, Cm + i * ldc, ldc, acc);
+  for (; i + 4 <= m; i += 4) rows<V, 4, 2>(A + i * k, k, B, n, Cm + i * ldc, ldc, acc);
+  for (; i < m; ++i) rows<V, 1, 2>(A + i * k, k, B, n, Cm + i * ldc, ldc, acc);
 }
 
 // AVX-512 has 32 vector registers: 6 rows x 4 vectors of sums, 4 of B, 1 broadcast (measured
 // ~15% faster than 8 x 2 on a 128 x 256 x 128 tile).
-__attribute__((target("avx512f"))) void matmul_avx512(const float* A, const float* B, float* C,
-                                                      int64_t ldc, int64_t m, int64_t k, int64_t n,
-                                                      bool accumulate) {
-  blocked<v16, 6, 4>(A, B, C, ldc, m, k, n, accumulate);
-}
+__attribute__((target("avx512f"))) void matmul_avx512(const Gemm& g) { blocked<v16, 6, 4>(g); }
 
 // AVX2 has 16: 4 rows x 2 vectors of sums, 2 of B, 1 broadcast.
-__attribute__((target("avx2"))) void matmul_avx2(const float* A, const float* B, float* C,
-                                                 int64_t ldc, int64_t m, int64_t k, int64_t n,
-                                                 bool accumulate) {
-  blocked<v8, 4, 2>(A, B, C, ldc, m, k, n, accumulate);
-}
+__attribute__((target("avx2"))) void matmul_avx2(const Gemm& g) { blocked<v8, 4, 2>(g); }
 
-void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
-                     int64_t n, bool accumulate) {
-  blocked<v8, 4, 2>(A, B, C, ldc, m, k, n, accumulate);
-}
+void matmul_baseline(const Gemm& g) { blocked<v8, 4, 2>(g); }
 
 // The fused forms, for exact products only: there `s + a * b` rounds once whether or not the
 // multiply is fused into the add, so FMA gives the same bits with half the arithmetic
@@ -112,24 +113,15 @@ void matmul_baseline(const float* A, const float* B, float* C, int64_t ldc, int6
 #define PYPTO_CONTRACT
 #endif
 
-__attribute__((target("avx512f"))) PYPTO_CONTRACT void matmul_avx512_fused(const float* A,
-                                                                           const float* B, float* C,
-                                                                           int64_t ldc, int64_t m,
-                                                                           int64_t k, int64_t n,
-                                                                           bool accumulate) {
-  blocked<v16, 8, 2>(A, B, C, ldc, m, k, n, accumulate);
+__attribute__((target("avx512f"))) PYPTO_CONTRACT void matmul_avx512_fused(const Gemm& g) {
+  blocked<v16, 8, 2>(g);
 }
 
-__attribute__((target("avx2,fma"))) PYPTO_CONTRACT void matmul_avx2_fused(const float* A,
-                                                                          const float* B, float* C,
-                                                                          int64_t ldc, int64_t m,
-                                                                          int64_t k, int64_t n,
-                                                                          bool accumulate) {
-  blocked<v8, 4, 2>(A, B, C, ldc, m, k, n, accumulate);
+__attribute__((target("avx2,fma"))) PYPTO_CONTRACT void matmul_avx2_fused(const Gemm& g) {
+  blocked<v8, 4, 2>(g);
 }
 
-using Kernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
-                        bool);
+using Kernel = void (*)(const Gemm&);
 
 struct Form {
   const char* name;
@@ -157,7 +149,7 @@ const Form& pick() {
 void matmul_f32(const float* A, const float* B, float* C, int64_t ldc, int64_t m, int64_t k,
                 int64_t n, bool accumulate, bool exact_products) {
   static const Form& form = pick();
-  (exact_products ? form.fused : form.kernel)(A, B, C, ldc, m, k, n, accumulate);
+  (exact_products ? form.fused : form.kernel)({A, B, C, ldc, m, k, n, accumulate});
 }
 
 std::vector<std::string> matmul_f32_forms() {
@@ -171,7 +163,7 @@ void matmul_f32_form(const std::string& form, const float* A, const float* B, fl
                      int64_t m, int64_t k, int64_t n, bool accumulate, bool exact_products) {
   for (const Form& f : kForms) {
     if (form == f.name && f.runs_here()) {
-      return (exact_products ? f.fused : f.kernel)(A, B, C, ldc, m, k, n, accumulate);
+      return (exact_products ? f.fused : f.kernel)({A, B, C, ldc, m, k, n, accumulate});
     }
   }
   throw std::invalid_argument("no matmul form '" + form + "' on this CPU");

@@ -93,7 +93,7 @@ void convert_chunk(int dd, void* dst, int sd, const void* src, size_t m, int mod
 
 float combine(int op, float x, float y) {
   if (op == PYPTO_RSUM) return x + y;
-  return op == PYPTO_RMAX ? fbin<PYPTO_MAX>(x, y) : fbin<PYPTO_MIN>(x, y);
+  return op == PYPTO_RMAX ? bin<PYPTO_MAX>(x, y) : bin<PYPTO_MIN>(x, y);
 }
 
 // Pairwise over [lo, lo+n): halves split at a multiple of kLanes, leaves of <= kBlock.

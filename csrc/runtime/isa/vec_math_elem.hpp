@@ -9,6 +9,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "dtype.hpp"
 #include "vec_exp_avx512.hpp"
@@ -25,6 +26,7 @@
 #endif
 // Element helpers must be inlined into the clones to be compiled for the clone's ISA.
 #define VM_INLINE inline __attribute__((always_inline))
+#define VM_INLINE_LAMBDA __attribute__((always_inline))  // after a lambda's parameter list
 
 namespace pypto::vm::detail {
 
@@ -101,22 +103,6 @@ VM_INLINE float log_f32(float x) {
   return select_f32((x > 0.0f) & (x < kInf), r, special);
 }
 
-template <int OP>
-VM_INLINE float fbin(float x, float y) {
-  if constexpr (OP == PYPTO_ADD)
-    return x + y;
-  else if constexpr (OP == PYPTO_SUB)
-    return x - y;
-  else if constexpr (OP == PYPTO_MUL)
-    return x * y;
-  else if constexpr (OP == PYPTO_DIV)
-    return x / y;
-  else if constexpr (OP == PYPTO_MAX)
-    return (x > y || x != x) ? x : y;  // np.maximum
-  else
-    return (x < y || x != x) ? x : y;  // np.minimum
-}
-
 // int32 quotient truncated toward zero, computed in double: the true quotient is never
 // within double rounding of an integer it is not, so truncating the rounded one is exact (and
 // it vectorises; integer division does not). b == 0 gives 0, b == -1 gives -a (wrapping).
@@ -127,25 +113,30 @@ VM_INLINE int32_t idiv(int32_t a, int32_t b) {
   return int32_t(select_bits(b == 0, 0u, r));
 }
 
-// int32 ops in uint32, where wrap-around is defined.
-template <int OP>
-VM_INLINE uint32_t ibin(uint32_t x, uint32_t y) {
+// x OP y on fp32, or on int32 held in uint32 (where wrap-around is defined): S is the value's
+// own type, for the division and the order. MAX/MIN are np.maximum/np.minimum: a NaN wins.
+template <int OP, class T>
+VM_INLINE T bin(T x, T y) {
+  constexpr bool kInt = std::is_same_v<T, uint32_t>;
+  using S = std::conditional_t<kInt, int32_t, float>;
   if constexpr (OP == PYPTO_ADD)
     return x + y;
   else if constexpr (OP == PYPTO_SUB)
     return x - y;
   else if constexpr (OP == PYPTO_MUL)
     return x * y;
-  else if constexpr (OP == PYPTO_DIV)
+  else if constexpr (OP == PYPTO_DIV && kInt)
     return uint32_t(idiv(int32_t(x), int32_t(y)));
+  else if constexpr (OP == PYPTO_DIV)
+    return x / y;
   else if constexpr (OP == PYPTO_MAX)
-    return int32_t(x) > int32_t(y) ? x : y;
+    return (S(x) > S(y) || x != x) ? x : y;
   else
-    return int32_t(x) < int32_t(y) ? x : y;
+    return (S(x) < S(y) || x != x) ? x : y;
 }
 
 template <int OP>
-VM_INLINE float funary(float x) {
+VM_INLINE float unary(float x) {
   if constexpr (OP == PYPTO_EXP)
     return exp_f32(x);
   else if constexpr (OP == PYPTO_LOG)
@@ -163,7 +154,7 @@ VM_INLINE float funary(float x) {
 }
 
 template <int OP>
-VM_INLINE uint32_t iunary(uint32_t x) {
+VM_INLINE uint32_t unary(uint32_t x) {
   if constexpr (OP == PYPTO_RELU)
     return int32_t(x) > 0 ? x : 0u;
   else if constexpr (OP == PYPTO_NEG)

@@ -30,37 +30,61 @@ namespace pypto::vm::detail {
       break;                      \
   }
 
-VM_HOT void f32_binary(int op, float* d, const float* a, const float* b, size_t n) {
+// d = a OP b, or a OP s, on fp32 or on int32 held in uint32 (see bin).
+template <class T>
+VM_INLINE void binary_loop(int op, T* d, const T* a, const T* b, size_t n) {
 #define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = fbin<OP>(a[i], b[i])
+  for (size_t i = 0; i < n; ++i) d[i] = bin<OP>(a[i], b[i])
   VM_BINARY_CASES(op, VM_CALL)
 #undef VM_CALL
+}
+
+template <class T>
+VM_INLINE void binary_scalar_loop(int op, T* d, const T* a, T s, size_t n) {
+#define VM_CALL(OP) \
+  for (size_t i = 0; i < n; ++i) d[i] = bin<OP>(a[i], s)
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
+VM_HOT void f32_binary(int op, float* d, const float* a, const float* b, size_t n) {
+  binary_loop(op, d, a, b, n);
 }
 
 VM_HOT void f32_binary_s(int op, float* d, const float* a, float s, size_t n) {
-#define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = fbin<OP>(a[i], s)
-  VM_BINARY_CASES(op, VM_CALL)
-#undef VM_CALL
+  binary_scalar_loop(op, d, a, s, n);
 }
 
 VM_HOT void i32_binary(int op, uint32_t* d, const uint32_t* a, const uint32_t* b, size_t n) {
-#define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = ibin<OP>(a[i], b[i])
-  VM_BINARY_CASES(op, VM_CALL)
-#undef VM_CALL
+  binary_loop(op, d, a, b, n);
 }
 
 VM_HOT void i32_binary_s(int op, uint32_t* d, const uint32_t* a, uint32_t s, size_t n) {
+  binary_scalar_loop(op, d, a, s, n);
+}
+
+// relu, neg and abs, the unary ops of both fp32 and int32-in-uint32.
+template <class T>
+VM_INLINE void sign_unary_loop(int op, T* d, const T* a, size_t n) {
 #define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = ibin<OP>(a[i], s)
-  VM_BINARY_CASES(op, VM_CALL)
+  for (size_t i = 0; i < n; ++i) d[i] = unary<OP>(a[i])
+  switch (op) {
+    case PYPTO_RELU:
+      VM_CALL(PYPTO_RELU);
+      break;
+    case PYPTO_NEG:
+      VM_CALL(PYPTO_NEG);
+      break;
+    default:
+      VM_CALL(PYPTO_ABS);
+      break;
+  }
 #undef VM_CALL
 }
 
 VM_HOT void f32_unary(int op, float* d, const float* a, size_t n) {
 #define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = funary<OP>(a[i])
+  for (size_t i = 0; i < n; ++i) d[i] = unary<OP>(a[i])
   switch (op) {
     case PYPTO_EXP:
       if (exp_f32_avx512_available()) return exp_f32_avx512(d, a, n);  // same bits, faster
@@ -75,34 +99,15 @@ VM_HOT void f32_unary(int op, float* d, const float* a, size_t n) {
     case PYPTO_RECIP:
       VM_CALL(PYPTO_RECIP);
       break;
-    case PYPTO_RELU:
-      VM_CALL(PYPTO_RELU);
-      break;
-    case PYPTO_NEG:
-      VM_CALL(PYPTO_NEG);
-      break;
     default:
-      VM_CALL(PYPTO_ABS);
+      sign_unary_loop(op, d, a, n);
       break;
   }
 #undef VM_CALL
 }
 
 VM_HOT void i32_unary(int op, uint32_t* d, const uint32_t* a, size_t n) {
-#define VM_CALL(OP) \
-  for (size_t i = 0; i < n; ++i) d[i] = iunary<OP>(a[i])
-  switch (op) {
-    case PYPTO_RELU:
-      VM_CALL(PYPTO_RELU);
-      break;
-    case PYPTO_NEG:
-      VM_CALL(PYPTO_NEG);
-      break;
-    default:
-      VM_CALL(PYPTO_ABS);
-      break;
-  }
-#undef VM_CALL
+  sign_unary_loop(op, d, a, n);
 }
 
 // neg/abs/relu on fp16/bf16 need no arithmetic: they are exact on the bit patterns.
@@ -152,10 +157,10 @@ VM_INLINE float block_reduce(const float* a, size_t n) {
   for (size_t j = 0; j < kLanes; ++j) acc[j] = init;
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) acc[j] = fbin<kOp>(acc[j], a[i + j]);
-  for (size_t j = 0; i + j < n; ++j) acc[j] = fbin<kOp>(acc[j], a[i + j]);
+    for (size_t j = 0; j < kLanes; ++j) acc[j] = bin<kOp>(acc[j], a[i + j]);
+  for (size_t j = 0; i + j < n; ++j) acc[j] = bin<kOp>(acc[j], a[i + j]);
   for (size_t w = kLanes / 2; w > 0; w /= 2)
-    for (size_t j = 0; j < w; ++j) acc[j] = fbin<kOp>(acc[j], acc[j + w]);
+    for (size_t j = 0; j < w; ++j) acc[j] = bin<kOp>(acc[j], acc[j + w]);
   return acc[0];
 }
 
@@ -204,28 +209,38 @@ VM_INLINE void round_sat(int mode, void* dst, const float* in, size_t n) {
 #undef VM_CALL
 }
 
-// Floats -> an integer dtype (round by mode, then saturate), or -> bool (x != 0).
-VM_HOT void f32_to_int(int dt, int mode, void* dst, const float* in, size_t n) {
+// Calls f(T()) with T the C type of the integer dtype dt and returns true; false for any other
+// dtype. Each call is a separate straight-line loop; f must be an always-inline lambda
+// (VM_INLINE_LAMBDA), or its body would be compiled outside the caller's ISA clone.
+template <class F>
+VM_INLINE bool with_int_type(int dt, F&& f) {
   switch (dt) {
     case PYPTO_INT32:
-      round_sat<int32_t>(mode, dst, in, n);
-      break;
+      f(int32_t());
+      return true;
     case PYPTO_INT8:
-      round_sat<int8_t>(mode, dst, in, n);
-      break;
+      f(int8_t());
+      return true;
     case PYPTO_INT16:
-      round_sat<int16_t>(mode, dst, in, n);
-      break;
+      f(int16_t());
+      return true;
     case PYPTO_INT64:
-      round_sat<int64_t>(mode, dst, in, n);
-      break;
+      f(int64_t());
+      return true;
     case PYPTO_UINT8:
-      round_sat<uint8_t>(mode, dst, in, n);
-      break;
-    default: {
-      uint8_t* d = static_cast<uint8_t*>(dst);
-      for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0.0f;
-    }
+      f(uint8_t());
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Floats -> an integer dtype (round by mode, then saturate), or -> bool (x != 0).
+VM_HOT void f32_to_int(int dt, int mode, void* dst, const float* in, size_t n) {
+  auto to_int = [&](auto t) VM_INLINE_LAMBDA { round_sat<decltype(t)>(mode, dst, in, n); };
+  if (!with_int_type(dt, to_int)) {
+    uint8_t* d = static_cast<uint8_t*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0.0f;
   }
 }
 
@@ -235,27 +250,12 @@ VM_INLINE void widen(int64_t* out, const void* src, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = int64_t(s[i]);
 }
 
+// An integer dtype or bool -> int64.
 VM_HOT void int_to_i64(int dt, int64_t* out, const void* src, size_t n) {
-  switch (dt) {
-    case PYPTO_INT32:
-      widen<int32_t>(out, src, n);
-      break;
-    case PYPTO_INT8:
-      widen<int8_t>(out, src, n);
-      break;
-    case PYPTO_INT16:
-      widen<int16_t>(out, src, n);
-      break;
-    case PYPTO_UINT8:
-      widen<uint8_t>(out, src, n);
-      break;
-    case PYPTO_BOOL: {
-      const uint8_t* s = static_cast<const uint8_t*>(src);
-      for (size_t i = 0; i < n; ++i) out[i] = s[i] != 0;
-      break;
-    }
-    default:
-      std::memmove(out, src, n * sizeof(int64_t));
+  auto to_i64 = [&](auto t) VM_INLINE_LAMBDA { widen<decltype(t)>(out, src, n); };
+  if (!with_int_type(dt, to_i64)) {
+    const uint8_t* s = static_cast<const uint8_t*>(src);
+    for (size_t i = 0; i < n; ++i) out[i] = s[i] != 0;
   }
 }
 

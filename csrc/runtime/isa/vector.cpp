@@ -14,11 +14,8 @@ namespace {
 const char* const kBinaryNames[] = {"TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN"};
 const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"};
 
-const char* unary_name(int op) {
-  static const char* const names[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
-                                      "TRELU", "TNEG", "TABS",  "TCOPY"};
-  return names[op];
-}
+const char* const kUnaryNames[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
+                                   "TRELU", "TNEG", "TABS",  "TCOPY"};
 
 VecClass unary_class(int op) {
   if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
@@ -41,16 +38,6 @@ void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
   }
 }
 
-void check_op(bool ok, const char* op, int dtype) {
-  if (!ok)
-    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
-}
-
-void issue_vector(const char* op, VecClass c, const TileView& d, const TileView* a,
-                  const TileView* b, int64_t bytes) {
-  issue_vector_op(op, c, bytes, d, a, b);
-}
-
 // Float -> integer with ties away from zero, element by element (elem.hpp saturates).
 void convert_away(const TileView& d, const TileView& s) {
   for (int64_t r = 0; r < d.valid_rows; ++r) {
@@ -65,53 +52,43 @@ void convert_away(const TileView& d, const TileView& s) {
 
 extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                               const pypto_tile* b) {
-  if (opc < PYPTO_ADD || opc > PYPTO_MIN) fail(ErrorKind::kInternal, "TBINARY", "unknown op");
-  const char* op = kBinaryNames[opc];
+  const char* op = op_name(kBinaryNames, opc, "TBINARY");
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
   TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
-  check_same_dtype(x, y, op, "a and b");
-  check_same_dtype(d, x, op, "dst and a");
-  check_same_valid_shape(x, y, op, "a and b");
-  check_same_valid_shape(d, x, op, "dst and a");
-  check_op(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  check_elementwise(d, x, &y, op);
+  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
     vm::binary(opc, d.dtype, o, p, q, n);
   });
   const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
                      : opc == PYPTO_ADD ? VecClass::kAdd
                                         : VecClass::kBinary;
-  issue_vector(op, c, d, &x, &y, d.valid_bytes());
+  issue_vector_op(op, c, d.valid_bytes(), d, &x, &y);
 }
 
 extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                      double s) {
-  if (opc < PYPTO_ADD || opc > PYPTO_MIN) fail(ErrorKind::kInternal, "TBINARYS", "unknown op");
-  const char* op = kScalarNames[opc];
+  const char* op = op_name(kScalarNames, opc, "TBINARYS");
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
-  check_same_dtype(d, x, op, "dst and a");
-  check_same_valid_shape(d, x, op, "dst and a");
-  check_op(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  TileView x = check_input_a(a, d, op);
+  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
     vm::binary_scalar(opc, d.dtype, o, p, s, n);
   });
-  issue_vector(op, opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary, d, &x, nullptr,
-               d.valid_bytes());
+  const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
+  issue_vector_op(op, c, d.valid_bytes(), d, &x, nullptr);
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
-  if (opc < PYPTO_EXP || opc > PYPTO_COPY) fail(ErrorKind::kInternal, "TUNARY", "unknown op");
-  const char* op = unary_name(opc);
+  const char* op = op_name(kUnaryNames, opc, "TUNARY");
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
-  check_same_dtype(d, x, op, "dst and a");
-  check_same_valid_shape(d, x, op, "dst and a");
-  check_op(vm::unary_supported(opc, d.dtype), op, d.dtype);
+  TileView x = check_input_a(a, d, op);
+  check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
   for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
     vm::unary(opc, d.dtype, o, p, n);
   });
-  issue_vector(op, unary_class(opc), d, &x, nullptr, d.valid_bytes());
+  issue_vector_op(op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
@@ -120,7 +97,7 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
     vm::fill(d.dtype, o, value, n);
   });
-  issue_vector(op, VecClass::kCopy, d, nullptr, nullptr, d.valid_bytes());
+  issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 
 extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
@@ -145,5 +122,5 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
     });
   }
   int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
-  issue_vector(op, VecClass::kCvt, d, &s, nullptr, bytes);
+  issue_vector_op(op, VecClass::kCvt, bytes, d, &s, nullptr);
 }

@@ -89,12 +89,9 @@ TileView check_mask_dst(const pypto_tile* dst, const TileView& a, const char* op
 
 extern "C" void pypto_tmath(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
   static const char* const names[] = {"TRSQRT", "TSIN", "TCOS"};
-  if (opc < PYPTO_RSQRT || opc > PYPTO_COS) fail(ErrorKind::kInternal, "TMATH", "unknown op");
-  const char* op = names[opc];
+  const char* op = op_name(names, opc, "TMATH");
   TileView d = check_tile(dst, op, "dst", kVec);
-  TileView x = check_tile(a, op, "a", kVec);
-  check_same_dtype(d, x, op, "dst and a");
-  check_same_valid_shape(d, x, op, "dst and a");
+  TileView x = check_input_a(a, d, op);
   need_float(d, op);
   each(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*) {
     store_f64(d.dtype, o, math(opc, load_f64(x.dtype, p)));
@@ -143,10 +140,7 @@ extern "C" void pypto_tsel(const pypto_tile* dst, const pypto_tile* mask, const 
   TileView y = check_tile(b, op, "b", kVec);
   if (m.dtype != PYPTO_BOOL)
     fail(ErrorKind::kDType, op, std::string("mask must be bool, got ") + dtype_name(m.dtype));
-  check_same_dtype(x, y, op, "a and b");
-  check_same_dtype(d, x, op, "dst and a");
-  check_same_valid_shape(x, y, op, "a and b");
-  check_same_valid_shape(d, x, op, "dst and a");
+  check_elementwise(d, x, &y, op);
   check_same_valid_shape(m, x, op, "mask and a");
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {
@@ -160,8 +154,7 @@ extern "C" void pypto_tsel(const pypto_tile* dst, const pypto_tile* mask, const 
 extern "C" void pypto_tcolreduce(int32_t opc, const pypto_tile* dst, const pypto_tile* src) {
   static const char* const names[] = {"TCOLSUM", "TCOLMAX", "TCOLMIN"};
   static const int binop[] = {PYPTO_ADD, PYPTO_MAX, PYPTO_MIN};
-  if (opc < PYPTO_RSUM || opc > PYPTO_RMIN) fail(ErrorKind::kInternal, "TCOLREDUCE", "unknown op");
-  const char* op = names[opc];
+  const char* op = op_name(names, opc, "TCOLREDUCE");
   TileView d = check_tile(dst, op, "dst", kVec);
   TileView s = check_tile(src, op, "src", kVec);
   check_same_dtype(d, s, op, "dst and src");
@@ -170,20 +163,14 @@ extern "C" void pypto_tcolreduce(int32_t opc, const pypto_tile* dst, const pypto
          "dst has shape " + shape_text(d.valid_rows, d.valid_cols) + ", expected " +
              shape_text(1, s.valid_cols));
   }
-  if (!vm::binary_supported(binop[opc], s.dtype)) {
-    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(s.dtype) + " is not supported");
-  }
+  check_supported(vm::binary_supported(binop[opc], s.dtype), op, s.dtype);
   if (s.valid_rows == 0) fail(ErrorKind::kShape, op, "src has no valid rows");
   // Row by row into dst, each step rounded in the dtype, as the vector unit accumulates.
   const size_t n = static_cast<size_t>(s.valid_cols);
   std::memmove(d.row(0), s.row(0), n * static_cast<size_t>(s.esize));
   for (int64_t r = 1; r < s.valid_rows; ++r)
     vm::binary(binop[opc], d.dtype, d.row(0), d.row(0), s.row(r), n);
-  AccessList acc;
-  acc.add(s.access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(VecClass::kBinary, s.valid_bytes()), op, acc,
-           static_cast<uint64_t>(s.valid_bytes()), d.addr);
+  issue_vector_op(op, VecClass::kBinary, s.valid_bytes(), d, &s, nullptr);
 }
 
 extern "C" void pypto_tbroadcast(int32_t by_row, const pypto_tile* dst, const pypto_tile* v) {

@@ -69,47 +69,41 @@ struct Platform {
   VecCost vec_add, vec_copy;
 };
 
+// A VecCost member's two fields: X(<member>_per_repeat, ...) and X(<member>_base, ...).
+#define PYPTO_VEC_COST(X, m) X(m##_per_repeat, m.per_repeat) X(m##_base, m.base)
+
 // Every numeric field once, for the Python view and overrides: X(name, member expression).
 // Rows of fields laid out by hand (clang-format would interleave them).
 // clang-format off
-#define PYPTO_PLATFORM_FIELDS(X)                                                             \
-  X(clock_hz, clock_hz) X(aic_cores, aic_cores) X(aiv_cores, aiv_cores)                     \
-  X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)        \
-  X(l0a_bytes, l0a_bytes) X(l0b_bytes, l0b_bytes) X(l0c_bytes, l0c_bytes)                    \
-  X(bias_bytes, bias_bytes) X(alignment_bytes, alignment_bytes)                              \
-  X(gm_burst_bytes, gm_burst_bytes) X(gm_request_cycles, gm_request_cycles)    \
-  X(transfer_setup_cycles, transfer_setup_cycles) X(bw_gm_to_ub, bw_gm_to_ub)                \
-  X(bw_gm_to_l1, bw_gm_to_l1) X(bw_ub_to_gm, bw_ub_to_gm) X(bw_l1_to_l0a, bw_l1_to_l0a)      \
-  X(bw_l1_to_l0b, bw_l1_to_l0b) X(bw_l0c_to_gm, bw_l0c_to_gm) X(bw_ub_to_ub, bw_ub_to_ub)    \
-  X(vector_repeat_bytes, vector_repeat_bytes)                                                \
-  X(vec_binary_per_repeat, vec_binary.per_repeat) X(vec_binary_base, vec_binary.base)        \
-  X(vec_unary_per_repeat, vec_unary.per_repeat) X(vec_unary_base, vec_unary.base)            \
-  X(vec_exp_per_repeat, vec_exp.per_repeat) X(vec_exp_base, vec_exp.base)                    \
-  X(vec_div_per_repeat, vec_div.per_repeat) X(vec_div_base, vec_div.base)                    \
-  X(vec_reduce_per_repeat, vec_reduce.per_repeat) X(vec_reduce_base, vec_reduce.base)        \
-  X(vec_cvt_per_repeat, vec_cvt.per_repeat) X(vec_cvt_base, vec_cvt.base)                    \
-  X(reduce_per_row_cycles, reduce_per_row_cycles) X(cube_base_cycles, cube_base_cycles)      \
-  X(cube_cpr_16bit, cube_cpr_16bit) X(cube_cpr_fp32, cube_cpr_fp32)                          \
+#define PYPTO_PLATFORM_FIELDS(X)                                                                \
+  X(clock_hz, clock_hz) X(aic_cores, aic_cores) X(aiv_cores, aiv_cores)                         \
+  X(ub_bytes, ub_bytes) X(ub_physical_bytes, ub_physical_bytes) X(l1_bytes, l1_bytes)           \
+  X(l0a_bytes, l0a_bytes) X(l0b_bytes, l0b_bytes) X(l0c_bytes, l0c_bytes)                       \
+  X(bias_bytes, bias_bytes) X(alignment_bytes, alignment_bytes)                                 \
+  X(gm_burst_bytes, gm_burst_bytes) X(gm_request_cycles, gm_request_cycles)                     \
+  X(transfer_setup_cycles, transfer_setup_cycles) X(bw_gm_to_ub, bw_gm_to_ub)                   \
+  X(bw_gm_to_l1, bw_gm_to_l1) X(bw_ub_to_gm, bw_ub_to_gm) X(bw_l1_to_l0a, bw_l1_to_l0a)         \
+  X(bw_l1_to_l0b, bw_l1_to_l0b) X(bw_l0c_to_gm, bw_l0c_to_gm) X(bw_ub_to_ub, bw_ub_to_ub)       \
+  X(vector_repeat_bytes, vector_repeat_bytes)                                                   \
+  PYPTO_VEC_COST(X, vec_binary) PYPTO_VEC_COST(X, vec_unary) PYPTO_VEC_COST(X, vec_exp)         \
+  PYPTO_VEC_COST(X, vec_div) PYPTO_VEC_COST(X, vec_reduce) PYPTO_VEC_COST(X, vec_cvt)           \
+  X(reduce_per_row_cycles, reduce_per_row_cycles) X(cube_base_cycles, cube_base_cycles)         \
+  X(cube_cpr_16bit, cube_cpr_16bit) X(cube_cpr_fp32, cube_cpr_fp32)                             \
   X(fixpipe_base_cycles, fixpipe_base_cycles) X(fixpipe_per_row_cycles, fixpipe_per_row_cycles) \
-  X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                    \
-  X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                      \
-  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)  \
-  X(hbm_bytes_per_cycle, hbm_bytes_per_cycle) X(l2_bytes, l2_bytes)                          \
+  X(sync_cycles, sync_cycles) X(scalar_issue_cycles, scalar_issue_cycles)                       \
+  X(event_ids, event_ids) X(task_dispatch_cycles, task_dispatch_cycles)                         \
+  X(recommended_transfer_bytes, recommended_transfer_bytes) X(vec_mat_routes, vec_mat_routes)   \
+  X(hbm_bytes_per_cycle, hbm_bytes_per_cycle) X(l2_bytes, l2_bytes)                             \
   X(l2_line_bytes, l2_line_bytes) X(l2_ways, l2_ways) X(l2_bytes_per_cycle, l2_bytes_per_cycle) \
-  X(l2_hit_latency_cycles, l2_hit_latency_cycles) X(cross_flag_ids, cross_flag_ids)          \
-  X(tpipe_slots, tpipe_slots)  \
-  X(vec_cmp_per_repeat, vec_cmp.per_repeat) X(vec_cmp_base, vec_cmp.base)                   \
-  X(vec_sel_per_repeat, vec_sel.per_repeat) X(vec_sel_base, vec_sel.base)                   \
-  X(vec_bitwise_per_repeat, vec_bitwise.per_repeat) X(vec_bitwise_base, vec_bitwise.base)   \
-  X(vec_trig_per_repeat, vec_trig.per_repeat) X(vec_trig_base, vec_trig.base)               \
-  X(vec_gather_per_repeat, vec_gather.per_repeat) X(vec_gather_base, vec_gather.base)       \
-  X(vec_sort_per_repeat, vec_sort.per_repeat) X(vec_sort_base, vec_sort.base)               \
-  X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                       \
-  X(scalar_ub_access_cycles, scalar_ub_access_cycles)                                       \
+  X(l2_hit_latency_cycles, l2_hit_latency_cycles) X(cross_flag_ids, cross_flag_ids)             \
+  X(tpipe_slots, tpipe_slots)                                                                   \
+  PYPTO_VEC_COST(X, vec_cmp) PYPTO_VEC_COST(X, vec_sel) PYPTO_VEC_COST(X, vec_bitwise)          \
+  PYPTO_VEC_COST(X, vec_trig) PYPTO_VEC_COST(X, vec_gather) PYPTO_VEC_COST(X, vec_sort)         \
+  X(scalar_gm_access_cycles, scalar_gm_access_cycles)                                           \
+  X(scalar_ub_access_cycles, scalar_ub_access_cycles)                                           \
   X(bw_l0c_to_l1, bw_l0c_to_l1) X(fixpipe_drain_bytes_per_cycle, fixpipe_drain_bytes_per_cycle) \
-  X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes) \
-  X(vec_add_per_repeat, vec_add.per_repeat) X(vec_add_base, vec_add.base)                   \
-  X(vec_copy_per_repeat, vec_copy.per_repeat) X(vec_copy_base, vec_copy.base)
+  X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes)     \
+  PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

@@ -11,14 +11,15 @@ disappears, and an elementwise result takes over an input that dies there.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pypto.errors import CompileError
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Expr, Var
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, same_shape_dtype
-from pypto.ir.visit import rewrite, walk
+from pypto.ir.types import MemRef, Type, same_shape_dtype
+from pypto.ir.visit import retype, rewrite, walk
 from pypto.passes.memory.tile_storage import (
     ACCUMULATORS,
     INPLACE,
@@ -212,3 +213,25 @@ def group_storage(fn: Function) -> tuple[Function, list[tuple[str, str]], Groups
     _forced_groups(fn, groups)
     _coalesce(fn, groups, copies)
     return fn, copies, groups
+
+
+def bind_storage(
+    fn: Function,
+    groups: Groups,
+    copies: list[tuple[str, str]],
+    bufs: list[Buffer],
+    memref: Callable[[Buffer, Expr | None], MemRef],
+) -> Function:
+    """``fn`` with each tile typed with its buffer's ``memref(buffer, index)`` (index: the
+    tile's own slot select of a declared MemRef), the copies inside one buffer deleted, and
+    the pipeline groups dropped (either planner has used or does not need them)."""
+    by_root = {b.root: b for b in bufs}
+    types: dict[str, Type] = {}
+    for name, var in groups.live.vars.items():
+        b = by_root[groups.find(name)]
+        t = var.type
+        own = t.memref.index if t.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
+        types[name] = dataclasses.replace(t, memref=memref(b, own))  # type: ignore[type-var]
+    fn = drop_copies(retype(fn, types), groups, copies)
+    check_copies(fn, copies)
+    return dataclasses.replace(fn, pipeline_groups=())

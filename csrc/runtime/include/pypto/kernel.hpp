@@ -85,40 +85,29 @@ struct bfloat16 {
   uint16_t bits;
 };
 
+// dtype_of<T>::value: the DType of the C++ element type T.
+template <DType D>
+struct dtype_is {
+  static constexpr DType value = D;
+};
 template <typename T>
 struct dtype_of;
 template <>
-struct dtype_of<float> {
-  static constexpr DType value = DType::FP32;
-};
+struct dtype_of<float> : dtype_is<DType::FP32> {};
 template <>
-struct dtype_of<half> {
-  static constexpr DType value = DType::FP16;
-};
+struct dtype_of<half> : dtype_is<DType::FP16> {};
 template <>
-struct dtype_of<bfloat16> {
-  static constexpr DType value = DType::BF16;
-};
+struct dtype_of<bfloat16> : dtype_is<DType::BF16> {};
 template <>
-struct dtype_of<int32_t> {
-  static constexpr DType value = DType::INT32;
-};
+struct dtype_of<int32_t> : dtype_is<DType::INT32> {};
 template <>
-struct dtype_of<int8_t> {
-  static constexpr DType value = DType::INT8;
-};
+struct dtype_of<int8_t> : dtype_is<DType::INT8> {};
 template <>
-struct dtype_of<int16_t> {
-  static constexpr DType value = DType::INT16;
-};
+struct dtype_of<int16_t> : dtype_is<DType::INT16> {};
 template <>
-struct dtype_of<int64_t> {
-  static constexpr DType value = DType::INT64;
-};
+struct dtype_of<int64_t> : dtype_is<DType::INT64> {};
 template <>
-struct dtype_of<uint8_t> {
-  static constexpr DType value = DType::UINT8;
-};
+struct dtype_of<uint8_t> : dtype_is<DType::UINT8> {};
 
 // ---- tiles and tensors ----------------------------------------------------------------
 struct Tile : pypto_tile {

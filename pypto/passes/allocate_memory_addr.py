@@ -127,7 +127,7 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
-    return bind_storage(fn, groups, copies, bufs, _memref(bufs))  # pipeline groups: used by the gate
+    return bind_storage(fn, groups, copies, bufs, _memref(bufs))  # the gate above used pipeline_groups
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:

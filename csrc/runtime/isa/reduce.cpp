@@ -4,6 +4,7 @@
 
 #include "runtime/isa/checks.hpp"
 #include "runtime/isa/dtype.hpp"
+#include "runtime/isa/elem.hpp"
 #include "runtime/isa/vec_math.hpp"
 
 using namespace pypto;
@@ -64,9 +65,8 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_same_dtype(d, s, op, "dst and src");
   TileView t = check_scratch(tmp, s, op);
   check_vector_shape(d, s.valid_rows, 1, op);
-  check_supported(s.dtype == PYPTO_FP32 || s.dtype == PYPTO_FP16 || s.dtype == PYPTO_BF16 ||
-                      s.dtype == PYPTO_INT32,
-                  op, s.dtype);
+  const bool reducible = is_float_dtype(s.dtype) || s.dtype == PYPTO_INT32;
+  check_supported(reducible, op, s.dtype);
   for (int64_t r = 0; r < s.valid_rows; ++r) {
     double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
     write_element(d, d.row(r), 0, v);

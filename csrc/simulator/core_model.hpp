@@ -12,7 +12,6 @@
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <vector>
 
 #include "pypto/abi.h"
@@ -142,7 +141,13 @@ class CoreModel {
   std::array<uint64_t, 7> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, 7> blocked_{};
-  std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
+  // Set times not yet consumed, one queue per flag key in a flat table (a map's node walk
+  // missed the cache on every set and wait). A queue empties its vector once all are read.
+  struct Fired {
+    std::vector<uint64_t> times;
+    size_t head = 0;
+  };
+  std::vector<Fired> fired_;
   HazardChecker hazards_;
   OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
   uint64_t last_cost_ = 0;

@@ -31,14 +31,19 @@ struct Instr {
   OpDesc op;              // what the cost model prices
   const char* name = "";  // instruction name, static storage
   const char* loc = "";   // kernel source location, static storage
-  int flag_src = 0, flag_dst = 0, flag_id = 0;  // set/wait only
-  uint64_t bytes = 0;                           // data moved or processed (for reports)
-  int64_t addr = -1;                            // first on-chip address touched, -1 if none
+  // set/wait: the flag; a tile-pipe transfer (an op): its route, from core != to core
+  int flag_src = 0, flag_dst = 0, flag_id = 0;
+  uint64_t bytes = 0;  // data moved or processed (for reports)
+  int64_t addr = -1;   // first on-chip address touched, -1 if none
   AccessList accesses;
   // Cross-core events: the instruction starts no earlier than `not_before` (absolute cycles),
   // and its absolute end is written to `*publish_end` once it is scheduled.
   uint64_t not_before = 0;
   uint64_t* publish_end = nullptr;
+
+  // A push or pop of a tile pipe: its GM ring is private to the pipe's two cores and ordered
+  // by the pipe itself, so it cannot race with another task.
+  bool pipe_transfer() const { return kind == InstrKind::kOp && flag_src != flag_dst; }
 };
 
 // GM bytes [lo, hi) (host addresses) may not be written before task `task` has ended.

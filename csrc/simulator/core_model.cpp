@@ -30,10 +30,14 @@ std::string flag_text(const Instr& in) {
 }  // namespace
 
 CoreModel::CoreModel(const Platform& platform, bool record)
-    : platform_(platform), record_(record) {}
+    : platform_(platform),
+      record_(record),
+      fired_(static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES *
+                                 std::max(platform.event_ids, 0))) {}
 
+// Valid for a flag that passed check_flag.
 CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
-  return (src * 8 + dst) * hw::kMaxEventIds + id;
+  return (src * PYPTO_NUM_PIPES + dst) * platform_.event_ids + id;
 }
 
 void CoreModel::check_flag(const Instr& in) const {
@@ -121,14 +125,17 @@ void CoreModel::drain_for_barrier() {
 void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   uint64_t start = std::max(issue, pipe_free_[in.pipe]);
   if (in.kind == InstrKind::kWaitFlag) {
-    auto& q = fired_[flag_key(in.flag_src, in.flag_dst, in.flag_id)];
-    if (q.empty()) {  // the set comes later in program order: block this pipe until then
+    Fired& q = fired_[static_cast<size_t>(flag_key(in.flag_src, in.flag_dst, in.flag_id))];
+    if (q.head == q.times.size()) {  // the set comes later in program order: block until then
       blocked_[in.pipe].active = true;
       blocked_[in.pipe].wait = Pending{index, issue, in};
       return;
     }
-    start = std::max(start, q.front());
-    q.pop_front();
+    start = std::max(start, q.times[q.head++]);
+    if (q.head == q.times.size()) {
+      q.times.clear();
+      q.head = 0;
+    }
   }
   if (in.not_before > origin_) start = std::max(start, in.not_before - origin_);
   if (!gates_.empty()) start = gated_start(in, start);
@@ -138,7 +145,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   pipe_free_[in.pipe] = end;
   stats_.pipe_busy[in.pipe] += cost;
   if (in.publish_end != nullptr) *in.publish_end = origin_ + end;
-  if (chip_ != nullptr && in.op.touches_gm()) {
+  if (chip_ != nullptr && in.op.touches_gm() && !in.pipe_transfer()) {
     for (int i = 0; i < in.accesses.size; ++i) {
       const Access& a = in.accesses.items[i];
       if (a.space == PYPTO_GM) chip_->note_gm(a, in.op.atomic, in.name, in.loc);
@@ -151,7 +158,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {
     FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
-    fired_[key].push_back(end);
+    fired_[static_cast<size_t>(key)].times.push_back(end);
     unblock_waiters(key);
   }
 }

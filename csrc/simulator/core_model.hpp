@@ -12,7 +12,6 @@
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <vector>
 
 #include "pypto/abi.h"
@@ -32,14 +31,19 @@ struct Instr {
   OpDesc op;              // what the cost model prices
   const char* name = "";  // instruction name, static storage
   const char* loc = "";   // kernel source location, static storage
-  int flag_src = 0, flag_dst = 0, flag_id = 0;  // set/wait only
-  uint64_t bytes = 0;                           // data moved or processed (for reports)
-  int64_t addr = -1;                            // first on-chip address touched, -1 if none
+  // set/wait: the flag; a tile-pipe transfer (an op): its route, from core != to core
+  int flag_src = 0, flag_dst = 0, flag_id = 0;
+  uint64_t bytes = 0;  // data moved or processed (for reports)
+  int64_t addr = -1;   // first on-chip address touched, -1 if none
   AccessList accesses;
   // Cross-core events: the instruction starts no earlier than `not_before` (absolute cycles),
   // and its absolute end is written to `*publish_end` once it is scheduled.
   uint64_t not_before = 0;
   uint64_t* publish_end = nullptr;
+
+  // A push or pop of a tile pipe: its GM ring is private to the pipe's two cores and ordered
+  // by the pipe itself, so it cannot race with another task.
+  bool pipe_transfer() const { return kind == InstrKind::kOp && flag_src != flag_dst; }
 };
 
 // GM bytes [lo, hi) (host addresses) may not be written before task `task` has ended.
@@ -142,7 +146,13 @@ class CoreModel {
   std::array<uint64_t, 7> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, 7> blocked_{};
-  std::map<FlagKey, std::deque<uint64_t>> fired_;  // set times not yet consumed
+  // Set times not yet consumed, one queue per flag key in a flat table (a map's node walk
+  // missed the cache on every set and wait). A queue empties its vector once all are read.
+  struct Fired {
+    std::vector<uint64_t> times;
+    size_t head = 0;
+  };
+  std::vector<Fired> fired_;
   HazardChecker hazards_;
   OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
   uint64_t last_cost_ = 0;

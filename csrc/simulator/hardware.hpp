@@ -32,8 +32,8 @@ inline constexpr DType kDTypes[] = {
     {PYPTO_BOOL, "bool", "bool", 1},
 };
 
-// A flag is keyed by (src pipe, dst pipe, id) with the id in 6 bits (CoreModel::flag_key), so
-// a platform may declare at most this many event ids per pipe pair (and cross-core flag ids).
+// A platform may declare at most this many event ids per pipe pair (and cross-core flag ids):
+// the core model keeps a table of flag queues per (src pipe, dst pipe, id).
 inline constexpr int kMaxEventIds = 64;
 // The L2 model counts a set's filled ways in 8 bits (memory_system.cpp).
 inline constexpr int kMaxL2Ways = 255;

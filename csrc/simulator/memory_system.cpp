@@ -1,7 +1,8 @@
 #include "simulator/memory_system.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 
 #include "simulator/hardware.hpp"
@@ -9,24 +10,38 @@
 namespace pypto {
 namespace {
 
-struct Freed {
-  void operator()(uint64_t* p) const { std::free(p); }
-};
-using Array = std::unique_ptr<uint64_t[], Freed>;
+constexpr size_t kHugePage = size_t{2} << 20;
 
-// calloc'd: only the pages a run touches are ever backed.
+// Zeroed words on their own mapping, 2 MiB-aligned and marked for huge pages: the tag store
+// is touched at random across megabytes, and 4 KiB pages cost a TLB miss per lookup. Only
+// the pages a run touches are ever backed.
+struct Unmap {
+  size_t bytes = 0;
+  void operator()(uint64_t* p) const { munmap(p, bytes); }
+};
+using Array = std::unique_ptr<uint64_t[], Unmap>;
+
 Array zeroed(size_t n) {
-  void* p = std::calloc(n, sizeof(uint64_t));
-  if (p == nullptr) throw std::bad_alloc();
-  return Array(static_cast<uint64_t*>(p));
+  const size_t bytes = (n * sizeof(uint64_t) + kHugePage - 1) / kHugePage * kHugePage;
+  void* raw = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto at = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (at + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > at) munmap(raw, aligned - at);  // trim to the aligned span
+  munmap(reinterpret_cast<void*>(aligned + bytes), kHugePage - (aligned - at));
+  void* p = reinterpret_cast<void*>(aligned);
+  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: plain pages if refused
+  return Array(static_cast<uint64_t*>(p), Unmap{bytes});
 }
 
 }  // namespace
 
-// One block of words per set, so a lookup touches one or two cache lines: word 0 is
-// (run << 8) | ways filled in that run, then (tag, LRU stamp) per way. A run fills a set's
-// ways in order, so a lookup scans only the ways this run filled, and a miss with a free way
-// takes it without an LRU search (a streaming kernel never searches).
+// One block of words per set, so a lookup touches few cache lines: word 0 is
+// (run << 8) | ways filled in that run, then the tags of the ways, then their LRU stamps (a
+// hit scans the tags only). A run fills a set's ways in order, so a lookup scans only the
+// ways this run filled, and a miss with a free way takes it without an LRU search (a
+// streaming kernel never searches).
 struct MemorySystem::Store {
   size_t sets = 0, ways = 0;
   Array words;
@@ -51,25 +66,51 @@ MemorySystem::MemorySystem(const Platform& p)
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {
   const auto lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(base));
-  buffers_.push_back({lo, lo + bytes, static_cast<uint64_t>(buffers_.size() + 1)});
+  const Buffer b{lo, lo + bytes, static_cast<uint64_t>(++registered_)};
+  // Kept sorted by first byte (ties in registration order), so an address is found by a
+  // binary search; overlapping registrations resolve to the earliest, as a linear scan would.
+  auto at = std::upper_bound(buffers_.begin(), buffers_.end(), b,
+                             [](const Buffer& x, const Buffer& y) { return x.lo < y.lo; });
+  buffers_.insert(at, b);
+  overlap_ = overlap_ || !disjoint();
+}
+
+bool MemorySystem::disjoint() const {
+  for (size_t i = 1; i < buffers_.size(); ++i) {
+    if (buffers_[i].lo < buffers_[i - 1].hi) return false;
+  }
+  return true;
 }
 
 uint64_t MemorySystem::canonical(int64_t host) const {
-  for (const Buffer& b : buffers_) {
-    if (host >= b.lo && host < b.hi) return (b.tag << 40) + static_cast<uint64_t>(host - b.lo);
+  const Buffer* hit = nullptr;
+  if (overlap_) {  // the earliest registration holding `host`
+    for (const Buffer& b : buffers_) {
+      if (host >= b.lo && host < b.hi && (hit == nullptr || b.tag < hit->tag)) hit = &b;
+    }
+  } else if (last_ < buffers_.size() && host >= buffers_[last_].lo &&
+             host < buffers_[last_].hi) {  // the rows of a transfer share their buffer
+    hit = &buffers_[last_];
+  } else {  // the last buffer starting at or before `host`, if it reaches that far
+    auto it = std::upper_bound(buffers_.begin(), buffers_.end(), host,
+                               [](int64_t h, const Buffer& b) { return h < b.lo; });
+    if (it != buffers_.begin() && host < (it - 1)->hi) hit = &*(it - 1);
+    if (hit != nullptr) last_ = static_cast<size_t>(hit - buffers_.data());
   }
-  return static_cast<uint64_t>(host);  // an unregistered buffer: tagged by its address
+  if (hit == nullptr) return static_cast<uint64_t>(host);  // unregistered: tagged by address
+  return (hit->tag << 40) + static_cast<uint64_t>(host - hit->lo);
 }
 
 bool MemorySystem::lookup(size_t set, uint64_t line) {
   const uint64_t tag = line + 1;
   uint64_t* block = store_->set(set);
   uint64_t& filled = block[0];
-  uint64_t* way = block + 1;  // way w: tag at way[2w], stamp at way[2w + 1]
+  uint64_t* tags = block + 1;
+  uint64_t* stamps = tags + ways_;
   const size_t valid = (filled >> 8) == epoch_ ? static_cast<size_t>(filled & 0xff) : 0;
   for (size_t w = 0; w < valid; ++w) {
-    if (way[2 * w] == tag) {
-      way[2 * w + 1] = ++store_->clock;
+    if (tags[w] == tag) {
+      stamps[w] = ++store_->clock;
       return true;
     }
   }
@@ -79,11 +120,11 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
   } else {  // full: the least recently used way
     victim = 0;
     for (size_t w = 1; w < ways_; ++w) {
-      if (way[2 * w + 1] < way[2 * victim + 1]) victim = w;
+      if (stamps[w] < stamps[victim]) victim = w;
     }
   }
-  way[2 * victim] = tag;
-  way[2 * victim + 1] = ++store_->clock;
+  tags[victim] = tag;
+  stamps[victim] = ++store_->clock;
   return false;
 }
 

@@ -53,13 +53,17 @@ class MemorySystem {
     uint64_t tag;
   };
   uint64_t canonical(int64_t host) const;
+  bool disjoint() const;
   double hit_fraction(const Access& gm);
   bool lookup(size_t set, uint64_t line);  // true on a hit; a miss installs the line
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);
 
   const Platform& platform_;
-  std::vector<Buffer> buffers_;
+  std::vector<Buffer> buffers_;  // sorted by lo
+  uint64_t registered_ = 0;
+  bool overlap_ = false;     // some buffers overlap (then lookups scan them all)
+  mutable size_t last_ = 0;  // the buffer found last
   int64_t line_bytes_;
   size_t sets_, ways_;
   // The tag store (per set: a fill count, then tags and LRU stamps) is kept per thread and

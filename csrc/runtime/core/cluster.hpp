@@ -10,9 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "pypto/abi.h"
@@ -38,13 +36,36 @@ struct Ring {
 };
 
 struct Cluster {
-  Cluster(const Platform& p, MemorySystem& m) : platform(p), memory(m) {}
+  Cluster(const Platform& p, MemorySystem& m)
+      : platform(p),
+        memory(m),
+        cores(1 + (p.aic_cores > 0 ? p.aiv_cores / p.aic_cores : 0)),
+        ids(p.cross_flag_ids > 0 ? p.cross_flag_ids : 0),
+        flags(static_cast<size_t>(cores * cores * ids)),
+        rings(flags.size()) {}
 
-  // Flag sets in order: the absolute time each set's instruction ended.
-  std::map<std::tuple<int, int, int>, std::deque<uint64_t>> flags;
-  std::map<std::tuple<int, int, int>, Ring> rings;  // (src, dst, pipe id)
+  // Flag sets in order: the absolute time each set's instruction ended. (src, dst, id) must
+  // be checked (cores and id in range) before.
+  std::deque<uint64_t>& flag(int src, int dst, int id) { return made(flags, at(src, dst, id)); }
+  Ring& ring(int src, int dst, int id) { return made(rings, at(src, dst, id)); }
+
   const Platform& platform;
   MemorySystem& memory;
+
+ private:
+  size_t at(int src, int dst, int id) const {
+    return static_cast<size_t>((src * cores + dst) * ids + id);
+  }
+  // Flat tables indexed by (src, dst, id), filled on first use (a map lookup per cross-core
+  // op missed the cache); entries never move, so references into them stay valid.
+  template <class T>
+  static T& made(std::vector<std::unique_ptr<T>>& table, size_t i) {
+    if (!table[i]) table[i] = std::make_unique<T>();
+    return *table[i];
+  }
+  int cores, ids;
+  std::vector<std::unique_ptr<std::deque<uint64_t>>> flags;
+  std::vector<std::unique_ptr<Ring>> rings;
 };
 
 }  // namespace pypto

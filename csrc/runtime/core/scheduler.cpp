@@ -91,7 +91,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       if (running_ < 0)
         throw SimError(ErrorKind::kInternal, "a cross-core wait outside a running kernel");
       Instance& in = *instances_[static_cast<size_t>(running_)];
-      in.blocked = true;
+      block(static_cast<size_t>(running_));
       in.waiting_on = what + (in.ctx->loc[0] ? std::string(" at ") + in.ctx->loc : std::string());
       in.key = in.start + in.ctx->model.now();
       Fiber::suspend();
@@ -102,10 +102,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     if (running_ < 0) return;
     const int cluster =
         instances_[static_cast<size_t>(running_)]->ctx->cluster ? cluster_of(running_) : -1;
-    for (size_t i = 0; i < instances_.size(); ++i) {
-      Instance& in = *instances_[i];
-      if (in.blocked && (cluster < 0 || in.cluster == cluster)) wake(i);
-    }
+    wake_if([cluster](const Instance& in) { return cluster < 0 || in.cluster == cluster; });
   }
 
  private:
@@ -119,10 +116,27 @@ class ChipScheduler final : public ChipLink, public Waiter {
     events_.push(e);
   }
 
-  void wake(size_t i) {
-    Instance& in = *instances_[i];
-    in.blocked = false;
-    push({in.key, 0, in.task, static_cast<int>(i), 0});
+  void block(size_t i) {
+    if (instances_[i]->blocked) return;
+    instances_[i]->blocked = true;
+    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), i), i);
+  }
+
+  // Wakes the blocked instances `pick` selects, in instance order (the order events are
+  // queued in breaks ties between equal times). Only blocked ones are visited.
+  template <class Pick>
+  void wake_if(Pick pick) {
+    size_t kept = 0;
+    for (size_t i : waiting_) {
+      Instance& in = *instances_[i];
+      if (!pick(in)) {
+        waiting_[kept++] = i;
+        continue;
+      }
+      in.blocked = false;
+      push({in.key, 0, in.task, static_cast<int>(i), 0});
+    }
+    waiting_.resize(kept);
   }
 
   // ---- dispatch ---------------------------------------------------------------------------
@@ -299,9 +313,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   void complete(size_t task) {
-    for (size_t i = 0; i < instances_.size(); ++i) {
-      if (instances_[i]->blocked) wake(i);  // write gates wait on task ends
-    }
+    wake_if([](const Instance&) { return true; });  // write gates wait on task ends
     for (int d : dependents_[task]) {
       if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
       uint64_t ready = 0;
@@ -369,6 +381,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<Event> parked_;
   std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<size_t> waiting_;  // the blocked instances, ascending
   std::vector<std::unique_ptr<Cluster>> clusters_;
   std::vector<PendingAtomics> pending_;
   uint64_t seq_ = 0;

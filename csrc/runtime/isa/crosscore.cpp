@@ -84,7 +84,17 @@ std::deque<uint64_t>& flag_queue(int32_t peer, int32_t pipe, int32_t id, const c
   check_id(id, op);
   auto [self, other] = ends(peer, op);
   *other_out = other;
-  return outgoing ? c.flags[{self, other, id}] : c.flags[{other, self, id}];
+  return outgoing ? c.flag(self, other, id) : c.flag(other, self, id);
+}
+
+// The ring of tile pipe `id` between this core and `peer`, checked; `outgoing`: this core
+// pushes into it.
+Ring& pipe_ring(Cluster& c, int32_t peer, int32_t id, const char* op, bool outgoing,
+                std::pair<int, int>* ends_out) {
+  const auto [self, other] = ends(peer, op);
+  check_id(id, op);
+  *ends_out = {self, other};
+  return outgoing ? c.ring(self, other, id) : c.ring(other, self, id);
 }
 
 }  // namespace
@@ -120,9 +130,9 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
-  auto [self, other] = ends(peer, op);
-  check_id(id, op);
-  Ring& r = c.rings[{self, other, id}];
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, true, &e);
+  const auto [self, other] = e;
   const int64_t bytes = s.valid_bytes();
   if (r.slot_bytes == 0) {
     r.slot_bytes = (bytes + 511) / 512 * 512;
@@ -182,9 +192,9 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
-  auto [self, other] = ends(peer, op);
-  check_id(id, op);
-  Ring& r = c.rings[{other, self, id}];
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  const auto [self, other] = e;
   auto has_tile = [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; };
   if (!has_tile()) {
     core.waiter->wait_until(has_tile, std::string(op) + " from " + core_label(other) +
@@ -219,9 +229,9 @@ extern "C" void pypto_tfree(int32_t peer, int32_t id) {
   const char* op = "TFREE";
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
-  auto [self, other] = ends(peer, op);
-  check_id(id, op);
-  Ring& r = c.rings[{other, self, id}];
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  const int other = e.second;
   if (r.popped == r.freed) {
     fail(ErrorKind::kCrossCore, op,
          core.core_name + " frees a slot of the pipe from " + core_label(other) +

@@ -81,7 +81,8 @@ void HazardChecker::LiveRing::push_back(const Live& l) {
     head_ = 0;
   }
   buf_[(head_ + size_) & mask_] = l;
-  ++size_;
+  if (size_++ == 0) front_end_ = l.ref.end;
+  newest_ = l.access;
 }
 
 namespace {
@@ -95,11 +96,16 @@ bool same_access(const Access& a, const Access& b) {
 // one on the same pipe loses no race: the later one ends no earlier and touches the same bytes.
 bool HazardChecker::LiveRing::repeats_tail(const AccessList& accesses) const {
   const size_t n = static_cast<size_t>(accesses.size);
-  if (n == 0 || size_ < n) return false;
+  if (n == 0 || size_ < n || !same_access(newest_, accesses.items[n - 1])) return false;
   for (size_t i = 0; i < n; ++i) {
     if (!same_access(from_back(n - 1 - i).access, accesses.items[i])) return false;
   }
   return true;
+}
+
+void HazardChecker::LiveRing::retag_tail(size_t n, const InstrRef& ref) {
+  for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;
+  if (n >= size_) front_end_ = ref.end;
 }
 
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
@@ -115,10 +121,12 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
   auto& q = live_[ref.pipe];
   if (accesses.size > 0) latest_end_[ref.pipe] = ref.end;
   if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
-    for (int i = 0; i < accesses.size; ++i) q.from_back(static_cast<size_t>(i)).ref = ref;
+    q.retag_tail(static_cast<size_t>(accesses.size), ref);
     return;
   }
-  while (!q.empty() && (q.front().ref.end <= horizon ||
+  // Ends never decrease along a pipe: when its newest access has ended, all have.
+  if (latest_end_[ref.pipe] <= horizon) q.clear();
+  while (!q.empty() && (q.front_end() <= horizon ||
                         q.size() + static_cast<size_t>(accesses.size) > kMaxInFlight)) {
     q.pop_front();
   }

@@ -71,19 +71,27 @@ class HazardChecker {
    public:
     bool empty() const { return size_ == 0; }
     size_t size() const { return size_; }
-    const Live& front() const { return buf_[head_]; }
+    // The oldest entry's end, kept beside the ring: most instructions drop nothing, and the
+    // check then reads no ring memory (cold after another core ran).
+    uint64_t front_end() const { return front_end_; }
     const Live& from_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
-    Live& from_back(size_t i) { return buf_[(head_ + size_ - 1 - i) & mask_]; }
     bool repeats_tail(const AccessList& accesses) const;
+    void retag_tail(size_t n, const InstrRef& ref);  // the newest n entries are now ref's
     void pop_front() {
       head_ = (head_ + 1) & mask_;
-      --size_;
+      if (--size_ > 0) front_end_ = buf_[head_].ref.end;
+      if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
+    void clear() { head_ = size_ = 0; }
     void push_back(const Live& l);
 
    private:
     std::vector<Live> buf_;  // capacity a power of two
     size_t mask_ = 0, head_ = 0, size_ = 0;
+    uint64_t front_end_ = 0;
+    // A copy of the newest entry's access: most instructions differ from the tail there, and
+    // the copy is checked without loading the ring's memory (cold after another core ran).
+    Access newest_{};
   };
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 

@@ -126,16 +126,12 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   uint64_t start = std::max(issue, pipe_free_[in.pipe]);
   if (in.kind == InstrKind::kWaitFlag) {
     Fired& q = fired_[static_cast<size_t>(flag_key(in.flag_src, in.flag_dst, in.flag_id))];
-    if (q.head == q.times.size()) {  // the set comes later in program order: block until then
+    if (q.count == 0) {  // the set comes later in program order: block until then
       blocked_[in.pipe].active = true;
       blocked_[in.pipe].wait = Pending{index, issue, in};
       return;
     }
-    start = std::max(start, q.times[q.head++]);
-    if (q.head == q.times.size()) {
-      q.times.clear();
-      q.head = 0;
-    }
+    start = std::max(start, q.pop());
   }
   if (in.not_before > origin_) start = std::max(start, in.not_before - origin_);
   if (!gates_.empty()) start = gated_start(in, start);
@@ -158,7 +154,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {
     FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
-    fired_[static_cast<size_t>(key)].times.push_back(end);
+    fired_[static_cast<size_t>(key)].push(end);
     unblock_waiters(key);
   }
 }
@@ -208,6 +204,26 @@ uint64_t CoreModel::on_chip_cost(const OpDesc& op, bool continues_run) {
     last_cost_ = cost::cycles(platform_, op, continues_run);
   }
   return last_cost_;
+}
+
+void CoreModel::Fired::push(uint64_t t) {
+  if (count++ == 0) {
+    first = t;
+  } else {
+    later.push_back(t);
+  }
+}
+
+uint64_t CoreModel::Fired::pop() {
+  const uint64_t t = first;
+  if (--count > 0) {
+    first = later[head++];
+    if (head == later.size()) {
+      later.clear();
+      head = 0;
+    }
+  }
+  return t;
 }
 
 void CoreModel::unblock_waiters(FlagKey key) {

@@ -146,11 +146,16 @@ class CoreModel {
   std::array<uint64_t, 7> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, 7> blocked_{};
-  // Set times not yet consumed, one queue per flag key in a flat table (a map's node walk
-  // missed the cache on every set and wait). A queue empties its vector once all are read.
+  // Set times not yet consumed, one FIFO per flag key in a flat table (a map's node walk
+  // missed the cache on every set and wait). The oldest time sits in the entry itself: a
+  // set is mostly consumed before the next, and then no second cache line is read.
   struct Fired {
-    std::vector<uint64_t> times;
-    size_t head = 0;
+    uint64_t first = 0;  // the oldest time, when count > 0
+    uint32_t count = 0;
+    uint32_t head = 0;            // the next of `later` after `first`
+    std::vector<uint64_t> later;  // the times after `first`, from `head` on
+    void push(uint64_t t);
+    uint64_t pop();
   };
   std::vector<Fired> fired_;
   HazardChecker hazards_;

@@ -28,9 +28,11 @@ struct Cluster;
 class Waiter {
  public:
   virtual ~Waiter() = default;
-  // Suspends the running instance until `ready()` holds; `what` names the wait in a deadlock
-  // report. Other cores run meanwhile.
-  virtual void wait_until(const std::function<bool()>& ready, const std::string& what) = 0;
+  // Suspends the running instance until `ready()` holds; `what()` names the wait in a
+  // deadlock report (called only for that: most waits end, and the text is never needed).
+  // Other cores run meanwhile.
+  virtual void wait_until(const std::function<bool()>& ready,
+                          const std::function<std::string()>& what) = 0;
   // Cross-core state of the running instance's cluster changed: its waiters look again.
   virtual void notify() = 0;
 };

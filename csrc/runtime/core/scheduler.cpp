@@ -72,7 +72,10 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   uint64_t task_end(int task) override {
     wait_until([this, task] { return task_left_[static_cast<size_t>(task)] == 0 && started(task); },
-               "the end of task '" + tasks_[static_cast<size_t>(task)].name + "' (a write gate)");
+               [this, task] {
+                 return "the end of task '" + tasks_[static_cast<size_t>(task)].name +
+                        "' (a write gate)";
+               });
     return task_end_[static_cast<size_t>(task)];
   }
 
@@ -86,15 +89,18 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // ---- Waiter ---------------------------------------------------------------------------
-  void wait_until(const std::function<bool()>& ready, const std::string& what) override {
+  void wait_until(const std::function<bool()>& ready,
+                  const std::function<std::string()>& what) override {
     while (!ready()) {
       if (running_ < 0)
         throw SimError(ErrorKind::kInternal, "a cross-core wait outside a running kernel");
       Instance& in = *instances_[static_cast<size_t>(running_)];
       block(static_cast<size_t>(running_));
-      in.waiting_on = what + (in.ctx->loc[0] ? std::string(" at ") + in.ctx->loc : std::string());
+      in.waiting_on = &what;  // lives on the suspended fiber's stack until the wait ends
+      in.waiting_at = in.ctx->loc;
       in.key = in.start + in.ctx->model.now();
       Fiber::suspend();
+      in.waiting_on = nullptr;
     }
   }
 

@@ -27,7 +27,8 @@ std::string deadlock_report(const std::vector<std::unique_ptr<Instance>>& instan
   for (const auto& p : instances) {
     if (p->done) continue;
     msg += "\n  " + where(*p, tasks[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
-           " waits for " + p->waiting_on;
+           " waits for " + (p->waiting_on ? (*p->waiting_on)() : std::string()) +
+           (p->waiting_at[0] ? std::string(" at ") + p->waiting_at : std::string());
   }
   // A blocked core's cluster peers that already ended are named too, with the last line
   // they ran: a push into a full ring waits on a consumer that ended without freeing.

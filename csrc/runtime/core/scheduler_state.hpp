@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -35,7 +36,9 @@ struct Instance {
   int core = 0, cluster = 0, subblock = 0;
   uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
   bool done = false, blocked = false;
-  std::string waiting_on;
+  // While blocked: what it waits for (described only by a deadlock report) and where.
+  const std::function<std::string()>* waiting_on = nullptr;
+  const char* waiting_at = "";
   std::string ended;  // a cluster core that finished: who and its last line
   std::vector<pypto_tensor> descs;
   std::vector<int64_t> args;

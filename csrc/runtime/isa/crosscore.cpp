@@ -117,8 +117,10 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   auto& q = flag_queue(peer, pipe, id, op, false, &other);
   auto is_set = [&q] { return !q.empty() && q.front() != UINT64_MAX; };
   if (!is_set()) {  // the message only for a wait that blocks
-    current_core().waiter->wait_until(is_set, std::string(op) + " (flag " + std::to_string(id) +
-                                                  " from " + core_label(other) + ", never set)");
+    current_core().waiter->wait_until(is_set, [&] {
+      return std::string(op) + " (flag " + std::to_string(id) + " from " + core_label(other) +
+             ", never set)";
+    });
   }
   const uint64_t at = q.front();
   q.pop_front();
@@ -152,9 +154,10 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
            (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
   };
   if (!has_slot()) {
-    core.waiter->wait_until(has_slot, std::string(op) + " to " + core_label(other) +
-                                          " (ring full: " + std::to_string(depth) +
-                                          " slots pushed and none freed)");
+    core.waiter->wait_until(has_slot, [&] {
+      return std::string(op) + " to " + core_label(other) +
+             " (ring full: " + std::to_string(depth) + " slots pushed and none freed)";
+    });
   }
   const uint64_t slot = r.pushed++;
   const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
@@ -197,8 +200,9 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const auto [self, other] = e;
   auto has_tile = [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; };
   if (!has_tile()) {
-    core.waiter->wait_until(has_tile, std::string(op) + " from " + core_label(other) +
-                                          " (ring empty: nothing was pushed)");
+    core.waiter->wait_until(has_tile, [&] {
+      return std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)";
+    });
   }
   RingSlot& rs = r.slots[r.popped];
   const uint64_t slot = r.popped++;

@@ -3,21 +3,19 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <mutex>
 #include <new>
 #include <system_error>
 #include <vector>
 
+#include "simulator/huge_pages.hpp"
+
 namespace pypto {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Large buffers ask for transparent huge pages: a million records fault in 50 times, not
-// 25,000 (a no-op where the kernel does not offer them).
+// Large buffers ask for huge pages: a million records fault in 50 times, not 25,000.
 void want_huge_pages(void* data, size_t bytes) {
-  if (bytes >= 2 * kHugePage) ::madvise(data, bytes, MADV_HUGEPAGE);
+  if (bytes >= 2 * kHugePage) advise_huge_pages(data, bytes);
 }
 
 // Below this a new part is faulted in where it is written: a thread would cost more.
@@ -79,7 +77,7 @@ void GrowBuffer::recycle(Mapping m) noexcept {
   bool kept = false;
   try {
     kept = spares().keep(m);
-  } catch (const std::system_error&) {  // the lock failed: unmap instead
+  } catch (...) {  // the lock or the list's growth failed: unmap instead
   }
   if (!kept) ::munmap(m.data, m.bytes);
 }

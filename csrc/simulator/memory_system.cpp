@@ -6,11 +6,10 @@
 #include <new>
 
 #include "simulator/hardware.hpp"
+#include "simulator/huge_pages.hpp"
 
 namespace pypto {
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 // Zeroed words on their own mapping, 2 MiB-aligned and marked for huge pages: the tag store
 // is touched at random across megabytes, and 4 KiB pages cost a TLB miss per lookup. Only
@@ -31,7 +30,7 @@ Array zeroed(size_t n) {
   if (aligned > at) munmap(raw, aligned - at);  // trim to the aligned span
   munmap(reinterpret_cast<void*>(aligned + bytes), kHugePage - (aligned - at));
   void* p = reinterpret_cast<void*>(aligned);
-  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: plain pages if refused
+  advise_huge_pages(p, bytes);
   return Array(static_cast<uint64_t*>(p), Unmap{bytes});
 }
 
@@ -71,15 +70,11 @@ void MemorySystem::add_buffer(const void* base, int64_t bytes) {
   // binary search; overlapping registrations resolve to the earliest, as a linear scan would.
   auto at = std::upper_bound(buffers_.begin(), buffers_.end(), b,
                              [](const Buffer& x, const Buffer& y) { return x.lo < y.lo; });
-  buffers_.insert(at, b);
-  overlap_ = overlap_ || !disjoint();
-}
-
-bool MemorySystem::disjoint() const {
-  for (size_t i = 1; i < buffers_.size(); ++i) {
-    if (buffers_[i].lo < buffers_[i - 1].hi) return false;
-  }
-  return true;
+  at = buffers_.insert(at, b);  // may reallocate: the index is taken after
+  const auto i = static_cast<size_t>(at - buffers_.begin());
+  // Sorted and disjoint before: only the new buffer's neighbours can overlap it.
+  overlap_ = overlap_ || (i > 0 && buffers_[i - 1].hi > b.lo) ||
+             (i + 1 < buffers_.size() && b.hi > buffers_[i + 1].lo);
 }
 
 uint64_t MemorySystem::canonical(int64_t host) const {

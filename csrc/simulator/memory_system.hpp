@@ -53,7 +53,6 @@ class MemorySystem {
     uint64_t tag;
   };
   uint64_t canonical(int64_t host) const;
-  bool disjoint() const;
   double hit_fraction(const Access& gm);
   bool lookup(size_t set, uint64_t line);  // true on a hit; a miss installs the line
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.

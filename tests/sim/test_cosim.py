@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import ml_dtypes  # noqa: F401  (fp16 views below)
 import numpy as np
@@ -15,8 +16,10 @@ import pytest
 
 from pypto import errors, platforms
 from pypto.runtime import run_kernel_file
+from pypto.runtime.build import KernelSource, build_kernel
 
 BUCKET = 64  # MemorySystem::kBucketCycles
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 
 
 def stream(fixture_kernel, a, *, tiles, block_rows, blocks, passes=1, platform="a2a3sim", record=True):
@@ -84,6 +87,23 @@ def test_an_l2_hit_costs_the_hit_latency(fixture_kernel):
     miss, hit = loads(rep, 0)
     assert (miss["end"] - miss["start"]) - (hit["end"] - hit["start"]) == plat.transfer_setup_cycles - 10
     assert rep.memory["l2_hits"] == rep.memory["l2_misses"] == 16 * 4096 // 512
+
+
+def test_tensors_over_the_same_bytes_share_their_l2_lines():
+    """An argument passed twice, or two overlapping views, are one set of L2 lines: the second
+    load of those bytes hits. tile_add loads a's tile, then b's, then stores c (64 lines each)."""
+    so = build_kernel(KernelSource(name="tile_add", path=EXAMPLES / "tile_add.cpp"), platform="a2a3sim")
+    big = np.arange(96 * 128, dtype=np.float32).reshape(96, 128)
+
+    def l2(a, b):
+        c = np.zeros_like(a)
+        rep = run_kernel_file(so, [a, b, c], outputs={2}, platform="a2a3sim", isolate=False)
+        np.testing.assert_array_equal(c, a + b)
+        return rep.memory["l2_hits"], rep.memory["l2_misses"]
+
+    assert l2(big[:64], big[:64].copy()) == (0, 192)  # apart: every line misses
+    assert l2(big[:64], big[:64]) == (64, 128)  # the same array twice: b's loads all hit
+    assert l2(big[32:], big[:64]) == (32, 160)  # b's rows 32..63 are a's rows 0..31, loaded before
 
 
 def test_48_cores_streaming_share_hbm_and_reuse_the_l2(fixture_kernel):

@@ -39,7 +39,7 @@ struct Cluster {
   Cluster(const Platform& p, MemorySystem& m)
       : platform(p),
         memory(m),
-        cores(1 + (p.aic_cores > 0 ? p.aiv_cores / p.aic_cores : 0)),
+        cores(1 + p.aivs_per_cluster()),
         ids(p.cross_flag_ids > 0 ? p.cross_flag_ids : 0),
         flags(static_cast<size_t>(cores * cores * ids)),
         rings(flags.size()) {}

@@ -24,12 +24,10 @@ Cluster& cluster_of(const char* op) {
   return *core.cluster;
 }
 
-int aivs(const Platform& p) { return p.aic_cores > 0 ? p.aiv_cores / p.aic_cores : 0; }
-
 // This core's number in the cluster (0 = AIC, 1 + v = AIV v) and its peer's, checked.
 std::pair<int, int> ends(int32_t peer, const char* op) {
   CoreContext& core = current_core();
-  const int n = aivs(core.platform);
+  const int n = core.platform.aivs_per_cluster();
   if (core.aic) {
     if (peer < 0 || peer >= n) {
       fail(ErrorKind::kCrossCore, op,

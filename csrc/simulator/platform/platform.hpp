@@ -57,6 +57,7 @@ struct Platform {
   // Cross-core synchronisation inside a cluster (1 AIC + aiv_cores / aic_cores AIVs).
   int cross_flag_ids;  // flag ids per direction per peer
   int tpipe_slots;     // ring depth of a tile pipe
+  int aivs_per_cluster() const { return aic_cores > 0 ? aiv_cores / aic_cores : 0; }
   // Op families beyond the tutorial set (compare/select, bitwise, trig, gather, sort) and
   // scalar element access on the SCALAR pipe.
   VecCost vec_cmp, vec_sel, vec_bitwise, vec_trig, vec_gather, vec_sort;

@@ -39,13 +39,13 @@ struct Cluster {
   Cluster(const Platform& p, MemorySystem& m)
       : platform(p),
         memory(m),
-        cores(1 + p.aivs_per_cluster()),
         ids(p.cross_flag_ids > 0 ? p.cross_flag_ids : 0),
-        flags(static_cast<size_t>(cores * cores * ids)),
+        flags(static_cast<size_t>(2 * p.aivs_per_cluster() * ids)),
         rings(flags.size()) {}
 
-  // Flag sets in order: the absolute time each set's instruction ended. (src, dst, id) must
-  // be checked (cores and id in range) before.
+  // Flag sets in order: the absolute time each set's instruction ended. Cores are numbered
+  // 0 (the AIC) and 1 + v (AIV v); (src, dst, id) must be checked before: one end the AIC,
+  // the other an AIV of the cluster, and the id in range.
   std::deque<uint64_t>& flag(int src, int dst, int id) { return made(flags, at(src, dst, id)); }
   Ring& ring(int src, int dst, int id) { return made(rings, at(src, dst, id)); }
 
@@ -53,17 +53,19 @@ struct Cluster {
   MemorySystem& memory;
 
  private:
+  // Every route joins the AIC and one AIV: (AIV, direction, id), two directions per AIV.
   size_t at(int src, int dst, int id) const {
-    return static_cast<size_t>((src * cores + dst) * ids + id);
+    const int aiv = src == 0 ? dst - 1 : src - 1, from_aiv = src == 0 ? 0 : 1;
+    return static_cast<size_t>((aiv * 2 + from_aiv) * ids + id);
   }
-  // Flat tables indexed by (src, dst, id), filled on first use (a map lookup per cross-core
-  // op missed the cache); entries never move, so references into them stay valid.
+  // Flat tables indexed by route, filled on first use (a map lookup per cross-core op missed
+  // the cache); entries never move, so references into them stay valid.
   template <class T>
   static T& made(std::vector<std::unique_ptr<T>>& table, size_t i) {
     if (!table[i]) table[i] = std::make_unique<T>();
     return *table[i];
   }
-  int cores, ids;
+  int ids;
   std::vector<std::unique_ptr<std::deque<uint64_t>>> flags;
   std::vector<std::unique_ptr<Ring>> rings;
 };

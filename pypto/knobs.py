@@ -98,6 +98,15 @@ VERIFY_PASSES: Knob[bool] = Knob(
     "Run the IR verifier after every compiler pass (cheap; turn off only to time passes).",
 )
 
+SIM_THREADS: Knob[int] = Knob(
+    "PYPTO_SIM_THREADS",
+    _parse_positive_int,
+    lambda: 2,
+    "Host threads of a simulation run (read by the native runtime at each run): 2 does the ops' "
+    "data work on a second thread beside the timing model; 1 keeps it on one thread. Outputs "
+    "and cycles are the same either way.",
+)
+
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -116,7 +125,7 @@ LOG_LEVEL: Knob[str] = Knob(
     "a recompile whose hints did not change).",
 )
 
-ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES, LOG_LEVEL)
+ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES, SIM_THREADS, LOG_LEVEL)
 
 
 def cache_dir() -> Path:

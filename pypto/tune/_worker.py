@@ -16,6 +16,7 @@ import io
 import linecache
 import logging
 import marshal
+import os
 import pickle
 import sys
 import time
@@ -25,6 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from pypto.errors import PyptoError
+
+
+def one_thread_per_run() -> None:
+    """Initializer of a pool with a worker per CPU: the pool already fills the CPUs, so each
+    run keeps its data work on its own thread (PYPTO_SIM_THREADS; the same results)."""
+    os.environ.setdefault("PYPTO_SIM_THREADS", "1")
 
 
 @dataclasses.dataclass

@@ -195,7 +195,11 @@ def _execute(tasks: list[_worker.Task], executor: Executor | str | None, bar) ->
     if executor is None or executor == "process":
         workers = min(len(payloads), os.cpu_count() or 1) or 1
         # spawn: a forked child would inherit the parent's threads (a Dask client, say) mid-state
-        owned = executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        owned = executor = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker.one_thread_per_run if workers > 1 else None,
+        )
     if not isinstance(executor, Executor):
         raise TuneError(
             f"executor must be a concurrent.futures.Executor, 'process' or 'serial'; got {executor!r}"

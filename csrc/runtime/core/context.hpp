@@ -23,6 +23,7 @@ struct AtomicWrite {
 };
 
 struct Cluster;
+class DataQueue;
 
 // How a kernel instance waits for another core (the chip scheduler implements it).
 class Waiter {
@@ -78,6 +79,10 @@ struct CoreContext {
   std::string kernel = "kernel";
   Cluster* cluster = nullptr;
   Waiter* waiter = nullptr;
+  // The run's data thread (null: ops do their data work in place) and whether the running op
+  // queues its work there (isa::Deferred) rather than doing it in place after a drain.
+  DataQueue* data = nullptr;
+  bool deferring = false;
 
   // dst += src (n elements of dtype), now or in completion order.
   void atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n);

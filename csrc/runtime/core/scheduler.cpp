@@ -7,6 +7,7 @@
 
 #include "runtime/core/cluster.hpp"
 #include "runtime/core/context.hpp"
+#include "runtime/core/data_queue.hpp"
 #include "runtime/core/scheduler_state.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
@@ -35,7 +36,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
         remaining_deps_(tasks.size(), 0),
         task_end_(tasks.size(), 0),
         task_left_(tasks.size(), 0),
-        dependents_(tasks.size()) {
+        dependents_(tasks.size()),
+        data_(DataQueue::for_run()) {
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
@@ -59,6 +61,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       }
     }
     check_all_done();
+    drain();
     flush_all();
     return collect();
   }
@@ -237,6 +240,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.ctx->cluster = shared;
     in.ctx->waiter = this;
     in.ctx->atomic_log = &in.atomics;
+    in.ctx->data = data_.get();
     in.ctx->model.attach(this, start, options_.limits);
     in.ctx->model.gate_gm_writes(gates(t));
     KernelEntry entry = t.entry;
@@ -292,6 +296,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     in.done = true;
     in.fiber.reset();
+    drain();  // its atomics log and its memory are read or recycled below
     CoreModel& m = in.ctx->model;
     in.result.block = t.block_idx;
     in.result.stats = m.stats();
@@ -338,6 +343,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
   }
 
+  // ---- data -------------------------------------------------------------------------------
+  // The queued data work is done (the run's thread is about to read or free what it writes).
+  void drain() {
+    if (data_) data_->drain();
+  }
+
   // ---- atomics ----------------------------------------------------------------------------
   void flush_all() {
     apply_atomics(pending_, options_.shuffle_atomics, rng_);
@@ -347,6 +358,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
   // A task that depends on `task` sees its atomic adds (see take_atomics_for).
   void flush_for(size_t task) {
     std::vector<PendingAtomics> now = take_atomics_for(pending_, task);
+    if (now.empty()) return;
+    drain();
     apply_atomics(now, options_.shuffle_atomics, rng_);
   }
 
@@ -392,6 +405,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::vector<PendingAtomics> pending_;
   uint64_t seq_ = 0;
   int running_ = -1;
+  // Last, so it is destroyed first: its thread finishes the queued work while the cores'
+  // memories, the rings and the atomics logs it writes still exist.
+  std::unique_ptr<DataQueue> data_;
 };
 
 }  // namespace

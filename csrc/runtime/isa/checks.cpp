@@ -127,6 +127,7 @@ void check_descriptor(const pypto_tensor* t, int64_t rows, int64_t cols, int64_t
 
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op) {
+  data_barrier(current_core());
   if (t == nullptr || t->data == nullptr) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
   if (t->ndim < 1 || t->ndim > 2) {
     fail(ErrorKind::kShape, op,

@@ -7,6 +7,7 @@
 
 #include "pypto/abi.h"
 #include "runtime/core/context.hpp"
+#include "runtime/core/data_queue.hpp"
 #include "simulator/errors.hpp"
 #include "simulator/hazard.hpp"
 
@@ -51,6 +52,36 @@ inline void note_instruction(const char* op, const char* loc) {
 const char* last_instruction_op();
 const char* last_instruction_loc();
 
+// Before an op touches data in place: the queued work of earlier ops is done (DataQueue). An
+// op whose own work is queued (`Deferred`) skips it, its work being queued behind theirs.
+inline void data_barrier(CoreContext& core) {
+  if (core.data != nullptr && !core.deferring) core.data->drain();
+}
+
+// An op that queues its data work on the run's data thread: while it lives, its operand
+// checks do not drain the queue. `run(fn)` queues the work (or does it at once with no data
+// thread); `fn` captures values only and calls nothing that reads the current core.
+class Deferred {
+ public:
+  Deferred() : core_(current_core()), was_(core_.deferring) { core_.deferring = true; }
+  ~Deferred() { core_.deferring = was_; }
+  Deferred(const Deferred&) = delete;
+  Deferred& operator=(const Deferred&) = delete;
+  CoreContext& core() const { return core_; }
+  template <class Fn>
+  void run(const Fn& fn) const {
+    if (core_.data != nullptr) {
+      core_.data->push(fn);
+    } else {
+      fn();
+    }
+  }
+
+ private:
+  CoreContext& core_;
+  bool was_;
+};
+
 // Checks a tile operand of `op` against the current core: space in `spaces`, dtype, shape,
 // bounds and alignment. A descriptor this core already checked with the same bytes is not
 // checked again (the result depends only on the descriptor and the platform), which keeps the
@@ -64,6 +95,7 @@ inline TileView check_tile(const pypto_tile* t, const char* op, const char* oper
                            unsigned spaces) {
   CoreContext& core = current_core();
   note_instruction(op, core.loc);
+  data_barrier(core);
   const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
   const pypto_tile& d = seen.desc;
   if (t != nullptr && seen.data != nullptr && d.addr == t->addr && d.mem == t->mem &&

@@ -127,6 +127,7 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
 
 extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const char* op = "TPUSH";
+  const Deferred q;
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
@@ -164,10 +165,14 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   if (!r.spare.empty()) {  // a freed slot's buffer: no allocation per push
     rs.bytes = std::move(r.spare.back());
     r.spare.pop_back();
+    // A pop's queued copy may still read it: reshaping it waits for that copy.
+    if (rs.bytes.size() != static_cast<size_t>(bytes) && core.data != nullptr) core.data->drain();
   }
   rs.bytes.resize(static_cast<size_t>(bytes));
-  copy_rows(rs.bytes.data(), s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
-            s.valid_cols * s.esize);
+  q.run([to = rs.bytes.data(), s] {
+    copy_rows(to, s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
+              s.valid_cols * s.esize);
+  });
   AccessList acc;
   acc.add(s.access(false));
   OpDesc d;
@@ -190,6 +195,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
 
 extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const char* op = "TPOP";
+  const Deferred q;
   Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
   TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
@@ -212,8 +218,10 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
              " pushed a " + dtype_name(rs.shape.dtype) + " " +
              shape_text(rs.shape.valid_rows, rs.shape.valid_cols) + " tile");
   }
-  copy_rows(d.data, d.cols * d.esize, rs.bytes.data(), d.valid_cols * d.esize, d.valid_rows,
-            d.valid_cols * d.esize);
+  q.run([d, from = rs.bytes.data()] {
+    copy_rows(d.data, d.cols * d.esize, from, d.valid_cols * d.esize, d.valid_rows,
+              d.valid_cols * d.esize);
+  });
   const int64_t bytes = d.valid_bytes();
   AccessList acc;
   acc.add(d.access(true));

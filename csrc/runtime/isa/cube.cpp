@@ -18,6 +18,7 @@ namespace pypto::isa {
 void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,
                     bool atomic_add) {
   const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
+  const Deferred q;
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_ACC));
   if (dst == nullptr) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
   // The window is checked in the tensor's dtype: FIXPIPE converts on the way out.
@@ -30,18 +31,19 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   check_writable(dst, op);
-  std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    vm::convert(dst->dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
-                PYPTO_ROUND_RINT);
-    uint8_t* out = w.data + r * w.stride_bytes;
-    if (atomic_add) {
-      current_core().atomic_add(dst->data, out, dst->dtype, row.data(),
-                                static_cast<size_t>(s.valid_cols));
-    } else {
-      std::memcpy(out, row.data(), row.size());
+  q.run([core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
+    std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
+                  PYPTO_ROUND_RINT);
+      uint8_t* out = w.data + r * w.stride_bytes;
+      if (atomic_add) {
+        core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
+      } else {
+        std::memcpy(out, row.data(), row.size());
+      }
     }
-  }
+  });
   AccessList acc;
   acc.add(s.access(false));
   acc.add(w.access(true));
@@ -203,6 +205,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
                               const pypto_tile* right, int32_t a_trans, int32_t b_trans,
                               int32_t accumulate) {
   const char* op = accumulate ? "TMATMUL_ACC" : "TMATMUL";
+  const Deferred q;
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
@@ -211,9 +214,11 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
-  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, accumulate != 0,
-                 A.exact && B.exact);
+  q.run([a, b, c, m, k, n, a_trans, b_trans, accumulate] {
+    const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
+    vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n,
+                   accumulate != 0, A.exact && B.exact);
+  });
   issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(m * n * k), c.addr);
 }
@@ -222,16 +227,19 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
 extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left,
                                    const pypto_tile* right, const pypto_tile* bias) {
   const char* op = "TMATMUL_BIAS";
+  const Deferred q;
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
   const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
   TileView t = check_bias(bias, n, op);
-  for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
-  const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
-  vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true,
-                 A.exact && B.exact);
+  q.run([a, b, c, t, m, k, n] {
+    for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
+    const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
+    vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true,
+                   A.exact && B.exact);
+  });
   AccessList accs;
   accs.add(a.access(false));
   accs.add(b.access(false));

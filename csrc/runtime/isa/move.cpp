@@ -145,6 +145,7 @@ OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
 
 extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   const char* op = "TMOV";
+  const Deferred q;
   const unsigned onchip = ~mem_bit(PYPTO_GM);
   TileView s = check_tile(src, op, "src", onchip);
   TileView d = check_tile(dst, op, "dst", onchip);
@@ -158,12 +159,14 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   check_same_valid_shape(d, s, op, "dst and src");
   if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
   check_fractal_shape(d, op);
-  if (s.mem == d.mem) {
-    copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
-              s.valid_cols * s.esize);
-  } else {
-    relayout(d, s);
-  }
+  q.run([d, s] {
+    if (s.mem == d.mem) {
+      copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
+                s.valid_cols * s.esize);
+    } else {
+      relayout(d, s);
+    }
+  });
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));

@@ -60,6 +60,7 @@ TileView check_scratch(const pypto_tile* tmp, const TileView& s, const char* op)
 extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto_tile* src,
                                  const pypto_tile* tmp) {
   const char* op = op_name(kReduceNames, opc, "TROWREDUCE");
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   check_same_dtype(d, s, op, "dst and src");
@@ -67,32 +68,35 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_vector_shape(d, s.valid_rows, 1, op);
   const bool reducible = is_float_dtype(s.dtype) || s.dtype == PYPTO_INT32;
   check_supported(reducible, op, s.dtype);
-  for (int64_t r = 0; r < s.valid_rows; ++r) {
-    double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
-    write_element(d, d.row(r), 0, v);
-  }
+  q.run([opc, d, s] {
+    for (int64_t r = 0; r < s.valid_rows; ++r) {
+      double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
+      write_element(d, d.row(r), 0, v);
+    }
+  });
   issue_row_op(op, OpClass::kRowReduce, s, &t, d);  // t is clobbered, as on the device
 }
 
 static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                    const pypto_tile* v) {
   const char* op = op_name(by_row ? kRowExpandNames : kColExpandNames, opc, "TEXPAND");
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(a, d, op);
   TileView y = check_tile(v, op, "v", mem_bit(PYPTO_VEC));
   check_same_dtype(y, x, op, "v and a");
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   const size_t n = static_cast<size_t>(x.valid_cols);
-  if (by_row) {
-    check_vector_shape(y, x.valid_rows, 1, op);
+  check_vector_shape(y, by_row ? x.valid_rows : 1, by_row ? 1 : x.valid_cols, op);
+  q.run([by_row, opc, d, x, y, n] {
     for (int64_t r = 0; r < x.valid_rows; ++r) {
-      vm::binary_scalar(opc, d.dtype, d.row(r), x.row(r), element(y, y.row(r), 0), n);
+      if (by_row) {
+        vm::binary_scalar(opc, d.dtype, d.row(r), x.row(r), element(y, y.row(r), 0), n);
+      } else {
+        vm::binary(opc, d.dtype, d.row(r), x.row(r), y.row(0), n);
+      }
     }
-  } else {
-    check_vector_shape(y, 1, x.valid_cols, op);
-    for (int64_t r = 0; r < x.valid_rows; ++r)
-      vm::binary(opc, d.dtype, d.row(r), x.row(r), y.row(0), n);
-  }
+  });
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kBinary;
   issue_vector_op(op, c, d.valid_bytes(), d, &x, &y);
 }

@@ -25,6 +25,7 @@ std::string index_text(const int64_t* idx, int32_t n) {
 
 // The byte address of element idx of tensor t, checked.
 uint8_t* tensor_element(const pypto_tensor* t, const int64_t* idx, int32_t n, const char* op) {
+  data_barrier(current_core());
   if (t == nullptr) fail(ErrorKind::kInternal, op, "null GM tensor");
   if (n != t->ndim) {
     fail(ErrorKind::kShape, op,

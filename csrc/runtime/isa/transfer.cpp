@@ -64,6 +64,7 @@ bool atomic_dtype(int dtype) {
 extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int64_t row0,
                             int64_t col0) {
   const char* op = "TLOAD";
+  const Deferred q;
   if (dst != nullptr && dst->mem > PYPTO_MAT && dst->mem < PYPTO_NUM_MEM) {
     fail(ErrorKind::kMemorySpace, op,
          std::string("GM loads write Vec or Mat, not ") + mem_name(dst->mem) + "; the route into " +
@@ -72,7 +73,8 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
   }
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
   GmWindow w = check_window(src, row0, col0, d, op);
-  copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes);
+  q.run(
+      [d, w] { copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes); });
   const Link link = d.mem == PYPTO_VEC ? Link::kGmToUb : Link::kGmToL1;
   AccessList acc;
   acc.add(w.access(false));
@@ -84,6 +86,7 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
 extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0,
                              const pypto_tile* src, int32_t atomic_add) {
   const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
+  const Deferred q;
   if (src != nullptr && src->mem == PYPTO_ACC) {
     store_from_acc(dst, row0, col0, src, atomic_add != 0);
     return;
@@ -95,20 +98,25 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
     fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
   }
   if (atomic_add) {
-    for (int64_t r = 0; r < w.rows; ++r) {
-      current_core().atomic_add(dst->data, w.data + r * w.stride_bytes, s.dtype, s.row(r),
-                                static_cast<size_t>(s.valid_cols));
-    }
+    q.run([core = &q.core(), base = dst->data, s, w] {
+      for (int64_t r = 0; r < w.rows; ++r) {
+        core->atomic_add(base, w.data + r * w.stride_bytes, s.dtype, s.row(r),
+                         static_cast<size_t>(s.valid_cols));
+      }
+    });
   } else {
     // One block copy when both sides are contiguous: a large copy lets the CPU write whole
     // cache lines of GM without first reading them (twice as fast as row-sized copies).
     const int64_t pitch = s.cols * s.esize;
     const bool contiguous = w.stride_bytes == w.row_bytes && pitch == w.row_bytes;
-    if (contiguous && tensor_bytes(*dst) >= kStreamingTensorBytes) {
-      stream_copy(w.data, s.data, static_cast<size_t>(w.rows * w.row_bytes));
-    } else {
-      copy_rows(w.data, w.stride_bytes, s.data, pitch, w.rows, w.row_bytes);
-    }
+    const bool stream = contiguous && tensor_bytes(*dst) >= kStreamingTensorBytes;
+    q.run([s, w, pitch, stream] {
+      if (stream) {
+        stream_copy(w.data, s.data, static_cast<size_t>(w.rows * w.row_bytes));
+      } else {
+        copy_rows(w.data, w.stride_bytes, s.data, pitch, w.rows, w.row_bytes);
+      }
+    });
   }
   AccessList acc;
   acc.add(s.access(false));

@@ -53,13 +53,16 @@ void convert_away(const TileView& d, const TileView& s) {
 extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                               const pypto_tile* b) {
   const char* op = op_name(kBinaryNames, opc, "TBINARY");
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
   TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
   check_elementwise(d, x, &y, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* q, size_t n) {
-    vm::binary(opc, d.dtype, o, p, q, n);
+  q.run([opc, d, x, y] {
+    for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
+      vm::binary(opc, d.dtype, o, p, r, n);
+    });
   });
   const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
                      : opc == PYPTO_ADD ? VecClass::kAdd
@@ -70,11 +73,14 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
 extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                      double s) {
   const char* op = op_name(kScalarNames, opc, "TBINARYS");
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(a, d, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-    vm::binary_scalar(opc, d.dtype, o, p, s, n);
+  q.run([opc, d, x, s] {
+    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+      vm::binary_scalar(opc, d.dtype, o, p, s, n);
+    });
   });
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
   issue_vector_op(op, c, d.valid_bytes(), d, &x, nullptr);
@@ -82,26 +88,33 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
   const char* op = op_name(kUnaryNames, opc, "TUNARY");
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(a, d, op);
   check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
-  for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-    vm::unary(opc, d.dtype, o, p, n);
+  q.run([opc, d, x] {
+    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+      vm::unary(opc, d.dtype, o, p, n);
+    });
   });
   issue_vector_op(op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   const char* op = "TEXPANDS";
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
-    vm::fill(d.dtype, o, value, n);
+  q.run([d, value] {
+    for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
+      vm::fill(d.dtype, o, value, n);
+    });
   });
   issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 
 extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
   const char* op = "TCVT";
+  const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   check_same_valid_shape(d, s, op, "dst and src");
@@ -113,14 +126,16 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
     fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));
   }
-  if (round_mode == PYPTO_ROUND_AWAY && is_float_dtype(s.dtype) && is_int_dtype(d.dtype)) {
-    convert_away(d, s);  // ties away from zero, then saturate (NaN -> 0) as the other modes
-  } else {
-    const int mode = round_mode == PYPTO_ROUND_AWAY ? PYPTO_ROUND_RINT : round_mode;
-    for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-      vm::convert(d.dtype, o, s.dtype, p, n, mode);
-    });
-  }
+  q.run([d, s, round_mode] {
+    if (round_mode == PYPTO_ROUND_AWAY && is_float_dtype(s.dtype) && is_int_dtype(d.dtype)) {
+      convert_away(d, s);  // ties away from zero, then saturate (NaN -> 0) as the other modes
+    } else {
+      const int mode = round_mode == PYPTO_ROUND_AWAY ? PYPTO_ROUND_RINT : round_mode;
+      for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+        vm::convert(d.dtype, o, s.dtype, p, n, mode);
+      });
+    }
+  });
   int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
   issue_vector_op(op, VecClass::kCvt, bytes, d, &s, nullptr);
 }

@@ -1,0 +1,80 @@
+// The data work of a run's instructions — what they compute; what they cost is the timing
+// model's — done on a second host thread, in issue order, while the run's thread goes on with
+// the cores' control flow, checks and timing. The work runs in the order it ran in before and
+// only on data no later check or cost depends on, so every value and every cycle is unchanged.
+// Whatever reads or writes data on the run's thread — an op that does its work in place, a
+// scalar read, the end of a task, applying atomics — drains the queue first.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+
+namespace pypto {
+
+class DataQueue {
+ public:
+  static constexpr size_t kBytes = 304;  // the largest closure an op queues
+  // A queue for one run, or null: one host CPU, or PYPTO_SIM_THREADS=1 in the environment.
+  static std::unique_ptr<DataQueue> for_run();
+  DataQueue() = default;
+  ~DataQueue();  // does the queued work, then ends the thread
+  DataQueue(const DataQueue&) = delete;
+  DataQueue& operator=(const DataQueue&) = delete;
+
+  // Queues `fn` (its captures are copied: values only, nothing on a kernel's stack). The
+  // first ops of a run are done at once: a short run never pays for starting the thread.
+  template <class Fn>
+  void push(const Fn& fn) {
+    static_assert(std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= kBytes &&
+                      alignof(Fn) <= alignof(std::max_align_t),
+                  "queued data work captures plain values");
+    if (!started_ && !start()) {
+      fn();
+      return;
+    }
+    Slot& s = claim();
+    s.run = [](const void* p) { (*static_cast<const Fn*>(p))(); };
+    std::memcpy(s.fn, &fn, sizeof(Fn));
+    publish();
+  }
+
+  // Waits until every queued op's work is done; rethrows an exception one of them threw.
+  void drain() {
+    if (pending_) wait_empty();
+  }
+
+ private:
+  struct alignas(64) Slot {
+    void (*run)(const void*);
+    alignas(std::max_align_t) unsigned char fn[kBytes];
+  };
+  static constexpr uint64_t kSlots = 512;
+  static constexpr uint64_t kStartAfter = 256;  // ops done in place before the thread starts
+
+  bool start();
+  Slot& claim();
+  void publish();
+  void wait_empty();
+  void work();
+
+  std::unique_ptr<Slot[]> slots_;
+  std::thread thread_;
+  bool started_ = false, pending_ = false;
+  uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
+  alignas(64) std::atomic<uint64_t> head_{0};              // slots published
+  alignas(64) std::atomic<uint64_t> tail_{0};              // slots done
+  alignas(64) std::atomic<bool> sleeping_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::exception_ptr error_;  // the first op that threw; later ops are skipped
+};
+
+}  // namespace pypto

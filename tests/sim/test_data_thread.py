@@ -1,0 +1,132 @@
+"""The data thread (runtime/core/data_queue): a run's data work is done on a second host thread
+in issue order, so outputs, cycles and traces are the same as with it off
+(PYPTO_SIM_THREADS=1), and whatever reads data on the run's own thread sees every earlier
+op's work. Each kernel here issues more ops than the queue does in place before it starts its
+thread (256)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import OutOfBoundsError
+from pypto.runtime import RunConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+import flash_attention as fa  # noqa: E402
+
+R, C = 16, 64
+
+
+def both_ways(monkeypatch, run):
+    """`run()` with the data thread and without it."""
+    monkeypatch.delenv("PYPTO_SIM_THREADS", raising=False)
+    threaded = run()
+    monkeypatch.setenv("PYPTO_SIM_THREADS", "1")
+    in_place = run()
+    monkeypatch.delenv("PYPTO_SIM_THREADS")
+    return threaded, in_place
+
+
+def same_report(a, b):
+    assert a.cycles == b.cycles
+    assert [(t.core_name, t.start, t.end, t.pipe_busy) for t in a.tasks] == [
+        (t.core_name, t.start, t.end, t.pipe_busy) for t in b.tasks
+    ]
+
+
+def test_attention_gives_the_same_bits_cycles_and_trace(monkeypatch):
+    heads, s, d = 2, 256, 128
+    kernel = fa.make_attention(heads, s, s, d, 64, 128, False)
+    q, k, v = fa.inputs(heads, s, s, d)
+    mask = fa.causal_mask(64, 128)
+    compiled = kernel.compile(q, k, v, mask, np.zeros((heads * s, d), np.float32), config=RunConfig())
+
+    def run():
+        out = np.zeros((heads * s, d), np.float32)
+        rep = compiled.run(q, k, v, mask, out, trace=True)
+        return out, rep
+
+    (out_t, rep_t), (out_p, rep_p) = both_ways(monkeypatch, run)
+    np.testing.assert_array_equal(out_t, out_p)
+    same_report(rep_t, rep_p)
+    for a, b in zip(rep_t.tasks, rep_p.tasks):
+        assert a.trace.intervals("CUBE") == b.trace.intervals("CUBE")
+        assert a.trace.intervals("VECTOR") == b.trace.intervals("VECTOR")
+
+
+def load_split_k():
+    argv, sys.argv = sys.argv, ["split_k.py", "1024", "4"]
+    try:
+        spec = importlib.util.spec_from_file_location("split_k_data_thread", ROOT / "examples" / "split_k.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.argv = argv
+    return module
+
+
+def test_atomic_adds_land_in_the_same_order(monkeypatch):
+    sk = load_split_k()
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (sk.M, sk.K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (sk.K, sk.N)).astype(np.float16)
+    (c_t, rep_t), (c_p, rep_p) = both_ways(monkeypatch, lambda: sk.run(sk.matmul_split_k, a, b))
+    np.testing.assert_array_equal(c_t, c_p)
+    same_report(rep_t, rep_p)
+
+
+@pl.jit
+def store_then_read(x: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(100):  # 300 queued ops: the data thread is running
+            a = pl.load(x, [0, 0], [R, C])
+            b = pl.add(a, a)
+            pl.store(b, [0, 0], out)
+        v = pl.read(out, [2, 3])  # GM written by the queued stores
+        c = pl.load(x, [0, 0], [R, C])
+        first = pl.read(c, [1, 1])  # a tile written by a queued load
+        pl.store(pl.muls(c, v + first), [0, 0], out2)
+    return out, out2
+
+
+def test_scalar_reads_see_the_queued_work_before_them(monkeypatch):
+    x = np.random.default_rng(1).uniform(-2, 2, (R, C)).astype(np.float32)
+
+    def run():
+        out, out2 = np.zeros_like(x), np.zeros_like(x)
+        store_then_read(x, out, out2)
+        return out, out2
+
+    (out_t, out2_t), (out_p, out2_p) = both_ways(monkeypatch, run)
+    np.testing.assert_array_equal(out_t, x + x)
+    np.testing.assert_array_equal(out2_t, x * np.float32(2 * x[2, 3] + x[1, 1]))
+    np.testing.assert_array_equal(out2_t, out2_p)
+
+
+@pl.jit
+def fail_late(x: pl.Tensor, i: pl.INDEX, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for j in pl.range(100):
+            a = pl.load(x, [0, 0], [R, C])
+            pl.store(pl.add(a, a), [0, 0], out)
+        v = pl.read(x, [i, 0])
+        pl.store(pl.muls(pl.load(x, [0, 0], [R, C]), v), [0, 0], out)
+    return out
+
+
+def test_an_error_after_queued_work_is_reported_and_the_next_run_is_right():
+    x = np.ones((R, C), np.float32)
+    out = np.zeros_like(x)
+    with pytest.raises(OutOfBoundsError, match=r"TREAD: index \[16, 0\] is outside") as e:
+        fail_late(x, R, out)
+    assert "test_data_thread.py:" in str(e.value)
+    fail_late(x, 0, out)
+    np.testing.assert_array_equal(out, x)

@@ -3,11 +3,13 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
 
 #include "runtime/bind.hpp"
+#include "runtime/core/data_queue.hpp"
 #include "runtime/isa/fractal.hpp"
 #include "runtime/isa/matmul_f32.hpp"
 #include "simulator/core_model.hpp"
@@ -166,9 +168,40 @@ py::tuple fractal_form(const std::string& form, const U16& x) {
   return py::make_tuple(t, w, finite);
 }
 
+// The data thread's protocol under load: `ops` queued ops, op i splitting its first
+// 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
+// 3, each row one more than the last row of the op before, plus its index; a drain every
+// `drain_every` ops. Returns the [ops, rows] result; a lost or repeated piece changes it.
+py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every) {
+  if (ops < 1 || rows < 1 || drain_every < 1) throw std::invalid_argument("positive counts");
+  py::array_t<int64_t> out({ops, rows});
+  int64_t* o = out.mutable_data();
+  std::fill(o, o + ops * rows, 0);
+  {
+    py::gil_scoped_release released;
+    DataQueue q;
+    int64_t before = 0;  // the rows of the op before
+    for (int64_t i = 0; i < ops; ++i) {
+      const int64_t n = 1 + (7 * i) % rows;
+      q.push([o, i, rows, n, before] {
+        const int64_t last = i > 0 ? o[(i - 1) * rows + before - 1] : 0;
+        DataQueue::split(n, 3, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) o[i * rows + r] = last + 1 + r;
+        });
+      });
+      before = n;
+      if ((i + 1) % drain_every == 0) q.drain();
+    }
+    q.drain();
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_simulator(py::module_& m) {
+  m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
+        py::arg("drain_every"));
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
         py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);

@@ -130,3 +130,24 @@ def test_an_error_after_queued_work_is_reported_and_the_next_run_is_right():
     assert "test_data_thread.py:" in str(e.value)
     fail_late(x, 0, out)
     np.testing.assert_array_equal(out, x)
+
+
+EXERCISE = """
+import numpy as np
+from pypto import _native
+ops, rows = 20000, 40
+out = _native.data_queue_exercise(ops, rows, 997)
+n = 1 + (7 * np.arange(ops)) % rows  # the rows op i writes
+first = 1 + np.concatenate([[0], np.cumsum(n)[:-1]])  # each op starts where the last ended
+expect = np.where(np.arange(rows) < n[:, None], first[:, None] + np.arange(rows), 0)
+assert np.array_equal(out, expect), np.argwhere(out != expect)[:3]
+print("ok")
+"""
+
+
+def test_split_work_is_shared_without_losing_or_repeating_a_piece():
+    # In a subprocess with a timeout: a protocol bug would hang rather than fail.
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-c", EXERCISE], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

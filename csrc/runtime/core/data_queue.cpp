@@ -1,5 +1,6 @@
 #include "runtime/core/data_queue.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <system_error>
@@ -31,6 +32,8 @@ void spin_until(Done done) {
 }
 
 }  // namespace
+
+thread_local DataQueue* DataQueue::t_worker_ = nullptr;
 
 std::unique_ptr<DataQueue> DataQueue::for_run() {
   const char* env = std::getenv("PYPTO_SIM_THREADS");
@@ -64,7 +67,7 @@ bool DataQueue::start() {
 
 DataQueue::Slot& DataQueue::claim() {
   if (head_seen_ - tail_seen_ == kSlots) {
-    spin_until([this] { return head_seen_ - tail_.load(std::memory_order_acquire) < kSlots; });
+    wait_helping([this] { return head_seen_ - tail_.load(std::memory_order_acquire) < kSlots; });
     tail_seen_ = tail_.load(std::memory_order_acquire);
   }
   return slots_[head_seen_ % kSlots];
@@ -82,13 +85,63 @@ void DataQueue::publish() {
 }
 
 void DataQueue::wait_empty() {
-  spin_until([this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
+  wait_helping([this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
   tail_seen_ = head_seen_;
   pending_ = false;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+template <class Done>
+void DataQueue::wait_helping(Done done) {
+  spin_until([&] { return done() || (help() && done()); });
+}
+
+// The offer word: generation (32 bits) | piece count (16) | next piece (16). The count in the
+// word makes a claim check the count of its own generation.
+constexpr uint64_t kPieceMask = 0xffff;
+
+void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
+  const auto pieces = static_cast<uint64_t>((n + grain - 1) / grain);
+  if (pieces > kPieceMask) return run(fn, 0, n);
+  sharing_ = true;
+  piece_run_.store(run, std::memory_order_relaxed);
+  piece_fn_.store(fn, std::memory_order_relaxed);
+  piece_n_.store(n, std::memory_order_relaxed);
+  piece_grain_.store(grain, std::memory_order_relaxed);
+  helped_.store(0, std::memory_order_relaxed);
+  const uint64_t open = uint64_t{++generation_} << 32 | pieces << 16;
+  offer_.store(open, std::memory_order_release);
+  uint64_t mine = 0;
+  for (uint64_t w = open; (w & kPieceMask) < pieces;) {
+    if (!offer_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+    const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
+    run(fn, b, std::min(n, b + grain));
+    ++mine;
+    w = offer_.load(std::memory_order_acquire);
+  }
+  // The helper's pieces are done, and (acquire) so are its reads of this description.
+  spin_until([&] { return mine + helped_.load(std::memory_order_acquire) == pieces; });
+  sharing_ = false;
+}
+
+bool DataQueue::help() {
+  uint64_t w = offer_.load(std::memory_order_acquire);
+  if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
+  const PieceFn run = piece_run_.load(std::memory_order_relaxed);
+  const void* fn = piece_fn_.load(std::memory_order_relaxed);
+  const int64_t n = piece_n_.load(std::memory_order_relaxed);
+  const int64_t grain = piece_grain_.load(std::memory_order_relaxed);
+  // Succeeds only while that generation has pieces left, so the data thread is still inside
+  // share() and has not described another: what was read above is this generation's.
+  if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
+  const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
+  run(fn, b, std::min(n, b + grain));
+  helped_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
 void DataQueue::work() {
+  t_worker_ = this;
   uint64_t tail = 0;
   for (;;) {
     const auto idle_since = std::chrono::steady_clock::now();

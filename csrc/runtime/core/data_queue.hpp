@@ -50,6 +50,18 @@ class DataQueue {
     if (pending_) wait_empty();
   }
 
+  // fn(begin, end) over [0, n) in pieces of `grain`: a queued op's large, splittable work
+  // (a matmul's output rows). On the data thread the run's thread takes pieces too when it
+  // would otherwise wait for the queue; anywhere else it is fn(0, n). Each piece writes its
+  // own outputs, so the values do not depend on who ran it.
+  template <class Fn>
+  static void split(int64_t n, int64_t grain, const Fn& fn) {
+    if (t_worker_ == nullptr || t_worker_->sharing_ || grain >= n) return fn(0, n);
+    t_worker_->share(
+        n, grain, [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); },
+        &fn);
+  }
+
  private:
   struct alignas(64) Slot {
     void (*run)(const void*);
@@ -58,11 +70,18 @@ class DataQueue {
   static constexpr uint64_t kSlots = 512;
   static constexpr uint64_t kStartAfter = 256;  // ops done in place before the thread starts
 
+  using PieceFn = void (*)(const void*, int64_t, int64_t);
   bool start();
   Slot& claim();
   void publish();
   void wait_empty();
   void work();
+  void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
+  bool help();  // the run's thread: runs one shared piece if there is one
+  template <class Done>
+  void wait_helping(Done done);
+
+  static thread_local DataQueue* t_worker_;  // the queue whose data thread this is
 
   std::unique_ptr<Slot[]> slots_;
   std::thread thread_;
@@ -75,6 +94,16 @@ class DataQueue {
   std::condition_variable wake_;
   bool stop_ = false;
   std::exception_ptr error_;  // the first op that threw; later ops are skipped
+  // The split work on offer (data_queue.cpp: the offer word). A claim is a CAS on the word,
+  // so it succeeds only while its generation has pieces left; the data thread describes the
+  // next generation only after every piece of the last one is claimed and done.
+  alignas(64) std::atomic<uint64_t> offer_{0};
+  std::atomic<PieceFn> piece_run_{nullptr};
+  std::atomic<const void*> piece_fn_{nullptr};
+  std::atomic<int64_t> piece_n_{0}, piece_grain_{0};
+  alignas(64) std::atomic<uint32_t> helped_{0};  // pieces the run's thread finished
+  uint32_t generation_ = 0;
+  bool sharing_ = false;  // the data thread is inside split (a piece does not split again)
 };
 
 }  // namespace pypto

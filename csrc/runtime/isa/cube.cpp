@@ -179,6 +179,19 @@ Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slo
   return {out, false};
 }
 
+// C (+)= A x B, its output rows in pieces the run's thread may share (DataQueue::split): a
+// row's sums do not depend on the rows computed with it, so the bits are the same. Pieces are
+// a multiple of 6 rows, the matmul kernel's row block.
+void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t m, int64_t k,
+                 int64_t n, bool accumulate) {
+  const int64_t grain = ((m + 3) / 4 + 5) / 6 * 6;
+  auto* C = reinterpret_cast<float*>(c.data);
+  DataQueue::split(m, grain, [&](int64_t r0, int64_t r1) {
+    vm::matmul_f32(A.data + r0 * k, B.data, C + r0 * c.cols, c.cols, r1 - r0, k, n, accumulate,
+                   A.exact && B.exact);
+  });
+}
+
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
                          int64_t k, int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
@@ -216,8 +229,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   check_cube_operands(a, b, c, m, k, kb, n, op);
   q.run([a, b, c, m, k, n, a_trans, b_trans, accumulate] {
     const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
-    vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n,
-                   accumulate != 0, A.exact && B.exact);
+    matmul_rows(A, B, c, m, k, n, accumulate != 0);
   });
   issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
            static_cast<uint64_t>(m * n * k), c.addr);
@@ -237,8 +249,7 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   q.run([a, b, c, t, m, k, n] {
     for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
     const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
-    vm::matmul_f32(A.data, B.data, reinterpret_cast<float*>(c.data), c.cols, m, k, n, true,
-                   A.exact && B.exact);
+    matmul_rows(A, B, c, m, k, n, true);
   });
   AccessList accs;
   accs.add(a.access(false));

@@ -16,7 +16,9 @@ using namespace pypto::isa;
 
 namespace pypto::isa {
 
-void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
+namespace {
+
+void move_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
                int64_t row_bytes) {
   if (dst_pitch == row_bytes && src_pitch == row_bytes) {
     std::memmove(dst, src, static_cast<size_t>(rows * row_bytes));
@@ -25,6 +27,24 @@ void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_
   for (int64_t r = 0; r < rows; ++r) {
     std::memmove(dst + r * dst_pitch, src + r * src_pitch, static_cast<size_t>(row_bytes));
   }
+}
+
+// Below this a copy is not worth sharing between two host threads.
+constexpr int64_t kSharedCopyBytes = 16 << 10;
+
+}  // namespace
+
+void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
+               int64_t row_bytes) {
+  const int64_t bytes = rows * row_bytes;
+  const uint8_t *dst_end = dst + (rows - 1) * dst_pitch + row_bytes,
+                *src_end = src + (rows - 1) * src_pitch + row_bytes;
+  if (bytes < kSharedCopyBytes || rows < 2 || (dst < src_end && src < dst_end)) {
+    return move_rows(dst, dst_pitch, src, src_pitch, rows, row_bytes);  // overlaps copy in order
+  }
+  DataQueue::split(rows, (rows + 1) / 2, [&](int64_t r0, int64_t r1) {
+    move_rows(dst + r0 * dst_pitch, dst_pitch, src + r0 * src_pitch, src_pitch, r1 - r0, row_bytes);
+  });
 }
 
 }  // namespace pypto::isa

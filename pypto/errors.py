@@ -8,22 +8,28 @@ before *what*. The simulator's run-time errors (raised from C++) map onto the
 
 from __future__ import annotations
 
-import linecache
-from dataclasses import dataclass
+from pypto._light import Record
 
 
-@dataclass(frozen=True)
-class SourceSpan:
+class SourceSpan(Record):
     """A position in user Python source (1-based line, 0-based column as ``ast`` reports)."""
 
+    __slots__ = ("file", "line", "col")
     file: str
     line: int
-    col: int = 0
+    col: int
+
+    def __init__(self, file: str, line: int, col: int = 0) -> None:
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "col", col)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
 
     def source_line(self) -> str:
+        import linecache  # here: it imports tokenize and re, ~5 ms of `import pypto.language`
+
         return linecache.getline(self.file, self.line).rstrip("\n")
 
 

@@ -19,6 +19,7 @@ from pypto.ir.enums import Direction, MemorySpace
 from pypto.ir.expr import Expr
 from pypto.ir.types import MemRef, TileType, Type
 from pypto.language import annotations as ann
+from pypto.language.memref import ir_memref
 
 
 class AnnotationReader:
@@ -66,7 +67,7 @@ class AnnotationReader:
             if isinstance(value, MemorySpace):
                 memory = value
             elif isinstance(value, MemRef):
-                memref = ann.ir_memref(value)
+                memref = ir_memref(value)
             elif value is NOT_CONST:
                 memref = self.memref(item)
             else:
@@ -82,7 +83,7 @@ class AnnotationReader:
             return dataclasses.replace(base, index=self.lower_index(node.slice))
         value = self.folder.fold(node)
         if isinstance(value, MemRef):
-            return ann.ir_memref(value)
+            return ir_memref(value)
         if isinstance(node, ast.Call) and self.folder.fold(node.func) is ann.MemRef and node.args:
             return self._memref_call(node)
         raise self.fail(node, f"expected a pl.MemRef, got `{ast.unparse(node)}`")
@@ -97,6 +98,6 @@ class AnnotationReader:
         if any(v is NOT_CONST for v in rest) or any(v is NOT_CONST for v in kwargs.values()):
             raise self.fail(node, f"pl.MemRef arguments must be compile-time values: `{ast.unparse(node)}`")
         try:
-            return ann.ir_memref(ann.MemRef(name, *rest, **kwargs))  # type: ignore[arg-type]
+            return ir_memref(ann.MemRef(name, *rest, **kwargs))  # type: ignore[arg-type]
         except (TypeError, ValueError) as err:
             raise self.fail(node, str(err)) from None

@@ -23,6 +23,7 @@ from pypto.ir.types import DynDim, MemRef, TensorType, TileType
 from pypto.language import annotations as ann
 from pypto.language.decorators import HostFunction
 from pypto.language.markers import Namespace
+from pypto.language.memref import ir_memref
 
 
 class _NotConst:
@@ -199,7 +200,7 @@ class Folder:
         if not isinstance(base, _SUBSCRIPTABLE):
             return NOT_CONST
         if isinstance(base, MemRef):  # slot selection: the index becomes an IR expression
-            return ann.ir_memref(base).at(as_expr(index))
+            return ir_memref(base).at(as_expr(index))
         return base[index]
 
     def _fold_Slice(self, node: ast.Slice) -> Any:

@@ -11,12 +11,12 @@ import ast
 import inspect
 import itertools
 import linecache
-import os
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.errors import CompileError, SourceSpan
+from pypto.frontend.source_stamps import check_unchanged
 
 
 @dataclass
@@ -89,41 +89,9 @@ class KernelSource:
 
 _TEXT_IDS = itertools.count()
 
+
 # The source file's (mtime, size) when each kernel was defined: a kernel is parsed from its file
 # (by the line Python recorded), so a file edited after import would be read at the wrong lines.
-_STAMPS: dict[Any, tuple[int, int]] = {}
-
-
-def _stamp(file: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(file)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-def remember_source(fn: Any) -> None:
-    """Record the state of ``fn``'s file when it is defined (called by the decorators)."""
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        stamp = _stamp(code.co_filename)
-        if stamp is not None:
-            _STAMPS[code] = stamp
-
-
-def check_unchanged(fn: Any, file: str) -> None:
-    """Refuse to parse a kernel whose file changed on disk since the kernel was defined."""
-    code = getattr(fn, "__code__", None)
-    then = _STAMPS.get(code)
-    if code is None or then is None or _stamp(code.co_filename) in (then, None):
-        return
-    raise CompileError(
-        f"the source of kernel {fn.__name__!r} changed on disk after it was imported ({file}); "
-        "the running Python still has the old definition — reload the module "
-        "(importlib.reload) or restart to compile the new source"
-    )
-
-
 def parse_python(text: str, file: str, line_offset: int) -> ast.Module:
     """``ast.parse`` with syntax errors turned into a ``CompileError`` at the user's line."""
     try:

@@ -11,8 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypto.errors import ArgumentMismatchError, SourceSpan
+from pypto.ir.dims import DynDim
 from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType, from_array_dtype
-from pypto.ir.types import DynDim, ScalarType, TensorType, is_static
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pypto.ir.types import TensorType
 
 
 def is_array(value: Any) -> bool:
@@ -65,6 +69,9 @@ def bind_arguments(
 
 def tensor_arg(value: Any, pname: str, fn_name: str, declared: TensorType | None, span: SourceSpan | None):
     """The tensor type of an array argument, checked against a declared type."""
+    # The IR types load here, in a compile: a call served by the program cache only needs the key.
+    from pypto.ir.types import TensorType, is_static
+
     if not is_array(value):
         raise ArgumentMismatchError(
             f"argument `{pname}` of {fn_name}() must be a tensor (numpy array or torch tensor), "
@@ -90,6 +97,8 @@ def tensor_arg(value: Any, pname: str, fn_name: str, declared: TensorType | None
 def _with_dynamic_dims(t: TensorType, declared: TensorType) -> TensorType:
     if len(t.shape) != len(declared.shape):
         return t  # the rank mismatch is reported against the declaration
+    from pypto.ir.types import TensorType
+
     return TensorType(
         tuple(d if isinstance(d, DynDim) else n for n, d in zip(t.shape, declared.shape)), t.dtype
     )
@@ -135,6 +144,8 @@ def _dynamic_key(jit: Any, args: Sequence[Any], key: list[tuple]) -> None:
 
 def scalar_arg(value: Any, pname: str, fn_name: str, dtype: DataType | None, span: SourceSpan | None):
     """(scalar type, Python value) of a scalar argument (specialisation constant)."""
+    from pypto.ir.types import ScalarType
+
     v = scalar_value(value)
     if v is None:
         raise ArgumentMismatchError(

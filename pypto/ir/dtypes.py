@@ -6,20 +6,25 @@ can fold ``pl.FP32`` straight into IR nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pypto._light import Record
 
 TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
-class DataType:
+class DataType(Record):
     """An element type: its DSL name, width in bits, and numeric class."""
 
+    __slots__ = ("name", "bits", "kind")
     name: str
     bits: int
     kind: str  # "float" | "int" | "uint" | "bool" | "index"
+
+    def __init__(self, name: str, bits: int, kind: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "kind", kind)
 
     @property
     def itemsize(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from pypto.ir.dims import DynDim
 from pypto.ir.dtypes import INDEX, DataType
 from pypto.ir.enums import MemorySpace
 
@@ -27,17 +28,6 @@ class ScalarType(Type):
     """A scalar value (loop variable, offset, scalar parameter)."""
 
     dtype: DataType
-
-
-@dataclass(frozen=True)
-class DynDim:
-    """A tensor dimension known only at run time (``M = pl.dynamic("M")``): one compiled
-    program serves every size; kernels read the size from the tensor they are given."""
-
-    name: str
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def is_static(shape: tuple) -> bool:

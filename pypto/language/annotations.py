@@ -3,29 +3,36 @@
 
 They are real Python objects because parameter annotations are evaluated when a kernel is
 defined; the frontend reads their AST (or these objects) and turns them into IR types.
+
+The IR types (``pypto.ir.types``, dataclasses) load when first needed: by ``pl.MemRef``, or
+when the compiler converts an annotation. Defining a kernel needs neither, and a call served
+by the program cache converts none.
 """
 
 from __future__ import annotations
 
 import os.path
 import sys
-from dataclasses import dataclass
 
+from pypto._light import Record
+from pypto.ir.dims import DynDim
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import Direction, MemorySpace
-from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type
-from pypto.ir.types import MemRef as _IRMemRef
 
 TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
 if TYPE_CHECKING:
     from typing import Any
 
+    from pypto.ir.types import MemRef as _IRMemRef
+    from pypto.ir.types import ScalarType, TensorType, TileType, Type
+    from pypto.language.memref import MemRefDecl
+
 
 def _shape(value: Any, what: str, dynamic: bool = False) -> tuple[int, ...]:
     def ok(d: Any) -> bool:
-        return (isinstance(d, int) and not isinstance(d, bool) and d > 0) or (
-            dynamic and isinstance(d, DynDim)
-        )
+        if isinstance(d, int):
+            return not isinstance(d, bool) and d > 0
+        return dynamic and isinstance(d, DynDim)
 
     if not isinstance(value, (list, tuple)) or not all(ok(d) for d in value):
         kinds = "positive ints or pl.dynamic dims" if dynamic else "positive ints"
@@ -48,12 +55,16 @@ def _dtype(value: Any, what: str) -> DataType:
     return value
 
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(Record):
     """``pl.Tensor`` (shape/dtype from the argument) or ``pl.Tensor[[d0, d1], pl.FP32]``."""
 
-    shape: tuple[int, ...] | None = None
-    dtype: DataType | None = None
+    __slots__ = ("shape", "dtype")
+    shape: tuple[int, ...] | None
+    dtype: DataType | None
+
+    def __init__(self, shape: tuple[int, ...] | None = None, dtype: DataType | None = None) -> None:
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
 
     def __getitem__(self, item: Any) -> TensorSpec:
         if not isinstance(item, tuple) or len(item) != 2:
@@ -64,17 +75,31 @@ class TensorSpec:
         """The IR type, or None for a bare ``pl.Tensor`` (specialised from the argument)."""
         if self.shape is None or self.dtype is None:
             return None
+        from pypto.ir.types import TensorType
+
         return TensorType(self.shape, self.dtype)
 
 
-@dataclass(frozen=True)
-class TileSpec:
+class TileSpec(Record):
     """``pl.Tile[[r, c], dtype(, pl.MemRef(...)[idx])(, pl.Mem.<Space>)]``."""
 
-    shape: tuple[int, ...] | None = None
-    dtype: DataType | None = None
-    memory: MemorySpace | None = None
-    memref: _IRMemRef | None = None
+    __slots__ = ("shape", "dtype", "memory", "memref")
+    shape: tuple[int, ...] | None
+    dtype: DataType | None
+    memory: MemorySpace | None
+    memref: _IRMemRef | None
+
+    def __init__(
+        self,
+        shape: tuple[int, ...] | None = None,
+        dtype: DataType | None = None,
+        memory: MemorySpace | None = None,
+        memref: _IRMemRef | None = None,
+    ) -> None:
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "memory", memory)
+        object.__setattr__(self, "memref", memref)
 
     def __getitem__(self, item: Any) -> TileSpec:
         if not isinstance(item, tuple) or len(item) < 2:
@@ -83,7 +108,11 @@ class TileSpec:
         for extra in item[2:]:
             if isinstance(extra, MemorySpace):
                 memory = extra
-            elif isinstance(extra, _IRMemRef):
+                continue
+            from pypto.ir.types import MemRef as IRMemRef  # loaded already if pl.MemRef was used
+            from pypto.language.memref import ir_memref
+
+            if isinstance(extra, IRMemRef):
                 memref = ir_memref(extra)
             else:
                 raise TypeError(f"pl.Tile takes a memory space or a pl.MemRef after the dtype, got {extra!r}")
@@ -94,28 +123,39 @@ class TileSpec:
     def to_type(self) -> TileType | None:
         if self.shape is None or self.dtype is None:
             return None
+        from pypto.ir.types import TileType
+
         return TileType(self.shape, self.dtype, self.memory, self.memref)
 
 
-@dataclass(frozen=True)
-class ScalarSpec:
+class ScalarSpec(Record):
     """``pl.Scalar[pl.INDEX]``; a bare dtype (``n: pl.INDEX``) means the same."""
 
-    dtype: DataType | None = None
+    __slots__ = ("dtype",)
+    dtype: DataType | None
+
+    def __init__(self, dtype: DataType | None = None) -> None:
+        object.__setattr__(self, "dtype", dtype)
 
     def __getitem__(self, item: Any) -> ScalarSpec:
         return ScalarSpec(_dtype(item, "pl.Scalar"))
 
     def to_type(self) -> ScalarType | None:
+        from pypto.ir.types import ScalarType
+
         return ScalarType(self.dtype) if self.dtype is not None else None
 
 
-@dataclass(frozen=True)
-class DirectionSpec:
+class DirectionSpec(Record):
     """``pl.Out[...]`` / ``pl.InOut[...]``: a parameter the function writes."""
 
+    __slots__ = ("direction", "inner")
     direction: Direction
-    inner: Any = None
+    inner: Any
+
+    def __init__(self, direction: Direction, inner: Any = None) -> None:
+        object.__setattr__(self, "direction", direction)
+        object.__setattr__(self, "inner", inner)
 
     def __getitem__(self, item: Any) -> DirectionSpec:
         if not isinstance(item, (TensorSpec, TileSpec)):
@@ -128,23 +168,6 @@ Tile = TileSpec()
 Scalar = ScalarSpec()
 Out = DirectionSpec(Direction.Out)
 InOut = DirectionSpec(Direction.InOut)
-
-
-class MemRefDecl(_IRMemRef):
-    """What ``pl.MemRef(...)`` returns: the buffer, subscripted to pick a slot (``m[i % 2]``)
-    into the IR's :class:`pypto.ir.types.MemRef`."""
-
-    def __getitem__(self, index: Any) -> _IRMemRef:
-        from pypto.ir.expr import as_expr  # lazy: the IR's expressions load with the compiler
-
-        return ir_memref(self).at(as_expr(index))
-
-
-def ir_memref(ref: _IRMemRef) -> _IRMemRef:
-    """The IR value of a memref spelled in the DSL (a ``MemRefDecl`` becomes a plain MemRef)."""
-    if type(ref) is _IRMemRef:
-        return ref
-    return _IRMemRef(ref.name, ref.slots, ref.index, ref.offset, ref.size)
 
 
 def MemRef(  # noqa: N802 - spelled like a type in the DSL
@@ -168,6 +191,8 @@ def MemRef(  # noqa: N802 - spelled like a type in the DSL
         raise ValueError(f"pl.MemRef slots must be a positive int, got {slots!r}")
     if offset is not None and size is None:
         raise ValueError("pl.MemRef with an offset needs a size too")
+    from pypto.language.memref import MemRefDecl
+
     return MemRefDecl(name, slots, None, offset, size)
 
 
@@ -177,6 +202,8 @@ def spec_to_type(spec: Any) -> tuple[Type | None, Direction] | None:
         inner = spec_to_type(spec.inner)
         return (inner[0] if inner else None), spec.direction
     if isinstance(spec, DataType):
+        from pypto.ir.types import ScalarType
+
         return ScalarType(spec), Direction.In
     if isinstance(spec, (TensorSpec, TileSpec, ScalarSpec)):
         return spec.to_type(), Direction.In

@@ -8,7 +8,6 @@ closure) and specialises on call arguments; running and compiling belong to the 
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 
 from pypto.ir.enums import FunctionType
@@ -48,6 +47,8 @@ class JitFunction:
     @functools.cached_property
     def param_names(self) -> tuple[str, ...]:
         """Parameter names in order (read once: the warm-call cache key is built from them)."""
+        import inspect  # here, not at the top: it costs `import pypto.language` ~10 ms
+
         return tuple(inspect.signature(self.fn).parameters)
 
     @property
@@ -106,7 +107,7 @@ class JitFunction:
 
 @functools.cache
 def _remember_source(fn: Any) -> None:
-    from pypto.frontend.source import remember_source
+    from pypto.frontend.source_stamps import remember_source
 
     remember_source(fn)
 

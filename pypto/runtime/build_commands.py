@@ -16,16 +16,27 @@ _MAX_DIAG_CHARS = 4000
 # code of their own), so they are optimised less and linked without the default libraries:
 # ~25 ms less per first call. libgcc stays for compiler helper routines; C library calls
 # resolve at load time (RTLD_NOW, checked at compile). Hand-written kernels get the full link.
-GENERATED_FLAGS = ("-O1", "-nodefaultlibs", "-lgcc")
+# The compile part is also what cmake/PyptoKernelPch.cmake precompiles kernel.hpp with.
+GENERATED_CXX_FLAGS = ("-O1",)
+GENERATED_FLAGS = (*GENERATED_CXX_FLAGS, "-nodefaultlibs", "-lgcc")
 
 
 def compile_command(
     src: Path, out: Path, include_dirs: Sequence[Path], tc: Toolchain, extra: Sequence[str] = ()
 ) -> list[str]:
     """The compile+link command of one kernel (builds add ``-pipe -MMD -MF <out>.d``)."""
-    incs = [f"-I{d}" for d in include_dirs]
-    cmd = [tc.cxx, *tc.flags, f"-I{tc.include_dir}", *incs, str(src), "-o", str(out), *link_args(tc)]
+    incs = [*pch_include(tc, extra), f"-I{tc.include_dir}", *(f"-I{d}" for d in include_dirs)]
+    cmd = [tc.cxx, *tc.flags, *incs, str(src), "-o", str(out), *link_args(tc)]
     return cmd + list(extra)
+
+
+def pch_include(tc: Toolchain, extra: Sequence[str]) -> list[str]:
+    """``-I`` of the precompiled ``kernel.hpp``, searched before the header, when this compile's
+    flags are exactly the ones it was built with (gcc accepts some mismatches; we never rely on
+    that). gcc skips a ``.gch`` it cannot use and goes on to the header itself."""
+    if tc.pch_dir is None or tuple(extra) != GENERATED_FLAGS:
+        return []
+    return [f"-I{tc.pch_dir}"] if tc.pch_flags == (*tc.flags, *GENERATED_CXX_FLAGS) else []
 
 
 def extra_flags(source) -> tuple[str, ...]:

@@ -20,7 +20,6 @@ import numpy as np
 from pypto import _native
 from pypto.errors import ArgumentError, ReadOnlyInputError
 from pypto.ir.enums import FunctionType
-from pypto.ir.types import TensorType
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dtypes import INPUT, code_of, flagged
@@ -119,6 +118,7 @@ class CompiledProgram:
         if len(args) != len(self.param_names):
             return  # execute names the count
         from pypto.frontend.specialize import tensor_arg
+        from pypto.ir.types import TensorType  # the IR's: loaded with the program
 
         for i, p in enumerate(self.program.entry.params):
             if isinstance(p.var.type, TensorType):

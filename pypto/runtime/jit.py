@@ -20,7 +20,6 @@ from pypto import _native, knobs, logs
 from pypto._light import Logger, sha256
 from pypto.errors import ConfigError, KernelLoadError
 from pypto.ir.enums import Direction
-from pypto.ir.types import TensorType
 from pypto.runtime import program_cache
 from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
 from pypto.runtime.compiled import CompiledProgram, RestoredProgram
@@ -39,6 +38,8 @@ __all__ = ["CompiledProgram", "call_jit", "compile_program", "lower_program", "p
 
 
 def _entry_outputs(program: Program) -> tuple[list[str], frozenset[int], list[int]]:
+    from pypto.ir.types import TensorType  # loaded with the program's IR
+
     entry = program.entry
     names = [p.var.name for p in entry.params]
     outs = frozenset(i for i, p in enumerate(entry.params) if p.direction in (Direction.Out, Direction.InOut))

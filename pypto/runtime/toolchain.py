@@ -5,6 +5,12 @@ native build recorded in ``build_info.json`` next to ``pypto._native``.
 of every kernel's cache key, so a new compiler, new flags, a new pypto version or an edited
 kernel-facing header each invalidate previously built kernels. Tests and tools that do not
 have the native build construct one with :meth:`Toolchain.create`.
+
+A gcc build also installs a precompiled ``kernel.hpp`` (``cmake/PyptoKernelPch.cmake``) and a
+stamp of what it was built from. gcc checks a ``.gch``'s flags but not that the header is the
+one it was made from, and a truncated ``.gch`` is a hard error; so the toolchain only offers it
+(:attr:`Toolchain.pch_dir`) when the stamp names this compiler, the file has the recorded size
+and every header has the recorded sha256. Without it kernels build the same, just slower.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ class Toolchain:
     libs: tuple[str, ...] = ()
     version: str = "0"
     abi_version: int = 1
+    # The folder holding pypto/kernel.hpp.gch and the exact flags it was compiled with, if usable.
+    pch_dir: Path | None = None
+    pch_flags: tuple[str, ...] = ()
     fingerprint: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -51,6 +60,7 @@ class Toolchain:
         object.__setattr__(self, "flags", tuple(self.flags))
         object.__setattr__(self, "ldflags", tuple(self.ldflags))
         object.__setattr__(self, "libs", tuple(self.libs))
+        object.__setattr__(self, "pch_flags", tuple(self.pch_flags))
         object.__setattr__(self, "include_dir", Path(self.include_dir).absolute())
         object.__setattr__(self, "lib_dir", Path(self.lib_dir).absolute())
         object.__setattr__(self, "fingerprint", _fingerprint(self))
@@ -88,16 +98,20 @@ class Toolchain:
         info = _read_build_info(info_path)
         base = info_path.parent
         cxx, compiler_id = _choose_compiler(str(info["cxx"]), str(info["compiler_id"]), cxx_override)
+        include_dir = base / info["include_dir"]
+        pch = _usable_pch(base / info["pch_dir"], cxx, include_dir) if "pch_dir" in info else None
         return cls(
             cxx=cxx,
             compiler_id=compiler_id,
             flags=tuple(info["cxx_flags"]),
             ldflags=tuple(info["ldflags"]),
-            include_dir=base / info["include_dir"],
+            include_dir=include_dir,
             lib_dir=base / info["lib_dir"],
             libs=tuple(info["libs"]),
             version=str(info["version"]),
             abi_version=int(info["abi_version"]),
+            pch_dir=pch[0] if pch else None,
+            pch_flags=pch[1] if pch else (),
         )
 
 
@@ -184,12 +198,42 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     return fallback, detect_compiler_id(fallback)
 
 
+def _usable_pch(pch_dir: Path, cxx: str, include_dir: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """``(pch_dir, its flags)`` if its stamp matches the compiler, the ``.gch`` and the headers."""
+    try:
+        stamp = json.loads((pch_dir / "stamp.json").read_bytes())
+        fits = (
+            stamp["cxx"] == cxx
+            and (pch_dir / stamp["gch"]).stat().st_size == stamp["gch_size"]
+            and (pch_dir / "pypto" / "kernel.hpp").is_file()  # the forwarder to the real header
+            and stamp["headers"] == {rel: sha.hex() for rel, sha in _header_digests(include_dir)}
+        )
+        flags = tuple(stamp["flags"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.debug("not using the precompiled kernel header in %s: %s", pch_dir, exc)
+        return None
+    if not fits:
+        logger.debug("not using the precompiled kernel header in %s: it is stale", pch_dir)
+        return None
+    return pch_dir.absolute(), flags
+
+
+def _header_digests(include_dir: Path) -> list[tuple[str, bytes]]:
+    """(relative path, sha256) of every file under ``include_dir``, in path order."""
+    if not include_dir.is_dir():
+        return []
+    files = sorted(p for p in include_dir.rglob("*") if p.is_file())
+    return [(p.relative_to(include_dir).as_posix(), sha256(p.read_bytes()).digest()) for p in files]
+
+
 def _fingerprint(tc: Toolchain) -> str:
     digest = sha256()
-    settings = [tc.compiler_id, tc.flags, tc.ldflags, tc.libs, tc.version, tc.abi_version]
+    # The precompiled header leaves the output unchanged (tests check it is byte-identical), but
+    # whether one is used is keyed anyway, so nothing about a build hides from the key.
+    pch = list(tc.pch_flags) if tc.pch_dir is not None else None
+    settings = [tc.compiler_id, tc.flags, tc.ldflags, tc.libs, tc.version, tc.abi_version, pch]
     digest.update(json.dumps(settings).encode())
-    if tc.include_dir.is_dir():
-        for path in sorted(p for p in tc.include_dir.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(tc.include_dir).as_posix().encode() + b"\0")
-            digest.update(sha256(path.read_bytes()).digest())
+    for rel, sha in _header_digests(tc.include_dir):
+        digest.update(rel.encode() + b"\0")
+        digest.update(sha)
     return digest.hexdigest()

@@ -4,8 +4,9 @@ One entry point, :func:`build_kernels` (and :func:`build_kernel` for one source)
 kernels and hand-written ``external_source`` ones alike.
 
 Cache key: sha256 of the source bytes, the toolchain fingerprint (compiler id, flags, pypto
-version, ABI, every kernel-facing header), the platform, the include dirs and, for a file source,
-its path (its relative ``#include``s resolve against its folder). Headers outside the toolchain
+version, ABI, every kernel-facing header, whether the precompiled ``kernel.hpp`` is used), the
+platform, the include dirs and, for a file source, its path (its relative ``#include``s resolve
+against its folder). Headers outside the toolchain
 (a user's own, found through the compiler's depfile) are recorded with their sha256 in the entry's
 ``meta.json``; if one changes, the entry is stale and is rebuilt.
 

@@ -107,7 +107,7 @@ def header_closure(
     built: list[Job], tc: Toolchain, build_dir: Path, started_ns: int
 ) -> dict[str, dict[str, str]]:
     """Per key, the headers each kernel included (outside the toolchain) and their sha256."""
-    toolchain_headers = tc.include_dir.resolve()
+    toolchain_dirs = [d.resolve() for d in (tc.include_dir, tc.pch_dir) if d is not None]
     closure: dict[str, dict[str, str]] = {}
     for job in built:
         assert job.out is not None and job.src_file is not None
@@ -122,7 +122,7 @@ def header_closure(
         headers = {}
         for dep in deps:
             path = (build_dir / dep).resolve()
-            if path != src and not path.is_relative_to(toolchain_headers):
+            if path != src and not any(path.is_relative_to(d) for d in toolchain_dirs):
                 headers[str(path)] = _headerdigest(path, started_ns)
         closure[job.key] = headers
     return closure

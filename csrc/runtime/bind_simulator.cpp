@@ -183,7 +183,7 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
     int64_t before = 0;  // the rows of the op before
     for (int64_t i = 0; i < ops; ++i) {
       const int64_t n = 1 + (7 * i) % rows;
-      q.push([o, i, rows, n, before] {
+      q.push(int64_t{1} << 20, [o, i, rows, n, before] {
         const int64_t last = i > 0 ? o[(i - 1) * rows + before - 1] : 0;
         DataQueue::split(n, 3, [&](int64_t b, int64_t e) {
           for (int64_t r = b; r < e; ++r) o[i * rows + r] = last + 1 + r;

@@ -28,13 +28,21 @@ class DataQueue {
   DataQueue(const DataQueue&) = delete;
   DataQueue& operator=(const DataQueue&) = delete;
 
-  // Queues `fn` (its captures are copied: values only, nothing on a kernel's stack). The
-  // first ops of a run are done at once: a short run never pays for starting the thread.
+  // Queues `fn` (its captures are copied: values only, nothing on a kernel's stack), an op
+  // of about `bytes` of data work. Done at once instead, behind the queued work: the first
+  // ops of a run (a short run never pays for starting the thread), and every op while the
+  // run's recent ops average under kWorthBytes (a hand-over costs about as much as that).
   template <class Fn>
-  void push(const Fn& fn) {
+  void push(int64_t bytes, const Fn& fn) {
     static_assert(std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= kBytes &&
                       alignof(Fn) <= alignof(std::max_align_t),
                   "queued data work captures plain values");
+    recent_bytes_ += (bytes - recent_bytes_) / 32;
+    if (recent_bytes_ < kWorthBytes) {
+      drain();
+      fn();
+      return;
+    }
     if (!started_ && !start()) {
       fn();
       return;
@@ -69,6 +77,7 @@ class DataQueue {
   };
   static constexpr uint64_t kSlots = 512;
   static constexpr uint64_t kStartAfter = 256;  // ops done in place before the thread starts
+  static constexpr int64_t kWorthBytes = 2048;
 
   using PieceFn = void (*)(const void*, int64_t, int64_t);
   bool start();
@@ -87,8 +96,9 @@ class DataQueue {
   std::thread thread_;
   bool started_ = false, pending_ = false;
   uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
-  alignas(64) std::atomic<uint64_t> head_{0};              // slots published
-  alignas(64) std::atomic<uint64_t> tail_{0};              // slots done
+  int64_t recent_bytes_ = kWorthBytes;         // a moving average of the ops' sizes (1/32 steps)
+  alignas(64) std::atomic<uint64_t> head_{0};  // slots published
+  alignas(64) std::atomic<uint64_t> tail_{0};  // slots done
   alignas(64) std::atomic<bool> sleeping_{false};
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -59,8 +59,9 @@ inline void data_barrier(CoreContext& core) {
 }
 
 // An op that queues its data work on the run's data thread: while it lives, its operand
-// checks do not drain the queue. `run(fn)` queues the work (or does it at once with no data
-// thread); `fn` captures values only and calls nothing that reads the current core.
+// checks do not drain the queue. `run(bytes, fn)` queues the work (or does it at once with no
+// data thread, or when the run's ops are too small to be worth it: `bytes` is the op's size,
+// DataQueue::push); `fn` captures values only and calls nothing that reads the current core.
 class Deferred {
  public:
   Deferred() : core_(current_core()), was_(core_.deferring) { core_.deferring = true; }
@@ -69,9 +70,9 @@ class Deferred {
   Deferred& operator=(const Deferred&) = delete;
   CoreContext& core() const { return core_; }
   template <class Fn>
-  void run(const Fn& fn) const {
+  void run(int64_t bytes, const Fn& fn) const {
     if (core_.data != nullptr) {
-      core_.data->push(fn);
+      core_.data->push(bytes, fn);
     } else {
       fn();
     }

@@ -169,7 +169,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
     if (rs.bytes.size() != static_cast<size_t>(bytes) && core.data != nullptr) core.data->drain();
   }
   rs.bytes.resize(static_cast<size_t>(bytes));
-  q.run([to = rs.bytes.data(), s] {
+  q.run(bytes, [to = rs.bytes.data(), s] {
     copy_rows(to, s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
               s.valid_cols * s.esize);
   });
@@ -218,7 +218,7 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
              " pushed a " + dtype_name(rs.shape.dtype) + " " +
              shape_text(rs.shape.valid_rows, rs.shape.valid_cols) + " tile");
   }
-  q.run([d, from = rs.bytes.data()] {
+  q.run(d.valid_bytes(), [d, from = rs.bytes.data()] {
     copy_rows(d.data, d.cols * d.esize, from, d.valid_cols * d.esize, d.valid_rows,
               d.valid_cols * d.esize);
   });

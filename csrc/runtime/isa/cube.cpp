@@ -31,19 +31,20 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   check_writable(dst, op);
-  q.run([core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
-    std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
-    for (int64_t r = 0; r < w.rows; ++r) {
-      vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
-                  PYPTO_ROUND_RINT);
-      uint8_t* out = w.data + r * w.stride_bytes;
-      if (atomic_add) {
-        core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
-      } else {
-        std::memcpy(out, row.data(), row.size());
-      }
-    }
-  });
+  q.run(w.rows * w.row_bytes,
+        [core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
+          std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
+          for (int64_t r = 0; r < w.rows; ++r) {
+            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
+                        PYPTO_ROUND_RINT);
+            uint8_t* out = w.data + r * w.stride_bytes;
+            if (atomic_add) {
+              core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
+            } else {
+              std::memcpy(out, row.data(), row.size());
+            }
+          }
+        });
   AccessList acc;
   acc.add(s.access(false));
   acc.add(w.access(true));
@@ -227,7 +228,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
   const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
-  q.run([a, b, c, m, k, n, a_trans, b_trans, accumulate] {
+  q.run(m * k * n, [a, b, c, m, k, n, a_trans, b_trans, accumulate] {
     const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
     matmul_rows(A, B, c, m, k, n, accumulate != 0);
   });
@@ -246,7 +247,7 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
   TileView t = check_bias(bias, n, op);
-  q.run([a, b, c, t, m, k, n] {
+  q.run(m * k * n, [a, b, c, t, m, k, n] {
     for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
     const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
     matmul_rows(A, B, c, m, k, n, true);

@@ -159,7 +159,7 @@ extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   check_same_valid_shape(d, s, op, "dst and src");
   if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
   check_fractal_shape(d, op);
-  q.run([d, s] {
+  q.run(s.valid_bytes(), [d, s] {
     if (s.mem == d.mem) {
       copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
                 s.valid_cols * s.esize);

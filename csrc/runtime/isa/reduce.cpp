@@ -68,7 +68,7 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_vector_shape(d, s.valid_rows, 1, op);
   const bool reducible = is_float_dtype(s.dtype) || s.dtype == PYPTO_INT32;
   check_supported(reducible, op, s.dtype);
-  q.run([opc, d, s] {
+  q.run(s.valid_bytes(), [opc, d, s] {
     for (int64_t r = 0; r < s.valid_rows; ++r) {
       double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
       write_element(d, d.row(r), 0, v);
@@ -88,7 +88,7 @@ static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   const size_t n = static_cast<size_t>(x.valid_cols);
   check_vector_shape(y, by_row ? x.valid_rows : 1, by_row ? 1 : x.valid_cols, op);
-  q.run([by_row, opc, d, x, y, n] {
+  q.run(d.valid_bytes(), [by_row, opc, d, x, y, n] {
     for (int64_t r = 0; r < x.valid_rows; ++r) {
       if (by_row) {
         vm::binary_scalar(opc, d.dtype, d.row(r), x.row(r), element(y, y.row(r), 0), n);

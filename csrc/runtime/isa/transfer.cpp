@@ -93,8 +93,9 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
   }
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT));
   GmWindow w = check_window(src, row0, col0, d, op);
-  q.run(
-      [d, w] { copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes); });
+  q.run(w.rows * w.row_bytes, [d, w] {
+    copy_rows(d.data, d.cols * d.esize, w.data, w.stride_bytes, w.rows, w.row_bytes);
+  });
   const Link link = d.mem == PYPTO_VEC ? Link::kGmToUb : Link::kGmToL1;
   AccessList acc;
   acc.add(w.access(false));
@@ -118,7 +119,7 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
     fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
   }
   if (atomic_add) {
-    q.run([core = &q.core(), base = dst->data, s, w] {
+    q.run(w.rows * w.row_bytes, [core = &q.core(), base = dst->data, s, w] {
       for (int64_t r = 0; r < w.rows; ++r) {
         core->atomic_add(base, w.data + r * w.stride_bytes, s.dtype, s.row(r),
                          static_cast<size_t>(s.valid_cols));
@@ -130,7 +131,7 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
     const int64_t pitch = s.cols * s.esize;
     const bool contiguous = w.stride_bytes == w.row_bytes && pitch == w.row_bytes;
     const bool stream = contiguous && tensor_bytes(*dst) >= kStreamingTensorBytes;
-    q.run([s, w, pitch, stream] {
+    q.run(w.rows * w.row_bytes, [s, w, pitch, stream] {
       if (stream) {
         stream_copy(w.data, s.data, static_cast<size_t>(w.rows * w.row_bytes));
       } else {

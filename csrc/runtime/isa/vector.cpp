@@ -59,7 +59,7 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
   check_elementwise(d, x, &y, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run([opc, d, x, y] {
+  q.run(d.valid_bytes(), [opc, d, x, y] {
     for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
       vm::binary(opc, d.dtype, o, p, r, n);
     });
@@ -77,7 +77,7 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(a, d, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run([opc, d, x, s] {
+  q.run(d.valid_bytes(), [opc, d, x, s] {
     for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
       vm::binary_scalar(opc, d.dtype, o, p, s, n);
     });
@@ -92,7 +92,7 @@ extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_til
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(a, d, op);
   check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
-  q.run([opc, d, x] {
+  q.run(d.valid_bytes(), [opc, d, x] {
     for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
       vm::unary(opc, d.dtype, o, p, n);
     });
@@ -104,7 +104,7 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   const char* op = "TEXPANDS";
   const Deferred q;
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  q.run([d, value] {
+  q.run(d.valid_bytes(), [d, value] {
     for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
       vm::fill(d.dtype, o, value, n);
     });
@@ -126,7 +126,8 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
     fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));
   }
-  q.run([d, s, round_mode] {
+  const int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
+  q.run(bytes, [d, s, round_mode] {
     if (round_mode == PYPTO_ROUND_AWAY && is_float_dtype(s.dtype) && is_int_dtype(d.dtype)) {
       convert_away(d, s);  // ties away from zero, then saturate (NaN -> 0) as the other modes
     } else {
@@ -136,6 +137,5 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
       });
     }
   });
-  int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
   issue_vector_op(op, VecClass::kCvt, bytes, d, &s, nullptr);
 }

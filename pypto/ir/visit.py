@@ -17,14 +17,20 @@ from pypto.ir.types import Type
 N = TypeVar("N")
 
 
-def _is_tree(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+# Per class: the names of its compared fields (spans are not compared), or None when it is
+# not a dataclass. Passes walk the tree many times; asking ``dataclasses`` at every node was
+# most of a small kernel's walking time.
+_TREE_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
-def _field_values(node: Any) -> Iterator[Any]:
-    for f in dataclasses.fields(node):
-        if f.compare:  # skip spans
-            yield getattr(node, f.name)
+def _tree_fields(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _TREE_FIELDS[cls]
+    except KeyError:
+        is_tree = dataclasses.is_dataclass(cls) and not issubclass(cls, type)
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.compare) if is_tree else None
+        _TREE_FIELDS[cls] = names
+        return names
 
 
 def walk(node: Any) -> Iterator[Any]:
@@ -35,17 +41,18 @@ def walk(node: Any) -> Iterator[Any]:
         if isinstance(cur, tuple):
             stack.extend(reversed(cur))
             continue
-        if not _is_tree(cur):
+        names = _tree_fields(type(cur))
+        if names is None:
             continue
         yield cur
-        stack.extend(reversed(list(_field_values(cur))))
+        stack.extend([getattr(cur, name) for name in reversed(names)])
 
 
 def _rewrite_value(value: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(value, tuple):
         items = tuple(_rewrite_value(v, fn) for v in value)
         return items if any(a is not b for a, b in zip(items, value)) else value
-    if _is_tree(value):
+    if _tree_fields(type(value)) is not None:
         return rewrite(value, fn)
     return value
 
@@ -53,13 +60,11 @@ def _rewrite_value(value: Any, fn: Callable[[Any], Any]) -> Any:
 def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
     """Rebuild ``node`` bottom-up; ``fn(x)`` returns a replacement for ``x`` or ``None``."""
     changes = {}
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if not f.compare:
-            continue
-        old = getattr(node, f.name)
+    for name in _tree_fields(type(node)) or ():
+        old = getattr(node, name)
         new = _rewrite_value(old, fn)
         if new is not old:
-            changes[f.name] = new
+            changes[name] = new
     rebuilt = dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
     if changes and isinstance(rebuilt, Call):  # new arguments: the result type follows them
         rebuilt = dataclasses.replace(rebuilt, type=infer_call_type(rebuilt))

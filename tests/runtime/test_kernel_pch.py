@@ -5,6 +5,7 @@ it changes nothing about the kernel that comes out."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -19,7 +20,9 @@ from pypto.runtime.build_commands import GENERATED_CXX_FLAGS, GENERATED_FLAGS, c
 from pypto.runtime.toolchain import BUILD_INFO_NAME, Toolchain, native_dir, toolchain
 
 pytestmark = pytest.mark.skipif(
-    not (native_dir() / BUILD_INFO_NAME).is_file() or not toolchain().compiler_id.startswith("GNU"),
+    importlib.util.find_spec("pypto._native") is None
+    or not (native_dir() / BUILD_INFO_NAME).is_file()
+    or not toolchain().compiler_id.startswith("GNU"),
     reason="needs the native build made with gcc",
 )
 
@@ -191,8 +194,8 @@ def test_seed_kernel_results_and_cycles_are_the_same_without_the_pch(tmp_path: P
 
     def run(cache: str, **env: str) -> tuple[str, list[bytes]]:
         full = {**os.environ, "PYPTO_CACHE_DIR": str(tmp_path / cache), **env}
-        proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=full, check=True
+        proc = subprocess.run(  # from tmp_path: the checkout's pypto/ must not shadow the install
+            [sys.executable, "-c", code], capture_output=True, text=True, env=full, check=True, cwd=tmp_path
         )
         sos = sorted((tmp_path / cache / "kernels").rglob("*.so"))
         return proc.stdout.strip(), [so.read_bytes() for so in sos]

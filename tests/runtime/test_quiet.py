@@ -66,7 +66,8 @@ def test_a_changed_kernel_shows_its_new_hints_and_its_log_holds_only_them(tmp_pa
     (tmp_path / "main.py").write_text(MAIN)
     (tmp_path / "kernel.py").write_text(KERNEL.format(cols=16))
     assert _run(tmp_path).returncode == 0
-    (tmp_path / "kernel.py").write_text(KERNEL.format(cols=32))
+    # A new size too: within the same second, Python would take the old .pyc for same-size source.
+    (tmp_path / "kernel.py").write_text(KERNEL.format(cols=32) + "# edited\n")
     again = _run(tmp_path)
     assert again.returncode == 0 and again.stderr.startswith("[perf_hint] 2 hints")
     logs = list((tmp_path / "cache" / "programs").glob("narrow_copy-*/report/perf_hints.log"))

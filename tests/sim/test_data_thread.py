@@ -86,7 +86,7 @@ def test_atomic_adds_land_in_the_same_order(monkeypatch):
 @pl.jit
 def store_then_read(x: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(100):  # 300 queued ops: the data thread is running
+        for _i in pl.range(100):  # 300 queued ops: the data thread is running
             a = pl.load(x, [0, 0], [R, C])
             b = pl.add(a, a)
             pl.store(b, [0, 0], out)
@@ -114,7 +114,7 @@ def test_scalar_reads_see_the_queued_work_before_them(monkeypatch):
 @pl.jit
 def fail_late(x: pl.Tensor, i: pl.INDEX, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        for j in pl.range(100):
+        for _j in pl.range(100):
             a = pl.load(x, [0, 0], [R, C])
             pl.store(pl.add(a, a), [0, 0], out)
         v = pl.read(x, [i, 0])

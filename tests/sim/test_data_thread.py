@@ -145,9 +145,12 @@ print("ok")
 """
 
 
-def test_split_work_is_shared_without_losing_or_repeating_a_piece():
-    # In a subprocess with a timeout: a protocol bug would hang rather than fail.
+def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path):
+    # In a subprocess with a timeout (a protocol bug would hang rather than fail), run outside
+    # the checkout so that an installed pypto is not shadowed by the source tree.
     import subprocess
 
-    r = subprocess.run([sys.executable, "-c", EXERCISE], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", EXERCISE], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

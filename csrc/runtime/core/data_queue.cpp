@@ -38,7 +38,8 @@ thread_local DataQueue* DataQueue::t_worker_ = nullptr;
 std::unique_ptr<DataQueue> DataQueue::for_run() {
   const char* env = std::getenv("PYPTO_SIM_THREADS");
   if (env != nullptr && std::atoi(env) == 1) return nullptr;
-  if (std::thread::hardware_concurrency() < 2) return nullptr;
+  static const bool one_cpu = std::thread::hardware_concurrency() < 2;  // reads sysfs: once
+  if (one_cpu) return nullptr;
   return std::make_unique<DataQueue>();
 }
 

@@ -15,15 +15,18 @@ vector softmax, the pipes between the cores, the loads).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import flash_attention as fa  # noqa: E402
+from _common import best_of  # noqa: E402
 
 from pypto.runtime import RunConfig  # noqa: E402
 
@@ -65,28 +68,18 @@ def measure(
     bound = max(t.pipe_busy.get("CUBE", 0) for t in rep.tasks if t.core_type == "AIC")
     print(f"  CUBE-bound limit {bound} cycles; total / limit = {rep.cycles / bound:.2f}")
     (wall, cpu), (wall1, cpu1) = runs["2"], runs["1"]
-    print(f"  simulator: {wall:.2f} s wall, {cpu:.2f} s CPU (best of {repeat}, data thread on)   "
+    print(f"  simulator: {wall:.2f} s wall (fastest of {repeat}), {cpu:.2f} s CPU per run, data thread on   "
           "target <= 2 s wall for [24, 2048, 128]")  # fmt: skip
-    print(f"  one host thread (PYPTO_SIM_THREADS=1): {wall1:.2f} s wall, {cpu1:.2f} s CPU; "
+    print(f"  one host thread (PYPTO_SIM_THREADS=1): {wall1:.2f} s wall, {cpu1:.2f} s CPU per run; "
           f"speed-up of the data thread {wall1 / wall:.2f}x")  # fmt: skip
 
 
 def timed_runs(kernel, args, cfg, threads: str, repeat: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of the fastest of `repeat` runs with PYPTO_SIM_THREADS=`threads`."""
-    before = os.environ.get("PYPTO_SIM_THREADS")
-    os.environ["PYPTO_SIM_THREADS"] = threads
-    try:
-        best = (float("inf"), 0.0)
-        for _ in range(repeat):
-            wall0, cpu0 = time.perf_counter(), time.process_time()
-            kernel(*args, config=cfg)
-            best = min(best, (time.perf_counter() - wall0, time.process_time() - cpu0))
-        return best
-    finally:
-        if before is None:
-            del os.environ["PYPTO_SIM_THREADS"]
-        else:
-            os.environ["PYPTO_SIM_THREADS"] = before
+    """(wall of the fastest, mean CPU) seconds of `repeat` runs with PYPTO_SIM_THREADS=`threads`."""
+    with mock.patch.dict(os.environ, {"PYPTO_SIM_THREADS": threads}):
+        cpu0 = time.process_time()
+        wall = best_of(functools.partial(kernel, config=cfg), repeat, *args)
+        return wall, (time.process_time() - cpu0) / repeat
 
 
 def main() -> None:

@@ -102,9 +102,9 @@ SIM_THREADS: Knob[int] = Knob(
     "PYPTO_SIM_THREADS",
     _parse_positive_int,
     lambda: 2,
-    "Host threads of a simulation run (read by the native runtime at each run): 2 does the ops' "
-    "data work on a second thread beside the timing model; 1 keeps it on one thread. Outputs "
-    "and cycles are the same either way.",
+    "Host threads of a simulation run (read by the native runtime at each run): 2 or more does "
+    "the ops' data work on a second thread beside the timing model; 1 keeps it on one thread. "
+    "Outputs and cycles are the same either way.",
 )
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

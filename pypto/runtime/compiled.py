@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pypto import _native
+from pypto import _native, knobs
 from pypto.errors import ArgumentError, ReadOnlyInputError
 from pypto.ir.enums import FunctionType
 from pypto.runtime.build import KernelSource, build_kernels
@@ -173,6 +173,7 @@ class CompiledProgram:
         config = config or self.config
         seed, native = config.seed, self._platform()[1]
         limits = (config.max_cycles or 0, config.max_instructions or 0)
+        knobs.SIM_THREADS.get()  # the native runtime reads it; a bad value is refused here
 
         def launch(tensors: list) -> dict[str, Any]:
             return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)  # type: ignore[call-arg, return-value]

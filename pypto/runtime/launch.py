@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pypto import _native
+from pypto import _native, knobs
 from pypto import platforms as _platforms
 from pypto.errors import ArgumentError, ArgumentValueError, ConfigError, ReadOnlyInputError
 from pypto.runtime.isolate import run_isolated
@@ -117,6 +117,7 @@ def run_kernel_file(
     if core not in ("aiv", "aic", "cluster"):
         raise ArgumentValueError(f"core must be 'aiv', 'aic' or 'cluster', got {core!r}")
     check_limits(isolate, timeout_s)
+    knobs.SIM_THREADS.get()  # the native runtime reads it; a bad value is refused here
     max_cycles = check_run_limit("max_cycles", max_cycles)
     max_instructions = check_run_limit("max_instructions", max_instructions)
     if not isinstance(args, (list, tuple)):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import OutOfBoundsError
+from pypto.errors import OutOfBoundsError, PyptoError
 from pypto.runtime import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,3 +159,12 @@ def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path):
         [sys.executable, "-c", EXERCISE], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_a_bad_thread_count_is_refused_before_the_run(monkeypatch):
+    x = np.ones((R, C), np.float32)
+    out = np.full_like(x, 7.0)
+    monkeypatch.setenv("PYPTO_SIM_THREADS", "0")
+    with pytest.raises(PyptoError, match=r"invalid environment variable PYPTO_SIM_THREADS='0'"):
+        fail_late(x, 0, out)
+    assert (out == 7.0).all()  # nothing ran

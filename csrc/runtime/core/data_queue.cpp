@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <system_error>
 #include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "simulator/errors.hpp"
 
 namespace pypto {
 namespace {
@@ -19,11 +22,14 @@ void cpu_relax() {
 #endif
 }
 
-// Waits until `done()` holds: spinning first (the other side is usually microseconds away),
-// then yielding the CPU so a busy host or a pool of processes is not starved.
+// How long a thread spins before it yields (the run's thread) or sleeps (the data thread):
+// the other side is usually microseconds away.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// Waits until `done()` holds: spinning first, then yielding the CPU so a busy host or a pool
+// of processes is not starved.
 template <class Done>
 void spin_until(Done done) {
-  constexpr auto kSpin = std::chrono::microseconds(50);
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (unsigned i = 1; !done(); ++i) {
     cpu_relax();
@@ -148,9 +154,7 @@ void DataQueue::work() {
     const auto idle_since = std::chrono::steady_clock::now();
     for (unsigned i = 1; head_.load(std::memory_order_acquire) == tail; ++i) {
       cpu_relax();
-      if (i % 64 != 0 ||
-          std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(50))
-        continue;
+      if (i % 64 != 0 || std::chrono::steady_clock::now() - idle_since < kSpin) continue;
       std::unique_lock<std::mutex> lock(mutex_);
       sleeping_.store(true, std::memory_order_seq_cst);
       wake_.wait(lock, [&] { return stop_ || head_.load(std::memory_order_seq_cst) != tail; });
@@ -161,8 +165,11 @@ void DataQueue::work() {
     if (!error_) {
       try {
         s.run(s.fn);
-      } catch (...) {
+      } catch (const SimError&) {
         error_ = std::current_exception();
+      } catch (const std::exception& e) {  // a simulator bug (or no memory): typed, not raw
+        error_ = std::make_exception_ptr(SimError(
+            ErrorKind::kInternal, std::string("an instruction's data work failed: ") + e.what()));
       }
     }
     tail_.store(++tail, std::memory_order_release);

@@ -53,7 +53,8 @@ class DataQueue {
     publish();
   }
 
-  // Waits until every queued op's work is done; rethrows an exception one of them threw.
+  // Waits until every queued op's work is done; rethrows a failure of one of them (a
+  // SimError: kInternal for anything but a SimError).
   void drain() {
     if (pending_) wait_empty();
   }

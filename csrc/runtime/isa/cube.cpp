@@ -180,12 +180,11 @@ Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slo
   return {out, false};
 }
 
-// C (+)= A x B, its output rows in pieces the run's thread may share (DataQueue::split): a
-// row's sums do not depend on the rows computed with it, so the bits are the same. Pieces are
-// a multiple of 6 rows, the matmul kernel's row block.
+// C (+)= A x B, its output rows in 4 pieces the run's thread may share (DataQueue::split): a
+// row's sums do not depend on the rows computed with it, so the bits are the same.
 void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t m, int64_t k,
                  int64_t n, bool accumulate) {
-  const int64_t grain = ((m + 3) / 4 + 5) / 6 * 6;
+  const int64_t grain = (m + 3) / 4;
   auto* C = reinterpret_cast<float*>(c.data);
   DataQueue::split(m, grain, [&](int64_t r0, int64_t r1) {
     vm::matmul_f32(A.data + r0 * k, B.data, C + r0 * c.cols, c.cols, r1 - r0, k, n, accumulate,

@@ -64,6 +64,10 @@ class TypeCheckError(CompileError):
     """Operand types disagree: shapes, dtypes, memory spaces, or the kind of an argument."""
 
 
+class WrongLevelError(TypeCheckError, TypeError):
+    """A keyword only one level of an op honours (tile or tensor) was given to the other."""
+
+
 class StaticAssertError(CompileError):
     """A ``pl.static_assert`` condition is false for this specialisation."""
 

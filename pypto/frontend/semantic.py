@@ -43,16 +43,15 @@ def check_placement(op_name: str, display: str, ctx: Context, span: SourceSpan |
     """Tile/tensor ops belong in InCore code; orchestration ops outside it."""
     op = OPS[op_name]
     incore = ctx.kind.is_incore or ctx.in_scope
-    if op.in_incore and not incore:
+    if op.allowed(incore):
+        return
+    if not incore:
         raise MisplacedOpError(
             f"Misplaced tensor op `{display}`: tensor and tile ops should be inside InCore block "
             f"({INCORE_BLOCK_HINT})",
             span,
         )
-    if not op.in_incore and incore:
-        raise MisplacedOpError(
-            f"`{display}` is an orchestration op: use it outside pl.at / InCore kernels", span
-        )
+    raise MisplacedOpError(f"`{display}` is an orchestration op: use it outside pl.at / InCore kernels", span)
 
 
 def op_call(

@@ -16,6 +16,7 @@ from pypto.ir import op_rules as R
 from pypto.ir.dtypes import BOOL, DataType
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, as_expr, type_of
+from pypto.ir.op_levels import reject_tile_only
 from pypto.ir.ops import OPS, Kind, OpDef, ParamSpec, _accepts
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
 
@@ -120,6 +121,8 @@ def _coerce_scalar(display: str, p: ParamSpec, e: Expr, dtype: DataType | None, 
 def _collect(op: OpDef, display: str, args: Sequence[Expr], kwargs: Mapping[str, Expr], span):
     positional = [p for p in op.params if not p.kw_only]
     if len(args) > len(positional):
+        if op.tile_only:  # pl.row_sum(x, tmp) with x a tensor: the extra argument is the scratch
+            reject_tile_only(op, op.tile_only[0], display, span)
         raise TypeCheckError(
             f"{display} takes at most {len(positional)} positional arguments, got {len(args)}", span
         )
@@ -127,6 +130,7 @@ def _collect(op: OpDef, display: str, args: Sequence[Expr], kwargs: Mapping[str,
     names = {p.name for p in op.params}
     for key, value in kwargs.items():
         if key not in names:
+            reject_tile_only(op, key, display, span)
             raise TypeCheckError(f"{display} has no parameter `{key}` (parameters: {sorted(names)})", span)
         if key in given:
             raise TypeCheckError(f"{display} got `{key}` twice", span)

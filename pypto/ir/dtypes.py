@@ -91,3 +91,15 @@ def from_array_dtype(dtype: Any) -> DataType:
     if found is None:
         raise ValueError(f"dtype {name!r} has no pypto equivalent (supported: {sorted(_ARRAY_NAMES)})")
     return found
+
+
+def numpy_dtype(dtype: DataType) -> Any:
+    """The numpy dtype of a pypto ``DataType`` (bfloat16 from ml_dtypes; INDEX is int64)."""
+    import numpy as np
+
+    if dtype == BF16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    aliases = ("float", "half", "long")  # torch's spellings of names numpy has too
+    return np.dtype(next((n for n, d in _ARRAY_NAMES.items() if d == dtype and n not in aliases), "int64"))

@@ -10,10 +10,12 @@ A rank-2 operand (or a batch of 1) is used for every batch, as numpy's ``matmul`
 
 from __future__ import annotations
 
+import dataclasses
 from typing import cast
 
 from pypto.ir.dtypes import BF16, FP16, FP32
 from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import as_expr
 from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, matmul_rule
 from pypto.ir.op_rules_ext import gemv_rule
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
@@ -130,3 +132,13 @@ def tensor_matmul_rule(b: Bound) -> Type:
     if 3 in (len(lhs.shape), len(rhs.shape)):
         return tensor_batch_matmul_rule(b)  # lowered per batch
     return matmul_rule(b)
+
+
+def tensor_matmul_acc_rule(b: Bound) -> Type:
+    """``pl.matmul_acc(acc, a, b)`` of tensors: ``acc`` (FP32, the shape of ``a × b``) plus
+    the product; ``acc`` is a kernel-local tensor or an earlier matmul result."""
+    out = tensor_matmul_rule(dataclasses.replace(b, args={**b.args, "out_dtype": as_expr(None, b.span)}))
+    acc = b.array("acc")
+    if acc.shape != out.shape or acc.dtype != FP32:  # type: ignore[attr-defined]
+        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(out.shape)}")  # type: ignore
+    return TensorType(acc.shape, FP32)

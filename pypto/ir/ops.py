@@ -11,9 +11,7 @@ off :data:`OPS`; the DSL spellings (``pl.add`` → ``tile.add``/``tile.adds``/``
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypto.ir import layout_rules as L
@@ -23,73 +21,8 @@ from pypto.ir import op_rules_ext as RX
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import OP_PARAMS, Expr, type_of
+from pypto.ir.op_def import _REQUIRED, Kind, OpDef, ParamSpec, PipeRule
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
-
-
-class Kind(enum.Enum):
-    """What an op parameter accepts."""
-
-    TILE = "a tile"
-    TENSOR = "a tensor"
-    ARRAY = "a tile or a tensor"
-    SCALAR = "a scalar (number or scalar value)"
-    INDICES = "a list of index expressions"
-    SHAPE = "a list of compile-time integers"
-    DTYPE = "a dtype (pl.FP32, ...)"
-    MEMSPACE = "a memory space (pl.Mem.<Space>)"
-    ATOMIC = "a pl.AtomicType"
-    PAD = "a pl.PadValue"
-    BOOL = "True or False"
-    INT = "a compile-time integer"
-    PIPE = "a pipe (pl.Pipe.<Name>)"
-    STR = "a string"
-    SPLIT = "a pl.SplitMode (or 0, 1, 2)"
-
-
-_REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One op parameter. ``dtype_of`` names the parameter whose dtype a literal scalar takes."""
-
-    name: str
-    kind: Kind
-    default: Any = _REQUIRED
-    optional: bool = False  # None is accepted
-    kw_only: bool = False
-    dtype_of: str | None = None
-
-    @property
-    def required(self) -> bool:
-        return self.default is _REQUIRED
-
-
-PipeRule = Callable[[Mapping[str, "Type | None"]], "Pipe | None"]
-
-
-@dataclass(frozen=True)
-class OpDef:
-    """An op: name, parameters, typing rule, placement level, pipe, operand memory spaces."""
-
-    name: str
-    params: tuple[ParamSpec, ...]
-    infer: R.Rule
-    level: str  # "tile" | "tensor" | "orchestration"
-    pipe: PipeRule
-    spaces: Mapping[str, frozenset[MemorySpace]] = field(default_factory=dict)
-    doc: str = ""
-
-    def param_index(self, name: str) -> int:
-        for i, p in enumerate(self.params):
-            if p.name == name:
-                return i
-        raise KeyError(f"{self.name} has no parameter {name!r}")
-
-    @property
-    def in_incore(self) -> bool:
-        """True for ops that only make sense inside an InCore kernel / ``pl.at`` scope."""
-        return self.level != "orchestration"
 
 
 def _fixed(pipe: Pipe | None) -> PipeRule:
@@ -227,13 +160,16 @@ _TABLE: list[OpDef] = [
     OpDef("tensor.matmul", (_p("lhs", TN), _p("rhs", TN), _p("out_dtype", DT, None, optional=True),
                             _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
           RC.tensor_matmul_rule, "tensor", NONE),
+    OpDef("tensor.matmul_acc", (_p("acc", Kind.ARRAY), _p("lhs", TN), _p("rhs", TN),
+                                _p("a_trans", Kind.BOOL, False), _p("b_trans", Kind.BOOL, False)),
+          RC.tensor_matmul_acc_rule, "tensor", NONE, doc="acc + lhs × rhs (acc FP32, on chip)"),
     OpDef("tensor.full", (_p("shape", SHAPE), _p("dtype", DT), _p("value", S, dtype_of="dtype")),
           R.full_rule, "tensor", NONE),
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
           L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
-    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "orchestration", NONE,
-          doc="a new global-memory tensor"),
+    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "any", NONE,
+          doc="a new tensor: in GM in orchestration, a kernel-local on-chip value inside a kernel"),
     # Synchronisation between pipes, inserted by the sync pass (never written by users).
     *(OpDef(f"system.{n}", (_p("src", Kind.PIPE), _p("dst", Kind.PIPE), _p("event_id", Kind.INT)),
             R.void_rule, "tile", _fixed(Pipe.SCALAR), doc=f"{n}(src, dst, event_id)")
@@ -382,9 +318,9 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
             "concat",
             "fillpad",
             "set_validshape",
-            "matmul_acc",
         )
     },
+    "matmul_acc": ("tile.matmul_acc", "tensor.matmul_acc"),
 }
 # The scalar forms are spelled directly too (pl.adds, pl.muls ...).
 DSL_OPS.update({f"{n}s": (f"tile.{n}s", f"tensor.{n}s") for n in BINARY})
@@ -486,3 +422,9 @@ for _op in _TABLE_CLUSTER:
     OPS[_op.name] = _op
     OP_PARAMS[_op.name] = tuple(p.name for p in _op.params)
     DSL_OPS[_op.name.removeprefix("tile.")] = (_op.name,)
+
+
+# Every vector op's tensor form, derived from its tile form by one rule (pypto/ir/op_levels.py).
+from pypto.ir.op_levels import derive_tensor_forms  # noqa: E402  (reads the finished table)
+
+derive_tensor_forms(OPS, DSL_OPS)

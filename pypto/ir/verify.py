@@ -129,10 +129,12 @@ class _Verifier:
         if op is None:
             raise self.fail(f"unknown op `{e.op}`", e.span)
         orchestration = self.fn.kind in (FunctionType.Orchestration, FunctionType.Group)
-        if orchestration and op.in_incore and not self.in_scope:
+        incore = self.in_scope or not orchestration
+        if op.allowed(incore):
+            return
+        if not incore:
             raise self.fail(f"Misplaced tensor op `pl.{e.op}`: it should be inside InCore block", e.span)
-        if not op.in_incore and (self.in_scope or not orchestration):
-            raise self.fail(f"`pl.{e.op}` belongs in orchestration code, not in an InCore kernel", e.span)
+        raise self.fail(f"`pl.{e.op}` belongs in orchestration code, not in an InCore kernel", e.span)
 
     def task_deps(self, deps: tuple[str, ...], span) -> None:
         for d in deps:

@@ -88,10 +88,15 @@ class JitFunction:
         return call_jit(self, args, kwargs, config)
 
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
-        """The ``CompiledProgram`` for these arguments (the same instance for the same key)."""
+        """The ``CompiledProgram`` for these arguments (the same instance for the same key).
+        With no arguments, every parameter's annotation gives its shape and dtype."""
         from pypto.runtime.config import RunConfig
         from pypto.runtime.jit import compile_program
 
+        if not args and not kwargs and self.param_names:
+            from pypto.frontend.specialize import annotated_arguments
+
+            args = tuple(annotated_arguments(self))
         return compile_program(self, args, kwargs, config or RunConfig())
 
     def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:

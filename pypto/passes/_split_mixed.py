@@ -12,21 +12,21 @@ with the way to write it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.expr import Call, Var
 from pypto.ir.names import NameSupply
-from pypto.ir.ops import BINARY, UNARY, get_op
-from pypto.ir.stmt import Assign, Scope, Stmt
+from pypto.ir.op_levels import tile_form
+from pypto.ir.ops import get_op
+from pypto.ir.stmt import Assign, For, If, Scope, Stmt
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._scan import defined_names
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
-_VECTOR_TENSOR_OPS = set(BINARY) | {f"{n}s" for n in BINARY} | set(UNARY) | {"cast"}
 _VIEWS_AND_WRITES = ("tensor.slice", "tensor.assemble", "tile.store")  # values naming a tensor in GM
 
 
@@ -42,7 +42,7 @@ def vector_work(node: object) -> Call | None:
     for c in nodes_of(node, Call):
         if c.op.startswith("tile.") and get_op(c.op).pipe(_arg_types(c)) is Pipe.VECTOR:
             return c
-        if c.op.startswith("tensor.") and c.op.removeprefix("tensor.") in _VECTOR_TENSOR_OPS:
+        if tile_form(c.op) is not None:  # a tensor-level vector op
             return c
     return None
 
@@ -88,6 +88,18 @@ def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope
     return _Splitter(scope, cut, names).run()
 
 
+def _recomputable(s: Assign) -> bool:
+    """Index math or a window of a tensor: cheap to redo on the other side, never a value."""
+    if isinstance(s.var.type, ScalarType):
+        return True
+    return isinstance(s.value, Call) and s.value.op == "tensor.slice"
+
+
+def _renamed(subst: dict[str, Var]) -> Callable[[object], Var | None]:
+    """A rewrite that replaces the uses of the names in ``subst``."""
+    return lambda x: subst.get(x.name) if isinstance(x, Var) else None
+
+
 class _Splitter:
     def __init__(self, scope: Scope, cut: int, names: NameSupply) -> None:
         self.scope, self.names = scope, names
@@ -101,9 +113,11 @@ class _Splitter:
         defs = {s.var.name: s for s in self.cube if isinstance(s, Assign)}
         needed = {v.name for v in nodes_of(tuple(self.vector), Var)} & defined_names(tuple(self.cube))
         recomputed, subst = [], {}
+        for r in self._carried_tensors(needed):  # an accumulator a loop (or an if) leaves
+            subst[r.name] = self.through_gm(r)
         for name in self._in_order(needed, defs):
             s = defs[name]
-            if isinstance(s.var.type, ScalarType):  # index math: redone (renamed) on the vector side
+            if _recomputable(s):  # index math and windows: redone (renamed) on the vector side
                 subst[name] = dataclasses.replace(s.var, name=self.fresh(name))
                 recomputed.append(Assign(subst[name], s.value, span=s.span))
             elif isinstance(s.var.type, TensorType) and self._computed(s):
@@ -115,10 +129,7 @@ class _Splitter:
                     s.span,
                 )
 
-        def use_gm(x: object) -> Var | None:
-            return subst.get(x.name) if isinstance(x, Var) else None
-
-        vector = [rewrite(s, use_gm) for s in recomputed + self.vector]
+        vector = [rewrite(s, _renamed(subst)) for s in recomputed + self.vector]
         return self.prelude, [self.part(self.cube, "cube"), self.part(vector, "vector")]
 
     def part(self, body: list[Stmt], side: str) -> Scope:
@@ -134,13 +145,23 @@ class _Splitter:
             more = {
                 v.name
                 for n in grow
-                if isinstance(defs[n].var.type, ScalarType)
+                if _recomputable(defs[n])
                 for v in nodes_of(defs[n].value, Var)
                 if v.name in defs
             }
             if more <= grow:
                 return [n for n in defs if n in grow]
             grow |= more
+
+    def _carried_tensors(self, needed: set[str]) -> list[Var]:
+        """The tensor-level values the vector run needs that a cube-run loop or if results in."""
+        return [
+            r
+            for s in self.cube
+            if isinstance(s, (For, If))
+            for r in s.results
+            if r.name in needed and isinstance(r.type, TensorType)
+        ]
 
     @staticmethod
     def _computed(s: Assign) -> bool:

@@ -8,7 +8,7 @@ finds each ``tile.slice`` of a tile outside Vec and rewrites every ``tile.move``
 matmul on a row band of L0A) stays as a *view* of its source's storage (``TWINDOW``), when
 the window is one: whole-width 16-row bands of Left/Right, any aligned window of Mat/Acc;
 otherwise it is refused at its line with what to write instead. A slice with no other use
-disappears. A Vec slice is a real VECTOR copy and stays. Runs right after LowerTensorOps,
+disappears. A Vec slice is a real VECTOR copy and stays. Runs right after ConvertTensorToTileOps,
 before pipelining clones bodies.
 Test: tests/passes/test_fold_tile_slices.py
 """

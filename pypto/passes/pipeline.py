@@ -19,11 +19,11 @@ from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.bind_regions import bind_regions
 from pypto.passes.context import PassContext
+from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.fold_tile_slices import fold_tile_slices
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
 from pypto.passes.insert_sync import insert_sync
-from pypto.passes.lower_tensor_ops import lower_tensor_ops
 from pypto.passes.options import MemoryPlanner
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
@@ -46,7 +46,7 @@ PASSES: list[PassEntry] = [
     # cores) before any per-kernel pass: each side is then an ordinary InCore function.
     PassEntry("SplitClusterKernels", split_cluster_kernels),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
-    PassEntry("LowerTensorOps", lower_tensor_ops),
+    PassEntry("ConvertTensorToTileOps", convert_tensor_to_tile_ops),
     # A Mat/Acc slice and the move consuming it are one windowed move (the L1 → L0 extract),
     # folded before pipelining clones bodies and before planning sees a tile to allocate.
     PassEntry("FoldTileSlices", lambda p, ctx: fold_tile_slices(p)),

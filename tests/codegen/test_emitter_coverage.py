@@ -1,5 +1,5 @@
 """Every op the frontend accepts reaches the native ISA: tile and system ops have an emitter,
-tensor-level ops are lowered by LowerTensorOps to tile ops that have one, orchestration ops
+tensor-level ops are lowered by ConvertTensorToTileOps to tile ops that have one, orchestration ops
 are run by the launch plan. An op added to the table without its emitter fails here, not in
 a user's codegen."""
 
@@ -8,15 +8,22 @@ from __future__ import annotations
 from pypto.codegen.emitters import EMITTERS
 from pypto.ir.ops import DSL_OPS, OPS
 
-# LowerTensorOps' own lowerings (everything else maps tensor.<op> to tile.<op>)
-LOWERED = {"tensor.slice", "tensor.full", "tensor.matmul", "tensor.assemble"}
+# ConvertTensorToTileOps' own lowerings (everything else maps tensor.<op> to tile.<op>)
+LOWERED = {
+    "tensor.slice",
+    "tensor.full",
+    "tensor.matmul",
+    "tensor.matmul_acc",
+    "tensor.assemble",
+    "tensor.create",
+}
 
 
 def reaches_the_isa(name: str) -> bool:
     op = OPS[name]
     if op.level == "orchestration":
         return True
-    if op.level == "tensor":
+    if op.level in ("tensor", "any"):  # "any": tensor.create, a GM tensor or a kernel-local tile
         return name in LOWERED or f"tile.{name.removeprefix('tensor.')}" in EMITTERS
     return name in EMITTERS
 

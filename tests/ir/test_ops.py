@@ -25,7 +25,7 @@ def typed(op: str, *args, **kwargs) -> ir.Type:
 def test_table_shape():
     assert len(ir.OPS) >= 50
     for name, op in ir.OPS.items():
-        assert op.name == name and op.level in ("tile", "tensor", "orchestration")
+        assert op.name == name and op.level in ("tile", "tensor", "orchestration", "any")
         assert all(isinstance(p, ir.ParamSpec) for p in op.params)
         assert set(op.spaces) <= {p.name for p in op.params}
         required_after_default = [
@@ -43,7 +43,11 @@ def test_table_shape():
     assert (
         ir.get_op("tile.move").pipe({"tile": tile((16, 16), memory=ir.MemorySpace.Mat).type}) is ir.Pipe.MTE1
     )
-    assert not ir.get_op("tensor.create").in_incore
+    assert ir.get_op("tensor.create").allowed(incore=True) and ir.get_op("tensor.create").allowed(
+        incore=False
+    )
+    assert not ir.get_op("tile.exp").allowed(incore=False)
+    assert not ir.get_op("tensor.add").allowed(incore=False)
 
 
 def test_binding_normalises_calls():

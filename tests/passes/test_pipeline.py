@@ -42,7 +42,7 @@ def test_the_order_is_one_list():
     assert names == [
         "OutlineIncoreScopes",
         "SplitClusterKernels",
-        "LowerTensorOps",
+        "ConvertTensorToTileOps",
         "FoldTileSlices",
         "PlanPipelineLoops",
         "ExpandPipelineLoops",

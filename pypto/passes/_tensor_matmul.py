@@ -1,0 +1,115 @@
+"""``pl.matmul`` / ``pl.matmul_acc`` of tensors as cube tile ops (private to
+ConvertTensorToTileOps).
+
+Each operand window is loaded GM → Mat, moved to Left/Right and multiplied into Acc, in K
+chunks sized to L0A/L0B: ``matmul`` then ``matmul_acc`` (``matmul_acc`` throughout when the
+accumulator comes in); with a batch axis ``batch_matmul`` / ``batch_matmul_acc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pypto.errors import CompileError, SourceSpan, TypeCheckError
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Call, Expr, Var, as_expr, make_binop
+from pypto.ir.types import TensorType, is_static
+
+_MAX_K_CHUNKS = 16
+
+
+@dataclass(frozen=True)
+class View:
+    """A window of a tensor parameter: ``base[offsets : offsets + shape]``."""
+
+    base: Var
+    offsets: tuple[Expr, ...]
+    shape: tuple[int, ...]
+
+
+# emit(base name, op, args, **keywords) -> the new value (the converter's statement sink)
+Emit = Callable[..., Var]
+
+
+@dataclass(frozen=True)
+class Cube:
+    """What a matmul conversion needs of its pass: the sink and the L0 capacities."""
+
+    emit: Emit
+    l0a: int
+    l0b: int
+    l0c: int
+    span: SourceSpan | None
+
+
+def convert_matmul(cube: Cube, c: Call, name: str, a: View, b: View, acc: Var | None) -> Var:
+    """The Acc tile of ``a × b`` (added to ``acc`` when given)."""
+    for which, v in (("lhs", a), ("rhs", b)):
+        if not is_static(v.shape):
+            raise TypeCheckError(
+                f"pl.matmul of tensors needs compile-time shapes, but `{which}` is {list(v.shape)}: "
+                "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
+                cube.span,
+            )
+    a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)  # type: ignore[attr-defined]
+    m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
+    n = b.shape[-2] if b_trans else b.shape[-1]
+    ba, bb = (v.shape[0] if len(v.shape) == 3 else 1 for v in (a, b))
+    batched = 3 in (len(a.shape), len(b.shape))  # pl.batch_matmul on [B, .., ..] tiles
+    esize = a.base.type.dtype.itemsize  # type: ignore[attr-defined]
+    kt = _k_chunk(cube, m, k, n, esize, (ba, bb, max(ba, bb)))
+    flags = {"a_trans": a_trans, "b_trans": b_trans}
+    for k0 in range(0, k, kt):
+        la = _operand(cube, a, k0, kt, not a_trans, MemorySpace.Left)  # A is [M, K]
+        rb = _operand(cube, b, k0, kt, b_trans, MemorySpace.Right)  # B is [K, N]
+        if acc is None and batched:
+            acc = cube.emit(name, "tile.batch_matmul", [la, rb], **flags)
+        elif acc is None:
+            acc = cube.emit(name, "tile.matmul", [la, rb], out_dtype=c.arg("out_dtype"), **flags)
+        else:
+            op = "tile.batch_matmul_acc" if batched else "tile.matmul_acc"
+            acc = cube.emit(name, op, [acc, la, rb], **flags)
+    assert acc is not None, "k >= 1: at least one chunk"
+    return acc
+
+
+def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: MemorySpace) -> Var:
+    """The [.., kt] (or [kt, ..]) chunk of one operand (of each batch), loaded to Mat and
+    moved to ``space``."""
+    *lead, r0, c0 = v.offsets
+    *batch, rows, cols = v.shape
+    k_off = make_binop("+", c0 if k_is_cols else r0, as_expr(k0, cube.span))
+    if k_is_cols:
+        offs, shape = [*lead, r0, k_off], [*batch, rows, kt]
+    else:
+        offs, shape = [*lead, k_off, c0], [*batch, kt, cols]
+    mat = cube.emit(f"{v.base.name}_mat", "tile.load", [v.base, offs, shape], target_memory=MemorySpace.Mat)
+    return cube.emit(f"{v.base.name}_l0", "tile.move", [mat, space])
+
+
+def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int, int, int]) -> int:
+    """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B;
+    ``batches``: of the left operand, the right one and the result."""
+    ba, bb, bc = batches
+    if bc * m * n * 4 > cube.l0c:
+        shown = f"{bc} x [{m}, {n}]" if bc > 1 else f"[{m}, {n}]"
+        raise CompileError(
+            f"matmul output {shown} fp32 needs {bc * m * n * 4} B of Acc but L0C holds "
+            f"{cube.l0c} B; split M or N across tasks",
+            cube.span,
+        )
+    for kt in range(k, 0, -16):
+        if k % kt == 0 and ba * m * kt * esize <= cube.l0a and bb * kt * n * esize <= cube.l0b:
+            if k // kt > _MAX_K_CHUNKS:
+                break
+            return kt
+    raise CompileError(
+        f"matmul operands [{m}, {k}] x [{k}, {n}] do not tile onto L0A/L0B "
+        f"({cube.l0a} B each) in at most {_MAX_K_CHUNKS} K chunks",
+        cube.span,
+    )
+
+
+def is_tensor_var(e: Expr) -> bool:
+    return isinstance(e, Var) and isinstance(e.type, TensorType)

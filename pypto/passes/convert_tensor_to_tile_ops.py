@@ -1,0 +1,239 @@
+"""ConvertTensorToTileOps: the tensor level of a kernel becomes its tile level.
+
+Inside an InCore kernel the tensor level names slices of the kernel's tensors and calls ops
+on them; this pass places them, so that every later pass sees tiles only:
+
+* ``a[:, k0:k1]`` of a parameter is a window (no data moves); an op reading a window (or a
+  whole parameter) loads it to Vec first, where the op reads it;
+* a vector op on tensors is its tile op (``tensor.row_sum`` → ``tile.row_sum``), with the
+  scratch tile the hardware needs allocated here (:mod:`pypto.ir.op_levels`);
+* ``pl.matmul`` / ``pl.matmul_acc`` of windows load them to Mat, move them to Left/Right and
+  multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``);
+* ``pl.full`` is a filled Vec tile; a kernel-local ``pl.create_tensor`` is a tile in the space
+  of the values merged into it around loops and across branches (``_tensor_places.py``);
+* values carried by loops and merged by ``if`` become tiles with their producers;
+* ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
+  stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec).
+
+Anything else at tensor level is reported with its line, not guessed.
+Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
+tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_split_k.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.bind import bind_call
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.names import NameSupply
+from pypto.ir.op_levels import scratch_params, tile_form
+from pypto.ir.ops import OPS, Kind
+from pypto.ir.stmt import Assign, For, Function, If, IterArg, Program, Stmt, Yield
+from pypto.ir.types import TensorType, TileType
+from pypto.ir.visit import rewrite
+from pypto.passes._scan import defined_names
+from pypto.passes._tensor_matmul import Cube, View, convert_matmul
+from pypto.passes._tensor_places import local_places
+from pypto.passes.context import PassContext
+
+
+class _Converter:
+    def __init__(self, fn: Function, ctx: PassContext) -> None:
+        self.ctx = ctx
+        self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
+        self.places = local_places(fn.body)
+        self.views: dict[str, View] = {}
+        self.tiles: dict[str, Var] = {}  # tensor-level name -> the tile that holds its value
+        # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
+        # `pl.add(a, a)` and a loop body reading a window loaded before the loop load it once.
+        self.loaded: dict[tuple, Var] = {}
+        self.out: list[Stmt] = []
+        self.span: SourceSpan | None = None
+
+    def emit(self, base: str, op: str, args: list, **kw: Any) -> Var:
+        call, t = bind_call(op, args, kw, span=self.span)
+        var = Var(self.names.fresh(base), t, span=self.span)
+        self.out.append(Assign(var, call, span=self.span))
+        return var
+
+    def view(self, e: Expr) -> View:
+        if isinstance(e, Var) and e.name in self.views:
+            return self.views[e.name]
+        if isinstance(e, Var) and isinstance(e.type, TensorType):
+            return View(e, tuple(as_expr(0, self.span) for _ in e.type.shape), e.type.shape)  # type: ignore[arg-type]
+        raise CompileError("expected a tensor (or a slice of one) here", self.span)
+
+    def computed(self, e: Expr) -> Var | None:
+        """The tile holding ``e`` when it is a value computed in this kernel."""
+        if isinstance(e, Var) and isinstance(e.type, TileType):
+            return e
+        return self.tiles.get(e.name) if isinstance(e, Var) else None
+
+    def tile_of(self, e: Expr) -> Var:
+        """``e`` as a tile: a computed value as it is, a tensor (or a window of one) loaded to Vec."""
+        tile = self.computed(e)
+        if tile is not None:
+            return tile
+        v = self.view(e)
+        key = (v.base.name, v.offsets, v.shape)
+        if key not in self.loaded:
+            args = [v.base, list(v.offsets), list(v.shape)]
+            self.loaded[key] = self.emit(f"{v.base.name}_ub", "tile.load", args)
+        return self.loaded[key]
+
+    def subst(self, node: Any) -> Any:
+        """``node`` with every use of a converted value replaced by its tile."""
+        return rewrite(node, lambda x: self.tiles.get(x.name) if isinstance(x, Var) else None)
+
+    # --- statements ---------------------------------------------------------------------------
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        """``body`` converted; what it loads is reused inside it, never after it."""
+        saved, self.out, loaded = self.out, [], dict(self.loaded)
+        for s in body:
+            self.span = s.span
+            self.stmt(s)
+        body, self.out = tuple(self.out), saved
+        still = {k for k, tile in loaded.items() if self.loaded.get(k) is tile}  # minus stored-to
+        self.loaded = {k: loaded[k] for k in still}
+        return body
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, For):
+            self.loop(s)
+        elif isinstance(s, If):
+            self.branch(s)
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and OPS[s.value.op].level == "tensor":
+            self.convert(s, s.value)
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+            self.create(s, s.value)
+        elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.tiles:
+            self.tiles[s.var.name] = self.tiles[s.value.name]  # an alias of a converted value
+        elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.views:
+            self.views[s.var.name] = self.views[s.value.name]
+        else:
+            self.out.append(self.subst(s))
+
+    def carried(self, var: Var, value: Expr) -> Var:
+        """``var`` (a loop-carried or merged name) retyped to the tile ``value`` is, when it is
+        an on-chip value; a carried GM tensor (a parameter being stored into) stays as it is."""
+        if var.name not in self.places:
+            return self.subst(var)
+        tile = self.tile_of(value)
+        new = dataclasses.replace(var, type=tile.type)
+        self.tiles[var.name] = new
+        return new
+
+    def loop(self, s: For) -> None:
+        iters = []
+        for it in s.iter_args:
+            var = self.carried(it.var, it.init)
+            on_chip = var.name in self.places
+            iters.append(
+                IterArg(var, self.tile_of(it.init) if on_chip else self.subst(it.init), span=it.span)
+            )
+        body = self.block(s.body)
+        self.check_yield(body, [it.var for it in iters], s.span)
+        results = tuple(self.carried(r, it.var) for r, it in zip(s.results, iters))
+        self.out.append(dataclasses.replace(s, iter_args=tuple(iters), body=body, results=results))
+
+    def branch(self, s: If) -> None:
+        then_body, else_body = self.block(s.then_body), self.block(s.else_body)
+        results = s.results
+        if then_body and isinstance(then_body[-1], Yield):
+            results = tuple(self.carried(r, v) for r, v in zip(s.results, then_body[-1].values))
+            self.check_yield(else_body, list(results), s.span)
+        self.out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body, results=results))
+
+    def check_yield(self, body: tuple[Stmt, ...], targets: list[Var], span: SourceSpan | None) -> None:
+        if not body or not isinstance(body[-1], Yield):
+            return
+        for t, v in zip(targets, body[-1].values):
+            got = getattr(v, "type", None)
+            if isinstance(t.type, TileType) and got != t.type:
+                raise CompileError(
+                    f"`{t.name}` is carried as a {t.type.memory.dsl_name} tile "  # type: ignore[union-attr]
+                    f"{list(t.type.shape)} but a path gives it {getattr(v, 'name', v)} of another place or "
+                    "shape; make every path produce the same kind of value",
+                    span,
+                )
+
+    # --- tensor-level ops ---------------------------------------------------------------------
+    def create(self, s: Assign, c: Call) -> None:
+        t = s.var.type
+        space = self.places.get(s.var.name, MemorySpace.Vec)
+        shape, dtype = list(t.shape), t.dtype  # type: ignore[attr-defined]
+        self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
+
+    def convert(self, s: Assign, c: Call) -> None:
+        if c.op == "tensor.slice":
+            self.slice(s, c)
+        elif tile_form(c.op) is not None:
+            self.tiles[s.var.name] = self.vector(s.var.name, c, tile_form(c.op))  # type: ignore[arg-type]
+        elif c.op == "tensor.full":
+            t = s.var.type
+            args = [list(t.shape), t.dtype, c.arg("value")]  # type: ignore[attr-defined]
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.full", args)
+        elif c.op in ("tensor.matmul", "tensor.matmul_acc"):
+            self.tiles[s.var.name] = self.matmul(s.var.name, c)
+        elif c.op == "tensor.assemble":
+            self.assemble(s, c)
+        else:
+            raise CompileError(
+                f"tensor-level {c.op.removeprefix('tensor.')} inside a kernel is not supported "
+                "yet; write it with tiles (pl.load / pl.store)",
+                s.span,
+            )
+
+    def slice(self, s: Assign, c: Call) -> None:
+        computed = self.computed(c.arg("x"))
+        if computed is not None:  # a window of a value computed here: an on-chip extract
+            args = [computed, c.arg("shape"), c.arg("offset")]
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.slice", args)
+            return
+        v = self.view(c.arg("x"))
+        offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
+        self.views[s.var.name] = View(v.base, offs, s.var.type.shape)  # type: ignore[attr-defined]
+
+    def vector(self, name: str, c: Call, tile_op: str) -> Var:
+        """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
+        arrays = (Kind.TENSOR, Kind.ARRAY)
+        args = {p.name: self.tile_of(a) if p.kind in arrays else a for p, a in zip(OPS[c.op].params, c.args)}
+        op = OPS[tile_op]
+        for p in scratch_params(op):
+            x = args[op.params[0].name]
+            args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])  # type: ignore[attr-defined]
+        positional = [args.pop(p.name) for p in op.params if not p.kw_only and p.name in args]
+        return self.emit(name, tile_op, positional, **args)
+
+    def matmul(self, name: str, c: Call) -> Var:
+        p = self.ctx.platform
+        cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
+        acc = self.tile_of(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
+        return convert_matmul(cube, c, name, self.view(c.arg("lhs")), self.view(c.arg("rhs")), acc)
+
+    def assemble(self, s: Assign, c: Call) -> None:
+        tile = self.tile_of(c.arg("src"))
+        target = self.view(c.arg("target"))
+        offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
+        call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)
+        self.out.append(Assign(s.var, call, span=s.span))
+        self.loaded = {k: t for k, t in self.loaded.items() if k[0] != target.base.name}  # now stale
+        self.views[s.var.name] = View(target.base, target.offsets, target.shape)
+
+
+def _items(e: Expr) -> tuple[Expr, ...]:
+    return e.items if isinstance(e, ListExpr) else (e,)
+
+
+def convert_tensor_to_tile_ops(program: Program, ctx: PassContext) -> Program:
+    """Rewrite the tensor-level ops of every generated InCore function into tile ops."""
+    fns = []
+    for fn in program.functions:
+        if fn.kind.is_incore and fn.external_source is None:
+            fn = dataclasses.replace(fn, body=_Converter(fn, ctx).block(fn.body))
+        fns.append(fn)
+    return dataclasses.replace(program, functions=tuple(fns))

@@ -1,0 +1,283 @@
+"""Kernels written at the tensor level — slices of the kernel's tensors and the unified ``pl.*``
+ops inside ``pl.at`` (or a ``@pl.jit.incore`` function), placed by ConvertTensorToTileOps —
+run and match numpy: the quickstart forms, the programming-model page's two levels of one
+kernel, and the model kernels (RMSNorm, LayerNorm, softmax, RoPE, a GEMM whose accumulator
+is a kernel-local tensor with a fused epilogue)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import WrongLevelError
+from pypto.runtime import RunConfig
+
+CFG = RunConfig(platform="a2a3sim")
+RNG = np.random.default_rng(7)
+
+
+def randn(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pl.jit
+def add(
+    a: pl.Tensor[[128, 128], pl.FP32],
+    b: pl.Tensor[[128, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)
+    return out
+
+
+def test_quickstart_add_compiles_from_its_annotations_and_runs():
+    compiled = add.compile()  # every parameter's annotation gives its shape and dtype
+    assert compiled.output_dir.is_dir()
+    a, b = randn(128, 128), randn(128, 128)
+    out = np.zeros_like(a)
+    add(a, b, out, config=CFG)
+    np.testing.assert_allclose(out, a + b, rtol=1e-6)
+
+
+def test_compile_without_arguments_names_a_parameter_without_a_shape():
+    @pl.jit
+    def bare(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(a)
+        return out
+
+    with pytest.raises(TypeError, match=r"`a` is annotated"):
+        bare.compile()
+
+
+@pl.jit
+def accumulate(a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.add(a, a)
+        for _ in pl.range(3):
+            t = pl.add(t, a)  # carried around the loop, on chip
+        out[:] = pl.mul(t, t)
+    return out
+
+
+def test_a_value_carried_around_a_loop_stays_on_chip():
+    a = randn(64, 128)
+    out = np.zeros_like(a)
+    accumulate(a, out, config=CFG)
+    np.testing.assert_allclose(out, (5 * a) ** 2, rtol=1e-5)
+    lowered = accumulate.lower(a, out, config=CFG).as_python()
+    assert lowered.count("pl.tile.load(") == 1  # `a` is loaded once per use site, not per trip
+
+
+@pl.jit.incore
+def square_tensor(x: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+    out[:] = pl.mul(x, x)
+    return out
+
+
+@pl.jit.incore
+def square_tile(x: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+    t = pl.load(x, [0, 0], [128, 128])
+    y = pl.mul(t, t)
+    pl.store(y, [0, 0], out)
+    return out
+
+
+@pl.jit
+def levels(
+    x: pl.Tensor[[128, 128], pl.FP32],
+    out_t: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+    out_k: pl.Out[pl.Tensor[[128, 128], pl.FP32]],
+):
+    out_t = square_tensor(x, out_t)
+    out_k = square_tile(x, out_k)
+    return out_t, out_k
+
+
+def test_the_two_levels_of_one_kernel_give_equal_outputs_and_cycles():
+    x = randn(128, 128)
+    out_t, out_k = np.zeros_like(x), np.zeros_like(x)
+    levels(x, out_t, out_k, config=CFG)
+    np.testing.assert_array_equal(out_t, x * x)
+    np.testing.assert_array_equal(out_k, out_t)
+    assert len(levels.last_report.tasks) == 2
+
+
+@pl.jit
+def only_tensor(x: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+    return square_tensor(x, out)
+
+
+@pl.jit
+def only_tile(x: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+    return square_tile(x, out)
+
+
+def test_the_tensor_level_compiles_to_the_tile_level_kernel_cycle_for_cycle():
+    # run alone: in `levels` both tasks read x at once and share the L2, which moves MTE2 a little
+    x = randn(128, 128)
+    out = np.zeros_like(x)
+    only_tensor(x, out, config=CFG)
+    only_tile(x, out, config=CFG)
+    a, b = only_tensor.last_report, only_tile.last_report
+    assert (a.cycles, a.pipe_busy) == (b.cycles, b.pipe_busy)
+
+
+ROWS, HIDDEN, RT, HT = 128, 256, 32, 64
+
+
+@pl.jit
+def rms_norm(
+    x: pl.Tensor[[ROWS, HIDDEN], pl.FP32],
+    gamma: pl.Tensor[[1, HIDDEN], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, HIDDEN], pl.FP32]],
+):
+    for r in pl.parallel(0, ROWS, RT):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="rms_rows"):
+            sq_sum = pl.full([1, RT], dtype=pl.FP32, value=0.0)
+            for hb in pl.range(HIDDEN // HT):
+                xt = x[r : r + RT, hb * HT : hb * HT + HT]
+                row = pl.reshape(pl.row_sum(pl.mul(xt, xt)), [1, RT])
+                sq_sum = pl.add(sq_sum, row)
+            inv = pl.reshape(pl.rsqrt(pl.adds(pl.muls(sq_sum, 1.0 / HIDDEN), 1e-6)), [RT, 1])
+            for hb in pl.range(HIDDEN // HT):
+                xt = x[r : r + RT, hb * HT : hb * HT + HT]
+                normed = pl.col_expand_mul(pl.row_expand_mul(xt, inv), gamma[:, hb * HT : hb * HT + HT])
+                y[r : r + RT, hb * HT : hb * HT + HT] = normed
+    return y
+
+
+def test_rms_norm_with_row_tiles_and_column_chunks():
+    x, g = randn(ROWS, HIDDEN), randn(1, HIDDEN)
+    y = np.zeros_like(x)
+    rms_norm(x, g, y, config=CFG)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * g
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+@pl.jit
+def layer_norm(
+    x: pl.Tensor[[ROWS, HIDDEN], pl.FP32],
+    gamma: pl.Tensor[[1, HIDDEN], pl.FP32],
+    beta: pl.Tensor[[1, HIDDEN], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, HIDDEN], pl.FP32]],
+):
+    for r in pl.parallel(0, ROWS, RT):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="ln_rows"):
+            xt = x[r : r + RT, :]
+            mean = pl.muls(pl.row_sum(xt), 1.0 / HIDDEN)
+            centred = pl.row_expand_sub(xt, mean)
+            var = pl.muls(pl.row_sum(pl.mul(centred, centred)), 1.0 / HIDDEN)
+            normed = pl.row_expand_mul(centred, pl.rsqrt(pl.adds(var, 1e-5)))
+            y[r : r + RT, :] = pl.col_expand_add(pl.col_expand_mul(normed, gamma), beta)
+    return y
+
+
+def test_layer_norm():
+    x, g, b = randn(ROWS, HIDDEN), randn(1, HIDDEN), randn(1, HIDDEN)
+    y = np.zeros_like(x)
+    layer_norm(x, g, b, y, config=CFG)
+    m = x.mean(-1, keepdims=True)
+    want = (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+@pl.jit
+def softmax(x: pl.Tensor[[ROWS, HIDDEN], pl.FP32], y: pl.Out[pl.Tensor[[ROWS, HIDDEN], pl.FP32]]):
+    for r in pl.parallel(0, ROWS, RT):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            xt = x[r : r + RT, :]
+            e = pl.exp(pl.row_expand_sub(xt, pl.row_max(xt)))
+            y[r : r + RT, :] = pl.row_expand_div(e, pl.row_sum(e))
+    return y
+
+
+def test_row_softmax():
+    x = randn(ROWS, HIDDEN)
+    y = np.zeros_like(x)
+    softmax(x, y, config=CFG)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+TOKENS, HEAD = 32, 128
+HALF = HEAD // 2
+
+
+@pl.jit
+def rope(
+    x: pl.Tensor[[TOKENS, HEAD], pl.FP32],
+    cos: pl.Tensor[[1, HEAD], pl.FP32],
+    sin: pl.Tensor[[1, HEAD], pl.FP32],
+    y: pl.Out[pl.Tensor[[TOKENS, HEAD], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        lo, hi = x[:, 0:HALF], x[:, HALF:HEAD]
+        y[:, 0:HALF] = pl.sub(pl.col_expand_mul(lo, cos[:, 0:HALF]), pl.col_expand_mul(hi, sin[:, 0:HALF]))
+        y[:, HALF:HEAD] = pl.add(
+            pl.col_expand_mul(hi, cos[:, HALF:HEAD]), pl.col_expand_mul(lo, sin[:, HALF:HEAD])
+        )
+    return y
+
+
+def test_rope_on_half_rotated_slices():
+    x = randn(TOKENS, HEAD)
+    ang = np.linspace(0, 3, HEAD, dtype=np.float32).reshape(1, HEAD)
+    cos, sin = np.cos(ang), np.sin(ang)
+    y = np.zeros_like(x)
+    rope(x, cos, sin, y, config=CFG)
+    rot = np.concatenate([-x[:, HALF:], x[:, :HALF]], axis=1)
+    np.testing.assert_allclose(y, x * cos + rot * sin, rtol=1e-5, atol=1e-6)
+
+
+M, N, K, MT, NT, KT = 64, 128, 256, 64, 64, 64
+
+
+@pl.jit
+def gemm_bias_relu(
+    a: pl.Tensor[[M, K], pl.FP16],
+    b: pl.Tensor[[K, N], pl.FP16],
+    bias: pl.Tensor[[1, N], pl.FP32],
+    c: pl.Out[pl.Tensor[[M, N], pl.FP32]],
+):
+    for mb in pl.parallel(0, M, MT):
+        for nb in pl.parallel(0, N, NT):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="gemm_tile"):
+                acc = pl.create_tensor([MT, NT], dtype=pl.FP32)
+                for kb in pl.range(K // KT):
+                    ta = a[mb : mb + MT, kb * KT : kb * KT + KT]
+                    tb = b[kb * KT : kb * KT + KT, nb : nb + NT]
+                    if kb == 0:  # noqa: SIM108 - a kernel branch, not a value
+                        acc = pl.matmul(ta, tb, out_dtype=pl.FP32)
+                    else:
+                        acc = pl.matmul_acc(acc, ta, tb)
+                c[mb : mb + MT, nb : nb + NT] = pl.relu(pl.col_expand_add(acc, bias[:, nb : nb + NT]))
+    return c
+
+
+def test_gemm_accumulating_in_a_kernel_local_tensor_with_a_fused_epilogue():
+    a = RNG.standard_normal((M, K)).astype(np.float16)
+    b = RNG.standard_normal((K, N)).astype(np.float16)
+    bias = randn(1, N)
+    c = np.zeros((M, N), np.float32)
+    gemm_bias_relu(a, b, bias, c, config=CFG)
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
+
+
+def test_scratch_given_to_a_tensor_level_reduction_is_a_level_error():
+    @pl.jit
+    def bad(x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 1], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:, :] = pl.row_sum(x, x)
+        return y
+
+    x = randn(32, 64)
+    y = np.zeros((32, 1), np.float32)
+    with pytest.raises(WrongLevelError, match=r"`tmp` is a tile-level argument.*pl\.tile\.row_sum") as err:
+        bad(x, y, config=CFG)
+    assert "test_tensor_level.py" in str(err.value)
+    assert isinstance(err.value, TypeError)
+    assert not y.any()

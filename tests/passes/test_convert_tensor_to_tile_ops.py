@@ -1,0 +1,171 @@
+"""ConvertTensorToTileOps alone: tensor-level ops in an InCore kernel become tile ops (elementwise
+ops load their tensor operands to Vec, a window of a tensor is a view, matmul is chunked
+along K to fit L0A/L0B), and tensor ops it does not lower are reported at their line."""
+
+from __future__ import annotations
+
+import pytest
+from pass_util import CTX, apply, kernel, ops
+
+from pypto import ir
+from pypto.errors import CompileError
+from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
+
+VEC = (
+    "a: pl.Tensor[[64, 128], pl.FP32], b: pl.Tensor[[64, 128], pl.FP32], "
+    "out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]"
+)
+
+
+def lower(params: str, body: str, kind: str = "AIV") -> ir.Function:
+    return apply(convert_tensor_to_tile_ops, kernel(params, body, kind)).functions[0]
+
+
+def test_elementwise_tensor_ops_load_operands_to_vec_and_become_tile_ops():
+    fn = lower(
+        VEC,
+        """
+        c = pl.add(a, b)
+        d = pl.exp(c)
+        out = pl.assemble(out, d, [0, 0])
+        """,
+    )
+    assert ops(fn) == ["tile.load", "tile.load", "tile.add", "tile.exp", "tile.store"]
+    loads = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.load"]
+    assert [c.arg("tensor").name for c in loads] == ["a", "b"]
+    assert all(c.type.memory is ir.MemorySpace.Vec for c in loads)
+
+
+def test_a_window_of_a_tensor_is_a_view_whose_offsets_reach_the_load():
+    fn = lower(
+        VEC,
+        """
+        w = a[0:32, 64:128]
+        e = pl.exp(w)
+        out = pl.assemble(out, e, [32, 0])
+        """,
+    )
+    assert ops(fn) == ["tile.load", "tile.exp", "tile.store"]
+    load = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.load")
+    assert [i.value for i in load.arg("offsets").items] == [0, 64]
+    assert load.type.shape == (32, 64)
+    store = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.store")
+    assert [i.value for i in store.arg("offsets").items] == [32, 0]
+
+
+def test_matmul_is_chunked_along_k_to_fit_l0a_and_l0b():
+    params = (
+        "a: pl.Tensor[[128, 1024], pl.FP16], b: pl.Tensor[[1024, 128], pl.FP16], "
+        "out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]"
+    )
+    fn = lower(params, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+    p = CTX.platform
+    # the largest multiple of 16 dividing K whose [128, kt] fp16 operand fits L0A (and L0B)
+    kt = max(k for k in range(16, 1025, 16) if 1024 % k == 0 and 128 * k * 2 <= min(p.l0a_bytes, p.l0b_bytes))
+    chunks = 1024 // kt
+    names = ops(fn)
+    assert names.count("tile.matmul") == 1 and names.count("tile.matmul_acc") == chunks - 1
+    assert names.count("tile.load") == 2 * chunks and names[-1] == "tile.store"
+    moves = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.move"]
+    assert {c.type.memory for c in moves} == {ir.MemorySpace.Left, ir.MemorySpace.Right}
+    assert all(c.type.shape in ((128, kt), (kt, 128)) for c in moves)
+
+
+def test_a_matmul_output_larger_than_l0c_is_refused_with_the_numbers():
+    params = (
+        "a: pl.Tensor[[512, 64], pl.FP16], b: pl.Tensor[[64, 512], pl.FP16], "
+        "out: pl.Out[pl.Tensor[[512, 512], pl.FP32]]"
+    )
+    with pytest.raises(CompileError, match=r"matmul output \[512, 512\] fp32 needs 1048576 B of Acc"):
+        lower(params, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+
+
+RED = "x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]"
+
+
+def test_a_tensor_level_reduction_gets_its_scratch_from_the_compiler():
+    fn = lower(
+        RED,
+        """
+        m = pl.row_max(x)
+        d = pl.row_expand_sub(x, m)
+        y = pl.assemble(y, d, [0, 0])
+        """,
+    )
+    # x is loaded once for both uses; the row reduction's tmp is a Vec tile of x's shape
+    assert ops(fn) == ["tile.load", "tile.create", "tile.row_max", "tile.row_expand_sub", "tile.store"]
+    create = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.create")
+    assert create.type == ir.TileType((32, 64), ir.FP32, ir.MemorySpace.Vec)
+
+
+def test_a_value_carried_around_a_loop_becomes_a_carried_tile():
+    fn = lower(
+        RED,
+        """
+        acc = pl.full([32, 64], dtype=pl.FP32, value=0.0)
+        for i, (acc_1,) in pl.range(4, init_values=(acc,)):
+            acc_2 = pl.add(acc_1, x)
+            acc_3 = pl.yield_(acc_2)
+        y = pl.assemble(y, acc_3, [0, 0])
+        """,
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    vec = ir.TileType((32, 64), ir.FP32, ir.MemorySpace.Vec)
+    assert loop.iter_args[0].var.type == vec and loop.results[0].type == vec
+    assert ops(fn) == ["tile.full", "tile.load", "tile.add", "tile.store"]
+    store = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.store")
+    assert store.arg("tile").name == loop.results[0].name
+
+
+MM = (
+    "a: pl.Tensor[[64, 256], pl.FP16], b: pl.Tensor[[256, 64], pl.FP16], "
+    "c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]"
+)
+
+
+def test_a_kernel_local_accumulator_assigned_in_both_branches_lives_in_acc():
+    fn = lower(
+        MM,
+        """
+        acc = pl.create_tensor([64, 64], dtype=pl.FP32)
+        for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
+            ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
+            tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
+            if kb == 0:
+                acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
+                acc_4 = pl.yield_(acc_2)
+            else:
+                acc_3 = pl.matmul_acc(acc_1, ta, tb)
+                acc_4 = pl.yield_(acc_3)
+            acc_5 = pl.yield_(acc_4)
+        c = pl.assemble(c, acc_5, [0, 0])
+        """,
+        "AIC",
+    )
+    create = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.create")
+    assert create.type.memory is ir.MemorySpace.Acc
+    names = ops(fn)
+    assert names.count("tile.matmul") == 1 and names.count("tile.matmul_acc") == 1
+    assert names[-1] == "tile.store"
+
+
+def test_paths_that_leave_a_kernel_local_tensor_in_two_memories_are_refused():
+    with pytest.raises(CompileError, match=r"merged .* from a value in pl.Mem.Acc .* one in pl.Mem.Vec"):
+        lower(
+            MM,
+            """
+            acc = pl.create_tensor([64, 64], dtype=pl.FP32)
+            for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
+                ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
+                tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
+                if kb == 0:
+                    acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
+                    acc_4 = pl.yield_(acc_2)
+                else:
+                    acc_3 = pl.full([64, 64], dtype=pl.FP32, value=0.0)
+                    acc_4 = pl.yield_(acc_3)
+                acc_5 = pl.yield_(acc_4)
+            c = pl.assemble(c, acc_5, [0, 0])
+            """,
+            "AIC",
+        )

@@ -26,7 +26,7 @@ def run_kernel(
     hazards_fatal: bool = True,
 ) -> list[dict[str, Any]]: ...
 def run_tasks(
-    tasks: list[tuple[str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int]],
+    tasks: list[tuple[str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool]],
     tensors: list[tuple[np.ndarray, int]],
     platform: Platform,
     record: bool = False,

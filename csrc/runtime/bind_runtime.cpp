@@ -175,8 +175,9 @@ py::dict run_kernel(const std::string& path, const std::vector<std::pair<py::arr
   return chip_to_dict(chip, specs, record);
 }
 
-using TaskTuple = std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
-                             std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t>;
+using TaskTuple =
+    std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
+               std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t, bool>;
 
 py::dict run_task_list(const std::vector<TaskTuple>& tasks,
                        const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
@@ -185,13 +186,13 @@ py::dict run_task_list(const std::vector<TaskTuple>& tasks,
   std::vector<pypto_tensor> table;
   for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
   std::vector<TaskSpec> specs;
-  for (const auto& [path, name, idx, scalars, kind, deps, gates, block, blocks] : tasks) {
+  for (const auto& [path, name, idx, scalars, kind, deps, gates, block, blocks, early] : tasks) {
     if (kind < 0 || kind > 2)
       throw SimError(ErrorKind::kInvalidArgument, "task core kind must be 0, 1 or 2");
     if (blocks < 1 || block < 0 || block >= blocks)
       throw SimError(ErrorKind::kInvalidArgument, "task block index must be in [0, block_num)");
     specs.push_back({load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps,
-                     gates, block, blocks});
+                     gates, block, blocks, early});
   }
   ChipResult chip = run_specs(specs, table, p,
                               options(record, hazards_fatal, seed, max_cycles, max_instructions));
@@ -205,7 +206,8 @@ void bind_runtime(py::module_& m) {
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
         py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
         "Runs (path, name, tensor indices, scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write "
-        "gates, block index, block count) tasks on the platform's cores in one simulated clock; a "
+        "gates, block index, block count, early resolve) tasks on the platform's cores in one "
+        "simulated clock; a "
         "write gate (task, tensor) "
         "holds writes into that tensor until the task has ended. Returns {tasks, memory, races}.");
   m.def(

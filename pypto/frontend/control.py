@@ -13,7 +13,8 @@ Both produce the same IR: ``For.iter_args`` / ``results`` and a trailing ``Yield
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, TypeGuard
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend import pipeline_attrs
@@ -378,7 +379,7 @@ class ControlFlow(LoopCarry):
             raise MisplacedOpError("pl.at scopes cannot be nested", self.p.span(node))
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
-        level, name_hint, deps, split = self._scope_args(call)
+        level, name_hint, deps, split, hints = self._scope_args(call)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.p.span(handle))
@@ -396,21 +397,23 @@ class ControlFlow(LoopCarry):
             name,
             cluster=cluster,
             split=split,
+            early_resolve=hints.early_resolve,
+            no_dep=hints.no_dep,
             span=self.p.span(node),
         )
         self.p.emit(scope)
         if name is not None:
             self.p.handles.add(name)
 
-    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None]:
+    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None, TaskHints]:
         args: dict[str, ast.expr] = dict(zip(("level",), call.args))
         if len(call.args) > 1:
             raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.p.span(call))
+        known = ("level", "name_hint", "deps", "optimizations", *TASK_HINTS)
         for kw in call.keywords:
-            if kw.arg not in ("level", "name_hint", "deps", "optimizations") or kw.arg in args:
+            if kw.arg not in known or kw.arg in args:
                 raise TypeCheckError(
-                    f"pl.at has no parameter `{kw.arg}` (level, name_hint, deps, optimizations)",
-                    self.p.span(kw),
+                    f"pl.at has no parameter `{kw.arg}` ({', '.join(known)})", self.p.span(kw)
                 )
             args[kw.arg] = kw.value
         opts = args.get("optimizations")
@@ -424,7 +427,38 @@ class ControlFlow(LoopCarry):
         hint = self.p.folder.fold(args["name_hint"]) if "name_hint" in args else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.at name_hint must be a string", self.p.span(args["name_hint"]))
-        return level, hint, task_deps(self.p, args.get("deps")), split
+        return level, hint, task_deps(self.p, args.get("deps")), split, task_hints(self.p, args)
+
+
+class TaskHints(NamedTuple):
+    """What ``allow_early_resolve=`` and ``no_dep_args=`` say about a task (see ir.stmt.Scope)."""
+
+    early_resolve: bool = False
+    no_dep: tuple[Var, ...] = ()
+
+
+TASK_HINTS = ("allow_early_resolve", "no_dep_args")
+
+
+def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
+    """``allow_early_resolve=True`` and ``no_dep_args=[t, ...]`` of a task (pl.at, pl.spmd, or
+    an outlined call in a dump): a bool, and tensors of the orchestration function."""
+    early = p.folder.fold(args["allow_early_resolve"]) if "allow_early_resolve" in args else False
+    if not isinstance(early, bool):
+        raise TypeCheckError(
+            "allow_early_resolve= must be True or False", p.span(args["allow_early_resolve"])
+        )
+    node = args.get("no_dep_args")
+    items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [] if node is None else [node]
+    tensors = []
+    for item in items:
+        v = p.lookup_local(item.id) if isinstance(item, ast.Name) else None
+        if not (isinstance(v, Var) and isinstance(v.type, TensorType)):
+            raise TypeCheckError(
+                f"no_dep_args= lists tensors of this function; `{ast.unparse(item)}` is not one", p.span(item)
+            )
+        tensors.append(v)
+    return TaskHints(early, tuple(tensors))
 
 
 def task_deps(p: ParserState, node: ast.expr | None) -> list[str]:

@@ -17,7 +17,7 @@ from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, Uns
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
-from pypto.frontend.control import task_deps
+from pypto.frontend.control import TASK_HINTS, task_deps, task_hints
 from pypto.frontend.semantic import INCORE_BLOCK_HINT
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType
@@ -25,7 +25,7 @@ from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, m
 from pypto.ir.stmt import Assign
 from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
-from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker
+from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker, ScalarFnMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -259,7 +259,11 @@ class ExprLowerer:
         fn = self.fp.folder.fold(func)
         if isinstance(fn, InlineFunction):
             return self.fp.inline_call(fn, node)
-        if fn in (builtins.min, builtins.max) and len(node.args) >= 2 and not node.keywords:
+        if (fn in (builtins.min, builtins.max) or isinstance(fn, ScalarFnMarker)) and len(node.args) >= 2:
+            if node.keywords:
+                raise UnsupportedSyntaxError(
+                    f"{ast.unparse(node.func)}(...) takes values only", self.span(node)
+                )
             out = self.value(node.args[0])  # min/max of run-time scalars (tail sizes)
             for a in node.args[1:]:
                 out = semantic.scalar_binop(fn.__name__, out, self.value(a), self.span(node))
@@ -326,10 +330,12 @@ class ExprLowerer:
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and
         pl.spmd block count (pass dumps)."""
-        kw = {k.arg: k.value for k in node.keywords}
-        if set(kw) - {"handle", "deps", "blocks"}:
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        if set(kw) - {"handle", "deps", "blocks", *TASK_HINTS}:
             raise UnsupportedSyntaxError(
-                "call kernels with positional arguments (and handle=, deps=, blocks= only)", self.span(node)
+                "call kernels with positional arguments (and handle=, deps=, blocks=, allow_early_resolve=, "
+                "no_dep_args= only)",
+                self.span(node),
             )
         if "blocks" in kw:
             call = dataclasses.replace(call, blocks=spmd_blocks(self.fp, kw["blocks"]))
@@ -339,7 +345,8 @@ class ExprLowerer:
         deps = task_deps(self.fp, kw.get("deps"))
         if handle is not None:
             self.fp.handles.add(handle)
-        return dataclasses.replace(call, handle=handle, deps=tuple(deps))
+        hints = task_hints(self.fp, kw)
+        return dataclasses.replace(call, handle=handle, deps=tuple(deps), **hints._asdict())
 
     def bad_call(self, node: ast.Call, fn: Any) -> UnsupportedSyntaxError:
         text = ast.unparse(node.func)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.annotations import AnnotationReader
+from pypto.frontend.bind_dynamic import bind_dynamic, is_bind_dynamic
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
@@ -275,6 +276,9 @@ class FunctionParser:
             raise UnsupportedSyntaxError(f"expression `{ast.unparse(node)}` has no effect", self.span(node))
         if isinstance(self.folder.fold(node.value.func), StaticAssertMarker):
             static_assert(self, node.value)
+            return
+        if is_bind_dynamic(node.value):
+            bind_dynamic(self, node.value)
             return
         e, _ = self.exprs.call(node.value)
         if e is not None:  # an inline helper without a value has emitted its statements

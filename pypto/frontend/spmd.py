@@ -17,7 +17,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
-from pypto.frontend.control import task_deps
+from pypto.frontend.control import TASK_HINTS, TaskHints, task_deps, task_hints
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
@@ -40,12 +40,12 @@ class SpmdScopes:
 
     def spmd_with(self, node: ast.With) -> None:
         item = node.items[0]
-        blocks, name_hint, deps = self._spmd_args(item.context_expr)
+        blocks, name_hint, deps, hints = self._spmd_args(item.context_expr)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.spmd(n) as name:`", self.p.span(handle))
         name = handle.id if handle is not None else None
-        direct = self._spmd_direct(node, blocks, deps, name)
+        direct = self._spmd_direct(node, blocks, deps, name, hints)
         if direct is not None:
             self.p.emit(direct)
         else:
@@ -66,6 +66,8 @@ class SpmdScopes:
                     tuple(deps),
                     name,
                     blocks,
+                    early_resolve=hints.early_resolve,
+                    no_dep=hints.no_dep,
                     span=self.p.span(node),
                 )
             )
@@ -81,7 +83,7 @@ class SpmdScopes:
             raise UnsupportedSyntaxError(
                 "write `for i in pl.spmd(n):` with one name", self.p.span(node.target)
             )
-        blocks, name_hint, deps = self._spmd_args(node.iter)
+        blocks, name_hint, deps, hints = self._spmd_args(node.iter)
         index = Var(self.p.names.claim(node.target.id), INDEX_TYPE, span=self.p.span(node.target))
         saved = dict(self.p.env)
         self.p.env[node.target.id] = index
@@ -90,9 +92,10 @@ class SpmdScopes:
             body = [Assign(index, first, span=self.p.span(node.target)), *self._spmd_body(node.body, node)]
         finally:
             self.p.env = saved
-        self.p.emit(
-            Scope(Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.p.span(node))
+        scope = Scope(
+            Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.p.span(node)
         )
+        self.p.emit(dataclasses.replace(scope, early_resolve=hints.early_resolve, no_dep=hints.no_dep))
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
@@ -109,7 +112,7 @@ class SpmdScopes:
             self.p.ctx.in_scope = False
 
     def _spmd_direct(
-        self, node: ast.With, blocks: int | Expr, deps: list[str], name: str | None
+        self, node: ast.With, blocks: int | Expr, deps: list[str], name: str | None, hints: TaskHints
     ) -> Stmt | None:
         """A body that is one call of an InCore kernel: that kernel, ``blocks`` times."""
         if len(node.body) != 1 or not isinstance(node.body[0], (ast.Assign, ast.AnnAssign, ast.Expr)):
@@ -130,9 +133,8 @@ class SpmdScopes:
             )
         for s in stmts[:-1]:
             self.p.emit(s)
-        return dataclasses.replace(
-            last, value=dataclasses.replace(call, deps=tuple(deps), handle=name, blocks=blocks)
-        )
+        call = dataclasses.replace(call, deps=tuple(deps), handle=name, blocks=blocks)
+        return dataclasses.replace(last, value=dataclasses.replace(call, **hints._asdict()))
 
     def _is_kernel_call(self, call: ast.Call) -> bool:
         f = call.func
@@ -140,21 +142,22 @@ class SpmdScopes:
             return True
         return isinstance(self.p.folder.fold(f), (JitFunction, KernelFunction))
 
-    def _spmd_args(self, call: ast.expr) -> tuple[int | Expr, str | None, list[str]]:
+    def _spmd_args(self, call: ast.expr) -> tuple[int | Expr, str | None, list[str], TaskHints]:
         if not isinstance(call, ast.Call) or len(call.args) != 1:
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
+        known = ("name_hint", "deps", *TASK_HINTS)
         for k in call.keywords:
-            if k.arg not in ("name_hint", "deps"):
+            if k.arg not in known:
                 raise TypeCheckError(
-                    f"pl.spmd has no parameter `{k.arg}` (n, name_hint, deps)", self.p.span(k)
+                    f"pl.spmd has no parameter `{k.arg}` (n, {', '.join(known)})", self.p.span(k)
                 )
             kw[k.arg] = k.value
         n = spmd_blocks(self.p, call.args[0])
         hint = self.p.folder.fold(kw["name_hint"]) if "name_hint" in kw else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.spmd name_hint must be a string", self.p.span(kw["name_hint"]))
-        return n, hint, task_deps(self.p, kw.get("deps"))
+        return n, hint, task_deps(self.p, kw.get("deps")), task_hints(self.p, kw)
 
 
 def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:

@@ -168,7 +168,9 @@ _TABLE: list[OpDef] = [
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
           L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
-    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT)), R.create_tensor_rule, "any", NONE,
+    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT), _p("manual_dep", Kind.BOOL, False),
+                            _p("init_value", S, None, optional=True, dtype_of="dtype")),
+          R.create_tensor_rule, "any", NONE,
           doc="a new tensor: in GM in orchestration, a kernel-local on-chip value inside a kernel"),
     # Synchronisation between pipes, inserted by the sync pass (never written by users).
     *(OpDef(f"system.{n}", (_p("src", Kind.PIPE), _p("dst", Kind.PIPE), _p("event_id", Kind.INT)),

@@ -19,6 +19,7 @@ from pypto.language.markers import (
     ConstMarker,
     LoopMarker,
     Namespace,
+    ScalarFnMarker,
     ScopeMarker,
     StaticAssertMarker,
     WhileMarker,
@@ -40,6 +41,8 @@ cluster = ScopeMarker(
     "cluster", "pl.cluster(name_hint=..., deps=[...]): one AIC + its AIVs, joined by pl.tpush_*/pl.tpop_*"
 )
 split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
+min = ScalarFnMarker("min", "pl.min(a, b, ...): the smallest of scalar values")  # noqa: A001
+max = ScalarFnMarker("max", "pl.max(a, b, ...): the largest of scalar values")  # noqa: A001
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
 tile = Namespace("tile")
@@ -93,6 +96,8 @@ __all__ = [
     "cond",
     "const",
     "static_assert",
+    "min",
+    "max",
     "tile",
     "tensor",
     "system",

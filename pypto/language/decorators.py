@@ -20,10 +20,14 @@ if TYPE_CHECKING:
 class JitFunction:
     """A ``@pl.jit`` (orchestration) or ``@pl.jit.incore`` (device kernel) function."""
 
-    def __init__(self, fn: Callable[..., Any], kind: FunctionType) -> None:
+    def __init__(self, fn: Callable[..., Any], kind: FunctionType, auto_scope: bool = True) -> None:
         self.fn = fn
         _remember_source(fn)
         self.kind = kind
+        # Upstream's device runtime tracks dependencies inside scopes the compiler places
+        # (auto_scope=True) or the author writes; the simulator tracks them over the whole
+        # program, so the flag is kept (and refused where upstream refuses it) but changes nothing.
+        self.auto_scope = auto_scope
         self._last_report: Any = None
         functools.update_wrapper(self, fn)
 
@@ -169,19 +173,29 @@ class HostFunction:
 class _Jit:
     """``pl.jit``: the decorator object; ``pl.jit.incore`` makes a device kernel."""
 
-    def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
-        if fn is None:  # @pl.jit()
-            return self
+    def __call__(self, fn: Callable[..., Any] | None = None, *, auto_scope: bool = True) -> Any:
+        if fn is None:  # @pl.jit() / @pl.jit(auto_scope=False)
+            return functools.partial(JitFunction, kind=FunctionType.Orchestration, auto_scope=auto_scope)
         return JitFunction(fn, FunctionType.Orchestration)
 
-    def incore(self, fn: Callable[..., Any] | None = None) -> Any:
+    def incore(self, fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
         """A kernel callable by name from a ``@pl.jit`` body (ops allowed directly)."""
+        if "auto_scope" in kwargs:
+            raise TypeError(
+                "auto_scope= is not for @pl.jit.incore (an outlined kernel has no orchestration body to "
+                "place scopes in); put it on the @pl.jit entry or a @pl.jit.inline helper"
+            )
+        if kwargs:
+            raise TypeError(f"pl.jit.incore() got an unexpected keyword argument {next(iter(kwargs))!r}")
         if fn is None:
             return self.incore
         return JitFunction(fn, FunctionType.InCore)
 
-    def inline(self, fn: Callable[..., Any]) -> InlineFunction:
-        """A helper expanded inline where a kernel calls it (see :class:`InlineFunction`)."""
+    def inline(self, fn: Callable[..., Any] | None = None, *, auto_scope: bool = True) -> Any:
+        """A helper expanded inline where a kernel calls it (see :class:`InlineFunction`);
+        ``auto_scope=`` as on ``@pl.jit``."""
+        if fn is None:  # @pl.jit.inline(auto_scope=False)
+            return InlineFunction
         return InlineFunction(fn)
 
     def host(self, fn: Callable[..., Any]) -> HostFunction:

@@ -74,6 +74,11 @@ class StaticAssertMarker(Marker):
     """``pl.static_assert(cond, msg="")``: a compile-time check of the specialisation."""
 
 
+class ScalarFnMarker(Marker):
+    """``pl.min(a, b)`` / ``pl.max(a, b)``: the smaller / larger of scalar values (a tail's
+    valid length, a clamped index)."""
+
+
 class YieldMarker(Marker):
     """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
 

@@ -28,7 +28,7 @@ from typing import Any
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
@@ -166,7 +166,11 @@ class _Converter:
         t = s.var.type
         space = self.places.get(s.var.name, MemorySpace.Vec)
         shape, dtype = list(t.shape), t.dtype  # type: ignore[attr-defined]
-        self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
+        init = c.arg("init_value")
+        if isinstance(init, Literal) and init.value is None:
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
+        else:  # init_value=: a filled tile (only Vec has a fill instruction)
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.full", [shape, dtype, init, space])
 
     def convert(self, s: Assign, c: Call) -> None:
         if c.op == "tensor.slice":

@@ -161,7 +161,15 @@ class _Outliner:
         later = {v.name for v in nodes_of(rest, Var)}
         escaping = [n for n in sorted(defined_names(scope.body)) if n in later]
         call = FuncCall(
-            fn.name, tuple(free), VoidType(), scope.handle, scope.deps, scope.blocks, span=scope.span
+            fn.name,
+            tuple(free),
+            VoidType(),
+            scope.handle,
+            scope.deps,
+            scope.blocks,
+            scope.early_resolve,
+            scope.no_dep,
+            span=scope.span,
         )
         if not escaping:
             return Eval(call, span=scope.span)

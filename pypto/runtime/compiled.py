@@ -166,8 +166,8 @@ class CompiledProgram:
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
             self._check_overlaps(arrays)
-        for shape, dtype in self.intermediates:  # fresh zeroed scratch tensors each run
-            arrays.append((np.zeros(shape, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
+        for shape, dtype, init in self.intermediates:  # fresh scratch tensors each run
+            arrays.append((np.full(shape, init, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
         tasks, extra = self._native_tasks()
         arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
         config = config or self.config
@@ -235,6 +235,7 @@ class CompiledProgram:
             block_idx,
             block_num,
             only_read,
+            early_resolve,
         ) in self.launch_specs:
             indices = []
             for j in tensors:
@@ -253,6 +254,7 @@ class CompiledProgram:
                     list(gates),
                     block_idx,
                     block_num,
+                    early_resolve,
                 )
             )
         cached = self.__dict__["_native_cache"] = (tasks, extra)
@@ -282,7 +284,7 @@ class CompiledProgram:
     def launch_specs(self) -> list[tuple]:
         """Per task, as plain data (what a program-cache hit restores instead of the plan):
         (kernel, tensor indices, scalar values, core kind, start deps, write gates, block index,
-        block count, the tensors it only reads)."""
+        block count, the tensors it only reads, whether it allows early resolve)."""
         return [
             (
                 t.kernel,
@@ -294,14 +296,15 @@ class CompiledProgram:
                 t.block_idx,
                 t.block_num,
                 frozenset(t.reads - t.writes),
+                t.early_resolve,
             )
             for t in self.plan.tasks
         ]
 
     @functools.cached_property
-    def intermediates(self) -> list[tuple[tuple[int, ...], str]]:
-        """(shape, numpy dtype name) of each scratch tensor a run allocates."""
-        return [(tuple(t.shape), t.dtype) for t in self.plan.intermediates]
+    def intermediates(self) -> list[tuple[tuple[int, ...], str, int | float]]:
+        """(shape, numpy dtype name, fill value) of each scratch tensor a run allocates."""
+        return [(tuple(t.shape), t.dtype, t.init) for t in self.plan.intermediates]
 
     @functools.cached_property
     def cube_kernels(self) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pypto.errors import ArgumentError, CompileError
+from pypto.ir.dtypes import numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
 from pypto.ir.printer import print_expr
@@ -38,6 +39,9 @@ class Task:
     block_idx: int = 0  # pl.spmd: this task's block, of block_num blocks of one dispatch
     block_num: int = 1
     cluster: bool = False  # one AIC and its AIVs together (a Group function)
+    # no_dep_args= and manual_dep tensors: no dependency is inferred from them (either way)
+    untracked: frozenset[int] = frozenset()
+    early_resolve: bool = False  # pl.at(allow_early_resolve=True)
 
     @property
     def core_kind(self) -> int:
@@ -57,6 +61,8 @@ class Intermediate:
 
     shape: tuple[int, ...]
     dtype: str  # numpy dtype name
+    init: int | float = 0  # pl.create_tensor(..., init_value=)
+    manual_dep: bool = False  # pl.create_tensor(..., manual_dep=True): never a dependency
 
 
 @dataclass
@@ -171,8 +177,9 @@ def _submit_block(
     if key not in env.effects:
         env.effects[key] = _effects(callee, tensors)
     reads, writes, atomic = env.effects[key]
+    untracked = _untracked(call, env)
     shared = {
-        i: _conflict(t, reads, writes, atomic)
+        i: _conflict(t, reads - untracked, writes - untracked, atomic)
         for i, t in enumerate(tasks)
         if not _parallel_siblings(env.parallel_of[i], env.parallel)
     }
@@ -198,8 +205,18 @@ def _submit_block(
             block,
             blocks,
             callee.kind is FunctionType.Group,
+            untracked,
+            call.early_resolve,
         )
     )
+
+
+def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
+    """The tensors no dependency of this task is inferred from: its no_dep_args= and every
+    manual_dep intermediate."""
+    named = {env.tensors[v.name] for v in call.no_dep if v.name in env.tensors}
+    manual = {env.n_params + i for i, t in enumerate(env.intermediates) if t.manual_dep}
+    return frozenset(named | manual)
 
 
 def _aliases(fn: Function, name: str) -> set[str]:
@@ -248,7 +265,7 @@ def _conflict(
 ) -> frozenset[int]:
     """The tensors that order a new task after `earlier` (empty: independent)."""
     shared = (earlier.writes & (reads | writes)) | (earlier.reads & writes)
-    return shared - (earlier.atomic & atomic)
+    return shared - (earlier.atomic & atomic) - earlier.untracked
 
 
 def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
@@ -300,9 +317,8 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
             if isinstance(s, Assign) and out is not None:
                 env.tensors[s.var.name] = env.tensors[out.name]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
-            t = s.var.type
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
-            env.intermediates.append(Intermediate(tuple(t.shape), _numpy_dtype(t.dtype)))  # type: ignore[attr-defined]
+            env.intermediates.append(_intermediate(s.value, env))
         elif isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
             env.scalars[s.var.name] = _value(s.value, env)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
@@ -317,19 +333,17 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
             raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
 
 
+def _intermediate(c: Call, env: _Env) -> Intermediate:
+    """The GM buffer of an orchestration ``pl.create_tensor``."""
+    t = c.type
+    init = c.arg("init_value")
+    value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
+    manual = bool(c.arg("manual_dep").value)  # type: ignore[attr-defined]
+    return Intermediate(tuple(t.shape), _numpy_dtype(t.dtype), value, manual)  # type: ignore[attr-defined]
+
+
 def _numpy_dtype(dtype: Any) -> str:
-    names = {
-        "FP32": "float32",
-        "FP16": "float16",
-        "BF16": "bfloat16",
-        "INT32": "int32",
-        "INT8": "int8",
-        "INT16": "int16",
-        "INT64": "int64",
-        "UINT8": "uint8",
-        "BOOL": "bool",
-    }
-    return names[dtype.name]
+    return str(numpy_dtype(dtype).name)
 
 
 def plan_orchestration(

@@ -328,9 +328,14 @@ class ChipScheduler final : public ChipLink, public Waiter {
     for (int d : dependents_[task]) {
       if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
       uint64_t ready = 0;
-      for (int dep : tasks_[static_cast<size_t>(d)].deps)
+      bool staged = true;  // every producer allows early resolve: the consumer waits pre-staged
+      for (int dep : tasks_[static_cast<size_t>(d)].deps) {
         ready = std::max(ready, task_end_[static_cast<size_t>(dep)]);
-      ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
+        staged = staged && tasks_[static_cast<size_t>(dep)].early_resolve;
+      }
+      // assumption: a pre-staged consumer starts the cycle its last producer ends (the doorbell
+      // that releases it is not measured); otherwise it pays the pickup latency.
+      if (!staged) ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
       push({ready, 0, d, -1, ready});
     }
   }

@@ -40,6 +40,9 @@ struct TaskSpec {
   std::vector<int> deps;                         // indices of earlier tasks
   std::vector<std::pair<int, int>> write_gates;  // (earlier task, tensor index): writes wait
   int64_t block_idx = 0, block_num = 1;
+  // pl.at(allow_early_resolve=True): a consumer whose producers all carry it is staged on a core
+  // before they end and released when the last one does, without the pickup latency.
+  bool early_resolve = false;
 };
 
 // One kernel instance: a task on one core (a cluster task has three).

@@ -72,7 +72,12 @@ class CompiledProgram:
             )
         trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
+        dfx = (config or self.config).dfx
+        snapshot = dfx.before_launch(self, args) if dfx.any() else None
         self.last_report = self.report(self.execute(args, trace), trace)
+        self._account(args, self.last_report)
+        if snapshot is not None:
+            dfx.after_launch(self, args, self.last_report, snapshot)
         outs = self.returned
         if len(outs) == 1:
             return args[outs[0]]
@@ -91,9 +96,13 @@ class CompiledProgram:
 
     def _array(self, args: tuple, i: int) -> tuple:
         try:
+            if type(args[i]).__name__ == "DeviceTensor":
+                from pypto.runtime.device_tensor import check_declared
+
+                check_declared(args[i], self.program.entry.params[i], self.name)
             return as_array(args[i], name=self.param_names[i], output=i in self.outputs)
         except ArgumentError as e:  # point at the parameter in the user's kernel
-            raise ArgumentError(e.message, _param_span(self.program, i)) from None
+            raise type(e)(e.message, _param_span(self.program, i)) from None
 
     def refresh_external(self) -> None:
         """Hand-written kernels are rebuilt when their source or a header they include changed
@@ -110,7 +119,18 @@ class CompiledProgram:
         trace = self.config.trace if trace is None else trace
         args = self.positional(args, kwargs)
         self.check_signature(args)
-        return self.report(self.execute(args, trace), trace)
+        report = self.report(self.execute(args, trace), trace)
+        self._account(args, report)
+        return report
+
+    def _account(self, args: tuple, report: RunReport) -> None:
+        """The launch's host <-> device bytes, in the report and on the worker it ran on."""
+        from pypto.runtime.device_tensor import account, launch_traffic
+
+        h2d, d2h = launch_traffic(args, self.tensor_params, self.outputs)
+        report.memory["host_to_device_bytes"] = h2d
+        report.memory["device_to_host_bytes"] = d2h
+        account(h2d, d2h)
 
     def check_signature(self, args: tuple) -> None:
         """``run`` takes the arguments the program was compiled for: each tensor of the compiled

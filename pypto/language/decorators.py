@@ -20,10 +20,14 @@ if TYPE_CHECKING:
 class JitFunction:
     """A ``@pl.jit`` (orchestration) or ``@pl.jit.incore`` (device kernel) function."""
 
-    def __init__(self, fn: Callable[..., Any], kind: FunctionType) -> None:
+    def __init__(self, fn: Callable[..., Any], kind: FunctionType, auto_scope: bool = True) -> None:
         self.fn = fn
         _remember_source(fn)
         self.kind = kind
+        # Upstream PyPTO's switch between compiler-placed and hand-placed runtime scopes. The
+        # simulator has no runtime scopes: task order always follows the tensors each task
+        # reads and writes, so both values compile to the same program.
+        self.auto_scope = _check_auto_scope(auto_scope)
         self._last_report: Any = None
         functools.update_wrapper(self, fn)
 
@@ -161,13 +165,20 @@ class HostFunction:
         return f"<pl.jit.host {self.fn.__name__}>"
 
 
+def _check_auto_scope(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"auto_scope must be True or False, got {value!r}")
+    return value
+
+
 class _Jit:
     """``pl.jit``: the decorator object; ``pl.jit.incore`` makes a device kernel."""
 
-    def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
-        if fn is None:  # @pl.jit()
-            return self
-        return JitFunction(fn, FunctionType.Orchestration)
+    def __call__(self, fn: Callable[..., Any] | None = None, *, auto_scope: bool = True) -> Any:
+        _check_auto_scope(auto_scope)
+        if fn is None:  # @pl.jit() or @pl.jit(auto_scope=False)
+            return lambda f: JitFunction(f, FunctionType.Orchestration, auto_scope)
+        return JitFunction(fn, FunctionType.Orchestration, auto_scope)
 
     def incore(self, fn: Callable[..., Any] | None = None) -> Any:
         """A kernel callable by name from a ``@pl.jit`` body (ops allowed directly)."""
@@ -182,6 +193,14 @@ class _Jit:
     def host(self, fn: Callable[..., Any]) -> HostFunction:
         """A host-side function evaluated at compile time (see :class:`HostFunction`)."""
         return HostFunction(fn)
+
+    def extern(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """``@pl.jit.extern(source="k.cpp", core_type="aiv", include_dirs=[...])``: a
+        hand-written C++ kernel a ``@pl.jit`` body calls, declared by its signature (body
+        ``...``); the same as ``@pl.function(type=AIV or AIC, external_source=...)``."""
+        from pypto.language.extern import extern
+
+        return extern(fn, **options)
 
 
 jit = _Jit()
@@ -230,14 +249,17 @@ def function(
     external_source: str | None = None,
     include_dirs: list[str] | tuple[str, ...] = (),
     pipeline_groups: list[Any] | tuple[Any, ...] = (),
+    auto_scope: bool = True,
 ) -> Any:
     """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``.
 
     ``external_source`` (and each of ``include_dirs``) resolves against the defining file's
     folder; the ``.cpp`` is compiled in place, so its relative ``#include``s work.
     ``pipeline_groups`` is what ExpandPipelineLoops records in a pass dump; only a
-    ``@pl.program`` class (the form dumps are printed in) reads it.
+    ``@pl.program`` class (the form dumps are printed in) reads it. ``auto_scope`` is upstream's
+    choice of who places runtime scopes; task order follows the tensors here either way.
     """
+    _check_auto_scope(auto_scope)
     dirs = tuple(include_dirs)
     groups = tuple(pipeline_groups)
     if fn is None:

@@ -115,3 +115,31 @@ def test_pto_isa_include_dir_holds_the_kernel_header_and_vendor_headers_are_abse
     vendor.write_text('#include "pto/pto-inst.hpp"\nextern "C" void kernel_entry(long* args) {}\n')
     with pytest.raises(KernelBuildError, match="pto/pto-inst.hpp"):
         build_kernels([KernelSource(name="vendor", path=vendor, include_dirs=(include,))], platform="a2a3sim")
+
+
+@pl.program
+class Scoped:
+    @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
+    def scoped(
+        self, a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]
+    ) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[64, 64], pl.FP32] = pl.tile.load(a, [0, 0], [64, 64])
+            pl.tile.store(pl.tile.muls(t, 2.0), [0, 0], out)
+        return out
+
+
+def test_auto_scope_false_compiles_the_same_program():
+    assert ir.structural_equal(Scoped.functions[0].body, Double.functions[0].body, names=False)
+    with pytest.raises(TypeError, match="auto_scope must be True or False"):
+        pl.function(type=pl.FunctionType.Orchestration, auto_scope=1)
+
+
+def test_as_python_concise_and_param_direction():
+    full, concise = Double.as_python(), Double.as_python(concise=True)
+    assert "t: pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load" in full
+    assert "    t = pl.tile.load(a, [0, 0], [64, 64])" in concise and "pl.Tile" not in concise
+    assert "out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]" in concise  # parameters keep their types
+    assert Double.functions[0].as_python(concise=True) in concise
+    assert ir.ParamDirection.Out is ir.Direction.Out
+    assert [p.direction for p in Double.entry.params] == [ir.ParamDirection.In, ir.ParamDirection.Out]

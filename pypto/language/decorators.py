@@ -92,9 +92,16 @@ class JitFunction:
         return call_jit(self, args, kwargs, config)
 
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
-        """The ``CompiledProgram`` for these arguments (the same instance for the same key)."""
+        """The ``CompiledProgram`` for these arguments (the same instance for the same key).
+        With no positional arguments, tensors come from the signature's full annotations
+        (``pypto.runtime.signature``) and scalars from the keywords."""
         from pypto.runtime.config import RunConfig
         from pypto.runtime.jit import compile_program
+
+        if not args:
+            from pypto.runtime.signature import samples_from_signature
+
+            args, kwargs = samples_from_signature(self.fn, self.name, kwargs)
 
         return compile_program(self, args, kwargs, config or RunConfig())
 

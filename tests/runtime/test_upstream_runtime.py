@@ -143,3 +143,32 @@ def test_as_python_concise_and_param_direction():
     assert Double.functions[0].as_python(concise=True) in concise
     assert ir.ParamDirection.Out is ir.Direction.Out
     assert [p.direction for p in Double.entry.params] == [ir.ParamDirection.In, ir.ParamDirection.Out]
+
+
+@pl.jit
+def add_full(
+    a: pl.Tensor[[64, 128], pl.FP32],
+    b: pl.Tensor[[64, 128], pl.FP32],
+    out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)
+    return out
+
+
+@pl.jit
+def add_bare(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, a)
+    return out
+
+
+def test_compile_without_arguments_reads_the_signature():
+    compiled = add_full.compile()
+    a = np.ones((64, 128), np.float32)
+    assert add_full.compile(a, a, np.zeros_like(a)) is compiled  # the same specialisation
+    out = np.zeros_like(a)
+    compiled(a, 2 * a, out)
+    assert (out == 3).all() and compiled.param_names == ["a", "b", "out"]
+    with pytest.raises(TypeError, match="parameter `a` is not a full pl.Tensor"):
+        add_bare.compile()

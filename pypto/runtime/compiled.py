@@ -22,6 +22,7 @@ from pypto.errors import ArgumentError, ReadOnlyInputError
 from pypto.ir.enums import FunctionType
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
+from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
 
@@ -74,8 +75,9 @@ class CompiledProgram:
         args = self.positional(args, kwargs)
         dfx = (config or self.config).dfx
         snapshot = dfx.before_launch(self, args) if dfx.any() else None
-        self.last_report = self.report(self.execute(args, trace), trace)
-        self._account(args, self.last_report)
+        results = self.execute(args, trace)
+        traffic = self.account_worker(args)
+        self.last_report = self.launch_report(results, trace, traffic)
         if snapshot is not None:
             dfx.after_launch(self, args, self.last_report, snapshot)
         outs = self.returned
@@ -119,18 +121,23 @@ class CompiledProgram:
         trace = self.config.trace if trace is None else trace
         args = self.positional(args, kwargs)
         self.check_signature(args)
-        report = self.report(self.execute(args, trace), trace)
-        self._account(args, report)
+        results = self.execute(args, trace)
+        return self.launch_report(results, trace, self.account_worker(args))
+
+    def launch_report(
+        self, results: list[dict[str, Any]], trace: bool, traffic: tuple[int, int]
+    ) -> RunReport:
+        """``report`` with the launch's host -> device and device -> host bytes in its ``memory``."""
+        report = self.report(results, trace)
+        report.memory["host_to_device_bytes"], report.memory["device_to_host_bytes"] = traffic
         return report
 
-    def _account(self, args: tuple, report: RunReport) -> None:
-        """The launch's host <-> device bytes, in the report and on the worker it ran on."""
-        from pypto.runtime.device_tensor import account, launch_traffic
-
-        h2d, d2h = launch_traffic(args, self.tensor_params, self.outputs)
-        report.memory["host_to_device_bytes"] = h2d
-        report.memory["device_to_host_bytes"] = d2h
-        account(h2d, d2h)
+    def account_worker(self, args: tuple) -> tuple[int, int]:
+        """The launch's host <-> device bytes, added to the ChipWorker it ran on, if any."""
+        traffic = launch_traffic(args, self.tensor_params, self.outputs)
+        if DISPATCHING.get() is not None or ACTIVE.get():
+            account(*traffic)
+        return traffic
 
     def check_signature(self, args: tuple) -> None:
         """``run`` takes the arguments the program was compiled for: each tensor of the compiled

@@ -117,6 +117,13 @@ class RunConfig:
             except (TypeError, ValueError) as e:
                 raise ConfigError(str(e)) from None
 
+    def any_dfx_enabled(self) -> bool:
+        """Whether a DFX option is on (upstream's name; cheap: read on every call)."""
+        return bool(
+            self.enable_chip_swimlane or self.enable_dump_args or self.enable_pmu
+            or self.enable_dep_gen or self.enable_scope_stats
+        )  # fmt: skip
+
     @property
     def dfx(self) -> Any:
         """The DFX switches of this config (``pypto.runtime.dfx.DfxOptions``)."""

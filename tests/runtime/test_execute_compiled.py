@@ -137,3 +137,14 @@ def test_dfx_per_call_config_on_a_compiled_program(tmp_path: Path):
     graph = json.loads((tmp_path / "b" / "dfx_outputs" / "deps.json").read_text())
     assert graph["program"] == "shift" and len(graph["tasks"]) == len(compiled.tasks)
     assert not (tmp_path / "b" / "dfx_outputs" / "pmu.csv").exists()  # only what was asked for
+
+
+def test_a_direct_kernel_call_takes_dfx_options_and_reports_traffic(tmp_path: Path):
+    x, out = _x(), np.zeros((R, C), np.float32)
+    shift(x, out, 2, config=RunConfig(output_dir=tmp_path / "direct", enable_pmu=True))
+    assert (tmp_path / "direct" / "dfx_outputs" / "pmu.csv").read_text().count("\n") == 1 + len(
+        shift.last_report.tasks
+    )
+    memory = shift.last_report.memory
+    assert (memory["host_to_device_bytes"], memory["device_to_host_bytes"]) == (2 * x.nbytes, x.nbytes)
+    assert "memory traffic: host->device 65536 B, device->host 32768 B" in str(shift.last_report)

@@ -133,6 +133,17 @@ class ArgumentMismatchError(CompileError, ArgumentError):
     """Call arguments do not fit the kernel signature (count, kind, shape or dtype)."""
 
 
+class DeviceTensorError(ArgumentValueError):
+    """A ``DeviceTensor`` that cannot be used where it was passed: freed, of another
+    ``ChipWorker``, made by hand (no owning worker), or of the wrong shape or dtype; names the
+    argument."""
+
+
+class WorkerClosedError(PyptoError, RuntimeError):
+    """A ``ChipWorker`` (or one of its ``DeviceTensor``s or registration handles) used after
+    ``close()``; names the operation."""
+
+
 class ConfigError(PyptoError, ValueError):
     """A ``RunConfig`` field (or a call's ``config=``) is invalid; the message names the field."""
 

@@ -272,6 +272,8 @@ def _decorator(folder: Folder, node: ast.FunctionDef, span, src: KernelSource) -
                 external = value
             elif kw.arg == "include_dirs" and isinstance(value, (list, tuple)):
                 dirs = tuple(str(v) for v in value)
+            elif kw.arg == "auto_scope" and isinstance(value, bool):
+                pass  # upstream's runtime scopes: task order follows the tensors either way
             else:
                 raise TypeCheckError(f"bad @pl.function argument `{ast.unparse(kw)}`", span)
         return kind, external, dirs, groups

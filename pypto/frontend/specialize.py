@@ -188,31 +188,3 @@ def specialization_key(jit: Any, args: Sequence[Any], kwargs: Mapping[str, Any])
     if dynamic_axes(jit):
         _dynamic_key(jit, args, key)
     return tuple(key)
-
-
-def annotated_arguments(jit: Any) -> list[Any]:
-    """Stand-ins for every parameter, made from its annotation: what ``kernel.compile()``
-    with no arguments specialises on. Each is a read-only broadcast of one element (the
-    compile reads shapes and dtypes only)."""
-    import numpy as np
-
-    from pypto.ir.dtypes import numpy_dtype
-    from pypto.ir.types import is_static
-
-    try:
-        hints = inspect.get_annotations(jit.fn, eval_str=True)
-    except Exception:  # an annotation Python cannot evaluate: the frontend reports it on a call
-        hints = {}
-    arrays = []
-    for name in jit.param_names:
-        spec = hints.get(name)
-        spec = getattr(spec, "inner", spec)  # pl.Out[...] / pl.InOut[...]
-        shape, dtype = getattr(spec, "shape", None), getattr(spec, "dtype", None)
-        if shape is None or dtype is None or not is_static(shape) or type(spec).__name__ != "TensorSpec":
-            raise ArgumentMismatchError(
-                f"{jit.name}.compile() with no arguments takes each parameter's shape and dtype from its "
-                f"annotation, but `{name}` is annotated {spec!r}: annotate it "
-                "pl.Tensor[[d0, d1], pl.FP32] (static sizes), or pass the arguments to compile()"
-            )
-        arrays.append(np.broadcast_to(np.zeros((), numpy_dtype(dtype)), shape))
-    return arrays

@@ -26,7 +26,7 @@ _MODULES = {
     ),
     "enums": (
         "AtomicType", "Direction", "ForKind", "FunctionType", "Level", "MemorySpace", "PadValue",
-        "PassDumpLevel", "Pipe",
+        "ParamDirection", "PassDumpLevel", "Pipe",
     ),
     "equality": ("assert_structural_equal", "structural_diff", "structural_equal"),
     "expr": (

@@ -78,6 +78,9 @@ class Direction(_DslEnum):
     InOut = "inout"
 
 
+ParamDirection = Direction  # upstream PyPTO's name for it (pypto.ir.ParamDirection.Out, ...)
+
+
 class ForKind(_DslEnum):
     """Loop flavour: the DSL function that spelled it (``pl.range``, ``pl.parallel`` ...)."""
 

@@ -204,8 +204,9 @@ def _targets(names: tuple[Var, ...]) -> str:
 
 
 class _Printer:
-    def __init__(self) -> None:
+    def __init__(self, concise: bool = False) -> None:
         self.lines: list[str] = []
+        self.concise = concise  # assignments without their type annotation (for reading)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
@@ -222,7 +223,8 @@ class _Printer:
 
     def stmt(self, s: Stmt, depth: int) -> None:
         if isinstance(s, Assign):
-            self.emit(depth, f"{s.var.name}: {print_type(s.var.type)} = {print_expr(s.value)}")
+            annotation = "" if self.concise else f": {print_type(s.var.type)}"
+            self.emit(depth, f"{s.var.name}{annotation} = {print_expr(s.value)}")
         elif isinstance(s, Eval):
             self.emit(depth, print_expr(s.value))
         elif isinstance(s, For):
@@ -354,16 +356,19 @@ def _param(p: Param) -> str:
     return f"{p.var.name}: {t}"
 
 
-def print_function(f: Function) -> str:
-    """One function as a ``@pl.function`` method (indented for a program class)."""
-    pr = _Printer()
+def print_function(f: Function, concise: bool = False) -> str:
+    """One function as a ``@pl.function`` method (indented for a program class); ``concise``
+    leaves out the types of assigned values (parameters and returns keep theirs)."""
+    pr = _Printer(concise)
     pr.function(f, 1)
     return "\n".join(pr.lines) + "\n"
 
 
-def print_program(p: Program) -> str:
-    """The whole program as re-parseable DSL text."""
-    pr = _Printer()
+def print_program(p: Program, concise: bool = False) -> str:
+    """The whole program as re-parseable DSL text; ``concise`` leaves out the types of assigned
+    values (memory spaces and addresses with them): shorter to read, but only the full text
+    parses back to an equal program."""
+    pr = _Printer(concise)
     pr.lines += [
         f"# pypto.program: {p.name}",
         "from __future__ import annotations",

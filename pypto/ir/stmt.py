@@ -184,6 +184,12 @@ class Function(Node):
                 return p
         raise KeyError(name)
 
+    def as_python(self, concise: bool = False) -> str:
+        """The function as a ``@pl.function`` method (``pypto.ir.print_function``)."""
+        from pypto.ir.printer import print_function
+
+        return print_function(self, concise)
+
 
 @dataclass(frozen=True)
 class Program(Node):
@@ -199,11 +205,12 @@ class Program(Node):
                 return f
         raise KeyError(name)
 
-    def as_python(self) -> str:
-        """The program as ``@pl.program`` source text (what ``pypto.ir.print_program`` writes)."""
+    def as_python(self, concise: bool = False) -> str:
+        """The program as ``@pl.program`` source text (what ``pypto.ir.print_program`` writes);
+        ``concise`` leaves out the types of assigned values."""
         from pypto.ir.printer import print_program
 
-        return print_program(self)
+        return print_program(self, concise)
 
     @property
     def entry(self) -> Function:

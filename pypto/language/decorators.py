@@ -24,10 +24,10 @@ class JitFunction:
         self.fn = fn
         _remember_source(fn)
         self.kind = kind
-        # Upstream's device runtime tracks dependencies inside scopes the compiler places
-        # (auto_scope=True) or the author writes; the simulator tracks them over the whole
-        # program, so the flag is kept (and refused where upstream refuses it) but changes nothing.
-        self.auto_scope = auto_scope
+        # Upstream PyPTO's switch between compiler-placed and hand-placed runtime scopes. The
+        # simulator has no runtime scopes: task order always follows the tensors each task
+        # reads and writes, so both values compile to the same program.
+        self.auto_scope = _check_auto_scope(auto_scope)
         self._last_report: Any = None
         functools.update_wrapper(self, fn)
 
@@ -93,14 +93,16 @@ class JitFunction:
 
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """The ``CompiledProgram`` for these arguments (the same instance for the same key).
-        With no arguments, every parameter's annotation gives its shape and dtype."""
+        With no positional arguments, tensors come from the signature's full annotations
+        (``pypto.runtime.signature``) and scalars from the keywords."""
         from pypto.runtime.config import RunConfig
         from pypto.runtime.jit import compile_program
 
-        if not args and not kwargs and self.param_names:
-            from pypto.frontend.specialize import annotated_arguments
+        if not args:
+            from pypto.runtime.signature import samples_from_signature
 
-            args = tuple(annotated_arguments(self))
+            args, kwargs = samples_from_signature(self.fn, self.name, kwargs)
+
         return compile_program(self, args, kwargs, config or RunConfig())
 
     def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
@@ -170,13 +172,20 @@ class HostFunction:
         return f"<pl.jit.host {self.fn.__name__}>"
 
 
+def _check_auto_scope(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"auto_scope must be True or False, got {value!r}")
+    return value
+
+
 class _Jit:
     """``pl.jit``: the decorator object; ``pl.jit.incore`` makes a device kernel."""
 
     def __call__(self, fn: Callable[..., Any] | None = None, *, auto_scope: bool = True) -> Any:
-        if fn is None:  # @pl.jit() / @pl.jit(auto_scope=False)
-            return functools.partial(JitFunction, kind=FunctionType.Orchestration, auto_scope=auto_scope)
-        return JitFunction(fn, FunctionType.Orchestration)
+        _check_auto_scope(auto_scope)
+        if fn is None:  # @pl.jit() or @pl.jit(auto_scope=False)
+            return lambda f: JitFunction(f, FunctionType.Orchestration, auto_scope)
+        return JitFunction(fn, FunctionType.Orchestration, auto_scope)
 
     def incore(self, fn: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
         """A kernel callable by name from a ``@pl.jit`` body (ops allowed directly)."""
@@ -194,6 +203,7 @@ class _Jit:
     def inline(self, fn: Callable[..., Any] | None = None, *, auto_scope: bool = True) -> Any:
         """A helper expanded inline where a kernel calls it (see :class:`InlineFunction`);
         ``auto_scope=`` as on ``@pl.jit``."""
+        _check_auto_scope(auto_scope)
         if fn is None:  # @pl.jit.inline(auto_scope=False)
             return InlineFunction
         return InlineFunction(fn)
@@ -201,6 +211,14 @@ class _Jit:
     def host(self, fn: Callable[..., Any]) -> HostFunction:
         """A host-side function evaluated at compile time (see :class:`HostFunction`)."""
         return HostFunction(fn)
+
+    def extern(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """``@pl.jit.extern(source="k.cpp", core_type="aiv", include_dirs=[...])``: a
+        hand-written C++ kernel a ``@pl.jit`` body calls, declared by its signature (body
+        ``...``); the same as ``@pl.function(type=AIV or AIC, external_source=...)``."""
+        from pypto.language.extern import extern
+
+        return extern(fn, **options)
 
 
 jit = _Jit()
@@ -249,14 +267,17 @@ def function(
     external_source: str | None = None,
     include_dirs: list[str] | tuple[str, ...] = (),
     pipeline_groups: list[Any] | tuple[Any, ...] = (),
+    auto_scope: bool = True,
 ) -> Any:
     """``@pl.function`` or ``@pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")``.
 
     ``external_source`` (and each of ``include_dirs``) resolves against the defining file's
     folder; the ``.cpp`` is compiled in place, so its relative ``#include``s work.
     ``pipeline_groups`` is what ExpandPipelineLoops records in a pass dump; only a
-    ``@pl.program`` class (the form dumps are printed in) reads it.
+    ``@pl.program`` class (the form dumps are printed in) reads it. ``auto_scope`` is upstream's
+    choice of who places runtime scopes; task order follows the tensors here either way.
     """
+    _check_auto_scope(auto_scope)
     dirs = tuple(include_dirs)
     groups = tuple(pipeline_groups)
     if fn is None:

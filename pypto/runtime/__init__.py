@@ -8,7 +8,13 @@ from __future__ import annotations
 from pypto._lazy import lazy_exports
 
 _EXPORTS = {
+    "pypto.runtime.bench": ("BenchmarkStats", "benchmark"),
     "pypto.runtime.config": ("RunConfig",),
+    "pypto.runtime.device_tensor": ("DeviceTensor", "StackedDeviceTensor"),
+    "pypto.runtime.log_config": ("configure_log",),
+    "pypto.runtime.pto_isa": ("ensure_pto_isa_root", "pto_isa_include_dir"),
+    "pypto.runtime.runner": ("execute_compiled",),
+    "pypto.runtime.worker": ("ChipWorker", "RegistrationHandle"),
     "pypto.runtime.entry": ("run",),
     "pypto.runtime.jit": ("CompiledProgram",),
     "pypto.runtime.launch": ("run_kernel_file",),

@@ -22,6 +22,7 @@ from pypto.errors import ArgumentError, ReadOnlyInputError
 from pypto.ir.enums import FunctionType
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
+from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
 
@@ -72,7 +73,13 @@ class CompiledProgram:
             )
         trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
-        self.last_report = self.report(self.execute(args, trace), trace)
+        dfx = (config or self.config).dfx
+        snapshot = dfx.before_launch(self, args) if dfx.any() else None
+        results = self.execute(args, trace)
+        traffic = self.account_worker(args)
+        self.last_report = self.launch_report(results, trace, traffic)
+        if snapshot is not None:
+            dfx.after_launch(self, args, self.last_report, snapshot)
         outs = self.returned
         if len(outs) == 1:
             return args[outs[0]]
@@ -91,9 +98,13 @@ class CompiledProgram:
 
     def _array(self, args: tuple, i: int) -> tuple:
         try:
+            if type(args[i]).__name__ == "DeviceTensor":
+                from pypto.runtime.device_tensor import check_declared
+
+                check_declared(args[i], self.program.entry.params[i], self.name)
             return as_array(args[i], name=self.param_names[i], output=i in self.outputs)
         except ArgumentError as e:  # point at the parameter in the user's kernel
-            raise ArgumentError(e.message, _param_span(self.program, i)) from None
+            raise type(e)(e.message, _param_span(self.program, i)) from None
 
     def refresh_external(self) -> None:
         """Hand-written kernels are rebuilt when their source or a header they include changed
@@ -110,7 +121,23 @@ class CompiledProgram:
         trace = self.config.trace if trace is None else trace
         args = self.positional(args, kwargs)
         self.check_signature(args)
-        return self.report(self.execute(args, trace), trace)
+        results = self.execute(args, trace)
+        return self.launch_report(results, trace, self.account_worker(args))
+
+    def launch_report(
+        self, results: list[dict[str, Any]], trace: bool, traffic: tuple[int, int]
+    ) -> RunReport:
+        """``report`` with the launch's host -> device and device -> host bytes in its ``memory``."""
+        report = self.report(results, trace)
+        report.memory["host_to_device_bytes"], report.memory["device_to_host_bytes"] = traffic
+        return report
+
+    def account_worker(self, args: tuple) -> tuple[int, int]:
+        """The launch's host <-> device bytes, added to the ChipWorker it ran on, if any."""
+        traffic = launch_traffic(args, self.tensor_params, self.outputs)
+        if DISPATCHING.get() is not None or ACTIVE.get():
+            account(*traffic)
+        return traffic
 
     def check_signature(self, args: tuple) -> None:
         """``run`` takes the arguments the program was compiled for: each tensor of the compiled

@@ -38,6 +38,16 @@ class RunConfig:
     # device evidence) or "pto-isa" (pto-isa's cost model, to compare with that simulator).
     # Simulation only: the compiled kernels are the same. platform_overrides apply on top.
     cost_profile: str = "device"
+    # Upstream PyPTO's run-time diagnostics (pypto.runtime.dfx): each writes into
+    # <output_dir>/dfx_outputs after every launch. A swimlane level > 0 also turns on trace and
+    # timeline. Not part of the compile: a compiled program takes them per call.
+    enable_chip_swimlane: int | bool = 0
+    enable_dump_args: int | bool = 0
+    enable_pmu: int | bool = 0
+    enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
+    # Upstream's chip family (pypto.backend.BackendType); checked against `platform`.
+    backend_type: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str) or self.platform not in platforms.names():
@@ -56,6 +66,7 @@ class RunConfig:
         if not isinstance(self.dump_passes, (bool, PassDumpLevel)):
             raise ConfigError(f"dump_passes must be a bool or a PassDumpLevel, got {self.dump_passes!r}")
         self._check_fields()
+        self._check_upstream_fields()
         self.resolved_platform()  # refuse bad overrides now, not at the first run
 
     def _check_fields(self) -> None:
@@ -83,6 +94,48 @@ class RunConfig:
             check_run_limit("max_instructions", self.max_instructions, "RunConfig.")
         except ArgumentValueError as e:
             raise ConfigError(e.message) from None
+
+    def _check_upstream_fields(self) -> None:
+        from pypto.runtime.dfx import DfxOptions
+
+        try:
+            dfx = DfxOptions(self.enable_chip_swimlane, self.enable_dump_args, self.enable_pmu,
+                             self.enable_dep_gen, self.enable_scope_stats)  # fmt: skip
+        except (TypeError, ValueError) as e:
+            raise ConfigError(str(e)) from None
+        object.__setattr__(self, "enable_chip_swimlane", dfx.enable_chip_swimlane)
+        object.__setattr__(self, "enable_dump_args", dfx.enable_dump_args)
+        object.__setattr__(self, "enable_pmu", dfx.enable_pmu)
+        if dfx.enable_chip_swimlane:  # the swimlane is pypto's trace and timeline
+            object.__setattr__(self, "trace", True)
+            object.__setattr__(self, "timeline", True)
+        if self.backend_type is not None:
+            from pypto.backend import check_platform
+
+            try:
+                check_platform(self.backend_type, self.platform, "RunConfig")
+            except (TypeError, ValueError) as e:
+                raise ConfigError(str(e)) from None
+
+    def any_dfx_enabled(self) -> bool:
+        """Whether a DFX option is on (upstream's name; cheap: read on every call)."""
+        return bool(
+            self.enable_chip_swimlane or self.enable_dump_args or self.enable_pmu
+            or self.enable_dep_gen or self.enable_scope_stats
+        )  # fmt: skip
+
+    @property
+    def dfx(self) -> Any:
+        """The DFX switches of this config (``pypto.runtime.dfx.DfxOptions``)."""
+        from pypto.runtime.dfx import DfxOptions
+
+        return DfxOptions(self.enable_chip_swimlane, self.enable_dump_args, self.enable_pmu,
+                          self.enable_dep_gen, self.enable_scope_stats)  # fmt: skip
+
+    @property
+    def device_id(self) -> int:
+        """Upstream's device index: always 0, the one simulated chip."""
+        return 0
 
     def isolated(self, has_external: bool) -> bool:
         """Whether a run goes to a worker process: as set, else when a kernel is hand-written

@@ -269,11 +269,15 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
         )
     compiled = compile_program(jf, args, kwargs, config)
     args = compiled.positional(args, kwargs)
+    before = config.dfx.before_launch(compiled, args) if config.any_dfx_enabled() else None
     results = compiled.execute(args, config.trace, config)
-    if config.trace:  # the trace files are written now, with the report
-        jf.last_report = compiled.report(results, True)
+    traffic = compiled.account_worker(args)
+    if config.trace or before is not None:  # the trace files are written now, with the report
+        jf.last_report = compiled.launch_report(results, config.trace, traffic)
+        if before is not None:
+            config.dfx.after_launch(compiled, args, jf.last_report, before)
     else:  # built when first read: most warm calls never look at it
-        jf.last_report = functools.partial(compiled.report, results, False)
+        jf.last_report = functools.partial(compiled.launch_report, results, False, traffic)
     outs = compiled.returned
     if len(outs) == 1:
         return args[outs[0]]

@@ -44,6 +44,14 @@ def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
         array, code = value, None
     elif type(value).__module__.startswith("torch"):
         array, code = _torch_to_numpy(value)
+    elif type(value).__name__ == "DeviceTensor":  # resident in a ChipWorker: its device bytes
+        from pypto.runtime.device_tensor import DeviceTensor, device_array
+
+        if isinstance(value, DeviceTensor):
+            return device_array(value, name=name, output=output)
+        raise ArgumentError(
+            f"argument {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}"
+        )
     else:
         raise ArgumentError(
             f"argument {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}"

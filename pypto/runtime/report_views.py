@@ -210,10 +210,22 @@ def format_report(report: RunReport) -> str:
         lines.append(f"    {'core':<7}{'start':>9}{'end':>9}{'cycles':>9}  kernel")
         for r in rows[:TASK_ROWS_SHOWN]:
             lines.append(f"    {r['core']:<7}{r['start']:>9}{r['end']:>9}{r['cycles']:>9}  {r['kernel']}")
+    if "host_to_device_bytes" in report.memory:
+        lines.append(_traffic_line(report.memory))
     if report.hazards:
         lines.append(f"  hazards: {len(report.hazards)}")
         lines.extend(f"    {h}" for h in report.hazards[:8])
     return "\n".join(lines)
+
+
+def _traffic_line(m: dict[str, Any]) -> str:
+    """Host <-> device bytes of the launch (resident DeviceTensors move none), then the
+    shared memory system's: bytes served by HBM and by the L2."""
+    return (
+        f"  memory traffic: host->device {int(m['host_to_device_bytes'])} B, device->host "
+        f"{int(m.get('device_to_host_bytes', 0))} B; HBM {int(m.get('hbm_bytes', 0))} B, "
+        f"L2 {int(m.get('l2_bytes', 0))} B"
+    )
 
 
 def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
@@ -284,6 +296,7 @@ def to_dict(report: RunReport) -> dict[str, Any]:
         "tasks": [_task_dict(t, p) for t, p in zip(report.tasks, traces)],
         "hazards": list(report.hazards),
         "trace_paths": list(report.trace_paths),
+        "memory": dict(report.memory),
     }
 
 
@@ -328,4 +341,5 @@ def _from_dict(data: dict[str, Any]) -> RunReport:
         list(data["hazards"]),
         list(data["trace_paths"]),
         float(data["clock_hz"]),
+        {str(k): v for k, v in dict(data.get("memory", {})).items()},
     )

@@ -19,8 +19,7 @@ class UpstreamOptionWarning(UserWarning):
 # Options with a meaning here: upstream name -> what it sets.
 TRANSLATED = {
     "save_kernels_dir": "output_dir (where the build, reports and traces go)",
-    "enable_l2_swimlane": "trace=True and timeline=True (report/timeline.html after each run)",
-    "enable_chip_swimlane": "trace=True and timeline=True (report/timeline.html after each run)",
+    "enable_l2_swimlane": "enable_chip_swimlane (its former name)",
 }
 
 # Options without one: upstream name -> why it means nothing on the simulator.
@@ -29,14 +28,10 @@ IGNORED = {
     "rtol": "pypto does not compare against a golden; check outputs yourself",
     "atol": "pypto does not compare against a golden; check outputs yourself",
     "strategy": "the pass pipeline is fixed (see pypto.passes.pipeline)",
-    "backend_type": "the backend follows `platform`",
     "save_kernels": "kernels and reports are always kept in output_dir",
     "codegen_only": "use kernel.compile(...) to build without running",
     "pto_isa_commit": "the ISA is <pypto/kernel.hpp>, shipped with pypto",
     "enable_dump_tensor": "tensors are numpy/torch arrays you can inspect after the run",
-    "enable_pmu": "the report's per-pipe utilisation is what PMU PIPE_UTILIZATION measures",
-    "enable_dep_gen": "the task graph is in CompiledProgram.tasks",
-    "enable_scope_stats": "there are no runtime rings on the simulator",
     "compile_profiling": "not measured by pypto",
     "diagnostic_phase": "use disabled_diagnostics to silence checks",
     "golden_data_dir": "pypto does not generate golden data",
@@ -64,7 +59,26 @@ def translate(kwargs: dict[str, Any]) -> dict[str, Any]:
         elif name == "save_kernels_dir":
             if value is not None and out.get("output_dir") is None:
                 out["output_dir"] = value
-        elif name in ("enable_l2_swimlane", "enable_chip_swimlane") and value:
-            out["trace"] = True
-            out["timeline"] = True
+        elif name == "enable_l2_swimlane":
+            out.setdefault("enable_chip_swimlane", value)
+    _warn_partial(out)
     return out
+
+
+def _warn_partial(options: dict[str, Any]) -> None:
+    """DFX values whose device meaning the simulator gives only in part say so."""
+    if options.get("enable_dump_args") == 1 or options.get("enable_dump_args") is True:
+        warnings.warn(
+            "RunConfig(enable_dump_args=1): pypto has no pl.dump_tag, so level 1 dumps every "
+            "argument, as level 2 does",
+            UpstreamOptionWarning,
+            stacklevel=4,
+        )
+    pmu = options.get("enable_pmu")
+    if pmu not in (None, False, True, 0, 2):
+        warnings.warn(
+            f"RunConfig(enable_pmu={pmu!r}): the simulator counts pipe utilisation (event 2) only; "
+            "pmu.csv holds those counters",
+            UpstreamOptionWarning,
+            stacklevel=4,
+        )

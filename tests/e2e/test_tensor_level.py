@@ -48,7 +48,7 @@ def test_compile_without_arguments_names_a_parameter_without_a_shape():
             out[:] = pl.exp(a)
         return out
 
-    with pytest.raises(TypeError, match=r"`a` is annotated"):
+    with pytest.raises(TypeError, match=r"parameter `a` is not a full pl.Tensor"):
         bare.compile()
 
 

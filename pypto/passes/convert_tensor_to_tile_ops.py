@@ -51,6 +51,10 @@ class _Converter:
         # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
         # `pl.add(a, a)` and a loop body reading a window loaded before the loop load it once.
         self.loaded: dict[tuple, Var] = {}
+        # kernel-local tensors with no values yet (a pl.create_tensor, and the loop-carried names
+        # it starts on the first trip); a read of one outside any branch is an error
+        self.unset: set[str] = set()
+        self.branches = 0  # how many ifs enclose the statement (a branch may run only once set)
         self.out: list[Stmt] = []
         self.span: SourceSpan | None = None
 
@@ -85,6 +89,18 @@ class _Converter:
             self.loaded[key] = self.emit(f"{v.base.name}_ub", "tile.load", args)
         return self.loaded[key]
 
+    def read(self, e: Expr) -> Var:
+        """``e`` as a tile an op reads: refused when it has no values on every path here."""
+        name = getattr(e, "name", None)
+        if name in self.unset and not self.branches:
+            raise CompileError(
+                f"`{name}` is read before it is assigned: pl.create_tensor gives a kernel-local "
+                "tensor no values, and here it still has none (on the first trip of a loop, at "
+                "least); assign it on every path before reading it, or give init_value=",
+                self.span,
+            )
+        return self.tile_of(e)
+
     def subst(self, node: Any) -> Any:
         """``node`` with every use of a converted value replaced by its tile."""
         return rewrite(node, lambda x: self.tiles.get(x.name) if isinstance(x, Var) else None)
@@ -112,6 +128,8 @@ class _Converter:
             self.create(s, s.value)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.tiles:
             self.tiles[s.var.name] = self.tiles[s.value.name]  # an alias of a converted value
+            if s.value.name in self.unset:
+                self.unset.add(s.var.name)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.views:
             self.views[s.var.name] = self.views[s.value.name]
         else:
@@ -132,6 +150,8 @@ class _Converter:
         for it in s.iter_args:
             var = self.carried(it.var, it.init)
             on_chip = var.name in self.places
+            if getattr(it.init, "name", None) in self.unset:
+                self.unset.add(var.name)
             iters.append(
                 IterArg(var, self.tile_of(it.init) if on_chip else self.subst(it.init), span=it.span)
             )
@@ -141,7 +161,11 @@ class _Converter:
         self.out.append(dataclasses.replace(s, iter_args=tuple(iters), body=body, results=results))
 
     def branch(self, s: If) -> None:
-        then_body, else_body = self.block(s.then_body), self.block(s.else_body)
+        self.branches += 1
+        try:
+            then_body, else_body = self.block(s.then_body), self.block(s.else_body)
+        finally:
+            self.branches -= 1
         results = s.results
         if then_body and isinstance(then_body[-1], Yield):
             results = tuple(self.carried(r, v) for r, v in zip(s.results, then_body[-1].values))
@@ -169,6 +193,7 @@ class _Converter:
         init = c.arg("init_value")
         if isinstance(init, Literal) and init.value is None:
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
+            self.unset.add(s.var.name)
         else:  # init_value=: a filled tile (only Vec has a fill instruction)
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.full", [shape, dtype, init, space])
 
@@ -195,7 +220,7 @@ class _Converter:
     def slice(self, s: Assign, c: Call) -> None:
         computed = self.computed(c.arg("x"))
         if computed is not None:  # a window of a value computed here: an on-chip extract
-            args = [computed, c.arg("shape"), c.arg("offset")]
+            args = [self.read(c.arg("x")), c.arg("shape"), c.arg("offset")]
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.slice", args)
             return
         v = self.view(c.arg("x"))
@@ -205,7 +230,7 @@ class _Converter:
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
-        args = {p.name: self.tile_of(a) if p.kind in arrays else a for p, a in zip(OPS[c.op].params, c.args)}
+        args = {p.name: self.read(a) if p.kind in arrays else a for p, a in zip(OPS[c.op].params, c.args)}
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
@@ -216,11 +241,11 @@ class _Converter:
     def matmul(self, name: str, c: Call) -> Var:
         p = self.ctx.platform
         cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
-        acc = self.tile_of(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
+        acc = self.read(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
         return convert_matmul(cube, c, name, self.view(c.arg("lhs")), self.view(c.arg("rhs")), acc)
 
     def assemble(self, s: Assign, c: Call) -> None:
-        tile = self.tile_of(c.arg("src"))
+        tile = self.read(c.arg("src"))
         target = self.view(c.arg("target"))
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)

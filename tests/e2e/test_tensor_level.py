@@ -281,3 +281,37 @@ def test_scratch_given_to_a_tensor_level_reduction_is_a_level_error():
     assert "test_tensor_level.py" in str(err.value)
     assert isinstance(err.value, TypeError)
     assert not y.any()
+
+
+def test_misuse_is_reported_at_the_users_line_before_anything_runs():
+    @pl.jit
+    def unset(x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.create_tensor([32, 64], dtype=pl.FP32)
+            y[:, :] = pl.add(acc, x)
+        return y
+
+    @pl.jit
+    def too_big(a: pl.Tensor[[1024, 1024], pl.FP32], out: pl.Out[pl.Tensor[[1024, 1024], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(a)
+        return out
+
+    @pl.jit
+    def outside(a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+        out[:] = pl.exp(a)
+        return out
+
+    from pypto.errors import CompileError, MemoryCapacityError, MisplacedOpError
+
+    x, y = randn(32, 64), np.zeros((32, 64), np.float32)
+    with pytest.raises(CompileError, match=r"`acc` is read before it is assigned.*test_tensor_level.py:\d+"):
+        unset(x, y, config=CFG)
+    big = np.zeros((1024, 1024), np.float32)
+    with pytest.raises(
+        MemoryCapacityError, match=r"(?s)needs 4194304 B of Vec but \d+ B are available.*out\[:\] ="
+    ):
+        too_big(big, big.copy(), config=CFG)
+    with pytest.raises(MisplacedOpError, match=r"should be inside InCore block.*test_tensor_level.py:\d+"):
+        outside(randn(64, 64), np.zeros((64, 64), np.float32), config=CFG)
+    assert not y.any()

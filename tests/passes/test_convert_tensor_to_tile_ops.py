@@ -169,3 +169,44 @@ def test_paths_that_leave_a_kernel_local_tensor_in_two_memories_are_refused():
             """,
             "AIC",
         )
+
+
+def test_a_kernel_local_tensor_read_before_it_is_assigned_is_refused_at_the_read():
+    with pytest.raises(CompileError, match=r"`acc` is read before it is assigned") as err:
+        lower(
+            RED,
+            """
+            acc = pl.create_tensor([32, 64], dtype=pl.FP32)
+            s = pl.add(acc, x)
+            y = pl.assemble(y, s, [0, 0])
+            """,
+        )
+    assert "s = pl.add(acc, x)" in str(err.value)  # the reading line, quoted with its position
+
+
+def test_a_loop_reading_an_unassigned_accumulator_on_its_first_trip_is_refused():
+    with pytest.raises(CompileError, match=r"`acc_1` is read before it is assigned"):
+        lower(
+            RED,
+            """
+            acc = pl.create_tensor([32, 64], dtype=pl.FP32)
+            for i, (acc_1,) in pl.range(4, init_values=(acc,)):
+                acc_2 = pl.add(acc_1, x)
+                acc_3 = pl.yield_(acc_2)
+            y = pl.assemble(y, acc_3, [0, 0])
+            """,
+        )
+
+
+def test_init_value_gives_a_kernel_local_tensor_its_values():
+    fn = lower(
+        RED,
+        """
+        acc = pl.create_tensor([32, 64], dtype=pl.FP32, init_value=1.0)
+        for i, (acc_1,) in pl.range(4, init_values=(acc,)):
+            acc_2 = pl.add(acc_1, x)
+            acc_3 = pl.yield_(acc_2)
+        y = pl.assemble(y, acc_3, [0, 0])
+        """,
+    )
+    assert ops(fn)[0] == "tile.full"

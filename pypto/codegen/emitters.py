@@ -276,6 +276,20 @@ def _write(c: Call, dst: str | None) -> list[str]:
     return ["TWRITE({}, {}, {});".format(*_element(c, "dst"), value)]
 
 
+def _scalar_cast(c: Call, dst: str | None) -> list[str]:
+    t = c.type.dtype  # type: ignore[attr-defined]
+    x = cpp_expr(c.arg("x"))
+    if t.name == "BOOL":
+        value = f"({x}) != 0"
+    elif t.is_float:
+        value = f"static_cast<double>(static_cast<float>({x}))"
+    else:
+        value = (
+            f"pypto::cast_int({x}, {64 if t.kind == 'index' else t.bits}, {str(t.kind != 'uint').lower()})"
+        )
+    return [f"const {cpp_scalar_type(t)} {_need(dst)} = {value};"]
+
+
 def _dim(c: Call, dst: str | None) -> list[str]:
     shape = c.arg("x").type.shape  # type: ignore[attr-defined]
     axis = int(_literal(c.arg("axis"))) % len(shape)  # type: ignore[call-overload]
@@ -317,6 +331,7 @@ EMITTERS.update(
         "tile.write": _write,
         "tensor.write": _write,
         "tensor.dim": _dim,
+        "scalar.cast": _scalar_cast,
         "tile.get_block_idx": lambda c, dst: [f"const int64_t {_need(dst)} = get_block_idx();"],
         "tile.get_block_num": lambda c, dst: [f"const int64_t {_need(dst)} = get_block_num();"],
         "tile.gemv": _binary("TGEMV"),

@@ -13,12 +13,11 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.errors import TypeCheckError, UnknownNameError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, task_deps, task_hints
-from pypto.frontend.semantic import INCORE_BLOCK_HINT
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
@@ -293,12 +292,6 @@ class ExprLowerer:
             raise TypeCheckError(
                 f"dynamic dim {dim.name} sizes no tensor parameter of this kernel", self.span(node)
             )
-        if not (self.fp.kind.is_incore or self.fp.ctx.in_scope):
-            raise MisplacedOpError(
-                f"dynamic dim {dim.name} is known only inside InCore code ({INCORE_BLOCK_HINT}); "
-                "the orchestration plan is fixed per compile",
-                self.span(node),
-            )
         var, axis = where[0]
         return self.flat_op("pl.tensor.dim", "tensor.dim", [var, axis], {}, node, exact=True)
 
@@ -390,13 +383,19 @@ class ExprLowerer:
         if node.step is not None and self.fp.folder.fold(node.step) != 1:
             raise UnsupportedSyntaxError("strided slices are not supported", self.span(node))
         lo = self.index(node.lower) if node.lower is not None else Const(0)
+        if node.upper is None and not isinstance(size, int):
+            raise TypeCheckError(
+                f"slice `{ast.unparse(node)}` of a pl.dynamic dim ({size}) needs an explicit end of "
+                "compile-time distance from its start (e.g. x[r : r + 64])",
+                self.span(node),
+            )
         hi = self.index(node.upper) if node.upper is not None else Const(size)
         n = difference(hi, lo)
         if n is None:
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` must have a compile-time length", self.span(node)
             )
-        if n <= 0 or n > size:
+        if n <= 0 or (isinstance(size, int) and n > size):  # a pl.dynamic dim: checked at run time
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` has length {n}, outside 1..{size}", self.span(node)
             )

@@ -103,3 +103,22 @@ def numpy_dtype(dtype: DataType) -> Any:
         return np.dtype(ml_dtypes.bfloat16)
     aliases = ("float", "half", "long")  # torch's spellings of names numpy has too
     return np.dtype(next((n for n, d in _ARRAY_NAMES.items() if d == dtype and n not in aliases), "int64"))
+
+
+SCALAR_CAST_TARGETS = ("INDEX", "INT64", "INT32", "INT16", "INT8", "UINT8", "BOOL", "FP32")
+
+
+def cast_scalar(value: int | float | bool, dtype: DataType) -> int | float | bool:
+    """``pl.cast`` of a scalar: a float truncates toward zero into an integer dtype, then the
+    value wraps to the dtype's width as numpy's ``astype`` does; FP32 rounds to single
+    precision. (Generated kernels do the same with ``pypto::cast_int`` in ``kernel.hpp``.)"""
+    import struct
+
+    if dtype.name == "BOOL":
+        return bool(value)
+    if dtype.is_float:
+        return struct.unpack("f", struct.pack("f", float(value)))[0]
+    v = int(value) if abs(float(value)) < 2.0**63 else -(2**63)  # NaN / too large: INT64_MIN, as x86
+    bits = 64 if dtype.kind == "index" else dtype.bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dtype.kind != "uint" and v >> (bits - 1) else v

@@ -5,7 +5,7 @@ every mismatch a ``TypeCheckError`` naming the operands and the numbers."""
 
 from __future__ import annotations
 
-from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32, SCALAR_CAST_TARGETS
 from pypto.ir.enums import MemorySpace
 from pypto.ir.op_rules import VEC, Bound, _like, _mm_dims, _need_rank, _need_same_dtype, _need_space
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
@@ -156,6 +156,17 @@ def write_rule(b: Bound) -> Type:
     if isinstance(got, ScalarType) and got.dtype.is_float and not t.dtype.is_float:
         raise b.fail(f"value is {got.dtype} but `dst` holds {t.dtype}; write an integer value")
     return void_rule(b)
+
+
+def scalar_cast_rule(b: Bound) -> Type:
+    """``pl.cast`` of a scalar: to an integer dtype, INDEX, BOOL or FP32 (scalars are computed
+    in double / int64; a 16-bit float scalar has no faithful form, so cast a tile instead)."""
+    target = b.literal("target_type")
+    if getattr(target, "name", None) not in SCALAR_CAST_TARGETS:
+        raise b.fail(
+            f"a scalar casts to {', '.join(SCALAR_CAST_TARGETS)}, not {target}; cast a tile or tensor"
+        )
+    return ScalarType(target)  # type: ignore[arg-type]
 
 
 def dim_rule(b: Bound) -> Type:

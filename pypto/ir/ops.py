@@ -240,12 +240,14 @@ _TABLE_EXT: list[OpDef] = [
     OpDef("tile.write", (_p("dst", T), _p("indices", IDX), _p("value", S)), RX.write_rule,
           "tile", S_PIPE, {"dst": VEC}, "write one element of a Vec tile"),
     # Scalar access to GM runs inside InCore code as it is (level "tile": never lowered).
-    OpDef("tensor.read", (_p("src", TN), _p("indices", IDX)), RX.read_rule, "tile", S_PIPE,
-          doc="one element of a tensor as a scalar (SCALAR pipe)"),
+    OpDef("tensor.read", (_p("src", TN), _p("indices", IDX)), RX.read_rule, "any", S_PIPE,
+          doc="one element of a tensor as a scalar (SCALAR pipe; in orchestration, read at launch)"),
     OpDef("tensor.write", (_p("dst", TN), _p("indices", IDX), _p("value", S)), RX.write_rule,
           "tile", S_PIPE, doc="write one element of a tensor (SCALAR pipe)"),
-    OpDef("tensor.dim", (_p("x", TN), _p("axis", Kind.INT)), RX.dim_rule, "tile", NONE,
-          doc="the size of one axis (a compile-time integer)"),
+    OpDef("scalar.cast", (_p("x", S), _p("target_type", DT), _p("mode", Kind.STR, "round")),
+          RX.scalar_cast_rule, "any", NONE, doc="a scalar in another dtype (truncated, then wrapped)"),
+    OpDef("tensor.dim", (_p("x", TN), _p("axis", Kind.INT)), RX.dim_rule, "any", NONE,
+          doc="the size of one axis (of a pl.dynamic dim: known when the call's sizes are)"),
     # tensor-level forms inside pl.at: lowered to the tile op on whole-tensor Vec loads
     *(OpDef(f"tensor.{n}", (_p("lhs", TN), _p("rhs", TN)), R.binary_rule, "tensor", NONE)
       for n in TENSOR_BIN),
@@ -303,7 +305,8 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
     "full": ("tensor.full",),
     "assemble": ("tensor.assemble", "tile.assemble"),
     "create_tensor": ("tensor.create",),
-    **{n: _overloads(n) for n in BINARY + UNARY + ("cast", "slice", "matmul")},
+    **{n: _overloads(n) for n in BINARY + UNARY + ("slice", "matmul")},
+    "cast": ("tile.cast", "tensor.cast", "scalar.cast"),
     **{
         n: (f"tile.{n}",)
         for n in (

@@ -48,6 +48,7 @@ static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=
 tile = Namespace("tile")
 tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
+scalar = Namespace("scalar")  # pl.scalar.cast: what pl.cast of a scalar prints as
 
 __all__ = [
     "BF16",
@@ -101,6 +102,7 @@ __all__ = [
     "tile",
     "tensor",
     "system",
+    "scalar",
 ]
 
 

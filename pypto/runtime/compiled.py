@@ -227,6 +227,11 @@ class CompiledProgram:
             return
         from pypto.runtime.plan import dynamic_dims, plan_orchestration
 
+        if self.plan.data:  # the task list follows the inputs' values: made again for each call
+            self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+            for cached in ("_native_cache", "launch_specs", "intermediates"):
+                self.__dict__.pop(cached, None)
+            return
         dims = dynamic_dims(self.program, self.program.entry, args, set(self.plan.dynamic))
         if dims == self.plan.dims:
             return
@@ -304,8 +309,9 @@ class CompiledProgram:
 
     @functools.cached_property
     def dynamic_plan(self) -> bool:
-        """Whether the task list depends on the call's sizes (a ``pl.spmd`` of dynamic dims)."""
-        return bool(self.plan.dynamic)
+        """Whether the task list depends on the call's sizes (a ``pl.spmd`` of dynamic dims) or
+        on its inputs' values (``pl.read`` in orchestration)."""
+        return bool(self.plan.dynamic) or self.plan.data
 
     @functools.cached_property
     def launch_specs(self) -> list[tuple]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pypto.errors import ArgumentError, CompileError
-from pypto.ir.dtypes import numpy_dtype
+from pypto.ir.dtypes import cast_scalar, numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
 from pypto.ir.printer import print_expr
@@ -73,6 +73,7 @@ class Plan:
     # sizes is planned again (the program and its kernels serve every size)
     dims: dict[str, int] = field(default_factory=dict)
     dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
+    data: bool = False  # orchestration reads input values (pl.read): planned again at every call
 
 
 @dataclass
@@ -87,6 +88,13 @@ class _Env:
     parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
     loops_run: int = 0
     effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
+    args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
+    tasks: list[Task] = field(default_factory=list)  # submitted so far
+    read_data: bool = False  # a pl.read of an input's value steered the plan
+
+
+class _NeedsData(Exception):
+    """Orchestration reads an input's values, and this plan is made without the call's arrays."""
 
 
 _ARITH = {
@@ -123,7 +131,33 @@ def _value(e: Expr, env: _Env) -> Any:
     if isinstance(e, UnaryOp):
         v = _value(e.operand, env)
         return (not v) if e.op == "not" else -v
+    if isinstance(e, Call) and e.op == "scalar.cast":
+        return cast_scalar(_value(e.arg("x"), env), e.type.dtype)  # type: ignore[attr-defined]
+    if isinstance(e, Call) and e.op == "tensor.read":
+        return _read(e, env)
+    if isinstance(e, Call) and e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
+        d = e.arg("x").type.shape[e.arg("axis").value]  # type: ignore[attr-defined]
+        return d if isinstance(d, int) else env.scalars[d.name]
     raise CompileError("orchestration value is not known at compile time", e.span)
+
+
+def _read(c: Call, env: _Env) -> int | float | bool:
+    """``pl.read(x, [i, j])`` in orchestration: the value the call's input holds (the plan is
+    made before any kernel runs, so only inputs no task of the program writes can be read)."""
+    src = c.arg("src")
+    index = env.tensors.get(src.name) if isinstance(src, Var) else None
+    if index is None or index >= env.n_params or any(index in t.writes for t in env.tasks):
+        raise CompileError(
+            f"orchestration reads `{getattr(src, 'name', src)}`, which a kernel of this program writes "
+            "(or which is not a parameter): the task list is made before the kernels run, so it "
+            "can only read inputs; read it inside a pl.at scope instead",
+            c.span,
+        )
+    env.read_data = True
+    if env.args is None:
+        raise _NeedsData
+    at = tuple(_value(i, env) for i in c.arg("indices").items)  # type: ignore[attr-defined]
+    return np.asarray(env.args[index])[at].item()
 
 
 def _block_count(call: FuncCall, env: _Env) -> int:
@@ -358,20 +392,35 @@ def plan_orchestration(
         return Plan([], [], {}, frozenset(used))
     env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params))
     env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
-    tasks: list[Task] = []
-    _walk(entry.body, program, env, tasks)
-    return Plan(tasks, env.intermediates, dims, frozenset(used))
+    positions = [i for i, p in enumerate(entry.params) if isinstance(p.var.type, TensorType)]
+    if len(args) == len(entry.params):
+        env.args = [args[i] for i in positions]
+    try:
+        _walk(entry.body, program, env, env.tasks)
+    except _NeedsData:  # no arrays yet (a program read back from its folder): plan at the call
+        return Plan([], [], {}, frozenset(used), data=True)
+    return Plan(env.tasks, env.intermediates, dims, frozenset(used), data=env.read_data)
 
 
 def _dims_used(program: Program) -> set[str]:
-    """The ``pl.dynamic`` dims that block counts of ``program`` read."""
-    return {
+    """The ``pl.dynamic`` dims that block counts and orchestration code of ``program`` read."""
+    counts = {
         v.name
         for f in program.functions
         for c in nodes_of(f, FuncCall)
         if not isinstance(c.blocks, int)
         for v in nodes_of(c.blocks, Var)
     }
+    read = {
+        d.name
+        for f in program.functions
+        if f.kind in (FunctionType.Orchestration, FunctionType.Group)
+        for c in nodes_of(f, Call)
+        if c.op == "tensor.dim"
+        for d in [c.arg("x").type.shape[c.arg("axis").value]]  # type: ignore[attr-defined]
+        if isinstance(d, DynDim)
+    }
+    return counts | read
 
 
 def dynamic_dims(

@@ -23,6 +23,8 @@ def reaches_the_isa(name: str) -> bool:
     op = OPS[name]
     if op.level == "orchestration":
         return True
+    if op.level == "any" and name in EMITTERS:  # scalar work: emitted as it is in kernels
+        return True
     if op.level in ("tensor", "any"):  # "any": tensor.create, a GM tensor or a kernel-local tile
         return name in LOWERED or f"tile.{name.removeprefix('tensor.')}" in EMITTERS
     return name in EMITTERS

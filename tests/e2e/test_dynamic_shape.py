@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import ArgumentMismatchError, MisplacedOpError, OutOfBoundsError
+from pypto.errors import ArgumentMismatchError, OutOfBoundsError
 from pypto.frontend.specialize import specialization_key
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamic_shape.py"
@@ -83,13 +83,17 @@ def test_a_window_past_a_dynamic_tensor_fails_at_run_time_with_the_line():
     assert f"test_dynamic_shape.py:{line}" in str(e.value)
 
 
-def test_a_dynamic_dim_in_orchestration_code_is_refused():
+def test_a_dynamic_dim_in_orchestration_code_sets_the_task_count_of_each_call():
     @pl.jit
-    def bad(x: pl.Tensor[[M, C], pl.FP32], out: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+    def tiles(x: pl.Tensor[[M, C], pl.FP32], out: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
         for i in pl.range(M // 16):
             with pl.at(level=pl.Level.CORE_GROUP):
                 pl.store(pl.load(x, [i * 16, 0], [16, C]), [i * 16, 0], out)
         return out
 
-    with pytest.raises(MisplacedOpError, match="dynamic dim M is known only inside InCore code"):
-        bad(np.zeros((32, C), np.float32), np.zeros((32, C), np.float32))
+    for rows in (32, 64):
+        x = np.arange(rows * C, dtype=np.float32).reshape(rows, C)
+        out = np.zeros_like(x)
+        tiles(x, out)
+        np.testing.assert_array_equal(out, x)
+        assert len(tiles.last_report.tasks) == rows // 16

@@ -277,6 +277,24 @@ inline double floormod(double a, double b) {
   return a - __builtin_floor(a / b) * b;
 }
 
+// pl.cast of a scalar to an integer dtype of `bits` bits: a float truncates toward zero (NaN
+// and values beyond int64 give INT64_MIN, as x86's conversion does), then the value wraps to
+// the dtype's width as numpy's astype does.
+inline int64_t cast_int(int64_t v, int bits, bool is_signed) {
+  if (bits >= 64) return v;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (is_signed && (u >> (bits - 1)) != 0) u |= ~mask;
+  return static_cast<int64_t>(u);
+}
+inline int64_t cast_int(double v, int bits, bool is_signed) {
+  const bool fits = v > -9223372036854775808.0 && v < 9223372036854775808.0;
+  return cast_int(fits ? static_cast<int64_t>(v) : INT64_MIN, bits, is_signed);
+}
+inline int64_t cast_int(bool v, int bits, bool is_signed) {
+  return cast_int(static_cast<int64_t>(v), bits, is_signed);
+}
+
 // ---- synchronisation and launch -------------------------------------------------------
 inline void set_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_set_flag(src, dst, event_id); }
 inline void wait_flag(Pipe src, Pipe dst, int32_t event_id) { pypto_wait_flag(src, dst, event_id); }

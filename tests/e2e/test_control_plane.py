@@ -1,0 +1,127 @@
+"""Control-plane scalars in orchestration, as upstream's model code uses them: a pl.dynamic
+dim read with pl.tensor.dim sets a loop's trip count, pl.cast converts scalars (numpy's
+astype rules), and pl.read of an input steers the task list (planned again for each call);
+inside a kernel a read value picks a window (an embedding lookup)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import CompileError
+from pypto.ir.dtypes import BY_NAME, cast_scalar
+from pypto.runtime import RunConfig
+
+CFG = RunConfig(platform="a2a3sim")
+B = pl.dynamic("B")
+
+
+@pl.jit
+def per_row(x: pl.Tensor[[B, 64], pl.FP32], y: pl.Out[pl.Tensor[[B, 64], pl.FP32]]):
+    for b in pl.parallel(pl.tensor.dim(x, 0)):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[b : b + 1, :] = pl.muls(x[b : b + 1, :], 3.0)
+    return y
+
+
+def test_a_dynamic_dim_read_in_orchestration_sets_the_task_count_per_call():
+    for n in (3, 5):
+        x = np.arange(n * 64, dtype=np.float32).reshape(n, 64)
+        y = np.zeros_like(x)
+        per_row(x, y, config=CFG)
+        np.testing.assert_array_equal(y, 3 * x)
+        assert len(per_row.last_report.tasks) == n
+
+
+@pl.jit
+def embed(
+    ids: pl.Tensor[[4, 8], pl.INT32],
+    table: pl.Tensor[[16, 64], pl.FP32],
+    y: pl.Out[pl.Tensor[[4, 64], pl.FP32]],
+):
+    for b in pl.parallel(pl.cast(4.9, pl.INT32)):  # 4: a float truncates toward zero
+        with pl.at(level=pl.Level.CORE_GROUP):
+            row = pl.cast(pl.read(ids, [b, 0]), target_type=pl.INDEX)
+            y[b : b + 1, :] = table[row : row + 1, :]
+    return y
+
+
+def test_a_scalar_read_in_a_kernel_picks_the_window_it_loads():
+    ids = np.repeat(np.array([[3], [0], [15], [7]], np.int32), 8, axis=1)
+    table = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    y = np.zeros((4, 64), np.float32)
+    embed(ids, table, y, config=CFG)
+    np.testing.assert_array_equal(y, table[ids[:, 0]])
+
+
+@pl.jit
+def casts(x: pl.Tensor[[1, 8], pl.INT32], y: pl.Out[pl.Tensor[[1, 8], pl.INT32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.read(x, [0, 0])
+        pl.write(y, [0, 0], pl.cast(pl.cast(v, pl.INT8), pl.INT32))
+        pl.write(y, [0, 1], pl.cast(pl.cast(v, pl.UINT8), pl.INT32))
+        pl.write(y, [0, 2], pl.cast(pl.cast(pl.cast(v, pl.FP32) * 0.37, pl.INT16), pl.INT32))
+        pl.write(y, [0, 3], pl.cast(pl.cast(v, pl.BOOL), pl.INT32))
+    return y
+
+
+@pytest.mark.parametrize("value", [300, -129, 1000, 0, -7])
+def test_scalar_casts_wrap_and_truncate_as_numpy_astype(value):
+    x = np.full((1, 8), value, np.int32)
+    y = np.zeros((1, 8), np.int32)
+    casts(x, y, config=CFG)
+    f = np.float32(np.float32(value) * np.float32(0.37))
+    want = [np.int32(value).astype(np.int8), np.int32(value).astype(np.uint8), np.int16(int(f)), value != 0]
+    assert y[0, :4].tolist() == [int(w) for w in want]
+    assert [cast_scalar(value, BY_NAME[n]) for n in ("INT8", "UINT8")] == [int(w) for w in want[:2]]
+
+
+@pl.jit
+def first_n(
+    lens: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[8, 64], pl.FP32],
+    y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]],
+):
+    n = pl.cast(pl.read(lens, [0, 0]), pl.INDEX)
+    for b in pl.range(n):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[b : b + 1, :] = pl.muls(x[b : b + 1, :], 2.0)
+    return y
+
+
+def test_a_value_read_in_orchestration_steers_the_task_list_of_each_call():
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    for n in (3, 6, 0):
+        y = np.zeros_like(x)
+        first_n(np.full((1, 8), n, np.int32), x, y, config=CFG)
+        np.testing.assert_array_equal(y[:n], 2 * x[:n])
+        assert not y[n:].any() and len(first_n.last_report.tasks) == n
+
+
+def test_orchestration_cannot_read_what_a_kernel_writes():
+    @pl.jit
+    def bad(x: pl.Tensor[[1, 8], pl.FP32], y: pl.Out[pl.Tensor[[1, 8], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:, :] = pl.adds(x, 1.0)
+        v = pl.read(y, [0, 0])
+        for _ in pl.range(pl.cast(v, pl.INDEX)):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[:, :] = pl.adds(x, 2.0)
+        return y
+
+    with pytest.raises(
+        CompileError, match=r"orchestration reads `y.*`, which a kernel of this program writes"
+    ):
+        bad(np.zeros((1, 8), np.float32), np.zeros((1, 8), np.float32), config=CFG)
+
+
+def test_a_16_bit_float_scalar_cast_is_refused_with_the_alternative():
+    @pl.jit
+    def half(x: pl.Tensor[[1, 8], pl.FP32], y: pl.Out[pl.Tensor[[1, 8], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.write(y, [0, 0], pl.cast(pl.cast(pl.read(x, [0, 0]), pl.FP16), pl.FP32))
+        return y
+
+    with pytest.raises(CompileError, match=r"a scalar casts to INDEX, .*not FP16; cast a tile"):
+        half(np.zeros((1, 8), np.float32), np.zeros((1, 8), np.float32), config=CFG)

@@ -35,10 +35,11 @@ from pypto.frontend.pipeline_attrs import NOT_IN_KERNELS, pipeline_groups
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.frontend.state import ParserState
+from pypto.ir.aliases import tensor_aliases
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.expr import Const, Expr, FuncCall, type_of
+from pypto.ir.expr import Const, Expr, FuncCall, Var, type_of
 from pypto.ir.names import NameSupply
-from pypto.ir.stmt import Function, Param, PipelineGroup, Program
+from pypto.ir.stmt import Function, Param, PipelineGroup, Program, Return
 from pypto.ir.types import (
     DynDim,
     ScalarType,
@@ -113,12 +114,37 @@ class ProgramContext:
                 )
         if len(returns) > 1:
             raise UnsupportedSyntaxError(
-                f"`{name}` returns {len(returns)} values; calls of multi-result "
-                "functions are not supported yet",
+                f"`{name}` returns {len(returns)} values; bind them all at the call: "
+                f"`{', '.join(f'r{i}' for i in range(len(returns)))} = {name}(...)`",
                 span,
             )
         ret: Type = returns[0] if returns else VoidType()
         return FuncCall(name, tuple(args), ret, span=span), ret
+
+    def call_kernel_unpacked(
+        self, fp: ParserState, fn: JitFunction | KernelFunction, args: list[Expr], node: ast.Call
+    ) -> tuple[FuncCall, list[Expr]]:
+        """``a, b = kernel(...)`` in orchestration: the call, and for each value the kernel
+        returns the argument it is (a kernel returns the tensor parameters it wrote)."""
+        callee = self._kernel_for(fp, fn, args, node)
+        call, _ = self._call(fp, callee.name, list(callee.params), callee.return_types[:1], args, node)
+        ret = callee.body[-1] if callee.body else None
+        values = ret.values if isinstance(ret, Return) else ()
+        outs = []
+        for v in values:
+            hit = [
+                a
+                for p, a in zip(callee.params, args)
+                if isinstance(v, Var) and v.name in tensor_aliases(callee, p.var.name)
+            ]
+            if not hit:
+                raise UnsupportedSyntaxError(
+                    f"`{fn.name}` returns `{getattr(v, 'name', v)}`, which is not one of its tensor "
+                    "parameters; a kernel returns the tensors it writes",
+                    fp.span(node),
+                )
+            outs.append(hit[0])
+        return dataclasses.replace(call, type=VoidType()), outs
 
     def _kernel_for(self, fp: ParserState, fn: Any, args: list[Expr], node: ast.Call) -> Function:
         key: tuple = (id(fn), tuple(_arg_key(fp, a, node) for a in args))

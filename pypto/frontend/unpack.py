@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.consteval import NOT_CONST
+from pypto.ir.stmt import Eval
+from pypto.language.decorators import JitFunction, KernelFunction
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -20,6 +22,8 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
     names = [t for t in target.elts if isinstance(t, ast.Name)]
     if folded is NOT_CONST and _unpack_values(p, target, names, value):
         return
+    if folded is NOT_CONST and _unpack_kernel_call(p, target, names, value):
+        return
     if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
         raise UnsupportedSyntaxError(
             "tuple assignment is only supported for compile-time values", p.span(target)
@@ -28,6 +32,28 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
         raise TypeCheckError(f"cannot unpack {len(folded)} values into {len(names)} names", p.span(target))
     for n, v in zip(names, folded):
         p.env[n.id] = v
+
+
+def _unpack_kernel_call(
+    p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
+) -> bool:
+    """``a, b = kernel(x, a, b)`` in orchestration: each name stands for the tensor argument
+    the kernel returns in its place. False when the value is not a kernel call."""
+    fn = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
+    if not isinstance(fn, (JitFunction, KernelFunction)) or not isinstance(value, ast.Call):
+        return False
+    if len(names) != len(target.elts) or value.keywords:
+        raise UnsupportedSyntaxError(
+            "write `a, b = kernel(x, a, b)` with names and positional arguments", p.span(target)
+        )
+    args = [p.exprs.value(a) for a in value.args]
+    call, outs = p.program.call_kernel_unpacked(p, fn, args, value)
+    if len(outs) != len(names):
+        raise TypeCheckError(f"`{fn.name}` returns {len(outs)} values, not {len(names)}", p.span(target))
+    p.emit(Eval(call, span=p.span(value)))
+    for n, arg in zip(names, outs):
+        p.env[n.id] = arg
+    return True
 
 
 def _unpack_values(

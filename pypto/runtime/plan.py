@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pypto.errors import ArgumentError, CompileError
+from pypto.ir.aliases import tensor_aliases
 from pypto.ir.dtypes import cast_scalar, numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
@@ -253,28 +254,9 @@ def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
     return frozenset(named | manual)
 
 
-def _aliases(fn: Function, name: str) -> set[str]:
-    """`name` and every variable that names the same tensor: store results and loop-carried
-    values initialised from it."""
-    names, grew = {name}, True
-    while grew:
-        size = len(names)
-        for s in nodes_of(fn, For):
-            for it, result in zip(s.iter_args, s.results):
-                if isinstance(it.init, Var) and it.init.name in names:
-                    names |= {it.var.name, result.name}
-        for s in nodes_of(fn, Assign):  # type: ignore[assignment]
-            v = s.value  # type: ignore[attr-defined]
-            source = v.arg("output_tensor") if isinstance(v, Call) and v.op == "tile.store" else v
-            if isinstance(source, Var) and source.name in names:
-                names.add(s.var.name)
-        grew = len(names) > size
-    return names
-
-
 def _atomic_only(fn: Function, name: str) -> bool:
     """True when every write of parameter `name` in `fn` is an atomic add (and it is not read)."""
-    names = _aliases(fn, name)
+    names = tensor_aliases(fn, name)
     stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name in names for a in c.args)]
     if not stores or fn.external_source is not None:
         return False

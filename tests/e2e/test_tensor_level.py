@@ -315,3 +315,36 @@ def test_misuse_is_reported_at_the_users_line_before_anything_runs():
     with pytest.raises(MisplacedOpError, match=r"should be inside InCore block.*test_tensor_level.py:\d+"):
         outside(randn(64, 64), np.zeros((64, 64), np.float32), config=CFG)
     assert not y.any()
+
+
+@pl.jit.incore
+def scale_rows(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    acc: pl.InOut[pl.Tensor[[16, 64], pl.FP32]],
+    out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    s: pl.Scalar[pl.FP32],
+):
+    acc[:] = pl.add(acc, x)
+    out[:] = pl.muls(x, s)
+    return acc, out
+
+
+@pl.jit
+def accumulate_rows(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    acc: pl.InOut[pl.Tensor[[16, 64], pl.FP32]],
+    out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+):
+    for _ in pl.range(3):
+        acc, out = scale_rows(x, acc, out, 2.0)
+    return acc, out
+
+
+def test_a_kernel_returning_two_tensors_binds_both_at_the_call():
+    x = randn(16, 64)
+    acc, out = np.zeros_like(x), np.zeros_like(x)
+    accumulate_rows(x, acc, out, config=CFG)
+    np.testing.assert_allclose(acc, 3 * x, rtol=1e-6)
+    np.testing.assert_allclose(out, 2 * x, rtol=1e-6)
+    # each call reads the acc the call before wrote: the three tasks are chained
+    assert [t.deps for t in accumulate_rows.last_report.tasks] == [(), (0,), (0, 1)]

@@ -1,0 +1,34 @@
+"""Which names of a function stand for one tensor (private helper of the plan and the frontend).
+
+A kernel writes a tensor parameter through values that name it afterwards: the result of a
+store into it (``tile.store``, or ``tensor.assemble`` before lowering), a loop-carried value
+that starts from it and the loop's result. Knowing them tells which parameter a returned value
+is, and whether every write of a parameter is an atomic add.
+"""
+
+from __future__ import annotations
+
+from pypto.ir.expr import Call, Var
+from pypto.ir.stmt import Assign, For, Function
+from pypto.ir.visit import nodes_of
+
+# op -> the argument naming the tensor the result stands for
+_WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target"}
+
+
+def tensor_aliases(fn: Function, name: str) -> set[str]:
+    """``name`` and every variable of ``fn`` that names the same tensor."""
+    names, grew = {name}, True
+    while grew:
+        size = len(names)
+        for s in nodes_of(fn, For):
+            for it, result in zip(s.iter_args, s.results):
+                if isinstance(it.init, Var) and it.init.name in names:
+                    names |= {it.var.name, result.name}
+        for a in nodes_of(fn, Assign):
+            v = a.value
+            source = v.arg(_WRITES[v.op]) if isinstance(v, Call) and v.op in _WRITES else v
+            if isinstance(source, Var) and source.name in names:
+                names.add(a.var.name)
+        grew = len(names) > size
+    return names

@@ -87,7 +87,7 @@ def _lift(tile_op: OpDef) -> OpDef:
         f"tensor.{base}",
         params,
         _lifted_rule(tile_op),
-        "tensor",
+        "any" if tile_op.name == "tile.reshape" else "tensor",  # in orchestration: a view
         lambda _types: None,
         doc=f"{tile_op.doc or base} (tensor level: operands placed by the compiler)".strip(),
         tile_only=tuple(p.name for p in tile_op.params if p.name in SCRATCH),

@@ -153,7 +153,7 @@ _TABLE: list[OpDef] = [
                 {"lhs": VEC}) for n in BINARY),
         *(OpDef(f"{prefix}.{n}", (_p("x", kind),), R.unary_rule, level, pipe, {"x": VEC}) for n in UNARY),
     )),
-    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "tensor", NONE,
+    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "any", NONE,
           doc="a window view of a tensor (a[:, k0:k1])"),
     OpDef("tensor.cast", (_p("x", TN), _p("target_type", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
           "tensor", NONE),

@@ -42,7 +42,8 @@ def vector_work(node: object) -> Call | None:
     for c in nodes_of(node, Call):
         if c.op.startswith("tile.") and get_op(c.op).pipe(_arg_types(c)) is Pipe.VECTOR:
             return c
-        if tile_form(c.op) is not None:  # a tensor-level vector op
+        form = tile_form(c.op)
+        if form is not None and get_op(form).pipe({}) is Pipe.VECTOR:  # a tensor-level vector op
             return c
     return None
 

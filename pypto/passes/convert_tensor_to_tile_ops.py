@@ -122,7 +122,7 @@ class _Converter:
             self.loop(s)
         elif isinstance(s, If):
             self.branch(s)
-        elif isinstance(s, Assign) and isinstance(s.value, Call) and OPS[s.value.op].level == "tensor":
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and _placed(s.value.op):
             self.convert(s, s.value)
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             self.create(s, s.value)
@@ -252,6 +252,13 @@ class _Converter:
         self.out.append(Assign(s.var, call, span=s.span))
         self.loaded = {k: t for k, t in self.loaded.items() if k[0] != target.base.name}  # now stale
         self.views[s.var.name] = View(target.base, target.offsets, target.shape)
+
+
+def _placed(op: str) -> bool:
+    """Whether this pass places ``op``: a tensor-level op (a view or value ops in orchestration
+    too, like ``tensor.slice``), not a scalar one or a kernel-local allocation."""
+    level = OPS[op].level
+    return level == "tensor" or (level == "any" and op in ("tensor.slice", "tensor.reshape"))
 
 
 def _items(e: Expr) -> tuple[Expr, ...]:

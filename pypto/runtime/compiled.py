@@ -193,8 +193,8 @@ class CompiledProgram:
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
             self._check_overlaps(arrays)
-        for shape, dtype, init in self.intermediates:  # fresh scratch tensors each run
-            arrays.append((np.full(shape, init, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))))
+        for entry in self.intermediates:  # fresh scratch tensors, and views, each run
+            arrays.append(_table_entry(entry, arrays))
         tasks, extra = self._native_tasks()
         arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
         config = config or self.config
@@ -252,9 +252,11 @@ class CompiledProgram:
         cached = self.__dict__.get("_native_cache")
         if cached is not None:
             return cached
-        n_table = len(self.tensor_params) + len(self.intermediates)
+        n_params = len(self.tensor_params)
+        n_table = n_params + len(self.intermediates)
         writable = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
-        writable |= set(range(len(self.tensor_params), n_table))
+        writable |= {n_params + k for k, e in enumerate(self.intermediates) if e[0] == "new"}
+        root = _roots(self.intermediates, n_params)
         extra: list[int] = []
         tasks = []
         for (
@@ -271,7 +273,7 @@ class CompiledProgram:
         ) in self.launch_specs:
             indices = []
             for j in tensors:
-                if j in only_read and j in writable:
+                if root[j] in only_read and root[j] in writable:
                     extra.append(j)
                     j = n_table + len(extra) - 1
                 indices.append(j)
@@ -294,7 +296,10 @@ class CompiledProgram:
 
     def _table_names(self, extra: list[int]) -> list[str]:
         names = [f"{self.param_names[i]!r}" for i in self.tensor_params]
-        names += [f"pl.create_tensor #{k}" for k in range(len(self.intermediates))]
+        names += [
+            f"pl.create_tensor #{k}" if e[0] == "new" else f"view #{k}"
+            for k, e in enumerate(self.intermediates)
+        ]
         return [f"argument {n}" if n.startswith("'") else n for n in names] + [
             f"argument {names[j]}" if names[j].startswith("'") else names[j] for j in extra
         ]
@@ -335,9 +340,16 @@ class CompiledProgram:
         ]
 
     @functools.cached_property
-    def intermediates(self) -> list[tuple[tuple[int, ...], str, int | float]]:
-        """(shape, numpy dtype name, fill value) of each scratch tensor a run allocates."""
-        return [(tuple(t.shape), t.dtype, t.init) for t in self.plan.intermediates]
+    def intermediates(self) -> list[tuple]:
+        """The table entries after the parameters, as plain data: ("new", shape, numpy dtype
+        name, fill value) for a scratch tensor a run allocates, ("view", base entry, shape,
+        offsets or None) for a view of an earlier entry."""
+        from pypto.runtime.plan import View
+
+        return [
+            ("view", t.base, t.shape, t.offsets) if isinstance(t, View) else ("new", t.shape, t.dtype, t.init)
+            for t in self.plan.intermediates
+        ]
 
     @functools.cached_property
     def cube_kernels(self) -> list[str]:
@@ -379,6 +391,33 @@ class RestoredProgram(CompiledProgram):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         value = self.__dict__[name] = pickle.loads(blobs[name])
         return value
+
+
+def _table_entry(entry: tuple, table: list[tuple]) -> tuple:
+    """(array, dtype code) of one entry after the parameters (see ``intermediates``)."""
+    if entry[0] == "new":
+        _, shape, dtype, init = entry
+        return np.full(shape, init, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))
+    _, base, shape, offsets = entry
+    array, code = table[base]
+    if offsets is not None:
+        return array[tuple(slice(o, o + n) for o, n in zip(offsets, shape))], code
+    view = array.view()
+    try:
+        view.shape = shape  # a view or nothing: a copy would not see the kernels' writes
+    except AttributeError:
+        raise ArgumentError(
+            f"pl.reshape to {list(shape)} needs a contiguous tensor, got strides {list(array.strides)}"
+        ) from None
+    return view, code
+
+
+def _roots(entries: list[tuple], n_params: int) -> list[int]:
+    """Per table entry (parameters, then ``entries``), the entry whose buffer it sees."""
+    roots = list(range(n_params))
+    for k, e in enumerate(entries):
+        roots.append(roots[e[1]] if e[0] == "view" else n_params + k)
+    return roots
 
 
 def _np_dtype(name: str) -> np.dtype:

@@ -167,7 +167,7 @@ def scope_stats(compiled: Any, report: Any) -> dict[str, Any]:
     for _, step in events:  # an end sorts before a start at the same cycle
         running += step
         peak = max(peak, running)
-    heap = sum(int(np.prod(shape)) * _itemsize(dtype) for shape, dtype in compiled.intermediates)
+    heap = sum(int(np.prod(e[1])) * _itemsize(e[2]) for e in compiled.intermediates if e[0] == "new")
     return {"scope": compiled.name, "tasks": len(report.tasks), "task_window_peak": peak, "heap_bytes": heap,
             "cycles": report.cycles}  # fmt: skip
 

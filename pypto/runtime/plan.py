@@ -66,10 +66,21 @@ class Intermediate:
     manual_dep: bool = False  # pl.create_tensor(..., manual_dep=True): never a dependency
 
 
+@dataclass(frozen=True)
+class View:
+    """A ``pl.reshape`` / ``pl.slice`` of a tensor in orchestration: the same bytes as table entry
+    ``base`` (a parameter, an intermediate or another view), seen with ``shape`` (from
+    ``offsets`` for a slice; None for a reshape)."""
+
+    base: int
+    shape: tuple[int, ...]
+    offsets: tuple[int, ...] | None = None
+
+
 @dataclass
 class Plan:
     tasks: list[Task]
-    intermediates: list[Intermediate]
+    intermediates: list[Intermediate | View]  # the table entries after the parameters
     # pl.spmd counts of pl.dynamic dims: the sizes this plan was made for; a call with other
     # sizes is planned again (the program and its kernels serve every size)
     dims: dict[str, int] = field(default_factory=dict)
@@ -81,7 +92,7 @@ class Plan:
 class _Env:
     scalars: dict[str, int | float | bool] = field(default_factory=dict)
     tensors: dict[str, int] = field(default_factory=dict)  # var name -> tensor table index
-    intermediates: list[Intermediate] = field(default_factory=list)
+    intermediates: list[Intermediate | View] = field(default_factory=list)
     n_params: int = 0
     handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
     # (loop instance, iteration) of each enclosing pl.parallel loop, now and per task
@@ -208,9 +219,11 @@ def _submit_block(
             tensors.append(env.tensors[a.name])
         else:
             scalars.append(_value(a, env))
-    key = (call.callee, tuple(tensors))  # the blocks of a dispatch share their effects
+    # effects are on buffers: a view's reads and writes are its base's (Task.reads/writes too)
+    roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
+    key = (call.callee, tuple(roots))  # the blocks of a dispatch share their effects
     if key not in env.effects:
-        env.effects[key] = _effects(callee, tensors)
+        env.effects[key] = _effects(callee, roots)
     reads, writes, atomic = env.effects[key]
     untracked = _untracked(call, env)
     shared = {
@@ -249,8 +262,12 @@ def _submit_block(
 def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
     """The tensors no dependency of this task is inferred from: its no_dep_args= and every
     manual_dep intermediate."""
-    named = {env.tensors[v.name] for v in call.no_dep if v.name in env.tensors}
-    manual = {env.n_params + i for i, t in enumerate(env.intermediates) if t.manual_dep}
+    named = {
+        root_of(env.intermediates, env.n_params, env.tensors[v.name])
+        for v in call.no_dep
+        if v.name in env.tensors
+    }
+    manual = {env.n_params + i for i, t in enumerate(env.intermediates) if getattr(t, "manual_dep", False)}
     return frozenset(named | manual)
 
 
@@ -335,6 +352,9 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
             env.intermediates.append(_intermediate(s.value, env))
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _VIEW_OPS:
+            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+            env.intermediates.append(_view(s.value, env))
         elif isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
             env.scalars[s.var.name] = _value(s.value, env)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
@@ -347,6 +367,36 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
             continue
         else:
             raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
+
+
+_VIEW_OPS = ("tensor.reshape", "tensor.slice")
+
+
+def _view(c: Call, env: _Env) -> View:
+    """An orchestration view of a tensor: its base entry and the window it sees."""
+    src = c.arg("x")
+    if not isinstance(src, Var) or src.name not in env.tensors:
+        raise CompileError("a view in orchestration takes a tensor of this function", c.span)
+    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
+    if c.op == "tensor.reshape":
+        return View(env.tensors[src.name], shape)
+    offsets = tuple(_value(o, env) for o in c.arg("offset").items)  # type: ignore[attr-defined]
+    full = src.type.shape  # type: ignore[attr-defined]
+    for d, (o, n, size) in enumerate(zip(offsets, shape, full)):
+        if isinstance(size, int) and not 0 <= o <= size - n:
+            raise CompileError(
+                f"pl.slice of `{src.name}` {list(full)}: on dim {d} the window [{o}, {o + n}) is outside "
+                f"[0, {size})",
+                c.span,
+            )
+    return View(env.tensors[src.name], shape, offsets)
+
+
+def root_of(entries: list[Intermediate | View], n_params: int, index: int) -> int:
+    """The table entry whose buffer ``index`` sees (itself, unless it is a view)."""
+    while index >= n_params and isinstance(entries[index - n_params], View):
+        index = entries[index - n_params].base  # type: ignore[union-attr]
+    return index
 
 
 def _intermediate(c: Call, env: _Env) -> Intermediate:

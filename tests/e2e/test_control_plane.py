@@ -14,6 +14,7 @@ from pypto.ir.dtypes import BY_NAME, cast_scalar
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
+RNG = np.random.default_rng(5)
 B = pl.dynamic("B")
 
 
@@ -125,3 +126,44 @@ def test_a_16_bit_float_scalar_cast_is_refused_with_the_alternative():
 
     with pytest.raises(CompileError, match=r"a scalar casts to INDEX, .*not FP16; cast a tile"):
         half(np.zeros((1, 8), np.float32), np.zeros((1, 8), np.float32), config=CFG)
+
+
+@pl.jit
+def through_views(
+    w: pl.Tensor[[256], pl.FP32], x: pl.Tensor[[8, 256], pl.FP32], y: pl.Out[pl.Tensor[[8, 4, 64], pl.FP32]]
+):
+    w2 = pl.reshape(w, [1, 256])  # views made in orchestration, passed to kernels
+    y2 = pl.reshape(y, [8, 256])
+    for r in pl.parallel(0, 8, 4):
+        xs = pl.slice(x, [4, 256], [r, 0])
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y2[r : r + 4, :] = pl.col_expand_mul(xs, w2)
+    return y
+
+
+def test_reshapes_and_slices_in_orchestration_are_views_kernels_read_and_write():
+    w = np.arange(256, dtype=np.float32)
+    x = RNG.standard_normal((8, 256)).astype(np.float32)
+    y = np.zeros((8, 4, 64), np.float32)
+    through_views(w, x, y, config=CFG)
+    np.testing.assert_array_equal(y.reshape(8, 256), x * w[None])
+    assert [t.deps for t in through_views.last_report.tasks] == [(), ()]  # disjoint rows, parallel
+
+
+@pl.jit
+def view_then_whole(x: pl.Tensor[[8, 64], pl.FP32], y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]]):
+    top = pl.slice(y, [4, 64], [0, 0])
+    with pl.at(level=pl.Level.CORE_GROUP):
+        top[:, :] = pl.adds(x[0:4, :], 1.0)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.muls(y, 2.0)  # reads what the first task wrote through the view
+    return y
+
+
+def test_a_task_using_a_tensor_follows_a_task_that_wrote_a_view_of_it():
+    x = np.ones((8, 64), np.float32)
+    y = np.full((8, 64), 5.0, np.float32)
+    view_then_whole(x, y, config=CFG)
+    np.testing.assert_array_equal(y[:4], 4.0)
+    np.testing.assert_array_equal(y[4:], 10.0)
+    assert [t.deps for t in view_then_whole.last_report.tasks] == [(), (0,)]

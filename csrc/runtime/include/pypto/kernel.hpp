@@ -375,15 +375,6 @@ PYPTO_BITWISE(TSHL, PYPTO_SHL)
 PYPTO_BITWISE(TSHR, PYPTO_SHR)
 #undef PYPTO_BITWISE
 inline void TNOT(const Tile& d, const Tile& a) { pypto_tnot(&d, &a); }
-inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tgather(&d, &src, &idx);
-}
-inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tsort(32, &d, &src, &idx);
-}
-inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tsort(0, &d, &src, &idx);
-}
 template <int N>
 inline double TREAD(Tensor t, const int64_t (&idx)[N]) {
   return pypto_tensor_read(t.desc, idx, N);
@@ -439,3 +430,7 @@ inline void TMATMUL_BATCH(const Tile& acc, const Tile& left, const Tile& right, 
 }
 
 }  // namespace pypto
+
+// The op families' spellings (TSORT32, TGATHER, ...), generated from their tables
+// (pypto/ops/*.py) by the build.
+#include "pypto/families.hpp"

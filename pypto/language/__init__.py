@@ -8,7 +8,7 @@ markers: they mean something only inside a kernel body, which pypto compiles rat
 runs.
 """
 
-from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT32, DataType
 from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MemorySpace as Mem
@@ -57,6 +57,7 @@ __all__ = [
     "INT32",
     "INT64",
     "UINT8",
+    "UINT32",
     "DataType",
     "AtomicType",
     "Direction",

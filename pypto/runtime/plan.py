@@ -327,6 +327,7 @@ def _numpy_dtype(dtype: Any) -> str:
         "INT16": "int16",
         "INT64": "int64",
         "UINT8": "uint8",
+        "UINT32": "uint32",
         "BOOL": "bool",
     }
     return names[dtype.name]

@@ -25,6 +25,8 @@ enum pypto_dtype {
   PYPTO_INT64 = 6,
   PYPTO_UINT8 = 7,
   PYPTO_BOOL = 8,
+  PYPTO_UINT32 = 9,  // the index half of sort pairs
+  PYPTO_NUM_DTYPES = 10
 };
 
 // Memory spaces. GM is the user's buffers; the rest are per-core byte arrays.

@@ -1,17 +1,18 @@
-"""The gather / sort family: per-element data movement on the vector unit (TGATHER, TSORT32,
-TSORT), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
+"""The gather / sort family: index sequences and per-element data movement on the vector unit
+(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
 
-Every op here is a vector tile op, so its tensor form (``pl.sort32`` on tensors) comes from
-:mod:`pypto.ir.op_levels`; this module writes the tile level only.
+Every op here with a tile operand is a vector tile op, so its tensor form (``pl.sort32`` on
+tensors) comes from :mod:`pypto.ir.op_levels`; this module writes the tile level only.
+``pl.arange`` has no operand to place: its tile is used as it is at either level.
 """
 
 from __future__ import annotations
 
-from pypto.ir.dtypes import FP32, INT32
-from pypto.ir.enums import Pipe
+from pypto.ir.dtypes import FP32, INT16, INT32, UINT32
+from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.op_def import Kind, OpDef, ParamSpec
 from pypto.ir.op_rules import VEC, Bound, _like, _need_rank, _need_space
-from pypto.ir.types import TileType, Type, format_type
+from pypto.ir.types import ScalarType, TileType, Type, format_type
 from pypto.ops.family import CEntry, Family
 
 T = Kind.TILE
@@ -51,6 +52,22 @@ def sort_rule(b: Bound) -> Type:
     return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)  # type: ignore[operator]
 
 
+ARANGE_DTYPES = (INT16, INT32, UINT32)
+
+
+def arange_rule(b: Bound) -> Type:
+    shape, dtype = b.ints("shape") or (), b.literal("dtype")
+    if dtype not in ARANGE_DTYPES:
+        names = ", ".join(f"pl.{d.name}" for d in ARANGE_DTYPES)
+        raise b.fail(f"dtype must be one of {names}, got {dtype!r}")
+    if len(shape) != 2 or shape[0] != 1 or shape[1] < 1:
+        raise b.fail(f"shape must be one row [1, N] (the sequence runs along the row), got {list(shape)}")
+    start = b.type("start")
+    if not (isinstance(start, ScalarType) and start.dtype.is_integer):
+        raise b.fail(f"start must be an integer scalar, got {start}")
+    return TileType(shape, dtype, MemorySpace.Vec)  # type: ignore[arg-type]
+
+
 # --- the family ---------------------------------------------------------------------------------
 def _sort_op(name: str, doc: str) -> OpDef:
     params = (ParamSpec("src", T), ParamSpec("idx", T))
@@ -58,6 +75,19 @@ def _sort_op(name: str, doc: str) -> OpDef:
 
 
 OPS = (
+    OpDef(
+        "tile.ci",
+        (
+            ParamSpec("start", Kind.SCALAR, dtype_of="dtype"),
+            ParamSpec("shape", Kind.SHAPE),
+            ParamSpec("dtype", Kind.DTYPE, INT32),
+            ParamSpec("descending", Kind.BOOL, False),
+        ),
+        arange_rule,
+        "tile",
+        _vector,
+        doc="[1, N] of start, start + 1, ... (start - 1, ... when descending), like numpy.arange",
+    ),
     OpDef(
         "tile.gather",
         (ParamSpec("src", T), ParamSpec("indices", T), ParamSpec("tmp", T, None, optional=True)),
@@ -72,6 +102,13 @@ OPS = (
 )
 
 ABI = (
+    CEntry(
+        "pypto_tci",
+        (f"{TILE} dst", "int64_t start", "int32_t descending"),
+        "dst[0, j] = start + j (start - j when descending), wrapped to dst's integer dtype;\n"
+        "dst is one row (int16, int32 or uint32).",
+        {"TCI": {}},
+    ),
     CEntry(
         "pypto_tgather",
         (f"{TILE} dst", f"{TILE} src", f"{TILE} idx"),
@@ -90,8 +127,9 @@ ABI = (
 FAMILY = Family(
     name="gather/sort",
     ops=OPS,
-    dsl={"gather": ("tile.gather",), "sort": ("tile.sort",)},
+    dsl={"arange": ("tile.ci",), "gather": ("tile.gather",), "sort": ("tile.sort",)},
     emitters={
+        "tile.ci": "TCI({dst}, {start}, {descending});",
         "tile.gather": "TGATHER({dst}, {src}, {indices});",
         "tile.sort": "TSORT({dst}, {src}, {idx});",
         "tile.sort32": "TSORT32({dst}, {src}, {idx});",

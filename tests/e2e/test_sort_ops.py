@@ -5,9 +5,15 @@ user's line."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 import pypto.language as pl
+from pypto import platforms
+from pypto.errors import TypeCheckError
+from pypto.runtime import RunConfig
 
 U32 = np.uint32
 
@@ -29,3 +35,69 @@ def test_uint32_tiles_load_store_and_cast_as_unsigned():
     np.testing.assert_array_equal(out, x)
     np.testing.assert_array_equal(as_f32, x.astype(np.float32))
     assert pl.UINT32.itemsize == 4 and not pl.UINT32.is_float
+
+
+def durations(rep, name: str) -> set[int]:
+    return {r["end"] - r["start"] for t in rep.tasks for r in t.trace.rows() if r["name"] == name}
+
+
+def vector_cycles(p, row: str, nbytes: int) -> int:
+    """A vector instruction starting a run: base + per_repeat x repeats (cost_model.cpp)."""
+    base, per_repeat = getattr(p, f"vec_{row}_base"), getattr(p, f"vec_{row}_per_repeat")
+    return math.ceil(base + per_repeat * math.ceil(nbytes / p.vector_repeat_bytes))
+
+
+def arange_kernel(n: int, dtype, descending: bool = False):
+    @pl.jit
+    def k(out: pl.Out[pl.Tensor]):
+        for i in pl.range(2):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                seq = pl.arange(i * 100 - 3, [1, n], dtype=dtype, descending=descending)
+                pl.store(seq, [i, 0], out)
+        return out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("dtype", "np_dtype"), [(pl.INT32, np.int32), (pl.UINT32, U32), (pl.INT16, np.int16)]
+)
+def test_arange_counts_from_a_scalar_start(dtype, np_dtype):
+    out = np.zeros((2, 64), np_dtype)
+    arange_kernel(64, dtype)(out, config=RunConfig(trace=True))
+    want = np.stack([np.arange(s, s + 64) for s in (-3, 97)]).astype(np_dtype)  # -3 wraps in uint32
+    np.testing.assert_array_equal(out, want)
+    down = np.zeros((2, 64), np_dtype)
+    arange_kernel(64, dtype, descending=True)(down)
+    np.testing.assert_array_equal(
+        down, np.stack([np.arange(s, s - 64, -1) for s in (-3, 97)]).astype(np_dtype)
+    )
+
+
+def test_arange_costs_a_fill_pass_from_the_table():
+    p = platforms.get("a2a3sim")
+    k = arange_kernel(1000, pl.INT32)
+    k(np.zeros((2, 1000), np.int32), config=RunConfig(trace=True))
+    # 4000 B: ceil(4000 / 256) = 16 repeats at the copy row: 23 + 1.0 x 16 = 39 cycles
+    assert durations(k.last_report, "TCI") == {vector_cycles(p, "copy", 4000)} == {39}
+
+
+def test_arange_refuses_two_rows_and_a_float_dtype_at_the_line():
+    @pl.jit
+    def two_rows(out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.arange(0, [2, 64], dtype=pl.INT32), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match=r"one row \[1, N\].*\[2, 64\]") as e:
+        two_rows(np.zeros((2, 64), np.int32))
+    assert "test_sort_ops.py:" in str(e.value)
+
+    @pl.jit
+    def floats(out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.arange(0, [1, 64], dtype=pl.FP32), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="pl.INT16, pl.INT32, pl.UINT32"):
+        floats(np.zeros((1, 64), np.float32))

@@ -1,4 +1,5 @@
-// TGATHER (index form) and TSORT / TSORT32: per-element data movement on the vector unit.
+// TCI (index sequences), TGATHER (index form) and TSORT / TSORT32: per-element data movement on
+// the vector unit. The declarations are generated from the family's table, pypto/ops/sort.py.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,6 +24,25 @@ OpDesc sort_op(int64_t bytes, int64_t row_len, int64_t block) {
   d.rows = row_len;
   d.k = block;
   return d;
+}
+
+// An index sequence is written like a fill (TEXPANDS): one streamed pass over dst.
+extern "C" void pypto_tci(const pypto_tile* dst, int64_t start, int32_t descending) {
+  const char* op = "TCI";
+  TileView d = check_tile(dst, op, "dst", kVec);
+  if (d.dtype != PYPTO_INT16 && d.dtype != PYPTO_INT32 && d.dtype != PYPTO_UINT32) {
+    fail(ErrorKind::kDType, op,
+         std::string("generates int16, int32 or uint32 sequences, got ") + dtype_name(d.dtype));
+  }
+  if (d.valid_rows != 1) {
+    fail(ErrorKind::kShape, op,
+         "dst has shape " + shape_text(d.valid_rows, d.valid_cols) +
+             "; the sequence fills one row (its length is the row's valid width)");
+  }
+  const int64_t step = descending ? -1 : 1;
+  for (int64_t c = 0; c < d.valid_cols; ++c)
+    store_i64(d.dtype, d.row(0) + c * d.esize, start + step * c);
+  issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 
 extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx) {

@@ -376,10 +376,13 @@ def resolve_dsl(name: str, args: Sequence[Expr]) -> str:
     return resolve_candidates(DSL_OPS[name], args)
 
 
-def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
-    """The first candidate op whose leading parameters accept ``args`` (by kind); with no
-    match the first candidate, so that binding reports the precise error."""
+def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr], keywords: Sequence[str] = ()) -> str:
+    """The first candidate op whose leading parameters accept ``args`` (by kind) and that has
+    every parameter named in ``keywords``; with no match the first candidate, so that binding
+    reports the precise error."""
     for op_name in candidates:
+        if any(k not in OP_PARAMS[op_name] for k in keywords):
+            continue
         params = [p for p in OPS[op_name].params if not p.kw_only]
         if all(_accepts(p.kind, type_of(a), a) for p, a in zip(params[:2], args[:2])):
             return op_name

@@ -11,6 +11,7 @@ runs.
 from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT32, DataType
 from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.enums import ForKind as _ForKind
+from pypto.ir.enums import MaskPattern as _MaskPattern
 from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
@@ -42,7 +43,7 @@ cluster = ScopeMarker(
 split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
-tile = Namespace("tile")
+tile = Namespace("tile", MaskPattern=_MaskPattern)
 tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
 

@@ -45,15 +45,16 @@ class CEntry:
     """One C function of the kernel ABI and the ``kernel.hpp`` spellings that call it.
 
     ``params`` are C declarations (``"const pypto_tile* dst"``). Each spelling is an inline
-    wrapper named by its key whose parameters are the function's minus the ones the mapping
-    fixes (``{"TSORT32": {"block": "32"}}``); a ``const pypto_tile*`` parameter is taken as a
-    ``const Tile&`` and passed by address, the others as they are.
+    wrapper, ``(name, fixed)``: its parameters are the function's minus those ``fixed`` gives
+    a value (``("TSORT32", {"block": "32"})``; a name may come several times, as overloads).
+    A ``const pypto_tile*`` parameter is taken as a ``const Tile&`` and passed by address, the
+    others as they are.
     """
 
     name: str
     params: tuple[str, ...]
     doc: str
-    spellings: Mapping[str, Mapping[str, str]]
+    spellings: tuple[tuple[str, Mapping[str, str]], ...]
     returns: str = "void"
 
     def declaration(self) -> str:

@@ -69,7 +69,7 @@ def kernel_header(families: Sequence[Family]) -> str:
     for fam in families:
         lines += ["", f"// ---- {fam.name}"]
         for entry in fam.abi:
-            lines += [wrapper(entry, s, dict(fixed)) for s, fixed in entry.spellings.items()]
+            lines += [wrapper(entry, s, dict(fixed)) for s, fixed in entry.spellings]
     return "\n".join([*lines, "", "}  // namespace pypto", ""])
 
 

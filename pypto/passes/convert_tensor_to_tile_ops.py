@@ -28,7 +28,7 @@ from typing import Any
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
+from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
@@ -201,13 +201,15 @@ class _Converter:
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
-        args = {p.name: self.tile_of(a) if p.kind in arrays else a for p, a in zip(OPS[c.op].params, c.args)}
+        args = {
+            p.name: self.tile_of(a) if p.kind in arrays and not _is_none(a) else a
+            for p, a in zip(OPS[c.op].params, c.args)
+        }
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
             args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])  # type: ignore[attr-defined]
-        positional = [args.pop(p.name) for p in op.params if not p.kw_only and p.name in args]
-        return self.emit(name, tile_op, positional, **args)
+        return self.emit(name, tile_op, [], **args)  # by name: a left-out scratch shifts nothing
 
     def matmul(self, name: str, c: Call) -> Var:
         p = self.ctx.platform
@@ -223,6 +225,10 @@ class _Converter:
         self.out.append(Assign(s.var, call, span=s.span))
         self.loaded = {k: t for k, t in self.loaded.items() if k[0] != target.base.name}  # now stale
         self.views[s.var.name] = View(target.base, target.offsets, target.shape)
+
+
+def _is_none(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is None  # an optional operand left out
 
 
 def _items(e: Expr) -> tuple[Expr, ...]:

@@ -36,7 +36,7 @@ def test_every_family_op_is_in_the_tables() -> None:
 
 def test_every_emitter_calls_a_spelling_of_its_family() -> None:
     for fam in FAMILIES:
-        spellings = {s for entry in fam.abi for s in entry.spellings}
+        spellings = {s for entry in fam.abi for s, _ in entry.spellings}
         for op, emit in fam.emitters.items():
             if isinstance(emit, str):
                 called = re.match(r"\s*(\w+)\(", emit)
@@ -48,14 +48,14 @@ def test_family_entry_points_are_not_also_written_by_hand() -> None:
     for fam in FAMILIES:
         for entry in fam.abi:
             assert re.search(rf"\b{entry.name}\(", abi) is None, entry.name
-            for spelling in entry.spellings:
+            for spelling, _ in entry.spellings:
                 assert re.search(rf"\b{spelling}\(", kernel) is None, spelling
 
 
 def test_a_wrapper_takes_tiles_by_reference_and_fixes_what_its_spelling_names() -> None:
-    entry = CEntry("pypto_tx", ("int32_t mode", "const pypto_tile* dst", "double s"), "", {})
+    entry = CEntry("pypto_tx", ("int32_t mode", "const pypto_tile* dst", "double s"), "", ())
     assert wrapper(entry, "TX2", {"mode": "2"}) == (
         "inline void TX2(const Tile& dst, double s) { pypto_tx(2, &dst, s); }"
     )
-    ret = CEntry("pypto_ty", ("const pypto_tile* t",), "", {}, returns="double")
+    ret = CEntry("pypto_ty", ("const pypto_tile* t",), "", (), returns="double")
     assert wrapper(ret, "TY", {}) == "inline double TY(const Tile& t) { return pypto_ty(&t); }"

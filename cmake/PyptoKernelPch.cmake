@@ -13,19 +13,22 @@ function(pypto_add_kernel_pch)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     return()
   endif()
-  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include")
+  # The kernel headers: the source tree's and the generated ones (installed into one folder).
+  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include" "${PYPTO_GEN_INCLUDE}")
   set(out "${CMAKE_CURRENT_BINARY_DIR}/pch")
   set(flags ${PYPTO_JIT_CXX_FLAGS} ${PYPTO_JIT_GENERATED_CXX_FLAGS})
-  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${inc}/*")
+  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include/*")
+  list(APPEND headers ${PYPTO_FAMILY_HEADERS})
+  list(TRANSFORM inc PREPEND "-I" OUTPUT_VARIABLE inc_flags)
   # Precompiled from a one-line wrapper: gcc 12 warns "#pragma once in main file" otherwise.
   file(WRITE "${out}/kernel_pch.hpp" "#include <pypto/kernel.hpp>\n")
   file(WRITE "${out}/pypto/kernel.hpp" "#include_next <pypto/kernel.hpp>\n")
   add_custom_command(
     OUTPUT "${out}/pypto/kernel.hpp.gch" "${out}/stamp.json"
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${out}/pypto"
-    COMMAND "${CMAKE_CXX_COMPILER}" ${flags} "-I${inc}" -x c++-header "${out}/kernel_pch.hpp"
+    COMMAND "${CMAKE_CXX_COMPILER}" ${flags} ${inc_flags} -x c++-header "${out}/kernel_pch.hpp"
             -o "${out}/pypto/kernel.hpp.gch"
-    COMMAND "${CMAKE_COMMAND}" "-DCXX=${CMAKE_CXX_COMPILER}" "-DFLAGS=${flags}" "-DINCLUDE_DIR=${inc}"
+    COMMAND "${CMAKE_COMMAND}" "-DCXX=${CMAKE_CXX_COMPILER}" "-DFLAGS=${flags}" "-DINCLUDE_DIRS=${inc}"
             "-DOUT=${out}" -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/PyptoKernelPchStamp.cmake"
     DEPENDS ${headers} "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/PyptoKernelPchStamp.cmake"
     COMMENT "Precompiling pypto/kernel.hpp for generated kernels"

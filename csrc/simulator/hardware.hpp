@@ -29,7 +29,7 @@ inline constexpr DType kDTypes[] = {
     {PYPTO_BF16, "bf16", "bfloat16", 2}, {PYPTO_INT32, "int32", "int32", 4},
     {PYPTO_INT8, "int8", "int8", 1},     {PYPTO_INT16, "int16", "int16", 2},
     {PYPTO_INT64, "int64", "int64", 8},  {PYPTO_UINT8, "uint8", "uint8", 1},
-    {PYPTO_BOOL, "bool", "bool", 1},
+    {PYPTO_BOOL, "bool", "bool", 1},     {PYPTO_UINT32, "uint32", "uint32", 4},
 };
 
 // A platform may declare at most this many event ids per pipe pair (and cross-core flag ids):

@@ -32,6 +32,7 @@ DTYPE_ENUM = {
     "INT16": "DType::INT16",
     "INT64": "DType::INT64",
     "UINT8": "DType::UINT8",
+    "UINT32": "DType::UINT32",
     "BOOL": "DType::BOOL",
 }
 

@@ -3,13 +3,17 @@ and returns the statement(s) that run it on the ISA of ``<pypto/kernel.hpp>``.""
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 
-from pypto.codegen.cpp_expr import cpp_expr, cpp_name, cpp_scalar_type
+from pypto.codegen.cpp_expr import DTYPE_ENUM, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
+from pypto.ir.dtypes import DataType
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, type_of
-from pypto.ir.types import TileType
+from pypto.ir.types import TensorType, TileType
+from pypto.ops import FAMILIES
+from pypto.ops.family import EmitFn
 
 
 class EmitError(Exception):
@@ -323,9 +327,6 @@ EMITTERS.update(
         },
         "tile.row_expand": lambda c, dst: [f"TROWEXPAND({_need(dst)}, {_name(c.arg('v'))});"],
         "tile.expands": lambda c, dst: [f"TEXPANDS({_need(dst)}, {cpp_expr(c.arg('scalar'))});"],
-        "tile.gather": _two("TGATHER", "src", "indices"),
-        "tile.sort": _two("TSORT", "src", "idx"),
-        "tile.sort32": _two("TSORT32", "src", "idx"),
         "tile.read": _read,
         "tensor.read": _read,
         "tile.write": _write,
@@ -383,6 +384,38 @@ EMITTERS.update(
     }
 )
 
+
+# --- the op families (pypto/ops): each names its emitters, as templates or functions -------------
+class _FamilyCpp:
+    """How a family's emitter spells operands (pypto.ops.family.Cpp)."""
+
+    def dst(self, dst: str | None) -> str:
+        return _need(dst)
+
+    def arg(self, call: Call, name: str) -> str:
+        e = call.arg(name)
+        if isinstance(e, Literal):
+            v = e.value
+            if isinstance(v, DataType):
+                return DTYPE_ENUM[v.name]
+            return "nullptr" if v is None else str(getattr(v, "value", v))
+        if isinstance(type_of(e), (TileType, TensorType)):
+            return _name(e)
+        return cpp_expr(e)
+
+    def error(self, message: str) -> Exception:
+        return EmitError(message)
+
+
+def _family_emitter(emit: str | EmitFn) -> Emitter:
+    if not isinstance(emit, str):
+        return lambda c, dst: emit(c, dst, _FamilyCpp())
+    fields = [f for _, f, _, _ in string.Formatter().parse(emit) if f]
+    cpp = _FamilyCpp()
+    return lambda c, dst: [emit.format(**{f: cpp.dst(dst) if f == "dst" else cpp.arg(c, f) for f in fields})]
+
+
+EMITTERS.update({op: _family_emitter(e) for fam in FAMILIES for op, e in fam.emitters.items()})
 
 # The cross-core tile-pipe ops register their emitters from their own module.
 from pypto.codegen import cluster as _cluster  # noqa: E402, F401

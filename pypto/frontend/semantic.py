@@ -63,7 +63,7 @@ def op_call(
     span: SourceSpan | None,
 ) -> tuple[Call, Type]:
     """Resolve, place, bind and type one op call, then check its window statically."""
-    op_name = resolve_candidates(candidates, args)
+    op_name = resolve_candidates(candidates, args, tuple(kwargs))
     check_placement(op_name, display, ctx, span)
     call, result = bind_call(op_name, args, kwargs, span=span, display=display)
     check_window(call, ctx.ranges, display, span)

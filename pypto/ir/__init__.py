@@ -22,7 +22,8 @@ _MODULES = {
     "bind": ("bind_call", "check_call", "infer_call_type"),
     "builder": ("Builder", "IfFrame", "LoopFrame"),
     "dtypes": (
-        "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "DataType",
+        "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT32",
+        "DataType",
     ),
     "enums": (
         "AtomicType", "Direction", "ForKind", "FunctionType", "Level", "MemorySpace", "PadValue",
@@ -139,6 +140,7 @@ __all__ = [
     "TileType",
     "Type",
     "UINT8",
+    "UINT32",
     "UnaryOp",
     "Var",
     "VoidType",

@@ -54,11 +54,12 @@ INT16 = DataType("INT16", 16, "int")
 INT32 = DataType("INT32", 32, "int")
 INT64 = DataType("INT64", 64, "int")
 UINT8 = DataType("UINT8", 8, "uint")
+UINT32 = DataType("UINT32", 32, "uint")
 BOOL = DataType("BOOL", 8, "bool")
 # INDEX is the type of loop variables and offsets: a 64-bit signed scalar slot in the ABI.
 INDEX = DataType("INDEX", 64, "index")
 
-ALL_DTYPES: tuple[DataType, ...] = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, BOOL, INDEX)
+ALL_DTYPES: tuple[DataType, ...] = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT32, BOOL, INDEX)
 BY_NAME: dict[str, DataType] = {d.name: d for d in ALL_DTYPES}
 
 # numpy / torch / ml_dtypes spell dtypes by these names (torch prefixes "torch.").
@@ -74,6 +75,7 @@ _ARRAY_NAMES: dict[str, DataType] = {
     "int64": INT64,
     "long": INT64,
     "uint8": UINT8,
+    "uint32": UINT32,
     "bool": BOOL,
 }
 
@@ -105,7 +107,7 @@ def numpy_dtype(dtype: DataType) -> Any:
     return np.dtype(next((n for n, d in _ARRAY_NAMES.items() if d == dtype and n not in aliases), "int64"))
 
 
-SCALAR_CAST_TARGETS = ("INDEX", "INT64", "INT32", "INT16", "INT8", "UINT8", "BOOL", "FP32")
+SCALAR_CAST_TARGETS = ("INDEX", "INT64", "INT32", "INT16", "INT8", "UINT32", "UINT8", "BOOL", "FP32")
 
 
 def cast_scalar(value: int | float | bool, dtype: DataType) -> int | float | bool:

@@ -62,6 +62,20 @@ class AtomicType(_DslEnum):
     Add = "add"
 
 
+class MaskPattern:
+    """Which elements of each row a mask-form gather keeps, as upstream's hardware selectors.
+    Read right to left: P0101 keeps elements 0, 2, 4, ... (the values of (value, index) pairs),
+    P1010 elements 1, 3, 5, ... (the indices); the four-bit ones keep one element in four."""
+
+    P0101 = 1
+    P1010 = 2
+    P0001 = 3
+    P0010 = 4
+    P0100 = 5
+    P1000 = 6
+    P1111 = 7
+
+
 class PadValue(_DslEnum):
     """Fill value for the padded (invalid) region of a tile."""
 

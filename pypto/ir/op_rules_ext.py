@@ -1,5 +1,5 @@
 """Result-typing rules of the op families beyond the tutorial set (see :mod:`pypto.ir.ops`):
-compare/select, bitwise, column reductions, broadcasts, gather/sort, scalar element access
+compare/select, bitwise, column reductions, broadcasts, scalar element access
 and the biased matmul. Same conventions as :mod:`pypto.ir.op_rules`: no implicit promotion,
 every mismatch a ``TypeCheckError`` naming the operands and the numbers."""
 
@@ -104,29 +104,6 @@ def expands_rule(b: Bound) -> Type:
     target = b.array("target")
     _need_space(b, "target", VEC)
     return _like(target, target.shape, target.dtype)
-
-
-# --- gather / sort -----------------------------------------------------------------------------------
-def gather_rule(b: Bound) -> Type:
-    src, idx = b.array("src"), b.array("indices")
-    if idx.dtype != INT32:
-        raise b.fail(f"`indices` must be an INT32 tile, got {format_type(idx)}")
-    for name in ("src", "indices"):
-        _need_space(b, name, VEC)
-    _tmp_any(b)
-    return _like(src, idx.shape, src.dtype)
-
-
-def sort_rule(b: Bound) -> Type:
-    src, idx = b.array("src"), b.array("idx")
-    _need_rank(b, "src", 2)
-    if src.dtype != FP32:
-        raise b.fail(f"sorts FP32 values, got {format_type(src)} (pl.cast first)")
-    if idx.dtype != INT32 or idx.shape != src.shape:
-        raise b.fail(f"`idx` must be INT32 of shape {list(src.shape)}, got {format_type(idx)}")
-    for name in ("src", "idx"):
-        _need_space(b, name, VEC)
-    return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)  # type: ignore[operator]
 
 
 # --- scalar element access ----------------------------------------------------------------------------

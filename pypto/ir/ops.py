@@ -230,11 +230,6 @@ _TABLE_EXT: list[OpDef] = [
           "v ([M, 1]) broadcast to x's shape"),
     OpDef("tile.expands", (_p("target", T), _p("scalar", S, dtype_of="target")), RX.expands_rule, "tile", V,
           {"target": VEC}, "a tile of target's shape filled with the scalar"),
-    OpDef("tile.gather", (_p("src", T), _p("indices", T), TMP), RX.gather_rule, "tile", V,
-          {"src": VEC, "indices": VEC}, "dst[i, j] = src.flat[indices[i, j]]"),
-    *(OpDef(f"tile.{n}", (_p("src", T), _p("idx", T)), RX.sort_rule, "tile", V, {"src": VEC, "idx": VEC},
-            f"rows sorted descending{' in blocks of 32' if n == 'sort32' else ''}: (value, idx) pairs")
-      for n in ("sort", "sort32")),
     OpDef("tile.read", (_p("src", T), _p("indices", IDX)), RX.read_rule, "tile", S_PIPE, {"src": VEC},
           "one element of a Vec tile as a scalar"),
     OpDef("tile.write", (_p("dst", T), _p("indices", IDX), _p("value", S)), RX.write_rule,
@@ -350,7 +345,7 @@ DSL_OPS.update(
                 "expands",
             )
         },
-        **{n: (f"tile.{n}",) for n in ("gather", "sort", "matmul_bias", "gemv")},
+        **{n: (f"tile.{n}",) for n in ("matmul_bias", "gemv")},
         **{n: (f"tile.{n}", f"tensor.{n}") for n in MATH},
         **{f"row_expand_{n}": (f"tile.row_expand_{n}",) for n in ("max", "min")},
         **{f"col_expand_{n}": (f"tile.col_expand_{n}",) for n in ("add", "sub", "div", "max", "min")},
@@ -386,10 +381,13 @@ def resolve_dsl(name: str, args: Sequence[Expr]) -> str:
     return resolve_candidates(DSL_OPS[name], args)
 
 
-def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr]) -> str:
-    """The first candidate op whose leading parameters accept ``args`` (by kind); with no
-    match the first candidate, so that binding reports the precise error."""
+def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr], keywords: Sequence[str] = ()) -> str:
+    """The first candidate op whose leading parameters accept ``args`` (by kind) and that has
+    every parameter named in ``keywords``; with no match the first candidate, so that binding
+    reports the precise error."""
     for op_name in candidates:
+        if any(k not in OP_PARAMS[op_name] for k in keywords):
+            continue
         params = [p for p in OPS[op_name].params if not p.kw_only]
         if all(_accepts(p.kind, type_of(a), a) for p, a in zip(params[:2], args[:2])):
             return op_name
@@ -428,6 +426,15 @@ for _op in _TABLE_CLUSTER:
     OP_PARAMS[_op.name] = tuple(p.name for p in _op.params)
     DSL_OPS[_op.name.removeprefix("tile.")] = (_op.name,)
 
+
+# The op families (pypto/ops): each family module holds its ops and their pl.* spellings.
+from pypto.ops import FAMILIES  # noqa: E402  (families build on the record types, not the table)
+
+for _family in FAMILIES:
+    for _op in _family.ops:
+        OPS[_op.name] = _op
+        OP_PARAMS[_op.name] = tuple(p.name for p in _op.params)
+    DSL_OPS.update(_family.dsl)
 
 # Every vector op's tensor form, derived from its tile form by one rule (pypto/ir/op_levels.py).
 from pypto.ir.op_levels import derive_tensor_forms  # noqa: E402  (reads the finished table)

@@ -8,9 +8,10 @@ markers: they mean something only inside a kernel body, which pypto compiles rat
 runs.
 """
 
-from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT32, DataType
 from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.enums import ForKind as _ForKind
+from pypto.ir.enums import MaskPattern as _MaskPattern
 from pypto.ir.enums import MemorySpace as Mem
 from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
@@ -45,7 +46,7 @@ min = ScalarFnMarker("min", "pl.min(a, b, ...): the smallest of scalar values") 
 max = ScalarFnMarker("max", "pl.max(a, b, ...): the largest of scalar values")  # noqa: A001
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
-tile = Namespace("tile")
+tile = Namespace("tile", MaskPattern=_MaskPattern)
 tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
 scalar = Namespace("scalar")  # pl.scalar.cast: what pl.cast of a scalar prints as
@@ -61,6 +62,7 @@ __all__ = [
     "INT32",
     "INT64",
     "UINT8",
+    "UINT32",
     "DataType",
     "AtomicType",
     "Direction",

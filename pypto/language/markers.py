@@ -86,8 +86,9 @@ class YieldMarker(Marker):
 class Namespace:
     """``pl.tile`` / ``pl.tensor``: the ops of one level under their IR names."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, **names: object) -> None:
         self._prefix = prefix
+        self.__dict__.update(names)  # values spelled under the level (pl.tile.MaskPattern)
 
     @property
     def _ops(self) -> dict[str, OpMarker]:

@@ -230,13 +230,15 @@ class _Converter:
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
-        args = {p.name: self.read(a) if p.kind in arrays else a for p, a in zip(OPS[c.op].params, c.args)}
+        args = {
+            p.name: self.read(a) if p.kind in arrays and not _is_none(a) else a
+            for p, a in zip(OPS[c.op].params, c.args)
+        }
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
             args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])  # type: ignore[attr-defined]
-        positional = [args.pop(p.name) for p in op.params if not p.kw_only and p.name in args]
-        return self.emit(name, tile_op, positional, **args)
+        return self.emit(name, tile_op, [], **args)  # by name: a left-out scratch shifts nothing
 
     def matmul(self, name: str, c: Call) -> Var:
         p = self.ctx.platform
@@ -259,6 +261,10 @@ def _placed(op: str) -> bool:
     too, like ``tensor.slice``), not a scalar one or a kernel-local allocation."""
     level = OPS[op].level
     return level == "tensor" or (level == "any" and op in ("tensor.slice", "tensor.reshape"))
+
+
+def _is_none(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is None  # an optional operand left out
 
 
 def _items(e: Expr) -> tuple[Expr, ...]:

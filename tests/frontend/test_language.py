@@ -17,6 +17,7 @@ SPEC_NAMES = [
     "INT32",
     "INT64",
     "UINT8",
+    "UINT32",
     "BOOL",
     "INDEX",
     "Mem",

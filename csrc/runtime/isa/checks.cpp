@@ -48,7 +48,7 @@ namespace {
     fail(ErrorKind::kMemorySpace, op,
          who + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
   }
-  if (t->dtype < 0 || t->dtype > PYPTO_BOOL)
+  if (t->dtype < 0 || t->dtype >= PYPTO_NUM_DTYPES)
     fail(ErrorKind::kDType, op, who + " has an unknown dtype");
   if (t->rows <= 0 || t->cols <= 0 || t->valid_rows < 0 || t->valid_cols < 0 ||
       t->valid_rows > t->rows || t->valid_cols > t->cols) {
@@ -82,9 +82,9 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
   CoreContext& core = current_core();
   CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
   bool ok = t != nullptr && t->mem > PYPTO_GM && t->mem < PYPTO_NUM_MEM &&
-            (spaces & mem_bit(t->mem)) && t->dtype >= 0 && t->dtype <= PYPTO_BOOL && t->rows > 0 &&
-            t->cols > 0 && t->valid_rows >= 0 && t->valid_cols >= 0 && t->valid_rows <= t->rows &&
-            t->valid_cols <= t->cols;
+            (spaces & mem_bit(t->mem)) && t->dtype >= 0 && t->dtype < PYPTO_NUM_DTYPES &&
+            t->rows > 0 && t->cols > 0 && t->valid_rows >= 0 && t->valid_cols >= 0 &&
+            t->valid_rows <= t->rows && t->valid_cols <= t->cols;
   // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
   // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
   const int64_t esize = ok ? static_cast<int64_t>(dtype_size(t->dtype)) : 0;

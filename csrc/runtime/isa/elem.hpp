@@ -28,10 +28,10 @@ inline bool is_float_dtype(int dt) {
 }
 inline bool is_int_dtype(int dt) {
   return dt == PYPTO_INT8 || dt == PYPTO_INT16 || dt == PYPTO_INT32 || dt == PYPTO_INT64 ||
-         dt == PYPTO_UINT8;
+         dt == PYPTO_UINT8 || dt == PYPTO_UINT32;
 }
 
-// An integer element, sign-extended (zero-extended for uint8 and bool).
+// An integer element, sign-extended (zero-extended for uint8, uint32 and bool).
 inline int64_t load_i64(int dt, const uint8_t* p) {
   switch (dt) {
     case PYPTO_INT8:
@@ -42,6 +42,8 @@ inline int64_t load_i64(int dt, const uint8_t* p) {
       return load_as<int32_t>(p);
     case PYPTO_INT64:
       return load_as<int64_t>(p);
+    case PYPTO_UINT32:
+      return load_as<uint32_t>(p);
     default:
       return load_as<uint8_t>(p);  // uint8, bool
   }
@@ -58,6 +60,9 @@ inline void store_i64(int dt, uint8_t* p, int64_t v) {
       break;
     case PYPTO_INT32:
       store_as<int32_t>(p, static_cast<int32_t>(v));
+      break;
+    case PYPTO_UINT32:
+      store_as<uint32_t>(p, static_cast<uint32_t>(v));
       break;
     case PYPTO_INT64:
       store_as<int64_t>(p, v);
@@ -107,8 +112,9 @@ inline void store_f64(int dt, uint8_t* p, double v) {
   }
   if (std::isnan(v)) v = 0;
   const int bits = static_cast<int>(dtype_size(dt)) * 8;
-  double lo = dt == PYPTO_UINT8 ? 0.0 : -std::ldexp(1.0, bits - 1);
-  double hi = dt == PYPTO_UINT8 ? 255.0 : std::ldexp(1.0, bits - 1) - 1;
+  const bool is_unsigned = dt == PYPTO_UINT8 || dt == PYPTO_UINT32;
+  double lo = is_unsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
+  double hi = is_unsigned ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
   v = std::trunc(v);
   if (v < lo) v = lo;
   if (v > hi) v = hi;

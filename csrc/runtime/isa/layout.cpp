@@ -37,6 +37,8 @@ double pad_value(int dtype, int32_t mode) {
       return mode == PYPTO_PAD_MAX ? 32767.0 : -32768.0;
     case PYPTO_INT32:
       return mode == PYPTO_PAD_MAX ? 2147483647.0 : -2147483648.0;
+    case PYPTO_UINT32:
+      return mode == PYPTO_PAD_MAX ? 4294967295.0 : 0.0;
     case PYPTO_BOOL:
       return mode == PYPTO_PAD_MAX ? 1.0 : 0.0;
     default:

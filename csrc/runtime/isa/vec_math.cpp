@@ -182,6 +182,8 @@ void fill(int dtype, void* dst, double v, size_t n) {
       return fill_as<int64_t>(dst, sat_from_double<int64_t>(v), n);
     case PYPTO_UINT8:
       return fill_as<uint8_t>(dst, sat_from_double<uint8_t>(v), n);
+    case PYPTO_UINT32:
+      return fill_as<uint32_t>(dst, sat_from_double<uint32_t>(v), n);
     case PYPTO_BOOL:
       return fill_as<uint8_t>(dst, uint8_t(v != 0.0), n);
     default:

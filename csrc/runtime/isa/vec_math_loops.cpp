@@ -230,6 +230,9 @@ VM_INLINE bool with_int_type(int dt, F&& f) {
     case PYPTO_UINT8:
       f(uint8_t());
       return true;
+    case PYPTO_UINT32:
+      f(uint32_t());
+      return true;
     default:
       return false;
   }
@@ -269,6 +272,7 @@ VM_INLINE void narrow(void* dst, const int64_t* in, size_t n) {
 VM_HOT void i64_to_dtype(int dt, void* dst, const int64_t* in, size_t n) {
   switch (dt) {
     case PYPTO_INT32:
+    case PYPTO_UINT32:
       narrow<uint32_t>(dst, in, n);
       break;
     case PYPTO_INT8:

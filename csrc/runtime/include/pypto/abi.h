@@ -25,6 +25,8 @@ enum pypto_dtype {
   PYPTO_INT64 = 6,
   PYPTO_UINT8 = 7,
   PYPTO_BOOL = 8,
+  PYPTO_UINT32 = 9,  // the index half of sort pairs
+  PYPTO_NUM_DTYPES = 10
 };
 
 // Memory spaces. GM is the user's buffers; the rest are per-core byte arrays.
@@ -237,12 +239,6 @@ enum pypto_bitwise_op { PYPTO_AND = 0, PYPTO_OR = 1, PYPTO_XOR = 2, PYPTO_SHL = 
 void pypto_tbitwise(int32_t op, const pypto_tile* dst, const pypto_tile* a, const pypto_tile* b);
 void pypto_tbitwise_scalar(int32_t op, const pypto_tile* dst, const pypto_tile* a, int64_t s);
 void pypto_tnot(const pypto_tile* dst, const pypto_tile* a);
-// dst[i,j] = src at flat (row-major over src's valid region) index idx[i,j] (idx is int32).
-void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx);
-// Sorts each row of src (fp32) descending, `block` elements at a time (0: the whole row),
-// carrying the int32 idx alongside: dst[M, 2N] holds (value, index bits) pairs.
-void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src,
-                 const pypto_tile* idx);
 // Scalar access on the SCALAR pipe: element idx[0..n) of a GM tensor or an on-chip tile,
 // as double (exact for every dtype but int64 beyond 2^53); writes round like a scalar store.
 double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, int32_t n);
@@ -270,3 +266,6 @@ void pypto_tstore_batch(const pypto_tensor* dst, int64_t b0, int64_t row0, int64
 #ifdef __cplusplus
 }
 #endif
+
+// The op families' entry points, declared from their tables (pypto/ops/*.py) by the build.
+#include "pypto/families.h"

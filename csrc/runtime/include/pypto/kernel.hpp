@@ -47,7 +47,8 @@ enum class DType : int32_t {
   INT16 = PYPTO_INT16,
   INT64 = PYPTO_INT64,
   UINT8 = PYPTO_UINT8,
-  BOOL = PYPTO_BOOL
+  BOOL = PYPTO_BOOL,
+  UINT32 = PYPTO_UINT32
 };
 enum class RoundMode : int32_t {
   RINT = PYPTO_ROUND_RINT,
@@ -108,6 +109,8 @@ template <>
 struct dtype_of<int64_t> : dtype_is<DType::INT64> {};
 template <>
 struct dtype_of<uint8_t> : dtype_is<DType::UINT8> {};
+template <>
+struct dtype_of<uint32_t> : dtype_is<DType::UINT32> {};
 
 // ---- tiles and tensors ----------------------------------------------------------------
 struct Tile : pypto_tile {
@@ -326,7 +329,7 @@ inline void TFREE_TO_AIC(int32_t id = 0) { pypto_tfree(0, id); }
 // right half's extent reaches half a row past the tile, which the tile check refuses for a
 // tile at the very top of its buffer).
 inline Tile split_half(const Tile& t, int32_t split, int32_t part) {
-  static const int32_t bytes[] = {4, 2, 2, 4, 1, 2, 8, 1, 1};  // by pypto_dtype
+  static const int32_t bytes[] = {4, 2, 2, 4, 1, 2, 8, 1, 1, 4};  // by pypto_dtype
   const int32_t esize = bytes[t.dtype];
   Tile h = t;
   if (split == 1) {
@@ -393,15 +396,6 @@ PYPTO_BITWISE(TSHL, PYPTO_SHL)
 PYPTO_BITWISE(TSHR, PYPTO_SHR)
 #undef PYPTO_BITWISE
 inline void TNOT(const Tile& d, const Tile& a) { pypto_tnot(&d, &a); }
-inline void TGATHER(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tgather(&d, &src, &idx);
-}
-inline void TSORT32(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tsort(32, &d, &src, &idx);
-}
-inline void TSORT(const Tile& d, const Tile& src, const Tile& idx) {
-  pypto_tsort(0, &d, &src, &idx);
-}
 template <int N>
 inline double TREAD(Tensor t, const int64_t (&idx)[N]) {
   return pypto_tensor_read(t.desc, idx, N);
@@ -457,3 +451,7 @@ inline void TMATMUL_BATCH(const Tile& acc, const Tile& left, const Tile& right, 
 }
 
 }  // namespace pypto
+
+// The op families' spellings (TSORT32, TGATHER, ...), generated from their tables
+// (pypto/ops/*.py) by the build.
+#include "pypto/families.hpp"

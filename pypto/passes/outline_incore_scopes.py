@@ -143,7 +143,8 @@ class _Outliner:
             if isinstance(s, Scope):
                 prelude, parts = ([], [s]) if _clustered(s) else split_mixed(s, self.names)
                 out.extend(prelude)
-                out.extend(self.call(p, tuple(parts[j + 1 :]) + rest) for j, p in enumerate(parts))
+                for j, p in enumerate(parts):
+                    out.extend(self.call(p, tuple(parts[j + 1 :]) + rest))
             elif isinstance(s, For):
                 out.append(dataclasses.replace(s, body=self.block(s.body, rest)))
             elif isinstance(s, If):
@@ -156,7 +157,7 @@ class _Outliner:
                 out.append(s)
         return tuple(out)
 
-    def call(self, scope: Scope, rest: tuple[Stmt, ...]) -> Stmt:
+    def call(self, scope: Scope, rest: tuple[Stmt, ...]) -> list[Stmt]:
         fn, free = self.kernel(scope)
         later = {v.name for v in nodes_of(rest, Var)}
         escaping = [n for n in sorted(defined_names(scope.body)) if n in later]
@@ -172,15 +173,23 @@ class _Outliner:
             span=scope.span,
         )
         if not escaping:
-            return Eval(call, span=scope.span)
+            return [Eval(call, span=scope.span)]
         var = next(v for v in nodes_of(scope.body, Var) if v.name == escaping[0])
-        if len(escaping) > 1 or not isinstance(var.type, TensorType):
+        if len(escaping) == 1 and isinstance(var.type, TensorType):
+            return [Assign(var, dataclasses.replace(call, type=var.type), span=scope.span)]
+        # several tensors written by the scope: after the task, each names the tensor it wrote
+        alias = _tensor_aliases(scope.body)
+        outer = {alias.get(v.name, v.name): v for v in free if isinstance(v.type, TensorType)}
+        written = [alias.get(n, n) for n in escaping]
+        if not all(w in outer for w in written):
             raise CompileError(
                 f"value(s) {', '.join(escaping)} computed inside a pl.at scope are used after "
-                "it; only a tensor written by the scope may flow out",
+                "it; only tensors written by the scope may flow out",
                 scope.span,
             )
-        return Assign(var, dataclasses.replace(call, type=var.type), span=scope.span)
+        defs = {v.name: v for v in nodes_of(scope.body, Var) if v.name in escaping}
+        renamed = [Assign(defs[n], outer[w], span=scope.span) for n, w in zip(escaping, written)]
+        return [Eval(call, span=scope.span), *renamed]
 
 
 def outline_incore_scopes(program: Program) -> Program:

@@ -348,3 +348,26 @@ def test_a_kernel_returning_two_tensors_binds_both_at_the_call():
     np.testing.assert_allclose(out, 2 * x, rtol=1e-6)
     # each call reads the acc the call before wrote: the three tasks are chained
     assert [t.deps for t in accumulate_rows.last_report.tasks] == [(), (0,), (0, 1)]
+
+
+@pl.jit
+def two_outputs(
+    x: pl.Tensor[[64, 64], pl.FP32],
+    lo: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+    hi: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+):
+    for r in pl.parallel(0, 64, 16):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            xt = x[r : r + 16, :]
+            lo[r : r + 16, :] = pl.minimum(xt, 0.0)
+            hi[r : r + 16, :] = pl.maximum(xt, 0.0)
+    return lo, hi
+
+
+def test_a_scope_writing_two_outputs_returns_both():
+    x = randn(64, 64)
+    lo, hi = np.zeros_like(x), np.zeros_like(x)
+    two_outputs(x, lo, hi, config=CFG)
+    np.testing.assert_array_equal(lo, np.minimum(x, 0))
+    np.testing.assert_array_equal(hi, np.maximum(x, 0))
+    assert len(two_outputs.last_report.tasks) == 4

@@ -36,7 +36,7 @@ MISSING: Any = object()
 
 # Builtins a kernel may use on compile-time values (all pure).
 _BUILTINS = {n: getattr(builtins, n) for n in ("min", "max", "len", "int", "float", "abs", "bool", "range")}
-_PURE_CALLS = {min, max, len, int, float, abs, bool, ann.MemRef}
+_PURE_CALLS = {min, max, len, int, float, abs, bool, range, ann.MemRef}
 _SUBSCRIPTABLE = (
     tuple,
     list,
@@ -45,6 +45,7 @@ _SUBSCRIPTABLE = (
     ann.TensorSpec,
     ann.TileSpec,
     ann.ScalarSpec,
+    ann.ArraySpec,
     ann.DirectionSpec,
     MemRef,
 )

@@ -21,10 +21,20 @@ from pypto.frontend import pipeline_attrs
 from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
-from pypto.ir.enums import ForKind, FunctionType, Level, SplitMode
+from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
 from pypto.ir.expr import Const, Expr, Var, type_of
-from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, Yield
-from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType, Type, format_type, same_shape_dtype
+from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
+from pypto.ir.types import (
+    INDEX_TYPE,
+    ArrayType,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    format_type,
+    is_task_ids,
+    same_shape_dtype,
+)
 from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
 
 if TYPE_CHECKING:
@@ -78,7 +88,7 @@ def value_type(e: Expr) -> Type:
 def _carry_compatible(want: Type | None, got: Type | None) -> bool:
     if isinstance(want, (TileType, TensorType)):
         return type(got) is type(want) and same_shape_dtype(want, got)
-    return isinstance(want, ScalarType) and want == got
+    return isinstance(want, (ScalarType, ArrayType)) and want == got
 
 
 class LoopCarry:
@@ -143,6 +153,8 @@ class LoopCarry:
 
 class ControlFlow(LoopCarry):
     """``for`` / ``if`` / ``with pl.at`` handling; see the module docstring."""
+
+    in_manual = False  # inside `with pl.manual_scope():`
 
     # --- for ---------------------------------------------------------------------------------
     def for_(self, node: ast.For) -> None:
@@ -363,6 +375,9 @@ class ControlFlow(LoopCarry):
             raise UnsupportedSyntaxError(
                 "`with` is only supported for pl.at(...) inside a kernel", self.p.span(node)
             )
+        if marker.dsl_name in ("scope", "manual_scope"):
+            self._task_region(node, call, marker.dsl_name == "manual_scope")
+            return
         if marker.dsl_name not in ("at", "cluster"):
             raise UnsupportedSyntaxError(
                 f"`with pl.{marker.dsl_name}(...)` is not a scope", self.p.span(node)
@@ -399,11 +414,39 @@ class ControlFlow(LoopCarry):
             split=split,
             early_resolve=hints.early_resolve,
             no_dep=hints.no_dep,
+            dep_values=hints.dep_values,
             span=self.p.span(node),
         )
         self.p.emit(scope)
         if name is not None:
             self.p.handles.add(name)
+            self.p.env[name] = TaskHandle(name)
+
+    def _task_region(self, node: ast.With, call: ast.Call, manual: bool) -> None:
+        """``with pl.scope(mode=...):`` / ``with pl.manual_scope():`` in orchestration."""
+        args = {k.arg: self.p.folder.fold(k.value) for k in call.keywords}
+        if call.args or set(args) - {"mode"} or (manual and args):
+            raise TypeCheckError(
+                "write pl.scope(mode=pl.ScopeMode.AUTO | MANUAL) or pl.manual_scope()", self.p.span(call)
+            )
+        mode = args.get("mode", ScopeMode.MANUAL if manual else ScopeMode.AUTO)
+        if not isinstance(mode, ScopeMode):
+            raise TypeCheckError(f"pl.scope mode must be a pl.ScopeMode, got {mode!r}", self.p.span(call))
+        if self.p.kind is not FunctionType.Orchestration or self.p.ctx.in_scope:
+            raise MisplacedOpError(
+                "a task scope belongs in orchestration code, outside pl.at", self.p.span(node)
+            )
+        if self.in_manual:
+            raise MisplacedOpError(
+                "a task scope cannot be nested in a manual one (nothing would be inferred inside it)",
+                self.p.span(node),
+            )
+        outer, self.in_manual = self.in_manual, mode is ScopeMode.MANUAL
+        try:
+            body = self.p.block(node.body)
+        finally:
+            self.in_manual = outer
+        self.p.emit(TaskRegion(tuple(body), mode is ScopeMode.MANUAL, span=self.p.span(node)))
 
     def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None, TaskHints]:
         args: dict[str, ast.expr] = dict(zip(("level",), call.args))
@@ -427,7 +470,8 @@ class ControlFlow(LoopCarry):
         hint = self.p.folder.fold(args["name_hint"]) if "name_hint" in args else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.at name_hint must be a string", self.p.span(args["name_hint"]))
-        return level, hint, task_deps(self.p, args.get("deps")), split, task_hints(self.p, args)
+        names, values = task_deps(self.p, args.get("deps"))
+        return level, hint, names, split, task_hints(self.p, args)._replace(dep_values=values)
 
 
 class TaskHints(NamedTuple):
@@ -435,6 +479,7 @@ class TaskHints(NamedTuple):
 
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
+    dep_values: tuple[Expr, ...] = ()  # deps= entries that are TaskId values, not handles
 
 
 TASK_HINTS = ("allow_early_resolve", "no_dep_args")
@@ -461,15 +506,50 @@ def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
     return TaskHints(early, tuple(tensors))
 
 
-def task_deps(p: ParserState, node: ast.expr | None) -> list[str]:
-    """``deps=[h, ...]``: handles of earlier ``with pl.at(...) as h:`` scopes."""
-    deps = []
-    for d in node.elts if isinstance(node, (ast.List, ast.Tuple)) else ([node] if node else []):
-        if not isinstance(d, ast.Name) or d.id not in p.handles:
+class TaskHandle:
+    """What ``with pl.at(...) as tid`` binds ``tid`` to: used as a value (stored in a
+    ``pl.array``, passed to a helper, joined by ``task_dummy``) it is that scope's latest task."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def task_deps(p: ParserState, node: ast.expr | None) -> tuple[list[str], tuple[Expr, ...]]:
+    """``deps=[...]``: (handles of earlier ``with pl.at(...) as h:`` scopes, TaskId values:
+    ``pl.TASK_ID`` scalars and arrays). A list comprehension over a compile-time range is
+    expanded (``deps=[tids[i] for i in range(4)]``)."""
+    names: list[str] = []
+    values: list[Expr] = []
+    for item, bound in _dep_items(p, node):
+        if isinstance(item, ast.Name) and item.id in p.handles and not bound:
+            names.append(item.id)
+            continue
+        saved = dict(p.env)
+        p.env.update(bound)
+        try:
+            v = p.exprs.value(item)
+        finally:
+            p.env = saved
+        if not is_task_ids(type_of(v)):
             raise UnknownNameError(
-                f"deps names `{ast.unparse(d)}`, which is not the handle of an earlier "
-                "`with pl.at(...) as <name>:`",
-                p.span(d),
+                f"deps names `{ast.unparse(item)}`, which is neither the handle of an earlier "
+                "`with pl.at(...) as <name>:` nor a pl.TASK_ID value",
+                p.span(item),
             )
-        deps.append(d.id)
-    return deps
+        values.append(v)
+    return names, tuple(values)
+
+
+def _dep_items(p: ParserState, node: ast.expr | None) -> list[tuple[ast.expr, dict[str, Any]]]:
+    """The entries of ``deps=``, each with the comprehension variables it is evaluated under."""
+    if node is None:
+        return []
+    if isinstance(node, ast.ListComp) and len(node.generators) == 1 and not node.generators[0].ifs:
+        gen = node.generators[0]
+        values = p.folder.fold(gen.iter)
+        if not isinstance(gen.target, ast.Name) or values is NOT_CONST:
+            raise UnsupportedSyntaxError("deps=[... for i in <compile-time range>]", p.span(node))
+        return [(node.elt, {gen.target.id: v}) for v in values]
+    return [(d, {}) for d in (node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node])]

@@ -17,12 +17,12 @@ from pypto.errors import TypeCheckError, UnknownNameError, UnsupportedSyntaxErro
 from pypto.frontend import semantic
 from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
-from pypto.frontend.control import TASK_HINTS, task_deps, task_hints
+from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
-from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker, ScalarFnMarker
 
@@ -34,7 +34,6 @@ _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CMP_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _UNSUPPORTED = {
     ast.Lambda: "`lambda`",
-    ast.ListComp: "a list comprehension",
     ast.SetComp: "a set comprehension",
     ast.DictComp: "a dict comprehension",
     ast.GeneratorExp: "a generator expression",
@@ -79,6 +78,8 @@ class ExprLowerer:
 
     def value(self, node: ast.expr) -> Expr:
         """Any expression as an IR operand (calls bound to temporaries)."""
+        if isinstance(node, ast.Name) and isinstance(self.fp.lookup_local(node.id), TaskHandle):
+            return self._Name(node)  # `as tid` of an earlier scope, as a TaskId value
         folded = self.fp.folder.fold(node)
         if isinstance(folded, DynDim):
             return self.dynamic_dim(folded, node)
@@ -120,6 +121,8 @@ class ExprLowerer:
     # --- names and operators -------------------------------------------------------------------
     def _Name(self, node: ast.Name) -> Expr:
         value = self.fp.lookup_local(node.id)
+        if isinstance(value, TaskHandle):  # `as tid` of an earlier scope, used as a value
+            return self.flat_op("a TaskId", "system.task_of", [value.name], {}, node, exact=True)
         if isinstance(value, Expr):
             return value if not isinstance(value, Var) else Var(value.name, value.type, span=self.span(node))
         where = self.fp.inner_defs.get(node.id)
@@ -145,6 +148,27 @@ class ExprLowerer:
         return ListExpr(tuple(self.value(e) for e in node.elts), span=self.span(node))
 
     _Tuple = _List
+
+    def _ListComp(self, node: ast.ListComp) -> Expr:
+        """``[f(i) for i in <compile-time iterable>]``: the list of its run-time values (deps of
+        a task over an array, operands of a join)."""
+        gen = node.generators[0] if len(node.generators) == 1 else None
+        items = self.fp.folder.fold(gen.iter) if gen is not None and not gen.ifs else NOT_CONST
+        if gen is None or not isinstance(gen.target, ast.Name) or items is NOT_CONST:
+            raise UnsupportedSyntaxError(
+                "a list comprehension in a kernel needs one `for name in <compile-time iterable>` "
+                "and no `if`",
+                self.span(node),
+            )
+        saved = dict(self.fp.env)
+        try:
+            out = []
+            for v in items:
+                self.fp.env[gen.target.id] = v
+                out.append(self.value(node.elt))
+        finally:
+            self.fp.env = saved
+        return ListExpr(tuple(out), span=self.span(node))
 
     def _BinOp(self, node: ast.BinOp) -> Expr:
         lhs, rhs = self.value(node.left), self.value(node.right)
@@ -213,6 +237,10 @@ class ExprLowerer:
 
     def _Subscript(self, node: ast.Subscript) -> Expr:
         base = self.value(node.value)
+        if isinstance(base, Var) and isinstance(base.type, ArrayType):  # a[i] of a pl.array
+            return self.flat_op(
+                "pl.array.get", "array.get", [base, self.index(node.slice)], {}, node, exact=True
+            )
         if not (isinstance(base, Var) and _is_array(base.type)):
             raise UnsupportedSyntaxError(
                 f"`{ast.unparse(node)}`: only tiles and tensors can be sliced", self.span(node)
@@ -335,10 +363,10 @@ class ExprLowerer:
         handle = self.fp.folder.fold(kw["handle"]) if "handle" in kw else None
         if handle is not None and not (isinstance(handle, str) and handle.isidentifier()):
             raise TypeCheckError("handle= must name the task with an identifier string", self.span(node))
-        deps = task_deps(self.fp, kw.get("deps"))
+        deps, values = task_deps(self.fp, kw.get("deps"))
         if handle is not None:
             self.fp.handles.add(handle)
-        hints = task_hints(self.fp, kw)
+        hints = task_hints(self.fp, kw)._replace(dep_values=values)
         return dataclasses.replace(call, handle=handle, deps=tuple(deps), **hints._asdict())
 
     def bad_call(self, node: ast.Call, fn: Any) -> UnsupportedSyntaxError:

@@ -30,7 +30,16 @@ from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, VoidType, format_type, same_shape_dtype
+from pypto.ir.types import (
+    ArrayType,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    VoidType,
+    format_type,
+    same_shape_dtype,
+)
 from pypto.language.markers import ScopeMarker, StaticAssertMarker, WhileMarker
 
 if TYPE_CHECKING:
@@ -365,6 +374,13 @@ class FunctionParser:
         if not isinstance(target.value, ast.Name):
             raise UnsupportedSyntaxError("assign into a slice of a named tile or tensor", self.span(target))
         base = self.exprs.value(target.value)
+        if isinstance(base, Var) and isinstance(base.type, ArrayType):  # a[i] = v of a pl.array
+            index, item = self.exprs.index(target.slice), self.exprs.value(value)
+            call, t = self.exprs.op("pl.array.set", ("array.set",), [base, index, item], {}, stmt)
+            var = Var(self.names.claim(target.value.id), t, span=self.span(target))
+            self.emit(Assign(var, call, span=self.span(stmt)))
+            self.env[target.value.id] = var
+            return
         if not isinstance(base, Var) or not isinstance(base.type, (TensorType, TileType)):
             raise TypeCheckError(f"`{target.value.id}` is not a tile or tensor", self.span(target))
         offsets, shape = self.exprs.window(base, target.slice)

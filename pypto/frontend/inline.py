@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.consteval import NOT_CONST, Folder
 from pypto.frontend.source import KernelSource
-from pypto.ir.expr import Expr, type_of
-from pypto.ir.types import Type
+from pypto.ir.expr import Expr, Var, type_of
+from pypto.ir.types import ArrayType, Type
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -53,10 +53,19 @@ class InlineCalls:
         self.p.folder = Folder(src, self.p.lookup_local)
         self._inline_depth = depth + 1
         try:
-            return self._inline_body(fdef)
+            result = self._inline_body(fdef)
+            after = dict(self.p.env)
         finally:
             self.p.src, self.p.folder, self.p.env, self.p.inner_defs = saved
             self._inline_depth = depth
+        # A pl.array the helper updates (`tids[0] = tid`) is the caller's array updated, as the
+        # helper's way to hand TaskIds back: the caller's name takes the new value.
+        for pname, node_arg, arg in zip(params, node.args, args):
+            new = after.get(pname)
+            array = isinstance(arg, Var) and isinstance(arg.type, ArrayType)
+            if array and isinstance(node_arg, ast.Name) and new is not arg:
+                self.p.env[node_arg.id] = new
+        return result
 
     def _inline_arg(self, node: ast.expr) -> Any:
         folded = self.p.folder.fold(node)

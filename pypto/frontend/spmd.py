@@ -17,7 +17,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
-from pypto.frontend.control import TASK_HINTS, TaskHints, task_deps, task_hints
+from pypto.frontend.control import TASK_HINTS, TaskHandle, TaskHints, task_deps, task_hints
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
@@ -68,11 +68,13 @@ class SpmdScopes:
                     blocks,
                     early_resolve=hints.early_resolve,
                     no_dep=hints.no_dep,
+                    dep_values=hints.dep_values,
                     span=self.p.span(node),
                 )
             )
         if name is not None:
             self.p.handles.add(name)
+            self.p.env[name] = TaskHandle(name)
 
     def spmd_for(self, node: ast.For) -> None:
         if node.orelse:
@@ -95,7 +97,7 @@ class SpmdScopes:
         scope = Scope(
             Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.p.span(node)
         )
-        self.p.emit(dataclasses.replace(scope, early_resolve=hints.early_resolve, no_dep=hints.no_dep))
+        self.p.emit(dataclasses.replace(scope, **hints._asdict()))
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
@@ -157,7 +159,8 @@ class SpmdScopes:
         hint = self.p.folder.fold(kw["name_hint"]) if "name_hint" in kw else None
         if hint is not None and not isinstance(hint, str):
             raise TypeCheckError("pl.spmd name_hint must be a string", self.p.span(kw["name_hint"]))
-        return n, hint, task_deps(self.p, kw.get("deps")), task_hints(self.p, kw)
+        names, values = task_deps(self.p, kw.get("deps"))
+        return n, hint, names, task_hints(self.p, kw)._replace(dep_values=values)
 
 
 def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:

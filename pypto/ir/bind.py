@@ -18,7 +18,7 @@ from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, as_expr, type_of
 from pypto.ir.op_levels import reject_tile_only
 from pypto.ir.ops import OPS, Kind, OpDef, ParamSpec, _accepts
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
+from pypto.ir.types import ArrayType, ScalarType, TensorType, TileType, Type, format_type, is_task_ids
 
 _ENUM_KINDS: dict[Kind, type[enum.Enum]] = {
     Kind.MEMSPACE: MemorySpace,
@@ -51,6 +51,10 @@ def _kind_ok(p: ParamSpec, e: Expr) -> bool:
         return isinstance(e, Var) and _accepts(k, e.type, e)
     if k is Kind.SCALAR:
         return isinstance(type_of(e), ScalarType)
+    if k is Kind.SEQ:
+        return isinstance(type_of(e), ArrayType)
+    if k is Kind.TASKS:
+        return isinstance(e, ListExpr) and all(is_task_ids(type_of(i)) for i in e.items)
     if k is Kind.INDICES:
         return isinstance(e, ListExpr) and all(_is_int_scalar(i) for i in e.items)
     if k is Kind.SHAPE:

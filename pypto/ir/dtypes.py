@@ -58,8 +58,13 @@ UINT32 = DataType("UINT32", 32, "uint")
 BOOL = DataType("BOOL", 8, "bool")
 # INDEX is the type of loop variables and offsets: a 64-bit signed scalar slot in the ABI.
 INDEX = DataType("INDEX", 64, "index")
+# A task's handle in orchestration (``with pl.at(...) as tid``): what ``deps=`` waits for. The
+# launch plan evaluates it to the set of tasks it names; it never reaches a kernel.
+TASK_ID = DataType("TASK_ID", 64, "task")
 
-ALL_DTYPES: tuple[DataType, ...] = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT32, BOOL, INDEX)
+ALL_DTYPES: tuple[DataType, ...] = (
+    FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT32, BOOL, INDEX, TASK_ID
+)  # fmt: skip
 BY_NAME: dict[str, DataType] = {d.name: d for d in ALL_DTYPES}
 
 # numpy / torch / ml_dtypes spell dtypes by these names (torch prefixes "torch.").

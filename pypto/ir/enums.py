@@ -125,6 +125,14 @@ class SplitMode(_DslEnum):
     LEFT_RIGHT = 2
 
 
+class ScopeMode(_DslEnum):
+    """``pl.scope(mode=...)``: AUTO infers a task's dependencies from the tensors it shares with
+    earlier tasks; MANUAL (``pl.manual_scope()``) infers none, so ``deps=`` alone orders them."""
+
+    AUTO = 0
+    MANUAL = 1
+
+
 # The DSL attribute path of each enum, used by the printer (pl.Mem.Vec, pl.range, ...).
 _PREFIX: dict[type, str] = {
     MemorySpace: "pl.Mem",
@@ -136,6 +144,7 @@ _PREFIX: dict[type, str] = {
     ForKind: "pl",
     Pipe: "pl.Pipe",
     SplitMode: "pl.SplitMode",
+    ScopeMode: "pl.ScopeMode",
 }
 
 

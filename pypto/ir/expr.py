@@ -148,6 +148,7 @@ class FuncCall(Expr):
     blocks: int | Expr = 1  # pl.spmd: one task per block index (an Expr of pl.dynamic dims: per call)
     early_resolve: bool = False  # pl.at(allow_early_resolve=True): see ir.stmt.Scope
     no_dep: tuple[Var, ...] = ()  # pl.at(no_dep_args=[...]): tensors left out of dependency inference
+    dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:

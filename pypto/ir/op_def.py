@@ -34,6 +34,8 @@ class Kind(enum.Enum):
     PIPE = "a pipe (pl.Pipe.<Name>)"
     STR = "a string"
     SPLIT = "a pl.SplitMode (or 0, 1, 2)"
+    SEQ = "a pl.array"
+    TASKS = "a list of TaskIds (pl.TASK_ID scalars, or pl.array of them)"
 
 
 _REQUIRED = object()

@@ -43,9 +43,20 @@ from pypto.ir.stmt import (
     Return,
     Scope,
     Stmt,
+    TaskRegion,
     Yield,
 )
-from pypto.ir.types import DynDim, MemRef, ScalarType, TensorType, TileType, Type, VoidType
+from pypto.ir.types import (
+    ArrayType,
+    DynDim,
+    MemRef,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    VoidType,
+    format_type,
+)
 
 INDENT = "    "
 MAX_COLS = 110
@@ -145,8 +156,8 @@ def print_expr(e: Expr) -> str:
         args = [print_expr(a) for a in e.args]
         if e.handle is not None:
             args.append(f"handle={json.dumps(e.handle)}")
-        if e.deps:
-            args.append(f"deps=[{', '.join(e.deps)}]")
+        if e.deps or e.dep_values:
+            args.append(f"deps=[{', '.join([*e.deps, *map(print_expr, e.dep_values)])}]")
         if e.blocks != 1:
             args.append(f"blocks={_blocks(e.blocks)}")
         args += _task_hints(e.early_resolve, e.no_dep)
@@ -192,6 +203,8 @@ def print_type(t: Type) -> str:
         return f"pl.Tile[{', '.join(parts)}]"
     if isinstance(t, VoidType):
         return "None"
+    if isinstance(t, ArrayType):
+        return format_type(t)
     raise TypeError(f"cannot print type {t!r}")
 
 
@@ -237,6 +250,9 @@ class _Printer:
                 self.block(s.else_body, depth + 1, s.results)
         elif isinstance(s, Scope):
             self.scope(s, depth)
+        elif isinstance(s, TaskRegion):
+            self.emit(depth, "with pl.manual_scope():" if s.manual else "with pl.scope():")
+            self.block(s.body, depth + 1)
         elif isinstance(s, Return):
             self.emit(depth, ("return " + ", ".join(print_expr(v) for v in s.values)).rstrip())
         elif isinstance(s, Yield):
@@ -274,8 +290,8 @@ class _Printer:
         args = [f"level={s.level.dsl_name}"] if s.blocks == 1 else [_blocks(s.blocks)]
         if s.name_hint is not None:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
-        if s.deps:
-            args.append(f"deps=[{', '.join(s.deps)}]")
+        if s.deps or s.dep_values:
+            args.append(f"deps=[{', '.join([*s.deps, *map(print_expr, s.dep_values)])}]")
         if s.split is not None:
             args.append(f"optimizations=[pl.split({s.split.dsl_name})]")
         args += _task_hints(s.early_resolve, s.no_dep)

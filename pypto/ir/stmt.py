@@ -123,6 +123,18 @@ class Scope(Stmt):
     split: SplitMode | None = None
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
+    dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
+
+
+@dataclass(frozen=True)
+class TaskRegion(Stmt):
+    """``with pl.scope():`` / ``with pl.manual_scope():`` in orchestration: a region of task
+    submissions. In a manual one no dependency is inferred for its tasks, to or from any task
+    (only ``deps=`` orders them); an AUTO one changes nothing here (the device runtime also
+    reclaims its memory tier at the end). Names defined inside stay visible after it."""
+
+    body: tuple[Stmt, ...]
+    manual: bool = False
 
 
 @dataclass(frozen=True)

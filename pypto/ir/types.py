@@ -99,11 +99,25 @@ class TileType(Type):
 
 
 @dataclass(frozen=True)
+class ArrayType(Type):
+    """``pl.array.create(n, dtype)``: ``n`` scalars of orchestration code (TaskIds, counters),
+    updated by ``a[i] = v`` (a new value of the array, as any rebinding)."""
+
+    size: int
+    dtype: DataType
+
+
+@dataclass(frozen=True)
 class VoidType(Type):
     """The result of a call that produces no value."""
 
 
 INDEX_TYPE = ScalarType(INDEX)
+
+
+def is_task_ids(t: Type | None) -> bool:
+    """A TaskId or an array of them: what ``deps=`` takes."""
+    return isinstance(t, (ScalarType, ArrayType)) and t.dtype.kind == "task"
 
 
 def is_tile(t: Type | None) -> bool:
@@ -147,4 +161,6 @@ def format_type(t: Type | None) -> str:
     if isinstance(t, TileType):
         mem = f", {t.memory.dsl_name}" if t.memory is not None else ""
         return f"pl.Tile[{list(t.shape)}, pl.{t.dtype.name}{mem}]"
+    if isinstance(t, ArrayType):
+        return f"pl.Array[{t.size}, pl.{t.dtype.name}]"
     return "None"

@@ -28,7 +28,7 @@ from pypto.ir.bind import check_call
 from pypto.ir.enums import Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Literal, UnaryOp, Var, type_of
 from pypto.ir.ops import OPS
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Scope, Stmt, Yield
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Scope, Stmt, TaskRegion, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type, refines, same_shape_dtype
 
 
@@ -218,6 +218,9 @@ class _Verifier:
             self.if_(env, s)
         elif isinstance(s, Scope):
             self.scope(env, s)
+        elif isinstance(s, TaskRegion):  # a region of orchestration: its names stay visible
+            for inner in s.body:
+                self.stmt(env, inner)
         elif isinstance(s, Return):
             self.return_(env, s)
         elif isinstance(s, Yield):

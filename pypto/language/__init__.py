@@ -8,12 +8,36 @@ markers: they mean something only inside a kernel body, which pypto compiles rat
 runs.
 """
 
-from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT32, DataType
-from pypto.ir.enums import AtomicType, Direction, FunctionType, Level, MemorySpace, PadValue, Pipe, SplitMode
+from pypto.ir.dtypes import (
+    BF16,
+    BOOL,
+    FP16,
+    FP32,
+    INDEX,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    TASK_ID,
+    UINT8,
+    UINT32,
+    DataType,
+)
+from pypto.ir.enums import (
+    AtomicType,
+    Direction,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    Pipe,
+    ScopeMode,
+    SplitMode,
+)
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MaskPattern as _MaskPattern
 from pypto.ir.enums import MemorySpace as Mem
-from pypto.language.annotations import InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
+from pypto.language.annotations import Array, InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
 from pypto.language.markers import (
     CondMarker,
@@ -41,6 +65,8 @@ const = ConstMarker("const", "pl.const(value, dtype): a scalar constant of that 
 cluster = ScopeMarker(
     "cluster", "pl.cluster(name_hint=..., deps=[...]): one AIC + its AIVs, joined by pl.tpush_*/pl.tpop_*"
 )
+scope = ScopeMarker("scope", "pl.scope(mode=pl.ScopeMode.AUTO): a region of task submissions")
+manual_scope = ScopeMarker("manual_scope", "pl.manual_scope(): tasks whose dependencies are only deps=")
 split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
 min = ScalarFnMarker("min", "pl.min(a, b, ...): the smallest of scalar values")  # noqa: A001
 max = ScalarFnMarker("max", "pl.max(a, b, ...): the largest of scalar values")  # noqa: A001
@@ -50,6 +76,8 @@ tile = Namespace("tile", MaskPattern=_MaskPattern)
 tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
 scalar = Namespace("scalar")  # pl.scalar.cast: what pl.cast of a scalar prints as
+array = Namespace("array")  # pl.array.create(n, dtype): scalars of orchestration code
+TaskId = Scalar[TASK_ID]  # the type of `with pl.at(...) as tid`
 
 __all__ = [
     "BF16",
@@ -73,6 +101,9 @@ __all__ = [
     "PadValue",
     "Pipe",
     "SplitMode",
+    "ScopeMode",
+    "scope",
+    "manual_scope",
     "InOut",
     "MemRef",
     "Out",
@@ -105,6 +136,10 @@ __all__ = [
     "tensor",
     "system",
     "scalar",
+    "array",
+    "Array",
+    "TASK_ID",
+    "TaskId",
 ]
 
 

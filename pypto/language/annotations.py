@@ -146,6 +146,28 @@ class ScalarSpec(Record):
         return ScalarType(self.dtype) if self.dtype is not None else None
 
 
+class ArraySpec(Record):
+    """``pl.Array[n, dtype]``: an orchestration array (``pl.array.create(n, dtype)``)."""
+
+    __slots__ = ("size", "dtype")
+    size: int | None
+    dtype: DataType | None
+
+    def __init__(self, size: int | None = None, dtype: DataType | None = None) -> None:
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "dtype", dtype)
+
+    def __getitem__(self, item: Any) -> ArraySpec:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int) and item[0] > 0):
+            raise TypeError("write pl.Array[n, dtype] with n a positive int")
+        return ArraySpec(item[0], _dtype(item[1], "pl.Array"))
+
+    def to_type(self) -> Type | None:
+        from pypto.ir.types import ArrayType
+
+        return ArrayType(self.size, self.dtype) if self.size is not None and self.dtype else None
+
+
 class DirectionSpec(Record):
     """``pl.Out[...]`` / ``pl.InOut[...]``: a parameter the function writes."""
 
@@ -166,6 +188,7 @@ class DirectionSpec(Record):
 Tensor = TensorSpec()
 Tile = TileSpec()
 Scalar = ScalarSpec()
+Array = ArraySpec()
 Out = DirectionSpec(Direction.Out)
 InOut = DirectionSpec(Direction.InOut)
 
@@ -205,6 +228,6 @@ def spec_to_type(spec: Any) -> tuple[Type | None, Direction] | None:
         from pypto.ir.types import ScalarType
 
         return ScalarType(spec), Direction.In
-    if isinstance(spec, (TensorSpec, TileSpec, ScalarSpec)):
+    if isinstance(spec, (TensorSpec, TileSpec, ScalarSpec, ArraySpec)):
         return spec.to_type(), Direction.In
     return None

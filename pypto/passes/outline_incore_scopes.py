@@ -17,7 +17,7 @@ from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, FuncCall, Var
 from pypto.ir.names import NameSupply
 from pypto.ir.ops import get_op
-from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, Yield
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope, Stmt, TaskRegion, Yield
 from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_pipes import crossing
@@ -145,7 +145,7 @@ class _Outliner:
                 out.extend(prelude)
                 for j, p in enumerate(parts):
                     out.extend(self.call(p, tuple(parts[j + 1 :]) + rest))
-            elif isinstance(s, For):
+            elif isinstance(s, (For, TaskRegion)):
                 out.append(dataclasses.replace(s, body=self.block(s.body, rest)))
             elif isinstance(s, If):
                 out.append(
@@ -170,6 +170,7 @@ class _Outliner:
             scope.blocks,
             scope.early_resolve,
             scope.no_dep,
+            scope.dep_values,
             span=scope.span,
         )
         if not escaping:

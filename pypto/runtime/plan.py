@@ -15,8 +15,20 @@ from pypto.ir.dtypes import cast_scalar, numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
 from pypto.ir.printer import print_expr
-from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
-from pypto.ir.types import DynDim, ScalarType, TensorType
+from pypto.ir.stmt import (
+    MAX_BLOCKS,
+    Assign,
+    Eval,
+    For,
+    Function,
+    If,
+    Program,
+    Return,
+    Stmt,
+    TaskRegion,
+    Yield,
+)
+from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType
 from pypto.ir.visit import nodes_of
 
 
@@ -95,6 +107,8 @@ class _Env:
     intermediates: list[Intermediate | View] = field(default_factory=list)
     n_params: int = 0
     handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
+    latest: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its last dispatch
+    manual: bool = False  # inside pl.manual_scope(): no dependency is inferred
     # (loop instance, iteration) of each enclosing pl.parallel loop, now and per task
     parallel: list[tuple[int, int]] = field(default_factory=list)
     parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
@@ -147,6 +161,8 @@ def _value(e: Expr, env: _Env) -> Any:
         return cast_scalar(_value(e.arg("x"), env), e.type.dtype)  # type: ignore[attr-defined]
     if isinstance(e, Call) and e.op == "tensor.read":
         return _read(e, env)
+    if isinstance(e, Call) and e.op in _TASK_OPS:
+        return _TASK_OPS[e.op](e, env)
     if isinstance(e, Call) and e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
         d = e.arg("x").type.shape[e.arg("axis").value]  # type: ignore[attr-defined]
         return d if isinstance(d, int) else env.scalars[d.name]
@@ -172,6 +188,41 @@ def _read(c: Call, env: _Env) -> int | float | bool:
     return np.asarray(env.args[index])[at].item()
 
 
+# The task family's values: a TaskId is the frozenset of tasks it names, an array a tuple.
+def _task_set(e: Expr, env: _Env) -> frozenset[int]:
+    v = _value(e, env)
+    return frozenset().union(*v) if isinstance(v, tuple) else v
+
+
+def _array_create(c: Call, env: _Env) -> tuple:
+    t = c.type
+    empty: frozenset[int] | int = frozenset() if t.dtype.kind == "task" else 0  # type: ignore[attr-defined]
+    return (empty,) * t.size  # type: ignore[attr-defined]
+
+
+def _array_index(c: Call, env: _Env) -> int:
+    i, n = _value(c.arg("index"), env), c.arg("array").type.size  # type: ignore[attr-defined]
+    if not 0 <= i < n:
+        raise CompileError(f"array index {i} is outside the array of {n}", c.span)
+    return i
+
+
+def _array_set(c: Call, env: _Env) -> tuple:
+    items = list(_value(c.arg("array"), env))
+    items[_array_index(c, env)] = _value(c.arg("value"), env)
+    return tuple(items)
+
+
+_TASK_OPS: dict[str, Any] = {
+    "system.task_of": lambda c, env: frozenset(env.latest.get(c.arg("handle").value, ())),
+    "system.task_dummy": lambda c, env: frozenset().union(*(_task_set(d, env) for d in c.arg("deps").items)),
+    "system.task_invalid": lambda c, env: frozenset(),
+    "array.create": _array_create,
+    "array.get": lambda c, env: _value(c.arg("array"), env)[_array_index(c, env)],
+    "array.set": _array_set,
+}
+
+
 def _block_count(call: FuncCall, env: _Env) -> int:
     """The call's block count; one of ``pl.dynamic`` dims is evaluated with this call's sizes."""
     if isinstance(call.blocks, int):
@@ -193,6 +244,8 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
     """One task per block of the call; the blocks of a pl.spmd dispatch are independent of
     each other, as the iterations of a pl.parallel loop are."""
     blocks = _block_count(call, env)
+    if call.handle is not None:
+        env.latest[call.handle] = []  # `as h` as a value names this dispatch's tasks
     if blocks == 1:
         _submit_block(call, program, env, tasks, 0, 1)
         return
@@ -235,9 +288,11 @@ def _submit_block(
     gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
     # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
     # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
-    deps = tuple(sorted(ordered.union(*(env.handles.get(h, ()) for h in call.deps))))  # none yet: no order
+    named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
+    deps = tuple(sorted(ordered.union(*named)))  # none yet: no order
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
+        env.latest[call.handle].append(len(tasks))
     env.parallel_of.append(tuple(env.parallel))
     tasks.append(
         Task(
@@ -261,12 +316,9 @@ def _submit_block(
 
 def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
     """The tensors no dependency of this task is inferred from: its no_dep_args= and every
-    manual_dep intermediate."""
-    named = {
-        root_of(env.intermediates, env.n_params, env.tensors[v.name])
-        for v in call.no_dep
-        if v.name in env.tensors
-    }
+    manual_dep intermediate; in a pl.manual_scope every tensor it uses."""
+    listed = _tensor_args(call, env) if env.manual else [v for v in call.no_dep if v.name in env.tensors]
+    named = {root_of(env.intermediates, env.n_params, env.tensors[v.name]) for v in listed}
     manual = {env.n_params + i for i, t in enumerate(env.intermediates) if getattr(t, "manual_dep", False)}
     return frozenset(named | manual)
 
@@ -315,7 +367,7 @@ def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
     for var, value in zip(names, values):
         if isinstance(value, Var) and value.name in env.tensors:
             env.tensors[var.name] = env.tensors[value.name]
-        elif isinstance(var.type, ScalarType):
+        elif isinstance(var.type, (ScalarType, ArrayType)):
             env.scalars[var.name] = _value(value, env)
 
 
@@ -355,14 +407,21 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _VIEW_OPS:
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
             env.intermediates.append(_view(s.value, env))
-        elif isinstance(s, Assign) and isinstance(s.var.type, ScalarType):
+        elif isinstance(s, Assign) and isinstance(s.var.type, (ScalarType, ArrayType)):
             env.scalars[s.var.name] = _value(s.value, env)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
             env.tensors[s.var.name] = env.tensors[s.value.name]
         elif isinstance(s, For):
             _for(s, program, env, tasks)
         elif isinstance(s, If):
-            _walk(s.then_body if _value(s.cond, env) else s.else_body, program, env, tasks)
+            taken = s.then_body if _value(s.cond, env) else s.else_body
+            _walk(taken, program, env, tasks)
+            if taken and isinstance(taken[-1], Yield):  # the names the if merges take this branch's
+                _carry(s.results, taken[-1].values, env)
+        elif isinstance(s, TaskRegion):
+            outer, env.manual = env.manual, env.manual or s.manual
+            _walk(s.body, program, env, tasks)
+            env.manual = outer
         elif isinstance(s, (Return, Yield)):
             continue
         else:
@@ -397,6 +456,10 @@ def root_of(entries: list[Intermediate | View], n_params: int, index: int) -> in
     while index >= n_params and isinstance(entries[index - n_params], View):
         index = entries[index - n_params].base  # type: ignore[union-attr]
     return index
+
+
+def _tensor_args(call: FuncCall, env: _Env) -> list[Var]:
+    return [a for a in call.args if isinstance(a, Var) and a.name in env.tensors]
 
 
 def _intermediate(c: Call, env: _Env) -> Intermediate:

@@ -35,3 +35,26 @@ def fixture_kernel():
         return built[(name, platform)]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def run_python():
+    """run_python(code, cwd=None, timeout=300, **env) -> CompletedProcess of ``code`` in a fresh
+    interpreter: for cases whose failure could kill or hang the test process (a segfault, a
+    bad_alloc, a signal)."""
+    import os
+    import subprocess
+    import textwrap
+
+    def run(code: str, cwd: Path | str | None = None, timeout: float = 300, **env: str):
+        full = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0", "PYTHONPATH": str(FIXTURES), **env}
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=full,
+            timeout=timeout,
+        )
+
+    return run

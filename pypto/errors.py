@@ -186,6 +186,12 @@ class SimulationLimitError(SimulationError):
     ``timeout_s``; the message names the kernel and its last instruction's source line."""
 
 
+class HostMemoryError(SimulationLimitError, MemoryError):
+    """The simulated cores of a run would need more host memory than the machine has available
+    (a platform override of an on-chip size times the cores that run at once); refused before
+    anything is allocated, naming the field, its value and the figures."""
+
+
 class CrossCoreError(SimulationError):
     """A cross-core pipe or flag was misused (a popped tile of another shape, a free with nothing
     popped); the message names both cores."""

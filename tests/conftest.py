@@ -35,3 +35,30 @@ def fixture_kernel():
         return built[(name, platform)]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def run_python(tmp_path_factory: pytest.TempPathFactory):
+    """run_python(code, cwd=None, timeout=300, **env) -> CompletedProcess of ``code`` run as a
+    script in a fresh interpreter: for cases whose failure could kill or hang the test process
+    (a segfault, a bad_alloc, a signal). A file, not ``-c``: kernels need their source."""
+    import os
+    import subprocess
+    import textwrap
+
+    scripts = tmp_path_factory.mktemp("scripts")
+
+    def run(code: str, cwd: Path | str | None = None, timeout: float = 300, **env: str):
+        script = scripts / f"script_{len(list(scripts.iterdir()))}.py"
+        script.write_text(textwrap.dedent(code))
+        full = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0", "PYTHONPATH": str(FIXTURES), **env}
+        return subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=full,
+            timeout=timeout,
+        )
+
+    return run

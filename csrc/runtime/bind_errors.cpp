@@ -41,6 +41,8 @@ const char* python_class(ErrorKind kind) {
       return "ReadOnlyInputError";
     case ErrorKind::kZeroDivision:
       return "KernelZeroDivisionError";
+    case ErrorKind::kHostMemory:
+      return "HostMemoryError";
   }
   return "SimulationError";
 }

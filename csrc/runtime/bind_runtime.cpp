@@ -213,6 +213,8 @@ void bind_runtime(py::module_& m) {
   m.def(
       "load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
       "Loads a kernel .so and checks it exports kernel_entry.");
+  m.def("probe_kernel", &probe_kernel, py::arg("path"),
+        "Loads and unloads a kernel .so; returns '' or why it does not load.");
   m.def("run_kernel", &run_kernel, py::arg("path"), py::arg("tensors"), py::arg("scalars"),
         py::arg("platform"), py::arg("kernel_name") = "kernel", py::arg("block_num") = 1,
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("core") = "aiv",

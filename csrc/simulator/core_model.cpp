@@ -141,7 +141,9 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   pipe_free_[in.pipe] = end;
   stats_.pipe_busy[in.pipe] += cost;
   if (in.publish_end != nullptr) *in.publish_end = origin_ + end;
-  if (chip_ != nullptr && in.op.touches_gm() && !in.pipe_transfer()) {
+  // Scalar GM accesses (TREAD / TWRITE) are priced on chip but race like any GM access.
+  const bool gm_access = in.op.touches_gm() || in.op.cls == OpClass::kScalarAccess;
+  if (chip_ != nullptr && gm_access && !in.pipe_transfer()) {
     for (int i = 0; i < in.accesses.size; ++i) {
       const Access& a = in.accesses.items[i];
       if (a.space == PYPTO_GM) chip_->note_gm(a, in.op.atomic, in.name, in.loc);

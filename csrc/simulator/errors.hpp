@@ -24,6 +24,7 @@ enum class ErrorKind {
   kInternal,         // a bug in pypto: say so
   kReadOnly,         // a write into an input tensor or read-only memory
   kZeroDivision,     // integer // or % by zero in kernel scalar code
+  kHostMemory,       // the simulated cores would need more host memory than is available
 };
 
 class SimError : public std::runtime_error {

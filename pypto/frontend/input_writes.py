@@ -2,9 +2,9 @@
 ``pl.InOut`` is a compile error at the writing line.
 
 Writes are ``pl.store`` (``tile.store``), ``pl.assemble`` and ``x[...] = ...``
-(``tensor.assemble``), and passing the tensor to a kernel parameter declared ``pl.Out`` /
-``pl.InOut``. A write reaches a parameter through any name bound to it: the result of an
-earlier write, a loop-carried value, an ``if`` result.
+(``tensor.assemble``), ``pl.write`` (``tensor.write``), and passing the tensor to a kernel
+parameter declared ``pl.Out`` / ``pl.InOut``. A write reaches a parameter through any name
+bound to it: the result of an earlier write, a loop-carried value, an ``if`` result.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from pypto.ir.stmt import Assign, For, Function, If, Program, Yield
 from pypto.ir.types import TensorType
 from pypto.ir.visit import nodes_of
 
-_WRITES = {"tile.store": ("output_tensor", "pl.store"), "tensor.assemble": ("target", "a window assignment")}
+_WRITES = {
+    "tile.store": ("output_tensor", "pl.store"),
+    "tensor.assemble": ("target", "a window assignment"),
+    "tensor.write": ("dst", "pl.write"),
+}
 _WRITTEN = (Direction.Out, Direction.InOut)
 
 

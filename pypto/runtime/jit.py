@@ -104,14 +104,32 @@ def _external_sources(program: Program) -> list[KernelSource]:
     ]
 
 
-def _check_loadable(paths: dict[str, Path], sources: list[KernelSource]) -> None:
-    """Load each kernel now, so a missing entry point is a compile error naming the file."""
+def _check_loadable(paths: dict[str, Path], sources: list[KernelSource], platform: str) -> None:
+    """Load each kernel now, so a missing entry point is a compile error naming the file.
+
+    A cached kernel that passed validation yet does not load is never trusted again: its
+    entry is evicted and the kernel rebuilt once (``paths`` is updated in place).
+    """
     for src in sources:
         try:
             _native.load_kernel(str(paths[src.name]))
         except KernelLoadError as e:
+            if _evicted(paths[src.name], e):
+                paths[src.name] = build_kernels([src], platform=platform)[0]
+                _check_loadable(paths, [src], platform)
+                continue
             where = src.path if src.path is not None else f"generated kernel {src.name}"
             raise KernelLoadError(f"{where}: {e.message}") from None
+
+
+def _evicted(so: Path, error: KernelLoadError) -> bool:
+    """Evicts ``so``'s kernel cache entry if it has one; False if ``so`` is not in the cache."""
+    from pypto.runtime.build.cache import evict
+
+    if not so.is_relative_to(kernel_cache_dir()):
+        return False
+    evict(so.parent, error.message)
+    return True
 
 
 def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> CompiledProgram:
@@ -144,7 +162,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
     if entry is None:
         return None
     paths = program_cache.kernel_paths(entry)
-    if paths is None:
+    if paths is None or not _all_load(paths):
         return None
     compiled = RestoredProgram(
         jf.name,
@@ -192,6 +210,18 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
     return compiled
 
 
+def _all_load(paths: dict[str, Path]) -> bool:
+    """Loads every cached kernel of a program cache entry; one that does not load is evicted
+    (the compile that follows rebuilds it)."""
+    for so in paths.values():
+        try:
+            _native.load_kernel(str(so))
+        except KernelLoadError as e:
+            _evicted(so, e)
+            return False
+    return True
+
+
 def _write_hint_lines(lines: list[str], out: Path) -> None:
     from pypto.runtime.cache_files import ensure_dir
 
@@ -218,7 +248,7 @@ def _compile(
             build_kernels(sources + external, platform=config.platform, output_dir=out),
         )
     )
-    _check_loadable(paths, sources + external)
+    _check_loadable(paths, sources + external, config.platform)
     ensure_dir(out)
     write_hints(sink, out)
     names, outs, tensors = _entry_outputs(lowered)

@@ -26,14 +26,37 @@ class Marshalled:
     outputs: list[int]  # indices into tensors of the ones the kernel may write
 
 
-def _torch_to_numpy(t: Any) -> tuple[np.ndarray, int]:
+def _torch_to_numpy(t: Any, name: str, output: bool) -> tuple[np.ndarray, int]:
+    """The numpy view of a CPU tensor. An output the kernel writes gets what torch's own
+    in-place ops do: a leaf that requires grad is refused, and the version counter is bumped,
+    so a backward that saved the tensor raises instead of computing a wrong gradient."""
+    import torch
+
     if t.device.type != "cpu":
-        raise ArgumentError(f"torch tensor on {t.device} — only CPU tensors can run on the simulator")
-    t = t.detach()
-    name = str(t.dtype).removeprefix("torch.")
-    if name == "bfloat16":
-        return t.view(dtype=__import__("torch").int16).numpy(), CODES["bfloat16"]
-    return t.numpy(), code_of(np.dtype(name if name != "bool" else "bool"))
+        raise ArgumentError(
+            f"argument {name!r}: torch tensor on {t.device} — only CPU tensors can run on the simulator"
+        )
+    if t.layout != torch.strided:
+        raise ArgumentError(f"argument {name!r}: a {t.layout} torch tensor; pass a dense one (t.to_dense())")
+    if output:
+        if t.requires_grad and t.is_leaf:
+            raise ArgumentError(
+                f"output argument {name!r} is a leaf tensor that requires grad; torch refuses in-place "
+                "writes into it — write into a tensor without requires_grad"
+            )
+        if t.is_neg() or t.is_conj():
+            raise ArgumentError(
+                f"output argument {name!r} is a lazily negated or conjugated view; pass t.resolve_neg()"
+            )
+        torch.autograd.graph.increment_version(t)
+    t = t.detach().resolve_neg().resolve_conj()
+    dtype = str(t.dtype).removeprefix("torch.")
+    if dtype == "bfloat16":
+        return t.view(dtype=torch.int16).numpy(), CODES["bfloat16"]
+    try:
+        return t.numpy(), code_of(np.dtype(dtype))
+    except TypeError as e:
+        raise ArgumentError(f"argument {name!r}: {e}") from None
 
 
 def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
@@ -43,7 +66,7 @@ def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
     if isinstance(value, np.ndarray):  # first: the common case, on the warm-call path
         array, code = value, None
     elif type(value).__module__.startswith("torch"):
-        array, code = _torch_to_numpy(value)
+        array, code = _torch_to_numpy(value, name, output)
     elif type(value).__name__ == "DeviceTensor":  # resident in a ChipWorker: its device bytes
         from pypto.runtime.device_tensor import DeviceTensor, device_array
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto import __version__, _native
+from pypto.tools._cli import error_line, guarded
 from pypto.tools.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
 
 BIN_NAME = "visualize_data.bin"
@@ -182,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@guarded
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             args.path, args.output, keep_scalar=args.keep_scalar, raw_metrics=args.raw_metrics
         )
     except (CleanError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {error_line(e)}", file=sys.stderr)
         return 1
     for path in result.written:
         print(f"wrote {path}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pypto import __version__
 from pypto.errors import PyptoError
-from pypto.tools._cli import write_report
+from pypto.tools._cli import guarded, write_report
 from pypto.tools.memory_map_page import render_page
 from pypto.tools.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
 
@@ -81,6 +81,7 @@ def write_map(path: str | Path, output: str | Path | None = None, platform: str 
     return out
 
 
+@guarded
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="pypto-memory-map",

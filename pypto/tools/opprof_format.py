@@ -62,10 +62,14 @@ def iter_blocks(data: bytes) -> Iterator[Block]:
             raise ContainerError(
                 f"corrupt block at offset {offset}: magic {magic:#04x}, expected {MAGIC:#04x}"
             )
-        if size > len(data) - body or padding > size:
+        if size > len(data) - body:
             raise ContainerError(
                 f"corrupt block at offset {offset}: payload of {size} bytes overruns the file "
                 f"({len(data) - body} bytes left)"
+            )
+        if padding > size:
+            raise ContainerError(
+                f"corrupt block at offset {offset}: {padding} bytes of padding in a payload of {size} bytes"
             )
         payload = data[body : body + size - padding]
         path = ""

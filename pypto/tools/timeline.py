@@ -26,7 +26,7 @@ from typing import Any
 
 from pypto.errors import PyptoError
 from pypto.runtime.report import PIPES, RunReport
-from pypto.tools._cli import write_report
+from pypto.tools._cli import guarded, write_report
 from pypto.tools.timeline_page import render_page
 
 # How trace.json spells pipes inside a flag's ``args.detail`` (the vendor's names).
@@ -322,6 +322,7 @@ def write_report_timeline(report: RunReport, path: str | Path, *, title: str | N
     return write_page(model_of_report(report, title), path)
 
 
+@guarded
 def main(argv: list[str] | None = None) -> int:
     from pypto import __version__
 

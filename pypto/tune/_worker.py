@@ -28,10 +28,17 @@ from typing import Any
 from pypto.errors import PyptoError
 
 
-def one_thread_per_run() -> None:
-    """Initializer of a pool with a worker per CPU: the pool already fills the CPUs, so each
-    run keeps its data work on its own thread (PYPTO_SIM_THREADS; the same results)."""
-    os.environ.setdefault("PYPTO_SIM_THREADS", "1")
+def pool_worker_init(one_thread: bool) -> None:
+    """Initializer of the sweep's own process pool. Ctrl-C is the parent's to handle (it
+    cancels the queue and kills the workers), so a worker ignores SIGINT instead of turning a
+    terminal's Ctrl-C into a failed point and starting the next one. With a worker per CPU the
+    pool already fills the CPUs, so each run keeps its data work on its own thread
+    (PYPTO_SIM_THREADS; the same results)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if one_thread:
+        os.environ.setdefault("PYPTO_SIM_THREADS", "1")
 
 
 @dataclasses.dataclass
@@ -84,8 +91,21 @@ def dumps(task: Task) -> bytes:
     return pickle.dumps((buffer.getvalue(), texts))
 
 
-def evaluate(payload: bytes) -> dict[str, Any]:
-    """Compiles and runs one point; its simulated cycles, or the error that stopped it."""
+def evaluate(payload: bytes, marker: str | None = None) -> dict[str, Any]:
+    """Compiles and runs one point; its simulated cycles, or the error that stopped it.
+
+    ``marker``: a file that exists while the point runs, so that when a worker process dies
+    the sweep can tell the points it was running from those it never started."""
+    if marker is None:
+        return _evaluate(payload)
+    Path(marker).touch()
+    try:
+        return _evaluate(payload)
+    finally:  # not reached when the process dies: the marker stays
+        Path(marker).unlink(missing_ok=True)
+
+
+def _evaluate(payload: bytes) -> dict[str, Any]:
     data, texts = pickle.loads(payload)
     for file, text in texts.items():  # for the kernel parser, where the file is not on disk
         if text and not Path(file).is_file() and file not in linecache.cache:

@@ -16,18 +16,14 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
-import multiprocessing
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pypto import knobs
-from pypto.errors import PyptoError
 from pypto.tune import _worker
 from pypto.tune.errors import TuneError
 
@@ -181,48 +177,21 @@ def _bar(progress: bool | None, total: int, name: str):
 
 
 def _execute(tasks: list[_worker.Task], executor: Executor | str | None, bar) -> list[dict[str, Any]]:
-    payloads = [_worker.dumps(t) for t in tasks]
-    owned = None
-    if executor == "serial":
-        out = []
-        for p in payloads:
-            out.append(_worker.evaluate(p))
-            if bar is not None:
-                bar.update(1)
-        if bar is not None:
-            bar.close()
-        return out
-    if executor is None or executor == "process":
-        workers = min(len(payloads), os.cpu_count() or 1) or 1
-        # spawn: a forked child would inherit the parent's threads (a Dask client, say) mid-state
-        owned = executor = ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker.one_thread_per_run if workers > 1 else None,
-        )
-    if not isinstance(executor, Executor):
+    from pypto.tune import _executors
+
+    if executor not in (None, "process", "serial") and not isinstance(executor, Executor):
         raise TuneError(
             f"executor must be a concurrent.futures.Executor, 'process' or 'serial'; got {executor!r}"
         )
+    payloads = [_worker.dumps(t) for t in tasks]
+    tick = bar.update if bar is not None else (lambda n=1: None)
     try:
-        futures: dict[Future, int] = {executor.submit(_worker.evaluate, p): i for i, p in enumerate(payloads)}
-        out: list[dict[str, Any]] = [{} for _ in payloads]  # type: ignore[no-redef]
-        for fut in as_completed(futures):
-            try:
-                out[futures[fut]] = fut.result()
-            except BrokenProcessPool:
-                if owned is None:
-                    raise
-                raise PyptoError(
-                    "the sweep's worker processes could not start. Workers are spawned and import your "
-                    "__main__ module again: a script that calls sweep() at top level must do so under "
-                    "`if __name__ == '__main__':` (or pass executor='serial')"
-                ) from None
-            if bar is not None:
-                bar.update(1)
-        return out
+        if executor == "serial":
+            return _executors.run_serial(payloads, tick)
+        if executor is None or executor == "process":
+            return _executors.run_pool(payloads, tick)
+        assert isinstance(executor, Executor)
+        return _executors.run_foreign(executor, payloads, tick)
     finally:
-        if owned is not None:
-            owned.shutdown()
         if bar is not None:
             bar.close()

@@ -223,7 +223,7 @@ def test_compile_error_carries_the_diagnostics(tc: Toolchain, cache: Path) -> No
     with pytest.raises(KernelBuildError) as info:
         build_kernel(bad, platform="a2a3sim", toolchain=tc)
     message = str(info.value)
-    assert "kernel 'broken' failed to compile" in message
+    assert "kernel 'broken' failed to build" in message
     assert "broken.cpp:2:" in message and "error:" in message and "undeclared_name" in message
     assert not (cache / "kernels").exists() or not any((cache / "kernels").rglob("*.so"))
 

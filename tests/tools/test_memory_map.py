@@ -118,3 +118,16 @@ def test_missing_input_is_an_error(tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "pypto.tools.memory_map", str(tmp_path / "nope.py")],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 1 and "error: no such file or directory" in done.stderr
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 30, "9" * 4000])
+def test_a_dump_holding_a_huge_integer_is_one_error_line(slots_dump: Path, tmp_path: Path, capsys, number):
+    """Every integer of a real dump replaced in turn by a huge one: exit 0 or one error line."""
+    text = next(slots_dump.glob("*_after_AllocateMemoryAddr.py")).read_text()
+    dump = tmp_path / "03_after_AllocateMemoryAddr.py"
+    for m in list(re.finditer(r"\b\d+\b", text)):
+        dump.write_text(text[: m.start()] + number + text[m.end() :])
+        status = memory_map.main([str(dump), "-o", str(tmp_path / "m.html")])
+        err = capsys.readouterr().err
+        assert status in (0, 1) and len(err.strip().splitlines()) == status, err
+        assert not status or err.startswith("error: ")

@@ -11,6 +11,7 @@ namespace pypto {
 namespace {
 // On-chip storage returned by finished cores, reused by the next core on this thread.
 thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool;
+constexpr size_t kPooledCoreBytes = size_t{64} << 20;
 }  // namespace
 
 const char* mem_name(int mem) {
@@ -31,7 +32,11 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
 }
 
 CoreContext::~CoreContext() {
-  if (g_pool.size() < 96) g_pool.push_back(std::move(memory));
+  // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
+  // leave its gigabytes resident for the rest of the process.
+  size_t bytes = 0;
+  for (const auto& space : memory) bytes += space.capacity();
+  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) g_pool.push_back(std::move(memory));
 }
 
 void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n) {

@@ -33,4 +33,16 @@ KernelEntry load_kernel(const std::string& path) {
   return entry;
 }
 
+std::string probe_kernel(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    return err ? err : "unknown error";
+  }
+  const bool has_entry = dlsym(handle, "kernel_entry") != nullptr;
+  dlclose(handle);
+  return has_entry ? ""
+                   : "it does not export `extern \"C\" void kernel_entry(__gm__ int64_t* args)`";
+}
+
 }  // namespace pypto

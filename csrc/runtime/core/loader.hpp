@@ -11,4 +11,9 @@ using KernelEntry = void (*)(int64_t* args);
 // never changes meaning) and returns its `kernel_entry`. Throws SimError(kLoad).
 KernelEntry load_kernel(const std::string& path);
 
+// Loads `path`, checks it exports `kernel_entry` and unloads it: the check a build passes
+// before it is published. Returns "" or why the file does not load. Nothing stays mapped,
+// so the file can be replaced afterwards.
+std::string probe_kernel(const std::string& path);
+
 }  // namespace pypto

@@ -8,6 +8,7 @@
 #include "runtime/core/cluster.hpp"
 #include "runtime/core/context.hpp"
 #include "runtime/core/data_queue.hpp"
+#include "runtime/core/host_memory.hpp"
 #include "runtime/core/scheduler_state.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
@@ -419,6 +420,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
                      const Platform& platform, const ScheduleOptions& options) {
+  check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
   ChipScheduler s(tasks, table, platform, options);
   return s.run();
 }

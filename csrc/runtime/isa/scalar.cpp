@@ -74,6 +74,8 @@ extern "C" double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, i
 }
 
 extern "C" void pypto_tensor_write(const pypto_tensor* t, const int64_t* idx, int32_t n, double v) {
+  // Checked before the address is formed: a read-only memory map faults on the store.
+  check_writable(t, "TWRITE");
   uint8_t* p = tensor_element(t, idx, n, "TWRITE");
   store_f64(t->dtype, p, v);
   issue_scalar("TWRITE", PYPTO_GM, p, gm_addr(p), static_cast<int64_t>(dtype_size(t->dtype)), true);

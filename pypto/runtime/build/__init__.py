@@ -23,14 +23,23 @@ code back from ``dlopen`` (which returns an already-loaded library by path).
 
 Misses are compiled by running one compile+link command per kernel (``PYPTO_BUILD_JOBS`` at a
 time, each with a gcc depfile; a ``build.ninja`` describing the same edges is written beside them
-for rebuilding by hand), then each result is published with ``os.replace`` under the key's lock,
-so concurrent builders of one kernel all succeed and leave one valid entry. The depfile comes
-from ``-MMD``, not ``-MD``: system headers change only with the compiler, which the fingerprint
-covers, and re-hashing the C++ standard library on every lookup would cost milliseconds.
+for rebuilding by hand). The depfile comes from ``-MMD``, not ``-MD``: system headers change only
+with the compiler, which the fingerprint covers, and re-hashing the C++ standard library on every
+lookup would cost milliseconds.
 
-Validation on a hit: ``meta.json`` parses, the ``.so`` has the recorded size, and its sha256
+Publishing: a result is published only after a verified build — the command exited 0, the file
+is a complete ELF shared object (``verify.elf_problem``: a linker killed mid-write leaves a
+prefix) and it loads and exports ``kernel_entry`` — and atomically: under the key's lock the
+``.so`` is renamed into place, loaded, and only then ``meta.json`` (the commit point) is
+renamed in, so a failure at any step leaves a miss. Concurrent builders of one kernel all
+succeed and leave one valid entry. Ctrl-C during a build kills the compilers (with their
+children) before the interrupt propagates.
+
+Validation on a hit: ``meta.json`` parses, the ``.so`` has the recorded size, its sha256
 matches (``cache_files.digest``: hashed once per process while the file's inode, size and
-mtime hold, racily-clean files always re-hashed). Recorded headers use the same memo.
+mtime hold, racily-clean files always re-hashed) and it is a complete ELF shared object.
+Recorded headers use the same memo. An entry that passes and still does not load is evicted and
+rebuilt by the compile that found it (``cache.evict``); a bad entry is never trusted.
 """
 
 from __future__ import annotations

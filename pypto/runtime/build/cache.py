@@ -11,7 +11,9 @@ from pathlib import Path
 
 from pypto import knobs
 from pypto._light import Logger, sha256
+from pypto.errors import KernelBuildError, KernelLoadError
 from pypto.runtime.build.source import Job, KernelSource
+from pypto.runtime.build.verify import elf_problem
 from pypto.runtime.build_commands import compile_command, extra_flags, parse_depfile
 from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
 from pypto.runtime.toolchain import Toolchain
@@ -95,7 +97,8 @@ def _so_problem(so: Path, size: int, sha: str) -> str | None:
         return f"{so.name} has {actual} bytes, {size} recorded"
     if digest(so) != sha:
         return f"{so.name} content does not match its recorded sha256"
-    return None
+    problem = elf_problem(so)  # an entry consistent with its meta can still hold a bad build
+    return f"{so.name} {problem}" if problem else None
 
 
 def _corrupt(entry: Path, problem: str, warn: bool) -> None:
@@ -139,10 +142,12 @@ def _headerdigest(path: Path, started_ns: int) -> str:
 
 
 def publish(job: Job, headers: dict[str, str], tc: Toolchain, platform: str) -> Path:
-    """Put ``job``'s fresh .so into its cache entry, unless a concurrent builder got there first.
+    """Put ``job``'s verified .so into its cache entry, unless a concurrent builder got there first.
 
     The file is named by its content hash, so a rebuilt entry (a header changed) gets a new path
     and a process that already loaded the old one cannot get it back from ``dlopen``'s cache.
+    ``meta.json`` is the commit point: it is written (atomically) only once the ``.so`` is in
+    place and loads, so a failure anywhere before leaves a miss, never a bad entry.
     """
     assert job.out is not None
     data = job.out.read_bytes()
@@ -154,12 +159,43 @@ def publish(job: Job, headers: dict[str, str], tc: Toolchain, platform: str) -> 
         existing = lookup(job.entry, warn=False)
         if existing is not None:
             return existing
-        atomic_write(so, data, mode=0o755)
-        atomic_write(job.entry / META_JSON, json.dumps(meta, indent=2).encode())
+        (job.entry / META_JSON).unlink(missing_ok=True)  # a bad entry stays a miss meanwhile
+        _write(job, so, data, 0o755)
+        _probe_or_remove(job, so)
+        _write(job, job.entry / META_JSON, json.dumps(meta, indent=2).encode())
         for old in job.entry.iterdir():  # under the lock, other files are stale or crash leftovers
             if old not in (so, job.entry / META_JSON):
                 old.unlink(missing_ok=True)
     return so
+
+
+def _write(job: Job, path: Path, data: bytes, mode: int = 0o644) -> None:
+    try:
+        atomic_write(path, data, mode=mode)
+    except OSError as exc:  # a full disk, a file-size limit: nothing half-written is left
+        raise KernelBuildError(
+            f"kernel {job.source.name!r} was built but cannot be written into the kernel cache "
+            f"{job.entry}: {exc.strerror or exc}"
+        ) from None
+
+
+def _probe_or_remove(job: Job, so: Path) -> None:
+    """Loads and unloads ``so`` from its final path; one that does not load is removed."""
+    from pypto import _native
+
+    problem = _native.probe_kernel(str(so))
+    if problem:
+        so.unlink(missing_ok=True)
+        where = job.source.path if job.source.path is not None else f"generated kernel {job.source.name}"
+        raise KernelLoadError(f"{where}: the built kernel does not load: {problem}")
+
+
+def evict(entry: Path, why: str) -> None:
+    """Turn ``entry`` into a miss (its ``meta.json`` removed under the key's lock): for an entry
+    that passed validation but does not load. The next build of its key rebuilds it."""
+    logger.warning("kernel cache entry %s does not load (%s); rebuilding", entry, why)
+    with file_lock(entry.parent / f"{entry.name}.lock"):
+        (entry / META_JSON).unlink(missing_ok=True)
 
 
 def _meta(

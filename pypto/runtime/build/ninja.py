@@ -17,6 +17,7 @@ from pypto._light import Logger
 from pypto.errors import KernelBuildError
 from pypto.runtime.build.cache import header_closure, publish
 from pypto.runtime.build.source import Job
+from pypto.runtime.build.verify import elf_problem
 from pypto.runtime.build_commands import (
     compile_command,
     extra_flags,
@@ -37,7 +38,11 @@ _STALE_BUILD_DIR_S = 24 * 3600
 def build_and_publish(
     jobs: list[Job], tc: Toolchain, platform: str, output_dir: Path | None
 ) -> dict[str, Path]:
-    """Compile ``jobs`` and publish the results; key -> cached ``.so``."""
+    """Compile ``jobs`` and publish the verified results; key -> cached ``.so``.
+
+    A result is published only if its command exited 0 and the file is a complete shared
+    object (:func:`elf_problem`); :func:`publish` then loads it before making it visible.
+    """
     import shutil
 
     build_dir, temporary = _make_build_dir(output_dir)
@@ -46,19 +51,39 @@ def build_and_publish(
         # The lock keeps a concurrent build in the same output_dir off our outputs until published.
         with file_lock(build_dir / ".lock"):
             result = _run_build(jobs, tc, build_dir)
-            built = [job for job in jobs if job.out is not None and job.out.is_file()]
+            problems = {job.key: _output_problem(job) for job in jobs}
+            built = [job for job in jobs if problems[job.key] is None]
             headers = header_closure(built, tc, build_dir, started_ns)
             published = {job.key: publish(job, headers[job.key], tc, platform) for job in built}
             failed = [job for job in jobs if job not in built]
             if failed:
                 kept = build_dir if not temporary or knobs.keep_build() else None
-                raise _build_error(failed, result, kept)
+                raise _build_error(failed, problems, result, kept)
     finally:
         if temporary and not knobs.keep_build():
             shutil.rmtree(build_dir, ignore_errors=True)
         elif temporary:
             logger.info("kept kernel build directory %s", build_dir)
     return published
+
+
+def _output_problem(job: Job) -> str | None:
+    """Why ``job``'s output must not be published (its exit status, then the file), or None."""
+    import signal
+
+    assert job.out is not None
+    if job.status is None:
+        return "the compiler did not run"
+    if job.status < 0:
+        try:
+            name = signal.Signals(-job.status).name
+        except ValueError:
+            name = f"signal {-job.status}"
+        return f"the compiler was killed by {name}"
+    if job.status > 0:
+        return f"the compiler exited with status {job.status}"
+    problem = elf_problem(job.out)
+    return f"its output {job.out.name} {problem}" if problem else None
 
 
 def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
@@ -104,25 +129,47 @@ def _run_build(jobs: list[Job], tc: Toolchain, build_dir: Path) -> str:
 
 
 def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
-    import subprocess
+    """Runs each job's command, recording its exit status in ``job.status``; returns launcher
+    errors. On any exception (Ctrl-C included) the commands still running are killed with
+    their children (each runs in its own process group) and reaped, so none writes into the
+    build folder after this returns."""
+    import os
+    import signal
 
     pending, running, problems = list(jobs), [], []  # type: ignore[var-annotated]
-    while pending or running:
-        while pending and len(running) < parallel:
-            job = pending.pop(0)
-            assert job.src_file is not None and job.out is not None
-            cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
-            cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
-            logger.debug("running %s", cmd)
-            with open(f"{job.out}.log", "wb") as log:
-                try:
-                    running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
-                except OSError as exc:
-                    why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
-                    problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
-        if running:
-            running.pop(0).wait()
+    try:
+        while pending or running:
+            while pending and len(running) < parallel:
+                job = pending.pop(0)
+                proc = _start(job, tc, problems)
+                if proc is not None:
+                    running.append((job, proc))
+            if running:
+                job, proc = running[0]
+                job.status = proc.wait()
+                running.pop(0)  # only once reaped: an interrupted wait leaves it to the cleanup
+    finally:
+        for _, proc in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     return "\n".join(problems)
+
+
+def _start(job: Job, tc: Toolchain, problems: list[str]):  # -> subprocess.Popen | None
+    import subprocess
+
+    assert job.src_file is not None and job.out is not None
+    cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
+    cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
+    logger.debug("running %s", cmd)
+    with open(f"{job.out}.log", "wb") as log:
+        try:
+            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+            problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
+            return None
 
 
 def _ninja_file(jobs: list[Job], tc: Toolchain) -> str:
@@ -148,8 +195,10 @@ def _ninja_file(jobs: list[Job], tc: Toolchain) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _build_error(failed: list[Job], launch_problems: str, kept_dir: Path | None) -> KernelBuildError:
-    """One error for all failed kernels, each with its (trimmed) compiler diagnostics."""
+def _build_error(
+    failed: list[Job], problems: dict[str, str | None], launch_problems: str, kept_dir: Path | None
+) -> KernelBuildError:
+    """One error for all failed kernels, each with why and its (trimmed) compiler diagnostics."""
     parts = []
     for job in failed[:3]:
         assert job.out is not None
@@ -157,10 +206,11 @@ def _build_error(failed: list[Job], launch_problems: str, kept_dir: Path | None)
             log = job.out.with_name(job.out.name + ".log").read_text(errors="replace")
         except OSError:
             log = ""
-        if not log.strip():  # the compiler could not be started
+        if not log.strip():  # the compiler could not be started, or died silently
             log = launch_problems.strip() or "the compiler exited without output"
         where = job.source.path if job.source.path is not None else job.src_file
-        parts.append(f"kernel {job.source.name!r} failed to compile ({where}):\n{trim(log)}")
+        why = problems.get(job.key) or "it failed"
+        parts.append(f"kernel {job.source.name!r} failed to build ({where}): {why}:\n{trim(log)}")
     if len(failed) > 3:
         parts.append("also failed: " + ", ".join(repr(job.source.name) for job in failed[3:]))
     hint = f"build directory: {kept_dir}" if kept_dir else "set PYPTO_KEEP_BUILD=1 to keep the build files"

@@ -56,3 +56,4 @@ class Job:
     entry: Path
     src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
     out: Path | None = None  # the .so the compiler writes
+    status: int | None = None  # the compile+link command's exit status (-N: killed by signal N)

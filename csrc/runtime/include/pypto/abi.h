@@ -93,7 +93,8 @@ typedef struct pypto_tensor {
   int32_t index;  // position in the launch's tensor list (names it in errors); -1 unknown
 } pypto_tensor;
 
-// A tensor with either flag is read-only to the kernel: TSTORE into it is refused.
+// A tensor with either flag is read-only to the kernel: every ABI call that writes a tensor
+// (its parameter is named dst) refuses it.
 enum pypto_tensor_flags {
   PYPTO_TENSOR_INPUT = 1,     // declared an input (not pl.Out/pl.InOut, not in outputs=)
   PYPTO_TENSOR_READONLY = 2,  // the caller's memory itself is read-only (flags, memmap)
@@ -241,8 +242,8 @@ void pypto_tbitwise_scalar(int32_t op, const pypto_tile* dst, const pypto_tile* 
 void pypto_tnot(const pypto_tile* dst, const pypto_tile* a);
 // Scalar access on the SCALAR pipe: element idx[0..n) of a GM tensor or an on-chip tile,
 // as double (exact for every dtype but int64 beyond 2^53); writes round like a scalar store.
-double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, int32_t n);
-void pypto_tensor_write(const pypto_tensor* t, const int64_t* idx, int32_t n, double v);
+double pypto_tensor_read(const pypto_tensor* src, const int64_t* idx, int32_t n);
+void pypto_tensor_write(const pypto_tensor* dst, const int64_t* idx, int32_t n, double v);
 double pypto_tile_read(const pypto_tile* t, const int64_t* idx, int32_t n);
 void pypto_tile_write(const pypto_tile* t, const int64_t* idx, int32_t n, double v);
 // Cube: acc = left x right + bias[1,N] (bias in the Bias table, fp32), one mad on CUBE.

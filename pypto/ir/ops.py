@@ -187,6 +187,7 @@ _TABLE: list[OpDef] = [
 S_PIPE = _fixed(Pipe.SCALAR)
 TMP = _p("tmp", T, None, optional=True)
 SCAL = _p("rhs", S, dtype_of="lhs")
+HIGH_PRECISION = _p("high_precision", Kind.BOOL, False, kw_only=True)
 
 
 def _xor_tmp(name: str) -> tuple[ParamSpec, ...]:
@@ -202,7 +203,10 @@ _TABLE_EXT: list[OpDef] = [
             f"element-wise {n}") for n in ("maximum", "minimum")),
     *(OpDef(f"tile.{n}s", (_p("lhs", T), SCAL), R.scalar_rule, "tile", V, {"lhs": VEC},
             f"element-wise {n} with a scalar") for n in ("maximum", "minimum")),
-    OpDef("tile.rsqrt", (_p("x", T), TMP), R.unary_rule, "tile", V, {"x": VEC}, "1 / sqrt(x)"),
+    # high_precision: upstream's choice of the exact (slower) device sequence over the fast
+    # approximation; the simulator computes 1/sqrt in fp32 either way, so it only shows in dumps.
+    OpDef("tile.rsqrt", (_p("x", T), TMP, HIGH_PRECISION), R.unary_rule, "tile", V, {"x": VEC},
+          "1 / sqrt(x)"),
     *(OpDef(f"tile.{n}", (_p("x", T),), R.unary_rule, "tile", V, {"x": VEC}, f"element-wise {n} (radians)")
       for n in ("sin", "cos")),
     OpDef("tile.cmp", (_p("lhs", T), _p("rhs", T), _p("cmp_type", Kind.INT, 0)), RX.cmp_rule, "tile", V,
@@ -247,7 +251,8 @@ _TABLE_EXT: list[OpDef] = [
     *(OpDef(f"tensor.{n}", (_p("lhs", TN), _p("rhs", TN)), R.binary_rule, "tensor", NONE)
       for n in TENSOR_BIN),
     *(OpDef(f"tensor.{n}s", (_p("lhs", TN), SCAL), R.scalar_rule, "tensor", NONE) for n in TENSOR_BIN),
-    *(OpDef(f"tensor.{n}", (_p("x", TN),), R.unary_rule, "tensor", NONE) for n in MATH),
+    *(OpDef(f"tensor.{n}", (_p("x", TN), *((HIGH_PRECISION,) if n == "rsqrt" else ())), R.unary_rule,
+            "tensor", NONE) for n in MATH),
     OpDef("tile.gemv", (_p("lhs", T), _p("rhs", T)), RX.gemv_rule, "tile", _fixed(Pipe.CUBE),
           {"lhs": LEFT, "rhs": RIGHT}, "Left [1, K] × Right [K, N] → Acc [1, N]"),
     OpDef("tile.matmul_bias", (_p("lhs", T), _p("rhs", T), _p("bias", T)), RX.matmul_bias_rule, "tile",

@@ -371,3 +371,18 @@ def test_a_scope_writing_two_outputs_returns_both():
     np.testing.assert_array_equal(lo, np.minimum(x, 0))
     np.testing.assert_array_equal(hi, np.maximum(x, 0))
     assert len(two_outputs.last_report.tasks) == 4
+
+
+@pl.jit
+def inv_norm(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.rsqrt(x, high_precision=True)  # a device-only choice: the same values here
+    return y
+
+
+def test_rsqrt_accepts_upstreams_high_precision_flag_and_shows_it_in_the_dump():
+    x = np.abs(randn(16, 64)) + 0.5
+    y = np.zeros_like(x)
+    inv_norm(x, y, config=CFG)
+    np.testing.assert_allclose(y, 1 / np.sqrt(x), rtol=1e-6)
+    assert "high_precision=True" in inv_norm.lower(x, y, config=CFG).as_python()

@@ -11,7 +11,9 @@ on them; this pass places them, so that every later pass sees tiles only:
   multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``);
 * ``pl.full`` is a filled Vec tile; a kernel-local ``pl.create_tensor`` is a tile in the space
   of the values merged into it around loops and across branches (``_tensor_places.py``);
-* values carried by loops and merged by ``if`` become tiles with their producers;
+* values carried by loops and merged by ``if`` become tiles with their producers; the loads
+  and moves both branches of an ``if`` start with (a window each branch multiplies) are
+  made once, before it;
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
   stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec).
 
@@ -166,6 +168,8 @@ class _Converter:
             then_body, else_body = self.block(s.then_body), self.block(s.else_body)
         finally:
             self.branches -= 1
+        hoisted, then_body, else_body = _common_loads(then_body, else_body)
+        self.out.extend(hoisted)
         results = s.results
         if then_body and isinstance(then_body[-1], Yield):
             results = tuple(self.carried(r, v) for r, v in zip(s.results, then_body[-1].values))
@@ -261,6 +265,31 @@ def _placed(op: str) -> bool:
     too, like ``tensor.slice``), not a scalar one or a kernel-local allocation."""
     level = OPS[op].level
     return level == "tensor" or (level == "any" and op in ("tensor.slice", "tensor.reshape"))
+
+
+def _common_loads(then_body: tuple[Stmt, ...], else_body: tuple[Stmt, ...]) -> tuple:
+    """(the loads and moves both branches start with, the rest of each branch): a window read
+    in both branches (``ta`` in ``if kb == 0: matmul(ta, tb) else: matmul_acc(acc, ta, tb)``)
+    is loaded once before the ``if``, as a hand-written kernel does, not once per branch: in a
+    buffer per branch, the next trip's loads of a loop would wait for this trip's last move."""
+    names: dict[str, Var] = {}  # else-branch value -> the then-branch value it repeats
+
+    def renamed(node: Any) -> Any:
+        return rewrite(node, lambda x: names.get(x.name) if isinstance(x, Var) else None)
+
+    n = 0
+    for a, b in zip(then_body, else_body):
+        if not (isinstance(a, Assign) and isinstance(b, Assign) and isinstance(a.value, Call)):
+            break
+        if (
+            a.value.op not in ("tile.load", "tile.move")
+            or a.value != renamed(b.value)
+            or a.var.type != b.var.type
+        ):
+            break
+        names[b.var.name] = a.var
+        n += 1
+    return list(then_body[:n]), then_body[n:], tuple(renamed(s) for s in else_body[n:])
 
 
 def _is_none(e: Expr) -> bool:

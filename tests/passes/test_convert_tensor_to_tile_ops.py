@@ -149,6 +149,59 @@ def test_a_kernel_local_accumulator_assigned_in_both_branches_lives_in_acc():
     assert names[-1] == "tile.store"
 
 
+def test_windows_both_branches_multiply_are_loaded_once_before_the_if():
+    fn = lower(
+        MM,
+        """
+        acc = pl.create_tensor([64, 64], dtype=pl.FP32)
+        for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
+            ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
+            tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
+            if kb == 0:
+                acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
+                acc_4 = pl.yield_(acc_2)
+            else:
+                acc_3 = pl.matmul_acc(acc_1, ta, tb)
+                acc_4 = pl.yield_(acc_3)
+            acc_5 = pl.yield_(acc_4)
+        c = pl.assemble(c, acc_5, [0, 0])
+        """,
+        "AIC",
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    before = [s.value.op for s in loop.body if isinstance(s, ir.Assign)]
+    assert before == ["tile.load", "tile.move", "tile.load", "tile.move"]  # ta and tb, once
+    branch = next(s for s in loop.body if isinstance(s, ir.If))
+    assert [c.op for c in ir.nodes_of(branch.then_body, ir.Call)] == ["tile.matmul"]
+    mm_acc = next(c for c in ir.nodes_of(branch.else_body, ir.Call))
+    assert mm_acc.op == "tile.matmul_acc"
+    moved = [s.var for s in loop.body if isinstance(s, ir.Assign) and s.value.op == "tile.move"]
+    assert [mm_acc.arg("lhs"), mm_acc.arg("rhs")] == moved  # the else branch reads the hoisted tiles
+
+
+def test_branches_reading_different_windows_keep_their_loads():
+    fn = lower(
+        MM,
+        """
+        for kb, (c_1,) in pl.range(2, init_values=(c,)):
+            if kb == 0:
+                p = pl.matmul(pl.tensor.slice(a, [64, 64], [0, 0]), pl.tensor.slice(b, [64, 64], [0, 0]))
+                c_2 = pl.assemble(c_1, p, [0, 0])
+                c_4 = pl.yield_(c_2)
+            else:
+                q = pl.matmul(pl.tensor.slice(a, [64, 64], [0, 64]), pl.tensor.slice(b, [64, 64], [0, 0]))
+                c_3 = pl.assemble(c_1, q, [0, 0])
+                c_4 = pl.yield_(c_3)
+            c_5 = pl.yield_(c_4)
+        """,
+        "AIC",
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    branch = next(s for s in loop.body if isinstance(s, ir.If))
+    assert not [s for s in loop.body if isinstance(s, ir.Assign)]  # the a windows differ: nothing hoisted
+    assert [c.op for c in ir.nodes_of(branch.else_body, ir.Call)][:2] == ["tile.load", "tile.move"]
+
+
 def test_paths_that_leave_a_kernel_local_tensor_in_two_memories_are_refused():
     with pytest.raises(CompileError, match=r"merged .* from a value in pl.Mem.Acc .* one in pl.Mem.Vec"):
         lower(

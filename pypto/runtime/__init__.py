@@ -11,7 +11,7 @@ _EXPORTS = {
     "pypto.runtime.bench": ("BenchmarkStats", "benchmark"),
     "pypto.runtime.config": ("RunConfig",),
     "pypto.runtime.device_tensor": ("DeviceTensor", "StackedDeviceTensor"),
-    "pypto.runtime.log_config": ("configure_log",),
+    "pypto.runtime.log_config": ("configure_log", "current_level", "log_level"),
     "pypto.runtime.pto_isa": ("ensure_pto_isa_root", "pto_isa_include_dir"),
     "pypto.runtime.runner": ("execute_compiled",),
     "pypto.runtime.worker": ("ChipWorker", "RegistrationHandle"),

@@ -55,3 +55,6 @@ def configure_log(level: int | str, *, sync_pypto: bool = False) -> None:
 def current_level() -> int:
     """The ``pypto`` logger's effective threshold."""
     return LOGGER.getEffectiveLevel()
+
+
+log_level = current_level  # upstream's name in pypto.runtime

@@ -121,25 +121,29 @@ MM = (
     "a: pl.Tensor[[64, 256], pl.FP16], b: pl.Tensor[[256, 64], pl.FP16], "
     "c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]"
 )
+# The GEMM-with-epilogue accumulator: a kernel-local tensor assigned by matmul on the first K
+# step and matmul_acc after it (ELSE_VALUE: what the else branch assigns).
+GEMM = """
+acc = pl.create_tensor([64, 64], dtype=pl.FP32)
+for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
+    ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
+    tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
+    if kb == 0:
+        acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
+        acc_4 = pl.yield_(acc_2)
+    else:
+        acc_3 = ELSE_VALUE
+        acc_4 = pl.yield_(acc_3)
+    acc_5 = pl.yield_(acc_4)
+c = pl.assemble(c, acc_5, [0, 0])
+"""
+GEMM_IF_ELSE = GEMM.replace("ELSE_VALUE", "pl.matmul_acc(acc_1, ta, tb)")
 
 
 def test_a_kernel_local_accumulator_assigned_in_both_branches_lives_in_acc():
     fn = lower(
         MM,
-        """
-        acc = pl.create_tensor([64, 64], dtype=pl.FP32)
-        for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
-            ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
-            tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
-            if kb == 0:
-                acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
-                acc_4 = pl.yield_(acc_2)
-            else:
-                acc_3 = pl.matmul_acc(acc_1, ta, tb)
-                acc_4 = pl.yield_(acc_3)
-            acc_5 = pl.yield_(acc_4)
-        c = pl.assemble(c, acc_5, [0, 0])
-        """,
+        GEMM_IF_ELSE,
         "AIC",
     )
     create = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.create")
@@ -152,20 +156,7 @@ def test_a_kernel_local_accumulator_assigned_in_both_branches_lives_in_acc():
 def test_windows_both_branches_multiply_are_loaded_once_before_the_if():
     fn = lower(
         MM,
-        """
-        acc = pl.create_tensor([64, 64], dtype=pl.FP32)
-        for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
-            ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
-            tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
-            if kb == 0:
-                acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
-                acc_4 = pl.yield_(acc_2)
-            else:
-                acc_3 = pl.matmul_acc(acc_1, ta, tb)
-                acc_4 = pl.yield_(acc_3)
-            acc_5 = pl.yield_(acc_4)
-        c = pl.assemble(c, acc_5, [0, 0])
-        """,
+        GEMM_IF_ELSE,
         "AIC",
     )
     loop = next(s for s in fn.body if isinstance(s, ir.For))
@@ -204,24 +195,7 @@ def test_branches_reading_different_windows_keep_their_loads():
 
 def test_paths_that_leave_a_kernel_local_tensor_in_two_memories_are_refused():
     with pytest.raises(CompileError, match=r"merged .* from a value in pl.Mem.Acc .* one in pl.Mem.Vec"):
-        lower(
-            MM,
-            """
-            acc = pl.create_tensor([64, 64], dtype=pl.FP32)
-            for kb, (acc_1,) in pl.range(4, init_values=(acc,)):
-                ta = pl.tensor.slice(a, [64, 64], [0, kb * 64])
-                tb = pl.tensor.slice(b, [64, 64], [kb * 64, 0])
-                if kb == 0:
-                    acc_2 = pl.matmul(ta, tb, out_dtype=pl.FP32)
-                    acc_4 = pl.yield_(acc_2)
-                else:
-                    acc_3 = pl.full([64, 64], dtype=pl.FP32, value=0.0)
-                    acc_4 = pl.yield_(acc_3)
-                acc_5 = pl.yield_(acc_4)
-            c = pl.assemble(c, acc_5, [0, 0])
-            """,
-            "AIC",
-        )
+        lower(MM, GEMM.replace("ELSE_VALUE", "pl.full([64, 64], dtype=pl.FP32, value=0.0)"), "AIC")
 
 
 def test_a_kernel_local_tensor_read_before_it_is_assigned_is_refused_at_the_read():

@@ -3,9 +3,13 @@ transpose, concat, fillpad, valid shapes), on the helpers of :mod:`pypto.ir.op_r
 
 from __future__ import annotations
 
+import math
+
+from pypto.ir.dims import DynDim
 from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import BinOp, Const, Expr, Var
 from pypto.ir.op_rules import VEC, Bound, _like, _need_rank, _need_same_dtype, _need_space
-from pypto.ir.types import TensorType, TileType, Type
+from pypto.ir.types import TensorType, TileType, Type, is_static
 
 
 def transpose_rule(b: Bound) -> Type:
@@ -139,3 +143,40 @@ def set_validshape_rule(b: Bound) -> Type:
         if isinstance(v, int) and not 0 <= v <= full:  # type: ignore[operator]
             raise b.fail(f"`{name}` = {v} is outside 0..{full} for a tile of shape {list(x.shape)}")
     return _like(x, x.shape, x.dtype)
+
+
+_OP_WORDS = {"+": "plus", "-": "minus", "*": "x", "//": "div", "%": "mod", "min": "min", "max": "max"}
+
+
+def _dim_name(e: Expr) -> str:
+    """A name for a size computed at run time, from its expression (the same size, the same
+    name): ``t`` → ``D_t``, ``t * 4`` → ``D_t_x_4``."""
+
+    def words(x: Expr) -> str:
+        if isinstance(x, BinOp):
+            return f"{words(x.lhs)}_{_OP_WORDS.get(x.op, 'op')}_{words(x.rhs)}"
+        return x.name if isinstance(x, Var) else str(getattr(x, "value", "e"))
+
+    return "D_" + words(e)
+
+
+def view_rule(b: Bound) -> Type:
+    """``pl.reshape`` in orchestration to sizes known at run time: each run-time size is a
+    ``pl.dynamic`` dim of the view (the launch plan evaluates it per call)."""
+    x = b.array("x")
+    items = b.args["shape"].items  # type: ignore[attr-defined]
+    dims = tuple(int(i.value) if isinstance(i, Const) else DynDim(_dim_name(i)) for i in items)
+    if is_static(dims) and is_static(x.shape) and math.prod(dims) != math.prod(x.shape):  # type: ignore[arg-type]
+        raise b.fail(f"cannot view {list(x.shape)} as {list(dims)}: a reshape keeps the element count")
+    return TensorType(dims, x.dtype)
+
+
+def create_tensor_rule(b: Bound) -> Type:
+    """``pl.create_tensor(shape, dtype)``: a size known only at run time (orchestration code)
+    is a ``pl.dynamic`` dim of the new tensor, evaluated by the launch plan per call."""
+    items = b.args["shape"].items  # type: ignore[attr-defined]
+    for i in items:
+        if isinstance(i, Const) and int(i.value) <= 0:
+            raise b.fail(f"sizes must be positive, got {[getattr(x, 'value', '?') for x in items]}")
+    dims = tuple(int(i.value) if isinstance(i, Const) else DynDim(_dim_name(i)) for i in items)
+    return TensorType(dims, b.literal("dtype"))  # type: ignore[arg-type]

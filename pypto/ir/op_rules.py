@@ -143,10 +143,6 @@ def create_rule(b: Bound) -> Type:
     return TileType(shape, b.literal("dtype"), b.literal("target_memory"))  # type: ignore[arg-type]
 
 
-def create_tensor_rule(b: Bound) -> Type:
-    return TensorType(b.ints("shape") or (), b.literal("dtype"))  # type: ignore[arg-type]
-
-
 def full_rule(b: Bound) -> Type:
     return TensorType(b.ints("shape") or (), b.literal("dtype"))  # type: ignore[arg-type]
 

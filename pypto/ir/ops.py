@@ -20,7 +20,7 @@ from pypto.ir import op_rules_cube as RC
 from pypto.ir import op_rules_ext as RX
 from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import OP_PARAMS, Expr, type_of
+from pypto.ir.expr import OP_PARAMS, Const, Expr, ListExpr, type_of
 from pypto.ir.op_def import _REQUIRED, Kind, OpDef, ParamSpec, PipeRule
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
@@ -155,6 +155,8 @@ _TABLE: list[OpDef] = [
     )),
     OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX)), L.slice_rule, "any", NONE,
           doc="a window view of a tensor (a[:, k0:k1])"),
+    OpDef("tensor.view", (_p("x", TN), _p("shape", IDX)), L.view_rule, "orchestration", NONE,
+          doc="orchestration's pl.reshape to sizes known at run time: a view of the same buffer"),
     OpDef("tensor.cast", (_p("x", TN), _p("target_type", DT), _p("mode", Kind.STR, "round")), R.cast_rule,
           "tensor", NONE),
     OpDef("tensor.matmul", (_p("lhs", TN), _p("rhs", TN), _p("out_dtype", DT, None, optional=True),
@@ -168,9 +170,9 @@ _TABLE: list[OpDef] = [
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
           L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
-    OpDef("tensor.create", (_p("shape", SHAPE), _p("dtype", DT), _p("manual_dep", Kind.BOOL, False),
+    OpDef("tensor.create", (_p("shape", IDX), _p("dtype", DT), _p("manual_dep", Kind.BOOL, False),
                             _p("init_value", S, None, optional=True, dtype_of="dtype")),
-          R.create_tensor_rule, "any", NONE,
+          L.create_tensor_rule, "any", NONE,
           doc="a new tensor: in GM in orchestration, a kernel-local on-chip value inside a kernel"),
     # Synchronisation between pipes, inserted by the sync pass (never written by users).
     *(OpDef(f"system.{n}", (_p("src", Kind.PIPE), _p("dst", Kind.PIPE), _p("event_id", Kind.INT)),
@@ -307,6 +309,7 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
     "create_tensor": ("tensor.create",),
     **{n: _overloads(n) for n in BINARY + UNARY + ("slice", "matmul")},
     "cast": ("tile.cast", "tensor.cast", "scalar.cast"),
+    "reshape": ("tile.reshape", "tensor.reshape", "tensor.view"),
     **{
         n: (f"tile.{n}",)
         for n in (
@@ -318,7 +321,6 @@ DSL_OPS: dict[str, tuple[str, ...]] = {
             "row_expand_add",
             "col_expand_mul",
             "col_expand",
-            "reshape",
             "transpose",
             "concat",
             "fillpad",
@@ -378,6 +380,8 @@ def _accepts(kind: Kind, t: Type | None, expr: Expr) -> bool:
         return isinstance(t, (TileType, TensorType))
     if kind is Kind.SCALAR:
         return isinstance(t, ScalarType)
+    if kind is Kind.SHAPE:  # a run-time size picks a form that takes one (tensor.view)
+        return not isinstance(expr, ListExpr) or all(isinstance(i, Const) for i in expr.items)
     return True
 
 

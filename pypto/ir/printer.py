@@ -57,6 +57,7 @@ from pypto.ir.types import (
     VoidType,
     format_type,
 )
+from pypto.ir.visit import nodes_of
 
 INDENT = "    "
 MAX_COLS = 110
@@ -422,8 +423,8 @@ def _dynamic_dims(p: Program) -> list[str]:
     names = {
         d.name
         for f in p.functions
-        for prm in f.params
-        for d in getattr(prm.var.type, "shape", ())
+        for v in [prm.var for prm in f.params] + nodes_of(f.body, Var)  # views' run-time sizes too
+        for d in getattr(v.type, "shape", ())
         if isinstance(d, DynDim)
     }
     return [f"{n} = pl.dynamic({json.dumps(n)})" for n in sorted(names)] + ([""] if names else [])

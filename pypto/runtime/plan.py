@@ -428,7 +428,7 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
             raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
 
 
-_VIEW_OPS = ("tensor.reshape", "tensor.slice")
+_VIEW_OPS = ("tensor.reshape", "tensor.slice", "tensor.view")
 
 
 def _view(c: Call, env: _Env) -> View:
@@ -437,7 +437,7 @@ def _view(c: Call, env: _Env) -> View:
     if not isinstance(src, Var) or src.name not in env.tensors:
         raise CompileError("a view in orchestration takes a tensor of this function", c.span)
     shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
-    if c.op == "tensor.reshape":
+    if c.op != "tensor.slice":  # a reshape, to sizes known now or at run time (tensor.view)
         return View(env.tensors[src.name], shape)
     offsets = tuple(_value(o, env) for o in c.arg("offset").items)  # type: ignore[attr-defined]
     full = src.type.shape  # type: ignore[attr-defined]
@@ -468,7 +468,8 @@ def _intermediate(c: Call, env: _Env) -> Intermediate:
     init = c.arg("init_value")
     value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
     manual = bool(c.arg("manual_dep").value)  # type: ignore[attr-defined]
-    return Intermediate(tuple(t.shape), _numpy_dtype(t.dtype), value, manual)  # type: ignore[attr-defined]
+    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
+    return Intermediate(shape, _numpy_dtype(t.dtype), value, manual)  # type: ignore[attr-defined]
 
 
 def _numpy_dtype(dtype: Any) -> str:

@@ -167,3 +167,35 @@ def test_a_task_using_a_tensor_follows_a_task_that_wrote_a_view_of_it():
     np.testing.assert_array_equal(y[:4], 4.0)
     np.testing.assert_array_equal(y[4:], 10.0)
     assert [t.deps for t in view_then_whole.last_report.tasks] == [(), (0,)]
+
+
+T = pl.dynamic("T")
+
+
+@pl.jit
+def dynamic_views(x: pl.Tensor[[T, 4, 64], pl.FP32], y: pl.Out[pl.Tensor[[T, 4, 64], pl.FP32]]):
+    t = pl.tensor.dim(x, 0)
+    xf = pl.reshape(x, [t * 4, 64])  # sizes known per call: views with run-time dims
+    mid = pl.create_tensor([t * 4, 64], pl.FP32)
+    for r in pl.parallel(t * 4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            mid[r : r + 1, :] = pl.muls(xf[r : r + 1, :], 2.0)
+    yf = pl.reshape(y, [t * 4, 64])
+    for r in pl.parallel(t * 4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            yf[r : r + 1, :] = pl.adds(mid[r : r + 1, :], 1.0)
+    return y
+
+
+def test_views_and_buffers_sized_at_run_time_are_planned_per_call():
+    for n in (2, 3):
+        x = RNG.standard_normal((n, 4, 64)).astype(np.float32)
+        y = np.zeros_like(x)
+        dynamic_views(x, y, config=CFG)
+        np.testing.assert_allclose(y, 2 * x + 1, rtol=1e-6)
+        assert len(dynamic_views.last_report.tasks) == 2 * n * 4
+    text = dynamic_views.lower(x, y, config=CFG).as_python()
+    assert 'D_t_x_4 = pl.dynamic("D_t_x_4")' in text  # the run-time size, named after its expression
+    from pypto.frontend import parse_text
+
+    assert parse_text(text).as_python() == text

@@ -100,6 +100,41 @@ def run(
     return args["out"], kernel.last_report, time.perf_counter() - t0, args
 
 
+def sweep_n_block(s: LayerShape, blocks: tuple[int, ...] = (128, 256, 512), args: dict | None = None):
+    """``pypto.tune.sweep`` over the projections' column block (``Tiling.n_block``): the makespan
+    of the whole layer per choice. In this process, one point at a time: each holds the layer's
+    weights and a copy of its cache."""
+    from pypto.tune import sweep
+
+    def layer_with(n_block: int):
+        return make_layer(s, Tiling(n_block=n_block))
+
+    args = layer_inputs(s) if args is None else args
+    return sweep(
+        layer_with, {"n_block": list(blocks)}, tuple(args.values()), executor="serial", progress=False
+    )
+
+
+def layer_bytes(s: LayerShape) -> int:
+    """The bytes one decode step must move at least: every weight once, every sequence's K and V
+    (bf16), the new token's k and v written, the fp32 input read and output written."""
+    hid, kvh = s.hidden, s.kv_hidden
+    weights = hid * (2 * hid + 2 * kvh) + 3 * hid * s.intermediate
+    cache = 2 * s.batch * s.context * kvh
+    return 2 * (weights + cache + 2 * s.batch * kvh) + 4 * 2 * s.batch * hid
+
+
+def roofline_line(s: LayerShape, report) -> str:
+    """The makespan against the layer's compulsory bytes at the chip's HBM bandwidth."""
+    from pypto import platforms
+
+    need = layer_bytes(s) / platforms.get(report.platform).hbm_bytes_per_cycle
+    return (
+        f"layer bytes {layer_bytes(s) / 1e6:.1f} MB -> HBM roofline {need:.0f} cycles; "
+        f"makespan {report.cycles} cycles = {report.cycles / need:.2f} x the roofline"
+    )
+
+
 def error(out: np.ndarray, ref: np.ndarray, x: np.ndarray) -> float:
     """max |out - ref| over the largest |ref - x|: the error on what the layer adds."""
     return float(np.abs(out - ref).max() / np.abs(ref - x).max())
@@ -116,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     err = error(out, reference(s, args), args["x"])
     print(f"Qwen3-14B decode layer, batch {s.batch}, context {s.context}: error vs torch {err:.1e}")
     print(report)
+    print(roofline_line(s, report))
     print(f"simulated in {wall:.1f} s")
     if a.json:
         report.save(a.json)

@@ -61,7 +61,7 @@ class Tiling:
     """The layer's tiling choices: columns of a projection's output per task (``n_block``),
     rows of weight per matmul step (``k_tile``) and the K loop's pipeline depth."""
 
-    n_block: int = 256
+    n_block: int = 128
     k_tile: int = 256
     stage: int = 2
 

@@ -176,7 +176,7 @@ class _Outliner:
             return [Eval(call, span=scope.span)]
         var = next(v for v in nodes_of(scope.body, Var) if v.name == escaping[0])
         writes = [p for p in fn.params if p.direction in (Direction.Out, Direction.InOut)]
-        if len(escaping) == 1 and isinstance(var.type, TensorType) and len(writes) == 1:
+        if len(escaping) == 1 and isinstance(var.type, TensorType) and len(writes) <= 1:
             return [Assign(var, dataclasses.replace(call, type=var.type), span=scope.span)]
         # several tensors written by the scope: after the task, each name used later stands for
         # the tensor it wrote (`r = call` would leave which one to guess)

@@ -64,6 +64,16 @@ py::dict records_to_columns(RecordTable& records) {
   return d;
 }
 
+py::dict memory_to_dict(const MemoryStats& m) {
+  py::dict d;
+  d["l2_hits"] = m.l2_hits;
+  d["l2_misses"] = m.l2_misses;
+  d["hbm_bytes"] = m.hbm_bytes;
+  d["l2_bytes"] = m.l2_bytes;
+  d["stalled_transfers"] = m.stalled_transfers;
+  return d;
+}
+
 py::dict block_to_dict(BlockResult& r, bool record) {
   py::dict d;
   d["block"] = r.block;
@@ -74,6 +84,7 @@ py::dict block_to_dict(BlockResult& r, bool record) {
   for (const Hazard& h : r.hazards) hazards.append(h.describe());
   d["hazards"] = hazards;
   d["hazard_count"] = r.hazard_count;
+  d["memory"] = memory_to_dict(r.stats.memory);
   d["records"] = record ? py::object(records_to_columns(r.records)) : py::none();
   return d;
 }
@@ -105,16 +116,6 @@ CoreKind core_kind(const std::string& core) {
   if (core == "cluster") return CoreKind::kCluster;
   throw SimError(ErrorKind::kInvalidArgument,
                  "core must be 'aiv', 'aic' or 'cluster', got '" + core + "'");
-}
-
-py::dict memory_to_dict(const MemoryStats& m) {
-  py::dict d;
-  d["l2_hits"] = m.l2_hits;
-  d["l2_misses"] = m.l2_misses;
-  d["hbm_bytes"] = m.hbm_bytes;
-  d["l2_bytes"] = m.l2_bytes;
-  d["stalled_transfers"] = m.stalled_transfers;
-  return d;
 }
 
 py::dict chip_to_dict(ChipResult& chip, const std::vector<TaskSpec>& specs, bool record) {

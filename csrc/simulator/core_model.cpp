@@ -191,9 +191,17 @@ uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
   if (gm == nullptr) return cost::cycles(platform_, in.op);
   const uint64_t at = origin_ + start;
   chip_->reach(at);
-  const double phase = chip_->memory().transfer(
+  MemorySystem& memory = chip_->memory();
+  const MemoryStats before = memory.stats();
+  const double phase = memory.transfer(
       static_cast<double>(at), cost::gm_lead(platform_, in.op, false),
       cost::gm_lead(platform_, in.op, true), cost::port_bandwidth(platform_, in.op), *gm);
+  const MemoryStats& after = memory.stats();
+  stats_.memory.l2_hits += after.l2_hits - before.l2_hits;
+  stats_.memory.l2_misses += after.l2_misses - before.l2_misses;
+  stats_.memory.hbm_bytes += after.hbm_bytes - before.hbm_bytes;
+  stats_.memory.l2_bytes += after.l2_bytes - before.l2_bytes;
+  stats_.memory.stalled_transfers += after.stalled_transfers - before.stalled_transfers;
   return cost::gm_cycles(platform_, in.op, phase);
 }
 

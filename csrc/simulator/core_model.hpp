@@ -76,6 +76,9 @@ struct CoreStats {
   uint64_t total_cycles = 0;
   uint64_t instructions = 0;
   std::array<uint64_t, 7> pipe_busy{};
+  // This kernel instance's share of the memory system's counters: what its own GM transfers
+  // looked up in the L2 and drew from HBM and the L2 (a kernel's bytes and hit rate).
+  MemoryStats memory;
 };
 
 class CoreModel {

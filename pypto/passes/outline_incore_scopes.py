@@ -176,9 +176,11 @@ class _Outliner:
         if not escaping:
             return [Eval(call, span=scope.span)]
         var = next(v for v in nodes_of(scope.body, Var) if v.name == escaping[0])
-        if len(escaping) == 1 and isinstance(var.type, TensorType):
+        writes = [p for p in fn.params if p.direction in (Direction.Out, Direction.InOut)]
+        if len(escaping) == 1 and isinstance(var.type, TensorType) and len(writes) <= 1:
             return [Assign(var, dataclasses.replace(call, type=var.type), span=scope.span)]
-        # several tensors written by the scope: after the task, each names the tensor it wrote
+        # several tensors written by the scope: after the task, each name used later stands for
+        # the tensor it wrote (`r = call` would leave which one to guess)
         alias = _tensor_aliases(scope.body)
         outer = {alias.get(v.name, v.name): v for v in free if isinstance(v.type, TensorType)}
         written = [alias.get(n, n) for n in escaping]

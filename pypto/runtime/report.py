@@ -94,6 +94,9 @@ class TaskReport:
     trace_file: str | None = None  # the launch's visualize_data.bin, once written
     deps: tuple[int, ...] = ()  # indices of the tasks it waited for before starting
     block: int = 0  # its block index (pl.get_block_idx()) in a pl.spmd dispatch
+    # Its own GM transfers in the shared memory system: L2 line hits and misses, bytes served
+    # by HBM and by the L2 (``hbm_bytes``, ``l2_bytes``); empty when the run did not count them.
+    memory: dict[str, float] = field(default_factory=dict)
 
     @property
     def core_name(self) -> str:
@@ -161,6 +164,19 @@ class RunReport:
         ``ratio`` = run cycles / that pipe's busy cycles on its busiest core)."""
         return _views().bounds(self)
 
+    def kernels(self) -> list[Any]:
+        """Per kernel name, in start order: its time, cores, HBM bytes, L2 hit rate and bound
+        (``KernelUse``, see ``pypto.runtime.report_kernels``)."""
+        from pypto.runtime import report_kernels
+
+        return report_kernels.kernels(self)
+
+    def rooflines(self) -> Any:
+        """The makespan against the HBM, CUBE and VECTOR rooflines (``Rooflines``)."""
+        from pypto.runtime import report_kernels
+
+        return report_kernels.rooflines(self)
+
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""
         return _views().task_table(self)
@@ -219,6 +235,7 @@ def _task(name: str, block: dict[str, Any], start: int) -> TaskReport:
         int(block["instructions"]),
         list(block["hazards"]),
         trace,
+        memory=dict(block.get("memory") or {}),
     )
 
 

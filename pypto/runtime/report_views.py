@@ -212,6 +212,10 @@ def format_report(report: RunReport) -> str:
             lines.append(f"    {r['core']:<7}{r['start']:>9}{r['end']:>9}{r['cycles']:>9}  {r['kernel']}")
     if "host_to_device_bytes" in report.memory:
         lines.append(_traffic_line(report.memory))
+    if len({t.name for t in report.tasks}) > 1 and _known(report):
+        from pypto.runtime.report_kernels import format_kernels
+
+        lines.append(format_kernels(report))
     if report.hazards:
         lines.append(f"  hazards: {len(report.hazards)}")
         lines.extend(f"    {h}" for h in report.hazards[:8])
@@ -244,6 +248,7 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
         "trace": trace,
         "deps": list(t.deps),
         "block": t.block,
+        "memory": dict(t.memory),
     }
 
 
@@ -297,7 +302,22 @@ def to_dict(report: RunReport) -> dict[str, Any]:
         "hazards": list(report.hazards),
         "trace_paths": list(report.trace_paths),
         "memory": dict(report.memory),
+        **_kernel_views(report),
     }
+
+
+def _known(report: RunReport) -> bool:
+    """Whether this build has the report's platform table (a report read back may not)."""
+    return _available(report, "AIC") is not None
+
+
+def _kernel_views(report: RunReport) -> dict[str, Any]:
+    """The per-kernel rows and the rooflines (derived: ``from_dict`` recomputes them)."""
+    if not report.tasks or not _known(report):
+        return {}
+    from pypto.runtime.report_kernels import kernels, rooflines
+
+    return {"kernels": [k.to_dict() for k in kernels(report)], "rooflines": rooflines(report).to_dict()}
 
 
 def from_dict(data: dict[str, Any]) -> RunReport:
@@ -329,6 +349,7 @@ def _from_dict(data: dict[str, Any]) -> RunReport:
             t.get("trace"),
             tuple(t.get("deps", ())),
             int(t.get("block", 0)),
+            {str(k): v for k, v in dict(t.get("memory", {})).items()},
         )
         for t in data["tasks"]
     ]

@@ -208,6 +208,35 @@ def test_inline_helpers_expand_in_the_kernel_and_host_functions_fold():
     assert "pl.range(4)" in text and "softmax_rows" not in text  # 16 rows in blocks of 4, inlined
 
 
+@pl.jit.inline
+def put_doubled(v, dst, row):
+    dst[row : row + 1, :] = pl.muls(v, 2.0)
+
+
+@pl.jit
+def helper_writes_one_of_two(
+    x: pl.Tensor[[4, C], pl.FP32],
+    big: pl.InOut[pl.Tensor[[32, C], pl.FP32]],
+    out: pl.Out[pl.Tensor[[8, C], pl.FP32]],
+):
+    small = pl.create_tensor([8, C], dtype=pl.FP32)
+    for i in pl.parallel(4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            put_doubled(x[i : i + 1, :], small, i)  # the helper's write does not rebind `small`
+            big[i + 20 : i + 21, :] = x[i : i + 1, :]
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:, :] = pl.adds(small, 1.0)
+    return out
+
+
+def test_a_scope_writing_through_a_helper_and_directly_keeps_each_buffer():
+    x = np.arange(4 * C, dtype=np.float32).reshape(4, C)
+    big, out = np.zeros((32, C), np.float32), np.zeros((8, C), np.float32)
+    helper_writes_one_of_two(x, big, out)  # every task after the first wrote `big` into `small`
+    np.testing.assert_array_equal(big[20:24], x)
+    np.testing.assert_array_equal(out[:4], 2 * x + 1)
+
+
 def test_inline_helper_errors_point_at_the_helper_line():
     @pl.jit.inline
     def bad_helper(t):

@@ -83,6 +83,26 @@ def test_a_loop_carried_output_tensor_stays_out():
     assert directions(p.get("main_incore_0")) == {"a": "In", "out": "Out"}
 
 
+def test_a_scope_writing_two_tensors_names_the_one_used_later_by_what_it_wrote():
+    # `b_1 = call(...)` would leave the launch plan to guess which written tensor b_1 is
+    p = outline(
+        f"""
+        @pl.program
+        class p:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: {TA}, a: pl.Out[{TA}], b: pl.Out[{TA}]) -> {TA}:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    t = pl.load(x, [0, 0], [16, 128])
+                    pl.store(t, [0, 0], a)
+                    b_1 = pl.store(t, [0, 0], b)
+                return b_1
+        """
+    )
+    call, rename, _ = p.get("main").body
+    assert isinstance(call, ir.Eval) and call.value.callee == "main_incore_0"
+    assert isinstance(rename, ir.Assign) and (rename.var.name, rename.value.name) == ("b_1", "b")
+
+
 def test_reading_back_through_an_alias_makes_it_inout():
     p = outline(
         f"""

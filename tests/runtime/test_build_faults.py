@@ -173,7 +173,9 @@ def test_ctrl_c_during_a_build_stops_the_compilers(faulty, tmp_path):
     faulty.write_text("slow")
     code = "from test_build_faults import *; build_kernel(exp_kernel(), platform='a2a3sim')"
     env = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0", "PYTHONPATH": str(Path(__file__).parent)}
-    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(  # outside the checkout: the installed pypto, not the source tree
+        [sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
     pids = Path(f"{faulty}.pid")
     deadline = time.monotonic() + 120
     while len(pids.read_text().split()) < 2 if pids.exists() else True:

@@ -173,10 +173,14 @@ def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:
     dynamic = _dynamic_count(p, node) if not isinstance(n, (int, float)) else None
     if dynamic is not None and any(isinstance(v, Var) for v in nodes_of(dynamic, Var)):
         return dynamic
+    if not isinstance(n, (int, float)) and p.kind is FunctionType.Orchestration:
+        count = p.exprs.index(node)  # a scalar of orchestration code: evaluated per call
+        if nodes_of(count, Var):
+            return count
     shown = f" = {n!r}" if isinstance(n, (int, float)) else ""
     raise TypeCheckError(
-        f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}] or an "
-        f"expression of pl.dynamic dims, got `{ast.unparse(node)}`{shown}",
+        f"pl.spmd block count must be a compile-time integer in [1, {MAX_BLOCKS}] or a scalar "
+        f"of orchestration code, got `{ast.unparse(node)}`{shown}",
         p.span(node),
     )
 

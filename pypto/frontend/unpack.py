@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend.consteval import NOT_CONST
+from pypto.ir.expr import ListExpr
 from pypto.ir.stmt import Eval
-from pypto.language.decorators import JitFunction, KernelFunction
+from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -23,6 +24,8 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
     if folded is NOT_CONST and _unpack_values(p, target, names, value):
         return
     if folded is NOT_CONST and _unpack_kernel_call(p, target, names, value):
+        return
+    if folded is NOT_CONST and _unpack_helper_call(p, target, names, value):
         return
     if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
         raise UnsupportedSyntaxError(
@@ -53,6 +56,24 @@ def _unpack_kernel_call(
     p.emit(Eval(call, span=p.span(value)))
     for n, arg in zip(names, outs):
         p.env[n.id] = arg
+    return True
+
+
+def _unpack_helper_call(
+    p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
+) -> bool:
+    """``a, b = helper(...)`` of a ``@pl.jit.inline`` helper ending ``return x, y``: each name
+    takes its value. False when the value is not such a call."""
+    fn = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
+    if not isinstance(fn, InlineFunction) or not isinstance(value, ast.Call):
+        return False
+    result, _ = p.inline_call(fn, value)
+    items = result.items if isinstance(result, ListExpr) else None
+    if items is None or len(items) != len(names) or len(names) != len(target.elts):
+        got = len(items) if items is not None else ("no values" if result is None else "one value")
+        raise TypeCheckError(f"`{fn.name}` returns {got}, not {len(target.elts)} values", p.span(target))
+    for n, v in zip(names, items):
+        p.env[n.id] = v
     return True
 
 

@@ -500,12 +500,14 @@ def plan_orchestration(
 
 def _dims_used(program: Program) -> set[str]:
     """The ``pl.dynamic`` dims that block counts and orchestration code of ``program`` read."""
+    dyn = {d.name for d in _entry_dims(program)}
     counts = {
         v.name
         for f in program.functions
         for c in nodes_of(f, FuncCall)
         if not isinstance(c.blocks, int)
         for v in nodes_of(c.blocks, Var)
+        if v.name in dyn  # a count may also read scalars of the orchestration code itself
     }
     read = {
         d.name
@@ -517,6 +519,13 @@ def _dims_used(program: Program) -> set[str]:
         if isinstance(d, DynDim)
     }
     return counts | read
+
+
+def _entry_dims(program: Program) -> list[DynDim]:
+    """The ``pl.dynamic`` dims of the entry's parameters."""
+    return [
+        d for p in program.entry.params for d in getattr(p.var.type, "shape", ()) if isinstance(d, DynDim)
+    ]
 
 
 def dynamic_dims(

@@ -199,3 +199,25 @@ def test_views_and_buffers_sized_at_run_time_are_planned_per_call():
     from pypto.frontend import parse_text
 
     assert parse_text(text).as_python() == text
+
+
+@pl.jit
+def spmd_of_read(
+    lens: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[8, 64], pl.FP32],
+    y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]],
+):
+    active = pl.max(pl.cast(pl.read(lens, [0, 0]), pl.INDEX), 1)
+    with pl.spmd(active):
+        b = pl.get_block_idx()
+        y[b : b + 1, :] = pl.adds(x[b : b + 1, :], 1.0)
+    return y
+
+
+def test_a_spmd_count_read_from_an_input_gives_that_many_blocks():
+    x = np.zeros((8, 64), np.float32)
+    for n in (3, 7):
+        y = np.zeros_like(x)
+        spmd_of_read(np.full((1, 8), n, np.int32), x, y, config=CFG)
+        assert len(spmd_of_read.last_report.tasks) == n
+        assert (y[:n] == 1).all() and not y[n:].any()

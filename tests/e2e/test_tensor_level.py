@@ -386,3 +386,29 @@ def test_rsqrt_accepts_upstreams_high_precision_flag_and_shows_it_in_the_dump():
     inv_norm(x, y, config=CFG)
     np.testing.assert_allclose(y, 1 / np.sqrt(x), rtol=1e-6)
     assert "high_precision=True" in inv_norm.lower(x, y, config=CFG).as_python()
+
+
+@pl.jit.inline
+def min_and_max(t):
+    return pl.minimum(t, 0.0), pl.maximum(t, 0.0)
+
+
+@pl.jit
+def split_signs(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    lo: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    hi: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a, b = min_and_max(x)
+        lo[:, :] = a
+        hi[:, :] = b
+    return lo, hi
+
+
+def test_a_helper_returning_two_values_binds_both():
+    x = randn(16, 64)
+    lo, hi = np.zeros_like(x), np.zeros_like(x)
+    split_signs(x, lo, hi, config=CFG)
+    np.testing.assert_array_equal(lo, np.minimum(x, 0))
+    np.testing.assert_array_equal(hi, np.maximum(x, 0))

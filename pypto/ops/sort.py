@@ -41,6 +41,25 @@ def gather_rule(b: Bound) -> Type:
     return _like(src, idx.shape, src.dtype)
 
 
+def gather_dim_rule(b: Bound) -> Type:
+    """``pl.gather(input, dim=, index=)`` as torch.gather: out[i, j] = input[i, index[i, j]]
+    (dim -1 / 1) or input[index[i, j], j] (dim 0 / -2); out has index's shape."""
+    src, idx = b.array("input"), b.array("index")
+    _need_rank(b, "input", 2)
+    _need_rank(b, "index", 2)
+    dim = b.literal("dim")
+    if dim not in (-2, -1, 0, 1):
+        raise b.fail(f"dim must be 0, 1, -1 or -2 for a 2-d input, got {dim!r}")
+    if idx.dtype != INT32:
+        raise b.fail(f"`index` must be INT32, got {format_type(idx)}")
+    other = 0 if dim in (1, -1) else 1  # the axis index runs along the input's, not gathered
+    if idx.shape[other] > src.shape[other]:  # type: ignore[operator]
+        raise b.fail(f"`index` {list(idx.shape)} is larger than `input` {list(src.shape)} on dim {other}")
+    for name in ("input", "index"):
+        _need_space(b, name, VEC)
+    return _like(src, idx.shape, src.dtype)
+
+
 def sort_rule(b: Bound) -> Type:
     src, idx = b.array("src"), b.array("idx")
     _need_rank(b, "src", 2)
@@ -164,6 +183,15 @@ OPS: tuple[OpDef, ...] = (
         {"src": VEC, "indices": VEC},
         "dst[i, j] = src.flat[indices[i, j]]",
     ),
+    OpDef(
+        "tile.gather_dim",
+        (ParamSpec("input", T), ParamSpec("dim", Kind.INT), ParamSpec("index", T)),
+        gather_dim_rule,
+        "tile",
+        _vector,
+        {"input": VEC, "index": VEC},
+        "out[i, j] = input[i, index[i, j]] along dim (torch.gather)",
+    ),
     _sort_op("tile.sort", "rows sorted descending: (value, idx) pairs"),
     _sort_op("tile.sort32", "rows sorted descending in blocks of 32: (value, idx) pairs"),
 )
@@ -215,6 +243,13 @@ ABI = (
         (("TGATHER", {}),),
     ),
     CEntry(
+        "pypto_tgather_dim",
+        (f"{TILE} dst", f"{TILE} src", f"{TILE} idx", "int32_t dim"),
+        "torch.gather on 2-d tiles: dst[i,j] = src[i, idx[i,j]] (dim 1 or -1) or src[idx[i,j], j]\n"
+        "(dim 0 or -2); idx is int32 and dst has its shape.",
+        (("TGATHER", {}),),
+    ),
+    CEntry(
         "pypto_tsort",
         ("int32_t block", f"{TILE} dst", f"{TILE} src", f"{TILE} idx"),
         "Sorts each row of src (fp32) descending, `block` elements at a time (0: the whole row),\n"
@@ -253,7 +288,7 @@ FAMILY = Family(
     ops=OPS,
     dsl={
         "arange": ("tile.ci",),
-        "gather": ("tile.gather", "tile.gather_mask"),
+        "gather": ("tile.gather", "tile.gather_mask", "tile.gather_dim"),
         "sort": ("tile.sort",),
         "sort32": ("tile.sort32",),
         "mrgsort": ("tile.mrgsort",),
@@ -265,6 +300,7 @@ FAMILY = Family(
         "tile.sort32": "TSORT32({dst}, {src}, {idx});",
         "tile.mrgsort": _emit_mrgsort,
         "tile.gather_mask": "TGATHER({dst}, {src}, {mask_pattern});",
+        "tile.gather_dim": "TGATHER({dst}, {input}, {index}, {dim});",
     },
     abi=ABI,
     isa_file="gather_sort.cpp",

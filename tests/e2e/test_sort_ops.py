@@ -189,3 +189,46 @@ def test_gather_mask_packs_the_columns_a_pattern_keeps():
         mask_kernel(M.P0101, pl.INT16)(x, np.zeros((4, 32), np.int16))
     with pytest.raises(TypeCheckError, match="mask_pattern must be a pl.tile.MaskPattern"):
         mask_kernel(9, pl.FP32)(x, np.zeros((4, 32), np.float32))
+
+
+@pl.jit
+def gather_along(x: pl.Tensor[[8, 64], pl.FP32], idx: pl.Tensor[[8, 16], pl.INT32], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:, :] = pl.gather(x, dim=-1, index=idx)  # tensor level: placed by the compiler
+    return out
+
+
+@pl.jit
+def gather_down(x: pl.Tensor[[8, 64], pl.FP32], idx: pl.Tensor[[4, 64], pl.INT32], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [8, 64])
+        i = pl.load(idx, [0, 0], [4, 64])
+        pl.store(pl.gather(t, dim=0, index=i), [0, 0], out)
+    return out
+
+
+def test_gather_along_a_dim_matches_torch_gather_and_costs_a_gather_pass():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 64)).astype(np.float32)
+    idx = rng.integers(0, 64, (8, 16)).astype(np.int32)
+    out = np.zeros((8, 16), np.float32)
+    gather_along(x, idx, out, config=RunConfig(trace=True))
+    np.testing.assert_array_equal(out, np.take_along_axis(x, idx, axis=-1))
+    # 8 x 16 fp32 = 512 B: ceil(512 / 256) = 2 repeats at the gather row (cost_model.cpp)
+    p = platforms.get("a2a3sim")
+    assert durations(gather_along.last_report, "TGATHER") == {vector_cycles(p, "gather", 512)}
+    rows = rng.integers(0, 8, (4, 64)).astype(np.int32)
+    down = np.zeros((4, 64), np.float32)
+    gather_down(x, rows, down, config=RunConfig())
+    np.testing.assert_array_equal(down, np.take_along_axis(x, rows, axis=0))
+
+
+def test_gather_along_a_dim_refuses_a_bad_dim_at_the_line():
+    @pl.jit
+    def bad(x: pl.Tensor[[8, 64], pl.FP32], idx: pl.Tensor[[8, 16], pl.INT32], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:, :] = pl.gather(x, dim=2, index=idx)
+        return out
+
+    with pytest.raises(TypeCheckError, match=r"dim must be 0, 1, -1 or -2.*test_sort_ops.py:\d+"):
+        bad(np.zeros((8, 64), np.float32), np.zeros((8, 16), np.int32), np.zeros((8, 16), np.float32))

@@ -127,6 +127,41 @@ extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, cons
            static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
+extern "C" void pypto_tgather_dim(const pypto_tile* dst, const pypto_tile* src,
+                                  const pypto_tile* idx, int32_t dim) {
+  const char* op = "TGATHER";
+  TileView d = check_tile(dst, op, "dst", kVec);
+  TileView s = check_tile(src, op, "input", kVec);
+  TileView ix = check_tile(idx, op, "index", kVec);
+  check_same_dtype(d, s, op, "dst and input");
+  check_same_valid_shape(d, ix, op, "dst and index");
+  if (ix.dtype != PYPTO_INT32)
+    fail(ErrorKind::kDType, op, std::string("index must be int32, got ") + dtype_name(ix.dtype));
+  if (accesses_overlap(d.access(true), s.access(false))) {
+    fail(ErrorKind::kMemorySpace, op, "dst and input overlap; gather into a separate tile");
+  }
+  const bool along_cols = dim == 1 || dim == -1;  // torch.gather: index picks along `dim`
+  const int64_t limit = along_cols ? s.valid_cols : s.valid_rows;
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    for (int64_t c = 0; c < d.valid_cols; ++c) {
+      const int64_t k = load_as<int32_t>(ix.row(r) + c * 4);
+      if (k < 0 || k >= limit || (along_cols ? r >= s.valid_rows : c >= s.valid_cols)) {
+        fail(ErrorKind::kOutOfBounds, op,
+             "index " + std::to_string(k) + " at " + shape_text(r, c) + " is outside input's " +
+                 shape_text(s.valid_rows, s.valid_cols));
+      }
+      const uint8_t* from = along_cols ? s.row(r) + k * s.esize : s.row(k) + c * s.esize;
+      std::memcpy(d.row(r) + c * d.esize, from, static_cast<size_t>(d.esize));
+    }
+  }
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(ix.access(false));
+  acc.add(d.access(true));
+  issue_op(PYPTO_VECTOR, vector_op(VecClass::kGather, d.valid_bytes()), op, acc,
+           static_cast<uint64_t>(d.valid_bytes()), d.addr);
+}
+
 extern "C" void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src,
                             const pypto_tile* idx) {
   const char* op = block ? "TSORT32" : "TSORT";

@@ -18,7 +18,7 @@ from pypto.frontend.bounds import Interval, interval
 from pypto.ir.bind import bind_call
 from pypto.ir.dtypes import BOOL, DataType
 from pypto.ir.enums import FunctionType
-from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Var, make_binop, type_of
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Literal, Var, make_binop, type_of
 from pypto.ir.ops import OPS, resolve_candidates
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type, refines
 
@@ -94,6 +94,8 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
     spec = _WINDOWS.get(call.op)
     if spec is None:
         return
+    if any(p.name == "valid_shape" for p in OPS[call.op].params) and not _is_none(call.arg("valid_shape")):
+        return  # the valid part is what is read: checked at run time against its sizes
     shape = _window_shape(call, spec[0])
     offsets = call.arg(spec[1])
     container = call.arg(spec[2])
@@ -116,6 +118,10 @@ def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span:
                 f"[{iv[0]}, {iv[1]}] and the window is {n} long, reaching {iv[1] + n} > size {size}",
                 span,
             )
+
+
+def _is_none(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is None
 
 
 def check_slot_index(t: Type, ranges: Mapping[str, Interval], span: SourceSpan | None) -> None:

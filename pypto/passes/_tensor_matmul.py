@@ -26,6 +26,7 @@ class View:
     base: Var
     offsets: tuple[Expr, ...]
     shape: tuple[int, ...]
+    valid: Expr | None = None  # pl.slice(..., valid_shape=[r, c]): the part a load reads
 
 
 # emit(base name, op, args, **keywords) -> the new value (the converter's statement sink)

@@ -85,10 +85,10 @@ class _Converter:
         if tile is not None:
             return tile
         v = self.view(e)
-        key = (v.base.name, v.offsets, v.shape)
+        key = (v.base.name, v.offsets, v.shape, v.valid)
         if key not in self.loaded:
             args = [v.base, list(v.offsets), list(v.shape)]
-            self.loaded[key] = self.emit(f"{v.base.name}_ub", "tile.load", args)
+            self.loaded[key] = self.emit(f"{v.base.name}_ub", "tile.load", args, valid_shape=v.valid)
         return self.loaded[key]
 
     def read(self, e: Expr) -> Var:
@@ -223,13 +223,14 @@ class _Converter:
 
     def slice(self, s: Assign, c: Call) -> None:
         computed = self.computed(c.arg("x"))
+        valid = None if _is_none(c.arg("valid_shape")) else c.arg("valid_shape")
         if computed is not None:  # a window of a value computed here: an on-chip extract
             args = [self.read(c.arg("x")), c.arg("shape"), c.arg("offset")]
-            self.tiles[s.var.name] = self.emit(s.var.name, "tile.slice", args)
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.slice", args, valid_shape=valid)
             return
         v = self.view(c.arg("x"))
         offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
-        self.views[s.var.name] = View(v.base, offs, s.var.type.shape)  # type: ignore[attr-defined]
+        self.views[s.var.name] = View(v.base, offs, s.var.type.shape, valid or v.valid)  # type: ignore[attr-defined]
 
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""

@@ -439,6 +439,12 @@ def _view(c: Call, env: _Env) -> View:
     shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
     if c.op != "tensor.slice":  # a reshape, to sizes known now or at run time (tensor.view)
         return View(env.tensors[src.name], shape)
+    if not isinstance(c.arg("valid_shape"), Literal):
+        raise CompileError(
+            "valid_shape= of a slice in orchestration is not supported: give it to the slice inside "
+            "the pl.at scope that loads it",
+            c.span,
+        )
     offsets = tuple(_value(o, env) for o in c.arg("offset").items)  # type: ignore[attr-defined]
     full = src.type.shape  # type: ignore[attr-defined]
     for d, (o, n, size) in enumerate(zip(offsets, shape, full)):

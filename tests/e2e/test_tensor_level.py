@@ -412,3 +412,25 @@ def test_a_helper_returning_two_values_binds_both():
     split_signs(x, lo, hi, config=CFG)
     np.testing.assert_array_equal(lo, np.minimum(x, 0))
     np.testing.assert_array_equal(hi, np.maximum(x, 0))
+
+
+@pl.jit
+def tail_rows(
+    lens: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[32, 64], pl.FP32],
+    y: pl.InOut[pl.Tensor[[32, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        n = pl.cast(pl.read(lens, [0, 0]), pl.INDEX)
+        xt = pl.slice(x, [16, 64], [8, 0], valid_shape=[n, 64])  # only n rows are read
+        y[8:24, 0:1] = pl.row_sum(xt)
+    return y
+
+
+def test_a_slice_with_a_valid_shape_reads_and_writes_only_its_valid_rows():
+    x = randn(32, 64)
+    for n in (5, 16):
+        y = np.zeros_like(x)
+        tail_rows(np.full((1, 8), n, np.int32), x, y, config=CFG)
+        np.testing.assert_allclose(y[8 : 8 + n, 0], x[8 : 8 + n].sum(-1), rtol=1e-5, atol=1e-5)
+        assert not y[8 + n :].any() and not y[:8].any() and not y[:, 1:].any()

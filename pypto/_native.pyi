@@ -35,6 +35,27 @@ def run_tasks(
     seed: int | None = None,
 ) -> list[dict[str, Any]]: ...
 
+class RunResults:
+    def to_dict(self) -> dict[str, Any]: ...
+
+class TaskRunner:
+    def __init__(
+        self,
+        tasks: list[
+            tuple[str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool]
+        ],
+        platform: Platform,
+    ) -> None: ...
+    def run(
+        self,
+        tensors: list[tuple[np.ndarray, int]],
+        record: bool = False,
+        hazards_fatal: bool = True,
+        seed: int | None = None,
+        max_cycles: int = 0,
+        max_instructions: int = 0,
+    ) -> RunResults: ...
+
 class CoreModel:
     def __init__(self, platform: Platform, record: bool = True) -> None: ...
     def op(

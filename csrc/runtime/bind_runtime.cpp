@@ -4,9 +4,12 @@
 #include <pybind11/stl.h>
 
 #include <csignal>
+#include <memory>
 #include <optional>
+#include <utility>
 
 #include "runtime/bind.hpp"
+#include "runtime/core/core_pool.hpp"
 #include "runtime/core/launch.hpp"
 #include "runtime/core/scheduler.hpp"
 #include "simulator/errors.hpp"
@@ -180,12 +183,7 @@ using TaskTuple =
     std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
                std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t, bool>;
 
-py::dict run_task_list(const std::vector<TaskTuple>& tasks,
-                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
-                       bool record, bool hazards_fatal, std::optional<uint64_t> seed,
-                       uint64_t max_cycles, uint64_t max_instructions) {
-  std::vector<pypto_tensor> table;
-  for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
+std::vector<TaskSpec> task_specs(const std::vector<TaskTuple>& tasks) {
   std::vector<TaskSpec> specs;
   for (const auto& [path, name, idx, scalars, kind, deps, gates, block, blocks, early] : tasks) {
     if (kind < 0 || kind > 2)
@@ -195,14 +193,93 @@ py::dict run_task_list(const std::vector<TaskTuple>& tasks,
     specs.push_back({load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps,
                      gates, block, blocks, early});
   }
+  return specs;
+}
+
+std::vector<pypto_tensor> tensor_table(const std::vector<std::pair<py::array, int>>& tensors) {
+  std::vector<pypto_tensor> table;
+  table.reserve(tensors.size());
+  for (const auto& [array, code] : tensors) table.push_back(describe(array, code, table.size()));
+  return table;
+}
+
+py::dict run_task_list(const std::vector<TaskTuple>& tasks,
+                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
+                       bool record, bool hazards_fatal, std::optional<uint64_t> seed,
+                       uint64_t max_cycles, uint64_t max_instructions) {
+  const std::vector<pypto_tensor> table = tensor_table(tensors);
+  const std::vector<TaskSpec> specs = task_specs(tasks);
   ChipResult chip = run_specs(specs, table, p,
                               options(record, hazards_fatal, seed, max_cycles, max_instructions));
   return chip_to_dict(chip, specs, record);
 }
 
+// A run's results as the scheduler left them: the dict a report reads is built on request,
+// so a call whose report is never read pays nothing for it.
+struct RunResults {
+  ChipResult chip;
+  std::shared_ptr<const std::vector<TaskSpec>> specs;
+  bool record = false;
+  py::object dict;  // built once: the records are handed over to it
+
+  py::object to_dict() {
+    if (dict.is_none()) dict = chip_to_dict(chip, *specs, record);
+    return dict;
+  }
+};
+
+// One program's task list, its kernels loaded once, run again and again on one platform; the
+// runs reuse core contexts and scheduler tables (CorePool). Runs on several threads at once
+// each get a pool of their own.
+class TaskRunner {
+ public:
+  TaskRunner(const std::vector<TaskTuple>& tasks, py::object platform)
+      : specs_(std::make_shared<const std::vector<TaskSpec>>(task_specs(tasks))),
+        platform_ref_(std::move(platform)),
+        platform_(platform_ref_.cast<const Platform&>()) {}
+
+  std::unique_ptr<RunResults> run(const std::vector<std::pair<py::array, int>>& tensors,
+                                  bool record, bool hazards_fatal, std::optional<uint64_t> seed,
+                                  uint64_t max_cycles, uint64_t max_instructions) {
+    const std::vector<pypto_tensor> table = tensor_table(tensors);
+    const ScheduleOptions o = options(record, hazards_fatal, seed, max_cycles, max_instructions);
+    std::unique_ptr<CorePool> pool = std::exchange(idle_, nullptr);
+    if (!pool) pool = std::make_unique<CorePool>(platform_);
+    auto r = std::make_unique<RunResults>(RunResults{{}, specs_, record, py::none()});
+    {
+      py::gil_scoped_release release;
+      InterruptScope interrupts;
+      r->chip = run_tasks(*specs_, table, platform_, o, pool.get());
+    }
+    idle_ = std::move(pool);  // the GIL is held again: no other run touches idle_ now
+    return r;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<TaskSpec>> specs_;
+  py::object platform_ref_;  // keeps the Platform the contexts refer to alive
+  const Platform& platform_;
+  std::unique_ptr<CorePool> idle_;
+};
+
 }  // namespace
 
+void bind_runner(py::module_& m) {
+  py::class_<RunResults>(m, "RunResults",
+                         "A run's results; to_dict() builds what run_tasks returns.")
+      .def("to_dict", &RunResults::to_dict);
+  py::class_<TaskRunner>(m, "TaskRunner",
+                         "A task list (as run_tasks takes it) bound to a platform, run many times.")
+      .def(py::init<const std::vector<TaskTuple>&, py::object>(), py::arg("tasks"),
+           py::arg("platform"))
+      .def("run", &TaskRunner::run, py::arg("tensors"), py::arg("record") = false,
+           py::arg("hazards_fatal") = true, py::arg("seed") = py::none(), py::arg("max_cycles") = 0,
+           py::arg("max_instructions") = 0,
+           "Runs the tasks on `tensors` as run_tasks does; the results, as RunResults.");
+}
+
 void bind_runtime(py::module_& m) {
+  bind_runner(m);
   m.def("run_tasks", &run_task_list, py::arg("tasks"), py::arg("tensors"), py::arg("platform"),
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
         py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,

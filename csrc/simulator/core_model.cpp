@@ -35,6 +35,35 @@ CoreModel::CoreModel(const Platform& platform, bool record)
       fired_(static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES *
                                  std::max(platform.event_ids, 0))) {}
 
+void CoreModel::reset(bool record) {
+  record_ = record;
+  chip_ = nullptr;
+  origin_ = 0;
+  limits_ = RunLimits{};
+  limited_ = false;
+  issue_time_ = 0;
+  next_index_ = 0;
+  pipe_free_.fill(0);
+  vector_run_end_ = UINT64_MAX;
+  for (Blocked& b : blocked_) {
+    b.active = false;
+    b.wait = Pending{};
+    b.queued.clear();
+  }
+  for (Fired& f : fired_) {
+    f.first = 0;
+    f.count = f.head = 0;
+    f.later.clear();
+  }
+  hazards_.reset();
+  last_op_ = OpDesc::fixed(0);
+  last_cost_ = 0;
+  last_continues_ = false;
+  gates_.clear();
+  stats_ = CoreStats{};
+  records_ = RecordTable();
+}
+
 // Valid for a flag that passed check_flag.
 CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
   return (src * PYPTO_NUM_PIPES + dst) * platform_.event_ids + id;

@@ -84,6 +84,9 @@ struct CoreStats {
 class CoreModel {
  public:
   explicit CoreModel(const Platform& platform, bool record = false);
+  // Back to the state the constructor leaves, keeping the buffers (a core context reused by
+  // the next run of a program allocates nothing for its timing model).
+  void reset(bool record);
 
   // Issues one instruction in program order and schedules it (or queues it behind a
   // blocked wait). Throws SimError(kFlag) for an invalid flag, kDeadlock at a PIPE_ALL

@@ -72,6 +72,24 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
   }
 }
 
+void HazardChecker::reset() {
+  for (LiveRing& q : live_) q.reset();
+  latest_end_.fill(0);
+  found_.clear();
+  count_ = 0;
+}
+
+void HazardChecker::LiveRing::reset() {
+  constexpr size_t kKeptEntries = 256;  // a long kernel's ring is not held between runs
+  if (buf_.size() > kKeptEntries) {
+    std::vector<Live>().swap(buf_);
+    mask_ = 0;
+  }
+  head_ = size_ = 0;
+  front_end_ = 0;
+  newest_ = Access{};
+}
+
 void HazardChecker::LiveRing::push_back(const Live& l) {
   if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
     std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));

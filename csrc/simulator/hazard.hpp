@@ -59,6 +59,8 @@ class HazardChecker {
 
   const std::vector<Hazard>& found() const { return found_; }
   uint64_t count() const { return count_; }
+  // Nothing in flight and nothing found, as constructed; small rings keep their buffers.
+  void reset();
 
  private:
   struct Live {
@@ -83,6 +85,7 @@ class HazardChecker {
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
     void clear() { head_ = size_ = 0; }
+    void reset();  // empty, as constructed (a large buffer is freed)
     void push_back(const Live& l);
 
    private:

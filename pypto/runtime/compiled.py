@@ -23,8 +23,15 @@ from pypto.ir.enums import FunctionType
 from pypto.runtime.build import KernelSource, build_kernels
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
-from pypto.runtime.dtypes import INPUT, code_of, flagged
-from pypto.runtime.marshal import as_array, check_no_overlap, scalar_slot
+from pypto.runtime.dtypes import INPUT, flagged
+from pypto.runtime.marshal import (
+    as_array,
+    check_no_overlap,
+    scalar_slot,
+    table_entry,
+    table_names,
+    table_roots,
+)
 
 if TYPE_CHECKING:
     from pypto.ir.stmt import Program
@@ -124,9 +131,7 @@ class CompiledProgram:
         results = self.execute(args, trace)
         return self.launch_report(results, trace, self.account_worker(args))
 
-    def launch_report(
-        self, results: list[dict[str, Any]], trace: bool, traffic: tuple[int, int]
-    ) -> RunReport:
+    def launch_report(self, results: Any, trace: bool, traffic: tuple[int, int]) -> RunReport:
         """``report`` with the launch's host -> device and device -> host bytes in its ``memory``."""
         report = self.report(results, trace)
         report.memory["host_to_device_bytes"], report.memory["device_to_host_bytes"] = traffic
@@ -177,9 +182,36 @@ class CompiledProgram:
 
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
-    def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> list[dict[str, Any]]:
-        """Runs the plan; the native per-task results, for ``report``. ``config`` (default: the
-        compile's) decides isolation and its timeout."""
+    def execute(self, args: tuple, trace: bool, config: RunConfig | None = None) -> Any:
+        """Runs the plan; the native results (``_native.RunResults``, or their dict from an
+        isolated run), for ``report``. ``config`` (default: the compile's) decides isolation
+        and its timeout."""
+        arrays = self.marshal(args)
+        runner, extra = self._native_tasks()
+        config = config or self.config
+        options = (trace, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
+        knobs.SIM_THREADS.get()  # the native runtime reads it; a bad value is refused here
+        try:
+            if not config.isolated(bool(self.external)):
+                return runner.run(arrays, *options)
+            from pypto.runtime.isolate import run_isolated
+
+            written = sorted(self._tensor_table[1])
+            label = self.name + (
+                f" (hand-written: {', '.join(s.name for s in self.external)})" if self.external else ""
+            )
+            return run_isolated(
+                lambda tensors: runner.run(tensors, *options).to_dict(),
+                arrays, written, kernel=label, timeout_s=config.timeout_s,
+            )  # fmt: skip
+        except ReadOnlyInputError as e:
+            from pypto.runtime.launch import name_tensors
+
+            raise name_tensors(e, table_names(self._tensor_table[0], self.intermediates, extra)) from None
+
+    def marshal(self, args: tuple) -> list[tuple[np.ndarray, int]]:
+        """The run's tensor table: (array, flagged dtype code) per tensor argument (checked),
+        then the scratch tensors and views the plan adds, then the read-only duplicates."""
         if self.fixed_signature:
             from pypto.runtime.entry import check_signature
 
@@ -192,33 +224,15 @@ class CompiledProgram:
         self._replan(args)
         arrays = [self._array(args, i) for i in self.tensor_params]
         if len(arrays) > 1 and self.outputs:
-            self._check_overlaps(arrays)
+            try:
+                check_no_overlap(arrays, *self._tensor_table)
+            except ArgumentError as e:
+                raise ArgumentError(e.message, self.program.span) from None
         for entry in self.intermediates:  # fresh scratch tensors, and views, each run
-            arrays.append(_table_entry(entry, arrays))
-        tasks, extra = self._native_tasks()
+            arrays.append(table_entry(entry, arrays))
+        extra = self._native_tasks()[1]
         arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
-        config = config or self.config
-        seed, native = config.seed, self._platform()[1]
-        limits = (config.max_cycles or 0, config.max_instructions or 0)
-        knobs.SIM_THREADS.get()  # the native runtime reads it; a bad value is refused here
-
-        def launch(tensors: list) -> dict[str, Any]:
-            return _native.run_tasks(tasks, tensors, native, trace, True, seed, *limits)  # type: ignore[call-arg, return-value]
-
-        try:
-            if not config.isolated(bool(self.external)):
-                return launch(arrays)  # type: ignore[return-value]
-            from pypto.runtime.isolate import run_isolated
-
-            written = [k for k, i in enumerate(self.tensor_params) if i in self.outputs]
-            label = self.name + (
-                f" (hand-written: {', '.join(s.name for s in self.external)})" if self.external else ""
-            )
-            return run_isolated(launch, arrays, written, kernel=label, timeout_s=config.timeout_s)
-        except ReadOnlyInputError as e:
-            from pypto.runtime.launch import name_tensors
-
-            raise name_tensors(e, self._table_names(extra)) from None
+        return arrays
 
     def _replan(self, args: tuple) -> None:
         """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes
@@ -245,10 +259,11 @@ class CompiledProgram:
         for cached in ("_native_cache", "launch_specs", "intermediates"):
             self.__dict__.pop(cached, None)
 
-    def _native_tasks(self) -> tuple[list[tuple], list[int]]:
-        """The native task list (fixed per compile: built once) and the table entries duplicated
-        as read-only views: a kernel's input that is written elsewhere in the program (an
-        output or an intermediate) is passed to that kernel flagged as an input."""
+    def _native_tasks(self) -> tuple[Any, list[int]]:
+        """The native task runner (built once per task list: its kernels loaded, its cores kept
+        between runs) and the table entries duplicated as read-only views: a kernel's input
+        that is written elsewhere in the program (an output or an intermediate) is passed to
+        that kernel flagged as an input."""
         cached = self.__dict__.get("_native_cache")
         if cached is not None:
             return cached
@@ -256,7 +271,7 @@ class CompiledProgram:
         n_table = n_params + len(self.intermediates)
         writable = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
         writable |= {n_params + k for k, e in enumerate(self.intermediates) if e[0] == "new"}
-        root = _roots(self.intermediates, n_params)
+        root = table_roots(self.intermediates, n_params)
         extra: list[int] = []
         tasks = []
         for (
@@ -291,26 +306,15 @@ class CompiledProgram:
                     early_resolve,
                 )
             )
-        cached = self.__dict__["_native_cache"] = (tasks, extra)
+        runner = _native.TaskRunner(tasks, self._platform()[1])
+        cached = self.__dict__["_native_cache"] = (runner, extra)
         return cached
 
-    def _table_names(self, extra: list[int]) -> list[str]:
-        names = [f"{self.param_names[i]!r}" for i in self.tensor_params]
-        names += [
-            f"pl.create_tensor #{k}" if e[0] == "new" else f"view #{k}"
-            for k, e in enumerate(self.intermediates)
-        ]
-        return [f"argument {n}" if n.startswith("'") else n for n in names] + [
-            f"argument {names[j]}" if names[j].startswith("'") else names[j] for j in extra
-        ]
-
-    def _check_overlaps(self, arrays: list[tuple[np.ndarray, int]]) -> None:
-        outs = {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
+    @functools.cached_property
+    def _tensor_table(self) -> tuple[list[str], set[int]]:
+        """The tensor parameters' names, and the indices of the ones a kernel may write."""
         names = [self.param_names[i] for i in self.tensor_params]
-        try:
-            check_no_overlap(arrays, names, outs)
-        except ArgumentError as e:
-            raise ArgumentError(e.message, self.program.span) from None
+        return names, {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
 
     @functools.cached_property
     def dynamic_plan(self) -> bool:
@@ -355,12 +359,14 @@ class CompiledProgram:
     def cube_kernels(self) -> list[str]:
         return [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
 
-    def report(self, results: list[dict[str, Any]], trace: bool) -> RunReport:
+    def report(self, results: Any, trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
         from pypto.runtime.report import scheduled_report
 
+        if not isinstance(results, dict):
+            results = results.to_dict()
         plat = self._platform()[0]
-        report = scheduled_report(plat.name, plat.clock_hz, results)  # type: ignore[arg-type]
+        report = scheduled_report(plat.name, plat.clock_hz, results)
         if len(report.tasks) == len(self.launch_specs):  # one result per planned task, in order
             for t, planned in zip(report.tasks, self.launch_specs):
                 t.deps = planned[4]
@@ -391,41 +397,6 @@ class RestoredProgram(CompiledProgram):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         value = self.__dict__[name] = pickle.loads(blobs[name])
         return value
-
-
-def _table_entry(entry: tuple, table: list[tuple]) -> tuple:
-    """(array, dtype code) of one entry after the parameters (see ``intermediates``)."""
-    if entry[0] == "new":
-        _, shape, dtype, init = entry
-        return np.full(shape, init, dtype=_np_dtype(dtype)), code_of(_np_dtype(dtype))
-    _, base, shape, offsets = entry
-    array, code = table[base]
-    if offsets is not None:
-        return array[tuple(slice(o, o + n) for o, n in zip(offsets, shape))], code
-    view = array.view()
-    try:
-        view.shape = shape  # a view or nothing: a copy would not see the kernels' writes
-    except AttributeError:
-        raise ArgumentError(
-            f"pl.reshape to {list(shape)} needs a contiguous tensor, got strides {list(array.strides)}"
-        ) from None
-    return view, code
-
-
-def _roots(entries: list[tuple], n_params: int) -> list[int]:
-    """Per table entry (parameters, then ``entries``), the entry whose buffer it sees."""
-    roots = list(range(n_params))
-    for k, e in enumerate(entries):
-        roots.append(roots[e[1]] if e[0] == "view" else n_params + k)
-    return roots
-
-
-def _np_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
 
 
 def _param_span(program: Program, i: int):

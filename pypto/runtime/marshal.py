@@ -15,7 +15,16 @@ import numpy as np
 from pypto.errors import ArgumentError
 from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
 
-__all__ = ["ArgumentError", "Marshalled", "as_array", "marshal", "scalar_slot"]
+__all__ = [
+    "ArgumentError",
+    "Marshalled",
+    "as_array",
+    "marshal",
+    "scalar_slot",
+    "table_entry",
+    "table_names",
+    "table_roots",
+]
 
 
 @dataclass
@@ -149,3 +158,46 @@ def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
             names.append(f"#{i}")
     check_no_overlap(tensors, names, outs)
     return Marshalled(tensors, scalars, names, sorted(outs))
+
+
+def table_entry(entry: tuple, table: list[tuple]) -> tuple:
+    """(array, dtype code) of one entry after the parameters (``CompiledProgram.intermediates``)."""
+    if entry[0] == "new":
+        _, shape, dtype, init = entry
+        return np.full(shape, init, dtype=np_dtype(dtype)), code_of(np_dtype(dtype))
+    _, base, shape, offsets = entry
+    array, code = table[base]
+    if offsets is not None:
+        return array[tuple(slice(o, o + n) for o, n in zip(offsets, shape))], code
+    view = array.view()
+    try:
+        view.shape = shape  # a view or nothing: a copy would not see the kernels' writes
+    except AttributeError:
+        raise ArgumentError(
+            f"pl.reshape to {list(shape)} needs a contiguous tensor, got strides {list(array.strides)}"
+        ) from None
+    return view, code
+
+
+def table_roots(entries: list[tuple], n_params: int) -> list[int]:
+    """Per table entry (parameters, then ``entries``), the entry whose buffer it sees."""
+    roots = list(range(n_params))
+    for k, e in enumerate(entries):
+        roots.append(roots[e[1]] if e[0] == "view" else n_params + k)
+    return roots
+
+
+def table_names(params: list[str], entries: list[tuple], extra: list[int]) -> list[str]:
+    """What an error calls each table entry: the tensor parameters ``params``, then ``entries``,
+    then the read-only duplicates of the entries ``extra`` lists."""
+    names = [f"argument {n!r}" for n in params]
+    names += [f"pl.create_tensor #{k}" if e[0] == "new" else f"view #{k}" for k, e in enumerate(entries)]
+    return names + [names[j] for j in extra]
+
+
+def np_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)

@@ -31,6 +31,23 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
   }
 }
 
+void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
+  model.reset(record);
+  checked = {};
+  loc = "";
+  block_idx = idx;
+  block_num = num;
+  atomic_log = nullptr;
+  aic = false;
+  subblock = 0;
+  cluster = nullptr;
+  waiter = nullptr;
+  data = nullptr;
+  deferring = false;
+  core_name = "AIV0";
+  kernel = "kernel";
+}
+
 CoreContext::~CoreContext() {
   // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
   // leave its gigabytes resident for the rest of the process.

@@ -7,6 +7,7 @@
 
 #include "runtime/core/cluster.hpp"
 #include "runtime/core/context.hpp"
+#include "runtime/core/core_pool.hpp"
 #include "runtime/core/data_queue.hpp"
 #include "runtime/core/host_memory.hpp"
 #include "runtime/core/scheduler_state.hpp"
@@ -23,17 +24,18 @@ using namespace sched;  // NOLINT: the scheduler's own state and reports
 class ChipScheduler final : public ChipLink, public Waiter {
  public:
   ChipScheduler(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                const Platform& p, const ScheduleOptions& o)
+                const Platform& p, const ScheduleOptions& o, CorePool* pool)
       : tasks_(tasks),
         table_(table),
         platform_(p),
         options_(o),
+        pool_(pool),
         memory_(p),
         rng_(o.seed),
-        aic_free_(static_cast<size_t>(std::max(p.aic_cores, 0)), 0),
-        aiv_free_(static_cast<size_t>(std::max(p.aiv_cores, 0)), 0),
-        aic_busy_(aic_free_.size(), false),
-        aiv_busy_(aiv_free_.size(), false),
+        aic_free_(per_core(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
+        aiv_free_(per_core(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
+        aic_busy_(per_core(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
+        aiv_busy_(per_core(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
         remaining_deps_(tasks.size(), 0),
         task_end_(tasks.size(), 0),
         task_left_(tasks.size(), 0),
@@ -41,6 +43,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
         data_(DataQueue::for_run()) {
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
+
+  ~ChipScheduler() {
+    if (pool_ == nullptr) return;
+    pool_->aic_free = std::move(aic_free_);
+    pool_->aiv_free = std::move(aiv_free_);
+    pool_->aic_busy = std::move(aic_busy_);
+    pool_->aiv_busy = std::move(aiv_busy_);
+  }
+  ChipScheduler(const ChipScheduler&) = delete;
+  ChipScheduler& operator=(const ChipScheduler&) = delete;
 
   ChipResult run() {
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -116,6 +128,14 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
  private:
+  // A table of one entry per core, `kept` from an earlier run when there is one (no allocation).
+  template <class T>
+  static std::vector<T> per_core(std::vector<T>* kept, int cores, T value) {
+    std::vector<T> table = kept ? std::move(*kept) : std::vector<T>();
+    table.assign(static_cast<size_t>(std::max(cores, 0)), value);
+    return table;
+  }
+
   int cluster_of(int instance) const { return instances_[static_cast<size_t>(instance)]->cluster; }
   bool started(int task) const {
     return dispatched_.size() > static_cast<size_t>(task) && dispatched_[static_cast<size_t>(task)];
@@ -233,7 +253,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.start = in.key = start;
     for (int i : t.tensors) in.descs.push_back(table_.at(static_cast<size_t>(i)));
     in.args = abi_args(in.descs, t.scalars);
-    in.ctx = std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
+    in.ctx =
+        pool_ ? pool_->take(aic, t.block_idx, t.block_num, options_.record)
+              : std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
     in.ctx->aic = aic;
     in.ctx->subblock = subblock;
     in.ctx->core_name = std::string(aic ? "AIC" : "AIV") + std::to_string(core);
@@ -316,7 +338,11 @@ class ChipScheduler final : public ChipLink, public Waiter {
       in.ended = where(in, t) + " on " + in.ctx->core_name + " has ended" +
                  (in.ctx->loc[0] ? std::string(", last at ") + in.ctx->loc : std::string());
     }
-    in.ctx.reset();
+    if (pool_ != nullptr) {
+      pool_->give(std::move(in.ctx));
+    } else {
+      in.ctx.reset();
+    }
     const size_t task = static_cast<size_t>(in.task);
     task_end_[task] = std::max(task_end_[task], in.end);
     if (--task_left_[task] == 0) complete(task);
@@ -394,6 +420,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   const std::vector<pypto_tensor>& table_;
   const Platform& platform_;
   ScheduleOptions options_;
+  CorePool* pool_;
   MemorySystem memory_;
   std::mt19937_64 rng_;
   std::vector<uint64_t> aic_free_, aiv_free_;
@@ -419,9 +446,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
 }  // namespace
 
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                     const Platform& platform, const ScheduleOptions& options) {
+                     const Platform& platform, const ScheduleOptions& options, CorePool* pool) {
   check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
-  ChipScheduler s(tasks, table, platform, options);
+  ChipScheduler s(tasks, table, platform, options, pool);
   return s.run();
 }
 

@@ -70,7 +70,12 @@ struct ChipResult {
   std::vector<std::string> races;  // when not fatal
 };
 
+class CorePool;
+
+// `pool` (optional): contexts and tables kept from an earlier run of the same tasks on the same
+// platform, and kept again for the next.
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                     const Platform& platform, const ScheduleOptions& options);
+                     const Platform& platform, const ScheduleOptions& options,
+                     CorePool* pool = nullptr);
 
 }  // namespace pypto

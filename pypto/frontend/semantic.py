@@ -178,10 +178,12 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
     out = make_binop(op, lhs, rhs, span)
     if isinstance(out, BinOp):
         lt, rt = type_of(out.lhs), type_of(out.rhs)
-        if lt != rt and op not in ("and", "or"):
+        integers = lt.dtype.is_integer and rt.dtype.is_integer  # type: ignore[union-attr]
+        if lt != rt and op not in ("and", "or") and not integers:
             raise TypeCheckError(
                 f"operator `{op}` mixes {lt.dtype} and {rt.dtype} scalars "  # type: ignore[union-attr]
-                "(no implicit promotion; use a literal of the right kind or pl.cast)",
+                "(no implicit promotion, except integers of two dtypes meeting in INDEX; use a literal "
+                "of the right kind or pl.cast)",
                 span,
             )
     return out

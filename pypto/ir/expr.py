@@ -229,6 +229,16 @@ def make_unary(op: str, operand: Expr, span: SourceSpan | None = None) -> Expr:
     return UnaryOp(op, operand, span=span)
 
 
+def _mixed_integers(a: Type | None, b: Type | None) -> bool:
+    return (
+        isinstance(a, ScalarType)
+        and isinstance(b, ScalarType)
+        and a.dtype != b.dtype
+        and a.dtype.is_integer
+        and b.dtype.is_integer
+    )
+
+
 def type_of(expr: Expr) -> Type | None:
     """The type of an expression (``None`` for lists and compile-time literals)."""
     if isinstance(expr, (Var, FuncCall, Call)):
@@ -238,8 +248,12 @@ def type_of(expr: Expr) -> Type | None:
     if isinstance(expr, BinOp):
         if expr.op in COMPARE_OPS or expr.op in BOOL_OPS:
             return ScalarType(BOOL)
-        # A literal adopts the other side's dtype (``x * 2`` keeps x's dtype).
+        # A literal adopts the other side's dtype (``x * 2`` keeps x's dtype); integers of two
+        # dtypes (an INT32 read, an INDEX offset) meet in INDEX, the 64 bits they are computed in.
         side = expr.rhs if isinstance(expr.lhs, Const) else expr.lhs
+        lt, rt = type_of(expr.lhs), type_of(expr.rhs)
+        if _mixed_integers(lt, rt) and not isinstance(expr.lhs, Const) and not isinstance(expr.rhs, Const):
+            return ScalarType(INDEX)
         return type_of(side)
     if isinstance(expr, UnaryOp):
         return ScalarType(BOOL) if expr.op == "not" else type_of(expr.operand)

@@ -221,3 +221,23 @@ def test_a_spmd_count_read_from_an_input_gives_that_many_blocks():
         spmd_of_read(np.full((1, 8), n, np.int32), x, y, config=CFG)
         assert len(spmd_of_read.last_report.tasks) == n
         assert (y[:n] == 1).all() and not y[n:].any()
+
+
+@pl.jit
+def mixed_ints(
+    pos: pl.Tensor[[1, 8], pl.INT32], x: pl.Tensor[[8, 64], pl.FP32], y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        p = pl.read(pos, [0, 0])
+        for i in pl.range(2):
+            r = p + i  # an INT32 read and an INDEX loop variable meet in INDEX
+            y[r : r + 1, :] = pl.adds(x[r : r + 1, :], 1.0)
+    return y
+
+
+def test_integer_scalars_of_two_dtypes_meet_in_index():
+    x = np.zeros((8, 64), np.float32)
+    y = np.zeros_like(x)
+    mixed_ints(np.full((1, 8), 3, np.int32), x, y, config=CFG)
+    assert y[:, 0].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
+    assert "pl.Scalar[pl.INDEX] = p + i" in mixed_ints.lower(np.zeros((1, 8), np.int32), x, y).as_python()

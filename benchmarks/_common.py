@@ -1,4 +1,4 @@
-"""What several benchmarks share: best-of timing and the seed's exp kernel."""
+"""What several benchmarks share: best-of timing and the tutorial's exp kernel."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pypto.language as pl
 
-NT, TR, TC = 8, 64, 128  # the seed kernel's input: NT row tiles of [TR, TC] fp32
+NT, TR, TC = 8, 64, 128  # the tutorial kernel's input: NT row tiles of [TR, TC] fp32
 
 
 def best_of(fn, n: int, *args) -> float:
@@ -20,7 +20,7 @@ def best_of(fn, n: int, *args) -> float:
 
 
 def seed_kernel(tiles: int = NT):
-    """The seed's single_buffer kernel (exp, one row tile at a time) over ``tiles`` tiles; a
+    """The tutorial's single_buffer kernel (exp, one row tile at a time) over ``tiles`` tiles; a
     new object on each call, so nothing is cached in-process."""
 
     @pl.jit

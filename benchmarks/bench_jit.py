@@ -1,7 +1,7 @@
 """@pl.jit benchmarks: first-call latency, warm-call overhead, a big exp vs numpy.
 
 Run: python benchmarks/bench_jit.py      (prints a table; never asserts on time)
-Targets: the first call of the seed kernel in a new process with a cold cache (parse + passes
+Targets: the first call of the tutorial kernel in a new process with a cold cache (parse + passes
 + codegen + C++ build) <= 150 ms; the first call of an unchanged kernel in a new process
 (served by the program cache) <= 20 ms; `import pypto.language` <= 30 ms; a warm call of a
 tiny kernel <= 5 us (printed in pieces, with its ratio to the target); a warm exp over 16 MiB
@@ -169,7 +169,7 @@ def main() -> None:
         wall, cpu = news[key]
         print(f"{label}: {wall * 1e3:.0f} ms (cpu {cpu * 1e3:.0f} ms)   {target}")
     cold, warm_compile = first_call()
-    print(f"in process, first call of the seed kernel (cold build): {cold * 1e3:.0f} ms")
+    print(f"in process, first call of the tutorial kernel (cold build): {cold * 1e3:.0f} ms")
     print(f"in process, first call of a new kernel object (cache hit): {warm_compile * 1e3:.1f} ms")
     t = {k: v * 1e6 for k, v in warm_call().items()}
     print(

@@ -1,4 +1,4 @@
-"""Double buffering in simulated cycles: the seed's kernels (tests/fixtures/seed_kernels.py)
+"""Double buffering in simulated cycles: the tutorial's kernels (tests/fixtures/seed_kernels.py)
 and pl.pipeline at stage 2, 3 and 4, on both memory planners. Deterministic; printed.
 
 Run: python benchmarks/bench_pipelining.py

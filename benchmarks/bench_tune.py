@@ -1,4 +1,4 @@
-"""pypto.tune benchmarks: one 16-point sweep of the seed's exp kernel (tile rows x depth) on
+"""pypto.tune benchmarks: one 16-point sweep of the tutorial's exp kernel (tile rows x depth) on
 each executor, an empty kernel cache (cold) then the same sweep again (warm), and the best point each finds.
 
 Run: python benchmarks/bench_tune.py      (prints a table; never asserts on time)

@@ -26,7 +26,7 @@ def tile_add(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 @pl.jit
-def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # the seed's baseline
+def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # the tutorial's baseline
     with pl.at(level=pl.Level.CORE_GROUP):
         for i in pl.range(NT):
             tile = pl.load(a, [i * TR, 0], [TR, TC])
@@ -35,7 +35,7 @@ def single_buffer(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # the seed's baseline
 
 
 def seed_input():
-    """The seed's input: binary-exact values in a stable range (torch when installed)."""
+    """The tutorial's input: binary-exact values in a stable range (torch when installed)."""
     try:
         import torch
     except ImportError:
@@ -45,7 +45,7 @@ def seed_input():
 
 
 def check(kernel) -> None:
-    """The seed's check(): run the kernel and compare with exp."""
+    """The tutorial's check(): run the kernel and compare with exp."""
     a = seed_input()
     if isinstance(a, np.ndarray):
         out = np.zeros((ROWS, TC), np.float32)

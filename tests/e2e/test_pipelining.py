@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buffer  # the seed's, verbatim
+from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buffer  # verbatim
 
 import pypto.language as pl
 from pypto.passes import MemoryPlanner

@@ -1,4 +1,4 @@
-"""The seed's kernels through the whole @pl.jit pipeline, with torch (the seed's check())
+"""The tutorial's kernels through the whole @pl.jit pipeline, with torch (the tutorial's check())
 and with numpy, plus what the report must show about them."""
 
 from __future__ import annotations

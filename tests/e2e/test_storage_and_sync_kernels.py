@@ -117,7 +117,7 @@ def test_a_loop_with_a_negative_step_counts_down():
     np.testing.assert_array_equal(out, -a[: 4 * R].reshape(4, R, C)[::-1].reshape(4 * R, C))
 
 
-from seed_kernels import NT, TC, TR, explicit_slots, single_buffer  # noqa: E402  (the seed's, verbatim)
+from seed_kernels import NT, TC, TR, explicit_slots, single_buffer  # noqa: E402  (the tutorial's, verbatim)
 
 
 def test_explicit_slots_overlap_the_next_load_with_compute():

@@ -85,24 +85,37 @@ def rms_norm(s: LayerShape, name: str):
     return norm
 
 
+def k_walk(s: LayerShape, t: Tiling, k: int, nb: int):
+    """x[batch, k] @ w[k, n0 : n0 + nb] into a kernel-local fp32 accumulator: the K walk is
+    pipelined so the next weight tile loads while the cube multiplies this one."""
+    tk = t.k_tile
+
+    @pl.jit.inline
+    def walk(x, w, n0):
+        acc = pl.create_tensor([s.batch, nb], dtype=pl.FP32)
+        for kb in pl.pipeline(k // tk, stage=t.stage):
+            xa, wb = x[:, kb * tk : kb * tk + tk], w[kb * tk : kb * tk + tk, n0 : n0 + nb]
+            if kb == 0:  # noqa: SIM108 - a kernel branch, not a value
+                acc = pl.matmul(xa, wb, out_dtype=pl.FP32)
+            else:
+                acc = pl.matmul_acc(acc, xa, wb)
+        return acc
+
+    return walk
+
+
 def projection(s: LayerShape, t: Tiling, k: int, n: int, name: str):
     """y[batch, n] (fp32) = x[batch, k] (bf16) @ w[k, n] (bf16): one task per ``n_block``
-    columns, so each weight byte is read from HBM once; the K walk is pipelined so the next
-    weight tile loads while the cube multiplies this one."""
-    nb, tk = min(t.n_block, n), t.k_tile
+    columns, so each weight byte is read from HBM once (see ``k_walk``)."""
+    nb = min(t.n_block, n)
+    walk = k_walk(s, t, k, nb)
 
     @pl.jit.inline
     def proj(x, w, y):
         for j in pl.parallel(n // nb):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint=name):
                 n0 = j * nb
-                acc = pl.create_tensor([s.batch, nb], dtype=pl.FP32)
-                for kb in pl.pipeline(k // tk, stage=t.stage):
-                    xa, wb = x[:, kb * tk : kb * tk + tk], w[kb * tk : kb * tk + tk, n0 : n0 + nb]
-                    if kb == 0:  # noqa: SIM108 - a kernel branch, not a value
-                        acc = pl.matmul(xa, wb, out_dtype=pl.FP32)
-                    else:
-                        acc = pl.matmul_acc(acc, xa, wb)
+                acc = walk(x, w, n0)
                 y[:, n0 : n0 + nb] = acc
         return y
 
@@ -112,20 +125,15 @@ def projection(s: LayerShape, t: Tiling, k: int, n: int, name: str):
 def projection_residual(s: LayerShape, t: Tiling, k: int, n: int, name: str):
     """y = res + x @ w (fp32 out): the projection with the residual add as its epilogue. The
     compiler splits each scope into a cube task and a vector task joined through GM."""
-    nb, tk = min(t.n_block, n), t.k_tile
+    nb = min(t.n_block, n)
+    walk = k_walk(s, t, k, nb)
 
     @pl.jit.inline
     def proj_res(x, w, res, y):
         for j in pl.parallel(n // nb):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint=name):
                 n0 = j * nb
-                acc = pl.create_tensor([s.batch, nb], dtype=pl.FP32)
-                for kb in pl.pipeline(k // tk, stage=t.stage):
-                    xa, wb = x[:, kb * tk : kb * tk + tk], w[kb * tk : kb * tk + tk, n0 : n0 + nb]
-                    if kb == 0:  # noqa: SIM108 - a kernel branch, not a value
-                        acc = pl.matmul(xa, wb, out_dtype=pl.FP32)
-                    else:
-                        acc = pl.matmul_acc(acc, xa, wb)
+                acc = walk(x, w, n0)
                 y[:, n0 : n0 + nb] = pl.add(acc, res[:, n0 : n0 + nb])
         return y
 

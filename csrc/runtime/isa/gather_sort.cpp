@@ -94,18 +94,35 @@ extern "C" void pypto_tci(const pypto_tile* dst, int64_t start, int32_t descendi
   issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 
+namespace {
+
+// The operands of an index gather, checked: Vec tiles, dst of src's dtype and idx's shape, idx
+// int32, dst apart from src; src_name and idx_name are what the op's form calls them.
+struct GatherOperands {
+  TileView d, s, ix;
+};
+GatherOperands gather_operands(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx,
+                               const char* src_name, const char* idx_name) {
+  const char* op = "TGATHER";
+  GatherOperands g{check_tile(dst, op, "dst", kVec), check_tile(src, op, src_name, kVec),
+                   check_tile(idx, op, idx_name, kVec)};
+  check_same_dtype(g.d, g.s, op, (std::string("dst and ") + src_name).c_str());
+  check_same_valid_shape(g.d, g.ix, op, (std::string("dst and ") + idx_name).c_str());
+  if (g.ix.dtype != PYPTO_INT32)
+    fail(ErrorKind::kDType, op,
+         std::string(idx_name) + " must be int32, got " + dtype_name(g.ix.dtype));
+  if (accesses_overlap(g.d.access(true), g.s.access(false))) {
+    fail(ErrorKind::kMemorySpace, op,
+         std::string("dst and ") + src_name + " overlap; gather into a separate tile");
+  }
+  return g;
+}
+
+}  // namespace
+
 extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx) {
   const char* op = "TGATHER";
-  TileView d = check_tile(dst, op, "dst", kVec);
-  TileView s = check_tile(src, op, "src", kVec);
-  TileView ix = check_tile(idx, op, "indices", kVec);
-  check_same_dtype(d, s, op, "dst and src");
-  check_same_valid_shape(d, ix, op, "dst and indices");
-  if (ix.dtype != PYPTO_INT32)
-    fail(ErrorKind::kDType, op, std::string("indices must be int32, got ") + dtype_name(ix.dtype));
-  if (accesses_overlap(d.access(true), s.access(false))) {
-    fail(ErrorKind::kMemorySpace, op, "dst and src overlap; gather into a separate tile");
-  }
+  auto [d, s, ix] = gather_operands(dst, src, idx, "src", "indices");
   const int64_t n = s.valid_elems();
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {
@@ -130,16 +147,7 @@ extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, cons
 extern "C" void pypto_tgather_dim(const pypto_tile* dst, const pypto_tile* src,
                                   const pypto_tile* idx, int32_t dim) {
   const char* op = "TGATHER";
-  TileView d = check_tile(dst, op, "dst", kVec);
-  TileView s = check_tile(src, op, "input", kVec);
-  TileView ix = check_tile(idx, op, "index", kVec);
-  check_same_dtype(d, s, op, "dst and input");
-  check_same_valid_shape(d, ix, op, "dst and index");
-  if (ix.dtype != PYPTO_INT32)
-    fail(ErrorKind::kDType, op, std::string("index must be int32, got ") + dtype_name(ix.dtype));
-  if (accesses_overlap(d.access(true), s.access(false))) {
-    fail(ErrorKind::kMemorySpace, op, "dst and input overlap; gather into a separate tile");
-  }
+  auto [d, s, ix] = gather_operands(dst, src, idx, "input", "index");
   const bool along_cols = dim == 1 || dim == -1;  // torch.gather: index picks along `dim`
   const int64_t limit = along_cols ? s.valid_cols : s.valid_rows;
   for (int64_t r = 0; r < d.valid_rows; ++r) {

@@ -290,7 +290,8 @@ class FunctionParser:
             bind_dynamic(self, node.value)
             return
         e, _ = self.exprs.call(node.value)
-        if e is not None:  # an inline helper without a value has emitted its statements
+        # An inline helper has emitted its statements already: its value, if any, is unused.
+        if isinstance(e, (Call, FuncCall)):
             self.emit(Eval(e, span=self.span(node)))
 
     def return_(self, node: ast.Return) -> None:

@@ -434,3 +434,23 @@ def test_a_slice_with_a_valid_shape_reads_and_writes_only_its_valid_rows():
         tail_rows(np.full((1, 8), n, np.int32), x, y, config=CFG)
         np.testing.assert_allclose(y[8 : 8 + n, 0], x[8 : 8 + n].sum(-1), rtol=1e-5, atol=1e-5)
         assert not y[8 + n :].any() and not y[:8].any() and not y[:, 1:].any()
+
+
+@pl.jit.inline
+def double_into(x, y):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.muls(x, 2.0)
+    return y
+
+
+@pl.jit
+def helper_as_statement(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    double_into(x, y)  # its value is not used: the call is for the tensor it writes
+    return y
+
+
+def test_a_helper_called_for_its_effect_drops_its_value():
+    x = randn(16, 64)
+    y = np.zeros_like(x)
+    helper_as_statement(x, y, config=CFG)
+    np.testing.assert_array_equal(y, 2 * x)

@@ -23,9 +23,7 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
     names = [t for t in target.elts if isinstance(t, ast.Name)]
     if folded is NOT_CONST and _unpack_values(p, target, names, value):
         return
-    if folded is NOT_CONST and _unpack_kernel_call(p, target, names, value):
-        return
-    if folded is NOT_CONST and _unpack_helper_call(p, target, names, value):
+    if folded is NOT_CONST and _unpack_call(p, target, names, value):
         return
     if folded is NOT_CONST or len(names) != len(target.elts) or not isinstance(folded, (tuple, list)):
         raise UnsupportedSyntaxError(
@@ -37,42 +35,29 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
         p.env[n.id] = v
 
 
-def _unpack_kernel_call(
+def _unpack_call(
     p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
 ) -> bool:
-    """``a, b = kernel(x, a, b)`` in orchestration: each name stands for the tensor argument
-    the kernel returns in its place. False when the value is not a kernel call."""
+    """``a, b = kernel(x, a, b)`` in orchestration (each name stands for the tensor argument the
+    kernel returns in its place), or ``a, b = helper(...)`` of a ``@pl.jit.inline`` helper ending
+    ``return x, y`` (each name takes its value). False when the value is neither call."""
     fn = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
-    if not isinstance(fn, (JitFunction, KernelFunction)) or not isinstance(value, ast.Call):
+    if not isinstance(value, ast.Call) or not isinstance(fn, (JitFunction, KernelFunction, InlineFunction)):
         return False
-    if len(names) != len(target.elts) or value.keywords:
-        raise UnsupportedSyntaxError(
-            "write `a, b = kernel(x, a, b)` with names and positional arguments", p.span(target)
-        )
-    args = [p.exprs.value(a) for a in value.args]
-    call, outs = p.program.call_kernel_unpacked(p, fn, args, value)
-    if len(outs) != len(names):
-        raise TypeCheckError(f"`{fn.name}` returns {len(outs)} values, not {len(names)}", p.span(target))
-    p.emit(Eval(call, span=p.span(value)))
-    for n, arg in zip(names, outs):
-        p.env[n.id] = arg
-    return True
-
-
-def _unpack_helper_call(
-    p: ParserState, target: ast.Tuple | ast.List, names: list[ast.Name], value: ast.expr
-) -> bool:
-    """``a, b = helper(...)`` of a ``@pl.jit.inline`` helper ending ``return x, y``: each name
-    takes its value. False when the value is not such a call."""
-    fn = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
-    if not isinstance(fn, InlineFunction) or not isinstance(value, ast.Call):
-        return False
-    result, _ = p.inline_call(fn, value)
-    items = result.items if isinstance(result, ListExpr) else None
-    if items is None or len(items) != len(names) or len(names) != len(target.elts):
-        got = len(items) if items is not None else ("no values" if result is None else "one value")
-        raise TypeCheckError(f"`{fn.name}` returns {got}, not {len(target.elts)} values", p.span(target))
-    for n, v in zip(names, items):
+    if len(names) != len(target.elts):
+        raise UnsupportedSyntaxError("unpack a call into plain names: `a, b = f(...)`", p.span(target))
+    if isinstance(fn, InlineFunction):
+        result, _ = p.inline_call(fn, value)
+        values = list(result.items) if isinstance(result, ListExpr) else [] if result is None else [result]
+    else:
+        if value.keywords:
+            raise UnsupportedSyntaxError("call kernels with positional arguments", p.span(value))
+        args = [p.exprs.value(a) for a in value.args]
+        call, values = p.program.call_kernel_unpacked(p, fn, args, value)
+        p.emit(Eval(call, span=p.span(value)))
+    if len(values) != len(names):
+        raise TypeCheckError(f"`{fn.name}` returns {len(values)} values, not {len(names)}", p.span(target))
+    for n, v in zip(names, values):
         p.env[n.id] = v
     return True
 

@@ -143,6 +143,8 @@ def scalar_cast_rule(b: Bound) -> Type:
         raise b.fail(
             f"a scalar casts to {', '.join(SCALAR_CAST_TARGETS)}, not {target}; cast a tile or tensor"
         )
+    if b.literal("mode") != "trunc":  # what generated kernels and the launch plan both do
+        raise b.fail(f"a scalar cast truncates toward zero (mode='trunc'), not mode={b.literal('mode')!r}")
     return ScalarType(target)  # type: ignore[arg-type]
 
 

@@ -246,7 +246,7 @@ _TABLE_EXT: list[OpDef] = [
           doc="one element of a tensor as a scalar (SCALAR pipe; in orchestration, read at launch)"),
     OpDef("tensor.write", (_p("dst", TN), _p("indices", IDX), _p("value", S)), RX.write_rule,
           "tile", S_PIPE, doc="write one element of a tensor (SCALAR pipe)"),
-    OpDef("scalar.cast", (_p("x", S), _p("target_type", DT), _p("mode", Kind.STR, "round")),
+    OpDef("scalar.cast", (_p("x", S), _p("target_type", DT), _p("mode", Kind.STR, "trunc")),
           RX.scalar_cast_rule, "any", NONE, doc="a scalar in another dtype (truncated, then wrapped)"),
     OpDef("tensor.dim", (_p("x", TN), _p("axis", Kind.INT)), RX.dim_rule, "any", NONE,
           doc="the size of one axis (of a pl.dynamic dim: known when the call's sizes are)"),

@@ -176,6 +176,10 @@ def table_entry(entry: tuple, table: list[tuple]) -> tuple:
         raise ArgumentError(
             f"pl.reshape to {list(shape)} needs a contiguous tensor, got strides {list(array.strides)}"
         ) from None
+    except ValueError:  # sizes known only now (a view sized from pl.dynamic dims)
+        raise ArgumentError(
+            f"pl.reshape of {list(array.shape)} to {list(shape)} changes the element count"
+        ) from None
     return view, code
 
 

@@ -185,7 +185,13 @@ def _read(c: Call, env: _Env) -> int | float | bool:
     if env.args is None:
         raise _NeedsData
     at = tuple(_value(i, env) for i in c.arg("indices").items)  # type: ignore[attr-defined]
-    return np.asarray(env.args[index])[at].item()
+    data = np.asarray(env.args[index])
+    if len(at) != data.ndim or not all(0 <= i < n for i, n in zip(at, data.shape)):
+        raise ArgumentError(  # numpy would wrap a negative index and read the wrong element
+            f"pl.read of `{getattr(src, 'name', src)}` at {list(at)} is outside its shape {list(data.shape)}",
+            c.span,
+        )
+    return data[at].item()
 
 
 # The task family's values: a TaskId is the frozenset of tasks it names, an array a tuple.

@@ -241,3 +241,31 @@ def test_integer_scalars_of_two_dtypes_meet_in_index():
     mixed_ints(np.full((1, 8), 3, np.int32), x, y, config=CFG)
     assert y[:, 0].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
     assert "pl.Scalar[pl.INDEX] = p + i" in mixed_ints.lower(np.zeros((1, 8), np.int32), x, y).as_python()
+
+
+def test_bad_control_plane_reads_and_casts_are_typed_errors():
+    from pypto.errors import ArgumentError, TypeCheckError
+
+    @pl.jit
+    def rounding(x: pl.Tensor[[1, 8], pl.FP32], y: pl.Out[pl.Tensor[[1, 8], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.write(y, [0, 0], pl.cast(pl.read(x, [0, 0]), pl.INT32, mode="round"))
+        return y
+
+    with pytest.raises(TypeCheckError, match=r"truncates toward zero \(mode='trunc'\), not mode='round'"):
+        rounding(np.zeros((1, 8), np.float32), np.zeros((1, 8), np.int32), config=CFG)
+    x = np.ones((8, 64), np.float32)
+    y = np.zeros_like(x)
+    with pytest.raises(ArgumentError, match=r"pl.read of `lens` at \[0, 8\] is outside its shape \[1, 8\]"):
+        reads_past(np.zeros((1, 8), np.int32), x, y, config=CFG)
+    assert not y.any()
+
+
+@pl.jit
+def reads_past(
+    lens: pl.Tensor[[1, 8], pl.INT32], x: pl.Tensor[[8, 64], pl.FP32], y: pl.Out[pl.Tensor[[8, 64], pl.FP32]]
+):
+    for b in pl.range(pl.cast(pl.read(lens, [0, 8]), pl.INDEX)):  # one past the end
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[b : b + 1, :] = x[b : b + 1, :]
+    return y

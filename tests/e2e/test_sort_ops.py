@@ -232,3 +232,12 @@ def test_gather_along_a_dim_refuses_a_bad_dim_at_the_line():
 
     with pytest.raises(TypeCheckError, match=r"dim must be 0, 1, -1 or -2.*test_sort_ops.py:\d+"):
         bad(np.zeros((8, 64), np.float32), np.zeros((8, 16), np.int32), np.zeros((8, 16), np.float32))
+
+
+def test_an_index_outside_the_gathered_dim_is_an_error_at_run_time():
+    from pypto.errors import OutOfBoundsError
+
+    idx = np.zeros((8, 16), np.int32)
+    idx[3, 5] = 64
+    with pytest.raises(OutOfBoundsError, match=r"index 64 at \[3, 5\] is outside input's \[8, 64\]"):
+        gather_along(np.zeros((8, 64), np.float32), idx, np.zeros((8, 16), np.float32))

@@ -83,6 +83,17 @@ def test_a_matmul_output_larger_than_l0c_is_refused_with_the_numbers():
 RED = "x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]"
 
 
+def carried(init: str) -> str:
+    """A kernel body adding x into `acc` four times around a loop, `acc` starting as `init`."""
+    return f"""
+    acc = {init}
+    for i, (acc_1,) in pl.range(4, init_values=(acc,)):
+        acc_2 = pl.add(acc_1, x)
+        acc_3 = pl.yield_(acc_2)
+    y = pl.assemble(y, acc_3, [0, 0])
+    """
+
+
 def test_a_tensor_level_reduction_gets_its_scratch_from_the_compiler():
     fn = lower(
         RED,
@@ -101,13 +112,7 @@ def test_a_tensor_level_reduction_gets_its_scratch_from_the_compiler():
 def test_a_value_carried_around_a_loop_becomes_a_carried_tile():
     fn = lower(
         RED,
-        """
-        acc = pl.full([32, 64], dtype=pl.FP32, value=0.0)
-        for i, (acc_1,) in pl.range(4, init_values=(acc,)):
-            acc_2 = pl.add(acc_1, x)
-            acc_3 = pl.yield_(acc_2)
-        y = pl.assemble(y, acc_3, [0, 0])
-        """,
+        carried("pl.full([32, 64], dtype=pl.FP32, value=0.0)"),
     )
     loop = next(s for s in fn.body if isinstance(s, ir.For))
     vec = ir.TileType((32, 64), ir.FP32, ir.MemorySpace.Vec)
@@ -215,25 +220,13 @@ def test_a_loop_reading_an_unassigned_accumulator_on_its_first_trip_is_refused()
     with pytest.raises(CompileError, match=r"`acc_1` is read before it is assigned"):
         lower(
             RED,
-            """
-            acc = pl.create_tensor([32, 64], dtype=pl.FP32)
-            for i, (acc_1,) in pl.range(4, init_values=(acc,)):
-                acc_2 = pl.add(acc_1, x)
-                acc_3 = pl.yield_(acc_2)
-            y = pl.assemble(y, acc_3, [0, 0])
-            """,
+            carried("pl.create_tensor([32, 64], dtype=pl.FP32)"),
         )
 
 
 def test_init_value_gives_a_kernel_local_tensor_its_values():
     fn = lower(
         RED,
-        """
-        acc = pl.create_tensor([32, 64], dtype=pl.FP32, init_value=1.0)
-        for i, (acc_1,) in pl.range(4, init_values=(acc,)):
-            acc_2 = pl.add(acc_1, x)
-            acc_3 = pl.yield_(acc_2)
-        y = pl.assemble(y, acc_3, [0, 0])
-        """,
+        carried("pl.create_tensor([32, 64], dtype=pl.FP32, init_value=1.0)"),
     )
     assert ops(fn)[0] == "tile.full"

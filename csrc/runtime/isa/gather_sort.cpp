@@ -120,54 +120,57 @@ GatherOperands gather_operands(const pypto_tile* dst, const pypto_tile* src, con
 
 }  // namespace
 
-extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx) {
+namespace {
+
+// dst[r, c] = the element of src that `at(r, c, k)` picks for the index k = idx[r, c] (null: k
+// is out of range, an error saying so in `range`'s words); then the instruction is described.
+template <class At>
+void gather_each(const GatherOperands& g, const std::string& range, At at) {
   const char* op = "TGATHER";
-  auto [d, s, ix] = gather_operands(dst, src, idx, "src", "indices");
-  const int64_t n = s.valid_elems();
+  const TileView& d = g.d;
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     for (int64_t c = 0; c < d.valid_cols; ++c) {
-      const int64_t k = load_as<int32_t>(ix.row(r) + c * 4);
-      if (k < 0 || k >= n) {
+      const int64_t k = load_as<int32_t>(g.ix.row(r) + c * 4);
+      const uint8_t* from = at(r, c, k);
+      if (from == nullptr) {
         fail(ErrorKind::kOutOfBounds, op,
-             "index " + std::to_string(k) + " at " + shape_text(r, c) + " is outside src's " +
-                 std::to_string(n) + " elements");
+             "index " + std::to_string(k) + " at " + shape_text(r, c) + " is outside " + range);
       }
-      const uint8_t* from = s.row(k / s.valid_cols) + (k % s.valid_cols) * s.esize;
       std::memcpy(d.row(r) + c * d.esize, from, static_cast<size_t>(d.esize));
     }
   }
   AccessList acc;
-  acc.add(s.access(false));
-  acc.add(ix.access(false));
+  acc.add(g.s.access(false));
+  acc.add(g.ix.access(false));
   acc.add(d.access(true));
   issue_op(PYPTO_VECTOR, vector_op(VecClass::kGather, d.valid_bytes()), op, acc,
            static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
+}  // namespace
+
+extern "C" void pypto_tgather(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* idx) {
+  const GatherOperands g = gather_operands(dst, src, idx, "src", "indices");
+  const TileView& s = g.s;
+  const int64_t n = s.valid_elems();
+  gather_each(g, "src's " + std::to_string(n) + " elements",
+              [&](int64_t, int64_t, int64_t k) -> const uint8_t* {
+                if (k < 0 || k >= n) return nullptr;
+                return s.row(k / s.valid_cols) + (k % s.valid_cols) * s.esize;
+              });
+}
+
 extern "C" void pypto_tgather_dim(const pypto_tile* dst, const pypto_tile* src,
                                   const pypto_tile* idx, int32_t dim) {
-  const char* op = "TGATHER";
-  auto [d, s, ix] = gather_operands(dst, src, idx, "input", "index");
+  const GatherOperands g = gather_operands(dst, src, idx, "input", "index");
+  const TileView& s = g.s;
   const bool along_cols = dim == 1 || dim == -1;  // torch.gather: index picks along `dim`
-  const int64_t limit = along_cols ? s.valid_cols : s.valid_rows;
-  for (int64_t r = 0; r < d.valid_rows; ++r) {
-    for (int64_t c = 0; c < d.valid_cols; ++c) {
-      const int64_t k = load_as<int32_t>(ix.row(r) + c * 4);
-      if (k < 0 || k >= limit || (along_cols ? r >= s.valid_rows : c >= s.valid_cols)) {
-        fail(ErrorKind::kOutOfBounds, op,
-             "index " + std::to_string(k) + " at " + shape_text(r, c) + " is outside input's " +
-                 shape_text(s.valid_rows, s.valid_cols));
-      }
-      const uint8_t* from = along_cols ? s.row(r) + k * s.esize : s.row(k) + c * s.esize;
-      std::memcpy(d.row(r) + c * d.esize, from, static_cast<size_t>(d.esize));
-    }
-  }
-  AccessList acc;
-  acc.add(s.access(false));
-  acc.add(ix.access(false));
-  acc.add(d.access(true));
-  issue_op(PYPTO_VECTOR, vector_op(VecClass::kGather, d.valid_bytes()), op, acc,
-           static_cast<uint64_t>(d.valid_bytes()), d.addr);
+  gather_each(g, "input's " + shape_text(s.valid_rows, s.valid_cols),
+              [&](int64_t r, int64_t c, int64_t k) -> const uint8_t* {
+                if (k < 0 || k >= (along_cols ? s.valid_cols : s.valid_rows)) return nullptr;
+                if (along_cols ? r >= s.valid_rows : c >= s.valid_cols) return nullptr;
+                return along_cols ? s.row(r) + k * s.esize : s.row(k) + c * s.esize;
+              });
 }
 
 extern "C" void pypto_tsort(int32_t block, const pypto_tile* dst, const pypto_tile* src,

@@ -130,17 +130,14 @@ def range_error(value: int | float, dtype: DataType) -> str | None:
         p, emax = _FLOAT_FORMATS[dtype.name]
         limit = (2 - 2.0**-p) * 2.0**emax
         if value == value and abs(value) != float("inf") and abs(value) >= limit:
-            return f"{value} overflows {dtype} (it would round to infinity; the largest is {_float_max(p, emax)})"
+            largest = f"{(2 - 2.0 ** (1 - p)) * 2.0**emax:.6g}"
+            return f"{value} overflows {dtype} (it would round to infinity; the largest is {largest})"
         return None
     if isinstance(value, float) and not value.is_integer():
         return f"{value} is not an integer for {dtype}"
     bits = 64 if dtype.kind == "index" else dtype.bits
     lo, hi = (0, 2**bits - 1) if dtype.kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     return None if lo <= int(value) <= hi else f"{int(value)} does not fit {dtype} [{lo}, {hi}]"
-
-
-def _float_max(p: int, emax: int) -> str:
-    return f"{(2 - 2.0 ** (1 - p)) * 2.0**emax:.6g}"
 
 
 SCALAR_CAST_TARGETS = ("INDEX", "INT64", "INT32", "INT16", "INT8", "UINT32", "UINT8", "BOOL", "FP32")

@@ -83,6 +83,7 @@ def _same(now: Any, value: Any) -> bool:
 
 def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
     from pypto.frontend.source import KernelSource
+    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 
     code = getattr(fn, "__code__", None)
     if code is None or id(code) in seen:
@@ -96,11 +97,10 @@ def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
     for name in sorted(names):
         cell = _cell(fn, name)
         value = resolve(fn, name)
-        inner = getattr(value, "fn", None)
-        if isinstance(inner, types.FunctionType):  # a kernel or helper it calls
-            _collect(inner, out, seen)
-        elif isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType):
             _module_attrs(value, attrs, out)
+        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):  # it calls these
+            _collect(value.fn, out, seen)
         elif _plain(value):
             where = (cell, None) if cell is not None else (fn.__globals__, name)
             out.append((*where, _snapshot(value)))

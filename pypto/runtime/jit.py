@@ -23,6 +23,7 @@ from pypto.frontend import captured
 from pypto.ir.enums import Direction
 from pypto.runtime import program_cache
 from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
+from pypto.runtime.build.source import file_stem
 from pypto.runtime.compiled import CompiledProgram, RestoredProgram
 from pypto.runtime.config import RunConfig
 
@@ -56,7 +57,7 @@ def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     code = getattr(getattr(jf, "fn", None), "__code__", None)
     origin = (code.co_filename, code.co_firstlineno) if code is not None else getattr(jf, "origin", None)
     digest = sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
-    return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
+    return knobs.cache_dir() / "programs" / f"{file_stem(jf.name)}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
@@ -207,7 +208,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
 
         ensure_dir(out / "kernels")
         for name, code in entry.sources.items():
-            atomic_write(out / "kernels" / f"{name}.cpp", code.encode())
+            atomic_write(out / "kernels" / f"{file_stem(name)}.cpp", code.encode())
         _write_hint_lines(entry.hints, out)
     if entry.hints:  # as a compile whose hints are unchanged says it: at INFO
         import logging

@@ -214,8 +214,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
                              : t.kind == CoreKind::kAic   ? "an AIC core"
                                                           : "an AIV core";
     throw SimError(ErrorKind::kConfig,
-                   "platform " + platform_.name + " has no cores for task " + t.name + ": it runs on " +
-                       kind + ", and aic_cores=" + std::to_string(platform_.aic_cores) +
+                   "platform " + platform_.name + " has no cores for task " + t.name +
+                       ": it runs on " + kind +
+                       ", and aic_cores=" + std::to_string(platform_.aic_cores) +
                        ", aiv_cores=" + std::to_string(platform_.aiv_cores) +
                        " give none (a cluster kernel needs aiv_cores >= 2 * aic_cores)");
   }

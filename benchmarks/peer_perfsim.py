@@ -98,18 +98,27 @@ def run_port(port: Port) -> tuple[int, dict[str, int]]:
     return rep.cycles, busy
 
 
+def run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
+    """Runs one build step; a failure names the step and ends with its own last output lines."""
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{tail}")
+    return done
+
+
 def build_peer(tree: Path, build: Path) -> Path:
     """Builds the GEMM Perf-Sim test from ``tree`` (a pto-isa checkout or a copy of part of one;
     its formula headers are generated first, as pto-isa's own test runner does) into ``build``;
     returns the folder of the binary."""
     for arch in ("a2a3", "a5"):
         gen = tree / "include/pto/costmodel" / arch / "formula_costmodel/gen_formula_params_header.py"
-        subprocess.run([sys.executable, str(gen)], cwd=tree, check=True, capture_output=True)
+        run([sys.executable, gen], cwd=tree)
     env = dict(os.environ, CC="gcc-12", CXX="g++-12")
     configure = ["cmake", "-S", tree / "tests/costmodel/perf_sim_st", "-B", build]
     configure += ["-DCMAKE_BUILD_TYPE=Release", "-DTEST_CASE=gemm_perf_sim"]
-    subprocess.run(configure, env=env, check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", build, "-j2"], check=True, capture_output=True)
+    run(configure, env=env)
+    run(["cmake", "--build", build, "-j2"])
     return build / "bin"
 
 
@@ -145,15 +154,19 @@ def parse_reports(text: str) -> Figures:
 
 
 def run_gemm_test(bins: Path) -> Figures:
-    out = subprocess.run([bins / "gemm_perf_sim"], cwd=bins, check=True, capture_output=True, text=True)
-    return parse_reports(out.stdout)
+    return parse_reports(run([bins / "gemm_perf_sim"], cwd=bins).stdout)
 
 
 def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], str]:
     """Perf-Sim's figures, its totals with the flag ids apart, and where they come from."""
-    if root is None or not (root / "include/pto/costmodel/perf_sim").is_dir():
-        if root is not None:
-            logging.warning("%s is not a pto-isa checkout with Perf-Sim; using the recorded figures", root)
+    missing = [tool for tool in ("cmake", "gcc-12", "g++-12") if shutil.which(tool) is None]
+    if root is not None and not (root / "include/pto/costmodel/perf_sim").is_dir():
+        logging.warning("%s is not a pto-isa checkout with Perf-Sim; using the recorded figures", root)
+        root = None
+    elif root is not None and missing:
+        logging.warning("building Perf-Sim needs %s; using the recorded figures", ", ".join(missing))
+        root = None
+    if root is None:
         where = f"Perf-Sim figures recorded at pto-isa {REVISION} (build it: --pto-isa DIR or PTO_ISA_DIR)"
         return RECORDED, RECORDED_IDS_APART, where
     figures = run_gemm_test(build_peer(root, root / "build_perfsim"))

@@ -35,6 +35,8 @@ def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
     """(type, lowest, highest) allowed for an override of platform field ``key``."""
     if key == "vec_mat_routes":
         return int, 0, 1
+    if key == "fixpipe_gm_priced_elem_bytes":  # 0: the bytes the store writes
+        return int, 0, 8
     if key == "alignment_bytes":
         return int, 1, 4096
     if isinstance(current, int):

@@ -5,12 +5,20 @@ ratio of total cycles to the CUBE-bound limit (the most TMATMUL cycles any one c
 no schedule can beat it) and to the MTE2-bound limit likewise, and the simulator's wall time
 for a warm run (kernel built, cache hit). A ratio near 1 for one pipe names the bound.
 
-Run: python benchmarks/bench_gemm.py [sizes...]     (default: 1536 3072; never asserts)
+Then the two forms of the same GEMM (examples/gemm.py): ``matmul`` / ``matmul_acc`` chosen
+inside the pipelined K loops, and the first K block peeled out of them. They do the same
+loads and matmuls; on a device they differ by about one L1 K block's latency (the loads of
+one [128, 256] x [256, 256] L1 block, its first L1 -> L0 feed and its four matmuls, from the
+platform table), which is the bound printed beside them.
+
+Run: python benchmarks/bench_gemm.py [sizes...] [--big]   (default: 1536 3072; --big adds
+6144, a few minutes; never asserts)
 Target: simulator wall time <= 1 s for 1536^3.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -77,11 +85,44 @@ def bench(gemm, size: int) -> None:
     print(f"  simulator wall time   {min(walls):>10.3f} s warm   ({cold:.2f} s with compile and build)")
 
 
-def main(sizes: list[int]) -> None:
+def forms(gemm, size: int) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (size, size)).astype(np.float16)
+    b = rng.uniform(-1, 1, (size, size)).astype(np.float16)
+    ref = gemm.reference(a, b)[0]
+    cycles = {}
+    for name, make in (
+        ("matmul / matmul_acc inside", gemm.make_gemm),
+        ("first K block peeled", gemm.make_gemm_peeled),
+    ):
+        c = np.zeros((size, size), np.float32)
+        kernel = make(size, size, size)
+        kernel(a, b, c)
+        cycles[name] = kernel.last_report.cycles
+        print(f"  {name:<28}{cycles[name]:>10} cycles   relative error {gemm.relative_error(c, ref):.2e}")
+    diff = abs(cycles["first K block peeled"] - cycles["matmul / matmul_acc inside"])
+    bound = gemm.k_block_cycles()
+    verdict = "within" if diff <= bound else "OVER"
+    print(
+        f"  difference {diff} cycles; one L1 K block = {bound} cycles: "
+        f"{verdict} the bound ({diff / bound:.2f}x)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", nargs="*", type=int, default=[1536, 3072])
+    ap.add_argument("--big", action="store_true", help="also 6144^3 (a few minutes)")
+    args = ap.parse_args(argv)
+    sizes = args.sizes + ([6144] if args.big else [])
     gemm = load_example()
     for size in sizes:
         bench(gemm, size)
+    print("\nTwo forms of the same GEMM")
+    for size in sizes:
+        print(f" {size}^3:")
+        forms(gemm, size)
 
 
 if __name__ == "__main__":
-    main([int(s) for s in sys.argv[1:]] or [1536, 3072])
+    main()

@@ -59,9 +59,9 @@ class LayerShape:
 @dataclass(frozen=True)
 class Tiling:
     """The layer's tiling choices: columns of a projection's output per task (``n_block``),
-    rows of weight per matmul step (``k_tile``) and the K loop's pipeline depth. 256 columns: with
-    128 the simulated makespan is shorter, but mostly because the memory system charges HBM for
-    the bytes a half-line miss asked for rather than the whole L2 line (docs/decode_layer.md)."""
+    rows of weight per matmul step (``k_tile``) and the K loop's pipeline depth. 256 columns:
+    the projections are bound by HBM, so 128 (every AIC busy) gains nothing and loses a little
+    to half-line rows and a partial second wave; 512 leaves 14 AICs idle (docs/decode_layer.md)."""
 
     n_block: int = 256
     k_tile: int = 256

@@ -123,10 +123,11 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
   return false;
 }
 
-// The share of the lines a window touches that the L2 already holds (each row's lines are
-// looked up once; a line shared by consecutive rows counts once).
-double MemorySystem::hit_fraction(const Access& gm) {
-  uint64_t hits = 0, total = 0, last = UINT64_MAX;
+// Looks up the lines a window touches (each row's lines once; a line shared by consecutive
+// rows counts once): how many hit the L2 and how many missed.
+MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
+  Lines n;
+  uint64_t last = UINT64_MAX;
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   for (int64_t r = 0; r < gm.rows; ++r) {
     const uint64_t lo = canonical(gm.base + r * gm.stride);
@@ -135,15 +136,14 @@ double MemorySystem::hit_fraction(const Access& gm) {
     uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
     size_t set = static_cast<size_t>(line % sets_);  // consecutive lines, consecutive sets
     for (; line <= end; ++line) {
-      hits += lookup(set, line) ? 1 : 0;
-      ++total;
+      (lookup(set, line) ? n.hits : n.misses) += 1;
       last = line;
       set = set + 1 == sets_ ? 0 : set + 1;
     }
   }
-  stats_.l2_hits += hits;
-  stats_.l2_misses += total - hits;
-  return total ? static_cast<double>(hits) / static_cast<double>(total) : 0.0;
+  stats_.l2_hits += n.hits;
+  stats_.l2_misses += n.misses;
+  return n;
 }
 
 std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {
@@ -164,9 +164,16 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
                               const Access& gm) {
   const double bytes = static_cast<double>(gm.rows * gm.row_bytes);
   if (bytes <= 0 || port_bw <= 0) return lead_miss;
-  const double hit = hit_fraction(gm), miss = 1.0 - hit;
-  const double lead = hit >= 1.0 ? lead_hit : lead_miss, t0 = start + lead;
-  stats_.hbm_bytes += bytes * miss;
+  const Lines lines = lookup_lines(gm);
+  const double total = static_cast<double>(lines.hits + lines.misses);
+  const double hit = total > 0 ? static_cast<double>(lines.hits) / total : 0.0;
+  const double lead = lines.misses == 0 ? lead_hit : lead_miss, t0 = start + lead;
+  // A missed line is filled whole from HBM, whatever part of it the transfer asked for: a
+  // 256 B row of a 512 B line draws 512 B of HBM. Per byte moved the transfer draws `miss`
+  // bytes of HBM (above 1 when rows cover lines partly) and `hit` bytes of L2.
+  const double hbm = static_cast<double>(lines.misses) * static_cast<double>(line_bytes_);
+  const double miss = hbm / bytes;
+  stats_.hbm_bytes += hbm;
   stats_.l2_bytes += bytes * hit;
   const double hbm_cap = platform_.hbm_bytes_per_cycle * kBucketCycles;
   const double l2_cap = platform_.l2_bytes_per_cycle * kBucketCycles;

@@ -8,7 +8,9 @@
 // than HBM) always gets exactly bytes / port bandwidth. Budgets are claimed in the order the
 // chip scheduler presents transfers, which is simulated-time order.
 //
-// The L2 is set-associative with LRU replacement over lines of l2_line_bytes. Lines are
+// The L2 is set-associative with LRU replacement over lines of l2_line_bytes; a missed line
+// is filled whole, so it draws l2_line_bytes of HBM however little of it a transfer asked
+// for (a neighbour's later access to the rest of the line hits). Lines are
 // tagged by (buffer, offset), never by host address, so timing does not depend on where the
 // host allocator put an array. A line being filled counts as present (the miss is merged).
 #pragma once
@@ -23,7 +25,7 @@ namespace pypto {
 
 struct MemoryStats {
   uint64_t l2_hits = 0, l2_misses = 0;  // line lookups
-  double hbm_bytes = 0, l2_bytes = 0;   // bytes served by each
+  double hbm_bytes = 0, l2_bytes = 0;   // HBM: whole lines filled; L2: bytes served by hits
   uint64_t stalled_transfers = 0;       // transfers slowed by a shared budget
 };
 
@@ -53,7 +55,10 @@ class MemorySystem {
     uint64_t tag;
   };
   uint64_t canonical(int64_t host) const;
-  double hit_fraction(const Access& gm);
+  struct Lines {
+    uint64_t hits = 0, misses = 0;
+  };
+  Lines lookup_lines(const Access& gm);
   bool lookup(size_t set, uint64_t line);  // true on a hit; a miss installs the line
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);

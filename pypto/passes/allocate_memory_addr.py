@@ -34,7 +34,12 @@ from pypto.ir.stmt import Function, Program
 from pypto.ir.types import MemRef
 from pypto.passes.context import PassContext
 from pypto.passes.memory import map_generated_kernels
-from pypto.passes.memory.pipeline_gate import pipeline_shortfalls, reorder_for_depth, share_storage
+from pypto.passes.memory.pipeline_gate import (
+    pipeline_shortfalls,
+    reorder_for_depth,
+    share_leftovers,
+    share_storage,
+)
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
@@ -62,28 +67,65 @@ _SPREAD = frozenset({"Mat"})
 
 
 def _place_space(fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int) -> None:
-    if bufs and bufs[0].space in _SPREAD and sum(_align(b.nbytes, align) for b in bufs) <= limit:
-        return _place(fn, groups, bufs, align, limit, spread=True)
+    if bufs and bufs[0].space in _SPREAD:
+        spread = sum(_align(b.nbytes, align) for b in bufs) <= limit
+        return _place(fn, groups, bufs, align, limit, spread=spread, oldest=not spread)
     return _place(fn, groups, bufs, align, limit)
 
 
 def _place(
-    fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int, spread: bool = False
+    fn: Function,
+    groups: Groups,
+    bufs: list[Buffer],
+    align: int,
+    limit: int,
+    spread: bool = False,
+    oldest: bool = False,
 ) -> None:
     """First fit: pinned buffers, then by first definition (larger first on ties). ``spread``:
-    every buffer clear of every other (no reuse at all)."""
+    every buffer clear of every other (no reuse at all). ``oldest``: of the offsets where a
+    buffer fits, the one over storage no placed buffer uses, else over the earliest-defined
+    tiles (their pending reads are the likeliest done), so a loop's first load does not wait
+    for a tile the code before the loop is still reading."""
     placed: list[Buffer] = []
     for buf in sorted(bufs, key=lambda b: (b.pinned is None, b.start, -b.nbytes)):
         busy = sorted((o for o in placed if spread or _clashes(groups, o, buf)), key=lambda o: o.offset)
-        offset = 0
-        for other in busy:
-            if offset + buf.nbytes <= other.offset:
-                break
-            offset = max(offset, _align(other.offset + other.nbytes, align))
+        offset = _first_fit(buf, busy, align)
+        if oldest and offset + buf.nbytes <= limit:
+            offset = _oldest_fit(buf, busy, placed, align, limit, offset)
         buf.offset = offset
         if offset + buf.nbytes > limit:
             _overflow(fn, groups, buf, busy, limit)
         placed.append(buf)
+
+
+def _first_fit(buf: Buffer, busy: list[Buffer], align: int) -> int:
+    offset = 0
+    for other in busy:
+        if offset + buf.nbytes <= other.offset:
+            break
+        offset = max(offset, _align(other.offset + other.nbytes, align))
+    return offset
+
+
+def _overlaps(a: Buffer, offset: int, nbytes: int) -> bool:
+    return a.offset < offset + nbytes and offset < a.offset + a.nbytes
+
+
+def _oldest_fit(
+    buf: Buffer, busy: list[Buffer], placed: list[Buffer], align: int, limit: int, first: int
+) -> int:
+    """The fitting offset (0 or just past a placed buffer) whose previous occupants were
+    defined earliest; storage never used counts as oldest; ties go to the lower offset."""
+    candidates = {first, *(_align(o.offset + o.nbytes, align) for o in placed)}
+    best, best_age = first, None
+    for off in sorted(candidates):
+        if off + buf.nbytes > limit or any(_overlaps(o, off, buf.nbytes) for o in busy):
+            continue
+        age = max((o.start for o in placed if _overlaps(o, off, buf.nbytes)), default=-1)
+        if best_age is None or age < best_age:
+            best, best_age = off, age
+    return best
 
 
 def _overflow(fn: Function, groups: Groups, buf: Buffer, busy: list[Buffer], limit: int) -> None:
@@ -116,11 +158,13 @@ def _memref(bufs: list[Buffer]) -> Callable[[Buffer, Expr | None], MemRef]:
 def _allocate(fn: Function, ctx: PassContext) -> Function:
     src = fn
     fn, copies, groups = group_storage(src)
+    share_leftovers(src, groups)
     # The pipelining capacity gate (memory.pipeline_gate): clones that do not fit share storage.
     limits = {s: int(getattr(ctx.platform, f)) for s, f in CAPACITY_FIELD.items()}
     short = pipeline_shortfalls(src, groups, ctx, limits)
     if short:
         fn, copies, groups = group_storage(reorder_for_depth(src, short))
+        share_leftovers(src, groups)
         share_storage(groups, short)
     bufs = buffers(groups)
     align = int(ctx.platform.alignment_bytes)

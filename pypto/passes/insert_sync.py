@@ -25,11 +25,20 @@ often covers several hazards. Placement, in the block where producer and consume
   issued more since the producer (a set there would wait for all of it): then ``set`` right
   after the producer and ``wait`` before the ``if``.
 
+A carried flag's opening sets go at the start of the block holding its loop, so the loop's
+first trip waits for nothing before the loop it does not touch; when its first trip does
+conflict with a producer before the loop, the sets of the nearest carried flag of that pipe
+pair move to just after that producer (one flag covers both hazards, and the rest of the
+trip does not wait for it).
+
 Loops are executed for enough trips to reach the steady state of their slot pattern
 (``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
-trip. Event ids are assigned last: flags of one pipe pair that may be outstanding at once
-get distinct ids within ``platform.event_ids``; when ids run out a flag falls back to the
-set-just-before-wait form. Functions that already contain flags are left alone.
+trip; the restart keeps only the carried flags (the others are derived again: a carried
+flag's opening sets may already order what an earlier walk's flag did) and puts every
+carried flag's opening sets back at their earliest place. Event ids are assigned last:
+flags of one pipe pair that may be outstanding at once get distinct ids within
+``platform.event_ids``; when ids run out a flag falls back to the set-just-before-wait
+form. Functions that already contain flags are left alone.
 Test: tests/passes/test_insert_sync.py
 """
 
@@ -66,6 +75,10 @@ class _Token:
     loop: Path | None = None  # loop-carried: the loop statement
     depth: int = 0
     drain_at: tuple[str, Path] | None = None  # loop-carried: where the closing waits go
+    prime_at: tuple[str, Path] | None = None  # loop-carried: where the opening sets go
+    # loop-carried: the earliest place for the opening sets, the start of the loop's block
+    # (what the code before the loop must finish first moves them later: prime_after)
+    first_at: tuple[str, Path] | None = None
 
     def adjacent(self) -> None:
         """Fall back to set-just-before-wait (always valid, never overlaps another flag)."""
@@ -76,6 +89,20 @@ class _Token:
 class _Plan:
     tokens: list[_Token] = field(default_factory=list)
     carried: dict[tuple[Path, int, int, int], _Token] = field(default_factory=dict)
+
+    def early_primes(self) -> None:
+        """Every carried flag's opening sets back at their earliest place."""
+        for t in self.carried.values():
+            t.prime_at = t.first_at
+
+    def forget_same_trip(self) -> None:
+        """Keeps the loop-carried flags only: the next walk derives the others again. A new
+        carried flag may cover a hazard an earlier walk ordered with a flag of its own: its
+        primes before the loop are set on the producer's pipe after everything that pipe
+        issued before the loop, so the first trip's wait also orders the consumer after the
+        code before the loop (a pipeline's first load need not wait at the loop's entry)."""
+        carried = {id(t) for t in self.carried.values()}
+        self.tokens = [t for t in self.tokens if id(t) in carried]
 
     def flags(self) -> tuple[dict[Path, list], dict[Path, list]]:
         """Per statement path, the (op, token index) flags before and after it, in order."""
@@ -88,7 +115,8 @@ class _Plan:
     def place(self, k: int, pre: dict[Path, list], post: dict[Path, list]) -> None:
         t = self.tokens[k]
         if t.loop is not None:
-            pre[t.loop] += [("set", k)] * t.depth
+            where, at = t.prime_at or ("pre", t.loop)
+            (pre if where == "pre" else post)[at] += [("set", k)] * t.depth
             where, at = t.drain_at  # type: ignore[misc]
             (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
         (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
@@ -237,7 +265,7 @@ class _Walker:
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
             self.adjacent(frames[w], q, p, span)
-        elif jp < fr.idx and len(site) == level + 2 and self.drain_before(fr, q, p, jp, site[level + 1].idx):
+        elif jp < fr.idx and self.moved_for(fr, level, site, q, p, jp):
             raise _Restart
         elif fr.kind == "loop" and trip < fr.it:
             self.carry(fr, q, p, jp, fr.it - trip, span)
@@ -268,6 +296,35 @@ class _Walker:
         tok.drain_at = here
         return True
 
+    def moved_for(self, fr: _Frame, level: int, site: tuple, q: int, p: int, jp: int) -> bool:
+        """A carried flag's closing waits or opening sets moved to cover producer ``jp``."""
+        if len(site) == level + 2 and self.drain_before(fr, q, p, jp, site[level + 1].idx):
+            return True
+        return self.prime_after(fr, level, q, p, jp)
+
+    def prime_after(self, fr: _Frame, level: int, q: int, p: int, jp: int) -> bool:
+        """A consumer in the first trip of loop ``fr.idx`` conflicts with producer ``jp`` before
+        the loop: moves the opening sets of the nearest carried flag of the pipe pair that the
+        consumer waits for in that trip to just after the producer. False when there is none
+        or its sets already follow the producer."""
+        inner = self.frames[level + 1] if level + 1 < len(self.frames) else None
+        loop = fr.path + (fr.idx,)
+        if inner is None or inner.kind != "loop" or inner.it != 0 or inner.path != loop + ("body",):
+            return False
+        waits = [
+            t
+            for t in self.plan.carried.values()
+            if t.loop == loop and (t.src, t.dst) == (q, p) and t.wait_at[len(inner.path)] <= inner.idx
+        ]
+        if not waits:
+            return False
+        tok = max(waits, key=lambda t: t.wait_at[len(inner.path)])
+        after = ("post", fr.path + (jp,))
+        if tok.prime_at is not None and tok.prime_at[0] == "post" and tok.prime_at[1][-1] >= jp:
+            return False
+        tok.prime_at = after
+        return True
+
     def carry(self, fr: _Frame, q: int, p: int, js: int, depth: int, span) -> None:
         # One flag per pipe pair, loop and producer statement: the clones of a replicated
         # pipeline body each keep their own, so clone k's load waits only for clone k's store.
@@ -279,6 +336,7 @@ class _Walker:
             # the end of the loop's block: after its last statement, or before the yield or
             # return that ends it
             tok.drain_at = ("pre" if outer.closed else "post", outer.path + (outer.size - 1,))
+            tok.first_at = ("pre", outer.path + (0,))
             self.plan.carried[key] = tok
             self.plan.tokens.append(tok)
         else:  # the same producer for another consumer: earliest consumer, nearest trip
@@ -288,6 +346,7 @@ class _Walker:
                 self.adjacent(self.frames[-1], q, p, span, now=True)  # already there: cannot help
                 return
             old.set_at, old.wait_at, old.depth = *merged, min(depth, old.depth)
+        self.plan.early_primes()  # a new carried flag may be the nearer one for a consumer
         raise _Restart
 
     def new(self, tok: _Token) -> None:
@@ -393,7 +452,7 @@ def _sync(fn: Function, limit: int) -> Function:
             _Walker(fn, plan).run()
             break
         except _Restart:
-            continue
+            plan.forget_same_trip()
     else:
         raise CompileError(f"{fn.name}: synchronisation did not settle (internal error)", fn.span)
     ids = _event_ids(plan, fn.body, limit, fn)

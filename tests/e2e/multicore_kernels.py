@@ -91,3 +91,13 @@ def deps_on_a_skipped_scope(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Ten
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="always", deps=[maybe]):
         pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], y)
     return x, y
+
+
+@pl.jit
+def halves(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = left half + right half of a's [R, 2C] rows: each load asks for half of every row."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="halves"):
+        left = pl.load(a, [0, 0], [R, C])
+        right = pl.load(a, [0, C], [R, C])
+        pl.store(pl.add(left, right), [0, 0], out)
+    return out

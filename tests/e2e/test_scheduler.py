@@ -127,3 +127,18 @@ def test_deps_on_a_scope_that_did_not_run_order_nothing():
     mk.deps_on_a_skipped_scope(a, x, y, 1, config=CFG)
     first, second = mk.deps_on_a_skipped_scope.last_report.tasks
     assert second.start == first.end + DISPATCH
+
+
+def test_a_missed_l2_line_draws_the_whole_line_from_hbm():
+    # rows of 128 fp32 are 512 B, one L2 line each; each load asks for 256 B of every row
+    a = np.random.default_rng(0).uniform(-1, 1, (mk.R, 2 * mk.C)).astype(np.float32)
+    out = np.zeros((mk.R, mk.C), np.float32)
+    mk.halves(a, out, config=CFG)
+    rep = mk.halves.last_report
+    np.testing.assert_array_equal(out, a[:, : mk.C] + a[:, mk.C :])
+    line = platforms.get("a2a3sim").l2_line_bytes
+    assert a.strides[0] == line
+    # the left halves miss and fill whole lines; the right halves hit them; out's 256 B rows
+    # pack two to a line
+    assert rep.memory["l2_misses"] == mk.R + mk.R // 2 and rep.memory["l2_hits"] == mk.R
+    assert rep.memory["hbm_bytes"] == (mk.R + mk.R // 2) * line  # whole lines, not the 256 B asked

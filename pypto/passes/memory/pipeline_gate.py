@@ -169,3 +169,19 @@ def share_storage(groups: Groups, short: dict[PipelineGroup, int]) -> None:
                 for mine, theirs in zip(block[k].staged, block[k % depth].staged):
                     if {groups.live.canon(mine), groups.live.canon(theirs)} <= groups.live.order.keys():
                         groups.union(theirs, mine)
+
+
+def share_leftovers(fn: Function, groups: Groups) -> None:
+    """A static leftover clone ``j`` runs the trip that clone ``j`` of the loop would run next,
+    so it takes that clone's buffers: the double buffer rotates on into the leftover, whose
+    loads then wait only for that clone's last reads (one trip back), never for the last
+    clone's, and the storage after the loop is free for what follows."""
+    for group in fn.pipeline_groups:
+        main = group.blocks[0]
+        for block in group.blocks[1:]:
+            for j, clone in enumerate(block):
+                for mine, theirs in zip(clone.staged, main[j % len(main)].staged):
+                    if {groups.live.canon(mine), groups.live.canon(theirs)} <= groups.live.order.keys() and (
+                        groups.may_join(theirs, mine) and not groups.interferes(theirs, mine)
+                    ):
+                        groups.union(theirs, mine)

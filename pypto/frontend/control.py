@@ -473,12 +473,12 @@ class ControlFlow(LoopCarry):
 
 
 def name_hint(p: Any, node: ast.expr, form: str) -> str:
-    """A scope's ``name_hint=``: the kernel's name in reports, dumps (printed as a function
-    name, so they read back) and file names, hence an identifier."""
+    """A scope's ``name_hint=``: the kernel's name in reports and dumps, any text but a path
+    (its files get a plain name derived from it)."""
     hint = p.folder.fold(node)
-    if not isinstance(hint, str) or not hint.isidentifier():
+    if not isinstance(hint, str) or not hint or any(c in hint for c in "/\\\0"):
         raise TypeCheckError(
-            f"{form} name_hint names the kernel, so it must be an identifier string, got {hint!r}",
+            f"{form} name_hint names the kernel: a non-empty string without / \\ or NUL, got {hint!r}",
             p.span(node),
         )
     return hint

@@ -70,16 +70,10 @@ class Shipment:
 
 def run_serial(job: _worker.Job, todo: list[tuple[dict[str, Any], str]], tick: Tick) -> list[Row]:
     """In this process: the job object itself, nothing pickled."""
-    key = "in-process"
-    _worker._DECODED.clear()
-    _worker._DECODED[key] = job
     out = []
-    try:
-        for point, folder in todo:
-            out.append(_worker.evaluate(key, point, folder))
-            tick()
-    finally:
-        _worker._DECODED.clear()
+    for point, folder in todo:
+        out.append(_worker.evaluate(job, point, folder))
+        tick()
     return out
 
 

@@ -110,11 +110,12 @@ def dumps(task: Job) -> bytes:
 
 
 def evaluate(
-    job: bytes | str, point: dict[str, Any], folder: str, marker: str | None = None
+    job: Job | bytes | str, point: dict[str, Any], folder: str, marker: str | None = None
 ) -> dict[str, Any]:
     """Compiles and runs one point in ``folder``; its simulated cycles, or the error that stopped it.
 
-    ``job``: the job's bytes, or the key of bytes this worker was given (``pool_worker_init``).
+    ``job``: the job itself (in this process), its bytes, or the key of the bytes this worker
+    was given (``pool_worker_init``).
     ``marker``: a file that exists while the point runs, so that when a worker process dies
     the sweep can tell the points it was running from those it never started."""
     if marker is None:
@@ -126,14 +127,17 @@ def evaluate(
         Path(marker).unlink(missing_ok=True)
 
 
-def _job(job: bytes | str) -> Job:
+def _job(job: Job | bytes | str) -> Job:
     """The decoded job, decoding it only the first time this process sees it."""
+    if isinstance(job, Job):
+        return job
     key = job if isinstance(job, str) else job_key(job)
-    if key not in _DECODED:
-        blob = _BLOBS[key] if isinstance(job, str) else job
-        _DECODED.clear()  # one sweep at a time: an older job's arrays are let go
-        _DECODED[key] = loads(blob)
-    return _DECODED[key]
+    decoded = _DECODED.get(key)
+    if decoded is None:
+        decoded = loads(_BLOBS[key] if isinstance(job, str) else job)
+        _DECODED.clear()  # the latest sweep's job only: an older job's arrays are let go
+        _DECODED[key] = decoded
+    return decoded
 
 
 def loads(blob: bytes) -> Job:

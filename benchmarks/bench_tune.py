@@ -1,5 +1,7 @@
 """pypto.tune benchmarks: one 16-point sweep of the tutorial's exp kernel (tile rows x depth) on
-each executor, an empty kernel cache (cold) then the same sweep again (warm), and the best point each finds.
+each executor, an empty kernel cache (cold) then the same sweep again (warm), and the best point each finds;
+then the bytes each executor ships to its workers (the job every point shares, once per worker)
+against pickling the job into every point (what a sweep shipped before).
 
 Run: python benchmarks/bench_tune.py      (prints a table; never asserts on time)
 """
@@ -17,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures
 import numpy as np  # noqa: E402
 import tune_kernels as tk  # noqa: E402
 
-from pypto.tune import sweep  # noqa: E402
+from pypto.tune import _worker, sweep  # noqa: E402
 
 SPACE = {"rows": [16, 32, 64, 128], "depth": [1, 2, 3, 4]}
 
@@ -27,8 +29,12 @@ def fresh_cache() -> None:
     os.environ["PYPTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="pypto-bench-")
 
 
+SHIPPED: list[tuple[str, int]] = []
+
+
 def timed(label: str, executor) -> None:
     a = tk.seed_input()
+    sent = 0
     for phase in ("cold", "warm"):
         start = time.perf_counter()
         result = sweep(tk.exp_kernel, SPACE, (a, np.zeros_like(a)), executor=executor, check=tk.check)
@@ -36,6 +42,21 @@ def timed(label: str, executor) -> None:
         best = result.best_row
         print(f"{label:<22}{phase:<6}{wall:>8.2f} s  {wall / len(result.rows) * 1e3:>8.0f} ms/point  "
               f"best rows={best['rows']} depth={best['depth']} ({best['cycles']} cycles)")  # fmt: skip
+        sent = result.sent_bytes
+    SHIPPED.append((label, sent))
+
+
+def shipped_table(points: int) -> None:
+    """Bytes to the workers: the job (factory, arguments, check) pickled into every point, as
+    before, against once per worker."""
+    a = tk.seed_input()
+    job = len(_worker.dumps(_worker.Job(tk.exp_kernel, (a, np.zeros_like(a)), None, tk.check)))
+    print(f"\nshipped to the workers per sweep (the job is {job / 1e6:.2f} MB; arguments "
+          f"{2 * a.nbytes / 1e6:.2f} MB)")  # fmt: skip
+    print(f"{'pickled into every point':<26}{job * points / 1e6:>8.2f} MB  ({points} x the job)")
+    for label, sent in SHIPPED:
+        print(f"{label:<26}{sent / 1e6:>8.2f} MB  ({job * points / max(sent, 1):.1f}x less)"
+              if sent else f"{label:<26}{0:>8.2f} MB  (in this process: nothing pickled)")  # fmt: skip
 
 
 def main() -> None:
@@ -48,6 +69,7 @@ def main() -> None:
         from distributed import Client, LocalCluster
     except ImportError:
         print("dask.distributed not installed: pip install '.[dask]'")
+        shipped_table(len(SPACE["rows"]) * len(SPACE["depth"]))
         return
     workers = os.cpu_count() or 1
     fresh_cache()
@@ -56,6 +78,7 @@ def main() -> None:
         Client(cl) as client,
     ):
         timed("dask LocalCluster", client.get_executor())
+    shipped_table(len(SPACE["rows"]) * len(SPACE["depth"]))
 
 
 if __name__ == "__main__":

@@ -177,6 +177,14 @@ class RunReport:
 
         return report_kernels.rooflines(self)
 
+    def diff(self, other: RunReport) -> Any:
+        """This run (the baseline) against ``other``: makespan, per-pipe busy cycles, per-kernel
+        time and memory counters, each absolute and in %, naming the pipe and kernel that
+        changed most (``ReportDiff``, see ``pypto.runtime.report_diff``)."""
+        from pypto.runtime import report_diff
+
+        return report_diff.diff(self, other)
+
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""
         return _views().task_table(self)

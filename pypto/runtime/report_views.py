@@ -212,6 +212,8 @@ def format_report(report: RunReport) -> str:
             lines.append(f"    {r['core']:<7}{r['start']:>9}{r['end']:>9}{r['cycles']:>9}  {r['kernel']}")
     if "host_to_device_bytes" in report.memory:
         lines.append(_traffic_line(report.memory))
+    if "l2_hits" in report.memory:
+        lines.append(_l2_line(report.memory))
     if len({t.name for t in report.tasks}) > 1 and _known(report):
         from pypto.runtime.report_kernels import format_kernels
 
@@ -229,6 +231,17 @@ def _traffic_line(m: dict[str, Any]) -> str:
         f"  memory traffic: host->device {int(m['host_to_device_bytes'])} B, device->host "
         f"{int(m.get('device_to_host_bytes', 0))} B; HBM {int(m.get('hbm_bytes', 0))} B, "
         f"L2 {int(m.get('l2_bytes', 0))} B"
+    )
+
+
+def _l2_line(m: dict[str, Any]) -> str:
+    """The shared L2's line hits and misses over every GM transfer of the run, and the transfers
+    slowed because cores shared a bandwidth."""
+    hits, misses = int(m["l2_hits"]), int(m.get("l2_misses", 0))
+    rate = _pct(hits / (hits + misses)) if hits + misses else "-"
+    return (
+        f"  L2: {hits} line hits, {misses} misses (hit rate {rate}); "
+        f"{int(m.get('stalled_transfers', 0))} transfer(s) slowed by a shared bandwidth"
     )
 
 

@@ -7,6 +7,13 @@ futures cancelled. A point whose worker process dies is a row with the error, an
 point still gets its row: on the own pool the points the dead worker may have been running
 are run again one at a time to find the one that kills its worker; on Dask a ``KilledWorker``
 (Dask's own retries exhausted) is that point's row.
+
+The job every point shares (``_worker.Job``: the factory, the arguments, ...) is pickled once
+and shipped once per worker, not once per point: the own pool's workers read it in their
+initializer (from a file in the sweep's temporary folder), on Dask every point's task depends
+on one task holding it (each worker fetches it once), and this process uses the object itself.
+Only another kind of executor gets it with each point. ``Shipment.sent`` counts the bytes
+shipped to the workers.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +49,62 @@ def crash_row(why: str) -> Row:
     return {"cycles": None, "error": f"KernelCrashError: the worker process running this point died ({why})"}
 
 
-def run_serial(payloads: list[bytes], tick: Tick) -> list[Row]:
+@dataclass
+class Shipment:
+    """A sweep's job as bytes, its points with their folders, and the bytes sent so far."""
+
+    blob: bytes
+    points: list[tuple[dict[str, Any], str]]
+    sent: int = 0
+
+    @property
+    def key(self) -> str:
+        return _worker.job_key(self.blob)
+
+    def point_bytes(self, i: int) -> int:
+        """What submitting point ``i`` pickles besides the job: its parameters and folder."""
+        import pickle
+
+        return len(pickle.dumps(self.points[i]))
+
+
+def run_serial(job: _worker.Job, todo: list[tuple[dict[str, Any], str]], tick: Tick) -> list[Row]:
+    """In this process: the job object itself, nothing pickled."""
     out = []
-    for p in payloads:
-        out.append(_worker.evaluate(p))
+    for point, folder in todo:
+        out.append(_worker.evaluate(job, point, folder))
         tick()
     return out
 
 
-def run_foreign(executor: Executor, payloads: list[bytes], tick: Tick) -> list[Row]:
+def _dask_client(executor: Executor) -> Any:
+    """The Dask client behind ``client.get_executor()``, or None for another executor."""
+    client = getattr(executor, "_client", None)
+    return client if type(client).__name__ == "Client" and hasattr(client, "scatter") else None
+
+
+def _dask_job(client: Any, ship: Shipment) -> Any:
+    """The job's bytes as a Dask future that every point's task depends on: a worker fetches it
+    once (from the client or a peer) and keeps it. It is a task's result rather than a
+    ``client.scatter``-ed value because a scattered value has no lineage: when every worker
+    holding it dies (points that kill their worker), the points waiting on it would be
+    cancelled; a task's result is computed again."""
+    return client.submit(_worker.shipped, ship.blob, key=f"pypto-sweep-job-{ship.key}", pure=False)
+
+
+def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
     """On the caller's executor; on any exception here every future is cancelled first."""
     futures: dict[Future, int] = {}
-    out: list[Row] = [{} for _ in payloads]
+    out: list[Row] = [{} for _ in ship.points]
+    client = _dask_client(executor)
+    job: Any = ship.blob
+    if client is not None:  # once per worker: each point's task depends on the job's
+        job = _dask_job(client, ship)
+        ship.sent += len(ship.blob) * max(1, len(client.nthreads()))
     try:
-        for i, p in enumerate(payloads):
-            futures[executor.submit(_worker.evaluate, p)] = i
+        for i, (point, folder) in enumerate(ship.points):
+            futures[executor.submit(_worker.evaluate, job, point, folder)] = i
+            ship.sent += ship.point_bytes(i) + (len(ship.blob) if client is None else 0)
         for fut in as_completed(futures):
             try:
                 out[futures[fut]] = fut.result()
@@ -71,34 +120,34 @@ def run_foreign(executor: Executor, payloads: list[bytes], tick: Tick) -> list[R
     return out
 
 
-def run_pool(payloads: list[bytes], tick: Tick) -> list[Row]:
+def run_pool(ship: Shipment, tick: Tick) -> list[Row]:
     """On a pool of spawned processes, one per CPU at most (see the module's promises)."""
-    out: list[Row | None] = [None for _ in payloads]
+    out: list[Row | None] = [None for _ in ship.points]
     markers = Path(tempfile.mkdtemp(prefix="pypto-sweep-"))
     try:
-        todo = list(range(len(payloads)))
+        todo = list(range(len(ship.points)))
         while todo:
             workers = min(len(todo), os.cpu_count() or 1)
-            finished, suspects, _ = _round(payloads, todo, workers, markers, out, tick)
+            finished, suspects, _ = _round(ship, todo, workers, markers, out, tick)
             if not finished and not suspects:
                 raise PyptoError(NO_MAIN_GUARD)  # the workers died before running anything
             for i in suspects:  # each alone: the one whose worker dies again is the culprit
-                _run_alone(payloads, i, markers, out, tick)
+                _run_alone(ship, i, markers, out, tick)
             todo = [i for i in todo if out[i] is None]
     finally:
         shutil.rmtree(markers, ignore_errors=True)
     return out  # type: ignore[return-value]
 
 
-def _run_alone(payloads: list[bytes], i: int, markers: Path, out: list[Row | None], tick: Tick) -> None:
-    _, _, deaths = _round(payloads, [i], 1, markers, out, tick)
+def _run_alone(ship: Shipment, i: int, markers: Path, out: list[Row | None], tick: Tick) -> None:
+    _, _, deaths = _round(ship, [i], 1, markers, out, tick)
     if out[i] is None:
         out[i] = crash_row(deaths.get(i, "it was killed"))
         tick()
 
 
 def _round(
-    payloads: list[bytes], todo: list[int], workers: int, markers: Path, out: list[Row | None], tick: Tick
+    ship: Shipment, todo: list[int], workers: int, markers: Path, out: list[Row | None], tick: Tick
 ) -> tuple[int, list[int], dict[int, str]]:
     """Runs ``todo`` on a fresh pool until it ends or breaks: (points finished, the broken
     points that had started, why their worker died when known)."""
@@ -106,13 +155,22 @@ def _round(
         workers,
         mp_context=multiprocessing.get_context("spawn"),  # a fork would copy the parent's threads mid-state
         initializer=_worker.pool_worker_init,
-        initargs=(workers > 1,),
+        # the job, read once per worker from a file (bytes in initargs would be piped to each
+        # child while the pool starts it, slowing the submits below)
+        initargs=(workers > 1, ship.key, str(_job_file(ship, markers))),
     )
+    ship.sent += len(ship.blob) * workers
     futures: dict[Future, int] = {}
     finished, broken = 0, []
     try:
+        key = ship.key
         for i in todo:
-            futures[pool.submit(_worker.evaluate, payloads[i], str(markers / str(i)))] = i
+            point, folder = ship.points[i]
+            try:
+                futures[pool.submit(_worker.evaluate, key, point, folder, str(markers / str(i)))] = i
+            except BrokenProcessPool:  # a worker died already: the rest wait for the next round
+                break
+            ship.sent += ship.point_bytes(i)
         procs = list(getattr(pool, "_processes", {}).values())  # for the dead one's exit code
         for fut in as_completed(futures):
             try:
@@ -130,6 +188,13 @@ def _round(
     for i in suspects:
         (markers / str(i)).unlink(missing_ok=True)
     return finished, suspects, _deaths(procs, suspects) if broken else {}
+
+
+def _job_file(ship: Shipment, markers: Path) -> Path:
+    path = markers / f"job-{ship.key}.bin"
+    if not path.exists():
+        path.write_bytes(ship.blob)
+    return path
 
 
 def _deaths(procs: list[Any], suspects: list[int]) -> dict[int, str]:

@@ -116,3 +116,9 @@ def test_a_corrupt_block_names_its_defect():
     bad = HEADER.pack(4, 2, 8, 0, MAGIC) + b"\0" * 4  # 8 bytes of padding in a 4-byte payload
     with pytest.raises(ContainerError, match="8 bytes of padding in a payload of 4 bytes"):
         list(iter_blocks(bad))
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_JSON))
+def test_report_diff_on_hostile_json(tmp_path: Path, case: str):
+    (tmp_path / "a.json").write_bytes(HOSTILE_JSON[case])
+    _one_error_line(run_tool("pypto.tools.report", "diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")))

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {
     "pypto-clean-sim-trace": "pypto.tools.clean_sim_trace",
     "pypto-memory-map": "pypto.tools.memory_map",
+    "pypto-report": "pypto.tools.report",
     "pypto-timeline": "pypto.tools.timeline",
 }
 ENV = {**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"}

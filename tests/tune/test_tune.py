@@ -21,7 +21,7 @@ import tune_kernels as tk  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto.passes import MemoryPlanner  # noqa: E402
-from pypto.runtime import RunConfig  # noqa: E402
+from pypto.runtime import PIPES, RunConfig  # noqa: E402
 from pypto.tune import TuneError, _worker, sweep  # noqa: E402
 
 SPACE = {"rows": [32, 64, 512], "depth": [1, 2]}  # 512 rows x 512 B = 256 KiB: no fit in Vec
@@ -60,7 +60,16 @@ def test_a_serial_sweep_ranks_points_by_their_cycles():
     best = min(result.rows[:4], key=lambda r: r["cycles"])
     assert result.best == {"rows": best["rows"], "depth": best["depth"]} and best["depth"] == 2
     text = result.format()
-    assert text.splitlines()[0].split() == ["rows", "depth", "cycles", "bound"]
+    assert text.splitlines()[0].split() == [
+        "rows",
+        "depth",
+        "cycles",
+        "bound",
+        "MTE2",
+        "VECTOR",
+        "MTE3",
+        "SCALAR",
+    ]
     starred = [line for line in text.splitlines() if line.startswith("*")]
     assert len(starred) == 1 and starred[0].split()[1:4] == [str(best["rows"]), "2", str(best["cycles"])]
 
@@ -137,15 +146,15 @@ def test_a_task_runs_on_a_worker_that_lacks_the_factorys_file(tmp_path: Path):
         spec.loader.exec_module(module)
         a = module.seed_input()
         folder = str(tmp_path / "point")
-        task = _worker.Task(module.exp_kernel, {"rows": 64, "depth": 2}, (a, np.zeros_like(a)), RunConfig(),
-                            module.check, folder)  # fmt: skip
-        (tmp_path / "task.bin").write_bytes(_worker.dumps(task))
+        job = _worker.Job(module.exp_kernel, (a, np.zeros_like(a)), RunConfig(), module.check)
+        (tmp_path / "task.bin").write_bytes(_worker.dumps(job))
     finally:
         del sys.modules["only_here"]
     src.unlink()  # the worker below sees neither the file nor the module
     code = (
         "import pickle, sys\nfrom pypto.tune import _worker\n"
-        f"print(pickle.dumps(_worker.evaluate(open({str(tmp_path / 'task.bin')!r}, 'rb').read())).hex())"
+        f"job = open({str(tmp_path / 'task.bin')!r}, 'rb').read()\n"
+        f"print(pickle.dumps(_worker.evaluate(job, {{'rows': 64, 'depth': 2}}, {folder!r})).hex())"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env={**os.environ, "SKBUILD_EDITABLE_VERBOSE": "0"})  # fmt: skip
@@ -173,7 +182,10 @@ def test_the_table_is_a_dataframe_with_pandas():
     result = sweep(tk.exp_kernel, {"rows": [64, 512], "depth": [2]}, _args(), executor="serial")
     frame = result.table
     assert isinstance(frame, pandas.DataFrame)
-    assert list(frame.columns) == ["rows", "depth", "cycles", "time_us", "bound", "wall_s", "error"]
+    busy = [f"busy_{p}" for p in PIPES]
+    assert list(frame.columns) == ["rows", "depth", "cycles", "time_us", "bound", "bound_cycles", *busy,
+                                   "empty", "wall_s", "error"]  # fmt: skip
+    assert str(frame["cycles"].dtype) == "Int64" and frame["cycles"].isna().tolist() == [False, True]
     assert frame.loc[0, "cycles"] == result.rows[0]["cycles"] and frame["error"].isna().tolist() == [
         True,
         False,

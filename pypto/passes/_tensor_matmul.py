@@ -90,17 +90,20 @@ def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: Memo
 
 
 def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int, int, int]) -> int:
-    """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B;
-    ``batches``: of the left operand, the right one and the result."""
+    """The largest K chunk (whole fractals: a multiple of 16, of 32 for 1-byte inputs, dividing
+    K) whose operands fit L0A and L0B; ``batches``: of the left operand, the right one and the
+    result."""
     ba, bb, bc = batches
-    if bc * m * n * 4 > cube.l0c:
+    acc_dtype = "int32" if esize == 1 else "fp32"
+    if bc * m * n * 4 > cube.l0c:  # FP32 or INT32 accumulators
         shown = f"{bc} x [{m}, {n}]" if bc > 1 else f"[{m}, {n}]"
         raise CompileError(
-            f"matmul output {shown} fp32 needs {bc * m * n * 4} B of Acc but L0C holds "
+            f"matmul output {shown} {acc_dtype} needs {bc * m * n * 4} B of Acc but L0C holds "
             f"{cube.l0c} B; split M or N across tasks",
             cube.span,
         )
-    for kt in range(k, 0, -16):
+    step = max(16, 32 // esize)  # whole fractals: K0 is 32 B of inputs, 16 rows at least
+    for kt in range(k, 0, -step):
         if k % kt == 0 and ba * m * kt * esize <= cube.l0a and bb * kt * n * esize <= cube.l0b:
             if k // kt > _MAX_K_CHUNKS:
                 break

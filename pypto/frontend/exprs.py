@@ -259,7 +259,35 @@ class ExprLowerer:
     def op(self, display: str, candidates: tuple[str, ...], args: list, kwargs: dict, node: ast.AST):
         exprs = [as_expr(a, self.span(node)) for a in args]
         kw = {k: as_expr(v, self.span(node)) for k, v in kwargs.items()}
+        if candidates == ("tile.store",):
+            exprs = self.store_window(exprs, kw, node)
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node))
+
+    def store_window(self, args: list[Expr], kw: dict[str, Expr], node: ast.AST) -> list[Expr]:
+        """``pl.store(t, offsets, out, shapes=[r, c])`` writes the [r, c] window of ``t``:
+        its valid region made [r, c] (``pl.set_validshape``), then stored as usual."""
+        shapes = args[3] if len(args) > 3 else kw.pop("shapes", None)
+        if shapes is None:
+            return args
+        span, tile = self.span(node), args[0]
+        tt = type_of(tile)
+        items = getattr(shapes, "items", None)
+        if not isinstance(tt, TileType) or items is None or len(items) != len(tt.shape):
+            raise TypeCheckError(
+                f"shapes= is the window the store writes, one size per axis of the tile; got "
+                f"{ast.unparse(node)}",
+                span,
+            )
+        if len(items) != 2:
+            if any(not (isinstance(i, Const) and i.value == n) for i, n in zip(items, tt.shape)):
+                raise TypeCheckError(
+                    f"shapes= of a rank-{len(items)} tile must be its shape {list(tt.shape)}", span
+                )
+            return args[:3]
+        call, t = semantic.op_call(
+            ("tile.set_validshape",), "pl.store(shapes=)", [tile, *items], {}, self.fp.ctx, span
+        )
+        return [self.bind_temp(call, t, node), *args[1:3]]
 
     def bind_temp(self, e: Expr, t: Type | None, node: ast.AST) -> Expr:
         """Bind a call's result to a fresh name so that operands stay flat."""

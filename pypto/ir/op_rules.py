@@ -115,7 +115,7 @@ def load_rule(b: Bound) -> Type:
 def store_rule(b: Bound) -> Type:
     tile, dst = b.array("tile"), b.array("output_tensor")
     from_acc = getattr(tile, "memory", None) is MemorySpace.Acc
-    narrowing = from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")
+    narrowing = from_acc and tile.dtype.name == "FP32" and dst.dtype.name in ("FP32", "FP16", "BF16")
     if not narrowing:  # FIXPIPE converts fp32 out of Acc; every other store keeps the dtype
         _need_same_dtype(b, "tile", "output_tensor")
     _need_space(b, "tile", frozenset({MemorySpace.Vec, MemorySpace.Acc}))

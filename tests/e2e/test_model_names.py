@@ -136,3 +136,23 @@ def test_pl_tile_spells_the_tile_level_ops_of_pl():
     level_spellings(out)
     np.testing.assert_array_equal(out[0], np.arange(5, 37))
     assert "arange" in dir(pl.tile) and "create_tile" in dir(pl.tile)
+
+
+def test_an_opaque_function_is_an_orchestration_function():
+    """Upstream's default function type: its pl.at scopes become kernels, as model code relies on."""
+    from pypto.runtime import run
+
+    @pl.program
+    class Scale:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def scale(
+            self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out[:, :] = pl.muls(a[:, :], 3.0)
+            return out
+
+    a, out = rand(6, (R, C)), np.zeros((R, C), np.float32)
+    run(Scale, a, out, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_array_equal(out, a * 3)
+    assert pl.FunctionType.Opaque is pl.FunctionType.Orchestration

@@ -24,7 +24,7 @@ from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, m
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
-from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker, ScalarFnMarker
+from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker, OpMarker, ScalarFnMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -308,9 +308,10 @@ class ExprLowerer:
             )
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            args = [self.value(a) for a in node.args]
+            args, no_dep = self.kernel_args(node)
             call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
-            return self.task_keywords(call, node), t
+            call = self.task_keywords(call, node)
+            return dataclasses.replace(call, no_dep=(*call.no_dep, *no_dep)), t
         fn = self.fp.folder.fold(func)
         if isinstance(fn, InlineFunction):
             return self.fp.inline_call(fn, node)
@@ -333,7 +334,9 @@ class ExprLowerer:
         if isinstance(fn, (JitFunction, KernelFunction)):
             if node.keywords:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
-            return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
+            args, no_dep = self.kernel_args(node)
+            kcall, kt = self.fp.program.call_kernel(self.fp, fn, args, node)
+            return dataclasses.replace(kcall, no_dep=no_dep), kt
         raise self.bad_call(node, fn)
 
     def dynamic_dim(self, dim: DynDim, node: ast.AST) -> Expr:
@@ -375,6 +378,23 @@ class ExprLowerer:
         if not lo <= int(value) <= hi:
             raise TypeCheckError(f"pl.const: {int(value)} does not fit {dtype} [{lo}, {hi}]", self.span(node))
         return Const(int(value), dtype, span=self.span(node))
+
+    def kernel_args(self, node: ast.Call) -> tuple[list[Expr], tuple[Var, ...]]:
+        """A kernel call's arguments, and the tensors among them wrapped in ``pl.no_dep(t)``
+        (upstream's call-site form of ``no_dep_args=[t]``)."""
+        args, no_dep = [], []
+        for a in node.args:
+            marked = isinstance(a, ast.Call) and isinstance(self.fp.folder.fold(a.func), NoDepMarker)
+            if not marked:
+                args.append(self.value(a))
+                continue
+            assert isinstance(a, ast.Call)
+            v = self.value(a.args[0]) if len(a.args) == 1 and not a.keywords else None
+            if not (isinstance(v, Var) and isinstance(v.type, TensorType)):
+                raise TypeCheckError(f"pl.no_dep takes one tensor, got `{ast.unparse(a)}`", self.span(a))
+            args.append(v)
+            no_dep.append(v)
+        return args, tuple(no_dep)
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and

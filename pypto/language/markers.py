@@ -79,6 +79,11 @@ class ScalarFnMarker(Marker):
     valid length, a clamped index)."""
 
 
+class NoDepMarker(Marker):
+    """``pl.no_dep(t)`` as an argument of a kernel call: no dependency of that task is inferred
+    from ``t`` (the call site's ``no_dep_args=[t]``)."""
+
+
 class YieldMarker(Marker):
     """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
 

@@ -259,16 +259,19 @@ class ExprLowerer:
     def op(self, display: str, candidates: tuple[str, ...], args: list, kwargs: dict, node: ast.AST):
         exprs = [as_expr(a, self.span(node)) for a in args]
         kw = {k: as_expr(v, self.span(node)) for k, v in kwargs.items()}
+        window = None
         if candidates == ("tile.store",):
-            exprs = self.store_window(exprs, kw, node)
-        return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node))
+            exprs, window = self.store_window(exprs, kw, node)
+        return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
 
-    def store_window(self, args: list[Expr], kw: dict[str, Expr], node: ast.AST) -> list[Expr]:
+    def store_window(
+        self, args: list[Expr], kw: dict[str, Expr], node: ast.AST
+    ) -> tuple[list[Expr], list[int | None] | None]:
         """``pl.store(t, offsets, out, shapes=[r, c])`` writes the [r, c] window of ``t``:
         its valid region made [r, c] (``pl.set_validshape``), then stored as usual."""
         shapes = args[3] if len(args) > 3 else kw.pop("shapes", None)
         if shapes is None:
-            return args
+            return args, None
         span, tile = self.span(node), args[0]
         tt = type_of(tile)
         items = getattr(shapes, "items", None)
@@ -283,11 +286,12 @@ class ExprLowerer:
                 raise TypeCheckError(
                     f"shapes= of a rank-{len(items)} tile must be its shape {list(tt.shape)}", span
                 )
-            return args[:3]
+            return args[:3], None
         call, t = semantic.op_call(
             ("tile.set_validshape",), "pl.store(shapes=)", [tile, *items], {}, self.fp.ctx, span
         )
-        return [self.bind_temp(call, t, node), *args[1:3]]
+        window = [int(i.value) if isinstance(i, Const) else None for i in items]
+        return [self.bind_temp(call, t, node), *args[1:3]], window
 
     def bind_temp(self, e: Expr, t: Type | None, node: ast.AST) -> Expr:
         """Bind a call's result to a fresh name so that operands stay flat."""

@@ -156,3 +156,20 @@ def test_an_opaque_function_is_an_orchestration_function():
     run(Scale, a, out, config=RunConfig(platform="a2a3sim"))
     np.testing.assert_array_equal(out, a * 3)
     assert pl.FunctionType.Opaque is pl.FunctionType.Orchestration
+
+
+@pl.jit
+def store_valid_part(x: pl.Tensor, out: pl.Out[pl.Tensor[[4, 1], pl.FP32]]):
+    """Model code's pattern: a [1, 8] tile whose valid part is [1, 1], stored to a [T, 1] column."""
+    for i in pl.range(4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.tile.load(x, [i, 0], [1, 8])
+            pl.tile.store(t, [i, 0], out, shapes=[1, 1])
+    return out
+
+
+def test_store_shapes_is_the_window_checked_against_the_tensor():
+    x = rand(7, (4, 8))
+    out = np.zeros((4, 1), np.float32)
+    store_valid_part(x, out)
+    np.testing.assert_array_equal(out[:, 0], x[:, 0])

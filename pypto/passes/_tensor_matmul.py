@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Expr, Var, as_expr, make_binop
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.types import TensorType, is_static
 
 _MAX_K_CHUNKS = 16
@@ -85,8 +85,35 @@ def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: Memo
         offs, shape = [*lead, r0, k_off], [*batch, rows, kt]
     else:
         offs, shape = [*lead, k_off, c0], [*batch, kt, cols]
-    mat = cube.emit(f"{v.base.name}_mat", "tile.load", [v.base, offs, shape], target_memory=MemorySpace.Mat)
+    valid = _chunk_valid(cube, v, kt, k_is_cols)
+    mat = cube.emit(
+        f"{v.base.name}_mat",
+        "tile.load",
+        [v.base, offs, shape],
+        target_memory=MemorySpace.Mat,
+        valid_shape=valid,
+    )
     return cube.emit(f"{v.base.name}_l0", "tile.move", [mat, space])
+
+
+def _chunk_valid(cube: Cube, v: View, kt: int, k_is_cols: bool) -> Expr | None:
+    """The valid part of one K chunk of a window with ``valid_shape`` (a tail block of M or N:
+    only those rows / columns are read, and the cube's result carries them); the K axis must
+    be valid whole, since both operands' K must agree."""
+    if v.valid is None or not isinstance(v.valid, ListExpr) or not v.valid.items:
+        return None
+    if len(v.shape) != 2:
+        raise CompileError("valid_shape= on a batched matmul operand is not supported", cube.span)
+    rows, cols = v.valid.items
+    k_valid, k_full = (cols, v.shape[1]) if k_is_cols else (rows, v.shape[0])
+    if not (isinstance(k_valid, Const) and k_valid.value == k_full):
+        raise CompileError(
+            f"a matmul operand's valid_shape must keep its whole K axis ({k_full}); got "
+            f"valid K {k_valid}: only the M / N tail of a window may be cut",
+            cube.span,
+        )
+    k = as_expr(kt, cube.span)
+    return ListExpr((rows, k) if k_is_cols else (k, cols), span=cube.span)
 
 
 def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int, int, int]) -> int:

@@ -50,3 +50,19 @@ def test_a_cut_k_axis_is_refused():
     with pytest.raises(CompileError, match="must keep its whole K axis") as e:
         cut_k.compile()
     assert "test_matmul_tails.py" in str(e.value)
+
+
+@pl.jit
+def store_valid_columns(p: pl.Tensor[[16, 8], pl.FP32], post: pl.Out[pl.Tensor[[32, 4], pl.FP32]]):
+    """Model code's pattern: a padded [16, 8] tile whose valid part [16, 4] fills a [16, 4] window."""
+    for t0 in pl.range(0, 32, 16):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            post[t0 : t0 + 16, 0:4] = pl.slice(p, [16, 8], [0, 0], valid_shape=[16, 4])
+    return post
+
+
+def test_a_slice_stored_into_a_window_of_its_valid_shape_stores_its_valid_part():
+    p = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    post = np.zeros((32, 4), np.float32)
+    store_valid_columns(p, post)
+    np.testing.assert_array_equal(post, np.vstack([p[:, :4], p[:, :4]]))

@@ -421,7 +421,9 @@ def _valid_part(fold: Any, value: ast.expr, shape: Any) -> ast.expr:
     if not {"tensor.slice", "tile.slice"} & set(fold(value.func).candidates):
         return value
     valid = next((k.value for k in value.keywords if k.arg == "valid_shape"), None)
-    folded = fold(valid) if valid is not None else None
+    if valid is None:
+        return value
+    folded = fold(valid)
     if not isinstance(folded, (list, tuple)) or list(folded) != list(shape):
         return value
     args = list(value.args)

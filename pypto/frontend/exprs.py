@@ -262,6 +262,7 @@ class ExprLowerer:
         window = None
         if candidates == ("tile.store",):
             exprs, window = self.store_window(exprs, kw, node)
+            window = window or self.valid_extent(exprs[0])
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
 
     def store_window(
@@ -292,6 +293,23 @@ class ExprLowerer:
         )
         window = [int(i.value) if isinstance(i, Const) else None for i in items]
         return [self.bind_temp(call, t, node), *args[1:3]], window
+
+    def valid_extent(self, tile: Expr) -> list[int | None] | None:
+        """The valid shape ``pl.set_validshape(t, r, c)`` gave ``tile`` in an open block, when
+        compile-time: the part a store writes (the run time checks it again)."""
+        if not isinstance(tile, Var):
+            return None
+        for block in reversed(self.fp.blocks):
+            for s in reversed(block):
+                if not (isinstance(s, Assign) and s.var.name == tile.name):  # names are unique
+                    continue
+                c = s.value
+                if isinstance(c, Call) and c.op == "tile.set_validshape":
+                    rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
+                    if isinstance(rows, Const) and isinstance(cols, Const):
+                        return [int(rows.value), int(cols.value)]
+                return None
+        return None
 
     def bind_temp(self, e: Expr, t: Type | None, node: ast.AST) -> Expr:
         """Bind a call's result to a fresh name so that operands stay flat."""

@@ -173,3 +173,21 @@ def test_store_shapes_is_the_window_checked_against_the_tensor():
     out = np.zeros((4, 1), np.float32)
     store_valid_part(x, out)
     np.testing.assert_array_equal(out[:, 0], x[:, 0])
+
+
+@pl.jit
+def store_set_valid(x: pl.Tensor, post: pl.Out[pl.Tensor[[16, 4], pl.FP32]]):
+    """Model code's pattern: a padded [16, 8] result cut to [16, 4] by pl.set_validshape, then stored
+    into a 4-column tensor (the static window check uses the valid shape)."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.mul(pl.load(x, [0, 0], [16, 8]), 2.0)
+        v = pl.set_validshape(t, 16, 4)
+        pl.store(v, [0, 0], post)
+    return post
+
+
+def test_a_set_validshape_tile_stores_its_valid_part():
+    x = rand(8, (16, 8))
+    post = np.zeros((16, 4), np.float32)
+    store_set_valid(x, post)
+    np.testing.assert_array_equal(post, 2 * x[:, :4])

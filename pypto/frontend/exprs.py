@@ -24,7 +24,7 @@ from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, m
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
-from pypto.language.markers import ConstMarker, LoopMarker, Marker, OpMarker, ScalarFnMarker
+from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker, OpMarker, ScalarFnMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -259,7 +259,57 @@ class ExprLowerer:
     def op(self, display: str, candidates: tuple[str, ...], args: list, kwargs: dict, node: ast.AST):
         exprs = [as_expr(a, self.span(node)) for a in args]
         kw = {k: as_expr(v, self.span(node)) for k, v in kwargs.items()}
-        return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node))
+        window = None
+        if candidates == ("tile.store",):
+            exprs, window = self.store_window(exprs, kw, node)
+            window = window or self.valid_extent(exprs[0])
+        return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
+
+    def store_window(
+        self, args: list[Expr], kw: dict[str, Expr], node: ast.AST
+    ) -> tuple[list[Expr], list[int | None] | None]:
+        """``pl.store(t, offsets, out, shapes=[r, c])`` writes the [r, c] window of ``t``:
+        its valid region made [r, c] (``pl.set_validshape``), then stored as usual."""
+        shapes = args[3] if len(args) > 3 else kw.pop("shapes", None)
+        if shapes is None:
+            return args, None
+        span, tile = self.span(node), args[0]
+        tt = type_of(tile)
+        items = getattr(shapes, "items", None)
+        if not isinstance(tt, TileType) or items is None or len(items) != len(tt.shape):
+            raise TypeCheckError(
+                f"shapes= is the window the store writes, one size per axis of the tile; got "
+                f"{ast.unparse(node)}",
+                span,
+            )
+        if len(items) != 2:
+            if any(not (isinstance(i, Const) and i.value == n) for i, n in zip(items, tt.shape)):
+                raise TypeCheckError(
+                    f"shapes= of a rank-{len(items)} tile must be its shape {list(tt.shape)}", span
+                )
+            return args[:3], None
+        call, t = semantic.op_call(
+            ("tile.set_validshape",), "pl.store(shapes=)", [tile, *items], {}, self.fp.ctx, span
+        )
+        window = [int(i.value) if isinstance(i, Const) else None for i in items]
+        return [self.bind_temp(call, t, node), *args[1:3]], window
+
+    def valid_extent(self, tile: Expr) -> list[int | None] | None:
+        """The valid shape ``pl.set_validshape(t, r, c)`` gave ``tile`` in an open block, when
+        compile-time: the part a store writes (the run time checks it again)."""
+        if not isinstance(tile, Var):
+            return None
+        for block in reversed(self.fp.blocks):
+            for s in reversed(block):
+                if not (isinstance(s, Assign) and s.var.name == tile.name):  # names are unique
+                    continue
+                c = s.value
+                if isinstance(c, Call) and c.op == "tile.set_validshape":
+                    rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
+                    if isinstance(rows, Const) and isinstance(cols, Const):
+                        return [int(rows.value), int(cols.value)]
+                return None
+        return None
 
     def bind_temp(self, e: Expr, t: Type | None, node: ast.AST) -> Expr:
         """Bind a call's result to a fresh name so that operands stay flat."""
@@ -280,9 +330,10 @@ class ExprLowerer:
             )
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            args = [self.value(a) for a in node.args]
+            args, no_dep = self.kernel_args(node)
             call, t = self.fp.program.call_method(self.fp, func.attr, args, node)
-            return self.task_keywords(call, node), t
+            call = self.task_keywords(call, node)
+            return dataclasses.replace(call, no_dep=(*call.no_dep, *no_dep)), t
         fn = self.fp.folder.fold(func)
         if isinstance(fn, InlineFunction):
             return self.fp.inline_call(fn, node)
@@ -305,7 +356,9 @@ class ExprLowerer:
         if isinstance(fn, (JitFunction, KernelFunction)):
             if node.keywords:
                 raise UnsupportedSyntaxError("call kernels with positional arguments", self.span(node))
-            return self.fp.program.call_kernel(self.fp, fn, [self.value(a) for a in node.args], node)
+            args, no_dep = self.kernel_args(node)
+            kcall, kt = self.fp.program.call_kernel(self.fp, fn, args, node)
+            return dataclasses.replace(kcall, no_dep=no_dep), kt
         raise self.bad_call(node, fn)
 
     def dynamic_dim(self, dim: DynDim, node: ast.AST) -> Expr:
@@ -341,6 +394,23 @@ class ExprLowerer:
         if dtype.is_float:
             return Const(float(value), dtype, span=self.span(node))
         return Const(int(value), dtype, span=self.span(node))
+
+    def kernel_args(self, node: ast.Call) -> tuple[list[Expr], tuple[Var, ...]]:
+        """A kernel call's arguments, and the tensors among them wrapped in ``pl.no_dep(t)``
+        (upstream's call-site form of ``no_dep_args=[t]``)."""
+        args, no_dep = [], []
+        for a in node.args:
+            marked = isinstance(a, ast.Call) and isinstance(self.fp.folder.fold(a.func), NoDepMarker)
+            if not marked:
+                args.append(self.value(a))
+                continue
+            assert isinstance(a, ast.Call)
+            v = self.value(a.args[0]) if len(a.args) == 1 and not a.keywords else None
+            if not (isinstance(v, Var) and isinstance(v.type, TensorType)):
+                raise TypeCheckError(f"pl.no_dep takes one tensor, got `{ast.unparse(a)}`", self.span(a))
+            args.append(v)
+            no_dep.append(v)
+        return args, tuple(no_dep)
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and

@@ -40,7 +40,7 @@ from pypto.ir.types import (
     format_type,
     same_shape_dtype,
 )
-from pypto.language.markers import ScopeMarker, StaticAssertMarker, WhileMarker
+from pypto.language.markers import OpMarker, ScopeMarker, StaticAssertMarker, WhileMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
@@ -385,7 +385,7 @@ class FunctionParser:
         if not isinstance(base, Var) or not isinstance(base.type, (TensorType, TileType)):
             raise TypeCheckError(f"`{target.value.id}` is not a tile or tensor", self.span(target))
         offsets, shape = self.exprs.window(base, target.slice)
-        src = self.exprs.value(value)
+        src = self.exprs.value(_valid_part(self.folder.fold, value, shape))
         src_t = type_of(src)
         if getattr(src_t, "shape", None) != shape:
             got = format_type(src_t) if src_t is not None else ast.unparse(value)
@@ -411,6 +411,28 @@ class FunctionParser:
             f"`{name}` holds a compile-time value ({v!r}) that cannot flow through a runtime loop or branch",
             self.span(node),
         )
+
+
+def _valid_part(fold: Any, value: ast.expr, shape: Any) -> ast.expr:
+    """``y[w] = pl.slice(x, s, o, valid_shape=v)`` with ``v`` the window's shape stores the
+    slice's valid part, which is the window ``pl.slice(x, v, o)``: that call, else ``value``."""
+    if not isinstance(value, ast.Call) or not isinstance(fold(value.func), OpMarker):
+        return value
+    if not {"tensor.slice", "tile.slice"} & set(fold(value.func).candidates):
+        return value
+    valid = next((k.value for k in value.keywords if k.arg == "valid_shape"), None)
+    if valid is None:
+        return value
+    folded = fold(valid)
+    if not isinstance(folded, (list, tuple)) or list(folded) != list(shape):
+        return value
+    args = list(value.args)
+    keywords = [k for k in value.keywords if k.arg not in ("valid_shape", "shape")]
+    if len(args) >= 2:
+        args[1] = valid
+    else:
+        keywords.append(ast.keyword(arg="shape", value=valid))
+    return ast.copy_location(ast.Call(func=value.func, args=args, keywords=keywords), value)
 
 
 def _is_docstring(node: ast.stmt) -> bool:

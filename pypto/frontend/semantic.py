@@ -61,12 +61,14 @@ def op_call(
     kwargs: Mapping[str, Expr],
     ctx: Context,
     span: SourceSpan | None,
+    window: Sequence[int | None] | None = None,
 ) -> tuple[Call, Type]:
-    """Resolve, place, bind and type one op call, then check its window statically."""
+    """Resolve, place, bind and type one op call, then check its window statically
+    (``window``: the window's shape when it is not the operand's, ``pl.store(shapes=)``)."""
     op_name = resolve_candidates(candidates, args, tuple(kwargs))
     check_placement(op_name, display, ctx, span)
     call, result = bind_call(op_name, args, kwargs, span=span, display=display)
-    check_window(call, ctx.ranges, display, span)
+    check_window(call, ctx.ranges, display, span, window)
     return call, result
 
 
@@ -89,21 +91,27 @@ def _window_shape(call: Call, name: str) -> tuple[int, ...]:
     return type_of(e).shape  # type: ignore[union-attr]
 
 
-def check_window(call: Call, ranges: Mapping[str, Interval], display: str, span: SourceSpan | None) -> None:
+def check_window(
+    call: Call,
+    ranges: Mapping[str, Interval],
+    display: str,
+    span: SourceSpan | None,
+    window: Sequence[int | None] | None = None,
+) -> None:
     """Reject a window that provably reaches outside its tensor/tile for some loop value."""
     spec = _WINDOWS.get(call.op)
     if spec is None:
         return
     if any(p.name == "valid_shape" for p in OPS[call.op].params) and not _is_none(call.arg("valid_shape")):
         return  # the valid part is what is read: checked at run time against its sizes
-    shape = _window_shape(call, spec[0])
+    shape = tuple(window) if window is not None else _window_shape(call, spec[0])
     offsets = call.arg(spec[1])
     container = call.arg(spec[2])
     full = type_of(container).shape  # type: ignore[union-attr]
     assert isinstance(offsets, ListExpr)
     for d, (off, n, size) in enumerate(zip(offsets.items, shape, full)):
         iv = interval(off, ranges)
-        if iv is None or not isinstance(size, int):  # a pl.dynamic dim is checked at run time
+        if iv is None or not isinstance(size, int) or n is None:  # a pl.dynamic dim: at run time
             continue
         where = f"`{getattr(container, 'name', container)}` {format_type(type_of(container))}"
         if iv[0] < 0:

@@ -5,6 +5,7 @@ of run-time values reads every value before it binds any name, as Python does (s
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
@@ -52,9 +53,9 @@ def _unpack_call(
     else:
         if value.keywords:
             raise UnsupportedSyntaxError("call kernels with positional arguments", p.span(value))
-        args = [p.exprs.value(a) for a in value.args]
+        args, no_dep = p.exprs.kernel_args(value)
         call, values = p.program.call_kernel_unpacked(p, fn, args, value)
-        p.emit(Eval(call, span=p.span(value)))
+        p.emit(Eval(dataclasses.replace(call, no_dep=no_dep), span=p.span(value)))
     if len(values) != len(names):
         raise TypeCheckError(f"`{fn.name}` returns {len(values)} values, not {len(names)}", p.span(target))
     for n, v in zip(names, values):

@@ -43,6 +43,10 @@ class FunctionType(_DslEnum):
     """What kind of function: host orchestration, or a device kernel (core type optional)."""
 
     Orchestration = "orchestration"
+    # Upstream's default, "unspecified" function type: a host function whose pl.at scopes the
+    # compiler outlines into kernels, which is what an orchestration function is here (an alias:
+    # it prints as Orchestration).
+    Opaque = "orchestration"
     InCore = "incore"  # a device kernel whose core type (AIV/AIC) is still to be decided
     AIV = "aiv"
     AIC = "aic"

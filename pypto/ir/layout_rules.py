@@ -48,8 +48,11 @@ def slice_rule(b: Bound) -> Type:
     shape = b.ints("shape") or ()
     if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
         raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
+    # With valid_shape only the valid part is read: a tail block's window may reach past the
+    # source (the valid part is checked at run time, as a pl.dynamic dim is).
+    ragged = "valid_shape" in b.args and b.rank_of_list("valid_shape") > 0
     for d, (n, full) in enumerate(zip(shape, x.shape)):
-        if isinstance(full, int) and n > full:  # a pl.dynamic dim is checked at run time
+        if isinstance(full, int) and n > full and not ragged:
             raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
     _need_space(b, "x", frozenset(MemorySpace) - {MemorySpace.DDR, MemorySpace.Bias})
     if "valid_shape" in b.args and b.rank_of_list("valid_shape") not in (0, len(shape)):

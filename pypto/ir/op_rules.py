@@ -115,7 +115,7 @@ def load_rule(b: Bound) -> Type:
 def store_rule(b: Bound) -> Type:
     tile, dst = b.array("tile"), b.array("output_tensor")
     from_acc = getattr(tile, "memory", None) is MemorySpace.Acc
-    narrowing = from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")
+    narrowing = from_acc and tile.dtype.name == "FP32" and dst.dtype.name in ("FP32", "FP16", "BF16")
     if not narrowing:  # FIXPIPE converts fp32 out of Acc; every other store keeps the dtype
         _need_same_dtype(b, "tile", "output_tensor")
     _need_space(b, "tile", frozenset({MemorySpace.Vec, MemorySpace.Acc}))
@@ -239,11 +239,18 @@ def reshape_rule(b: Bound) -> Type:
 
 
 # --- cube ---------------------------------------------------------------------------------------------
+def cube_accumulator(dtype: DataType) -> DataType:
+    """What the cube accumulates ``dtype`` inputs in: 32 bits, INT32 for 8-bit integers."""
+    return INT32 if dtype in (INT8, UINT8) else FP32
+
+
 def _accumulator_dtype(b: Bound, dtype: DataType) -> DataType:
     out = b.literal("out_dtype")
     if isinstance(out, DataType):
+        if dtype in (INT8, UINT8) and out != INT32:
+            raise b.fail(f"{dtype} inputs accumulate in INT32; out_dtype={out} is not supported")
         return out
-    return INT32 if dtype in (INT8, UINT8) else FP32  # the cube accumulates in 32 bits
+    return cube_accumulator(dtype)
 
 
 def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -> tuple[int, int]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from pypto.ir.dtypes import BF16, FP16, FP32
+from pypto.ir.dtypes import BF16, FP16, FP32, INT8, UINT8
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import as_expr
-from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, matmul_rule
+from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, cube_accumulator, matmul_rule
 from pypto.ir.op_rules_ext import gemv_rule
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
-_CUBE_INPUTS = (FP16, BF16, FP32)
+_CUBE_INPUTS = (FP16, BF16, FP32, INT8, UINT8)
 _FRACTAL_ROWS = 16
 LEFT, RIGHT, ACC = (frozenset({m}) for m in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
 
@@ -50,7 +50,7 @@ def batch_dims(b: Bound) -> tuple[int, int, int]:
     bl, br = (s[0] if len(s) == 3 else 1 for s in (ls, rs))
     _need_same_dtype(b, "lhs", "rhs")
     if lhs.dtype not in _CUBE_INPUTS:
-        raise b.fail(f"cube inputs are FP16, BF16 or FP32, got {format_type(lhs)}")
+        raise b.fail(f"cube inputs are FP16, BF16, FP32, INT8 or UINT8, got {format_type(lhs)}")
     if bl != br and 1 not in (bl, br):
         raise b.fail(
             f"batch dims do not broadcast: lhs {list(lhs.shape)} has {bl} batches, rhs {list(rhs.shape)} "
@@ -84,18 +84,20 @@ def _shape(batches: int, m: int, n: int, rank3: bool) -> tuple[int, ...]:
 
 def batch_matmul_rule(b: Bound) -> Type:
     batches, m, n = batch_dims(b)
-    rank3 = 3 in (len(b.array("lhs").shape), len(b.array("rhs").shape))
-    return TileType(_shape(batches, m, n, rank3), FP32, MemorySpace.Acc)
+    lhs = b.array("lhs")
+    rank3 = 3 in (len(lhs.shape), len(b.array("rhs").shape))
+    return TileType(_shape(batches, m, n, rank3), cube_accumulator(lhs.dtype), MemorySpace.Acc)
 
 
 def batch_matmul_acc_rule(b: Bound) -> Type:
     acc = b.array("acc")
     batches, m, n = batch_dims(b)
     want = _shape(batches, m, n, len(acc.shape) == 3)
-    if acc.shape != want or acc.dtype != FP32:
-        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(want)}")
+    dtype = cube_accumulator(b.array("lhs").dtype)
+    if acc.shape != want or acc.dtype != dtype:
+        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is {dtype} {list(want)}")
     _need_space(b, "acc", ACC)
-    return TileType(want, FP32, MemorySpace.Acc)
+    return TileType(want, dtype, MemorySpace.Acc)
 
 
 def gemv_acc_rule(b: Bound) -> Type:
@@ -120,10 +122,10 @@ def gemv_bias_rule(b: Bound) -> Type:
 def tensor_batch_matmul_rule(b: Bound) -> Type:
     """``pl.matmul`` of tensors with a batch (rank 3): lowered to pl.batch_matmul on tiles."""
     batches, m, n = batch_dims(b)
-    out = b.literal("out_dtype")
-    if out not in (None, FP32):
-        raise b.fail(f"a batched matmul accumulates in FP32; out_dtype={out} is not supported")
-    return TensorType((batches, m, n), FP32)
+    out, dtype = b.literal("out_dtype"), cube_accumulator(b.array("lhs").dtype)
+    if out not in (None, dtype):
+        raise b.fail(f"a batched matmul accumulates in {dtype}; out_dtype={out} is not supported")
+    return TensorType((batches, m, n), dtype)
 
 
 def tensor_matmul_rule(b: Bound) -> Type:
@@ -135,10 +137,11 @@ def tensor_matmul_rule(b: Bound) -> Type:
 
 
 def tensor_matmul_acc_rule(b: Bound) -> Type:
-    """``pl.matmul_acc(acc, a, b)`` of tensors: ``acc`` (FP32, the shape of ``a × b``) plus
-    the product; ``acc`` is a kernel-local tensor or an earlier matmul result."""
+    """``pl.matmul_acc(acc, a, b)`` of tensors: ``acc`` (the shape of ``a × b``, FP32, or INT32
+    for 8-bit integer inputs) plus the product; ``acc`` is a kernel-local tensor or an earlier
+    matmul result."""
     out = tensor_matmul_rule(dataclasses.replace(b, args={**b.args, "out_dtype": as_expr(None, b.span)}))
-    acc = b.array("acc")
-    if acc.shape != out.shape or acc.dtype != FP32:  # type: ignore[attr-defined]
-        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(out.shape)}")  # type: ignore
-    return TensorType(acc.shape, FP32)
+    acc, dtype = b.array("acc"), out.dtype  # type: ignore[attr-defined]
+    if acc.shape != out.shape or acc.dtype != dtype:  # type: ignore[attr-defined]
+        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is {dtype} {list(out.shape)}")  # type: ignore
+    return TensorType(acc.shape, dtype)

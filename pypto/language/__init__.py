@@ -44,6 +44,7 @@ from pypto.language.markers import (
     ConstMarker,
     LoopMarker,
     Namespace,
+    NoDepMarker,
     ScalarFnMarker,
     ScopeMarker,
     StaticAssertMarker,
@@ -70,6 +71,7 @@ manual_scope = ScopeMarker("manual_scope", "pl.manual_scope(): tasks whose depen
 split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
 min = ScalarFnMarker("min", "pl.min(a, b, ...): the smallest of scalar values")  # noqa: A001
 max = ScalarFnMarker("max", "pl.max(a, b, ...): the largest of scalar values")  # noqa: A001
+no_dep = NoDepMarker("no_dep", "pl.no_dep(t): a kernel-call argument no dependency is inferred from")
 static_assert = StaticAssertMarker("static_assert", "pl.static_assert(cond, msg=''): checked at compile time")
 
 tile = Namespace("tile", MaskPattern=_MaskPattern)
@@ -104,6 +106,7 @@ __all__ = [
     "ScopeMode",
     "scope",
     "manual_scope",
+    "no_dep",
     "InOut",
     "MemRef",
     "Out",

@@ -79,6 +79,11 @@ class ScalarFnMarker(Marker):
     valid length, a clamped index)."""
 
 
+class NoDepMarker(Marker):
+    """``pl.no_dep(t)`` as an argument of a kernel call: no dependency of that task is inferred
+    from ``t`` (the call site's ``no_dep_args=[t]``)."""
+
+
 class YieldMarker(Marker):
     """``pl.yield_(...)``: the next values of a loop's (or branch's) carried names."""
 
@@ -94,10 +99,15 @@ class Namespace:
     def _ops(self) -> dict[str, OpMarker]:
         ops = self.__dict__.get("_table")
         if ops is None:  # built on first use
-            from pypto.ir.ops import OPS
+            from pypto.ir.ops import DSL_OPS, OPS
 
             prefix = self._prefix + "."
             ops = {name.split(".", 1)[1]: OpMarker(name, (name,)) for name in OPS if name.startswith(prefix)}
+            # A pl.* spelling whose ops are all of this level is also spelled under it
+            # (pl.tile.arange is pl.arange, i.e. tile.ci; pl.tile.create_tile is tile.create).
+            for name, cands in DSL_OPS.items():
+                if name not in ops and all(c.startswith(prefix) for c in cands):
+                    ops[name] = OpMarker(name, cands)
             self.__dict__["_table"] = ops
         return ops
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Expr, Var, as_expr, make_binop
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.types import TensorType, is_static
 
 _MAX_K_CHUNKS = 16
@@ -85,22 +85,52 @@ def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: Memo
         offs, shape = [*lead, r0, k_off], [*batch, rows, kt]
     else:
         offs, shape = [*lead, k_off, c0], [*batch, kt, cols]
-    mat = cube.emit(f"{v.base.name}_mat", "tile.load", [v.base, offs, shape], target_memory=MemorySpace.Mat)
+    valid = _chunk_valid(cube, v, kt, k_is_cols)
+    mat = cube.emit(
+        f"{v.base.name}_mat",
+        "tile.load",
+        [v.base, offs, shape],
+        target_memory=MemorySpace.Mat,
+        valid_shape=valid,
+    )
     return cube.emit(f"{v.base.name}_l0", "tile.move", [mat, space])
 
 
+def _chunk_valid(cube: Cube, v: View, kt: int, k_is_cols: bool) -> Expr | None:
+    """The valid part of one K chunk of a window with ``valid_shape`` (a tail block of M or N:
+    only those rows / columns are read, and the cube's result carries them); the K axis must
+    be valid whole, since both operands' K must agree."""
+    if v.valid is None or not isinstance(v.valid, ListExpr) or not v.valid.items:
+        return None
+    if len(v.shape) != 2:
+        raise CompileError("valid_shape= on a batched matmul operand is not supported", cube.span)
+    rows, cols = v.valid.items
+    k_valid, k_full = (cols, v.shape[1]) if k_is_cols else (rows, v.shape[0])
+    if not (isinstance(k_valid, Const) and k_valid.value == k_full):
+        raise CompileError(
+            f"a matmul operand's valid_shape must keep its whole K axis ({k_full}); got "
+            f"valid K {k_valid}: only the M / N tail of a window may be cut",
+            cube.span,
+        )
+    k = as_expr(kt, cube.span)
+    return ListExpr((rows, k) if k_is_cols else (k, cols), span=cube.span)
+
+
 def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int, int, int]) -> int:
-    """The largest K chunk (a multiple of 16 dividing K) whose operands fit L0A and L0B;
-    ``batches``: of the left operand, the right one and the result."""
+    """The largest K chunk (whole fractals: a multiple of 16, of 32 for 1-byte inputs, dividing
+    K) whose operands fit L0A and L0B; ``batches``: of the left operand, the right one and the
+    result."""
     ba, bb, bc = batches
-    if bc * m * n * 4 > cube.l0c:
+    acc_dtype = "int32" if esize == 1 else "fp32"
+    if bc * m * n * 4 > cube.l0c:  # FP32 or INT32 accumulators
         shown = f"{bc} x [{m}, {n}]" if bc > 1 else f"[{m}, {n}]"
         raise CompileError(
-            f"matmul output {shown} fp32 needs {bc * m * n * 4} B of Acc but L0C holds "
+            f"matmul output {shown} {acc_dtype} needs {bc * m * n * 4} B of Acc but L0C holds "
             f"{cube.l0c} B; split M or N across tasks",
             cube.span,
         )
-    for kt in range(k, 0, -16):
+    step = max(16, 32 // esize)  # whole fractals: K0 is 32 B of inputs, 16 rows at least
+    for kt in range(k, 0, -step):
         if k % kt == 0 and ba * m * kt * esize <= cube.l0a and bb * kt * n * esize <= cube.l0b:
             if k // kt > _MAX_K_CHUNKS:
                 break

@@ -48,6 +48,45 @@ def test_no_dep_args_lets_writers_of_disjoint_rows_overlap():
     assert claimed.last_report.cycles < chained.last_report.cycles
 
 
+@pl.jit.incore
+def scale_rows(
+    a: pl.Tensor[[N * TR, C], pl.FP32], i: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[N * TR, C], pl.FP32]]
+):
+    pl.store(pl.muls(pl.load(a, [i * TR, 0], [TR, C]), 2.0), [i * TR, 0], out)
+    return out
+
+
+@pl.jit
+def claimed_at_the_call(a: pl.Tensor[[N * TR, C], pl.FP32], out: pl.Out[pl.Tensor[[N * TR, C], pl.FP32]]):
+    for i in pl.range(N):
+        out = scale_rows(a, i, pl.no_dep(out))  # upstream's call-site form of no_dep_args=[out]
+    return out
+
+
+def test_pl_no_dep_at_a_kernel_call_is_no_dep_args():
+    a = np.arange(N * TR * C, dtype=np.float32).reshape(N * TR, C)
+    out = np.zeros_like(a)
+    claimed_at_the_call(a, out, config=CFG)
+    np.testing.assert_array_equal(out, 2 * a)
+    tasks = claimed_at_the_call.last_report.tasks
+    assert len(tasks) == N and len({t.start for t in tasks}) == 1 and all(not t.deps for t in tasks)
+
+
+def test_pl_no_dep_takes_a_tensor_of_the_call():
+    import pytest
+
+    from pypto.errors import TypeCheckError
+
+    @pl.jit
+    def bad(a: pl.Tensor[[N * TR, C], pl.FP32], out: pl.Out[pl.Tensor[[N * TR, C], pl.FP32]]):
+        out = scale_rows(a, pl.no_dep(0), out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="pl.no_dep takes one tensor, got `pl.no_dep\\(0\\)`") as e:
+        bad.compile()
+    assert "test_task_hints.py" in str(e.value)
+
+
 @pl.jit
 def two_stages(
     a: pl.Tensor[[TR, C], pl.FP32],

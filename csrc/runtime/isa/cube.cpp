@@ -1,4 +1,5 @@
-// TMATMUL on the CUBE pipe, the L0 layouts, and FIXPIPE stores out of L0C.
+// TMATMUL on the CUBE pipe (fp16/bf16/fp32 into fp32, int8/uint8 into int32), the L0 layouts,
+// and FIXPIPE stores out of L0C.
 #include "runtime/isa/cube.hpp"
 
 #include <cstring>
@@ -25,9 +26,13 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   TileView as_out = s;
   as_out.dtype = dst->dtype;
   as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
-  if (dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
+  if (s.dtype == PYPTO_INT32
+          ? dst->dtype != PYPTO_INT32
+          : dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
     fail(ErrorKind::kDType, op,
-         std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
+         std::string("FIXPIPE writes an ") + dtype_name(s.dtype) + " accumulator as " +
+             (s.dtype == PYPTO_INT32 ? "int32" : "fp32/fp16/bf16") + ", not " +
+             dtype_name(dst->dtype));
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   check_writable(dst, op);
@@ -192,14 +197,60 @@ void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t 
   });
 }
 
+bool is_int8(int dtype) { return dtype == PYPTO_INT8 || dtype == PYPTO_UINT8; }
+
+// An 8-bit integer operand widened to int32 row-major (transposed when asked), in the storage
+// order of its space's fractals (c0 = 32 elements of one byte).
+const int32_t* widen_int8(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
+  thread_local std::vector<int32_t> buffers[2];
+  std::vector<int32_t>& out = buffers[slot];
+  if (out.size() < static_cast<size_t>(rows * cols)) out.resize(static_cast<size_t>(rows * cols));
+  const bool is_signed = t.dtype == PYPTO_INT8;
+  for_each_stored<1>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
+    const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
+    if (r < rows && c < cols) {
+      out[static_cast<size_t>(r * cols + c)] =
+          is_signed ? static_cast<int8_t>(t.data[i]) : static_cast<int32_t>(t.data[i]);
+    }
+  });
+  return out.data();
+}
+
+// C (+)= A x B of 8-bit integers into an int32 accumulator: the exact sum, wrapped to 32 bits
+// as the hardware's int32 adders do (products of 8-bit values cannot overflow before ~2^17 terms).
+void matmul_int8(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
+                 int64_t n, bool a_trans, bool b_trans, bool accumulate) {
+  const int32_t* A = widen_int8(a, a_trans, m, k, 0);
+  const int32_t* B = widen_int8(b, b_trans, k, n, 1);
+  auto* C = reinterpret_cast<int32_t*>(c.data);
+  for (int64_t r = 0; r < m; ++r) {
+    int32_t* row = C + r * c.cols;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t x = 0; x < k; ++x) sum += int64_t{A[r * k + x]} * B[x * n + j];
+      const uint32_t base = accumulate ? static_cast<uint32_t>(row[j]) : 0u;
+      row[j] = static_cast<int32_t>(base + static_cast<uint32_t>(sum));
+    }
+  }
+}
+
+// fp16 / bf16 / fp32 inputs accumulate in fp32; int8 / uint8 inputs in int32.
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
                          int64_t k, int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
-  if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32) {
-    fail(ErrorKind::kDType, op,
-         std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
+  if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32 &&
+      !is_int8(a.dtype)) {
+    fail(
+        ErrorKind::kDType, op,
+        std::string("cube inputs are fp16, bf16, fp32, int8 or uint8, not ") + dtype_name(a.dtype));
   }
-  if (c.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+  if (is_int8(a.dtype) && c.dtype != PYPTO_INT32) {
+    fail(ErrorKind::kDType, op,
+         std::string("8-bit integer inputs accumulate in int32, not ") + dtype_name(c.dtype));
+  }
+  if (!is_int8(a.dtype) && c.dtype != PYPTO_FP32) {
+    fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+  }
   if (k != kb) {
     fail(ErrorKind::kShape, op,
          "inner dims differ: left gives K = " + std::to_string(k) +
@@ -228,6 +279,10 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
                 n = b_trans ? b.valid_rows : b.valid_cols;
   check_cube_operands(a, b, c, m, k, kb, n, op);
   q.run(m * k * n, [a, b, c, m, k, n, a_trans, b_trans, accumulate] {
+    if (is_int8(a.dtype)) {
+      matmul_int8(a, b, c, m, k, n, a_trans != 0, b_trans != 0, accumulate != 0);
+      return;
+    }
     const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
     matmul_rows(A, B, c, m, k, n, accumulate != 0);
   });
@@ -245,6 +300,7 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
   const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
   check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
+  if (is_int8(a.dtype)) fail(ErrorKind::kDType, op, "the fp32 bias table takes float inputs");
   TileView t = check_bias(bias, n, op);
   q.run(m * k * n, [a, b, c, t, m, k, n] {
     for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));

@@ -1,4 +1,5 @@
-// Row reductions (TROWSUM / TROWMAX / TROWMIN) and broadcast ops (TROWEXPAND*, TCOLEXPAND*).
+// Row reductions (TROWSUM / TROWMAX / TROWMIN) and broadcast ops (TROWEXPAND*, TCOLEXPAND*,
+// the fused exp-difference of pypto/ops/expdif.py).
 #include <algorithm>
 #include <cstring>
 
@@ -109,4 +110,30 @@ extern "C" void pypto_trowexpand(int32_t opc, const pypto_tile* dst, const pypto
 extern "C" void pypto_tcolexpand(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                  const pypto_tile* v) {
   expand(false, opc, dst, a, v);
+}
+
+// dst = exp(a - v), v broadcast (TROWEXPANDEXPDIF / TCOLEXPANDEXPDIF): the difference and the
+// exp in one pass, as the device's fused instruction; priced as one exp pass over dst.
+extern "C" void pypto_texpand_expdif(const pypto_tile* dst, const pypto_tile* a,
+                                     const pypto_tile* v, int32_t by_row) {
+  const char* op = by_row != 0 ? "TROWEXPANDEXPDIF" : "TCOLEXPANDEXPDIF";
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_input_a(a, d, op);
+  TileView y = check_tile(v, op, "v", mem_bit(PYPTO_VEC));
+  check_same_dtype(y, x, op, "v and a");
+  check_supported(is_float_dtype(d.dtype) && vm::unary_supported(PYPTO_EXP, d.dtype), op, d.dtype);
+  check_vector_shape(y, by_row != 0 ? x.valid_rows : 1, by_row != 0 ? 1 : x.valid_cols, op);
+  const size_t n = static_cast<size_t>(x.valid_cols);
+  q.run(d.valid_bytes(), [by_row, d, x, y, n] {
+    for (int64_t r = 0; r < x.valid_rows; ++r) {
+      if (by_row != 0) {
+        vm::binary_scalar(PYPTO_SUB, d.dtype, d.row(r), x.row(r), element(y, y.row(r), 0), n);
+      } else {
+        vm::binary(PYPTO_SUB, d.dtype, d.row(r), x.row(r), y.row(0), n);
+      }
+      vm::unary(PYPTO_EXP, d.dtype, d.row(r), d.row(r), n);
+    }
+  });
+  issue_vector_op(op, VecClass::kExp, d.valid_bytes(), d, &x, &y);
 }

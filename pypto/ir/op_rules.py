@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from pypto.errors import SourceSpan, TypeCheckError
+from pypto.ir import isa_dtypes
 from pypto.ir.dtypes import FP32, INT8, INT32, UINT8, DataType
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
@@ -74,6 +75,19 @@ def _need_space(b: Bound, name: str, allowed: frozenset[MemorySpace]) -> None:
     if isinstance(t, TileType) and t.memory is not None and t.memory not in allowed:
         names = ", ".join(s.dsl_name for s in sorted(allowed, key=lambda s: s.value))
         raise b.fail(f"operand `{name}` is in {t.memory.dsl_name} but the op needs {names}")
+
+
+def need_isa_dtype(b: Bound, name: str) -> None:
+    """Refuses an operand dtype the ISA has no instruction for (the run would stop on it)."""
+    why = isa_dtypes.refusal(b.op, b.array(name).dtype.name)
+    if why is not None:
+        raise b.fail(why)
+
+
+def need_cube_dtype(b: Bound, name: str) -> None:
+    why = isa_dtypes.cube_refusal(b.array(name).dtype.name)
+    if why is not None:
+        raise b.fail(why)
 
 
 def _need_same_dtype(b: Bound, x: str, y: str) -> None:
@@ -156,6 +170,7 @@ def binary_rule(b: Bound) -> Type:
     if lhs.shape != rhs.shape:
         raise b.fail(f"shape mismatch: lhs is {list(lhs.shape)} but rhs is {list(rhs.shape)}")
     _need_same_dtype(b, "lhs", "rhs")
+    need_isa_dtype(b, "lhs")
     _need_space(b, "lhs", VEC)
     _need_space(b, "rhs", VEC)
     return _like(lhs, lhs.shape, lhs.dtype)
@@ -163,17 +178,14 @@ def binary_rule(b: Bound) -> Type:
 
 def scalar_rule(b: Bound) -> Type:
     lhs = b.array("lhs")
+    need_isa_dtype(b, "lhs")
     _need_space(b, "lhs", VEC)
     return _like(lhs, lhs.shape, lhs.dtype)
 
 
-_FLOAT_ONLY = {"exp", "log", "sqrt", "recip"}
-
-
 def unary_rule(b: Bound) -> Type:
     x = b.array("x")
-    if b.op.split(".")[1] in _FLOAT_ONLY and not x.dtype.is_float:
-        raise b.fail(f"needs a floating-point operand, got {format_type(x)}")
+    need_isa_dtype(b, "x")
     _need_space(b, "x", VEC)
     return _like(x, x.shape, x.dtype)
 
@@ -194,6 +206,7 @@ def row_reduce_rule(b: Bound) -> Type:
     x, tmp = b.array("x"), b.array("tmp")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "tmp")
+    need_isa_dtype(b, "x")
     if tmp.shape != x.shape:
         raise b.fail(f"scratch tile `tmp` must have the shape of `x` {list(x.shape)}, got {list(tmp.shape)}")
     _need_space(b, "x", VEC)
@@ -204,6 +217,7 @@ def row_expand_rule(b: Bound) -> Type:
     x, v = b.array("x"), b.array("v")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "v")
+    need_isa_dtype(b, "x")
     if v.shape != (x.shape[0], 1):
         raise b.fail(f"`v` must be [{x.shape[0]}, 1] for x of shape {list(x.shape)}, got {list(v.shape)}")
     _need_space(b, "x", VEC)
@@ -214,6 +228,7 @@ def col_expand_rule(b: Bound) -> Type:
     x, v = b.array("x"), b.array("v")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "v")
+    need_isa_dtype(b, "x")
     if v.shape != (1, x.shape[1]):
         raise b.fail(f"`v` must be [1, {x.shape[1]}] for x of shape {list(x.shape)}, got {list(v.shape)}")
     _need_space(b, "x", VEC)
@@ -250,6 +265,7 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
     _need_rank(b, "lhs", 2)
     _need_rank(b, "rhs", 2)
     _need_same_dtype(b, "lhs", "rhs")
+    need_cube_dtype(b, "lhs")
     a_trans = bool(b.literal("a_trans")) if "a_trans" in b.args else False
     b_trans = bool(b.literal("b_trans")) if "b_trans" in b.args else False
     m, k = lhs.shape[::-1] if a_trans else lhs.shape

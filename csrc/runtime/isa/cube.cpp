@@ -195,11 +195,11 @@ void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t 
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
                          int64_t k, int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
-  if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32) {
+  if (!cube_input_supported(a.dtype)) {
     fail(ErrorKind::kDType, op,
          std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
   }
-  if (c.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+  if (c.dtype != kCubeAccDtype) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
   if (k != kb) {
     fail(ErrorKind::kShape, op,
          "inner dims differ: left gives K = " + std::to_string(k) +

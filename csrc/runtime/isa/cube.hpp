@@ -8,6 +8,13 @@
 
 namespace pypto::isa {
 
+// The dtypes the simulated cube multiplies (both operands alike) and the one it accumulates in.
+// The device's int8 x int8 -> int32 form is not modelled: matmul_f32 computes in fp32.
+inline bool cube_input_supported(int dtype) {
+  return dtype == PYPTO_FP16 || dtype == PYPTO_BF16 || dtype == PYPTO_FP32;
+}
+inline constexpr int kCubeAccDtype = PYPTO_FP32;
+
 // Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
 // row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside
 // ("nZ"); every other space is plain row-major. c0 = 32 B / element size.

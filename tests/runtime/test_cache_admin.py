@@ -22,7 +22,8 @@ OLD = time.time() - 3 * cache.GRACE_S  # long unused
 
 
 def _source(n: int) -> KernelSource:
-    code = f'#include <pypto/kernel.hpp>\n// variant {n}\nextern "C" void kernel_entry(__gm__ int64_t* args) {{ (void)args; }}\n'
+    body = 'extern "C" void kernel_entry(__gm__ int64_t* args) { (void)args; }\n'
+    code = f"#include <pypto/kernel.hpp>\n// variant {n}\n{body}"
     return KernelSource(name=f"noop{n}", code=code)
 
 

@@ -102,17 +102,27 @@ def _children(folder: Path, *, depth: int, dirs: bool | None) -> Iterator[Path]:
 
 
 def _entry(area: str, path: Path, clock: Path | None) -> Entry:
-    """``path``'s size and last use: ``clock``'s mtime, else the newest mtime inside."""
+    """``path``'s size and last use: ``clock``'s mtime, else the newest mtime of it and of
+    everything inside (a folder's own mtime counts: a build folder just made is still empty)."""
     total, newest = 0, 0.0
-    for file in [path] if path.is_file() else (p for p in path.rglob("*") if p.is_file()):
-        with contextlib.suppress(OSError):
-            st = file.lstat()
-            total += st.st_size
+    for item, is_file in _walk(path):
+        with contextlib.suppress(OSError):  # another process may be removing it meanwhile
+            st = os.lstat(item)
+            total += st.st_size if is_file else 0
             newest = max(newest, st.st_mtime)
     if clock is not None:
         with contextlib.suppress(OSError):
             newest = clock.stat().st_mtime
     return Entry(area, path, total, newest)
+
+
+def _walk(path: Path) -> Iterator[tuple[str, bool]]:
+    """``path`` and everything below it, with whether each is a file; what vanishes during
+    the walk is skipped (``os.walk`` ignores errors)."""
+    yield str(path), not path.is_dir()
+    for folder, dirs, files in os.walk(path):
+        yield from ((os.path.join(folder, d), False) for d in dirs)
+        yield from ((os.path.join(folder, f), True) for f in files)
 
 
 def remove(entry: Entry, *, now: float | None = None) -> bool:

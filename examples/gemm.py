@@ -8,12 +8,12 @@ are ``pl.pipeline(stage=2)``: the L1 tiles and the L0 tiles are double-buffered,
 loads overlap the current matmuls. The accumulator stays in L0C for the whole K walk and is
 stored once through FIXPIPE.
 
-Run: python examples/gemm.py [sizes...]      (default: 1536 3072; prints each report)
+Run: python examples/gemm.py [sizes...]      (default: 768; 1536 3072 for the full sizes)
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 
@@ -99,5 +99,14 @@ def main(sizes: list[int]) -> None:
         assert err <= 1e-3, err
 
 
+def _options(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gemm.py", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "sizes", nargs="*", type=int, default=[768],
+        help=f"square sizes to run, multiples of {BN} (and of {KL1} for K); default 768",
+    )  # fmt: skip
+    return p.parse_args(argv)
+
+
 if __name__ == "__main__":
-    main([int(s) for s in sys.argv[1:]] or [1536, 3072])
+    main(_options().sizes)

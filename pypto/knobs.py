@@ -116,7 +116,7 @@ BUILD_JOBS: Knob[int] = Knob(
     "PYPTO_BUILD_JOBS",
     _parse_positive_int,
     lambda: os.cpu_count() or 1,
-    "Parallel compiler jobs for kernel builds (ninja -j). Default: the CPU count.",
+    "Parallel compiler commands of a kernel build. Default: the CPU count.",
 )
 KEEP_BUILD: Knob[bool] = Knob(
     "PYPTO_KEEP_BUILD",

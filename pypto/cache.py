@@ -16,10 +16,12 @@ tune        ``tune/<kernel>/``, ``autotune/``   newest file inside: sweep points
 tmp         ``tmp/build-*``                     crash leftovers of private build folders
 ==========  ==================================  ==================================================
 
-**Size cap.** After each build that adds kernels and each new program entry, :func:`trim`
-removes the least recently used entries of every area until the folder is within
-``knobs.cache_max_bytes()`` (``$PYPTO_CACHE_MAX_BYTES``, default 2 GiB; 0 turns it off).
-An entry used in the last ``GRACE_S`` seconds is never removed, whatever the cap says.
+**Size cap.** After each build that adds kernels and each new program entry (at most every
+``_TRIM_EVERY_S``), :func:`trim` removes the least recently used entries of every area until
+the folder is within ``knobs.cache_max_bytes()`` (``$PYPTO_CACHE_MAX_BYTES``, default 2 GiB; 0
+turns it off). An entry used in the last ``GRACE_S`` seconds is never removed, whatever the cap
+says. Traces are the bulk of run folders; ``clean --traces [DIR]`` removes only the ``OPPROF_*``
+folders, of the cache or of a user's ``output_dir``.
 
 **Concurrent processes.** A hit refreshes its entry's time *before* validating and loading it
 (:func:`touch`), and the kernel cache publishes under a per-key ``flock``. Removing a kernel entry
@@ -212,6 +214,25 @@ def clean(areas: tuple[str, ...] = AREAS, older_than_s: float = 0.0, root: Path 
     return freed
 
 
+def traces(folder: Path) -> list[Entry]:
+    """Every ``OPPROF_*`` trace folder under ``folder`` (a run folder, the cache, any output_dir):
+    one per traced launch, named by its time, so they pile up run after run."""
+    found = []
+    for parent, dirs, _ in os.walk(folder):
+        for name in [d for d in dirs if d.startswith("OPPROF_")]:
+            found.append(_entry("runs", Path(parent) / name, None))
+            dirs.remove(name)  # nothing to find inside one
+    return found
+
+
+def _clean_traces(folder: Path, older_than_s: float) -> int:
+    now, freed = time.time(), 0
+    for entry in traces(folder):
+        if entry.used <= now - older_than_s and remove(entry):
+            freed += entry.bytes
+    return freed
+
+
 def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -230,6 +251,9 @@ def _info(root: Path) -> str:
         lines.append(f"{area:9} {len(mine):6} entries  {size:14,} bytes  ({_human(size)})")
     size = sum(e.bytes for e in found)
     lines.append(f"{'total':9} {len(found):6} entries  {size:14,} bytes  ({_human(size)})")
+    opprof = traces(root / "programs")
+    size = sum(e.bytes for e in opprof)
+    lines.append(f"of which {len(opprof)} OPPROF_* trace folders in runs: {size:,} bytes ({_human(size)})")
     return "\n".join(lines)
 
 
@@ -247,10 +271,17 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--to-cap", action="store_true", help="only evict least recently used entries down to the cap"
     )
+    c.add_argument(
+        "--traces", nargs="?", const=True, metavar="DIR",
+        help="only the OPPROF_* trace folders: of the cache's run folders, or under DIR (an output_dir)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     root = knobs.cache_dir()
     if args.command == "info":
         print(_info(root))
+    elif args.traces:
+        where = root / "programs" if args.traces is True else Path(args.traces)
+        print(f"removed {_human(_clean_traces(where, args.older_than * 86400))} of traces from {where}")
     elif args.to_cap:
         print(f"removed {_human(trim(root, force=True))} from {root}")
     else:

@@ -177,6 +177,16 @@ def test_info_and_clean_from_the_command_line(cache_dir, tmp_path):
     assert kernels.split()[1] == "1" and int(kernels.split()[3].replace(",", "")) >= so.stat().st_size
     runs_line = next(line for line in info.splitlines() if line.startswith("runs"))
     assert runs_line.split()[1:4] == ["1", "entries", "1,000"]
+    assert "of which 1 OPPROF_* trace folders in runs: 1,000 bytes" in info
+    mine = tmp_path / "out" / "trace" / "k"  # a user's output_dir
+    for n in range(3):
+        (mine / f"OPPROF_{n}").mkdir(parents=True)
+        (mine / f"OPPROF_{n}" / "trace.json").write_text("[]")
+    (tmp_path / "out" / "report").mkdir()
+    _cli(["clean", "--traces", str(tmp_path / "out")], cache_dir, tmp_path)
+    assert not any(mine.iterdir()) and (tmp_path / "out" / "report").is_dir() and runs.is_dir()
+    _cli(["clean", "--traces"], cache_dir, tmp_path)
+    assert not runs.exists() and runs.parent.is_dir()  # the run folder stays, its traces go
     _cli(["clean", "--area", "runs", "--area", "tune"], cache_dir, tmp_path)
     assert not runs.parent.exists() and not (cache_dir / "tune" / "sweep").exists()
     assert lookup_entry(so.parent) == so

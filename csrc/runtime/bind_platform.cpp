@@ -53,6 +53,7 @@ py::dict isa_dtypes() {
   d["float_math"] = accepted(isa::is_float_dtype);
   d["cube_inputs"] = accepted(isa::cube_input_supported);
   d["cube_acc"] = accepted([](int dt) { return dt == isa::kCubeAccDtype; });
+  d["fixpipe_out"] = accepted(isa::fixpipe_out_supported);
   return d;
 }
 

@@ -59,10 +59,17 @@ def refusal(op: str, dtype_name: str) -> str | None:
     return f"the vector unit has no {dtype_name} {what} (it takes {listed}); pl.cast the operand first"
 
 
-def cube_refusal(dtype_name: str) -> str | None:
-    """Why the cube would refuse operands of ``dtype_name``, or None."""
-    ok = accepted("cube_inputs", "")
+_CUBE_WORDS = {
+    "cube_inputs": "the simulated cube multiplies {ok} operands, not {dt}; pl.cast them first",
+    "cube_acc": "the simulated cube accumulates in {ok}, not {dt}",
+    "fixpipe_out": "FIXPIPE stores the accumulator as {ok}, not {dt}",
+}
+
+
+def cube_refusal(dtype_name: str, part: str = "cube_inputs") -> str | None:
+    """Why the cube would refuse ``dtype_name`` as its ``part`` (``cube_inputs``, ``cube_acc``,
+    ``fixpipe_out``: what a store out of Acc writes), or None."""
+    ok = accepted(part, "")
     if dtype_name.lower() in ok:
         return None
-    listed = ", ".join(d.upper() for d in ok)
-    return f"the simulated cube multiplies {listed} operands, not {dtype_name}; pl.cast them first"
+    return _CUBE_WORDS[part].format(ok=", ".join(d.upper() for d in ok), dt=dtype_name)

@@ -84,8 +84,9 @@ def need_isa_dtype(b: Bound, name: str) -> None:
         raise b.fail(why)
 
 
-def need_cube_dtype(b: Bound, name: str) -> None:
-    why = isa_dtypes.cube_refusal(b.array(name).dtype.name)
+def need_cube_dtype(b: Bound, name: str, part: str = "cube_inputs", dtype: DataType | None = None) -> None:
+    """Refuses a dtype the cube has no form for: of operand ``name`` (or ``dtype``) as ``part``."""
+    why = isa_dtypes.cube_refusal((dtype or b.array(name).dtype).name, part)
     if why is not None:
         raise b.fail(why)
 
@@ -128,9 +129,9 @@ def load_rule(b: Bound) -> Type:
 
 def store_rule(b: Bound) -> Type:
     tile, dst = b.array("tile"), b.array("output_tensor")
-    from_acc = getattr(tile, "memory", None) is MemorySpace.Acc
-    narrowing = from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")
-    if not narrowing:  # FIXPIPE converts fp32 out of Acc; every other store keeps the dtype
+    if getattr(tile, "memory", None) is MemorySpace.Acc:  # FIXPIPE converts on the way out
+        need_cube_dtype(b, "output_tensor", "fixpipe_out")
+    else:
         _need_same_dtype(b, "tile", "output_tensor")
     _need_space(b, "tile", frozenset({MemorySpace.Vec, MemorySpace.Acc}))
     if not (len(tile.shape) == len(dst.shape) == b.rank_of_list("offsets")):
@@ -285,6 +286,7 @@ def matmul_rule(b: Bound) -> Type:
         return TensorType((m, n), dtype)
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    need_cube_dtype(b, "lhs", "cube_acc", dtype)  # out_dtype names the Acc tile's dtype here
     if lhs.shape[0] == 1:
         raise b.fail(
             f"lhs {list(lhs.shape)} is a row vector: use pl.gemv (a [1, K] Left is not a fractal operand)"
@@ -300,6 +302,7 @@ def matmul_acc_rule(b: Bound) -> Type:
     _need_space(b, "acc", frozenset({MemorySpace.Acc}))
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    need_cube_dtype(b, "acc", "cube_acc")
     cond = b.type("init_cond") if "init_cond" in b.args else None
     if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
         raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")

@@ -149,3 +149,21 @@ def test_an_int8_matmul_is_refused_as_the_simulated_cube_refuses_it(no_compiler)
     ):
         matmul_tensors(a, b, np.zeros((16, 16), np.int32))
     assert hardware.ISA_DTYPES["cube_inputs"] == ["fp32", "fp16", "bf16"]
+
+
+def test_the_accumulator_and_fixpipe_dtypes_are_the_cubes():
+    def t(shape, dtype, memory):
+        return ir.Var("t", ir.TileType(shape, dtype, memory))
+
+    left, right = t((16, 32), ir.FP16, ir.MemorySpace.Left), t((32, 16), ir.FP16, ir.MemorySpace.Right)
+    with pytest.raises(TypeCheckError, match="the simulated cube accumulates in FP32, not INT32"):
+        ir.bind_call("tile.matmul_acc", (t((16, 16), ir.INT32, ir.MemorySpace.Acc), left, right), {})
+    with pytest.raises(TypeCheckError, match="the simulated cube accumulates in FP32, not FP16"):
+        ir.bind_call("tile.matmul", (left, right, ir.FP16), {})
+    acc = t((16, 16), ir.FP32, ir.MemorySpace.Acc)
+    for dtype in (ir.FP32, ir.FP16, ir.BF16):  # FIXPIPE converts on the way out
+        ir.bind_call("tile.store", (acc, [0, 0], ir.Var("o", ir.TensorType((16, 16), dtype))), {})
+    with pytest.raises(TypeCheckError, match="FIXPIPE stores the accumulator as FP32, FP16, BF16, not INT32"):
+        ir.bind_call("tile.store", (acc, [0, 0], ir.Var("o", ir.TensorType((16, 16), ir.INT32))), {})
+    assert hardware.ISA_DTYPES["cube_acc"] == ["fp32"]
+    assert hardware.ISA_DTYPES["fixpipe_out"] == ["fp32", "fp16", "bf16"]

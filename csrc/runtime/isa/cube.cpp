@@ -25,7 +25,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   TileView as_out = s;
   as_out.dtype = dst->dtype;
   as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
-  if (dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
+  if (!fixpipe_out_supported(dst->dtype)) {
     fail(ErrorKind::kDType, op,
          std::string("FIXPIPE writes fp32/fp16/bf16, not ") + dtype_name(dst->dtype));
   }

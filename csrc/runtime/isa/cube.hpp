@@ -14,6 +14,10 @@ inline bool cube_input_supported(int dtype) {
   return dtype == PYPTO_FP16 || dtype == PYPTO_BF16 || dtype == PYPTO_FP32;
 }
 inline constexpr int kCubeAccDtype = PYPTO_FP32;
+// The dtypes FIXPIPE writes to GM out of the fp32 accumulator (converting on the way).
+inline bool fixpipe_out_supported(int dtype) {
+  return dtype == PYPTO_FP32 || dtype == PYPTO_FP16 || dtype == PYPTO_BF16;
+}
 
 // Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
 // row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside

@@ -2,14 +2,17 @@
 (GM<->UB and GM->L1 at 1 KB..256 KB with rows of 32 B..4 KB, every TMOV route, TMATMUL over
 shapes and dtypes, FIXPIPE with narrowing, each vector family cold and warm, flags, scalar
 reads), then the figures only whole kernels show (the 128 B-row penalty, the task pickup, a
-kernel's instruction against the single-instruction measurement). docs/calibration.md
-reproduces the tables and explains every device-figure case outside +-10%.
+kernel's instruction against the single-instruction measurement), and pto-isa's Perf-Sim test
+kernels ported and run under the pto-isa profile (benchmarks/peer_perfsim.py; PTO_ISA_DIR names a
+pto-isa checkout to build it and measure again). docs/calibration.md reproduces the tables and
+explains every case outside its tolerance.
 
 Run: python benchmarks/calibrate.py            Deterministic; prints the tables.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from pypto.tools import calibration as cal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 import granularity_kernels as gk  # noqa: E402
+import peer_perfsim  # noqa: E402
 
 TR, TC = 64, 128
 
@@ -144,6 +148,10 @@ def main() -> None:
     print()
     print("== whole kernels (device profile) ==")
     for line in kernel_rows():
+        print(line)
+    print()
+    print("== whole kernels against pto-isa's Perf-Sim (cost_profile='pto-isa') ==")
+    for line in peer_perfsim.rows(Path(os.environ["PTO_ISA_DIR"]) if os.environ.get("PTO_ISA_DIR") else None):
         print(line)
 
 

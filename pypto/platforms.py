@@ -10,6 +10,7 @@ top of either.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,6 +35,8 @@ def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
     """(type, lowest, highest) allowed for an override of platform field ``key``."""
     if key == "vec_mat_routes":
         return int, 0, 1
+    if key == "fixpipe_gm_priced_elem_bytes":  # 0: the bytes the store writes
+        return int, 0, 8
     if key == "alignment_bytes":
         return int, 1, 4096
     if isinstance(current, int):
@@ -47,8 +50,9 @@ def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
 
 def _checked_override(key: str, value: Any, current: float | int) -> float | int:
     kind, lo, hi = override_rule(key, current)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"platform field {key!r} must be a positive number, got {value!r}")
+    value = int(value) if isinstance(value, numbers.Integral) else float(value)  # numpy scalars too
     if value != value or value in (float("inf"), float("-inf")):
         raise ConfigError(f"platform field {key!r} must be a finite number, got {value!r}")
     if value <= 0 and lo > 0:
@@ -91,7 +95,7 @@ class Platform:
             self.name,
             self.device,
             MappingProxyType(merged),
-            MappingProxyType({**self.overrides, **overrides}),
+            MappingProxyType({**self.overrides, **{k: merged[k] for k in overrides}}),
             self.cost_profile,
         )
 

@@ -43,6 +43,8 @@ const char* python_class(ErrorKind kind) {
       return "KernelZeroDivisionError";
     case ErrorKind::kHostMemory:
       return "HostMemoryError";
+    case ErrorKind::kConfig:
+      return "ConfigError";
   }
   return "SimulationError";
 }

@@ -50,11 +50,14 @@ void CoreModel::reset(bool record) {
     b.wait = Pending{};
     b.queued.clear();
   }
-  for (Fired& f : fired_) {
+  for (size_t key : fired_used_) {
+    Fired& f = fired_[key];
     f.first = 0;
     f.count = f.head = 0;
     f.later.clear();
+    f.used = false;
   }
+  fired_used_.clear();
   hazards_.reset();
   last_op_ = OpDesc::fixed(0);
   last_cost_ = 0;
@@ -185,7 +188,12 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {
     FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
-    fired_[static_cast<size_t>(key)].push(end);
+    Fired& fired = fired_[static_cast<size_t>(key)];
+    if (!fired.used) {
+      fired.used = true;
+      fired_used_.push_back(static_cast<size_t>(key));
+    }
+    fired.push(end);
     unblock_waiters(key);
   }
 }

@@ -160,10 +160,14 @@ class CoreModel {
     uint32_t count = 0;
     uint32_t head = 0;            // the next of `later` after `first`
     std::vector<uint64_t> later;  // the times after `first`, from `head` on
+    bool used = false;            // listed in fired_used_ since the last reset
     void push(uint64_t t);
     uint64_t pop();
   };
   std::vector<Fired> fired_;
+  // The entries of fired_ set since the last reset: a reset clears only these (a platform has
+  // 49 pipe pairs times its event ids, and a small kernel uses a handful).
+  std::vector<size_t> fired_used_;
   HazardChecker hazards_;
   OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
   uint64_t last_cost_ = 0;

@@ -156,9 +156,15 @@ double gm_lead(const Platform& p, const OpDesc& d, bool l2_hit) {
 }
 
 // A GM transfer's data flows at the route's bandwidth unless its requests (one per started
-// burst of each row, one issued per gm_request_cycles) come slower than that.
+// burst of each row, one issued per gm_request_cycles) come slower than that. An Acc -> GM
+// store priced at fixpipe_gm_priced_elem_bytes per element (L0C holds 4-byte elements) moves
+// its real bytes at the rate that prices it so.
 double port_bandwidth(const Platform& p, const OpDesc& d) {
   const double bw = bandwidth(p, d.link);
+  if (d.cls == OpClass::kFixpipeGm && p.fixpipe_gm_priced_elem_bytes > 0 && d.bytes > 0) {
+    const int64_t priced = d.rows * (d.acc_row_bytes / 4) * p.fixpipe_gm_priced_elem_bytes;
+    if (priced > 0) return bw * static_cast<double>(d.bytes) / static_cast<double>(priced);
+  }
   if (d.cls == OpClass::kFixpipeGm || p.gm_request_cycles <= 0 || d.bytes <= 0) return bw;
   const double requests = static_cast<double>(d.rows * ceil_div(d.row_bytes, p.gm_burst_bytes));
   return std::min(bw, static_cast<double>(d.bytes) / (requests * p.gm_request_cycles));

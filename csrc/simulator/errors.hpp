@@ -25,6 +25,7 @@ enum class ErrorKind {
   kReadOnly,         // a write into an input tensor or read-only memory
   kZeroDivision,     // integer // or % by zero in kernel scalar code
   kHostMemory,       // the simulated cores would need more host memory than is available
+  kConfig,           // the platform cannot run the program (no cores of a task's kind)
 };
 
 class SimError : public std::runtime_error {

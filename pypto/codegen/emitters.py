@@ -276,7 +276,13 @@ def _read(c: Call, dst: str | None) -> list[str]:
 
 
 def _write(c: Call, dst: str | None) -> list[str]:
-    value = f"static_cast<double>({cpp_expr(c.arg('value'))})"
+    # An integer value wraps to the element's width as numpy's astype does (the store itself
+    # would saturate); the typing rule refuses a float value for an integer element.
+    t = c.arg("dst").type.dtype  # type: ignore[attr-defined]
+    x = cpp_expr(c.arg("value"))
+    if t.is_integer:
+        x = f"pypto::cast_int({x}, {t.bits}, {str(t.kind != 'uint').lower()})"
+    value = f"static_cast<double>({x})"
     return ["TWRITE({}, {}, {});".format(*_element(c, "dst"), value)]
 
 

@@ -467,11 +467,21 @@ class ControlFlow(LoopCarry):
             raise TypeCheckError(
                 "pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.p.span(call)
             )
-        hint = self.p.folder.fold(args["name_hint"]) if "name_hint" in args else None
-        if hint is not None and not isinstance(hint, str):
-            raise TypeCheckError("pl.at name_hint must be a string", self.p.span(args["name_hint"]))
+        hint = name_hint(self.p, args["name_hint"], "pl.at") if "name_hint" in args else None
         names, values = task_deps(self.p, args.get("deps"))
         return level, hint, names, split, task_hints(self.p, args)._replace(dep_values=values)
+
+
+def name_hint(p: Any, node: ast.expr, form: str) -> str:
+    """A scope's ``name_hint=``: the kernel's name in reports, dumps (printed as a function
+    name, so they read back) and file names, hence an identifier."""
+    hint = p.folder.fold(node)
+    if not isinstance(hint, str) or not hint.isidentifier():
+        raise TypeCheckError(
+            f"{form} name_hint names the kernel, so it must be an identifier string, got {hint!r}",
+            p.span(node),
+        )
+    return hint
 
 
 class TaskHints(NamedTuple):

@@ -19,7 +19,7 @@ from pypto.frontend.bounds import difference
 from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
-from pypto.ir.dtypes import DataType
+from pypto.ir.dtypes import DataType, range_error
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
@@ -335,17 +335,11 @@ class ExprLowerer:
             raise TypeCheckError(
                 f"pl.const needs a compile-time number, got `{ast.unparse(args['value'])}`", self.span(node)
             )
+        problem = range_error(value, dtype)
+        if problem is not None:
+            raise TypeCheckError(f"pl.const: {problem}", self.span(node))
         if dtype.is_float:
             return Const(float(value), dtype, span=self.span(node))
-        if isinstance(value, float) and not value.is_integer():
-            raise TypeCheckError(f"pl.const: {value} is not an integer for {dtype}", self.span(node))
-        lo, hi = (
-            (0, 2**dtype.bits - 1)
-            if dtype.kind == "uint"
-            else (-(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1)
-        )
-        if not lo <= int(value) <= hi:
-            raise TypeCheckError(f"pl.const: {int(value)} does not fit {dtype} [{lo}, {hi}]", self.span(node))
         return Const(int(value), dtype, span=self.span(node))
 
     def task_keywords(self, call: FuncCall, node: ast.Call) -> FuncCall:

@@ -17,7 +17,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
-from pypto.frontend.control import TASK_HINTS, TaskHandle, TaskHints, task_deps, task_hints
+from pypto.frontend.control import TASK_HINTS, TaskHandle, TaskHints, name_hint, task_deps, task_hints
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
@@ -156,9 +156,7 @@ class SpmdScopes:
                 )
             kw[k.arg] = k.value
         n = spmd_blocks(self.p, call.args[0])
-        hint = self.p.folder.fold(kw["name_hint"]) if "name_hint" in kw else None
-        if hint is not None and not isinstance(hint, str):
-            raise TypeCheckError("pl.spmd name_hint must be a string", self.p.span(kw["name_hint"]))
+        hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))
         return n, hint, names, task_hints(self.p, kw)._replace(dep_values=values)
 

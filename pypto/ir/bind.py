@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir import op_rules as R
-from pypto.ir.dtypes import BOOL, DataType
+from pypto.ir.dtypes import BOOL, DataType, range_error
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe, SplitMode
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, as_expr, type_of
 from pypto.ir.op_levels import reject_tile_only
@@ -105,12 +105,13 @@ def _coerce_scalar(display: str, p: ParamSpec, e: Expr, dtype: DataType | None, 
     if dtype is None:
         return e
     if isinstance(e, Const):
+        problem = range_error(e.value, dtype)
+        if problem is not None:
+            raise TypeCheckError(f"{display}: `{p.name}` = {problem}", span)
         if dtype.is_float:
             return Const(float(e.value), dtype, span=e.span)
         if dtype == BOOL:
             return Const(bool(e.value), dtype, span=e.span)
-        if isinstance(e.value, float) and not e.value.is_integer():
-            raise TypeCheckError(f"{display}: `{p.name}` = {e.value} is not an integer for {dtype}", span)
         return Const(int(e.value), dtype, span=e.span)
     got = type_of(e)
     if isinstance(got, ScalarType) and got.dtype != dtype:

@@ -112,6 +112,34 @@ def numpy_dtype(dtype: DataType) -> Any:
     return np.dtype(next((n for n, d in _ARRAY_NAMES.items() if d == dtype and n not in aliases), "int64"))
 
 
+# Significand bits (with the implicit one) and largest exponent of each float dtype: a finite
+# value at or beyond (2 - 2**-p) * 2**emax rounds to infinity (IEEE 754 round-to-nearest).
+_FLOAT_FORMATS = {"FP32": (24, 127), "FP16": (11, 15), "BF16": (8, 127)}
+
+
+def range_error(value: int | float, dtype: DataType) -> str | None:
+    """Why a compile-time ``value`` does not fit ``dtype`` (None when it does).
+
+    The static half of the dtype range rule: an integer outside the dtype's range, a
+    fractional value for an integer dtype, or a finite value that rounds to infinity in a
+    float dtype is refused. (Infinities and NaN given as such are values of a float dtype.)
+    """
+    if dtype.kind == "bool" or isinstance(value, bool):
+        return None
+    if dtype.is_float:
+        p, emax = _FLOAT_FORMATS[dtype.name]
+        limit = (2 - 2.0**-p) * 2.0**emax
+        if value == value and abs(value) != float("inf") and abs(value) >= limit:
+            largest = f"{(2 - 2.0 ** (1 - p)) * 2.0**emax:.6g}"
+            return f"{value} overflows {dtype} (it would round to infinity; the largest is {largest})"
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value} is not an integer for {dtype}"
+    bits = 64 if dtype.kind == "index" else dtype.bits
+    lo, hi = (0, 2**bits - 1) if dtype.kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return None if lo <= int(value) <= hi else f"{int(value)} does not fit {dtype} [{lo}, {hi}]"
+
+
 SCALAR_CAST_TARGETS = ("INDEX", "INT64", "INT32", "INT16", "INT8", "UINT32", "UINT8", "BOOL", "FP32")
 
 

@@ -5,8 +5,9 @@ every mismatch a ``TypeCheckError`` naming the operands and the numbers."""
 
 from __future__ import annotations
 
-from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32, SCALAR_CAST_TARGETS
+from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32, SCALAR_CAST_TARGETS, range_error
 from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Const
 from pypto.ir.op_rules import (
     VEC,
     Bound,
@@ -141,6 +142,10 @@ def write_rule(b: Bound) -> Type:
     # a float value into an integer element would truncate silently, so that is refused.
     if isinstance(got, ScalarType) and got.dtype.is_float and not t.dtype.is_float:
         raise b.fail(f"value is {got.dtype} but `dst` holds {t.dtype}; write an integer value")
+    value = b.args["value"]
+    problem = range_error(value.value, t.dtype) if isinstance(value, Const) else None
+    if problem is not None:  # a run-time value converts as numpy's astype does (codegen's _write)
+        raise b.fail(f"value {problem}")
     return void_rule(b)
 
 

@@ -67,7 +67,10 @@ class RunConfig:
             raise ConfigError(f"dump_passes must be a bool or a PassDumpLevel, got {self.dump_passes!r}")
         self._check_fields()
         self._check_upstream_fields()
-        self.resolved_platform()  # refuse bad overrides now, not at the first run
+        plat = self.resolved_platform()  # refuse bad overrides now, not at the first run
+        if self.platform_overrides:  # as checked: plain int/float (a numpy scalar is converted)
+            checked = {k: plat.fields[k] for k in self.platform_overrides}
+            object.__setattr__(self, "platform_overrides", checked)
 
     def _check_fields(self) -> None:
         d = self.disabled_diagnostics

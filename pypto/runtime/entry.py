@@ -179,6 +179,7 @@ def from_dir(output_dir: str | Path) -> Any:
     from pypto.frontend.parser import parse_file
     from pypto.passes.options import MemoryPlanner
     from pypto.runtime.build import KernelSource, build_kernels
+    from pypto.runtime.build.source import file_stem
     from pypto.runtime.config import RunConfig
     from pypto.runtime.jit import CompiledProgram, _entry_outputs
     from pypto.runtime.plan import plan_orchestration
@@ -200,7 +201,7 @@ def from_dir(output_dir: str | Path) -> Any:
         for e in meta["external"]
     ]
     generated = [
-        KernelSource(name=name, code=(folder / "kernels" / f"{name}.cpp").read_text())
+        KernelSource(name=name, code=(folder / "kernels" / f"{file_stem(name)}.cpp").read_text())
         for name in meta["kernels"]
         if name not in {e.name for e in external}
     ]

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from pypto import _native, knobs, logs
 from pypto._light import Logger, sha256
 from pypto.errors import ConfigError, KernelLoadError
+from pypto.frontend import captured
 from pypto.ir.enums import Direction
 from pypto.runtime import program_cache
 from pypto.runtime.build import KernelSource, build_kernels, kernel_cache_dir
+from pypto.runtime.build.source import file_stem
 from pypto.runtime.compiled import CompiledProgram, RestoredProgram
 from pypto.runtime.config import RunConfig
 
@@ -55,7 +57,7 @@ def _output_dir(jf: Any, key: tuple, config: RunConfig) -> Path:
     code = getattr(getattr(jf, "fn", None), "__code__", None)
     origin = (code.co_filename, code.co_firstlineno) if code is not None else getattr(jf, "origin", None)
     digest = sha256(repr((jf.name, origin, key)).encode()).hexdigest()[:16]
-    return knobs.cache_dir() / "programs" / f"{jf.name}-{digest}"
+    return knobs.cache_dir() / "programs" / f"{file_stem(jf.name)}-{digest}"
 
 
 def _dumper(out: Path, config: RunConfig):
@@ -136,9 +138,11 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     key = (jf.specialization_key(*args, **kwargs), config.compile_key())
     cache = jf.__dict__.setdefault("_pypto_compiled", {})
     compiled = cache.get(key)  # one lookup: hashing the key's enums runs Python code
-    if compiled is not None:
+    if compiled is not None and not _captured_changed(jf, cache):
         compiled.refresh_external()
         return compiled
+    if not cache and getattr(jf, "fn", None) is not None:  # the values this compile folds in
+        jf._pypto_captured = captured.guards(jf.fn)
     logs.configure()
     out = _output_dir(jf, key, config)
     # Dumps are artifacts of a compile, so a dumping config always compiles.
@@ -148,6 +152,17 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
         compiled = _compile(jf, args, kwargs, config, out, disk_key)
     cache[key] = compiled
     return compiled
+
+
+def _captured_changed(jf: Any, cache: dict) -> bool:
+    """Whether a module constant or closure value the kernel folded in was rebound since it
+    compiled: then every specialisation is stale, as a new process would see the new value."""
+    name = captured.changed(jf.__dict__.get("_pypto_captured", ()))
+    if name is None:
+        return False
+    log.info("%s: %s changed since it was compiled; compiling again", jf.name, name)
+    cache.clear()
+    return True
 
 
 def program_key(jf: Any, spec_key: tuple, config: RunConfig) -> str | None:
@@ -193,7 +208,7 @@ def _from_disk(jf: Any, disk_key: str, config: RunConfig, out: Path) -> Compiled
 
         ensure_dir(out / "kernels")
         for name, code in entry.sources.items():
-            atomic_write(out / "kernels" / f"{name}.cpp", code.encode())
+            atomic_write(out / "kernels" / f"{file_stem(name)}.cpp", code.encode())
         _write_hint_lines(entry.hints, out)
     if entry.hints:  # as a compile whose hints are unchanged says it: at INFO
         import logging

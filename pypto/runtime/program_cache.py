@@ -31,7 +31,6 @@ writes nothing but its entry's time (at most once a minute, for the size cap: :m
 
 from __future__ import annotations
 
-import ast
 import enum
 import functools
 import os
@@ -44,16 +43,14 @@ from typing import Any
 from pypto import cache, knobs
 from pypto._light import Logger, sha256
 from pypto.errors import PyptoError
+from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
 from pypto.runtime import build
 from pypto.runtime.cache_files import atomic_write, ensure_dir
 from pypto.runtime.cache_files import digest as file_digest
 
 log = Logger(__name__)
 
-_SALT = b"pypto-program-cache-4"
-_ABSENT = ("absent",)
-# Versioned packages: their modules are recorded by name, their objects by a value repr.
-_VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
+_SALT = b"pypto-program-cache-5"
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
@@ -200,7 +197,7 @@ def _record_fn(fn: Any) -> tuple:
     from pypto.frontend.source import KernelSource
 
     src = KernelSource.from_function(fn)
-    names, attrs = _names_in(src.tree)
+    names, attrs = names_in(src.tree)
     code = fn.__code__
     sha = file_digest(Path(code.co_filename))
     if sha is None:
@@ -209,7 +206,7 @@ def _record_fn(fn: Any) -> tuple:
         raise Uncacheable(f"{fn.__qualname__} refers to itself through its globals")
     _RECORDING.add(id(code))
     try:
-        records = tuple((name, _record(_resolve(fn, name), attrs)) for name in sorted(names))
+        records = tuple((name, _record(resolve(fn, name), attrs)) for name in sorted(names))
     finally:
         _RECORDING.discard(id(code))
     return ("fn", sha, _where(fn), records)
@@ -221,7 +218,7 @@ def _fn_matches(fn: Any, rec: tuple) -> bool:
         return False
     if file_digest(Path(code.co_filename)) != rec[1]:
         return False
-    return all(_matches(_resolve(fn, name), sub) for name, sub in rec[3])
+    return all(_matches(resolve(fn, name), sub) for name, sub in rec[3])
 
 
 def _where(fn: Any) -> str:
@@ -229,37 +226,13 @@ def _where(fn: Any) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}"
 
 
-def _names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
-    """The free names the source reads (its parameters and assigned names are the kernel's
-    own: the frontend never looks them up outside) and every attribute name it mentions."""
-    read, bound, attrs = set(), set(), set()  # type: ignore[var-annotated]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.Attribute):
-            attrs.add(node.attr)
-    return read - bound, frozenset(attrs)
-
-
-def _resolve(fn: Any, name: str) -> Any:
-    """``name`` as the frontend resolves it: a closure cell, else a module global."""
-    code = fn.__code__
-    if name in code.co_freevars and fn.__closure__:
-        cell = fn.__closure__[code.co_freevars.index(name)]
-        try:
-            return cell.cell_contents
-        except ValueError:
-            pass
-    return fn.__globals__.get(name, _ABSENT)
-
-
 def _record(value: Any, attrs: frozenset[str]) -> tuple:
-    from pypto.language.decorators import JitFunction, KernelFunction
+    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 
-    if value is _ABSENT:
-        return _ABSENT
+    if value is ABSENT:
+        return ABSENT
+    if isinstance(value, InlineFunction):  # expanded into the kernel: its own reads count too
+        return ("inline", _record_fn(value.fn))
     if isinstance(value, _PLAIN):
         return ("v", type(value).__name__, repr(value))
     if isinstance(value, (JitFunction, KernelFunction)):
@@ -267,7 +240,7 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
         extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
         return ("kernel", head, repr(extra), _record_fn(value.fn))
     if isinstance(value, types.ModuleType):
-        if value.__name__.split(".")[0] in _VALUE_PACKAGES:  # versioned packages: opaque
+        if value.__name__.split(".")[0] in VALUE_PACKAGES:  # versioned packages: opaque
             return ("module", value.__name__, ())
         found = tuple(
             (a, _record(getattr(value, a), frozenset())) for a in sorted(attrs) if hasattr(value, a)
@@ -291,21 +264,23 @@ def _record_object(value: Any) -> tuple:
         return ("named", value.__module__, value.__qualname__)
     if isinstance(value, (types.BuiltinFunctionType, type)):
         module = getattr(value, "__module__", None) or ""
-        if module == "builtins" or module.split(".")[0] in _VALUE_PACKAGES:
+        if module == "builtins" or module.split(".")[0] in VALUE_PACKAGES:
             return ("named", module, value.__qualname__)
         raise Uncacheable(f"reads {value!r}")
     module = type(value).__module__.split(".")[0]
     text = repr(value)
-    if module in _VALUE_PACKAGES and " at 0x" not in text and " object>" not in text:
+    if module in VALUE_PACKAGES and " at 0x" not in text and " object>" not in text:
         return ("v", type(value).__qualname__, text)
     raise Uncacheable(f"reads a {type(value).__qualname__} ({text[:60]})")
 
 
 def _matches(value: Any, rec: tuple) -> bool:
     """Whether ``value`` is what ``rec`` recorded (an unrecordable value never matches)."""
-    from pypto.language.decorators import JitFunction, KernelFunction
+    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 
     kind = rec[0]
+    if kind == "inline":
+        return isinstance(value, InlineFunction) and _fn_matches(value.fn, rec[1])
     if kind == "kernel":
         if not isinstance(value, (JitFunction, KernelFunction)):
             return False
@@ -315,7 +290,7 @@ def _matches(value: Any, rec: tuple) -> bool:
     if kind == "module":
         if not isinstance(value, types.ModuleType) or value.__name__ != rec[1]:
             return False
-        return all(_matches(getattr(value, a, _ABSENT), sub) for a, sub in rec[2])
+        return all(_matches(getattr(value, a, ABSENT), sub) for a, sub in rec[2])
     try:
         return _record(value, frozenset()) == rec if kind not in ("seq", "dict") else _seq_matches(value, rec)
     except Uncacheable:

@@ -213,3 +213,17 @@ def test_a_mismatch_only_the_run_sees_is_a_typed_error_naming_both_cores():
     msg = str(e.value)
     assert "AIV0 pops a fp32 [64, 64] tile, but the AIC pushed a fp32 [48, 64] tile" in msg
     assert "cluster_kernels.py:" in msg
+
+
+@pytest.mark.parametrize(
+    "overrides", [{"aiv_cores": 1}, {"aic_cores": 4, "aiv_cores": np.int64(7)}], ids=["one-aiv", "numpy-int"]
+)
+def test_a_platform_without_whole_clusters_is_a_config_error_before_anything_runs(overrides):
+    from cluster_kernels import matmul_relu_up_down
+
+    a, b = operands(rows=BLOCKS * M)
+    c = np.full((BLOCKS * M, N), 7.0, np.float32)
+    with pytest.raises(errors.ConfigError, match=r"needs aiv_cores >= 2 \* aic_cores") as e:
+        matmul_relu_up_down(a, b, c, config=RunConfig(platform="a2a3sim", platform_overrides=overrides))
+    assert f"aiv_cores={int(overrides['aiv_cores'])}" in str(e.value)
+    assert (c == 7.0).all()  # no task ran

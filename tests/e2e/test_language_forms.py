@@ -67,7 +67,12 @@ def test_a_static_assert_on_a_run_time_value_is_refused():
 
 @pytest.mark.parametrize(
     ("expr", "message"),
-    [("pl.const(2.5, pl.INT32)", "is not an integer"), ("pl.const(300, pl.INT8)", "does not fit INT8")],
+    [
+        ("pl.const(2.5, pl.INT32)", "is not an integer"),
+        ("pl.const(300, pl.INT8)", "does not fit INT8"),
+        ("pl.const(70000.0, pl.FP16)", "70000.0 overflows FP16 .* the largest is 65504"),
+        ("pl.const(-1e39, pl.FP32)", "overflows FP32"),
+    ],
 )
 def test_const_values_that_do_not_fit_their_dtype(tmp_path, expr, message):
     src = tmp_path / "k.py"

@@ -389,3 +389,45 @@ def test_program_read_back_from_its_folder_checks_its_scalar_arguments(tmp_path)
     np.testing.assert_array_equal(out, 2 * a)
     with pytest.raises(ArgumentError, match="is 3.0, but this program was compiled with 2.0"):
         again.run(a, 3.0, out)
+
+
+HELPER_USER = """
+import pypto.language as pl
+import pc_knobs
+from pc_helpers import scaled
+
+@pl.jit
+def via_helper(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(scaled(pl.load(a, [0, 0], [16, 64])), [0, 0], out)
+    return out
+"""
+
+HELPERS = """
+import pypto.language as pl
+import pc_knobs
+
+@pl.jit.inline
+def scaled(t):
+    return pl.muls(t, pc_knobs.FACTOR)
+"""
+
+
+def test_a_constant_read_by_an_inline_helper_is_a_dependency(tmp_path, compiles):
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "pc_knobs.py").write_text("FACTOR = 2.0\n")
+        (tmp_path / "pc_helpers.py").write_text(HELPERS)
+        (tmp_path / "user.py").write_text(HELPER_USER)
+        out = np.zeros_like(A)
+        load_module(tmp_path / "user.py").via_helper(A, out)
+        (tmp_path / "pc_knobs.py").write_text("FACTOR = 4.0  # edited\n")  # new size: no stale .pyc
+        for name in ("pc_knobs", "pc_helpers"):
+            sys.modules.pop(name)
+        load_module(tmp_path / "user.py").via_helper(A, out)
+        assert compiles == ["via_helper", "via_helper"]
+        np.testing.assert_array_equal(out, A * np.float32(4.0))
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("pc_knobs", "pc_helpers"):
+            sys.modules.pop(name, None)

@@ -76,8 +76,10 @@ def test_pto_isa_profile_is_within_5_percent_of_its_formulas():
     rows = cal.pto_isa_rows()
     classes = {r.cls for r in rows}
     assert {"TMATMUL", "FIXPIPE", "flags", "TMOV l1_to_l0a", "GM gm_to_ub", "vector exp"} <= classes
-    assert all(r.kind == "pto-isa" for r in rows)
+    assert all(r.kind == "pto-isa" for r in rows if r.cls != "flags")
     assert [r.key for r in cal.outside(rows)] == []
+    # Perf-Sim queues a flag as a zero-length entry: no pipe time, and no figure to check.
+    assert {(r.ours, r.within) for r in rows if r.cls == "flags"} == {(0, None)}
 
 
 def test_device_profile_meets_its_device_figures_or_the_page_explains():
@@ -153,7 +155,7 @@ def test_flags_take_no_pipe_time_but_are_instructions_in_the_trace():
     pto = _model("pto-isa")
     pto.set_flag(V, MTE3, 0)
     pto.finish()
-    assert _durations(pto) == [1]
+    assert _durations(pto) == [0]  # pto-isa's Perf-Sim: a zero-length entry on the pipe
 
 
 @pytest.mark.parametrize(

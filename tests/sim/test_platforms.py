@@ -68,3 +68,18 @@ def test_with_overrides_returns_a_new_table():
         base.with_overrides(ub_size=1)
     with pytest.raises(ValueError, match="must be a positive number"):
         base.with_overrides(bw_gm_to_ub=0)
+
+
+def test_numpy_scalars_are_numbers_and_are_kept_as_python_numbers():
+    import numpy as np
+
+    from pypto.runtime import RunConfig
+
+    big = platforms.get("a2a3sim").with_overrides(ub_bytes=np.int64(256 * 1024), bw_gm_to_ub=np.float32(64))
+    assert big.ub_bytes == 256 * 1024 and type(big.ub_bytes) is int
+    assert type(big.overrides["bw_gm_to_ub"]) is float
+    config = RunConfig(platform_overrides={"aiv_cores": np.int64(4)})
+    assert config.platform_overrides == {"aiv_cores": 4}
+    assert type(config.platform_overrides["aiv_cores"]) is int
+    with pytest.raises(ValueError, match="is an integer field"):
+        platforms.get("a2a3sim").with_overrides(ub_bytes=np.float64(1.5))

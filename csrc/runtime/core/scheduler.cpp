@@ -62,6 +62,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
         dependents_[static_cast<size_t>(d)].push_back(static_cast<int>(i));
       }
       remaining_deps_[i] = tasks_[i].deps.size();
+      check_cores(tasks_[i]);  // before anything runs, not when the task comes up
       if (tasks_[i].deps.empty()) push({0, 0, static_cast<int>(i), -1, 0});
     }
     while (!events_.empty()) {
@@ -207,11 +208,21 @@ class ChipScheduler final : public ChipLink, public Waiter {
     return aiv_free_.size() >= 2 * aic_free_.size() ? aic_free_.size() : 0;
   }
 
+  void check_cores(const TaskSpec& t) const {
+    if (cores_of(t.kind) > 0) return;
+    const std::string kind = t.kind == CoreKind::kCluster ? "a cluster (1 AIC + 2 AIV cores)"
+                             : t.kind == CoreKind::kAic   ? "an AIC core"
+                                                          : "an AIV core";
+    throw SimError(ErrorKind::kConfig,
+                   "platform " + platform_.name + " has no cores for task " + t.name +
+                       ": it runs on " + kind +
+                       ", and aic_cores=" + std::to_string(platform_.aic_cores) +
+                       ", aiv_cores=" + std::to_string(platform_.aiv_cores) +
+                       " give none (a cluster kernel needs aiv_cores >= 2 * aic_cores)");
+  }
+
   void dispatch(const Event& e) {
     const TaskSpec& t = tasks_[static_cast<size_t>(e.task)];
-    if (cores_of(t.kind) == 0) {
-      throw SimError(ErrorKind::kInvalidArgument, platform_.name + " has no cores for " + t.name);
-    }
     Pick p = pick(t.kind);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
       parked_.push_back(e);

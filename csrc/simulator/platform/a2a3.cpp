@@ -70,6 +70,9 @@ Platform make_a2a3sim() {
   p.fixpipe_drain_bytes_per_cycle = 118;  // upstream PyPTO L0CostModel: bw_drain (device)
   p.fixpipe_misalign_cycles = 2.6;        // upstream PyPTO L0CostModel: drain_penalty (device)
   p.fixpipe_c0_bytes = 32;                // upstream PyPTO L0CostModel: NZ fractal C0 = 32 B
+  // upstream PyPTO L0CostModel (device FIXPIPE sweep): a store to GM moves the bytes it writes
+  // at bw_drain, so its data phase is priced at those bytes (0), not a fixed element size.
+  p.fixpipe_gm_priced_elem_bytes = 0;
   // device sweeps: set/wait_flag/barrier ~1 cycle, which is the scalar issue slot every
   // instruction pays (scalar_issue_cycles); the flag itself occupies no pipe.
   p.sync_cycles = 0;

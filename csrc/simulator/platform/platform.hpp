@@ -68,6 +68,9 @@ struct Platform {
   // Element-wise add and plain copies / fills, which pto-isa prices apart from the other
   // binary and unary ops (vadd, vcopy / vector_dup).
   VecCost vec_add, vec_copy;
+  // An Acc -> GM store's data phase is priced as if each element were this many bytes (0: the
+  // bytes it writes). pto-isa prices every L0C -> GM copy at 2 bytes per element.
+  int64_t fixpipe_gm_priced_elem_bytes;
 };
 
 // A VecCost member's two fields: X(<member>_per_repeat, ...) and X(<member>_base, ...).
@@ -104,7 +107,8 @@ struct Platform {
   X(scalar_ub_access_cycles, scalar_ub_access_cycles)                                           \
   X(bw_l0c_to_l1, bw_l0c_to_l1) X(fixpipe_drain_bytes_per_cycle, fixpipe_drain_bytes_per_cycle) \
   X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes)     \
-  PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)
+  PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)                                        \
+  X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

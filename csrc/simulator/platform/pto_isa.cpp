@@ -30,6 +30,10 @@ Platform apply_pto_isa_profile(Platform p) {
   p.fixpipe_per_row_cycles = 0;           // pto-isa: no row floor
   p.fixpipe_drain_bytes_per_cycle = 1e6;  // pto-isa: no drain throughput term (never binds)
   p.fixpipe_misalign_cycles = 0;          // pto-isa: no misalignment term
+  // pto-isa's copy_matrix_cc_to_gm prices rows x cols x 2 bytes whatever the output dtype
+  // (a2a3/cce_costmodel/cce_costmodel_memory.hpp, the L0C -> GM copy): an fp32 store costs half
+  // its bytes' worth, which its Perf-Sim GEMM traces show (a 128x256 fp32 store: 1614 cycles).
+  p.fixpipe_gm_priced_elem_bytes = 2;
   // pto-isa CCE table, vector stream model: head + tail paid at stream start, slope per repeat.
   p.vec_binary = {2, 32};  // pto-isa vmul: head 13 + tail 19, slope 2 (vsub/vmax/vmin alike)
   p.vec_unary = {1, 31};   // pto-isa vadds: head 13 + tail 18, slope 1 (vabs/vmuls/vmins alike)
@@ -48,7 +52,11 @@ Platform apply_pto_isa_profile(Platform p) {
   p.cube_base_cycles = 6;       // pto-isa formula backend TryEstimateMadCycles: head 6
   p.cube_cpr_16bit = 1;         // pto-isa formula backend: 1 cycle per fractal for fp16
   p.cube_cpr_fp32 = 2;          // pto-isa formula backend: 2 cycles per fractal for fp32
-  p.sync_cycles = 1;            // pto-isa: set_flag / wait_flag / pipe_barrier cost 1 cycle
+  // pto-isa's Perf-Sim queues a set_flag / wait_flag as a zero-length SIGNAL / WAIT entry on its
+  // pipe (perf_sim/pipe_model_sim_impl.inl, PushSignalEntry / PushWaitEntry): a flag takes no pipe
+  // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles
+  // charges a flag 1 cycle, but only inside an instruction's own trace, never on a kernel's pipe.)
+  p.sync_cycles = 0;
   return p;
 }
 

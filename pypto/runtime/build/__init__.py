@@ -126,7 +126,7 @@ def _check_names(jobs: list[Job]) -> None:
     for job in jobs:
         if job.source.code is None:
             continue
-        if seen.setdefault(job.source.name, job.data) != job.data:
+        if seen.setdefault(job.source.stem, job.data) != job.data:
             raise PyptoError(f"two different kernels are both named {job.source.name!r}")
 
 
@@ -136,7 +136,7 @@ def _write_generated_sources(jobs: list[Job], folder: Path) -> None:
     for job in jobs:
         if job.source.code is None:
             continue
-        job.src_file = folder / f"{job.source.name}.cpp"
+        job.src_file = folder / f"{job.source.stem}.cpp"
         with contextlib.suppress(OSError):
             if job.src_file.read_bytes() == job.data:
                 continue  # unchanged: keep its mtime

@@ -119,10 +119,10 @@ def _run_build(jobs: list[Job], tc: Toolchain, build_dir: Path) -> str:
         if job.source.path is not None:
             job.src_file = job.source.path  # compiled in place
         elif job.src_file is None:
-            job.src_file = build_dir / "kernels" / f"{job.source.name}.cpp"
+            job.src_file = build_dir / "kernels" / f"{job.source.stem}.cpp"
             job.src_file.parent.mkdir(exist_ok=True)
             job.src_file.write_bytes(job.data)
-        job.out = build_dir / f"{job.source.name}.{job.key[:16]}.so"
+        job.out = build_dir / f"{job.source.stem}.{job.key[:16]}.so"
         job.out.unlink(missing_ok=True)  # a leftover output must not pass for a fresh one
     (build_dir / "build.ninja").write_text(_ninja_file(jobs, tc))
     return _run_commands(jobs, tc, knobs.build_jobs())
@@ -188,7 +188,7 @@ def _ninja_file(jobs: list[Job], tc: Toolchain) -> str:
     for job in jobs:
         assert job.src_file is not None and job.out is not None
         lines.append(f"build {ninja_path(job.out.name)}: kernel {ninja_path(str(job.src_file))}")
-        lines.append(f"  name = {job.source.name}")
+        lines.append(f"  name = {job.source.stem}")
         incs = [*pch_include(tc, extra_flags(job.source)), f"-I{tc.include_dir}"]
         lines.append(f"  incs = {shell(*incs, *(f'-I{d}' for d in job.source.include_dirs))}")
         lines.append(f"  extra = {shell(*extra_flags(job.source))}")

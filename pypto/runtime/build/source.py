@@ -6,9 +6,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pypto._light import sha256
 from pypto.errors import KernelBuildError, PyptoError
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_STEM_MAX = 96  # well below the 255 bytes a file name may take, leaving room for suffixes
+
+
+def file_stem(name: str) -> str:
+    """``name`` as a file name: itself when it is plain ASCII and short, else its plain
+    characters (others as ``_``) cut short, with a digest of the whole name to keep it unique
+    (a kernel named in another script, or after a 250-character ``name_hint``)."""
+    if _PLAIN_NAME.fullmatch(name) and len(name) <= _STEM_MAX:
+        return name
+    plain = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[: _STEM_MAX - 13].lstrip(".")
+    return f"{plain}-{sha256(name.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -27,11 +39,16 @@ class KernelSource:
     def __post_init__(self) -> None:
         if (self.code is None) == (self.path is None):
             raise PyptoError(f"kernel {self.name!r}: give exactly one of `code` and `path`")
-        if not _NAME_RE.fullmatch(self.name):
-            raise PyptoError(f"kernel name {self.name!r} must match {_NAME_RE.pattern}")
+        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in "/\\\0"):
+            raise PyptoError(f"kernel name {self.name!r} must be a non-empty name without / \\ or NUL")
         if self.path is not None:
             object.__setattr__(self, "path", Path(self.path).absolute())
         object.__setattr__(self, "include_dirs", tuple(Path(d).absolute() for d in self.include_dirs))
+
+    @property
+    def stem(self) -> str:
+        """The name of the kernel's files (see :func:`file_stem`)."""
+        return file_stem(self.name)
 
     def read(self) -> bytes:
         """The source bytes; a missing file is a :class:`KernelBuildError` naming its path."""

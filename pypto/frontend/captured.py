@@ -1,0 +1,137 @@
+"""The outside values a kernel's source reads, and whether they still hold.
+
+The frontend folds module constants and closure values into the program it compiles, so a
+compiled program is only valid while those values are unchanged. Both caches ask here: the
+in-process cache checks :func:`changed` on every call (a few dictionary lookups) and compiles
+again when a constant was rebound; the program cache on disk records the same names by value.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import types
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+
+ABSENT = ("absent",)
+# Versioned packages: their values cannot change under a running kernel.
+VALUE_PACKAGES = ("pypto", "numpy", "ml_dtypes", "torch")
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, DataType, enum.Enum)
+
+# (namespace, name, value when compiled): a module's or a kernel's globals dict and a key, or
+# a closure cell and None.
+Guard = tuple[Any, Any, Any]
+
+
+def names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
+    """The free names the source reads (its parameters and assigned names are the kernel's
+    own: the frontend never looks them up outside) and every attribute name it mentions."""
+    read, bound, attrs = set(), set(), set()  # type: ignore[var-annotated]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Attribute):
+            attrs.add(node.attr)
+    return read - bound, frozenset(attrs)
+
+
+def resolve(fn: Any, name: str) -> Any:
+    """``name`` as the frontend resolves it: a closure cell, else a module global."""
+    cell = _cell(fn, name)
+    if cell is not None:
+        try:
+            return cell.cell_contents
+        except ValueError:
+            pass
+    return fn.__globals__.get(name, ABSENT)
+
+
+def guards(fn: Any) -> tuple[Guard, ...]:
+    """What :func:`changed` checks for ``fn``: each plain value (number, string, dtype, enum,
+    a tuple/list/dict of those) its source reads from its closure, its module or a user module's
+    attribute, and the same for every kernel or helper it calls."""
+    out: list[Guard] = []
+    _collect(fn, out, set())
+    return tuple(out)
+
+
+def changed(found: tuple[Guard, ...]) -> str | None:
+    """The first name whose value is no longer the one compiled in (None: all hold)."""
+    for ns, name, value in found:
+        if name is None:
+            try:
+                now = ns.cell_contents
+            except ValueError:
+                return "a closure value"
+        else:
+            now = ns.get(name, ABSENT)
+        if now is not value and not _same(now, value):
+            return name or "a closure value"
+    return None
+
+
+def _same(now: Any, value: Any) -> bool:
+    try:
+        return type(now) is type(value) and bool(now == value)
+    except Exception:  # a value whose == does not give one truth value
+        return False
+
+
+def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
+    from pypto.frontend.source import KernelSource
+    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+
+    code = getattr(fn, "__code__", None)
+    if code is None or id(code) in seen:
+        return
+    seen.add(id(code))
+    try:
+        tree = KernelSource.from_function(fn).tree
+    except Exception:  # no source to read (it was compiled from elsewhere): nothing to guard
+        return
+    names, attrs = names_in(tree)
+    for name in sorted(names):
+        cell = _cell(fn, name)
+        value = resolve(fn, name)
+        if isinstance(value, types.ModuleType):
+            _module_attrs(value, attrs, out)
+        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):  # it calls these
+            _collect(value.fn, out, seen)
+        elif _plain(value):
+            where = (cell, None) if cell is not None else (fn.__globals__, name)
+            out.append((*where, _snapshot(value)))
+
+
+def _module_attrs(module: types.ModuleType, attrs: frozenset[str], out: list[Guard]) -> None:
+    if module.__name__.split(".")[0] in VALUE_PACKAGES:
+        return
+    ns = vars(module)
+    out.extend((ns, a, _snapshot(ns[a])) for a in sorted(attrs) if a in ns and _plain(ns[a]))
+
+
+def _cell(fn: Any, name: str) -> Any:
+    code = fn.__code__
+    if name in code.co_freevars and fn.__closure__:
+        return fn.__closure__[code.co_freevars.index(name)]
+    return None
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    return isinstance(value, _PLAIN)
+
+
+def _snapshot(value: Any) -> Any:
+    """A mutable container is copied, so an in-place change is seen as a change."""
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,103 @@
+"""Module constants and closure values a kernel folds in, rebound in the same process: the next
+call compiles again and uses the new value (as a new process would), and an unchanged value
+never costs a compile."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.runtime import jit
+
+SCALE = 2.0
+ROWS = [16, 64]
+knobs = types.ModuleType("pc_captured_knobs")
+knobs.OFFSET = 1.0
+
+
+@pl.jit.inline
+def shifted(t):
+    return pl.adds(t, knobs.OFFSET)
+
+
+@pl.jit
+def scale(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], ROWS)
+        pl.store(shifted(pl.muls(t, SCALE)), [0, 0], out)
+    return out
+
+
+def make(factor):
+    @pl.jit
+    def closure_kernel(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.muls(pl.load(a, [0, 0], [16, 64]), factor), [0, 0], out)
+        return out
+
+    return closure_kernel, lambda value: setattr_cell(closure_kernel, value)
+
+
+def setattr_cell(kernel, value):
+    kernel.fn.__closure__[kernel.fn.__code__.co_freevars.index("factor")].cell_contents = value
+
+
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    real = jit._compile
+
+    def counting(jf, *args, **kwargs):
+        seen.append(jf.name)
+        return real(jf, *args, **kwargs)
+
+    monkeypatch.setattr(jit, "_compile", counting)
+    monkeypatch.setattr(jit, "_from_disk", lambda *a: None)  # only the in-process cache here
+    return seen
+
+
+A = np.random.default_rng(0).uniform(-1, 1, (16, 64)).astype(np.float32)
+
+
+def call(kernel):
+    out = np.zeros_like(A)
+    kernel(A, out)
+    return out
+
+
+def test_rebinding_a_module_constant_or_a_module_attribute_compiles_again(compiles):
+    global SCALE
+    try:
+        np.testing.assert_array_equal(call(scale), A * np.float32(2) + np.float32(1))
+        call(scale)
+        assert compiles == ["scale"]  # unchanged values: no compile
+        SCALE = 3.0
+        np.testing.assert_array_equal(call(scale), A * np.float32(3) + np.float32(1))
+        knobs.OFFSET = -1.0  # read by an inline helper, through a module attribute
+        np.testing.assert_array_equal(call(scale), A * np.float32(3) - np.float32(1))
+        assert compiles == ["scale"] * 3
+    finally:
+        SCALE, knobs.OFFSET = 2.0, 1.0
+
+
+def test_a_list_changed_in_place_is_a_change(compiles):
+    try:
+        call(scale)
+        ROWS[0] = 8
+        out = call(scale)
+        np.testing.assert_array_equal(out[8:], 0)
+        np.testing.assert_array_equal(out[:8], A[:8] * np.float32(2) + np.float32(1))
+        assert compiles == ["scale", "scale"]
+    finally:
+        ROWS[0] = 16
+
+
+def test_a_rebound_closure_value_compiles_again(compiles):
+    kernel, rebind = make(2.0)
+    np.testing.assert_array_equal(call(kernel), A * np.float32(2))
+    rebind(0.5)
+    np.testing.assert_array_equal(call(kernel), A * np.float32(0.5))
+    assert compiles == ["closure_kernel", "closure_kernel"]

@@ -7,10 +7,12 @@ size of the tensor the call passes (read from its descriptor); the loop runs
 load, and every op and the store act on the valid rows only. A window that runs past the
 tensor is caught at run time with the kernel's source line.
 
-    python examples/dynamic_shape.py
+    python examples/dynamic_shape.py [--rows 16 40 100]
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -52,7 +54,11 @@ def run(sizes=(16, 40, 100)) -> list[tuple[int, float, int]]:
 
 
 if __name__ == "__main__":
-    for m, err, cycles in run():
+    ap = argparse.ArgumentParser(prog="dynamic_shape.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--rows", type=int, nargs="+", default=[16, 40, 100], help="row counts to run (default 16 40 100)"
+    )
+    for m, err, cycles in run(ap.parse_args().rows):
         print(f"M = {m:4d}: max relative error {err:.1e}, {cycles} cycles")
     x = np.zeros((40, C), np.float32)
     print("one compile for every size:", rms_scale.compile(x, x) is rms_scale.compile(x[:16], x[:16]))

@@ -13,11 +13,13 @@ Variants: ``causal=True`` (key block ``j`` only up to query block ``i``, the dia
 masked) and a decode shape (one query row block against a long K/V). Checked against
 ``torch.nn.functional.scaled_dot_product_attention`` (numpy in float64 without torch).
 
-    python examples/flash_attention.py            # [24, 2048, 128] forward, causal, decode
+    python examples/flash_attention.py                 # quick: [4 heads, 512, 128] forward
+    python examples/flash_attention.py --causal --decode --heads 24 --seq 2048  # the full set
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 
@@ -142,12 +144,25 @@ def run(heads: int, sq: int, skv: int, d: int, causal: bool = False, br: int = 6
     return err, kernel.last_report, wall
 
 
+def _options(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="flash_attention.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--heads", type=int, default=4, help="heads, one cluster task each (default 4)")
+    ap.add_argument(
+        "--seq", type=int, default=512, help="query and key length, a multiple of 128 (default 512)"
+    )
+    ap.add_argument("--dim", type=int, default=128, help="head dimension (default 128)")
+    ap.add_argument("--causal", action="store_true", help="also run the causal variant")
+    ap.add_argument("--decode", action="store_true", help="also run decode: 64 queries against 4 x seq keys")
+    return ap.parse_args(argv)
+
+
 if __name__ == "__main__":
-    for label, shape, causal in (
-        ("forward", (24, 2048, 2048, 128), False),
-        ("causal", (24, 2048, 2048, 128), True),
-        ("decode", (24, 64, 8192, 128), False),
-    ):
+    opts = _options()
+    h, n, d = opts.heads, opts.seq, opts.dim
+    runs = [("forward", (h, n, n, d), False)]
+    runs += [("causal", (h, n, n, d), True)] if opts.causal else []
+    runs += [("decode", (h, 64, 4 * n, d), False)] if opts.decode else []
+    for label, shape, causal in runs:
         err, report, wall = run(*shape, causal=causal)
         print(
             f"{label} {list(shape)}: max |error| vs SDPA {err:.1e}, {report.cycles} cycles, "

@@ -9,13 +9,13 @@ loads overlap the current matmuls. The accumulator stays in L0C for the whole K 
 stored once through FIXPIPE. ``make_gemm_peeled`` is the same GEMM with the first K block
 peeled out of the loops; benchmarks/bench_gemm.py runs both forms.
 
-Run: python examples/gemm.py [sizes...]      (default: 1536 3072; prints each report)
+Run: python examples/gemm.py [sizes...]      (default: 768; 1536 3072 for the full sizes)
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-import sys
 
 import numpy as np
 
@@ -156,5 +156,14 @@ def main(sizes: list[int]) -> None:
         assert err <= 1e-3, err
 
 
+def _options(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gemm.py", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "sizes", nargs="*", type=int, default=[768],
+        help=f"square sizes to run, multiples of {BN} (and of {KL1} for K); default 768",
+    )  # fmt: skip
+    return p.parse_args(argv)
+
+
 if __name__ == "__main__":
-    main([int(s) for s in sys.argv[1:]] or [1536, 3072])
+    main(_options().sizes)

@@ -1,6 +1,6 @@
 """One decode step of one Qwen3-14B decoder layer at real size, on the whole simulated chip.
 
-Batch 16, 4096 tokens of context per sequence (``--context`` for shorter), hidden 5120, 40
+Batch 16, 256 tokens of context per sequence (``--context 4096`` for the long one), hidden 5120, 40
 query heads and 8 KV heads of dim 128, intermediate 17408; bf16 weights and KV cache, fp32
 accumulation and residual. The layer, in task order:
 
@@ -17,8 +17,8 @@ vector epilogue overlaps the next column block's matmuls.
 Weights and cache come from a seeded generator; ``reference`` is the same layer in torch (fp32
 math on the same bf16 inputs, rounding to bf16 where the kernels do).
 
-    python examples/qwen3_decode_layer.py                  # context 4096: check, report, kernels
-    python examples/qwen3_decode_layer.py --context 256    # the short size the tests run
+    python examples/qwen3_decode_layer.py                  # context 256 (quick): check, report
+    python examples/qwen3_decode_layer.py --context 4096   # the long context
 """
 
 from __future__ import annotations
@@ -142,7 +142,9 @@ def error(out: np.ndarray, ref: np.ndarray, x: np.ndarray) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--context", type=int, default=4096, help="tokens per sequence (a multiple of 128)")
+    ap.add_argument(
+        "--context", type=int, default=256, help="tokens per sequence, a multiple of 128 (default 256)"
+    )
     ap.add_argument("--n-block", type=int, default=Tiling().n_block, help="projection columns per task")
     ap.add_argument("--json", help="write the run report (with the kernel table) here")
     a = ap.parse_args(argv)

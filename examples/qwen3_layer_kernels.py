@@ -219,3 +219,15 @@ def qk_norm_rope_cache(s: LayerShape, name: str):
         return q_pad
 
     return rope
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="qwen3_layer_kernels.py",
+        description="The Qwen3 decode layer's kernels (imported by qwen3_decode_layer.py, which runs "
+        "them); run alone, prints the layer's shape at a context.",
+    )
+    ap.add_argument("--context", type=int, default=256, help="tokens per sequence (default 256)")
+    print(LayerShape(context=ap.parse_args().context))

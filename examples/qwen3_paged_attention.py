@@ -59,3 +59,16 @@ def paged_attention(s: LayerShape, name: str = "attention"):
         return out
 
     return attention
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="qwen3_paged_attention.py",
+        description="The paged decode attention of the Qwen3 layer (imported by qwen3_decode_layer.py, "
+        "which runs it); run alone, prints the pages one sequence reads at a context.",
+    )
+    ap.add_argument("--context", type=int, default=256, help="tokens per sequence (default 256)")
+    shape = LayerShape(context=ap.parse_args().context)
+    print(f"{shape.blocks_per_seq} pages of {shape.kv_block} tokens per sequence and KV head")

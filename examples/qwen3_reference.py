@@ -132,3 +132,16 @@ def reference(s: LayerShape, args: dict[str, np.ndarray]) -> np.ndarray:
         g, u = _mm(hn, args["wg"]), _mm(hn, args["wu"])
         act = _bf16(torch.nn.functional.silu(g) * u)
         return (h1 + _mm(act, args["wd"])).numpy()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="qwen3_reference.py",
+        description="Seeded inputs and the torch reference of the Qwen3 decode layer (imported by "
+        "qwen3_decode_layer.py); run alone, prints the inputs' shapes and bytes at a context.",
+    )
+    ap.add_argument("--context", type=int, default=256, help="tokens per sequence (default 256)")
+    for key, value in layer_inputs(LayerShape(context=ap.parse_args().context)).items():
+        print(f"{key:14} {getattr(value, 'shape', value)!s:18} {getattr(value, 'nbytes', 0):>12,} bytes")

@@ -15,3 +15,6 @@ MEM_SPACES: tuple[str, ...] = tuple(_FACTS["mem_spaces"])
 DTYPE_CODES: dict[str, int] = {numpy: code for code, _, numpy, _ in _FACTS["dtypes"]}
 DTYPE_SIZES: dict[int, int] = {code: size for code, _, _, size in _FACTS["dtypes"]}
 MAX_EVENT_IDS: int = _FACTS["max_event_ids"]
+# Per ISA op family, the dtype names its run-time check accepts ({"binary": {"add": [...]}, ...}):
+# asked of the ISA's own checks, so the compiler refuses before a run exactly what the run would.
+ISA_DTYPES: dict = _FACTS["isa_dtypes"]

@@ -66,11 +66,45 @@ def _parse_dir(raw: str) -> Path:
     return Path(raw).expanduser().absolute()
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _parse_size(raw: str) -> int:
+    """``500M``, ``2G``, ``1048576``: bytes (binary units; a trailing ``B``/``iB`` is allowed)."""
+    text = raw.upper().removesuffix("IB").removesuffix("B").strip()
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    number = float(text[: len(text) - len(unit)])
+    if not number >= 0 or number == float("inf"):
+        raise ValueError("expected a size such as 2G, 500M or a number of bytes")
+    return int(number * _SIZE_UNITS[unit])
+
+
+def _default_cache_dir() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".cache"
+    return (base / "pypto").absolute()
+
+
 CACHE_DIR: Knob[Path] = Knob(
     "PYPTO_CACHE_DIR",
     _parse_dir,
-    lambda: Path.home() / ".cache" / "pypto",
-    "Root of the on-disk caches: built kernels in <dir>/kernels/, compiled programs in <dir>/programs/.",
+    _default_cache_dir,
+    "Root of the on-disk caches (built kernels, compiled programs, run folders; see "
+    "`python -m pypto.cache info`). Default: $XDG_CACHE_HOME/pypto, else ~/.cache/pypto.",
+)
+CACHE_MAX_BYTES: Knob[int] = Knob(
+    "PYPTO_CACHE_MAX_BYTES",
+    _parse_size,
+    lambda: 2 << 30,
+    "Size cap of the cache folder (2G, 500M, bytes; 0: no cap). Past it, the least recently used "
+    "entries are removed after a build. Default 2G.",
+)
+ALWAYS_COMPILE: Knob[bool] = Knob(
+    "PYPTO_ALWAYS_COMPILE",
+    _parse_bool,
+    lambda: False,
+    "Never reuse a compile from the disk caches: each program is compiled and its kernels built "
+    "again once per process (also pypto.knobs.always_compile = True).",
 )
 CXX: Knob[str | None] = Knob(
     "PYPTO_CXX",
@@ -82,7 +116,7 @@ BUILD_JOBS: Knob[int] = Knob(
     "PYPTO_BUILD_JOBS",
     _parse_positive_int,
     lambda: os.cpu_count() or 1,
-    "Parallel compiler jobs for kernel builds (ninja -j). Default: the CPU count.",
+    "Parallel compiler commands of a kernel build. Default: the CPU count.",
 )
 KEEP_BUILD: Knob[bool] = Knob(
     "PYPTO_KEEP_BUILD",
@@ -125,12 +159,36 @@ LOG_LEVEL: Knob[str] = Knob(
     "a recompile whose hints did not change).",
 )
 
-ALL: tuple[Knob, ...] = (CACHE_DIR, CXX, BUILD_JOBS, KEEP_BUILD, VERIFY_PASSES, SIM_THREADS, LOG_LEVEL)
+ALL: tuple[Knob, ...] = (
+    CACHE_DIR,
+    CACHE_MAX_BYTES,
+    ALWAYS_COMPILE,
+    CXX,
+    BUILD_JOBS,
+    KEEP_BUILD,
+    VERIFY_PASSES,
+    SIM_THREADS,
+    LOG_LEVEL,
+)
+
+# Set to True (or False) in a program to override $PYPTO_ALWAYS_COMPILE; None defers to it.
+always_compile: bool | None = None
 
 
 def cache_dir() -> Path:
-    """``$PYPTO_CACHE_DIR``, default ``~/.cache/pypto``, as an absolute path."""
+    """``$PYPTO_CACHE_DIR``, default ``$XDG_CACHE_HOME/pypto`` or ``~/.cache/pypto``, absolute."""
     return CACHE_DIR.get()
+
+
+def cache_max_bytes() -> int:
+    """``$PYPTO_CACHE_MAX_BYTES``: the cache folder's size cap in bytes (0: none), default 2 GiB."""
+    return CACHE_MAX_BYTES.get()
+
+
+def recompile() -> bool:
+    """Whether compiles skip the disk caches: ``pypto.knobs.always_compile`` when set, else
+    ``$PYPTO_ALWAYS_COMPILE``."""
+    return always_compile if always_compile is not None else ALWAYS_COMPILE.get()
 
 
 def cxx() -> str | None:

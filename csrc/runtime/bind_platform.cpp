@@ -2,6 +2,9 @@
 #include <pybind11/stl.h>
 
 #include "runtime/bind.hpp"
+#include "runtime/isa/cube.hpp"
+#include "runtime/isa/elem.hpp"
+#include "runtime/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
 #include "simulator/hardware.hpp"
 
@@ -21,6 +24,47 @@ py::dict platform_to_dict(const Platform& p) {
   return d;
 }
 
+// The dtypes an ISA check accepts, by the dtype names of hw::kDTypes.
+template <class Accepts>
+std::vector<std::string> accepted(Accepts ok) {
+  std::vector<std::string> names;
+  for (const hw::DType& t : hw::kDTypes)
+    if (ok(t.code)) names.push_back(t.name);
+  return names;
+}
+
+// Which dtypes each op family of the ISA accepts, asked of the ISA's own checks, so the
+// compiler's check before a run (pypto.hardware.ISA_DTYPES) is the run's, not a copy of it.
+py::dict isa_dtypes() {
+  const std::pair<int, const char*> binary_ops[] = {{PYPTO_ADD, "add"}, {PYPTO_SUB, "sub"},
+                                                    {PYPTO_MUL, "mul"}, {PYPTO_DIV, "div"},
+                                                    {PYPTO_MAX, "max"}, {PYPTO_MIN, "min"}};
+  const std::pair<int, const char*> unary_ops[] = {
+      {PYPTO_EXP, "exp"},   {PYPTO_LOG, "log"}, {PYPTO_SQRT, "sqrt"}, {PYPTO_RECIP, "recip"},
+      {PYPTO_RELU, "relu"}, {PYPTO_NEG, "neg"}, {PYPTO_ABS, "abs"},   {PYPTO_COPY, "copy"}};
+  py::dict binary, unary, d;
+  for (const auto& [op, name] : binary_ops)
+    binary[name] = accepted([op = op](int dt) { return vm::binary_supported(op, dt); });
+  for (const auto& [op, name] : unary_ops)
+    unary[name] = accepted([op = op](int dt) { return vm::unary_supported(op, dt); });
+  d["binary"] = binary;
+  d["unary"] = unary;
+  d["reduce"] = accepted(vm::reduce_supported);
+  d["float_math"] = accepted(isa::is_float_dtype);
+  d["cube_inputs"] = accepted(isa::cube_input_supported);
+  d["gemv_inputs"] = accepted(isa::gemv_input_supported);
+  py::dict acc, out;  // by input dtype, and by accumulator dtype
+  for (const hw::DType& t : hw::kDTypes) {
+    if (!isa::cube_input_supported(t.code)) continue;
+    const int a = isa::cube_acc_dtype(t.code);
+    acc[t.name] = accepted([a](int dt) { return dt == a; });
+    out[dtype_name(a)] = accepted([a](int dt) { return isa::fixpipe_out_supported(a, dt); });
+  }
+  d["cube_acc"] = acc;
+  d["fixpipe_out"] = out;
+  return d;
+}
+
 py::dict hardware_facts() {
   py::dict d;
   d["pipes"] = std::vector<std::string>(std::begin(hw::kPipeNames), std::end(hw::kPipeNames));
@@ -32,6 +76,7 @@ py::dict hardware_facts() {
     dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));
   d["dtypes"] = dtypes;
   d["max_event_ids"] = hw::kMaxEventIds;
+  d["isa_dtypes"] = isa_dtypes();
   return d;
 }
 
@@ -84,8 +129,9 @@ void bind_platform(py::module_& m) {
       "A native platform from {'name': base table, 'cost_profile': profile, <field>: value, ...}.");
   m.def("cost_profile_names", &cost_profile_names, "Cost profiles a table can be read under.");
   m.def("hardware_facts", &hardware_facts,
-        "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size) and the "
-        "event-id capacity, as the simulator defines them.");
+        "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size), the "
+        "event-id capacity and the dtypes each ISA op family accepts, as the simulator defines "
+        "them.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
   m.def(
       "platform_table",

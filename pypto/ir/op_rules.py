@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from pypto.errors import SourceSpan, TypeCheckError
-from pypto.ir.dtypes import FP32, INT8, INT32, UINT8, DataType
+from pypto.ir import isa_dtypes
+from pypto.ir.dtypes import BY_NAME, DataType
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
 from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
@@ -76,6 +77,23 @@ def _need_space(b: Bound, name: str, allowed: frozenset[MemorySpace]) -> None:
         raise b.fail(f"operand `{name}` is in {t.memory.dsl_name} but the op needs {names}")
 
 
+def need_isa_dtype(b: Bound, name: str) -> None:
+    """Refuses an operand dtype the ISA has no instruction for (the run would stop on it)."""
+    why = isa_dtypes.refusal(b.op, b.array(name).dtype.name)
+    if why is not None:
+        raise b.fail(why)
+
+
+def need_cube_dtype(
+    b: Bound, name: str, part: str = "cube_inputs", dtype: DataType | None = None, source: str = ""
+) -> None:
+    """Refuses a dtype the cube has no form for: of operand ``name`` (or ``dtype``) as ``part``
+    (``source``: the inputs' dtype of an accumulator, the accumulator's of a store)."""
+    why = isa_dtypes.cube_refusal((dtype or b.array(name).dtype).name, part, source)
+    if why is not None:
+        raise b.fail(why)
+
+
 def _need_same_dtype(b: Bound, x: str, y: str) -> None:
     tx, ty = b.type(x), b.type(y)
     if tx.dtype != ty.dtype:  # type: ignore[union-attr]
@@ -114,9 +132,9 @@ def load_rule(b: Bound) -> Type:
 
 def store_rule(b: Bound) -> Type:
     tile, dst = b.array("tile"), b.array("output_tensor")
-    from_acc = getattr(tile, "memory", None) is MemorySpace.Acc
-    narrowing = from_acc and tile.dtype.name == "FP32" and dst.dtype.name in ("FP32", "FP16", "BF16")
-    if not narrowing:  # FIXPIPE converts fp32 out of Acc; every other store keeps the dtype
+    if getattr(tile, "memory", None) is MemorySpace.Acc:  # FIXPIPE converts on the way out
+        need_cube_dtype(b, "output_tensor", "fixpipe_out", source=tile.dtype.name)
+    else:
         _need_same_dtype(b, "tile", "output_tensor")
     _need_space(b, "tile", frozenset({MemorySpace.Vec, MemorySpace.Acc}))
     if not (len(tile.shape) == len(dst.shape) == b.rank_of_list("offsets")):
@@ -156,6 +174,7 @@ def binary_rule(b: Bound) -> Type:
     if lhs.shape != rhs.shape:
         raise b.fail(f"shape mismatch: lhs is {list(lhs.shape)} but rhs is {list(rhs.shape)}")
     _need_same_dtype(b, "lhs", "rhs")
+    need_isa_dtype(b, "lhs")
     _need_space(b, "lhs", VEC)
     _need_space(b, "rhs", VEC)
     return _like(lhs, lhs.shape, lhs.dtype)
@@ -163,17 +182,14 @@ def binary_rule(b: Bound) -> Type:
 
 def scalar_rule(b: Bound) -> Type:
     lhs = b.array("lhs")
+    need_isa_dtype(b, "lhs")
     _need_space(b, "lhs", VEC)
     return _like(lhs, lhs.shape, lhs.dtype)
 
 
-_FLOAT_ONLY = {"exp", "log", "sqrt", "recip"}
-
-
 def unary_rule(b: Bound) -> Type:
     x = b.array("x")
-    if b.op.split(".")[1] in _FLOAT_ONLY and not x.dtype.is_float:
-        raise b.fail(f"needs a floating-point operand, got {format_type(x)}")
+    need_isa_dtype(b, "x")
     _need_space(b, "x", VEC)
     return _like(x, x.shape, x.dtype)
 
@@ -194,6 +210,7 @@ def row_reduce_rule(b: Bound) -> Type:
     x, tmp = b.array("x"), b.array("tmp")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "tmp")
+    need_isa_dtype(b, "x")
     if tmp.shape != x.shape:
         raise b.fail(f"scratch tile `tmp` must have the shape of `x` {list(x.shape)}, got {list(tmp.shape)}")
     _need_space(b, "x", VEC)
@@ -204,6 +221,7 @@ def row_expand_rule(b: Bound) -> Type:
     x, v = b.array("x"), b.array("v")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "v")
+    need_isa_dtype(b, "x")
     if v.shape != (x.shape[0], 1):
         raise b.fail(f"`v` must be [{x.shape[0]}, 1] for x of shape {list(x.shape)}, got {list(v.shape)}")
     _need_space(b, "x", VEC)
@@ -214,6 +232,7 @@ def col_expand_rule(b: Bound) -> Type:
     x, v = b.array("x"), b.array("v")
     _need_rank(b, "x", 2)
     _need_same_dtype(b, "x", "v")
+    need_isa_dtype(b, "x")
     if v.shape != (1, x.shape[1]):
         raise b.fail(f"`v` must be [1, {x.shape[1]}] for x of shape {list(x.shape)}, got {list(v.shape)}")
     _need_space(b, "x", VEC)
@@ -240,23 +259,25 @@ def reshape_rule(b: Bound) -> Type:
 
 # --- cube ---------------------------------------------------------------------------------------------
 def cube_accumulator(dtype: DataType) -> DataType:
-    """What the cube accumulates ``dtype`` inputs in: 32 bits, INT32 for 8-bit integers."""
-    return INT32 if dtype in (INT8, UINT8) else FP32
+    """What the cube accumulates ``dtype`` inputs in (the ISA's rule: INT32 for 8-bit integers,
+    else FP32)."""
+    return BY_NAME[isa_dtypes.cube_accumulator(dtype.name)]
 
 
 def _accumulator_dtype(b: Bound, dtype: DataType) -> DataType:
-    out = b.literal("out_dtype")
-    if isinstance(out, DataType):
-        if dtype in (INT8, UINT8) and out != INT32:
-            raise b.fail(f"{dtype} inputs accumulate in INT32; out_dtype={out} is not supported")
+    out, acc = b.literal("out_dtype"), cube_accumulator(dtype)
+    if isinstance(out, DataType):  # the dtype FIXPIPE stores: the accumulator's, or a float's narrowing
+        if isa_dtypes.cube_refusal(out.name, "fixpipe_out", acc.name) is not None:
+            raise b.fail(f"{dtype} inputs accumulate in {acc}; out_dtype={out} is not supported")
         return out
-    return cube_accumulator(dtype)
+    return acc
 
 
 def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -> tuple[int, int]:
     _need_rank(b, "lhs", 2)
     _need_rank(b, "rhs", 2)
     _need_same_dtype(b, "lhs", "rhs")
+    need_cube_dtype(b, "lhs")
     a_trans = bool(b.literal("a_trans")) if "a_trans" in b.args else False
     b_trans = bool(b.literal("b_trans")) if "b_trans" in b.args else False
     m, k = lhs.shape[::-1] if a_trans else lhs.shape
@@ -276,6 +297,7 @@ def matmul_rule(b: Bound) -> Type:
         return TensorType((m, n), dtype)
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    need_cube_dtype(b, "lhs", "cube_acc", dtype, lhs.dtype.name)  # out_dtype names the Acc's dtype
     if lhs.shape[0] == 1:
         raise b.fail(
             f"lhs {list(lhs.shape)} is a row vector: use pl.gemv (a [1, K] Left is not a fractal operand)"
@@ -291,6 +313,7 @@ def matmul_acc_rule(b: Bound) -> Type:
     _need_space(b, "acc", frozenset({MemorySpace.Acc}))
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
+    need_cube_dtype(b, "acc", "cube_acc", source=lhs.dtype.name)
     cond = b.type("init_cond") if "init_cond" in b.args else None
     if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
         raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")

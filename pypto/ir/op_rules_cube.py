@@ -13,14 +13,20 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from pypto.ir.dtypes import BF16, FP16, FP32, INT8, UINT8
+from pypto.ir.dtypes import FP32
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import as_expr
-from pypto.ir.op_rules import Bound, _need_same_dtype, _need_space, cube_accumulator, matmul_rule
+from pypto.ir.op_rules import (
+    Bound,
+    _need_same_dtype,
+    _need_space,
+    cube_accumulator,
+    matmul_rule,
+    need_cube_dtype,
+)
 from pypto.ir.op_rules_ext import gemv_rule
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
-_CUBE_INPUTS = (FP16, BF16, FP32, INT8, UINT8)
 _FRACTAL_ROWS = 16
 LEFT, RIGHT, ACC = (frozenset({m}) for m in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc))
 
@@ -49,8 +55,7 @@ def batch_dims(b: Bound) -> tuple[int, int, int]:
     ls, rs = _static_shape(b, "lhs"), _static_shape(b, "rhs")
     bl, br = (s[0] if len(s) == 3 else 1 for s in (ls, rs))
     _need_same_dtype(b, "lhs", "rhs")
-    if lhs.dtype not in _CUBE_INPUTS:
-        raise b.fail(f"cube inputs are FP16, BF16, FP32, INT8 or UINT8, got {format_type(lhs)}")
+    need_cube_dtype(b, "lhs")
     if bl != br and 1 not in (bl, br):
         raise b.fail(
             f"batch dims do not broadcast: lhs {list(lhs.shape)} has {bl} batches, rhs {list(rhs.shape)} "

@@ -8,7 +8,16 @@ from __future__ import annotations
 from pypto.ir.dtypes import BF16, BOOL, FP16, FP32, INDEX, INT32, SCALAR_CAST_TARGETS, range_error
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const
-from pypto.ir.op_rules import VEC, Bound, _like, _mm_dims, _need_rank, _need_same_dtype, _need_space
+from pypto.ir.op_rules import (
+    VEC,
+    Bound,
+    _like,
+    _mm_dims,
+    _need_rank,
+    _need_same_dtype,
+    _need_space,
+    need_cube_dtype,
+)
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
 
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -169,8 +178,7 @@ def gemv_rule(b: Bound) -> Type:
     _need_same_dtype(b, "lhs", "rhs")
     if lhs.shape[0] != 1 or lhs.shape[1] != rhs.shape[0]:
         raise b.fail(f"needs lhs [1, K] and rhs [K, N], got {list(lhs.shape)} and {list(rhs.shape)}")
-    if lhs.dtype not in (FP32, FP16, BF16):
-        raise b.fail(f"cube inputs are FP32, FP16 or BF16, got {format_type(lhs)}")
+    need_cube_dtype(b, "lhs", "gemv_inputs")
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
     return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)  # type: ignore[arg-type]

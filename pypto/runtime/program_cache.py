@@ -25,7 +25,8 @@ Layout::
 
 Entries are pickles, written atomically. They are trusted as much as the kernel ``.so`` files
 next to them, which are loaded into the process; a damaged entry (bad checksum) is a miss. A hit
-writes nothing.
+writes nothing but its entry's time (at most once a minute, for the size cap: :mod:`pypto.cache`).
+``PYPTO_ALWAYS_COMPILE`` (``pypto.knobs.always_compile``) turns every lookup into a miss.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto import knobs
+from pypto import cache, knobs
 from pypto._light import Logger, sha256
 from pypto.errors import PyptoError
 from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
@@ -111,7 +112,10 @@ def program_key(fn: Any, spec_key: tuple, config: Any) -> str | None:
 
 def load(key: str, fn: Any) -> Entry | None:
     """The entry of ``key`` if it is intact and its dependencies still hold, else None."""
+    if knobs.recompile():
+        return None
     path = _entry_path(key)
+    cache.touch(path)  # marked used before it is read: trimming the cache skips it now
     try:
         blob = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -157,6 +161,7 @@ def store(key: str, fn: Any, entry_fields: dict[str, Any]) -> None:
     path = _entry_path(key)
     ensure_dir(path.parent)
     atomic_write(path, sha256(payload).digest() + payload)
+    cache.trim()
 
 
 def _entry_path(key: str) -> Path:

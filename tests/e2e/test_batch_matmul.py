@@ -128,7 +128,12 @@ def test_gemv_bias_adds_the_bias_row_in_one_mad():
             np.float16,
             r"`lhs` \[4, 8, 64\] stacks 4 batches of 8 rows; each batch must fill whole 16-row fractals",
         ),
-        ((2, 32, 64), (2, 64, 16), np.int16, r"cube inputs are FP16, BF16, FP32, INT8 or UINT8"),
+        (
+            (2, 32, 64),
+            (2, 64, 16),
+            np.int16,
+            r"the simulated cube multiplies FP32, FP16, BF16, INT8, UINT8 operands, not INT16",
+        ),
     ],
 )
 def test_bad_shapes_are_typed_errors_with_the_line(a_shape, b_shape, dtype, message):

@@ -294,6 +294,26 @@ def test_output_dir_gets_the_sources_and_the_ninja_build(tc: Toolchain, tmp_path
     assert build_kernels(sources, platform="a2a3sim", output_dir=out, toolchain=tc) == paths
 
 
+def test_the_written_build_ninja_rebuilds_the_kernels_by_hand(
+    tc: Toolchain, tmp_path: Path, cache: Path
+) -> None:
+    ninja = shutil.which(
+        "ninja", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    if ninja is None:
+        pytest.skip("no ninja installed (pypto itself never runs it)")
+    out = tmp_path / "out"
+    paths = build_kernels([code_kernel("gen", 7)], platform="a2a3sim", output_dir=out, toolchain=tc)
+    built = sorted((out / "build").glob("gen.*.so"))
+    for so in built:
+        so.unlink()
+    subprocess.run([ninja, "-C", str(out / "build")], check=True, capture_output=True)
+    assert [so.name for so in sorted((out / "build").glob("gen.*.so"))] == [so.name for so in built]
+    assert run(built[0]) == 7 and built[0].read_bytes() == paths[0].read_bytes()
+    again = subprocess.run([ninja, "-C", str(out / "build")], check=True, capture_output=True, text=True)
+    assert "no work to do" in again.stdout  # its depfile edges are up to date
+
+
 # --- concurrency ---------------------------------------------------------------------------------
 _CHILD = """
 import pickle, sys, time

@@ -121,4 +121,6 @@ def test_a_corrupt_block_names_its_defect():
 @pytest.mark.parametrize("case", sorted(HOSTILE_JSON))
 def test_report_diff_on_hostile_json(tmp_path: Path, case: str):
     (tmp_path / "a.json").write_bytes(HOSTILE_JSON[case])
-    _one_error_line(run_tool("pypto.tools.report", "diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")))
+    _one_error_line(
+        run_tool("pypto.tools.report", "diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"))
+    )

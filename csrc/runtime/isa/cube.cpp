@@ -26,9 +26,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   TileView as_out = s;
   as_out.dtype = dst->dtype;
   as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
-  if (s.dtype == PYPTO_INT32
-          ? dst->dtype != PYPTO_INT32
-          : dst->dtype != PYPTO_FP32 && dst->dtype != PYPTO_FP16 && dst->dtype != PYPTO_BF16) {
+  if (!fixpipe_out_supported(s.dtype, dst->dtype)) {
     fail(ErrorKind::kDType, op,
          std::string("FIXPIPE writes an ") + dtype_name(s.dtype) + " accumulator as " +
              (s.dtype == PYPTO_INT32 ? "int32" : "fp32/fp16/bf16") + ", not " +
@@ -197,8 +195,6 @@ void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t 
   });
 }
 
-bool is_int8(int dtype) { return dtype == PYPTO_INT8 || dtype == PYPTO_UINT8; }
-
 // An 8-bit integer operand widened to int32 row-major (transposed when asked), in the storage
 // order of its space's fractals (c0 = 32 elements of one byte).
 const int32_t* widen_int8(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
@@ -238,18 +234,15 @@ void matmul_int8(const TileView& a, const TileView& b, const TileView& c, int64_
 void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
                          int64_t k, int64_t kb, int64_t n, const char* op) {
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
-  if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32 &&
-      !is_int8(a.dtype)) {
+  if (!cube_input_supported(a.dtype)) {
     fail(
         ErrorKind::kDType, op,
         std::string("cube inputs are fp16, bf16, fp32, int8 or uint8, not ") + dtype_name(a.dtype));
   }
-  if (is_int8(a.dtype) && c.dtype != PYPTO_INT32) {
+  if (c.dtype != cube_acc_dtype(a.dtype)) {
     fail(ErrorKind::kDType, op,
-         std::string("8-bit integer inputs accumulate in int32, not ") + dtype_name(c.dtype));
-  }
-  if (!is_int8(a.dtype) && c.dtype != PYPTO_FP32) {
-    fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+         std::string(dtype_name(a.dtype)) + " inputs accumulate in " +
+             dtype_name(cube_acc_dtype(a.dtype)) + ", not " + dtype_name(c.dtype));
   }
   if (k != kb) {
     fail(ErrorKind::kShape, op,

@@ -8,6 +8,25 @@
 
 namespace pypto::isa {
 
+inline bool is_int8(int dtype) { return dtype == PYPTO_INT8 || dtype == PYPTO_UINT8; }
+// The dtypes the simulated cube multiplies (both operands alike): floats, computed in fp32,
+// and 8-bit integers, summed exactly in int32.
+inline bool cube_input_supported(int dtype) {
+  return dtype == PYPTO_FP16 || dtype == PYPTO_BF16 || dtype == PYPTO_FP32 || is_int8(dtype);
+}
+// The accumulator inputs of `input` sum into.
+inline int cube_acc_dtype(int input) { return is_int8(input) ? PYPTO_INT32 : PYPTO_FP32; }
+// A gemv (a [1, K] row times a matrix) takes the float inputs only.
+inline bool gemv_input_supported(int dtype) {
+  return cube_input_supported(dtype) && !is_int8(dtype);
+}
+// The dtypes FIXPIPE writes to GM out of an accumulator of `acc`: fp32 converts on the way
+// out, int32 is written as it is.
+inline bool fixpipe_out_supported(int acc, int dtype) {
+  if (acc == PYPTO_INT32) return dtype == PYPTO_INT32;
+  return dtype == PYPTO_FP32 || dtype == PYPTO_FP16 || dtype == PYPTO_BF16;
+}
+
 // Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
 // row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside
 // ("nZ"); every other space is plain row-major. c0 = 32 B / element size.

@@ -52,11 +52,13 @@ void gemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right
   need_row_vector(a, op, "left");
   const int64_t k = a.valid_cols, n = b.valid_cols;
   if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
-  if (a.dtype != PYPTO_FP16 && a.dtype != PYPTO_BF16 && a.dtype != PYPTO_FP32) {
+  if (!gemv_input_supported(a.dtype)) {
     fail(ErrorKind::kDType, op,
-         std::string("cube inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
+         std::string("gemv inputs are fp16, bf16 or fp32, not ") + dtype_name(a.dtype));
   }
-  if (c.dtype != PYPTO_FP32) fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+  if (c.dtype != cube_acc_dtype(a.dtype)) {
+    fail(ErrorKind::kDType, op, "the accumulator must be fp32");
+  }
   if (b.valid_rows != k) {
     fail(ErrorKind::kShape, op,
          "inner dims differ: left gives K = " + std::to_string(k) +

@@ -67,8 +67,7 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_same_dtype(d, s, op, "dst and src");
   TileView t = check_scratch(tmp, s, op);
   check_vector_shape(d, s.valid_rows, 1, op);
-  const bool reducible = is_float_dtype(s.dtype) || s.dtype == PYPTO_INT32;
-  check_supported(reducible, op, s.dtype);
+  check_supported(vm::reduce_supported(s.dtype), op, s.dtype);
   q.run(s.valid_bytes(), [opc, d, s] {
     for (int64_t r = 0; r < s.valid_rows; ++r) {
       double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));

@@ -116,6 +116,8 @@ bool unary_supported(int op, int dtype) {
   return dtype == PYPTO_INT32 && (op == PYPTO_RELU || op == PYPTO_NEG || op == PYPTO_ABS);
 }
 
+bool reduce_supported(int dtype) { return is_float(dtype) || dtype == PYPTO_INT32; }
+
 void binary(int op, int dtype, void* dst, const void* a, const void* b, size_t n) {
   if (!binary_supported(op, dtype)) unsupported("binary", op, dtype);
   if (dtype == PYPTO_FP32) {

@@ -29,6 +29,8 @@ namespace pypto::vm {
 // bf16, int32. Unary: everything on the three float types; relu/neg/abs on int32; copy on any.
 bool binary_supported(int op, int dtype);
 bool unary_supported(int op, int dtype);
+// Row reductions (sum/max/min) run on the three float types and int32.
+bool reduce_supported(int dtype);
 
 // dst = a op b.
 void binary(int op, int dtype, void* dst, const void* a, const void* b, size_t n);

@@ -48,6 +48,8 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from pypto import knobs
+from pypto.cache import trim as trim_cache
 from pypto.errors import PyptoError
 from pypto.runtime.build.cache import cache_key, kernel_cache_dir, lookup, lookup_entry, plan
 from pypto.runtime.build.ninja import build_and_publish
@@ -104,15 +106,17 @@ def build_kernels(
         _write_generated_sources(jobs, output_dir / "kernels")
     found: dict[str, Path] = {}
     misses: dict[str, Job] = {}
+    reuse = not knobs.recompile()
     for job in jobs:
         if job.key not in found and job.key not in misses:
-            so = lookup(job.entry, warn=True)
+            so = lookup(job.entry, warn=True) if reuse else None
             if so is not None:
                 found[job.key] = so
             else:
                 misses[job.key] = job
     if misses:
         found.update(build_and_publish(list(misses.values()), tc, platform, output_dir))
+        trim_cache()
     return [found[job.key] for job in jobs]
 
 

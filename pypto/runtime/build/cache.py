@@ -17,6 +17,7 @@ from pypto.runtime.build.verify import elf_problem
 from pypto.runtime.build_commands import compile_command, extra_flags, parse_depfile
 from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
 from pypto.runtime.toolchain import Toolchain
+from pypto.cache import touch
 
 logger = Logger("pypto.runtime.build")
 
@@ -66,6 +67,7 @@ def plan(source: KernelSource, tc: Toolchain, platform: str, root: Path) -> Job:
 
 def lookup(entry: Path, *, warn: bool) -> Path | None:
     """The entry's ``.so`` if it is intact and its recorded headers are unchanged, else None."""
+    touch(entry / META_JSON)  # marked used before it is read: trimming the cache skips it now
     try:
         meta = json.loads((entry / META_JSON).read_bytes())
         so = entry / str(meta["so"])

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+DUMP_FOLDER = "passes_dump"  # where a folder holds the Artifact's pass dumps
+
 
 class Lazy(Generic[T]):
     """A part of an Artifact kept pickled until first read: a run from the program cache needs

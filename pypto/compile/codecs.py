@@ -19,20 +19,18 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from pypto import _native
-from pypto.compile.artifact import Artifact, Lazy
+from pypto.compile.artifact import DUMP_FOLDER, Artifact, Lazy
+from pypto.compile.kernels import cached_kernels
 from pypto.compile.options import CompileOptions, RunOptions
-from pypto.errors import KernelLoadError, PyptoError
+from pypto.errors import PyptoError
 from pypto.ir.enums import PassDumpLevel
 from pypto.passes.options import MemoryPlanner
 from pypto.runtime import build
 from pypto.runtime.build import KernelSource
-from pypto.runtime.build.cache import evict
 from pypto.runtime.cache_files import ensure_dir
 
 META = "compiled_meta.json"
 PROGRAM_TEXT = "program.py"
-DUMP_FOLDER = "passes_dump"
 SCHEMA = 1
 
 
@@ -68,7 +66,7 @@ def from_bytes(data: bytes) -> Artifact | None:
     kernel cache or does not load (that entry is evicted: the compile that follows rebuilds it).
     Bytes of another pypto build raise what unpickling raises."""
     state = pickle.loads(data)
-    kernels = _cached_kernels(state["kernels"])
+    kernels = cached_kernels(state["kernels"])
     if kernels is None:
         return None
     external = tuple(state["external"])
@@ -91,30 +89,6 @@ def from_bytes(data: bytes) -> Artifact | None:
         tensor_params=tuple(state["tensor_params"]),
         dumps=tuple(state["dumps"]),
     )
-
-
-def _cached_kernels(entries: dict[str, str]) -> dict[str, Path] | None:
-    root = build.kernel_cache_dir()
-    kernels = {}
-    for name, rel in entries.items():
-        so = build.lookup_entry(root / rel)
-        if so is None:
-            return None
-        try:
-            _native.load_kernel(str(so))
-        except KernelLoadError as e:
-            evict_unloadable(so, e)
-            return None
-        kernels[name] = so
-    return kernels
-
-
-def evict_unloadable(so: Path, error: KernelLoadError) -> bool:
-    """Evicts ``so``'s kernel cache entry (it does not load); False if ``so`` is not in the cache."""
-    if not so.is_relative_to(build.kernel_cache_dir()):
-        return False
-    evict(so.parent, error.message)
-    return True
 
 
 # --- Artifact <-> folder ----------------------------------------------------------------------

@@ -16,14 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto import _native
 from pypto._light import Logger
 from pypto.codegen import kernel_sources
-from pypto.compile.artifact import Artifact, Launch, Lazy
-from pypto.compile.codecs import DUMP_FOLDER, evict_unloadable
+from pypto.compile.artifact import DUMP_FOLDER, Artifact, Launch, Lazy
+from pypto.compile.kernels import check_loadable
 from pypto.compile.options import CompileOptions
 from pypto.diagnostics.hints import HintSink, write_hints
-from pypto.errors import KernelLoadError
 from pypto.frontend.specialize import bind_arguments
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
@@ -105,7 +103,7 @@ def _build(work: Work) -> None:
 
 
 def _load_check(work: Work) -> None:
-    _check_loadable(work.kernels, work.sources + work.external, work.options.platform)
+    check_loadable(work.kernels, work.sources + work.external, work.options.platform)
 
 
 def _hints(work: Work) -> None:
@@ -231,18 +229,3 @@ def _dumper(work: Work) -> Dump | None:
             (folder / f"{stem}.py").write_text(work.dumps[-1][1])
 
     return dump
-
-
-def _check_loadable(paths: dict[str, Path], sources: list[KernelSource], platform: str) -> None:
-    """Loads each kernel; a cached kernel that passed validation yet does not load is never
-    trusted again: its entry is evicted and the kernel rebuilt once (``paths`` is updated)."""
-    for src in sources:
-        try:
-            _native.load_kernel(str(paths[src.name]))
-        except KernelLoadError as e:
-            if evict_unloadable(paths[src.name], e):
-                paths[src.name] = build_kernels([src], platform=platform)[0]
-                _check_loadable(paths, [src], platform)
-                continue
-            where = src.path if src.path is not None else f"generated kernel {src.name}"
-            raise KernelLoadError(f"{where}: {e.message}") from None

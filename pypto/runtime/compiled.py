@@ -50,9 +50,6 @@ class CompiledProgram:
     IR (``program``) and the launch ``plan`` are read from the Artifact when first used (a
     program from the program cache runs without unpickling them)."""
 
-    program: Program  # the lowered IR: from the Artifact on first use (see __getattr__)
-    plan: Plan  # the launch plan in use (a dynamic program's changes with the call's sizes)
-
     def __init__(self, artifact: Artifact, config: RunConfig, output_dir: Path) -> None:
         self.artifact = artifact
         self.name = artifact.name
@@ -76,12 +73,22 @@ class CompiledProgram:
             launch_specs=list(artifact.launch.specs), intermediates=list(artifact.launch.intermediates)
         )
 
-    def __getattr__(self, name: str) -> Any:
-        """``program`` and ``plan``: read from the Artifact on first use, then kept."""
-        if name not in ("program", "plan"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = self.__dict__[name] = getattr(self.__dict__["artifact"], name).get()
-        return value
+    # Properties, not __getattr__: a class with __getattr__ loses CPython's fast attribute
+    # reads, which every warm call makes dozens of.
+    @property
+    def program(self) -> Program:
+        """The lowered IR, read from the Artifact on first use."""
+        return self.artifact.program.get()
+
+    @property
+    def plan(self) -> Plan:
+        """The launch plan in use: the Artifact's, until a call of other sizes plans again."""
+        plan = self.__dict__.get("_plan")
+        return self.artifact.plan.get() if plan is None else plan
+
+    @plan.setter
+    def plan(self, plan: Plan) -> None:
+        self.__dict__["_plan"] = plan
 
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.name} for {self.platform} in {self.output_dir}>"

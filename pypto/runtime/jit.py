@@ -84,11 +84,12 @@ def _artifact(jf: Any, args: tuple, kwargs: dict, spec_key: tuple, config: RunCo
     options = config.compile_options()
     # Dumps are made by a compile, so a dumping config always compiles.
     disk_key = program_key(jf, spec_key, options) if options.dump_level.name == "NONE" else None
-    artifact = program_cache.load(disk_key, jf.fn) if disk_key else None
-    if artifact is not None:
-        _restored(artifact, out, config)
-        log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])  # type: ignore[index]
-        return artifact
+    if disk_key is not None:
+        artifact = program_cache.load(disk_key, jf.fn)
+        if artifact is not None:
+            _restored(artifact, out, config)
+            log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])
+            return artifact
     artifact = _compile(jf, args, kwargs, options, out)
     to_folder(artifact, out, config.run_options())  # what CompiledProgram.from_dir reads back
     if disk_key is not None:

@@ -206,7 +206,9 @@ def _where(fn: Any) -> str:
 def _names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
     """The free names the source reads (its parameters and assigned names are the kernel's
     own: the frontend never looks them up outside) and every attribute name it mentions."""
-    read, bound, attrs = set(), set(), set()  # type: ignore[var-annotated]
+    read: set[str] = set()
+    bound: set[str] = set()
+    attrs: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -237,9 +239,7 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, _PLAIN):
         return ("v", type(value).__name__, repr(value))
     if isinstance(value, (JitFunction, KernelFunction)):
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
-        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
-        return ("kernel", head, repr(extra), _record_fn(value.fn))
+        return ("kernel", *_kernel_head(value), _record_fn(value.fn))
     if isinstance(value, types.ModuleType):
         if value.__name__.split(".")[0] in _VALUE_PACKAGES:  # versioned packages: opaque
             return ("module", value.__name__, ())
@@ -255,6 +255,14 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, enum.Enum):
         return ("enum", type(value).__module__, type(value).__qualname__, value.name)
     return _record_object(value)
+
+
+def _kernel_head(value: Any) -> tuple:
+    """What identifies a called kernel besides its function: its class and kind (or function
+    type), and the hand-written source it is bound to."""
+    head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+    extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
+    return head, repr(extra)
 
 
 def _record_object(value: Any) -> tuple:
@@ -283,9 +291,7 @@ def _matches(value: Any, rec: tuple) -> bool:
     if kind == "kernel":
         if not isinstance(value, (JitFunction, KernelFunction)):
             return False
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
-        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
-        return rec[1] == head and rec[2] == repr(extra) and _fn_matches(value.fn, rec[3])
+        return rec[1:3] == _kernel_head(value) and _fn_matches(value.fn, rec[3])
     if kind == "module":
         if not isinstance(value, types.ModuleType) or value.__name__ != rec[1]:
             return False

@@ -71,8 +71,8 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     options = config.compile_options()
     shared = ("artifact", key[0], options.key())  # what every run option shares
     artifact = cache.get(shared)
-    if artifact is not None:  # compiled for other run options: served as a program cache hit is
-        _restored(artifact, out, config)
+    if artifact is not None:  # compiled for other run options: its folder gets the compile's files
+        to_folder(artifact, out, config.run_options())
     else:
         artifact = cache[shared] = _artifact(jf, args, kwargs, key[0], config, out)
     compiled = cache[key] = CompiledProgram(artifact, config, out)
@@ -111,8 +111,8 @@ def program_key(jf: Any, spec_key: tuple, options: CompileOptions) -> str | None
 
 
 def _restored(artifact: Artifact, out: Path, config: RunConfig) -> None:
-    """An Artifact compiled earlier: the user's folder gets the compile's files, and the hints
-    are said again, as a compile whose hints are unchanged says them (at INFO)."""
+    """A program cache hit: the user's folder gets the compile's files, and the hints are
+    said again, as a compile whose hints are unchanged says them (at INFO)."""
     if config.output_dir is not None:
         to_folder(artifact, out, config.run_options())
     if artifact.hints:

@@ -2,25 +2,22 @@
 for, the native task list (built once per compile), the launch (in process or isolated)
 and the RunReport.
 
-:class:`CompiledProgram` is what a compile produces (:mod:`pypto.runtime.jit`);
-:class:`RestoredProgram` is the same from the program cache, its IR and plan unpickled only
-when read.
+:class:`CompiledProgram` is made from a compile's ``Artifact`` (:mod:`pypto.compile`) and the
+config of the runs it serves (:mod:`pypto.runtime.jit`).
 """
 
 from __future__ import annotations
 
 import functools
-import pickle
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pypto import _native, knobs
+from pypto.compile.artifact import Artifact
 from pypto.errors import ArgumentError, ReadOnlyInputError
-from pypto.ir.enums import FunctionType
-from pypto.runtime.build import KernelSource, build_kernels
+from pypto.runtime.build import build_kernels
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, flagged
@@ -44,24 +41,57 @@ if TYPE_CHECKING:
 _PLANS_KEPT = 16  # plans of dynamic pl.spmd counts kept per program, one per size seen
 
 
-@dataclass
 class CompiledProgram:
-    """What one compile produced; ``run(*args)`` executes it and returns a RunReport."""
+    """A compiled program as a run sees it: an ``Artifact`` (the compile's product) with the
+    config it runs under and the folder its reports go to. ``run(*args)`` executes it and
+    returns a RunReport; calling it runs in place like the kernel.
 
-    name: str
-    output_dir: Path
-    param_names: list[str]
-    platform: str
-    program: Program
-    config: RunConfig
-    kernels: dict[str, Path]
-    plan: Plan
-    outputs: frozenset[int]
-    tensor_params: list[int] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
-    external: list[KernelSource] = field(default_factory=list)
-    scalar_values: dict[str, Any] = field(default_factory=dict)  # the compiled scalar arguments
-    fixed_signature: bool = False  # a @pl.program: arguments are checked against its types
+    Everything a warm call reads is a plain attribute, copied from the Artifact once here; the
+    IR (``program``) and the launch ``plan`` are read from the Artifact when first used (a
+    program from the program cache runs without unpickling them)."""
+
+    def __init__(self, artifact: Artifact, config: RunConfig, output_dir: Path) -> None:
+        self.artifact = artifact
+        self.name = artifact.name
+        self.output_dir = output_dir
+        self.config = config
+        self.platform = config.platform
+        self.param_names = list(artifact.param_names)
+        self.kernels = dict(artifact.kernels)  # hand-written kernels are rebuilt when edited
+        self.outputs = artifact.outputs
+        self.tensor_params = list(artifact.tensor_params)
+        self.hints = list(artifact.hints)
+        self.external = list(artifact.external)
+        self.scalar_values = dict(artifact.params)  # the compiled scalar arguments
+        self.fixed_signature = False  # a @pl.program: arguments are checked against its types
+        # Whether the task list depends on the call's sizes (a pl.spmd of dynamic dims) or on
+        # its inputs' values (pl.read in orchestration): then each call may plan again.
+        self.dynamic_plan = artifact.launch.dynamic
+        self.cube_kernels = list(artifact.launch.cube_kernels)
+        # Seeded from the Artifact; computed from the new plan when a call plans again.
+        self.__dict__.update(
+            launch_specs=list(artifact.launch.specs), intermediates=list(artifact.launch.intermediates)
+        )
+
+    # Properties, not __getattr__: a class with __getattr__ loses CPython's fast attribute
+    # reads, which every warm call makes dozens of.
+    @property
+    def program(self) -> Program:
+        """The lowered IR, read from the Artifact on first use."""
+        return self.artifact.program.get()
+
+    @property
+    def plan(self) -> Plan:
+        """The launch plan in use: the Artifact's, until a call of other sizes plans again."""
+        plan = self.__dict__.get("_plan")
+        return self.artifact.plan.get() if plan is None else plan
+
+    @plan.setter
+    def plan(self, plan: Plan) -> None:
+        self.__dict__["_plan"] = plan
+
+    def __repr__(self) -> str:
+        return f"<CompiledProgram {self.name} for {self.platform} in {self.output_dir}>"
 
     @classmethod
     def from_dir(cls, output_dir: str | Path) -> CompiledProgram:
@@ -317,47 +347,14 @@ class CompiledProgram:
         return names, {k for k, i in enumerate(self.tensor_params) if i in self.outputs}
 
     @functools.cached_property
-    def dynamic_plan(self) -> bool:
-        """Whether the task list depends on the call's sizes (a ``pl.spmd`` of dynamic dims) or
-        on its inputs' values (``pl.read`` in orchestration)."""
-        return bool(self.plan.dynamic) or self.plan.data
-
-    @functools.cached_property
     def launch_specs(self) -> list[tuple]:
-        """Per task, as plain data (what a program-cache hit restores instead of the plan):
-        (kernel, tensor indices, scalar values, core kind, start deps, write gates, block index,
-        block count, the tensors it only reads, whether it allows early resolve)."""
-        return [
-            (
-                t.kernel,
-                tuple(t.tensors),
-                tuple(t.scalars),
-                t.core_kind,
-                t.start_deps,
-                tuple(t.write_gates),
-                t.block_idx,
-                t.block_num,
-                frozenset(t.reads - t.writes),
-                t.early_resolve,
-            )
-            for t in self.plan.tasks
-        ]
+        """Per task, as plain data (``Plan.launch_specs``)."""
+        return self.plan.launch_specs()
 
     @functools.cached_property
     def intermediates(self) -> list[tuple]:
-        """The table entries after the parameters, as plain data: ("new", shape, numpy dtype
-        name, fill value) for a scratch tensor a run allocates, ("view", base entry, shape,
-        offsets or None) for a view of an earlier entry."""
-        from pypto.runtime.plan import View
-
-        return [
-            ("view", t.base, t.shape, t.offsets) if isinstance(t, View) else ("new", t.shape, t.dtype, t.init)
-            for t in self.plan.intermediates
-        ]
-
-    @functools.cached_property
-    def cube_kernels(self) -> list[str]:
-        return [f.name for f in self.program.functions if f.kind is FunctionType.AIC]
+        """The table entries after the parameters, as plain data (``Plan.table_entries``)."""
+        return self.plan.table_entries()
 
     def report(self, results: Any, trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
@@ -385,18 +382,6 @@ class CompiledProgram:
     def returned(self) -> tuple[int, ...]:
         """Indices of the arguments a call returns: the outputs, in parameter order."""
         return tuple(sorted(self.outputs))
-
-
-class RestoredProgram(CompiledProgram):
-    """A program from the program cache. It runs from the plain data the entry holds; its IR
-    (``program``) and launch ``plan`` are unpickled only when something reads them."""
-
-    def __getattr__(self, name: str) -> Any:
-        blobs = self.__dict__.get("_blobs", {})
-        if name not in blobs:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = self.__dict__[name] = pickle.loads(blobs[name])
-        return value
 
 
 def _param_span(program: Program, i: int):

@@ -1,4 +1,5 @@
-"""``RunConfig``: how a kernel is compiled and run."""
+"""``RunConfig``: how a kernel is compiled and run — the public spelling of both halves,
+``CompileOptions`` and ``RunOptions`` (:mod:`pypto.compile.options`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto import platforms
+from pypto.compile.options import CompileOptions, RunOptions
 from pypto.errors import ArgumentValueError, ConfigError
 from pypto.ir.enums import PassDumpLevel
 from pypto.passes.options import MemoryPlanner
@@ -161,9 +163,28 @@ class RunConfig:
         base = platforms.get(self.platform, self.cost_profile)
         return base.with_overrides(**self.platform_overrides) if self.platform_overrides else base
 
+    def compile_options(self) -> CompileOptions:
+        """The half of this config a compile reads (what keys the compiled Artifact)."""
+        disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
+        return CompileOptions(
+            self.platform,
+            self.planner,
+            self.dump_level,
+            disabled,
+            tuple(sorted(self.platform_overrides.items())),
+        )
+
+    def run_options(self) -> RunOptions:
+        """The half of this config only a run reads (never recompiles)."""
+        return RunOptions(
+            self.trace, self.timeline, self.cost_profile, self.seed, self.max_cycles,
+            self.max_instructions, self.isolate, self.timeout_s, self.output_dir,
+        )  # fmt: skip
+
     def compile_key(self) -> tuple:
-        """What identifies a compiled program. ``trace`` is included so that ``compile()`` returns
-        a program whose ``run()`` traces exactly when its config says so."""
+        """What identifies a compiled program (the public face a run uses: it keeps its config,
+        so ``trace`` and the cost profile are in it); the Artifact underneath is keyed by
+        ``compile_options()`` alone, so a run option makes a new face, never a new compile."""
         # Kept after the first call (it is on the warm-call path) unless a field can still
         # change in place: a set of disabled diagnostics or a non-empty overrides dict.
         key = self.__dict__.get("_compile_key")

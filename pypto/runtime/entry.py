@@ -3,9 +3,9 @@
 * ``pypto.runtime.run(program, *tensors, config=RunConfig(...))`` compiles a ``@pl.program``
   (or a ``@pl.jit`` kernel), runs it when tensors are given and returns the compiled program;
 * ``pypto.ir.compile(program, output_dir=..., platform=...)`` compiles without running;
-* ``CompiledProgram.from_dir(output_dir)`` rebuilds a compiled program from its folder
-  (``compiled_meta.json`` + ``program.py``, the lowered IR as text), rebuilding kernels whose
-  shared objects are gone from the cache;
+* ``CompiledProgram.from_dir(output_dir)`` rebuilds a compiled program from its folder (the
+  folder codec of :mod:`pypto.compile.codecs`), rebuilding kernels whose shared objects are
+  gone from the cache;
 * a compiled program is callable: ``compiled(a, b, c)`` runs it in place.
 
 A ``@pl.program`` has fixed tensor types, so every call checks the arguments against them.
@@ -13,23 +13,28 @@ A ``@pl.program`` has fixed tensor types, so every call checks the arguments aga
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from pypto.errors import PyptoError
+from pypto.compile.codecs import META, PROGRAM_TEXT, CompiledDirError, from_folder
+from pypto.ir.dtypes import from_array_dtype
 from pypto.ir.stmt import Program
 from pypto.ir.types import DynDim, TensorType
+from pypto.language.decorators import JitFunction
+from pypto.runtime.config import RunConfig
+from pypto.runtime.jit import CompiledProgram, compile_program
 from pypto.runtime.marshal import ArgumentError
 
-META = "compiled_meta.json"
-PROGRAM_TEXT = "program.py"
-SCHEMA = 1
-
-
-class CompiledDirError(PyptoError):
-    """An output_dir that holds no compiled program this version can rebuild."""
+__all__ = [
+    "META",
+    "PROGRAM_TEXT",
+    "CompiledDirError",
+    "ProgramSource",
+    "check_signature",
+    "compile",
+    "from_dir",
+    "run",
+]
 
 
 def _shape_dtype(value: Any) -> tuple[tuple[int, ...], str] | None:
@@ -40,7 +45,6 @@ def _shape_dtype(value: Any) -> tuple[tuple[int, ...], str] | None:
 
 
 def _dtype_of(value: Any) -> Any:
-    from pypto.ir.dtypes import from_array_dtype
 
     try:
         return from_array_dtype(value.dtype)
@@ -99,9 +103,6 @@ def compile(program: Any, output_dir: str | Path | None = None, *, platform: str
 
     ``options`` take ``RunConfig`` fields; upstream options that mean nothing on the
     simulator are accepted with a warning."""
-    from pypto.runtime.config import RunConfig
-    from pypto.runtime.jit import compile_program
-
     if config is None:
         config = RunConfig(platform=platform, output_dir=output_dir, **options)
     compiled = compile_program(ProgramSource(program), (), {}, config)
@@ -112,10 +113,6 @@ def compile(program: Any, output_dir: str | Path | None = None, *, platform: str
 def run(program: Any, *tensors: Any, config: Any = None) -> Any:
     """``pypto.runtime.run``: compile ``program`` (a ``@pl.program`` or a ``@pl.jit`` kernel),
     run it on ``tensors`` when given, and return the ``CompiledProgram``."""
-    from pypto.language.decorators import JitFunction
-    from pypto.runtime.config import RunConfig
-    from pypto.runtime.jit import compile_program
-
     config = config or RunConfig()
     if isinstance(program, JitFunction):
         compiled = compile_program(program, tensors, {}, config)
@@ -126,91 +123,22 @@ def run(program: Any, *tensors: Any, config: Any = None) -> Any:
     return compiled
 
 
-# --- the folder form --------------------------------------------------------------------------
-def save(compiled: Any, scalar_args: dict[str, Any]) -> None:
-    """Writes what ``from_dir`` needs next to the build (at every fresh compile)."""
-    from pypto.ir.printer import print_program
-
-    cfg = compiled.config
-    meta = {
-        "schema": SCHEMA,
-        "name": compiled.name,
-        "platform": cfg.platform,
-        "memory_planner": cfg.planner.name,
-        "platform_overrides": dict(cfg.platform_overrides),
-        "cost_profile": cfg.cost_profile,
-        "seed": cfg.seed,
-        "trace": cfg.trace,
-        "scalar_args": scalar_args,
-        "kernels": {name: str(path) for name, path in compiled.kernels.items()},
-        "external": [
-            {"name": s.name, "path": str(s.path), "include_dirs": [str(d) for d in s.include_dirs]}
-            for s in compiled.external
-        ],
-    }
-    out = compiled.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    _write_whole(out / PROGRAM_TEXT, print_program(compiled.program))
-    _write_whole(out / META, json.dumps(meta, indent=1))
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """Written then renamed: a process reading the folder never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _read_meta(folder: Path) -> dict[str, Any]:
-    path = folder / META
-    try:
-        meta = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CompiledDirError(f"{folder} holds no {META}: not the output_dir of a compile") from None
-    except (OSError, ValueError) as e:
-        raise CompiledDirError(f"{path} cannot be read ({e}); recompile to refresh it") from None
-    if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-        raise CompiledDirError(f"{path} is not a schema-{SCHEMA} compiled program; recompile to refresh it")
-    return meta
-
-
 def from_dir(output_dir: str | Path) -> Any:
     """``CompiledProgram.from_dir``: the compiled program kept in ``output_dir``."""
-    from pypto.frontend.parser import parse_file
-    from pypto.passes.options import MemoryPlanner
-    from pypto.runtime.build import KernelSource, build_kernels
-    from pypto.runtime.build.source import file_stem
-    from pypto.runtime.config import RunConfig
-    from pypto.runtime.jit import CompiledProgram, _entry_outputs
-    from pypto.runtime.plan import plan_orchestration
 
     folder = Path(output_dir).resolve()
-    meta = _read_meta(folder)
-    program = parse_file(folder / PROGRAM_TEXT)
+    artifact, run = from_folder(folder)
+    options = artifact.options
     config = RunConfig(
-        platform=meta["platform"],
-        memory_planner=MemoryPlanner[meta["memory_planner"]],
-        platform_overrides=meta["platform_overrides"],
-        cost_profile=meta.get("cost_profile", "device"),
-        seed=meta["seed"],
-        trace=meta["trace"],
+        platform=options.platform,
+        memory_planner=options.planner,
+        platform_overrides=dict(options.platform_overrides),
+        disabled_diagnostics=set(options.disabled_diagnostics) if options.disabled_diagnostics else None,
+        cost_profile=run.cost_profile,
+        seed=run.seed,
+        trace=run.trace,
         output_dir=folder,
     )
-    external = [
-        KernelSource(name=e["name"], path=Path(e["path"]), include_dirs=tuple(map(Path, e["include_dirs"])))
-        for e in meta["external"]
-    ]
-    generated = [
-        KernelSource(name=name, code=(folder / "kernels" / f"{file_stem(name)}.cpp").read_text())
-        for name in meta["kernels"]
-        if name not in {e.name for e in external}
-    ]
-    # A cache lookup when the shared objects are still there, a rebuild when they are not.
-    paths = build_kernels(generated + external, platform=config.platform, output_dir=folder)
-    kernels = {s.name: p for s, p in zip(generated + external, paths)}
-    names, outs, tensors = _entry_outputs(program)
-    plan = plan_orchestration(program, program.entry, meta["scalar_args"])
-    compiled = CompiledProgram(meta["name"], folder, names, config.platform, program, config, kernels, plan,
-                               outs, tensors, [], external, meta["scalar_args"])  # fmt: skip
+    compiled = CompiledProgram(artifact, config, folder)
     compiled.fixed_signature = True
     return compiled

@@ -99,6 +99,28 @@ class Plan:
     dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
     data: bool = False  # orchestration reads input values (pl.read): planned again at every call
 
+    def launch_specs(self) -> list[tuple]:
+        """Per task, as plain data (what a run needs, kept without the IR classes): (kernel,
+        tensor indices, scalar values, core kind, start deps, write gates, block index, block
+        count, the tensors it only reads, whether it allows early resolve)."""
+        return [
+            (
+                t.kernel, tuple(t.tensors), tuple(t.scalars), t.core_kind, t.start_deps,
+                tuple(t.write_gates), t.block_idx, t.block_num, frozenset(t.reads - t.writes),
+                t.early_resolve,
+            )
+            for t in self.tasks
+        ]  # fmt: skip
+
+    def table_entries(self) -> list[tuple]:
+        """The table entries after the parameters, as plain data: ("new", shape, numpy dtype
+        name, fill value) for a scratch tensor a run allocates, ("view", base entry, shape,
+        offsets or None) for a view of an earlier entry."""
+        return [
+            ("view", t.base, t.shape, t.offsets) if isinstance(t, View) else ("new", t.shape, t.dtype, t.init)
+            for t in self.intermediates
+        ]
+
 
 @dataclass
 class _Env:

@@ -1,14 +1,14 @@
 """A persistent cache of compiled ``@pl.jit`` programs, so a new process skips parse, passes
 and codegen for a kernel it has compiled before.
 
-An entry holds what a compile produced besides the kernel binaries: the lowered IR and the launch
-plan (each pickled apart, so a hit that only runs never loads the IR classes), the plan's tasks
-as plain data, the kernels' build-cache entries, the hints and the generated sources. The binaries stay
-in the kernel cache (:mod:`pypto.runtime.build`) and are validated there on every hit.
+An entry is the compile's Artifact as bytes (:func:`pypto.compile.codecs.to_bytes`: the lowered
+IR and the launch plan each pickled apart, so a hit that only runs never loads the IR classes)
+next to the kernel function's dependency record. The kernel binaries stay in the kernel cache
+(:mod:`pypto.runtime.build`) and are validated and loaded there on every hit.
 
 **Key** (sha256): the kernel function's file content, qualified name and first line; the call's
-specialisation (shapes, dtypes, scalar values); the compile options; the resolved platform
-table; the toolchain fingerprint (compiler, flags, kernel headers, pypto version); and a
+specialisation (shapes, dtypes, scalar values); the compile options (never a run's); the platform
+table the compile reads; the toolchain fingerprint (compiler, flags, kernel headers, pypto version); and a
 signature of pypto's own Python sources (path, size, mtime of each), so an edited compiler
 never serves programs it did not produce.
 
@@ -42,6 +42,9 @@ from typing import Any
 
 from pypto import cache, knobs
 from pypto._light import Logger, sha256
+from pypto.compile import codecs
+from pypto.compile.artifact import Artifact
+from pypto.compile.options import CompileOptions
 from pypto.errors import PyptoError
 from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
 from pypto.runtime import build
@@ -60,44 +63,30 @@ class Uncacheable(Exception):
 
 @dataclass
 class Entry:
-    """What a hit restores (see :class:`pypto.runtime.jit.CompiledProgram`)."""
+    """One stored compile: the dependency record it is valid under, and its Artifact's bytes."""
 
     deps: tuple  # the kernel function's dependency record, see _record_fn
-    program_blob: bytes  # the lowered IR, pickled on its own: unpickled only when read
-    plan_blob: bytes  # the launch plan, likewise
-    launch_specs: list[tuple]  # what a run needs of the plan, as plain data
-    dynamic_plan: bool  # the task list depends on the call's sizes (re-planned from the IR)
-    intermediates: list[tuple]
-    cube_kernels: list[str]
-    param_names: list[str]
-    outputs: frozenset[int]
-    tensor_params: list[int]
-    hints: list[str]
-    kernels: dict[str, str]  # generated kernel name -> its entry folder, relative to the kernel cache
-    sources: dict[str, str]  # generated kernel name -> C++ source (for a user's output_dir)
-    external: list[build.KernelSource]
-    # the compiled scalar arguments: a restored program refuses a run with other values
-    scalar_values: dict[str, Any]
+    artifact: bytes  # pypto.compile.codecs.to_bytes
 
 
 def index_dir() -> Path:
     return knobs.cache_dir() / "programs" / "index"
 
 
-def program_key(fn: Any, spec_key: tuple, config: Any) -> str | None:
-    """The cache key of compiling ``fn`` for ``spec_key`` under ``config`` (None: not cacheable)."""
+def program_key(fn: Any, spec_key: tuple, options: CompileOptions) -> str | None:
+    """The cache key of compiling ``fn`` for ``spec_key`` with ``options`` (None: not cacheable)."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
     file_sha = file_digest(Path(code.co_filename))
     if file_sha is None:  # no source file (an interactive session): nothing to key on
         return None
-    plat = config.resolved_platform()
+    plat = options.resolved_platform()
     parts = [
         _package_signature(),
         build.installed_toolchain().fingerprint,
         repr((plat.name, plat.device, sorted(plat.fields.items()))),
-        repr(config.compile_key()),
+        repr(options.key()),
         repr(spec_key),
         file_sha,
         f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}",
@@ -110,8 +99,9 @@ def program_key(fn: Any, spec_key: tuple, config: Any) -> str | None:
     return digest.hexdigest()
 
 
-def load(key: str, fn: Any) -> Entry | None:
-    """The entry of ``key`` if it is intact and its dependencies still hold, else None."""
+def load(key: str, fn: Any) -> Artifact | None:
+    """The Artifact of ``key`` if its entry is intact, its dependencies still hold and its
+    kernels load, else None."""
     if knobs.recompile():
         return None
     path = _entry_path(key)
@@ -129,35 +119,24 @@ def load(key: str, fn: Any) -> Entry | None:
         return None
     try:
         entry = pickle.loads(payload)
+        if not isinstance(entry, Entry) or not _fn_matches(fn, entry.deps):
+            return None
+        return codecs.from_bytes(entry.artifact)
+    except (PyptoError, OSError):
+        raise
     except Exception as exc:  # an entry of an incompatible pypto build: recompile
         log.info("unreadable program cache entry %s (%s); recompiling", path, exc)
         return None
-    if not isinstance(entry, Entry) or not _fn_matches(fn, entry.deps):
-        return None
-    return entry
 
 
-def kernel_paths(entry: Entry) -> dict[str, Path] | None:
-    """The validated ``.so`` of each generated kernel; None if one left the kernel cache."""
-    root = build.kernel_cache_dir()
-    paths = {}
-    for name, rel in entry.kernels.items():
-        so = build.lookup_entry(root / rel)
-        if so is None:
-            return None
-        paths[name] = so
-    return paths
-
-
-def store(key: str, fn: Any, entry_fields: dict[str, Any]) -> None:
+def store(key: str, fn: Any, artifact: Artifact) -> None:
     """Record a fresh compile under ``key`` (skipped, with a debug log, if not cacheable)."""
     try:
         deps = _record_fn(fn)
     except (Uncacheable, PyptoError, OSError) as why:  # e.g. a source that cannot be re-read
         log.debug("%s is not cached on disk: %s", getattr(fn, "__qualname__", fn), why)
         return
-    entry = Entry(deps=deps, **entry_fields)
-    payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = pickle.dumps(Entry(deps, codecs.to_bytes(artifact)), protocol=pickle.HIGHEST_PROTOCOL)
     path = _entry_path(key)
     ensure_dir(path.parent)
     atomic_write(path, sha256(payload).digest() + payload)
@@ -236,9 +215,7 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, _PLAIN):
         return ("v", type(value).__name__, repr(value))
     if isinstance(value, (JitFunction, KernelFunction)):
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
-        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
-        return ("kernel", head, repr(extra), _record_fn(value.fn))
+        return ("kernel", *_kernel_head(value), _record_fn(value.fn))
     if isinstance(value, types.ModuleType):
         if value.__name__.split(".")[0] in VALUE_PACKAGES:  # versioned packages: opaque
             return ("module", value.__name__, ())
@@ -254,6 +231,14 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, enum.Enum):
         return ("enum", type(value).__module__, type(value).__qualname__, value.name)
     return _record_object(value)
+
+
+def _kernel_head(value: Any) -> tuple:
+    """What identifies a called kernel besides its function: its class and kind (or function
+    type), and the hand-written source it is bound to."""
+    head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))
+    extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
+    return head, repr(extra)
 
 
 def _record_object(value: Any) -> tuple:
@@ -284,9 +269,7 @@ def _matches(value: Any, rec: tuple) -> bool:
     if kind == "kernel":
         if not isinstance(value, (JitFunction, KernelFunction)):
             return False
-        head = (type(value).__name__, repr(getattr(value, "kind", None) or value.type))  # type: ignore[union-attr]
-        extra = (getattr(value, "external_source", None), getattr(value, "include_dirs", ()))
-        return rec[1] == head and rec[2] == repr(extra) and _fn_matches(value.fn, rec[3])
+        return rec[1:3] == _kernel_head(value) and _fn_matches(value.fn, rec[3])
     if kind == "module":
         if not isinstance(value, types.ModuleType) or value.__name__ != rec[1]:
             return False

@@ -55,7 +55,7 @@ def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(jf, *args, **kwargs)
 
     monkeypatch.setattr(jit, "_compile", counting)
-    monkeypatch.setattr(jit, "_from_disk", lambda *a: None)  # only the in-process cache here
+    monkeypatch.setattr(jit.program_cache, "load", lambda *a: None)  # only the in-process cache here
     return seen
 
 

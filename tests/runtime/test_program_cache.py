@@ -21,6 +21,7 @@ import pytest
 
 import pypto
 from pypto import platforms
+from pypto.passes.options import MemoryPlanner
 from pypto.runtime import RunConfig, jit, program_cache
 
 # Subprocesses run outside the checkout: its pypto/ (no native module) must not shadow the
@@ -214,14 +215,27 @@ def test_platform_table_change_recompiles(tmp_path, compiles, monkeypatch):
     assert compiles == ["scale_rows", "scale_rows"]
 
 
-def test_other_platform_or_config_is_another_entry(tmp_path, compiles):
+def test_other_platform_or_compile_option_is_another_entry(tmp_path, compiles):
     path = write_kernel(tmp_path)
     run(path)
     others = [n for n in platforms.names() if n != "a2a3sim"]
     if others:
         run(path, RunConfig(platform=others[0]))
-    run(path, RunConfig(trace=True, output_dir=tmp_path / "traced"))
+    run(path, RunConfig(memory_planner=MemoryPlanner.PTOAS))
     assert len(compiles) == 2 + bool(others)
+
+
+def test_run_options_share_the_entry(tmp_path, compiles):
+    """Trace, timeline, cost profile and output folder are read by runs only: a new process
+    asking for any of them is served from the entry of the first compile."""
+    path = write_kernel(tmp_path)
+    plain, _ = run(path)
+    traced, report = run(path, RunConfig(trace=True, timeline=True, output_dir=tmp_path / "traced"))
+    run(path, RunConfig(cost_profile="pto-isa"))
+    assert compiles == ["scale_rows"]
+    assert plain.tobytes() == traced.tobytes()
+    assert (tmp_path / "traced" / "report" / "timeline.html").is_file() and report.instructions
+    assert list((tmp_path / "traced" / "kernels").glob("*.cpp"))
 
 
 def test_corrupt_entry_and_missing_kernel_recompile(tmp_path, compiles, private_cache):

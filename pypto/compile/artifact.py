@@ -1,0 +1,86 @@
+"""``Artifact``: the one product of a compile, and what every other form of it is made from.
+
+The kernel object keeps Artifacts in memory; the program cache keeps one as bytes and the
+output folder as files (:mod:`pypto.compile.codecs`); ``CompiledProgram`` is the public face a
+run uses, made from an Artifact and a run's options.
+
+An Artifact holds nothing of a run and nothing of a folder: two runs with different trace,
+timeline, cost profile or output folder share it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pypto.compile.options import CompileOptions
+from pypto.runtime.build import KernelSource
+
+if TYPE_CHECKING:
+    from pypto.ir.stmt import Program
+    from pypto.runtime.plan import Plan
+
+T = TypeVar("T")
+
+DUMP_FOLDER = "passes_dump"  # where a folder holds the Artifact's pass dumps
+
+
+class Lazy(Generic[T]):
+    """A part of an Artifact kept pickled until first read: a run from the program cache needs
+    only the plain data, so it never loads the IR classes."""
+
+    __slots__ = ("_blob", "_value")
+
+    def __init__(self, value: T | None = None, blob: bytes | None = None) -> None:
+        if (value is None) == (blob is None):
+            raise ValueError("a Lazy part holds either a value or its pickle")
+        self._value, self._blob = value, blob
+
+    def get(self) -> T:
+        if self._value is None:
+            assert self._blob is not None
+            self._value = pickle.loads(self._blob)
+        return self._value
+
+    def blob(self) -> bytes:
+        if self._blob is None:
+            self._blob = pickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL)
+        return self._blob
+
+    @property
+    def loaded(self) -> bool:
+        return self._value is not None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a run needs of the launch plan, as plain data (see ``Plan.launch_specs`` and
+    ``Plan.table_entries``)."""
+
+    specs: tuple[tuple, ...]
+    intermediates: tuple[tuple, ...]
+    dynamic: bool  # the task list depends on the call's sizes or input values: planned per call
+    cube_kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One compiled program: the lowered IR, its launch plan, its kernels and all a run needs."""
+
+    name: str
+    options: CompileOptions
+    program: Lazy[Program]  # the lowered IR
+    plan: Lazy[Plan]  # the launch plan of the compiled arguments
+    launch: Launch
+    kernels: Mapping[str, Path]  # kernel name -> its shared object (in the kernel cache)
+    sources: Mapping[str, str]  # generated kernel name -> its C++ source
+    external: tuple[KernelSource, ...]  # the hand-written kernels (built from their files)
+    hints: tuple[str, ...]  # the perf hint lines of the compile
+    params: Mapping[str, Any]  # the compiled scalar arguments (a run refuses other values)
+    param_names: tuple[str, ...]
+    outputs: frozenset[int]  # indices of the parameters a kernel writes
+    tensor_params: tuple[int, ...]  # indices of the tensor parameters
+    dumps: tuple[tuple[str, str], ...] = ()  # (file stem, program text) per pass, when asked for

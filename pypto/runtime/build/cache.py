@@ -11,13 +11,13 @@ from pathlib import Path
 
 from pypto import knobs
 from pypto._light import Logger, sha256
+from pypto.cache import touch
 from pypto.errors import KernelBuildError, KernelLoadError
 from pypto.runtime.build.source import Job, KernelSource
 from pypto.runtime.build.verify import elf_problem
 from pypto.runtime.build_commands import compile_command, extra_flags, parse_depfile
 from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
 from pypto.runtime.toolchain import Toolchain
-from pypto.cache import touch
 
 logger = Logger("pypto.runtime.build")
 

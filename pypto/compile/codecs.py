@@ -144,14 +144,39 @@ def from_folder(folder: Path) -> tuple[Artifact, RunOptions]:
     from pypto.frontend.parser import parse_file
 
     meta = _read_meta(folder)
+    try:
+        options, sources = _meta_options(meta), _meta_sources(folder, meta)
+        run = RunOptions(
+            cost_profile=meta.get("cost_profile", "device"), seed=meta["seed"], trace=meta["trace"]
+        )
+        name, scalar_args = meta["name"], meta["scalar_args"]
+    except CompiledDirError:
+        raise
+    except OSError as e:
+        raise CompiledDirError(f"{folder}: {e.strerror}: {e.filename}; recompile to refresh it") from None
+    except (KeyError, TypeError, ValueError, AttributeError, PyptoError) as e:
+        what = f"no {e}" if isinstance(e, KeyError) else str(e)
+        raise CompiledDirError(f"{folder / META} is damaged ({what}); recompile to refresh it") from None
+    program = parse_file(folder / PROGRAM_TEXT)
+    artifact = from_lowered(name, options, folder, program, sources, scalar_args, _hints(folder))
+    artifact = dataclasses.replace(artifact, dumps=_dumps(folder))
+    return artifact, run
+
+
+def _meta_options(meta: dict[str, Any]) -> CompileOptions:
     disabled = meta.get("disabled_diagnostics")
-    options = CompileOptions(
+    return CompileOptions(
         platform=meta["platform"],
         planner=MemoryPlanner[meta["memory_planner"]],
         dump_level=PassDumpLevel[meta.get("dump_level", "NONE")],
         disabled_diagnostics=tuple(disabled) if disabled else None,
         platform_overrides=tuple(sorted(meta["platform_overrides"].items())),
     )
+
+
+def _meta_sources(folder: Path, meta: dict[str, Any]) -> list[KernelSource]:
+    """The hand-written sources where the metadata says, the generated ones from ``kernels/``
+    (a name never leaves that folder: its file is named by its plain stem)."""
     external = [
         KernelSource(name=e["name"], path=Path(e["path"]), include_dirs=tuple(map(Path, e["include_dirs"])))
         for e in meta["external"]
@@ -161,13 +186,7 @@ def from_folder(folder: Path) -> tuple[Artifact, RunOptions]:
         for name in meta["kernels"]
         if name not in {e.name for e in external}
     ]
-    program = parse_file(folder / PROGRAM_TEXT)
-    artifact = from_lowered(
-        meta["name"], options, folder, program, generated + external, meta["scalar_args"], _hints(folder)
-    )
-    artifact = dataclasses.replace(artifact, dumps=_dumps(folder))
-    run = RunOptions(cost_profile=meta.get("cost_profile", "device"), seed=meta["seed"], trace=meta["trace"])
-    return artifact, run
+    return generated + external
 
 
 def _hints(folder: Path) -> tuple[str, ...]:

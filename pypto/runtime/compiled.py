@@ -16,9 +16,9 @@ import numpy as np
 
 from pypto import _native, knobs
 from pypto.compile.artifact import Artifact
-from pypto.errors import ArgumentError, ReadOnlyInputError
+from pypto.errors import ArgumentError, ConfigError, ReadOnlyInputError
 from pypto.runtime.build import build_kernels
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import RunConfig, call_config
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, flagged
 from pypto.runtime.marshal import (
@@ -103,11 +103,14 @@ class CompiledProgram:
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
         ``config`` (upstream passes one on every call) may change ``trace`` only."""
-        if config is not None and config.compile_key()[:3] != self.config.compile_key()[:3]:
-            raise ValueError(
-                "a compiled program runs on the platform and planner it was compiled for; compile again "
-                f"for {config.platform!r} / {config.planner.name}"
-            )
+        if config is not None:
+            config = call_config(config)
+            if config.compile_key()[:3] != self.config.compile_key()[:3]:
+                raise ConfigError(
+                    f"{self.name} was compiled for {self.config.platform!r} / {self.config.planner.name}; "
+                    f"a call may not change them (compile again for {config.platform!r} / "
+                    f"{config.planner.name})"
+                )
         trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
         dfx = (config or self.config).dfx

@@ -222,3 +222,15 @@ def _init_with_upstream_options(self: RunConfig, *args: Any, **kwargs: Any) -> N
 
 
 RunConfig.__init__ = _init_with_upstream_options  # type: ignore[method-assign]
+
+
+def call_config(config: Any) -> RunConfig:
+    """A call's ``config=``: a RunConfig (None: the defaults); anything else is a ConfigError."""
+    if config is None:
+        return RunConfig()
+    if not isinstance(config, RunConfig):
+        raise ConfigError(
+            f"config must be a pypto.runtime.RunConfig, got {type(config).__name__} {config!r} "
+            "(e.g. config=RunConfig(platform='a5sim'))"
+        )
+    return config

@@ -21,12 +21,11 @@ from pypto._light import Logger, sha256
 from pypto.compile.artifact import Artifact
 from pypto.compile.codecs import to_folder
 from pypto.compile.options import CompileOptions
-from pypto.errors import ConfigError
 from pypto.frontend import captured
 from pypto.runtime import program_cache
 from pypto.runtime.build.source import file_stem
 from pypto.runtime.compiled import CompiledProgram
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import RunConfig, call_config
 
 if TYPE_CHECKING:
     from pypto.ir.stmt import Program
@@ -144,13 +143,7 @@ def _restored(artifact: Artifact, out: Path, config: RunConfig) -> None:
 
 def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> Any:
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
-    if config is None:
-        config = RunConfig()
-    elif not isinstance(config, RunConfig):
-        raise ConfigError(
-            f"config must be a pypto.runtime.RunConfig, got {type(config).__name__} {config!r} "
-            "(e.g. config=RunConfig(platform='a5sim'))"
-        )
+    config = call_config(config)
     compiled = compile_program(jf, args, kwargs, config)
     args = compiled.positional(args, kwargs)
     before = config.dfx.before_launch(compiled, args) if config.any_dfx_enabled() else None

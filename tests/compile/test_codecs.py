@@ -81,3 +81,40 @@ def test_folder_round_trip(artifact, tmp_path):
 def test_a_folder_without_a_program_is_refused(tmp_path):
     with pytest.raises(CompiledDirError, match="holds no compiled_meta.json"):
         codecs.from_folder(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda m: m.pop("seed"), r"is damaged \(no 'seed'\)"),
+        (lambda m: m.update(memory_planner="NO_SUCH"), r"is damaged \(no 'NO_SUCH'\)"),
+        (lambda m: m.update(platform_overrides=5), "is damaged"),
+        (lambda m: m.update(kernels={"../../x": "y"}), "No such file or directory"),
+        (lambda m: m.update(external=[{"name": "a/b", "path": "k.cpp", "include_dirs": []}]), "is damaged"),
+    ],
+    ids=["missing-key", "unknown-planner", "bad-overrides", "kernel-outside", "bad-kernel-name"],
+)
+def test_a_folder_with_damaged_metadata_is_a_compiled_dir_error(artifact, tmp_path, edit, message):
+    import json
+
+    folder = tmp_path / "kept"
+    codecs.to_folder(artifact, folder, RunOptions())
+    meta_path = folder / codecs.META
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CompiledDirError, match=message) as e:
+        CompiledProgram.from_dir(folder)
+    assert "recompile to refresh it" in str(e.value)
+
+
+def test_a_compiled_program_refuses_a_config_it_cannot_run_with(tmp_path):
+    from pypto.errors import ConfigError
+
+    out = np.zeros_like(A)
+    program = row_sum_scaled.compile(A, 2.0, out)
+    with pytest.raises(ConfigError, match="config must be a pypto.runtime.RunConfig, got str 'a5sim'"):
+        program(A, 2.0, out, config="a5sim")
+    with pytest.raises(ConfigError, match="was compiled for 'a2a3sim'.*a call may not change them"):
+        program(A, 2.0, out, config=RunConfig(platform="a5sim"))
+    assert (out == 0).all()

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import inspect
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,8 @@ from typing import Any
 
 from pypto import knobs
 from pypto.tune.errors import TuneError
+
+log = logging.getLogger(__name__)
 
 Pruner = Callable[[list[dict[str, Any]], dict[str, Any]], Sequence[dict[str, Any]]]
 
@@ -133,17 +136,28 @@ class Autotuned:
         result.pruned = dropped
         best = result.best_row
         chosen = next(c for c in self.configs if all(best[k] == v for k, v in c.items()))
-        stored = self._stored(path) | {key: {"config": chosen, "cycles": best["cycles"]}}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(stored, indent=1, default=str))
-        os.replace(tmp, path)
+        self._remember(path, key, chosen, best["cycles"])
         self.picks[key] = chosen
         self.last_sweep = result
         wall = time.perf_counter() - started
         self._say(f"{key} -> {json.dumps(chosen)} ({best['cycles']} cycles); {len(todo)} config(s) run, "
                   f"{len(dropped)} pruned, in {wall:.2f} s\n{result.format()}")  # fmt: skip
         return chosen
+
+    def _remember(self, path: Path, key: str, chosen: dict[str, Any], cycles: Any) -> None:
+        """Keeps a pick for later processes; a folder that cannot be written costs only that
+        (the sweep's answer is still used in this process), never the sweep."""
+        stored = self._stored(path) | {key: {"config": chosen, "cycles": cycles}}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(stored, indent=1, default=str))
+            os.replace(tmp, path)
+        except OSError as e:
+            log.warning(
+                "autotune: cannot keep the pick for %s in %s (%s); it is used in this process only",
+                self.factory.__name__, path, e.strerror or e,
+            )  # fmt: skip
 
     def _say(self, text: str) -> None:
         """With ``print=True``: one pick, to stdout."""

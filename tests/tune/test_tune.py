@@ -136,6 +136,19 @@ def test_autotune_picks_per_key_and_keeps_the_pick_on_disk(tmp_path: Path):
         pl.autotune(configs=configs, key=["b"])(tk.exp_kernel)(a, out)
 
 
+def test_an_unwritable_autotune_folder_costs_the_kept_pick_not_the_sweep(tmp_path: Path, caplog):
+    (tmp_path / "cache").mkdir(exist_ok=True)
+    (tmp_path / "cache" / "autotune").write_text("a file where the folder would be")
+    configs = [{"rows": 32, "depth": 1}, {"rows": 64, "depth": 1}]
+    tuned = pl.autotune(configs=configs, key=["a"])(tk.exp_kernel)
+    a, out = _args()
+    with caplog.at_level("WARNING", logger="pypto.tune.autotune"):
+        tuned(a, out)
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
+    assert list(tuned.picks.values()) == [min(configs, key=lambda c: _measured(**c))]
+    assert "cannot keep the pick for exp_kernel" in caplog.text and "used in this process only" in caplog.text
+
+
 def test_a_task_runs_on_a_worker_that_lacks_the_factorys_file(tmp_path: Path):
     src = tmp_path / "only_here.py"
     src.write_text(Path(tk.__file__).read_text())

@@ -62,3 +62,20 @@ def run_python(tmp_path_factory: pytest.TempPathFactory):
         )
 
     return run
+
+
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the kernels that went through the compile driver's stages (parse, passes,
+    codegen, build) during the test: a hit in either cache adds nothing."""
+    from pypto.runtime import jit
+
+    seen: list[str] = []
+    real = jit._compile
+
+    def counting(jf, *args, **kwargs):
+        seen.append(jf.name)
+        return real(jf, *args, **kwargs)
+
+    monkeypatch.setattr(jit, "_compile", counting)
+    return seen

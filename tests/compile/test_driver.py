@@ -12,7 +12,7 @@ import pytest
 import pypto.language as pl
 from pypto.compile import STAGES, CompileOptions, KernelCall, compile
 from pypto.passes.options import MemoryPlanner
-from pypto.runtime import CompiledProgram, RunConfig, jit
+from pypto.runtime import CompiledProgram, RunConfig
 
 
 @pl.jit
@@ -26,21 +26,11 @@ def scale(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 A = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
 
 
-@pytest.fixture
-def compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Kernels that went through the driver's stages, with a private cache and a fresh kernel
-    object state (nothing compiled before the test)."""
+@pytest.fixture(autouse=True)
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private cache and a fresh kernel object state (nothing compiled before the test)."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
     scale.__dict__.pop("_pypto_compiled", None)
-    seen: list[str] = []
-    real = jit._compile
-
-    def counting(jf, *args, **kwargs):
-        seen.append(jf.name)
-        return real(jf, *args, **kwargs)
-
-    monkeypatch.setattr(jit, "_compile", counting)
-    return seen
 
 
 def test_the_stages_run_in_their_written_order():

@@ -45,18 +45,10 @@ def setattr_cell(kernel, value):
     kernel.fn.__closure__[kernel.fn.__code__.co_freevars.index("factor")].cell_contents = value
 
 
-@pytest.fixture
-def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real = jit._compile
-
-    def counting(jf, *args, **kwargs):
-        seen.append(jf.name)
-        return real(jf, *args, **kwargs)
-
-    monkeypatch.setattr(jit, "_compile", counting)
-    monkeypatch.setattr(jit.program_cache, "load", lambda *a: None)  # only the in-process cache here
-    return seen
+@pytest.fixture(autouse=True)
+def in_process_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the in-process cache here: the program cache on disk is never read."""
+    monkeypatch.setattr(jit.program_cache, "load", lambda *a: None)
 
 
 A = np.random.default_rng(0).uniform(-1, 1, (16, 64)).astype(np.float32)

@@ -22,7 +22,7 @@ import pytest
 import pypto
 from pypto import platforms
 from pypto.passes.options import MemoryPlanner
-from pypto.runtime import RunConfig, jit, program_cache
+from pypto.runtime import RunConfig, program_cache
 
 # Subprocesses run outside the checkout: its pypto/ (no native module) must not shadow the
 # installed package.
@@ -52,20 +52,6 @@ def load_module(path: Path):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture
-def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names of the kernels that went through parse + passes + codegen."""
-    seen: list[str] = []
-    real = jit._compile
-
-    def counting(jf, *args, **kwargs):
-        seen.append(jf.name)
-        return real(jf, *args, **kwargs)
-
-    monkeypatch.setattr(jit, "_compile", counting)
-    return seen
 
 
 @pytest.fixture(autouse=True)

@@ -130,6 +130,8 @@ class RunReport:
     # The shared memory system: L2 line hits/misses, bytes served by HBM and by the L2, and how
     # many transfers were slowed because cores shared a bandwidth.
     memory: dict[str, float] = field(default_factory=dict)
+    # The hot-spot table of a report read back from JSON (its records are not saved).
+    saved_hot_lines: list[Any] = field(default_factory=list, repr=False)
 
     def intervals(self, pipe: str, task: int = 0) -> list[tuple[int, int]]:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
@@ -176,6 +178,15 @@ class RunReport:
         from pypto.runtime import report_kernels
 
         return report_kernels.rooflines(self)
+
+    def hot_lines(self, top: int | None = None) -> list[Any]:
+        """Instruction cycles per Python source line and pipe, most first (``HotLine``: source,
+        pipe, cycles, count, share); needs a traced run or a report saved from one."""
+        from pypto.runtime import hotspots
+
+        chunks = [hotspots.chunk_of(t.trace.raw) for t in self.tasks if t.trace is not None]
+        rows = hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines)
+        return rows[:top] if top is not None else rows
 
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""

@@ -5,33 +5,49 @@
     report.timeline_html("timeline.html")   # from a RunReport of a traced run
 
 Above, the task swimlane: one row per core with its tasks (kernel, start, end). Below, per
-core, one lane per pipe it used with every instruction; arrows join each ``set_flag`` to the
-``wait_flag`` it released. Wheel zooms, drag pans, hover shows instruction, source line,
-cycles and bytes, a click opens the source line (the Python files are embedded).
+core, one lane per pipe it used with its busy share; arrows join each ``set_flag`` to the
+``wait_flag`` it released; under the lanes, the hot spots by source line. Zoomed out, a lane
+draws how busy its pipe was per pixel; zoomed in, every instruction. Wheel zooms, drag pans,
+hover shows instruction, source line, cycles and bytes, a click opens the source line (the
+Python files are embedded).
 
 Inputs: a ``RunReport`` with instruction records; a traced run's ``output_dir`` (it holds
 ``report/run.json``, the run's tasks and the trace file of each launch); that ``run.json``;
 or one launch's ``trace.json`` or cleaned ``trace.clean.json`` (times from the launch's start).
+
+The instructions are kept as numpy columns from the records to the page (a million of them
+are a million rows of a few integers, never a million Python objects).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
+import logging
 import sys
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pypto.errors import PyptoError
+from pypto.runtime.hotspots import LineCycles, hot_lines
 from pypto.runtime.report import PIPES, RunReport
 from pypto.tools._cli import guarded, write_report
 from pypto.tools.timeline_page import render_page
 
+log = logging.getLogger(__name__)
+
 # How trace.json spells pipes inside a flag's ``args.detail`` (the vendor's names).
 _DETAIL_PIPES = {"MTE2": 0, "MTE1": 1, "M": 2, "VEC": 3, "FIX": 4, "MTE3": 5, "S": 6}
 _SYNC_KINDS = {"SET_FLAG": 1, "WAIT_FLAG": 2, "BAR": 3}
+# One column per instruction field; kind 0 an operation, 1 set_flag, 2 wait_flag, 3 barrier;
+# name/source index Model.strings; fsrc/fdst/fid the flag of a set/wait (fid -1: none).
+COLUMNS = ("core", "pipe", "kind", "start", "end", "name", "source", "nbytes", "fsrc", "fdst", "fid")
+HOT_ROWS = 40  # rows of the page's hot-spot table
 
 
 class TimelineError(PyptoError):
@@ -39,22 +55,8 @@ class TimelineError(PyptoError):
 
 
 @dataclass
-class Row:
-    """One instruction on one core, in run cycles."""
-
-    kind: int  # 0 an operation, 1 set_flag, 2 wait_flag, 3 barrier
-    pipe: int
-    start: int
-    end: int
-    name: str
-    source: str
-    nbytes: int = 0
-    flag: tuple[int, int, int] | None = None  # (src pipe, dst pipe, id) of a set/wait
-
-
-@dataclass
 class Model:
-    """What the page draws; ``to_json`` is its embedded data."""
+    """What the page draws: tasks, and the instructions as columns (``COLUMNS``)."""
 
     title: str
     platform: str
@@ -62,69 +64,156 @@ class Model:
     cycles: int
     cores: list[str] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
-    rows: dict[str, list[Row]] = field(default_factory=lambda: defaultdict(list))
     bound: str = ""
-    arrows: list[tuple[Row, Row]] = field(default_factory=list)  # flows a trace drew itself
+    strings: dict[str, int] = field(default_factory=dict)
+    parts: list[dict[str, np.ndarray]] = field(default_factory=list)
+    arrows: list[tuple[int, int]] = field(default_factory=list)  # event pairs a trace drew itself
+    size: int = 0  # instructions added so far
 
     def core(self, name: str) -> int:
         if name not in self.cores:
             self.cores.append(name)
         return self.cores.index(name)
 
-    def to_json(self) -> dict[str, Any]:
-        strings: dict[str, int] = {}
+    def intern(self, text: str) -> int:
+        return self.strings.setdefault(text, len(self.strings))
 
-        def sid(text: str) -> int:
-            return strings.setdefault(text, len(strings))
+    def add(self, **cols: Any) -> int:
+        """Appends instructions (one array or scalar per ``COLUMNS`` name); returns the index
+        of the first."""
+        n = len(cols["start"])
+        part = {k: np.broadcast_to(np.asarray(cols[k], np.int64), (n,)) for k in COLUMNS}
+        self.parts.append(part)
+        self.size += n
+        return self.size - n
 
-        events, flows, lanes = [], [], []  # type: ignore[var-annotated]
-        where: dict[int, int] = {}
-        for ci, core in enumerate(self.cores):
-            rows = sorted(self.rows.get(core, []), key=lambda r: (r.pipe, r.start, r.end))
-            used = sorted({r.pipe for r in rows})
-            lanes.append([PIPES[p] for p in used])
-            first = len(events)
-            for r in rows:
-                where[id(r)] = len(events)
-                events.append(
-                    [ci, used.index(r.pipe), r.start, r.end, sid(r.name), sid(r.source), r.nbytes, r.kind]
-                )
-            flows += [[first + a, first + b] for a, b in _flag_pairs(rows)]
-        flows += [[where[id(a)], where[id(b)]] for a, b in self.arrows if id(a) in where and id(b) in where]
-        return {
-            "title": self.title,
-            "platform": self.platform,
-            "clock_hz": self.clock_hz,
-            "cycles": self.cycles,
-            "bound": self.bound,
-            "cores": self.cores,
-            "lanes": lanes,
-            "tasks": [{**t, "core": self.core(t["core"])} for t in self.tasks],
-            "strings": list(strings),
-            "events": events,
-            "flows": flows,
-            "sources": _sources(strings),
+    def columns(self) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {k: np.zeros(0, np.int64) for k in COLUMNS}
+        return {k: np.concatenate([p[k] for p in self.parts]) for k in COLUMNS}
+
+    def to_page(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The page's metadata and its packed columns (see ``pack``)."""
+        return pack(self)
+
+
+# --- packing for the page ---------------------------------------------------------------------
+def pack(model: Model) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Events sorted by lane (core, then pipe) and start. Per event the page gets the start as
+    a difference from the previous one in its lane, the duration, a site (name, source line,
+    kind) and the bytes (an index into the distinct values): a few bytes each."""
+    rank = {c: i for i, c in enumerate(sorted(model.cores, key=_core_order))}
+    cores = sorted(model.cores, key=_core_order)
+    ev = model.columns()
+    ev["core"] = np.array([rank[c] for c in model.cores], np.int64)[ev["core"]] if model.size else ev["core"]
+    lane_key = ev["core"] * len(PIPES) + ev["pipe"]
+    order = np.lexsort((ev["end"], ev["start"], lane_key))
+    pairs = np.concatenate([_flag_pairs(ev), np.array(model.arrows, np.int64).reshape(-1, 2)])
+    ev = {k: v[order] for k, v in ev.items()}
+    lane_key = lane_key[order]
+    where = np.empty_like(order)
+    where[order] = np.arange(len(order))
+    flows = where[pairs]
+
+    keys, offsets, counts = np.unique(lane_key, return_index=True, return_counts=True)
+    dur = ev["end"] - ev["start"]
+    dstart = np.diff(ev["start"], prepend=0)
+    dstart[offsets] = ev["start"][offsets]  # each lane starts from 0
+    op = ev["kind"] == 0
+    lanes = [
+        {
+            "core": int(k // len(PIPES)),
+            "pipe": PIPES[int(k % len(PIPES))],
+            "off": int(o),
+            "n": int(n),
+            "busy": _busy(ev["start"][o : o + n][op[o : o + n]], ev["end"][o : o + n][op[o : o + n]]),
+            "maxdur": int(dur[o : o + n].max()),
         }
+        for k, o, n in zip(keys.tolist(), offsets.tolist(), counts.tolist())
+    ]
+    strings = list(model.strings)
+    site_key = (ev["name"] * max(1, len(strings)) + ev["source"]) * 4 + ev["kind"]
+    sites, site = np.unique(site_key, return_inverse=True)
+    byte_values, byte_code = np.unique(ev["nbytes"], return_inverse=True)
+    ends = [t["end"] for t in model.tasks] + ([int(ev["end"].max())] if model.size else [])
+    meta = {
+        "title": model.title,
+        "platform": model.platform,
+        "clock_hz": model.clock_hz,
+        "cycles": max([model.cycles, 1, *ends]),
+        "bound": model.bound,
+        "cores": cores,
+        "lanes": lanes,
+        "tasks": [{**t, "core": rank[t["core"]]} for t in model.tasks],
+        "sites": [
+            [strings[s // 4 // max(1, len(strings))], strings[s // 4 % max(1, len(strings))], s % 4]
+            for s in sites.tolist()
+        ],  # fmt: skip
+        "byte_values": byte_values.tolist(),
+        "events": model.size,
+        "flows": len(flows),
+        "hot": [r.to_dict() for r in _hot(ev, strings)],
+    }
+    meta["sources"] = _sources({s for _, s, _ in meta["sites"]})
+    columns = {"dstart": dstart, "dur": dur, "site": site, "bytes": byte_code, "flows": flows.ravel()}
+    return meta, columns
 
 
-def _flag_pairs(rows: list[Row]) -> list[tuple[int, int]]:
-    """(set, wait) row indices: each wait takes the earliest set of its flag that fired."""
-    sets: dict[tuple[int, int, int], deque[int]] = defaultdict(deque)
-    pairs = []
-    order = sorted(range(len(rows)), key=lambda i: (rows[i].start, rows[i].kind != 1))
-    for i in order:
-        r = rows[i]
-        if r.kind == 1 and r.flag is not None:
-            sets[r.flag].append(i)
-        elif r.kind == 2 and r.flag is not None and sets[r.flag]:
-            pairs.append((sets[r.flag].popleft(), i))
-    return pairs
+def _busy(start: np.ndarray, end: np.ndarray) -> int:
+    """Cycles covered by at least one of the intervals (``start`` sorted)."""
+    if not len(start):
+        return 0
+    reach = np.maximum.accumulate(end)
+    begin = np.maximum(start[1:], reach[:-1])
+    return int(end[0] - start[0] + np.clip(end[1:] - begin, 0, None).sum())
 
 
-def _sources(strings: dict[str, int]) -> dict[str, list[str]]:
+def _hot(ev: dict[str, np.ndarray], strings: list[str]) -> list[Any]:
+    op = ev["kind"] == 0
+    chunk = LineCycles(strings, ev["source"][op], ev["pipe"][op], ev["end"][op] - ev["start"][op])
+    return hot_lines([chunk], top=HOT_ROWS)
+
+
+def _flag_pairs(ev: dict[str, np.ndarray]) -> np.ndarray:
+    """(set, wait) event index pairs: each wait takes the earliest set of its flag (same core,
+    pipes and id) still unclaimed by its start, as a queue would; a wait with none is skipped.
+
+    Per flag, in time order (a set before a wait of the same cycle): with S sets and W waits
+    so far, the waits left unpaired so far are U = max(0, max(W - S)) (a wait goes unpaired
+    exactly when it raises that maximum), so the k-th paired wait takes the k-th set."""
+    sync = np.nonzero(((ev["kind"] == 1) | (ev["kind"] == 2)) & (ev["fid"] >= 0))[0]
+    if not len(sync):
+        return np.zeros((0, 2), np.int64)
+    flag = np.stack([ev[k][sync] for k in ("core", "fsrc", "fdst", "fid")])
+    _, group = np.unique(flag, axis=1, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((ev["kind"][sync] != 1, ev["start"][sync], group))
+    sync, group = sync[order], group[order]
+    is_set = ev["kind"][sync] == 1
+    first = np.r_[True, group[1:] != group[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
+
+    def running(x: np.ndarray) -> np.ndarray:  # inclusive count within each flag's run
+        c = np.cumsum(x)
+        return c - (c[base] - x[base])
+
+    sets, waits = running(is_set), running(~is_set)
+    big = 2 * len(group) + 2  # above any W - S: a new flag's values exceed every earlier one
+    reach = (
+        np.maximum.accumulate(np.where(is_set, 0, np.maximum(waits - sets, 0)) + group * big) - group * big
+    )
+    before = np.where(first, 0, np.r_[0, reach[:-1]])
+    paired = ~is_set & (waits - sets <= before)
+    rank = running(paired)
+    set_key = (group * big + sets)[is_set]
+    wait_key = (group * big + rank)[paired]
+    return np.stack([sync[is_set][np.searchsorted(set_key, wait_key)], sync[paired]], axis=1)
+
+
+def _sources(locations: set[str]) -> dict[str, list[str]]:
     """The Python files the instructions point at (``file:line:col``), embedded for the links."""
     files: dict[str, list[str]] = {}
-    for text in strings:
+    for text in sorted(locations):
         parts = text.rsplit(":", 2)
         if len(parts) == 3 and parts[1].isdigit() and parts[0] not in files:
             path = Path(parts[0])
@@ -140,21 +229,28 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
         title or _title(report), report.platform, report.clock_hz, report.cycles, bound=str(bound or "")
     )
     for t in report.tasks:
-        model.core(t.core_name)
+        core = model.core(t.core_name)
         model.tasks.append(
             {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
         )
-        if t.trace is None:
+        if t.trace is None or not len(t.trace):
             continue
         raw = t.trace.raw
-        strings, table = raw["strings"], raw["table"].tolist()
-        for row, n, s in zip(table, raw["name_id"].tolist(), raw["loc_id"].tolist()):
-            _, kind, pipe, _, start, end, nbytes, _, fsrc, fdst, fid = row
-            flag = (fsrc, fdst, fid) if kind in (1, 2) else None
-            model.rows[t.core_name].append(
-                Row(kind, pipe, t.start + start, t.start + end, strings[n], strings[s], nbytes, flag)
-            )
-    model.cores.sort(key=_core_order)
+        table = raw["table"]
+        ids = np.array([model.intern(s) for s in raw["strings"]], np.int64)
+        model.add(
+            core=core,
+            pipe=table[:, 2],
+            kind=table[:, 1],
+            start=table[:, 4] + t.start,
+            end=table[:, 5] + t.start,
+            name=ids[raw["name_id"]],
+            source=ids[raw["loc_id"]],
+            nbytes=table[:, 6],
+            fsrc=table[:, 8],
+            fdst=table[:, 9],
+            fid=np.where(np.isin(table[:, 1], (1, 2)), table[:, 10], -1),
+        )
     return model
 
 
@@ -183,12 +279,12 @@ def _core_name(pid: str) -> str:
     return pid
 
 
-def _flag_of(detail: str) -> tuple[int, int, int] | None:
+def _flag_of(detail: str) -> tuple[int, int, int]:
     fields = dict(part.split(":", 1) for part in detail.split(",") if ":" in part)
     try:
         return (_DETAIL_PIPES[fields["PIPE"]], _DETAIL_PIPES[fields["TRIGGERPIPE"]], int(fields["FLAGID"]))
     except (KeyError, ValueError):
-        return None
+        return (-1, -1, -1)
 
 
 def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
@@ -228,42 +324,59 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     model.clock_hz = model.clock_hz or clock
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
-    placed: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    rows: list[tuple[int, ...]] = []
     for e in events:  # type: ignore[misc]
         pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
         if e.get("ph") != "X" or pipe not in PIPES:
             continue
         core = _core_name(procs.get(e["pid"], str(e["pid"])))
-        base = (offsets or {}).get(core, 0)
         args = e.get("args", {})
-        start = base + round(e["ts"] * per_us)
+        start = (offsets or {}).get(core, 0) + round(e["ts"] * per_us)
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
-        flag = _flag_of(args["detail"]) if kind in (1, 2) else None
+        flag = _flag_of(args["detail"]) if kind in (1, 2) else (-1, -1, -1)
         end = start + int(args.get("cycles", round(e["dur"] * per_us)))
         line = str(args.get("source_line", args.get("source", "")))
-        row = Row(kind, PIPES.index(pipe), start, end, str(e["name"]), line, int(args.get("bytes", 0)), flag)
-        model.core(core)
-        model.rows[core].append(row)
-        placed[(core, row.pipe)].append(row)
-    _read_arrows(events, procs, lanes, placed, per_us, offsets or {}, model)
+        name, source = model.intern(str(e["name"])), model.intern(line)
+        rows.append(
+            (
+                model.core(core),
+                PIPES.index(pipe),
+                kind,
+                start,
+                end,
+                name,
+                source,
+                int(args.get("bytes", 0)),
+                *flag,
+            )
+        )
+    first = model.add(**dict(zip(COLUMNS, np.array(rows, np.int64).reshape(-1, len(COLUMNS)).T)))
+    _read_arrows(events, procs, lanes, rows, first, per_us, offsets or {}, model)
     if offsets is None:
-        model.cycles = max((r.end for rows in model.rows.values() for r in rows), default=0)
+        model.cycles = max((r[4] for r in rows), default=0)
 
 
-def _read_arrows(events, procs, lanes, placed, per_us, offsets, model) -> None:
+def _read_arrows(events, procs, lanes, rows, first, per_us, offsets, model) -> None:
     """Flow events (``ph`` s/f, one id per arrow) become arrows between the slices they touch."""
-    ends: dict[Any, dict[str, Row]] = defaultdict(dict)
+    placed: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        placed[(r[0], r[1])].append((r[3], r[4], first + i))
+    for lane in placed.values():
+        lane.sort()
+    ends: dict[Any, dict[str, int]] = defaultdict(dict)
     for e in events:
         if e.get("ph") not in ("s", "f"):
             continue
         pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
         core = _core_name(procs.get(e.get("pid"), str(e.get("pid"))))
-        if pipe not in PIPES:
+        if pipe not in PIPES or core not in model.cores:
             continue
         t = offsets.get(core, 0) + e["ts"] * per_us
-        hit = [r for r in placed.get((core, PIPES.index(pipe)), []) if r.start - 1 <= t <= r.end + 1]
+        lane = placed.get((model.cores.index(core), PIPES.index(pipe)), [])
+        k = bisect.bisect_right(lane, (t + 1, float("inf"), 0))
+        hit = [r for r in lane[max(0, k - 64) : k] if r[0] - 1 <= t <= r[1] + 1]
         if hit:
-            ends[e.get("id")][e["ph"]] = hit[0]
+            ends[e.get("id")][e["ph"]] = hit[0][2]
     model.arrows += [(pair["s"], pair["f"]) for pair in ends.values() if "s" in pair and "f" in pair]
 
 
@@ -278,7 +391,6 @@ def model_of_run_json(path: Path) -> Model:
         trace = Path(trace_file).with_name("trace.json")
         if trace.is_file():
             read_trace(trace, model, offsets)
-    model.cores.sort(key=_core_order)
     return model
 
 
@@ -303,17 +415,17 @@ def load_model(path: Path) -> Model:
         return model_of_run_json(path)
     model = Model(f"{path.parent.parent.name or path.stem}", "", 0.0, 0)
     read_trace(path, model)
-    model.cores.sort(key=_core_order)
     return model
 
 
 def write_page(model: Model, out: str | Path) -> Path:
     out = Path(out)
-    data = model.to_json()
-    if not data["tasks"] and not data["events"]:
+    if not model.tasks and not model.size:
         raise TimelineError("nothing to draw: no tasks and no instructions")
+    meta, columns = model.to_page()
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_page(data))
+    out.write_text(render_page(meta, columns))
+    log.info("wrote the timeline of %d instructions to %s", model.size, out)
     return out
 
 
@@ -328,8 +440,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(
         prog="pypto-timeline",
-        description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows) "
-        "of a traced run. Open it in any browser; no network needed.",
+        description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows, "
+        "hot spots by source line) of a traced run. Open it in any browser; no network needed.",
     )
     p.add_argument(
         "path",

@@ -296,3 +296,24 @@ def test_a_million_instruction_run_opens_draws_and_zooms(chromium, tmp_path: Pat
         .index("                tile = pl.load(a, [blk * LONG_ROWS, 0], [LONG_ROWS, 8])")
     )
     assert data["hot"][0]["source"] == f"{__file__}:{loads + 1}:16" and data["hot"][0]["pipe"] == "MTE2"
+
+
+def test_a_copied_output_folder_keeps_its_instruction_lanes(tmp_path: Path, caplog):
+    """run.json names the trace files relative to itself: a copied folder still draws every
+    instruction; a trace file that went missing is a warning naming it, not silence."""
+    import shutil
+
+    report = _traced_pipelined(tmp_path / "build")
+    saved = json.loads((tmp_path / "build" / "report" / "run.json").read_text())
+    assert all(not Path(p).is_absolute() for p in saved["trace_paths"]) and saved["trace_paths"]
+    shutil.copytree(tmp_path / "build", tmp_path / "copy")
+    shutil.rmtree(tmp_path / "build")
+    page = timeline.write_page(timeline.load_model(tmp_path / "copy"), tmp_path / "copy.html")
+    assert _page_data(page)["events"] == sum(len(t.trace) for t in report.tasks) > 0
+    loaded = RunReport.load(tmp_path / "copy" / "report" / "run.json")
+    assert loaded.trace_paths == [str((tmp_path / "copy" / "report" / p).resolve()) for p in saved["trace_paths"]]
+    (trace,) = loaded.trace_paths
+    Path(trace).unlink()
+    with caplog.at_level("WARNING"):
+        RunReport.load(tmp_path / "copy" / "report" / "run.json")
+    assert f"names a trace file that is missing: {trace}" in caplog.text

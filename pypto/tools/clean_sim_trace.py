@@ -179,7 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"pypto {__version__}")
     p.add_argument(
-        "path", type=Path, nargs="+", help="visualize_data.bin, or an OPPROF_* folder holding one (or several)"
+        "path",
+        type=Path,
+        nargs="+",
+        help="visualize_data.bin, or an OPPROF_* folder holding one (or several)",
     )
     p.add_argument("-o", "--output", type=Path, help="output folder (default: next to the input)")
     p.add_argument("--keep-scalar", action="store_true", help="keep the SCALAR lane")

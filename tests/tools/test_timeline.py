@@ -311,7 +311,9 @@ def test_a_copied_output_folder_keeps_its_instruction_lanes(tmp_path: Path, capl
     page = timeline.write_page(timeline.load_model(tmp_path / "copy"), tmp_path / "copy.html")
     assert _page_data(page)["events"] == sum(len(t.trace) for t in report.tasks) > 0
     loaded = RunReport.load(tmp_path / "copy" / "report" / "run.json")
-    assert loaded.trace_paths == [str((tmp_path / "copy" / "report" / p).resolve()) for p in saved["trace_paths"]]
+    assert loaded.trace_paths == [
+        str((tmp_path / "copy" / "report" / p).resolve()) for p in saved["trace_paths"]
+    ]
     (trace,) = loaded.trace_paths
     Path(trace).unlink()
     with caplog.at_level("WARNING"):

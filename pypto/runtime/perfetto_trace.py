@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RunReport
 
 log = logging.getLogger(__name__)
@@ -159,26 +160,35 @@ def write_run_trace(report: RunReport, path: str | Path) -> Path:
     path = Path(path)
     out = bytearray()
     lanes = 0
-    for core, tasks in _by_core(report).items():
-        out += _descriptor(
-            core + 1,
-            _str(_TD_NAME, tasks[0].core_name)
-            + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, tasks[0].core_name)),
-        )
-        start, end, pipe, name, loc, strings = _core_columns(tasks)
-        for p in np.unique(pipe).tolist():
-            on = np.nonzero(pipe == p)[0]
-            on = on[np.lexsort((end[on], start[on]))]
-            sub = _sub_lanes(start[on], end[on])
-            for s in np.unique(sub).tolist():
-                lanes += 1
-                pick = on[sub == s]
-                label = PIPES[p] + (f"#{s}" if s else "")
-                out += _lane(lanes, core, label, start[pick], end[pick], name[pick], loc[pick], strings)
+    cores = _by_core(report)
+    with progress("writing the run's trace", len(cores), "core") as done:
+        for core, tasks in cores.items():
+            data, lanes = _core(core, tasks, lanes)
+            out += data
+            done.update()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(bytes(out))
     log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, len(out), path)
     return path
+
+
+def _core(core: int, tasks: list, lanes: int) -> tuple[bytes, int]:
+    """A core's process track and its lanes (numbered on from ``lanes``); the new count."""
+    name = tasks[0].core_name
+    out = _descriptor(
+        core + 1, _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name))
+    )
+    start, end, pipe, names, loc, strings = _core_columns(tasks)
+    for p in np.unique(pipe).tolist():
+        on = np.nonzero(pipe == p)[0]
+        on = on[np.lexsort((end[on], start[on]))]
+        sub = _sub_lanes(start[on], end[on])
+        for s in np.unique(sub).tolist():
+            lanes += 1
+            pick = on[sub == s]
+            label = PIPES[p] + (f"#{s}" if s else "")
+            out += _lane(lanes, core, label, start[pick], end[pick], names[pick], loc[pick], strings)
+    return out, lanes
 
 
 def _by_core(report: RunReport) -> dict[int, list]:

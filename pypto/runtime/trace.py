@@ -31,6 +31,7 @@ import numpy as np
 from pypto import platforms
 from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
 from pypto.platforms import Platform
+from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 from pypto.tools.opprof_format import API_INSTR, SOURCE, pack_block
 
@@ -260,13 +261,16 @@ def write_traces(
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
-    for n, group in enumerate(launches(report.tasks)):
-        traced = [t for t in group if t.trace]
-        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
-        locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
-        flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
-        sim = _opprof_dir(root, group[0].name, stamp, n)
-        paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
-        log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+    groups = launches(report.tasks)
+    with progress("writing traces", len(groups), "launch") as done:
+        for n, group in enumerate(groups):
+            traced = [t for t in group if t.trace]
+            cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
+            locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
+            flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
+            sim = _opprof_dir(root, group[0].name, stamp, n)
+            paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
+            log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+            done.update()
     report.trace_paths.extend(paths)
     return paths

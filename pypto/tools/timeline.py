@@ -35,6 +35,7 @@ import numpy as np
 
 from pypto.errors import PyptoError
 from pypto.runtime.hotspots import LineCycles, hot_lines
+from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RunReport
 from pypto.tools._cli import guarded, write_report
 from pypto.tools.timeline_page import render_page
@@ -228,30 +229,37 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
     model = Model(
         title or _title(report), report.platform, report.clock_hz, report.cycles, bound=str(bound or "")
     )
-    for t in report.tasks:
-        core = model.core(t.core_name)
-        model.tasks.append(
-            {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
-        )
-        if t.trace is None or not len(t.trace):
-            continue
-        raw = t.trace.raw
-        table = raw["table"]
-        ids = np.array([model.intern(s) for s in raw["strings"]], np.int64)
-        model.add(
-            core=core,
-            pipe=table[:, 2],
-            kind=table[:, 1],
-            start=table[:, 4] + t.start,
-            end=table[:, 5] + t.start,
-            name=ids[raw["name_id"]],
-            source=ids[raw["loc_id"]],
-            nbytes=table[:, 6],
-            fsrc=table[:, 8],
-            fdst=table[:, 9],
-            fid=np.where(np.isin(table[:, 1], (1, 2)), table[:, 10], -1),
-        )
+    with progress("reading the records", len(report.tasks), "task") as done:
+        for t in report.tasks:
+            _add_task(model, t)
+            done.update()
     return model
+
+
+def _add_task(model: Model, t: Any) -> None:
+    """One task's row of the swimlane and its instructions (when it kept records)."""
+    core = model.core(t.core_name)
+    model.tasks.append(
+        {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
+    )
+    if t.trace is None or not len(t.trace):
+        return
+    raw = t.trace.raw
+    table = raw["table"]
+    ids = np.array([model.intern(s) for s in raw["strings"]], np.int64)
+    model.add(
+        core=core,
+        pipe=table[:, 2],
+        kind=table[:, 1],
+        start=table[:, 4] + t.start,
+        end=table[:, 5] + t.start,
+        name=ids[raw["name_id"]],
+        source=ids[raw["loc_id"]],
+        nbytes=table[:, 6],
+        fsrc=table[:, 8],
+        fdst=table[:, 9],
+        fid=np.where(np.isin(table[:, 1], (1, 2)), table[:, 10], -1),
+    )
 
 
 def _title(report: RunReport) -> str:
@@ -387,10 +395,14 @@ def model_of_run_json(path: Path) -> Model:
     for t in report.tasks:
         if t.trace_file:
             by_trace[t.trace_file][t.core_name] = t.start
-    for trace_file, offsets in by_trace.items():
-        trace = Path(trace_file).with_name("trace.json")
-        if trace.is_file():
-            read_trace(trace, model, offsets)
+    with progress("reading the launches' traces", len(by_trace), "launch") as done:
+        for trace_file, offsets in by_trace.items():
+            trace = Path(trace_file).with_name("trace.json")
+            if trace.is_file():
+                read_trace(trace, model, offsets)
+            else:
+                log.warning("%s: the trace of a launch is missing; its instructions are not drawn", trace)
+            done.update()
     return model
 
 
@@ -422,9 +434,12 @@ def write_page(model: Model, out: str | Path) -> Path:
     out = Path(out)
     if not model.tasks and not model.size:
         raise TimelineError("nothing to draw: no tasks and no instructions")
-    meta, columns = model.to_page()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_page(meta, columns))
+    with progress("building the timeline", 2, "step") as done:
+        meta, columns = model.to_page()
+        done.update()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render_page(meta, columns))
+        done.update()
     log.info("wrote the timeline of %d instructions to %s", model.size, out)
     return out
 

@@ -16,6 +16,7 @@ from pypto.runtime.report import PIPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import gemm_kernels as gk  # noqa: E402
+import seed_kernels as sk  # noqa: E402
 
 
 def fields(data: bytes) -> list[tuple[int, int | bytes]]:
@@ -142,3 +143,23 @@ def test_two_kernels_share_the_time_axis(tmp_path: Path):
     assert sorted(slices) == expected(report)
     last = max(report.tasks, key=lambda t: t.start)
     assert last.start > 0 and min(s[2] for s in slices if s[0] == last.core_name) >= last.start
+
+
+def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, capsys, monkeypatch):
+    """Off a terminal: log lines at each tenth of the work; on one: a tqdm bar on stderr."""
+    a = np.ones((sk.ROWS, sk.TC), np.float32)
+    config = RunConfig(trace=True, timeline=True, output_dir=tmp_path / "b")
+    with caplog.at_level("INFO", logger="pypto.progress"):
+        sk.single_buffer(a, np.zeros_like(a), config=config)
+    said = [r.getMessage() for r in caplog.records if r.name == "pypto.progress"]
+    steps = (
+        "writing traces: 1 of 1 launch (100%)",
+        "writing the run's trace: 1 of 1 core (100%)",
+        "reading the records: 1 of 1 task (100%)",
+        "building the timeline: 2 of 2 step (100%)",
+    )
+    assert all(step in said for step in steps), said
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    sk.single_buffer(a, np.zeros_like(a), config=config)
+    err = capsys.readouterr().err
+    assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("launch")[0]

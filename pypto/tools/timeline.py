@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import json
 import logging
 import sys
@@ -333,35 +334,41 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
     rows: list[tuple[int, ...]] = []
+    where: dict[tuple[Any, Any], tuple[int, int, int] | None] = {}  # (pid, tid) -> core, pipe, start
+    flags = functools.lru_cache(maxsize=None)(_flag_of)
+    intern, offsets_ = model.intern, offsets or {}
     for e in events:  # type: ignore[misc]
-        pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
-        if e.get("ph") != "X" or pipe not in PIPES:
+        if e.get("ph") != "X":
             continue
-        core = _core_name(procs.get(e["pid"], str(e["pid"])))
+        lane = (e.get("pid"), e.get("tid"))
+        if lane not in where:
+            where[lane] = _lane_of(e, procs, lanes, model, offsets_)
+        place = where[lane]
+        if place is None:
+            continue
         args = e.get("args", {})
-        start = (offsets or {}).get(core, 0) + round(e["ts"] * per_us)
+        start = place[2] + round(e["ts"] * per_us)
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
-        flag = _flag_of(args["detail"]) if kind in (1, 2) else (-1, -1, -1)
+        flag = flags(args["detail"]) if kind in (1, 2) else (-1, -1, -1)
         end = start + int(args.get("cycles", round(e["dur"] * per_us)))
         line = str(args.get("source_line", args.get("source", "")))
-        name, source = model.intern(str(e["name"])), model.intern(line)
-        rows.append(
-            (
-                model.core(core),
-                PIPES.index(pipe),
-                kind,
-                start,
-                end,
-                name,
-                source,
-                int(args.get("bytes", 0)),
-                *flag,
-            )
-        )
+        rows.append((place[0], place[1], kind, start, end, intern(str(e["name"])), intern(line),
+                     int(args.get("bytes", 0)), *flag))  # fmt: skip
     first = model.add(**dict(zip(COLUMNS, np.array(rows, np.int64).reshape(-1, len(COLUMNS)).T)))
     _read_arrows(events, procs, lanes, rows, first, per_us, offsets or {}, model)
     if offsets is None:
         model.cycles = max((r[4] for r in rows), default=0)
+
+
+def _lane_of(
+    e: dict[str, Any], procs, lanes, model: Model, offsets: dict[str, int]
+) -> tuple[int, int, int] | None:
+    """(core index, pipe, the core's time offset) of an event's lane; None off the pipe lanes."""
+    pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
+    if pipe not in PIPES:
+        return None
+    core = _core_name(procs.get(e["pid"], str(e["pid"])))
+    return model.core(core), PIPES.index(pipe), offsets.get(core, 0)
 
 
 def _read_arrows(events, procs, lanes, rows, first, per_us, offsets, model) -> None:

@@ -17,6 +17,7 @@ instructions are a handful of array operations); field numbers are those of Perf
 
 from __future__ import annotations
 
+import heapq
 import logging
 from pathlib import Path
 
@@ -67,83 +68,76 @@ def _str(field: int, text: str) -> bytes:
 
 
 def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each value's varint as a row of a byte matrix (width 10) and its length."""
+    """Each value's varint as a row of a byte matrix (as wide as the largest needs) and its
+    length."""
     v = values.astype(np.uint64)
-    groups = np.stack([(v >> np.uint64(7 * k)) & np.uint64(0x7F) for k in range(10)], axis=1).astype(np.uint8)
-    bits = np.zeros(len(v), np.int64)
-    for k in range(1, 10):
-        bits[(v >> np.uint64(7 * k)) > 0] = k
-    length = bits + 1
-    more = np.arange(10)[None, :] < (length - 1)[:, None]
-    return groups | (more.astype(np.uint8) << 7), length
-
-
-def _join(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows made of segments (a byte matrix and each row's used width): (matrix, mask)."""
-    matrix = np.concatenate([m for m, _ in parts], axis=1)
-    mask = np.concatenate([np.arange(m.shape[1])[None, :] < n[:, None] for m, n in parts], axis=1)
-    return matrix, mask
+    top = int(v.max()) if len(v) else 0
+    width = max(1, (top.bit_length() + 6) // 7)
+    rows = np.empty((len(v), width), np.uint8)
+    length = np.ones(len(v), np.int64)
+    for k in range(width):
+        rest = v >> np.uint64(7 * k)
+        rows[:, k] = rest & np.uint64(0x7F)
+        if k:
+            length += rest > 0
+    rows |= (np.arange(width)[None, :] < (length - 1)[:, None]).astype(np.uint8) << 7
+    return rows, length
 
 
 def _fixed(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.tile(np.frombuffer(data, np.uint8), (n, 1)), np.full(n, len(data))
+    return np.broadcast_to(np.frombuffer(data, np.uint8), (n, len(data))), np.full(n, len(data))
 
 
-def _packets(fields: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Whole packets (``Trace.packet`` key and length first) from rows of fields."""
+def _packet(fields: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A packet per row (``Trace.packet`` key and length first) from rows of fields."""
     body_len = np.sum([n for _, n in fields], axis=0)
-    length, width = _varints(body_len)
-    return _join([_fixed(_key(_PACKET, 2), len(body_len)), (length, width), *fields])
+    return [_fixed(_key(_PACKET, 2), len(body_len)), _varints(body_len), *fields]
 
 
 def _slices(seq: int, start: np.ndarray, end: np.ndarray, name: np.ndarray, loc: np.ndarray) -> bytes:
-    """The begin and end packets of one sequence's slices (ids already interned)."""
+    """The begin and end packets of one sequence's slices (ids already interned): one row of
+    a byte matrix per slice, its used bytes marked by a mask, read out row by row."""
     n = len(start)
-    seq_field = _fixed(_int(_SEQ_ID, seq), n)
-    name_v, name_n = _varints(name)
-    loc_v, loc_n = _varints(loc)
     te = [
         _fixed(_int(_TE_TYPE, _BEGIN) + _key(_TE_NAME_IID, 0), n),
-        (name_v, name_n),
+        _varints(name),
         _fixed(_key(_TE_LOCATION_IID, 0), n),
-        (loc_v, loc_n),
+        _varints(loc),
     ]
     te_len = np.sum([w for _, w in te], axis=0)
-    te_len_v, te_len_n = _varints(te_len)
-    ts_v, ts_n = _varints(start)
-    begin = _packets(
-        [_fixed(_key(_TIMESTAMP, 0), n), (ts_v, ts_n), seq_field, _fixed(_int(_SEQ_FLAGS, _NEEDS_STATE), n),
-         _fixed(_key(_TRACK_EVENT, 2), n), (te_len_v, te_len_n), *te]
+    seq_field = _fixed(_int(_SEQ_ID, seq), n)
+    flags = _fixed(_int(_SEQ_FLAGS, _NEEDS_STATE), n)
+    begin = _packet(
+        [_fixed(_key(_TIMESTAMP, 0), n), _varints(start), seq_field, flags,
+         _fixed(_key(_TRACK_EVENT, 2), n), _varints(te_len), *te]
     )  # fmt: skip
-    end_v, end_n = _varints(end)
-    finish = _packets(
+    finish = _packet(
         [
             _fixed(_key(_TIMESTAMP, 0), n),
-            (end_v, end_n),
+            _varints(end),
             seq_field,
             _fixed(_msg(_TRACK_EVENT, _int(_TE_TYPE, _END)), n),
         ]
     )
-    width = max(begin[0].shape[1], finish[0].shape[1])
-    rows = np.zeros((2 * n, width), np.uint8)
-    mask = np.zeros((2 * n, width), bool)
-    for k, (m, ok) in enumerate((begin, finish)):
-        rows[k::2, : m.shape[1]] = m
-        mask[k::2, : ok.shape[1]] = ok
-    return rows[mask].tobytes()
+    parts = begin + finish
+    matrix = np.concatenate([m for m, _ in parts], axis=1)
+    mask = np.concatenate([np.arange(m.shape[1])[None, :] < w[:, None] for m, w in parts], axis=1)
+    return matrix[mask].tobytes()
 
 
 def _sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per slice (sorted by start) the sub-lane it goes to: the first whose last slice ended."""
+    """Per slice (sorted by start) its sub-lane: one freed by a slice that ended by then (the
+    earliest-ending; that uses the fewest sub-lanes), else a new one."""
     if not len(start) or (start[1:] >= end[:-1]).all():
         return np.zeros(len(start), np.int64)
-    free: list[int] = []  # per sub-lane, the end of its last slice
+    busy: list[tuple[int, int]] = []  # (end of its last slice, sub-lane), a heap
     out = np.empty(len(start), np.int64)
     for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
-        k = next((j for j, t in enumerate(free) if t <= s), len(free))
-        if k == len(free):
-            free.append(e)
-        free[k] = e
+        if busy and busy[0][0] <= s:
+            k = heapq.heapreplace(busy, (e, busy[0][1]))[1]
+        else:
+            k = len(busy)
+            heapq.heappush(busy, (e, k))
         out[i] = k
     return out
 

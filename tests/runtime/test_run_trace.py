@@ -163,3 +163,20 @@ def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, 
     sk.single_buffer(a, np.zeros_like(a), config=config)
     err = capsys.readouterr().err
     assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("launch")[0]
+
+
+def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
+    """Perfetto needs properly nested slices per thread: overlaps move to MTE2#1, #2, ... and
+    each sub-lane's slices are disjoint, using as few sub-lanes as the deepest overlap."""
+    from pypto.runtime.perfetto_trace import _sub_lanes
+
+    rng = np.random.default_rng(0)
+    start = np.sort(rng.integers(0, 1000, 400))
+    end = start + rng.integers(0, 40, 400)
+    sub = _sub_lanes(start, end)
+    for k in np.unique(sub):
+        s, e = start[sub == k], end[sub == k]
+        assert (s[1:] >= e[:-1]).all()
+    depth = max(int(((start <= t) & (t < end)).sum()) for t in range(1000))
+    assert sub.max() + 1 == depth
+    assert not _sub_lanes(np.array([0, 5, 5]), np.array([5, 5, 9])).any()  # touching is not overlap

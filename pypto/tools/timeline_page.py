@@ -7,7 +7,7 @@ was busy; under the lanes, the hot spots by source line. Everything right of the
 one canvas; the labels are DOM rows (``.lane`` with ``data-core``/``data-pipe``/``data-events``).
 A click on a kind's or a core's header collapses or opens its lanes.
 
-Level of detail: where a lane has more instructions in view than twice its width in pixels,
+Level of detail: where a lane has more instructions in view than half its width in pixels,
 it draws, per pixel column, a bar as tall as the share of those cycles the pipe was busy;
 otherwise a box per instruction (and the flag arrows once few enough are in view). The
 instructions travel as base64 of packed little-endian integers, one ``<script>`` per column
@@ -213,11 +213,17 @@ _JS = r"""
       if (r.kind !== 'lane') continue;
       const l = M.lanes[r.lane], [lo, hi] = visible(l);
       inView += hi - lo;
-      if (hi - lo > 2 * view.w) { density(r, l, lo, hi); dense++; drawn += hi - lo; continue; }
-      for (let i = lo; i < hi; i++) {
-        const kind = kindOf(i), inset = kind ? 5 : 2;
-        if (box(X(start[i]), X(start[i] + dur[i]), r.y + inset, r.h - 2 * inset,
-                kind ? '#888' : COLORS[l.pipe])) drawn++;
+      if (hi - lo > view.w / 2) { density(r, l, lo, hi); dense++; drawn += hi - lo; continue; }
+      for (const sync of [0, 1]) {  // operations, then flags: one fill colour set per pass
+        const inset = sync ? 5 : 2;
+        ctx.fillStyle = sync ? '#888' : COLORS[l.pipe];
+        for (let i = lo; i < hi; i++) {
+          if ((kindOf(i) !== 0) !== !!sync) continue;
+          const a = Math.max(X(start[i]), -2), b = Math.min(X(start[i] + dur[i]), view.w + 2);
+          if (b < 0 || a > view.w) continue;
+          ctx.fillRect(a, r.y + inset, Math.max(1, b - a), r.h - 2 * inset);
+          drawn++;
+        }
       }
     }
     drawFlows(inView);
@@ -235,7 +241,7 @@ _JS = r"""
   function drawFlows(inView) {  // only once few enough instructions are in view to tell apart
     let n = 0;
     if (inView <= 20000) {
-      ctx.strokeStyle = 'rgba(200,30,30,.75)'; ctx.fillStyle = 'rgba(200,30,30,.75)';
+      const lines = new Path2D(), heads = new Path2D();  // one stroke and one fill for all
       for (let f = 0; f < flows.length && n < 5000; f += 2) {
         const s = flows[f], w = flows[f + 1], rs = laneRow[laneOf[s]], rw = laneRow[laneOf[w]];
         if (rs === undefined || rw === undefined) continue;
@@ -243,13 +249,15 @@ _JS = r"""
         if ((x0 < 0 && x1 < 0) || (x0 > view.w && x1 > view.w)) continue;
         n++;
         const y0 = rows[rs].y + LANE_H / 2, y1 = rows[rw].y + LANE_H / 2;
-        ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
+        lines.moveTo(x0, y0); lines.lineTo(x1, y1);
         const ang = Math.atan2(y1 - y0, x1 - x0);
-        ctx.beginPath(); ctx.moveTo(x1, y1);
-        ctx.lineTo(x1 - 6 * Math.cos(ang - 0.4), y1 - 6 * Math.sin(ang - 0.4));
-        ctx.lineTo(x1 - 6 * Math.cos(ang + 0.4), y1 - 6 * Math.sin(ang + 0.4));
-        ctx.fill();
+        heads.moveTo(x1, y1);
+        heads.lineTo(x1 - 6 * Math.cos(ang - 0.4), y1 - 6 * Math.sin(ang - 0.4));
+        heads.lineTo(x1 - 6 * Math.cos(ang + 0.4), y1 - 6 * Math.sin(ang + 0.4));
+        heads.closePath();
       }
+      ctx.strokeStyle = 'rgba(200,30,30,.75)'; ctx.fillStyle = 'rgba(200,30,30,.75)';
+      ctx.stroke(lines); ctx.fill(heads);
     }
     document.body.dataset.flowsDrawn = String(n);
   }

@@ -7,8 +7,9 @@ simulated cycle is one nanosecond, an integer (no decimal microseconds to round)
 is a process, each pipe of it a thread; each lane writes its own packet sequence, which
 names its track once (``TracePacketDefaults``) and interns its instruction names and source
 lines (``InternedData``: ``event_names``, ``source_locations``), so a slice carries only its
-time and two small ids. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as
-viewers need properly nested slices per thread.
+time and two small ids. Each ``set_flag`` starts a flow arrow that the ``wait_flag`` it
+released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as viewers
+need properly nested slices per thread.
 
 The encoder is written here (the protobuf subset above, packed with numpy: a million
 instructions are a handful of array operations); field numbers are those of Perfetto's
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RunReport
+from pypto.runtime.trace import flag_pairs
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,7 @@ _PACKET = 1  # Trace.packet
 _TIMESTAMP, _SEQ_ID, _TRACK_EVENT, _INTERNED, _SEQ_FLAGS = 8, 10, 11, 12, 13
 _DEFAULTS, _DESCRIPTOR, _FIRST_ON_SEQ = 59, 60, 87
 _TE_TYPE, _TE_NAME_IID, _TE_TRACK, _TE_LOCATION_IID = 9, 10, 11, 34
+_TE_FLOW, _TE_FLOW_END = 47, 48  # fixed64 flow ids: an arrow starts at a set_flag, ends at its wait
 _BEGIN, _END = 1, 2
 _CLEARED, _NEEDS_STATE = 1, 2  # sequence flags
 _UUID, _TD_NAME, _TD_PROCESS, _TD_THREAD, _TD_PARENT = 1, 2, 3, 4, 5
@@ -94,7 +98,16 @@ def _packet(fields: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarra
     return [_fixed(_key(_PACKET, 2), len(body_len)), _varints(body_len), *fields]
 
 
-def _slices(seq: int, start: np.ndarray, end: np.ndarray, name: np.ndarray, loc: np.ndarray) -> bytes:
+def _flow(field: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed64 flow id field per row where ``ids`` is non-zero (nothing where it is 0)."""
+    key = np.frombuffer(_key(field, 1), np.uint8)
+    rows = np.empty((len(ids), len(key) + 8), np.uint8)
+    rows[:, : len(key)] = key
+    rows[:, len(key) :] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return rows, np.where(ids > 0, len(key) + 8, 0)
+
+
+def _slices(seq: int, start, end, name, loc, flow_out: np.ndarray, flow_in: np.ndarray) -> bytes:
     """The begin and end packets of one sequence's slices (ids already interned): one row of
     a byte matrix per slice, its used bytes marked by a mask, read out row by row."""
     n = len(start)
@@ -103,6 +116,8 @@ def _slices(seq: int, start: np.ndarray, end: np.ndarray, name: np.ndarray, loc:
         _varints(name),
         _fixed(_key(_TE_LOCATION_IID, 0), n),
         _varints(loc),
+        _flow(_TE_FLOW, flow_out),
+        _flow(_TE_FLOW_END, flow_in),
     ]
     te_len = np.sum([w for _, w in te], axis=0)
     seq_field = _fixed(_int(_SEQ_ID, seq), n)
@@ -153,11 +168,11 @@ def write_run_trace(report: RunReport, path: str | Path) -> Path:
     """Writes the run's instructions (tasks with records) to ``path`` as a Perfetto trace."""
     path = Path(path)
     out = bytearray()
-    lanes = 0
+    lanes = flows = 0
     cores = _by_core(report)
     with progress("writing the run's trace", len(cores), "core") as done:
         for core, tasks in cores.items():
-            data, lanes = _core(core, tasks, lanes)
+            data, lanes, flows = _core(core, tasks, lanes, flows)
             out += data
             done.update()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,13 +181,18 @@ def write_run_trace(report: RunReport, path: str | Path) -> Path:
     return path
 
 
-def _core(core: int, tasks: list, lanes: int) -> tuple[bytes, int]:
-    """A core's process track and its lanes (numbered on from ``lanes``); the new count."""
+def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[bytes, int, int]:
+    """A core's process track and its lanes (numbered on from ``lanes``), its flag arrows
+    numbered on from ``flows``; the new counts."""
     name = tasks[0].core_name
     out = _descriptor(
         core + 1, _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name))
     )
-    start, end, pipe, names, loc, strings = _core_columns(tasks)
+    ev, strings = _core_columns(tasks)
+    start, end, pipe = ev["start"], ev["end"], ev["pipe"]
+    pairs = flag_pairs(ev)
+    flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
+    flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
     for p in np.unique(pipe).tolist():
         on = np.nonzero(pipe == p)[0]
         on = on[np.lexsort((end[on], start[on]))]
@@ -181,8 +201,9 @@ def _core(core: int, tasks: list, lanes: int) -> tuple[bytes, int]:
             lanes += 1
             pick = on[sub == s]
             label = PIPES[p] + (f"#{s}" if s else "")
-            out += _lane(lanes, core, label, start[pick], end[pick], names[pick], loc[pick], strings)
-    return out, lanes
+            cols = (start[pick], end[pick], ev["name"][pick], ev["loc"][pick], flow_out[pick], flow_in[pick])
+            out += _lane(lanes, core, label, *cols, strings)
+    return out, lanes, flows + len(pairs)
 
 
 def _by_core(report: RunReport) -> dict[int, list]:
@@ -193,35 +214,41 @@ def _by_core(report: RunReport) -> dict[int, list]:
     return dict(enumerate(cores.values()))
 
 
-def _core_columns(
-    tasks: list,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """One core's records over its tasks, in run cycles, names and locations as global ids."""
+def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
+    """One core's records over its tasks, in run cycles, names and locations as ids of the
+    returned strings; the flag columns as ``flag_pairs`` reads them."""
     strings: dict[str, int] = {}
-    cols: list[list[np.ndarray]] = [[], [], [], [], []]
+    cols: dict[str, list[np.ndarray]] = defaultdict(list)
     for t in tasks:
         raw = t.trace.raw
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
         table = raw["table"]
-        for k, col in enumerate(
-            (
-                table[:, 4] + t.start,
-                table[:, 5] + t.start,
-                table[:, 2],
-                ids[raw["name_id"]],
-                ids[raw["loc_id"]],
-            )
-        ):
-            cols[k].append(col)
-    start, end, pipe, name, loc = (np.concatenate(c) for c in cols)
-    return start, end, pipe, name, loc, list(strings)
+        sync = np.isin(table[:, 1], (1, 2))
+        columns = {
+            "start": table[:, 4] + t.start,
+            "end": table[:, 5] + t.start,
+            "pipe": table[:, 2],
+            "kind": table[:, 1],
+            "name": ids[raw["name_id"]],
+            "loc": ids[raw["loc_id"]],
+            "fsrc": table[:, 8],
+            "fdst": table[:, 9],
+            "fid": np.where(sync, table[:, 10], -1),
+        }
+        for key, col in columns.items():
+            cols[key].append(col)
+    ev = {k: np.concatenate(v) for k, v in cols.items()}
+    ev["core"] = np.zeros(len(ev["start"]), np.int64)
+    return ev, list(strings)
 
 
 def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
 
-def _lane(seq: int, core: int, label: str, start, end, name, loc, strings: list[str]) -> bytes:
+def _lane(
+    seq: int, core: int, label: str, start, end, name, loc, flow_out, flow_in, strings: list[str]
+) -> bytes:
     """One lane: its thread track, its sequence's first packet (defaults, interned names and
     source lines), then its slices."""
     uuid = _LANE_UUID + seq
@@ -242,4 +269,6 @@ def _lane(seq: int, core: int, label: str, start, end, name, loc, strings: list[
         _int(_SEQ_ID, seq) + _int(_SEQ_FLAGS, _CLEARED | _NEEDS_STATE) + _int(_FIRST_ON_SEQ, 1)
         + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
     )  # fmt: skip
-    return head + _msg(_PACKET, first) + _slices(seq, start, end, name_iid + 1, loc_iid + 1)
+    return (
+        head + _msg(_PACKET, first) + _slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
+    )

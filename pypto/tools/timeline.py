@@ -38,6 +38,7 @@ from pypto.errors import PyptoError
 from pypto.runtime.hotspots import LineCycles, hot_lines
 from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RunReport
+from pypto.runtime.trace import flag_pairs
 from pypto.tools._cli import guarded, write_report
 from pypto.tools.timeline_page import render_page
 
@@ -110,7 +111,7 @@ def pack(model: Model) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     ev["core"] = np.array([rank[c] for c in model.cores], np.int64)[ev["core"]] if model.size else ev["core"]
     lane_key = ev["core"] * len(PIPES) + ev["pipe"]
     order = np.lexsort((ev["end"], ev["start"], lane_key))
-    pairs = np.concatenate([_flag_pairs(ev), np.array(model.arrows, np.int64).reshape(-1, 2)])
+    pairs = np.concatenate([flag_pairs(ev), np.array(model.arrows, np.int64).reshape(-1, 2)])
     ev = {k: v[order] for k, v in ev.items()}
     lane_key = lane_key[order]
     where = np.empty_like(order)
@@ -174,42 +175,6 @@ def _hot(ev: dict[str, np.ndarray], strings: list[str]) -> list[Any]:
     op = ev["kind"] == 0
     chunk = LineCycles(strings, ev["source"][op], ev["pipe"][op], ev["end"][op] - ev["start"][op])
     return hot_lines([chunk], top=HOT_ROWS)
-
-
-def _flag_pairs(ev: dict[str, np.ndarray]) -> np.ndarray:
-    """(set, wait) event index pairs: each wait takes the earliest set of its flag (same core,
-    pipes and id) still unclaimed by its start, as a queue would; a wait with none is skipped.
-
-    Per flag, in time order (a set before a wait of the same cycle): with S sets and W waits
-    so far, the waits left unpaired so far are U = max(0, max(W - S)) (a wait goes unpaired
-    exactly when it raises that maximum), so the k-th paired wait takes the k-th set."""
-    sync = np.nonzero(((ev["kind"] == 1) | (ev["kind"] == 2)) & (ev["fid"] >= 0))[0]
-    if not len(sync):
-        return np.zeros((0, 2), np.int64)
-    flag = np.stack([ev[k][sync] for k in ("core", "fsrc", "fdst", "fid")])
-    _, group = np.unique(flag, axis=1, return_inverse=True)
-    group = group.ravel()
-    order = np.lexsort((ev["kind"][sync] != 1, ev["start"][sync], group))
-    sync, group = sync[order], group[order]
-    is_set = ev["kind"][sync] == 1
-    first = np.r_[True, group[1:] != group[:-1]]
-    base = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
-
-    def running(x: np.ndarray) -> np.ndarray:  # inclusive count within each flag's run
-        c = np.cumsum(x)
-        return c - (c[base] - x[base])
-
-    sets, waits = running(is_set), running(~is_set)
-    big = 2 * len(group) + 2  # above any W - S: a new flag's values exceed every earlier one
-    reach = (
-        np.maximum.accumulate(np.where(is_set, 0, np.maximum(waits - sets, 0)) + group * big) - group * big
-    )
-    before = np.where(first, 0, np.r_[0, reach[:-1]])
-    paired = ~is_set & (waits - sets <= before)
-    rank = running(paired)
-    set_key = (group * big + sets)[is_set]
-    wait_key = (group * big + rank)[paired]
-    return np.stack([sync[is_set][np.searchsorted(set_key, wait_key)], sync[paired]], axis=1)
 
 
 def _sources(locations: set[str]) -> dict[str, list[str]]:

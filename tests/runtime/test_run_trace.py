@@ -28,6 +28,9 @@ def fields(data: bytes) -> list[tuple[int, int | bytes]]:
         if wire == 0:
             value, i = _varint(data, i)
             out.append((field, value))
+        elif wire == 1:
+            out.append((field, int.from_bytes(data[i : i + 8], "little")))
+            i += 8
         elif wire == 2:
             n, i = _varint(data, i)
             out.append((field, data[i : i + n]))
@@ -51,9 +54,10 @@ def one(msg: bytes, field: int, default=None):
     return next((v for f, v in fields(msg) if f == field), default)
 
 
-def read_slices(path: Path) -> tuple[dict, list[tuple]]:
+def read_slices(path: Path, flows: dict | None = None) -> tuple[dict, list[tuple]]:
     """Tracks (uuid -> (process name, thread name)) and slices (core, lane, start, end, name,
-    source line), resolving each sequence's defaults and interned ids as a viewer does."""
+    source line), resolving each sequence's defaults and interned ids as a viewer does;
+    ``flows`` gets, per flow id, the slices it starts (``s``) and ends (``f``) at."""
     names: dict[int, str] = {}
     threads: dict[int, tuple[int, str]] = {}
     track_of: dict[int, int] = {}
@@ -87,12 +91,15 @@ def read_slices(path: Path) -> tuple[dict, list[tuple]]:
         if kind == 1:
             assert one(packet, 13) == 2  # uses the sequence's interned names
             event_names, locations = interned[seq]
-            open_[seq].append((ts, event_names[one(event, 10)], locations[one(event, 34)]))
+            ends = [(f, v) for f, v in fields(event) if f in (47, 48)]
+            open_[seq].append((ts, event_names[one(event, 10)], locations[one(event, 34)], ends))
         else:
             assert kind == 2
-            start, name, loc = open_[seq].pop()
+            start, name, loc, ends = open_[seq].pop()
             pid, lane = threads[track_of[seq]]
             slices.append((names[pid], lane, start, ts, name, loc))
+            for f, flow in ends if flows is not None else ():
+                flows.setdefault(flow, {}).setdefault("s" if f == 47 else "f", []).append(slices[-1])
     assert not any(open_.values())
     return threads, slices
 
@@ -120,12 +127,20 @@ def test_every_launch_on_one_time_axis_with_exact_cycles(tmp_path: Path):
     gk.gemm(a, a, np.zeros((gk.S, gk.S), np.float32), config=RunConfig(trace=True, output_dir=tmp_path))
     report = gk.gemm.last_report
     path = tmp_path / "trace" / "run.pftrace"
-    threads, slices = read_slices(path)
+    flows: dict = {}
+    threads, slices = read_slices(path, flows)
     assert sorted(slices) == expected(report)  # every instruction, in run cycles, names and lines
     assert {lane for _, lane in threads.values()} == {"MTE2", "MTE1", "CUBE", "FIXPIPE"}
     assert len({core for core, *_ in slices}) == len(report.tasks) == 24
     n = sum(len(t.trace) for t in report.tasks)
     assert path.stat().st_size <= 40 * n
+    # one arrow per set_flag -> wait_flag pair, as the timeline draws them, each from a set
+    # on one core to a wait on the same core that starts no earlier than the set
+    waits = sum(int((t.trace.raw["table"][:, 1] == 2).sum()) for t in report.tasks)
+    assert len(flows) == waits > 0
+    for ends in flows.values():
+        ((set_,), (wait,)) = ends["s"], ends["f"]
+        assert set_[4] == "SET_FLAG" and wait[4] == "WAIT_FLAG" and set_[0] == wait[0] and set_[2] <= wait[3]
 
 
 def test_two_kernels_share_the_time_axis(tmp_path: Path):

@@ -372,10 +372,12 @@ class CompiledProgram:
                 t.deps = planned[4]
         if trace:  # records are kept only then: recording off costs nothing
             from pypto.runtime.cache_files import ensure_dir
+            from pypto.runtime.perfetto_trace import write_run_trace
             from pypto.runtime.trace import write_traces
 
             folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
             write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)
+            write_run_trace(report, folder / "run.pftrace")
             report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
             if self.config.timeline:
                 report.timeline_html(self.output_dir / "report" / "timeline.html")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from pypto.hardware import PIPES  # re-exported: the report's pipe order
+
+log = logging.getLogger(__name__)
 
 RECORD_COLUMNS = (
     "index",
@@ -130,6 +134,8 @@ class RunReport:
     # The shared memory system: L2 line hits/misses, bytes served by HBM and by the L2, and how
     # many transfers were slowed because cores shared a bandwidth.
     memory: dict[str, float] = field(default_factory=dict)
+    # The hot-spot table of a report read back from JSON (its records are not saved).
+    saved_hot_lines: list[Any] = field(default_factory=list, repr=False)
 
     def intervals(self, pipe: str, task: int = 0) -> list[tuple[int, int]]:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
@@ -185,6 +191,15 @@ class RunReport:
 
         return report_diff.diff(self, other)
 
+    def hot_lines(self, top: int | None = None) -> list[Any]:
+        """Instruction cycles per Python source line and pipe, most first (``HotLine``: source,
+        pipe, cycles, count, share); needs a traced run or a report saved from one."""
+        from pypto.runtime import hotspots
+
+        chunks = [hotspots.chunk_of(t.trace.raw) for t in self.tasks if t.trace is not None]
+        rows = hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines)
+        return rows[:top] if top is not None else rows
+
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""
         return _views().task_table(self)
@@ -197,10 +212,13 @@ class RunReport:
         return json.dumps(self.to_dict(), indent=indent)
 
     def save(self, path: str | Path) -> Path:
-        """Writes ``to_json()`` to ``path`` (folders created); returns the path."""
+        """Writes ``to_json()`` to ``path`` (folders created); returns the path. Trace files
+        are named relative to the file's folder, so a copied output folder keeps them."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_json())
+        data = self.to_dict()
+        _move_trace_paths(data, lambda p: os.path.relpath(p, path.parent.resolve()))
+        path.write_text(json.dumps(data, indent=1))
         return path
 
     @classmethod
@@ -213,7 +231,16 @@ class RunReport:
 
     @classmethod
     def load(cls, path: str | Path) -> RunReport:
-        return cls.from_json(Path(path).read_text())
+        """Reads a saved report; its trace files are found relative to the file's folder (a
+        warning names each one that is missing)."""
+        path = Path(path)
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            _move_trace_paths(data, lambda p: str((path.parent / p).resolve()))
+            for name in {p for p in data.get("trace_paths", [])}:
+                if not Path(name).is_file():
+                    log.warning("%s names a trace file that is missing: %s", path, name)
+        return _views().from_dict(data)
 
     def timeline_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """A self-contained HTML timeline of this run (needs a recorded run for the pipe lanes)."""
@@ -223,6 +250,15 @@ class RunReport:
 
     def __str__(self) -> str:
         return _views().format_report(self)
+
+
+def _move_trace_paths(data: dict[str, Any], move: Any) -> None:
+    """Rewrites the trace file names of a report's dict (run-level list and per task)."""
+    if isinstance(data.get("trace_paths"), list):
+        data["trace_paths"] = [move(p) for p in data["trace_paths"]]
+    for task in data.get("tasks") or []:
+        if isinstance(task, dict) and isinstance(task.get("trace"), str):
+            task["trace"] = move(task["trace"])
 
 
 def _views():

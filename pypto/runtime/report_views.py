@@ -9,10 +9,12 @@ run one after another and the instructions of one pipe never overlap, so it lies
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 from pypto.errors import PyptoError
+from pypto.runtime.hotspots import HotLine
 from pypto.runtime.report import PIPES, RunReport, TaskReport
 
 SCHEMA = 1
@@ -25,6 +27,7 @@ class ReportError(PyptoError, ValueError):
 KINDS = ("AIC", "AIV")
 LATENCY_BOUND_BELOW = 0.5  # no pipe busier than this on any core: the cores mostly wait
 TASK_ROWS_SHOWN = 8
+HOT_ROWS_SHOWN = 8  # source lines in the printed hot-spot table (the JSON has them all)
 LATENCY_NOTE = (
     "no pipe is busy half the run: the pipes wait on each other (overlap them with pl.pipeline) "
     "or on task dependencies"
@@ -218,6 +221,11 @@ def format_report(report: RunReport) -> str:
         from pypto.runtime.report_kernels import format_kernels
 
         lines.append(format_kernels(report))
+    hot = report.hot_lines()
+    if hot:
+        from pypto.runtime.hotspots import format_hot_lines
+
+        lines.append(textwrap.indent(format_hot_lines(hot, HOT_ROWS_SHOWN), "  "))
     if report.hazards:
         lines.append(f"  hazards: {len(report.hazards)}")
         lines.extend(f"    {h}" for h in report.hazards[:8])
@@ -315,6 +323,7 @@ def to_dict(report: RunReport) -> dict[str, Any]:
         "hazards": list(report.hazards),
         "trace_paths": list(report.trace_paths),
         "memory": dict(report.memory),
+        "hot_lines": [r.to_dict() for r in report.hot_lines()],
         **_kernel_views(report),
     }
 
@@ -376,4 +385,5 @@ def _from_dict(data: dict[str, Any]) -> RunReport:
         list(data["trace_paths"]),
         float(data["clock_hz"]),
         {str(k): v for k, v in dict(data.get("memory", {})).items()},
+        [HotLine(**row) for row in data.get("hot_lines", [])],
     )

@@ -31,6 +31,7 @@ import numpy as np
 from pypto import platforms
 from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
 from pypto.platforms import Platform
+from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 from pypto.tools.opprof_format import API_INSTR, SOURCE, pack_block
 
@@ -217,6 +218,44 @@ def write_launch(
     return bin_path
 
 
+def flag_pairs(ev: dict[str, np.ndarray]) -> np.ndarray:
+    """(set, wait) index pairs of the columns ``kind``, ``start``, ``core``, ``fsrc``, ``fdst``,
+    ``fid`` (a flag's pipes and id; ``fid`` -1: none): each wait takes the earliest set of its
+    flag (same core, pipes and id) still unclaimed by its start, as a queue would; a wait with
+    none is skipped.
+
+    Per flag, in time order (a set before a wait of the same cycle): with S sets and W waits
+    so far, the waits left unpaired so far are U = max(0, max(W - S)) (a wait goes unpaired
+    exactly when it raises that maximum), so the k-th paired wait takes the k-th set."""
+    sync = np.nonzero(((ev["kind"] == 1) | (ev["kind"] == 2)) & (ev["fid"] >= 0))[0]
+    if not len(sync):
+        return np.zeros((0, 2), np.int64)
+    flag = np.stack([ev[k][sync] for k in ("core", "fsrc", "fdst", "fid")])
+    _, group = np.unique(flag, axis=1, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((ev["kind"][sync] != 1, ev["start"][sync], group))
+    sync, group = sync[order], group[order]
+    is_set = ev["kind"][sync] == 1
+    first = np.r_[True, group[1:] != group[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
+
+    def running(x: np.ndarray) -> np.ndarray:  # inclusive count within each flag's run
+        c = np.cumsum(x)
+        return c - (c[base] - x[base])
+
+    sets, waits = running(is_set), running(~is_set)
+    big = 2 * len(group) + 2  # above any W - S: a new flag's values exceed every earlier one
+    reach = (
+        np.maximum.accumulate(np.where(is_set, 0, np.maximum(waits - sets, 0)) + group * big) - group * big
+    )
+    before = np.where(first, 0, np.r_[0, reach[:-1]])
+    paired = ~is_set & (waits - sets <= before)
+    rank = running(paired)
+    set_key = (group * big + sets)[is_set]
+    wait_key = (group * big + rank)[paired]
+    return np.stack([sync[is_set][np.searchsorted(set_key, wait_key)], sync[paired]], axis=1)
+
+
 def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     """Blocks of one launch are consecutive task reports with the same kernel and start."""
     groups: list[list[TaskReport]] = []
@@ -260,13 +299,16 @@ def write_traces(
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
-    for n, group in enumerate(launches(report.tasks)):
-        traced = [t for t in group if t.trace]
-        cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
-        locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
-        flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
-        sim = _opprof_dir(root, group[0].name, stamp, n)
-        paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
-        log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+    groups = launches(report.tasks)
+    with progress("writing traces", len(groups), "launch") as done:
+        for n, group in enumerate(groups):
+            traced = [t for t in group if t.trace]
+            cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
+            locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
+            flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
+            sim = _opprof_dir(root, group[0].name, stamp, n)
+            paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
+            log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+            done.update()
     report.trace_paths.extend(paths)
     return paths

@@ -1,4 +1,4 @@
-"""``python -m pypto.tools.clean_sim_trace <bin | OPPROF dir> [-o DIR] [--keep-scalar] [--raw-metrics]``
+"""``python -m pypto.tools.clean_sim_trace <bin | OPPROF dir>... [-o DIR] [--keep-scalar] [--raw-metrics]``
 
 Turns an op-simulator ``visualize_data.bin`` — written by a pypto run with
 ``RunConfig(trace=True)`` or by the vendor's op simulator — into
@@ -9,7 +9,9 @@ Turns an op-simulator ``visualize_data.bin`` — written by a pypto run with
   ``--raw-metrics``: the block's JSON exactly as stored).
 
 Outputs go next to the input, or to ``-o DIR``; then the raw simulator files are copied to
-``DIR/raw_simulator/`` so the folder stands alone. Prints ``wrote <path>`` per file; a missing
+``DIR/raw_simulator/`` so the folder stands alone. Several inputs (a glob such as
+``OPPROF_*`` matching the folders of several runs) are each cleaned, with ``-o`` into
+``DIR/<the input's OPPROF folder name>/``. Prints ``wrote <path>`` per file; a missing
 input, a corrupt block or a file without a TRACE block is ``error: ...`` and exit status 1.
 
 The rebuild (lanes, sub-lanes, flags to arrows; the rules are listed in
@@ -176,23 +178,45 @@ def _parser() -> argparse.ArgumentParser:
         description="Clean an op-simulator visualize_data.bin into a Perfetto-ready pipeline trace.",
     )
     p.add_argument("--version", action="version", version=f"pypto {__version__}")
-    p.add_argument("path", type=Path, help="visualize_data.bin, or an OPPROF_* folder holding one")
+    p.add_argument(
+        "path",
+        type=Path,
+        nargs="+",
+        help="visualize_data.bin, or an OPPROF_* folder holding one (or several)",
+    )
     p.add_argument("-o", "--output", type=Path, help="output folder (default: next to the input)")
     p.add_argument("--keep-scalar", action="store_true", help="keep the SCALAR lane")
     p.add_argument("--raw-metrics", action="store_true", help="write the API_INSTR block unchanged")
     return p
 
 
+def _opprof_name(path: Path) -> str:
+    """The OPPROF folder an input belongs to (``.../OPPROF_x/simulator/visualize_data.bin``)."""
+    for part in reversed(path.resolve().parts):
+        if part.startswith("OPPROF_"):
+            return part
+    return path.stem
+
+
 @guarded
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        result = clean_file(
-            args.path, args.output, keep_scalar=args.keep_scalar, raw_metrics=args.raw_metrics
-        )
-    except (CleanError, OSError) as e:
-        print(f"error: {error_line(e)}", file=sys.stderr)
+    several = len(args.path) > 1
+    if several and len({_opprof_name(p) for p in args.path}) < len(args.path) and args.output:
+        print("error: two inputs share an OPPROF folder name; clean them one by one", file=sys.stderr)
         return 1
+    for path in args.path:
+        out = args.output / _opprof_name(path) if several and args.output else args.output
+        try:
+            result = clean_file(path, out, keep_scalar=args.keep_scalar, raw_metrics=args.raw_metrics)
+        except (CleanError, OSError) as e:
+            print(f"error: {error_line(e)}", file=sys.stderr)
+            return 1
+        _say(result)
+    return 0
+
+
+def _say(result: Result) -> None:
     for path in result.written:
         print(f"wrote {path}")
     if len(result.written) == 1:
@@ -204,7 +228,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{c.slices} slices on {c.lanes} lanes, {c.flows} flow arrows"
         + (f"; {c.skipped_flags} sync flags skipped (no instruction on one side)" if c.skipped_flags else "")
     )
-    return 0
 
 
 if __name__ == "__main__":

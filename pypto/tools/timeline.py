@@ -5,33 +5,52 @@
     report.timeline_html("timeline.html")   # from a RunReport of a traced run
 
 Above, the task swimlane: one row per core with its tasks (kernel, start, end). Below, per
-core, one lane per pipe it used with every instruction; arrows join each ``set_flag`` to the
-``wait_flag`` it released. Wheel zooms, drag pans, hover shows instruction, source line,
-cycles and bytes, a click opens the source line (the Python files are embedded).
+core, one lane per pipe it used with its busy share; arrows join each ``set_flag`` to the
+``wait_flag`` it released; under the lanes, the hot spots by source line. Zoomed out, a lane
+draws how busy its pipe was per pixel; zoomed in, every instruction. Wheel zooms, drag pans,
+hover shows instruction, source line, cycles and bytes, a click opens the source line (the
+Python files are embedded).
 
 Inputs: a ``RunReport`` with instruction records; a traced run's ``output_dir`` (it holds
 ``report/run.json``, the run's tasks and the trace file of each launch); that ``run.json``;
 or one launch's ``trace.json`` or cleaned ``trace.clean.json`` (times from the launch's start).
+
+The instructions are kept as numpy columns from the records to the page (a million of them
+are a million rows of a few integers, never a million Python objects).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import functools
 import json
+import logging
 import sys
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pypto.errors import PyptoError
+from pypto.runtime.hotspots import LineCycles, hot_lines
+from pypto.runtime.progress import progress
 from pypto.runtime.report import PIPES, RunReport
+from pypto.runtime.trace import flag_pairs
 from pypto.tools._cli import guarded, write_report
 from pypto.tools.timeline_page import render_page
+
+log = logging.getLogger(__name__)
 
 # How trace.json spells pipes inside a flag's ``args.detail`` (the vendor's names).
 _DETAIL_PIPES = {"MTE2": 0, "MTE1": 1, "M": 2, "VEC": 3, "FIX": 4, "MTE3": 5, "S": 6}
 _SYNC_KINDS = {"SET_FLAG": 1, "WAIT_FLAG": 2, "BAR": 3}
+# One column per instruction field; kind 0 an operation, 1 set_flag, 2 wait_flag, 3 barrier;
+# name/source index Model.strings; fsrc/fdst/fid the flag of a set/wait (fid -1: none).
+COLUMNS = ("core", "pipe", "kind", "start", "end", "name", "source", "nbytes", "fsrc", "fdst", "fid")
+HOT_ROWS = 40  # rows of the page's hot-spot table
 
 
 class TimelineError(PyptoError):
@@ -39,22 +58,8 @@ class TimelineError(PyptoError):
 
 
 @dataclass
-class Row:
-    """One instruction on one core, in run cycles."""
-
-    kind: int  # 0 an operation, 1 set_flag, 2 wait_flag, 3 barrier
-    pipe: int
-    start: int
-    end: int
-    name: str
-    source: str
-    nbytes: int = 0
-    flag: tuple[int, int, int] | None = None  # (src pipe, dst pipe, id) of a set/wait
-
-
-@dataclass
 class Model:
-    """What the page draws; ``to_json`` is its embedded data."""
+    """What the page draws: tasks, and the instructions as columns (``COLUMNS``)."""
 
     title: str
     platform: str
@@ -62,69 +67,120 @@ class Model:
     cycles: int
     cores: list[str] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
-    rows: dict[str, list[Row]] = field(default_factory=lambda: defaultdict(list))
     bound: str = ""
-    arrows: list[tuple[Row, Row]] = field(default_factory=list)  # flows a trace drew itself
+    strings: dict[str, int] = field(default_factory=dict)
+    parts: list[dict[str, np.ndarray]] = field(default_factory=list)
+    arrows: list[tuple[int, int]] = field(default_factory=list)  # event pairs a trace drew itself
+    size: int = 0  # instructions added so far
 
     def core(self, name: str) -> int:
         if name not in self.cores:
             self.cores.append(name)
         return self.cores.index(name)
 
-    def to_json(self) -> dict[str, Any]:
-        strings: dict[str, int] = {}
+    def intern(self, text: str) -> int:
+        return self.strings.setdefault(text, len(self.strings))
 
-        def sid(text: str) -> int:
-            return strings.setdefault(text, len(strings))
+    def add(self, **cols: Any) -> int:
+        """Appends instructions (one array or scalar per ``COLUMNS`` name); returns the index
+        of the first."""
+        n = len(cols["start"])
+        part = {k: np.broadcast_to(np.asarray(cols[k], np.int64), (n,)) for k in COLUMNS}
+        self.parts.append(part)
+        self.size += n
+        return self.size - n
 
-        events, flows, lanes = [], [], []  # type: ignore[var-annotated]
-        where: dict[int, int] = {}
-        for ci, core in enumerate(self.cores):
-            rows = sorted(self.rows.get(core, []), key=lambda r: (r.pipe, r.start, r.end))
-            used = sorted({r.pipe for r in rows})
-            lanes.append([PIPES[p] for p in used])
-            first = len(events)
-            for r in rows:
-                where[id(r)] = len(events)
-                events.append(
-                    [ci, used.index(r.pipe), r.start, r.end, sid(r.name), sid(r.source), r.nbytes, r.kind]
-                )
-            flows += [[first + a, first + b] for a, b in _flag_pairs(rows)]
-        flows += [[where[id(a)], where[id(b)]] for a, b in self.arrows if id(a) in where and id(b) in where]
-        return {
-            "title": self.title,
-            "platform": self.platform,
-            "clock_hz": self.clock_hz,
-            "cycles": self.cycles,
-            "bound": self.bound,
-            "cores": self.cores,
-            "lanes": lanes,
-            "tasks": [{**t, "core": self.core(t["core"])} for t in self.tasks],
-            "strings": list(strings),
-            "events": events,
-            "flows": flows,
-            "sources": _sources(strings),
+    def columns(self) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {k: np.zeros(0, np.int64) for k in COLUMNS}
+        return {k: np.concatenate([p[k] for p in self.parts]) for k in COLUMNS}
+
+    def to_page(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The page's metadata and its packed columns (see ``pack``)."""
+        return pack(self)
+
+
+# --- packing for the page ---------------------------------------------------------------------
+def pack(model: Model) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Events sorted by lane (core, then pipe) and start. Per event the page gets the start as
+    a difference from the previous one in its lane, the duration, a site (name, source line,
+    kind) and the bytes (an index into the distinct values): a few bytes each."""
+    rank = {c: i for i, c in enumerate(sorted(model.cores, key=_core_order))}
+    cores = sorted(model.cores, key=_core_order)
+    ev = model.columns()
+    ev["core"] = np.array([rank[c] for c in model.cores], np.int64)[ev["core"]] if model.size else ev["core"]
+    lane_key = ev["core"] * len(PIPES) + ev["pipe"]
+    order = np.lexsort((ev["end"], ev["start"], lane_key))
+    pairs = np.concatenate([flag_pairs(ev), np.array(model.arrows, np.int64).reshape(-1, 2)])
+    ev = {k: v[order] for k, v in ev.items()}
+    lane_key = lane_key[order]
+    where = np.empty_like(order)
+    where[order] = np.arange(len(order))
+    flows = where[pairs]
+
+    keys, offsets, counts = np.unique(lane_key, return_index=True, return_counts=True)
+    dur = ev["end"] - ev["start"]
+    dstart = np.diff(ev["start"], prepend=0)
+    dstart[offsets] = ev["start"][offsets]  # each lane starts from 0
+    op = ev["kind"] == 0
+    lanes = [
+        {
+            "core": int(k // len(PIPES)),
+            "pipe": PIPES[int(k % len(PIPES))],
+            "off": int(o),
+            "n": int(n),
+            "busy": _busy(ev["start"][o : o + n][op[o : o + n]], ev["end"][o : o + n][op[o : o + n]]),
+            "maxdur": int(dur[o : o + n].max()),
         }
+        for k, o, n in zip(keys.tolist(), offsets.tolist(), counts.tolist())
+    ]
+    strings = list(model.strings)
+    site_key = (ev["name"] * max(1, len(strings)) + ev["source"]) * 4 + ev["kind"]
+    sites, site = np.unique(site_key, return_inverse=True)
+    byte_values, byte_code = np.unique(ev["nbytes"], return_inverse=True)
+    ends = [t["end"] for t in model.tasks] + ([int(ev["end"].max())] if model.size else [])
+    meta = {
+        "title": model.title,
+        "platform": model.platform,
+        "clock_hz": model.clock_hz,
+        "cycles": max([model.cycles, 1, *ends]),
+        "bound": model.bound,
+        "cores": cores,
+        "lanes": lanes,
+        "tasks": [{**t, "core": rank[t["core"]]} for t in model.tasks],
+        "sites": [
+            [strings[s // 4 // max(1, len(strings))], strings[s // 4 % max(1, len(strings))], s % 4]
+            for s in sites.tolist()
+        ],  # fmt: skip
+        "byte_values": byte_values.tolist(),
+        "events": model.size,
+        "flows": len(flows),
+        "hot": [r.to_dict() for r in _hot(ev, strings)],
+    }
+    meta["sources"] = _sources({s for _, s, _ in meta["sites"]})
+    columns = {"dstart": dstart, "dur": dur, "site": site, "bytes": byte_code, "flows": flows.ravel()}
+    return meta, columns
 
 
-def _flag_pairs(rows: list[Row]) -> list[tuple[int, int]]:
-    """(set, wait) row indices: each wait takes the earliest set of its flag that fired."""
-    sets: dict[tuple[int, int, int], deque[int]] = defaultdict(deque)
-    pairs = []
-    order = sorted(range(len(rows)), key=lambda i: (rows[i].start, rows[i].kind != 1))
-    for i in order:
-        r = rows[i]
-        if r.kind == 1 and r.flag is not None:
-            sets[r.flag].append(i)
-        elif r.kind == 2 and r.flag is not None and sets[r.flag]:
-            pairs.append((sets[r.flag].popleft(), i))
-    return pairs
+def _busy(start: np.ndarray, end: np.ndarray) -> int:
+    """Cycles covered by at least one of the intervals (``start`` sorted)."""
+    if not len(start):
+        return 0
+    reach = np.maximum.accumulate(end)
+    begin = np.maximum(start[1:], reach[:-1])
+    return int(end[0] - start[0] + np.clip(end[1:] - begin, 0, None).sum())
 
 
-def _sources(strings: dict[str, int]) -> dict[str, list[str]]:
+def _hot(ev: dict[str, np.ndarray], strings: list[str]) -> list[Any]:
+    op = ev["kind"] == 0
+    chunk = LineCycles(strings, ev["source"][op], ev["pipe"][op], ev["end"][op] - ev["start"][op])
+    return hot_lines([chunk], top=HOT_ROWS)
+
+
+def _sources(locations: set[str]) -> dict[str, list[str]]:
     """The Python files the instructions point at (``file:line:col``), embedded for the links."""
     files: dict[str, list[str]] = {}
-    for text in strings:
+    for text in sorted(locations):
         parts = text.rsplit(":", 2)
         if len(parts) == 3 and parts[1].isdigit() and parts[0] not in files:
             path = Path(parts[0])
@@ -139,23 +195,37 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
     model = Model(
         title or _title(report), report.platform, report.clock_hz, report.cycles, bound=str(bound or "")
     )
-    for t in report.tasks:
-        model.core(t.core_name)
-        model.tasks.append(
-            {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
-        )
-        if t.trace is None:
-            continue
-        raw = t.trace.raw
-        strings, table = raw["strings"], raw["table"].tolist()
-        for row, n, s in zip(table, raw["name_id"].tolist(), raw["loc_id"].tolist()):
-            _, kind, pipe, _, start, end, nbytes, _, fsrc, fdst, fid = row
-            flag = (fsrc, fdst, fid) if kind in (1, 2) else None
-            model.rows[t.core_name].append(
-                Row(kind, pipe, t.start + start, t.start + end, strings[n], strings[s], nbytes, flag)
-            )
-    model.cores.sort(key=_core_order)
+    with progress("reading the records", len(report.tasks), "task") as done:
+        for t in report.tasks:
+            _add_task(model, t)
+            done.update()
     return model
+
+
+def _add_task(model: Model, t: Any) -> None:
+    """One task's row of the swimlane and its instructions (when it kept records)."""
+    core = model.core(t.core_name)
+    model.tasks.append(
+        {"kernel": t.name, "core": t.core_name, "start": t.start, "end": t.end, "deps": list(t.deps)}
+    )
+    if t.trace is None or not len(t.trace):
+        return
+    raw = t.trace.raw
+    table = raw["table"]
+    ids = np.array([model.intern(s) for s in raw["strings"]], np.int64)
+    model.add(
+        core=core,
+        pipe=table[:, 2],
+        kind=table[:, 1],
+        start=table[:, 4] + t.start,
+        end=table[:, 5] + t.start,
+        name=ids[raw["name_id"]],
+        source=ids[raw["loc_id"]],
+        nbytes=table[:, 6],
+        fsrc=table[:, 8],
+        fdst=table[:, 9],
+        fid=np.where(np.isin(table[:, 1], (1, 2)), table[:, 10], -1),
+    )
 
 
 def _title(report: RunReport) -> str:
@@ -183,12 +253,12 @@ def _core_name(pid: str) -> str:
     return pid
 
 
-def _flag_of(detail: str) -> tuple[int, int, int] | None:
+def _flag_of(detail: str) -> tuple[int, int, int]:
     fields = dict(part.split(":", 1) for part in detail.split(",") if ":" in part)
     try:
         return (_DETAIL_PIPES[fields["PIPE"]], _DETAIL_PIPES[fields["TRIGGERPIPE"]], int(fields["FLAGID"]))
     except (KeyError, ValueError):
-        return None
+        return (-1, -1, -1)
 
 
 def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
@@ -228,42 +298,65 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     model.clock_hz = model.clock_hz or clock
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
-    placed: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    rows: list[tuple[int, ...]] = []
+    where: dict[tuple[Any, Any], tuple[int, int, int] | None] = {}  # (pid, tid) -> core, pipe, start
+    flags = functools.lru_cache(maxsize=None)(_flag_of)
+    intern, offsets_ = model.intern, offsets or {}
     for e in events:  # type: ignore[misc]
-        pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
-        if e.get("ph") != "X" or pipe not in PIPES:
+        if e.get("ph") != "X":
             continue
-        core = _core_name(procs.get(e["pid"], str(e["pid"])))
-        base = (offsets or {}).get(core, 0)
+        lane = (e.get("pid"), e.get("tid"))
+        if lane not in where:
+            where[lane] = _lane_of(e, procs, lanes, model, offsets_)
+        place = where[lane]
+        if place is None:
+            continue
         args = e.get("args", {})
-        start = base + round(e["ts"] * per_us)
+        start = place[2] + round(e["ts"] * per_us)
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
-        flag = _flag_of(args["detail"]) if kind in (1, 2) else None
+        flag = flags(args["detail"]) if kind in (1, 2) else (-1, -1, -1)
         end = start + int(args.get("cycles", round(e["dur"] * per_us)))
         line = str(args.get("source_line", args.get("source", "")))
-        row = Row(kind, PIPES.index(pipe), start, end, str(e["name"]), line, int(args.get("bytes", 0)), flag)
-        model.core(core)
-        model.rows[core].append(row)
-        placed[(core, row.pipe)].append(row)
-    _read_arrows(events, procs, lanes, placed, per_us, offsets or {}, model)
+        rows.append((place[0], place[1], kind, start, end, intern(str(e["name"])), intern(line),
+                     int(args.get("bytes", 0)), *flag))  # fmt: skip
+    first = model.add(**dict(zip(COLUMNS, np.array(rows, np.int64).reshape(-1, len(COLUMNS)).T)))
+    _read_arrows(events, procs, lanes, rows, first, per_us, offsets or {}, model)
     if offsets is None:
-        model.cycles = max((r.end for rows in model.rows.values() for r in rows), default=0)
+        model.cycles = max((r[4] for r in rows), default=0)
 
 
-def _read_arrows(events, procs, lanes, placed, per_us, offsets, model) -> None:
+def _lane_of(
+    e: dict[str, Any], procs, lanes, model: Model, offsets: dict[str, int]
+) -> tuple[int, int, int] | None:
+    """(core index, pipe, the core's time offset) of an event's lane; None off the pipe lanes."""
+    pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
+    if pipe not in PIPES:
+        return None
+    core = _core_name(procs.get(e["pid"], str(e["pid"])))
+    return model.core(core), PIPES.index(pipe), offsets.get(core, 0)
+
+
+def _read_arrows(events, procs, lanes, rows, first, per_us, offsets, model) -> None:
     """Flow events (``ph`` s/f, one id per arrow) become arrows between the slices they touch."""
-    ends: dict[Any, dict[str, Row]] = defaultdict(dict)
+    placed: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        placed[(r[0], r[1])].append((r[3], r[4], first + i))
+    for lane in placed.values():
+        lane.sort()
+    ends: dict[Any, dict[str, int]] = defaultdict(dict)
     for e in events:
         if e.get("ph") not in ("s", "f"):
             continue
         pipe = lanes.get((e.get("pid"), e.get("tid")), e.get("tid"))
         core = _core_name(procs.get(e.get("pid"), str(e.get("pid"))))
-        if pipe not in PIPES:
+        if pipe not in PIPES or core not in model.cores:
             continue
         t = offsets.get(core, 0) + e["ts"] * per_us
-        hit = [r for r in placed.get((core, PIPES.index(pipe)), []) if r.start - 1 <= t <= r.end + 1]
+        lane = placed.get((model.cores.index(core), PIPES.index(pipe)), [])
+        k = bisect.bisect_right(lane, (t + 1, float("inf"), 0))
+        hit = [r for r in lane[max(0, k - 64) : k] if r[0] - 1 <= t <= r[1] + 1]
         if hit:
-            ends[e.get("id")][e["ph"]] = hit[0]
+            ends[e.get("id")][e["ph"]] = hit[0][2]
     model.arrows += [(pair["s"], pair["f"]) for pair in ends.values() if "s" in pair and "f" in pair]
 
 
@@ -274,11 +367,14 @@ def model_of_run_json(path: Path) -> Model:
     for t in report.tasks:
         if t.trace_file:
             by_trace[t.trace_file][t.core_name] = t.start
-    for trace_file, offsets in by_trace.items():
-        trace = Path(trace_file).with_name("trace.json")
-        if trace.is_file():
-            read_trace(trace, model, offsets)
-    model.cores.sort(key=_core_order)
+    with progress("reading the launches' traces", len(by_trace), "launch") as done:
+        for trace_file, offsets in by_trace.items():
+            trace = Path(trace_file).with_name("trace.json")
+            if trace.is_file():
+                read_trace(trace, model, offsets)
+            else:
+                log.warning("%s: the trace of a launch is missing; its instructions are not drawn", trace)
+            done.update()
     return model
 
 
@@ -303,17 +399,20 @@ def load_model(path: Path) -> Model:
         return model_of_run_json(path)
     model = Model(f"{path.parent.parent.name or path.stem}", "", 0.0, 0)
     read_trace(path, model)
-    model.cores.sort(key=_core_order)
     return model
 
 
 def write_page(model: Model, out: str | Path) -> Path:
     out = Path(out)
-    data = model.to_json()
-    if not data["tasks"] and not data["events"]:
+    if not model.tasks and not model.size:
         raise TimelineError("nothing to draw: no tasks and no instructions")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_page(data))
+    with progress("building the timeline", 2, "step") as done:
+        meta, columns = model.to_page()
+        done.update()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render_page(meta, columns))
+        done.update()
+    log.info("wrote the timeline of %d instructions to %s", model.size, out)
     return out
 
 
@@ -328,8 +427,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(
         prog="pypto-timeline",
-        description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows) "
-        "of a traced run. Open it in any browser; no network needed.",
+        description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows, "
+        "hot spots by source line) of a traced run. Open it in any browser; no network needed.",
     )
     p.add_argument(
         "path",

@@ -14,6 +14,8 @@ header h1{font-size:16px;margin:0 0 2px}
   box-sizing:border-box;border-bottom:1px solid #f0f0f0;line-height:16px}
 #labels .head{font-weight:600;background:#f3f3f3}
 #labels .task{color:#444}
+#labels .group,#labels .head[data-core]{cursor:pointer}
+#labels .group{font-weight:600;background:#e8eef6}
 #wrap{flex:1;position:relative;overflow:hidden}
 canvas{display:block;cursor:grab}
 canvas.drag{cursor:grabbing}
@@ -27,6 +29,13 @@ canvas.drag{cursor:grabbing}
 #legend span{margin-right:10px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:3px;vertical-align:-1px}
 #tl-errors{color:#b00;padding:0 14px}
+#hotspots{margin:8px 14px}
+#hotspots h2{font-size:14px;margin:4px 0}
+#hot{border-collapse:collapse;background:#fff;font-size:12px}
+#hot td,#hot th{border:1px solid #ddd;padding:2px 8px;text-align:right}
+#hot td:first-child,#hot th:first-child{text-align:left;font-family:ui-monospace,monospace}
+#hot tbody tr{cursor:pointer}
+#hot tbody tr:hover{background:#ffe08a}
 """
 
 

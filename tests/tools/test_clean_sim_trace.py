@@ -206,3 +206,26 @@ def test_runs_as_a_module(vendor: Path, tmp_path: Path):
     missing = subprocess.run([sys.executable, "-m", "pypto.tools.clean_sim_trace", str(tmp_path / "nope")],
                              capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
     assert missing.returncode == 1 and "error: no such file or directory" in missing.stderr
+
+
+def test_a_glob_matching_several_runs_cleans_each_into_its_own_folder(tmp_path: Path, capsys):
+    """Two traced runs into one output_dir leave two OPPROF folders; the documented
+    ``OPPROF_*`` glob then names both, and each is cleaned apart (none overwrites another)."""
+    import numpy as np
+    import seed_kernels as sk
+
+    from pypto.runtime import RunConfig
+
+    a = np.ones((sk.ROWS, sk.TC), np.float32)
+    for _ in range(2):
+        sk.single_buffer(a, np.zeros_like(a), config=RunConfig(trace=True, output_dir=tmp_path / "b"))
+    folders = sorted((tmp_path / "b" / "trace" / "single_buffer_incore_0").glob("OPPROF_*"))
+    assert len(folders) == 2
+    code, out, err = run([*folders, "-o", tmp_path / "out"], capsys)
+    assert code == 0 and err == "", err
+    for folder in folders:
+        clean = json.loads((tmp_path / "out" / folder.name / "trace.clean.json").read_text())
+        assert len(slices(clean)) == 3 * sk.NT
+        assert f"wrote {tmp_path / 'out' / folder.name / 'trace.clean.json'}" in out
+    code, out, err = run([*folders], capsys)  # without -o: next to each input
+    assert code == 0 and all((f / "simulator" / "trace.clean.json").is_file() for f in folders)

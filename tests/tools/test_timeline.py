@@ -4,6 +4,7 @@ that writes it from a traced run's folder."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -17,7 +18,8 @@ import pytest
 import seed_kernels as sk
 from png_pixels import count_color, read_png
 
-from pypto.runtime import RunConfig, RunReport
+import pypto.language as pl
+from pypto.runtime import PIPES, RunConfig, RunReport
 from pypto.tools import timeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
@@ -47,7 +49,7 @@ def _traced_gemm(out: Path) -> RunReport:
 
 
 def _body(dom: str) -> dict[str, str]:
-    (tag,) = re.findall(r"<body([^>]*)>", dom)
+    tag = re.findall(r"<body([^>]*)>", dom)[0]  # the first: embedded sources may spell one
     return dict(re.findall(r'data-([\w-]+)="([^"]*)"', tag))
 
 
@@ -113,11 +115,55 @@ def test_24_core_gemm_timeline_in_chromium(chromium, tmp_path: Path):
     assert sum(n for _, _, n in lanes) == int(body["events"])
     for pipe in ("MTE2", "MTE1", "CUBE", "FIXPIPE"):
         assert count_color(pixels, PIPE_RGB[pipe]) > 5 * SWATCH, pipe
+    # each lane's busy cycles are its core's, as the report counts them (scalar work has no records)
+    data = _page_meta(page)
+    busy = {(c.name, p): c.busy[p] for c in report.cores() for p in PIPES if c.busy[p] and p != "SCALAR"}
+    assert {(data["cores"][x["core"]], x["pipe"]): x["busy"] for x in data["lanes"]} == busy
+    assert re.findall(r'data-pipe="(\w+)" data-events="\d+" data-busy="([\d.]+)"', chromium(page).dom)
+
+
+_TYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "f64": "<f8"}
+
+
+def _page_meta(page: Path) -> dict:
+    (payload,) = re.findall(r'<script type="application/json" id="tl-data">(.*?)</script>', page.read_text())
+    return json.loads(payload.replace("<\\/", "</"))
 
 
 def _page_data(page: Path) -> dict:
-    (payload,) = re.findall(r'<script type="application/json" id="tl-data">(.*?)</script>', page.read_text())
-    return json.loads(payload.replace("<\\/", "</"))
+    """The page's metadata, with its packed columns decoded: ``rows`` one per instruction
+    (core, pipe, start, end, name, source, bytes, kind), ``arrows`` as (set row, wait row)."""
+    text, data = page.read_text(), _page_meta(page)
+    found = re.findall(
+        r'<script type="application/octet-stream" id="c-(\w+)" data-type="(\w+)">([^<]*)<', text
+    )
+    cols = {
+        name: np.frombuffer(base64.b64decode(b64), _TYPES[kind]).astype(np.int64) for name, kind, b64 in found
+    }
+    start = np.zeros(data["events"], np.int64)
+    for lane in data["lanes"]:
+        span = slice(lane["off"], lane["off"] + lane["n"])
+        start[span] = np.cumsum(cols["dstart"][span])
+    rows = []
+    for lane in data["lanes"]:
+        for i in range(lane["off"], lane["off"] + lane["n"]):
+            name, source, kind = data["sites"][cols["site"][i]]
+            end = int(start[i] + cols["dur"][i])
+            rows.append(
+                (
+                    lane["core"],
+                    lane["pipe"],
+                    int(start[i]),
+                    end,
+                    name,
+                    source,
+                    data["byte_values"][cols["bytes"][i]],
+                    kind,
+                )
+            )
+    data["rows"] = rows
+    data["arrows"] = sorted((rows[a], rows[b]) for a, b in cols["flows"].reshape(-1, 2).tolist())
+    return data
 
 
 def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
@@ -137,12 +183,12 @@ def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
     )  # not the checkout
     assert done.returncode == 0 and done.stdout.strip() == f"wrote {tmp_path / 'cli.html'}", done.stderr
     from_files = _page_data(tmp_path / "cli.html")
-    for key in ("cores", "lanes", "tasks", "flows", "cycles"):
+    for key in ("cores", "lanes", "tasks", "flows", "cycles", "hot"):
         assert from_files[key] == direct[key], key
-    assert sorted(from_files["events"]) == sorted(direct["events"])
+    assert sorted(from_files["rows"]) == sorted(direct["rows"]) and from_files["arrows"] == direct["arrows"]
     (trace,) = (tmp_path / "build" / "trace").glob("*/OPPROF_*/simulator/trace.json")
-    one = timeline.load_model(trace).to_json()  # a lone launch: times from its start
-    assert len(one["events"]) == len(direct["events"]) and one["flows"] == direct["flows"]
+    one = _page_data(timeline.write_page(timeline.load_model(trace), tmp_path / "one.html"))
+    assert one["events"] == direct["events"] and one["flows"] == direct["flows"]  # times from its start
 
 
 def test_the_page_needs_no_network(tmp_path: Path):
@@ -172,13 +218,11 @@ def test_a_cleaned_trace_draws_its_slices_and_arrows(tmp_path: Path):
     data = _page_data(timeline.write_page(timeline.load_model(tmp_path / "clean" / "trace.clean.json"),
                                           tmp_path / "clean.html"))  # fmt: skip
 
-    def resolved(page: dict, ops_only: bool) -> list:
-        s = page["strings"]
-        return sorted([*e[:4], s[e[4]], s[e[5]], *e[6:]] for e in page["events"] if not (ops_only and e[7]))
-
-    assert resolved(data, False) == resolved(direct, True)  # sync slices are arrows there: operations only
-    assert len(data["flows"]) == len(direct["flows"]) - cleaned["otherData"]["skipped_flags"] > 0
-    assert data["lanes"] == direct["lanes"] and data["cores"] == ["AIV0"]
+    ops = sorted(r for r in direct["rows"] if not r[7])
+    assert sorted(data["rows"]) == ops  # sync slices are arrows there: operations only
+    assert data["flows"] == direct["flows"] - cleaned["otherData"]["skipped_flags"] > 0
+    lane = lambda page: [(x["core"], x["pipe"], x["busy"]) for x in page["lanes"]]  # noqa: E731
+    assert lane(data) == lane(direct) and data["cores"] == ["AIV0"] and data["hot"] == direct["hot"]
 
 
 def test_task_dependencies_are_arrows_in_the_swimlane(chromium, tmp_path: Path):
@@ -197,3 +241,81 @@ def test_task_dependencies_are_arrows_in_the_swimlane(chromium, tmp_path: Path):
     body = _body(shown.dom)
     assert shown.console == [] and body["task-deps"] == "6" and body["task-flows-drawn"] == "6"
     assert body["cores"] == "5" and body["tasks"] == "5"
+
+
+LONG_CORES, LONG_TRIPS, LONG_ROWS = 8, 14_000, 8  # 9 records a trip: 1,008,032 instructions
+
+
+@pl.jit
+def long_loop(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # a long loop of tiny load / add / store
+    for blk in pl.parallel(0, LONG_CORES):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="long_loop"):
+            for _ in pl.pipeline(LONG_TRIPS, stage=2):
+                tile = pl.load(a, [blk * LONG_ROWS, 0], [LONG_ROWS, 8])
+                pl.store(pl.add(tile, tile), [blk * LONG_ROWS, 0], out)
+    return out
+
+
+def test_a_million_instruction_run_opens_draws_and_zooms(chromium, tmp_path: Path):
+    """A real traced run of over a million instructions (a kernel with a long loop of tiny
+    instructions), its page opened in headless Chromium: no console error, every lane drawn
+    (busy-density bars when zoomed out, pixels checked), the wheel narrows the visible range
+    and then the lanes draw instructions, and the hot-spot table names the kernel's lines."""
+    a = np.arange(LONG_CORES * LONG_ROWS * 8, dtype=np.float32).reshape(-1, 8)
+    out = np.zeros_like(a)
+    long_loop(a, out, config=RunConfig(trace=True, output_dir=tmp_path / "build"))
+    np.testing.assert_array_equal(out, 2 * a)
+    report = long_loop.last_report
+    records = sum(len(t.trace) for t in report.tasks)
+    assert records >= 1_000_000
+    page = report.timeline_html(tmp_path / "long.html")
+    shown = chromium(page, screenshot=tmp_path / "long.png", fragment="#selftest")
+    assert shown.console == [] and 'id="tl-errors" data-count="0"' in shown.dom
+    body = _body(shown.dom)
+    assert body["rendered"] == "true" and int(body["events"]) == records
+    assert body["lanes"] == body["dense-lanes"] == str(3 * LONG_CORES)  # zoomed out: densities
+    test = _selftest(shown.dom)
+    (lo, hi), (zlo, zhi) = test["full"], test["zoomed"]
+    assert lo == 0 and hi >= report.cycles and zhi - zlo < 0.5 * (hi - lo)
+    assert test["panned_by"] == pytest.approx(test["pan_expected"], rel=1e-6) and test["panned_by"] > 0
+    assert test["dense_zoomed"] == 0 and test["selected"]  # zoomed in: one box per instruction
+    assert test["collapsed_lanes"] == [3 * LONG_CORES, 0]  # folding the AIV cores hides their lanes
+    pixels = read_png(tmp_path / "long.png")
+    for pipe in ("MTE2", "VECTOR", "MTE3"):
+        assert count_color(pixels, PIPE_RGB[pipe]) > 100 * SWATCH, pipe
+    data = _page_meta(page)
+    core = report.cores()[0]
+    assert {(x["pipe"], x["busy"]) for x in data["lanes"] if x["core"] == 0} == {
+        (p, core.busy[p]) for p in ("MTE2", "VECTOR", "MTE3")
+    }
+    assert data["hot"] == [r.to_dict() for r in report.hot_lines(top=len(data["hot"]))]
+    loads = (
+        Path(__file__)
+        .read_text()
+        .splitlines()
+        .index("                tile = pl.load(a, [blk * LONG_ROWS, 0], [LONG_ROWS, 8])")
+    )
+    assert data["hot"][0]["source"] == f"{__file__}:{loads + 1}:16" and data["hot"][0]["pipe"] == "MTE2"
+
+
+def test_a_copied_output_folder_keeps_its_instruction_lanes(tmp_path: Path, caplog):
+    """run.json names the trace files relative to itself: a copied folder still draws every
+    instruction; a trace file that went missing is a warning naming it, not silence."""
+    import shutil
+
+    report = _traced_pipelined(tmp_path / "build")
+    saved = json.loads((tmp_path / "build" / "report" / "run.json").read_text())
+    assert all(not Path(p).is_absolute() for p in saved["trace_paths"]) and saved["trace_paths"]
+    shutil.copytree(tmp_path / "build", tmp_path / "copy")
+    shutil.rmtree(tmp_path / "build")
+    page = timeline.write_page(timeline.load_model(tmp_path / "copy"), tmp_path / "copy.html")
+    assert _page_data(page)["events"] == sum(len(t.trace) for t in report.tasks) > 0
+    loaded = RunReport.load(tmp_path / "copy" / "report" / "run.json")
+    assert loaded.trace_paths == [
+        str((tmp_path / "copy" / "report" / p).resolve()) for p in saved["trace_paths"]
+    ]
+    (trace,) = loaded.trace_paths
+    Path(trace).unlink()
+    with caplog.at_level("WARNING"):
+        RunReport.load(tmp_path / "copy" / "report" / "run.json")
+    assert f"names a trace file that is missing: {trace}" in caplog.text

@@ -1,0 +1,81 @@
+"""Hot spots by Python source line: where a run's instruction cycles went.
+
+One row per (source line, pipe): the cycles its instructions kept that pipe busy, how many
+ran, and their share of every instruction cycle of the run. Flag and barrier slices are not
+work and are left out. The report (print and JSON) and the timeline page both build their
+table here, from the columns of the instruction records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from pypto.hardware import PIPES
+
+NO_LINE = "(no source line)"  # instructions of a hand-written kernel carry no location
+
+
+@dataclass(frozen=True)
+class HotLine:
+    source: str  # file:line:col
+    pipe: str
+    cycles: int
+    count: int  # instructions executed
+    share: float  # of all instruction cycles of the run, in [0, 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LineCycles:
+    """One chunk of operations: ``loc`` indexes ``strings``; ``cycles`` per instruction."""
+
+    strings: Sequence[str]
+    loc: np.ndarray
+    pipe: np.ndarray
+    cycles: np.ndarray
+
+
+def chunk_of(raw: dict[str, Any]) -> LineCycles:
+    """The operations of one task's native records (``InstrTrace.raw``)."""
+    table = raw["table"]
+    op = table[:, 1] == 0
+    return LineCycles(raw["strings"], raw["loc_id"][op], table[op, 2], table[op, 5] - table[op, 4])
+
+
+def hot_lines(chunks: Iterable[LineCycles], top: int | None = None) -> list[HotLine]:
+    """The table, most cycles first (ties by source then pipe); ``top`` keeps the first rows."""
+    totals: dict[tuple[str, int], list[int]] = {}
+    for c in chunks:
+        if not len(c.loc):
+            continue
+        key = c.loc.astype(np.int64) * len(PIPES) + c.pipe.astype(np.int64)
+        keys, inverse = np.unique(key, return_inverse=True)  # a few hundred sites per million
+        cycles = np.bincount(inverse, weights=c.cycles, minlength=len(keys)).astype(np.int64)
+        counts = np.bincount(inverse, minlength=len(keys))
+        for k, cyc, n in zip(keys.tolist(), cycles.tolist(), counts.tolist()):
+            loc, pipe = divmod(k, len(PIPES))
+            slot = totals.setdefault((c.strings[loc] or NO_LINE, pipe), [0, 0])
+            slot[0] += cyc
+            slot[1] += n
+    whole = sum(v[0] for v in totals.values()) or 1
+    rows = [HotLine(src, PIPES[pipe], cyc, n, cyc / whole) for (src, pipe), (cyc, n) in totals.items()]
+    rows.sort(key=lambda r: (-r.cycles, r.source, PIPES.index(r.pipe)))
+    return rows[:top] if top is not None else rows
+
+
+def format_hot_lines(rows: list[HotLine], top: int = 10) -> str:
+    """The printed table: the ``top`` rows, one per line."""
+    if not rows:
+        return ""
+    width = max(len(r.source) for r in rows[:top])
+    lines = [f"hot spots by source line (top {min(top, len(rows))} of {len(rows)}):"]
+    lines.append(f"  {'source line':<{width}}  {'pipe':<8}{'cycles':>12}{'share':>8}{'count':>10}")
+    for r in rows[:top]:
+        lines.append(f"  {r.source:<{width}}  {r.pipe:<8}{r.cycles:>12,}{r.share:>8.1%}{r.count:>10,}")
+    return "\n".join(lines)

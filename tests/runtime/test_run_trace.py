@@ -1,0 +1,197 @@
+"""The whole-run Perfetto trace (``run.pftrace``), read back with a protobuf wire-format reader
+written here from the format's rules: every instruction of every launch is one slice on its
+core's pipe track, at its run cycle (1 ns = 1 cycle, integers), named by its interned
+instruction name and source line; a few dozen bytes per instruction."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from pypto.runtime import RunConfig
+from pypto.runtime.report import PIPES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import gemm_kernels as gk  # noqa: E402
+import seed_kernels as sk  # noqa: E402
+
+
+def fields(data: bytes) -> list[tuple[int, int | bytes]]:
+    """(field number, value) of one message: varints as ints, length-delimited as bytes."""
+    out, i = [], 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(data, i)
+            out.append((field, value))
+        elif wire == 1:
+            out.append((field, int.from_bytes(data[i : i + 8], "little")))
+            i += 8
+        elif wire == 2:
+            n, i = _varint(data, i)
+            out.append((field, data[i : i + n]))
+            i += n
+        else:
+            raise AssertionError(f"unexpected wire type {wire}")
+    return out
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[i]
+        value |= (b & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if not b & 0x80:
+            return value, i
+
+
+def one(msg: bytes, field: int, default=None):
+    return next((v for f, v in fields(msg) if f == field), default)
+
+
+def read_slices(path: Path, flows: dict | None = None) -> tuple[dict, list[tuple]]:
+    """Tracks (uuid -> (process name, thread name)) and slices (core, lane, start, end, name,
+    source line), resolving each sequence's defaults and interned ids as a viewer does;
+    ``flows`` gets, per flow id, the slices it starts (``s``) and ends (``f``) at."""
+    names: dict[int, str] = {}
+    threads: dict[int, tuple[int, str]] = {}
+    track_of: dict[int, int] = {}
+    interned: dict[int, tuple[dict, dict]] = {}
+    open_: dict[int, list] = defaultdict(list)
+    slices = []
+    for field, packet in fields(path.read_bytes()):
+        assert field == 1
+        desc = one(packet, 60)
+        if desc is not None:
+            uuid = one(desc, 1)
+            proc = one(desc, 3)
+            if proc is not None:
+                names[one(proc, 1)] = one(proc, 6).decode()
+            thread = one(desc, 4)
+            if thread is not None:
+                threads[uuid] = (one(thread, 1), one(thread, 5).decode())
+            continue
+        seq = one(packet, 10)
+        defaults = one(packet, 59)
+        if defaults is not None:
+            track_of[seq] = one(one(defaults, 11), 11)
+            data = one(packet, 12)
+            event_names = {one(m, 1): one(m, 2).decode() for f, m in fields(data) if f == 2}
+            locations = {one(m, 1): one(m, 3).decode() for f, m in fields(data) if f == 4}
+            interned[seq] = (event_names, locations)
+            assert one(packet, 13) == 3 and one(packet, 87) == 1  # state cleared, first packet
+            continue
+        event = one(packet, 11)
+        ts, kind = one(packet, 8), one(event, 9)
+        if kind == 1:
+            assert one(packet, 13) == 2  # uses the sequence's interned names
+            event_names, locations = interned[seq]
+            ends = [(f, v) for f, v in fields(event) if f in (47, 48)]
+            open_[seq].append((ts, event_names[one(event, 10)], locations[one(event, 34)], ends))
+        else:
+            assert kind == 2
+            start, name, loc, ends = open_[seq].pop()
+            pid, lane = threads[track_of[seq]]
+            slices.append((names[pid], lane, start, ts, name, loc))
+            for f, flow in ends if flows is not None else ():
+                flows.setdefault(flow, {}).setdefault("s" if f == 47 else "f", []).append(slices[-1])
+    assert not any(open_.values())
+    return threads, slices
+
+
+def expected(report) -> list[tuple]:
+    rows = []
+    for t in report.tasks:
+        c = t.trace.columns
+        for k in range(len(t.trace)):
+            rows.append(
+                (
+                    t.core_name,
+                    PIPES[c["pipe"][k]],
+                    t.start + int(c["start"][k]),
+                    t.start + int(c["end"][k]),
+                    c["name"][k],
+                    c["loc"][k],
+                )
+            )
+    return sorted(rows)
+
+
+def test_every_launch_on_one_time_axis_with_exact_cycles(tmp_path: Path):
+    a = np.ones((gk.S, gk.S), np.float16)
+    gk.gemm(a, a, np.zeros((gk.S, gk.S), np.float32), config=RunConfig(trace=True, output_dir=tmp_path))
+    report = gk.gemm.last_report
+    path = tmp_path / "trace" / "run.pftrace"
+    flows: dict = {}
+    threads, slices = read_slices(path, flows)
+    assert sorted(slices) == expected(report)  # every instruction, in run cycles, names and lines
+    assert {lane for _, lane in threads.values()} == {"MTE2", "MTE1", "CUBE", "FIXPIPE"}
+    assert len({core for core, *_ in slices}) == len(report.tasks) == 24
+    n = sum(len(t.trace) for t in report.tasks)
+    assert path.stat().st_size <= 40 * n
+    # one arrow per set_flag -> wait_flag pair, as the timeline draws them, each from a set
+    # on one core to a wait on the same core that starts no earlier than the set
+    waits = sum(int((t.trace.raw["table"][:, 1] == 2).sum()) for t in report.tasks)
+    assert len(flows) == waits > 0
+    for ends in flows.values():
+        ((set_,), (wait,)) = ends["s"], ends["f"]
+        assert set_[4] == "SET_FLAG" and wait[4] == "WAIT_FLAG" and set_[0] == wait[0] and set_[2] <= wait[3]
+
+
+def test_two_kernels_share_the_time_axis(tmp_path: Path):
+    """A program of several launches: the later launch's slices start after the earlier's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+    import mixed_scope as ms
+
+    a = np.ones((ms.M, ms.K), np.float16)
+    b = np.ones((ms.K, ms.N), np.float16)
+    ms.scaled_matmul(
+        a, b, np.zeros((ms.M, ms.N), np.float32), 0.5, config=RunConfig(trace=True, output_dir=tmp_path)
+    )
+    report = ms.scaled_matmul.last_report
+    _, slices = read_slices(tmp_path / "trace" / "run.pftrace")
+    assert sorted(slices) == expected(report)
+    last = max(report.tasks, key=lambda t: t.start)
+    assert last.start > 0 and min(s[2] for s in slices if s[0] == last.core_name) >= last.start
+
+
+def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, capsys, monkeypatch):
+    """Off a terminal: log lines at each tenth of the work; on one: a tqdm bar on stderr."""
+    a = np.ones((sk.ROWS, sk.TC), np.float32)
+    config = RunConfig(trace=True, timeline=True, output_dir=tmp_path / "b")
+    with caplog.at_level("INFO", logger="pypto.progress"):
+        sk.single_buffer(a, np.zeros_like(a), config=config)
+    said = [r.getMessage() for r in caplog.records if r.name == "pypto.progress"]
+    steps = (
+        "writing traces: 1 of 1 launch (100%)",
+        "writing the run's trace: 1 of 1 core (100%)",
+        "reading the records: 1 of 1 task (100%)",
+        "building the timeline: 2 of 2 step (100%)",
+    )
+    assert all(step in said for step in steps), said
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    sk.single_buffer(a, np.zeros_like(a), config=config)
+    err = capsys.readouterr().err
+    assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("launch")[0]
+
+
+def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
+    """Perfetto needs properly nested slices per thread: overlaps move to MTE2#1, #2, ... and
+    each sub-lane's slices are disjoint, using as few sub-lanes as the deepest overlap."""
+    from pypto.runtime.perfetto_trace import _sub_lanes
+
+    rng = np.random.default_rng(0)
+    start = np.sort(rng.integers(0, 1000, 400))
+    end = start + rng.integers(0, 40, 400)
+    sub = _sub_lanes(start, end)
+    for k in np.unique(sub):
+        s, e = start[sub == k], end[sub == k]
+        assert (s[1:] >= e[:-1]).all()
+    depth = max(int(((start <= t) & (t < end)).sum()) for t in range(1000))
+    assert sub.max() + 1 == depth
+    assert not _sub_lanes(np.array([0, 5, 5]), np.array([5, 5, 9])).any()  # touching is not overlap

@@ -34,7 +34,7 @@ class Knob(Generic[T]):
 
     def get(self) -> T:
         """The current value; an empty variable counts as unset."""
-        raw = os.environ.get(self.env, "").strip()
+        raw = _read(self.env)
         if not raw:
             return self.default()
         try:
@@ -43,7 +43,25 @@ class Knob(Generic[T]):
             raise PyptoError(f"invalid environment variable {self.env}={raw!r}: {exc}") from None
 
     def is_set(self) -> bool:
-        return bool(os.environ.get(self.env, "").strip())
+        return bool(_read(self.env))
+
+
+_KEYS: dict[str, object] = {}  # a variable's name as os.environ's dict keys it
+
+
+def _read(name: str) -> str:
+    """``os.environ.get(name, "").strip()``. Some knobs are read on every warm kernel call, and
+    ``os.environ.get`` of an unset variable raises and catches a KeyError (about a
+    microsecond); the environment's own dict (kept in step by ``os.environ[...] = ...``,
+    ``putenv`` aside, as ``os.environ`` itself is) answers a miss without one."""
+    data = getattr(os.environ, "_data", None)
+    if data is None:  # not CPython's os.environ on POSIX: the ordinary lookup
+        return os.environ.get(name, "").strip()
+    key = _KEYS.get(name)
+    if key is None:
+        key = _KEYS[name] = os.environ.encodekey(name)
+    raw = data.get(key)
+    return "" if raw is None else os.environ.decodevalue(raw).strip()
 
 
 def _parse_bool(raw: str) -> bool:

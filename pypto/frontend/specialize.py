@@ -164,11 +164,20 @@ def scalar_arg(value: Any, pname: str, fn_name: str, dtype: DataType | None, spa
     return ScalarType(dtype), v
 
 
+# numpy.ndarray once one was seen (the frontend does not import numpy): its shape is already a
+# tuple, so the common argument's key skips the probing below.
+_ARRAY_TYPES: set[type] = set()
+
+
 def _key_of(value: Any) -> tuple:
+    if type(value) in _ARRAY_TYPES:
+        return ("tensor", value.shape, value.dtype)
     shape = getattr(value, "shape", None)
     if shape is not None and not isinstance(value, (int, float)):
         dtype = getattr(value, "dtype", None)
         if dtype is not None:  # dtype objects hash and compare; str() would cost microseconds
+            if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+                _ARRAY_TYPES.add(type(value))
             return ("tensor", tuple(shape), dtype)
     v = scalar_value(value)
     if v is not None:

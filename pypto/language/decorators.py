@@ -87,9 +87,7 @@ class JitFunction:
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Compile (cached per specialisation) and run; ``pl.Out`` arguments are written in
         place and returned. The run's RunReport is kept in ``last_report``."""
-        from pypto.runtime.jit import call_jit
-
-        return call_jit(self, args, kwargs, config)
+        return _call_jit()(self, args, kwargs, config)
 
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """The ``CompiledProgram`` for these arguments (the same instance for the same key).
@@ -123,11 +121,28 @@ def _remember_source(fn: Any) -> None:
     remember_source(fn)
 
 
-def _specialization_key() -> Callable[..., tuple]:
-    # Imported on first use (the frontend imports this module); cached for the warm-call path.
-    from pypto.frontend.specialize import specialization_key
+_WARM: dict[str, Callable[..., Any]] = {}  # the warm call's functions, imported once
 
-    return specialization_key
+
+def _specialization_key() -> Callable[..., tuple]:
+    # Imported on first use (the frontend imports this module); kept for the warm-call path,
+    # where an import statement costs most of a microsecond.
+    found = _WARM.get("key")
+    if found is None:
+        from pypto.frontend.specialize import specialization_key
+
+        found = _WARM["key"] = specialization_key
+    return found
+
+
+def _call_jit() -> Callable[..., Any]:
+    # Imported on first call (the runtime is heavy); kept for the warm-call path.
+    found = _WARM.get("call")
+    if found is None:
+        from pypto.runtime.jit import call_jit
+
+        found = _WARM["call"] = call_jit
+    return found
 
 
 class InlineFunction:

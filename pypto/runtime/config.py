@@ -197,17 +197,30 @@ class RunConfig:
 
     def _compute_compile_key(self) -> tuple:
         disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
-        return (
-            self.platform,
-            self.planner,
-            self.dump_level,
-            disabled,
-            self.trace,
-            str(self.output_dir) if self.output_dir else None,
-            tuple(sorted(self.platform_overrides.items())),
-            self.timeline,
-            self.cost_profile,  # the compiled program keeps its config, so it runs on this table
+        return _HashedOnce(
+            (
+                self.platform,
+                self.planner,
+                self.dump_level,
+                disabled,
+                self.trace,
+                str(self.output_dir) if self.output_dir else None,
+                tuple(sorted(self.platform_overrides.items())),
+                self.timeline,
+                self.cost_profile,  # the compiled program keeps its config, so it runs on this table
+            )
         )
+
+
+class _HashedOnce(tuple):
+    """A tuple that computes its hash once. The compile key holds enums, whose hash is Python
+    code (half a microsecond for the key), and every warm call looks the key up."""
+
+    def __hash__(self) -> int:
+        found = self.__dict__.get("hash")
+        if found is None:
+            found = self.__dict__["hash"] = tuple.__hash__(self)
+        return found
 
 
 _GENERATED_INIT = RunConfig.__init__

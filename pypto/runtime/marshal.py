@@ -115,12 +115,19 @@ def check_no_overlap(arrays: list[tuple[np.ndarray, int]], names: list[str], out
     """Refuses an output that shares memory with another tensor argument (views of one
     buffer): the kernel would read values it has already overwritten."""
     for i in outputs:
+        out = arrays[i][0]
         for j, (other, _) in enumerate(arrays):
-            if j != i and np.may_share_memory(arrays[i][0], other):
+            if j != i and not _owners_apart(out, other) and np.may_share_memory(out, other):
                 raise ArgumentError(
                     f"output argument {names[i]!r} overlaps argument {names[j]!r} (views of one buffer); "
                     "the kernel would read what it already overwrote — pass separate arrays (e.g. a copy)"
                 )
+
+
+def _owners_apart(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two distinct arrays that each own their buffer cannot overlap: the common case, answered
+    without ``np.may_share_memory`` (a third of a microsecond per pair on the warm call)."""
+    return a is not b and a.flags.owndata and b.flags.owndata
 
 
 def scalar_slot(value: Any, *, name: str) -> int:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 
@@ -31,7 +32,6 @@ class ChipScheduler final : public ChipLink, public Waiter {
         options_(o),
         pool_(pool),
         memory_(p),
-        rng_(o.seed),
         aic_free_(per_core(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
         aiv_free_(per_core(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
         aic_busy_(per_core(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
@@ -393,8 +393,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // ---- atomics ----------------------------------------------------------------------------
+  // The generator that shuffles atomic adds, or null when they are not shuffled. Seeded on first
+  // use: seeding a Mersenne twister fills 312 words, a tenth of a tiny kernel's run.
+  std::mt19937_64* shuffler() {
+    if (!options_.shuffle_atomics) return nullptr;
+    if (!rng_) rng_.emplace(options_.seed);
+    return &*rng_;
+  }
+
   void flush_all() {
-    apply_atomics(pending_, options_.shuffle_atomics, rng_);
+    apply_atomics(pending_, shuffler());
     pending_.clear();
   }
 
@@ -403,7 +411,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     std::vector<PendingAtomics> now = take_atomics_for(pending_, task);
     if (now.empty()) return;
     drain();
-    apply_atomics(now, options_.shuffle_atomics, rng_);
+    apply_atomics(now, shuffler());
   }
 
   ChipResult collect() {
@@ -433,7 +441,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   ScheduleOptions options_;
   CorePool* pool_;
   MemorySystem memory_;
-  std::mt19937_64 rng_;
+  std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
   std::vector<bool> aic_busy_, aiv_busy_;
   std::vector<size_t> remaining_deps_;

@@ -7,9 +7,9 @@
 
 namespace pypto::sched {
 
-void apply_atomics(std::vector<PendingAtomics>& v, bool shuffle, std::mt19937_64& rng) {
+void apply_atomics(std::vector<PendingAtomics>& v, std::mt19937_64* shuffle) {
   std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.end < b.end; });
-  if (shuffle) std::shuffle(v.begin(), v.end(), rng);
+  if (shuffle != nullptr) std::shuffle(v.begin(), v.end(), *shuffle);
   for (const PendingAtomics& p : v) {
     for (const AtomicWrite& w : p.writes) vm::accumulate(w.dtype, w.dst, w.data.data(), w.n);
   }

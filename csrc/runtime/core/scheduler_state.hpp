@@ -73,8 +73,8 @@ std::string deadlock_report(const std::vector<std::unique_ptr<Instance>>& instan
 std::vector<std::string> races(const std::vector<std::unique_ptr<Instance>>& instances,
                                const std::vector<TaskSpec>& tasks);
 
-// Applies pending atomic adds in simulated completion order (shuffled when `shuffle`).
-void apply_atomics(std::vector<PendingAtomics>& v, bool shuffle, std::mt19937_64& rng);
+// Applies pending atomic adds in simulated completion order (shuffled by `shuffle` unless null).
+void apply_atomics(std::vector<PendingAtomics>& v, std::mt19937_64* shuffle);
 
 // Takes out of `pending` the adds a task depending on `task` must see: `task`'s own and every
 // other pending add to the same tensors (to keep the completion order).

@@ -5,8 +5,9 @@ Two promises hold on every executor. Ctrl-C (any exception in the caller) cancel
 not yet started and returns at once: the own pool's workers are killed, a foreign executor's
 futures cancelled. A point whose worker process dies is a row with the error, and every other
 point still gets its row: on the own pool the points the dead worker may have been running
-are run again one at a time to find the one that kills its worker; on Dask a ``KilledWorker``
-(Dask's own retries exhausted) is that point's row.
+are run again one at a time to find the one that kills its worker; on another executor (Dask)
+a point whose worker died (``KilledWorker``: Dask's own retries exhausted) is run once more,
+alone, after the others, and is a crash row only if its worker dies again.
 
 The job every point shares (``_worker.Job``: the factory, the arguments, ...) is pickled once
 and shipped once per worker, not once per point: the own pool's workers read it in their
@@ -105,19 +106,41 @@ def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
         for i, (point, folder) in enumerate(ship.points):
             futures[executor.submit(_worker.evaluate, job, point, folder)] = i
             ship.sent += ship.point_bytes(i) + (len(ship.blob) if client is None else 0)
+        dead = []
         for fut in as_completed(futures):
-            try:
+            why = _death(fut)
+            if why is None:
                 out[futures[fut]] = fut.result()
-            except Exception as e:
-                if type(e).__name__ not in _WORKER_DEATHS:
-                    raise
-                out[futures[fut]] = crash_row(f"{type(e).__name__}: {e}".splitlines()[0])
+                tick()
+            else:
+                dead.append((futures[fut], why))
+        # Alone, after the others: a point that only shared a worker with one that killed it
+        # (Dask gives up on every task a dying worker held) runs now; the culprit dies again.
+        for i, why in dead:
+            point, folder = ship.points[i]
+            if client is not None:  # a new key: the first one holds the error
+                fut = client.submit(_worker.evaluate, job, point, folder, pure=False)
+            else:
+                fut = executor.submit(_worker.evaluate, job, point, folder)
+            futures[fut] = i
+            out[i] = crash_row(why) if _death(fut) is not None else fut.result()
             tick()
     except BaseException:
         for fut in futures:
             fut.cancel()
         raise
     return out
+
+
+def _death(fut: Any) -> str | None:
+    """Why ``fut``'s worker process died under it (None: it has a result, or raised another
+    error, which ``fut.result()`` raises again)."""
+    try:
+        fut.result()
+    except Exception as e:
+        if type(e).__name__ in _WORKER_DEATHS:
+            return f"{type(e).__name__}: {e}".splitlines()[0]
+    return None
 
 
 def run_pool(ship: Shipment, tick: Tick) -> list[Row]:

@@ -11,8 +11,10 @@ from pypto.codegen.cpp_expr import DTYPE_ENUM
 from pypto.codegen.emitters import PIPE_CPP
 from pypto.codegen.kernel import MEM_CPP
 from pypto.codegen.regions import MEM_ABI
-from pypto.ir.dtypes import ELEMENT_DTYPES
+from pypto.ir.dtypes import ELEMENT_DTYPES, FP32
 from pypto.ir.enums import MemorySpace, Pipe
+from pypto.ir.ops import get_op
+from pypto.ir.types import TileType
 from pypto.runtime import dtypes, report, trace
 from pypto.runtime.pto_isa import pto_isa_include_dir
 
@@ -31,6 +33,20 @@ def test_python_reads_the_native_tables():
     # The IR's element dtypes are the ABI's, one each, of the same size.
     native = {name: size for _, name, _, size in facts["dtypes"]}
     assert {d.name.lower(): d.itemsize for d in ELEMENT_DTYPES} == native
+
+
+def test_the_ir_puts_each_on_chip_route_on_the_simulators_pipe():
+    # A move or a windowed move the IR puts on another pipe than the ISA runs it on would only
+    # show at run time, as a race between the two pipes.
+    def tile(space: str) -> TileType:
+        return TileType((16, 16), FP32, MemorySpace.DDR if space == "GM" else MemorySpace[space])
+
+    routes = _native.hardware_facts()["routes"]
+    assert {(src, dst) for src, dst, *_ in routes} >= {("Mat", "Left"), ("Acc", "Mat"), ("Vec", "Mat")}
+    for src, dst, pipe, _vec_mat, windowed in routes:
+        assert get_op("tile.move").pipe({"tile": tile(src), "result": tile(dst)}) is Pipe[pipe]
+        if windowed:
+            assert get_op("tile.extract").pipe({"src": tile(src), "result": tile(dst)}) is Pipe[pipe]
 
 
 def test_codegen_spells_each_fact_as_the_kernel_header_does():

@@ -11,7 +11,7 @@ from pypto.codegen.cpp_expr import DTYPE_ENUM
 from pypto.codegen.emitters import PIPE_CPP
 from pypto.codegen.kernel import MEM_CPP
 from pypto.codegen.regions import MEM_ABI
-from pypto.ir.dtypes import ELEMENT_DTYPES, FP32
+from pypto.ir.dtypes import ELEMENT_DTYPES, FP32, from_array_dtype
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.ops import get_op
 from pypto.ir.types import TileType
@@ -33,6 +33,8 @@ def test_python_reads_the_native_tables():
     # The IR's element dtypes are the ABI's, one each, of the same size.
     native = {name: size for _, name, _, size in facts["dtypes"]}
     assert {d.name.lower(): d.itemsize for d in ELEMENT_DTYPES} == native
+    for _, name, numpy_name, _ in facts["dtypes"]:  # and arrays of numpy's name convert to it
+        assert from_array_dtype(numpy_name).name.lower() == name
 
 
 def test_the_ir_puts_each_on_chip_route_on_the_simulators_pipe():

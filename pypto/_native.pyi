@@ -9,7 +9,7 @@ abi_version: int
 # One task as run_tasks and TaskRunner take it: (kernel .so path, entry name, tensor indices,
 # scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write gates (task, tensor), block index,
 # block count, early resolve).
-TaskTuple: TypeAlias = tuple[
+_TaskTuple: TypeAlias = tuple[
     str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool
 ]
 
@@ -42,7 +42,7 @@ def run_kernel(
     max_instructions: int = 0,
 ) -> dict[str, Any]: ...
 def run_tasks(
-    tasks: list[TaskTuple],
+    tasks: list[_TaskTuple],
     tensors: list[tuple[np.ndarray, int]],
     platform: Platform,
     record: bool = False,
@@ -58,7 +58,7 @@ class RunResults:
 class TaskRunner:
     def __init__(
         self,
-        tasks: list[TaskTuple],
+        tasks: list[_TaskTuple],
         platform: Platform,
     ) -> None: ...
     def run(

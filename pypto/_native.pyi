@@ -1,6 +1,6 @@
 """Type stub of the compiled module (csrc/runtime/bind_*.cpp). Thin bindings only."""
 
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -21,11 +21,19 @@ def make_platform(table: dict[str, Any]) -> Platform: ...
 def platform_names() -> list[str]: ...
 def platform_table(name: str, cost_profile: str = ...) -> dict[str, Any]: ...
 def cost_profile_names() -> list[str]: ...
-def hardware_facts() -> dict[str, Any]:
-    """``pipes``, ``flag_pipes``, ``mem_spaces`` (names in ABI order), ``dtypes`` ((code, name,
-    numpy name, size) each), ``routes`` ((src, dst, pipe, only with vec_mat_routes, windowed)
-    each), ``max_event_ids`` and ``isa_dtypes`` (csrc/simulator/hardware.hpp)."""
 
+class _HardwareFacts(TypedDict):
+    """What hardware_facts() returns (csrc/simulator/hardware.hpp)."""
+
+    pipes: list[str]  # in ABI order, as the report names them
+    flag_pipes: list[str]  # the same pipes as traces' flag details spell them
+    mem_spaces: list[str]  # in ABI order
+    dtypes: list[tuple[int, str, str, int]]  # (code, name, numpy name, size)
+    routes: list[tuple[str, str, str, bool, bool]]  # (src, dst, pipe, vec_mat only, windowed)
+    max_event_ids: int
+    isa_dtypes: dict[str, Any]  # per ISA op family, the dtype names its check accepts
+
+def hardware_facts() -> _HardwareFacts: ...
 def load_kernel(path: str) -> None: ...
 def probe_kernel(path: str) -> str: ...
 def run_kernel(

@@ -79,3 +79,11 @@ def test_each_stub_signature_is_the_bindings(name, fn):
     if re.match(r"Initialize self", native.__doc__ or ""):  # a class pybind11 gives no __init__
         pytest.fail(f"{name} is declared but the binding has no constructor")
     assert _stub_params(fn) == _native_params(native)
+
+
+def test_hardware_facts_has_the_keys_the_stub_declares():
+    facts = next(n for n in STUB.body if isinstance(n, ast.ClassDef) and n.name == "_HardwareFacts")
+    keys = [
+        n.target.id for n in facts.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    ]
+    assert sorted(keys) == sorted(_native.hardware_facts())

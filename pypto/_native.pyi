@@ -1,10 +1,17 @@
 """Type stub of the compiled module (csrc/runtime/bind_*.cpp). Thin bindings only."""
 
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 import numpy as np
 
 abi_version: int
+
+# One task as run_tasks and TaskRunner take it: (kernel .so path, entry name, tensor indices,
+# scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write gates (task, tensor), block index,
+# block count, early resolve).
+_TaskTuple: TypeAlias = tuple[
+    str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool
+]
 
 class Platform:
     @property
@@ -14,6 +21,19 @@ def make_platform(table: dict[str, Any]) -> Platform: ...
 def platform_names() -> list[str]: ...
 def platform_table(name: str, cost_profile: str = ...) -> dict[str, Any]: ...
 def cost_profile_names() -> list[str]: ...
+
+class _HardwareFacts(TypedDict):
+    """What hardware_facts() returns (csrc/simulator/hardware.hpp)."""
+
+    pipes: list[str]  # in ABI order, as the report names them
+    flag_pipes: list[str]  # the same pipes as traces' flag details spell them
+    mem_spaces: list[str]  # in ABI order
+    dtypes: list[tuple[int, str, str, int]]  # (code, name, numpy name, size)
+    routes: list[tuple[str, str, str, bool, bool]]  # (src, dst, pipe, vec_mat only, windowed)
+    max_event_ids: int
+    isa_dtypes: dict[str, Any]  # per ISA op family, the dtype names its check accepts
+
+def hardware_facts() -> _HardwareFacts: ...
 def load_kernel(path: str) -> None: ...
 def probe_kernel(path: str) -> str: ...
 def run_kernel(
@@ -25,15 +45,20 @@ def run_kernel(
     block_num: int = 1,
     record: bool = False,
     hazards_fatal: bool = True,
-) -> list[dict[str, Any]]: ...
+    core: str = "aiv",
+    max_cycles: int = 0,
+    max_instructions: int = 0,
+) -> dict[str, Any]: ...
 def run_tasks(
-    tasks: list[tuple[str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool]],
+    tasks: list[_TaskTuple],
     tensors: list[tuple[np.ndarray, int]],
     platform: Platform,
     record: bool = False,
     hazards_fatal: bool = True,
     seed: int | None = None,
-) -> list[dict[str, Any]]: ...
+    max_cycles: int = 0,
+    max_instructions: int = 0,
+) -> dict[str, Any]: ...
 
 class RunResults:
     def to_dict(self) -> dict[str, Any]: ...
@@ -41,9 +66,7 @@ class RunResults:
 class TaskRunner:
     def __init__(
         self,
-        tasks: list[
-            tuple[str, str, list[int], list[int], int, list[int], list[tuple[int, int]], int, int, bool]
-        ],
+        tasks: list[_TaskTuple],
         platform: Platform,
     ) -> None: ...
     def run(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pypto import _native
 
-_FACTS = _native.hardware_facts()  # type: ignore[attr-defined]
+_FACTS = _native.hardware_facts()
 
 PIPES: tuple[str, ...] = tuple(_FACTS["pipes"])  # dataflow order, as the report names them
 FLAG_PIPE_NAMES: tuple[str, ...] = tuple(_FACTS["flag_pipes"])  # AscendC's spellings (PIPE_M, ...)

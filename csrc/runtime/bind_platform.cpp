@@ -75,6 +75,12 @@ py::dict hardware_facts() {
   for (const hw::DType& t : hw::kDTypes)
     dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));
   d["dtypes"] = dtypes;
+  py::list routes;
+  for (const hw::Route& r : hw::kRoutes) {
+    routes.append(py::make_tuple(hw::kMemNames[r.src], hw::kMemNames[r.dst], hw::kPipeNames[r.pipe],
+                                 r.vec_mat, r.windowed));
+  }
+  d["routes"] = routes;
   d["max_event_ids"] = hw::kMaxEventIds;
   d["isa_dtypes"] = isa_dtypes();
   return d;
@@ -129,8 +135,9 @@ void bind_platform(py::module_& m) {
       "A native platform from {'name': base table, 'cost_profile': profile, <field>: value, ...}.");
   m.def("cost_profile_names", &cost_profile_names, "Cost profiles a table can be read under.");
   m.def("hardware_facts", &hardware_facts,
-        "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size), the "
-        "event-id capacity and the dtypes each ISA op family accepts, as the simulator defines "
+        "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size), "
+        "on-chip routes (src, dst, pipe, only with vec_mat_routes, windowed), the event-id "
+        "capacity and the dtypes each ISA op family accepts, as the simulator defines "
         "them.");
   m.def("platform_names", &platform_names, "Names accepted by platform_table().");
   m.def(

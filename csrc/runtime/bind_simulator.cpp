@@ -215,18 +215,24 @@ void bind_simulator(py::module_& m) {
       .def("instr", &instr, py::arg("pipe"), py::arg("spec"), py::arg("name") = "INSTR",
            "Issues one instruction described as an ISA op would describe it, priced by the cost "
            "model.")
-      .def("set_flag",
-           [](ModelHarness& h, int src, int dst, int id) {
-             h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
-           })
-      .def("wait_flag",
-           [](ModelHarness& h, int src, int dst, int id) {
-             h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
-           })
-      .def("barrier",
-           [](ModelHarness& h, int pipe) {
-             h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
-           })
+      .def(
+          "set_flag",
+          [](ModelHarness& h, int src, int dst, int id) {
+            h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
+          },
+          py::arg("src"), py::arg("dst"), py::arg("event_id"))
+      .def(
+          "wait_flag",
+          [](ModelHarness& h, int src, int dst, int id) {
+            h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
+          },
+          py::arg("src"), py::arg("dst"), py::arg("event_id"))
+      .def(
+          "barrier",
+          [](ModelHarness& h, int pipe) {
+            h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
+          },
+          py::arg("pipe"))
       .def("finish", [](ModelHarness& h) { h.model.finish(); })
       .def_property_readonly("records", &records)
       .def_property_readonly("cycles",

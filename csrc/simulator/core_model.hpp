@@ -75,7 +75,7 @@ struct RunLimits {
 struct CoreStats {
   uint64_t total_cycles = 0;
   uint64_t instructions = 0;
-  std::array<uint64_t, 7> pipe_busy{};
+  std::array<uint64_t, PYPTO_NUM_PIPES> pipe_busy{};
   // This kernel instance's share of the memory system's counters: what its own GM transfers
   // looked up in the L2 and drew from HBM and the L2 (a kernel's bytes and hit rate).
   MemoryStats memory;
@@ -149,9 +149,9 @@ class CoreModel {
   bool limited_ = false;  // a limit is set
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
-  std::array<uint64_t, 7> pipe_free_{};
+  std::array<uint64_t, PYPTO_NUM_PIPES> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
-  std::array<Blocked, 7> blocked_{};
+  std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};
   // Set times not yet consumed, one FIFO per flag key in a flat table (a map's node walk
   // missed the cache on every set and wait). The oldest time sits in the entry itself: a
   // set is mostly consumed before the next, and then no second cache line is read.

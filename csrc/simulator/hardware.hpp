@@ -32,6 +32,24 @@ inline constexpr DType kDTypes[] = {
     {PYPTO_BOOL, "bool", "bool", 1},     {PYPTO_UINT32, "uint32", "uint32", 4},
 };
 
+// The on-chip routes a move takes (TMOV), each on one pipe. `windowed`: TEXTRACT/TINSERT take
+// it too. `vec_mat`: only platforms with vec_mat_routes have it (a5; upstream PyPTO's
+// Backend950 adds Vec->Mat and Acc->Vec). The order is the one errors list legal routes in.
+struct Route {
+  int src, dst, pipe;
+  bool vec_mat;
+  bool windowed;
+};
+inline constexpr Route kRoutes[] = {
+    {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false, true},
+    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false, true},
+    {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false, false},
+    {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false, true},
+    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false, true},
+    {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true, true},
+    {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true, true},
+};
+
 // A platform may declare at most this many event ids per pipe pair (and cross-core flag ids):
 // the core model keeps a table of flag queues per (src pipe, dst pipe, id).
 inline constexpr int kMaxEventIds = 64;

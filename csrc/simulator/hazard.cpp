@@ -55,7 +55,7 @@ std::string Hazard::describe() const {
 }
 
 void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported) {
-  for (int p = 0; p < 7; ++p) {
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
     if (p == ref.pipe) continue;  // a pipe executes in order: no race with itself
     const LiveRing& q = live_[p];
     for (size_t i = 0; i < q.size() && q.from_back(i).ref.end > ref.start; ++i) {
@@ -131,7 +131,8 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
   // Only a pipe with an access still in flight when this one starts can race with it; most
   // instructions find none and skip the scan.
   bool overlapping = false;
-  for (int p = 0; p < 7; ++p) overlapping |= p != ref.pipe && latest_end_[p] > ref.start;
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p)
+    overlapping |= p != ref.pipe && latest_end_[p] > ref.start;
   if (overlapping) {
     std::vector<uint32_t> reported;
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);

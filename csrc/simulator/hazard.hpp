@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pypto/abi.h"
+
 namespace pypto {
 
 // A plain aggregate (no member initialisers): an instruction's access list is built on every
@@ -98,9 +100,9 @@ class HazardChecker {
   };
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
-  std::array<LiveRing, 7> live_;
+  std::array<LiveRing, PYPTO_NUM_PIPES> live_;
   // Per pipe, the end of its newest access (pipes run in order: no kept access ends later).
-  std::array<uint64_t, 7> latest_end_{};
+  std::array<uint64_t, PYPTO_NUM_PIPES> latest_end_{};
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

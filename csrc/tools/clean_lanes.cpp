@@ -14,13 +14,14 @@ int lane_of(std::string_view name) {
   }
   std::string_view t = up;
   if (t.substr(0, 5) == "PIPE_") t.remove_prefix(5);
-  static constexpr std::pair<std::string_view, int> kAliases[] = {
-      {"VEC", 3}, {"V", 3}, {"M", 2}, {"MMAD", 2}, {"FIX", 4}, {"S", kScalar}};
+  // Spellings other tools use beyond the simulator's own pipe and flag names.
+  static constexpr std::pair<std::string_view, int> kAliases[] = {{"V", PYPTO_VECTOR},
+                                                                  {"MMAD", PYPTO_CUBE}};
   for (const auto& [alias, lane] : kAliases) {
     if (t == alias) return lane;
   }
   for (int i = 0; i < kLaneCount; ++i) {
-    if (t == kLanes[i]) return i;
+    if (t == kLanes[i] || t == hw::kFlagPipeNames[i]) return i;
   }
   return kNoLane;
 }

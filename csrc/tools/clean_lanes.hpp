@@ -6,14 +6,21 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "simulator/hardware.hpp"
 
 namespace pypto::tools::clean {
 
-constexpr int kLaneCount = 7;
-constexpr int kScalar = 6;
+// One lane per simulator pipe, named and ordered as the report names them.
+constexpr int kLaneCount = PYPTO_NUM_PIPES;
+constexpr int kScalar = PYPTO_SCALAR;
 constexpr int kNoLane = -1;
-constexpr std::array<std::string_view, kLaneCount> kLanes = {"MTE2",    "MTE1", "CUBE",  "VECTOR",
-                                                             "FIXPIPE", "MTE3", "SCALAR"};
+template <size_t... I>
+constexpr std::array<std::string_view, sizeof...(I)> pipe_lanes(std::index_sequence<I...>) {
+  return {hw::kPipeNames[I]...};
+}
+constexpr auto kLanes = pipe_lanes(std::make_index_sequence<kLaneCount>{});
 constexpr std::array<std::string_view, kLaneCount> kLabels = {
     "load (GM\u2192on-chip)", "L1\u2192L0", "matmul", "compute", "L0C out",
     "store (UB\u2192GM)",     "scalar"};

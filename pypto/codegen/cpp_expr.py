@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from pypto.ir.dtypes import DataType
+from pypto.ir.dtypes import ELEMENT_DTYPES, DataType
 from pypto.ir.expr import BinOp, Const, Expr, UnaryOp, Var
 from pypto.ir.types import ScalarType, Type
 
@@ -23,18 +23,8 @@ _CPP_BINOP = {
     "or": "||",
 }
 
-DTYPE_ENUM = {
-    "FP32": "DType::FP32",
-    "FP16": "DType::FP16",
-    "BF16": "DType::BF16",
-    "INT32": "DType::INT32",
-    "INT8": "DType::INT8",
-    "INT16": "DType::INT16",
-    "INT64": "DType::INT64",
-    "UINT8": "DType::UINT8",
-    "UINT32": "DType::UINT32",
-    "BOOL": "DType::BOOL",
-}
+# <pypto/kernel.hpp>'s DType spells each element type as the IR does.
+DTYPE_ENUM = {d.name: f"DType::{d.name}" for d in ELEMENT_DTYPES}
 
 
 def cpp_name(name: str) -> str:

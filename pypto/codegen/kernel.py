@@ -14,19 +14,13 @@ from pypto.codegen.emitters import EMITTERS, EmitError
 from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
 from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
-from pypto.ir.enums import FunctionType
+from pypto.ir.enums import FunctionType, MemorySpace
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
-MEM_CPP = {
-    "Vec": "Mem::Vec",
-    "Mat": "Mem::Mat",
-    "Left": "Mem::Left",
-    "Right": "Mem::Right",
-    "Acc": "Mem::Acc",
-    "Bias": "Mem::Bias",
-}
+# <pypto/kernel.hpp>'s Mem spells each on-chip space as the IR does (GM is never a tile's).
+MEM_CPP = {m.name: f"Mem::{m.name}" for m in MemorySpace if m is not MemorySpace.DDR}
 
 
 def _loc(span: SourceSpan | None) -> str | None:

@@ -17,20 +17,15 @@ from dataclasses import dataclass
 
 from pypto.codegen.cpp_expr import c_string
 from pypto.errors import CodegenError, SourceSpan
+from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Var
 from pypto.ir.printer import print_expr
 from pypto.ir.stmt import Assign, For, Function, If, Stmt
 from pypto.ir.types import MemRef, TileType, is_tile_region
 from pypto.ir.visit import walk
 
-MEM_ABI = {
-    "Vec": "PYPTO_VEC",
-    "Mat": "PYPTO_MAT",
-    "Left": "PYPTO_LEFT",
-    "Right": "PYPTO_RIGHT",
-    "Acc": "PYPTO_ACC",
-    "Bias": "PYPTO_BIAS",
-}
+# abi.h's pypto_mem names each on-chip space PYPTO_<IR name, upper case>.
+MEM_ABI = {m.name: f"PYPTO_{m.name.upper()}" for m in MemorySpace if m is not MemorySpace.DDR}
 _PLANNER_HINT = "or use the PYPTO planner (RunConfig(memory_planner=pypto.passes.MemoryPlanner.PYPTO))"
 
 

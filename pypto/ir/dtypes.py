@@ -66,6 +66,9 @@ ALL_DTYPES: tuple[DataType, ...] = (
     FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT32, BOOL, INDEX, TASK_ID
 )  # fmt: skip
 BY_NAME: dict[str, DataType] = {d.name: d for d in ALL_DTYPES}
+# The element types a tensor or tile holds: the native ABI's pypto_dtype, one each (INDEX and
+# TASK_ID are scalar-only). tests/sim/test_hardware_facts.py compares them with the C++ table.
+ELEMENT_DTYPES: tuple[DataType, ...] = tuple(d for d in ALL_DTYPES if d.kind not in ("index", "task"))
 
 # numpy / torch / ml_dtypes spell dtypes by these names (torch prefixes "torch.").
 _ARRAY_NAMES: dict[str, DataType] = {

@@ -22,7 +22,9 @@ class _DslEnum(enum.Enum):
 
 
 class MemorySpace(_DslEnum):
-    """Where a tile lives. DDR is global memory (tensors); the rest are on-chip buffers."""
+    """Where a tile lives. DDR is global memory (tensors; the simulator's GM); the rest are
+    on-chip buffers. Members and order are the simulator's pypto_mem, compared with it by
+    tests/sim/test_hardware_facts.py (this module stays free of the native library)."""
 
     DDR = "ddr"
     Vec = "vec"  # UB, on the vector core (AIV)
@@ -109,7 +111,8 @@ class ForKind(_DslEnum):
 
 
 class Pipe(_DslEnum):
-    """Hardware pipe an instruction issues on (names as in the run report)."""
+    """Hardware pipe an instruction issues on (names and order as in the run report and the
+    simulator's pypto_pipe, compared with it by tests/sim/test_hardware_facts.py)."""
 
     MTE2 = "mte2"  # GM -> on-chip
     MTE1 = "mte1"  # L1 -> L0A/L0B

@@ -129,8 +129,8 @@ def run_kernel_file(
     kname = name or kernel_name(so_path)
     native_plat = plat.to_native()
 
-    def launch(tensors: list) -> list:
-        return _native.run_kernel(  # type: ignore[call-arg]
+    def launch(tensors: list) -> dict:
+        return _native.run_kernel(
             str(so_path), tensors, m.scalars, native_plat, kname, block_num, record, hazards == "error",
             core, max_cycles, max_instructions,
         )  # fmt: skip

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 
 from pypto import _native, hardware, platforms
-from pypto.ir.enums import Pipe
+from pypto.codegen.cpp_expr import DTYPE_ENUM
+from pypto.codegen.emitters import PIPE_CPP
+from pypto.codegen.kernel import MEM_CPP
+from pypto.codegen.regions import MEM_ABI
+from pypto.ir.dtypes import ELEMENT_DTYPES, FP32, from_array_dtype
+from pypto.ir.enums import MemorySpace, Pipe
+from pypto.ir.ops import get_op
+from pypto.ir.types import TileType
 from pypto.runtime import dtypes, report, trace
+from pypto.runtime.pto_isa import pto_isa_include_dir
 
 
 def test_python_reads_the_native_tables():
@@ -20,7 +28,41 @@ def test_python_reads_the_native_tables():
     for name, code in dtypes.CODES.items():
         if name != "bfloat16":
             assert np.dtype(name).itemsize == hardware.DTYPE_SIZES[code]
-    assert hardware.MEM_SPACES[0] == "GM" and len(hardware.MEM_SPACES) == 7
+    # The IR's memory spaces are the simulator's, in its order; the IR calls global memory DDR.
+    assert ["GM" if m is MemorySpace.DDR else m.name for m in MemorySpace] == list(hardware.MEM_SPACES)
+    # The IR's element dtypes are the ABI's, one each, of the same size.
+    native = {name: size for _, name, _, size in facts["dtypes"]}
+    assert {d.name.lower(): d.itemsize for d in ELEMENT_DTYPES} == native
+    for _, name, numpy_name, _ in facts["dtypes"]:  # and arrays of numpy's name convert to it
+        assert from_array_dtype(numpy_name).name.lower() == name
+
+
+def test_the_ir_puts_each_on_chip_route_on_the_simulators_pipe():
+    # A move or a windowed move the IR puts on another pipe than the ISA runs it on would only
+    # show at run time, as a race between the two pipes.
+    def tile(space: str) -> TileType:
+        return TileType((16, 16), FP32, MemorySpace.DDR if space == "GM" else MemorySpace[space])
+
+    routes = _native.hardware_facts()["routes"]
+    assert {(src, dst) for src, dst, *_ in routes} >= {("Mat", "Left"), ("Acc", "Mat"), ("Vec", "Mat")}
+    for src, dst, pipe, _vec_mat, windowed in routes:
+        assert get_op("tile.move").pipe({"tile": tile(src), "result": tile(dst)}) is Pipe[pipe]
+        if windowed:
+            assert get_op("tile.extract").pipe({"src": tile(src), "result": tile(dst)}) is Pipe[pipe]
+
+
+def test_codegen_spells_each_fact_as_the_kernel_header_does():
+    # Each C++ spelling codegen writes is an enumerator of <pypto/kernel.hpp> standing for the
+    # ABI value of the same pipe, memory space or dtype.
+    header = (pto_isa_include_dir() / "pypto" / "kernel.hpp").read_text()
+    for pipe, spelled in PIPE_CPP.items():
+        assert f"{spelled} = PYPTO_{pipe.name}," in header  # abi.h names pipes as the report does
+    assert set(PIPE_CPP) == set(Pipe)
+    for space, spelled in MEM_CPP.items():
+        assert f"{spelled.removeprefix('Mem::')} = {MEM_ABI[space]}" in header
+    assert set(MEM_CPP) == {m.name for m in MemorySpace} - {"DDR"}
+    for dtype, spelled in DTYPE_ENUM.items():
+        assert f"{spelled.removeprefix('DType::')} = PYPTO_{dtype}" in header
 
 
 @pytest.mark.parametrize(

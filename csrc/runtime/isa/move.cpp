@@ -9,27 +9,19 @@
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/fractal.hpp"
 #include "runtime/isa/vec_math.hpp"
+#include "simulator/hardware.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
 
 namespace {
 
-struct Route {
-  int src, dst, pipe;
-  bool a5_only;
-};
-
-const Route kRoutes[] = {
-    {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false},  {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},
-    {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false},  {PYPTO_MAT, PYPTO_BIAS, PYPTO_MTE1, false},
-    {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false}, {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true},
-    {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true},
-};
+using hw::kRoutes;
+using hw::Route;
 
 const Route* find_route(int src, int dst, const Platform& p) {
   for (const Route& r : kRoutes) {
-    if (r.src == src && r.dst == dst && (!r.a5_only || p.vec_mat_routes)) return &r;
+    if (r.src == src && r.dst == dst && (!r.vec_mat || p.vec_mat_routes)) return &r;
   }
   return nullptr;
 }
@@ -39,7 +31,7 @@ const Route* find_route(int src, int dst, const Platform& p) {
 std::string pypto::isa::legal_routes(int dst, const Platform& p) {
   std::string out;
   for (const Route& r : kRoutes) {
-    if (r.dst != dst || (r.a5_only && !p.vec_mat_routes)) continue;
+    if (r.dst != dst || (r.vec_mat && !p.vec_mat_routes)) continue;
     out += (out.empty() ? "" : ", ") + std::string(mem_name(r.src)) + " -> " + mem_name(r.dst);
   }
   return out.empty() ? "none" : out;

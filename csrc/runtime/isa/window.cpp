@@ -11,27 +11,24 @@
 #include "runtime/isa/cube.hpp"
 #include "runtime/isa/dtype.hpp"
 #include "runtime/isa/vec_math.hpp"
+#include "simulator/hardware.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
 
 namespace {
 
-struct WindowRoute {
-  int src, dst, pipe;
-  bool a5_only;
-};
+using WindowRoute = hw::Route;
 
-const WindowRoute kWindowRoutes[] = {
-    {PYPTO_MAT, PYPTO_LEFT, PYPTO_MTE1, false},   {PYPTO_MAT, PYPTO_RIGHT, PYPTO_MTE1, false},
-    {PYPTO_ACC, PYPTO_MAT, PYPTO_FIXPIPE, false}, {PYPTO_VEC, PYPTO_VEC, PYPTO_VECTOR, false},
-    {PYPTO_ACC, PYPTO_VEC, PYPTO_FIXPIPE, true},  {PYPTO_VEC, PYPTO_MAT, PYPTO_MTE3, true},
-};
+// A route a windowed move may take on platform p.
+bool window_route(const WindowRoute& r, const Platform& p) {
+  return r.windowed && (!r.vec_mat || p.vec_mat_routes);
+}
 
 std::string window_routes(const Platform& p) {
   std::string out;
-  for (const WindowRoute& r : kWindowRoutes) {
-    if (r.a5_only && !p.vec_mat_routes) continue;
+  for (const WindowRoute& r : hw::kRoutes) {
+    if (!window_route(r, p)) continue;
     out += (out.empty() ? "" : ", ") + std::string(mem_name(r.src)) + " -> " + mem_name(r.dst);
   }
   return out;
@@ -39,8 +36,8 @@ std::string window_routes(const Platform& p) {
 
 const WindowRoute& find_window_route(const TileView& s, const TileView& d, const char* op) {
   const Platform& p = current_core().platform;
-  for (const WindowRoute& r : kWindowRoutes) {
-    if (r.src == s.mem && r.dst == d.mem && (!r.a5_only || p.vec_mat_routes)) return r;
+  for (const WindowRoute& r : hw::kRoutes) {
+    if (r.src == s.mem && r.dst == d.mem && window_route(r, p)) return r;
   }
   fail(ErrorKind::kMemorySpace, op,
        std::string("no windowed route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) + " on " +

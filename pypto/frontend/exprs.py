@@ -482,7 +482,7 @@ class ExprLowerer:
                 self.span(node),
             )
         hi = self.index(node.upper) if node.upper is not None else Const(size)
-        n = difference(hi, lo)
+        n = difference(hi, lo, self.fp.scalar_defs)
         if n is None:
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` must have a compile-time length", self.span(node)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import WrongLevelError
+from pypto.errors import TypeCheckError, WrongLevelError
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
@@ -454,3 +454,48 @@ def test_a_helper_called_for_its_effect_drops_its_value():
     y = np.zeros_like(x)
     helper_as_statement(x, y, config=CFG)
     np.testing.assert_array_equal(y, 2 * x)
+
+
+@pl.jit
+def scatter_row_blocks(
+    x: pl.Tensor[[8, 64], pl.FP32],
+    strides: pl.Tensor[[1, 8], pl.INT32],
+    out: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        stride = pl.cast(pl.read(strides, [0, 0]), target_type=pl.INDEX)  # known only at run time
+        for i in pl.range(4):
+            row = i * stride  # a product of two run-time values: the slice below is still 1 row
+            col0 = i * 16 + 8
+            col1 = col0 + 32  # bounds named by variables whose difference folds to 32
+            out[row : row + 1, col0:col1] = pl.mul(x[i : i + 1, 0:32], 2.0)
+    return out
+
+
+def test_slice_lengths_fold_through_products_and_named_bounds():
+    x = randn(8, 64)
+    out = np.zeros((16, 128), np.float32)
+    scatter_row_blocks(x, np.full((1, 8), 3, np.int32), out, config=CFG)
+    want = np.zeros_like(out)
+    for i in range(4):
+        want[i * 3, i * 16 + 8 : i * 16 + 40] = 2 * x[i, :32]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_slice_whose_bounds_differ_by_a_variable_is_refused_at_its_line():
+    @pl.jit
+    def ragged(
+        x: pl.Tensor[[8, 64], pl.FP32],
+        widths: pl.Tensor[[1, 8], pl.INT32],
+        out: pl.Out[pl.Tensor[[8, 64], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            n = pl.cast(pl.read(widths, [0, 0]), target_type=pl.INDEX)
+            c0 = n * 2
+            c1 = c0 + n  # n wide: not a compile-time length
+            out[0:1, c0:c1] = x[0:1, c0:c1]
+        return out
+
+    with pytest.raises(TypeCheckError, match=r"slice `c0:c1` must have a compile-time length") as err:
+        ragged.lower(randn(8, 64), np.ones((1, 8), np.int32), np.zeros((8, 64), np.float32), config=CFG)
+    assert "test_tensor_level.py" in str(err.value)

@@ -11,11 +11,14 @@ on them; this pass places them, so that every later pass sees tiles only:
   multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``);
 * ``pl.full`` is a filled Vec tile; a kernel-local ``pl.create_tensor`` is a tile in the space
   of the values merged into it around loops and across branches (``_tensor_places.py``);
-* values carried by loops and merged by ``if`` become tiles with their producers; the loads
+* values carried by loops and merged by ``if`` become tiles with their producers (a window
+  merged with an on-chip value is loaded where it is yielded); the loads
   and moves both branches of an ``if`` start with (a window each branch multiplies) are
   made once, before it;
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
-  stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec).
+  stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
+  computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
+  on-chip insert (``tile.assemble``).
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
@@ -134,6 +137,8 @@ class _Converter:
                 self.unset.add(s.var.name)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.views:
             self.views[s.var.name] = self.views[s.value.name]
+        elif isinstance(s, Yield):
+            self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
             self.out.append(self.subst(s))
 
@@ -146,6 +151,13 @@ class _Converter:
         new = dataclasses.replace(var, type=tile.type)
         self.tiles[var.name] = new
         return new
+
+    def merged(self, value: Expr) -> Expr:
+        """A yielded value; a window merged with on-chip values (``v = x[row : row + 1, :]`` in
+        one branch, ``v = pl.full(...)`` before it) is loaded here, where its offsets are defined."""
+        if isinstance(value, Var) and value.name in self.views and value.name in self.places:
+            return self.tile_of(value)
+        return value
 
     def loop(self, s: For) -> None:
         iters = []
@@ -253,6 +265,10 @@ class _Converter:
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
+        if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
+            dst = self.read(c.arg("target"))
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.assemble", [dst, tile, c.arg("offset")])
+            return
         target = self.view(c.arg("target"))
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)

@@ -499,3 +499,52 @@ def test_a_slice_whose_bounds_differ_by_a_variable_is_refused_at_its_line():
     with pytest.raises(TypeCheckError, match=r"slice `c0:c1` must have a compile-time length") as err:
         ragged.lower(randn(8, 64), np.ones((1, 8), np.int32), np.zeros((8, 64), np.float32), config=CFG)
     assert "test_tensor_level.py" in str(err.value)
+
+
+@pl.jit
+def gather_rows_or_default(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    ids: pl.Tensor[[1, 8], pl.INT32],
+    out: pl.Out[pl.Tensor[[4, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            v = pl.full([1, 64], dtype=pl.FP32, value=-1.0)
+            r = pl.read(ids, [0, i])
+            if r >= 0:
+                row = pl.cast(r, pl.INDEX)  # defined only in this branch
+                v = x[row : row + 1, :]  # a window merged with the filled tile: loaded here
+            out[i : i + 1, :] = pl.add(v, 1.0)
+    return out
+
+
+def test_a_window_assigned_in_a_branch_is_loaded_in_that_branch():
+    x = randn(16, 64)
+    ids = np.array([[3, -1, 15, 0, 0, 0, 0, 0]], np.int32)
+    out = np.zeros((4, 64), np.float32)
+    gather_rows_or_default(x, ids, out, config=CFG)
+    want = np.stack([x[r] + 1 if r >= 0 else np.zeros(64, np.float32) for r in ids[0, :4]])
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pl.jit
+def pad_and_fill_rows(x: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        buf = pl.full([16, 64], dtype=pl.FP32, value=0.0)
+        buf[0:4, 0:64] = x[0:4, 0:64]  # into a value computed here: an on-chip insert
+        for i in pl.range(4):
+            buf[8 + i : 9 + i, :] = pl.mul(x[i : i + 1, :], 3.0)  # carried around the loop
+        out[:] = pl.add(buf, 1.0)
+    return out
+
+
+def test_assigning_into_a_slice_of_a_kernel_local_value_inserts_on_chip():
+    x = randn(4, 64)
+    out = np.zeros((16, 64), np.float32)
+    pad_and_fill_rows(x, out, config=CFG)
+    want = np.ones((16, 64), np.float32)
+    want[0:4] += x
+    want[8:12] += 3 * x
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    kernel = pad_and_fill_rows.lower(x, out, config=CFG).as_python()
+    assert kernel.count("pl.tile.assemble(") == 2 and kernel.count("pl.tile.store(") == 1

@@ -204,9 +204,8 @@ class _Expander:
         rem_var = dataclasses.replace(s.var, name=self.fresh(f"{s.var.name}_rem"))
         names = {n: self.fresh(n) for n in defined_names(s.body)}
         carried = [dataclasses.replace(it.var, name=self.fresh(it.var.name)) for it in s.iter_args]
-        values: dict[str, Expr] = {s.var.name: rem_var} | {
-            it.var.name: v for it, v in zip(s.iter_args, carried)
-        }
+        values: dict[str, Expr] = {it.var.name: v for it, v in zip(s.iter_args, carried)}
+        values[s.var.name] = rem_var
         iters = tuple(dataclasses.replace(it, var=v, init=i) for it, v, i in zip(s.iter_args, carried, inits))
         results = tuple(dataclasses.replace(r, name=self.fresh(r.name)) for r in s.results)
         body = _subst(s.body, names, values)

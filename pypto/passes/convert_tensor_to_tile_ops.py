@@ -18,7 +18,8 @@ on them; this pass places them, so that every later pass sees tiles only:
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
   stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
   computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
-  on-chip insert (``tile.assemble``).
+  on-chip insert (``tile.assemble``);
+* ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile.
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
@@ -131,6 +132,11 @@ class _Converter:
             self.convert(s, s.value)
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             self.create(s, s.value)
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and self.on_chip_read(s.value):
+            call, _ = bind_call(
+                "tile.read", [self.read(s.value.arg("src")), s.value.arg("indices")], {}, span=s.span
+            )
+            self.out.append(Assign(s.var, call, span=s.span))  # one element of a value computed here
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.tiles:
             self.tiles[s.var.name] = self.tiles[s.value.name]  # an alias of a converted value
             if s.value.name in self.unset:
@@ -141,6 +147,10 @@ class _Converter:
             self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
             self.out.append(self.subst(s))
+
+    def on_chip_read(self, c: Call) -> bool:
+        """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
+        return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
 
     def carried(self, var: Var, value: Expr) -> Var:
         """``var`` (a loop-carried or merged name) retyped to the tile ``value`` is, when it is

@@ -548,3 +548,22 @@ def test_assigning_into_a_slice_of_a_kernel_local_value_inserts_on_chip():
     np.testing.assert_allclose(out, want, rtol=1e-6)
     kernel = pad_and_fill_rows.lower(x, out, config=CFG).as_python()
     assert kernel.count("pl.tile.assemble(") == 2 and kernel.count("pl.tile.store(") == 1
+
+
+@pl.jit
+def row_amax_column(x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 8], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        amax = pl.row_max(pl.abs(x))  # [16, 1], computed on chip
+        for r in pl.range(16):
+            pl.write(out, [r, 3], pl.read(amax, [r, 0]))  # one element at a time
+    return out
+
+
+def test_reading_an_element_of_a_value_computed_in_the_kernel():
+    x = randn(16, 64)
+    out = np.zeros((16, 8), np.float32)
+    row_amax_column(x, out, config=CFG)
+    want = np.zeros_like(out)
+    want[:, 3] = np.abs(x).max(axis=1)
+    np.testing.assert_array_equal(out, want)
+    assert "pl.tile.read(" in row_amax_column.lower(x, out, config=CFG).as_python()

@@ -114,6 +114,8 @@ class ExprLowerer:
             return ListExpr(tuple(self.const(v, node) for v in value), span=self.span(node))
         if isinstance(value, Marker):
             raise TypeCheckError(f"pl.{value.dsl_name} is not a value; call it", self.span(node))
+        if isinstance(value, TaskHandle):  # `as tid` of an earlier scope inside a list: its TaskId
+            return self.flat_op("a TaskId", "system.task_of", [value.name], {}, node, exact=True)
         raise TypeCheckError(
             f"`{ast.unparse(node)}` ({type(value).__name__}) cannot be used in a kernel", self.span(node)
         )

@@ -276,7 +276,8 @@ class _Converter:
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
         if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
-            dst = self.read(c.arg("target"))
+            # writing into a pl.create_tensor that has no values yet is how it gets them
+            dst = self.tile_of(c.arg("target"))
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.assemble", [dst, tile, c.arg("offset")])
             return
         target = self.view(c.arg("target"))

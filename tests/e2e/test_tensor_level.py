@@ -567,3 +567,19 @@ def test_reading_an_element_of_a_value_computed_in_the_kernel():
     want[:, 3] = np.abs(x).max(axis=1)
     np.testing.assert_array_equal(out, want)
     assert "pl.tile.read(" in row_amax_column.lower(x, out, config=CFG).as_python()
+
+
+@pl.jit
+def stage_window(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        local = pl.create_tensor([16, 64], dtype=pl.FP32)
+        local[:, :] = x[8:24, :]  # writing into it is how a kernel-local tensor gets values
+        out[:] = pl.exp(local)
+    return out
+
+
+def test_a_kernel_local_tensor_gets_its_values_by_slice_assignment():
+    x = randn(32, 64)
+    out = np.zeros((16, 64), np.float32)
+    stage_window(x, out, config=CFG)
+    np.testing.assert_allclose(out, np.exp(x[8:24]), rtol=1e-5)

@@ -19,7 +19,8 @@ on them; this pass places them, so that every later pass sees tiles only:
   stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
   computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
   on-chip insert (``tile.assemble``);
-* ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile.
+* ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile, and
+  ``pl.write(v, [r, c], x)`` writes it in place.
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
@@ -38,7 +39,7 @@ from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_bino
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
-from pypto.ir.stmt import Assign, For, Function, If, IterArg, Program, Stmt, Yield
+from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import rewrite
 from pypto.passes._scan import defined_names
@@ -143,6 +144,8 @@ class _Converter:
                 self.unset.add(s.var.name)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.views:
             self.views[s.var.name] = self.views[s.value.name]
+        elif isinstance(s, Eval) and isinstance(s.value, Call) and self.on_chip_write(s.value):
+            self.write(s, s.value)
         elif isinstance(s, Yield):
             self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
@@ -151,6 +154,19 @@ class _Converter:
     def on_chip_read(self, c: Call) -> bool:
         """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
         return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
+
+    def on_chip_write(self, c: Call) -> bool:
+        """``pl.write(v, [r, c], x)`` into a value computed in this kernel."""
+        return c.op == "tensor.write" and self.computed(c.arg("dst")) is not None
+
+    def write(self, s: Eval, c: Call) -> None:
+        """One element of an on-chip value written in place (element by element is how a
+        kernel-local tensor of indices is often filled, so a write gives it values)."""
+        dst = c.arg("dst")
+        args = [self.tile_of(dst), c.arg("indices"), self.subst(c.arg("value"))]
+        call, _ = bind_call("tile.write", args, {}, span=s.span)
+        self.out.append(dataclasses.replace(s, value=call))
+        self.unset.discard(getattr(dst, "name", ""))
 
     def carried(self, var: Var, value: Expr) -> Var:
         """``var`` (a loop-carried or merged name) retyped to the tile ``value`` is, when it is

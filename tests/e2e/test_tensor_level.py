@@ -583,3 +583,26 @@ def test_a_kernel_local_tensor_gets_its_values_by_slice_assignment():
     out = np.zeros((16, 64), np.float32)
     stage_window(x, out, config=CFG)
     np.testing.assert_allclose(out, np.exp(x[8:24]), rtol=1e-5)
+
+
+@pl.jit
+def build_index_tile(ids: pl.Tensor[[8, 8], pl.INT32], out: pl.Out[pl.Tensor[[8, 8], pl.INT32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        idx = pl.create_tensor([8, 8], dtype=pl.INT32)
+        for r in pl.range(8):
+            for k in pl.range(3):
+                pl.write(idx, [r, k], pl.read(ids, [r, k]))  # element by element, on chip
+            for k in pl.range(3, 8):
+                pl.write(idx, [r, k], pl.cast(0, pl.INT32))
+        out[:] = pl.add(idx, idx)
+    return out
+
+
+def test_a_kernel_local_tensor_filled_element_by_element():
+    ids = np.arange(64, dtype=np.int32).reshape(8, 8)
+    out = np.zeros((8, 8), np.int32)
+    build_index_tile(ids, out, config=CFG)
+    want = np.zeros_like(ids)
+    want[:, :3] = 2 * ids[:, :3]
+    np.testing.assert_array_equal(out, want)
+    assert "pl.tile.write(" in build_index_tile.lower(ids, out, config=CFG).as_python()

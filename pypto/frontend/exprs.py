@@ -297,8 +297,9 @@ class ExprLowerer:
         return [self.bind_temp(call, t, node), *args[1:3]], window
 
     def valid_extent(self, tile: Expr) -> list[int | None] | None:
-        """The valid shape ``pl.set_validshape(t, r, c)`` gave ``tile`` in an open block, when
-        compile-time: the part a store writes (the run time checks it again)."""
+        """The valid shape ``pl.set_validshape(t, r, c)`` or ``pl.load(..., valid_shape=)`` gave
+        ``tile`` in an open block, where compile-time: the part a store writes (the run time
+        checks it again)."""
         if not isinstance(tile, Var):
             return None
         for block in reversed(self.fp.blocks):
@@ -310,6 +311,10 @@ class ExprLowerer:
                     rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
                     if isinstance(rows, Const) and isinstance(cols, Const):
                         return [int(rows.value), int(cols.value)]
+                if isinstance(c, Call) and c.op == "tile.load" and isinstance(c.arg("valid_shape"), ListExpr):
+                    # pl.load(..., valid_shape=[r, 4]): a run-time extent (r) is checked at run time
+                    items = c.arg("valid_shape").items  # type: ignore[attr-defined]
+                    return [int(i.value) if isinstance(i, Const) else None for i in items]
                 return None
         return None
 

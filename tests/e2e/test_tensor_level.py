@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import TypeCheckError, WrongLevelError
+from pypto.errors import BoundsCheckError, TypeCheckError, WrongLevelError
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
@@ -606,3 +606,26 @@ def test_a_kernel_local_tensor_filled_element_by_element():
     want[:, :3] = 2 * ids[:, :3]
     np.testing.assert_array_equal(out, want)
     assert "pl.tile.write(" in build_index_tile.lower(ids, out, config=CFG).as_python()
+
+
+def test_a_padded_load_stores_only_its_valid_columns_into_a_narrower_tensor():
+    @pl.jit
+    def narrow(x: pl.Tensor[[16, 8], pl.FP32], out: pl.Out[pl.Tensor[[16, 4], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 8], valid_shape=[16, 4], target_memory=pl.MemorySpace.Vec)
+            pl.store(t, [0, 0], out)  # 4 valid columns: fits the [16, 4] output
+        return out
+
+    @pl.jit
+    def too_wide(x: pl.Tensor[[16, 8], pl.FP32], out: pl.Out[pl.Tensor[[16, 4], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 8], valid_shape=[16, 6], target_memory=pl.MemorySpace.Vec)
+            pl.store(t, [0, 0], out)
+        return out
+
+    x = randn(16, 8)
+    out = np.zeros((16, 4), np.float32)
+    narrow(x, out, config=CFG)
+    np.testing.assert_array_equal(out, x[:, :4])
+    with pytest.raises(BoundsCheckError, match=r"on dim 1 .* the window is 6 long, reaching 6 > size 4"):
+        too_wide.lower(x, out, config=CFG)

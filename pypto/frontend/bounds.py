@@ -2,7 +2,8 @@
 
 ``interval`` bounds an index expression from the ranges of the enclosing loops (so a load
 at ``[i * 64, 0]`` inside ``pl.range(8)`` is known to start in ``[0, 448]``); ``difference``
-computes ``hi - lo`` when it is a constant (the extent of ``a[:, k0:k0 + KS]``).
+computes ``hi - lo`` when it is a constant (the extent of ``a[:, k0:k0 + KS]``, of
+``a[i * n : i * n + 1]``, or of ``a[c0:c1]`` after ``c1 = c0 + KS``).
 """
 
 from __future__ import annotations
@@ -56,41 +57,55 @@ def loop_interval(start: Expr, stop: Expr, step: Expr) -> Interval | None:
     return None
 
 
-Linear = tuple[dict[str, int], int]
+Monomial = tuple[str, ...]  # sorted variable names; () is the constant term
+Polynomial = dict[Monomial, int]
+MAX_TERMS = 64  # a product of sums grows fast; past this the difference is left unknown
 
 
-def linear(e: Expr) -> Linear | None:
-    """``e`` as sum(coef * var) + const, when it is linear with integer coefficients."""
+def polynomial(e: Expr, defs: Mapping[str, Expr] | None = None, depth: int = 0) -> Polynomial | None:
+    """``e`` as a sum of integer multiples of variable products, when it is one.
+
+    A variable with an entry in ``defs`` (an integer scalar assigned once, so its definition
+    holds wherever it is read) is replaced by that definition, so ``c1 = c0 + 64`` gives
+    ``c1 - c0 == 64``."""
+    if depth > 32:  # definitions form a chain, never a cycle; this bounds the work
+        return None
     if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return {}, e.value
+        return {(): e.value} if e.value else {}
     if isinstance(e, Var):
-        return {e.name: 1}, 0
+        if defs is not None and e.name in defs:
+            return polynomial(defs[e.name], defs, depth + 1)
+        return {(e.name,): 1}
     if isinstance(e, UnaryOp) and e.op == "-":
-        inner = linear(e.operand)
-        return ({k: -v for k, v in inner[0].items()}, -inner[1]) if inner else None
+        inner = polynomial(e.operand, defs, depth + 1)
+        return {m: -c for m, c in inner.items()} if inner is not None else None
     if not isinstance(e, BinOp) or e.op not in ("+", "-", "*"):
         return None
-    a, b = linear(e.lhs), linear(e.rhs)
+    a, b = polynomial(e.lhs, defs, depth + 1), polynomial(e.rhs, defs, depth + 1)
     if a is None or b is None:
         return None
+    out: Polynomial = {}
     if e.op == "*":
-        if a[0] and b[0]:
-            return None
-        (terms, c), k = (a, b[1]) if not b[0] else (b, a[1])
-        return {n: v * k for n, v in terms.items()}, c * k
-    sign = 1 if e.op == "+" else -1
-    terms = dict(a[0])
-    for n, v in b[0].items():
-        terms[n] = terms.get(n, 0) + sign * v
-    return {n: v for n, v in terms.items() if v}, a[1] + sign * b[1]
+        for (ma, ca), (mb, cb) in ((x, y) for x in a.items() for y in b.items()):
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+    else:
+        sign = 1 if e.op == "+" else -1
+        out = dict(a)
+        for m, c in b.items():
+            out[m] = out.get(m, 0) + sign * c
+    out = {m: c for m, c in out.items() if c}
+    return out if len(out) <= MAX_TERMS else None
 
 
-def difference(hi: Expr, lo: Expr) -> int | None:
-    """``hi - lo`` when it does not depend on any variable."""
-    a, b = linear(hi), linear(lo)
+def difference(hi: Expr, lo: Expr, defs: Mapping[str, Expr] | None = None) -> int | None:
+    """``hi - lo`` when it does not depend on any variable (``defs`` as for ``polynomial``)."""
+    a, b = polynomial(hi, defs), polynomial(lo, defs)
     if a is None or b is None:
         return None
-    terms = dict(a[0])
-    for n, v in b[0].items():
-        terms[n] = terms.get(n, 0) - v
-    return None if any(terms.values()) else a[1] - b[1]
+    terms = dict(a)
+    for m, c in b.items():
+        terms[m] = terms.get(m, 0) - c
+    if any(c for m, c in terms.items() if m):
+        return None
+    return terms.get((), 0)

@@ -114,6 +114,8 @@ class ExprLowerer:
             return ListExpr(tuple(self.const(v, node) for v in value), span=self.span(node))
         if isinstance(value, Marker):
             raise TypeCheckError(f"pl.{value.dsl_name} is not a value; call it", self.span(node))
+        if isinstance(value, TaskHandle):  # `as tid` of an earlier scope inside a list: its TaskId
+            return self.flat_op("a TaskId", "system.task_of", [value.name], {}, node, exact=True)
         raise TypeCheckError(
             f"`{ast.unparse(node)}` ({type(value).__name__}) cannot be used in a kernel", self.span(node)
         )
@@ -295,8 +297,9 @@ class ExprLowerer:
         return [self.bind_temp(call, t, node), *args[1:3]], window
 
     def valid_extent(self, tile: Expr) -> list[int | None] | None:
-        """The valid shape ``pl.set_validshape(t, r, c)`` gave ``tile`` in an open block, when
-        compile-time: the part a store writes (the run time checks it again)."""
+        """The valid shape ``pl.set_validshape(t, r, c)`` or ``pl.load(..., valid_shape=)`` gave
+        ``tile`` in an open block, where compile-time: the part a store writes (the run time
+        checks it again)."""
         if not isinstance(tile, Var):
             return None
         for block in reversed(self.fp.blocks):
@@ -308,6 +311,10 @@ class ExprLowerer:
                     rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
                     if isinstance(rows, Const) and isinstance(cols, Const):
                         return [int(rows.value), int(cols.value)]
+                if isinstance(c, Call) and c.op == "tile.load" and isinstance(c.arg("valid_shape"), ListExpr):
+                    # pl.load(..., valid_shape=[r, 4]): a run-time extent (r) is checked at run time
+                    items = c.arg("valid_shape").items  # type: ignore[attr-defined]
+                    return [int(i.value) if isinstance(i, Const) else None for i in items]
                 return None
         return None
 
@@ -482,7 +489,7 @@ class ExprLowerer:
                 self.span(node),
             )
         hi = self.index(node.upper) if node.upper is not None else Const(size)
-        n = difference(hi, lo)
+        n = difference(hi, lo, self.fp.scalar_defs)
         if n is None:
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` must have a compile-time length", self.span(node)

@@ -16,6 +16,7 @@ from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.frontend import semantic
 from pypto.frontend.annotations import AnnotationReader
 from pypto.frontend.bind_dynamic import bind_dynamic, is_bind_dynamic
+from pypto.frontend.bounds import polynomial
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
 from pypto.frontend.exprs import ExprLowerer
@@ -87,6 +88,7 @@ class FunctionParser:
         self.exprs = ExprLowerer(self)
         self.annotations = AnnotationReader(self.folder, self.exprs.index)
         self.inner_defs: dict[str, str] = {}
+        self.scalar_defs: dict[str, Expr] = {}
         self.handles: set[str] = set()
         self.params: list[Param] = []
         self.out_names: set[str] = set()
@@ -369,6 +371,8 @@ class FunctionParser:
         var = Var(self.names.claim(name), final, span=span)
         self.emit(Assign(var, rhs, span=self.span(stmt)))
         self.env[name] = var
+        if isinstance(final, ScalarType) and final.dtype.is_integer and polynomial(rhs) is not None:
+            self.scalar_defs[var.name] = rhs  # one assignment per IR name: slice lengths may fold
 
     def store_window(self, target: ast.Subscript, value: ast.expr, stmt: ast.stmt) -> None:
         """``dst[r0:r1, :] = src`` → ``dst = assemble(dst, src, [r0, 0])`` (``out[:] = x`` too)."""

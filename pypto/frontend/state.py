@@ -39,6 +39,7 @@ class ParserState(Protocol):
     exprs: ExprLowerer
     params: list[Param]
     inner_defs: dict[str, str]  # names defined only inside a finished loop/branch -> where
+    scalar_defs: dict[str, Expr]  # IR name of an integer scalar -> the expression assigned to it
     handles: set[str]  # `with pl.at(...) as h` handles seen so far
 
     def span(self, node: ast.AST | None) -> SourceSpan | None: ...

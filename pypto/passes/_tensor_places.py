@@ -76,6 +76,8 @@ def _visit(groups: _Groups, node: object) -> None:
                 acc = node.value.arg("acc")
                 if isinstance(acc, Var):
                     groups.union(acc.name, node.var.name)
+        elif op == "tensor.assemble" and isinstance(target := node.value.arg("target"), Var):
+            groups.union(target.name, node.var.name)  # the target, written
         elif op not in _NOT_ON_CHIP:
             groups.mark(node.var.name, MemorySpace.Vec, node.span)
     elif isinstance(node, Assign) and isinstance(node.value, Var) and isinstance(node.var.type, TensorType):

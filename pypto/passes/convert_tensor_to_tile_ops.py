@@ -11,11 +11,16 @@ on them; this pass places them, so that every later pass sees tiles only:
   multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``);
 * ``pl.full`` is a filled Vec tile; a kernel-local ``pl.create_tensor`` is a tile in the space
   of the values merged into it around loops and across branches (``_tensor_places.py``);
-* values carried by loops and merged by ``if`` become tiles with their producers; the loads
+* values carried by loops and merged by ``if`` become tiles with their producers (a window
+  merged with an on-chip value is loaded where it is yielded); the loads
   and moves both branches of an ``if`` start with (a window each branch multiplies) are
   made once, before it;
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
-  stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec).
+  stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
+  computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
+  on-chip insert (``tile.assemble``);
+* ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile, and
+  ``pl.write(v, [r, c], x)`` writes it in place.
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
@@ -34,7 +39,7 @@ from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_bino
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
-from pypto.ir.stmt import Assign, For, Function, If, IterArg, Program, Stmt, Yield
+from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import rewrite
 from pypto.passes._scan import defined_names
@@ -128,14 +133,40 @@ class _Converter:
             self.convert(s, s.value)
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             self.create(s, s.value)
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and self.on_chip_read(s.value):
+            call, _ = bind_call(
+                "tile.read", [self.read(s.value.arg("src")), s.value.arg("indices")], {}, span=s.span
+            )
+            self.out.append(Assign(s.var, call, span=s.span))  # one element of a value computed here
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.tiles:
             self.tiles[s.var.name] = self.tiles[s.value.name]  # an alias of a converted value
             if s.value.name in self.unset:
                 self.unset.add(s.var.name)
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.views:
             self.views[s.var.name] = self.views[s.value.name]
+        elif isinstance(s, Eval) and isinstance(s.value, Call) and self.on_chip_write(s.value):
+            self.write(s, s.value)
+        elif isinstance(s, Yield):
+            self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
             self.out.append(self.subst(s))
+
+    def on_chip_read(self, c: Call) -> bool:
+        """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
+        return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
+
+    def on_chip_write(self, c: Call) -> bool:
+        """``pl.write(v, [r, c], x)`` into a value computed in this kernel."""
+        return c.op == "tensor.write" and self.computed(c.arg("dst")) is not None
+
+    def write(self, s: Eval, c: Call) -> None:
+        """One element of an on-chip value written in place (element by element is how a
+        kernel-local tensor of indices is often filled, so a write gives it values)."""
+        dst = c.arg("dst")
+        args = [self.tile_of(dst), c.arg("indices"), self.subst(c.arg("value"))]
+        call, _ = bind_call("tile.write", args, {}, span=s.span)
+        self.out.append(dataclasses.replace(s, value=call))
+        self.unset.discard(getattr(dst, "name", ""))
 
     def carried(self, var: Var, value: Expr) -> Var:
         """``var`` (a loop-carried or merged name) retyped to the tile ``value`` is, when it is
@@ -146,6 +177,13 @@ class _Converter:
         new = dataclasses.replace(var, type=tile.type)
         self.tiles[var.name] = new
         return new
+
+    def merged(self, value: Expr) -> Expr:
+        """A yielded value; a window merged with on-chip values (``v = x[row : row + 1, :]`` in
+        one branch, ``v = pl.full(...)`` before it) is loaded here, where its offsets are defined."""
+        if isinstance(value, Var) and value.name in self.views and value.name in self.places:
+            return self.tile_of(value)
+        return value
 
     def loop(self, s: For) -> None:
         iters = []
@@ -253,6 +291,11 @@ class _Converter:
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
+        if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
+            # writing into a pl.create_tensor that has no values yet is how it gets them
+            dst = self.tile_of(c.arg("target"))
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.assemble", [dst, tile, c.arg("offset")])
+            return
         target = self.view(c.arg("target"))
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)

@@ -14,7 +14,8 @@ loop, innermost first:
   straight-line code (also loads first).
 * dynamic bounds: the loop end is computed (``start + (stop - start) // (F*step) * F*step``)
   and a remainder ``pl.range`` loop of the original body runs from there to ``stop``; both
-  sit in a branch on the loop running at all.
+  sit in a branch on the loop running at all (with carried values, the branch yields the
+  remainder's results, or the initial values when the loop does not run).
 
 Loop-carried values (``init_values``) chain through the clones: clone k starts from clone
 k-1's yielded values. Each expansion of an InCore kernel records a
@@ -137,10 +138,6 @@ class _Expander:
             return [plain]
         if all(isinstance(b, Const) for b in (s.start, s.stop)):
             return self.static(plain, plan)
-        if s.iter_args:
-            raise CompileError(
-                "pl.pipeline with loop-carried values (init_values) needs compile-time bounds", s.span
-            )
         return self.dynamic(plain, plan)
 
     def static(self, s: For, plan: _Plan) -> list[Stmt]:
@@ -184,15 +181,35 @@ class _Expander:
         span = Const(plan.depth * plan.step)
         full = make_binop("//", make_binop("-", s.stop, s.start), span)
         end = Var(self.fresh(f"{s.var.name}_end"), INDEX_TYPE, span=s.span)
-        loop, clones = self.main_loop(s, plan, end, False)
+        loop, clones = self.main_loop(s, plan, end, bool(s.iter_args))
+        rem = self.remainder(s, end, loop.results)
+        cond = make_binop(">" if plan.step > 0 else "<", s.stop, s.start)
+        body: tuple[Stmt, ...] = (
+            Assign(end, make_binop("+", s.start, make_binop("*", full, span)), span=s.span),
+            loop,
+            rem,
+        )
+        self.record(plan, [clones])
+        if not s.iter_args:
+            return [If(cond, body, (), span=s.span)]
+        # carried values: the branch yields the remainder's results, or the initial values when
+        # the loop does not run at all
+        inits = tuple(it.init for it in s.iter_args)
+        then_body = (*body, Yield(tuple(rem.results), span=s.span))
+        return [If(cond, then_body, (Yield(inits, span=s.span),), results=s.results, span=s.span)]
+
+    def remainder(self, s: For, start: Var, inits: tuple[Var, ...]) -> For:
+        """The original body from ``start`` to the end, carrying on from ``inits``: fresh
+        names throughout (the loop variable, its carried values, what the body defines)."""
         rem_var = dataclasses.replace(s.var, name=self.fresh(f"{s.var.name}_rem"))
         names = {n: self.fresh(n) for n in defined_names(s.body)}
-        rem_body = _subst(s.body, names, {s.var.name: rem_var})
-        rem = dataclasses.replace(s, var=rem_var, start=end, body=rem_body)
-        cond = make_binop(">" if plan.step > 0 else "<", s.stop, s.start)
-        body = (Assign(end, make_binop("+", s.start, make_binop("*", full, span)), span=s.span), loop, rem)
-        self.record(plan, [clones])
-        return [If(cond, body, (), span=s.span)]
+        carried = [dataclasses.replace(it.var, name=self.fresh(it.var.name)) for it in s.iter_args]
+        values: dict[str, Expr] = {it.var.name: v for it, v in zip(s.iter_args, carried)}
+        values[s.var.name] = rem_var
+        iters = tuple(dataclasses.replace(it, var=v, init=i) for it, v, i in zip(s.iter_args, carried, inits))
+        results = tuple(dataclasses.replace(r, name=self.fresh(r.name)) for r in s.results)
+        body = _subst(s.body, names, values)
+        return dataclasses.replace(s, var=rem_var, start=start, body=body, iter_args=iters, results=results)
 
     def replicate(self, s: For, plan: _Plan, idx: list[Expr], carried: list[Expr], keep_first: bool):
         """The clones of ``s.body`` at the given loop values: (statements with the loads of

@@ -185,3 +185,26 @@ def test_capacity_gate_names_the_other_buffers_when_they_are_the_problem():
         "(shorter lifetimes or smaller tiles), or reduce the pipeline depth "
         "(e.g. `pl.pipeline(stage=)`) to 3."
     ) in line
+
+
+@pl.jit
+def sum_first_rows(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    counts: pl.Tensor[[1, 8], pl.INT32],
+    out: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        n = pl.cast(pl.read(counts, [0, 0]), target_type=pl.INDEX)  # a trip count known at run time
+        acc = pl.full([1, 64], dtype=pl.FP32, value=0.5)
+        for t in pl.pipeline(n, stage=2):
+            acc = pl.add(acc, x[t : t + 1, :])  # carried through the clones and the remainder
+        out[:] = acc
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 16])
+def test_a_value_carried_through_a_pipeline_with_a_run_time_trip_count(n):
+    x = np.random.default_rng(n).random((16, 64), dtype=np.float32)
+    out = np.zeros((1, 64), np.float32)
+    sum_first_rows(x, np.full((1, 8), n, np.int32), out, config=CFG)
+    np.testing.assert_allclose(out[0], 0.5 + x[:n].sum(0), rtol=1e-5)

@@ -95,3 +95,29 @@ def test_a_manual_scope_infers_no_dependency_and_a_forgotten_edge_is_a_race():
 
     with pytest.raises(RaceError, match="no dependency between them"):
         manual_forgotten(a[:16].copy(), np.zeros((16, 64), np.float32), config=CFG)
+
+
+@pl.jit
+def join_handles(
+    x: pl.Tensor[[32, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[32, 64], pl.FP32]],
+    s: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[out]) as low:
+        out[0:16, :] = pl.muls(x[0:16, :], 2.0)
+    with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[out]) as high:
+        out[16:32, :] = pl.muls(x[16:32, :], 3.0)
+    done = pl.system.task_dummy(deps=[low, high])  # the `as` names themselves, listed
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[done]):
+        s[:, :] = pl.adds(x[0:16, :], 1.0)
+    return out, s
+
+
+def test_task_dummy_joins_the_handles_of_earlier_scopes():
+    x = np.ones((32, 64), np.float32)
+    out, s = np.zeros_like(x), np.zeros((16, 64), np.float32)
+    join_handles(x, out, s, config=CFG)
+    np.testing.assert_array_equal(out[:16], 2.0)
+    np.testing.assert_array_equal(out[16:], 3.0)
+    np.testing.assert_array_equal(s, 2.0)
+    assert [t.deps for t in join_handles.last_report.tasks] == [(), (), (0, 1)]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import WrongLevelError
+from pypto.errors import BoundsCheckError, TypeCheckError, WrongLevelError
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
@@ -454,3 +454,178 @@ def test_a_helper_called_for_its_effect_drops_its_value():
     y = np.zeros_like(x)
     helper_as_statement(x, y, config=CFG)
     np.testing.assert_array_equal(y, 2 * x)
+
+
+@pl.jit
+def scatter_row_blocks(
+    x: pl.Tensor[[8, 64], pl.FP32],
+    strides: pl.Tensor[[1, 8], pl.INT32],
+    out: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        stride = pl.cast(pl.read(strides, [0, 0]), target_type=pl.INDEX)  # known only at run time
+        for i in pl.range(4):
+            row = i * stride  # a product of two run-time values: the slice below is still 1 row
+            col0 = i * 16 + 8
+            col1 = col0 + 32  # bounds named by variables whose difference folds to 32
+            out[row : row + 1, col0:col1] = pl.mul(x[i : i + 1, 0:32], 2.0)
+    return out
+
+
+def test_slice_lengths_fold_through_products_and_named_bounds():
+    x = randn(8, 64)
+    out = np.zeros((16, 128), np.float32)
+    scatter_row_blocks(x, np.full((1, 8), 3, np.int32), out, config=CFG)
+    want = np.zeros_like(out)
+    for i in range(4):
+        want[i * 3, i * 16 + 8 : i * 16 + 40] = 2 * x[i, :32]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_slice_whose_bounds_differ_by_a_variable_is_refused_at_its_line():
+    @pl.jit
+    def ragged(
+        x: pl.Tensor[[8, 64], pl.FP32],
+        widths: pl.Tensor[[1, 8], pl.INT32],
+        out: pl.Out[pl.Tensor[[8, 64], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            n = pl.cast(pl.read(widths, [0, 0]), target_type=pl.INDEX)
+            c0 = n * 2
+            c1 = c0 + n  # n wide: not a compile-time length
+            out[0:1, c0:c1] = x[0:1, c0:c1]
+        return out
+
+    with pytest.raises(TypeCheckError, match=r"slice `c0:c1` must have a compile-time length") as err:
+        ragged.lower(randn(8, 64), np.ones((1, 8), np.int32), np.zeros((8, 64), np.float32), config=CFG)
+    assert "test_tensor_level.py" in str(err.value)
+
+
+@pl.jit
+def gather_rows_or_default(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    ids: pl.Tensor[[1, 8], pl.INT32],
+    out: pl.Out[pl.Tensor[[4, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            v = pl.full([1, 64], dtype=pl.FP32, value=-1.0)
+            r = pl.read(ids, [0, i])
+            if r >= 0:
+                row = pl.cast(r, pl.INDEX)  # defined only in this branch
+                v = x[row : row + 1, :]  # a window merged with the filled tile: loaded here
+            out[i : i + 1, :] = pl.add(v, 1.0)
+    return out
+
+
+def test_a_window_assigned_in_a_branch_is_loaded_in_that_branch():
+    x = randn(16, 64)
+    ids = np.array([[3, -1, 15, 0, 0, 0, 0, 0]], np.int32)
+    out = np.zeros((4, 64), np.float32)
+    gather_rows_or_default(x, ids, out, config=CFG)
+    want = np.stack([x[r] + 1 if r >= 0 else np.zeros(64, np.float32) for r in ids[0, :4]])
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pl.jit
+def pad_and_fill_rows(x: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        buf = pl.full([16, 64], dtype=pl.FP32, value=0.0)
+        buf[0:4, 0:64] = x[0:4, 0:64]  # into a value computed here: an on-chip insert
+        for i in pl.range(4):
+            buf[8 + i : 9 + i, :] = pl.mul(x[i : i + 1, :], 3.0)  # carried around the loop
+        out[:] = pl.add(buf, 1.0)
+    return out
+
+
+def test_assigning_into_a_slice_of_a_kernel_local_value_inserts_on_chip():
+    x = randn(4, 64)
+    out = np.zeros((16, 64), np.float32)
+    pad_and_fill_rows(x, out, config=CFG)
+    want = np.ones((16, 64), np.float32)
+    want[0:4] += x
+    want[8:12] += 3 * x
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    kernel = pad_and_fill_rows.lower(x, out, config=CFG).as_python()
+    assert kernel.count("pl.tile.assemble(") == 2 and kernel.count("pl.tile.store(") == 1
+
+
+@pl.jit
+def row_amax_column(x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 8], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        amax = pl.row_max(pl.abs(x))  # [16, 1], computed on chip
+        for r in pl.range(16):
+            pl.write(out, [r, 3], pl.read(amax, [r, 0]))  # one element at a time
+    return out
+
+
+def test_reading_an_element_of_a_value_computed_in_the_kernel():
+    x = randn(16, 64)
+    out = np.zeros((16, 8), np.float32)
+    row_amax_column(x, out, config=CFG)
+    want = np.zeros_like(out)
+    want[:, 3] = np.abs(x).max(axis=1)
+    np.testing.assert_array_equal(out, want)
+    assert "pl.tile.read(" in row_amax_column.lower(x, out, config=CFG).as_python()
+
+
+@pl.jit
+def stage_window(x: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        local = pl.create_tensor([16, 64], dtype=pl.FP32)
+        local[:, :] = x[8:24, :]  # writing into it is how a kernel-local tensor gets values
+        out[:] = pl.exp(local)
+    return out
+
+
+def test_a_kernel_local_tensor_gets_its_values_by_slice_assignment():
+    x = randn(32, 64)
+    out = np.zeros((16, 64), np.float32)
+    stage_window(x, out, config=CFG)
+    np.testing.assert_allclose(out, np.exp(x[8:24]), rtol=1e-5)
+
+
+@pl.jit
+def build_index_tile(ids: pl.Tensor[[8, 8], pl.INT32], out: pl.Out[pl.Tensor[[8, 8], pl.INT32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        idx = pl.create_tensor([8, 8], dtype=pl.INT32)
+        for r in pl.range(8):
+            for k in pl.range(3):
+                pl.write(idx, [r, k], pl.read(ids, [r, k]))  # element by element, on chip
+            for k in pl.range(3, 8):
+                pl.write(idx, [r, k], pl.cast(0, pl.INT32))
+        out[:] = pl.add(idx, idx)
+    return out
+
+
+def test_a_kernel_local_tensor_filled_element_by_element():
+    ids = np.arange(64, dtype=np.int32).reshape(8, 8)
+    out = np.zeros((8, 8), np.int32)
+    build_index_tile(ids, out, config=CFG)
+    want = np.zeros_like(ids)
+    want[:, :3] = 2 * ids[:, :3]
+    np.testing.assert_array_equal(out, want)
+    assert "pl.tile.write(" in build_index_tile.lower(ids, out, config=CFG).as_python()
+
+
+def test_a_padded_load_stores_only_its_valid_columns_into_a_narrower_tensor():
+    @pl.jit
+    def narrow(x: pl.Tensor[[16, 8], pl.FP32], out: pl.Out[pl.Tensor[[16, 4], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 8], valid_shape=[16, 4], target_memory=pl.MemorySpace.Vec)
+            pl.store(t, [0, 0], out)  # 4 valid columns: fits the [16, 4] output
+        return out
+
+    @pl.jit
+    def too_wide(x: pl.Tensor[[16, 8], pl.FP32], out: pl.Out[pl.Tensor[[16, 4], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 8], valid_shape=[16, 6], target_memory=pl.MemorySpace.Vec)
+            pl.store(t, [0, 0], out)
+        return out
+
+    x = randn(16, 8)
+    out = np.zeros((16, 4), np.float32)
+    narrow(x, out, config=CFG)
+    np.testing.assert_array_equal(out, x[:, :4])
+    with pytest.raises(BoundsCheckError, match=r"on dim 1 .* the window is 6 long, reaching 6 > size 4"):
+        too_wide.lower(x, out, config=CFG)

@@ -128,3 +128,21 @@ def test_loop_carried_values_chain_through_the_clones():
     t0, t1, add0, add1, y = loop.body
     assert add0.value.args[0] == loop.iter_args[0].var and add1.value.args[0] == add0.var
     assert y.values == (add1.var,)
+
+
+def test_dynamic_bounds_with_carried_values_yield_through_the_branch():
+    def body(b, a, out, n):
+        acc = b.op("tile.load", a, [0, 0], [64, 128])
+        with b.loop("i", 0, n, kind=ForKind.pipeline, stage=2, init=(acc,)) as lp:
+            t = b.op("tile.load", a, [lp.var * 64, 0], [64, 128])
+            b.yield_(b.op("tile.add", lp.iters[0], t))
+        b.eval("tile.store", lp.results[0], [0, 0], out)
+
+    got = _expand(_kernel(body, dynamic=True))
+    _, branch, _ = got.functions[0].body
+    assert isinstance(branch, If) and branch.results
+    end, main, rest, y = branch.then_body
+    assert rest.iter_args[0].init == main.results[0] and y.values == rest.results
+    assert rest.iter_args[0].var.name != main.iter_args[0].var.name  # each loop its own names
+    (skipped,) = branch.else_body
+    assert skipped.values == (main.iter_args[0].init,)  # no trip: the initial value

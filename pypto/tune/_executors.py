@@ -118,12 +118,18 @@ def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
         # (Dask gives up on every task a dying worker held) runs now; the culprit dies again.
         for i, why in dead:
             point, folder = ship.points[i]
-            if client is not None:  # a new key: the first one holds the error
-                fut = client.submit(_worker.evaluate, job, point, folder, pure=False)
+            try:
+                if client is not None:  # a new key: the first one holds the error
+                    fut = client.submit(_worker.evaluate, job, point, folder, pure=False)
+                else:
+                    fut = executor.submit(_worker.evaluate, job, point, folder)
+            except Exception as e:  # a broken pool refuses new work: the first death stands
+                if type(e).__name__ not in _WORKER_DEATHS:
+                    raise
+                out[i] = crash_row(why)
             else:
-                fut = executor.submit(_worker.evaluate, job, point, folder)
-            futures[fut] = i
-            out[i] = crash_row(why) if _death(fut) is not None else fut.result()
+                futures[fut] = i
+                out[i] = crash_row(why) if _death(fut) is not None else fut.result()
             tick()
     except BaseException:
         for fut in futures:

@@ -125,3 +125,15 @@ def test_a_point_that_kills_its_worker_is_a_row_and_the_others_survive(tmp_path,
             assert "__main__" not in r[3]
     if executor == POOL:
         assert "killed by SIGKILL" in rows[2][3]
+
+
+def test_a_users_own_process_pool_broken_by_a_point_still_gives_every_row(tmp_path):
+    """A caller's ProcessPoolExecutor is broken for good by a worker's death (it refuses new
+    work): every point still gets a row, the deadly ones a crash row, and the sweep returns."""
+    own_pool = "import concurrent.futures\n    executor = concurrent.futures.ProcessPoolExecutor(2)"
+    done = subprocess.run(script(tmp_path, DEADLY_SWEEP, own_pool), cwd=tmp_path, env=env(tmp_path),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split(" ", 3) for line in done.stdout.splitlines()]
+    assert [(r[0], r[1]) for r in rows] == [(str(r), str(d)) for r in (32, 64, 128) for d in (1, 2)]
+    assert all(r[2] == "False" and r[3].startswith("KernelCrashError") for r in rows if r[0] == "64")

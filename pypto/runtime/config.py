@@ -196,16 +196,16 @@ class RunConfig:
         return key
 
     def _compute_compile_key(self) -> tuple:
-        disabled = None if self.disabled_diagnostics is None else tuple(sorted(self.disabled_diagnostics))
+        o = self.compile_options()
         return _HashedOnce(
             (
-                self.platform,
-                self.planner,
-                self.dump_level,
-                disabled,
+                o.platform,
+                o.planner,
+                o.dump_level,
+                o.disabled_diagnostics,
                 self.trace,
                 str(self.output_dir) if self.output_dir else None,
-                tuple(sorted(self.platform_overrides.items())),
+                o.platform_overrides,
                 self.timeline,
                 self.cost_profile,  # the compiled program keeps its config, so it runs on this table
             )

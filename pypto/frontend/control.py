@@ -467,7 +467,7 @@ class ControlFlow(LoopCarry):
             raise TypeCheckError(
                 "pl.at level must be a pl.Level, e.g. pl.Level.CORE_GROUP", self.p.span(call)
             )
-        hint = name_hint(self.p, args["name_hint"], "pl.at") if "name_hint" in args else None
+        hint = name_hint(self.p, args["name_hint"], ast.unparse(call.func)) if "name_hint" in args else None
         names, values = task_deps(self.p, args.get("deps"))
         return level, hint, names, split, task_hints(self.p, args)._replace(dep_values=values)
 

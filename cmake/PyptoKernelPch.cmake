@@ -7,7 +7,7 @@
 # Beside the gch sits a kernel.hpp that forwards to the real one: gcc reads the gch only for a
 # translation unit's first #include, and a second one (mixed kernels join two generated units)
 # must still find a header in the folder where it found the gch.
-set(PYPTO_JIT_GENERATED_CXX_FLAGS "-O1")  # pypto.runtime.build_commands.GENERATED_CXX_FLAGS
+set(PYPTO_JIT_GENERATED_CXX_FLAGS "-O1")  # pypto.kernel_build.commands.GENERATED_CXX_FLAGS
 
 function(pypto_add_kernel_pch)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")

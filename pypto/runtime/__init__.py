@@ -1,6 +1,6 @@
 """Running kernels: RunConfig, build + cache, argument marshalling, launch, reports.
 
-Names load lazily so that ``pypto.runtime.build`` works without the native module.
+Names load lazily so that ``pypto.kernel_build`` works without the native module.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ _EXPORTS = {
     "pypto.runtime.entry": ("run",),
     "pypto.runtime.jit": ("CompiledProgram",),
     "pypto.runtime.launch": ("run_kernel_file",),
-    "pypto.runtime.report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),
+    "pypto.report.run_report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),
     "pypto.runtime.upstream_options": ("UpstreamOptionWarning",),
 }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pypto.runtime.toolchain import Toolchain
+    from pypto.kernel_build.toolchain import Toolchain
 
 _MAX_DIAG_LINES = 40
 _MAX_DIAG_CHARS = 4000

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.runtime.report import PIPES, RunReport
+from pypto.report.run_report import PIPES, RunReport
 
 # The memory counters worth comparing, in print order (any other key is left out).
 MEMORY_KEYS = ("hbm_bytes", "l2_bytes", "l2_hits", "l2_misses", "stalled_transfers")

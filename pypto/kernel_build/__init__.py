@@ -51,13 +51,13 @@ from pathlib import Path
 from pypto import knobs
 from pypto.cache import trim as trim_cache
 from pypto.errors import PyptoError
-from pypto.runtime.build.cache import cache_key, kernel_cache_dir, lookup, lookup_entry, plan
-from pypto.runtime.build.ninja import build_and_publish
-from pypto.runtime.build.source import Job, KernelSource
-from pypto.runtime.build_commands import parse_depfile
-from pypto.runtime.cache_files import atomic_write, ensure_dir
-from pypto.runtime.toolchain import Toolchain
-from pypto.runtime.toolchain import toolchain as installed_toolchain
+from pypto.kernel_build.cache import cache_key, kernel_cache_dir, lookup, lookup_entry, plan
+from pypto.kernel_build.cache_files import atomic_write, ensure_dir
+from pypto.kernel_build.commands import parse_depfile
+from pypto.kernel_build.ninja import build_and_publish
+from pypto.kernel_build.source import Job, KernelSource
+from pypto.kernel_build.toolchain import Toolchain
+from pypto.kernel_build.toolchain import toolchain as installed_toolchain
 
 __all__ = [
     "KernelSource",

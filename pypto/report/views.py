@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.errors import PyptoError
-from pypto.runtime.hotspots import HotLine
-from pypto.runtime.report import PIPES, RunReport, TaskReport
+from pypto.report.hotspots import HotLine
+from pypto.report.run_report import PIPES, RunReport, TaskReport
 
 SCHEMA = 1
 
@@ -218,12 +218,12 @@ def format_report(report: RunReport) -> str:
     if "l2_hits" in report.memory:
         lines.append(_l2_line(report.memory))
     if len({t.name for t in report.tasks}) > 1 and _known(report):
-        from pypto.runtime.report_kernels import format_kernels
+        from pypto.report.kernels import format_kernels
 
         lines.append(format_kernels(report))
     hot = report.hot_lines()
     if hot:
-        from pypto.runtime.hotspots import format_hot_lines
+        from pypto.report.hotspots import format_hot_lines
 
         lines.append(textwrap.indent(format_hot_lines(hot, HOT_ROWS_SHOWN), "  "))
     if report.hazards:
@@ -275,7 +275,7 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
 
 def _task_traces(report: RunReport) -> list[str | None]:
     """Per task, the trace file written for its launch (``write_traces`` order), if any."""
-    from pypto.runtime.trace import launches
+    from pypto.report.trace import launches
 
     paths: list[str | None] = [t.trace_file for t in report.tasks]
     index = {id(t): i for i, t in enumerate(report.tasks)}
@@ -337,7 +337,7 @@ def _kernel_views(report: RunReport) -> dict[str, Any]:
     """The per-kernel rows and the rooflines (derived: ``from_dict`` recomputes them)."""
     if not report.tasks or not _known(report):
         return {}
-    from pypto.runtime.report_kernels import kernels, rooflines
+    from pypto.report.kernels import kernels, rooflines
 
     return {"kernels": [k.to_dict() for k in kernels(report)], "rooflines": rooflines(report).to_dict()}
 

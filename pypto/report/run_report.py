@@ -121,7 +121,7 @@ class RunReport:
     """The profile of one run. ``cycles`` is end to end; ``pipe_busy`` sums all tasks.
 
     Views (utilisation per core and per core kind, the bounding pipe, the task table, JSON)
-    are computed from the tasks; see ``pypto.runtime.report_views``."""
+    are computed from the tasks; see ``pypto.report.views``."""
 
     platform: str
     cycles: int
@@ -172,29 +172,29 @@ class RunReport:
 
     def kernels(self) -> list[Any]:
         """Per kernel name, in start order: its time, cores, HBM bytes, L2 hit rate and bound
-        (``KernelUse``, see ``pypto.runtime.report_kernels``)."""
-        from pypto.runtime import report_kernels
+        (``KernelUse``, see ``pypto.report.kernels``)."""
+        from pypto.report import kernels as report_kernels
 
         return report_kernels.kernels(self)
 
     def rooflines(self) -> Any:
         """The makespan against the HBM, CUBE and VECTOR rooflines (``Rooflines``)."""
-        from pypto.runtime import report_kernels
+        from pypto.report import kernels as report_kernels
 
         return report_kernels.rooflines(self)
 
     def diff(self, other: RunReport) -> Any:
         """This run (the baseline) against ``other``: makespan, per-pipe busy cycles, per-kernel
         time and memory counters, each absolute and in %, naming the pipe and kernel that
-        changed most (``ReportDiff``, see ``pypto.runtime.report_diff``)."""
-        from pypto.runtime import report_diff
+        changed most (``ReportDiff``, see ``pypto.report.diff``)."""
+        from pypto.report import diff as report_diff
 
         return report_diff.diff(self, other)
 
     def hot_lines(self, top: int | None = None) -> list[Any]:
         """Instruction cycles per Python source line and pipe, most first (``HotLine``: source,
         pipe, cycles, count, share); needs a traced run or a report saved from one."""
-        from pypto.runtime import hotspots
+        from pypto.report import hotspots
 
         chunks = [hotspots.chunk_of(t.trace.raw) for t in self.tasks if t.trace is not None]
         rows = hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines)
@@ -244,7 +244,7 @@ class RunReport:
 
     def timeline_html(self, path: str | Path, *, title: str | None = None) -> Path:
         """A self-contained HTML timeline of this run (needs a recorded run for the pipe lanes)."""
-        from pypto.tools.timeline import write_report_timeline
+        from pypto.report.timeline import write_report_timeline
 
         return write_report_timeline(self, path, title=title)
 
@@ -262,7 +262,7 @@ def _move_trace_paths(data: dict[str, Any], move: Any) -> None:
 
 
 def _views():
-    from pypto.runtime import report_views
+    from pypto.report import views as report_views
 
     return report_views
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pypto.runtime.report import PIPES, RunReport, TaskReport
+from pypto.report.run_report import PIPES, RunReport, TaskReport
 
 
 @dataclass(frozen=True)

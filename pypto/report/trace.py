@@ -31,9 +31,9 @@ import numpy as np
 from pypto import platforms
 from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
 from pypto.platforms import Platform
-from pypto.runtime.progress import progress
-from pypto.runtime.report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
-from pypto.tools.opprof_format import API_INSTR, SOURCE, pack_block
+from pypto.report.opprof_format import API_INSTR, SOURCE, pack_block
+from pypto.report.progress import progress
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 
 log = logging.getLogger(__name__)
 

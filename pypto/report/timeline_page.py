@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto.tools.timeline_style import CSS, legend
+from pypto.report.timeline_style import CSS, legend
 
 _ERRORS = r"""
 (function () {

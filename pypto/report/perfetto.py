@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pypto.runtime.progress import progress
-from pypto.runtime.report import PIPES, RunReport
-from pypto.runtime.trace import flag_pairs
+from pypto.report.progress import progress
+from pypto.report.run_report import PIPES, RunReport
+from pypto.report.trace import flag_pairs
 
 log = logging.getLogger(__name__)
 

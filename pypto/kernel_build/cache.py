@@ -1,6 +1,6 @@
 """The content-addressed kernel cache: keys, lookup and validation, publishing an entry.
 
-See :mod:`pypto.runtime.build` for the layout and the rules.
+See :mod:`pypto.kernel_build` for the layout and the rules.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pypto import knobs
 from pypto._light import Logger, sha256
 from pypto.cache import touch
 from pypto.errors import KernelBuildError, KernelLoadError
-from pypto.runtime.build.source import Job, KernelSource
-from pypto.runtime.build.verify import elf_problem
-from pypto.runtime.build_commands import compile_command, extra_flags, parse_depfile
-from pypto.runtime.cache_files import atomic_write, digest, ensure_dir, file_lock
-from pypto.runtime.toolchain import Toolchain
+from pypto.kernel_build.cache_files import atomic_write, digest, ensure_dir, file_lock
+from pypto.kernel_build.commands import compile_command, extra_flags, parse_depfile
+from pypto.kernel_build.source import Job, KernelSource
+from pypto.kernel_build.toolchain import Toolchain
+from pypto.kernel_build.verify import elf_problem
 
-logger = Logger("pypto.runtime.build")
+logger = Logger("pypto.kernel_build")
 
 _SO_PREFIX = "kernel-"
 META_JSON = "meta.json"

@@ -1,6 +1,8 @@
-"""Running kernels: RunConfig, build + cache, argument marshalling, launch, reports.
+"""Running compiled programs: RunConfig, argument marshalling, launch, and upstream PyPTO's
+run-time surface (ChipWorker, execute_compiled). Builds live in ``pypto.kernel_build``, reports
+in ``pypto.report``; ``RunReport`` and its pipe order are handed on here.
 
-Names load lazily so that ``pypto.kernel_build`` works without the native module.
+Names load lazily, so importing this package loads no native module.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ function(pypto_add_kernel_pch)
     return()
   endif()
   # The kernel headers: the source tree's and the generated ones (installed into one folder).
-  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include" "${PYPTO_GEN_INCLUDE}")
+  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/include" "${PYPTO_GEN_INCLUDE}")
   set(out "${CMAKE_CURRENT_BINARY_DIR}/pch")
   set(flags ${PYPTO_JIT_CXX_FLAGS} ${PYPTO_JIT_GENERATED_CXX_FLAGS})
-  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include/*")
+  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/include/*")
   list(APPEND headers ${PYPTO_FAMILY_HEADERS})
   list(TRANSFORM inc PREPEND "-I" OUTPUT_VARIABLE inc_flags)
   # Precompiled from a one-line wrapper: gcc 12 warns "#pragma once in main file" otherwise.

@@ -15,7 +15,7 @@ from pypto.ops import FAMILIES
 from pypto.ops.family import CEntry
 from pypto.ops.header import c_header, kernel_header, wrapper
 
-SOURCE_HEADERS = Path(__file__).resolve().parents[2] / "csrc" / "runtime" / "include" / "pypto"
+SOURCE_HEADERS = Path(__file__).resolve().parents[2] / "csrc" / "include" / "pypto"
 
 
 def test_the_installed_headers_are_the_tables() -> None:

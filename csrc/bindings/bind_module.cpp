@@ -1,5 +1,5 @@
-#include "pypto/abi.h"
 #include "bindings/bind.hpp"
+#include "pypto/abi.h"
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "pypto native core: ISA library, simulated AI cores, kernel loader";

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "pypto/abi.h"
 #include "chip/core/loader.hpp"
+#include "pypto/abi.h"
 #include "simulator/core_model.hpp"
 
 namespace pypto {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "pypto/abi.h"
 #include "chip/core/context.hpp"
 #include "chip/core/data_queue.hpp"
+#include "pypto/abi.h"
 #include "simulator/errors.hpp"
 #include "simulator/hazard.hpp"
 

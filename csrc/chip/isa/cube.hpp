@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "pypto/abi.h"
 #include "chip/isa/checks.hpp"
+#include "pypto/abi.h"
 
 namespace pypto::isa {
 

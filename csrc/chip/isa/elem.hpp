@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 
-#include "pypto/abi.h"
 #include "chip/isa/dtype.hpp"
+#include "pypto/abi.h"
 
 namespace pypto::isa {
 

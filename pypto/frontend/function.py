@@ -303,6 +303,9 @@ class FunctionParser:
             else (node.value.elts if isinstance(node.value, ast.Tuple) else [node.value])
         )
         values = tuple(self.exprs.value(v) for v in items)
+        if len(values) == 1 and isinstance(values[0], ListExpr):  # `return helper(...)`: all it returns
+            values = tuple(values[0].items)
+            items = items * len(values)
         for v, item in zip(values, items):
             if type_of(v) is None:
                 raise TypeCheckError(f"cannot return `{ast.unparse(item)}`", self.span(item))

@@ -36,6 +36,7 @@ from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
+from pypto.ir.layout_rules import assembled_shape
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
@@ -291,6 +292,10 @@ class _Converter:
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
+        rank = len(c.arg("target").type.shape)  # type: ignore[attr-defined]
+        if len(tile.type.shape) != rank:  # type: ignore[attr-defined]  # a batch of one: the type rule allows it
+            shape = assembled_shape(tile.type.shape, rank)  # type: ignore[attr-defined]
+            tile = self.emit(f"{tile.name}_2d", "tile.reshape", [tile, list(shape)])  # type: ignore[arg-type]
         if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
             # writing into a pl.create_tensor that has no values yet is how it gets them
             dst = self.tile_of(c.arg("target"))

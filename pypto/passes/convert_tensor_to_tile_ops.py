@@ -313,7 +313,9 @@ def _placed(op: str) -> bool:
     """Whether this pass places ``op``: a tensor-level op (a view or value ops in orchestration
     too, like ``tensor.slice``), not a scalar one or a kernel-local allocation."""
     level = OPS[op].level
-    return level == "tensor" or (level == "any" and op in ("tensor.slice", "tensor.reshape"))
+    return level == "tensor" or (
+        level == "any" and op in ("tensor.slice", "tensor.reshape", "tensor.assemble")
+    )
 
 
 def _common_loads(then_body: tuple[Stmt, ...], else_body: tuple[Stmt, ...]) -> tuple:

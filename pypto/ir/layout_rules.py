@@ -128,7 +128,7 @@ def assemble_rule(b: Bound) -> Type:
         _need_same_dtype(b, dst_name, "src")
     if b.rank_of_list("offset") != len(dst.shape):
         raise b.fail(f"offset must have one entry per axis of {list(dst.shape)}")
-    shape = tuple(src.shape)
+    shape: tuple | None = tuple(src.shape)
     if isinstance(dst, TensorType):  # a batch-of-one result (rank-3 matmul) written into a matrix
         shape = assembled_shape(src.shape, len(dst.shape))
     if shape is None or len(shape) != len(dst.shape):

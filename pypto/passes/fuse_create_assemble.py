@@ -54,8 +54,7 @@ def _fuse(program: Program, fn: Function) -> Function:
     visible = _visible_at_creates(fn)
     views: dict[str, Call] = {}  # create var -> the slice replacing it
     for a in assembles:
-        c = a.value
-        src = c.arg("src")  # type: ignore[union-attr]
+        src = _call(a).arg("src")
         root = roots.get(src.name) if isinstance(src, Var) else None
         if root is None:
             raise CompileError(
@@ -71,6 +70,11 @@ def _fuse(program: Program, fn: Function) -> Function:
 
 def _is(s: Stmt, op: str) -> bool:
     return isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == op
+
+
+def _call(s: Assign) -> Call:
+    assert isinstance(s.value, Call)  # callers pass assigns `_is` matched
+    return s.value
 
 
 def _buffer_roots(program: Program, fn: Function) -> dict[str, Assign]:
@@ -118,13 +122,13 @@ def _visible_at_creates(fn: Function) -> dict[str, frozenset[str]]:
 
 def _window(a: Assign, create: Assign, seen: frozenset[str]) -> Call:
     """The slice of the assemble's target that the buffer ``create`` becomes."""
-    c, made = a.value, create.value
-    target, offset = c.arg("target"), c.arg("offset")  # type: ignore[union-attr]
-    shape = made.arg("shape")  # type: ignore[union-attr]
-    if len(shape.items) != len(target.type.shape):  # type: ignore[attr-defined]
+    c, made = _call(a), _call(create)
+    target, offset, shape = c.arg("target"), c.arg("offset"), made.arg("shape")
+    rank, target_rank = len(shape.items), len(target.type.shape)  # type: ignore[attr-defined]
+    if rank != target_rank:
         raise CompileError(
-            f"{_REFUSED} of the same rank; `{create.var.name}` has {len(shape.items)} axes, "  # type: ignore[attr-defined]
-            f"`{getattr(target, 'name', target)}` {len(target.type.shape)}",  # type: ignore[attr-defined]
+            f"{_REFUSED} of the same rank; `{create.var.name}` has {rank} axes, "
+            f"`{getattr(target, 'name', target)}` {target_rank}",
             a.span,
         )
     late = sorted({v.name for v in nodes_of((target, offset), Var)} - seen)
@@ -134,8 +138,8 @@ def _window(a: Assign, create: Assign, seen: frozenset[str]) -> Call:
             f"{', '.join(f'`{n}`' for n in late)} is computed after that: make the buffer after it",
             a.span,
         )
-    init, manual = made.arg("init_value"), made.arg("manual_dep")  # type: ignore[union-attr]
-    if not (isinstance(init, Literal) and init.value is None) or manual == Literal(True):
+    init, manual = made.arg("init_value"), made.arg("manual_dep")
+    if not (isinstance(init, Literal) and init.value is None) or getattr(manual, "value", False):
         raise CompileError(
             f"{_REFUSED}, which becomes a window of it; that window has no init_value= or "
             f"manual_dep= of its own: drop them from `{create.var.name}`",
@@ -150,8 +154,8 @@ def _rewrite(body: tuple[Stmt, ...], views: dict[str, Call]) -> tuple[Stmt, ...]
     for s in body:
         if isinstance(s, Assign) and s.var.name in views:
             s = dataclasses.replace(s, value=views[s.var.name])
-        elif _is(s, "tensor.assemble"):  # the kernel wrote the window: the target is as it was
-            s = dataclasses.replace(s, value=s.value.arg("target"))  # type: ignore[union-attr]
+        elif isinstance(s, Assign) and _is(s, "tensor.assemble"):  # the kernel wrote the window
+            s = dataclasses.replace(s, value=_call(s).arg("target"))  # the target is as it was
         elif isinstance(s, For):
             s = dataclasses.replace(s, body=_rewrite(s.body, views))
         elif isinstance(s, If):

@@ -10,6 +10,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import MisplacedOpError, PyptoError, TypeCheckError
+from pypto.runtime import RunConfig
 
 BLOCKS, R, C = 48, 16, 64
 ROWS = BLOCKS * R
@@ -212,3 +213,60 @@ def test_deps_and_handles_order_whole_dispatches():
     ]
     spmd_with_deps(a, x, y, z)
     np.testing.assert_array_equal(y, -a)
+
+
+MB, KB, NB, FUSED_BLOCKS = 128, 128, 128, 4
+CFG = RunConfig(platform="a2a3sim")
+
+
+def _fused_blocks(mode: pl.SplitMode):
+    """A matmul + vector epilogue per block, its epilogue split between the AIVs by ``mode``."""
+
+    @pl.jit
+    def fused_blocks(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for i in pl.spmd(FUSED_BLOCKS, name_hint="fused", optimizations=[pl.split(mode)]):
+            acc = pl.matmul(
+                pl.move(
+                    pl.load(a, [i * MB, 0], [MB, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                ),
+                pl.move(pl.load(b, [0, 0], [KB, NB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+            )
+            x = pl.move(acc, target_memory=pl.Mem.Vec)
+            pl.store(pl.relu(pl.add(x, pl.load(bias, [i * MB, 0], [MB, NB]))), [i * MB, 0], c)
+        return c
+
+    return fused_blocks
+
+
+def test_spmd_optimizations_split_the_outlined_scope_as_pl_at_does():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (FUSED_BLOCKS * MB, KB)).astype(np.float16)
+    b = rng.uniform(-1, 1, (KB, NB)).astype(np.float16)
+    bias = rng.uniform(-1, 1, (FUSED_BLOCKS * MB, NB)).astype(np.float32)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias, 0)
+    for mode, rows in ((pl.SplitMode.NONE, MB), (pl.SplitMode.UP_DOWN, MB // 2)):
+        kernel, c = _fused_blocks(mode), np.zeros_like(bias)
+        kernel(a, b, bias, c, config=CFG)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+        text = kernel.lower(a, b, bias, c, config=CFG).as_python()
+        assert f"pl.tile.tpop_from_aic(shape=[{rows}, {NB}]" in text  # each AIV pops its half
+
+
+def test_spmd_optimizations_on_a_kernel_call_body_is_refused():
+    @pl.jit.incore
+    def exp_block(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+        i = pl.get_block_idx()
+        pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    @pl.jit
+    def calls(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+        with pl.spmd(BLOCKS, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            exp_block(x, out)
+        return out
+
+    x = np.zeros((ROWS, C), np.float32)
+    with pytest.raises(
+        TypeCheckError, match=r"optimizations= of pl.spmd applies to the scope it outlines.*test_spmd.py:\d+"
+    ):
+        calls.lower(x, x.copy(), config=CFG)

@@ -114,6 +114,41 @@ class SpmdScopes:
         )
         self.p.emit(dataclasses.replace(scope, **hints._asdict()))
 
+    def submit(self, target: ast.Tuple | ast.List, value: ast.Call, form: str) -> None:
+        """``out, tid = pl.spmd_submit(kernel, *args, core_num=n, deps=[...])`` (and
+        ``pl.submit``, one block): upstream's call form of ``with pl.spmd(n, deps=[...]) as
+        tid: out = kernel(*args)``, which it is parsed as."""
+        span = self.p.span(value)
+        names = [t for t in target.elts if isinstance(t, ast.Name)]
+        if len(target.elts) != 2 or len(names) != 2 or not value.args:
+            raise UnsupportedSyntaxError(f"write `out, tid = pl.{form}(kernel, *args, ...)`", span)
+        kw = {k.arg: k for k in value.keywords}
+        known = (*(("core_num",) if form == "spmd_submit" else ()), "deps", "sync_start", *TASK_HINTS)
+        for k in value.keywords:
+            if k.arg not in known:
+                raise TypeCheckError(
+                    f"pl.{form} has no parameter `{k.arg}` ({', '.join(known)})", self.p.span(k)
+                )
+        if "sync_start" in kw and self.p.folder.fold(kw["sync_start"].value) is not False:
+            raise TypeCheckError(
+                f"pl.{form}(sync_start=True) (every block launched at once) is not simulated: "
+                "blocks start as cores free up; leave it out",
+                self.p.span(kw["sync_start"]),
+            )
+        if form == "spmd_submit" and "core_num" not in kw:
+            raise TypeCheckError("pl.spmd_submit needs core_num=, the block count", span)
+        count = kw["core_num"].value if "core_num" in kw else ast.copy_location(ast.Constant(1), value)
+        scope = ast.Call(value.func, [count], [k for k in value.keywords if k.arg in ("deps", *TASK_HINTS)])
+        call = ast.Call(value.args[0], value.args[1:], [])
+        out = ast.Name(names[0].id, ast.Store())
+        body: list[ast.stmt] = [ast.Assign([out], call)]
+        node = ast.With([ast.withitem(scope, ast.Name(names[1].id, ast.Store()))], body)
+        for n in (scope, call, out, *body, node):
+            ast.copy_location(n, value)
+        if not self._is_kernel_call(call):
+            raise TypeCheckError(f"pl.{form} launches a kernel: its first argument must be one", span)
+        self.spmd_with(node)
+
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
             raise MisplacedOpError(

@@ -270,3 +270,77 @@ def test_spmd_optimizations_on_a_kernel_call_body_is_refused():
         TypeCheckError, match=r"optimizations= of pl.spmd applies to the scope it outlines.*test_spmd.py:\d+"
     ):
         calls.lower(x, x.copy(), config=CFG)
+
+
+@pl.jit.incore
+def exp_rows_block(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+    i = pl.get_block_idx()
+    pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], out)
+    return out
+
+
+@pl.jit.incore
+def doubled(y: pl.Tensor[[ROWS, C], pl.FP32], z: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+    for r in pl.range(0, ROWS, R):
+        pl.store(pl.muls(pl.load(y, [r, 0], [R, C]), 2.0), [r, 0], z)
+    return z
+
+
+@pl.jit
+def submitted(
+    x: pl.Tensor[[ROWS, C], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]],
+    z: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]],
+):
+    with pl.manual_scope():  # only deps= orders these tasks
+        y, exp_tid = pl.spmd_submit(exp_rows_block, x, y, core_num=BLOCKS)
+        z, _ = pl.submit(doubled, y, z, deps=[exp_tid])
+    return y, z
+
+
+def test_spmd_submit_and_submit_launch_kernels_and_name_their_tasks():
+    x = np.random.default_rng(4).standard_normal((ROWS, C)).astype(np.float32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    submitted(x, y, z, config=CFG)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(z, 2 * np.exp(x), rtol=1e-6)
+    tasks = submitted.last_report.tasks
+    assert len(tasks) == BLOCKS + 1 and tasks[-1].deps == tuple(range(BLOCKS))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("pl.spmd_submit(exp_rows_block, x, y)", "pl.spmd_submit needs core_num="),
+        (
+            "pl.spmd_submit(exp_rows_block, x, y, core_num=4, sync_start=True)",
+            r"sync_start=True\) .* is not simulated",
+        ),
+        (
+            "pl.spmd_submit(exp_rows_block, x, y, core_num=4, predicate=1)",
+            "pl.spmd_submit has no parameter `predicate`",
+        ),
+        ("pl.submit(pl.exp, x, y)", "pl.submit launches a kernel: its first argument must be one"),
+    ],
+)
+def test_bad_submits_are_refused_at_their_line(tmp_path: Path, call: str, message: str):
+    src = tmp_path / "bad_submit.py"
+    src.write_text(
+        "import pypto.language as pl\n"
+        "T = pl.Tensor[[768, 64], pl.FP32]\n"
+        "@pl.jit.incore\n"
+        "def exp_rows_block(x: T, y: pl.Out[T]):\n"
+        "    return pl.store(pl.exp(pl.load(x, [0, 0], [16, 64])), [0, 0], y)\n"
+        "@pl.jit\n"
+        "def bad(x: T, y: pl.Out[T]):\n"
+        f"    y, tid = {call}\n"
+        "    return y\n"
+    )
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bad_submit", src)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    x = np.zeros((ROWS, C), np.float32)
+    with pytest.raises(TypeCheckError, match=message + r".*bad_submit.py:8:"):
+        mod.bad.lower(x, x.copy(), config=CFG)

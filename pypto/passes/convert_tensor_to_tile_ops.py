@@ -147,6 +147,8 @@ class _Converter:
             self.views[s.var.name] = self.views[s.value.name]
         elif isinstance(s, Eval) and isinstance(s.value, Call) and self.on_chip_write(s.value):
             self.write(s, s.value)
+        elif isinstance(s, (Assign, Eval)) and isinstance(s.value, Call) and self.window_element(s.value):
+            self.out.append(self.subst(dataclasses.replace(s, value=self.element_of_window(s.value))))
         elif isinstance(s, Yield):
             self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
@@ -155,6 +157,22 @@ class _Converter:
     def on_chip_read(self, c: Call) -> bool:
         """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
         return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
+
+    def window_element(self, c: Call) -> bool:
+        """``pl.read`` / ``pl.write`` of one element of a window of a GM tensor (a view)."""
+        name = {"tensor.read": "src", "tensor.write": "dst"}.get(c.op)
+        arg = c.arg(name) if name else None
+        return isinstance(arg, Var) and arg.name in self.views and self.computed(arg) is None
+
+    def element_of_window(self, c: Call) -> Call:
+        """The element read or written through the window, addressed in its base tensor (the
+        window is a view with no statement of its own)."""
+        name = "src" if c.op == "tensor.read" else "dst"
+        v = self.view(c.arg(name))
+        at = [make_binop("+", o, i) for o, i in zip(v.offsets, _items(c.arg("indices")))]
+        args = {p.name: a for p, a in zip(OPS[c.op].params, c.args)} | {name: v.base, "indices": at}
+        call, _ = bind_call(c.op, [], args, span=c.span)
+        return call
 
     def on_chip_write(self, c: Call) -> bool:
         """``pl.write(v, [r, c], x)`` into a value computed in this kernel."""

@@ -697,3 +697,25 @@ def test_assembling_a_batch_of_several_into_a_matrix_is_refused():
         match=r"src \[2, 64, 64\] must match the rank of \[64, 128\].*test_tensor_level.py:\d+",
     ):
         two_groups.lower(x, w, np.zeros((64, 128), np.float32), config=CFG)
+
+
+@pl.jit
+def pick_in_branch(
+    x: pl.Tensor[[4, 64], pl.FP32], flag: pl.Scalar[pl.INT32], out: pl.Out[pl.Tensor[[1, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        w = pl.slice(x, [1, 64], [2, 0])
+        if flag == 1:
+            out[:, :] = pl.fillpad(pl.set_validshape(w, 1, 32), pad_value=pl.PadValue.zero)
+        else:
+            s = pl.read(w, [0, 5])  # one element of the window: of x at [2, 5]
+            out[:, :] = pl.adds(w, s)
+    return out
+
+
+def test_an_element_read_through_a_window_in_a_branch_reads_its_base():
+    x = randn(4, 64)
+    for flag, want in ((0, x[2:3] + x[2, 5]), (1, np.concatenate([x[2:3, :32], np.zeros((1, 32))], axis=1))):
+        out = np.zeros((1, 64), np.float32)
+        pick_in_branch(x, flag, out, config=CFG)
+        np.testing.assert_array_equal(out, want.astype(np.float32))

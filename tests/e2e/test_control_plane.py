@@ -269,3 +269,43 @@ def reads_past(
         with pl.at(level=pl.Level.CORE_GROUP):
             y[b : b + 1, :] = x[b : b + 1, :]
     return y
+
+
+@pl.jit
+def gated_rows(
+    m: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[8, 64], pl.FP32],
+    bias: pl.Tensor[[2, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[8, 64], pl.FP32]],
+):
+    buf = pl.create_tensor([8, 64], dtype=pl.FP32)
+    with pl.spmd(8, name_hint="stage"):
+        i = pl.tile.get_block_idx()
+        flag = pl.read(m, [0, i])
+        if flag >= 0:
+            if flag % 2 == 0:  # a window picked per branch, read only in its branch
+                b = bias[0:1, :]
+                buf[i : i + 1, :] = pl.add(x[i : i + 1, :], b)
+            else:
+                b = bias[1:2, :]
+                buf[i : i + 1, :] = pl.sub(x[i : i + 1, :], b)
+        else:
+            buf[i : i + 1, :] = pl.full([1, 64], dtype=pl.FP32, value=0.0)
+    for blk in pl.spmd(2, name_hint="finish"):
+        for j in pl.range(4):
+            r = blk * 4 + j
+            flag = pl.read(m, [0, r])  # rebound on every trip before it is read: nothing is carried
+            if flag >= 0:
+                out[r : r + 1, :] = pl.muls(buf[r : r + 1, :], 2.0)
+    return out
+
+
+def test_names_rebound_in_later_scopes_are_not_carried_out_of_earlier_ones():
+    m = np.array([[0, -1, 2, 3, -1, 5, 6, 7]], np.int32)
+    x, bias = RNG.standard_normal((8, 64)).astype(np.float32), RNG.standard_normal((2, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    gated_rows(m, x, bias, out, config=CFG)
+    staged = np.where(m.T % 2 == 0, x + bias[0], x - bias[1])
+    np.testing.assert_allclose(out, np.where(m.T >= 0, 2 * staged, 0), rtol=1e-6)
+    text = gated_rows.lower(m, x, bias, out, config=CFG).as_python()
+    assert "init_values=(out,)" in text  # `flag` is not carried around the loop

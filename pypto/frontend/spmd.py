@@ -129,12 +129,8 @@ class SpmdScopes:
                 raise TypeCheckError(
                     f"pl.{form} has no parameter `{k.arg}` ({', '.join(known)})", self.p.span(k)
                 )
-        if "sync_start" in kw and self.p.folder.fold(kw["sync_start"].value) is not False:
-            raise TypeCheckError(
-                f"pl.{form}(sync_start=True) (every block launched at once) is not simulated: "
-                "blocks start as cores free up; leave it out",
-                self.p.span(kw["sync_start"]),
-            )
+        if "sync_start" in kw:
+            self._no_sync_start(kw["sync_start"].value, form)
         if form == "spmd_submit" and "core_num" not in kw:
             raise TypeCheckError("pl.spmd_submit needs core_num=, the block count", span)
         count = kw["core_num"].value if "core_num" in kw else ast.copy_location(ast.Constant(1), value)
@@ -148,6 +144,16 @@ class SpmdScopes:
         if not self._is_kernel_call(call):
             raise TypeCheckError(f"pl.{form} launches a kernel: its first argument must be one", span)
         self.spmd_with(node)
+
+    def _no_sync_start(self, node: ast.expr, form: str) -> None:
+        """``sync_start=False`` is the default; True (a gang launch of every block, which
+        kernels that pl.system.syncall across blocks rely on) is not simulated."""
+        if self.p.folder.fold(node) is not False:
+            raise TypeCheckError(
+                f"pl.{form}(sync_start=True) (every block launched at once) is not simulated: "
+                "blocks start as cores free up; leave it out",
+                self.p.span(node),
+            )
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
@@ -202,13 +208,15 @@ class SpmdScopes:
         if not isinstance(call, ast.Call) or len(call.args) != 1:
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
-        known = ("name_hint", "deps", "optimizations", *TASK_HINTS)
+        known = ("name_hint", "deps", "optimizations", "sync_start", *TASK_HINTS)
         for k in call.keywords:
             if k.arg not in known:
                 raise TypeCheckError(
                     f"pl.spmd has no parameter `{k.arg}` (n, {', '.join(known)})", self.p.span(k)
                 )
             kw[k.arg] = k.value
+        if "sync_start" in kw:
+            self._no_sync_start(kw["sync_start"], "spmd")
         n = spmd_blocks(self.p, call.args[0])
         hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))

@@ -183,6 +183,8 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
             raise TypeCheckError(
                 f"operator `{op}` needs scalar operands, got {format_type(type_of(side))}", span
             )
+    if op == "/" and not all(type_of(s).dtype.is_float for s in (lhs, rhs) if not isinstance(s, Const)):  # type: ignore[union-attr]
+        raise TypeCheckError("operator `/` divides float scalars; use // for integer division", span)
     out = make_binop(op, lhs, rhs, span)
     if isinstance(out, BinOp):
         lt, rt = type_of(out.lhs), type_of(out.rhs)

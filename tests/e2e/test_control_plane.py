@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import CompileError
+from pypto.errors import CompileError, TypeCheckError
 from pypto.ir.dtypes import BY_NAME, cast_scalar
 from pypto.runtime import RunConfig
 
@@ -309,3 +309,35 @@ def test_names_rebound_in_later_scopes_are_not_carried_out_of_earlier_ones():
     np.testing.assert_allclose(out, np.where(m.T >= 0, 2 * staged, 0), rtol=1e-6)
     text = gated_rows.lower(m, x, bias, out, config=CFG).as_python()
     assert "init_values=(out,)" in text  # `flag` is not carried around the loop
+
+
+@pl.jit
+def scaled_by_reciprocal(
+    s: pl.Tensor[[1, 8], pl.FP32], x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        amax = pl.read(s, [0, 3])
+        out[:, :] = pl.muls(x, 127.0 / amax)  # a float scalar divided on the scalar unit
+    return out
+
+
+def test_float_scalars_divide_with_slash_and_integers_are_told_to_use_floor_division():
+    s = np.full((1, 8), 4.0, np.float32)
+    s[0, 3] = 3.0
+    x = RNG.standard_normal((16, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    scaled_by_reciprocal(s, x, out, config=CFG)
+    np.testing.assert_allclose(out, x * np.float32(127.0 / 3.0), rtol=1e-6)
+
+    @pl.jit
+    def int_div(n: pl.Tensor[[1, 8], pl.INT32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            half = pl.read(n, [0, 0]) / 2
+            out[:, :] = pl.full([16, 64], dtype=pl.FP32, value=0.0)
+            out[0:1, 0:1] = pl.full([1, 1], dtype=pl.FP32, value=half)
+        return out
+
+    with pytest.raises(
+        TypeCheckError, match=r"`/` divides float scalars; use // .*test_control_plane.py:\d+"
+    ):
+        int_div.lower(np.zeros((1, 8), np.int32), out)

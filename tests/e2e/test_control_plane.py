@@ -341,3 +341,27 @@ def test_float_scalars_divide_with_slash_and_integers_are_told_to_use_floor_divi
         TypeCheckError, match=r"`/` divides float scalars; use // .*test_control_plane.py:\d+"
     ):
         int_div.lower(np.zeros((1, 8), np.int32), out)
+
+
+@pl.jit
+def rows_by_flat_index(
+    ids: pl.Tensor[[8], pl.INT32],
+    grid: pl.Tensor[[4, 8], pl.INT32],
+    x: pl.Tensor[[64, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[2, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        i = pl.cast(pl.read(ids, 3), pl.INDEX)  # one index into a rank-1 tensor
+        j = pl.cast(pl.read(grid, 13), pl.INDEX)  # a flat (row-major) index: grid[1, 5]
+        out[0:1, :] = x[i : i + 1, :]
+        out[1:2, :] = x[j : j + 1, :]
+    return out
+
+
+def test_pl_read_with_one_index_reads_the_flat_row_major_element():
+    ids = np.arange(8, dtype=np.int32) * 5
+    grid = np.arange(32, dtype=np.int32).reshape(4, 8) * 2
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    out = np.zeros((2, 64), np.float32)
+    rows_by_flat_index(ids, grid, x, out, config=CFG)
+    np.testing.assert_array_equal(out, x[[ids[3], grid.flat[13]]])

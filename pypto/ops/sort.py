@@ -1,10 +1,10 @@
-"""The gather / sort family: index sequences, per-element data movement and the index of a
-row's extremum on the vector unit (TCI, TGATHER, TSORT32, TSORT, TMRGSORT, TROWARGMAX,
-TROWARGMIN), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
+"""The gather / sort family: index sequences and per-element data movement on the vector unit
+(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
 
 Every op here with a tile operand is a vector tile op, so its tensor form (``pl.sort32`` on
 tensors) comes from :mod:`pypto.ir.op_levels`; this module writes the tile level only.
 ``pl.arange`` has no operand to place: its tile is used as it is at either level.
+TMRGSORT merges sorted runs; TROWARGMAX / TROWARGMIN give the column of a row's extremum.
 """
 
 from __future__ import annotations

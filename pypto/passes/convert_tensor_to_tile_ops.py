@@ -18,9 +18,11 @@ on them; this pass places them, so that every later pass sees tiles only:
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
   stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
   computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
-  on-chip insert (``tile.assemble``);
+  on-chip insert (``tile.assemble``); a ``[1, M, N]`` batch of one (a matrix times one group
+  of a rank-3 weight) is reshaped to the target's ``[M, N]`` first;
 * ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile, and
-  ``pl.write(v, [r, c], x)`` writes it in place.
+  ``pl.write(v, [r, c], x)`` writes it in place; of a window of a parameter they address the
+  parameter's element (the window's offsets added).
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,

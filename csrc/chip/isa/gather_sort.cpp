@@ -1,5 +1,6 @@
-// TCI (index sequences), TGATHER (index and mask forms), TSORT / TSORT32 and TMRGSORT:
-// per-element data movement on the vector unit. The declarations are generated from the
+// TCI (index sequences), TGATHER (index and mask forms), TSORT / TSORT32, TMRGSORT and
+// TROWARGMAX / TROWARGMIN: per-element data movement and row extremum indices on the vector
+// unit. The declarations are generated from the
 // family's table, pypto/ops/sort.py.
 #include <algorithm>
 #include <cmath>
@@ -302,4 +303,38 @@ extern "C" void pypto_tgather_mask(const pypto_tile* dst, const pypto_tile* src,
     }
   }
   issue_vector_op(op, VecClass::kCopy, s.valid_bytes(), d, &s, nullptr);
+}
+
+// The index of a row's extremum is a row reduction on the device, priced as TROWMAX is; ties
+// and NaN: the first column that compares strictly better wins (a NaN never does).
+extern "C" void pypto_trowarg(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* tmp,
+                              int32_t is_max) {
+  const char* op = is_max != 0 ? "TROWARGMAX" : "TROWARGMIN";
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", kVec);
+  TileView s = check_tile(src, op, "src", kVec);
+  TileView t = check_tile(tmp, op, "tmp", kVec);
+  check_same_dtype(t, s, op, "tmp and src");
+  check_supported(s.dtype == PYPTO_FP32 || s.dtype == PYPTO_FP16 || s.dtype == PYPTO_INT32, op,
+                  s.dtype);
+  if (d.dtype != PYPTO_INT32 || d.valid_rows != s.valid_rows || d.valid_cols != 1) {
+    fail(ErrorKind::kShape, op,
+         "dst must be int32 " + shape_text(s.valid_rows, 1) + ", got " + dtype_name(d.dtype) + " " +
+             shape_text(d.valid_rows, d.valid_cols));
+  }
+  q.run(s.valid_bytes(), [d, s, is_max] {
+    for (int64_t r = 0; r < s.valid_rows; ++r) {
+      int32_t best = 0;
+      double held = load_f64(s.dtype, s.row(r));
+      for (int64_t c = 1; c < s.valid_cols; ++c) {
+        const double v = load_f64(s.dtype, s.row(r) + c * s.esize);
+        if (is_max != 0 ? v > held || std::isnan(held) : v < held || std::isnan(held)) {
+          best = static_cast<int32_t>(c);
+          held = v;
+        }
+      }
+      std::memcpy(d.row(r), &best, sizeof best);
+    }
+  });
+  issue_row_op(op, OpClass::kRowReduce, s, &t, d);  // t is clobbered, as on the device
 }

@@ -1,5 +1,6 @@
 """Scopes that mix a matmul with a vector epilogue: split into an AIC and an AIV kernel
-joined through GM, or refused when the order cannot be split."""
+joined through GM when the cube work comes first, else one cluster kernel whose cores hand
+values over through pipes."""
 
 import pypto.language as pl
 
@@ -36,7 +37,40 @@ def scaled_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], s: pl.FP32):
 
 @pl.jit
 def vector_then_cube(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """relu(a) crosses to the cube side (Vec → Mat) to be multiplied."""
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.relu(a)
         c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
+    return c
+
+
+@pl.jit
+def blocks_in_a_loop(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """A matmul and its epilogue in each trip: cube work after vector work of the last trip."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="blocks"):
+        for h in pl.range(2):
+            r = h * (M // 2)
+            acc = pl.matmul(a[r : r + M // 2, :], b, out_dtype=pl.FP32)
+            c[r : r + M // 2, :] = pl.relu(pl.add(acc, bias))
+    return c
+
+
+@pl.jit
+def attention(q: pl.Tensor, k: pl.Tensor, v: pl.Tensor, o: pl.Out[pl.Tensor]):
+    """softmax(q kᵀ) v: the scores cross to the vector side, the probabilities back."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="attn"):
+        s = pl.matmul(q, k, b_trans=True, out_dtype=pl.FP32)
+        p = pl.exp(pl.row_expand_sub(s, pl.row_max(s)))
+        pv = pl.matmul(pl.cast(p, target_type=pl.FP16), v, out_dtype=pl.FP32)
+        o[:] = pl.row_expand_div(pv, pl.row_sum(p))
+    return o
+
+
+@pl.jit
+def reread_product(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """The cube side stores c and the vector side of the same task reads it back: a race."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.relu(a)
+        c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
+        c[:] = pl.adds(c, 1.0)
     return c

@@ -74,3 +74,40 @@ def reread_product(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
         c[:] = pl.adds(c, 1.0)
     return c
+
+
+@pl.jit
+def window_mat_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+    """The Mat copy of a's window also feeds the vector side: loaded again, GM → UB."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="window"):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], c)
+        pl.store(pl.relu(pl.move(am, target_memory=pl.Mem.Vec)), [0, 0], d)
+    return c, d
+
+
+@pl.jit
+def product_mat_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """A product moved to Mat, then to Vec: the product itself crosses (Acc → Vec)."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="product"):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pm = pl.move(acc, target_memory=pl.Mem.Mat)
+        pl.store(pl.relu(pl.move(pm, target_memory=pl.Mem.Vec)), [0, 0], c)
+    return c
+
+
+@pl.jit
+def rewritten_window_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """The window's tensor is stored into by the kernel: loading it again could see new data."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], c)
+        cm = pl.load(c, [0, 0], [M, N], target_memory=pl.Mem.Mat)
+        pl.store(pl.relu(pl.move(cm, target_memory=pl.Mem.Vec)), [0, 0], c)
+    return c

@@ -151,6 +151,31 @@ def test_attention_hands_scores_over_and_probabilities_back():
     assert ops == ["tile.tpush_to_aiv", "tile.tpop_from_aiv", "tile.tpush_to_aiv"]
 
 
+def test_a_mat_tile_moved_to_vec_is_routed_from_its_window_or_its_product():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    c, d = np.zeros((ms.M, ms.N), np.float32), np.zeros((ms.M, ms.K), np.float16)
+    ms.window_mat_to_vec(a, b, c, d, config=CFG)
+    np.testing.assert_array_equal(c, k_order(a, b))
+    np.testing.assert_array_equal(d, np.maximum(a, 0))
+    aiv = ms.window_mat_to_vec.lower(a, b, c, d, config=CFG).get("window_aiv")
+    assert [x.op for x in ir.nodes_of(aiv.body, ir.Call)][0] == "tile.load"  # GM → UB again
+    ms.product_mat_to_vec(a, b, c, config=CFG)
+    np.testing.assert_array_equal(c, np.maximum(k_order(a, b), 0))
+    aic = ms.product_mat_to_vec.lower(a, b, c, config=CFG).get("product_aic")
+    assert "tile.tpush_to_aiv" in [x.op for x in ir.nodes_of(aic.body, ir.Call)]  # Acc → Vec
+
+
+def test_a_mat_tile_with_no_route_to_vec_is_refused_with_its_line():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    with pytest.raises(CompileError, match="moves from Mat to Vec, which has no path") as err:
+        ms.rewritten_window_to_vec(a, b, np.zeros((ms.M, ms.N), np.float32), config=CFG)
+    assert "mixed_scope.py:" in str(err.value)
+
+
 def test_a_tensor_stored_by_one_core_and_loaded_by_the_other_is_refused():
     import mixed_scope as ms
 

@@ -160,6 +160,8 @@ class _Converter:
                 "tile.read", [self.read(s.value.arg("src")), s.value.arg("indices")], {}, span=s.span
             )
             self.out.append(Assign(s.var, call, span=s.span))  # one element of a value computed here
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and self.window_read(s.value):
+            self.out.append(dataclasses.replace(s, value=self.gm_read(s.value)))
         elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in self.tiles:
             self.tiles[s.var.name] = self.tiles[s.value.name]  # an alias of a converted value
             if s.value.name in self.unset:
@@ -176,6 +178,18 @@ class _Converter:
     def on_chip_read(self, c: Call) -> bool:
         """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
         return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
+
+    def window_read(self, c: Call) -> bool:
+        """``pl.read(w, [r, c])`` of a window ``w`` of a tensor (an element of GM)."""
+        src = c.arg("src") if c.op == "tensor.read" else None
+        return isinstance(src, Var) and src.name in self.views
+
+    def gm_read(self, c: Call) -> Call:
+        """The element read from the window's tensor, at the window's offsets plus the index."""
+        v = self.views[c.arg("src").name]  # type: ignore[attr-defined]  # a window (window_read)
+        at = [make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("indices")))]
+        call, _ = bind_call("tensor.read", [v.base, at], {}, span=self.span)
+        return call
 
     def on_chip_write(self, c: Call) -> bool:
         """``pl.write(v, [r, c], x)`` into a value computed in this kernel."""

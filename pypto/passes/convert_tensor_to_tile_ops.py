@@ -30,6 +30,7 @@ tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_spl
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 from pypto.errors import CompileError, SourceSpan
@@ -58,6 +59,7 @@ class _Converter:
         self.crossed: dict[tuple[str, MemorySpace], Var] = {}
         self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.places = local_places(fn.body)
+        self.uses = Counter(v.name for v in nodes_of(fn.body, Var))  # a name seen once: defined only
         self.views: dict[str, View] = {}
         self.tiles: dict[str, Var] = {}  # tensor-level name -> the tile that holds its value
         # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
@@ -244,11 +246,35 @@ class _Converter:
             self.branches -= 1
         hoisted, then_body, else_body = _common_loads(then_body, else_body)
         self.out.extend(hoisted)
+        s, then_body, else_body = self.unused_windows(s, then_body, else_body)
         results = s.results
         if then_body and isinstance(then_body[-1], Yield):
             results = tuple(self.carried(r, v) for r, v in zip(s.results, then_body[-1].values))
             self.check_yield(else_body, list(results), s.span)
         self.out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body, results=results))
+
+    def unused_windows(self, s: If, then_body: tuple, else_body: tuple) -> tuple[If, tuple, tuple]:
+        """The ``if`` without the windows it merges that nothing reads after it (a name both
+        branches bind to a window for their own use): a window is no value to merge."""
+        if not (then_body and isinstance(then_body[-1], Yield)):
+            return s, then_body, else_body
+        windows = [
+            k
+            for k, (r, v) in enumerate(zip(s.results, then_body[-1].values))
+            if self.uses[r.name] == 1 and getattr(v, "name", None) in self.views and r.name not in self.places
+        ]
+        if not windows:
+            return s, then_body, else_body
+        keep = [k for k in range(len(s.results)) if k not in windows]
+
+        def kept(body: tuple) -> tuple:
+            if not (body and isinstance(body[-1], Yield)):
+                return body
+            values = tuple(body[-1].values[k] for k in keep)
+            return (*body[:-1], dataclasses.replace(body[-1], values=values)) if keep else body[:-1]
+
+        s = dataclasses.replace(s, results=tuple(s.results[k] for k in keep))
+        return s, kept(then_body), kept(else_body)
 
     def check_yield(self, body: tuple[Stmt, ...], targets: list[Var], span: SourceSpan | None) -> None:
         if not body or not isinstance(body[-1], Yield):

@@ -32,3 +32,25 @@ def test_an_element_of_a_window_steers_the_kernel():
     out = np.zeros_like(x)
     doubled_where_flagged(x, mask, out, config=RunConfig(platform="a2a3sim"))
     np.testing.assert_array_equal(out, x * np.where(mask[:, 3:4] > 0, 2.0, 1.0))
+
+
+@pl.jit
+def window_per_branch(
+    x: pl.Tensor[[4, 64], pl.FP32], flags: pl.Tensor[[4], pl.INT32], out: pl.Out[pl.Tensor[[4, 64], pl.FP32]]
+):
+    for r in pl.parallel(4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            if pl.read(flags, [r]) > 0:
+                w = x[r : r + 1, :]
+                out[r : r + 1, :] = pl.muls(w, 2.0)
+            else:
+                w = x[3 - r : 4 - r, :]  # the same name, another window: nothing reads it after
+                out[r : r + 1, :] = w
+    return out
+
+
+def test_a_name_each_branch_binds_to_its_own_window_is_no_merged_value():
+    x = np.arange(256, dtype=np.float32).reshape(4, 64)
+    out = np.zeros_like(x)
+    window_per_branch(x, np.array([1, 0, 1, 0], np.int32), out, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_array_equal(out, np.stack([x[0] * 2, x[2], x[2] * 2, x[0]]))

@@ -75,15 +75,17 @@ def two_splits(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 @pl.jit
 def deps_inside(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.cluster(), pl.at(level=pl.Level.CORE_GROUP, name_hint="inner"):
-        out[:, :] = pl.matmul(x, w, out_dtype=pl.FP32)
+    with pl.cluster():  # noqa: SIM117 - a DSL scope in a DSL scope, not two context managers
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="inner"):
+            out[:, :] = pl.matmul(x, w, out_dtype=pl.FP32)
     return out
 
 
 @pl.jit
 def nested_outside_a_cluster(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP), pl.at(level=pl.Level.CORE_GROUP):
-        out[:, :] = pl.matmul(x, w, out_dtype=pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP):  # noqa: SIM117 - as above
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:, :] = pl.matmul(x, w, out_dtype=pl.FP32)
     return out
 
 

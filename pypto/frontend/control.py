@@ -16,13 +16,19 @@ import ast
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
-from pypto.errors import MisplacedOpError, TypeCheckError, UnknownNameError, UnsupportedSyntaxError
+from pypto.errors import (
+    MisplacedOpError,
+    SourceSpan,
+    TypeCheckError,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
 from pypto.frontend import pipeline_attrs
 from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
 from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
-from pypto.ir.expr import Const, Expr, Var, type_of
+from pypto.ir.expr import Call, Const, Expr, Var, type_of
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
 from pypto.ir.types import (
     INDEX_TYPE,
@@ -35,6 +41,7 @@ from pypto.ir.types import (
     is_task_ids,
     same_shape_dtype,
 )
+from pypto.ir.visit import nodes_of
 from pypto.language.markers import LoopMarker, ScopeMarker, YieldMarker
 
 if TYPE_CHECKING:
@@ -390,8 +397,14 @@ class ControlFlow(LoopCarry):
                 "pl.at belongs in a @pl.jit (orchestration) body; an InCore kernel already runs on a core",
                 self.p.span(node),
             )
+        if self.p.ctx.in_scope and self.p.ctx.cluster_ats is not None and not cluster:
+            self._at_in_cluster(node, call)
+            return
         if self.p.ctx.in_scope:
-            raise MisplacedOpError("pl.at scopes cannot be nested", self.p.span(node))
+            raise MisplacedOpError(
+                "pl.at scopes cannot be nested (inside pl.cluster a pl.at names the cluster's work)",
+                self.p.span(node),
+            )
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
         level, name_hint, deps, split, hints = self._scope_args(call)
@@ -399,10 +412,21 @@ class ControlFlow(LoopCarry):
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.p.span(handle))
         self.p.ctx.in_scope = True
+        self.p.ctx.cluster_ats = [] if cluster else None
         try:
             body = self.p.block(node.body)
+            ats = self.p.ctx.cluster_ats
         finally:
             self.p.ctx.in_scope = False
+            self.p.ctx.cluster_ats = None
+        if ats and not _explicit_pipes(body):  # pl.at scopes in a cluster: the compiler's pipes
+            cluster, split = False, _one_split(ats, self.p.span(node))
+        elif ats and any(ats):
+            raise TypeCheckError(
+                "this pl.cluster hands tiles over itself (pl.tpush_* / pl.tpop_*), so its pipes "
+                "say how the AIVs share each tile: a pl.split on its pl.at scopes has no meaning",
+                self.p.span(node),
+            )
         name = handle.id if handle is not None else None
         scope = Scope(
             level,
@@ -421,6 +445,23 @@ class ControlFlow(LoopCarry):
         if name is not None:
             self.p.handles.add(name)
             self.p.env[name] = TaskHandle(name)
+
+    def _at_in_cluster(self, node: ast.With, call: ast.Call) -> None:
+        """``with pl.at(level=pl.Level.CORE_GROUP):`` inside ``with pl.cluster():`` names work of
+        the cluster's one task: its statements join the cluster's body, each on the core its
+        work needs; the values crossing cores get the compiler's pipes (as in a mixed pl.at)."""
+        level, hint, deps, split, hints = self._scope_args(call)
+        given = [kw.arg for kw in call.keywords if kw.arg not in ("level", "optimizations")]
+        if level is not Level.CORE_GROUP or given or node.items[0].optional_vars is not None:
+            raise TypeCheckError(
+                "a pl.at inside pl.cluster is part of the cluster's one task: it takes "
+                "level=pl.Level.CORE_GROUP (and optimizations=[pl.split(...)]) only; give "
+                "name_hint=, deps= and `as` to pl.cluster",
+                self.p.span(node),
+            )
+        self.p.ctx.cluster_ats.append(split)  # type: ignore[union-attr]  # in a cluster (caller)
+        for s in self.p.block(node.body):
+            self.p.emit(s)
 
     def _task_region(self, node: ast.With, call: ast.Call, manual: bool) -> None:
         """``with pl.scope(mode=...):`` / ``with pl.manual_scope():`` in orchestration."""
@@ -563,3 +604,23 @@ def _dep_items(p: ParserState, node: ast.expr | None) -> list[tuple[ast.expr, di
             raise UnsupportedSyntaxError("deps=[... for i in <compile-time range>]", p.span(node))
         return [(node.elt, {gen.target.id: v}) for v in values]
     return [(d, {}) for d in (node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node])]
+
+
+_PIPE_OPS = ("tile.tpush_to_aiv", "tile.tpush_to_aic", "tile.tpop_from_aic", "tile.tpop_from_aiv")
+
+
+def _explicit_pipes(body: list[Stmt]) -> bool:
+    """Whether a cluster body hands tiles over itself (pl.tpush_* / pl.tpop_*)."""
+    return any(c.op in _PIPE_OPS for c in nodes_of(tuple(body), Call))
+
+
+def _one_split(splits: list, span: SourceSpan | None) -> SplitMode:
+    """The split mode of a cluster's pl.at scopes (they share its AIVs): one for all."""
+    given = {s for s in splits if s is not None}
+    if len(given) > 1:
+        raise TypeCheckError(
+            "the pl.at scopes of one pl.cluster share its AIVs: give them one pl.split mode, "
+            f"not {sorted(m.name for m in given)}",
+            span,
+        )
+    return given.pop() if given else SplitMode.NONE

@@ -33,6 +33,9 @@ class Context:
 
     kind: FunctionType
     in_scope: bool = False  # inside a ``with pl.at(...)`` block
+    # inside ``with pl.cluster():``: the split modes of the pl.at scopes met in it (None: none
+    # given), in order; None outside a cluster
+    cluster_ats: list | None = None
     ranges: dict[str, Interval] = field(default_factory=dict)  # loop variable → value bounds
 
 

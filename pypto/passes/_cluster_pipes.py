@@ -12,6 +12,11 @@ of the same loops, every slot is returned, and the ring (``tpipe_slots`` deep, f
 platform table) can only make the producer wait, never deadlock. The pipe copies the tile,
 so the producer may reuse its buffer as soon as the push has drained: race-free by
 construction, with the intra-core syncs InsertSync adds around the push and the pop.
+
+A Mat tile moved to Vec (``pl.move(m, target_memory=pl.Mem.Vec)``) has no path at all — L1
+reaches neither UB nor GM — so it is routed from where the Mat tile came from first: the GM
+window it was loaded from is loaded again into Vec, a product moved to Mat crosses itself
+(Acc → Vec). Anything else is refused with its line.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pypto.ir.enums import MemorySpace, SplitMode
 from pypto.ir.expr import Call, Var, type_of
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt
 from pypto.ir.types import TileType
-from pypto.ir.visit import nodes_of
+from pypto.ir.visit import nodes_of, rewrite, walk
 from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes.context import PassContext
 
@@ -151,7 +156,67 @@ def _place_frees(body: tuple[Stmt, ...], pending: list, split: int) -> tuple[Stm
     return tuple(out)
 
 
+def _mat_to_vec(s: Stmt) -> bool:
+    if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move"):
+        return False
+    src, dst = type_of(s.value.arg("tile")), s.var.type
+    return (
+        isinstance(src, TileType)
+        and isinstance(dst, TileType)
+        and (src.memory, dst.memory)
+        == (
+            MemorySpace.Mat,
+            MemorySpace.Vec,
+        )
+    )
+
+
+def _route(s: Assign, defs: dict[str, Assign], stored: set[str]) -> Assign:
+    """A Mat → Vec move as a route that exists: L1 has no path to UB (nor to GM), so the Vec
+    copy is made from where the Mat tile came from — the GM window it was loaded from (loaded
+    again, GM → UB), the product it was moved from (Acc → Vec, across the cores), or the Vec
+    tile it crossed from."""
+    assert isinstance(s.value, Call)  # a tile.move (see _mat_to_vec)
+    src = s.value.arg("tile")
+    made = defs.get(getattr(src, "name", ""))
+    c = made.value if made is not None else None
+    if isinstance(c, Call) and c.op == "tile.load" and getattr(c.arg("tensor"), "name", None) not in stored:
+        args = [c.arg("tensor"), c.arg("offsets"), c.arg("shapes")]
+        call = _call("tile.load", args, {"valid_shape": c.arg("valid_shape")}, s.span)
+        return dataclasses.replace(s, value=call)
+    if isinstance(c, Call) and c.op == "tile.move":
+        origin = type_of(c.arg("tile"))
+        if isinstance(origin, TileType) and origin.memory in (MemorySpace.Acc, MemorySpace.Vec):
+            return dataclasses.replace(
+                s, value=_call("tile.move", [c.arg("tile"), MemorySpace.Vec], {}, s.span)
+            )
+    raise CompileError(
+        f"`{getattr(src, 'name', src)}` moves from Mat to Vec, which has no path on this "
+        "platform (L1 reaches neither UB nor GM); the compiler routes it only from a window "
+        "of a tensor this kernel does not write, or from a product or Vec tile moved to Mat: "
+        "load the window to Vec, or move the product itself",
+        s.span,
+    )
+
+
+def _stored(body: tuple[Stmt, ...]) -> set[str]:
+    """Names of the tensors this body stores into (their windows may change while it runs)."""
+    return {
+        name
+        for c in nodes_of(body, Call)
+        if c.op == "tile.store" and (name := getattr(c.arg("output_tensor"), "name", None))
+    }
+
+
+def route_mat_to_vec(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` with every Mat → Vec move replaced by a route that exists (see ``_route``)."""
+    defs = {s.var.name: s for s in walk(body) if isinstance(s, Assign)}
+    stored = _stored(body)
+    return tuple(rewrite(s, lambda x: _route(x, defs, stored) if _mat_to_vec(x) else None) for s in body)
+
+
 def insert_pipes(body: tuple[Stmt, ...], split: SplitMode | None, ctx: PassContext) -> tuple[Stmt, ...]:
-    """``body`` with every crossing move replaced by a push, a pop and a free."""
+    """``body`` with every crossing move replaced by a push, a pop and a free; a Mat → Vec
+    move first routed where a path exists."""
     mode = int(split.value) if split is not None else 0
-    return _block(body, mode, _Ids(ctx.platform.cross_flag_ids))
+    return _block(route_mat_to_vec(body), mode, _Ids(ctx.platform.cross_flag_ids))

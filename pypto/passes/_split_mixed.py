@@ -5,8 +5,9 @@ An AIC core has the cube and no Vec buffer, an AIV core the reverse, so one kern
 both. A scope that is a run of cube statements followed by a run of vector statements — a
 matmul and its epilogue — becomes two scopes: values the vector run needs from the cube run
 cross through GM (a ``pl.create_tensor`` intermediate the cube scope assembles into), scalars
-are recomputed, tensors the cube run wrote are read back by name. Anything else is refused
-with the way to write it.
+are recomputed, tensors the cube run wrote are read back by name. Any other order (cube work
+after vector work, or both in one loop) is no two-task split: OutlineIncoreScopes makes the
+scope a cluster kernel (``out_of_order``), which SplitClusterKernels splits by core.
 """
 
 from __future__ import annotations
@@ -59,14 +60,13 @@ def _vec_side(s: Stmt) -> bool:
 
 
 def out_of_order(scope: Scope) -> bool:
-    """Tile-level cube work after vector work (or both in one loop): not a two-task split,
-    but a cluster kernel (both sides in one task, tiles crossing through pipes)."""
+    """Cube work after vector work (or both in one loop): not a two-task split, but a
+    cluster kernel (both sides in one task, values crossing through pipes)."""
     sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return False
     cut = next(i for i, (_, v) in enumerate(sides) if v)
-    tiles = any(isinstance(v.type, TileType) for v in nodes_of(scope.body, Var))
-    return tiles and any(c for c, _ in sides[cut:])
+    return any(c for c, _ in sides[cut:])
 
 
 def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope]]:
@@ -75,17 +75,7 @@ def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope
     sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return [], [scope]
-    cut = next(i for i, (_, v) in enumerate(sides) if v)
-    late_cube = next((s for s, (c, _) in zip(scope.body[cut:], sides[cut:]) if c), None)
-    if late_cube is not None:
-        raise CompileError(
-            "this pl.at scope mixes cube and vector work in an order that cannot be split (cube "
-            "work after the vector work starts, or both in one statement or loop); an AIC core "
-            "has no Vec buffer: put the matmul and the vector epilogue in two pl.at scopes "
-            "joined through a pl.create_tensor intermediate, or write it with tiles (one cluster "
-            "kernel: pl.move(acc, target_memory=pl.Mem.Vec) hands a product to the vector side)",
-            late_cube.span,
-        )
+    cut = next(i for i, (_, v) in enumerate(sides) if v)  # in order: see out_of_order
     return _Splitter(scope, cut, names).run()
 
 

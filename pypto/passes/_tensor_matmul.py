@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop
-from pypto.ir.types import TensorType, is_static
+from pypto.ir.types import TensorType, TileType, is_static
 
 _MAX_K_CHUNKS = 16
 
@@ -44,8 +44,10 @@ class Cube:
     span: SourceSpan | None
 
 
-def convert_matmul(cube: Cube, c: Call, name: str, a: View, b: View, acc: Var | None) -> Var:
-    """The Acc tile of ``a × b`` (added to ``acc`` when given)."""
+def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var, acc: Var | None) -> Var:
+    """The Acc tile of ``a × b`` (added to ``acc`` when given); an operand is a window of a
+    tensor or a Mat tile (a value that crossed from the vector side of a cluster kernel)."""
+    a, b = (_as_view(v) for v in (a, b))
     for which, v in (("lhs", a), ("rhs", b)):
         if not is_static(v.shape):
             raise TypeCheckError(
@@ -75,11 +77,25 @@ def convert_matmul(cube: Cube, c: Call, name: str, a: View, b: View, acc: Var | 
     return acc
 
 
+def _as_view(v: View | Var) -> View:
+    """A Mat tile as the whole-tile view of itself (its chunks are windows of it, not loads)."""
+    if isinstance(v, View):
+        return v
+    t = v.type
+    return View(v, tuple(as_expr(0) for _ in t.shape), tuple(t.shape))  # type: ignore[attr-defined]
+
+
 def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: MemorySpace) -> Var:
     """The [.., kt] (or [kt, ..]) chunk of one operand (of each batch), loaded to Mat and
-    moved to ``space``."""
+    moved to ``space`` (a Mat tile's chunk: moved, or extracted when K is chunked)."""
     *lead, r0, c0 = v.offsets
     *batch, rows, cols = v.shape
+    if isinstance(v.base.type, TileType):
+        if kt == (cols if k_is_cols else rows):
+            return cube.emit(f"{v.base.name}_l0", "tile.move", [v.base, space])
+        at = (0, k0) if k_is_cols else (k0, 0)
+        shape = [rows, kt] if k_is_cols else [kt, cols]
+        return cube.emit(f"{v.base.name}_l0", "tile.extract", [v.base, *at, shape], target_memory=space)
     k_off = make_binop("+", c0 if k_is_cols else r0, as_expr(k0, cube.span))
     if k_is_cols:
         offs, shape = [*lead, r0, k_off], [*batch, rows, kt]

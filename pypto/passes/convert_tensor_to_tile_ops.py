@@ -32,6 +32,7 @@ tests/e2e/test_tensor_ops.py, tests/e2e/test_cube_kernels.py, tests/e2e/test_spl
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 from pypto.errors import CompileError, SourceSpan
@@ -44,7 +45,8 @@ from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
-from pypto.ir.visit import rewrite
+from pypto.ir.visit import nodes_of, rewrite
+from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes._scan import defined_names
 from pypto.passes._tensor_matmul import Cube, View, convert_matmul
 from pypto.passes._tensor_places import local_places
@@ -52,10 +54,15 @@ from pypto.passes.context import PassContext
 
 
 class _Converter:
-    def __init__(self, fn: Function, ctx: PassContext) -> None:
+    def __init__(self, fn: Function, ctx: PassContext, cluster: bool = False) -> None:
         self.ctx = ctx
+        # a cluster kernel's body (both cores): a value crosses to the side that reads it, once
+        # per block that reads it first (tile name -> the crossed tile)
+        self.cluster = cluster
+        self.crossed: dict[tuple[str, MemorySpace], Var] = {}
         self.names = NameSupply(defined_names(fn.body) | {p.var.name for p in fn.params})
         self.places = local_places(fn.body)
+        self.uses = Counter(v.name for v in nodes_of(fn.body, Var))  # a name seen once: defined only
         self.views: dict[str, View] = {}
         self.tiles: dict[str, Var] = {}  # tensor-level name -> the tile that holds its value
         # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
@@ -99,6 +106,23 @@ class _Converter:
             self.loaded[key] = self.emit(f"{v.base.name}_ub", "tile.load", args, valid_shape=v.valid)
         return self.loaded[key]
 
+    def read_vec(self, e: Expr) -> Var:
+        """``e`` as a tile a vector op reads: in a cluster kernel a product (Acc) or an L1
+        value (Mat) crosses to the vector side (``_cluster_pipes`` routes the move)."""
+        tile = self.read(e)
+        t = tile.type
+        if self.cluster and isinstance(t, TileType) and t.memory in CUBE_SPACES:
+            return self.cross(tile, MemorySpace.Vec)
+        return tile
+
+    def cross(self, tile: Var, space: MemorySpace) -> Var:
+        """``tile`` moved to ``space`` on the other core, once per value and block."""
+        key = (tile.name, space)
+        if key not in self.crossed:
+            suffix = "vec" if space is MemorySpace.Vec else "mat"
+            self.crossed[key] = self.emit(f"{tile.name}_{suffix}", "tile.move", [tile, space])
+        return self.crossed[key]
+
     def read(self, e: Expr) -> Var:
         """``e`` as a tile an op reads: refused when it has no values on every path here."""
         name = getattr(e, "name", None)
@@ -118,11 +142,11 @@ class _Converter:
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         """``body`` converted; what it loads is reused inside it, never after it."""
-        saved, self.out, loaded = self.out, [], dict(self.loaded)
+        saved, self.out, loaded, crossed = self.out, [], dict(self.loaded), dict(self.crossed)
         for s in body:
             self.span = s.span
             self.stmt(s)
-        body, self.out = tuple(self.out), saved
+        body, self.out, self.crossed = tuple(self.out), saved, crossed
         still = {k for k, tile in loaded.items() if self.loaded.get(k) is tile}  # minus stored-to
         self.loaded = {k: loaded[k] for k in still}
         return body
@@ -229,11 +253,35 @@ class _Converter:
             self.branches -= 1
         hoisted, then_body, else_body = _common_loads(then_body, else_body)
         self.out.extend(hoisted)
+        s, then_body, else_body = self.unused_windows(s, then_body, else_body)
         results = s.results
         if then_body and isinstance(then_body[-1], Yield):
             results = tuple(self.carried(r, v) for r, v in zip(s.results, then_body[-1].values))
             self.check_yield(else_body, list(results), s.span)
         self.out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body, results=results))
+
+    def unused_windows(self, s: If, then_body: tuple, else_body: tuple) -> tuple[If, tuple, tuple]:
+        """The ``if`` without the windows it merges that nothing reads after it (a name both
+        branches bind to a window for their own use): a window is no value to merge."""
+        if not (then_body and isinstance(then_body[-1], Yield)):
+            return s, then_body, else_body
+        windows = [
+            k
+            for k, (r, v) in enumerate(zip(s.results, then_body[-1].values))
+            if self.uses[r.name] == 1 and getattr(v, "name", None) in self.views and r.name not in self.places
+        ]
+        if not windows:
+            return s, then_body, else_body
+        keep = [k for k in range(len(s.results)) if k not in windows]
+
+        def kept(body: tuple) -> tuple:
+            if not (body and isinstance(body[-1], Yield)):
+                return body
+            values = tuple(body[-1].values[k] for k in keep)
+            return (*body[:-1], dataclasses.replace(body[-1], values=values)) if keep else body[:-1]
+
+        s = dataclasses.replace(s, results=tuple(s.results[k] for k in keep))
+        return s, kept(then_body), kept(else_body)
 
     def check_yield(self, body: tuple[Stmt, ...], targets: list[Var], span: SourceSpan | None) -> None:
         if not body or not isinstance(body[-1], Yield):
@@ -295,7 +343,7 @@ class _Converter:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
         args = {
-            p.name: self.read(a) if p.kind in arrays and not _is_none(a) else a
+            p.name: self.read_vec(a) if p.kind in arrays and not _is_none(a) else a
             for p, a in zip(OPS[c.op].params, c.args)
         }
         op = OPS[tile_op]
@@ -308,7 +356,24 @@ class _Converter:
         p = self.ctx.platform
         cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
         acc = self.read(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
-        return convert_matmul(cube, c, name, self.view(c.arg("lhs")), self.view(c.arg("rhs")), acc)
+        return convert_matmul(cube, c, name, self.operand(c.arg("lhs")), self.operand(c.arg("rhs")), acc)
+
+    def operand(self, e: Expr) -> View | Var:
+        """A matmul operand: a window of a tensor, or (in a cluster kernel) a value computed
+        on the vector side, which crosses to the cube side into Mat."""
+        tile = self.computed(e)
+        if tile is None:
+            return self.view(e)
+        if not self.cluster:
+            raise CompileError(
+                f"`{getattr(e, 'name', e)}` is computed on the vector side and multiplied on the "
+                "cube side; store it and multiply a window of the tensor",
+                self.span,
+            )
+        tile = self.read(e)
+        if tile.type.memory is MemorySpace.Mat:  # type: ignore[attr-defined]
+            return tile
+        return self.cross(tile, MemorySpace.Mat)
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
@@ -369,6 +434,17 @@ def _is_none(e: Expr) -> bool:
 
 def _items(e: Expr) -> tuple[Expr, ...]:
     return e.items if isinstance(e, ListExpr) else (e,)
+
+
+def tensor_level(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` has tensor-level work this pass places."""
+    return any(_placed(c.op) or c.op == "tensor.create" for c in nodes_of(body, Call))
+
+
+def convert_cluster_body(fn: Function, body: tuple[Stmt, ...], ctx: PassContext) -> tuple[Stmt, ...]:
+    """The tensor level of a cluster kernel's ``body`` (a mixed ``pl.at`` scope of the Group
+    function ``fn``) as tiles of both cores, a value read on the other side moved across."""
+    return _Converter(dataclasses.replace(fn, body=body), ctx, cluster=True).block(body)
 
 
 def convert_tensor_to_tile_ops(program: Program, ctx: PassContext) -> Program:

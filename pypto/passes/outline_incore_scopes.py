@@ -28,7 +28,7 @@ _WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.w
 _PARTIAL = {"tensor.write"}  # writes one element: the rest of the tensor is kept (InOut)
 
 
-def _tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
+def tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
     """Tensor names that denote one tensor: ``t2 = pl.store(..., t)``, ``t2 = t``, and
     loop-carried / if-merged tensors (``out = pl.store(..., out)`` in a loop)."""
     parent: dict[str, str] = {}
@@ -64,7 +64,7 @@ def _tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
 
 def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
     """Per tensor name: written by the body, read, or both (through any alias)."""
-    alias = _tensor_aliases(body)
+    alias = tensor_aliases(body)
     written: set[str] = set()
     read: set[str] = set()
     for call in nodes_of(body, Call):
@@ -181,7 +181,7 @@ class _Outliner:
             return [Assign(var, dataclasses.replace(call, type=var.type), span=scope.span)]
         # several tensors written by the scope: after the task, each name used later stands for
         # the tensor it wrote (`r = call` would leave which one to guess)
-        alias = _tensor_aliases(scope.body)
+        alias = tensor_aliases(scope.body)
         outer = {alias.get(v.name, v.name): v for v in free if isinstance(v.type, TensorType)}
         written = [alias.get(n, n) for n in escaping]
         if not all(w in outer for w in written):

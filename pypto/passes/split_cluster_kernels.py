@@ -3,11 +3,14 @@
 OutlineIncoreScopes turns a ``with pl.cluster():`` scope (and a ``pl.at`` scope that mixes
 cube and vector work) into a Group function holding the scope. Here its body is split by
 core (``_cluster_sides``): the AIC kernel keeps the cube-side statements, the AIV kernel the
-vector-side ones, both keep the loops, branches and index math. A mixed ``pl.at`` scope first
-gets its cross-core pipes from the compiler (``_cluster_pipes``); a ``pl.cluster`` scope
+vector-side ones, both keep the loops, branches and index math. A mixed ``pl.at`` scope written
+on tensors is first placed as tiles of both cores, a value read on the other core's side moved
+there (a product to Vec, a vector result to Mat: ``convert_cluster_body``); then it gets its
+cross-core pipes from the compiler (``_cluster_pipes``); a ``pl.cluster`` scope
 spells them itself, and what can be seen wrong before running is a compile error with the
 line: a tile computed on one core used on the other, a pop with no push, pushes and pops of
-one pipe that disagree on split or shape, a free of a tile twice or of no popped tile.
+one pipe that disagree on split or shape, a free of a tile twice or of no popped tile, a
+tensor one core stores and the other loads (the cores run at once: nothing orders the two).
 The Group function is left calling the two kernels; it runs as one cluster task.
 Test: tests/passes/test_split_cluster_kernels.py
 """
@@ -29,6 +32,8 @@ from pypto.passes._cluster_pipes import insert_pipes
 from pypto.passes._cluster_sides import Side, assign_sides, leaf_sides, project, prune
 from pypto.passes._cluster_split import halve_aiv
 from pypto.passes.context import PassContext
+from pypto.passes.convert_tensor_to_tile_ops import convert_cluster_body, tensor_level
+from pypto.passes.outline_incore_scopes import tensor_aliases
 
 _PUSH = {"tile.tpush_to_aiv": "tile.tpop_from_aic", "tile.tpush_to_aic": "tile.tpop_from_aiv"}
 _POP_OF_FREE = {"tile.tfree_to_aic": "tile.tpop_from_aic", "tile.tfree_to_aiv": "tile.tpop_from_aiv"}
@@ -77,6 +82,29 @@ def _check_crossing(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -
                 raise CompileError(
                     f"`{v.name}` is computed on {other.value} but used on {side.value}; the cores "
                     f"of a cluster share no buffer: hand it over with {how}",
+                    s.span,
+                )
+
+
+def _check_gm_handoff(sides: dict[Side, tuple[Stmt, ...]], alias: dict[str, str]) -> None:
+    """A tensor one core stores into and the other loads from: the two cores run at once and
+    nothing orders the store before the load, so the value must cross through a pipe."""
+    written: dict[Side, set[str]] = {}
+    for side, body in sides.items():
+        stores = _calls(body, ("tile.store",))
+        written[side] = {
+            alias.get(n, n) for c, _ in stores if (n := getattr(c.arg("output_tensor"), "name", None))
+        }
+    for side, body in sides.items():
+        other = Side.AIV if side is Side.AIC else Side.AIC
+        for c, s in _calls(body, ("tile.load",)):
+            name = getattr(c.arg("tensor"), "name", "")
+            if alias.get(name, name) in written[other]:
+                raise CompileError(
+                    f"`{name}` is stored by {other.value} and loaded by {side.value} of one cluster "
+                    "kernel; the cores run at once and nothing orders the store before the load: "
+                    "use the value itself (the compiler moves it across the cores), or write the "
+                    "two parts as two pl.at scopes",
                     s.span,
                 )
 
@@ -203,7 +231,10 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
             "on its pushes and pops (split=pl.SplitMode...)",
             scope.span,
         )
-    body = scope.body if scope.cluster else insert_pipes(scope.body, scope.split, ctx)
+    body = scope.body
+    if not scope.cluster and tensor_level(body):  # tiles of both cores, crossings as moves
+        body = convert_cluster_body(fn, body, ctx)
+    body = body if scope.cluster else insert_pipes(body, scope.split, ctx)
     _check_one_core(body, scope.cluster)
     _check_ids(body, ctx.platform.cross_flag_ids)
     defs: dict[str, Side] = {}
@@ -216,6 +247,7 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
     if not scope.cluster and scope.split not in (None, SplitMode.NONE) and _aivs(sides[Side.AIV]) == 2:
         sides[Side.AIV] = halve_aiv(sides[Side.AIV], scope.split)  # each AIV: half of each tile
     _check_pipes(sides[Side.AIC], sides[Side.AIV])
+    _check_gm_handoff(sides, tensor_aliases(body))
     args = tuple(p.var for p in fn.params)
     kernels = [
         Function(f"{fn.name}_aic", fn.params, FunctionType.AIC, sides[Side.AIC], span=fn.span),

@@ -1,5 +1,6 @@
 """Scopes that mix a matmul with a vector epilogue: split into an AIC and an AIV kernel
-joined through GM, or refused when the order cannot be split."""
+joined through GM when the cube work comes first, else one cluster kernel whose cores hand
+values over through pipes."""
 
 import pypto.language as pl
 
@@ -36,7 +37,77 @@ def scaled_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], s: pl.FP32):
 
 @pl.jit
 def vector_then_cube(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """relu(a) crosses to the cube side (Vec → Mat) to be multiplied."""
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.relu(a)
         c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
+    return c
+
+
+@pl.jit
+def blocks_in_a_loop(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """A matmul and its epilogue in each trip: cube work after vector work of the last trip."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="blocks"):
+        for h in pl.range(2):
+            r = h * (M // 2)
+            acc = pl.matmul(a[r : r + M // 2, :], b, out_dtype=pl.FP32)
+            c[r : r + M // 2, :] = pl.relu(pl.add(acc, bias))
+    return c
+
+
+@pl.jit
+def attention(q: pl.Tensor, k: pl.Tensor, v: pl.Tensor, o: pl.Out[pl.Tensor]):
+    """softmax(q kᵀ) v: the scores cross to the vector side, the probabilities back."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="attn"):
+        s = pl.matmul(q, k, b_trans=True, out_dtype=pl.FP32)
+        p = pl.exp(pl.row_expand_sub(s, pl.row_max(s)))
+        pv = pl.matmul(pl.cast(p, target_type=pl.FP16), v, out_dtype=pl.FP32)
+        o[:] = pl.row_expand_div(pv, pl.row_sum(p))
+    return o
+
+
+@pl.jit
+def reread_product(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """The cube side stores c and the vector side of the same task reads it back: a race."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.relu(a)
+        c[:] = pl.matmul(t, b, out_dtype=pl.FP32)
+        c[:] = pl.adds(c, 1.0)
+    return c
+
+
+@pl.jit
+def window_mat_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+    """The Mat copy of a's window also feeds the vector side: loaded again, GM → UB."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="window"):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], c)
+        pl.store(pl.relu(pl.move(am, target_memory=pl.Mem.Vec)), [0, 0], d)
+    return c, d
+
+
+@pl.jit
+def product_mat_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """A product moved to Mat, then to Vec: the product itself crosses (Acc → Vec)."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="product"):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pm = pl.move(acc, target_memory=pl.Mem.Mat)
+        pl.store(pl.relu(pl.move(pm, target_memory=pl.Mem.Vec)), [0, 0], c)
+    return c
+
+
+@pl.jit
+def rewritten_window_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """The window's tensor is stored into by the kernel: loading it again could see new data."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        pl.store(acc, [0, 0], c)
+        cm = pl.load(c, [0, 0], [M, N], target_memory=pl.Mem.Mat)
+        pl.store(pl.relu(pl.move(cm, target_memory=pl.Mem.Vec)), [0, 0], c)
     return c

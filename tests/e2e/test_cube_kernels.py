@@ -104,10 +104,84 @@ def test_a_mixed_tensor_scope_crosses_through_gm_and_keeps_handle_and_deps():
     ir.assert_structural_equal(program, parse_text(ir.print_program(program)), names=True)
 
 
-def test_a_mixed_scope_that_cannot_be_split_is_refused_with_the_fix():
+def test_vector_work_then_a_matmul_is_one_cluster_task():
     import mixed_scope as ms
 
     a, b = operands(np.float32)
-    with pytest.raises(CompileError, match="cannot be split") as err:
-        ms.vector_then_cube(a, b, np.zeros((ms.M, ms.N), np.float32), config=CFG)
-    assert "two pl.at scopes" in str(err.value) and "mixed_scope.py:" in str(err.value)
+    c = np.zeros((ms.M, ms.N), np.float32)
+    ms.vector_then_cube(a, b, c, config=CFG)
+    ref = np.maximum(a.astype(np.float64), 0) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
+    tasks = ms.vector_then_cube.last_report.tasks
+    assert {t.core_name for t in tasks} == {"AIC0", "AIV0", "AIV1"}  # both cores, one task
+    assert len({t.start for t in tasks}) == 1
+
+
+def test_a_matmul_and_its_epilogue_in_every_trip_is_one_cluster_task():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    bias = np.random.default_rng(1).uniform(-1, 1, (ms.M // 2, ms.N)).astype(np.float32)
+    c = np.zeros((ms.M, ms.N), np.float32)
+    ms.blocks_in_a_loop(a, b, bias, c, config=CFG)
+    ref = np.maximum(k_order(a, b) + np.tile(bias, (2, 1)), 0)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+    program = ms.blocks_in_a_loop.lower(a, b, bias, c, config=CFG)
+    aic, aiv = program.get("blocks_aic"), program.get("blocks_aiv")
+    pushes = [x.op for x in ir.nodes_of(aic.body, ir.Call) if x.op.startswith("tile.tpush")]
+    pops = [x.op for x in ir.nodes_of(aiv.body, ir.Call) if x.op.startswith("tile.tpop")]
+    assert pushes == ["tile.tpush_to_aiv"] and pops == ["tile.tpop_from_aic"]  # in the loop, once
+
+
+def test_attention_hands_scores_over_and_probabilities_back():
+    import mixed_scope as ms
+
+    rng = np.random.default_rng(2)
+    q = (rng.standard_normal((ms.M, ms.K)) * 0.1).astype(np.float16)
+    k, v = (rng.standard_normal((ms.N, ms.K)).astype(np.float16) for _ in range(2))
+    o = np.zeros((ms.M, ms.K), np.float32)
+    ms.attention(q, k, v, o, config=CFG)
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    p = np.exp(s - s.max(1, keepdims=True))
+    want = (p.astype(np.float16).astype(np.float32) @ v.astype(np.float32)) / p.sum(1, keepdims=True)
+    np.testing.assert_allclose(o, want, rtol=2e-3, atol=2e-3)
+    program = ms.attention.lower(q, k, v, o, config=CFG)
+    aic = program.get("attn_aic")
+    ops = [x.op for x in ir.nodes_of(aic.body, ir.Call) if x.op.startswith(("tile.tpush", "tile.tpop"))]
+    assert ops == ["tile.tpush_to_aiv", "tile.tpop_from_aiv", "tile.tpush_to_aiv"]
+
+
+def test_a_mat_tile_moved_to_vec_is_routed_from_its_window_or_its_product():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    c, d = np.zeros((ms.M, ms.N), np.float32), np.zeros((ms.M, ms.K), np.float16)
+    ms.window_mat_to_vec(a, b, c, d, config=CFG)
+    np.testing.assert_array_equal(c, k_order(a, b))
+    np.testing.assert_array_equal(d, np.maximum(a, 0))
+    aiv = ms.window_mat_to_vec.lower(a, b, c, d, config=CFG).get("window_aiv")
+    assert [x.op for x in ir.nodes_of(aiv.body, ir.Call)][0] == "tile.load"  # GM → UB again
+    ms.product_mat_to_vec(a, b, c, config=CFG)
+    np.testing.assert_array_equal(c, np.maximum(k_order(a, b), 0))
+    aic = ms.product_mat_to_vec.lower(a, b, c, config=CFG).get("product_aic")
+    assert "tile.tpush_to_aiv" in [x.op for x in ir.nodes_of(aic.body, ir.Call)]  # Acc → Vec
+
+
+def test_a_mat_tile_with_no_route_to_vec_is_refused_with_its_line():
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    with pytest.raises(CompileError, match="moves from Mat to Vec, which has no path") as err:
+        ms.rewritten_window_to_vec(a, b, np.zeros((ms.M, ms.N), np.float32), config=CFG)
+    assert "mixed_scope.py:" in str(err.value)
+
+
+def test_a_tensor_stored_by_one_core_and_loaded_by_the_other_is_refused():
+    import mixed_scope as ms
+
+    a, b = operands(np.float32)
+    c = np.zeros((ms.M, ms.N), np.float32)
+    with pytest.raises(CompileError, match="stored by the AIC and loaded by the AIV") as err:
+        ms.reread_product(a, b, c, config=CFG)
+    assert "mixed_scope.py:" in str(err.value)
+    assert not c.any()  # nothing ran

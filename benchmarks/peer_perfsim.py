@@ -9,11 +9,12 @@ Perf-Sim's figures below were measured at pto-isa revision f35e7f60 (gcc 12, goo
 again (a few minutes on two cores; it writes only under DIR). Without one the recorded figures
 are used and the script says so. Nothing here runs at install or in CI.
 
-Perf-Sim keys a flag by its destination pipe and id only, so in its GEMM the accumulator's
-FIX->M wait (id 0) is satisfied early by the MTE1->M flags of id 0: the next output tile's
-matmuls overwrite the accumulator while it is still being stored. The "ids apart" column is
-Perf-Sim on a copy of that kernel with the FIX->M pair on id 2 (nothing else changed) — the
-schedule the kernel's flags mean, which is the one our model runs (docs/calibration.md).
+Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an AIV's MTE2 as
+one pipe), so in its GEMM the accumulator's FIX->M wait (id 0) is satisfied early by the
+MTE1->M flags of id 0, and in its FlashAttention the AIVs' V->MTE2 flags share keys with the
+AIC's MTE1->MTE2 flags. The "ids apart" column is Perf-Sim on a copy of those kernels with the
+colliding flags moved to ids of their own (nothing else changed) — the schedule the kernels'
+flags mean, which is the one our model runs (docs/calibration.md).
 
 Run: python benchmarks/peer_perfsim.py [--pto-isa DIR]
 """
@@ -97,6 +98,11 @@ RECORDED_IDS_APART = {
     "GemmPerfSim.Small_128x64x256": 3024,
     "GemmPerfSim.Medium_1536x256x1024": 182465,
     "GemmPerfSim.LargeK_256x4096x256": 87313,
+    "FAPerfSim.Standard_128x128x1024": 39003,
+    "FAPerfSim.MultiCore_4x128x128x1024": 48313,
+    "FAPerfSim.Small_64x64x512": 10268,
+    "FAPerfSim.CAModelCompare_64x128x512_2core": 10142,
+    "FAPerfSim.LongSeq_256x64x2048": 51365,
 }
 
 

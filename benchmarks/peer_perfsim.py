@@ -14,8 +14,9 @@ Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an A
 one pipe), so in its GEMM the accumulator's FIX->M wait (id 0) is satisfied early by the
 MTE1->M flags of id 0, and in its FlashAttention the AIVs' V->MTE2 flags share keys with the
 AIC's MTE1->MTE2 flags. The "ids apart" column is Perf-Sim on a copy of those kernels with the
-colliding flags moved to ids of their own (nothing else changed) — the schedule the kernels'
-flags mean, which is the one our model runs (docs/calibration.md).
+colliding flags moved to ids of their own (nothing else changed): for the GEMM the schedule
+its flags mean, which is the one our model runs; for FlashAttention a check that the
+collision is not what separates the totals (docs/calibration.md).
 
 Run: python benchmarks/peer_perfsim.py [--pto-isa DIR]
 """
@@ -94,7 +95,7 @@ RECORDED: Figures = {
 }
 # Perf-Sim's totals with the flags its sync keys make collide moved to ids of their own (the
 # GEMM's FIX->M pair; FlashAttention's AIV V->MTE2 flags, which share a key with the AIC's
-# MTE1->MTE2 flags): the schedule the kernels' flags mean.
+# MTE1->MTE2 flags).
 RECORDED_IDS_APART = {
     "GemmPerfSim.Small_128x64x256": 3024,
     "GemmPerfSim.Medium_1536x256x1024": 182465,

@@ -3,15 +3,16 @@
 shapes and dtypes, FIXPIPE with narrowing, each vector family cold and warm, flags, scalar
 reads), then the figures only whole kernels show (the 128 B-row penalty, the task pickup, a
 kernel's instruction against the single-instruction measurement), and pto-isa's Perf-Sim test
-kernels ported and run under the pto-isa profile (benchmarks/peer_perfsim.py; PTO_ISA_DIR names a
-pto-isa checkout to build it and measure again). docs/calibration.md reproduces the tables and
-explains every case outside its tolerance.
+kernels ported and run under the pto-isa profile (benchmarks/peer_perfsim.py; --pto-isa DIR or
+PTO_ISA_DIR names a pto-isa checkout to build it and measure again). docs/calibration.md
+reproduces the tables and explains every case outside its tolerance.
 
-Run: python benchmarks/calibrate.py            Deterministic; prints the tables.
+Run: python benchmarks/calibrate.py [--pto-isa DIR]     Deterministic; prints the tables.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -136,6 +137,10 @@ def summary(rows: list[cal.Row], kind: str) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default = os.environ.get("PTO_ISA_DIR")
+    parser.add_argument("--pto-isa", type=Path, default=default, help="a pto-isa checkout at f35e7f60")
+    args = parser.parse_args()
     device = cal.device_rows()
     print("== device profile (RunConfig() default) ==")
     print(cal.format_table(device))
@@ -151,7 +156,7 @@ def main() -> None:
         print(line)
     print()
     print("== whole kernels against pto-isa's Perf-Sim (cost_profile='pto-isa') ==")
-    for line in peer_perfsim.rows(Path(os.environ["PTO_ISA_DIR"]) if os.environ.get("PTO_ISA_DIR") else None):
+    for line in peer_perfsim.rows(Path(args.pto_isa) if args.pto_isa else None):
         print(line)
 
 

@@ -6,14 +6,17 @@ each pipe's busy-cycle error.
 
 Perf-Sim's figures below were measured at pto-isa revision f35e7f60 (gcc 12, googletest);
 ``--pto-isa DIR`` (or ``PTO_ISA_DIR``) names a checkout of that revision to build and measure
-again (a few minutes on two cores; it writes only under DIR). Without one the recorded figures
+again (its GEMM and FlashAttention suites, each also built with the colliding flag ids apart:
+about ten minutes on two cores; it writes only under DIR). Without one the recorded figures
 are used and the script says so. Nothing here runs at install or in CI.
 
-Perf-Sim keys a flag by its destination pipe and id only, so in its GEMM the accumulator's
-FIX->M wait (id 0) is satisfied early by the MTE1->M flags of id 0: the next output tile's
-matmuls overwrite the accumulator while it is still being stored. The "ids apart" column is
-Perf-Sim on a copy of that kernel with the FIX->M pair on id 2 (nothing else changed) — the
-schedule the kernel's flags mean, which is the one our model runs (docs/calibration.md).
+Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an AIV's MTE2 as
+one pipe), so in its GEMM the accumulator's FIX->M wait (id 0) is satisfied early by the
+MTE1->M flags of id 0, and in its FlashAttention the AIVs' V->MTE2 flags share keys with the
+AIC's MTE1->MTE2 flags. The "ids apart" column is Perf-Sim on a copy of those kernels with the
+colliding flags moved to ids of their own (nothing else changed): for the GEMM the schedule
+its flags mean, which is the one our model runs; for FlashAttention a check that the
+collision is not what separates the totals (docs/calibration.md).
 
 Run: python benchmarks/peer_perfsim.py [--pto-isa DIR]
 """
@@ -39,63 +42,176 @@ from pypto.runtime import run_kernel_file
 KERNELS = Path(__file__).resolve().parent / "kernels"
 REVISION = "f35e7f60"
 TOTAL_TOLERANCE, PIPE_TOLERANCE = 0.05, 0.10
-# Perf-Sim's pipe rows and ours (its AIC MTE2 and AIV MTE2 are both our MTE2).
-PIPES = {"MTE2(AIC)": "MTE2", "MTE2(AIV)": "MTE2", "MTE1": "MTE1", "CUBE": "CUBE", "FIXP": "FIXPIPE"}
-PIPES.update({"VEC": "VECTOR", "MTE3": "MTE3"})
+# Perf-Sim's pipe rows (core 0; its AIV rows sum the cluster's two AIVs) and ours: the core
+# kind whose tasks are summed and our pipe.
+PIPES = {
+    "MTE2(AIC)": ("AIC", "MTE2"),
+    "MTE1": ("AIC", "MTE1"),
+    "CUBE": ("AIC", "CUBE"),
+    "FIXP": ("AIC", "FIXPIPE"),
+    "MTE2(AIV)": ("AIV", "MTE2"),
+    "VEC": ("AIV", "VECTOR"),
+    "MTE3": ("AIV", "MTE3"),
+}
 
-Figures = dict[str, tuple[int, dict[str, int]]]  # report name -> (total, busy per pipe row)
+Figures = dict[str, tuple[int, dict[str, int]]]  # gtest name -> (total, busy per pipe row)
 
-# Perf-Sim at f35e7f60, core 0; and the totals with the GEMM's FIX->M flags on their own id.
+# Perf-Sim at f35e7f60, core 0.
 RECORDED: Figures = {
-    "runGemm_128x64x256": (3024, {"MTE2(AIC)": 627, "MTE1": 321, "CUBE": 518, "FIXP": 1614}),
-    "runGemm_1536x256x1024": (
+    "GemmPerfSim.Small_128x64x256": (3024, {"MTE2(AIC)": 627, "MTE1": 321, "CUBE": 518, "FIXP": 1614}),
+    "GemmPerfSim.Medium_1536x256x1024": (
         139420,
         {"MTE2(AIC)": 120384, "MTE1": 61632, "CUBE": 99456, "FIXP": 77472},
     ),
-    "runGemm_256x4096x256": (87313, {"MTE2(AIC)": 80256, "MTE1": 41088, "CUBE": 66304, "FIXP": 3228}),
+    "GemmPerfSim.LargeK_256x4096x256": (
+        87313,
+        {"MTE2(AIC)": 80256, "MTE1": 41088, "CUBE": 66304, "FIXP": 3228},
+    ),
+    "FAPerfSim.Standard_128x128x1024": (
+        39003,
+        {"MTE2(AIC)": 10450, "MTE1": 6168, "CUBE": 8288, "FIXP": 9684}
+        | {"MTE2(AIV)": 13400, "VEC": 26660, "MTE3": 2966},
+    ),
+    "FAPerfSim.MultiCore_4x128x128x1024": (
+        48313,
+        {"MTE2(AIC)": 10450, "MTE1": 6168, "CUBE": 8288, "FIXP": 9684}
+        | {"MTE2(AIV)": 13400, "VEC": 26660, "MTE3": 2966},
+    ),
+    "FAPerfSim.Small_64x64x512": (
+        10268,
+        {"MTE2(AIC)": 2600, "MTE1": 1560, "CUBE": 1120, "FIXP": 2020}
+        | {"MTE2(AIV)": 2732, "VEC": 10154, "MTE3": 724},
+    ),
+    "FAPerfSim.CAModelCompare_64x128x512_2core": (
+        10142,
+        {"MTE2(AIC)": 2612, "MTE1": 1420, "CUBE": 1072, "FIXP": 2020}
+        | {"MTE2(AIV)": 2780, "VEC": 6950, "MTE3": 740},
+    ),
+    "FAPerfSim.LongSeq_256x64x2048": (
+        51274,
+        {"MTE2(AIC)": 13585, "MTE1": 7216, "CUBE": 8384, "FIXP": 16144}
+        | {"MTE2(AIV)": 22320, "VEC": 49524, "MTE3": 5034},
+    ),
 }
+# Perf-Sim's totals with the flags its sync keys make collide moved to ids of their own (the
+# GEMM's FIX->M pair; FlashAttention's AIV V->MTE2 flags, which share a key with the AIC's
+# MTE1->MTE2 flags).
 RECORDED_IDS_APART = {
-    "runGemm_128x64x256": 3024,
-    "runGemm_1536x256x1024": 182465,
-    "runGemm_256x4096x256": 87313,
+    "GemmPerfSim.Small_128x64x256": 3024,
+    "GemmPerfSim.Medium_1536x256x1024": 182465,
+    "GemmPerfSim.LargeK_256x4096x256": 87313,
+    "FAPerfSim.Standard_128x128x1024": 39003,
+    "FAPerfSim.MultiCore_4x128x128x1024": 48313,
+    "FAPerfSim.Small_64x64x512": 10268,
+    "FAPerfSim.CAModelCompare_64x128x512_2core": 10142,
+    "FAPerfSim.LongSeq_256x64x2048": 51365,
 }
+
+
+def _busy(rep, block: int = 0) -> dict[str, int]:
+    """Block 0's busy cycles per Perf-Sim pipe row (AIV rows summed over the cluster's AIVs)."""
+    busy = dict.fromkeys(PIPES, 0)
+    for task in rep.tasks:
+        if task.block != block:
+            continue
+        for row, (kind, pipe) in PIPES.items():
+            if task.core_kind == kind:
+                busy[row] += task.pipe_busy[pipe]
+    return busy
 
 
 @dataclass(frozen=True)
-class Port:
-    """One of Perf-Sim's test kernels (its gtest name and the report name it prints) and the
-    GEMM shape and K-block depth its port runs."""
+class GemmPort:
+    """One of Perf-Sim's GEMM tests: the GEMM shape and K-block depth its port runs."""
 
     test: str
-    report: str
     m: int
     k: int
     n: int
     step_k: int
+    suite: str = "gemm_perf_sim"
+
+    def measure(self) -> tuple[int, dict[str, int]]:
+        """Our cycles under the pto-isa profile (the result checked against numpy) and block
+        0's busy cycles per pipe row (flags take no pipe time under this profile)."""
+        so = build_kernel(KernelSource(name="peer_gemm", path=KERNELS / "peer_gemm.cpp"), platform="a2a3sim")
+        rng = np.random.default_rng(0)
+        a = rng.uniform(-1, 1, (self.m, self.k)).astype(np.float16)
+        b = rng.uniform(-1, 1, (self.k, self.n)).astype(np.float16)
+        c = np.zeros((self.m, self.n), np.float32)
+        plat = platforms.get("a2a3sim", cost_profile="pto-isa")
+        rep = run_kernel_file(so, [a, b, c, self.step_k], outputs={2}, platform=plat, core="aic")
+        np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+        return rep.cycles, _busy(rep)
+
+
+FA_SLOTS = 8  # the port's ring depth (peer_fa.cpp kSlots)
+
+
+@dataclass(frozen=True)
+class FaPort:
+    """One of Perf-Sim's FlashAttention tests: `blocks` clusters of `cube_s0` query rows each
+    (Perf-Sim's launch: one core per block), `head` wide, over `s1` keys in tiles of
+    `tile_s1` (sub-tiles of `cube_s1`), QK/P `preload` tiles ahead of PV/GU."""
+
+    test: str
+    blocks: int
+    cube_s0: int
+    head: int
+    s1: int
+    cube_s1: int
+    tile_s1: int = 256
+    preload: int = 4
+    suite: str = "fa_perf_sim"
+
+    def arrays(self, seed: int = 0) -> list:
+        """q, k^T, v, the output and the three GM rings, in the port's argument order."""
+        rows, factor = self.blocks * self.cube_s0, self.tile_s1 // self.cube_s1
+        if self.s1 // self.tile_s1 > FA_SLOTS:
+            raise ValueError(
+                f"{self.test}: {self.s1 // self.tile_s1} tiles would wrap the {FA_SLOTS}-slot rings"
+            )
+        rng = np.random.default_rng(seed)
+        q = rng.uniform(-1, 1, (rows, self.head)).astype(np.float16)
+        k = rng.uniform(-1, 1, (self.s1, self.head)).astype(np.float16)
+        v = rng.uniform(-1, 1, (self.s1, self.head)).astype(np.float16)
+        ring_rows = self.blocks * FA_SLOTS * factor * self.cube_s0
+        rings = [np.zeros((ring_rows, self.cube_s1), dt) for dt in (np.float32, np.float16)]
+        pv = np.zeros((self.blocks * FA_SLOTS * self.cube_s0, self.head), np.float32)
+        return [q, np.ascontiguousarray(k.T), v, np.zeros((rows, self.head), np.float32), *rings, pv]
+
+    def run(self, platform=None):
+        """Our run under the pto-isa profile (or `platform`), its output checked against
+        softmax(q k^T / sqrt(head)) v in numpy; returns the report."""
+        so = build_kernel(KernelSource(name="peer_fa", path=KERNELS / "peer_fa.cpp"), platform="a2a3sim")
+        args = self.arrays()
+        plat = platform or platforms.get("a2a3sim", cost_profile="pto-isa")
+        scalars = [self.cube_s0, self.cube_s1, self.tile_s1, self.preload]
+        rep = run_kernel_file(
+            so, args + scalars, outputs={3, 4, 5, 6}, platform=plat, core="cluster", block_num=self.blocks
+        )
+        q, kt, v, o = (a.astype(np.float32) for a in args[:4])
+        s = q @ kt / np.sqrt(self.head)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(o, e @ v / e.sum(axis=1, keepdims=True), rtol=1e-2, atol=1e-3)
+        return rep
+
+    def measure(self) -> tuple[int, dict[str, int]]:
+        rep = self.run()
+        return rep.cycles, _busy(rep)
 
 
 PORTS = [
-    Port("GemmPerfSim.Small_128x64x256", "runGemm_128x64x256", 128, 64, 256, 1),
-    Port("GemmPerfSim.Medium_1536x256x1024", "runGemm_1536x256x1024", 1536, 256, 1024, 4),
-    Port("GemmPerfSim.LargeK_256x4096x256", "runGemm_256x4096x256", 256, 4096, 256, 4),
+    GemmPort("GemmPerfSim.Small_128x64x256", 128, 64, 256, 1),
+    GemmPort("GemmPerfSim.Medium_1536x256x1024", 1536, 256, 1024, 4),
+    GemmPort("GemmPerfSim.LargeK_256x4096x256", 256, 4096, 256, 4),
+    FaPort("FAPerfSim.Standard_128x128x1024", 1, 128, 128, 1024, 128),
+    FaPort("FAPerfSim.MultiCore_4x128x128x1024", 4, 128, 128, 1024, 128),
+    FaPort("FAPerfSim.Small_64x64x512", 1, 64, 64, 512, 64),
+    FaPort("FAPerfSim.CAModelCompare_64x128x512_2core", 2, 64, 64, 512, 128),
+    # Perf-Sim's test launches one core: the first of the two 128-row blocks of its 256 rows.
+    FaPort("FAPerfSim.LongSeq_256x64x2048", 1, 128, 64, 2048, 128),
 ]
-
-
-def run_port(port: Port) -> tuple[int, dict[str, int]]:
-    """Our cycles for a port under the pto-isa profile (its result checked against numpy), and
-    each pipe's busy cycles (its instructions; flags take no pipe time under this profile)."""
-    so = build_kernel(KernelSource(name="peer_gemm", path=KERNELS / "peer_gemm.cpp"), platform="a2a3sim")
-    rng = np.random.default_rng(0)
-    a = rng.uniform(-1, 1, (port.m, port.k)).astype(np.float16)
-    b = rng.uniform(-1, 1, (port.k, port.n)).astype(np.float16)
-    c = np.zeros((port.m, port.n), np.float32)
-    plat = platforms.get("a2a3sim", cost_profile="pto-isa")
-    rep = run_kernel_file(so, [a, b, c, port.step_k], outputs={2}, platform=plat, core="aic", record=True)
-    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
-    busy: dict[str, int] = {}
-    for row in rep.tasks[0].trace.rows():
-        busy[row["pipe_name"]] = busy.get(row["pipe_name"], 0) + row["end"] - row["start"]
-    return rep.cycles, busy
 
 
 def run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
@@ -107,44 +223,70 @@ def run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-def build_peer(tree: Path, build: Path) -> Path:
-    """Builds the GEMM Perf-Sim test from ``tree`` (a pto-isa checkout or a copy of part of one;
-    its formula headers are generated first, as pto-isa's own test runner does) into ``build``;
-    returns the folder of the binary."""
+SUITES = ("gemm_perf_sim", "fa_perf_sim")
+GEMM_KERNEL = "kernels/manual/a2a3/gemm_performance/gemm_performance_kernel.cpp"
+FA_KERNEL = "kernels/manual/common/flash_atten/fa_performance_kernel.cpp"
+
+
+def build_peer(tree: Path, build: Path, suite: str) -> Path:
+    """Builds one Perf-Sim test suite from ``tree`` (a pto-isa checkout or a copy of part of
+    one; its formula headers are generated first, as pto-isa's own test runner does) into
+    ``build``; returns the folder of the binary."""
     for arch in ("a2a3", "a5"):
         gen = tree / "include/pto/costmodel" / arch / "formula_costmodel/gen_formula_params_header.py"
         run([sys.executable, gen], cwd=tree)
     env = dict(os.environ, CC="gcc-12", CXX="g++-12")
     configure = ["cmake", "-S", tree / "tests/costmodel/perf_sim_st", "-B", build]
-    configure += ["-DCMAKE_BUILD_TYPE=Release", "-DTEST_CASE=gemm_perf_sim"]
+    configure += ["-DCMAKE_BUILD_TYPE=Release", f"-DTEST_CASE={suite}"]
     run(configure, env=env)
     run(["cmake", "--build", build, "-j2"])
     return build / "bin"
 
 
+def _patched(path: Path, pairs: list[tuple[str, str]]) -> None:
+    text = path.read_text()
+    for old, new in pairs:
+        if old not in text:
+            raise RuntimeError(f"{path}: {old!r} is not where revision {REVISION} has it")
+        text = text.replace(old, new)
+    path.write_text(text)
+
+
 def ids_apart_copy(root: Path) -> Path:
-    """A copy of the parts of the checkout the GEMM test builds from, its kernel's FIX->M flag
-    pair moved from id 0 to id 2 (no other flag of the kernel uses id 2)."""
+    """A copy of the parts of the checkout the tests build from, with the flags Perf-Sim's
+    sync keys make collide moved to ids no other flag of the kernel uses: the GEMM's FIX->M
+    pair from id 0 to 2; FlashAttention's AIV V->MTE2 flags (ids 0, 1, keyed like the AIC's
+    MTE1->MTE2 flags 0..3) to ids 4, 5."""
     copy = root / "build_perfsim_ids_apart" / "src"
-    for part in ("include", "kernels/manual/a2a3/gemm_performance", "tests/costmodel/perf_sim_st"):
+    parts = ("include", "kernels/manual/a2a3/gemm_performance", "kernels/manual/common/flash_atten")
+    for part in (*parts, "tests/costmodel/perf_sim_st"):
         shutil.copytree(root / part, copy / part, dirs_exist_ok=True)
-    kernel = copy / "kernels/manual/a2a3/gemm_performance/gemm_performance_kernel.cpp"
-    text = kernel.read_text()
     pair = "SetFlag<PIPE_FIX, PIPE_M>(0);\n    WaitFlag<PIPE_FIX, PIPE_M>(0);"
-    if pair not in text:
-        raise RuntimeError(f"{kernel}: the FIX->M flag pair is not where revision {REVISION} has it")
-    kernel.write_text(text.replace(pair, pair.replace("(0)", "(2)")))
+    _patched(copy / GEMM_KERNEL, [(pair, pair.replace("(0)", "(2)"))])
+    _patched(copy / FA_KERNEL, fa_pairs())
     return copy
 
 
+def fa_pairs() -> list[tuple[str, str]]:
+    """The FlashAttention kernel's V->MTE2 flag calls and the same calls 4 ids up."""
+    pairs = []
+    for op in ("set_flag", "wait_flag"):
+        for ev, moved in (("pTileEventId", "pTileEventId + 4"), ("guEventId", "guEventId + 4")):
+            pairs.append((f"{op}(PIPE_V, PIPE_MTE2, {ev})", f"{op}(PIPE_V, PIPE_MTE2, {moved})"))
+        for ev, moved in (("EVENT_ID0", "(event_t)4"), ("EVENT_ID1", "(event_t)5")):
+            pairs.append((f"{op}(PIPE_V, PIPE_MTE2, {ev})", f"{op}(PIPE_V, PIPE_MTE2, {moved})"))
+    return pairs
+
+
 def parse_reports(text: str) -> Figures:
-    """Perf-Sim's printed reports: name -> (total cycles, core 0's busy cycles per pipe row)."""
+    """Perf-Sim's printed reports: gtest name -> (total cycles, core 0's busy cycles per pipe
+    row)."""
     out = {}
-    for block in text.split("===== Perf-Sim Report: ")[1:]:
-        name = block.split(" ", 1)[0].strip()
+    for block in text.split("[ RUN      ] ")[1:]:
+        name = block.split(None, 1)[0].strip()
         found = re.search(r"Total cycles : (\d+)", block)
         if found is None:
-            raise RuntimeError(f"Perf-Sim report {name} has no total")
+            raise RuntimeError(f"Perf-Sim test {name} printed no total")
         pipes = {}
         for row, value in re.findall(r"^\s*([A-Z0-9()]+) \|\s*(\d+|-)\s*\|", block, re.M):
             if row in PIPES and value != "-":
@@ -153,8 +295,12 @@ def parse_reports(text: str) -> Figures:
     return out
 
 
-def run_gemm_test(bins: Path) -> Figures:
-    return parse_reports(run([bins / "gemm_perf_sim"], cwd=bins).stdout)
+def run_suites(tree: Path, build: Path) -> Figures:
+    figures: Figures = {}
+    for suite in SUITES:
+        bins = build_peer(tree, build / suite, suite)
+        figures |= parse_reports(run([bins / suite], cwd=bins).stdout)
+    return figures
 
 
 def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], str]:
@@ -169,8 +315,8 @@ def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], str]:
     if root is None:
         where = f"Perf-Sim figures recorded at pto-isa {REVISION} (build it: --pto-isa DIR or PTO_ISA_DIR)"
         return RECORDED, RECORDED_IDS_APART, where
-    figures = run_gemm_test(build_peer(root, root / "build_perfsim"))
-    apart = run_gemm_test(build_peer(ids_apart_copy(root), root / "build_perfsim_ids_apart" / "build"))
+    figures = run_suites(root, root / "build_perfsim")
+    apart = run_suites(ids_apart_copy(root), root / "build_perfsim_ids_apart" / "build")
     return figures, {name: total for name, (total, _) in apart.items()}, f"Perf-Sim built and run from {root}"
 
 
@@ -180,21 +326,25 @@ def error(ours: float, ref: float) -> float:
 
 def rows(root: Path | None = None) -> list[str]:
     """The whole-kernel table: per ported kernel, Perf-Sim's cycles, ours, the error (a case
-    outside +-5% total or +-10% on a pipe is marked), Perf-Sim with the flag ids apart and our
-    error against that, and each pipe's busy-cycle error."""
+    outside +-5% total or +-10% on a pipe is marked), Perf-Sim with the colliding flag ids
+    apart and our error against that, and each pipe's busy-cycle error."""
     figures, apart, where = peer_figures(root)
-    head = f"{'kernel':<34}{'Perf-Sim':>10}{'ours':>8}{'error':>8}  ok {'ids apart':>10}{'error':>8}  pipes"
+    head = f"{'kernel':<42}{'Perf-Sim':>9}{'ours':>7}{'error':>8}  ok {'ids apart':>9}{'error':>8}  pipes"
     lines = [where, head]
     for port in PORTS:
-        peer_total, peer_pipes = figures[port.report]
-        total, busy = run_port(port)
-        errs = {PIPES[p]: error(busy.get(PIPES[p], 0), v) for p, v in peer_pipes.items()}
+        peer_total, peer_pipes = figures[port.test]
+        total, busy = port.measure()
+        errs = {p: error(busy[p], v) for p, v in peer_pipes.items()}
         err = error(total, peer_total)
         ok = abs(err) <= TOTAL_TOLERANCE and all(abs(e) <= PIPE_TOLERANCE for e in errs.values())
         pipes = ", ".join(f"{p} {e:+.1%}" for p, e in errs.items())
-        both = f"{apart[port.report]:>10}{error(total, apart[port.report]):>+8.1%}"
+        both = (
+            f"{apart[port.test]:>9}{error(total, apart[port.test]):>+8.1%}"
+            if port.test in apart
+            else f"{'-':>9}{'-':>8}"
+        )
         lines.append(
-            f"{port.test:<34}{peer_total:>10}{total:>8}{err:>+8.1%}  {'yes' if ok else 'NO '}{both}  {pipes}"
+            f"{port.test:<42}{peer_total:>9}{total:>7}{err:>+8.1%}  {'yes' if ok else 'NO '}{both}  {pipes}"
         )
     return lines
 

@@ -41,19 +41,20 @@ PTO_ISA_GIB_S = {
     "l1_to_l0a": 441.0,
     "l1_to_l0b": 220.5,
 }
-# pto-isa's CCE vector stream model: (head + tail at stream start, slope per repeat), the
-# intrinsic each of our classes reproduces.
+# pto-isa's CCE vector stream model at f35e7f60 (a2a3/cce_costmodel/cce_costmodel_vector_
+# compute.hpp): (head + tail at stream start, slope per repeat), the intrinsic each of our
+# classes reproduces.
 PTO_ISA_VECTOR = {
-    "add": ("vadd", 14 + 18, 1),
+    "add": ("vadd", 10 + 14, 2),
     "copy": ("vcopy", 11 + 13, 1),
-    "binary": ("vmul", 13 + 19, 2),
+    "binary": ("vmul", 10 + 15, 2),
     "unary": ("vadds", 13 + 18, 1),
-    "exp": ("vexp", 13 + 24, 4),
-    "div": ("vdiv", 13 + 25, 8),
+    "exp": ("vexp", 13 + 18, 2),
+    "div": ("vdiv", 11 + 19, 4),
     "cvt": ("vconv", 14 + 13, 1),
     "cmp": ("vcmpv_ge", 14 + 22, 2),
     "sel": ("vsel", 13 + 14, 2),
-    "bitwise": ("vand", 6, 2),
+    "bitwise": ("vand", 8 + 12, 2),
 }
 # The device sweeps' single-instruction vector figures: (base, cycles per repeat).
 DEVICE_VECTOR = {

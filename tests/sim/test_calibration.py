@@ -208,11 +208,11 @@ def test_cost_profile_is_checked_and_keys_the_compiled_program():
 def test_platform_overrides_apply_on_top_of_either_profile():
     cfg = RunConfig(cost_profile="pto-isa", platform_overrides={"vec_exp_base": 5})
     plat = cfg.resolved_platform()
-    assert plat.vec_exp_base == 5 and plat.vec_exp_per_repeat == 4  # the override, then pto-isa's slope
+    assert plat.vec_exp_base == 5 and plat.vec_exp_per_repeat == 2  # the override, then pto-isa's slope
     m = _native.CoreModel(plat.to_native())
     m.instr(V, {"class": "vector", "vec": "exp", "bytes": 1024})
     m.finish()
-    assert _durations(m) == [5 + 4 * 4]
+    assert _durations(m) == [5 + 2 * 4]
 
 
 def test_a_kernel_instruction_costs_what_its_calibration_case_costs(fixture_kernel):

@@ -1,7 +1,7 @@
-"""pto-isa's Perf-Sim GEMM test kernels, ported to <pypto/kernel.hpp> (benchmarks/kernels/
-peer_gemm.cpp), pinned under the pto-isa profile: a change to one of that profile's rules shows
-here as a changed count. Perf-Sim's own figures and the comparison are benchmarks/
-peer_perfsim.py's; docs/calibration.md explains each difference."""
+"""pto-isa's Perf-Sim GEMM and FlashAttention test kernels, ported to <pypto/kernel.hpp>
+(benchmarks/kernels/peer_gemm.cpp, peer_fa.cpp), pinned under the pto-isa profile: a change to
+one of that profile's rules shows here as a changed count. Perf-Sim's own figures and the
+comparison are benchmarks/peer_perfsim.py's; docs/calibration.md explains each difference."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pypto import platforms
 from pypto.kernel_build import KernelSource, build_kernel
 from pypto.runtime import run_kernel_file
 
-PEER_GEMM = Path(__file__).resolve().parents[2] / "benchmarks" / "kernels" / "peer_gemm.cpp"
+KERNELS = Path(__file__).resolve().parents[2] / "benchmarks" / "kernels"
+PEER_GEMM = KERNELS / "peer_gemm.cpp"
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,96 @@ def test_fp32_accumulator_store_is_priced_at_two_bytes_an_element(peer_gemm, pri
         plat = plat.with_overrides(fixpipe_gm_priced_elem_bytes=priced)
     fixpipe = run(peer_gemm, 128, 64, 256, 1, plat).pipe_busy["FIXPIPE"]
     assert fixpipe == int(np.ceil(128 * 256 * elem_bytes / plat.bw_l0c_to_gm))
+
+
+@pytest.fixture(scope="module")
+def peer_fa():
+    return build_kernel(KernelSource(name="peer_fa", path=KERNELS / "peer_fa.cpp"), platform="a2a3sim")
+
+
+SLOTS = 8  # the port's ring depth
+
+
+def run_fa(so, blocks, cube_s0, head, s1, cube_s1):
+    """The FlashAttention port over `blocks` clusters of `cube_s0` query rows, its output
+    checked against softmax(q k^T / sqrt(head)) v."""
+    rng = np.random.default_rng(0)
+    rows, factor = blocks * cube_s0, 256 // cube_s1
+    q, k, v = (rng.uniform(-1, 1, (n, head)).astype(np.float16) for n in (rows, s1, s1))
+    o = np.zeros((rows, head), np.float32)
+    rings = [np.zeros((blocks * SLOTS * factor * cube_s0, cube_s1), dt) for dt in (np.float32, np.float16)]
+    pv = np.zeros((blocks * SLOTS * cube_s0, head), np.float32)
+    args = [q, np.ascontiguousarray(k.T), v, o, *rings, pv, cube_s0, cube_s1, 256, 4]
+    plat = platforms.get("a2a3sim", cost_profile="pto-isa")
+    rep = run_kernel_file(
+        so, args, outputs={3, 4, 5, 6}, platform=plat, core="cluster", block_num=blocks, isolate=False
+    )
+    s = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(head)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        o, e @ v.astype(np.float32) / e.sum(axis=1, keepdims=True), rtol=1e-2, atol=1e-3
+    )
+    return rep
+
+
+def block0_busy(rep):
+    """Block 0's busy cycles: the AIC's pipes, and the two AIVs' summed (Perf-Sim's rows)."""
+    busy = {}
+    for task in rep.tasks:
+        if task.block == 0:
+            for pipe, cycles in task.pipe_busy.items():
+                if cycles:
+                    busy[(task.core_kind, pipe)] = busy.get((task.core_kind, pipe), 0) + cycles
+    return busy
+
+
+AIC_STANDARD = {
+    ("AIC", "MTE2"): 10475,
+    ("AIC", "MTE1"): 6176,
+    ("AIC", "CUBE"): 8288,
+    ("AIC", "FIXPIPE"): 9684,
+}
+
+
+@pytest.mark.parametrize(
+    ("blocks", "cube_s0", "head", "s1", "cube_s1", "cycles", "busy"),
+    [
+        # FAPerfSim.Standard_128x128x1024. Perf-Sim: 39003 cycles; MTE2 10450 (AIC) and 13400
+        # (AIVs), MTE1 6168, CUBE 8288, FIXPIPE 9684, VECTOR 26660, MTE3 2966.
+        (
+            1,
+            128,
+            128,
+            1024,
+            128,
+            29970,
+            AIC_STANDARD | {("AIV", "MTE2"): 13440, ("AIV", "VECTOR"): 45442, ("AIV", "MTE3"): 3000},
+        ),
+        # FAPerfSim.CAModelCompare_64x128x512_2core. Perf-Sim: 10142 cycles; MTE2 2612 and 2780,
+        # MTE1 1420, CUBE 1072, FIXPIPE 2020, VECTOR 6950, MTE3 740.
+        (
+            2,
+            64,
+            64,
+            512,
+            128,
+            8841,
+            {("AIC", "MTE2"): 2625, ("AIC", "MTE1"): 1424, ("AIC", "CUBE"): 1072, ("AIC", "FIXPIPE"): 2020}
+            | {("AIV", "MTE2"): 2800, ("AIV", "VECTOR"): 10942, ("AIV", "MTE3"): 758},
+        ),
+    ],
+)
+def test_ported_flash_attention_cycles_are_pinned(peer_fa, blocks, cube_s0, head, s1, cube_s1, cycles, busy):
+    rep = run_fa(peer_fa, blocks, cube_s0, head, s1, cube_s1)
+    assert rep.cycles == cycles
+    got = block0_busy(rep)
+    assert {key: got[key] for key in busy} == busy
+
+
+def test_flash_attention_blocks_run_side_by_side(peer_fa):
+    """Four clusters, one per block of 128 query rows: under the pto-isa profile they share no
+    pipe, so the launch takes about as long as one block (Perf-Sim: 48313 vs 39003, see
+    docs/calibration.md)."""
+    one = run_fa(peer_fa, 1, 128, 128, 1024, 128).cycles
+    four = run_fa(peer_fa, 4, 128, 128, 1024, 128).cycles
+    assert one <= four <= one * 1.01

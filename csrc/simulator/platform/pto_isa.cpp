@@ -34,20 +34,22 @@ Platform apply_pto_isa_profile(Platform p) {
   // (a2a3/cce_costmodel/cce_costmodel_memory.hpp, the L0C -> GM copy): an fp32 store costs half
   // its bytes' worth, which its Perf-Sim GEMM traces show (a 128x256 fp32 store: 1614 cycles).
   p.fixpipe_gm_priced_elem_bytes = 2;
-  // pto-isa CCE table, vector stream model: head + tail paid at stream start, slope per repeat.
-  p.vec_binary = {2, 32};  // pto-isa vmul: head 13 + tail 19, slope 2 (vsub/vmax/vmin alike)
-  p.vec_unary = {1, 31};   // pto-isa vadds: head 13 + tail 18, slope 1 (vabs/vmuls/vmins alike)
-  p.vec_add = {1, 32};     // pto-isa vadd: head 14 + tail 18, slope 1
-  p.vec_copy = {1, 24};    // pto-isa vcopy / vector_dup: head 11 + tail 13, slope 1
-  p.vec_exp = {4, 37};     // pto-isa vexp: head 13 + tail 24, slope 4
-  p.vec_div = {8, 38};     // pto-isa vdiv: head 13 + tail 25, slope 8
-  p.vec_cvt = {1, 27};     // pto-isa vconv (910B3 calibration): head 14 + tail 13, slope 1
-  p.vec_cmp = {2, 36};     // pto-isa vcmpv_ge / vcmpv_ne: head 14 + tail 22, slope 2
-  p.vec_sel = {2, 27};     // pto-isa vsel: head 13 + tail 14, slope 2
-  p.vec_bitwise = {2, 6};  // pto-isa vand / vor / vshl: the default head 6, slope 2
-  p.vec_gather = {2, 6};   // pto-isa vgather: the default head 6, slope 2
-  p.vec_sort = {2, 6};     // pto-isa vbitsort / vmrgsort4: the default head 6, slope 2
-  p.vec_reduce = {7, 46};  // pto-isa vcadd: head 14 + tail 32, slope 7
+  // pto-isa CCE table (a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp at f35e7f60, the
+  // revision whose Perf-Sim benchmarks/peer_perfsim.py runs; its 910B3-calibrated rows), vector
+  // stream model: head + tail paid at stream start, slope per repeat.
+  p.vec_binary = {2, 25};   // pto-isa vmul: head 10 + tail 15, slope 2 (vsub/vmax/vmin: tail 14)
+  p.vec_unary = {1, 31};    // pto-isa vadds: head 13 + tail 18, slope 1 (vabs/vmuls/vmins alike)
+  p.vec_add = {2, 24};      // pto-isa vadd: head 10 + tail 14, slope 2
+  p.vec_copy = {1, 24};     // pto-isa vcopy / vector_dup: head 11 + tail 13, slope 1
+  p.vec_exp = {2, 31};      // pto-isa vexp: head 13 + tail 18, slope 2
+  p.vec_div = {4, 30};      // pto-isa vdiv: head 11 + tail 19, slope 4
+  p.vec_cvt = {1, 27};      // pto-isa vconv (910B3 calibration): head 14 + tail 13, slope 1
+  p.vec_cmp = {2, 36};      // pto-isa vcmpv_ge / vcmpv_ne: head 14 + tail 22, slope 2
+  p.vec_sel = {2, 27};      // pto-isa vsel: head 13 + tail 14, slope 2
+  p.vec_bitwise = {2, 20};  // pto-isa vand / vor: head 8 + tail 12, slope 2
+  p.vec_gather = {2, 6};    // pto-isa vgather: the default head 6, slope 2
+  p.vec_sort = {2, 6};      // pto-isa vbitsort / vmrgsort4: the default head 6, slope 2
+  p.vec_reduce = {7, 46};   // pto-isa vcadd: head 14 + tail 32, slope 7
   p.reduce_per_row_cycles = 0;  // pto-isa: a reduction is its vcadd repeats only
   p.cube_base_cycles = 6;       // pto-isa formula backend TryEstimateMadCycles: head 6
   p.cube_cpr_16bit = 1;         // pto-isa formula backend: 1 cycle per fractal for fp16

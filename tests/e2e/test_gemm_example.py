@@ -58,7 +58,7 @@ def test_l0_is_fed_by_double_buffered_mte1_extracts_overlapping_the_cube(gemm_ex
     (src,) = (compiled.output_dir / "kernels").glob("*.cpp")
     text = src.read_text()
     lefts = {line.split(",")[-1].strip(" );") for line in text.splitlines() if "Tile v_a_l0" in line}
-    assert text.count("TEXTRACT(") >= 4 and len(lefts) == 2  # two L0A buffers: double-buffered
+    assert text.count("TEXTRACT(") >= 4 and len(lefts) >= 2  # at least two L0A buffers: double-buffered
     assert not (compiled.output_dir / "report" / "perf_hints.log").read_text().strip()  # no PH-MR-001
     report = compiled.run(a, a, c, trace=True)
     np.testing.assert_array_equal(c, np.full((SIZE, SIZE), SIZE, np.float32))

@@ -40,7 +40,11 @@ then loads while this block's last matmuls and its store run). A statement after
 loop that needs those reads done (a pipeline's leftover clone) gets the closing waits and
 then the opening sets again just before it. Lifting needs the inner loops' walks to end on
 the same slot phases as the real loops. A lifted flag that a later walk must move back is
-never lifted again. A wait inside a loop that runs exactly once stays at its consumer.
+never lifted again.
+
+A loop that runs exactly once (a pipeline's one-trip clone loop) is transparent: a wait goes
+into it, right before its consumer (a set before the loop would hold back the whole loop),
+and a set for a producer inside it goes right after that producer, not after the loop.
 
 Loops are executed for enough trips to reach the steady state of their slot pattern
 (``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
@@ -196,13 +200,15 @@ class _Walker:
         # per loop statement: its walk ends on the same trips (slot phases) as the real loop,
         # so a set in the walk's last trips stands for the real last trips' (see ``lift``)
         self.exact: dict[Path, bool] = {}
+        self.by_inst: dict[int, _Frame] = {}  # every block instance walked, by Site.inst
 
     def run(self) -> None:
         self.block(self.fn.body, self.frame("fn", ()))
 
     def frame(self, kind: str, path: Path) -> _Frame:
         self.insts += 1
-        return _Frame(kind, self.insts, path)
+        fr = self.by_inst[self.insts] = _Frame(kind, self.insts, path)
+        return fr
 
     # --- execution -----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], fr: _Frame) -> None:
@@ -310,21 +316,37 @@ class _Walker:
             level += 1
         w = len(frames) - 1
         while w > level and (frames[w].kind == "loop" or self.late_set(frames[w], e)):
-            if frames[w].once and not any(f.kind == "loop" and not f.once for f in frames[level + 1 : w]):
-                break  # a loop that runs once keeps the wait at its consumer: no later trip waits
             w -= 1  # hoist the wait out of inner loops (and of branches where a set would be late)
+        v = w  # the wait itself goes back in through loops that run once: no later trip waits
+        while v + 1 < len(frames) and frames[v + 1].kind == "loop" and frames[v + 1].once:
+            v += 1
+        wait_at = frames[v].path + (frames[v].idx,)
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
-            self.adjacent(frames[w], q, p, span)
+            self.adjacent(frames[w], q, p, span, wait_at=wait_at)
         elif jp < fr.idx and self.moved_for(fr, level, site, q, p, jp):
             raise _Restart
         elif fr.kind == "loop" and trip < fr.it:
             self.carry(fr, q, p, jp, fr.it - trip, span)
         elif jp < fr.idx:
-            self.new(_Token(q, p, ("post", fr.path + (jp,)), fr.path + (fr.idx,), span))
-            self.st.learn(p, _clock(fr.snaps[jp + 1], q))
+            at, snap = self.after_producer(fr, level, site, jp)
+            self.new(_Token(q, p, ("post", at), wait_at, span))
+            self.st.learn(p, _clock(snap, q))
         else:
             self.adjacent(fr, q, p, span)
+
+    def after_producer(self, fr: _Frame, level: int, site: tuple, jp: int) -> tuple[Path, tuple]:
+        """Where a set for a producer in statement ``jp`` of ``fr`` goes, and the state just
+        after it: after that statement, or inside it after the producer itself while the way
+        down runs through loops of one trip only (the set then runs once, as the wait does,
+        and does not wait for the rest of the loop)."""
+        at, snap = fr.path + (jp,), fr.snaps[jp + 1]
+        for s in site[level + 1 :]:
+            inner = self.by_inst.get(s.inst)
+            if inner is None or not inner.once or s.idx + 1 >= len(inner.snaps):
+                break
+            at, snap = inner.path + (s.idx,), inner.snaps[s.idx + 1]
+        return at, snap
 
     def late_set(self, fr: _Frame, e: Entry) -> bool:
         """In a branch, a set placed just before the consumer fires only once the producer's
@@ -332,9 +354,11 @@ class _Walker:
         then the wait goes before the ``if`` instead and the set right after the producer."""
         return fr.kind == "if" and self.st.count[e.pipe] > e.seq
 
-    def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False) -> None:
+    def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False, wait_at: Path | None = None) -> None:
+        """Set just before the current statement of ``fr``, wait there too (or at ``wait_at``,
+        further in through loops that run once)."""
         path = fr.path + (fr.idx,)
-        self.new(_Token(q, p, ("pre", path), path, span))
+        self.new(_Token(q, p, ("pre", path), wait_at or path, span))
         self.st.learn(p, self.st.clock(q) if now else _clock(fr.snaps[fr.idx], q))
 
     def drain_before(self, fr: _Frame, q: int, p: int, jp: int, js: int) -> bool:

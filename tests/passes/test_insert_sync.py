@@ -138,6 +138,39 @@ def test_a_wait_for_a_producer_before_a_loop_is_hoisted_out_of_it():
     assert "MTE2" not in inside  # waited for once, not on every trip
 
 
+def _ops(body) -> list:
+    """Assigned names and (op, src, dst) flags of a block, in order."""
+    return [
+        s.var.name
+        if isinstance(s, ir.Assign)
+        else (s.value.op[7:], s.value.args[0].value.name, s.value.args[1].value.name)
+        for s in body
+        if isinstance(s, ir.Assign) or (isinstance(s, ir.Eval) and s.value.op.startswith("system."))
+    ]
+
+
+def test_a_loop_that_runs_once_takes_the_wait_to_its_consumer():
+    fn = synced(
+        """
+        x = pl.load(a, [0, 0], [16, 64])
+        for i in pl.range(1):
+            y = pl.load(a, [16, 0], [16, 64])
+            e = pl.exp(x)
+            f = pl.exp(y)
+            pl.store(e, [0, 0], out)
+            pl.store(f, [16, 0], out)
+        """
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    # the set goes before the loop (MTE2 has loaded x there, not yet y), the wait into the
+    # loop right before exp(x): what comes before it in the loop is not held back
+    assert _ops(fn.body[: fn.body.index(loop)])[-1] == ("set_flag", "MTE2", "VECTOR")
+    inside = _ops(loop.body)
+    assert inside[inside.index("e") - 1] == ("wait_flag", "MTE2", "VECTOR")
+    assert ("wait_flag", "MTE2", "VECTOR") not in _ops(fn.body[: fn.body.index(loop)])
+    assert balanced(fn)
+
+
 def test_nested_loops_put_carried_flags_at_the_level_of_the_hazard():
     fn = synced(
         """

@@ -354,7 +354,9 @@ class _Walker:
         then the wait goes before the ``if`` instead and the set right after the producer."""
         return fr.kind == "if" and self.st.count[e.pipe] > e.seq
 
-    def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False, wait_at: Path | None = None) -> None:
+    def adjacent(
+        self, fr: _Frame, q: int, p: int, span, now: bool = False, wait_at: Path | None = None
+    ) -> None:
         """Set just before the current statement of ``fr``, wait there too (or at ``wait_at``,
         further in through loops that run once)."""
         path = fr.path + (fr.idx,)

@@ -77,6 +77,59 @@ def assigned_names(body: list[ast.stmt]) -> list[str]:
     return list(found)
 
 
+def _reads(name: str, node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node)
+    )
+
+
+def _binds(name: str, stmt: ast.stmt) -> bool:
+    """``stmt`` is a plain ``name = ...`` at this level (it rebinds ``name`` on every path)."""
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    return isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name
+
+
+def _first_use(name: str, body: list[ast.stmt]) -> str | None:
+    """``"read"`` or ``"bound"``: what ``body`` surely does to ``name`` first (a ``with``
+    block runs its body once, in line), or None when neither."""
+    for stmt in body:
+        if isinstance(stmt, ast.With):
+            if any(_reads(name, item) for item in stmt.items):
+                return "read"
+            first = _first_use(name, stmt.body)
+            if first is not None:
+                return first
+        elif _reads(name, stmt):
+            return "read"
+        elif _binds(name, stmt):
+            return "bound"
+    return None
+
+
+def read_before_bound(name: str, body: list[ast.stmt]) -> bool:
+    """A trip of ``body`` may read ``name`` before binding it: the previous trip's value."""
+    return _first_use(name, body) == "read"
+
+
+def read_after(name: str, loop: ast.For, tree: ast.AST) -> bool:
+    """Code after ``loop`` may read ``name``'s value from it: later in the source, or a loop
+    around it whose next trip reads ``name`` before binding it."""
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    n = parents.get(id(loop))
+    while n is not None:
+        if isinstance(n, (ast.For, ast.While)) and read_before_bound(name, n.body):
+            return True
+        n = parents.get(id(n))
+    inside = {id(n) for n in ast.walk(loop)}
+    end = (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        and id(n) not in inside and (n.lineno, n.col_offset) >= end
+        for n in ast.walk(tree)
+    )  # fmt: skip
+
+
 def name_list(node: ast.expr) -> list[str] | None:
     """The names of ``(a, b, ...)`` / ``[a, b, ...]`` when every element is a plain name."""
     if not isinstance(node, (ast.Tuple, ast.List)):
@@ -171,6 +224,11 @@ class ControlFlow(LoopCarry):
         loop_var = Var(self.p.names.claim(target), INDEX_TYPE, span=self.p.span(node.target))
         if init_nodes is None:  # implicit: names bound before the loop and rebound inside it
             names = [n for n in assigned_names(node.body) if n in self.p.env and n != target]
+            # whose value a later trip or the code after the loop may read (a name rebound
+            # afresh in every trip and never read after the loop is not carried: an L0 tile
+            # rebound that way has no on-chip copy to keep one buffer around the loop)
+            tree = self.p.src.tree
+            names = [n for n in names if read_before_bound(n, node.body) or read_after(n, node, tree)]
             inits = [self.p.value_of(n, node) for n in names]
             body_nodes, yield_targets = node.body, names
         else:

@@ -15,8 +15,10 @@ Per InCore function:
    alignment, each clear of every buffer it clashes with; a declared ``pl.MemRef`` is
    pinned for the whole kernel (N slots of its largest tile). Going past the space's
    capacity is a :class:`MemoryCapacityError` naming the function, the space, the bytes,
-   the limit and the tiles live together. In L1 (Mat) no storage is reused while every
-   tile fits: a load over a dead tile would wait for that tile's pending move to L0.
+   the limit and the tiles live together. In L1 (Mat), L0A (Left) and L0B (Right) no
+   storage is reused while every tile fits, and otherwise a tile goes over the storage of
+   the longest-dead tiles: a write over a dead tile would wait for that tile's pending read
+   on another pipe (an L1 tile's move to L0, an L0 tile's matmul).
 
 Copies that must stay are ``tile.move`` statements, so InsertSync orders them like any op.
 The kernel's ``pipeline_groups`` are consumed here (the gate) and dropped.
@@ -62,8 +64,10 @@ def _clashes(groups: Groups, a: Buffer, b: Buffer) -> bool:
 
 # Spaces where reusing a dead tile's storage costs a false dependency: an L1 tile is written
 # by MTE2 and read by MTE1, so a load placed over a tile whose move to L0 is still pending
-# must wait for that move. There each tile gets its own storage while the space has room.
-_SPREAD = frozenset({"Mat"})
+# must wait for that move; an L0A/L0B tile is written by MTE1 and read by the cube, so an
+# extract placed over the operand of a pending matmul waits for that matmul. There each tile
+# gets its own storage while the space has room, else the storage of the longest-dead tiles.
+_SPREAD = frozenset({"Mat", "Left", "Right"})
 
 
 def _place_space(fn: Function, groups: Groups, bufs: list[Buffer], align: int, limit: int) -> None:

@@ -31,6 +31,21 @@ conflict with a producer before the loop, the sets of the nearest carried flag o
 pair move to just after that producer (one flag covers both hazards, and the rest of the
 trip does not wait for it).
 
+A carried flag of a loop nested in another loop is then lifted: its opening sets and closing
+waits move around the enclosing loop (again and again outwards while they stay at the start
+and end of a loop's body), so the first trip of the inner loop waits for the previous outer
+trip's last inner trips — the same storage, freed by exactly the reads the flag orders —
+instead of a drain of everything at the end of each outer trip (a GEMM's next block of C
+then loads while this block's last matmuls and its store run). A statement after the inner
+loop that needs those reads done (a pipeline's leftover clone) gets the closing waits and
+then the opening sets again just before it. Lifting needs the inner loops' walks to end on
+the same slot phases as the real loops. A lifted flag that a later walk must move back is
+never lifted again.
+
+A loop that runs exactly once (a pipeline's one-trip clone loop) is transparent: a wait goes
+into it, right before its consumer (a set before the loop would hold back the whole loop),
+and a set for a producer inside it goes right after that producer, not after the loop.
+
 Loops are executed for enough trips to reach the steady state of their slot pattern
 (``2 * period``); a new loop-carried flag restarts the walk, since it changes the first
 trip; the restart keeps only the carried flags (the others are derived again: a carried
@@ -79,16 +94,45 @@ class _Token:
     # loop-carried: the earliest place for the opening sets, the start of the loop's block
     # (what the code before the loop must finish first moves them later: prime_after)
     first_at: tuple[str, Path] | None = None
+    # loop-carried: the loop statement whose block holds the opening sets and closing waits:
+    # the flag's own loop, or an enclosing loop it was lifted out of (``lift``)
+    level: Path | None = None
+    home: tuple | None = None  # (first_at, drain_at) at the flag's own loop, once lifted
+    pinned: bool = False  # lifted once and brought back: never lifted again
+    # lifted: statements after its loop (in the enclosing loop's body) that read what its
+    # producer's last trips freed: before each, the closing waits and then the opening sets
+    relays: list[Path] = field(default_factory=list)
 
     def adjacent(self) -> None:
         """Fall back to set-just-before-wait (always valid, never overlaps another flag)."""
         self.set_at, self.loop, self.depth = ("pre", self.wait_at), None, 0
+
+    def unlift(self) -> None:
+        """Opening sets and closing waits back around the flag's own loop, for good (a lifted
+        flag that had to come back is never lifted again, so the walks settle). Always valid:
+        an opening set there comes after every set of the enclosing loop's earlier trips on
+        the same pipe, so each wait only learns a later clock."""
+        if self.home is not None:
+            self.first_at, self.drain_at = self.home
+            self.prime_at, self.level, self.home, self.pinned = self.first_at, self.loop, None, True
 
 
 @dataclass
 class _Plan:
     tokens: list[_Token] = field(default_factory=list)
     carried: dict[tuple[Path, int, int, int], _Token] = field(default_factory=dict)
+
+    def lift(self, fn: Function, exact: dict[Path, bool]) -> bool:
+        """Lifts every carried flag that may go one loop further out; True when any did."""
+        lifted = False
+        for t in self.carried.values():
+            out = _lift_target(fn, t, exact)
+            if out is not None:
+                t.home = t.home or (t.first_at, t.drain_at)
+                t.level, t.first_at, t.drain_at = out
+                t.prime_at = t.first_at
+                lifted = True
+        return lifted
 
     def early_primes(self) -> None:
         """Every carried flag's opening sets back at their earliest place."""
@@ -119,6 +163,8 @@ class _Plan:
             (pre if where == "pre" else post)[at] += [("set", k)] * t.depth
             where, at = t.drain_at  # type: ignore[misc]
             (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
+            for at in t.relays:
+                pre[at] += [("wait", k)] * t.depth + [("set", k)] * t.depth
         (pre if t.set_at[0] == "pre" else post)[t.set_at[1]].append(("set", k))
         pre[t.wait_at].append(("wait", k))
 
@@ -136,6 +182,7 @@ class _Frame:
     it: int = 0
     size: int = 0  # statements in the block
     closed: bool = False  # the block ends with a yield or return (nothing may follow it)
+    once: bool = False  # a loop that runs exactly one trip (a pipeline's leftover, say)
     snaps: list = field(default_factory=list)  # state before each statement of this trip
 
 
@@ -150,13 +197,18 @@ class _Walker:
         self.insts = 0
         self.issued = 0
         self.opaque: set = set()  # slot indices whose pattern is not periodic enough to follow
+        # per loop statement: its walk ends on the same trips (slot phases) as the real loop,
+        # so a set in the walk's last trips stands for the real last trips' (see ``lift``)
+        self.exact: dict[Path, bool] = {}
+        self.by_inst: dict[int, _Frame] = {}  # every block instance walked, by Site.inst
 
     def run(self) -> None:
         self.block(self.fn.body, self.frame("fn", ()))
 
     def frame(self, kind: str, path: Path) -> _Frame:
         self.insts += 1
-        return _Frame(kind, self.insts, path)
+        fr = self.by_inst[self.insts] = _Frame(kind, self.insts, path)
+        return fr
 
     # --- execution -----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], fr: _Frame) -> None:
@@ -204,9 +256,12 @@ class _Walker:
         if trips == 0:
             return
         start, step = (s.start.value, s.step.value) if trips is not None else (None, None)  # type: ignore[attr-defined]
-        walk = min(trips, 2 * self.period(s, trips)) if trips is not None else 2
+        period = self.period(s, trips) if trips is not None else 0
+        walk = min(trips, 2 * period) if trips is not None else 2
+        self.exact[path] = trips is not None and (trips - walk) % period == 0
         before = self.st.copy() if trips is None else None  # a dynamic loop may not run
         fr = self.frame("loop", path + ("body",))
+        fr.once = trips == 1
         for t in range(walk):
             fr.it = t
             self.env[s.var.name] = start + t * step if start is not None else None  # type: ignore[operator]
@@ -262,18 +317,36 @@ class _Walker:
         w = len(frames) - 1
         while w > level and (frames[w].kind == "loop" or self.late_set(frames[w], e)):
             w -= 1  # hoist the wait out of inner loops (and of branches where a set would be late)
+        v = w  # the wait itself goes back in through loops that run once: no later trip waits
+        while v + 1 < len(frames) and frames[v + 1].kind == "loop" and frames[v + 1].once:
+            v += 1
+        wait_at = frames[v].path + (frames[v].idx,)
         fr, jp, trip = frames[level], site[level].idx, site[level].it
         if w > level:
-            self.adjacent(frames[w], q, p, span)
+            self.adjacent(frames[w], q, p, span, wait_at=wait_at)
         elif jp < fr.idx and self.moved_for(fr, level, site, q, p, jp):
             raise _Restart
         elif fr.kind == "loop" and trip < fr.it:
             self.carry(fr, q, p, jp, fr.it - trip, span)
         elif jp < fr.idx:
-            self.new(_Token(q, p, ("post", fr.path + (jp,)), fr.path + (fr.idx,), span))
-            self.st.learn(p, _clock(fr.snaps[jp + 1], q))
+            at, snap = self.after_producer(fr, level, site, jp)
+            self.new(_Token(q, p, ("post", at), wait_at, span))
+            self.st.learn(p, _clock(snap, q))
         else:
             self.adjacent(fr, q, p, span)
+
+    def after_producer(self, fr: _Frame, level: int, site: tuple, jp: int) -> tuple[Path, tuple]:
+        """Where a set for a producer in statement ``jp`` of ``fr`` goes, and the state just
+        after it: after that statement, or inside it after the producer itself while the way
+        down runs through loops of one trip only (the set then runs once, as the wait does,
+        and does not wait for the rest of the loop)."""
+        at, snap = fr.path + (jp,), fr.snaps[jp + 1]
+        for s in site[level + 1 :]:
+            inner = self.by_inst.get(s.inst)
+            if inner is None or not inner.once or s.idx + 1 >= len(inner.snaps):
+                break
+            at, snap = inner.path + (s.idx,), inner.snaps[s.idx + 1]
+        return at, snap
 
     def late_set(self, fr: _Frame, e: Entry) -> bool:
         """In a branch, a set placed just before the consumer fires only once the producer's
@@ -281,24 +354,33 @@ class _Walker:
         then the wait goes before the ``if`` instead and the set right after the producer."""
         return fr.kind == "if" and self.st.count[e.pipe] > e.seq
 
-    def adjacent(self, fr: _Frame, q: int, p: int, span, now: bool = False) -> None:
+    def adjacent(
+        self, fr: _Frame, q: int, p: int, span, now: bool = False, wait_at: Path | None = None
+    ) -> None:
+        """Set just before the current statement of ``fr``, wait there too (or at ``wait_at``,
+        further in through loops that run once)."""
         path = fr.path + (fr.idx,)
-        self.new(_Token(q, p, ("pre", path), path, span))
+        self.new(_Token(q, p, ("pre", path), wait_at or path, span))
         self.st.learn(p, self.st.clock(q) if now else _clock(fr.snaps[fr.idx], q))
 
     def drain_before(self, fr: _Frame, q: int, p: int, jp: int, js: int) -> bool:
         """Moves the closing waits of loop ``jp``'s carried flag from producer ``js`` to just
-        before the current statement; False when there is none or it is already there."""
+        before the current statement (a lifted flag relays there instead: it is drained and
+        primed again, so it stays balanced for the next trip of the enclosing loop); False
+        when there is none or it is already there."""
         tok = self.plan.carried.get((fr.path + (jp, "body"), q, p, js))
         here = ("pre", fr.path + (fr.idx,))
-        if tok is None or tok.drain_at == here or tok.loop is None:
+        if tok is None or tok.drain_at == here or tok.loop is None or here[1] in tok.relays:
             return False
-        tok.drain_at = here
+        if tok.home is not None:
+            tok.relays.append(here[1])
+        else:
+            tok.drain_at = here
         return True
 
     def moved_for(self, fr: _Frame, level: int, site: tuple, q: int, p: int, jp: int) -> bool:
         """A carried flag's closing waits or opening sets moved to cover producer ``jp``."""
-        if len(site) == level + 2 and self.drain_before(fr, q, p, jp, site[level + 1].idx):
+        if len(site) >= level + 2 and self.drain_before(fr, q, p, jp, site[level + 1].idx):
             return True
         return self.prime_after(fr, level, q, p, jp)
 
@@ -322,6 +404,7 @@ class _Walker:
         after = ("post", fr.path + (jp,))
         if tok.prime_at is not None and tok.prime_at[0] == "post" and tok.prime_at[1][-1] >= jp:
             return False
+        tok.unlift()
         tok.prime_at = after
         return True
 
@@ -332,7 +415,9 @@ class _Walker:
         old = self.plan.carried.get(key)
         if old is None:
             body, outer = fr.path, self.frames[self.frames.index(fr) - 1]
-            tok = _Token(q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth)
+            tok = _Token(
+                q, p, ("post", body + (js,)), body + (fr.idx,), span, body[:-1], depth, level=body[:-1]
+            )
             # the end of the loop's block: after its last statement, or before the yield or
             # return that ends it
             tok.drain_at = ("pre" if outer.closed else "post", outer.path + (outer.size - 1,))
@@ -360,6 +445,46 @@ def _clock(snap: tuple[list[int], list[list[int]]], q: int) -> tuple[int, ...]:
     c = list(known[q])
     c[q] = count[q]
     return tuple(c)
+
+
+def _block(fn: Function, path: Path) -> tuple[Stmt, ...]:
+    """The statements of the block at ``path`` ((), or a statement path plus its block name)."""
+    body = fn.body
+    for k in range(0, len(path), 2):
+        s = body[path[k]]
+        body = getattr(s, {"body": "body", "then": "then_body", "else": "else_body"}[path[k + 1]])
+    return body
+
+
+def _block_end(fn: Function, path: Path) -> tuple[str, Path]:
+    """Where the closing waits of a loop in block ``path`` go: after its last statement, or
+    before the yield or return that ends it."""
+    body = _block(fn, path)
+    closed = bool(body) and isinstance(body[-1], (Yield, Return))
+    return ("pre" if closed else "post", path + (len(body) - 1,))
+
+
+def _lift_target(fn: Function, t: _Token, exact: dict[Path, bool]) -> tuple | None:
+    """(the enclosing loop, its block's start, its block's end) for a carried flag whose
+    opening sets and closing waits may go one loop further out; None when they must stay.
+
+    The opening sets at the start and the closing waits at the end of an enclosing loop's
+    body make each trip of it drain the flag and prime it again: the first trip of the inner
+    loop then waits for everything its producer pipe did before the trip, the enclosing
+    loop's previous trip included. Lifted, that first trip instead waits for the sets of the
+    previous enclosing trip's last inner trips: the same storage, freed by exactly the reads
+    the flag orders, so the next trip's loads overlap this trip's tail. The walk then checks
+    every hazard the drain used to cover, and flags what is still unordered."""
+    if t.loop is None or t.pinned or t.prime_at != t.first_at:
+        return None
+    level = t.level or t.loop
+    if len(level) < 3 or level[-2] != "body" or t.drain_at != _block_end(fn, level[:-1]):
+        return None
+    loops = [t.loop[:k] for k in range(len(level), len(t.loop) + 1, 2)]
+    if not all(exact.get(p, False) for p in loops):
+        return None
+    outer = level[:-2]
+    return outer, ("pre", outer[:-1] + (0,)), _block_end(fn, outer[:-1])
 
 
 def _trips(s: For) -> int | None:
@@ -417,6 +542,9 @@ def _event_ids(plan: _Plan, body: tuple[Stmt, ...], limit: int, fn: Function) ->
         if failed is None:
             return ids
         tok = plan.tokens[failed]
+        if tok.home is not None:  # a lifted flag first goes back around its own loop
+            tok.unlift()
+            continue
         if tok.set_at == ("pre", tok.wait_at):
             raise CompileError(
                 f"{fn.name}: more than {limit} flags between {PIPES[tok.src].name} and "
@@ -448,11 +576,15 @@ def _has_flags(fn: Function) -> bool:
 def _sync(fn: Function, limit: int) -> Function:
     plan = _Plan()
     for _ in range(_MAX_RESTARTS):
+        walker = _Walker(fn, plan)
         try:
-            _Walker(fn, plan).run()
-            break
+            walker.run()
         except _Restart:
             plan.forget_same_trip()
+            continue
+        if not plan.lift(fn, walker.exact):
+            break
+        plan.forget_same_trip()
     else:
         raise CompileError(f"{fn.name}: synchronisation did not settle (internal error)", fn.span)
     ids = _event_ids(plan, fn.body, limit, fn)

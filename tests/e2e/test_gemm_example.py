@@ -58,7 +58,7 @@ def test_l0_is_fed_by_double_buffered_mte1_extracts_overlapping_the_cube(gemm_ex
     (src,) = (compiled.output_dir / "kernels").glob("*.cpp")
     text = src.read_text()
     lefts = {line.split(",")[-1].strip(" );") for line in text.splitlines() if "Tile v_a_l0" in line}
-    assert text.count("TEXTRACT(") >= 4 and len(lefts) == 2  # two L0A buffers: double-buffered
+    assert text.count("TEXTRACT(") >= 4 and len(lefts) >= 2  # at least two L0A buffers: double-buffered
     assert not (compiled.output_dir / "report" / "perf_hints.log").read_text().strip()  # no PH-MR-001
     report = compiled.run(a, a, c, trace=True)
     np.testing.assert_array_equal(c, np.full((SIZE, SIZE), SIZE, np.float32))
@@ -86,3 +86,27 @@ def test_the_peeled_form_costs_what_the_unpeeled_one_does_within_one_k_block(gem
         assert kernel.last_report.hazards == []
         cycles.append(kernel.last_report.cycles)
     assert abs(cycles[1] - cycles[0]) <= gemm_example.k_block_cycles()
+
+
+def test_with_several_blocks_of_c_per_core_the_forms_cost_the_same(gemm_example, monkeypatch):
+    # three blocks of C on one core. Each block's first loads overlap the previous block's
+    # last matmuls and its store (the K loop's flags are not drained at the end of a block),
+    # the peeled pipeline's leftover waits only for its own stage's extracts, and the peeled
+    # block's extracts wait only for the matmul whose L0 buffer they take: the peeled block
+    # then costs what the first trip of the unpeeled loop does, block after block.
+    monkeypatch.setattr(gemm_example, "CORES", 1)
+    m, n, k = 384, 256, 1536
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    cycles = []
+    for make in (gemm_example.make_gemm, gemm_example.make_gemm_peeled):
+        c = np.zeros((m, n), np.float32)
+        kernel = make(m, n, k)
+        kernel(a, b, c)
+        assert gemm_example.relative_error(c, ref) <= 1e-3
+        assert kernel.last_report.hazards == [] and len(kernel.last_report.tasks) == 1
+        cycles.append(kernel.last_report.cycles)
+    assert cycles == [52967, 52905]  # 3 x 6 L1 K blocks, MTE2 busy 46296 cycles of them
+    assert abs(cycles[1] - cycles[0]) <= gemm_example.k_block_cycles() // 10

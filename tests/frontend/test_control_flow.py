@@ -52,6 +52,56 @@ def test_implicit_carry_equals_explicit_form():
 
 
 @pl.jit
+def rebound(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    for _ in pl.parallel(0, 1):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            a_l1 = pl.load(a, [0, 0], [64, 256], target_memory=pl.Mem.Mat)
+            b_l1 = pl.load(b, [0, 0], [256, 64], target_memory=pl.Mem.Mat)
+            a_l0 = pl.move(a_l1[:, 0:64], target_memory=pl.Mem.Left)
+            b_l0 = pl.move(b_l1[0:64, :], target_memory=pl.Mem.Right)
+            acc = pl.matmul(a_l0, b_l0)
+            for k in pl.range(1, 4):
+                a_l0 = pl.move(a_l1[:, k * 64 : k * 64 + 64], target_memory=pl.Mem.Left)
+                b_l0 = pl.move(b_l1[k * 64 : k * 64 + 64, :], target_memory=pl.Mem.Right)
+                acc = pl.matmul_acc(acc, a_l0, b_l0)
+            pl.store(acc, [0, 0], c)
+    return c
+
+
+def test_a_name_rebound_afresh_in_every_trip_and_not_read_after_is_not_carried():
+    # a_l0 / b_l0 are rebound before any read in each trip and never read after the loop
+    # (the loop around it binds them again before reading them): only acc is carried, and
+    # no L0 tile needs the on-chip copy L0 does not have
+    a = np.random.default_rng(0).uniform(-1, 1, (64, 256)).astype(np.float16)
+    b = np.random.default_rng(1).uniform(-1, 1, (256, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    loop = next(n for n in ir.walk(rebound.parse(a, b, c).functions) if isinstance(n, ir.For) and n.iter_args)
+    assert [it.init.name for it in loop.iter_args] == ["acc"]
+    rebound(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@pl.jit
+def kept(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 128])
+        u = pl.load(a, [0, 0], [64, 128])
+        for i in pl.range(4):
+            t = pl.load(a, [i * 64, 0], [64, 128])
+            u = pl.add(u, t)
+        pl.store(t, [0, 0], out)
+        pl.store(u, [64, 0], out)
+    return out
+
+
+def test_a_name_read_after_the_loop_or_by_the_next_trip_stays_carried():
+    # t is rebound afresh in every trip but read after the loop; u is read before it is
+    # rebound: both are carried
+    loop = next(n for n in ir.walk(kept.parse(A, A).functions) if isinstance(n, ir.For))
+    assert sorted(it.init.name for it in loop.iter_args) == ["t", "u"]
+
+
+@pl.jit
 def sugar(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         acc = pl.load(a, [0, 0], [64, 128])

@@ -138,6 +138,39 @@ def test_a_wait_for_a_producer_before_a_loop_is_hoisted_out_of_it():
     assert "MTE2" not in inside  # waited for once, not on every trip
 
 
+def _ops(body) -> list:
+    """Assigned names and (op, src, dst) flags of a block, in order."""
+    return [
+        s.var.name
+        if isinstance(s, ir.Assign)
+        else (s.value.op[7:], s.value.args[0].value.name, s.value.args[1].value.name)
+        for s in body
+        if isinstance(s, ir.Assign) or (isinstance(s, ir.Eval) and s.value.op.startswith("system."))
+    ]
+
+
+def test_a_loop_that_runs_once_takes_the_wait_to_its_consumer():
+    fn = synced(
+        """
+        x = pl.load(a, [0, 0], [16, 64])
+        for i in pl.range(1):
+            y = pl.load(a, [16, 0], [16, 64])
+            e = pl.exp(x)
+            f = pl.exp(y)
+            pl.store(e, [0, 0], out)
+            pl.store(f, [16, 0], out)
+        """
+    )
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    # the set goes before the loop (MTE2 has loaded x there, not yet y), the wait into the
+    # loop right before exp(x): what comes before it in the loop is not held back
+    assert _ops(fn.body[: fn.body.index(loop)])[-1] == ("set_flag", "MTE2", "VECTOR")
+    inside = _ops(loop.body)
+    assert inside[inside.index("e") - 1] == ("wait_flag", "MTE2", "VECTOR")
+    assert ("wait_flag", "MTE2", "VECTOR") not in _ops(fn.body[: fn.body.index(loop)])
+    assert balanced(fn)
+
+
 def test_nested_loops_put_carried_flags_at_the_level_of_the_hazard():
     fn = synced(
         """
@@ -151,17 +184,20 @@ def test_nested_loops_put_carried_flags_at_the_level_of_the_hazard():
     )
     outer = next(s for s in fn.body if isinstance(s, ir.For))
     inner = next(s for s in outer.body if isinstance(s, ir.For))
-    k = outer.body.index(inner)
+    k = fn.body.index(outer)
     op = lambda s: (s.value.op, s.value.args[0].value.name, s.value.args[1].value.name)  # noqa: E731
-    # inner trip j+1 overwrites z while the store of trip j may still read it; its opening
-    # set goes as early as the outer body allows (nothing before the inner loop touches z)
-    assert op(outer.body[0]) == ("system.set_flag", "MTE3", "VECTOR")
+    # inner trip j+1 overwrites z while the store of trip j may still read it. The first inner
+    # trip of outer trip i+1 overwrites z after the last store of trip i: the flag is lifted
+    # out of the outer loop too (opened once before it, closed once after it), so that first
+    # trip waits for that store only, not for a drain at the end of every outer trip.
+    assert op(fn.body[0]) == ("system.set_flag", "MTE3", "VECTOR")
     assert op(inner.body[0]) == ("system.wait_flag", "MTE3", "VECTOR")
     assert op(inner.body[-1]) == ("system.set_flag", "MTE3", "VECTOR")
-    assert op(outer.body[k + 1]) == ("system.wait_flag", "MTE3", "VECTOR")
+    assert op(fn.body[k + 1]) == ("system.wait_flag", "MTE3", "VECTOR")
+    assert ("MTE3", "VECTOR") not in {op(s)[1:] for s in outer.body if not isinstance(s, ir.For | ir.Assign)}
     # outer trip i+1 overwrites y while the inner loop of trip i may still read it
-    assert op(outer.body[1]) == ("system.wait_flag", "VECTOR", "MTE2")
-    assert op(outer.body[k + 2]) == ("system.set_flag", "VECTOR", "MTE2")
+    assert op(outer.body[0]) == ("system.wait_flag", "VECTOR", "MTE2")
+    assert op(outer.body[-1]) == ("system.set_flag", "VECTOR", "MTE2")
     assert balanced(fn)
 
 

@@ -126,11 +126,11 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
     pairs = flag_pairs(ev)
     flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
     flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
-    for p in np.unique(pipe).tolist():
+    for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
         on = np.nonzero(pipe == p)[0]
         on = on[np.lexsort((end[on], start[on]))]
         sub = _sub_lanes(start[on], end[on])
-        for s in np.unique(sub).tolist():
+        for s in np.flatnonzero(np.bincount(sub)).tolist():
             lanes += 1
             pick = on[sub == s]
             label = PIPES[p] + (f"#{s}" if s else "")
@@ -175,6 +175,15 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
     return ev, list(strings)
 
 
+def _dense(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids below ``n``, by marking rather than
+    sorting (a million ids of a few distinct values)."""
+    used = np.zeros(n, bool)
+    used[ids] = True
+    rank = np.cumsum(used) - 1
+    return np.nonzero(used)[0], rank[ids]
+
+
 def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
@@ -187,8 +196,8 @@ def _lane(
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
-    names, name_iid = np.unique(name, return_inverse=True)
-    locs, loc_iid = np.unique(loc, return_inverse=True)
+    names, name_iid = _dense(name, len(strings))
+    locs, loc_iid = _dense(loc, len(strings))
     interned = b"".join(
         _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
     )

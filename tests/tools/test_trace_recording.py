@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 import seed_kernels as tk
 
+from pypto.errors import ConfigError
 from pypto.runtime import RunConfig, run_kernel_file
 from pypto.runtime.trace import write_traces
 from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
@@ -44,6 +46,8 @@ def test_traced_run_writes_one_opprof_folder_per_launch(tmp_path: Path):
     tk.single_buffer(A, out, config=RunConfig(trace=True, trace_json=True, output_dir=tmp_path / "j"))
     (with_json,) = map(Path, tk.single_buffer.last_report.trace_paths)
     assert json.loads((with_json.parent / "trace.json").read_text())["traceEvents"] == events(with_json)
+    with pytest.raises(ConfigError, match="trace_json must be True or False, got 'yes'"):
+        RunConfig(trace=True, trace_json="yes")  # type: ignore[arg-type]
     found = blocks(path)
     assert sorted(found) == [SOURCE, TRACE, API_INSTR]
     assert found[SOURCE].path == tk.__file__ and found[SOURCE].payload == Path(tk.__file__).read_bytes()

@@ -406,7 +406,7 @@ def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr], keywords
 
 # Cross-core tile pipes of a cluster (1 AIC + 2 AIVs): names and parameters as upstream PyPTO.
 # A push issues on the pipe that drains its source (FIXPIPE out of Acc, MTE3 out of Vec); a
-# pop and a free on MTE2, as the native ISA issues them (csrc/runtime/isa/crosscore.cpp).
+# pop and a free on MTE2, as the native ISA issues them (csrc/chip/isa/crosscore.cpp).
 from pypto.ir import op_rules_cluster as RK  # noqa: E402  (the cluster rules build on op_rules)
 
 SPLIT = _p("split", Kind.SPLIT, 0, kw_only=True)

@@ -1,5 +1,5 @@
 """The gather / sort family: index sequences and per-element data movement on the vector unit
-(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
+(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/chip/isa/gather_sort.cpp``.
 
 Every op here with a tile operand is a vector tile op, so its tensor form (``pl.sort32`` on
 tensors) comes from :mod:`pypto.ir.op_levels`; this module writes the tile level only.

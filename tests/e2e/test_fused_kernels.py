@@ -64,7 +64,7 @@ def test_the_trace_draws_each_push_to_its_pop(data, tmp_path):
     a, b, bias, _ = data
     c = np.zeros((ROWS, fk.N), np.float32)
     fk.fused_up_down(a, b, bias, c, config=RunConfig(trace=True, output_dir=str(tmp_path)))
-    from pypto.tools.opprof_format import TRACE, iter_blocks
+    from pypto.report.opprof_format import TRACE, iter_blocks
 
     (path,) = tmp_path.glob("trace/*/OPPROF_*/simulator/visualize_data.bin")
     events = json.loads(next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE))[

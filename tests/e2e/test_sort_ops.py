@@ -1,4 +1,4 @@
-"""The gather / sort family (pypto/ops/sort.py, csrc/runtime/isa/gather_sort.cpp) and the
+"""The gather / sort family (pypto/ops/sort.py, csrc/chip/isa/gather_sort.cpp) and the
 UINT32 index dtype: each op run in a kernel on the simulator against numpy, at tile and at
 tensor level, with its cost pinned from the platform table and its bad uses refused with the
 user's line."""

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 
 import pypto.language as pl
+from pypto.report.run_report import RunReport
 from pypto.runtime import RunConfig
-from pypto.runtime.report import RunReport
 
 # Python-level calls (functions and builtins) of one warm call today, plus a little slack: a
 # change that adds work to every call fails here and says where the calls went.

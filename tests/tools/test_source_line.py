@@ -12,7 +12,7 @@ import seed_kernels as sk
 
 from pypto.runtime import RunConfig
 from pypto.tools.clean_sim_trace import clean_file
-from pypto.tools.opprof_format import TRACE, iter_blocks
+from pypto.report.opprof_format import TRACE, iter_blocks
 
 LOAD = "tile = pl.load(a, [i * TR, 0], [TR, TC])"
 

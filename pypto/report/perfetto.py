@@ -1,0 +1,217 @@
+"""The whole run as one Perfetto trace: every launch on one time axis, a few dozen bytes per
+instruction (``<output_dir>/trace/run.pftrace``).
+
+Perfetto's native format is a protobuf ``Trace`` (a repeated ``TracePacket``); an
+instruction is a ``TrackEvent`` slice, a begin and an end packet. Time is exact: one
+simulated cycle is one nanosecond, an integer (no decimal microseconds to round). Each core
+is a process, each pipe of it a thread; each lane writes its own packet sequence, which
+names its track once (``TracePacketDefaults``) and interns its instruction names and source
+lines (``InternedData``: ``event_names``, ``source_locations``), so a slice carries only its
+time and two small ids. Each ``set_flag`` starts a flow arrow that the ``wait_flag`` it
+released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as viewers
+need properly nested slices per thread.
+
+The encoder is written here (the protobuf subset above): the tracks, sequences and interned
+strings in Python, the two packets per instruction in C++ (``_native.perfetto_lane_slices``,
+``csrc/tools/perfetto_slices.hpp``); field numbers are those of Perfetto's
+``protos/perfetto/trace`` files, which the format keeps stable.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from pypto.report.progress import progress
+from pypto.report.run_report import PIPES, RunReport
+from pypto.report.trace import flag_pairs
+
+log = logging.getLogger(__name__)
+
+# Field numbers (TracePacket, TrackEvent, descriptors, interned data).
+_PACKET = 1  # Trace.packet
+# (The slices' own fields are encoded in csrc/tools/perfetto_slices.cpp.)
+_SEQ_ID, _TRACK_EVENT, _INTERNED, _SEQ_FLAGS = 10, 11, 12, 13
+_DEFAULTS, _DESCRIPTOR, _FIRST_ON_SEQ = 59, 60, 87
+_TE_TRACK = 11
+_CLEARED, _NEEDS_STATE = 1, 2  # sequence flags
+_UUID, _TD_NAME, _TD_PROCESS, _TD_THREAD, _TD_PARENT = 1, 2, 3, 4, 5
+_PID, _PROCESS_NAME, _TID, _THREAD_NAME = 1, 6, 2, 5
+_EVENT_NAMES, _SOURCE_LOCATIONS = 2, 4
+_IID, _NAME, _FILE_NAME, _FUNCTION_NAME, _LINE = 1, 2, 2, 3, 4
+_LANE_UUID = 1 << 20  # lane track uuids start here; a core's process track is its number + 1
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return varint(field << 3 | wire)
+
+
+def _int(field: int, value: int) -> bytes:
+    return _key(field, 0) + varint(value)
+
+
+def _msg(field: int, payload: bytes) -> bytes:
+    return _key(field, 2) + varint(len(payload)) + payload
+
+
+def _str(field: int, text: str) -> bytes:
+    return _msg(field, text.encode())
+
+
+def _sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per slice (sorted by start) its sub-lane: one freed by a slice that ended by then (the
+    earliest-ending; that uses the fewest sub-lanes), else a new one."""
+    if not len(start) or (start[1:] >= end[:-1]).all():
+        return np.zeros(len(start), np.int64)
+    busy: list[tuple[int, int]] = []  # (end of its last slice, sub-lane), a heap
+    out = np.empty(len(start), np.int64)
+    for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
+        if busy and busy[0][0] <= s:
+            k = heapq.heapreplace(busy, (e, busy[0][1]))[1]
+        else:
+            k = len(busy)
+            heapq.heappush(busy, (e, k))
+        out[i] = k
+    return out
+
+
+def _location(text: str) -> tuple[str, int]:
+    parts = text.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return parts[0], int(parts[1])
+    return text, 0
+
+
+def write_run_trace(report: RunReport, path: str | Path) -> Path:
+    """Writes the run's instructions (tasks with records) to ``path`` as a Perfetto trace."""
+    path = Path(path)
+    lanes = flows = size = 0
+    cores = _by_core(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+        for core, tasks in cores.items():
+            parts, lanes, flows = _core(core, tasks, lanes, flows)
+            for part in parts:  # each lane as encoded: no copy into one buffer
+                size += f.write(part)
+            done.update()
+    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, size, path)
+    return path
+
+
+def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], int, int]:
+    """A core's process track and its lanes (numbered on from ``lanes``), its flag arrows
+    numbered on from ``flows``; the new counts."""
+    name = tasks[0].core_name
+    out = [
+        _descriptor(
+            core + 1,
+            _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name)),
+        )
+    ]
+    ev, strings = _core_columns(tasks)
+    start, end, pipe = ev["start"], ev["end"], ev["pipe"]
+    pairs = flag_pairs(ev)
+    flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
+    flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
+    for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
+        on = np.nonzero(pipe == p)[0]
+        on = on[np.lexsort((end[on], start[on]))]
+        sub = _sub_lanes(start[on], end[on])
+        for s in np.flatnonzero(np.bincount(sub)).tolist():
+            lanes += 1
+            pick = on[sub == s]
+            label = PIPES[p] + (f"#{s}" if s else "")
+            cols = (start[pick], end[pick], ev["name"][pick], ev["loc"][pick], flow_out[pick], flow_in[pick])
+            out += _lane(lanes, core, label, *cols, strings)
+    return out, lanes, flows + len(pairs)
+
+
+def _by_core(report: RunReport) -> dict[int, list]:
+    cores: dict[str, list] = {}
+    for t in report.tasks:
+        if t.trace is not None and len(t.trace):
+            cores.setdefault(t.core_name, []).append(t)
+    return dict(enumerate(cores.values()))
+
+
+def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
+    """One core's records over its tasks, in run cycles, names and locations as ids of the
+    returned strings; the flag columns as ``flag_pairs`` reads them."""
+    strings: dict[str, int] = {}
+    cols: dict[str, list[np.ndarray]] = defaultdict(list)
+    for t in tasks:
+        raw = t.trace.raw
+        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
+        table = raw["table"]
+        sync = np.isin(table[:, 1], (1, 2))
+        columns = {
+            "start": table[:, 4] + t.start,
+            "end": table[:, 5] + t.start,
+            "pipe": table[:, 2],
+            "kind": table[:, 1],
+            "name": ids[raw["name_id"]],
+            "loc": ids[raw["loc_id"]],
+            "fsrc": table[:, 8],
+            "fdst": table[:, 9],
+            "fid": np.where(sync, table[:, 10], -1),
+        }
+        for key, col in columns.items():
+            cols[key].append(col)
+    ev = {k: np.concatenate(v) for k, v in cols.items()}
+    ev["core"] = np.zeros(len(ev["start"]), np.int64)
+    return ev, list(strings)
+
+
+def _dense(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids below ``n``, by marking rather than
+    sorting (a million ids of a few distinct values)."""
+    used = np.zeros(n, bool)
+    used[ids] = True
+    rank = np.cumsum(used) - 1
+    return np.nonzero(used)[0], rank[ids]
+
+
+def _descriptor(uuid: int, body: bytes) -> bytes:
+    return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
+
+
+def _lane(
+    seq: int, core: int, label: str, start, end, name, loc, flow_out, flow_in, strings: list[str]
+) -> list[bytes]:
+    """One lane: its thread track, its sequence's first packet (defaults, interned names and
+    source lines), then its slices."""
+    uuid = _LANE_UUID + seq
+    thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
+    head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
+    names, name_iid = _dense(name, len(strings))
+    locs, loc_iid = _dense(loc, len(strings))
+    interned = b"".join(
+        _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
+    )
+    for i, s in enumerate(locs.tolist()):
+        file, line = _location(strings[s])
+        interned += _msg(
+            _SOURCE_LOCATIONS,
+            _int(_IID, i + 1) + _str(_FILE_NAME, file) + _str(_FUNCTION_NAME, strings[s]) + _int(_LINE, line),
+        )
+    first = (
+        _int(_SEQ_ID, seq) + _int(_SEQ_FLAGS, _CLEARED | _NEEDS_STATE) + _int(_FIRST_ON_SEQ, 1)
+        + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
+    )  # fmt: skip
+    from pypto import _native
+
+    slices = _native.perfetto_lane_slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
+    return [head + _msg(_PACKET, first), slices]

@@ -140,7 +140,19 @@ def write_trace(
     json_path: str,
     bin_path: str,
 ) -> dict[str, Any]:
-    """Writes ``trace.json`` and ``visualize_data.bin`` (``bin_prefix`` + the TRACE block) of one
-    launch from (pid, records dict, JSON-quoted strings) per core; returns ``sites`` ((name, loc,
-    pipe) per static instruction), per-core totals ``cores`` and ``events``
-    (csrc/tools/trace_write.hpp). Releases the GIL."""
+    """Writes ``visualize_data.bin`` (``bin_prefix`` + the TRACE block) of one launch and, unless
+    ``json_path`` is empty, ``trace.json``, from (pid, records dict, JSON-quoted strings) per
+    core; returns ``sites`` ((name, loc, pipe) per static instruction), per-core totals ``cores``
+    and ``events`` (csrc/tools/trace_write.hpp). Releases the GIL."""
+
+def perfetto_lane_slices(
+    seq: int,
+    start: np.ndarray,
+    end: np.ndarray,
+    name_iid: np.ndarray,
+    loc_iid: np.ndarray,
+    flow_out: np.ndarray,
+    flow_in: np.ndarray,
+) -> bytes:
+    """The begin and end TracePackets of one lane's slices (int64 columns; flow ids 0 where none;
+    a negative value is a ValueError) — csrc/tools/perfetto_slices.hpp. Releases the GIL."""

@@ -1,11 +1,13 @@
-// The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp) and the
-// raw trace writer (csrc/tools/trace_write.hpp).
+// The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
+// trace writer (csrc/tools/trace_write.hpp) and the whole-run trace's slice encoder
+// (csrc/tools/perfetto_slices.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 
 #include "bindings/bind.hpp"
+#include "tools/perfetto_slices.hpp"
 #include "tools/trace_clean.hpp"
 #include "tools/trace_write.hpp"
 
@@ -102,6 +104,34 @@ py::dict write_trace(const py::list& cores, const py::dict& layout, const py::by
   return summary_dict(summary);
 }
 
+py::bytes lane_slices(uint64_t seq, const I64Table& start, const I64Table& end,
+                      const I64Table& name, const I64Table& loc, const I64Table& flow_out,
+                      const I64Table& flow_in) {
+  const I64Table* cols[] = {&start, &end, &name, &loc, &flow_out, &flow_in};
+  for (const I64Table* c : cols) {
+    if (c->ndim() != 1 || c->size() != start.size())
+      throw py::value_error("lane slices: six 1-D columns of one length expected");
+  }
+  tools::LaneSlices lane{seq,
+                         static_cast<size_t>(start.size()),
+                         start.data(),
+                         end.data(),
+                         name.data(),
+                         loc.data(),
+                         flow_out.data(),
+                         flow_in.data()};
+  const size_t size = tools::lane_slices_size(lane);
+  // Encoded straight into the bytes object: a million slices are tens of megabytes.
+  PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+  if (bytes == nullptr) throw py::error_already_set();
+  auto result = py::reinterpret_steal<py::bytes>(bytes);
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+    tools::encode_lane_slices(lane, PyBytes_AS_STRING(bytes));
+  }
+  return result;
+}
+
 }  // namespace
 
 void bind_tools(py::module_& m) {
@@ -134,6 +164,9 @@ void bind_tools(py::module_& m) {
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
+  m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("start"), py::arg("end"),
+        py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
+        "The begin and end TracePackets of one lane's slices (see perfetto_slices.hpp).");
 }
 
 }  // namespace pypto

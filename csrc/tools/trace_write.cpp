@@ -12,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -43,13 +44,14 @@ std::string block_header(size_t payload_bytes, size_t padding) {
   return h;
 }
 
-// Both output files, written by their own threads as the events are formatted: trace.json
-// gets the payload; the container gets the prefix, a TRACE block header (rewritten with the
-// size at the end), the payload and the padding.
+// The output files, written by their own threads as the events are formatted: the
+// container gets the prefix, a TRACE block header (rewritten with the size at the end), the
+// payload and the padding; trace.json, when asked for (a non-empty path), the payload alone.
 class Files {
  public:
   Files(const std::string& json_path, const std::string& bin_path, std::string_view bin_prefix)
-      : files_({json_path, bin_path}) {
+      : files_(json_path.empty() ? std::vector<std::string>{bin_path}
+                                 : std::vector<std::string>{bin_path, json_path}) {
     write_all(files_.fd(kBin), bin_prefix, bin_path);
     header_at_ = bin_prefix.size();
     write_all(files_.fd(kBin), std::string(12, '\0'), bin_path);
@@ -75,7 +77,7 @@ class Files {
   }
 
  private:
-  static constexpr size_t kBin = 1;
+  static constexpr size_t kBin = 0;
   ParallelFiles files_;
   size_t header_at_ = 0, payload_ = 0;
 };
@@ -91,9 +93,21 @@ struct Cursor {
   }
   void put(char c) { *p++ = c; }
   void integer(int64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
-  // Cycles as trace microseconds (1 cycle = 1 ns): the exact decimal c / 1000, written as
-  // ".ddd" and cut back to its last nonzero digit.
+  // Cycles as trace microseconds (1 cycle = 1 ns): the decimal c / 1000 (".ddd" cut back to
+  // its last nonzero digit) whenever it reads back as a double that, times 1000, is not below
+  // c; otherwise the shortest decimal of the next double up. So a reader that truncates
+  // ts * 1000 to integer nanoseconds (Perfetto) and one that rounds both get c exactly, and
+  // a number written is never more than one double's step from c / 1000.
   void cycles_as_us(int64_t c) {
+    if (c < 0 || c % 1000 == 0 ||
+        static_cast<double>(c) / 1000.0 * 1000.0 >= static_cast<double>(c)) {
+      exact_us(c);
+      return;
+    }
+    const double up = std::nextafter(static_cast<double>(c) / 1000.0, HUGE_VAL);
+    p = std::to_chars(p, p + 40, up, std::chars_format::fixed).ptr;  // shortest round trip
+  }
+  void exact_us(int64_t c) {
     if (c < 0) {
       put('-');
       c = -c;

@@ -6,9 +6,10 @@
 // writer does not change when the core model does. Column positions come from the caller.
 //
 // Time unit: one simulated cycle is one nanosecond of trace time. Chrome-trace timestamps are
-// microseconds, so a cycle count c is written as the exact decimal c / 1000; viewers that
-// store integer nanoseconds (Perfetto, MindStudio Insight) then hold every cycle boundary
-// exactly, with no rounding of sub-nanosecond clock periods.
+// microseconds, so a cycle count c is written as the decimal c / 1000, or, where that decimal
+// reads back as a double a hair below it, as the next double up: viewers that turn ts * 1000
+// into integer nanoseconds, truncating (Perfetto) or rounding, get every cycle boundary
+// exactly.
 #pragma once
 
 #include <cstddef>
@@ -70,8 +71,9 @@ struct TraceSummary {
   uint64_t events = 0;
 };
 
-// Formats every record as a Chrome-trace event and writes `json_path` (the TRACE JSON) and
-// `bin_path` (`bin_prefix`, then the TRACE block); the caller appends the API_INSTR block.
+// Formats every record as a Chrome-trace event and writes `bin_path` (`bin_prefix`, then the
+// TRACE block) and, unless `json_path` is empty, `json_path` (the TRACE JSON alone); the
+// caller appends the API_INSTR block.
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
                                const std::string& bin_prefix, const std::string& json_path,
                                const std::string& bin_path);

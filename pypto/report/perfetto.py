@@ -11,8 +11,9 @@ time and two small ids. Each ``set_flag`` starts a flow arrow that the ``wait_fl
 released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as viewers
 need properly nested slices per thread.
 
-The encoder is written here (the protobuf subset above, packed with numpy: a million
-instructions are a handful of array operations); field numbers are those of Perfetto's
+The encoder is written here (the protobuf subset above): the tracks, sequences and interned
+strings in Python, the two packets per instruction in C++ (``_native.perfetto_lane_slices``,
+``csrc/tools/perfetto_slices.hpp``); field numbers are those of Perfetto's
 ``protos/perfetto/trace`` files, which the format keeps stable.
 """
 
@@ -33,11 +34,10 @@ log = logging.getLogger(__name__)
 
 # Field numbers (TracePacket, TrackEvent, descriptors, interned data).
 _PACKET = 1  # Trace.packet
-_TIMESTAMP, _SEQ_ID, _TRACK_EVENT, _INTERNED, _SEQ_FLAGS = 8, 10, 11, 12, 13
+# (The slices' own fields are encoded in csrc/tools/perfetto_slices.cpp.)
+_SEQ_ID, _TRACK_EVENT, _INTERNED, _SEQ_FLAGS = 10, 11, 12, 13
 _DEFAULTS, _DESCRIPTOR, _FIRST_ON_SEQ = 59, 60, 87
-_TE_TYPE, _TE_NAME_IID, _TE_TRACK, _TE_LOCATION_IID = 9, 10, 11, 34
-_TE_FLOW, _TE_FLOW_END = 47, 48  # fixed64 flow ids: an arrow starts at a set_flag, ends at its wait
-_BEGIN, _END = 1, 2
+_TE_TRACK = 11
 _CLEARED, _NEEDS_STATE = 1, 2  # sequence flags
 _UUID, _TD_NAME, _TD_PROCESS, _TD_THREAD, _TD_PARENT = 1, 2, 3, 4, 5
 _PID, _PROCESS_NAME, _TID, _THREAD_NAME = 1, 6, 2, 5
@@ -71,75 +71,6 @@ def _str(field: int, text: str) -> bytes:
     return _msg(field, text.encode())
 
 
-def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each value's varint as a row of a byte matrix (as wide as the largest needs) and its
-    length."""
-    v = values.astype(np.uint64)
-    top = int(v.max()) if len(v) else 0
-    width = max(1, (top.bit_length() + 6) // 7)
-    rows = np.empty((len(v), width), np.uint8)
-    length = np.ones(len(v), np.int64)
-    for k in range(width):
-        rest = v >> np.uint64(7 * k)
-        rows[:, k] = rest & np.uint64(0x7F)
-        if k:
-            length += rest > 0
-    rows |= (np.arange(width)[None, :] < (length - 1)[:, None]).astype(np.uint8) << 7
-    return rows, length
-
-
-def _fixed(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.broadcast_to(np.frombuffer(data, np.uint8), (n, len(data))), np.full(n, len(data))
-
-
-def _packet(fields: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """A packet per row (``Trace.packet`` key and length first) from rows of fields."""
-    body_len = np.sum([n for _, n in fields], axis=0)
-    return [_fixed(_key(_PACKET, 2), len(body_len)), _varints(body_len), *fields]
-
-
-def _flow(field: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed64 flow id field per row where ``ids`` is non-zero (nothing where it is 0)."""
-    key = np.frombuffer(_key(field, 1), np.uint8)
-    rows = np.empty((len(ids), len(key) + 8), np.uint8)
-    rows[:, : len(key)] = key
-    rows[:, len(key) :] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
-    return rows, np.where(ids > 0, len(key) + 8, 0)
-
-
-def _slices(seq: int, start, end, name, loc, flow_out: np.ndarray, flow_in: np.ndarray) -> bytes:
-    """The begin and end packets of one sequence's slices (ids already interned): one row of
-    a byte matrix per slice, its used bytes marked by a mask, read out row by row."""
-    n = len(start)
-    te = [
-        _fixed(_int(_TE_TYPE, _BEGIN) + _key(_TE_NAME_IID, 0), n),
-        _varints(name),
-        _fixed(_key(_TE_LOCATION_IID, 0), n),
-        _varints(loc),
-        _flow(_TE_FLOW, flow_out),
-        _flow(_TE_FLOW_END, flow_in),
-    ]
-    te_len = np.sum([w for _, w in te], axis=0)
-    seq_field = _fixed(_int(_SEQ_ID, seq), n)
-    flags = _fixed(_int(_SEQ_FLAGS, _NEEDS_STATE), n)
-    begin = _packet(
-        [_fixed(_key(_TIMESTAMP, 0), n), _varints(start), seq_field, flags,
-         _fixed(_key(_TRACK_EVENT, 2), n), _varints(te_len), *te]
-    )  # fmt: skip
-    finish = _packet(
-        [
-            _fixed(_key(_TIMESTAMP, 0), n),
-            _varints(end),
-            seq_field,
-            _fixed(_msg(_TRACK_EVENT, _int(_TE_TYPE, _END)), n),
-        ]
-    )
-    parts = begin + finish
-    matrix = np.concatenate([m for m, _ in parts], axis=1)
-    mask = np.concatenate([np.arange(m.shape[1])[None, :] < w[:, None] for m, w in parts], axis=1)
-    return matrix[mask].tobytes()
-
-
 def _sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per slice (sorted by start) its sub-lane: one freed by a slice that ended by then (the
     earliest-ending; that uses the fewest sub-lanes), else a new one."""
@@ -167,37 +98,39 @@ def _location(text: str) -> tuple[str, int]:
 def write_run_trace(report: RunReport, path: str | Path) -> Path:
     """Writes the run's instructions (tasks with records) to ``path`` as a Perfetto trace."""
     path = Path(path)
-    out = bytearray()
-    lanes = flows = 0
+    lanes = flows = size = 0
     cores = _by_core(report)
-    with progress("writing the run's trace", len(cores), "core") as done:
-        for core, tasks in cores.items():
-            data, lanes, flows = _core(core, tasks, lanes, flows)
-            out += data
-            done.update()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bytes(out))
-    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, len(out), path)
+    with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+        for core, tasks in cores.items():
+            parts, lanes, flows = _core(core, tasks, lanes, flows)
+            for part in parts:  # each lane as encoded: no copy into one buffer
+                size += f.write(part)
+            done.update()
+    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, size, path)
     return path
 
 
-def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[bytes, int, int]:
+def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], int, int]:
     """A core's process track and its lanes (numbered on from ``lanes``), its flag arrows
     numbered on from ``flows``; the new counts."""
     name = tasks[0].core_name
-    out = _descriptor(
-        core + 1, _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name))
-    )
+    out = [
+        _descriptor(
+            core + 1,
+            _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name)),
+        )
+    ]
     ev, strings = _core_columns(tasks)
     start, end, pipe = ev["start"], ev["end"], ev["pipe"]
     pairs = flag_pairs(ev)
     flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
     flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
-    for p in np.unique(pipe).tolist():
+    for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
         on = np.nonzero(pipe == p)[0]
         on = on[np.lexsort((end[on], start[on]))]
         sub = _sub_lanes(start[on], end[on])
-        for s in np.unique(sub).tolist():
+        for s in np.flatnonzero(np.bincount(sub)).tolist():
             lanes += 1
             pick = on[sub == s]
             label = PIPES[p] + (f"#{s}" if s else "")
@@ -242,20 +175,29 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
     return ev, list(strings)
 
 
+def _dense(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids below ``n``, by marking rather than
+    sorting (a million ids of a few distinct values)."""
+    used = np.zeros(n, bool)
+    used[ids] = True
+    rank = np.cumsum(used) - 1
+    return np.nonzero(used)[0], rank[ids]
+
+
 def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
 
 def _lane(
     seq: int, core: int, label: str, start, end, name, loc, flow_out, flow_in, strings: list[str]
-) -> bytes:
+) -> list[bytes]:
     """One lane: its thread track, its sequence's first packet (defaults, interned names and
     source lines), then its slices."""
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
-    names, name_iid = np.unique(name, return_inverse=True)
-    locs, loc_iid = np.unique(loc, return_inverse=True)
+    names, name_iid = _dense(name, len(strings))
+    locs, loc_iid = _dense(loc, len(strings))
     interned = b"".join(
         _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
     )
@@ -269,6 +211,7 @@ def _lane(
         _int(_SEQ_ID, seq) + _int(_SEQ_FLAGS, _CLEARED | _NEEDS_STATE) + _int(_FIRST_ON_SEQ, 1)
         + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
     )  # fmt: skip
-    return (
-        head + _msg(_PACKET, first) + _slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
-    )
+    from pypto import _native
+
+    slices = _native.perfetto_lane_slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
+    return [head + _msg(_PACKET, first), slices]

@@ -13,7 +13,8 @@ Python files are embedded).
 
 Inputs: a ``RunReport`` with instruction records; a traced run's ``output_dir`` (it holds
 ``report/run.json``, the run's tasks and the trace file of each launch); that ``run.json``;
-or one launch's ``trace.json`` or cleaned ``trace.clean.json`` (times from the launch's start).
+or one launch's ``visualize_data.bin`` (its TRACE block), ``trace.json`` or cleaned
+``trace.clean.json`` (times from the launch's start).
 
 The instructions are kept as numpy columns from the records to the page (a million of them
 are a million rows of a few integers, never a million Python objects).
@@ -34,6 +35,7 @@ import numpy as np
 
 from pypto.errors import PyptoError
 from pypto.report.hotspots import LineCycles, hot_lines
+from pypto.report.opprof_format import TRACE, iter_blocks
 from pypto.report.progress import progress
 from pypto.report.run_report import PIPES, RunReport
 from pypto.report.timeline_page import render_page
@@ -283,11 +285,23 @@ def _clock(doc: dict[str, Any], fallback: float) -> float:
     return float(other.get("clock_hz") or nested.get("clock_hz") or fallback or 1e9)
 
 
+def _trace_text(path: Path) -> bytes:
+    """The Chrome-trace JSON of a file: a container's TRACE block, or the file itself."""
+    data = path.read_bytes()
+    if path.suffix != ".bin":
+        return data
+    block = next((b for b in iter_blocks(data) if b.type == TRACE), None)
+    if block is None:
+        raise ValueError("no TRACE block")
+    return block.payload
+
+
 def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) -> None:
-    """Adds the instructions of one launch's trace (``trace.json``, or the cleaned
-    ``trace.clean.json`` with its arrows); offsets: per core, its task's start."""
+    """Adds the instructions of one launch's trace (its ``visualize_data.bin`` or
+    ``trace.json``, or the cleaned ``trace.clean.json`` with its arrows); offsets: per core,
+    its task's start."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(_trace_text(path))
         events = doc["traceEvents"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise TimelineError(f"{path}: not a pypto trace ({e})") from None
@@ -366,7 +380,7 @@ def model_of_run_json(path: Path) -> Model:
             by_trace[t.trace_file][t.core_name] = t.start
     with progress("reading the launches' traces", len(by_trace), "launch") as done:
         for trace_file, offsets in by_trace.items():
-            trace = Path(trace_file).with_name("trace.json")
+            trace = Path(trace_file)
             if trace.is_file():
                 read_trace(trace, model, offsets)
             else:
@@ -378,18 +392,17 @@ def model_of_run_json(path: Path) -> Model:
 def load_model(path: Path) -> Model:
     """From an output_dir, a run.json, a trace.json or a folder holding one launch's files."""
     if path.is_dir():
-        for candidate in (path / "report" / "run.json", path / "run.json", path / "trace.json"):
+        names = ("report/run.json", "run.json", "trace.json", "visualize_data.bin")
+        for candidate in (path / name for name in names):
             if candidate.is_file():
                 return load_model(candidate)
         raise TimelineError(
             f"{path} holds no report/run.json nor trace.json: run the kernel with RunConfig(trace=True)"
         )
-    if path.name == "visualize_data.bin":
-        return load_model(path.with_name("trace.json"))
     if not path.is_file():
         raise TimelineError(f"{path}: no such file")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(_trace_text(path))
     except (OSError, ValueError) as e:
         raise TimelineError(f"{path}: not JSON ({e})") from None
     if isinstance(doc, dict) and "schema" in doc and "tasks" in doc and "traceEvents" not in doc:

@@ -2,17 +2,19 @@
 
 Per kernel launch: ``<root>/<kernel>/OPPROF_<timestamp>_<n>/simulator/visualize_data.bin``
 (SOURCE blocks with the Python files the instructions came from, a TRACE block of
-Chrome-trace JSON, an API_INSTR block of per-instruction metrics) plus the same trace as
-``trace.json`` beside it, as the vendor's tool lays it out. Each simulated core of the
-launch is one process (``core0.veccore0``, ``core0.cubecore0``, ...), each pipe one lane.
+Chrome-trace JSON, an API_INSTR block of per-instruction metrics) and, on request
+(``json_copy=True``), the TRACE block again as a plain ``trace.json`` beside it, as the vendor's
+tool lays it out. Each simulated core of the launch is one process (``core0.veccore0``,
+``core0.cubecore0``, ...), each pipe one lane.
 
 The events are formatted and both files written in C++ (``_native.write_trace``, from the
 records table the run returned), which also numbers the static instructions and totals them
 per core; this module adds the metadata, the SOURCE blocks and the API_INSTR block.
 
-Time unit: one simulated cycle is one nanosecond of trace time (``ts``/``dur`` are the exact
-decimals ``cycles / 1000`` in Chrome-trace microseconds), so viewers that keep integer
-nanoseconds hold every cycle boundary exactly; ``otherData`` records the platform clock for
+Time unit: one simulated cycle is one nanosecond of trace time (``ts``/``dur`` are Chrome-trace
+microseconds, ``trace_us``: the decimal ``cycles / 1000``, or the next double up where that
+decimal reads back a hair low), so viewers that keep integer nanoseconds — truncating or
+rounding — hold every cycle boundary exactly; ``otherData`` records the platform clock for
 converting to real time.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -64,6 +67,14 @@ class CoreRecords:
 
     pid: str
     trace: InstrTrace
+
+
+def trace_us(cycles: int) -> float:
+    """Cycles as Chrome-trace microseconds that read back exactly: ``cycles / 1000``, or the
+    next double up when that one times 1000 falls below ``cycles`` (a reader truncating to
+    integer nanoseconds, as Perfetto does, would land 1 ns early). As the native writer does."""
+    us = cycles / 1000
+    return math.nextafter(us, math.inf) if us * 1000 < cycles else us
 
 
 def core_pid(block: int, cube: bool) -> str:
@@ -125,9 +136,9 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
         for (pid, lane, t0), (qpid, qlane, t1) in zip(pushes, ends.get((False, *route), [])):
             n += 1
             common = {"name": f"tile pipe {route[2]}", "cat": "tpipe", "id": n}
-            events.append(json.dumps({**common, "ph": "s", "pid": pid, "tid": lane, "ts": t0 / 1000}))
+            events.append(json.dumps({**common, "ph": "s", "pid": pid, "tid": lane, "ts": trace_us(t0)}))
             events.append(
-                json.dumps({**common, "ph": "f", "bp": "e", "pid": qpid, "tid": qlane, "ts": t1 / 1000})
+                json.dumps({**common, "ph": "f", "bp": "e", "pid": qpid, "tid": qlane, "ts": trace_us(t1)})
             )
     return events
 
@@ -203,16 +214,18 @@ def write_launch(
     clock_hz: float,
     repeat_bytes: int = 256,
     extra: list[str] | None = None,
+    json_copy: bool = False,
 ) -> Path:
-    """``trace.json`` and ``visualize_data.bin`` of one launch in the folder ``sim``;
-    ``extra``: more trace events (flow arrows) as JSON strings."""
+    """``visualize_data.bin`` of one launch in the folder ``sim`` (and ``trace.json`` when
+    ``json_copy``); ``extra``: more trace events (flow arrows) as JSON strings."""
     from pypto import _native
 
     native_cores = [(c.pid, c.trace.raw, [json.dumps(s) for s in c.trace.raw["strings"]]) for c in cores]
     prefix = b"".join(_source_blocks(cores))
     layout = _layout(cores, clock_hz, repeat_bytes, extra)
     bin_path = sim / "visualize_data.bin"
-    summary = _native.write_trace(native_cores, layout, prefix, str(sim / "trace.json"), str(bin_path))
+    json_path = str(sim / "trace.json") if json_copy else ""
+    summary = _native.write_trace(native_cores, layout, prefix, json_path, str(bin_path))
     with bin_path.open("ab") as f:
         f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary).encode()))
     return bin_path
@@ -287,9 +300,11 @@ def write_traces(
     *,
     cube_kernels: Iterable[str] | None = None,
     platform: Platform | None = None,
+    json_copy: bool = False,
 ) -> list[str]:
     """Writes one OPPROF folder per recorded launch of ``report`` under ``root``; returns the
-    ``visualize_data.bin`` paths (also appended to ``report.trace_paths``).
+    ``visualize_data.bin`` paths (also appended to ``report.trace_paths``). ``json_copy``: also
+    each launch's ``trace.json`` (the TRACE block as a plain file, for JSON readers).
 
     ``cube_kernels`` names the AIC kernels (their cores are ``cubecore``s); by default a
     launch that used MTE1, CUBE or FIXPIPE counts as one. ``platform`` (default: the
@@ -307,7 +322,8 @@ def write_traces(
             locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
             flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
             sim = _opprof_dir(root, group[0].name, stamp, n)
-            paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
+            repeat = int(plat.vector_repeat_bytes)
+            paths.append(str(write_launch(cores, sim, report.clock_hz, repeat, flows, json_copy)))
             log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
             done.update()
     report.trace_paths.extend(paths)

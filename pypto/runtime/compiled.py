@@ -376,7 +376,8 @@ class CompiledProgram:
             from pypto.report.trace import write_traces
 
             folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
-            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)
+            json_copy = self.config.trace_json
+            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat, json_copy=json_copy)
             write_run_trace(report, folder / "run.pftrace")
             report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
             if self.config.timeline:

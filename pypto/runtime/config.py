@@ -36,6 +36,9 @@ class RunConfig:
     isolate: bool | None = None
     timeout_s: float | None = None  # wall-clock limit of an isolated run (SimulationLimitError)
     timeline: bool = False  # with trace: write <output_dir>/report/timeline.html after each run
+    # With trace: also each launch's trace.json, the TRACE block of its visualize_data.bin again
+    # as a plain file (by default every instruction is written once per form: docs/trace.md).
+    trace_json: bool = False
     # Which cost table the simulator prices instructions with: "device" (calibrated against
     # device evidence) or "pto-isa" (pto-isa's cost model, to compare with that simulator).
     # Simulation only: the compiled kernels are the same. platform_overrides apply on top.
@@ -82,6 +85,8 @@ class RunConfig:
             raise ConfigError(f"output_dir must be a str or pathlib.Path, got {self.output_dir!r}")
         if not isinstance(self.trace, bool):
             raise ConfigError(f"trace must be True or False, got {self.trace!r}")
+        if not isinstance(self.trace_json, bool):
+            raise ConfigError(f"trace_json must be True or False, got {self.trace_json!r}")
         if not isinstance(self.platform_overrides, dict) or not all(
             isinstance(k, str) for k in self.platform_overrides
         ):
@@ -207,6 +212,7 @@ class RunConfig:
                 str(self.output_dir) if self.output_dir else None,
                 o.platform_overrides,
                 self.timeline,
+                self.trace_json,
                 self.cost_profile,  # the compiled program keeps its config, so it runs on this table
             )
         )

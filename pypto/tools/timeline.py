@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "path",
         type=Path,
-        help="a traced run's output_dir, its report/run.json, a trace.json or a cleaned trace.clean.json",
+        help="a traced run's output_dir, its report/run.json, a launch's visualize_data.bin or trace.json, "
+        "or a cleaned trace.clean.json",
     )
     p.add_argument("-o", "--output", type=Path, default=Path("timeline.html"), help="HTML file to write")
     p.add_argument("--version", action="version", version=f"pypto {__version__}")

@@ -64,8 +64,12 @@ def test_the_trace_draws_each_push_to_its_pop(data, tmp_path):
     a, b, bias, _ = data
     c = np.zeros((ROWS, fk.N), np.float32)
     fk.fused_up_down(a, b, bias, c, config=RunConfig(trace=True, output_dir=str(tmp_path)))
-    (path,) = tmp_path.glob("trace/*/OPPROF_*/simulator/trace.json")
-    events = json.loads(path.read_text())["traceEvents"]
+    from pypto.report.opprof_format import TRACE, iter_blocks
+
+    (path,) = tmp_path.glob("trace/*/OPPROF_*/simulator/visualize_data.bin")
+    events = json.loads(next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE))[
+        "traceEvents"
+    ]
     flows = {}
     for e in events:
         if e.get("cat") == "tpipe":

@@ -195,3 +195,16 @@ def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
     depth = max(int(((start <= t) & (t < end)).sum()) for t in range(1000))
     assert sub.max() + 1 == depth
     assert not _sub_lanes(np.array([0, 5, 5]), np.array([5, 5, 9])).any()  # touching is not overlap
+
+
+def test_the_native_slice_encoder_refuses_negative_times_and_ragged_columns():
+    import pytest
+
+    from pypto import _native
+
+    ok = np.array([1, 2], np.int64)
+    assert len(_native.perfetto_lane_slices(1, ok, ok + 1, ok, ok, ok * 0, ok * 0)) > 0
+    with pytest.raises(ValueError, match="negative"):
+        _native.perfetto_lane_slices(1, ok - 2, ok, ok, ok, ok * 0, ok * 0)
+    with pytest.raises(ValueError, match="one length"):
+        _native.perfetto_lane_slices(1, ok, ok[:1], ok, ok, ok * 0, ok * 0)

@@ -1,5 +1,6 @@
 """One field name, ``source_line`` (``file:line:col``), for the Python source line in every
-trace output: the raw trace.json, the cleaned trace and the per-instruction metrics."""
+trace output: the raw trace (visualize_data.bin's TRACE block, trace.json), the cleaned trace
+and the per-instruction metrics."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import seed_kernels as sk
 
 from pypto.runtime import RunConfig
 from pypto.tools.clean_sim_trace import clean_file
+from pypto.report.opprof_format import TRACE, iter_blocks
 
 LOAD = "tile = pl.load(a, [i * TR, 0], [TR, TC])"
 
@@ -25,7 +27,7 @@ def test_every_trace_output_names_the_source_line_alike(tmp_path: Path):
     a = np.ones((sk.ROWS, sk.TC), np.float32)
     sk.single_buffer(a, np.zeros_like(a), config=RunConfig(trace=True, output_dir=tmp_path / "b"))
     (bin_path,) = sk.single_buffer.last_report.trace_paths
-    raw = json.loads(Path(bin_path).with_name("trace.json").read_text())
+    raw = json.loads(next(b.payload for b in iter_blocks(Path(bin_path).read_bytes()) if b.type == TRACE))
     clean_file(Path(bin_path), tmp_path / "clean")
     clean = json.loads((tmp_path / "clean" / "trace.clean.json").read_text())
     metrics = json.loads((tmp_path / "clean" / "instr_metrics.json").read_text())

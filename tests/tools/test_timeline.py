@@ -186,7 +186,7 @@ def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
     for key in ("cores", "lanes", "tasks", "flows", "cycles", "hot"):
         assert from_files[key] == direct[key], key
     assert sorted(from_files["rows"]) == sorted(direct["rows"]) and from_files["arrows"] == direct["arrows"]
-    (trace,) = (tmp_path / "build" / "trace").glob("*/OPPROF_*/simulator/trace.json")
+    (trace,) = (tmp_path / "build" / "trace").glob("*/OPPROF_*/simulator/visualize_data.bin")
     one = _page_data(timeline.write_page(timeline.load_model(trace), tmp_path / "one.html"))
     assert one["events"] == direct["events"] and one["flows"] == direct["flows"]  # times from its start
 

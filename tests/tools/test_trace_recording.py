@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 import seed_kernels as tk
 
+from pypto.errors import ConfigError
 from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
 from pypto.report.trace import write_traces
 from pypto.runtime import RunConfig, run_kernel_file
@@ -40,7 +42,12 @@ def test_traced_run_writes_one_opprof_folder_per_launch(tmp_path: Path):
     assert path.name == "visualize_data.bin" and path.parent.name == "simulator"
     assert re.fullmatch(r"OPPROF_\d{17}_000", path.parent.parent.name)
     assert path.parent.parent.parent == tmp_path / "trace" / "single_buffer_incore_0"
-    assert json.loads((path.parent / "trace.json").read_text())["traceEvents"] == events(path)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # every event once per form
+    tk.single_buffer(A, out, config=RunConfig(trace=True, trace_json=True, output_dir=tmp_path / "j"))
+    (with_json,) = map(Path, tk.single_buffer.last_report.trace_paths)
+    assert json.loads((with_json.parent / "trace.json").read_text())["traceEvents"] == events(with_json)
+    with pytest.raises(ConfigError, match="trace_json must be True or False, got 'yes'"):
+        RunConfig(trace=True, trace_json="yes")  # type: ignore[arg-type]
     found = blocks(path)
     assert sorted(found) == [SOURCE, TRACE, API_INSTR]
     assert found[SOURCE].path == tk.__file__ and found[SOURCE].payload == Path(tk.__file__).read_bytes()
@@ -135,7 +142,7 @@ def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Pat
     assert cols["name"] == ["TEXPANDS"] + ["TADDS"] * n
     assert cols["loc"][1:] == ["loop.py:10:5", "loop.py:12:5"] * (n // 2)
     assert (cols["start"][1:] >= cols["start"][:-1]).all()
-    (path,) = write_traces(rep, tmp_path)
+    (path,) = write_traces(rep, tmp_path, json_copy=True)
     text = (Path(path).parent / "trace.json").read_bytes()
     assert len(text) > 3 * 2**20  # written in several chunks
     assert blocks(path)[TRACE].payload == text

@@ -1,7 +1,7 @@
 """The native raw-trace writer (csrc/tools/trace_write.cpp, via pypto.report.trace): every
-record becomes one event whose fields are the record's, timestamps are exact decimals of
-cycles (1 trace ns = 1 cycle), the API_INSTR totals match the records, and bad input or an
-unwritable folder is an error, not a crash."""
+record becomes one event whose fields are the record's, timestamps read back as exactly their
+cycles (1 trace ns = 1 cycle) whether a reader truncates or rounds, the API_INSTR totals match
+the records, and bad input or an unwritable folder is an error, not a crash."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import re
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,8 +17,8 @@ import seed_kernels as tk
 
 from pypto import _native
 from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
-from pypto.report.run_report import PIPES
-from pypto.report.trace import CoreRecords, write_launch
+from pypto.report.run_report import PIPES, RECORD_COLUMNS
+from pypto.report.trace import CoreRecords, trace_us, write_launch
 from pypto.runtime import RunConfig
 
 A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
@@ -27,7 +28,7 @@ SYNC = {1: "SET_FLAG", 2: "WAIT_FLAG", 3: "BAR"}
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("traced")
-    tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=out))
+    tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, trace_json=True, output_dir=out))
     rep = tk.pipelined.last_report
     (path,) = map(Path, rep.trace_paths)
     return rep, path
@@ -54,16 +55,60 @@ def test_each_record_is_one_event_with_its_fields(traced):
         assert e["args"]["source_line"] == r["loc"]
 
 
-def test_timestamps_are_exact_cycle_decimals(traced):
+def read_back(ts: str) -> tuple[int, int]:
+    """A timestamp as integer nanoseconds, truncated (as Perfetto reads it) and rounded."""
+    ns = float(ts) * 1000
+    return int(ns), round(ns)
+
+
+def test_timestamps_read_back_as_their_cycles(traced):
     rep, path = traced
     text = (path.parent / "trace.json").read_text()
     stamps = re.findall(r'"ts":([0-9.]+),"dur":([0-9.]+)', text)
     rows = rep.tasks[0].trace.rows()
     assert len(stamps) == len(rows)
     for (ts, dur), r in zip(stamps, rows):
-        assert Decimal(ts) * 1000 == r["start"] and Decimal(dur) * 1000 == r["end"] - r["start"]
+        assert read_back(ts) == (r["start"], r["start"])
+        assert read_back(dur) == (r["end"] - r["start"],) * 2
     other = json.loads(text)["otherData"]
     assert other["time_unit"] == "cycle" and other["clock_hz"] == rep.clock_hz
+
+
+def test_no_timestamp_lands_early(traced, tmp_path: Path):
+    """Every cycle count up to 20,000 and a few past a billion, as a start and as a duration:
+    read back truncated or rounded, each is its cycle; the number written is the decimal
+    cycles / 1000 itself unless that decimal's double falls a hair below it (then the next
+    double up, never more than a millionth of a nanosecond late)."""
+    rep, _ = traced
+    col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+    raw = dict(rep.tasks[0].trace.raw)
+    op = int(np.nonzero(raw["table"][:, col["kind"]] == 0)[0][0])
+    cycles = np.r_[np.arange(20_000), 10**9 + 997 * np.arange(2_000)]
+    raw["table"] = raw["table"][np.full(len(cycles), op)].copy()
+    raw["table"][:, col["start"]] = cycles
+    durations = cycles[::-1]
+    raw["table"][:, col["end"]] = cycles + durations
+    raw["name_id"], raw["loc_id"] = (raw[k][np.full(len(cycles), op)] for k in ("name_id", "loc_id"))
+    (tmp_path / "sim").mkdir()
+    core = CoreRecords("core0.veccore0", SimpleNamespace(raw=raw))  # type: ignore[arg-type]
+    bin_path = write_launch([core], tmp_path / "sim", rep.clock_hz)
+    text = next(b.payload for b in iter_blocks(bin_path.read_bytes()) if b.type == TRACE).decode()
+    stamps = re.findall(r'"ts":([0-9.]+),"dur":([0-9.]+)', text)
+    assert len(stamps) == len(cycles)
+    nudged = 0
+    for (ts, dur), c, d in zip(stamps, cycles.tolist(), durations.tolist()):
+        for text_, value in ((ts, c), (dur, d)):
+            assert read_back(text_) == (value, value), text_
+            late = Decimal(text_) * 1000 - value
+            assert 0 <= late < Decimal("1e-6")
+            nudged += late > 0
+            assert late > 0 or Decimal(text_) == Decimal(value) / 1000
+    assert nudged > 0  # the encoding matters: some cycle decimals do read back low
+
+
+def test_flow_timestamps_read_back_as_their_cycles():
+    for c in [*range(20_000), 10**12 + 1]:
+        assert int(trace_us(c) * 1000) == c and round(trace_us(c) * 1000) == c
 
 
 def test_container_blocks_and_api_totals_match_the_records(traced):

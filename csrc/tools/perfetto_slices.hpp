@@ -1,4 +1,4 @@
-// The slices of one lane of the whole-run Perfetto trace (pypto/runtime/perfetto_trace.py
+// The slices of one lane of the whole-run Perfetto trace (pypto/report/perfetto.py
 // lays out the tracks, sequences and interned strings; this encodes the bulk: a begin and an
 // end TracePacket per instruction). Encoded at native speed because a million-instruction run
 // has two million packets; the bytes are the protobuf wire format, field numbers as in

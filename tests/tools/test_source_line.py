@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import seed_kernels as sk
 
+from pypto.report.opprof_format import TRACE, iter_blocks
 from pypto.runtime import RunConfig
 from pypto.tools.clean_sim_trace import clean_file
-from pypto.report.opprof_format import TRACE, iter_blocks
 
 LOAD = "tile = pl.load(a, [i * TR, 0], [TR, TC])"
 

@@ -94,8 +94,9 @@ Platform make_a2a3sim() {
   // Device runs of memory-bound a2a3 decode kernels (hw-native-sys/pypto-lib history):
   // the CANN FAI decode attention streams 218.8 MB of KV cache (batch 16, 3338 tokens, 8 KV heads
   // of 128, bf16) in ~235 us at 98% core occupancy, 0.93 TB/s (58% of 1.6); the Qwen3-14B
-  // down_proj's 20 cube tasks stream 8.9 MB of weights each in ~180 us, 0.99 TB/s (62%). Each
-  // core asks far less than its port (~21 B/cycle of 78), so the shared limit is what binds.
+  // down_proj's 20 cube tasks stream 8.9 MB of weights each in ~180 us, 0.99 TB/s (62%) if the
+  // 20 run side by side (24 AIC cores hold them). Each core asks far less than its port
+  // (~21 B/cycle of 78), so the shared limit is what binds.
   p.hbm_efficiency = 0.6;
   // Public die analyses of 910B-class parts: 192 MB of L2. assumption: 16-way LRU.
   p.l2_bytes = int64_t{192} << 20;  // public die analyses: 192 MB

@@ -25,9 +25,10 @@ def main() -> None:
     gk.rows_128b(a, b, c, config=RunConfig())
     gk.rows_512b(a, np.ascontiguousarray(b.T), c, config=RunConfig())
     slow, fast = gk.rows_128b.last_report, gk.rows_512b.last_report
-    print(f"128 B weight rows: {slow.cycles} cycles (MTE2 busy {slow.pipe_busy['MTE2']})")
-    print(f"512 B weight rows: {fast.cycles} cycles (MTE2 busy {fast.pipe_busy['MTE2']})")
-    print(f"penalty: {slow.cycles / fast.cycles - 1:.1%}   target 16-25%")
+    slow_t, fast_t = gk.kernel_cycles(slow), gk.kernel_cycles(fast)  # without the launch's dispatch
+    print(f"128 B weight rows: {slow_t} cycles (MTE2 busy {slow.pipe_busy['MTE2']})")
+    print(f"512 B weight rows: {fast_t} cycles (MTE2 busy {fast.pipe_busy['MTE2']})")
+    print(f"penalty: {slow_t / fast_t - 1:.1%}   target 16-25%")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """Calibration: our per-instruction cycles beside each reference figure, per instruction class
 (GM<->UB and GM->L1 at 1 KB..256 KB with rows of 32 B..4 KB, every TMOV route, TMATMUL over
 shapes and dtypes, FIXPIPE with narrowing, each vector family cold and warm, flags, scalar
-reads), then the figures only whole kernels show (the 128 B-row penalty, the task pickup, a
-kernel's instruction against the single-instruction measurement), and pto-isa's Perf-Sim test
-kernels ported and run under the pto-isa profile (benchmarks/peer_perfsim.py; --pto-isa DIR or
-PTO_ISA_DIR names a pto-isa checkout to build it and measure again). docs/calibration.md
-reproduces the tables and explains every case outside its tolerance.
+reads), then the figures only whole kernels show (the 128 B-row penalty, the task pickup and a
+core's cold first task, a kernel's instruction against the single-instruction measurement), and
+pto-isa's Perf-Sim test kernels ported and run under the pto-isa profile
+(benchmarks/peer_perfsim.py; --pto-isa DIR or PTO_ISA_DIR names a pto-isa checkout to build it and measure
+again). docs/calibration.md reproduces the tables and explains every case outside its tolerance.
 
 Run: python benchmarks/calibrate.py [--pto-isa DIR]     Deterministic; prints the tables.
 """
@@ -90,7 +90,7 @@ def granularity_penalty(profile: str) -> float:
     cfg = RunConfig(cost_profile=profile)
     gk.rows_128b(a, b, c, config=cfg)
     gk.rows_512b(a, np.ascontiguousarray(b.T), c, config=cfg)
-    return gk.rows_128b.last_report.cycles / gk.rows_512b.last_report.cycles - 1
+    return gk.kernel_cycles(gk.rows_128b.last_report) / gk.kernel_cycles(gk.rows_512b.last_report) - 1
 
 
 def kernel_rows() -> list[str]:
@@ -111,6 +111,11 @@ def kernel_rows() -> list[str]:
     want = 0.8e-6 * 1.85e9
     lines.append(
         f"task pickup: {pickup} cycles (device ~0.8 us = {want:.0f}; error {pickup / want - 1:+.1%})"
+    )
+    cold = 2.61e-6 * 1.85e9  # simpler's a2a3 swimlanes: a core's first task, dispatch to start
+    lines.append(
+        f"first task on a cold core: starts at {first.start} (device ~2.61 us = {cold:.1f}; "
+        f"error {first.start / cold - 1:+.1%})"
     )
     load = next(r for r in first.trace.rows() if r["name"] == "TLOAD")
     alone = cal.measure(

@@ -125,10 +125,11 @@ def layer_bytes(s: LayerShape) -> int:
 
 
 def roofline_line(s: LayerShape, report) -> str:
-    """The makespan against the layer's compulsory bytes at the chip's HBM bandwidth."""
+    """The makespan against the layer's compulsory bytes at the chip's achievable HBM bandwidth."""
     from pypto import platforms
 
-    need = layer_bytes(s) / platforms.get(report.platform).hbm_bytes_per_cycle
+    plat = platforms.get(report.platform)
+    need = layer_bytes(s) / (plat.hbm_bytes_per_cycle * plat.hbm_efficiency)
     return (
         f"layer bytes {layer_bytes(s) / 1e6:.1f} MB -> HBM roofline {need:.0f} cycles; "
         f"makespan {report.cycles} cycles = {report.cycles / need:.2f} x the roofline"

@@ -39,6 +39,8 @@ def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
         return int, 0, 8
     if key == "alignment_bytes":
         return int, 1, 4096
+    if key == "hbm_efficiency":  # a share of the nominal bandwidth
+        return float, 1e-9, 1.0
     if isinstance(current, int):
         return int, 1, _INT_LIMITS.get(key, _BYTES_LIMIT)
     if key in _FLOAT_LIMITS:

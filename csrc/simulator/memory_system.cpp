@@ -175,7 +175,7 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
   const double miss = hbm / bytes;
   stats_.hbm_bytes += hbm;
   stats_.l2_bytes += bytes * hit;
-  const double hbm_cap = platform_.hbm_bytes_per_cycle * kBucketCycles;
+  const double hbm_cap = platform_.hbm_achievable() * kBucketCycles;
   const double l2_cap = platform_.l2_bytes_per_cycle * kBucketCycles;
   double left = bytes, t = t0;
   bool stalled = false;

@@ -3,14 +3,15 @@
 A *kernel* is every task of one name (a ``pl.at`` scope's tasks, a cluster kernel's AIC and AIV
 halves). Its time is the span from its first task's start to its last task's end. Its bound is
 the resource that needs the most cycles for the kernel's own work: HBM (its tasks' bytes served
-by HBM over the chip's shared ``hbm_bytes_per_cycle``) or a pipe (the kernel's busy cycles of
-that pipe on its busiest core). ``ratio`` is the kernel's time over that bound: 1.0 means the
-kernel runs as fast as that resource allows; more means its tasks wait (on dispatch, on
-dependencies inside the kernel, on other kernels sharing HBM, on a tail of unequal tasks).
+by HBM over the chip's achievable shared bandwidth, ``hbm_bytes_per_cycle × hbm_efficiency``)
+or a pipe (the kernel's busy cycles of that pipe on its busiest core). ``ratio`` is the
+kernel's time over that bound: 1.0 means the kernel runs as fast as that resource allows; more
+means its tasks wait (on dispatch, on dependencies inside the kernel, on other kernels sharing
+HBM, on a tail of unequal tasks).
 
 The run's rooflines are the same bounds over the whole run: HBM (every byte HBM served, at the
-shared bandwidth), CUBE and VECTOR (every busy cycle of that pipe spread evenly over all the
-platform's cores of that kind).
+achievable shared bandwidth), CUBE and VECTOR (every busy cycle of that pipe spread evenly over
+all the platform's cores of that kind).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Rooflines:
 
     cycles: int
     hbm_bytes: float
-    hbm_cycles: float  # hbm_bytes / hbm_bytes_per_cycle
+    hbm_cycles: float  # hbm_bytes / the achievable HBM bandwidth (_hbm_rate)
     cube_cycles: float  # CUBE busy over all tasks / the platform's AIC cores
     vector_cycles: float  # VECTOR busy over all tasks / the platform's AIV cores
 
@@ -76,6 +77,12 @@ def _platform(report: RunReport) -> Any:
     from pypto import platforms  # the native tables: only when a view asks
 
     return platforms.get(report.platform)
+
+
+def _hbm_rate(plat: Any) -> float:
+    """Bytes per cycle HBM gives all cores together: the nominal figure times the share
+    streaming kernels achieve (the cap the memory system enforces)."""
+    return float(plat.hbm_bytes_per_cycle) * float(plat.hbm_efficiency)
 
 
 def _kernel(name: str, tasks: list[TaskReport], hbm_per_cycle: float) -> KernelUse:
@@ -107,7 +114,7 @@ def kernels(report: RunReport) -> list[KernelUse]:
     groups: dict[str, list[TaskReport]] = {}
     for t in report.tasks:
         groups.setdefault(t.name, []).append(t)
-    hbm_per_cycle = float(_platform(report).hbm_bytes_per_cycle)
+    hbm_per_cycle = _hbm_rate(_platform(report))
     rows = [_kernel(name, tasks, hbm_per_cycle) for name, tasks in groups.items()]
     return sorted(rows, key=lambda k: (k.start, k.kernel))
 
@@ -117,7 +124,7 @@ def rooflines(report: RunReport) -> Rooflines:
     hbm = float(report.memory.get("hbm_bytes", sum(t.memory.get("hbm_bytes", 0.0) for t in report.tasks)))
     cube = sum(t.pipe_busy.get("CUBE", 0) for t in report.tasks) / int(plat.aic_cores)
     vector = sum(t.pipe_busy.get("VECTOR", 0) for t in report.tasks) / int(plat.aiv_cores)
-    return Rooflines(report.cycles, hbm, hbm / float(plat.hbm_bytes_per_cycle), cube, vector)
+    return Rooflines(report.cycles, hbm, hbm / _hbm_rate(plat), cube, vector)
 
 
 def _opt(x: float | None, fmt: str) -> str:

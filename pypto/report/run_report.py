@@ -167,7 +167,8 @@ class RunReport:
     @property
     def bounds(self) -> dict[str, Any]:
         """Per core kind (``AIC``, ``AIV``) that ran tasks: its bounding pipe (``Bound``, with
-        ``ratio`` = run cycles / that pipe's busy cycles on its busiest core)."""
+        ``ratio`` = run cycles from the first task's start / that pipe's busy cycles on its
+        busiest core)."""
         return _views().bounds(self)
 
     def kernels(self) -> list[Any]:

@@ -42,7 +42,7 @@ class CoreUse:
     kind: str  # "AIC" / "AIV"
     tasks: int
     busy: dict[str, int]
-    utilisation: dict[str, float]  # busy / run cycles, per pipe, in [0, 1]
+    utilisation: dict[str, float]  # busy / working cycles (working_cycles), per pipe, in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,9 @@ class KindUse:
 class Bound:
     """The pipe with the highest utilisation on any core (of one kind, for ``bounds``);
     ``latency_bound`` when even that pipe is idle most of the run (the cores wait on
-    dependencies, flags or dispatch). ``ratio``: the run's cycles over that pipe's busy
-    cycles on that core (1.0: the run is exactly as long as the bounding pipe's work)."""
+    dependencies, flags or dispatch). ``ratio``: the run's cycles from its first task's start
+    over that pipe's busy cycles on that core (1.0: the run is exactly as long as the bounding
+    pipe's work)."""
 
     pipe: str
     core: str
@@ -85,15 +86,23 @@ def _core_key(t: TaskReport) -> tuple[int, int]:
     return (KINDS.index(t.core_type) if t.core_type in KINDS else len(KINDS), t.core)
 
 
+def working_cycles(report: RunReport) -> int:
+    """The run's cycles from its first task's start: before it the launch is dispatching to
+    cold cores (the head of a core's first task), which no kernel can use."""
+    first = min((t.start for t in report.tasks), default=0)
+    return report.cycles - min(first, report.cycles)
+
+
 def per_core(report: RunReport) -> list[CoreUse]:
     groups: dict[tuple[int, int], list[TaskReport]] = {}
     for t in report.tasks:
         groups.setdefault(_core_key(t), []).append(t)
     cores = []
+    span = working_cycles(report)
     for key in sorted(groups):
         tasks = groups[key]
         busy = {p: sum(t.pipe_busy.get(p, 0) for t in tasks) for p in PIPES}
-        util = {p: busy[p] / report.cycles if report.cycles else 0.0 for p in PIPES}
+        util = {p: busy[p] / span if span else 0.0 for p in PIPES}
         cores.append(CoreUse(tasks[0].core_name, tasks[0].core_type, len(tasks), busy, util))
     return cores
 
@@ -198,8 +207,8 @@ def format_report(report: RunReport) -> str:
         cells = "".join(f"{_pct(u.utilisation[pipe]):>10}" for u in kinds.values())
         where = f"{_pct(top.utilisation[pipe])} {top.name}" if top and top.busy[pipe] else "-"
         lines.append(f"  {pipe:<8}{report.pipe_busy.get(pipe, 0):>12}{cells}  {where}")
-    lines.append("  utilisation = busy / run cycles, per core; a kind's column (cores used / the platform's)")
-    lines.append("  is the mean over its cores that ran tasks")
+    lines.append("  utilisation = busy / run cycles from the first task's start, per core; a kind's column")
+    lines.append("  (cores used / the platform's) is the mean over its cores that ran tasks")
     b = bound(report)
     if b is not None:
         lines.append(f"  bound: {b.pipe} ({b.utilisation:.1%} busy on {b.core})")

@@ -27,6 +27,11 @@ def test_exp_is_right(fixture_kernel, name):
     assert rep.hazards == []
 
 
+def own(rep) -> int:
+    """The kernel's own cycles: the run after its core's cold head."""
+    return rep.cycles - rep.tasks[0].start
+
+
 def op_cycles(rep, name):
     return sum(r["end"] - r["start"] for r in rep.tasks[0].trace.rows() if r["name"] == name)
 
@@ -39,10 +44,10 @@ def test_double_buffer_overlaps_load_with_compute(fixture_kernel):
     # Same work on every pipe, less wall time: the loads hide the compute.
     for op in ("TLOAD", "TEXP", "TSTORE"):
         assert op_cycles(double, op) == op_cycles(single, op)
-    assert double.cycles < 0.8 * single.cycles
+    assert own(double) < 0.8 * own(single)
     # Bounded by the busiest pipe (MTE2) plus one tile through the others.
     busiest = max(double.pipe_busy[p] for p in ("MTE2", "VECTOR", "MTE3"))
-    assert double.cycles <= 1.10 * (busiest + 287 + 395)
+    assert own(double) <= 1.10 * (busiest + 287 + 395)
 
 
 def test_report_prints_a_pipe_table(fixture_kernel):

@@ -58,6 +58,11 @@ def _input() -> np.ndarray:
     return (np.arange(ROWS * TC, dtype=np.int64) % 3 - 1).astype(np.float32).reshape(ROWS, TC)
 
 
+def _own(rep) -> int:
+    """The kernel's own cycles: the run after its core's cold head."""
+    return rep.cycles - min(t.start for t in rep.tasks)
+
+
 def _run(kernel, *extra, config=CFG):
     a = _input()
     out = np.zeros_like(a)
@@ -109,8 +114,8 @@ def test_pipelined_is_bounded_by_its_busiest_pipe(planner, kernel):
     busy = {p: c for p, c in rep.pipe_busy.items() if c}
     busiest = max(busy, key=busy.get)
     one_tile = sum(c // NT for p, c in busy.items() if p not in (busiest, "SCALAR"))
-    assert rep.cycles <= 1.10 * (busy[busiest] + one_tile)
-    assert rep.cycles <= 0.80 * base.cycles
+    assert _own(rep) <= 1.10 * (busy[busiest] + one_tile)
+    assert _own(rep) <= 0.80 * _own(base)
     assert overlap_cycles(rep.intervals("MTE2"), rep.intervals("VECTOR")) > 0
 
 

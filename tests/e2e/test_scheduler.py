@@ -1,16 +1,21 @@
 """The task scheduler: independent tasks spread over cores, dependencies order them, atomic
-adds commute and land in simulated completion order (perturbed by a seed)."""
+adds commute and land in simulated completion order (perturbed by a seed), and each task starts
+a head after it is handed to a core (cold on the core's first task, steady after)."""
 
 from __future__ import annotations
 
 import multicore_kernels as mk
 import numpy as np
 
+import pypto.language as pl
 from pypto import platforms
 from pypto.runtime import RunConfig
 
 CFG = RunConfig(platform="a2a3sim")
-DISPATCH = int(platforms.get("a2a3sim").task_dispatch_cycles)
+PLAT = platforms.get("a2a3sim")
+COLD = int(PLAT.task_cold_head_cycles)  # a core's first task: dispatch to start
+# a dependent task on a core that has run one: the runtime's pickup, then the steady head
+DISPATCH = int(PLAT.task_dispatch_cycles + PLAT.task_head_cycles)
 
 
 def blocks(seed=0):
@@ -34,7 +39,7 @@ def test_atomic_writers_start_at_launch_and_only_their_writes_wait_for_the_zero_
     assert [t.write_gates for t in compiled.tasks] == [()] + [((0, 1),)] * mk.BLOCKS
     rep = compiled.run(a, c, trace=True)
     zero, *acc = rep.tasks
-    assert all(t.start == 0 for t in rep.tasks)  # dispatched together at launch
+    assert all(t.start == COLD for t in rep.tasks)  # dispatched together at launch, each to a cold core
     assert len({t.core_name for t in acc}) == mk.BLOCKS  # one AIV core each
     for t in acc:
         (load,) = t.trace.intervals("MTE2")
@@ -79,7 +84,7 @@ def test_explicit_deps_order_tasks_that_share_no_tensor():
     assert [t.deps for t in compiled.tasks] == [(), (0,), ()]
     first, second, third = compiled.run(a, *outs).tasks
     assert second.start == first.end + DISPATCH  # deps=[first], though no tensor joins them
-    assert third.start == 0  # nothing orders it: dispatched at launch
+    assert third.start == COLD  # nothing orders it: dispatched at launch
     np.testing.assert_allclose(outs[1], -a)
     np.testing.assert_allclose(outs[2], np.maximum(a, 0))
 
@@ -100,7 +105,7 @@ def test_parallel_iterations_writing_one_output_are_independent_tasks():
     compiled = mk.parallel_then_read.compile(a, x, y, config=CFG)
     assert [t.deps for t in compiled.tasks] == [()] * mk.BLOCKS + [tuple(range(mk.BLOCKS))]
     *rows, reader = compiled.run(a, x, y).tasks
-    assert all(t.start == 0 for t in rows) and len({t.core_name for t in rows}) == mk.BLOCKS
+    assert all(t.start == COLD for t in rows) and len({t.core_name for t in rows}) == mk.BLOCKS
     assert reader.start == max(t.end for t in rows) + DISPATCH
     np.testing.assert_allclose(y, -np.exp(a), rtol=1e-5)
 
@@ -122,7 +127,7 @@ def test_deps_on_a_scope_that_did_not_run_order_nothing():
     x, y = np.zeros_like(a), np.zeros_like(a)
     mk.deps_on_a_skipped_scope(a, x, y, 0, config=CFG)
     (always,) = mk.deps_on_a_skipped_scope.last_report.tasks
-    assert always.start == 0 and not x.any()
+    assert always.start == COLD and not x.any()
     np.testing.assert_allclose(y, -a)
     mk.deps_on_a_skipped_scope(a, x, y, 1, config=CFG)
     first, second = mk.deps_on_a_skipped_scope.last_report.tasks
@@ -142,3 +147,53 @@ def test_a_missed_l2_line_draws_the_whole_line_from_hbm():
     # pack two to a line
     assert rep.memory["l2_misses"] == mk.R + mk.R // 2 and rep.memory["l2_hits"] == mk.R
     assert rep.memory["hbm_bytes"] == (mk.R + mk.R // 2) * line  # whole lines, not the 256 B asked
+
+
+@pl.jit
+def three_steps(a: pl.Tensor, b: pl.Out[pl.Tensor], c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+    for i in pl.parallel(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 128])), [i * 16, 0], b)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(b, [0, 0], [32, 128]), 1.0), [0, 0], c)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.muls(pl.load(c, [0, 0], [32, 128]), 2.0), [0, 0], d)
+    return b, c, d
+
+
+def test_a_multi_task_program_pays_cold_heads_then_warm_pickups_exactly():
+    a = np.linspace(-1, 1, 32 * 128, dtype=np.float32).reshape(32, 128)
+    b, c, d = np.zeros_like(a), np.zeros_like(a), np.zeros_like(a)
+    three_steps(a, b, c, d, config=CFG)
+    np.testing.assert_allclose(d, (np.exp(a) + 1) * 2, rtol=1e-5)
+    rep = three_steps.last_report
+    # the two exp tasks start together, each on a cold core; the add and the mul follow on the
+    # warm AIV0: its producers' end, the pickup (882) and the steady head (598), 1480 in all
+    assert [(t.core_name, t.start, t.end) for t in rep.tasks] == [
+        ("AIV0", 4829, 5200),
+        ("AIV1", 4829, 5200),
+        ("AIV0", 6680, 7242),
+        ("AIV0", 8722, 9284),
+    ]
+    assert (COLD, DISPATCH) == (4829, 1480) and rep.cycles == 4829 + 371 + 2 * (1480 + 562)
+
+
+WIDE = 49  # one task more than the AIV cores
+
+
+@pl.jit
+def one_too_many(a: pl.Tensor, b: pl.Out[pl.Tensor]):
+    for i in pl.parallel(WIDE):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 128])), [i * 16, 0], b)
+    return b
+
+
+def test_a_task_waiting_for_a_core_pays_the_steady_head_on_it():
+    a = np.linspace(-1, 1, WIDE * 16 * 128, dtype=np.float32).reshape(WIDE * 16, 128)
+    b = np.zeros_like(a)
+    one_too_many(a, b, config=CFG)
+    np.testing.assert_allclose(b, np.exp(a), rtol=1e-5)
+    *wave, last = one_too_many.last_report.tasks
+    assert len(wave) == PLAT.aiv_cores and all(t.start == COLD for t in wave)
+    assert last.start == min(t.end for t in wave) + int(PLAT.task_head_cycles)

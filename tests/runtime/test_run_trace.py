@@ -157,7 +157,9 @@ def test_two_kernels_share_the_time_axis(tmp_path: Path):
     _, slices = read_slices(tmp_path / "trace" / "run.pftrace")
     assert sorted(slices) == expected(report)
     last = max(report.tasks, key=lambda t: t.start)
-    assert last.start > 0 and min(s[2] for s in slices if s[0] == last.core_name) >= last.start
+    mine = [s for s in slices if s[0] == last.core_name]  # an earlier task may have warmed its core
+    assert last.start > 0 and any(s[2] >= last.start for s in mine)
+    assert all(s[3] <= last.start or s[2] >= last.start for s in mine)
 
 
 def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, capsys, monkeypatch):

@@ -31,6 +31,7 @@ SOURCES = (
     "public die",
     "pyPTO user guide".lower(),
     "fitted to the device",
+    "device runs",
 )
 ASSIGN = re.compile(r"^\s*p\.(\w+(?:\.\w+)?)\s*=\s*(.+?);")
 V, MTE2, MTE3 = PIPES.index("VECTOR"), PIPES.index("MTE2"), PIPES.index("MTE3")

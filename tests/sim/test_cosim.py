@@ -64,18 +64,20 @@ def test_one_core_alone_keeps_the_port_figures(fixture_kernel):
 
 def test_two_cores_share_hbm_exactly_as_the_calendar_says(fixture_kernel):
     # HBM as wide as one port: the second core gets what the first leaves, bucket by bucket.
-    plat = platforms.get("a2a3sim").with_overrides(hbm_bytes_per_cycle=64, bw_gm_to_ub=64)
+    plat = platforms.get("a2a3sim").with_overrides(hbm_bytes_per_cycle=64, hbm_efficiency=1, bw_gm_to_ub=64)
     a = np.zeros((32, 1024), np.float32)
     alone = stream(fixture_kernel, a, tiles=1, block_rows=16, blocks=1, platform=plat)
     both = stream(fixture_kernel, a, tiles=1, block_rows=16, blocks=2, platform=plat)
     lead, nbytes = plat.transfer_setup_cycles, 16 * 4096
     (solo,) = loads(alone, 0)
     first, second = loads(both, 0)[0], loads(both, 1)[0]
-    start = solo["start"]
-    e1, e2 = shared_ends([(start + lead, nbytes), (start + lead, nbytes)], 64, 64)
+    start = solo["start"]  # in the task's time; the calendar runs on the chip's
+    t0 = both.tasks[0].start  # both blocks start after a cold head, together
+    assert both.tasks[1].start == t0
+    e1, e2 = shared_ends([(t0 + start + lead, nbytes), (t0 + start + lead, nbytes)], 64, 64)
     # one of them claims each bucket first and is not slowed; the other gets what is left
     ends = sorted([first["end"], second["end"]])
-    assert ends == [start + math.ceil(e - start) for e in (e1, e2)]
+    assert ends == [start + math.ceil(e - t0 - start) for e in (e1, e2)]
     assert ends[0] == solo["end"] and ends[1] > ends[0] + 200
     assert both.memory["stalled_transfers"] == 1 and both.cycles > alone.cycles
 
@@ -127,7 +129,7 @@ def test_ping_pong_through_tile_pipes(fixture_kernel):
     np.testing.assert_array_equal(out, x.astype(np.float32) + 1)
     aic, aiv0, aiv1 = rep.tasks
     assert (aic.core_name, aiv0.core_name, aiv1.core_name) == ("AIC0", "AIV0", "AIV1")
-    assert aic.start == aiv0.start == aiv1.start == 0
+    assert aic.start == aiv0.start == aiv1.start == platforms.get("a2a3sim").task_cold_head_cycles
     rows = {t.core_name: {r["name"]: r for r in t.trace.rows()} for t in (aic, aiv0)}
     push, pop = rows["AIC0"]["TPUSH"], rows["AIV0"]["TPOP"]
     assert pop["start"] == push["end"]  # the AIV waited for the AIC's transfer to land
@@ -136,7 +138,7 @@ def test_ping_pong_through_tile_pipes(fixture_kernel):
     # a2a3 has no Acc -> Vec route: the ring is in GM, a FIXPIPE store and an MTE2 load
     assert (push["pipe"], pop["pipe"]) == (4, 0) and rep.memory["l2_misses"] > 0  # FIXPIPE, MTE2
     # the AIC's task ends with its last instruction: the free after the pop, a sync (no pipe time)
-    assert aic.end == max(r["end"] for r in aic.trace.rows()) == back_pop["end"]
+    assert aic.end - aic.start == max(r["end"] for r in aic.trace.rows()) == back_pop["end"]
 
 
 def test_cross_core_deadlock_names_every_blocked_core(fixture_kernel):

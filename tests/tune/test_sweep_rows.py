@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import tune_kernels as tk  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
+from pypto import platforms  # noqa: E402
 from pypto.runtime import PIPES  # noqa: E402
 from pypto.tune import TuneError, _worker, sweep  # noqa: E402
 
@@ -39,7 +40,8 @@ def test_the_zero_trip_point_is_flagged_and_never_best_without_check():
     result = sweep(tk.exp_first_tiles, {"rows": [64], "tiles": [0, FULL]}, (a, np.zeros_like(a)),
                    executor="serial")  # fmt: skip
     zero, full = result.rows
-    assert zero["error"] is None and zero["cycles"] == 0 < full["cycles"]  # it ran, and was "fastest"
+    cold = platforms.get("a2a3sim").task_cold_head_cycles  # the launch's head: the empty task's only cost
+    assert zero["error"] is None and zero["cycles"] == cold < full["cycles"]  # it ran, and was "fastest"
     assert (
         zero["empty"] == "no instruction that reads GM or computes or writes GM, which every other point runs"
     )

@@ -36,6 +36,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
         aiv_free_(per_core(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
         aic_busy_(per_core(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
         aiv_busy_(per_core(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
+        aic_warm_(static_cast<size_t>(std::max(p.aic_cores, 0)), false),
+        aiv_warm_(static_cast<size_t>(std::max(p.aiv_cores, 0)), false),
         remaining_deps_(tasks.size(), 0),
         task_end_(tasks.size(), 0),
         task_left_(tasks.size(), 0),
@@ -171,35 +173,58 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   // ---- dispatch ---------------------------------------------------------------------------
+  // Placing a task: the runtime hands it to an idle core, which starts it a head overhead
+  // later: task_cold_head_cycles on a core that has not run a task yet in this run (the first
+  // task's dispatch-to-start), task_head_cycles after that. Among the cores idle when the task
+  // is ready it takes the one where it starts first, so a warm core wins over a cold one; when
+  // none is idle it waits for the first to free up.
   struct Pick {
     int slot = -1;  // core index, or cluster index for a cluster task
     uint64_t free = 0;
+    uint64_t start = 0;  // when the task would start there (idle slots only)
   };
 
-  Pick pick(CoreKind kind) const {
-    Pick best;
-    auto consider = [&](int slot, uint64_t free) {
-      if (best.slot < 0 || free < best.free) best = {slot, free};
+  uint64_t head(bool warm) const {
+    return static_cast<uint64_t>(warm ? platform_.task_head_cycles
+                                      : platform_.task_cold_head_cycles);
+  }
+
+  // A pre-staged task (every producer resolves early) was handed over before its producers
+  // ended: its head overlaps the wait. Any other task is handed over when it is ready.
+  static uint64_t start_at(const Event& e, uint64_t free, uint64_t head) {
+    return std::max(e.staged ? e.ready : e.ready + head, free + head);
+  }
+
+  Pick pick(CoreKind kind, const Event& e) const {
+    Pick best, idle;
+    auto consider = [&](int slot, uint64_t free, bool warm) {
+      if (best.slot < 0 || free < best.free) best = {slot, free, 0};
+      if (free > e.time) return;
+      const uint64_t start = start_at(e, free, head(warm));
+      if (idle.slot < 0 || start < idle.start) idle = {slot, free, start};
     };
     if (kind == CoreKind::kCluster) {
       const size_t per = aic_free_.empty() ? 0 : aiv_free_.size() / aic_free_.size();
       for (size_t c = 0; per > 0 && c < aic_free_.size(); ++c) {
-        bool busy = aic_busy_[c];
+        bool busy = aic_busy_[c], warm = aic_warm_[c];
         uint64_t free = aic_free_[c];
         for (size_t v = c * per; v < (c + 1) * per; ++v) {
           busy = busy || aiv_busy_[v];
+          warm = warm && aiv_warm_[v];
           free = std::max(free, aiv_free_[v]);
         }
-        if (!busy) consider(static_cast<int>(c), free);
+        if (!busy) consider(static_cast<int>(c), free, warm);
       }
-      return best;
+    } else {
+      const bool aic = kind == CoreKind::kAic;
+      const auto& frees = aic ? aic_free_ : aiv_free_;
+      const auto& busy = aic ? aic_busy_ : aiv_busy_;
+      const auto& warm = aic ? aic_warm_ : aiv_warm_;
+      for (size_t i = 0; i < frees.size(); ++i) {
+        if (!busy[i]) consider(static_cast<int>(i), frees[i], warm[i]);
+      }
     }
-    const auto& frees = kind == CoreKind::kAic ? aic_free_ : aiv_free_;
-    const auto& busy = kind == CoreKind::kAic ? aic_busy_ : aiv_busy_;
-    for (size_t i = 0; i < frees.size(); ++i) {
-      if (!busy[i]) consider(static_cast<int>(i), frees[i]);
-    }
-    return best;
+    return idle.slot >= 0 ? idle : best;
   }
 
   size_t cores_of(CoreKind kind) const {
@@ -223,16 +248,18 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   void dispatch(const Event& e) {
     const TaskSpec& t = tasks_[static_cast<size_t>(e.task)];
-    Pick p = pick(t.kind);
+    Pick p = pick(t.kind, e);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
       parked_.push_back(e);
       return;
     }
     if (p.free > e.time) {  // a running core might free up sooner: look again then
-      push({p.free, 0, e.task, -1, e.ready});
+      Event later = e;
+      later.time = p.free;
+      push(later);
       return;
     }
-    const uint64_t start = std::max(e.ready, p.free);
+    const uint64_t start = p.start;
     for (int d : t.deps) flush_for(static_cast<size_t>(d));
     if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
     dispatched_[static_cast<size_t>(e.task)] = true;
@@ -284,6 +311,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       raw->ctx->model.finish();
     });
     (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = true;
+    (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = true;
     task_left_[static_cast<size_t>(task)]++;
     instances_.push_back(std::move(inst));
     push({start, 0, task, static_cast<int>(instances_.size() - 1), 0});
@@ -372,9 +400,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
         staged = staged && tasks_[static_cast<size_t>(dep)].early_resolve;
       }
       // assumption: a pre-staged consumer starts the cycle its last producer ends (the doorbell
-      // that releases it is not measured); otherwise it pays the pickup latency.
+      // that releases it is not measured); otherwise the runtime notices the producers' ends
+      // and hands it over task_dispatch_cycles later (its head follows, see pick()).
       if (!staged) ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
-      push({ready, 0, d, -1, ready});
+      Event e{ready, 0, d, -1, ready};
+      e.staged = staged;
+      push(e);
     }
   }
 
@@ -444,6 +475,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
   std::vector<bool> aic_busy_, aiv_busy_;
+  std::vector<bool> aic_warm_, aiv_warm_;  // has run a task in this run (see pick())
   std::vector<size_t> remaining_deps_;
   std::vector<uint64_t> task_end_;
   std::vector<int> task_left_;

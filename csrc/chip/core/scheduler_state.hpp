@@ -54,6 +54,7 @@ struct Event {
   int task;      // a dispatch (instance < 0) ...
   int instance;  // ... or a resume
   uint64_t ready;
+  bool staged = false;  // a dispatch whose producers all resolve early (see complete())
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 

@@ -29,7 +29,7 @@ Platform make_a2a3sim() {
   // started 512 B burst of a row, one per 2.4 cycles, so a transfer takes max(bytes / bw,
   // requests x 2.4). A 512 B row carries 6.6 cycles of data per request (never request-bound);
   // a 128 B row carries 1.6 and is request-bound. The fixture of bench_granularity.py lands in
-  // the band for 2.25..2.6; 2.4 puts it at ~20%, the middle (docs/calibration.md).
+  // the band for 2.25..2.55; 2.4 puts it at ~20%, the middle (docs/calibration.md).
   p.gm_request_cycles = 2.4;
   // assumption: lead of a GM transfer before its first data beat (descriptor issue + HBM
   // first-beat latency, ~16 ns). No public device figure separates it from bandwidth; it makes
@@ -78,12 +78,26 @@ Platform make_a2a3sim() {
   p.sync_cycles = 0;
   p.scalar_issue_cycles = 1;  // assumption: the scalar unit issues one instruction per cycle
   p.event_ids = 8;            // assumption: 8 event ids per pipe pair (AscendC EVENT_ID0-7)
-  p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // device sweeps: ~0.8 us per task
-  p.recommended_transfer_bytes = 512;        // upstream PyPTO: PH001 threshold on a2a3
-  p.vec_mat_routes = 0;                      // upstream PyPTO: no Vec->Mat / Acc->Vec
+  // Task dispatch. Device runs: a2a3 swimlanes of the simpler runtime (hw-native-sys/simpler,
+  // docs/investigations/2026-06-aicore-cold-start-warmup.md: 72 cores, dispatch-to-start per
+  // task) give a core's head overhead: 2.61 us mean for the first task a core runs, 0.23-0.39 us
+  // (mean 0.323) for the next ones. The device sweeps' ~0.8 us pickup of a dependent task is
+  // the runtime noticing the producer's end plus that steady head: 1480 - 598 cycles.
+  p.task_head_cycles = 598;            // device runs (simpler): 0.323 us steady head x 1.85 GHz
+  p.task_cold_head_cycles = 4829;      // device runs (simpler): 2.61 us first-task head
+  p.task_dispatch_cycles = 882;        // device sweeps: 0.8 us pickup (1480) less the steady head
+  p.recommended_transfer_bytes = 512;  // upstream PyPTO: PH001 threshold on a2a3
+  p.vec_mat_routes = 0;                // upstream PyPTO: no Vec->Mat / Acc->Vec
   // Vendor spec sheets for 910B-class parts: 64 GB HBM2e at about 1.6 TB/s, i.e.
   // 1.6e12 / 1.85e9 = ~865 B/cycle shared by every core.
   p.hbm_bytes_per_cycle = 865;
+  // Device runs of memory-bound a2a3 decode kernels (hw-native-sys/pypto-lib history):
+  // the CANN FAI decode attention streams 218.8 MB of KV cache (batch 16, 3338 tokens, 8 KV heads
+  // of 128, bf16) in ~235 us at 98% core occupancy, 0.93 TB/s (58% of 1.6); the Qwen3-14B
+  // down_proj's 20 cube tasks stream 8.9 MB of weights each in ~180 us, 0.99 TB/s (62%) if the
+  // 20 run side by side (24 AIC cores hold them). Each core asks far less than its port
+  // (~21 B/cycle of 78), so the shared limit is what binds.
+  p.hbm_efficiency = 0.6;
   // Public die analyses of 910B-class parts: 192 MB of L2. assumption: 16-way LRU.
   p.l2_bytes = int64_t{192} << 20;  // public die analyses: 192 MB
   p.l2_line_bytes = 512;            // upstream PyPTO, PyPTO user guide: L2 line = 512 B

@@ -45,11 +45,16 @@ struct Platform {
   double sync_cycles;          // set_flag / wait_flag / pipe_barrier: pipe busy time
   double scalar_issue_cycles;  // scalar unit cost to issue one instruction
   int event_ids;               // event ids per (src, dst) pipe pair
-  double task_dispatch_cycles;
+  // Task dispatch (the chip scheduler): a consumer is handed to a core task_dispatch_cycles
+  // after its last producer ends; a core starts a task task_head_cycles after it is handed
+  // over, task_cold_head_cycles for the first task a core runs in a launch.
+  double task_dispatch_cycles, task_head_cycles, task_cold_head_cycles;
   int64_t recommended_transfer_bytes;  // PH001 threshold
   int vec_mat_routes;                  // 1 when Vec->Mat and Acc->Vec moves exist (a5)
   // Memory system shared by all cores (memory_system.hpp).
-  double hbm_bytes_per_cycle;  // HBM bandwidth for L2 misses
+  double hbm_bytes_per_cycle;  // nominal HBM bandwidth for L2 misses
+  double hbm_efficiency;       // the share of it streaming kernels achieve (the shared cap)
+  double hbm_achievable() const { return hbm_bytes_per_cycle * hbm_efficiency; }
   int64_t l2_bytes, l2_line_bytes;
   int l2_ways;
   double l2_bytes_per_cycle;     // L2 bandwidth for hits
@@ -108,7 +113,9 @@ struct Platform {
   X(bw_l0c_to_l1, bw_l0c_to_l1) X(fixpipe_drain_bytes_per_cycle, fixpipe_drain_bytes_per_cycle) \
   X(fixpipe_misalign_cycles, fixpipe_misalign_cycles) X(fixpipe_c0_bytes, fixpipe_c0_bytes)     \
   PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)                                        \
-  X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)
+  X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)                               \
+  X(task_head_cycles, task_head_cycles) X(task_cold_head_cycles, task_cold_head_cycles)         \
+  X(hbm_efficiency, hbm_efficiency)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

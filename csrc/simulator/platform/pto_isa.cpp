@@ -59,6 +59,13 @@ Platform apply_pto_isa_profile(Platform p) {
   // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles
   // charges a flag 1 cycle, but only inside an instruction's own trace, never on a kernel's pipe.)
   p.sync_cycles = 0;
+  // Perf-Sim times one kernel from its first instruction and has no shared HBM limit: no head
+  // before a core's task, the nominal HBM figure; between dependent tasks the profile keeps the
+  // device sweeps' whole 0.8 us pickup (pto-isa has no figure for it).
+  p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // device sweeps: the whole pickup (pto-isa: none)
+  p.task_head_cycles = 0;                    // pto-isa Perf-Sim: no head before a kernel
+  p.task_cold_head_cycles = 0;               // pto-isa Perf-Sim: no head before a kernel
+  p.hbm_efficiency = 1;                      // pto-isa Perf-Sim: no shared HBM limit
   return p;
 }
 

@@ -70,8 +70,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if compiled is not None and not _captured_changed(jf, cache):
         compiled.refresh_external()
         return compiled
-    if not cache and getattr(jf, "fn", None) is not None:  # the values this compile folds in
-        jf._pypto_captured = captured.guards(jf.fn)
+    guard = not cache and getattr(jf, "fn", None) is not None  # the values this compile folds in
     logs.configure()
     out = _output_dir(jf, key, config)
     options = config.compile_options()
@@ -80,7 +79,10 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if artifact is not None:  # compiled for other run options: its folder gets the compile's files
         to_folder(artifact, out, config.run_options())
     else:
-        artifact = cache[shared] = _artifact(jf, args, kwargs, key[0], config, out)
+        artifact, record = _artifact(jf, args, kwargs, key[0], config, out)
+        cache[shared] = artifact
+        if guard:  # the program cache's record names what the source reads: no parse for it
+            jf._pypto_captured = captured.guards(jf.fn, record)
     compiled = cache[key] = CompiledProgram(artifact, config, out)
     return compiled
 
@@ -96,22 +98,26 @@ def _captured_changed(jf: Any, cache: dict) -> bool:
     return True
 
 
-def _artifact(jf: Any, args: tuple, kwargs: dict, spec_key: tuple, config: RunConfig, out: Path) -> Artifact:
-    """From the program cache, else compiled (and stored there); either way its folder written."""
+def _artifact(
+    jf: Any, args: tuple, kwargs: dict, spec_key: tuple, config: RunConfig, out: Path
+) -> tuple[Artifact, tuple | None]:
+    """From the program cache, else compiled (and stored there); either way its folder written.
+    With it, the program cache's dependency record of the kernel on a hit (None: compiled)."""
     options = config.compile_options()
     # Dumps are made by a compile, so a dumping config always compiles.
     disk_key = program_key(jf, spec_key, options) if options.dump_level.name == "NONE" else None
     if disk_key is not None:
-        artifact = program_cache.load(disk_key, jf.fn)
-        if artifact is not None:
+        hit = program_cache.load(disk_key, jf.fn)
+        if hit is not None:
+            artifact, record = hit
             _restored(artifact, out, config)
             log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])
-            return artifact
+            return artifact, record
     artifact = _compile(jf, args, kwargs, options, out)
     to_folder(artifact, out, config.run_options())  # what CompiledProgram.from_dir reads back
     if disk_key is not None:
         program_cache.store(disk_key, jf.fn, artifact)
-    return artifact
+    return artifact, None
 
 
 def _compile(jf: Any, args: tuple, kwargs: dict, options: CompileOptions, out: Path) -> Artifact:

@@ -43,12 +43,16 @@ def test_a_handler_the_program_sets_gets_ctrl_c_between_runs_and_runs_still_stop
         _short_run(fixture_kernel)  # the simulator's handler goes in front of the program's
         _sigint_now()
         assert seen == [signal.SIGINT]
+        spin = fixture_kernel("spin")  # built first: the signal should land in the run
+        # Python's own handler again (it replaces the simulator's, which the run puts back in
+        # front): a signal that still came early raises too, instead of leaving the spin running.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
         timer.start()
         t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):  # during a run: the run stops
-            run_kernel_file(fixture_kernel("spin"), [], isolate=False)
-        assert time.monotonic() - t0 < 5
+            run_kernel_file(spin, [], isolate=False)
+        assert time.monotonic() - t0 < 30  # promptly, even on a loaded machine
         signal.signal(signal.SIGINT, lambda sig, frame: seen.append(-sig))  # set after a run
         _sigint_now()
         _short_run(fixture_kernel)

@@ -20,7 +20,7 @@ os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-")
 import numpy as np  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
-from pypto.runtime.report import PIPES  # noqa: E402
+from pypto.report.run_report import PIPES  # noqa: E402
 
 NB = pl.dynamic("NB")
 M, K, N, G = 64, 128, 64, 2  # G matrices per block: one TMATMUL each

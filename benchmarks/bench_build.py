@@ -5,7 +5,7 @@ the kernels do not depend on it), generated once. Each variant starts from the s
 folder (sources and ``build.ninja`` written by pypto, outputs removed) and runs every
 compile+link edge with the same parallelism, each writing its depfile:
 
-* ``direct``: ``pypto.runtime.build.ninja._run_commands``, what a cache miss runs today;
+* ``direct``: ``pypto.kernel_build.ninja._run_commands``, what a cache miss runs today;
 * ``ninja``: ``ninja -C <folder> -j N`` on the ``build.ninja`` pypto writes beside it (a fresh
   folder: no ``.ninja_log`` / ``.ninja_deps``);
 * ``ninja no-op``: ninja again with every output up to date: what ninja's own dependency
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-build-"))
     os.environ["PYPTO_CACHE_DIR"] = str(root / "cache")
     os.environ["PYPTO_CACHE_MAX_BYTES"] = "0"
-    from pypto.runtime import build
-    from pypto.runtime.build import KernelSource, build_kernels, installed_toolchain
-    from pypto.runtime.build import ninja as direct
-    from pypto.runtime.build.cache import plan
+    from pypto import kernel_build as build
+    from pypto.kernel_build import KernelSource, build_kernels, installed_toolchain
+    from pypto.kernel_build import ninja as direct
+    from pypto.kernel_build.cache import plan
 
     sources = [KernelSource(name=n, code=c) for n, c in layer_sources()]
     tc = installed_toolchain()

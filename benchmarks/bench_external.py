@@ -16,7 +16,7 @@ os.environ["PYPTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="pypto-bench-")
 
 import numpy as np  # noqa: E402
 
-from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
+from pypto.kernel_build import KernelSource, build_kernel  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[1] / "tests" / "e2e" / "kernels"
 

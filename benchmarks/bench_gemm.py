@@ -31,7 +31,7 @@ os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-")
 
 import numpy as np  # noqa: E402
 
-from pypto.runtime.report import PIPES  # noqa: E402
+from pypto.report.run_report import PIPES  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gemm.py"
 

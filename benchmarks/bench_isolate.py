@@ -18,8 +18,8 @@ os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-")
 
 import numpy as np  # noqa: E402
 
+from pypto.kernel_build import KernelSource, build_kernel  # noqa: E402
 from pypto.runtime import run_kernel_file  # noqa: E402
-from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
 
 KERNEL = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernels" / "exp_single_buffer.cpp"
 

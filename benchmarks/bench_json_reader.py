@@ -28,10 +28,10 @@ sys.path.insert(0, str(HERE))
 
 import bench_trace  # noqa: E402
 
+from pypto.kernel_build import KernelSource, build_kernel  # noqa: E402
+from pypto.report.opprof_format import TRACE, iter_blocks  # noqa: E402
+from pypto.report.trace import write_traces  # noqa: E402
 from pypto.runtime import run_kernel_file  # noqa: E402
-from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
-from pypto.runtime.trace import write_traces  # noqa: E402
-from pypto.tools.opprof_format import TRACE, iter_blocks  # noqa: E402
 
 
 def yyjson_sources(tmp: Path, given: str | None) -> Path:

@@ -22,8 +22,8 @@ os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-")
 from _common import best_of  # noqa: E402
 
 from pypto import _native  # noqa: E402
+from pypto.kernel_build import KernelSource, build_kernel  # noqa: E402
 from pypto.runtime import run_kernel_file  # noqa: E402
-from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
 
 ROWS, COLS = 64, 128  # one 32 KiB fp32 tile; 32 reps = 1 MiB of work
 REPS = 32

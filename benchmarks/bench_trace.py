@@ -39,13 +39,13 @@ os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-")
 
 from _common import NT, TC, TR, best_of, seed_kernel  # noqa: E402
 
+from pypto.kernel_build import KernelSource, build_kernel  # noqa: E402
+from pypto.report.opprof_format import pack_block  # noqa: E402
+from pypto.report.perfetto import write_run_trace  # noqa: E402
+from pypto.report.trace import write_traces  # noqa: E402
 from pypto.runtime import RunConfig, run_kernel_file  # noqa: E402
-from pypto.runtime.build import KernelSource, build_kernel  # noqa: E402
-from pypto.runtime.perfetto_trace import write_run_trace  # noqa: E402
-from pypto.runtime.trace import write_traces  # noqa: E402
 from pypto.tools import timeline  # noqa: E402
 from pypto.tools.clean_sim_trace import clean_file  # noqa: E402
-from pypto.tools.opprof_format import pack_block  # noqa: E402
 
 single_buffer = seed_kernel()
 
@@ -133,7 +133,7 @@ def clean_throughput(tmp: Path, n: int) -> list[tuple[str, int, float]]:
 
 
 def _trace_payload(path: Path) -> bytes:
-    from pypto.tools.opprof_format import TRACE, iter_blocks
+    from pypto.report.opprof_format import TRACE, iter_blocks
 
     return next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE)
 

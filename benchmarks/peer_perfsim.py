@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from pypto import platforms
+from pypto.kernel_build import KernelSource, build_kernel
 from pypto.runtime import run_kernel_file
-from pypto.runtime.build import KernelSource, build_kernel
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 REVISION = "f35e7f60"

@@ -1,4 +1,4 @@
-# Records the compiler and flags this build used, so JIT kernel builds (pypto.runtime.build)
+# Records the compiler and flags this build used, so JIT kernel builds (pypto.kernel_build)
 # compile kernels with the same toolchain as the library they link against.
 set(PYPTO_JIT_CXX_FLAGS "-std=c++17;-O2;-fPIC;-fno-math-errno")
 

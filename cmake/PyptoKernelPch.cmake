@@ -7,17 +7,17 @@
 # Beside the gch sits a kernel.hpp that forwards to the real one: gcc reads the gch only for a
 # translation unit's first #include, and a second one (mixed kernels join two generated units)
 # must still find a header in the folder where it found the gch.
-set(PYPTO_JIT_GENERATED_CXX_FLAGS "-O1")  # pypto.runtime.build_commands.GENERATED_CXX_FLAGS
+set(PYPTO_JIT_GENERATED_CXX_FLAGS "-O1")  # pypto.kernel_build.commands.GENERATED_CXX_FLAGS
 
 function(pypto_add_kernel_pch)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     return()
   endif()
   # The kernel headers: the source tree's and the generated ones (installed into one folder).
-  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include" "${PYPTO_GEN_INCLUDE}")
+  set(inc "${CMAKE_CURRENT_SOURCE_DIR}/csrc/include" "${PYPTO_GEN_INCLUDE}")
   set(out "${CMAKE_CURRENT_BINARY_DIR}/pch")
   set(flags ${PYPTO_JIT_CXX_FLAGS} ${PYPTO_JIT_GENERATED_CXX_FLAGS})
-  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/runtime/include/*")
+  file(GLOB_RECURSE headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/include/*")
   list(APPEND headers ${PYPTO_FAMILY_HEADERS})
   list(TRANSFORM inc PREPEND "-I" OUTPUT_VARIABLE inc_flags)
   # Precompiled from a one-line wrapper: gcc 12 warns "#pragma once in main file" otherwise.

@@ -1,6 +1,6 @@
 # cmake -DCXX=... -DFLAGS=a;b -DINCLUDE_DIRS=a;b -DOUT=<pch dir> -P PyptoKernelPchStamp.cmake
 # Writes <pch dir>/stamp.json: what pypto/pch/pypto/kernel.hpp.gch was built from, which the
-# runtime (pypto.runtime.toolchain) checks before letting gcc use it.
+# runtime (pypto.kernel_build.toolchain) checks before letting gcc use it.
 include("${CMAKE_CURRENT_LIST_DIR}/PyptoJitFlags.cmake")
 file(SIZE "${OUT}/pypto/kernel.hpp.gch" gch_size)
 pypto_json_strings(flags_json "${FLAGS}")

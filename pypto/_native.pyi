@@ -1,4 +1,4 @@
-"""Type stub of the compiled module (csrc/runtime/bind_*.cpp). Thin bindings only."""
+"""Type stub of the compiled module (csrc/bindings/bind_*.cpp). Thin bindings only."""
 
 from typing import Any, TypeAlias, TypedDict
 

@@ -46,7 +46,7 @@ from pypto import knobs
 GRACE_S = 600  # an entry used this recently is in use (or about to be): never evicted
 _TOUCH_S = 60  # a hit rewrites its entry's time only when older: most hits write nothing
 _TRIM_EVERY_S = 30  # the automatic trim's scan runs at most this often
-_META = "meta.json"  # the kernel entry's commit point (pypto.runtime.build.cache)
+_META = "meta.json"  # the kernel entry's commit point (pypto.kernel_build.cache)
 AREAS = ("kernels", "programs", "runs", "tune", "tmp")
 
 

@@ -3,7 +3,7 @@
 Every user-facing failure is a :class:`PyptoError`. Errors that point at user source carry a
 ``span`` (``file:line:col``) and show the offending line, so a kernel author sees *where*
 before *what*. The simulator's run-time errors (raised from C++) map onto the
-``SimulationError`` branch of this hierarchy in ``csrc/runtime/bind_errors.cpp``.
+``SimulationError`` branch of this hierarchy in ``csrc/bindings/bind_errors.cpp``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def _private_kernel_cache(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def fixture_kernel():
     """fixture_kernel("exp_double_buffer") -> path of the built .so of tests/fixtures/kernels/<name>.cpp."""
-    from pypto.runtime.build import KernelSource, build_kernel
+    from pypto.kernel_build import KernelSource, build_kernel
 
     built: dict[str, Path] = {}
 

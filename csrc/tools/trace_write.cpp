@@ -21,7 +21,7 @@
 namespace pypto::tools {
 namespace {
 
-// The container's block framing, as pypto/tools/opprof_format.py defines it.
+// The container's block framing, as pypto/report/opprof_format.py defines it.
 constexpr uint8_t kTraceBlock = 2;
 constexpr uint8_t kMagic = 0x5A;
 constexpr size_t kAlign = 4;

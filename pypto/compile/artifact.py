@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pypto.compile.options import CompileOptions
-from pypto.runtime.build import KernelSource
+from pypto.kernel_build import KernelSource
 
 if TYPE_CHECKING:
+    from pypto.compile.plan import Plan
     from pypto.ir.stmt import Program
-    from pypto.runtime.plan import Plan
 
 T = TypeVar("T")
 

@@ -19,16 +19,16 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from pypto import kernel_build as build
 from pypto.compile.artifact import DUMP_FOLDER, Artifact, Lazy
 from pypto.compile.kernels import cached_kernels
 from pypto.compile.options import CompileOptions, RunOptions
 from pypto.errors import PyptoError
 from pypto.ir.enums import PassDumpLevel
+from pypto.kernel_build import KernelSource
+from pypto.kernel_build.cache_files import ensure_dir
+from pypto.kernel_build.source import file_stem
 from pypto.passes.options import MemoryPlanner
-from pypto.runtime import build
-from pypto.runtime.build import KernelSource
-from pypto.runtime.build.source import file_stem
-from pypto.runtime.cache_files import ensure_dir
 
 META = "compiled_meta.json"
 PROGRAM_TEXT = "program.py"

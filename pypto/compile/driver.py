@@ -21,17 +21,17 @@ from pypto.codegen import kernel_sources
 from pypto.compile.artifact import DUMP_FOLDER, Artifact, Launch, Lazy
 from pypto.compile.kernels import check_loadable
 from pypto.compile.options import CompileOptions
+from pypto.compile.plan import Plan, plan_orchestration
 from pypto.diagnostics.hints import HintSink, write_hints
 from pypto.frontend.specialize import bind_arguments
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.printer import print_program
 from pypto.ir.stmt import Program
 from pypto.ir.types import TensorType
+from pypto.kernel_build import KernelSource, build_kernels
+from pypto.kernel_build.cache_files import ensure_dir
 from pypto.passes.context import PassContext
 from pypto.passes.pipeline import Dump, run_passes
-from pypto.runtime.build import KernelSource, build_kernels
-from pypto.runtime.cache_files import ensure_dir
-from pypto.runtime.plan import Plan, plan_orchestration
 
 log = Logger(__name__)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pypto import _native
+from pypto import kernel_build as build
 from pypto.errors import KernelLoadError
-from pypto.runtime import build
-from pypto.runtime.build import KernelSource, build_kernels
-from pypto.runtime.build.cache import evict
+from pypto.kernel_build import KernelSource, build_kernels
+from pypto.kernel_build.cache import evict
 
 
 def check_loadable(paths: dict[str, Path], sources: list[KernelSource], platform: str) -> None:

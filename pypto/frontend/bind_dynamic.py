@@ -5,7 +5,9 @@ Model code states it once per parameter at the top of an entry function, next to
 that already say ``pl.Tensor[[M, 4096], ...]``. Here the annotation is what makes the dim
 dynamic (the kernel is compiled once for every size of ``M``, and one symbol must mean one size
 across the parameters of a call), so the statement is a check that the two agree; it emits
-nothing.
+nothing. In a ``@pl.jit.inline`` helper the parameter is the caller's tensor, whose size is the
+caller's (a ``[128, D]`` window, or a ``[T, D]`` tensor, passed for ``[M, D]``): there it is
+accepted.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def bind_dynamic(p: ParserState, call: ast.Call) -> None:
             f"{ast.unparse(call)}: needs an axis of `{base.name}` (rank {len(shape)}) and a pl.dynamic dim",
             p.span(call),
         )
+    if shape[axis] != dim and not _own_param(p, base):
+        return  # an inline helper's parameter: the caller's tensor, with the caller's size
     if shape[axis] != dim:
         raise TypeCheckError(
             f"{ast.unparse(call)}: axis {axis} of `{base.name}` is declared {shape[axis]}, not {dim.name}; "
@@ -54,3 +58,10 @@ def bind_dynamic(p: ParserState, call: ast.Call) -> None:
             "for every size of it",
             p.span(call),
         )
+
+
+def _own_param(p: ParserState, v: Var) -> bool:
+    """Whether ``v`` is a parameter of the function being compiled (not a value an inline
+    helper's parameter was bound to: its annotation, which may name ``M``, was checked against
+    the caller's tensor at the call)."""
+    return any(param.var is v for param in p.params)

@@ -19,6 +19,7 @@ from pypto.frontend.bind_dynamic import bind_dynamic, is_bind_dynamic
 from pypto.frontend.bounds import polynomial
 from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.control import ControlFlow
+from pypto.frontend.dead_carries import drop_dead_carries
 from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import ParamBinding, identifiers
@@ -204,7 +205,7 @@ class FunctionParser:
             )
         if external_source is not None:
             returns = self.declared_returns or ()
-        return Function(
+        fn = Function(
             name,
             tuple(self.params),
             self.kind,
@@ -214,6 +215,7 @@ class FunctionParser:
             include_dirs,
             span=self.span(self.node),
         )
+        return drop_dead_carries(fn) if self.kind is FunctionType.Orchestration else fn
 
     def block(self, body: list[ast.stmt], top: bool = False) -> list[Stmt]:
         """Parse statements into a new statement list (the environment is shared)."""
@@ -303,6 +305,9 @@ class FunctionParser:
             else (node.value.elts if isinstance(node.value, ast.Tuple) else [node.value])
         )
         values = tuple(self.exprs.value(v) for v in items)
+        if len(values) == 1 and isinstance(values[0], ListExpr):  # `return helper(...)`: all it returns
+            values = tuple(values[0].items)
+            items = items * len(values)
         for v, item in zip(values, items):
             if type_of(v) is None:
                 raise TypeCheckError(f"cannot return `{ast.unparse(item)}`", self.span(item))

@@ -65,11 +65,42 @@ def op_call(
 ) -> tuple[Call, Type]:
     """Resolve, place, bind and type one op call, then check its window statically
     (``window``: the window's shape when it is not the operand's, ``pl.store(shapes=)``)."""
+    if _takes_indices(candidates) and len(args) >= 2 and isinstance(type_of(args[1]), ScalarType):
+        args = [args[0], flat_indices(args[0], args[1], display, span), *args[2:]]
     op_name = resolve_candidates(candidates, args, tuple(kwargs))
     check_placement(op_name, display, ctx, span)
     call, result = bind_call(op_name, args, kwargs, span=span, display=display)
     check_window(call, ctx.ranges, display, span, window)
     return call, result
+
+
+def _takes_indices(candidates: Sequence[str]) -> bool:
+    """Whether the ops take one element's ``indices`` second (pl.read, pl.write)."""
+    return all(len(OPS[c].params) > 1 and OPS[c].params[1].name == "indices" for c in candidates)
+
+
+def flat_indices(src: Expr, flat: Expr, display: str, span: SourceSpan | None) -> ListExpr:
+    """``pl.read(x, i)`` with one index: upstream's flat (row-major) access, as one index per
+    axis of ``x`` (``[i]`` for a rank-1 ``x``; ``[i // C, i % C]`` for ``[R, C]``)."""
+    shape = getattr(type_of(src), "shape", None)
+    if shape is None:
+        raise TypeCheckError(
+            f"{display}: one index addresses a tensor or tile, got {format_type(type_of(src))}", span
+        )
+    if not all(isinstance(d, int) for d in shape[1:]):
+        raise TypeCheckError(
+            f"{display}: a flat index into {list(shape)} needs compile-time sizes after the first axis; "
+            "give one index per axis",
+            span,
+        )
+    dtype = type_of(flat).dtype  # type: ignore[union-attr]  # a scalar: the caller checked
+    items: list[Expr] = []
+    stride = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        at = make_binop("//", flat, Const(stride, dtype, span=span), span) if stride > 1 else flat
+        items.append(make_binop("%", at, Const(shape[axis], dtype, span=span), span) if axis else at)
+        stride *= int(shape[axis]) if axis else 1
+    return ListExpr(tuple(reversed(items)), span=span)
 
 
 # op → (the window's shape: a parameter holding a shape list, or an array whose shape is used;
@@ -183,6 +214,8 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
             raise TypeCheckError(
                 f"operator `{op}` needs scalar operands, got {format_type(type_of(side))}", span
             )
+    if op == "/" and not all(type_of(s).dtype.is_float for s in (lhs, rhs) if not isinstance(s, Const)):  # type: ignore[union-attr]
+        raise TypeCheckError("operator `/` divides float scalars; use // for integer division", span)
     out = make_binop(op, lhs, rhs, span)
     if isinstance(out, BinOp):
         lt, rt = type_of(out.lhs), type_of(out.rhs)

@@ -17,9 +17,10 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
+from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.control import TASK_HINTS, TaskHandle, TaskHints, name_hint, task_deps, task_hints
 from pypto.ir.bind import bind_call
-from pypto.ir.enums import FunctionType, Level
+from pypto.ir.enums import FunctionType, Level, SplitMode
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
 from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, Scope, Stmt
 from pypto.ir.types import INDEX_TYPE, DynDim
@@ -40,12 +41,18 @@ class SpmdScopes:
 
     def spmd_with(self, node: ast.With) -> None:
         item = node.items[0]
-        blocks, name_hint, deps, hints = self._spmd_args(item.context_expr)
+        blocks, name_hint, deps, hints, split = self._spmd_args(item.context_expr)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.spmd(n) as name:`", self.p.span(handle))
         name = handle.id if handle is not None else None
         direct = self._spmd_direct(node, blocks, deps, name, hints)
+        if direct is not None and split is not None:
+            raise TypeCheckError(
+                "optimizations= of pl.spmd applies to the scope it outlines; a pl.spmd body that "
+                "calls a kernel has none: give the split to the pl.at inside that kernel",
+                self.p.span(item.context_expr),
+            )
         if direct is not None:
             self.p.emit(direct)
         else:
@@ -66,6 +73,7 @@ class SpmdScopes:
                     tuple(deps),
                     name,
                     blocks,
+                    split=split,
                     early_resolve=hints.early_resolve,
                     no_dep=hints.no_dep,
                     dep_values=hints.dep_values,
@@ -85,7 +93,7 @@ class SpmdScopes:
             raise UnsupportedSyntaxError(
                 "write `for i in pl.spmd(n):` with one name", self.p.span(node.target)
             )
-        blocks, name_hint, deps, hints = self._spmd_args(node.iter)
+        blocks, name_hint, deps, hints, split = self._spmd_args(node.iter)
         index = Var(self.p.names.claim(node.target.id), INDEX_TYPE, span=self.p.span(node.target))
         saved = dict(self.p.env)
         self.p.env[node.target.id] = index
@@ -95,9 +103,57 @@ class SpmdScopes:
         finally:
             self.p.env = saved
         scope = Scope(
-            Level.CORE_GROUP, tuple(body), name_hint, tuple(deps), None, blocks, span=self.p.span(node)
+            Level.CORE_GROUP,
+            tuple(body),
+            name_hint,
+            tuple(deps),
+            None,
+            blocks,
+            split=split,
+            span=self.p.span(node),
         )
         self.p.emit(dataclasses.replace(scope, **hints._asdict()))
+
+    def submit(self, target: ast.Tuple | ast.List, value: ast.Call, form: str) -> None:
+        """``out, tid = pl.spmd_submit(kernel, *args, core_num=n, deps=[...])`` (and
+        ``pl.submit``, one block): upstream's call form of ``with pl.spmd(n, deps=[...]) as
+        tid: out = kernel(*args)``, which it is parsed as."""
+        span = self.p.span(value)
+        names = [t for t in target.elts if isinstance(t, ast.Name)]
+        if len(target.elts) != 2 or len(names) != 2 or not value.args:
+            raise UnsupportedSyntaxError(f"write `out, tid = pl.{form}(kernel, *args, ...)`", span)
+        kw = {k.arg: k for k in value.keywords}
+        known = (*(("core_num",) if form == "spmd_submit" else ()), "deps", "sync_start", *TASK_HINTS)
+        for k in value.keywords:
+            if k.arg not in known:
+                raise TypeCheckError(
+                    f"pl.{form} has no parameter `{k.arg}` ({', '.join(known)})", self.p.span(k)
+                )
+        if "sync_start" in kw:
+            self._no_sync_start(kw["sync_start"].value, form)
+        if form == "spmd_submit" and "core_num" not in kw:
+            raise TypeCheckError("pl.spmd_submit needs core_num=, the block count", span)
+        count = kw["core_num"].value if "core_num" in kw else ast.copy_location(ast.Constant(1), value)
+        scope = ast.Call(value.func, [count], [k for k in value.keywords if k.arg in ("deps", *TASK_HINTS)])
+        call = ast.Call(value.args[0], value.args[1:], [])
+        out = ast.Name(names[0].id, ast.Store())
+        body: list[ast.stmt] = [ast.Assign([out], call)]
+        node = ast.With([ast.withitem(scope, ast.Name(names[1].id, ast.Store()))], body)
+        for n in (scope, call, out, *body, node):
+            ast.copy_location(n, value)
+        if not self._is_kernel_call(call):
+            raise TypeCheckError(f"pl.{form} launches a kernel: its first argument must be one", span)
+        self.spmd_with(node)
+
+    def _no_sync_start(self, node: ast.expr, form: str) -> None:
+        """``sync_start=False`` is the default; True (a gang launch of every block, which
+        kernels that pl.system.syncall across blocks rely on) is not simulated."""
+        if self.p.folder.fold(node) is not False:
+            raise TypeCheckError(
+                f"pl.{form}(sync_start=True) (every block launched at once) is not simulated: "
+                "blocks start as cores free up; leave it out",
+                self.p.span(node),
+            )
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
@@ -144,21 +200,29 @@ class SpmdScopes:
             return True
         return isinstance(self.p.folder.fold(f), (JitFunction, KernelFunction))
 
-    def _spmd_args(self, call: ast.expr) -> tuple[int | Expr, str | None, list[str], TaskHints]:
+    def _spmd_args(
+        self, call: ast.expr
+    ) -> tuple[int | Expr, str | None, list[str], TaskHints, SplitMode | None]:
+        """The block count, name_hint=, deps=, task hints and optimizations= (upstream: the
+        split of the InCore scope it outlines, as pl.at's) of a pl.spmd call."""
         if not isinstance(call, ast.Call) or len(call.args) != 1:
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
-        known = ("name_hint", "deps", *TASK_HINTS)
+        known = ("name_hint", "deps", "optimizations", "sync_start", *TASK_HINTS)
         for k in call.keywords:
             if k.arg not in known:
                 raise TypeCheckError(
                     f"pl.spmd has no parameter `{k.arg}` (n, {', '.join(known)})", self.p.span(k)
                 )
             kw[k.arg] = k.value
+        if "sync_start" in kw:
+            self._no_sync_start(kw["sync_start"], "spmd")
         n = spmd_blocks(self.p, call.args[0])
         hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))
-        return n, hint, names, task_hints(self.p, kw)._replace(dep_values=values)
+        opts = kw.get("optimizations")
+        split = parse_optimizations(opts, self.p.folder.fold, self.p.span) if opts is not None else None
+        return n, hint, names, task_hints(self.p, kw)._replace(dep_values=values), split
 
 
 def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pypto.frontend.parser import ProgramContext
     from pypto.frontend.semantic import Context
     from pypto.frontend.source import KernelSource
+    from pypto.frontend.spmd import SpmdScopes
     from pypto.ir.enums import FunctionType
     from pypto.ir.expr import Expr
     from pypto.ir.names import NameSupply
@@ -37,6 +38,7 @@ class ParserState(Protocol):
     ctx: Context  # placement state (inside pl.at, loop ranges)
     folder: Folder  # compile-time evaluation against `env`
     exprs: ExprLowerer
+    spmd: SpmdScopes  # pl.spmd scopes and their call forms (pl.spmd_submit)
     params: list[Param]
     inner_defs: dict[str, str]  # names defined only inside a finished loop/branch -> where
     scalar_defs: dict[str, Expr]  # IR name of an integer scalar -> the expression assigned to it

@@ -13,6 +13,7 @@ from pypto.frontend.consteval import NOT_CONST
 from pypto.ir.expr import ListExpr
 from pypto.ir.stmt import Eval
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+from pypto.language.markers import ScopeMarker
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
@@ -23,6 +24,10 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
     folded = p.folder.fold(value)
     names = [t for t in target.elts if isinstance(t, ast.Name)]
     if folded is NOT_CONST and _unpack_values(p, target, names, value):
+        return
+    marker = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
+    if isinstance(marker, ScopeMarker) and marker.dsl_name in ("submit", "spmd_submit"):
+        p.spmd.submit(target, value, marker.dsl_name)  # type: ignore[arg-type]
         return
     if folded is NOT_CONST and _unpack_call(p, target, names, value):
         return

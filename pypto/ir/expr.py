@@ -87,7 +87,7 @@ class ListExpr(Expr):
     items: tuple[Expr, ...]
 
 
-ARITH_OPS = ("+", "-", "*", "//", "%", "min", "max")  # min/max: Python's builtins on scalars
+ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max")  # min/max: Python's builtins on scalars
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 BOOL_OPS = ("and", "or")
 BINARY_OPS = ARITH_OPS + COMPARE_OPS + BOOL_OPS
@@ -173,6 +173,7 @@ def _fold(op: str, a: Any, b: Any) -> Any:
         "+": lambda: a + b,
         "-": lambda: a - b,
         "*": lambda: a * b,
+        "/": lambda: a / b,
         "//": lambda: a // b,
         "%": lambda: a % b,
         "min": lambda: min(a, b),
@@ -210,7 +211,7 @@ def make_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None = None) ->
     """
     lhs, rhs = _adopt(lhs, rhs), _adopt(rhs, lhs)
     if isinstance(lhs, Const) and isinstance(rhs, Const):
-        if op in ("//", "%") and rhs.value == 0:
+        if op in ("/", "//", "%") and rhs.value == 0:
             raise ZeroDivisionError(f"constant {op} by zero")
         value = _fold(op, lhs.value, rhs.value)
         if op in COMPARE_OPS or op in BOOL_OPS:

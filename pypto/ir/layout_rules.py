@@ -111,15 +111,32 @@ def _check_fractal_offsets(b: Bound, src: TileType) -> None:
             )
 
 
+def assembled_shape(shape: tuple, rank: int) -> tuple | None:
+    """``shape`` written into a tensor of ``rank`` axes: leading axes of size 1 added or dropped
+    (a [1, M, N] batch-of-one matmul result is an [M, N] window), None when a dropped one is not 1."""
+    extra = len(shape) - rank
+    if extra <= 0:
+        return (1,) * -extra + tuple(shape)
+    return tuple(shape[extra:]) if all(n == 1 for n in shape[:extra]) else None
+
+
 def assemble_rule(b: Bound) -> Type:
     dst_name = "dst" if "dst" in b.args else "target"
     dst, src = b.array(dst_name), b.array("src")
     from_acc = getattr(src, "memory", None) is MemorySpace.Acc
     if not (from_acc and dst.dtype.name in ("FP32", "FP16", "BF16")):  # FIXPIPE narrows out of Acc
         _need_same_dtype(b, dst_name, "src")
-    if len(src.shape) != len(dst.shape) or b.rank_of_list("offset") != len(dst.shape):
-        raise b.fail(f"src {list(src.shape)} and offset must match the rank of {list(dst.shape)}")
-    for d, (n, full) in enumerate(zip(src.shape, dst.shape)):
+    if b.rank_of_list("offset") != len(dst.shape):
+        raise b.fail(f"offset must have one entry per axis of {list(dst.shape)}")
+    shape: tuple | None = tuple(src.shape)
+    if isinstance(dst, TensorType):  # a batch-of-one result (rank-3 matmul) written into a matrix
+        shape = assembled_shape(src.shape, len(dst.shape))
+    if shape is None or len(shape) != len(dst.shape):
+        raise b.fail(
+            f"src {list(src.shape)} must match the rank of {list(dst.shape)}"
+            + (" (or differ from it only by leading axes of size 1)" if isinstance(dst, TensorType) else "")
+        )
+    for d, (n, full) in enumerate(zip(shape, dst.shape)):
         if isinstance(n, int) and isinstance(full, int) and n > full:  # pl.dynamic: checked at run time
             raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
     if isinstance(dst, TensorType):

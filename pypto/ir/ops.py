@@ -170,7 +170,8 @@ _TABLE: list[OpDef] = [
           R.full_rule, "tensor", NONE),
     OpDef("tensor.assemble", (_p("target", TN), _p("src", A), _p("offset", IDX),
                               _p("atomic", Kind.ATOMIC, AtomicType.None_)),
-          L.assemble_rule, "tensor", NONE, doc="write src into a window of target"),
+          L.assemble_rule, "any", NONE,
+          doc="write src into a window of target (in orchestration: a buffer made a view of it)"),
     OpDef("tensor.create", (_p("shape", IDX), _p("dtype", DT), _p("manual_dep", Kind.BOOL, False),
                             _p("init_value", S, None, optional=True, dtype_of="dtype")),
           L.create_tensor_rule, "any", NONE,
@@ -406,7 +407,7 @@ def resolve_candidates(candidates: Sequence[str], args: Sequence[Expr], keywords
 
 # Cross-core tile pipes of a cluster (1 AIC + 2 AIVs): names and parameters as upstream PyPTO.
 # A push issues on the pipe that drains its source (FIXPIPE out of Acc, MTE3 out of Vec); a
-# pop and a free on MTE2, as the native ISA issues them (csrc/runtime/isa/crosscore.cpp).
+# pop and a free on MTE2, as the native ISA issues them (csrc/chip/isa/crosscore.cpp).
 from pypto.ir import op_rules_cluster as RK  # noqa: E402  (the cluster rules build on op_rules)
 
 SPLIT = _p("split", Kind.SPLIT, 0, kw_only=True)

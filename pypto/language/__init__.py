@@ -59,6 +59,8 @@ pipeline = LoopMarker(_ForKind.pipeline)
 unroll = LoopMarker(_ForKind.unroll)
 at = ScopeMarker("at", "pl.at(level=pl.Level.CORE_GROUP, name_hint=..., deps=[...]): one InCore task")
 spmd = ScopeMarker("spmd", "pl.spmd(n, name_hint=..., deps=[...]): n blocks of one InCore task")
+spmd_submit = ScopeMarker("spmd_submit", "out, tid = pl.spmd_submit(kernel, *args, core_num=n, deps=[...])")
+submit = ScopeMarker("submit", "out, tid = pl.submit(kernel, *args, deps=[...]): one task of a kernel")
 yield_ = YieldMarker("yield_", "pl.yield_(values...): next values of loop-carried names")
 while_ = WhileMarker("while_", "for (x,) in pl.while_(init_values=(x0,)): pl.cond(...) first, pl.yield_ last")
 cond = CondMarker("cond", "pl.cond(condition): the first statement of a pl.while_ body")
@@ -126,6 +128,8 @@ __all__ = [
     "unroll",
     "at",
     "spmd",
+    "spmd_submit",
+    "submit",
     "cluster",
     "split",
     "yield_",

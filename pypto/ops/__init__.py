@@ -1,6 +1,6 @@
 """Op families, one module each: an op's table row, typing rule, ``pl.*`` spelling, emitter and
 C entry point live together in its family's module (see :mod:`pypto.ops.family`), mirrored by
-one C++ file of the ISA in ``csrc/runtime/isa/``.
+one C++ file of the ISA in ``csrc/chip/isa/``.
 
 The op table, the emitter table and the generated kernel headers (``pypto/families.h`` and
 ``pypto/families.hpp``, included by ``abi.h`` and ``kernel.hpp``) collect every family in

@@ -1,7 +1,7 @@
 """The fused broadcast exp-difference family: ``exp(x - v)`` with ``v`` broadcast along rows
 (TROWEXPANDEXPDIF, ``v`` is [M, 1]) or down columns (TCOLEXPANDEXPDIF, ``v`` is [1, N]), the
 softmax step after the max, in one vector instruction; implemented in
-``csrc/runtime/isa/reduce.cpp`` beside the other broadcast ops.
+``csrc/chip/isa/reduce.cpp`` beside the other broadcast ops.
 
 Both are vector tile ops, so their tensor forms (``pl.col_expand_expdif`` on tensors) come from
 :mod:`pypto.ir.op_levels`.

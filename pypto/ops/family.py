@@ -4,7 +4,7 @@ emitters and the C entry points of the native ISA that run them.
 A family module (``pypto/ops/sort.py``) builds one :class:`Family`; the op table
 (:mod:`pypto.ir.ops`), the emitter table (:mod:`pypto.codegen.emitters`) and the kernel headers
 (:mod:`pypto.ops.header`) read every family listed in :data:`pypto.ops.FAMILY_MODULES`. So an op
-of a family is added in its family module, its C++ file in ``csrc/runtime/isa/`` and its test.
+of a family is added in its family module, its C++ file in ``csrc/chip/isa/`` and its test.
 """
 
 from __future__ import annotations
@@ -71,5 +71,5 @@ class Family:
     dsl: Mapping[str, tuple[str, ...]]
     emitters: Mapping[str, str | EmitFn]
     abi: tuple[CEntry, ...]
-    # The C++ file of the ISA implementing ``abi`` (csrc/runtime/isa/<file>), for readers.
+    # The C++ file of the ISA implementing ``abi`` (csrc/chip/isa/<file>), for readers.
     isa_file: str = ""

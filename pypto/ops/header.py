@@ -58,7 +58,7 @@ def c_header(families: Sequence[Family]) -> str:
         "#endif",
     ]
     for fam in families:
-        lines += ["", f"// ---- {fam.name} (csrc/runtime/isa/{fam.isa_file})"]
+        lines += ["", f"// ---- {fam.name} (csrc/chip/isa/{fam.isa_file})"]
         for entry in fam.abi:
             lines += [*_comment(entry.doc), entry.declaration()]
     return "\n".join([*lines, "", "#ifdef __cplusplus", "}", "#endif", ""])

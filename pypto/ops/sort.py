@@ -1,14 +1,15 @@
 """The gather / sort family: index sequences and per-element data movement on the vector unit
-(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/runtime/isa/gather_sort.cpp``.
+(TCI, TGATHER, TSORT32, TSORT), implemented in ``csrc/chip/isa/gather_sort.cpp``.
 
 Every op here with a tile operand is a vector tile op, so its tensor form (``pl.sort32`` on
 tensors) comes from :mod:`pypto.ir.op_levels`; this module writes the tile level only.
 ``pl.arange`` has no operand to place: its tile is used as it is at either level.
+TMRGSORT merges sorted runs; TROWARGMAX / TROWARGMIN give the column of a row's extremum.
 """
 
 from __future__ import annotations
 
-from pypto.ir.dtypes import FP32, INT16, INT32, UINT32, DataType
+from pypto.ir.dtypes import FP16, FP32, INT16, INT32, UINT32, DataType
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.expr import Call
 from pypto.ir.op_def import Kind, OpDef, ParamSpec
@@ -128,6 +129,20 @@ def gather_mask_rule(b: Bound) -> Type:
     return _like(src, (src.shape[0], cols // stride), out)
 
 
+def row_arg_rule(b: Bound) -> Type:
+    """``pl.row_argmax`` / ``pl.row_argmin``: [M, N] -> [M, 1] INT32 column indices."""
+    x, tmp = b.array("x"), b.array("tmp")
+    _need_rank(b, "x", 2)
+    if x.dtype not in ARG_DTYPES:
+        raise b.fail(f"`x` must be FP32, FP16 or INT32, got {format_type(x)}")
+    for name in ("x", "tmp"):
+        _need_space(b, name, VEC)
+    if tmp.dtype != x.dtype or tmp.shape != x.shape:
+        raise b.fail(f"scratch tile `tmp` must be {format_type(x)}, got {format_type(tmp)}")
+    return _like(x, (x.shape[0], 1), INT32)
+
+
+ARG_DTYPES = (FP32, FP16, INT32)
 # pattern -> how many source columns give one output column (P1111 keeps every one)
 MASK_STRIDE = {1: 2, 2: 2, 3: 4, 4: 4, 5: 4, 6: 4, 7: 1}
 ARANGE_DTYPES = (INT16, INT32, UINT32)
@@ -227,6 +242,18 @@ OPS += (
         "the columns of each row a pl.tile.MaskPattern keeps, packed (bits kept as output_dtype)",
     ),
 )
+OPS += tuple(
+    OpDef(
+        f"tile.row_arg{m}",
+        (ParamSpec("x", T), ParamSpec("tmp", T)),
+        row_arg_rule,
+        "tile",
+        _vector,
+        {"x": VEC, "tmp": VEC},
+        f"[M, N] -> [M, 1] INT32: the column of each row's first {word} (tmp: scratch of x's shape)",
+    )
+    for m, word in (("max", "maximum"), ("min", "minimum"))
+)
 MERGE = tuple(f"{TILE} src{i}" for i in range(4))
 ABI = (
     CEntry(
@@ -275,6 +302,13 @@ ABI = (
         ),
     ),
     CEntry(
+        "pypto_trowarg",
+        (f"{TILE} dst", f"{TILE} src", f"{TILE} tmp", "int32_t is_max"),
+        "dst[i, 0] = the column of the first maximum (minimum unless is_max) of src's row i,\n"
+        "as int32 (src fp32, fp16 or int32; tmp is scratch of src's shape, clobbered).",
+        (("TROWARGMAX", {"is_max": "1"}), ("TROWARGMIN", {"is_max": "0"})),
+    ),
+    CEntry(
         "pypto_tgather_mask",
         (f"{TILE} dst", f"{TILE} src", "int32_t mask_pattern"),
         "dst[i, :] = the columns of src[i, :] mask_pattern keeps (1..7, see pl.tile.MaskPattern),\n"
@@ -292,6 +326,8 @@ FAMILY = Family(
         "sort": ("tile.sort",),
         "sort32": ("tile.sort32",),
         "mrgsort": ("tile.mrgsort",),
+        "row_argmax": ("tile.row_argmax",),
+        "row_argmin": ("tile.row_argmin",),
     },
     emitters={
         "tile.ci": "TCI({dst}, {start}, {descending});",
@@ -301,6 +337,8 @@ FAMILY = Family(
         "tile.mrgsort": _emit_mrgsort,
         "tile.gather_mask": "TGATHER({dst}, {src}, {mask_pattern});",
         "tile.gather_dim": "TGATHER({dst}, {input}, {index}, {dim});",
+        "tile.row_argmax": "TROWARGMAX({dst}, {x}, {tmp});",
+        "tile.row_argmin": "TROWARGMIN({dst}, {x}, {tmp});",
     },
     abi=ABI,
     isa_file="gather_sort.cpp",

@@ -18,9 +18,11 @@ on them; this pass places them, so that every later pass sees tiles only:
 * ``pl.assemble(target, src, offset)`` — and ``dst[r0:r1, :] = src``, ``out[:] = expr`` —
   stores ``src`` into the target's window (FIXPIPE from Acc, MTE3 from Vec); into a value
   computed in the kernel (``buf = pl.full(...)`` then ``buf[0:4, :] = x[...]``) it is an
-  on-chip insert (``tile.assemble``);
+  on-chip insert (``tile.assemble``); a ``[1, M, N]`` batch of one (a matrix times one group
+  of a rank-3 weight) is reshaped to the target's ``[M, N]`` first;
 * ``pl.read(v, [r, c])`` of a value computed in the kernel reads the element of its tile, and
-  ``pl.write(v, [r, c], x)`` writes it in place.
+  ``pl.write(v, [r, c], x)`` writes it in place; of a window of a parameter they address the
+  parameter's element (the window's offsets added).
 
 Anything else at tensor level is reported with its line, not guessed.
 Tests: tests/passes/test_convert_tensor_to_tile_ops.py (the pass alone), tests/e2e/test_tensor_level.py,
@@ -36,6 +38,7 @@ from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
+from pypto.ir.layout_rules import assembled_shape
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
 from pypto.ir.ops import OPS, Kind
@@ -146,6 +149,8 @@ class _Converter:
             self.views[s.var.name] = self.views[s.value.name]
         elif isinstance(s, Eval) and isinstance(s.value, Call) and self.on_chip_write(s.value):
             self.write(s, s.value)
+        elif isinstance(s, (Assign, Eval)) and isinstance(s.value, Call) and self.window_element(s.value):
+            self.out.append(self.subst(dataclasses.replace(s, value=self.element_of_window(s.value))))
         elif isinstance(s, Yield):
             self.out.append(self.subst(dataclasses.replace(s, values=tuple(map(self.merged, s.values)))))
         else:
@@ -154,6 +159,22 @@ class _Converter:
     def on_chip_read(self, c: Call) -> bool:
         """``pl.read(v, [r, c])`` of a value computed in this kernel (not of a GM tensor)."""
         return c.op == "tensor.read" and self.computed(c.arg("src")) is not None
+
+    def window_element(self, c: Call) -> bool:
+        """``pl.read`` / ``pl.write`` of one element of a window of a GM tensor (a view)."""
+        name = {"tensor.read": "src", "tensor.write": "dst"}.get(c.op)
+        arg = c.arg(name) if name else None
+        return isinstance(arg, Var) and arg.name in self.views and self.computed(arg) is None
+
+    def element_of_window(self, c: Call) -> Call:
+        """The element read or written through the window, addressed in its base tensor (the
+        window is a view with no statement of its own)."""
+        name = "src" if c.op == "tensor.read" else "dst"
+        v = self.view(c.arg(name))
+        at = [make_binop("+", o, i) for o, i in zip(v.offsets, _items(c.arg("indices")))]
+        args = {p.name: a for p, a in zip(OPS[c.op].params, c.args)} | {name: v.base, "indices": at}
+        call, _ = bind_call(c.op, [], args, span=c.span)
+        return call
 
     def on_chip_write(self, c: Call) -> bool:
         """``pl.write(v, [r, c], x)`` into a value computed in this kernel."""
@@ -291,6 +312,10 @@ class _Converter:
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
+        rank = len(c.arg("target").type.shape)  # type: ignore[attr-defined]
+        if len(tile.type.shape) != rank:  # type: ignore[attr-defined]  # a batch of one: the type rule allows it
+            shape = assembled_shape(tile.type.shape, rank)  # type: ignore[attr-defined]
+            tile = self.emit(f"{tile.name}_2d", "tile.reshape", [tile, list(shape)])  # type: ignore[arg-type]
         if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
             # writing into a pl.create_tensor that has no values yet is how it gets them
             dst = self.tile_of(c.arg("target"))
@@ -308,7 +333,9 @@ def _placed(op: str) -> bool:
     """Whether this pass places ``op``: a tensor-level op (a view or value ops in orchestration
     too, like ``tensor.slice``), not a scalar one or a kernel-local allocation."""
     level = OPS[op].level
-    return level == "tensor" or (level == "any" and op in ("tensor.slice", "tensor.reshape"))
+    return level == "tensor" or (
+        level == "any" and op in ("tensor.slice", "tensor.reshape", "tensor.assemble")
+    )
 
 
 def _common_loads(then_body: tuple[Stmt, ...], else_body: tuple[Stmt, ...]) -> tuple:

@@ -22,6 +22,7 @@ from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.fold_tile_slices import fold_tile_slices
+from pypto.passes.fuse_create_assemble import fuse_create_assemble
 from pypto.passes.infer_memory_spaces import infer_memory_spaces
 from pypto.passes.insert_sync import insert_sync
 from pypto.passes.options import MemoryPlanner
@@ -42,6 +43,9 @@ class PassEntry:
 PASSES: list[PassEntry] = [
     # Scopes first: everything after works per InCore function.
     PassEntry("OutlineIncoreScopes", lambda p, ctx: outline_incore_scopes(p)),
+    # Orchestration's assembles of kernel outputs become views once the kernel calls exist,
+    # before the launch plan (made from the finished program) reads the buffers.
+    PassEntry("FuseCreateAssemble", lambda p, ctx: fuse_create_assemble(p)),
     # A cluster kernel becomes its AIC and AIV kernels (pipes inserted where tiles cross
     # cores) before any per-kernel pass: each side is then an ordinary InCore function.
     PassEntry("SplitClusterKernels", split_cluster_kernels),

@@ -1,6 +1,8 @@
-"""Running kernels: RunConfig, build + cache, argument marshalling, launch, reports.
+"""Running compiled programs: RunConfig, argument marshalling, launch, and upstream PyPTO's
+run-time surface (ChipWorker, execute_compiled). Builds live in ``pypto.kernel_build``, reports
+in ``pypto.report``; ``RunReport`` and its pipe order are handed on here.
 
-Names load lazily so that ``pypto.runtime.build`` works without the native module.
+Names load lazily, so importing this package loads no native module.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ _EXPORTS = {
     "pypto.runtime.entry": ("run",),
     "pypto.runtime.jit": ("CompiledProgram",),
     "pypto.runtime.launch": ("run_kernel_file",),
-    "pypto.runtime.report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),
+    "pypto.report.run_report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),
     "pypto.runtime.upstream_options": ("UpstreamOptionWarning",),
 }
 

@@ -17,7 +17,7 @@ import numpy as np
 from pypto import _native, knobs
 from pypto.compile.artifact import Artifact
 from pypto.errors import ArgumentError, ConfigError, ReadOnlyInputError
-from pypto.runtime.build import build_kernels
+from pypto.kernel_build import build_kernels
 from pypto.runtime.config import RunConfig, call_config
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, flagged
@@ -31,9 +31,9 @@ from pypto.runtime.marshal import (
 )
 
 if TYPE_CHECKING:
+    from pypto.compile.plan import Plan, Task
     from pypto.ir.stmt import Program
-    from pypto.runtime.plan import Plan, Task
-    from pypto.runtime.report import RunReport
+    from pypto.report.run_report import RunReport
 
 # The frontend, the planner and the report are imported when first needed: a program from the
 # program cache runs without loading them.
@@ -272,7 +272,7 @@ class CompiledProgram:
         (planned once per size; the program and its kernels stay, only the task list changes)."""
         if not self.dynamic_plan:
             return
-        from pypto.runtime.plan import dynamic_dims, plan_orchestration
+        from pypto.compile.plan import dynamic_dims, plan_orchestration
 
         if self.plan.data:  # the task list follows the inputs' values: made again for each call
             self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
@@ -361,7 +361,7 @@ class CompiledProgram:
 
     def report(self, results: Any, trace: bool) -> RunReport:
         """The RunReport of ``execute``'s results (and, when tracing, the trace files)."""
-        from pypto.runtime.report import scheduled_report
+        from pypto.report.run_report import scheduled_report
 
         if not isinstance(results, dict):
             results = results.to_dict()
@@ -371,9 +371,9 @@ class CompiledProgram:
             for t, planned in zip(report.tasks, self.launch_specs):
                 t.deps = planned[4]
         if trace:  # records are kept only then: recording off costs nothing
-            from pypto.runtime.cache_files import ensure_dir
-            from pypto.runtime.perfetto_trace import write_run_trace
-            from pypto.runtime.trace import write_traces
+            from pypto.kernel_build.cache_files import ensure_dir
+            from pypto.report.perfetto import write_run_trace
+            from pypto.report.trace import write_traces
 
             folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
             write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat)

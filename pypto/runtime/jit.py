@@ -22,8 +22,8 @@ from pypto.compile.artifact import Artifact
 from pypto.compile.codecs import to_folder
 from pypto.compile.options import CompileOptions
 from pypto.frontend import captured
+from pypto.kernel_build.source import file_stem
 from pypto.runtime import program_cache
-from pypto.runtime.build.source import file_stem
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig, call_config
 from pypto.runtime.warm import MISS, WarmCall

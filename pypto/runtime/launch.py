@@ -16,9 +16,9 @@ from typing import Any
 from pypto import _native, knobs
 from pypto import platforms as _platforms
 from pypto.errors import ArgumentError, ArgumentValueError, ConfigError, ReadOnlyInputError
+from pypto.report.run_report import RunReport, scheduled_report
 from pypto.runtime.isolate import run_isolated
 from pypto.runtime.marshal import marshal
-from pypto.runtime.report import RunReport, scheduled_report
 
 log = logging.getLogger(__name__)
 

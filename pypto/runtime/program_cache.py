@@ -4,7 +4,7 @@ and codegen for a kernel it has compiled before.
 An entry is the compile's Artifact as bytes (:func:`pypto.compile.codecs.to_bytes`: the lowered
 IR and the launch plan each pickled apart, so a hit that only runs never loads the IR classes)
 next to the kernel function's dependency record. The kernel binaries stay in the kernel cache
-(:mod:`pypto.runtime.build`) and are validated and loaded there on every hit.
+(:mod:`pypto.kernel_build`) and are validated and loaded there on every hit.
 
 **Key** (sha256): the kernel function's file content, qualified name and first line; the call's
 specialisation (shapes, dtypes, scalar values); the compile options (never a run's); the platform
@@ -41,15 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from pypto import cache, knobs
+from pypto import kernel_build as build
 from pypto._light import Logger, sha256
 from pypto.compile import codecs
 from pypto.compile.artifact import Artifact
 from pypto.compile.options import CompileOptions
 from pypto.errors import PyptoError
 from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
-from pypto.runtime import build
-from pypto.runtime.cache_files import atomic_write, ensure_dir
-from pypto.runtime.cache_files import digest as file_digest
+from pypto.kernel_build.cache_files import atomic_write, ensure_dir
+from pypto.kernel_build.cache_files import digest as file_digest
 
 log = Logger(__name__)
 

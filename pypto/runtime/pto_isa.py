@@ -14,7 +14,7 @@ from pathlib import Path
 
 def pto_isa_include_dir() -> Path:
     """The folder holding ``pypto/kernel.hpp`` (pass it in a kernel's ``include_dirs``)."""
-    from pypto.runtime.toolchain import toolchain
+    from pypto.kernel_build.toolchain import toolchain
 
     return Path(toolchain().include_dir).resolve()
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from pypto import __version__, _native
+from pypto.report.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
 from pypto.tools._cli import error_line, guarded
-from pypto.tools.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
 
 BIN_NAME = "visualize_data.bin"
 OUTPUTS = ("trace.clean.json", "instr_metrics.json")

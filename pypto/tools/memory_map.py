@@ -3,7 +3,7 @@
 Renders a pass dump taken after address assignment (``NN_after_AllocateMemoryAddr.py``;
 a folder means the newest such dump below it) as one self-contained HTML page: a lane per
 memory space, address across, dump line down, the IR alongside (docs/memory_map.md; what is drawn is
-in :mod:`pypto.tools.memory_model`). A dump without planned addresses — compiled under
+in :mod:`pypto.report.memory_model`). A dump without planned addresses — compiled under
 the PTOAS planner, or dumped before planning — is refused with ``error:`` and status 1.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pypto import __version__
 from pypto.errors import PyptoError
+from pypto.report.memory_map_page import render_page
+from pypto.report.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
 from pypto.tools._cli import guarded, write_report
-from pypto.tools.memory_map_page import render_page
-from pypto.tools.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
 
 
 class MapError(Exception):

@@ -17,8 +17,8 @@ from pypto.tools._cli import error_line, guarded
 
 
 def _load(path: str):
-    from pypto.runtime.report import RunReport
-    from pypto.runtime.report_views import ReportError
+    from pypto.report.run_report import RunReport
+    from pypto.report.views import ReportError
 
     try:
         return RunReport.load(path)
@@ -29,7 +29,7 @@ def _load(path: str):
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from pypto.runtime.report_views import ReportError
+    from pypto.report.views import ReportError
 
     try:
         a, b = _load(args.a), _load(args.b)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from pypto.codegen.emitters import EMITTERS
 from pypto.ir.ops import DSL_OPS, OPS
+from pypto.kernel_build.toolchain import toolchain
 from pypto.ops import FAMILIES
 from pypto.ops.family import CEntry
 from pypto.ops.header import c_header, kernel_header, wrapper
-from pypto.runtime.toolchain import toolchain
 
-SOURCE_HEADERS = Path(__file__).resolve().parents[2] / "csrc" / "runtime" / "include" / "pypto"
+SOURCE_HEADERS = Path(__file__).resolve().parents[2] / "csrc" / "include" / "pypto"
 
 
 def test_the_installed_headers_are_the_tables() -> None:

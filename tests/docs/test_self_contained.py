@@ -47,11 +47,11 @@ def test_dev_pages_name_real_paths_and_links() -> None:
         for link in re.findall(r"\]\(([^)#]+)\)", text):
             if not (page.parent / link).exists():
                 missing.append(f"{page.name}: link {link}")
-        # Backticked paths (`pypto/ir/ops.py`, `simulator/op_desc.hpp`, `csrc/runtime/isa/`),
+        # Backticked paths (`pypto/ir/ops.py`, `simulator/op_desc.hpp`, `csrc/chip/isa/`),
         # written from the repository root or from pypto/, csrc/ or the include folder.
         for ref in re.findall(r"`([\w.]+/[\w./]*)(?=[`\s:])", text):
             ref = ref.rstrip("/")
-            bases = (ROOT, ROOT / "pypto", ROOT / "csrc", ROOT / "csrc/runtime/include")
+            bases = (ROOT, ROOT / "pypto", ROOT / "csrc", ROOT / "csrc/include")
             if not any((base / ref).exists() for base in bases):
                 missing.append(f"{page.name}: path {ref}")
     assert not missing, "\n".join(missing)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.errors import CompileError
+from pypto.errors import CompileError, TypeCheckError
 from pypto.ir.dtypes import BY_NAME, cast_scalar
 from pypto.runtime import RunConfig
 
@@ -269,3 +269,99 @@ def reads_past(
         with pl.at(level=pl.Level.CORE_GROUP):
             y[b : b + 1, :] = x[b : b + 1, :]
     return y
+
+
+@pl.jit
+def gated_rows(
+    m: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[8, 64], pl.FP32],
+    bias: pl.Tensor[[2, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[8, 64], pl.FP32]],
+):
+    buf = pl.create_tensor([8, 64], dtype=pl.FP32)
+    with pl.spmd(8, name_hint="stage"):
+        i = pl.tile.get_block_idx()
+        flag = pl.read(m, [0, i])
+        if flag >= 0:
+            if flag % 2 == 0:  # a window picked per branch, read only in its branch
+                b = bias[0:1, :]
+                buf[i : i + 1, :] = pl.add(x[i : i + 1, :], b)
+            else:
+                b = bias[1:2, :]
+                buf[i : i + 1, :] = pl.sub(x[i : i + 1, :], b)
+        else:
+            buf[i : i + 1, :] = pl.full([1, 64], dtype=pl.FP32, value=0.0)
+    for blk in pl.spmd(2, name_hint="finish"):
+        for j in pl.range(4):
+            r = blk * 4 + j
+            flag = pl.read(m, [0, r])  # rebound on every trip before it is read: nothing is carried
+            if flag >= 0:
+                out[r : r + 1, :] = pl.muls(buf[r : r + 1, :], 2.0)
+    return out
+
+
+def test_names_rebound_in_later_scopes_are_not_carried_out_of_earlier_ones():
+    m = np.array([[0, -1, 2, 3, -1, 5, 6, 7]], np.int32)
+    x, bias = RNG.standard_normal((8, 64)).astype(np.float32), RNG.standard_normal((2, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    gated_rows(m, x, bias, out, config=CFG)
+    staged = np.where(m.T % 2 == 0, x + bias[0], x - bias[1])
+    np.testing.assert_allclose(out, np.where(m.T >= 0, 2 * staged, 0), rtol=1e-6)
+    text = gated_rows.lower(m, x, bias, out, config=CFG).as_python()
+    assert "init_values=(out,)" in text  # `flag` is not carried around the loop
+
+
+@pl.jit
+def scaled_by_reciprocal(
+    s: pl.Tensor[[1, 8], pl.FP32], x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        amax = pl.read(s, [0, 3])
+        out[:, :] = pl.muls(x, 127.0 / amax)  # a float scalar divided on the scalar unit
+    return out
+
+
+def test_float_scalars_divide_with_slash_and_integers_are_told_to_use_floor_division():
+    s = np.full((1, 8), 4.0, np.float32)
+    s[0, 3] = 3.0
+    x = RNG.standard_normal((16, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    scaled_by_reciprocal(s, x, out, config=CFG)
+    np.testing.assert_allclose(out, x * np.float32(127.0 / 3.0), rtol=1e-6)
+
+    @pl.jit
+    def int_div(n: pl.Tensor[[1, 8], pl.INT32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            half = pl.read(n, [0, 0]) / 2
+            out[:, :] = pl.full([16, 64], dtype=pl.FP32, value=0.0)
+            out[0:1, 0:1] = pl.full([1, 1], dtype=pl.FP32, value=half)
+        return out
+
+    with pytest.raises(
+        TypeCheckError, match=r"`/` divides float scalars; use // .*test_control_plane.py:\d+"
+    ):
+        int_div.lower(np.zeros((1, 8), np.int32), out)
+
+
+@pl.jit
+def rows_by_flat_index(
+    ids: pl.Tensor[[8], pl.INT32],
+    grid: pl.Tensor[[4, 8], pl.INT32],
+    x: pl.Tensor[[64, 64], pl.FP32],
+    out: pl.Out[pl.Tensor[[2, 64], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        i = pl.cast(pl.read(ids, 3), pl.INDEX)  # one index into a rank-1 tensor
+        j = pl.cast(pl.read(grid, 13), pl.INDEX)  # a flat (row-major) index: grid[1, 5]
+        out[0:1, :] = x[i : i + 1, :]
+        out[1:2, :] = x[j : j + 1, :]
+    return out
+
+
+def test_pl_read_with_one_index_reads_the_flat_row_major_element():
+    ids = np.arange(8, dtype=np.int32) * 5
+    grid = np.arange(32, dtype=np.int32).reshape(4, 8) * 2
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    out = np.zeros((2, 64), np.float32)
+    rows_by_flat_index(ids, grid, x, out, config=CFG)
+    np.testing.assert_array_equal(out, x[[ids[3], grid.flat[13]]])

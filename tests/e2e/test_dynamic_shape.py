@@ -97,3 +97,49 @@ def test_a_dynamic_dim_in_orchestration_code_sets_the_task_count_of_each_call():
         tiles(x, out)
         np.testing.assert_array_equal(out, x)
         assert len(tiles.last_report.tasks) == rows // 16
+
+
+T = pl.dynamic("T")
+
+
+@pl.jit.inline
+def doubled_rows(x: pl.Tensor[[T, C], pl.FP32], y: pl.Tensor[[T, C], pl.FP32]):
+    x.bind_dynamic(0, T)  # the caller's tensors: here a [16, C] window of a [M, C] one
+    y.bind_dynamic(0, T)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.muls(x, 2.0)
+    return y
+
+
+@pl.jit
+def first_rows_doubled(x: pl.Tensor[[M, C], pl.FP32], y: pl.Out[pl.Tensor[[M, C], pl.FP32]]):
+    x.bind_dynamic(0, M)
+    y.bind_dynamic(0, M)
+    part = pl.create_tensor([16, C], dtype=pl.FP32)
+    part = doubled_rows(pl.slice(x, [16, C], [0, 0]), part)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[0:16, :] = pl.adds(part, 0.0)
+    return y
+
+
+def test_bind_dynamic_checks_an_entry_and_accepts_an_inline_helpers_caller_sizes():
+    from pypto.runtime import RunConfig
+
+    x = np.random.default_rng(2).standard_normal((48, C)).astype(np.float32)
+    y = np.zeros_like(x)
+    first_rows_doubled(x, y, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_array_equal(y[:16], 2 * x[:16])
+
+    @pl.jit
+    def mismatched(x: pl.Tensor[[16, C], pl.FP32], y: pl.Out[pl.Tensor[[16, C], pl.FP32]]):
+        x.bind_dynamic(0, M)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:, :] = pl.muls(x, 2.0)
+        return y
+
+    from pypto.errors import TypeCheckError
+
+    with pytest.raises(
+        TypeCheckError, match=r"axis 0 of `x` is declared 16, not M.*test_dynamic_shape.py:\d+"
+    ):
+        mismatched.lower(x[:16], y[:16])

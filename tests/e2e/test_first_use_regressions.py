@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 import pypto.language as pl
+from pypto.report.run_report import overlap_cycles
 from pypto.runtime import RunConfig
-from pypto.runtime.report import overlap_cycles
 
 
 def kernel_source(compiled) -> str:

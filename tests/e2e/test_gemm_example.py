@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pypto.report.run_report import overlap_cycles
 from pypto.runtime import RunConfig
-from pypto.runtime.report import overlap_cycles
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gemm.py"
 SIZE = 768

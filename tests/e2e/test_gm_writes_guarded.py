@@ -16,7 +16,7 @@ import pypto.language as pl
 from pypto.errors import InputWriteError, ReadOnlyInputError
 from pypto.runtime import run_kernel_file
 
-ABI = Path(__file__).resolve().parents[2] / "csrc" / "runtime" / "include" / "pypto" / "abi.h"
+ABI = Path(__file__).resolve().parents[2] / "csrc" / "include" / "pypto" / "abi.h"
 HERE = Path(__file__).read_text().splitlines()
 # which= of tests/fixtures/kernels/gm_writers.cpp -> (ABI function, op in the message, dst shape)
 WRITERS = {

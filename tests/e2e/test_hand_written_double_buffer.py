@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pypto.report.run_report import overlap_cycles
 from pypto.runtime import run_kernel_file
-from pypto.runtime.report import overlap_cycles
 
 NT, TR, TC = 8, 64, 128
 

@@ -9,8 +9,8 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import TypeCheckError
+from pypto.kernel_build.source import file_stem
 from pypto.runtime import RunConfig
-from pypto.runtime.build.source import file_stem
 
 A = np.arange(256, dtype=np.float32).reshape(16, 16)
 

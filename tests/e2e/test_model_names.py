@@ -28,6 +28,23 @@ def rand(seed, shape, dtype=np.float32):
 
 
 @pl.jit
+def col_softmax_numerator(x: pl.Tensor, cv: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [R, C])
+        pl.store(pl.col_expand_expdif(t, pl.load(cv, [0, 0], [1, C])), [0, 0], out)
+    return out
+
+
+def test_an_exp_difference_over_its_dying_input_is_computed_in_place():
+    x, cv, out = rand(4, (R, C)), rand(5, (1, C)), np.zeros((R, C), np.float32)
+    col_softmax_numerator(x, cv, out)
+    np.testing.assert_allclose(out, np.exp(x - cv), rtol=1e-6)
+    text = col_softmax_numerator.lower(x, cv, out).as_python()
+    (line,) = [ln for ln in text.splitlines() if "col_expand_expdif(" in ln]
+    assert "pl.MemRef(mem_vec_0, 0," in line  # the result took t's buffer
+
+
+@pl.jit
 def expdif_tile(
     x: pl.Tensor, rv: pl.Tensor, cv: pl.Tensor, by_row: pl.Out[pl.Tensor], by_col: pl.Out[pl.Tensor]
 ):

@@ -64,7 +64,7 @@ def test_output_overlapping_an_input_is_refused():
 
 
 def sk_exp():
-    from pypto.runtime.build import KernelSource, build_kernel
+    from pypto.kernel_build import KernelSource, build_kernel
 
     path = Path(__file__).parent.parent / "fixtures" / "kernels" / "exp_single_buffer.cpp"
     return build_kernel(KernelSource(name="exp_single_buffer", path=path), platform="a2a3sim")

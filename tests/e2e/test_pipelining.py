@@ -12,8 +12,8 @@ from seed_kernels import NT, ROWS, TC, TR, explicit_slots, pipelined, single_buf
 
 import pypto.language as pl
 from pypto.passes import MemoryPlanner
+from pypto.report.run_report import overlap_cycles
 from pypto.runtime import RunConfig
-from pypto.runtime.report import overlap_cycles
 
 CFG = RunConfig(platform="a2a3sim")
 # Every kernel here is one the PTOAS planner allows (one slot per iteration), so each runs on both.

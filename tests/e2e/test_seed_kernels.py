@@ -10,8 +10,8 @@ import seed_kernels as sk
 import pypto.language as pl
 from pypto.errors import BoundsCheckError, MemoryCapacityError
 from pypto.ir.stmt import Program
+from pypto.report.run_report import overlap_cycles
 from pypto.runtime import RunConfig, RunReport
-from pypto.runtime.report import overlap_cycles
 
 CFG = RunConfig(platform="a2a3sim")
 

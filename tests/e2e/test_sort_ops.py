@@ -1,4 +1,4 @@
-"""The gather / sort family (pypto/ops/sort.py, csrc/runtime/isa/gather_sort.cpp) and the
+"""The gather / sort family (pypto/ops/sort.py, csrc/chip/isa/gather_sort.cpp) and the
 UINT32 index dtype: each op run in a kernel on the simulator against numpy, at tile and at
 tensor level, with its cost pinned from the platform table and its bad uses refused with the
 user's line."""
@@ -241,3 +241,55 @@ def test_an_index_outside_the_gathered_dim_is_an_error_at_run_time():
     idx[3, 5] = 64
     with pytest.raises(OutOfBoundsError, match=r"index 64 at \[3, 5\] is outside input's \[8, 64\]"):
         gather_along(np.zeros((8, 64), np.float32), idx, np.zeros((8, 16), np.float32))
+
+
+@pl.jit
+def row_extrema_at(x: pl.Tensor, best: pl.Out[pl.Tensor], worst: pl.Out[pl.Tensor], most: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        best[:, :] = pl.row_argmax(x)  # tensor level: the compiler allocates the scratch
+        worst[:, :] = pl.row_argmin(x)
+        t = pl.load(x, [0, 0], [16, 256])
+        tmp = pl.create_tile([16, 256], pl.FP32)
+        pl.store(pl.row_max(t, tmp), [0, 0], most)  # the same row reduction, for its price
+    return best, worst, most
+
+
+def test_row_argmax_and_argmin_give_each_rows_first_extremum_priced_as_a_row_reduction():
+    x = np.random.default_rng(8).standard_normal((16, 256)).astype(np.float32)
+    x[3, [7, 200]] = 9.0  # a tie: the first column wins, as numpy's argmax
+    best, worst = np.zeros((16, 1), np.int32), np.zeros((16, 1), np.int32)
+    most = np.zeros((16, 1), np.float32)
+    row_extrema_at(x, best, worst, most, config=RunConfig(trace=True))
+    np.testing.assert_array_equal(best[:, 0], x.argmax(axis=1))
+    np.testing.assert_array_equal(worst[:, 0], x.argmin(axis=1))
+    rep = row_extrema_at.last_report
+    assert durations(rep, "TROWARGMAX") == durations(rep, "TROWARGMIN") == durations(rep, "TROWMAX")
+
+
+@pl.jit
+def int_argmax_tile(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [8, 64])
+        pl.store(pl.tile.row_argmax(t, pl.create_tile([8, 64], pl.INT32)), [0, 0], out)
+    return out
+
+
+def test_row_argmax_of_an_int32_tile_with_its_scratch_given():
+    x = np.random.default_rng(9).integers(-1000, 1000, (8, 64), dtype=np.int32)
+    out = np.zeros((8, 1), np.int32)
+    int_argmax_tile(x, out)
+    np.testing.assert_array_equal(out[:, 0], x.argmax(axis=1))
+
+
+def test_row_argmax_refuses_a_bf16_tile_at_the_line():
+    import ml_dtypes
+
+    @pl.jit
+    def k(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:, :] = pl.row_argmax(x)
+        return out
+
+    x = np.zeros((8, 64), ml_dtypes.bfloat16)
+    with pytest.raises(TypeCheckError, match=r"`x` must be FP32, FP16 or INT32.*test_sort_ops.py:\d+"):
+        k.lower(x, np.zeros((8, 1), np.int32))

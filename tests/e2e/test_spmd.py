@@ -10,6 +10,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import MisplacedOpError, PyptoError, TypeCheckError
+from pypto.runtime import RunConfig
 
 BLOCKS, R, C = 48, 16, 64
 ROWS = BLOCKS * R
@@ -212,3 +213,134 @@ def test_deps_and_handles_order_whole_dispatches():
     ]
     spmd_with_deps(a, x, y, z)
     np.testing.assert_array_equal(y, -a)
+
+
+MB, KB, NB, FUSED_BLOCKS = 128, 128, 128, 4
+CFG = RunConfig(platform="a2a3sim")
+
+
+def _fused_blocks(mode: pl.SplitMode):
+    """A matmul + vector epilogue per block, its epilogue split between the AIVs by ``mode``."""
+
+    @pl.jit
+    def fused_blocks(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for i in pl.spmd(FUSED_BLOCKS, name_hint="fused", optimizations=[pl.split(mode)]):
+            acc = pl.matmul(
+                pl.move(
+                    pl.load(a, [i * MB, 0], [MB, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                ),
+                pl.move(pl.load(b, [0, 0], [KB, NB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+            )
+            x = pl.move(acc, target_memory=pl.Mem.Vec)
+            pl.store(pl.relu(pl.add(x, pl.load(bias, [i * MB, 0], [MB, NB]))), [i * MB, 0], c)
+        return c
+
+    return fused_blocks
+
+
+def test_spmd_optimizations_split_the_outlined_scope_as_pl_at_does():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (FUSED_BLOCKS * MB, KB)).astype(np.float16)
+    b = rng.uniform(-1, 1, (KB, NB)).astype(np.float16)
+    bias = rng.uniform(-1, 1, (FUSED_BLOCKS * MB, NB)).astype(np.float32)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias, 0)
+    for mode, rows in ((pl.SplitMode.NONE, MB), (pl.SplitMode.UP_DOWN, MB // 2)):
+        kernel, c = _fused_blocks(mode), np.zeros_like(bias)
+        kernel(a, b, bias, c, config=CFG)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+        text = kernel.lower(a, b, bias, c, config=CFG).as_python()
+        assert f"pl.tile.tpop_from_aic(shape=[{rows}, {NB}]" in text  # each AIV pops its half
+
+
+def test_spmd_optimizations_on_a_kernel_call_body_is_refused():
+    @pl.jit.incore
+    def exp_block(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+        i = pl.get_block_idx()
+        pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    @pl.jit
+    def calls(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+        with pl.spmd(BLOCKS, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            exp_block(x, out)
+        return out
+
+    x = np.zeros((ROWS, C), np.float32)
+    with pytest.raises(
+        TypeCheckError, match=r"optimizations= of pl.spmd applies to the scope it outlines.*test_spmd.py:\d+"
+    ):
+        calls.lower(x, x.copy(), config=CFG)
+
+
+@pl.jit.incore
+def exp_rows_block(x: pl.Tensor[[ROWS, C], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+    i = pl.get_block_idx()
+    pl.store(pl.exp(pl.load(x, [i * R, 0], [R, C])), [i * R, 0], out)
+    return out
+
+
+@pl.jit.incore
+def doubled(y: pl.Tensor[[ROWS, C], pl.FP32], z: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]]):
+    for r in pl.range(0, ROWS, R):
+        pl.store(pl.muls(pl.load(y, [r, 0], [R, C]), 2.0), [r, 0], z)
+    return z
+
+
+@pl.jit
+def submitted(
+    x: pl.Tensor[[ROWS, C], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]],
+    z: pl.Out[pl.Tensor[[ROWS, C], pl.FP32]],
+):
+    with pl.manual_scope():  # only deps= orders these tasks
+        y, exp_tid = pl.spmd_submit(exp_rows_block, x, y, core_num=BLOCKS)
+        z, _ = pl.submit(doubled, y, z, deps=[exp_tid])
+    return y, z
+
+
+def test_spmd_submit_and_submit_launch_kernels_and_name_their_tasks():
+    x = np.random.default_rng(4).standard_normal((ROWS, C)).astype(np.float32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    submitted(x, y, z, config=CFG)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(z, 2 * np.exp(x), rtol=1e-6)
+    tasks = submitted.last_report.tasks
+    assert len(tasks) == BLOCKS + 1 and tasks[-1].deps == tuple(range(BLOCKS))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("pl.spmd_submit(exp_rows_block, x, y)", "pl.spmd_submit needs core_num="),
+        (
+            "pl.spmd_submit(exp_rows_block, x, y, core_num=4, sync_start=True)",
+            r"sync_start=True\) .* is not simulated",
+        ),
+        (
+            "pl.spmd_submit(exp_rows_block, x, y, core_num=4, predicate=1)",
+            "pl.spmd_submit has no parameter `predicate`",
+        ),
+        ("pl.submit(pl.exp, x, y)", "pl.submit launches a kernel: its first argument must be one"),
+    ],
+)
+def test_bad_submits_are_refused_at_their_line(tmp_path: Path, call: str, message: str):
+    src = tmp_path / "bad_submit.py"
+    src.write_text(
+        "import pypto.language as pl\n"
+        "T = pl.Tensor[[768, 64], pl.FP32]\n"
+        "@pl.jit.incore\n"
+        "def exp_rows_block(x: T, y: pl.Out[T]):\n"
+        "    return pl.store(pl.exp(pl.load(x, [0, 0], [16, 64])), [0, 0], y)\n"
+        "@pl.jit\n"
+        "def bad(x: T, y: pl.Out[T]):\n"
+        f"    y, tid = {call}\n"
+        "    return y\n"
+    )
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bad_submit", src)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    x = np.zeros((ROWS, C), np.float32)
+    with pytest.raises(TypeCheckError, match=message + r".*bad_submit.py:8:"):
+        mod.bad.lower(x, x.copy(), config=CFG)

@@ -629,3 +629,93 @@ def test_a_padded_load_stores_only_its_valid_columns_into_a_narrower_tensor():
     np.testing.assert_array_equal(out, x[:, :4])
     with pytest.raises(BoundsCheckError, match=r"on dim 1 .* the window is 6 long, reaching 6 > size 4"):
         too_wide.lower(x, out, config=CFG)
+
+
+@pl.jit.inline
+def add_and_square(x, y, z):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.add(x, x)
+        z[:, :] = pl.mul(x, x)
+    return y, z
+
+
+@pl.jit
+def doubled_and_squared(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    y: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    z: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+):
+    return add_and_square(x, y, z)
+
+
+def test_an_entry_returns_everything_its_helper_returns():
+    x = randn(16, 64)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    doubled_and_squared(x, y, z, config=CFG)
+    np.testing.assert_array_equal(y, 2 * x)
+    np.testing.assert_array_equal(z, x * x)
+
+
+@pl.jit
+def grouped_projection(
+    x: pl.Tensor[[64, 128], pl.FP16],
+    w: pl.Tensor[[2, 64, 128], pl.FP16],
+    out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+):
+    for g in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            # a matrix times one group of a rank-3 weight: a [1, 64, 64] batch of one
+            acc = pl.matmul(x, w[g : g + 1, :, :], b_trans=True, out_dtype=pl.FP32)
+            out = pl.assemble(out, acc, [0, g * 64])
+    return out
+
+
+def test_a_batch_of_one_matmul_result_is_assembled_into_a_matrix():
+    x = RNG.uniform(-1, 1, (64, 128)).astype(np.float16)
+    w = RNG.uniform(-1, 1, (2, 64, 128)).astype(np.float16)
+    out = np.zeros((64, 128), np.float32)
+    grouped_projection(x, w, out, config=CFG)
+    want = np.concatenate([x.astype(np.float32) @ w[g].astype(np.float32).T for g in range(2)], axis=1)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_assembling_a_batch_of_several_into_a_matrix_is_refused():
+    @pl.jit
+    def two_groups(
+        x: pl.Tensor[[64, 128], pl.FP16],
+        w: pl.Tensor[[2, 64, 128], pl.FP16],
+        out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+    ):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.matmul(x, w, b_trans=True, out_dtype=pl.FP32)
+            out = pl.assemble(out, acc, [0, 0])
+        return out
+
+    x, w = np.zeros((64, 128), np.float16), np.zeros((2, 64, 128), np.float16)
+    with pytest.raises(
+        TypeCheckError,
+        match=r"src \[2, 64, 64\] must match the rank of \[64, 128\].*test_tensor_level.py:\d+",
+    ):
+        two_groups.lower(x, w, np.zeros((64, 128), np.float32), config=CFG)
+
+
+@pl.jit
+def pick_in_branch(
+    x: pl.Tensor[[4, 64], pl.FP32], flag: pl.Scalar[pl.INT32], out: pl.Out[pl.Tensor[[1, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        w = pl.slice(x, [1, 64], [2, 0])
+        if flag == 1:
+            out[:, :] = pl.fillpad(pl.set_validshape(w, 1, 32), pad_value=pl.PadValue.zero)
+        else:
+            s = pl.read(w, [0, 5])  # one element of the window: of x at [2, 5]
+            out[:, :] = pl.adds(w, s)
+    return out
+
+
+def test_an_element_read_through_a_window_in_a_branch_reads_its_base():
+    x = randn(4, 64)
+    for flag, want in ((0, x[2:3] + x[2, 5]), (1, np.concatenate([x[2:3, :32], np.zeros((1, 32))], axis=1))):
+        out = np.zeros((1, 64), np.float32)
+        pick_in_branch(x, flag, out, config=CFG)
+        np.testing.assert_array_equal(out, want.astype(np.float32))

@@ -119,7 +119,7 @@ def matmul_tensors(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pytest.fixture
 def no_compiler(tmp_path, monkeypatch):
     """A fresh cache, and a build step that fails the test if anything reaches it."""
-    from pypto.runtime import build
+    from pypto import kernel_build as build
 
     def compiled(*args, **kwargs):
         raise AssertionError("the C++ compiler ran")

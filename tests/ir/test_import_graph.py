@@ -177,3 +177,59 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_each_ir_module_imports_first(module: str) -> None:
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# The rooms of the package from the bottom up: a module imports (at import time or inside a
+# function) only from its own room or the rooms below it. A module of no listed room is ground
+# every room may use (errors, knobs, hardware, platforms, the native module, the cache folder).
+ROOMS = (
+    "pypto.ir",
+    "pypto.ops",
+    "pypto.language",
+    "pypto.frontend",
+    "pypto.diagnostics",
+    "pypto.passes",
+    "pypto.codegen",
+    "pypto.debug",
+    "pypto.kernel_build",
+    "pypto.report",
+    "pypto.compile",
+    "pypto.runtime",
+    "pypto.tune",
+    "pypto.tools",
+)
+
+# The imports that go up, each with its reason (the test fails when one is gone or another appears).
+KNOWN_UPWARD = {
+    # upstream's `pypto.ir.compile(program)` hands a program to the compile driver
+    ("pypto.ir", "pypto.runtime"),
+    # the op table lists the rows of the op families, which build on the IR's record types
+    ("pypto.ir.ops", "pypto.ops"),
+    # `pl.autotune` is a decorator too: it hands a kernel to the sweep runner
+    ("pypto.language", "pypto.tune"),
+    # @pl.jit / @pl.program hand a kernel to the frontend and the run path when it is called
+    ("pypto.language.decorators", "pypto.frontend"),
+    ("pypto.language.decorators", "pypto.runtime"),
+}
+
+
+def room_of(module: str) -> int:
+    """The index of a module's room in ROOMS; -1 for the ground below them all."""
+    for i, room in enumerate(ROOMS):
+        if module == room or module.startswith(room + "."):
+            return i
+    return -1
+
+
+def test_no_import_runs_up_between_the_rooms() -> None:
+    upward = set()
+    for module, deps in graph_of(package_modules(), deferred=True).items():
+        for dep in deps:
+            if room_of(dep) > room_of(module):
+                upward.add((module, ROOMS[room_of(dep)]))
+    assert upward == KNOWN_UPWARD
+
+
+def test_every_package_module_has_a_room_or_is_ground() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert packages - {r.split(".")[1] for r in ROOMS} == {"backend"}  # ground: the chip families

@@ -69,6 +69,20 @@ def test_in_place_when_the_input_dies_at_the_op():
     assert refs["y"] == refs["x"]
 
 
+@pytest.mark.parametrize(("op", "v"), [("row_expand_expdif", "[16, 1]"), ("col_expand_expdif", "[1, 64]")])
+def test_an_exp_difference_is_written_over_its_dying_input(op: str, v: str):
+    fn = alloc(
+        f"""
+        x = pl.load(a, [0, 0], [16, 64])
+        v = pl.load(b, [0, 0], {v})
+        y = pl.tile.{op}(x, v)
+        pl.store(y, [0, 0], out)
+        """
+    )
+    refs = memrefs(fn)
+    assert refs["y"] == refs["x"] != refs["v"]
+
+
 def test_no_in_place_when_the_input_is_used_later():
     fn = alloc(
         """

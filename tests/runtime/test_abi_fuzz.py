@@ -43,7 +43,7 @@ def call(
 def so():
     from pathlib import Path
 
-    from pypto.runtime.build import KernelSource, build_kernel
+    from pypto.kernel_build import KernelSource, build_kernel
 
     path = Path(__file__).parent.parent / "fixtures" / "kernels" / "abi_fuzz.cpp"
     return build_kernel(KernelSource(name="abi_fuzz", path=path), platform="a2a3sim")

@@ -1,4 +1,4 @@
-"""Kernel build + cache (pypto.runtime.build): hits, misses, corruption, header edits, compiler
+"""Kernel build + cache (pypto.kernel_build): hits, misses, corruption, header edits, compiler
 errors and concurrent builders.
 
 The tests use an explicit :class:`Toolchain` (the system ``c++`` behind a wrapper that counts its
@@ -24,8 +24,8 @@ import pytest
 
 from pypto import knobs
 from pypto.errors import KernelBuildError, PyptoError
-from pypto.runtime.build import KernelSource, build_kernel, build_kernels, kernel_cache_dir
-from pypto.runtime.toolchain import Toolchain, detect_compiler_id, toolchain
+from pypto.kernel_build import KernelSource, build_kernel, build_kernels, kernel_cache_dir
+from pypto.kernel_build.toolchain import Toolchain, detect_compiler_id, toolchain
 
 STUB_HEADER = """#pragma once
 #include <stdint.h>
@@ -160,7 +160,7 @@ def test_corrupt_entry_is_rebuilt(tc: Toolchain, tmp_path: Path, damage, caplog)
     so = build_kernel(code_kernel(value=5), platform="a2a3sim", toolchain=tc)
     assert build_kernel(code_kernel(value=5), platform="a2a3sim", toolchain=tc) == so  # memoised hash
     damage(so)
-    with caplog.at_level(logging.WARNING, logger="pypto.runtime.build"):
+    with caplog.at_level(logging.WARNING, logger="pypto.kernel_build"):
         rebuilt = build_kernel(code_kernel(value=5), platform="a2a3sim", toolchain=tc)
     assert "corrupt kernel cache entry" in caplog.text
     assert compiles(tmp_path) == 2
@@ -318,7 +318,7 @@ def test_the_written_build_ninja_rebuilds_the_kernels_by_hand(
 _CHILD = """
 import pickle, sys, time
 from pathlib import Path
-from pypto.runtime.build import build_kernel
+from pypto.kernel_build import build_kernel
 tc, source, go = pickle.loads(Path(sys.argv[1]).read_bytes())
 while not Path(go).exists():  # start together: the race is the point
     time.sleep(0.001)
@@ -396,7 +396,7 @@ def test_real_toolchain_builds_a_loadable_kernel() -> None:
 
 
 def test_depfile_parsing_keeps_escaped_spaces_and_continuations() -> None:
-    from pypto.runtime.build import parse_depfile
+    from pypto.kernel_build import parse_depfile
 
     text = "out.so: /src/k.cpp /inc/my\\ dir/a.h \\\n  /inc/b$$.h\n"
     assert parse_depfile(text) == ["/src/k.cpp", "/inc/my dir/a.h", "/inc/b$.h"]

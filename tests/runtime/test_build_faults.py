@@ -17,9 +17,9 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import KernelBuildError, KernelLoadError
+from pypto.kernel_build import KernelSource, build_kernel
+from pypto.kernel_build.toolchain import toolchain
 from pypto.runtime import RunConfig
-from pypto.runtime.build import KernelSource, build_kernel
-from pypto.runtime.toolchain import toolchain
 
 KERNELS = Path(__file__).resolve().parents[1] / "fixtures" / "kernels"
 # The wrapper: FAULT's content picks the damage; the real compiler always runs first.

@@ -15,8 +15,8 @@ import pytest
 
 import pypto.language as pl
 from pypto import cache, knobs
-from pypto.runtime import build
-from pypto.runtime.build import KernelSource, build_kernel, kernel_cache_dir, lookup_entry
+from pypto import kernel_build as build
+from pypto.kernel_build import KernelSource, build_kernel, kernel_cache_dir, lookup_entry
 
 OLD = time.time() - 3 * cache.GRACE_S  # long unused
 
@@ -97,7 +97,7 @@ LOADER = """
 import sys
 from pathlib import Path
 from pypto import _native
-from pypto.runtime.build import KernelSource, build_kernel
+from pypto.kernel_build import KernelSource, build_kernel
 src = KernelSource(name="noop20", code=sys.stdin.read())
 for _ in range(40):
     _native.load_kernel(str(build_kernel(src, platform="a2a3sim")))

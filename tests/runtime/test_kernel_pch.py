@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto.runtime.build import KernelSource, build_kernel
-from pypto.runtime.build_commands import GENERATED_CXX_FLAGS, GENERATED_FLAGS, compile_command
-from pypto.runtime.toolchain import BUILD_INFO_NAME, Toolchain, native_dir, toolchain
+from pypto.kernel_build import KernelSource, build_kernel
+from pypto.kernel_build.commands import GENERATED_CXX_FLAGS, GENERATED_FLAGS, compile_command
+from pypto.kernel_build.toolchain import BUILD_INFO_NAME, Toolchain, native_dir, toolchain
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pypto._native") is None

@@ -272,7 +272,7 @@ def test_new_process_hit_skips_the_compiler(tmp_path):
         a = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 7
         out = np.zeros_like(a)
         kern.scale_rows(a, out)
-        loaded = "pypto.passes.pipeline" in sys.modules or "pypto.runtime.plan" in sys.modules
+        loaded = "pypto.passes.pipeline" in sys.modules or "pypto.compile.plan" in sys.modules
         print(out.sum(), kern.scale_rows.last_report.cycles, loaded)
         """
     )

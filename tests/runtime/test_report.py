@@ -100,7 +100,7 @@ def test_a_report_that_is_not_one_is_refused():
 
 
 def _task(kind: str, core: int, busy: dict[str, int], end: int):
-    from pypto.runtime.report import TaskReport
+    from pypto.report.run_report import TaskReport
 
     full = {p: busy.get(p, 0) for p in PIPES}
     return TaskReport(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pypto.report.run_report import PIPES
 from pypto.runtime import RunConfig
-from pypto.runtime.report import PIPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import gemm_kernels as gk  # noqa: E402
@@ -183,7 +183,7 @@ def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, 
 def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
     """Perfetto needs properly nested slices per thread: overlaps move to MTE2#1, #2, ... and
     each sub-lane's slices are disjoint, using as few sub-lanes as the deepest overlap."""
-    from pypto.runtime.perfetto_trace import _sub_lanes
+    from pypto.report.perfetto import _sub_lanes
 
     rng = np.random.default_rng(0)
     start = np.sort(rng.integers(0, 1000, 400))

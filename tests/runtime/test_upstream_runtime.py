@@ -109,7 +109,7 @@ def test_configure_log_sets_the_pypto_logger():
 def test_pto_isa_include_dir_holds_the_kernel_header_and_vendor_headers_are_absent(tmp_path: Path):
     include = pto_isa_include_dir()
     assert (include / "pypto" / "kernel.hpp").is_file() and (include / "pypto" / "abi.h").is_file()
-    from pypto.runtime.build import KernelSource, build_kernels
+    from pypto.kernel_build import KernelSource, build_kernels
 
     vendor = tmp_path / "vendor.cpp"
     vendor.write_text('#include "pto/pto-inst.hpp"\nextern "C" void kernel_entry(long* args) {}\n')

@@ -12,8 +12,8 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import ArgumentError, PyptoError
+from pypto.report.run_report import RunReport
 from pypto.runtime import RunConfig
-from pypto.runtime.report import RunReport
 
 # Python-level calls (functions and builtins) of one warm call today (17, on the fast path of
 # pypto.runtime.warm), plus a little slack: a change that adds work to every call fails here and

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from pypto import errors, platforms
+from pypto.kernel_build import KernelSource, build_kernel
 from pypto.runtime import run_kernel_file
-from pypto.runtime.build import KernelSource, build_kernel
 
 BUCKET = 64  # MemorySystem::kBucketCycles
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"

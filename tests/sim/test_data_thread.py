@@ -1,4 +1,4 @@
-"""The data thread (runtime/core/data_queue): a run's data work is done on a second host thread
+"""The data thread (chip/core/data_queue): a run's data work is done on a second host thread
 in issue order, so outputs, cycles and traces are the same as with it off
 (PYPTO_SIM_THREADS=1), and whatever reads data on the run's own thread sees every earlier
 op's work. Each kernel here issues more ops than the queue does in place before it starts its

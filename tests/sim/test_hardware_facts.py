@@ -15,7 +15,9 @@ from pypto.ir.dtypes import ELEMENT_DTYPES, FP32, from_array_dtype
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.ops import get_op
 from pypto.ir.types import TileType
-from pypto.runtime import dtypes, report, trace
+from pypto.report import run_report as report
+from pypto.report import trace
+from pypto.runtime import dtypes
 from pypto.runtime.pto_isa import pto_isa_include_dir
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pypto import platforms
+from pypto.kernel_build import KernelSource, build_kernel
 from pypto.runtime import run_kernel_file
-from pypto.runtime.build import KernelSource, build_kernel
 
 PEER_GEMM = Path(__file__).resolve().parents[2] / "benchmarks" / "kernels" / "peer_gemm.cpp"
 

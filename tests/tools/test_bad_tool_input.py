@@ -111,7 +111,7 @@ def test_memory_map_on_hostile_dumps(tmp_path: Path, case: str):
 
 
 def test_a_corrupt_block_names_its_defect():
-    from pypto.tools.opprof_format import HEADER, MAGIC, ContainerError, iter_blocks
+    from pypto.report.opprof_format import HEADER, MAGIC, ContainerError, iter_blocks
 
     bad = HEADER.pack(4, 2, 8, 0, MAGIC) + b"\0" * 4  # 8 bytes of padding in a 4-byte payload
     with pytest.raises(ContainerError, match="8 bytes of padding in a payload of 4 bytes"):

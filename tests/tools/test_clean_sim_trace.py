@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from vendor_bin import api_instr, trace_events, vendor_bin
 
+from pypto.report.opprof_format import SOURCE, ContainerError, iter_blocks, pack_block
 from pypto.tools import clean_sim_trace as cst
-from pypto.tools.opprof_format import SOURCE, ContainerError, iter_blocks, pack_block
 
 
 def lanes_of(trace: dict) -> dict[str, list[str]]:

@@ -16,9 +16,9 @@ import seed_kernels as tk
 from pypto.frontend import parse_text
 from pypto.ir import PassDumpLevel
 from pypto.passes import MemoryPlanner
+from pypto.report.memory_model import map_program
 from pypto.runtime import RunConfig
 from pypto.tools import memory_map
-from pypto.tools.memory_model import map_program
 
 A = np.ones((tk.ROWS, tk.TC), np.float32)
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pypto import _native
+from pypto.report.opprof_format import SOURCE, pack_block
 from pypto.tools import clean_sim_trace as cst
-from pypto.tools.opprof_format import SOURCE, pack_block
 
 GOOD = events(x("VADD", 1.0), flag("SET_FLAG", 2.0, "PIPE:VEC,TRIGGERPIPE:MTE3,FLAGID:0,", "VECTOR"))
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import seed_kernels as tk
 
+from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+from pypto.report.trace import write_traces
 from pypto.runtime import RunConfig, run_kernel_file
-from pypto.runtime.trace import write_traces
-from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
 
 DETAIL = re.compile(r"PIPE:(MTE2|MTE1|M|VEC|FIX|MTE3|S),TRIGGERPIPE:(MTE2|MTE1|M|VEC|FIX|MTE3|S),FLAGID:\d+,")
 A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)

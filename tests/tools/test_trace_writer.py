@@ -1,4 +1,4 @@
-"""The native raw-trace writer (csrc/tools/trace_write.cpp, via pypto.runtime.trace): every
+"""The native raw-trace writer (csrc/tools/trace_write.cpp, via pypto.report.trace): every
 record becomes one event whose fields are the record's, timestamps are exact decimals of
 cycles (1 trace ns = 1 cycle), the API_INSTR totals match the records, and bad input or an
 unwritable folder is an error, not a crash."""
@@ -15,10 +15,10 @@ import pytest
 import seed_kernels as tk
 
 from pypto import _native
+from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+from pypto.report.run_report import PIPES
+from pypto.report.trace import CoreRecords, write_launch
 from pypto.runtime import RunConfig
-from pypto.runtime.report import PIPES
-from pypto.runtime.trace import CoreRecords, write_launch
-from pypto.tools.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
 
 A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
 SYNC = {1: "SET_FLAG", 2: "WAIT_FLAG", 3: "BAR"}

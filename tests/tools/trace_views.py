@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pypto.report.run_report import overlap_cycles
+from pypto.report.trace import write_traces
 from pypto.runtime import run_kernel_file
-from pypto.runtime.report import overlap_cycles
-from pypto.runtime.trace import write_traces
 from pypto.tools.clean_sim_trace import clean_file
 
 CHECK_PAGE = Path(__file__).resolve().parent / "trace_check.html"

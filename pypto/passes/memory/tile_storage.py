@@ -39,6 +39,9 @@ INPLACE: dict[str, frozenset[str]] = {
     **{f"tile.{n}s": frozenset({"lhs"}) for n in BINARY},
     **{f"tile.row_expand_{n}": frozenset({"x"}) for n in ("add", "sub", "mul", "div")},
     "tile.col_expand_mul": frozenset({"x"}),
+    # exp(x - v): each row is x - v into dst, then exp of dst in place (isa/reduce.cpp)
+    "tile.row_expand_expdif": frozenset({"x"}),
+    "tile.col_expand_expdif": frozenset({"x"}),
     "tile.col_expand": frozenset({"x"}),
     "tile.move": frozenset({"tile"}),
     "tile.matmul_acc": frozenset({"acc"}),

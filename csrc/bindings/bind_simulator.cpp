@@ -1,0 +1,252 @@
+// The core model alone, for cycle-exact unit tests: instructions are described directly
+// (pipe, cost, accesses) instead of coming from a kernel.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "bindings/bind.hpp"
+#include "chip/core/data_queue.hpp"
+#include "chip/isa/fractal.hpp"
+#include "chip/isa/matmul_f32.hpp"
+#include "simulator/core_model.hpp"
+
+namespace py = pybind11;
+
+namespace pypto {
+namespace {
+
+// Interned names: records keep const char* to static storage.
+const char* intern(const std::string& s) {
+  static std::vector<std::unique_ptr<std::string>> pool;
+  for (const auto& p : pool)
+    if (*p == s) return p->c_str();
+  pool.push_back(std::make_unique<std::string>(s));
+  return pool.back()->c_str();
+}
+
+struct ModelHarness {
+  ModelHarness(const Platform& platform, bool record)
+      : platform(platform), model(this->platform, record) {}
+  Platform platform;
+  CoreModel model;
+};
+
+using Range = std::tuple<int, int64_t, int64_t>;  // (space, base, bytes)
+
+// Flags are priced as kernels' flags are (the platform's sync_cycles).
+Instr sync_instr(InstrKind kind, int pipe, const char* name, int src, int dst, int id) {
+  Instr in;
+  in.kind = kind;
+  in.pipe = pipe;
+  in.name = name;
+  in.flag_src = src;
+  in.flag_dst = dst;
+  in.flag_id = id;
+  in.op.cls = OpClass::kSync;
+  return in;
+}
+
+template <typename E>
+E lookup(const std::map<std::string, E>& names, const std::string& key, const char* what) {
+  auto it = names.find(key);
+  if (it == names.end())
+    throw std::invalid_argument(std::string("unknown ") + what + " '" + key + "'");
+  return it->second;
+}
+
+// An instruction description from {"class": ..., "vec": ..., "link": ..., sizes}: the same
+// OpDesc an ISA op builds, priced by the cost model (and the core model's vector runs).
+OpDesc describe(const py::dict& spec) {
+  static const std::map<std::string, OpClass> classes = {{"gm_read", OpClass::kGmRead},
+                                                         {"gm_write", OpClass::kGmWrite},
+                                                         {"fixpipe_gm", OpClass::kFixpipeGm},
+                                                         {"fixpipe", OpClass::kFixpipe},
+                                                         {"local_move", OpClass::kLocalMove},
+                                                         {"vector", OpClass::kVector},
+                                                         {"row_reduce", OpClass::kRowReduce},
+                                                         {"matmul", OpClass::kMatmul},
+                                                         {"scalar", OpClass::kScalar},
+                                                         {"transpose", OpClass::kTranspose},
+                                                         {"sort", OpClass::kSort},
+                                                         {"scalar_access", OpClass::kScalarAccess},
+                                                         {"sync", OpClass::kSync}};
+  static const std::map<std::string, VecClass> vecs = {
+      {"binary", VecClass::kBinary}, {"unary", VecClass::kUnary},   {"exp", VecClass::kExp},
+      {"div", VecClass::kDiv},       {"reduce", VecClass::kReduce}, {"cvt", VecClass::kCvt},
+      {"cmp", VecClass::kCmp},       {"sel", VecClass::kSel},       {"bitwise", VecClass::kBitwise},
+      {"trig", VecClass::kTrig},     {"gather", VecClass::kGather}, {"sort", VecClass::kSort},
+      {"add", VecClass::kAdd},       {"copy", VecClass::kCopy}};
+  static const std::map<std::string, Link> links = {
+      {"gm_to_ub", Link::kGmToUb},   {"gm_to_l1", Link::kGmToL1},   {"ub_to_gm", Link::kUbToGm},
+      {"l1_to_l0a", Link::kL1ToL0a}, {"l1_to_l0b", Link::kL1ToL0b}, {"l0c_to_gm", Link::kL0cToGm},
+      {"ub_to_ub", Link::kUbToUb},   {"l0c_to_l1", Link::kL0cToL1}};
+  OpDesc d;
+  auto text = [&](const char* key, const char* dflt) {
+    return spec.contains(key) ? spec[key].cast<std::string>() : std::string(dflt);
+  };
+  auto num = [&](const char* key) { return spec.contains(key) ? spec[key].cast<int64_t>() : 0; };
+  d.cls = lookup(classes, text("class", "vector"), "instruction class");
+  d.vec = lookup(vecs, text("vec", "unary"), "vector class");
+  d.link = lookup(links, text("link", "gm_to_ub"), "link");
+  d.rows = num("rows");
+  d.row_bytes = num("row_bytes");
+  d.bytes = spec.contains("bytes") ? num("bytes") : d.rows * d.row_bytes;
+  d.acc_row_bytes = num("acc_row_bytes");
+  d.m = num("m"), d.k = num("k"), d.n = num("n"), d.in_esize = num("in_esize");
+  if (d.cls == OpClass::kMatmul && d.in_esize <= 0)
+    throw std::invalid_argument("matmul needs in_esize > 0");
+  return d;
+}
+
+void instr(ModelHarness& h, int pipe, const py::dict& spec, const std::string& name) {
+  Instr in;
+  in.pipe = pipe;
+  in.op = describe(spec);
+  in.name = intern(name);
+  h.model.issue(std::move(in));
+}
+
+void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
+        const std::vector<Range>& reads, const std::vector<Range>& writes, const std::string& loc) {
+  Instr in;
+  in.pipe = pipe;
+  in.op = OpDesc::fixed(cost);
+  in.name = intern(name);
+  in.loc = intern(loc);
+  for (const auto& [space, base, bytes] : reads)
+    in.accesses.add({space, base, 1, bytes, bytes, false});
+  for (const auto& [space, base, bytes] : writes)
+    in.accesses.add({space, base, 1, bytes, bytes, true});
+  h.model.issue(std::move(in));
+}
+
+py::list records(const ModelHarness& h) {
+  py::list out;
+  const RecordTable& records = h.model.records();
+  for (size_t i = 0; i < records.size(); ++i) {
+    const int64_t* r = records.row(i);
+    py::dict d;
+    d["index"] = r[kColIndex];
+    d["name"] = records.name(i);
+    d["pipe"] = pipe_name(static_cast<int>(r[kColPipe]));
+    d["issue"] = r[kColIssue];
+    d["start"] = r[kColStart];
+    d["end"] = r[kColEnd];
+    out.append(d);
+  }
+  return out;
+}
+
+using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place).
+void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate,
+                 bool exact_products) {
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) ||
+      c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1)) {
+    throw std::invalid_argument("matmul_f32_form needs a [m, k], b [k, n] and c [m, n]");
+  }
+  vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
+                      a.shape(1), b.shape(1), accumulate, exact_products);
+}
+
+using U16 = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
+
+// One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
+// widened fp32, all finite). The widened values are unspecified when not all finite.
+py::tuple fractal_form(const std::string& form, const U16& x) {
+  if (x.ndim() != 2 || x.shape(0) != 16 || x.shape(1) != 16) {
+    throw std::invalid_argument("fractal_form needs a [16, 16] array of 2-byte elements");
+  }
+  py::array_t<uint16_t> t({16, 16});
+  py::array_t<float> w({16, 16});
+  const bool finite = isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data());
+  return py::make_tuple(t, w, finite);
+}
+
+// The data thread's protocol under load: `ops` queued ops, op i splitting its first
+// 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
+// 3, each row one more than the last row of the op before, plus its index; a drain every
+// `drain_every` ops. Returns the [ops, rows] result; a lost or repeated piece changes it.
+py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every) {
+  if (ops < 1 || rows < 1 || drain_every < 1) throw std::invalid_argument("positive counts");
+  py::array_t<int64_t> out({ops, rows});
+  int64_t* o = out.mutable_data();
+  std::fill(o, o + ops * rows, 0);
+  {
+    py::gil_scoped_release released;
+    DataQueue q;
+    int64_t before = 0;  // the rows of the op before
+    for (int64_t i = 0; i < ops; ++i) {
+      const int64_t n = 1 + (7 * i) % rows;
+      q.push(int64_t{1} << 20, [o, i, rows, n, before] {
+        const int64_t last = i > 0 ? o[(i - 1) * rows + before - 1] : 0;
+        DataQueue::split(n, 3, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) o[i * rows + r] = last + 1 + r;
+        });
+      });
+      before = n;
+      if ((i + 1) % drain_every == 0) q.drain();
+    }
+    q.drain();
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_simulator(py::module_& m) {
+  m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
+        py::arg("drain_every"));
+  m.def("matmul_f32_forms", &vm::matmul_f32_forms);
+  m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
+        py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);
+  m.def("fractal_forms", &isa::fractal_forms);
+  m.def("fractal_form", &fractal_form, py::arg("form"), py::arg("x"));
+  py::class_<ModelHarness>(m, "CoreModel")
+      .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
+      .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",
+           py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
+           py::arg("loc") = "")
+      .def("instr", &instr, py::arg("pipe"), py::arg("spec"), py::arg("name") = "INSTR",
+           "Issues one instruction described as an ISA op would describe it, priced by the cost "
+           "model.")
+      .def(
+          "set_flag",
+          [](ModelHarness& h, int src, int dst, int id) {
+            h.model.issue(sync_instr(InstrKind::kSetFlag, src, "SET_FLAG", src, dst, id));
+          },
+          py::arg("src"), py::arg("dst"), py::arg("event_id"))
+      .def(
+          "wait_flag",
+          [](ModelHarness& h, int src, int dst, int id) {
+            h.model.issue(sync_instr(InstrKind::kWaitFlag, dst, "WAIT_FLAG", src, dst, id));
+          },
+          py::arg("src"), py::arg("dst"), py::arg("event_id"))
+      .def(
+          "barrier",
+          [](ModelHarness& h, int pipe) {
+            h.model.issue(sync_instr(InstrKind::kBarrier, pipe, "PIPE_BARRIER", pipe, pipe, 0));
+          },
+          py::arg("pipe"))
+      .def("finish", [](ModelHarness& h) { h.model.finish(); })
+      .def_property_readonly("records", &records)
+      .def_property_readonly("cycles",
+                             [](const ModelHarness& h) { return h.model.stats().total_cycles; })
+      .def_property_readonly("pipe_busy",
+                             [](const ModelHarness& h) {
+                               const auto& b = h.model.stats().pipe_busy;
+                               return std::vector<uint64_t>(b.begin(), b.end());
+                             })
+      .def_property_readonly("hazards", [](const ModelHarness& h) {
+        std::vector<std::string> out;
+        for (const Hazard& hz : h.model.hazards().found()) out.push_back(hz.describe());
+        return out;
+      });
+}
+
+}  // namespace pypto

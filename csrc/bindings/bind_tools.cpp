@@ -1,0 +1,139 @@
+// The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp) and the
+// raw trace writer (csrc/tools/trace_write.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+
+#include "bindings/bind.hpp"
+#include "tools/trace_clean.hpp"
+#include "tools/trace_write.hpp"
+
+namespace py = pybind11;
+
+namespace pypto {
+namespace {
+
+using I64Table = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using I32Column = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+// A core's records dict (as run_tasks returns it) viewed without copying; `keep` holds the
+// converted arrays alive for the duration of the write.
+tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>& keep) {
+  const py::dict records = core[1].cast<py::dict>();
+  auto table = I64Table::ensure(records["table"]);
+  auto names = I32Column::ensure(records["name_id"]);
+  auto locs = I32Column::ensure(records["loc_id"]);
+  if (!table || !names || !locs || table.ndim() != 2)
+    throw py::value_error("malformed trace records");
+  tools::CoreRecordsView v;
+  v.pid = core[0].cast<std::string>();
+  v.rows = static_cast<size_t>(table.shape(0));
+  v.width = static_cast<size_t>(table.shape(1));
+  if (names.size() != table.shape(0) || locs.size() != table.shape(0)) {
+    throw py::value_error("trace records of " + v.pid + ": columns of different lengths");
+  }
+  v.table = table.data();
+  v.name_id = names.data();
+  v.loc_id = locs.data();
+  v.strings = records["strings"].cast<std::vector<std::string>>();
+  v.quoted = core[2].cast<std::vector<std::string>>();
+  keep.insert(keep.end(), {table, names, locs});
+  return v;
+}
+
+tools::TraceLayout layout_of(const py::dict& d) {
+  tools::TraceLayout l;
+  const auto cols = d["columns"].cast<std::vector<int>>();
+  if (cols.size() != 9) throw py::value_error("trace layout: 9 column positions expected");
+  l.col = {cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8]};
+  l.lanes = d["lanes"].cast<std::vector<std::string>>();
+  l.flag_pipes = d["flag_pipes"].cast<std::vector<std::string>>();
+  l.sync_names = d["sync_names"].cast<std::vector<std::string>>();
+  l.repeat_bytes = d["repeat_bytes"].cast<int64_t>();
+  l.pc_base = d["pc_base"].cast<uint64_t>();
+  l.head = d["head"].cast<std::string>();
+  l.tail = d["tail"].cast<std::string>();
+  return l;
+}
+
+py::dict summary_dict(const tools::TraceSummary& s) {
+  py::list sites, cores;
+  for (const tools::Site& site : s.sites)
+    sites.append(py::make_tuple(site.name, site.loc, site.pipe));
+  for (const tools::SiteTotals& t : s.per_core) {
+    py::dict c;
+    c["count"] = py::array(py::cast(t.count));
+    c["cycles"] = py::array(py::cast(t.cycles));
+    c["bytes"] = py::array(py::cast(t.bytes));
+    c["capacity"] = py::array(py::cast(t.capacity));
+    c["addr"] = py::array(py::cast(t.first_addr));
+    cores.append(c);
+  }
+  py::dict d;
+  d["sites"] = sites;
+  d["cores"] = cores;
+  d["events"] = s.events;
+  return d;
+}
+
+py::dict write_trace(const py::list& cores, const py::dict& layout, const py::bytes& bin_prefix,
+                     const std::string& json_path, const std::string& bin_path) {
+  std::vector<py::object> keep;
+  std::vector<tools::CoreRecordsView> views;
+  for (const auto& core : cores) views.push_back(core_view(core.cast<py::tuple>(), keep));
+  const tools::TraceLayout l = layout_of(layout);
+  const auto& c = l.col;
+  const int widest = std::max(
+      {c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src, c.flag_dst, c.flag_id});
+  const int lowest = std::min(
+      {c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src, c.flag_dst, c.flag_id});
+  for (const auto& v : views) {
+    if (lowest < 0 || (v.rows && static_cast<size_t>(widest) >= v.width)) {
+      throw py::value_error("trace records of " + v.pid + ": a column position is out of range");
+    }
+  }
+  const std::string prefix = bin_prefix;
+  tools::TraceSummary summary;
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays `keep` holds alive
+    summary = tools::write_trace_files(views, l, prefix, json_path, bin_path);
+  }
+  return summary_dict(summary);
+}
+
+}  // namespace
+
+void bind_tools(py::module_& m) {
+  py::register_exception<tools::TraceFormatError>(m, "TraceFormatError", PyExc_ValueError);
+  m.def(
+      "clean_trace",
+      [](const py::buffer& payload, bool keep_scalar, const std::string& source) {
+        const py::buffer_info info = payload.request();
+        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+          throw py::value_error("clean_trace: the payload must be contiguous bytes");
+        }
+        const std::string_view bytes(static_cast<const char*>(info.ptr),
+                                     static_cast<size_t>(info.size * info.itemsize));
+        tools::CleanTrace clean;
+        {
+          py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
+          clean = tools::clean_trace(bytes, keep_scalar, source);
+        }
+        py::dict stats;
+        stats["slices"] = clean.stats.slices;
+        stats["lanes"] = clean.stats.lanes;
+        stats["flows"] = clean.stats.flows;
+        stats["skipped_flags"] = clean.stats.skipped_flags;
+        return py::make_tuple(py::bytes(clean.json), stats);
+      },
+      py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
+  py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);
+  m.def("write_trace", &write_trace, py::arg("cores"), py::arg("layout"), py::arg("bin_prefix"),
+        py::arg("json_path"), py::arg("bin_path"),
+        "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
+        "(pid, records, quoted strings) per core; returns the static instructions and their "
+        "per-core totals for the API_INSTR block.");
+}
+
+}  // namespace pypto

@@ -1,0 +1,82 @@
+#include "chip/core/context.hpp"
+
+#include <algorithm>
+
+#include "chip/isa/dtype.hpp"
+#include "chip/isa/vec_math.hpp"
+#include "simulator/errors.hpp"
+#include "simulator/hardware.hpp"
+
+namespace pypto {
+namespace {
+// On-chip storage returned by finished cores, reused by the next core on this thread.
+thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool;
+constexpr size_t kPooledCoreBytes = size_t{64} << 20;
+}  // namespace
+
+const char* mem_name(int mem) {
+  return (mem >= 0 && mem < PYPTO_NUM_MEM) ? hw::kMemNames[mem] : "?";
+}
+
+CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool record)
+    : platform(p), model(p, record), block_idx(idx), block_num(num) {
+  capacities = {0, p.ub_bytes, p.l1_bytes, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, p.bias_bytes};
+  // Physical sizes: a planner bug that spills past the usable limit is still caught by the
+  // per-op bounds check against `capacities`.
+  sizes[PYPTO_VEC] = static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes));
+  for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) sizes[m] = static_cast<size_t>(capacities[m]);
+  if (!g_pool.empty()) {
+    memory = std::move(g_pool.back());
+    g_pool.pop_back();
+  }
+}
+
+void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
+  model.reset(record);
+  checked = {};
+  loc = "";
+  block_idx = idx;
+  block_num = num;
+  atomic_log = nullptr;
+  aic = false;
+  subblock = 0;
+  cluster = nullptr;
+  waiter = nullptr;
+  data = nullptr;
+  deferring = false;
+  core_name = "AIV0";
+  kernel = "kernel";
+}
+
+CoreContext::~CoreContext() {
+  // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
+  // leave its gigabytes resident for the rest of the process.
+  size_t bytes = 0;
+  for (const auto& space : memory) bytes += space.capacity();
+  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) g_pool.push_back(std::move(memory));
+}
+
+void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n) {
+  if (atomic_log == nullptr) {
+    vm::accumulate(dtype, dst, src, n);
+    return;
+  }
+  const uint8_t* bytes = static_cast<const uint8_t*>(src);
+  atomic_log->push_back(
+      {tensor_base, dst, dtype, n, std::vector<uint8_t>(bytes, bytes + n * dtype_size(dtype))});
+}
+
+namespace detail {
+__thread CoreContext* current_core_ptr = nullptr;
+
+void no_running_kernel() {
+  throw SimError(ErrorKind::kInternal, "an ISA call was made outside a running kernel");
+}
+}  // namespace detail
+
+CoreBinding::CoreBinding(CoreContext* core) : previous_(detail::current_core_ptr) {
+  detail::current_core_ptr = core;
+}
+CoreBinding::~CoreBinding() { detail::current_core_ptr = previous_; }
+
+}  // namespace pypto

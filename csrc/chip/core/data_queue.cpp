@@ -1,0 +1,179 @@
+#include "chip/core/data_queue.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "simulator/errors.hpp"
+
+namespace pypto {
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// How long a thread spins before it yields (the run's thread) or sleeps (the data thread):
+// the other side is usually microseconds away.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// Waits until `done()` holds: spinning first, then yielding the CPU so a busy host or a pool
+// of processes is not starved.
+template <class Done>
+void spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1; !done(); ++i) {
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+thread_local DataQueue* DataQueue::t_worker_ = nullptr;
+
+std::unique_ptr<DataQueue> DataQueue::for_run() {
+  const char* env = std::getenv("PYPTO_SIM_THREADS");
+  if (env != nullptr && std::atoi(env) == 1) return nullptr;
+  static const bool one_cpu = std::thread::hardware_concurrency() < 2;  // reads sysfs: once
+  if (one_cpu) return nullptr;
+  return std::make_unique<DataQueue>();
+}
+
+DataQueue::~DataQueue() {
+  if (!started_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+bool DataQueue::start() {
+  if (++in_place_ <= kStartAfter) return false;
+  try {
+    slots_.reset(new Slot[kSlots]);
+    thread_ = std::thread([this] { work(); });
+  } catch (const std::exception&) {  // no thread to be had: the work stays in place
+    in_place_ = 0;
+    return false;
+  }
+  started_ = true;
+  return true;
+}
+
+DataQueue::Slot& DataQueue::claim() {
+  if (head_seen_ - tail_seen_ == kSlots) {
+    wait_helping([this] { return head_seen_ - tail_.load(std::memory_order_acquire) < kSlots; });
+    tail_seen_ = tail_.load(std::memory_order_acquire);
+  }
+  return slots_[head_seen_ % kSlots];
+}
+
+void DataQueue::publish() {
+  head_.store(++head_seen_, std::memory_order_seq_cst);
+  pending_ = true;
+  // The thread publishes `sleeping_` before it looks at head_ a last time (both seq_cst):
+  // either it sees this slot, or this load sees it asleep and wakes it.
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_one();
+  }
+}
+
+void DataQueue::wait_empty() {
+  wait_helping([this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
+  tail_seen_ = head_seen_;
+  pending_ = false;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+template <class Done>
+void DataQueue::wait_helping(Done done) {
+  spin_until([&] { return done() || (help() && done()); });
+}
+
+// The offer word: generation (32 bits) | piece count (16) | next piece (16). The count in the
+// word makes a claim check the count of its own generation.
+constexpr uint64_t kPieceMask = 0xffff;
+
+void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
+  const auto pieces = static_cast<uint64_t>((n + grain - 1) / grain);
+  if (pieces > kPieceMask) return run(fn, 0, n);
+  sharing_ = true;
+  piece_run_.store(run, std::memory_order_relaxed);
+  piece_fn_.store(fn, std::memory_order_relaxed);
+  piece_n_.store(n, std::memory_order_relaxed);
+  piece_grain_.store(grain, std::memory_order_relaxed);
+  helped_.store(0, std::memory_order_relaxed);
+  const uint64_t open = uint64_t{++generation_} << 32 | pieces << 16;
+  offer_.store(open, std::memory_order_release);
+  uint64_t mine = 0;
+  for (uint64_t w = open; (w & kPieceMask) < pieces;) {
+    if (!offer_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+    const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
+    run(fn, b, std::min(n, b + grain));
+    ++mine;
+    w = offer_.load(std::memory_order_acquire);
+  }
+  // The helper's pieces are done, and (acquire) so are its reads of this description.
+  spin_until([&] { return mine + helped_.load(std::memory_order_acquire) == pieces; });
+  sharing_ = false;
+}
+
+bool DataQueue::help() {
+  uint64_t w = offer_.load(std::memory_order_acquire);
+  if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
+  const PieceFn run = piece_run_.load(std::memory_order_relaxed);
+  const void* fn = piece_fn_.load(std::memory_order_relaxed);
+  const int64_t n = piece_n_.load(std::memory_order_relaxed);
+  const int64_t grain = piece_grain_.load(std::memory_order_relaxed);
+  // Succeeds only while that generation has pieces left, so the data thread is still inside
+  // share() and has not described another: what was read above is this generation's.
+  if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
+  const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
+  run(fn, b, std::min(n, b + grain));
+  helped_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+void DataQueue::work() {
+  t_worker_ = this;
+  uint64_t tail = 0;
+  for (;;) {
+    const auto idle_since = std::chrono::steady_clock::now();
+    for (unsigned i = 1; head_.load(std::memory_order_acquire) == tail; ++i) {
+      cpu_relax();
+      if (i % 64 != 0 || std::chrono::steady_clock::now() - idle_since < kSpin) continue;
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleeping_.store(true, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] { return stop_ || head_.load(std::memory_order_seq_cst) != tail; });
+      sleeping_.store(false, std::memory_order_relaxed);
+      if (head_.load(std::memory_order_acquire) == tail) return;  // stopped with nothing queued
+    }
+    const Slot& s = slots_[tail % kSlots];
+    if (!error_) {
+      try {
+        s.run(s.fn);
+      } catch (const SimError&) {
+        error_ = std::current_exception();
+      } catch (const std::exception& e) {  // a simulator bug (or no memory): typed, not raw
+        error_ = std::make_exception_ptr(SimError(
+            ErrorKind::kInternal, std::string("an instruction's data work failed: ") + e.what()));
+      }
+    }
+    tail_.store(++tail, std::memory_order_release);
+  }
+}
+
+}  // namespace pypto

@@ -1,0 +1,474 @@
+#include "chip/core/scheduler.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+
+#include "chip/core/cluster.hpp"
+#include "chip/core/context.hpp"
+#include "chip/core/core_pool.hpp"
+#include "chip/core/data_queue.hpp"
+#include "chip/core/host_memory.hpp"
+#include "chip/core/scheduler_state.hpp"
+#include "chip/isa/dtype.hpp"
+#include "chip/isa/vec_math.hpp"
+#include "simulator/errors.hpp"
+#include "simulator/fiber.hpp"
+
+namespace pypto {
+namespace {
+
+using namespace sched;  // NOLINT: the scheduler's own state and reports
+
+class ChipScheduler final : public ChipLink, public Waiter {
+ public:
+  ChipScheduler(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+                const Platform& p, const ScheduleOptions& o, CorePool* pool)
+      : tasks_(tasks),
+        table_(table),
+        platform_(p),
+        options_(o),
+        pool_(pool),
+        memory_(p),
+        aic_free_(per_core(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
+        aiv_free_(per_core(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
+        aic_busy_(per_core(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
+        aiv_busy_(per_core(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
+        remaining_deps_(tasks.size(), 0),
+        task_end_(tasks.size(), 0),
+        task_left_(tasks.size(), 0),
+        dependents_(tasks.size()),
+        data_(DataQueue::for_run()) {
+    for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
+  }
+
+  ~ChipScheduler() {
+    if (pool_ == nullptr) return;
+    pool_->aic_free = std::move(aic_free_);
+    pool_->aiv_free = std::move(aiv_free_);
+    pool_->aic_busy = std::move(aic_busy_);
+    pool_->aiv_busy = std::move(aiv_busy_);
+  }
+  ChipScheduler(const ChipScheduler&) = delete;
+  ChipScheduler& operator=(const ChipScheduler&) = delete;
+
+  ChipResult run() {
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      for (int d : tasks_[i].deps) {
+        if (d < 0 || static_cast<size_t>(d) >= i)
+          throw SimError(ErrorKind::kInternal, "bad task dependency");
+        dependents_[static_cast<size_t>(d)].push_back(static_cast<int>(i));
+      }
+      remaining_deps_[i] = tasks_[i].deps.size();
+      check_cores(tasks_[i]);  // before anything runs, not when the task comes up
+      if (tasks_[i].deps.empty()) push({0, 0, static_cast<int>(i), -1, 0});
+    }
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      if (e.instance >= 0) {
+        step(static_cast<size_t>(e.instance));
+      } else {
+        dispatch(e);
+      }
+    }
+    check_all_done();
+    drain();
+    flush_all();
+    return collect();
+  }
+
+  // ---- ChipLink -------------------------------------------------------------------------
+  void reach(uint64_t t) override {
+    if (running_ < 0 || events_.empty() || events_.top().time >= t) return;
+    instances_[static_cast<size_t>(running_)]->key = t;
+    Fiber::suspend();  // step() sees a runnable instance and queues it at `key`
+  }
+
+  uint64_t task_end(int task) override {
+    wait_until([this, task] { return task_left_[static_cast<size_t>(task)] == 0 && started(task); },
+               [this, task] {
+                 return "the end of task '" + tasks_[static_cast<size_t>(task)].name +
+                        "' (a write gate)";
+               });
+    return task_end_[static_cast<size_t>(task)];
+  }
+
+  MemorySystem& memory() override { return memory_; }
+
+  void note_gm(const Access& a, bool atomic, const char* name, const char* loc) override {
+    if (running_ < 0 || (a.write && atomic)) return;  // atomic adds commute: not a race
+    Instance& in = *instances_[static_cast<size_t>(running_)];
+    auto& v = a.write ? in.writes : in.reads;
+    if (v.size() < kMaxGmTouches) v.push_back({a, name, loc});
+  }
+
+  // ---- Waiter ---------------------------------------------------------------------------
+  void wait_until(const std::function<bool()>& ready,
+                  const std::function<std::string()>& what) override {
+    while (!ready()) {
+      if (running_ < 0)
+        throw SimError(ErrorKind::kInternal, "a cross-core wait outside a running kernel");
+      Instance& in = *instances_[static_cast<size_t>(running_)];
+      block(static_cast<size_t>(running_));
+      in.waiting_on = &what;  // lives on the suspended fiber's stack until the wait ends
+      in.waiting_at = in.ctx->loc;
+      in.key = in.start + in.ctx->model.now();
+      Fiber::suspend();
+      in.waiting_on = nullptr;
+    }
+  }
+
+  void notify() override {
+    if (running_ < 0) return;
+    const int cluster =
+        instances_[static_cast<size_t>(running_)]->ctx->cluster ? cluster_of(running_) : -1;
+    wake_if([cluster](const Instance& in) { return cluster < 0 || in.cluster == cluster; });
+  }
+
+ private:
+  // A table of one entry per core, `kept` from an earlier run when there is one (no allocation).
+  template <class T>
+  static std::vector<T> per_core(std::vector<T>* kept, int cores, T value) {
+    std::vector<T> table = kept ? std::move(*kept) : std::vector<T>();
+    table.assign(static_cast<size_t>(std::max(cores, 0)), value);
+    return table;
+  }
+
+  int cluster_of(int instance) const { return instances_[static_cast<size_t>(instance)]->cluster; }
+  bool started(int task) const {
+    return dispatched_.size() > static_cast<size_t>(task) && dispatched_[static_cast<size_t>(task)];
+  }
+
+  void push(Event e) {
+    e.seq = seq_++;
+    events_.push(e);
+  }
+
+  void block(size_t i) {
+    if (instances_[i]->blocked) return;
+    instances_[i]->blocked = true;
+    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), i), i);
+  }
+
+  // Wakes the blocked instances `pick` selects, in instance order (the order events are
+  // queued in breaks ties between equal times). Only blocked ones are visited.
+  template <class Pick>
+  void wake_if(Pick pick) {
+    size_t kept = 0;
+    for (size_t i : waiting_) {
+      Instance& in = *instances_[i];
+      if (!pick(in)) {
+        waiting_[kept++] = i;
+        continue;
+      }
+      in.blocked = false;
+      push({in.key, 0, in.task, static_cast<int>(i), 0});
+    }
+    waiting_.resize(kept);
+  }
+
+  // ---- dispatch ---------------------------------------------------------------------------
+  struct Pick {
+    int slot = -1;  // core index, or cluster index for a cluster task
+    uint64_t free = 0;
+  };
+
+  Pick pick(CoreKind kind) const {
+    Pick best;
+    auto consider = [&](int slot, uint64_t free) {
+      if (best.slot < 0 || free < best.free) best = {slot, free};
+    };
+    if (kind == CoreKind::kCluster) {
+      const size_t per = aic_free_.empty() ? 0 : aiv_free_.size() / aic_free_.size();
+      for (size_t c = 0; per > 0 && c < aic_free_.size(); ++c) {
+        bool busy = aic_busy_[c];
+        uint64_t free = aic_free_[c];
+        for (size_t v = c * per; v < (c + 1) * per; ++v) {
+          busy = busy || aiv_busy_[v];
+          free = std::max(free, aiv_free_[v]);
+        }
+        if (!busy) consider(static_cast<int>(c), free);
+      }
+      return best;
+    }
+    const auto& frees = kind == CoreKind::kAic ? aic_free_ : aiv_free_;
+    const auto& busy = kind == CoreKind::kAic ? aic_busy_ : aiv_busy_;
+    for (size_t i = 0; i < frees.size(); ++i) {
+      if (!busy[i]) consider(static_cast<int>(i), frees[i]);
+    }
+    return best;
+  }
+
+  size_t cores_of(CoreKind kind) const {
+    if (kind == CoreKind::kAic) return aic_free_.size();
+    if (kind == CoreKind::kAiv) return aiv_free_.size();
+    return aiv_free_.size() >= 2 * aic_free_.size() ? aic_free_.size() : 0;
+  }
+
+  void check_cores(const TaskSpec& t) const {
+    if (cores_of(t.kind) > 0) return;
+    const std::string kind = t.kind == CoreKind::kCluster ? "a cluster (1 AIC + 2 AIV cores)"
+                             : t.kind == CoreKind::kAic   ? "an AIC core"
+                                                          : "an AIV core";
+    throw SimError(ErrorKind::kConfig,
+                   "platform " + platform_.name + " has no cores for task " + t.name +
+                       ": it runs on " + kind +
+                       ", and aic_cores=" + std::to_string(platform_.aic_cores) +
+                       ", aiv_cores=" + std::to_string(platform_.aiv_cores) +
+                       " give none (a cluster kernel needs aiv_cores >= 2 * aic_cores)");
+  }
+
+  void dispatch(const Event& e) {
+    const TaskSpec& t = tasks_[static_cast<size_t>(e.task)];
+    Pick p = pick(t.kind);
+    if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
+      parked_.push_back(e);
+      return;
+    }
+    if (p.free > e.time) {  // a running core might free up sooner: look again then
+      push({p.free, 0, e.task, -1, e.ready});
+      return;
+    }
+    const uint64_t start = std::max(e.ready, p.free);
+    for (int d : t.deps) flush_for(static_cast<size_t>(d));
+    if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
+    dispatched_[static_cast<size_t>(e.task)] = true;
+    if (t.kind == CoreKind::kCluster) {
+      launch_cluster(e.task, p.slot, start);
+    } else {
+      launch(e.task, t.kind == CoreKind::kAic, p.slot, p.slot, 0, start, nullptr);
+    }
+  }
+
+  void launch_cluster(int task, int cluster, uint64_t start) {
+    const int per = static_cast<int>(aiv_free_.size() / aic_free_.size());
+    clusters_.push_back(std::make_unique<Cluster>(platform_, memory_));
+    Cluster* c = clusters_.back().get();
+    launch(task, true, cluster, cluster, 0, start, c);
+    for (int v = 0; v < per; ++v) launch(task, false, cluster * per + v, cluster, v, start, c);
+  }
+
+  void launch(int task, bool aic, int core, int cluster, int subblock, uint64_t start,
+              Cluster* shared) {
+    const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    auto inst = std::make_unique<Instance>();
+    Instance& in = *inst;
+    in.task = task;
+    in.aic = aic;
+    in.core = core;
+    in.cluster = cluster;
+    in.subblock = subblock;
+    in.start = in.key = start;
+    for (int i : t.tensors) in.descs.push_back(table_.at(static_cast<size_t>(i)));
+    in.args = abi_args(in.descs, t.scalars);
+    in.ctx =
+        pool_ ? pool_->take(aic, t.block_idx, t.block_num, options_.record)
+              : std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
+    in.ctx->aic = aic;
+    in.ctx->subblock = subblock;
+    in.ctx->core_name = std::string(aic ? "AIC" : "AIV") + std::to_string(core);
+    in.ctx->kernel = t.name;
+    in.ctx->cluster = shared;
+    in.ctx->waiter = this;
+    in.ctx->atomic_log = &in.atomics;
+    in.ctx->data = data_.get();
+    in.ctx->model.attach(this, start, options_.limits);
+    in.ctx->model.gate_gm_writes(gates(t));
+    KernelEntry entry = t.entry;
+    Instance* raw = &in;
+    in.fiber = std::make_unique<Fiber>([entry, raw] {
+      entry(raw->args.data());
+      raw->ctx->model.finish();
+    });
+    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = true;
+    task_left_[static_cast<size_t>(task)]++;
+    instances_.push_back(std::move(inst));
+    push({start, 0, task, static_cast<int>(instances_.size() - 1), 0});
+  }
+
+  std::vector<GmGate> gates(const TaskSpec& t) const {
+    std::vector<GmGate> out;
+    for (const auto& [task, tensor] : t.write_gates) {
+      if (task < 0 || static_cast<size_t>(task) >= tasks_.size())
+        throw SimError(ErrorKind::kInternal, "bad write gate");
+      const pypto_tensor& d = table_.at(static_cast<size_t>(tensor));
+      const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
+      out.push_back({lo, lo + tensor_bytes(d), task});
+    }
+    return out;
+  }
+
+  // ---- running ----------------------------------------------------------------------------
+  void step(size_t i) {
+    Instance& in = *instances_[i];
+    if (in.done) return;
+    running_ = static_cast<int>(i);
+    {
+      CoreBinding bind(in.ctx.get());
+      in.fiber->resume();
+    }
+    running_ = -1;
+    if (in.fiber->finished()) {
+      finish(i);
+    } else if (!in.blocked) {
+      push({in.key, 0, in.task, static_cast<int>(i), 0});
+    }
+  }
+
+  void finish(size_t i) {
+    Instance& in = *instances_[i];
+    const TaskSpec& t = tasks_[static_cast<size_t>(in.task)];
+    if (std::exception_ptr err = in.fiber->error()) {
+      try {
+        std::rethrow_exception(err);
+      } catch (const SimError& e) {
+        throw SimError(e.kind(), where(in, t) + ": " + e.what());
+      }
+    }
+    in.done = true;
+    in.fiber.reset();
+    drain();  // its atomics log and its memory are read or recycled below
+    CoreModel& m = in.ctx->model;
+    in.result.block = t.block_idx;
+    in.result.stats = m.stats();
+    in.result.records = m.take_records();
+    in.result.hazards = m.hazards().found();
+    in.result.hazard_count = m.hazards().count();
+    if (options_.hazards_fatal && in.result.hazard_count > 0) {
+      throw SimError(ErrorKind::kHazard, hazard_message(t.name, in.result));
+    }
+    in.end = in.start + m.stats().total_cycles;
+    (in.aic ? aic_free_ : aiv_free_)[static_cast<size_t>(in.core)] = in.end;
+    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
+    if (!in.atomics.empty())
+      pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
+    if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
+      in.ended = where(in, t) + " on " + in.ctx->core_name + " has ended" +
+                 (in.ctx->loc[0] ? std::string(", last at ") + in.ctx->loc : std::string());
+    }
+    if (pool_ != nullptr) {
+      pool_->give(std::move(in.ctx));
+    } else {
+      in.ctx.reset();
+    }
+    const size_t task = static_cast<size_t>(in.task);
+    task_end_[task] = std::max(task_end_[task], in.end);
+    if (--task_left_[task] == 0) complete(task);
+    for (const Event& e : parked_) push(e);
+    parked_.clear();
+  }
+
+  void complete(size_t task) {
+    wake_if([](const Instance&) { return true; });  // write gates wait on task ends
+    for (int d : dependents_[task]) {
+      if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
+      uint64_t ready = 0;
+      bool staged = true;  // every producer allows early resolve: the consumer waits pre-staged
+      for (int dep : tasks_[static_cast<size_t>(d)].deps) {
+        ready = std::max(ready, task_end_[static_cast<size_t>(dep)]);
+        staged = staged && tasks_[static_cast<size_t>(dep)].early_resolve;
+      }
+      // assumption: a pre-staged consumer starts the cycle its last producer ends (the doorbell
+      // that releases it is not measured); otherwise it pays the pickup latency.
+      if (!staged) ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
+      push({ready, 0, d, -1, ready});
+    }
+  }
+
+  void check_all_done() const {
+    const std::string msg = deadlock_report(instances_, tasks_);
+    if (!msg.empty()) {
+      throw SimError(ErrorKind::kDeadlock,
+                     "deadlock across cores: every unfinished kernel waits for another core" + msg);
+    }
+  }
+
+  // ---- data -------------------------------------------------------------------------------
+  // The queued data work is done (the run's thread is about to read or free what it writes).
+  void drain() {
+    if (data_) data_->drain();
+  }
+
+  // ---- atomics ----------------------------------------------------------------------------
+  // The generator that shuffles atomic adds, or null when they are not shuffled. Seeded on first
+  // use: seeding a Mersenne twister fills 312 words, a tenth of a tiny kernel's run.
+  std::mt19937_64* shuffler() {
+    if (!options_.shuffle_atomics) return nullptr;
+    if (!rng_) rng_.emplace(options_.seed);
+    return &*rng_;
+  }
+
+  void flush_all() {
+    apply_atomics(pending_, shuffler());
+    pending_.clear();
+  }
+
+  // A task that depends on `task` sees its atomic adds (see take_atomics_for).
+  void flush_for(size_t task) {
+    std::vector<PendingAtomics> now = take_atomics_for(pending_, task);
+    if (now.empty()) return;
+    drain();
+    apply_atomics(now, shuffler());
+  }
+
+  ChipResult collect() {
+    ChipResult r;
+    r.races = races(instances_, tasks_);
+    if (options_.hazards_fatal && !r.races.empty())
+      throw SimError(ErrorKind::kRace, r.races.front());
+    std::vector<size_t> order(instances_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Instance &x = *instances_[a], &y = *instances_[b];
+      return x.task != y.task ? x.task < y.task
+                              : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
+    });
+    for (size_t i : order) {
+      Instance& in = *instances_[i];
+      r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,
+                             in.subblock, in.start, in.end});
+    }
+    r.memory = memory_.stats();
+    return r;
+  }
+
+  const std::vector<TaskSpec>& tasks_;
+  const std::vector<pypto_tensor>& table_;
+  const Platform& platform_;
+  ScheduleOptions options_;
+  CorePool* pool_;
+  MemorySystem memory_;
+  std::optional<std::mt19937_64> rng_;  // see shuffler()
+  std::vector<uint64_t> aic_free_, aiv_free_;
+  std::vector<bool> aic_busy_, aiv_busy_;
+  std::vector<size_t> remaining_deps_;
+  std::vector<uint64_t> task_end_;
+  std::vector<int> task_left_;
+  std::vector<std::vector<int>> dependents_;
+  std::vector<bool> dispatched_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<Event> parked_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<size_t> waiting_;  // the blocked instances, ascending
+  std::vector<std::unique_ptr<Cluster>> clusters_;
+  std::vector<PendingAtomics> pending_;
+  uint64_t seq_ = 0;
+  int running_ = -1;
+  // Last, so it is destroyed first: its thread finishes the queued work while the cores'
+  // memories, the rings and the atomics logs it writes still exist.
+  std::unique_ptr<DataQueue> data_;
+};
+
+}  // namespace
+
+ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+                     const Platform& platform, const ScheduleOptions& options, CorePool* pool) {
+  check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
+  ChipScheduler s(tasks, table, platform, options, pool);
+  return s.run();
+}
+
+}  // namespace pypto

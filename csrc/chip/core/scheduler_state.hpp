@@ -1,0 +1,83 @@
+// The chip scheduler's state and reports (internal to csrc/chip/core): one kernel
+// instance, the event queue's entries, the atomic adds waiting to be applied, and the messages
+// a run ends with (scheduler_report.cpp) — shared by scheduler.cpp and its helpers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chip/core/context.hpp"
+#include "chip/core/scheduler.hpp"
+#include "simulator/fiber.hpp"
+
+namespace pypto::sched {
+
+constexpr size_t kMaxGmTouches = 4096;  // per instance, for the cross-task race check
+
+struct PendingAtomics {
+  uint64_t end;
+  size_t task;
+  std::vector<AtomicWrite> writes;
+};
+
+struct GmTouch {
+  Access access;
+  const char* name;
+  const char* loc;
+};
+
+struct Instance {
+  int task = 0;
+  bool aic = false;
+  int core = 0, cluster = 0, subblock = 0;
+  uint64_t start = 0, end = 0, key = 0;  // key: the simulated time it continues at
+  bool done = false, blocked = false;
+  // While blocked: what it waits for (described only by a deadlock report) and where.
+  const std::function<std::string()>* waiting_on = nullptr;
+  const char* waiting_at = "";
+  std::string ended;  // a cluster core that finished: who and its last line
+  std::vector<pypto_tensor> descs;
+  std::vector<int64_t> args;
+  std::unique_ptr<CoreContext> ctx;
+  std::unique_ptr<Fiber> fiber;
+  std::vector<AtomicWrite> atomics;
+  std::vector<GmTouch> writes, reads;
+  BlockResult result;
+};
+
+struct Event {
+  uint64_t time, seq;
+  int task;      // a dispatch (instance < 0) ...
+  int instance;  // ... or a resume
+  uint64_t ready;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// "kernel 'k' (block b[, core])": how messages name an instance.
+std::string where(const Instance& in, const TaskSpec& t);
+
+// The hazard checker's findings in one instance, for a fatal error.
+std::string hazard_message(const std::string& kernel, const BlockResult& r);
+
+// One line per unfinished instance and what it waits for, plus the ended cluster peers of a
+// blocked one; empty when every instance is done.
+std::string deadlock_report(const std::vector<std::unique_ptr<Instance>>& instances,
+                            const std::vector<TaskSpec>& tasks);
+
+// Instances of different tasks that overlap in simulated time and touch the same GM bytes,
+// one writing: at most 8, described.
+std::vector<std::string> races(const std::vector<std::unique_ptr<Instance>>& instances,
+                               const std::vector<TaskSpec>& tasks);
+
+// Applies pending atomic adds in simulated completion order (shuffled by `shuffle` unless null).
+void apply_atomics(std::vector<PendingAtomics>& v, std::mt19937_64* shuffle);
+
+// Takes out of `pending` the adds a task depending on `task` must see: `task`'s own and every
+// other pending add to the same tensors (to keep the completion order).
+std::vector<PendingAtomics> take_atomics_for(std::vector<PendingAtomics>& pending, size_t task);
+
+}  // namespace pypto::sched

@@ -1,0 +1,176 @@
+// Operand checks shared by every ISA op. Each failure throws a SimError that names the
+// instruction, the operand, the numbers involved and the kernel source line.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "chip/core/context.hpp"
+#include "chip/core/data_queue.hpp"
+#include "pypto/abi.h"
+#include "simulator/errors.hpp"
+#include "simulator/hazard.hpp"
+
+namespace pypto::isa {
+
+// A checked tile: where its bytes are and how they are laid out.
+struct TileView {
+  uint8_t* data;  // first element of the tile in simulated memory
+  int64_t esize;  // bytes per element
+  int64_t rows, cols, valid_rows, valid_cols;
+  int dtype, mem;
+  int64_t addr;
+
+  uint8_t* row(int64_t r) const { return data + r * cols * esize; }
+  bool full_rows() const { return valid_cols == cols; }
+  int64_t valid_elems() const { return valid_rows * valid_cols; }
+  int64_t valid_bytes() const { return valid_elems() * esize; }
+  Access access(bool write) const {
+    return {mem, addr, valid_rows, valid_cols * esize, cols * esize, write};
+  }
+};
+
+// A checked GM window of a tensor's last two dims.
+struct GmWindow {
+  uint8_t* data;  // first element of the window
+  int64_t rows, row_bytes, stride_bytes;
+  Access access(bool write) const;
+};
+
+[[noreturn]] void fail(ErrorKind kind, const char* op, const std::string& message);
+
+// Bit mask of allowed memory spaces, e.g. mem_bit(PYPTO_VEC) | mem_bit(PYPTO_MAT).
+constexpr unsigned mem_bit(int mem) { return 1u << mem; }
+
+// The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
+// globals so a fatal-signal handler can report where a native fault happened.
+extern std::atomic<const char*> g_last_op, g_last_loc;
+inline void note_instruction(const char* op, const char* loc) {
+  g_last_op.store(op, std::memory_order_relaxed);
+  g_last_loc.store(loc, std::memory_order_relaxed);
+}
+const char* last_instruction_op();
+const char* last_instruction_loc();
+
+// Before an op touches data in place: the queued work of earlier ops is done (DataQueue). An
+// op whose own work is queued (`Deferred`) skips it, its work being queued behind theirs.
+inline void data_barrier(CoreContext& core) {
+  if (core.data != nullptr && !core.deferring) core.data->drain();
+}
+
+// An op that queues its data work on the run's data thread: while it lives, its operand
+// checks do not drain the queue. `run(bytes, fn)` queues the work (or does it at once with no
+// data thread, or when the run's ops are too small to be worth it: `bytes` is the op's size,
+// DataQueue::push); `fn` captures values only and calls nothing that reads the current core.
+class Deferred {
+ public:
+  Deferred() : core_(current_core()), was_(core_.deferring) { core_.deferring = true; }
+  ~Deferred() { core_.deferring = was_; }
+  Deferred(const Deferred&) = delete;
+  Deferred& operator=(const Deferred&) = delete;
+  CoreContext& core() const { return core_; }
+  template <class Fn>
+  void run(int64_t bytes, const Fn& fn) const {
+    if (core_.data != nullptr) {
+      core_.data->push(bytes, fn);
+    } else {
+      fn();
+    }
+  }
+
+ private:
+  CoreContext& core_;
+  bool was_;
+};
+
+// Checks a tile operand of `op` against the current core: space in `spaces`, dtype, shape,
+// bounds and alignment. A descriptor this core already checked with the same bytes is not
+// checked again (the result depends only on the descriptor and the platform), which keeps the
+// per-instruction cost of a loop low.
+inline size_t checked_slot(const pypto_tile* t) {
+  return (reinterpret_cast<uintptr_t>(t) >> 5) & 15;
+}
+TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
+                          unsigned spaces);
+inline TileView check_tile(const pypto_tile* t, const char* op, const char* operand,
+                           unsigned spaces) {
+  CoreContext& core = current_core();
+  note_instruction(op, core.loc);
+  data_barrier(core);
+  const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
+  const pypto_tile& d = seen.desc;
+  if (t != nullptr && seen.data != nullptr && d.addr == t->addr && d.mem == t->mem &&
+      d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
+      d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
+      (spaces & mem_bit(t->mem))) {
+    return {seen.data,     seen.esize, t->rows, t->cols, t->valid_rows,
+            t->valid_cols, t->dtype,   t->mem,  t->addr};
+  }
+  return check_tile_fully(t, op, operand, spaces);
+}
+GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
+                      const char* op);
+// Refuses a TSTORE / atomic add into a tensor flagged input or read-only (abi.h).
+void check_writable(const pypto_tensor* t, const char* op);
+[[noreturn]] void refuse_dtypes(const TileView& a, const TileView& b, const char* op,
+                                const char* what);
+[[noreturn]] void refuse_shapes(const TileView& a, const TileView& b, const char* op,
+                                const char* what);
+inline void check_same_dtype(const TileView& a, const TileView& b, const char* op,
+                             const char* what) {
+  if (a.dtype != b.dtype) refuse_dtypes(a, b, op, what);
+}
+inline void check_same_valid_shape(const TileView& a, const TileView& b, const char* op,
+                                   const char* what) {
+  if (a.valid_rows != b.valid_rows || a.valid_cols != b.valid_cols) refuse_shapes(a, b, op, what);
+}
+// An elementwise op's operands agree: b (if any) with a, then dst with a; dtypes first.
+void check_elementwise(const TileView& dst, const TileView& a, const TileView* b, const char* op);
+// The input `a` of a one-input elementwise op: a Vec tile of dst's dtype and valid shape.
+inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const char* op) {
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  check_elementwise(dst, x, nullptr, op);
+  return x;
+}
+// Refuses an op the vector unit does not implement on `dtype` (`ok`: it does).
+void check_supported(bool ok, const char* op, int dtype);
+std::string shape_text(int64_t rows, int64_t cols);
+
+// The name of opcode `opc` in its family's table, which is indexed by the opcode; another
+// opcode is an internal error reported under the family's name.
+template <size_t N>
+const char* op_name(const char* const (&names)[N], int32_t opc, const char* family) {
+  if (opc < 0 || opc >= static_cast<int32_t>(N)) fail(ErrorKind::kInternal, family, "unknown op");
+  return names[opc];
+}
+
+// Issues an op instruction on the current core's timing model; `op` says what the cost
+// model prices.
+// Cross-core ops also pass `not_before` (absolute cycles the op may not start before) and
+// `publish_end` (receives its absolute end once scheduled). A tile-pipe op also records its
+// route in the flag columns (`route`: from core, to core, pipe id in the cluster's numbering,
+// 0 = the AIC, 1 + v = AIV v), so a trace can draw each push to its pop.
+struct PipeRoute {
+  int from = 0, to = 0, id = 0;
+};
+void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
+              uint64_t bytes, int64_t addr, uint64_t not_before = 0,
+              uint64_t* publish_end = nullptr, PipeRoute route = {});
+
+// A vector instruction (vector_op's description) reading `a`, `b` (either may be null) and
+// writing `dst`: issue_op without the intermediate access list.
+void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
+                     const TileView* a, const TileView* b);
+
+// A Vec instruction priced per row of `src` (`cls`: a row reduction or a transpose): it reads
+// src, clobbers the scratch tile if any and writes dst.
+void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
+                  const TileView& dst);
+
+// Descriptions of the common instruction classes.
+OpDesc vector_op(VecClass c, int64_t bytes);
+OpDesc gm_op(OpClass c, Link link, int64_t rows, int64_t row_bytes);
+OpDesc mad_op(int64_t m, int64_t k, int64_t n, int64_t in_esize);
+OpDesc l1_to_l0a_op(int64_t bytes);
+
+}  // namespace pypto::isa

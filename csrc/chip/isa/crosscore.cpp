@@ -1,0 +1,261 @@
+// Cross-core synchronisation inside a cluster: flags and tile pipes (see core/cluster.hpp).
+// Functionally a wait suspends this core until the other core has acted; in time, the waiting
+// instruction starts no earlier than the other core's instruction ended.
+#include <cstring>
+
+#include "chip/core/cluster.hpp"
+#include "chip/isa/checks.hpp"
+#include "chip/isa/cube.hpp"
+#include "chip/isa/dtype.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+Cluster& cluster_of(const char* op) {
+  CoreContext& core = current_core();
+  if (core.cluster == nullptr || core.waiter == nullptr) {
+    fail(ErrorKind::kCrossCore, op,
+         "cross-core operations need a cluster launch (the kernel runs on one AIC "
+         "and its AIVs together); this kernel runs alone on " +
+             core.core_name);
+  }
+  return *core.cluster;
+}
+
+// This core's number in the cluster (0 = AIC, 1 + v = AIV v) and its peer's, checked.
+std::pair<int, int> ends(int32_t peer, const char* op) {
+  CoreContext& core = current_core();
+  const int n = core.platform.aivs_per_cluster();
+  if (core.aic) {
+    if (peer < 0 || peer >= n) {
+      fail(ErrorKind::kCrossCore, op,
+           "peer " + std::to_string(peer) + " is not an AIV of this cluster (0.." +
+               std::to_string(n - 1) + ")");
+    }
+    return {0, 1 + peer};
+  }
+  if (peer != 0)
+    fail(ErrorKind::kCrossCore, op,
+         "an AIV's only peer is its AIC (peer 0), got " + std::to_string(peer));
+  return {1 + core.subblock, 0};
+}
+
+std::string core_label(int local) {
+  return local == 0 ? "the AIC" : "AIV " + std::to_string(local - 1);
+}
+
+OpDesc sync_op() {
+  OpDesc d;
+  d.cls = OpClass::kSync;
+  return d;
+}
+
+void check_pipe(int32_t pipe, const char* op) {
+  if (pipe < 0 || pipe >= PYPTO_NUM_PIPES)
+    fail(ErrorKind::kFlag, op, "unknown pipe " + std::to_string(pipe));
+}
+
+void check_id(int32_t id, const char* op) {
+  const int n = current_core().platform.cross_flag_ids;
+  if (id < 0 || id >= n) {
+    fail(ErrorKind::kFlag, op,
+         "cross-core flag id " + std::to_string(id) + " out of range [0, " + std::to_string(n) +
+             ") on " + current_core().platform.name);
+  }
+}
+
+bool gm_ring(const Platform& p) { return p.vec_mat_routes == 0; }
+
+Access ring_access(const Ring& r, uint64_t slot, int64_t bytes, bool write) {
+  const int64_t at = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.gm.get())) +
+                     static_cast<int64_t>(slot) * r.slot_bytes;
+  return {PYPTO_GM, at, 1, bytes, bytes, write};
+}
+
+// The queue of flag `id` between this core and `peer`, checked; `outgoing`: set by this core.
+std::deque<uint64_t>& flag_queue(int32_t peer, int32_t pipe, int32_t id, const char* op,
+                                 bool outgoing, int* other_out) {
+  Cluster& c = cluster_of(op);
+  check_pipe(pipe, op);
+  check_id(id, op);
+  auto [self, other] = ends(peer, op);
+  *other_out = other;
+  return outgoing ? c.flag(self, other, id) : c.flag(other, self, id);
+}
+
+// The ring of tile pipe `id` between this core and `peer`, checked; `outgoing`: this core
+// pushes into it.
+Ring& pipe_ring(Cluster& c, int32_t peer, int32_t id, const char* op, bool outgoing,
+                std::pair<int, int>* ends_out) {
+  const auto [self, other] = ends(peer, op);
+  check_id(id, op);
+  *ends_out = {self, other};
+  return outgoing ? c.ring(self, other, id) : c.ring(other, self, id);
+}
+
+}  // namespace
+
+extern "C" int32_t pypto_core_kind(void) { return current_core().aic ? 1 : 0; }
+extern "C" int32_t pypto_subblock_idx(void) { return current_core().subblock; }
+
+extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
+  const char* op = "CROSS_SET_FLAG";
+  int other = 0;
+  auto& q = flag_queue(peer, pipe, id, op, true, &other);
+  q.push_back(UINT64_MAX);
+  issue_op(pipe, sync_op(), op, {}, 0, -1, 0, &q.back());
+  current_core().waiter->notify();
+}
+
+extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
+  const char* op = "CROSS_WAIT_FLAG";
+  int other = 0;
+  auto& q = flag_queue(peer, pipe, id, op, false, &other);
+  auto is_set = [&q] { return !q.empty() && q.front() != UINT64_MAX; };
+  if (!is_set()) {  // the message only for a wait that blocks
+    current_core().waiter->wait_until(is_set, [&] {
+      return std::string(op) + " (flag " + std::to_string(id) + " from " + core_label(other) +
+             ", never set)";
+    });
+  }
+  const uint64_t at = q.front();
+  q.pop_front();
+  issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
+}
+
+extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
+  const char* op = "TPUSH";
+  const Deferred q;
+  Cluster& c = cluster_of(op);
+  CoreContext& core = current_core();
+  TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, true, &e);
+  const auto [self, other] = e;
+  const int64_t bytes = s.valid_bytes();
+  if (r.slot_bytes == 0) {
+    r.slot_bytes = (bytes + 511) / 512 * 512;
+    if (gm_ring(c.platform)) {
+      r.gm.reset(new uint8_t[static_cast<size_t>(r.slot_bytes * c.platform.tpipe_slots)]);
+      c.memory.add_buffer(r.gm.get(), r.slot_bytes * c.platform.tpipe_slots);
+    }
+  }
+  if (bytes > r.slot_bytes) {
+    fail(ErrorKind::kCrossCore, op,
+         "a tile of " + std::to_string(bytes) + " bytes does not fit this pipe's slots of " +
+             std::to_string(r.slot_bytes) + " bytes (sized by its first push)");
+  }
+  const auto depth = static_cast<uint64_t>(c.platform.tpipe_slots);
+  auto has_slot = [&r, depth] {
+    return r.pushed - r.freed < depth &&
+           (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
+  };
+  if (!has_slot()) {
+    core.waiter->wait_until(has_slot, [&] {
+      return std::string(op) + " to " + core_label(other) +
+             " (ring full: " + std::to_string(depth) + " slots pushed and none freed)";
+    });
+  }
+  const uint64_t slot = r.pushed++;
+  const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
+  RingSlot& rs = r.slots.emplace_back();
+  rs.shape = *src;
+  if (!r.spare.empty()) {  // a freed slot's buffer: no allocation per push
+    rs.bytes = std::move(r.spare.back());
+    r.spare.pop_back();
+    // A pop's queued copy may still read it: reshaping it waits for that copy.
+    if (rs.bytes.size() != static_cast<size_t>(bytes) && core.data != nullptr) core.data->drain();
+  }
+  rs.bytes.resize(static_cast<size_t>(bytes));
+  q.run(bytes, [to = rs.bytes.data(), s] {
+    copy_rows(to, s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
+              s.valid_cols * s.esize);
+  });
+  AccessList acc;
+  acc.add(s.access(false));
+  OpDesc d;
+  const bool acc_src = s.mem == PYPTO_ACC;
+  if (gm_ring(c.platform)) {
+    acc.add(ring_access(r, slot % depth, bytes, true));
+    d = gm_op(acc_src ? OpClass::kFixpipeGm : OpClass::kGmWrite,
+              acc_src ? Link::kL0cToGm : Link::kUbToGm, s.valid_rows, s.valid_cols * s.esize);
+  } else {
+    d.cls = acc_src ? OpClass::kFixpipe : OpClass::kLocalMove;
+    d.link = acc_src ? Link::kL0cToL1 : Link::kUbToGm;
+    d.rows = s.valid_rows;
+    d.bytes = bytes;
+  }
+  d.acc_row_bytes = s.valid_cols * s.esize;
+  issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
+           free_at, &rs.ready_at, {self, other, id});
+  core.waiter->notify();
+}
+
+extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
+  const char* op = "TPOP";
+  const Deferred q;
+  Cluster& c = cluster_of(op);
+  CoreContext& core = current_core();
+  TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  const auto [self, other] = e;
+  auto has_tile = [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; };
+  if (!has_tile()) {
+    core.waiter->wait_until(has_tile, [&] {
+      return std::string(op) + " from " + core_label(other) + " (ring empty: nothing was pushed)";
+    });
+  }
+  RingSlot& rs = r.slots[r.popped];
+  const uint64_t slot = r.popped++;
+  if (rs.shape.dtype != d.dtype || rs.shape.valid_rows != d.valid_rows ||
+      rs.shape.valid_cols != d.valid_cols) {
+    fail(ErrorKind::kCrossCore, op,
+         core.core_name + " pops a " + std::string(dtype_name(d.dtype)) + " " +
+             shape_text(d.valid_rows, d.valid_cols) + " tile, but " + core_label(other) +
+             " pushed a " + dtype_name(rs.shape.dtype) + " " +
+             shape_text(rs.shape.valid_rows, rs.shape.valid_cols) + " tile");
+  }
+  q.run(d.valid_bytes(), [d, from = rs.bytes.data()] {
+    copy_rows(d.data, d.cols * d.esize, from, d.valid_cols * d.esize, d.valid_rows,
+              d.valid_cols * d.esize);
+  });
+  const int64_t bytes = d.valid_bytes();
+  AccessList acc;
+  acc.add(d.access(true));
+  OpDesc o = sync_op();
+  if (gm_ring(c.platform)) {
+    acc.add(ring_access(r, slot % static_cast<uint64_t>(c.platform.tpipe_slots), bytes, false));
+    o = gm_op(OpClass::kGmRead, core.aic ? Link::kGmToL1 : Link::kGmToUb, d.valid_rows,
+              d.valid_cols * d.esize);
+  }
+  issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at,
+           {other, self, id});
+}
+
+extern "C" void pypto_tfree(int32_t peer, int32_t id) {
+  const char* op = "TFREE";
+  Cluster& c = cluster_of(op);
+  CoreContext& core = current_core();
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  const int other = e.second;
+  if (r.popped == r.freed) {
+    fail(ErrorKind::kCrossCore, op,
+         core.core_name + " frees a slot of the pipe from " + core_label(other) +
+             " but holds none (" + std::to_string(r.popped) +
+             " popped, all freed): a free without a pop, or freeing twice");
+  }
+  RingSlot& rs = r.slots[r.freed];
+  r.free_at.push_back(UINT64_MAX);
+  issue_op(PYPTO_MTE2, sync_op(), op, {}, 0, -1, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
+           &r.free_at.back());
+  // the slot's data is gone (its buffer kept for the next push); its record stays
+  // (instructions may still point at it)
+  r.spare.push_back(std::move(rs.bytes));
+  rs.bytes = {};
+  r.freed++;
+  core.waiter->notify();
+}

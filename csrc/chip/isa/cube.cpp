@@ -1,0 +1,310 @@
+// TMATMUL on the CUBE pipe (fp16/bf16/fp32 into fp32, int8/uint8 into int32), the L0 layouts,
+// and FIXPIPE stores out of L0C.
+#include "chip/isa/cube.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "chip/isa/dtype.hpp"
+#include "chip/isa/fractal.hpp"
+#include "chip/isa/matmul_f32.hpp"
+#include "chip/isa/vec_math.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace pypto::isa {
+
+void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,
+                    bool atomic_add) {
+  const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";
+  const Deferred q;
+  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_ACC));
+  if (dst == nullptr) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
+  // The window is checked in the tensor's dtype: FIXPIPE converts on the way out.
+  TileView as_out = s;
+  as_out.dtype = dst->dtype;
+  as_out.esize = static_cast<int64_t>(dtype_size(dst->dtype));
+  if (!fixpipe_out_supported(s.dtype, dst->dtype)) {
+    fail(ErrorKind::kDType, op,
+         std::string("FIXPIPE writes an ") + dtype_name(s.dtype) + " accumulator as " +
+             (s.dtype == PYPTO_INT32 ? "int32" : "fp32/fp16/bf16") + ", not " +
+             dtype_name(dst->dtype));
+  }
+  GmWindow w = check_window(dst, row0, col0, as_out, op);
+  check_writable(dst, op);
+  q.run(w.rows * w.row_bytes,
+        [core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
+          std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
+          for (int64_t r = 0; r < w.rows; ++r) {
+            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
+                        PYPTO_ROUND_RINT);
+            uint8_t* out = w.data + r * w.stride_bytes;
+            if (atomic_add) {
+              core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
+            } else {
+              std::memcpy(out, row.data(), row.size());
+            }
+          }
+        });
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(w.access(true));
+  OpDesc store = gm_op(OpClass::kFixpipeGm, Link::kL0cToGm, w.rows, w.row_bytes);
+  store.acc_row_bytes = s.valid_cols * s.esize;
+  store.atomic = atomic_add;
+  issue_op(PYPTO_FIXPIPE, store, op, acc, static_cast<uint64_t>(w.rows * w.row_bytes), s.addr);
+}
+
+AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate) {
+  AccessList accs;
+  accs.add(a.access(false));
+  accs.add(b.access(false));
+  if (accumulate) accs.add(c.access(false));
+  accs.add(c.access(true));
+  return accs;
+}
+
+TileView check_bias(const pypto_tile* bias, int64_t n, const char* op) {
+  TileView t = check_tile(bias, op, "bias", mem_bit(PYPTO_BIAS));
+  if (t.dtype != PYPTO_FP32)
+    fail(ErrorKind::kDType, op, std::string("bias must be fp32, got ") + dtype_name(t.dtype));
+  if (t.valid_rows != 1 || t.valid_cols != n) {
+    fail(ErrorKind::kShape, op,
+         "bias has shape " + shape_text(t.valid_rows, t.valid_cols) + ", expected " +
+             shape_text(1, n));
+  }
+  return t;
+}
+
+}  // namespace pypto::isa
+
+namespace {
+
+// A logical [rows, cols] operand, widened to fp32 row-major (transposed when asked): the
+// whole storage is converted in one call (fp16/bf16 -> fp32 is exact), then gathered.
+// Reads the storage in order; the element size as a constant turns the index math into shifts.
+template <int64_t E>
+void gather(float* out, const float* stored, const TileView& t, bool trans, int64_t rows,
+            int64_t cols) {
+  for_each_stored<E>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
+    const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
+    if (r < rows && c < cols) out[r * cols + c] = stored[i];
+  });
+}
+
+// The common case — a whole, untransposed L0A/L0B tile — copied fractal by fractal with the
+// sizes known at compile time (no per-element bounds checks); the same element placement as
+// `gather`. False when the tile does not qualify.
+template <int64_t E>
+bool gather_whole(float* out, const float* stored, const TileView& t, bool trans, int64_t rows,
+                  int64_t cols) {
+  constexpr int64_t c0 = 32 / E;
+  if (trans || rows != t.rows || cols != t.cols || rows % 16 != 0 || cols % 16 != 0 ||
+      rows % c0 != 0 || cols % c0 != 0) {
+    return false;
+  }
+  if (t.mem == PYPTO_LEFT) {  // [rows/16][cols/c0] fractals of [16 rows][c0 cols]
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t cb = 0; cb < cols; cb += c0)
+        for (int64_t r = r0; r < r0 + 16; ++r, stored += c0)
+          std::memcpy(out + r * cols + cb, stored, c0 * 4);
+    return true;
+  }
+  if (t.mem == PYPTO_RIGHT) {  // [rows/c0][cols/16] fractals of [16 cols][c0 rows]
+    for (int64_t rb = 0; rb < rows; rb += c0)
+      for (int64_t cb = 0; cb < cols; cb += 16, stored += 16 * c0)
+        for (int64_t r = 0; r < c0; ++r)
+          for (int64_t c = 0; c < 16; ++c) out[(rb + r) * cols + cb + c] = stored[c * c0 + r];
+    return true;
+  }
+  return false;
+}
+
+// A whole fp16 L0A/L0B tile, widened fractal by fractal (fractal.hpp). Each 16 x 16 fractal is
+// 16 lines of 16 elements in storage — tile rows in zZ (L0A), tile columns in nZ (L0B) — and a
+// line lands as an operand row when it is a tile row of an untransposed operand or a tile
+// column of a transposed one, else as an operand column (transposed first). False when the
+// tile does not qualify or holds inf/NaN (then `widen` converts it the general way).
+bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  if (t.dtype != PYPTO_FP16 || (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT)) return false;
+  const int64_t tile_rows = trans ? cols : rows, tile_cols = trans ? rows : cols;
+  if (tile_rows != t.rows || tile_cols != t.cols || rows % 16 != 0 || cols % 16 != 0) return false;
+  const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans;
+  const auto* src = reinterpret_cast<const uint16_t*>(t.data);
+  uint16_t lines[256];
+  for (int64_t fr = 0; fr < t.rows; fr += 16) {
+    for (int64_t fc = 0; fc < t.cols; fc += 16, src += 256) {
+      float* o = out + (trans ? fc * cols + fr : fr * cols + fc);  // the fractal's origin
+      if (lines_are_rows) {
+        if (!widen_f16_block(o, cols, src, 16)) return false;
+      } else {
+        transpose16_u16(lines, 16, src, 16);
+        if (!widen_f16_block(o, cols, lines, 16)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// An operand widened to fp32 row-major, in a per-thread buffer reused by every mad (`slot`
+// 0 for left, 1 for right, 2 for the general way's staging) rather than allocated per mad,
+// so it stays in the host's caches. `exact`: every value came from a finite fp16, so every
+// product of two operands is exact in fp32 (11-bit significands, exponents in range).
+struct Operand {
+  const float* data;
+  bool exact;
+};
+
+float* scratch(int slot, size_t n) {
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
+Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
+  float* out = scratch(slot, static_cast<size_t>(rows * cols));
+  if (widen_f16_whole(out, t, trans, rows, cols)) return {out, true};
+  // The general way: the whole storage converted in one call (fp16/bf16 -> fp32 is exact),
+  // then gathered; every (r, c) of the operand lies inside the storage, so each is written.
+  const auto n = static_cast<size_t>(t.rows * t.cols);
+  float* stored = scratch(2, n);
+  vm::convert(PYPTO_FP32, stored, t.dtype, t.data, n, PYPTO_ROUND_RINT);
+  const bool whole = t.esize == 2 ? gather_whole<2>(out, stored, t, trans, rows, cols)
+                                  : gather_whole<4>(out, stored, t, trans, rows, cols);
+  if (whole) return {out, false};
+  if (t.esize == 2) {
+    gather<2>(out, stored, t, trans, rows, cols);
+  } else {
+    gather<4>(out, stored, t, trans, rows, cols);
+  }
+  return {out, false};
+}
+
+// C (+)= A x B, its output rows in 4 pieces the run's thread may share (DataQueue::split): a
+// row's sums do not depend on the rows computed with it, so the bits are the same.
+void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t m, int64_t k,
+                 int64_t n, bool accumulate) {
+  const int64_t grain = (m + 3) / 4;
+  auto* C = reinterpret_cast<float*>(c.data);
+  DataQueue::split(m, grain, [&](int64_t r0, int64_t r1) {
+    vm::matmul_f32(A.data + r0 * k, B.data, C + r0 * c.cols, c.cols, r1 - r0, k, n, accumulate,
+                   A.exact && B.exact);
+  });
+}
+
+// An 8-bit integer operand widened to int32 row-major (transposed when asked), in the storage
+// order of its space's fractals (c0 = 32 elements of one byte).
+const int32_t* widen_int8(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
+  thread_local std::vector<int32_t> buffers[2];
+  std::vector<int32_t>& out = buffers[slot];
+  if (out.size() < static_cast<size_t>(rows * cols)) out.resize(static_cast<size_t>(rows * cols));
+  const bool is_signed = t.dtype == PYPTO_INT8;
+  for_each_stored<1>(t.mem, t.rows, t.cols, [&](int64_t i, int64_t sr, int64_t sc) {
+    const int64_t r = trans ? sc : sr, c = trans ? sr : sc;
+    if (r < rows && c < cols) {
+      out[static_cast<size_t>(r * cols + c)] =
+          is_signed ? static_cast<int8_t>(t.data[i]) : static_cast<int32_t>(t.data[i]);
+    }
+  });
+  return out.data();
+}
+
+// C (+)= A x B of 8-bit integers into an int32 accumulator: the exact sum, wrapped to 32 bits
+// as the hardware's int32 adders do (products of 8-bit values cannot overflow before ~2^17 terms).
+void matmul_int8(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
+                 int64_t n, bool a_trans, bool b_trans, bool accumulate) {
+  const int32_t* A = widen_int8(a, a_trans, m, k, 0);
+  const int32_t* B = widen_int8(b, b_trans, k, n, 1);
+  auto* C = reinterpret_cast<int32_t*>(c.data);
+  for (int64_t r = 0; r < m; ++r) {
+    int32_t* row = C + r * c.cols;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t x = 0; x < k; ++x) sum += int64_t{A[r * k + x]} * B[x * n + j];
+      const uint32_t base = accumulate ? static_cast<uint32_t>(row[j]) : 0u;
+      row[j] = static_cast<int32_t>(base + static_cast<uint32_t>(sum));
+    }
+  }
+}
+
+// fp16 / bf16 / fp32 inputs accumulate in fp32; int8 / uint8 inputs in int32.
+void check_cube_operands(const TileView& a, const TileView& b, const TileView& c, int64_t m,
+                         int64_t k, int64_t kb, int64_t n, const char* op) {
+  if (a.dtype != b.dtype) fail(ErrorKind::kDType, op, "left and right dtypes differ");
+  if (!cube_input_supported(a.dtype)) {
+    fail(
+        ErrorKind::kDType, op,
+        std::string("cube inputs are fp16, bf16, fp32, int8 or uint8, not ") + dtype_name(a.dtype));
+  }
+  if (c.dtype != cube_acc_dtype(a.dtype)) {
+    fail(ErrorKind::kDType, op,
+         std::string(dtype_name(a.dtype)) + " inputs accumulate in " +
+             dtype_name(cube_acc_dtype(a.dtype)) + ", not " + dtype_name(c.dtype));
+  }
+  if (k != kb) {
+    fail(ErrorKind::kShape, op,
+         "inner dims differ: left gives K = " + std::to_string(k) +
+             ", right K = " + std::to_string(kb));
+  }
+  if (c.valid_rows != m || c.valid_cols != n) {
+    fail(ErrorKind::kShape, op,
+         "accumulator is " + shape_text(c.valid_rows, c.valid_cols) + " but left x right is " +
+             shape_text(m, n));
+  }
+}
+
+}  // namespace
+
+extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
+                              const pypto_tile* right, int32_t a_trans, int32_t b_trans,
+                              int32_t accumulate) {
+  const char* op = accumulate ? "TMATMUL_ACC" : "TMATMUL";
+  const Deferred q;
+  TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
+  TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
+  TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
+  const int64_t m = a_trans ? a.valid_cols : a.valid_rows,
+                k = a_trans ? a.valid_rows : a.valid_cols;
+  const int64_t kb = b_trans ? b.valid_cols : b.valid_rows,
+                n = b_trans ? b.valid_rows : b.valid_cols;
+  check_cube_operands(a, b, c, m, k, kb, n, op);
+  q.run(m * k * n, [a, b, c, m, k, n, a_trans, b_trans, accumulate] {
+    if (is_int8(a.dtype)) {
+      matmul_int8(a, b, c, m, k, n, a_trans != 0, b_trans != 0, accumulate != 0);
+      return;
+    }
+    const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
+    matmul_rows(A, B, c, m, k, n, accumulate != 0);
+  });
+  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, mad_accesses(a, b, c, accumulate != 0),
+           static_cast<uint64_t>(m * n * k), c.addr);
+}
+
+// ---- TMATMUL_BIAS: acc = left x right + bias[1, N], the bias table seeding the accumulator ----
+extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left,
+                                   const pypto_tile* right, const pypto_tile* bias) {
+  const char* op = "TMATMUL_BIAS";
+  const Deferred q;
+  TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
+  TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
+  TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
+  const int64_t m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
+  check_cube_operands(a, b, c, m, k, b.valid_rows, n, op);
+  if (is_int8(a.dtype)) fail(ErrorKind::kDType, op, "the fp32 bias table takes float inputs");
+  TileView t = check_bias(bias, n, op);
+  q.run(m * k * n, [a, b, c, t, m, k, n] {
+    for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
+    const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
+    matmul_rows(A, B, c, m, k, n, true);
+  });
+  AccessList accs;
+  accs.add(a.access(false));
+  accs.add(b.access(false));
+  accs.add(t.access(false));
+  accs.add(c.access(true));
+  issue_op(PYPTO_CUBE, mad_op(m, k, n, a.esize), op, accs, static_cast<uint64_t>(m * n * k),
+           c.addr);
+}

@@ -1,0 +1,167 @@
+// TMOV: every on-chip route the platform has, each on its pipe with its cost. Moves into
+// L0A/L0B rearrange row-major data into the fractal layouts the cube reads; moves out of
+// L0C go through FIXPIPE and may narrow fp32 to fp16/bf16.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "chip/isa/cube.hpp"
+#include "chip/isa/dtype.hpp"
+#include "chip/isa/fractal.hpp"
+#include "chip/isa/vec_math.hpp"
+#include "simulator/hardware.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+using hw::kRoutes;
+using hw::Route;
+
+const Route* find_route(int src, int dst, const Platform& p) {
+  for (const Route& r : kRoutes) {
+    if (r.src == src && r.dst == dst && (!r.vec_mat || p.vec_mat_routes)) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string pypto::isa::legal_routes(int dst, const Platform& p) {
+  std::string out;
+  for (const Route& r : kRoutes) {
+    if (r.dst != dst || (r.vec_mat && !p.vec_mat_routes)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(mem_name(r.src)) + " -> " + mem_name(r.dst);
+  }
+  return out.empty() ? "none" : out;
+}
+
+namespace {
+
+void check_fractal_shape(const TileView& t, const char* op) {
+  if (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT) return;
+  if (t.rows % 16 != 0 || t.cols % 16 != 0) {
+    fail(ErrorKind::kShape, op,
+         std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
+             shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
+  }
+}
+
+// Element-wise copy between the layouts of two same-dtype tiles of one logical shape.
+// Walks the destination in storage order; a constant element size makes the index math shifts.
+// A whole row-major tile into L0A (zZ) or L0B (nZ), fractal by fractal with constant trip
+// counts and no per-element bounds checks: the same placement as the general walk below.
+template <typename T>
+bool relayout_whole(const TileView& d, const TileView& s) {
+  constexpr int64_t c0 = 32 / static_cast<int64_t>(sizeof(T));
+  const int64_t rows = d.rows, cols = d.cols, pitch = s.cols;
+  const bool row_major_src = s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  if (!row_major_src || s.valid_rows != rows || s.valid_cols != cols || rows % 16 != 0 ||
+      cols % 16 != 0 || rows % c0 != 0 || cols % c0 != 0) {
+    return false;
+  }
+  const T* src = reinterpret_cast<const T*>(s.data);
+  T* dst = reinterpret_cast<T*>(d.data);
+  if (d.mem == PYPTO_LEFT) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t cb = 0; cb < cols; cb += c0)
+        for (int64_t r = r0; r < r0 + 16; ++r, dst += c0)
+          std::memcpy(dst, src + r * pitch + cb, c0 * sizeof(T));
+    return true;
+  }
+  if (d.mem == PYPTO_RIGHT) {
+    for (int64_t rb = 0; rb < rows; rb += c0) {
+      for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0) {
+        if constexpr (sizeof(T) == 2) {  // a 16 x 16 fractal: one register transpose
+          transpose16_u16(dst, 16, src + rb * pitch + cb, pitch);
+        } else {
+          for (int64_t r = 0; r < c0; ++r)
+            for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
+        }
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+void relayout_as(const TileView& d, const TileView& s) {
+  if (relayout_whole<T>(d, s)) return;
+  constexpr int64_t e = sizeof(T);
+  const T* src = reinterpret_cast<const T*>(s.data);
+  T* dst = reinterpret_cast<T*>(d.data);
+  const int64_t vr = s.valid_rows, vc = s.valid_cols;
+  for_each_stored<e>(d.mem, d.rows, d.cols, [&](int64_t i, int64_t r, int64_t c) {
+    if (r < vr && c < vc) dst[i] = src[layout_index(s.mem, r, c, s.cols, e)];
+  });
+}
+
+// Element-wise relayout (and dtype conversion) between two tiles of one logical shape.
+void relayout(const TileView& d, const TileView& s) {
+  if (d.dtype == s.dtype && s.esize == 2) return relayout_as<uint16_t>(d, s);
+  if (d.dtype == s.dtype && s.esize == 4) return relayout_as<uint32_t>(d, s);
+  if (d.dtype == s.dtype && s.esize == 1) return relayout_as<uint8_t>(d, s);
+  for (int64_t r = 0; r < s.valid_rows; ++r) {
+    for (int64_t c = 0; c < s.valid_cols; ++c) {
+      const uint8_t* p = s.data + layout_index(s.mem, r, c, s.cols, s.esize) * s.esize;
+      uint8_t* q = d.data + layout_index(d.mem, r, c, d.cols, d.esize) * d.esize;
+      if (d.dtype == s.dtype) {
+        std::memcpy(q, p, static_cast<size_t>(d.esize));
+      } else {
+        vm::convert(d.dtype, q, s.dtype, p, 1, PYPTO_ROUND_RINT);
+      }
+    }
+  }
+}
+
+OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
+  if (r.pipe == PYPTO_VECTOR) return vector_op(VecClass::kCopy, s.valid_bytes());
+  OpDesc o;
+  o.cls = OpClass::kLocalMove;
+  o.bytes = s.valid_bytes();
+  o.link = Link::kUbToGm;  // Vec -> Mat (a5) runs at the UB write-out bandwidth
+  if (r.pipe == PYPTO_MTE1) o.link = d.mem == PYPTO_RIGHT ? Link::kL1ToL0b : Link::kL1ToL0a;
+  if (r.pipe == PYPTO_FIXPIPE) {
+    o.cls = OpClass::kFixpipe;
+    o.link = Link::kL0cToL1;
+    o.rows = s.valid_rows;
+    o.acc_row_bytes = s.valid_cols * s.esize;
+    o.bytes = d.valid_bytes();
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
+  const char* op = "TMOV";
+  const Deferred q;
+  const unsigned onchip = ~mem_bit(PYPTO_GM);
+  TileView s = check_tile(src, op, "src", onchip);
+  TileView d = check_tile(dst, op, "dst", onchip);
+  const Platform& p = current_core().platform;
+  const Route* route = find_route(s.mem, d.mem, p);
+  if (route == nullptr) {
+    fail(ErrorKind::kMemorySpace, op,
+         std::string("no route ") + mem_name(s.mem) + " -> " + mem_name(d.mem) + " on " + p.name +
+             "; legal routes into " + mem_name(d.mem) + ": " + legal_routes(d.mem, p));
+  }
+  check_same_valid_shape(d, s, op, "dst and src");
+  if (s.mem != PYPTO_ACC) check_same_dtype(d, s, op, "dst and src");
+  check_fractal_shape(d, op);
+  q.run(s.valid_bytes(), [d, s] {
+    if (s.mem == d.mem) {
+      copy_rows(d.data, d.cols * d.esize, s.data, s.cols * s.esize, s.valid_rows,
+                s.valid_cols * s.esize);
+    } else {
+      relayout(d, s);
+    }
+  });
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(d.access(true));
+  issue_op(route->pipe, move_op(*route, d, s), op, acc, static_cast<uint64_t>(s.valid_bytes()),
+           d.addr);
+}

@@ -1,0 +1,141 @@
+// Elementwise vector ops: TADD/TSUB/TMUL/TDIV/TMAX/TMIN, their scalar forms, unary math,
+// TEXPANDS and TCVT. All operands live in Vec; the work is done by vec_math on whole
+// tiles when rows are full, row by row otherwise.
+#include "chip/isa/checks.hpp"
+#include "chip/isa/dtype.hpp"
+#include "chip/isa/elem.hpp"
+#include "chip/isa/vec_math.hpp"
+
+using namespace pypto;
+using namespace pypto::isa;
+
+namespace {
+
+const char* const kBinaryNames[] = {"TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN"};
+const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"};
+
+const char* const kUnaryNames[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
+                                   "TRELU", "TNEG", "TABS",  "TCOPY"};
+
+VecClass unary_class(int op) {
+  if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
+  if (op == PYPTO_RECIP) return VecClass::kDiv;
+  if (op == PYPTO_COPY) return VecClass::kCopy;
+  return VecClass::kUnary;
+}
+
+// Calls fn(dst_row, a_row, b_row, n) over the valid region: once when rows are full.
+template <typename Fn>
+void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
+  bool whole = d.full_rows() && (!a || a->full_rows()) && (!b || b->full_rows());
+  if (whole) {
+    fn(d.data, a ? a->data : nullptr, b ? b->data : nullptr, static_cast<size_t>(d.valid_elems()));
+    return;
+  }
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr,
+       static_cast<size_t>(d.valid_cols));
+  }
+}
+
+// Float -> integer with ties away from zero, element by element (elem.hpp saturates).
+void convert_away(const TileView& d, const TileView& s) {
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    for (int64_t c = 0; c < d.valid_cols; ++c) {
+      store_f64(d.dtype, d.row(r) + c * d.esize,
+                std::round(load_f64(s.dtype, s.row(r) + c * s.esize)));
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
+                              const pypto_tile* b) {
+  const char* op = op_name(kBinaryNames, opc, "TBINARY");
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+  TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
+  check_elementwise(d, x, &y, op);
+  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  q.run(d.valid_bytes(), [opc, d, x, y] {
+    for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
+      vm::binary(opc, d.dtype, o, p, r, n);
+    });
+  });
+  const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
+                     : opc == PYPTO_ADD ? VecClass::kAdd
+                                        : VecClass::kBinary;
+  issue_vector_op(op, c, d.valid_bytes(), d, &x, &y);
+}
+
+extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
+                                     double s) {
+  const char* op = op_name(kScalarNames, opc, "TBINARYS");
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_input_a(a, d, op);
+  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  q.run(d.valid_bytes(), [opc, d, x, s] {
+    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+      vm::binary_scalar(opc, d.dtype, o, p, s, n);
+    });
+  });
+  const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
+  issue_vector_op(op, c, d.valid_bytes(), d, &x, nullptr);
+}
+
+extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
+  const char* op = op_name(kUnaryNames, opc, "TUNARY");
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_input_a(a, d, op);
+  check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
+  q.run(d.valid_bytes(), [opc, d, x] {
+    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+      vm::unary(opc, d.dtype, o, p, n);
+    });
+  });
+  issue_vector_op(op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
+}
+
+extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
+  const char* op = "TEXPANDS";
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  q.run(d.valid_bytes(), [d, value] {
+    for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
+      vm::fill(d.dtype, o, value, n);
+    });
+  });
+  issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
+}
+
+extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
+  const char* op = "TCVT";
+  const Deferred q;
+  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
+  check_same_valid_shape(d, s, op, "dst and src");
+  if (accesses_overlap(d.access(true), s.access(false)) &&
+      (d.data != s.data || d.esize != s.esize)) {
+    fail(ErrorKind::kMemorySpace, op,
+         "dst and src overlap partially; convert into a separate tile");
+  }
+  if (round_mode < PYPTO_ROUND_RINT || round_mode > PYPTO_ROUND_AWAY) {
+    fail(ErrorKind::kInternal, op, "unknown round mode " + std::to_string(round_mode));
+  }
+  const int64_t bytes = std::max(d.valid_bytes(), s.valid_bytes());
+  q.run(bytes, [d, s, round_mode] {
+    if (round_mode == PYPTO_ROUND_AWAY && is_float_dtype(s.dtype) && is_int_dtype(d.dtype)) {
+      convert_away(d, s);  // ties away from zero, then saturate (NaN -> 0) as the other modes
+    } else {
+      const int mode = round_mode == PYPTO_ROUND_AWAY ? PYPTO_ROUND_RINT : round_mode;
+      for_rows(d, &s, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+        vm::convert(d.dtype, o, s.dtype, p, n, mode);
+      });
+    }
+  });
+  issue_vector_op(op, VecClass::kCvt, bytes, d, &s, nullptr);
+}

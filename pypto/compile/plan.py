@@ -1,0 +1,577 @@
+"""The launch plan: the orchestration function evaluated once per specialisation into the
+list of kernel tasks it submits, each with its tensor arguments (indices into the call's
+tensor parameters) and its scalar values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pypto.errors import ArgumentError, CompileError
+from pypto.ir.aliases import tensor_aliases
+from pypto.ir.dtypes import cast_scalar, numpy_dtype
+from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
+from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
+from pypto.ir.printer import print_expr
+from pypto.ir.stmt import (
+    MAX_BLOCKS,
+    Assign,
+    Eval,
+    For,
+    Function,
+    If,
+    Program,
+    Return,
+    Stmt,
+    TaskRegion,
+    Yield,
+)
+from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType
+from pypto.ir.visit import nodes_of
+
+
+@dataclass(frozen=True)
+class Task:
+    """One kernel submission. ``deps``: earlier tasks it must follow (from the directions of
+    the tensors both touch, where atomic-add-only writers of one tensor commute and the
+    iterations of one ``pl.parallel`` loop are independent; and from ``pl.at(deps=[...])``). ``write_gates``:
+    the (task, tensor) pairs of those deps that only order this task's atomic adds into a
+    tensor after the earlier task — the task itself need not wait to start."""
+
+    kernel: str
+    tensors: tuple[int, ...]
+    scalars: tuple[int | float, ...]
+    cube: bool = False
+    deps: tuple[int, ...] = ()
+    reads: frozenset[int] = frozenset()
+    writes: frozenset[int] = frozenset()
+    atomic: frozenset[int] = frozenset()  # written only by atomic adds, never read
+    write_gates: tuple[tuple[int, int], ...] = ()
+    block_idx: int = 0  # pl.spmd: this task's block, of block_num blocks of one dispatch
+    block_num: int = 1
+    cluster: bool = False  # one AIC and its AIVs together (a Group function)
+    # no_dep_args= and manual_dep tensors: no dependency is inferred from them (either way)
+    untracked: frozenset[int] = frozenset()
+    early_resolve: bool = False  # pl.at(allow_early_resolve=True)
+
+    @property
+    def core_kind(self) -> int:
+        """The native scheduler's core kind: 0 AIV, 1 AIC, 2 a whole cluster."""
+        return 2 if self.cluster else int(self.cube)
+
+    @property
+    def start_deps(self) -> tuple[int, ...]:
+        """The deps the task waits for before it starts (the rest gate only its writes)."""
+        gated = {t for t, _ in self.write_gates}
+        return tuple(d for d in self.deps if d not in gated)
+
+
+@dataclass(frozen=True)
+class Intermediate:
+    """A ``pl.create_tensor`` buffer: allocated (zeroed) for each run, after the parameters."""
+
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name
+    init: int | float = 0  # pl.create_tensor(..., init_value=)
+    manual_dep: bool = False  # pl.create_tensor(..., manual_dep=True): never a dependency
+
+
+@dataclass(frozen=True)
+class View:
+    """A ``pl.reshape`` / ``pl.slice`` of a tensor in orchestration: the same bytes as table entry
+    ``base`` (a parameter, an intermediate or another view), seen with ``shape`` (from
+    ``offsets`` for a slice; None for a reshape)."""
+
+    base: int
+    shape: tuple[int, ...]
+    offsets: tuple[int, ...] | None = None
+
+
+@dataclass
+class Plan:
+    tasks: list[Task]
+    intermediates: list[Intermediate | View]  # the table entries after the parameters
+    # pl.spmd counts of pl.dynamic dims: the sizes this plan was made for; a call with other
+    # sizes is planned again (the program and its kernels serve every size)
+    dims: dict[str, int] = field(default_factory=dict)
+    dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
+    data: bool = False  # orchestration reads input values (pl.read): planned again at every call
+
+    def launch_specs(self) -> list[tuple]:
+        """Per task, as plain data (what a run needs, kept without the IR classes): (kernel,
+        tensor indices, scalar values, core kind, start deps, write gates, block index, block
+        count, the tensors it only reads, whether it allows early resolve)."""
+        return [
+            (
+                t.kernel, tuple(t.tensors), tuple(t.scalars), t.core_kind, t.start_deps,
+                tuple(t.write_gates), t.block_idx, t.block_num, frozenset(t.reads - t.writes),
+                t.early_resolve,
+            )
+            for t in self.tasks
+        ]  # fmt: skip
+
+    def table_entries(self) -> list[tuple]:
+        """The table entries after the parameters, as plain data: ("new", shape, numpy dtype
+        name, fill value) for a scratch tensor a run allocates, ("view", base entry, shape,
+        offsets or None) for a view of an earlier entry."""
+        return [
+            ("view", t.base, t.shape, t.offsets) if isinstance(t, View) else ("new", t.shape, t.dtype, t.init)
+            for t in self.intermediates
+        ]
+
+
+@dataclass
+class _Env:
+    scalars: dict[str, int | float | bool] = field(default_factory=dict)
+    tensors: dict[str, int] = field(default_factory=dict)  # var name -> tensor table index
+    intermediates: list[Intermediate | View] = field(default_factory=list)
+    n_params: int = 0
+    handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
+    latest: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its last dispatch
+    manual: bool = False  # inside pl.manual_scope(): no dependency is inferred
+    # (loop instance, iteration) of each enclosing pl.parallel loop, now and per task
+    parallel: list[tuple[int, int]] = field(default_factory=list)
+    parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    loops_run: int = 0
+    effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
+    args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
+    tasks: list[Task] = field(default_factory=list)  # submitted so far
+    read_data: bool = False  # a pl.read of an input's value steered the plan
+
+
+class _NeedsData(Exception):
+    """Orchestration reads an input's values, and this plan is made without the call's arrays."""
+
+
+_ARITH = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "min": min,
+    "max": max,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "and": lambda a, b: a and b,
+    "or": lambda a, b: a or b,
+}
+
+
+def _value(e: Expr, env: _Env) -> Any:
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var) and e.name in env.scalars:
+        return env.scalars[e.name]
+    if isinstance(e, BinOp):
+        try:
+            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))  # type: ignore[operator]
+        except ZeroDivisionError:
+            raise CompileError(
+                f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
+            ) from None
+    if isinstance(e, UnaryOp):
+        v = _value(e.operand, env)
+        return (not v) if e.op == "not" else -v
+    if isinstance(e, Call) and e.op == "scalar.cast":
+        return cast_scalar(_value(e.arg("x"), env), e.type.dtype)  # type: ignore[attr-defined]
+    if isinstance(e, Call) and e.op == "tensor.read":
+        return _read(e, env)
+    if isinstance(e, Call) and e.op in _TASK_OPS:
+        return _TASK_OPS[e.op](e, env)
+    if isinstance(e, Call) and e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
+        d = e.arg("x").type.shape[e.arg("axis").value]  # type: ignore[attr-defined]
+        return d if isinstance(d, int) else env.scalars[d.name]
+    raise CompileError("orchestration value is not known at compile time", e.span)
+
+
+def _read(c: Call, env: _Env) -> int | float | bool:
+    """``pl.read(x, [i, j])`` in orchestration: the value the call's input holds (the plan is
+    made before any kernel runs, so only inputs no task of the program writes can be read)."""
+    src = c.arg("src")
+    index = env.tensors.get(src.name) if isinstance(src, Var) else None
+    if index is None or index >= env.n_params or any(index in t.writes for t in env.tasks):
+        raise CompileError(
+            f"orchestration reads `{getattr(src, 'name', src)}`, which a kernel of this program writes "
+            "(or which is not a parameter): the task list is made before the kernels run, so it "
+            "can only read inputs; read it inside a pl.at scope instead",
+            c.span,
+        )
+    env.read_data = True
+    if env.args is None:
+        raise _NeedsData
+    at = tuple(_value(i, env) for i in c.arg("indices").items)  # type: ignore[attr-defined]
+    data = np.asarray(env.args[index])
+    if len(at) != data.ndim or not all(0 <= i < n for i, n in zip(at, data.shape)):
+        raise ArgumentError(  # numpy would wrap a negative index and read the wrong element
+            f"pl.read of `{getattr(src, 'name', src)}` at {list(at)} is outside its shape {list(data.shape)}",
+            c.span,
+        )
+    return data[at].item()
+
+
+# The task family's values: a TaskId is the frozenset of tasks it names, an array a tuple.
+def _task_set(e: Expr, env: _Env) -> frozenset[int]:
+    v = _value(e, env)
+    return frozenset().union(*v) if isinstance(v, tuple) else v
+
+
+def _array_create(c: Call, env: _Env) -> tuple:
+    t = c.type
+    empty: frozenset[int] | int = frozenset() if t.dtype.kind == "task" else 0  # type: ignore[attr-defined]
+    return (empty,) * t.size  # type: ignore[attr-defined]
+
+
+def _array_index(c: Call, env: _Env) -> int:
+    i, n = _value(c.arg("index"), env), c.arg("array").type.size  # type: ignore[attr-defined]
+    if not 0 <= i < n:
+        raise CompileError(f"array index {i} is outside the array of {n}", c.span)
+    return i
+
+
+def _array_set(c: Call, env: _Env) -> tuple:
+    items = list(_value(c.arg("array"), env))
+    items[_array_index(c, env)] = _value(c.arg("value"), env)
+    return tuple(items)
+
+
+_TASK_OPS: dict[str, Any] = {
+    "system.task_of": lambda c, env: frozenset(env.latest.get(c.arg("handle").value, ())),
+    "system.task_dummy": lambda c, env: frozenset().union(*(_task_set(d, env) for d in c.arg("deps").items)),
+    "system.task_invalid": lambda c, env: frozenset(),
+    "array.create": _array_create,
+    "array.get": lambda c, env: _value(c.arg("array"), env)[_array_index(c, env)],
+    "array.set": _array_set,
+}
+
+
+def _block_count(call: FuncCall, env: _Env) -> int:
+    """The call's block count; one of ``pl.dynamic`` dims is evaluated with this call's sizes."""
+    if isinstance(call.blocks, int):
+        return call.blocks
+    n = _value(call.blocks, env)
+    if not 1 <= n <= MAX_BLOCKS:
+        sizes = ", ".join(
+            f"{v.name} = {env.scalars[v.name]}" for v in dict.fromkeys(nodes_of(call.blocks, Var))
+        )
+        raise ArgumentError(
+            f"pl.spmd({print_expr(call.blocks)}) gives {n} blocks for {sizes}; a dispatch takes "
+            f"1 to {MAX_BLOCKS} blocks",
+            call.blocks.span or call.span,
+        )
+    return n
+
+
+def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> None:
+    """One task per block of the call; the blocks of a pl.spmd dispatch are independent of
+    each other, as the iterations of a pl.parallel loop are."""
+    blocks = _block_count(call, env)
+    if call.handle is not None:
+        env.latest[call.handle] = []  # `as h` as a value names this dispatch's tasks
+    if blocks == 1:
+        _submit_block(call, program, env, tasks, 0, 1)
+        return
+    env.loops_run += 1
+    for b in range(blocks):
+        env.parallel.append((env.loops_run, b))
+        _submit_block(call, program, env, tasks, b, blocks)
+        env.parallel.pop()
+
+
+def _submit_block(
+    call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int, blocks: int
+) -> None:
+    callee = program.get(call.callee)
+    tensors, scalars = [], []
+    for p, a in zip(callee.params, call.args):
+        if isinstance(p.var.type, TensorType):
+            if not isinstance(a, Var) or a.name not in env.tensors:
+                raise CompileError(
+                    f"argument {p.var.name!r} of {call.callee} must be a tensor: a parameter "
+                    "of the entry function or a pl.create_tensor intermediate",
+                    call.span,
+                )
+            tensors.append(env.tensors[a.name])
+        else:
+            scalars.append(_value(a, env))
+    # effects are on buffers: a view's reads and writes are its base's (Task.reads/writes too)
+    roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
+    key = (call.callee, tuple(roots))  # the blocks of a dispatch share their effects
+    if key not in env.effects:
+        env.effects[key] = _effects(callee, roots)
+    reads, writes, atomic = env.effects[key]
+    untracked = _untracked(call, env)
+    shared = {
+        i: _conflict(t, reads - untracked, writes - untracked, atomic)
+        for i, t in enumerate(tasks)
+        if not _parallel_siblings(env.parallel_of[i], env.parallel)
+    }
+    ordered = {i for i, tensors_ in shared.items() if tensors_}
+    gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
+    # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
+    # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
+    named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
+    deps = tuple(sorted(ordered.union(*named)))  # none yet: no order
+    if call.handle is not None:
+        env.handles.setdefault(call.handle, []).append(len(tasks))
+        env.latest[call.handle].append(len(tasks))
+    env.parallel_of.append(tuple(env.parallel))
+    tasks.append(
+        Task(
+            call.callee,
+            tuple(tensors),
+            tuple(scalars),
+            callee.kind is FunctionType.AIC,
+            deps,
+            reads,
+            writes,
+            atomic,
+            gates,
+            block,
+            blocks,
+            callee.kind is FunctionType.Group,
+            untracked,
+            call.early_resolve,
+        )
+    )
+
+
+def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
+    """The tensors no dependency of this task is inferred from: its no_dep_args= and every
+    manual_dep intermediate; in a pl.manual_scope every tensor it uses."""
+    listed = _tensor_args(call, env) if env.manual else [v for v in call.no_dep if v.name in env.tensors]
+    named = {root_of(env.intermediates, env.n_params, env.tensors[v.name]) for v in listed}
+    manual = {env.n_params + i for i, t in enumerate(env.intermediates) if getattr(t, "manual_dep", False)}
+    return frozenset(named | manual)
+
+
+def _atomic_only(fn: Function, name: str) -> bool:
+    """True when every write of parameter `name` in `fn` is an atomic add (and it is not read)."""
+    names = tensor_aliases(fn, name)
+    stores = [c for c in nodes_of(fn, Call) if any(isinstance(a, Var) and a.name in names for a in c.args)]
+    if not stores or fn.external_source is not None:
+        return False
+    return all(
+        c.op == "tile.store"
+        and c.arg("output_tensor").name in names  # type: ignore[attr-defined]
+        and c.arg("atomic") == Literal(AtomicType.Add)
+        for c in stores
+    )
+
+
+def _effects(fn: Function, tensors: list[int]) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+    params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
+    reads = {t for p, t in zip(params, tensors) if p.direction in (Direction.In, Direction.InOut)}
+    writes = {t for p, t in zip(params, tensors) if p.direction in (Direction.Out, Direction.InOut)}
+    atomic = {t for p, t in zip(params, tensors) if t in writes and _atomic_only(fn, p.var.name)}
+    return frozenset(reads), frozenset(writes), frozenset(atomic)
+
+
+def _conflict(
+    earlier: Task, reads: frozenset[int], writes: frozenset[int], atomic: frozenset[int]
+) -> frozenset[int]:
+    """The tensors that order a new task after `earlier` (empty: independent)."""
+    shared = (earlier.writes & (reads | writes)) | (earlier.reads & writes)
+    return shared - (earlier.atomic & atomic) - earlier.untracked
+
+
+def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
+    """The tensor argument a call writes (`c = kernel(a, c)` names it)."""
+    callee = program.get(call.callee)
+    for p, a in zip(callee.params, call.args):
+        if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var) and a.name in env.tensors:
+            return a
+    return None
+
+
+def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
+    """Loop-carried tensors keep naming the buffer their value came from."""
+    for var, value in zip(names, values):
+        if isinstance(value, Var) and value.name in env.tensors:
+            env.tensors[var.name] = env.tensors[value.name]
+        elif isinstance(var.type, (ScalarType, ArrayType)):
+            env.scalars[var.name] = _value(value, env)
+
+
+def _parallel_siblings(earlier: tuple[tuple[int, int], ...], now: list[tuple[int, int]]) -> bool:
+    """True when two tasks come from different iterations of one pl.parallel loop run, which
+    the loop declares independent: no tensor dependency between them (deps= still orders)."""
+    here = dict(now)
+    return any(loop in here and here[loop] != it for loop, it in earlier)
+
+
+def _for(s: For, program: Program, env: _Env, tasks: list[Task]) -> None:
+    _carry(tuple(it.var for it in s.iter_args), tuple(it.init for it in s.iter_args), env)
+    env.loops_run += 1
+    run = env.loops_run
+    for i in range(_value(s.start, env), _value(s.stop, env), _value(s.step, env)):
+        env.scalars[s.var.name] = i
+        if s.kind is ForKind.parallel:
+            env.parallel.append((run, i))
+        _walk(s.body, program, env, tasks)
+        if s.kind is ForKind.parallel:
+            env.parallel.pop()
+        if s.body and isinstance(s.body[-1], Yield):
+            _carry(tuple(it.var for it in s.iter_args), s.body[-1].values, env)
+    _carry(s.results, tuple(it.var for it in s.iter_args), env)
+
+
+def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]) -> None:
+    for s in body:
+        if isinstance(s, (Eval, Assign)) and isinstance(s.value, FuncCall):
+            _submit(s.value, program, env, tasks)
+            out = _written_arg(s.value, program, env)
+            if isinstance(s, Assign) and out is not None:
+                env.tensors[s.var.name] = env.tensors[out.name]
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+            env.intermediates.append(_intermediate(s.value, env))
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _VIEW_OPS:
+            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+            env.intermediates.append(_view(s.value, env))
+        elif isinstance(s, Assign) and isinstance(s.var.type, (ScalarType, ArrayType)):
+            env.scalars[s.var.name] = _value(s.value, env)
+        elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
+            env.tensors[s.var.name] = env.tensors[s.value.name]
+        elif isinstance(s, For):
+            _for(s, program, env, tasks)
+        elif isinstance(s, If):
+            taken = s.then_body if _value(s.cond, env) else s.else_body
+            _walk(taken, program, env, tasks)
+            if taken and isinstance(taken[-1], Yield):  # the names the if merges take this branch's
+                _carry(s.results, taken[-1].values, env)
+        elif isinstance(s, TaskRegion):
+            outer, env.manual = env.manual, env.manual or s.manual
+            _walk(s.body, program, env, tasks)
+            env.manual = outer
+        elif isinstance(s, (Return, Yield)):
+            continue
+        else:
+            raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
+
+
+_VIEW_OPS = ("tensor.reshape", "tensor.slice", "tensor.view")
+
+
+def _view(c: Call, env: _Env) -> View:
+    """An orchestration view of a tensor: its base entry and the window it sees."""
+    src = c.arg("x")
+    if not isinstance(src, Var) or src.name not in env.tensors:
+        raise CompileError("a view in orchestration takes a tensor of this function", c.span)
+    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
+    if c.op != "tensor.slice":  # a reshape, to sizes known now or at run time (tensor.view)
+        return View(env.tensors[src.name], shape)
+    if not isinstance(c.arg("valid_shape"), Literal):
+        raise CompileError(
+            "valid_shape= of a slice in orchestration is not supported: give it to the slice inside "
+            "the pl.at scope that loads it",
+            c.span,
+        )
+    offsets = tuple(_value(o, env) for o in c.arg("offset").items)  # type: ignore[attr-defined]
+    full = src.type.shape  # type: ignore[attr-defined]
+    for d, (o, n, size) in enumerate(zip(offsets, shape, full)):
+        if isinstance(size, int) and not 0 <= o <= size - n:
+            raise CompileError(
+                f"pl.slice of `{src.name}` {list(full)}: on dim {d} the window [{o}, {o + n}) is outside "
+                f"[0, {size})",
+                c.span,
+            )
+    return View(env.tensors[src.name], shape, offsets)
+
+
+def root_of(entries: list[Intermediate | View], n_params: int, index: int) -> int:
+    """The table entry whose buffer ``index`` sees (itself, unless it is a view)."""
+    while index >= n_params and isinstance(entries[index - n_params], View):
+        index = entries[index - n_params].base  # type: ignore[union-attr]
+    return index
+
+
+def _tensor_args(call: FuncCall, env: _Env) -> list[Var]:
+    return [a for a in call.args if isinstance(a, Var) and a.name in env.tensors]
+
+
+def _intermediate(c: Call, env: _Env) -> Intermediate:
+    """The GM buffer of an orchestration ``pl.create_tensor``."""
+    t = c.type
+    init = c.arg("init_value")
+    value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
+    manual = bool(c.arg("manual_dep").value)  # type: ignore[attr-defined]
+    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
+    return Intermediate(shape, _numpy_dtype(t.dtype), value, manual)  # type: ignore[attr-defined]
+
+
+def _numpy_dtype(dtype: Any) -> str:
+    return str(numpy_dtype(dtype).name)
+
+
+def plan_orchestration(
+    program: Program, entry: Function, scalar_args: dict[str, Any], args: tuple = ()
+) -> Plan:
+    """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters;
+    ``args`` (the call's, positional) size the ``pl.dynamic`` dims of dynamic block counts.
+    Tensor indices address the entry's tensor parameters, then the intermediates."""
+    tensor_params = [p for p in entry.params if isinstance(p.var.type, TensorType)]
+    used, dims = _dims_used(program), dynamic_dims(program, entry, args)
+    if set(dims) != used:  # no sizes yet (a program read back from its folder): plan at the call
+        return Plan([], [], {}, frozenset(used))
+    env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params))
+    env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
+    positions = [i for i, p in enumerate(entry.params) if isinstance(p.var.type, TensorType)]
+    if len(args) == len(entry.params):
+        env.args = [args[i] for i in positions]
+    try:
+        _walk(entry.body, program, env, env.tasks)
+    except _NeedsData:  # no arrays yet (a program read back from its folder): plan at the call
+        return Plan([], [], {}, frozenset(used), data=True)
+    return Plan(env.tasks, env.intermediates, dims, frozenset(used), data=env.read_data)
+
+
+def _dims_used(program: Program) -> set[str]:
+    """The ``pl.dynamic`` dims that block counts and orchestration code of ``program`` read."""
+    dyn = {d.name for d in _entry_dims(program)}
+    counts = {
+        v.name
+        for f in program.functions
+        for c in nodes_of(f, FuncCall)
+        if not isinstance(c.blocks, int)
+        for v in nodes_of(c.blocks, Var)
+        if v.name in dyn  # a count may also read scalars of the orchestration code itself
+    }
+    read = {
+        d.name
+        for f in program.functions
+        if f.kind in (FunctionType.Orchestration, FunctionType.Group)
+        for c in nodes_of(f, Call)
+        if c.op == "tensor.dim"
+        for d in [c.arg("x").type.shape[c.arg("axis").value]]  # type: ignore[attr-defined]
+        if isinstance(d, DynDim)
+    }
+    return counts | read
+
+
+def _entry_dims(program: Program) -> list[DynDim]:
+    """The ``pl.dynamic`` dims of the entry's parameters."""
+    return [
+        d for p in program.entry.params for d in getattr(p.var.type, "shape", ()) if isinstance(d, DynDim)
+    ]
+
+
+def dynamic_dims(
+    program: Program, entry: Function, args: tuple, used: set[str] | None = None
+) -> dict[str, int]:
+    """The sizes ``args`` give the ``pl.dynamic`` dims that block counts of ``program`` read
+    (``used``, when the caller knows them)."""
+    used = _dims_used(program) if used is None else used
+    dims: dict[str, int] = {}
+    for i, p in enumerate(entry.params):
+        for axis, d in enumerate(getattr(p.var.type, "shape", ())):
+            if isinstance(d, DynDim) and d.name in used and i < len(args):
+                dims.setdefault(d.name, int(np.shape(args[i])[axis]))
+    return dims

@@ -1,0 +1,314 @@
+"""Writing a recorded run as the op simulator's raw output (docs/trace.md).
+
+Per kernel launch: ``<root>/<kernel>/OPPROF_<timestamp>_<n>/simulator/visualize_data.bin``
+(SOURCE blocks with the Python files the instructions came from, a TRACE block of
+Chrome-trace JSON, an API_INSTR block of per-instruction metrics) plus the same trace as
+``trace.json`` beside it, as the vendor's tool lays it out. Each simulated core of the
+launch is one process (``core0.veccore0``, ``core0.cubecore0``, ...), each pipe one lane.
+
+The events are formatted and both files written in C++ (``_native.write_trace``, from the
+records table the run returned), which also numbers the static instructions and totals them
+per core; this module adds the metadata, the SOURCE blocks and the API_INSTR block.
+
+Time unit: one simulated cycle is one nanosecond of trace time (``ts``/``dur`` are the exact
+decimals ``cycles / 1000`` in Chrome-trace microseconds), so viewers that keep integer
+nanoseconds hold every cycle boundary exactly; ``otherData`` records the platform clock for
+converting to real time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pypto import platforms
+from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
+from pypto.platforms import Platform
+from pypto.report.opprof_format import API_INSTR, SOURCE, pack_block
+from pypto.report.progress import progress
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
+
+log = logging.getLogger(__name__)
+
+# How the vendor spells pipes inside ``args.detail`` (PIPE_V is "VEC", PIPE_M is "M").
+
+SYNC_EVENT_NAMES = ("", "SET_FLAG", "WAIT_FLAG", "BAR")
+_COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+_CUBE_PIPES = (PIPES.index("MTE1"), PIPES.index("CUBE"), PIPES.index("FIXPIPE"))
+_VECTOR = PIPES.index("VECTOR")
+_PC_BASE = 0x10000
+# MindStudio Insight column kinds: 1 int, 2 float, 3 string (lists of them: one per core).
+_API_DTYPES = {
+    "Address": 3,
+    "Source": 3,
+    "AscendC Inner Code": 3,
+    "Pipe": 3,
+    "Instructions Executed": 1,
+    "Cycles": 1,
+    "Process Bytes": 1,
+    "Vector Utilization Percentage": 2,
+    "Buffer Address": 3,
+}
+
+
+@dataclass
+class CoreRecords:
+    """The records of one simulated core in one launch."""
+
+    pid: str
+    trace: InstrTrace
+
+
+def core_pid(block: int, cube: bool) -> str:
+    """Vendor-style core names: a cluster ``coreN`` holds one cube core and two vector cores."""
+    return f"core{block}.cubecore0" if cube else f"core{block // 2}.veccore{block % 2}"
+
+
+def _is_cube(task: TaskReport, cube_kernels: list[str] | None) -> bool:
+    if task.cluster is not None:  # a core of a cluster task knows its kind
+        return task.core_type == "AIC"
+    if cube_kernels is not None:
+        return task.name in cube_kernels
+    table = task.trace.raw["table"] if task.trace is not None else np.empty((0, len(RECORD_COLUMNS)))
+    return bool(np.isin(table[:, _COL["pipe"]], _CUBE_PIPES).any())
+
+
+def _meta(name: str, pid: str, args: dict[str, Any], tid: str | None = None) -> str:
+    event: dict[str, Any] = {"name": name, "ph": "M", "pid": pid, "args": args}
+    if tid is not None:
+        event["tid"] = tid
+    return json.dumps(event)
+
+
+def _metadata(pids: list[str]) -> list[str]:
+    meta = []
+    for n, pid in enumerate(pids):
+        meta += [
+            _meta("process_name", pid, {"name": pid}),
+            _meta("process_sort_index", pid, {"sort_index": n}),
+        ]
+        for i, lane in enumerate(PIPES):
+            meta.append(_meta("thread_name", pid, {"name": lane}, lane))
+            meta.append(_meta("thread_sort_index", pid, {"sort_index": i}, lane))
+    return meta
+
+
+def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
+    """Chrome-trace flow events from each tile push to the pop that received it: the k-th
+    push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
+    TPOP) pairs with the k-th pop on it. ``locals_``: each core's number in its cluster."""
+    ends: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}  # (is push, *route) -> ends
+    for core, local in zip(cores, locals_):
+        raw = core.trace.raw
+        names = raw["strings"]
+        ids = [i for i, n in enumerate(names) if n in ("TPUSH", "TPOP")]
+        keep = np.isin(raw["name_id"], ids)  # only the pipe ops: a long trace stays cheap
+        for row, name_id in zip(raw["table"][keep].tolist(), raw["name_id"][keep].tolist()):
+            name = names[name_id]
+            route = (row[_COL["flag_src"]], row[_COL["flag_dst"]], row[_COL["flag_id"]])
+            if (route[0] if name == "TPUSH" else route[1]) != local:
+                continue
+            at = row[_COL["start"]]
+            ends.setdefault((name == "TPUSH", *route), []).append((core.pid, PIPES[row[_COL["pipe"]]], at))
+    events, n = [], 0
+    for key, pushes in sorted(ends.items()):
+        is_push, route = key[0], key[1:]
+        if not is_push:
+            continue
+        for (pid, lane, t0), (qpid, qlane, t1) in zip(pushes, ends.get((False, *route), [])):
+            n += 1
+            common = {"name": f"tile pipe {route[2]}", "cat": "tpipe", "id": n}
+            events.append(json.dumps({**common, "ph": "s", "pid": pid, "tid": lane, "ts": t0 / 1000}))
+            events.append(
+                json.dumps({**common, "ph": "f", "bp": "e", "pid": qpid, "tid": qlane, "ts": t1 / 1000})
+            )
+    return events
+
+
+def _layout(
+    cores: list[CoreRecords], clock_hz: float, repeat_bytes: int, extra: list[str] | None = None
+) -> dict[str, Any]:
+    other = {
+        "generator": "pypto",
+        "clock_hz": clock_hz,
+        "time_unit": "cycle",
+        "time_scale": "1 trace ns = 1 simulated cycle",
+    }
+    columns = ("kind", "pipe", "start", "end", "bytes", "addr", "flag_src", "flag_dst", "flag_id")
+    return {
+        "columns": [_COL[c] for c in columns],
+        "lanes": list(PIPES),
+        "flag_pipes": list(FLAG_PIPE_NAMES),
+        "sync_names": list(SYNC_EVENT_NAMES),
+        "repeat_bytes": repeat_bytes,
+        "pc_base": _PC_BASE,
+        "head": '{"traceEvents":[' + ",".join(_metadata([c.pid for c in cores]) + (extra or [])),
+        "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
+    }
+
+
+def api_instr_json(pids: list[str], summary: dict[str, Any]) -> str:
+    """The API_INSTR payload: one entry per static instruction, one counter per core."""
+    sites = summary["sites"]
+    n = len(sites)
+
+    def stacked(key: str) -> np.ndarray:
+        cols = [np.asarray(c[key], dtype=np.int64) for c in summary["cores"]]
+        return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+
+    count, cycles, nbytes = stacked("count").tolist(), stacked("cycles").tolist(), stacked("bytes")
+    capacity, addr = stacked("capacity"), stacked("addr").tolist()
+    util = np.where(capacity > 0, np.round(100.0 * nbytes / np.maximum(capacity, 1), 2), -1.0)
+    util[[pipe != _VECTOR for _, _, pipe in sites]] = -1.0  # utilisation of the vector unit only
+    instructions = [
+        {
+            "Address": f"0x{_PC_BASE + 4 * code:x}",
+            "Source": name,
+            "AscendC Inner Code": loc,
+            "Pipe": PIPES[pipe],
+            "Instructions Executed": count[code],
+            "Cycles": cycles[code],
+            "Process Bytes": nbytes[code].tolist(),
+            "Vector Utilization Percentage": util[code].tolist(),
+            "Buffer Address": [f"0x{a:x}" if a >= 0 else "" for a in addr[code]],
+        }
+        for code, (name, loc, pipe) in enumerate(sites)
+    ]
+    doc = {"Cores": pids, "Instructions": instructions, "Instructions Dtype": {"Instructions": _API_DTYPES}}
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
+    """The interned strings that column ``ids`` uses (counted, not sorted: a million ids)."""
+    used = np.bincount(raw[ids], minlength=len(raw["strings"])) > 0
+    return [s for s, u in zip(raw["strings"], used.tolist()) if u]
+
+
+def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
+    locs = {loc for c in cores for loc in _used_strings(c.trace.raw, "loc_id")}
+    files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
+    return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
+
+
+def write_launch(
+    cores: list[CoreRecords],
+    sim: Path,
+    clock_hz: float,
+    repeat_bytes: int = 256,
+    extra: list[str] | None = None,
+) -> Path:
+    """``trace.json`` and ``visualize_data.bin`` of one launch in the folder ``sim``;
+    ``extra``: more trace events (flow arrows) as JSON strings."""
+    from pypto import _native
+
+    native_cores = [(c.pid, c.trace.raw, [json.dumps(s) for s in c.trace.raw["strings"]]) for c in cores]
+    prefix = b"".join(_source_blocks(cores))
+    layout = _layout(cores, clock_hz, repeat_bytes, extra)
+    bin_path = sim / "visualize_data.bin"
+    summary = _native.write_trace(native_cores, layout, prefix, str(sim / "trace.json"), str(bin_path))
+    with bin_path.open("ab") as f:
+        f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary).encode()))
+    return bin_path
+
+
+def flag_pairs(ev: dict[str, np.ndarray]) -> np.ndarray:
+    """(set, wait) index pairs of the columns ``kind``, ``start``, ``core``, ``fsrc``, ``fdst``,
+    ``fid`` (a flag's pipes and id; ``fid`` -1: none): each wait takes the earliest set of its
+    flag (same core, pipes and id) still unclaimed by its start, as a queue would; a wait with
+    none is skipped.
+
+    Per flag, in time order (a set before a wait of the same cycle): with S sets and W waits
+    so far, the waits left unpaired so far are U = max(0, max(W - S)) (a wait goes unpaired
+    exactly when it raises that maximum), so the k-th paired wait takes the k-th set."""
+    sync = np.nonzero(((ev["kind"] == 1) | (ev["kind"] == 2)) & (ev["fid"] >= 0))[0]
+    if not len(sync):
+        return np.zeros((0, 2), np.int64)
+    flag = np.stack([ev[k][sync] for k in ("core", "fsrc", "fdst", "fid")])
+    _, group = np.unique(flag, axis=1, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((ev["kind"][sync] != 1, ev["start"][sync], group))
+    sync, group = sync[order], group[order]
+    is_set = ev["kind"][sync] == 1
+    first = np.r_[True, group[1:] != group[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
+
+    def running(x: np.ndarray) -> np.ndarray:  # inclusive count within each flag's run
+        c = np.cumsum(x)
+        return c - (c[base] - x[base])
+
+    sets, waits = running(is_set), running(~is_set)
+    big = 2 * len(group) + 2  # above any W - S: a new flag's values exceed every earlier one
+    reach = (
+        np.maximum.accumulate(np.where(is_set, 0, np.maximum(waits - sets, 0)) + group * big) - group * big
+    )
+    before = np.where(first, 0, np.r_[0, reach[:-1]])
+    paired = ~is_set & (waits - sets <= before)
+    rank = running(paired)
+    set_key = (group * big + sets)[is_set]
+    wait_key = (group * big + rank)[paired]
+    return np.stack([sync[is_set][np.searchsorted(set_key, wait_key)], sync[paired]], axis=1)
+
+
+def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
+    """Blocks of one launch are consecutive task reports with the same kernel and start."""
+    groups: list[list[TaskReport]] = []
+    for t in tasks:
+        if t.trace is None:
+            continue
+        if groups and groups[-1][0].name == t.name and groups[-1][0].start == t.start:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return groups
+
+
+def _opprof_dir(root: Path, kernel: str, stamp: str, n: int) -> Path:
+    for attempt in range(1000):
+        suffix = f"_{attempt}" if attempt else ""
+        sim = root / kernel / f"OPPROF_{stamp}_{n:03d}{suffix}" / "simulator"
+        try:
+            sim.mkdir(parents=True, exist_ok=False)
+            return sim
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free OPPROF folder name under {root / kernel}")
+
+
+def write_traces(
+    report: RunReport,
+    root: str | Path,
+    *,
+    cube_kernels: Iterable[str] | None = None,
+    platform: Platform | None = None,
+) -> list[str]:
+    """Writes one OPPROF folder per recorded launch of ``report`` under ``root``; returns the
+    ``visualize_data.bin`` paths (also appended to ``report.trace_paths``).
+
+    ``cube_kernels`` names the AIC kernels (their cores are ``cubecore``s); by default a
+    launch that used MTE1, CUBE or FIXPIPE counts as one. ``platform`` (default: the
+    report's) gives the vector repeat size behind the utilisation figures."""
+    root = Path(root)
+    plat = platform or platforms.get(report.platform)
+    stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
+    kinds = list(cube_kernels) if cube_kernels is not None else None
+    paths = []
+    groups = launches(report.tasks)
+    with progress("writing traces", len(groups), "launch") as done:
+        for n, group in enumerate(groups):
+            traced = [t for t in group if t.trace]
+            cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
+            locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
+            flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
+            sim = _opprof_dir(root, group[0].name, stamp, n)
+            paths.append(str(write_launch(cores, sim, report.clock_hz, int(plat.vector_repeat_bytes), flows)))
+            log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+            done.update()
+    report.trace_paths.extend(paths)
+    return paths

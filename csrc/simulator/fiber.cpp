@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -16,6 +17,7 @@ namespace {
 // 1 MiB of stack per kernel instance (reserved, committed as touched) plus a guard page, so a
 // runaway recursion faults instead of overwriting another fiber's stack. Stacks are pooled.
 constexpr size_t kStackBytes = size_t{1} << 20;
+constexpr size_t kTopPad = 64;  // see resume(); a multiple of 16 keeps the first frame aligned
 
 size_t page_bytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
@@ -44,14 +46,31 @@ void give_stack(void* s) {
   }
 }
 
+// The first entry into a fiber: `entry` called on the stack whose top is `top` (16-byte
+// aligned). It never returns: the fiber leaves with _longjmp. Two instructions, where
+// getcontext/setcontext would save and restore the signal mask with a system call each.
+#if defined(__x86_64__) || defined(__aarch64__)
+[[noreturn]] void start_on(void* top, void (*entry)()) {
+#if defined(__x86_64__)
+  // `call` pushes the return address, leaving the stack as a function's entry expects.
+  asm volatile("mov %0, %%rsp\n\tcall *%1\n\tud2" : : "r"(top), "r"(entry) : "memory");
+#else
+  asm volatile("mov sp, %0\n\tblr %1\n\tbrk #0" : : "r"(top), "r"(entry) : "memory");
+#endif
+  __builtin_unreachable();
+}
+#endif
+
 }  // namespace
 
 Fiber::Fiber(std::function<void()> body) : body_(std::move(body)), stack_(take_stack()) {
+#if !defined(__x86_64__) && !defined(__aarch64__)
   getcontext(&context_);
   context_.uc_stack.ss_sp = static_cast<char*>(stack_) + page_bytes();
   context_.uc_stack.ss_size = kStackBytes;
   context_.uc_link = nullptr;
   makecontext(&context_, &Fiber::trampoline, 0);
+#endif
 }
 
 Fiber::~Fiber() {
@@ -74,9 +93,10 @@ void Fiber::trampoline() {
   _longjmp(self->caller_jump_, 1);
 }
 
-// The first entry goes through ucontext, which builds the fiber's initial frame on its stack;
-// every later switch is _setjmp/_longjmp. Unlike swapcontext, they save no signal mask, so a
-// hand-off makes no system call (a chip simulation hands off hundreds of thousands of times).
+// The first entry is start_on (ucontext elsewhere), which starts the fiber's first frame on
+// its stack; every later switch is _setjmp/_longjmp. Unlike swapcontext, they save no signal
+// mask, so a hand-off makes no system call (a chip simulation hands off hundreds of thousands
+// of times, and a tiny kernel's run would otherwise pay two per instance).
 void Fiber::resume() {
   if (finished_) return;
   Fiber* outer = g_running;
@@ -84,7 +104,15 @@ void Fiber::resume() {
   if (_setjmp(caller_jump_) == 0) {
     if (!started_) {
       started_ = true;
+#if defined(__x86_64__) || defined(__aarch64__)
+      // Zeros above the first frame: an unwinder walking past the trampoline (a debugger, a
+      // crash backtrace) reads a null return address there and stops.
+      char* top = static_cast<char*>(stack_) + page_bytes() + kStackBytes - kTopPad;
+      std::memset(top, 0, kTopPad);
+      start_on(top, &Fiber::trampoline);
+#else
       setcontext(&context_);
+#endif
     }
     _longjmp(fiber_jump_, 1);
   }

@@ -40,7 +40,9 @@ class Fiber {
   static void trampoline();
 
   std::function<void()> body_;
-  ucontext_t context_{};                  // the first entry only
+#if !defined(__x86_64__) && !defined(__aarch64__)
+  ucontext_t context_{};  // the first entry only, where start_on has no assembly
+#endif
   jmp_buf caller_jump_{}, fiber_jump_{};  // every later switch
   void* stack_ = nullptr;
   bool started_ = false, finished_ = false, cancelled_ = false;

@@ -50,12 +50,19 @@ def resolve(fn: Any, name: str) -> Any:
     return fn.__globals__.get(name, ABSENT)
 
 
-def guards(fn: Any) -> tuple[Guard, ...]:
+def guards(fn: Any, record: tuple | None = None) -> tuple[Guard, ...]:
     """What :func:`changed` checks for ``fn``: each plain value (number, string, dtype, enum,
     a tuple/list/dict of those) its source reads from its closure, its module or a user module's
-    attribute, and the same for every kernel or helper it calls."""
+    attribute, and the same for every kernel or helper it calls.
+
+    ``record``: the program cache's dependency record of ``fn`` (``program_cache._record_fn``),
+    which names what the source reads; with it the source is not read and parsed again (most of
+    a new process's first call of a cached kernel)."""
     out: list[Guard] = []
-    _collect(fn, out, set())
+    if record is None:
+        _collect(fn, out, set())
+    else:
+        _collect_recorded(fn, record, out, set())
     return tuple(out)
 
 
@@ -95,15 +102,39 @@ def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
         return
     names, attrs = names_in(tree)
     for name in sorted(names):
-        cell = _cell(fn, name)
-        value = resolve(fn, name)
+        value = _guard_name(fn, name, out)
         if isinstance(value, types.ModuleType):
             _module_attrs(value, attrs, out)
         elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):  # it calls these
             _collect(value.fn, out, seen)
-        elif _plain(value):
-            where = (cell, None) if cell is not None else (fn.__globals__, name)
-            out.append((*where, _snapshot(value)))
+
+
+def _collect_recorded(fn: Any, record: tuple, out: list[Guard], seen: set[int]) -> None:
+    """:func:`_collect` with the names read from ``record`` ("fn", file sha, where, ((name,
+    value record), ...)): a module's record lists the attributes read from it, a called
+    kernel's or an inline helper's record ends with its own function record."""
+    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+
+    code = getattr(fn, "__code__", None)
+    if code is None or id(code) in seen:
+        return
+    seen.add(id(code))
+    for name, rec in record[3]:
+        value = _guard_name(fn, name, out)
+        if isinstance(value, types.ModuleType):
+            _module_attrs(value, frozenset(a for a, _ in rec[2]), out)
+        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):
+            _collect_recorded(value.fn, rec[-1], out, seen)
+
+
+def _guard_name(fn: Any, name: str, out: list[Guard]) -> Any:
+    """``name``'s value as ``fn`` sees it, guarded when it is a plain value."""
+    cell = _cell(fn, name)
+    value = resolve(fn, name)
+    if _plain(value):
+        where = (cell, None) if cell is not None else (fn.__globals__, name)
+        out.append((*where, _snapshot(value)))
+    return value
 
 
 def _module_attrs(module: types.ModuleType, attrs: frozenset[str], out: list[Guard]) -> None:

@@ -26,6 +26,7 @@ from pypto.kernel_build.source import file_stem
 from pypto.runtime import program_cache
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig, call_config
+from pypto.runtime.warm import MISS, WarmCall
 
 if TYPE_CHECKING:
     from pypto.ir.stmt import Program
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 # runs without loading them (a new process's first call stays within milliseconds).
 
 log = Logger(__name__)
+
+_WARM = "warm"  # the compiled-program cache's entry for the latest plain call (pypto.runtime.warm)
 
 __all__ = ["CompiledProgram", "call_jit", "compile_program", "lower_program", "program_key"]
 
@@ -67,8 +70,7 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if compiled is not None and not _captured_changed(jf, cache):
         compiled.refresh_external()
         return compiled
-    if not cache and getattr(jf, "fn", None) is not None:  # the values this compile folds in
-        jf._pypto_captured = captured.guards(jf.fn)
+    guard = not cache and getattr(jf, "fn", None) is not None  # the values this compile folds in
     logs.configure()
     out = _output_dir(jf, key, config)
     options = config.compile_options()
@@ -77,7 +79,10 @@ def compile_program(jf: Any, args: tuple, kwargs: dict, config: RunConfig) -> Co
     if artifact is not None:  # compiled for other run options: its folder gets the compile's files
         to_folder(artifact, out, config.run_options())
     else:
-        artifact = cache[shared] = _artifact(jf, args, kwargs, key[0], config, out)
+        artifact, record = _artifact(jf, args, kwargs, key[0], config, out)
+        cache[shared] = artifact
+        if guard:  # the program cache's record names what the source reads: no parse for it
+            jf._pypto_captured = captured.guards(jf.fn, record)
     compiled = cache[key] = CompiledProgram(artifact, config, out)
     return compiled
 
@@ -93,22 +98,26 @@ def _captured_changed(jf: Any, cache: dict) -> bool:
     return True
 
 
-def _artifact(jf: Any, args: tuple, kwargs: dict, spec_key: tuple, config: RunConfig, out: Path) -> Artifact:
-    """From the program cache, else compiled (and stored there); either way its folder written."""
+def _artifact(
+    jf: Any, args: tuple, kwargs: dict, spec_key: tuple, config: RunConfig, out: Path
+) -> tuple[Artifact, tuple | None]:
+    """From the program cache, else compiled (and stored there); either way its folder written.
+    With it, the program cache's dependency record of the kernel on a hit (None: compiled)."""
     options = config.compile_options()
     # Dumps are made by a compile, so a dumping config always compiles.
     disk_key = program_key(jf, spec_key, options) if options.dump_level.name == "NONE" else None
     if disk_key is not None:
-        artifact = program_cache.load(disk_key, jf.fn)
-        if artifact is not None:
+        hit = program_cache.load(disk_key, jf.fn)
+        if hit is not None:
+            artifact, record = hit
             _restored(artifact, out, config)
             log.debug("program cache hit for %s (%s)", jf.name, disk_key[:16])
-            return artifact
+            return artifact, record
     artifact = _compile(jf, args, kwargs, options, out)
     to_folder(artifact, out, config.run_options())  # what CompiledProgram.from_dir reads back
     if disk_key is not None:
         program_cache.store(disk_key, jf.fn, artifact)
-    return artifact
+    return artifact, None
 
 
 def _compile(jf: Any, args: tuple, kwargs: dict, options: CompileOptions, out: Path) -> Artifact:
@@ -143,7 +152,13 @@ def _restored(artifact: Artifact, out: Path, config: RunConfig) -> None:
 
 def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> Any:
     """``kernel(*args, config=...)``: compile (cached), run, keep ``last_report``, return outputs."""
-    config = call_config(config)
+    cache = jf.__dict__.get("_pypto_compiled")
+    warm = cache.get(_WARM) if cache else None
+    if warm is not None and warm.given is config and not kwargs:  # the same config object (or None)
+        outs = warm(jf, args)
+        if outs is not MISS:
+            return outs
+    given, config = config, call_config(config)
     compiled = compile_program(jf, args, kwargs, config)
     args = compiled.positional(args, kwargs)
     before = config.dfx.before_launch(compiled, args) if config.any_dfx_enabled() else None
@@ -155,6 +170,7 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
             config.dfx.after_launch(compiled, args, jf.last_report, before)
     else:  # built when first read: most warm calls never look at it
         jf.last_report = functools.partial(compiled.launch_report, results, False, traffic)
+        jf._pypto_compiled[_WARM] = WarmCall.of(jf, compiled, given, config, args, kwargs)
     outs = compiled.returned
     if len(outs) == 1:
         return args[outs[0]]

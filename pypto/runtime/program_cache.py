@@ -99,9 +99,10 @@ def program_key(fn: Any, spec_key: tuple, options: CompileOptions) -> str | None
     return digest.hexdigest()
 
 
-def load(key: str, fn: Any) -> Artifact | None:
-    """The Artifact of ``key`` if its entry is intact, its dependencies still hold and its
-    kernels load, else None."""
+def load(key: str, fn: Any) -> tuple[Artifact, tuple] | None:
+    """The Artifact of ``key`` and ``fn``'s dependency record (what its source reads, see
+    _record_fn) if the entry is intact, its dependencies still hold and its kernels load, else
+    None."""
     if knobs.recompile():
         return None
     path = _entry_path(key)
@@ -121,7 +122,8 @@ def load(key: str, fn: Any) -> Artifact | None:
         entry = pickle.loads(payload)
         if not isinstance(entry, Entry) or not _fn_matches(fn, entry.deps):
             return None
-        return codecs.from_bytes(entry.artifact)
+        artifact = codecs.from_bytes(entry.artifact)
+        return None if artifact is None else (artifact, entry.deps)
     except (PyptoError, OSError):
         raise
     except Exception as exc:  # an entry of an incompatible pypto build: recompile

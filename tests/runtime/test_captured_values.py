@@ -45,6 +45,9 @@ def setattr_cell(kernel, value):
     kernel.fn.__closure__[kernel.fn.__code__.co_freevars.index("factor")].cell_contents = value
 
 
+LOAD = jit.program_cache.load  # the real lookup, for the test that reads the program cache
+
+
 @pytest.fixture(autouse=True)
 def in_process_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the in-process cache here: the program cache on disk is never read."""
@@ -93,3 +96,31 @@ def test_a_rebound_closure_value_compiles_again(compiles):
     rebind(0.5)
     np.testing.assert_array_equal(call(kernel), A * np.float32(0.5))
     assert compiles == ["closure_kernel", "closure_kernel"]
+
+
+def test_guards_read_from_the_program_cache_record_are_the_ones_the_source_gives():
+    from pypto.frontend import captured
+    from pypto.runtime.program_cache import _record_fn
+
+    for fn in (scale.fn, make(2.0)[0].fn):  # module values, an inline helper's module attribute, a closure
+        found = captured.guards(fn, _record_fn(fn))
+        assert found == captured.guards(fn)
+        assert {name for _, name, _ in found} >= ({"SCALE", "ROWS", "OFFSET"} if fn is scale.fn else {None})
+
+
+def test_a_kernel_served_by_the_program_cache_still_compiles_again_when_a_constant_changes(
+    monkeypatch, compiles
+):
+    global SCALE
+    monkeypatch.setattr(jit.program_cache, "load", LOAD)
+    try:
+        call(scale)  # compiled and stored on disk (or found there)
+        before = len(compiles)
+        scale.__dict__.pop("_pypto_compiled")  # as a new process: served by the program cache,
+        np.testing.assert_array_equal(call(scale), A * np.float32(2) + np.float32(1))
+        assert len(compiles) == before  # its guards made from the cache's record
+        SCALE = 3.0
+        np.testing.assert_array_equal(call(scale), A * np.float32(3) + np.float32(1))
+        assert len(compiles) == before + 1
+    finally:
+        SCALE = 2.0

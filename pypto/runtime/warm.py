@@ -1,0 +1,168 @@
+"""The warm call's fast path: a kernel called again with the same config object and arguments
+of the same kinds, shapes and dtypes runs without the general call's layers.
+
+``call_jit`` keeps one :class:`WarmCall` per kernel (in its compiled-program cache, so whatever
+empties that cache drops it too) for its latest plain call: no trace, no DFX, not isolated, no
+hand-written kernels, a task list fixed at compile time. The record holds everything the
+general path would compute again (the native runner, the dtype codes, the traffic), so a call
+only checks its arguments and runs. Anything unusual — another shape, a view, a non-contiguous
+or read-only output, a changed module constant — is a miss, and the general path (which names
+every problem) takes the call.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import numpy as np
+
+from pypto.errors import ReadOnlyInputError
+from pypto.frontend import captured
+from pypto.frontend.specialize import dynamic_axes
+from pypto.runtime.compiled import CompiledProgram
+from pypto.runtime.config import RunConfig
+from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
+from pypto.runtime.dtypes import INPUT, code_of, flagged
+from pypto.runtime.marshal import table_entry
+
+MISS = object()  # __call__'s answer when the general path must take the call
+
+# numpy's array flag bits (ndarray.flags.num; NPY_ARRAY_* in numpy's C API): one integer read
+# answers what three flag attributes would.
+_C_CONTIGUOUS, _OWNDATA, _WRITEABLE = 0x0001, 0x0004, 0x0400
+
+# os.environ's own dict and PYPTO_SIM_THREADS as it keys it: the native run reads the variable,
+# and the general path refuses a bad value; a value seen valid once needs no parsing again.
+_ENV: Any = getattr(os.environ, "_data", None)
+_SIM_THREADS = os.environ.encodekey("PYPTO_SIM_THREADS") if _ENV is not None else None
+
+
+class WarmCall:
+    """One specialisation of one kernel under one config, ready to run again."""
+
+    __slots__ = (
+        "given", "compiled", "nargs", "tensors", "scalars", "intermediates", "extra",
+        "run", "options", "traffic", "returned", "sim_threads",
+    )  # fmt: skip
+
+    def __init__(
+        self, compiled: CompiledProgram, given: RunConfig | None, config: RunConfig, args: tuple
+    ) -> None:
+        self.given = given  # the call's config= (None: the defaults, which never change)
+        self.compiled = compiled
+        self.nargs = len(args)
+        outputs = compiled.outputs
+        # (index, shape, dtype, dtype code as the run takes it, flag bits it must have)
+        self.tensors = tuple(
+            (
+                i,
+                args[i].shape,
+                args[i].dtype,
+                code_of(args[i].dtype) if i in outputs else flagged(code_of(args[i].dtype), INPUT),
+                _C_CONTIGUOUS | _OWNDATA | (_WRITEABLE if i in outputs else 0),
+            )
+            for i in compiled.tensor_params
+        )
+        tensor_set = set(compiled.tensor_params)
+        self.scalars = tuple((i, type(a), a) for i, a in enumerate(args) if i not in tensor_set)
+        self.intermediates = tuple(compiled.intermediates)
+        runner, self.extra = compiled._native_tasks()
+        self.run = runner.run
+        self.options = (False, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
+        self.traffic = launch_traffic(args, compiled.tensor_params, outputs)  # fixed by the shapes
+        self.returned = compiled.returned
+        self.sim_threads = _ENV.get(_SIM_THREADS) if _ENV is not None else None
+
+    @staticmethod
+    def of(
+        jf: Any,
+        compiled: CompiledProgram,
+        given: RunConfig | None,
+        config: RunConfig,
+        args: tuple,
+        kwargs: dict,
+    ) -> WarmCall | None:
+        """The fast path of this call, or None when it needs the general one every time."""
+        if kwargs or _ENV is None or not _plain_config(config) or not _plain_program(compiled):
+            return None
+        if config.isolated(bool(compiled.external)) or dynamic_axes(jf):
+            return None
+        tensor_set = set(compiled.tensor_params)
+        for i, a in enumerate(args):
+            if i in tensor_set:
+                if type(a) is not np.ndarray or not a.dtype.isnative:
+                    return None
+            elif type(a) not in (int, float, bool):
+                return None
+        return WarmCall(compiled, given, config, args)
+
+    def __call__(self, jf: Any, args: tuple) -> Any:
+        """Runs the call and returns what the kernel returns; MISS when it cannot."""
+        if len(args) != self.nargs:
+            return MISS
+        for i, kind, value in self.scalars:
+            if type(args[i]) is not kind or args[i] != value:
+                return MISS
+        table = []
+        for i, shape, dtype, code, need in self.tensors:
+            a = args[i]
+            # A view (it may overlap another argument), a non-contiguous array or a read-only
+            # output: the general path checks it and names any problem.
+            if (
+                type(a) is not np.ndarray
+                or a.shape != shape
+                or a.dtype != dtype
+                or a.flags.num & need != need
+            ):
+                return MISS
+            table.append((a, code))
+        if not _distinct(table):
+            return MISS  # one array passed twice: the general path checks the overlap
+        guards = jf.__dict__.get("_pypto_captured")
+        if guards and captured.changed(guards) is not None:
+            return MISS
+        if _ENV.get(_SIM_THREADS) != self.sim_threads:
+            return MISS
+        for entry in self.intermediates:  # fresh scratch tensors, and views, each run
+            table.append(table_entry(entry, table))
+        for j in self.extra:
+            table.append((table[j][0], flagged(table[j][1], INPUT)))
+        try:
+            results = self.run(table, *self.options)
+        except ReadOnlyInputError as e:
+            from pypto.runtime.launch import name_tensors
+            from pypto.runtime.marshal import table_names
+
+            compiled = self.compiled
+            raise name_tensors(
+                e, table_names(compiled._tensor_table[0], compiled.intermediates, self.extra)
+            ) from None
+        if DISPATCHING.get() is not None or ACTIVE.get():
+            account(*self.traffic)
+        jf._last_report = functools.partial(self.compiled.launch_report, results, False, self.traffic)
+        outs = self.returned
+        if len(outs) == 1:
+            return args[outs[0]]
+        return tuple(args[i] for i in outs) if outs else None
+
+
+def _plain_config(config: RunConfig) -> bool:
+    """A config whose compile key cannot change in place and that asks for nothing per call."""
+    return not (
+        config.trace
+        or config.any_dfx_enabled()
+        or config.platform_overrides
+        or isinstance(config.disabled_diagnostics, set)
+    )
+
+
+def _plain_program(compiled: CompiledProgram) -> bool:
+    return not (compiled.external or compiled.dynamic_plan or compiled.fixed_signature)
+
+
+def _distinct(table: list[tuple[np.ndarray, int]]) -> bool:
+    if len(table) == 2:
+        return table[0][0] is not table[1][0]
+    return len({id(a) for a, _ in table}) == len(table)

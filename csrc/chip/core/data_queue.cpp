@@ -56,8 +56,8 @@ thread_local DataQueue* DataQueue::t_worker_ = nullptr;
 
 DataQueue::Times DataQueue::times() {
   return {g_run_waiting.load(std::memory_order_relaxed),
-          g_run_helping.load(std::memory_order_relaxed), g_data_idle.load(std::memory_order_relaxed),
-          g_data_cpu.load(std::memory_order_relaxed)};
+          g_run_helping.load(std::memory_order_relaxed),
+          g_data_idle.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
 }
 
 std::unique_ptr<DataQueue> DataQueue::for_run() {

@@ -28,7 +28,6 @@ import argparse
 import functools
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 import flash_attention as fa  # noqa: E402
-from _common import best_of  # noqa: E402
+from _common import best_of, cpu_split, split_text  # noqa: E402
 
-from pypto import _native  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
 
 
@@ -51,31 +49,14 @@ def load_gemm():
 
 
 def timed(run, repeat: int) -> tuple[float, dict[str, float]]:
-    """(wall of the fastest run, that run's CPU split in seconds: timing, data)."""
-    best, split = float("inf"), {}
-    for _ in range(repeat):
-        before, cpu0 = _native.data_queue_times(), time.thread_time()
-        t0 = time.perf_counter()
-        run()  # on this thread: it is the run's thread
-        wall = time.perf_counter() - t0
-        cpu = time.thread_time() - cpu0
-        d = {k: (v - before[k]) / 1e9 for k, v in _native.data_queue_times().items()}
-        if wall < best:
-            best = wall
-            split = {
-                "timing": cpu - d["run_waiting_ns"] - d["run_helping_ns"],
-                "data": d["data_cpu_ns"] - d["data_idle_ns"] + d["run_helping_ns"],
-            }
-    return best, split
+    """(wall of the fastest run, that run's CPU split: _common.cpu_split)."""
+    return min((cpu_split(run) for _ in range(repeat)), key=lambda r: r[0])
 
 
 def line(name: str, gflop: float, wall: float, blas: float, split: dict[str, float]) -> None:
-    timing, data = split["timing"], split["data"]
-    floor = max(timing, (timing + data) / 2)
     print(
         f"{name:<34} {wall:6.3f} s wall  BLAS bound {blas:6.3f} s ({gflop / blas:5.1f} GFLOP/s)  "
-        f"ratio {wall / blas:5.2f}x | CPU: timing {timing:5.3f} s, data {data:5.3f} s, "
-        f"timing share {timing / (timing + data):4.0%}, 2-core floor {floor:5.3f} s"
+        f"ratio {wall / blas:5.2f}x | {split_text(split)}"
     )
 
 

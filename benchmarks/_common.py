@@ -19,6 +19,37 @@ def best_of(fn, n: int, *args) -> float:
     return best
 
 
+def cpu_split(run) -> tuple[float, dict[str, float]]:
+    """One call of ``run()`` on this thread (the run's thread of a simulated run): its wall
+    seconds and its host CPU seconds split by side (DataQueue::times) — "timing": the run's
+    thread's own work (timing model, control flow, checks, ops done in place) without its
+    spinning for the data thread; "data": the queued data work, on the data thread or taken
+    over by the run's thread while it would have waited."""
+    from pypto import _native
+
+    before, cpu0 = _native.data_queue_times(), time.thread_time()
+    t0 = time.perf_counter()
+    run()
+    wall = time.perf_counter() - t0
+    cpu = time.thread_time() - cpu0
+    d = {k: (v - before[k]) / 1e9 for k, v in _native.data_queue_times().items()}
+    return wall, {
+        "timing": cpu - d["run_waiting_ns"] - d["run_helping_ns"],
+        "data": d["data_cpu_ns"] - d["data_idle_ns"] + d["run_helping_ns"],
+    }
+
+
+def split_text(split: dict[str, float]) -> str:
+    """The CPU split of cpu_split, and the least wall it allows on two otherwise idle cores
+    (the sides overlap; only the data side's split pieces move between threads)."""
+    timing, data = split["timing"], split["data"]
+    floor = max(timing, (timing + data) / 2)
+    return (
+        f"CPU: timing {timing:5.3f} s, data {data:5.3f} s, "
+        f"timing share {timing / (timing + data):4.0%}, 2-core floor {floor:5.3f} s"
+    )
+
+
 def seed_kernel(tiles: int = NT):
     """The tutorial's single_buffer kernel (exp, one row tile at a time) over ``tiles`` tiles; a
     new object on each call, so nothing is cached in-process."""

@@ -202,6 +202,15 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
 void bind_simulator(py::module_& m) {
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"));
+  m.def("data_queue_times", [] {
+    const DataQueue::Times t = DataQueue::times();
+    py::dict d;
+    d["run_waiting_ns"] = t.run_waiting_ns;
+    d["run_helping_ns"] = t.run_helping_ns;
+    d["data_idle_ns"] = t.data_idle_ns;
+    d["data_cpu_ns"] = t.data_cpu_ns;
+    return d;
+  });
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
         py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);

@@ -75,16 +75,57 @@ void MemorySystem::add_buffer(const void* base, int64_t bytes) {
   // Sorted and disjoint before: only the new buffer's neighbours can overlap it.
   overlap_ = overlap_ || (i > 0 && buffers_[i - 1].hi > b.lo) ||
              (i + 1 < buffers_.size() && b.hi > buffers_[i + 1].lo);
+  if (overlap_) resolve_overlaps();
+}
+
+// Overlapping registrations (an array passed twice, views of one array) cut into disjoint
+// segments, each resolved once to the earliest registration holding it — what a scan of every
+// buffer per address would find — so an address is again one binary search, however many
+// tensors a run has. Registrations are few (a run's tensors and pipe rings): rebuilt each time.
+void MemorySystem::resolve_overlaps() {
+  std::vector<int64_t> cuts;
+  for (const Buffer& b : buffers_) {
+    cuts.push_back(b.lo);
+    cuts.push_back(b.hi);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  segments_.clear();
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const int64_t lo = cuts[i], hi = cuts[i + 1];
+    const Buffer* first = nullptr;
+    for (const Buffer& b : buffers_) {
+      if (b.lo > lo) break;  // sorted by lo: no later buffer holds [lo, hi)
+      if (b.hi >= hi && (first == nullptr || b.tag < first->tag)) first = &b;
+    }
+    if (first == nullptr) continue;
+    Segment* back = segments_.empty() ? nullptr : &segments_.back();
+    if (back != nullptr && back->hi == lo && back->tag == first->tag) {
+      back->hi = hi;
+    } else {
+      segments_.push_back({lo, hi, first->lo, first->tag});
+    }
+  }
+  last_ = 0;
 }
 
 uint64_t MemorySystem::canonical(int64_t host) const {
-  const Buffer* hit = nullptr;
-  if (overlap_) {  // the earliest registration holding `host`
-    for (const Buffer& b : buffers_) {
-      if (host >= b.lo && host < b.hi && (hit == nullptr || b.tag < hit->tag)) hit = &b;
+  if (overlap_) {  // the segment holding `host`: the rows of a transfer share one
+    const Segment* s = nullptr;
+    if (last_ < segments_.size() && host >= segments_[last_].lo && host < segments_[last_].hi) {
+      s = &segments_[last_];
+    } else {
+      auto it = std::upper_bound(segments_.begin(), segments_.end(), host,
+                                 [](int64_t h, const Segment& g) { return h < g.lo; });
+      if (it != segments_.begin() && host < (it - 1)->hi) s = &*(it - 1);
+      if (s != nullptr) last_ = static_cast<size_t>(s - segments_.data());
     }
-  } else if (last_ < buffers_.size() && host >= buffers_[last_].lo &&
-             host < buffers_[last_].hi) {  // the rows of a transfer share their buffer
+    if (s == nullptr) return static_cast<uint64_t>(host);  // unregistered: tagged by address
+    return (s->tag << 40) + static_cast<uint64_t>(host - s->base);
+  }
+  const Buffer* hit = nullptr;
+  if (last_ < buffers_.size() && host >= buffers_[last_].lo &&
+      host < buffers_[last_].hi) {  // the rows of a transfer share their buffer
     hit = &buffers_[last_];
   } else {  // the last buffer starting at or before `host`, if it reaches that far
     auto it = std::upper_bound(buffers_.begin(), buffers_.end(), host,

@@ -54,7 +54,14 @@ class MemorySystem {
     int64_t lo, hi;
     uint64_t tag;
   };
+  // A run of addresses that resolve to one registration: [lo, hi) of the buffer starting at
+  // `base` with `tag`.
+  struct Segment {
+    int64_t lo, hi, base;
+    uint64_t tag;
+  };
   uint64_t canonical(int64_t host) const;
+  void resolve_overlaps();
   struct Lines {
     uint64_t hits = 0, misses = 0;
   };
@@ -66,8 +73,9 @@ class MemorySystem {
   const Platform& platform_;
   std::vector<Buffer> buffers_;  // sorted by lo
   uint64_t registered_ = 0;
-  bool overlap_ = false;     // some buffers overlap (then lookups scan them all)
-  mutable size_t last_ = 0;  // the buffer found last
+  bool overlap_ = false;           // some buffers overlap (then lookups search segments_)
+  std::vector<Segment> segments_;  // with overlaps: disjoint, sorted, each the earliest buffer
+  mutable size_t last_ = 0;        // the buffer (or segment) found last
   int64_t line_bytes_;
   size_t sets_, ways_;
   // The tag store (per set: a fill count, then tags and LRU stamps) is kept per thread and

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
+from pypto import _native
 from pypto.errors import OutOfBoundsError, PyptoError
 from pypto.runtime import RunConfig
 
@@ -168,3 +169,45 @@ def test_a_bad_thread_count_is_refused_before_the_run(monkeypatch):
     with pytest.raises(PyptoError, match=r"invalid environment variable PYPTO_SIM_THREADS='0'"):
         fail_late(x, 0, out)
     assert (out == 7.0).all()  # nothing ran
+
+
+def test_the_queue_accounts_a_runs_host_cpu_to_its_threads(monkeypatch):
+    """DataQueue::times (what bench_sim splits a run's CPU by): a run with a data thread adds
+    that thread's CPU, no less than what it spent idle; a run without one adds nothing."""
+    heads, s, d = 2, 256, 128
+    kernel = fa.make_attention(heads, s, s, d, 64, 128, False)
+    args = (*fa.inputs(heads, s, s, d), fa.causal_mask(64, 128), np.zeros((heads * s, d), np.float32))
+    compiled = kernel.compile(*args, config=RunConfig())
+
+    def delta():
+        before = _native.data_queue_times()
+        compiled.run(*args)
+        return {k: v - before[k] for k, v in _native.data_queue_times().items()}
+
+    threaded, in_place = both_ways(monkeypatch, delta)
+    assert threaded["data_cpu_ns"] > 0
+    assert threaded["data_cpu_ns"] >= threaded["data_idle_ns"] >= 0
+    assert threaded["run_waiting_ns"] >= 0 and threaded["run_helping_ns"] >= 0
+    assert set(in_place.values()) == {0}
+
+
+def test_l1_to_l0_extracts_give_the_same_bits_and_cycles_on_the_data_thread(monkeypatch):
+    """TEXTRACT queues its copy: the GEMM's L1 -> L0 windows, with the data thread and without."""
+    spec = importlib.util.spec_from_file_location("gemm_data_thread", ROOT / "examples" / "gemm.py")
+    gemm = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = gemm
+    spec.loader.exec_module(gemm)
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (512, 512)).astype(np.float16)
+    b = rng.uniform(-1, 1, (512, 512)).astype(np.float16)
+    kernel = gemm.make_gemm(512, 512, 512)
+
+    def run():
+        c = np.zeros((512, 512), np.float32)
+        kernel(a, b, c)
+        return c, kernel.last_report
+
+    (c_t, rep_t), (c_p, rep_p) = both_ways(monkeypatch, run)
+    np.testing.assert_array_equal(c_t, c_p)
+    same_report(rep_t, rep_p)
+    assert gemm.relative_error(c_t, gemm.reference(a, b)[0]) < 1e-3

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -37,9 +38,27 @@ void spin_until(Done done) {
   }
 }
 
+using Clock = std::chrono::steady_clock;
+
+// The calling thread's CPU time: what it computed or spun, not what a busy host took from it.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// DataQueue::Times, accumulated by every queue of the process.
+std::atomic<int64_t> g_run_waiting{0}, g_run_helping{0}, g_data_idle{0}, g_data_cpu{0};
+
 }  // namespace
 
 thread_local DataQueue* DataQueue::t_worker_ = nullptr;
+
+DataQueue::Times DataQueue::times() {
+  return {g_run_waiting.load(std::memory_order_relaxed),
+          g_run_helping.load(std::memory_order_relaxed),
+          g_data_idle.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
+}
 
 std::unique_ptr<DataQueue> DataQueue::for_run() {
   const char* env = std::getenv("PYPTO_SIM_THREADS");
@@ -74,8 +93,14 @@ bool DataQueue::start() {
 
 DataQueue::Slot& DataQueue::claim() {
   if (head_seen_ - tail_seen_ == kSlots) {
-    wait_helping([this] { return head_seen_ - tail_.load(std::memory_order_acquire) < kSlots; });
     tail_seen_ = tail_.load(std::memory_order_acquire);
+    // Full: wait until half the queue is free, so a run the data thread bounds waits (and
+    // counts its waiting) once per kSlots / 2 ops rather than at every op.
+    if (head_seen_ - tail_seen_ == kSlots) {
+      wait_helping(
+          [this] { return head_seen_ - tail_.load(std::memory_order_acquire) <= kSlots / 2; });
+      tail_seen_ = tail_.load(std::memory_order_acquire);
+    }
   }
   return slots_[head_seen_ % kSlots];
 }
@@ -100,7 +125,12 @@ void DataQueue::wait_empty() {
 
 template <class Done>
 void DataQueue::wait_helping(Done done) {
+  if (done()) return;
+  const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
   spin_until([&] { return done() || (help() && done()); });
+  const int64_t helping = helping_ns_ - helped;
+  g_run_waiting.fetch_add(thread_cpu_ns() - t0 - helping, std::memory_order_relaxed);
+  g_run_helping.fetch_add(helping, std::memory_order_relaxed);
 }
 
 // The offer word: generation (32 bits) | piece count (16) | next piece (16). The count in the
@@ -131,6 +161,26 @@ void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
   sharing_ = false;
 }
 
+// The data thread, out of work: spins, then sleeps until an op is queued after slot `tail`.
+// False when the queue is stopped with nothing left.
+bool DataQueue::wait_for_work(uint64_t tail) {
+  const auto idle_since = Clock::now();
+  const int64_t cpu0 = thread_cpu_ns();
+  bool more = true;
+  for (unsigned i = 1; head_.load(std::memory_order_acquire) == tail; ++i) {
+    cpu_relax();
+    if (i % 64 != 0 || Clock::now() - idle_since < kSpin) continue;
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    wake_.wait(lock, [&] { return stop_ || head_.load(std::memory_order_seq_cst) != tail; });
+    sleeping_.store(false, std::memory_order_relaxed);
+    more = head_.load(std::memory_order_acquire) != tail;  // else: stopped with nothing queued
+    break;
+  }
+  g_data_idle.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
+  return more;
+}
+
 bool DataQueue::help() {
   uint64_t w = offer_.load(std::memory_order_acquire);
   if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
@@ -142,25 +192,21 @@ bool DataQueue::help() {
   // share() and has not described another: what was read above is this generation's.
   if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
+  const int64_t t0 = thread_cpu_ns();
   run(fn, b, std::min(n, b + grain));
+  helping_ns_ += thread_cpu_ns() - t0;
   helped_.fetch_add(1, std::memory_order_release);
   return true;
 }
 
 void DataQueue::work() {
   t_worker_ = this;
+  struct Cpu {  // counted however the loop ends
+    ~Cpu() { g_data_cpu.fetch_add(thread_cpu_ns(), std::memory_order_relaxed); }
+  } cpu;
   uint64_t tail = 0;
   for (;;) {
-    const auto idle_since = std::chrono::steady_clock::now();
-    for (unsigned i = 1; head_.load(std::memory_order_acquire) == tail; ++i) {
-      cpu_relax();
-      if (i % 64 != 0 || std::chrono::steady_clock::now() - idle_since < kSpin) continue;
-      std::unique_lock<std::mutex> lock(mutex_);
-      sleeping_.store(true, std::memory_order_seq_cst);
-      wake_.wait(lock, [&] { return stop_ || head_.load(std::memory_order_seq_cst) != tail; });
-      sleeping_.store(false, std::memory_order_relaxed);
-      if (head_.load(std::memory_order_acquire) == tail) return;  // stopped with nothing queued
-    }
+    if (head_.load(std::memory_order_acquire) == tail && !wait_for_work(tail)) return;
     const Slot& s = slots_[tail % kSlots];
     if (!error_) {
       try {

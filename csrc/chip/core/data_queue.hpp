@@ -59,6 +59,16 @@ class DataQueue {
     if (pending_) wait_empty();
   }
 
+  // Where the host CPU time of every run with a data thread went, summed over the process's
+  // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
+  // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
+  // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
+  // Read by benchmarks to show which side of a run bounds it; read per wait spell, never per op.
+  struct Times {
+    int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
+  };
+  static Times times();
+
   // fn(begin, end) over [0, n) in pieces of `grain`: a queued op's large, splittable work
   // (a matmul's output rows). On the data thread the run's thread takes pieces too when it
   // would otherwise wait for the queue; anywhere else it is fn(0, n). Each piece writes its
@@ -86,6 +96,7 @@ class DataQueue {
   void publish();
   void wait_empty();
   void work();
+  bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
   bool help();  // the run's thread: runs one shared piece if there is one
   template <class Done>
@@ -97,6 +108,7 @@ class DataQueue {
   std::thread thread_;
   bool started_ = false, pending_ = false;
   uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
+  int64_t helping_ns_ = 0;                     // shared pieces the run's thread ran (Times)
   int64_t recent_bytes_ = kWorthBytes;         // a moving average of the ops' sizes (1/32 steps)
   alignas(64) std::atomic<uint64_t> head_{0};  // slots published
   alignas(64) std::atomic<uint64_t> tail_{0};  // slots done

@@ -70,6 +70,11 @@ std::string legal_routes(int dst, const Platform& p);
 void copy_rows(uint8_t* dst, int64_t dst_pitch, const uint8_t* src, int64_t src_pitch, int64_t rows,
                int64_t row_bytes);
 
+// A whole L0A/L0B tile `d` filled from row-major data of its dtype (`src`, row pitch `pitch`
+// elements) in d's fractal layout; false (nothing written) when d is not a whole number of
+// fractals or not in L0A/L0B.
+bool l0_whole(const TileView& d, const uint8_t* src, int64_t pitch);
+
 // What a mad reads and writes: left, right, the accumulator (read too when accumulating).
 AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate);
 // A bias table operand of a mad producing `n` columns: fp32, one row of n.

@@ -48,47 +48,40 @@ void check_fractal_shape(const TileView& t, const char* op) {
   }
 }
 
-// Element-wise copy between the layouts of two same-dtype tiles of one logical shape.
-// Walks the destination in storage order; a constant element size makes the index math shifts.
-// A whole row-major tile into L0A (zZ) or L0B (nZ), fractal by fractal with constant trip
-// counts and no per-element bounds checks: the same placement as the general walk below.
+// A whole L0A (zZ) or L0B (nZ) tile filled from a row-major source (`src`, row pitch `pitch`
+// elements), fractal by fractal with constant trip counts and no per-element bounds checks.
 template <typename T>
-bool relayout_whole(const TileView& d, const TileView& s) {
+void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int64_t pitch) {
   constexpr int64_t c0 = 32 / static_cast<int64_t>(sizeof(T));
-  const int64_t rows = d.rows, cols = d.cols, pitch = s.cols;
-  const bool row_major_src = s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
-  if (!row_major_src || s.valid_rows != rows || s.valid_cols != cols || rows % 16 != 0 ||
-      cols % 16 != 0 || rows % c0 != 0 || cols % c0 != 0) {
-    return false;
-  }
-  const T* src = reinterpret_cast<const T*>(s.data);
-  T* dst = reinterpret_cast<T*>(d.data);
-  if (d.mem == PYPTO_LEFT) {
+  if (mem == PYPTO_LEFT) {
     for (int64_t r0 = 0; r0 < rows; r0 += 16)
       for (int64_t cb = 0; cb < cols; cb += c0)
         for (int64_t r = r0; r < r0 + 16; ++r, dst += c0)
           std::memcpy(dst, src + r * pitch + cb, c0 * sizeof(T));
-    return true;
+    return;
   }
-  if (d.mem == PYPTO_RIGHT) {
-    for (int64_t rb = 0; rb < rows; rb += c0) {
-      for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0) {
-        if constexpr (sizeof(T) == 2) {  // a 16 x 16 fractal: one register transpose
-          transpose16_u16(dst, 16, src + rb * pitch + cb, pitch);
-        } else {
-          for (int64_t r = 0; r < c0; ++r)
-            for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
-        }
+  for (int64_t rb = 0; rb < rows; rb += c0) {
+    for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0) {
+      if constexpr (sizeof(T) == 2) {  // a 16 x 16 fractal: one register transpose
+        transpose16_u16(dst, 16, src + rb * pitch + cb, pitch);
+      } else {
+        for (int64_t r = 0; r < c0; ++r)
+          for (int64_t c = 0; c < 16; ++c) dst[c * c0 + r] = src[(rb + r) * pitch + cb + c];
       }
     }
-    return true;
   }
-  return false;
+}
+
+// A whole row-major tile into L0A/L0B (l0_whole), when it is one.
+bool relayout_whole(const TileView& d, const TileView& s) {
+  const bool row_major_src = s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  if (!row_major_src || s.valid_rows != d.rows || s.valid_cols != d.cols) return false;
+  return l0_whole(d, s.data, s.cols);
 }
 
 template <typename T>
 void relayout_as(const TileView& d, const TileView& s) {
-  if (relayout_whole<T>(d, s)) return;
+  if (relayout_whole(d, s)) return;
   constexpr int64_t e = sizeof(T);
   const T* src = reinterpret_cast<const T*>(s.data);
   T* dst = reinterpret_cast<T*>(d.data);
@@ -134,6 +127,25 @@ OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
 }
 
 }  // namespace
+
+bool pypto::isa::l0_whole(const TileView& d, const uint8_t* src, int64_t pitch) {
+  const int64_t c0 = 32 / d.esize;
+  const bool l0 = d.mem == PYPTO_LEFT || d.mem == PYPTO_RIGHT;
+  if (!l0 || d.rows % 16 != 0 || d.cols % 16 != 0 || d.rows % c0 != 0 || d.cols % c0 != 0)
+    return false;
+  if (d.esize == 2) {
+    l0_from_rows(reinterpret_cast<uint16_t*>(d.data), d.mem, d.rows, d.cols,
+                 reinterpret_cast<const uint16_t*>(src), pitch);
+  } else if (d.esize == 4) {
+    l0_from_rows(reinterpret_cast<uint32_t*>(d.data), d.mem, d.rows, d.cols,
+                 reinterpret_cast<const uint32_t*>(src), pitch);
+  } else if (d.esize == 1) {
+    l0_from_rows(d.data, d.mem, d.rows, d.cols, src, pitch);
+  } else {
+    return false;
+  }
+  return true;
+}
 
 extern "C" void pypto_tmov(const pypto_tile* dst, const pypto_tile* src) {
   const char* op = "TMOV";

@@ -113,6 +113,9 @@ void copy_into_l0(const TileView& d, const TileView& s, int64_t row0, int64_t co
 void copy_window(const TileView& d, int64_t dr0, int64_t dc0, const TileView& s, int64_t sr0,
                  int64_t sc0, int64_t rows, int64_t cols) {
   const bool to_l0 = (d.mem == PYPTO_LEFT || d.mem == PYPTO_RIGHT) && dr0 == 0 && dc0 == 0;
+  const bool whole = to_l0 && d.dtype == s.dtype && rows == d.rows && cols == d.cols &&
+                     s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  if (whole && l0_whole(d, s.data + (sr0 * s.cols + sc0) * s.esize, s.cols)) return;
   if (to_l0 && d.dtype == s.dtype && s.esize == 2)
     return copy_into_l0<2>(d, s, sr0, sc0, rows, cols);
   if (to_l0 && d.dtype == s.dtype && s.esize == 4)
@@ -158,6 +161,7 @@ OpDesc window_op(const WindowRoute& r, const TileView& d, int64_t rows, int64_t 
 // One windowed move: dst window at (dr0, dc0) <- src window at (sr0, sc0), rows x cols.
 void window_move(const char* op, const pypto_tile* dst, int64_t dr0, int64_t dc0,
                  const pypto_tile* src, int64_t sr0, int64_t sc0, bool extract) {
+  const Deferred q;
   const unsigned onchip = ~mem_bit(PYPTO_GM);
   TileView s = check_tile(src, op, "src", onchip);
   TileView d = check_tile(dst, op, "dst", onchip);
@@ -170,7 +174,9 @@ void window_move(const char* op, const pypto_tile* dst, int64_t dr0, int64_t dc0
   check_inside(d, dr0, dc0, rows, cols, op, "dst");
   check_on_grid(s, sr0, sc0, op, "src");
   check_on_grid(d, dr0, dc0, op, "dst");
-  copy_window(d, dr0, dc0, s, sr0, sc0, rows, cols);
+  q.run(rows * cols * s.esize, [d, dr0, dc0, s, sr0, sc0, rows, cols] {
+    copy_window(d, dr0, dc0, s, sr0, sc0, rows, cols);
+  });
   AccessList acc;
   acc.add(window_access(s, sr0, sc0, rows, cols, false));
   acc.add(window_access(d, dr0, dc0, rows, cols, true));

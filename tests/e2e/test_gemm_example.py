@@ -108,5 +108,5 @@ def test_with_several_blocks_of_c_per_core_the_forms_cost_the_same(gemm_example,
         assert gemm_example.relative_error(c, ref) <= 1e-3
         assert kernel.last_report.hazards == [] and len(kernel.last_report.tasks) == 1
         cycles.append(kernel.last_report.cycles)
-    assert cycles == [52967, 52905]  # 3 x 6 L1 K blocks, MTE2 busy 46296 cycles of them
+    assert cycles == [57796, 57734]  # the cold head (4829) + 3 x 6 L1 K blocks, MTE2 busy 46296 of them
     assert abs(cycles[1] - cycles[0]) <= gemm_example.k_block_cycles() // 10

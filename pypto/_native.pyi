@@ -31,6 +31,7 @@ class _HardwareFacts(TypedDict):
     dtypes: list[tuple[int, str, str, int]]  # (code, name, numpy name, size)
     routes: list[tuple[str, str, str, bool, bool]]  # (src, dst, pipe, vec_mat only, windowed)
     max_event_ids: int
+    max_l2_ways: int
     isa_dtypes: dict[str, Any]  # per ISA op family, the dtype names its check accepts
 
 def hardware_facts() -> _HardwareFacts: ...

@@ -14,7 +14,8 @@ MEM_SPACES: tuple[str, ...] = tuple(_FACTS["mem_spaces"])
 # numpy dtype name -> ABI code, and the element size of each code.
 DTYPE_CODES: dict[str, int] = {numpy: code for code, _, numpy, _ in _FACTS["dtypes"]}
 DTYPE_SIZES: dict[int, int] = {code: size for code, _, _, size in _FACTS["dtypes"]}
-MAX_EVENT_IDS: int = _FACTS["max_event_ids"]
+MAX_EVENT_IDS: int = _FACTS["max_event_ids"]  # what the flag encoding holds per pipe pair
+MAX_L2_WAYS: int = _FACTS["max_l2_ways"]  # the per-set fill count is 8 bits
 # Per ISA op family, the dtype names its run-time check accepts ({"binary": {"add": [...]}, ...}):
 # asked of the ISA's own checks, so the compiler refuses before a run exactly what the run would.
 ISA_DTYPES: dict = _FACTS["isa_dtypes"]

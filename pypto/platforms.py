@@ -19,12 +19,21 @@ from typing import Any
 
 from pypto import _native
 from pypto.errors import ConfigError
+from pypto.hardware import MAX_EVENT_IDS, MAX_L2_WAYS
 
 # Ranges of what-if values, chosen so the simulator stays exact: the simulator allocates each
 # on-chip space for real (capacities up to 1 GiB), counts cores and events in small tables,
 # and converts costs (cycles, bytes / bandwidth) to 64-bit cycle counts, which cannot wrap
 # while per-op costs stay below ~1e11 cycles (assumption: runs of < 1e7 instructions).
-_INT_LIMITS = {"aic_cores": 4096, "aiv_cores": 4096, "event_ids": 1024, "vec_mat_routes": 1}
+# The encodings' limits are the simulator's own (pypto.hardware), never restated here.
+_INT_LIMITS = {
+    "aic_cores": 4096,
+    "aiv_cores": 4096,
+    "event_ids": MAX_EVENT_IDS,
+    "cross_flag_ids": MAX_EVENT_IDS,
+    "l2_ways": MAX_L2_WAYS,
+    "vec_mat_routes": 1,
+}
 _BYTES_LIMIT = 1 << 30
 _FLOAT_LIMITS = {"clock_hz": (1e3, 1e13)}
 _BANDWIDTH = (1e-2, 1e6)  # bytes per cycle

@@ -82,6 +82,7 @@ py::dict hardware_facts() {
   }
   d["routes"] = routes;
   d["max_event_ids"] = hw::kMaxEventIds;
+  d["max_l2_ways"] = hw::kMaxL2Ways;
   d["isa_dtypes"] = isa_dtypes();
   return d;
 }

@@ -237,7 +237,7 @@ def test_bad_sizes_offsets_and_slots_are_compile_errors_at_the_line(kernel, erro
             dict(platform_overrides={"ub_bytes": 2**40}),
             "platform field 'ub_bytes' must be in [1, 1.07374e+09]",
         ),
-        (dict(platform_overrides={"event_ids": 2**31}), "platform field 'event_ids' must be in [1, 1024]"),
+        (dict(platform_overrides={"event_ids": 2**31}), "platform field 'event_ids' must be in [1, 64]"),
         (dict(platform_overrides={"bw_gm_to_ub": float("nan")}), "'bw_gm_to_ub' must be a finite number"),
         (dict(platform_overrides={"bw_gm_to_ub": float("inf")}), "'bw_gm_to_ub' must be a finite number"),
         (dict(platform_overrides={"bw_gm_to_ub": 1e-9}), "'bw_gm_to_ub' must be in [0.01, 1e+06]"),

@@ -84,6 +84,10 @@ OpDesc describe(const py::dict& spec) {
       {"gm_to_ub", Link::kGmToUb},   {"gm_to_l1", Link::kGmToL1},   {"ub_to_gm", Link::kUbToGm},
       {"l1_to_l0a", Link::kL1ToL0a}, {"l1_to_l0b", Link::kL1ToL0b}, {"l0c_to_gm", Link::kL0cToGm},
       {"ub_to_ub", Link::kUbToUb},   {"l0c_to_l1", Link::kL0cToL1}};
+  static const std::map<std::string, RowReduceKind> reduces = {{"other", RowReduceKind::kOther},
+                                                               {"sum", RowReduceKind::kSum},
+                                                               {"max", RowReduceKind::kMax},
+                                                               {"min", RowReduceKind::kMin}};
   OpDesc d;
   auto text = [&](const char* key, const char* dflt) {
     return spec.contains(key) ? spec[key].cast<std::string>() : std::string(dflt);
@@ -92,6 +96,7 @@ OpDesc describe(const py::dict& spec) {
   d.cls = lookup(classes, text("class", "vector"), "instruction class");
   d.vec = lookup(vecs, text("vec", "unary"), "vector class");
   d.link = lookup(links, text("link", "gm_to_ub"), "link");
+  d.reduce = lookup(reduces, text("reduce", "other"), "row reduction");
   d.rows = num("rows");
   d.row_bytes = num("row_bytes");
   d.bytes = spec.contains("bytes") ? num("bytes") : d.rows * d.row_bytes;

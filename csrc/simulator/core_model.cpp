@@ -217,7 +217,7 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
 uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
   if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
     const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
-    vector_run_end_ = start + c;
+    vector_run_end_ = cost::ends_vector_run(platform_, in.op) ? UINT64_MAX : start + c;
     return c;
   }
   if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op, false);

@@ -54,6 +54,69 @@ double vector(const Platform& p, VecClass c, int64_t bytes, bool warm) {
          v.per_repeat * static_cast<double>(ceil_div(bytes, p.vector_repeat_bytes));
 }
 
+// Columns of an expanded row reduction's source (0: the description is not one).
+int64_t reduce_cols(const OpDesc& d) {
+  if (d.cls != OpClass::kRowReduce || d.reduce == RowReduceKind::kOther || d.in_esize <= 0)
+    return 0;
+  return d.row_bytes / d.in_esize;
+}
+
+// pto-isa's fp32 sequences for four full shapes (TRowReduceOps.hpp lines 36-111): `groups` and
+// `folds` in order, as repeat counts; the shape's rows r, columns c. False: not such a shape.
+struct Seq {
+  int n = 0;
+  bool group[4] = {};
+  int64_t repeats[4] = {};
+  void add(bool g, int64_t rep) { group[n] = g, repeats[n++] = rep; }
+};
+bool fp32_sequence(int64_t r, int64_t c, Seq& q) {
+  if (r == 64 && c == 128) {  // [64, 16] by groups, halved to [64, 8], grouped to [64, 1]
+    q.add(true, r * 2), q.add(false, r / 8), q.add(true, r / 8);
+  } else if (r == 32 && c == 256) {  // [32, 32] by groups, halved twice, grouped
+    q.add(true, r * 4), q.add(false, r / 4), q.add(false, r / 8), q.add(true, r / 8);
+  } else if (r == 16 && c == 512) {  // grouped three times
+    q.add(true, r * 8), q.add(true, r), q.add(true, r / 8);
+  } else if (r == 8 && c == 1024) {  // grouped twice, halved, grouped
+    q.add(true, r * 16), q.add(true, r * 2), q.add(false, r / 8), q.add(true, r / 8);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A row reduction as pto-isa's CCE steps (RowReduceSteps); < 0 when its shape takes a path the
+// profile does not expand (columns not a whole number of repeats). Every step ends with a
+// barrier, so only the first can continue a stream.
+double reduce_steps(const Platform& p, const OpDesc& d, bool warm) {
+  const RowReduceSteps& s = p.row_reduce;
+  const int64_t cols = reduce_cols(d);
+  const int64_t per_repeat = p.vector_repeat_bytes / std::max<int64_t>(d.in_esize, 1);
+  const bool sum = d.reduce == RowReduceKind::kSum;
+  double total = 0;
+  bool first = true;
+  auto step = [&](const VecCost& c, int64_t repeats, double extra) {
+    total += ((first && warm) ? 0.0 : c.base) + c.per_repeat * static_cast<double>(repeats) +
+             extra + s.barrier;
+    first = false;
+  };
+  Seq q;
+  if (d.in_esize == 4 && fp32_sequence(d.rows, cols, q)) {
+    for (int i = 0; i < q.n; ++i)
+      step(q.group[i] ? (sum ? s.group_sum : s.group_max) : (sum ? s.fold_sum : s.fold_max),
+           q.repeats[i], 0);
+    return total;
+  }
+  if (cols <= 0 || per_repeat <= 0 || cols % per_repeat != 0) return -1;
+  // The generic path (lines 259-319): in count mode (set_mask_count and a count mask before,
+  // set_mask_norm and a full mask after: 4 mask writes; the repeat count 0), fold each further
+  // repeat-wide block of columns into the first, then reduce the one block left.
+  const double mode = 4 * s.mask_write;
+  for (int64_t i = 1; i < cols / per_repeat; ++i)
+    step(sum ? s.fold_sum : s.fold_max, 0, mode + s.count_mode_floor);
+  step(sum ? s.last_sum : s.last_max, 0, mode);
+  return total;
+}
+
 // The odd part of n (n with its factors of two removed): FIXPIPE drains a row's C0 blocks in
 // power-of-two groups, so a block count with odd part q needs q - 1 extra serial passes.
 int64_t odd_part(int64_t n) {
@@ -105,6 +168,10 @@ double bandwidth(const Platform& p, Link r) {
   }
 }
 
+bool ends_vector_run(const Platform& p, const OpDesc& d) {
+  return p.row_reduce.enabled && reduce_cols(d) > 0 && reduce_steps(p, d, false) >= 0;
+}
+
 bool has_vector_head(const OpDesc& d) {
   return d.cls == OpClass::kVector || d.cls == OpClass::kRowReduce || d.cls == OpClass::kSort ||
          d.cls == OpClass::kTranspose;
@@ -122,6 +189,7 @@ uint64_t cycles(const Platform& p, const OpDesc& d, bool warm) {
     case OpClass::kVector:
       return whole(vector(p, d.vec, d.bytes, warm));
     case OpClass::kRowReduce:
+      if (ends_vector_run(p, d)) return whole(reduce_steps(p, d, warm));
       return whole(vector(p, VecClass::kReduce, d.bytes, warm)) +
              whole(p.reduce_per_row_cycles * static_cast<double>(d.rows));
     case OpClass::kMatmul:

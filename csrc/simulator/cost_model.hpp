@@ -34,6 +34,9 @@ namespace pypto::cost {
 uint64_t cycles(const Platform& p, const OpDesc& d, bool warm = false);
 // Whether the instruction's cost depends on its run (vector classes with a start-up latency).
 bool has_vector_head(const OpDesc& d);
+// Whether the instruction ends its vector stream (a row reduction expanded into pto-isa's
+// steps ends with a pipe barrier): the next vector instruction pays its head.
+bool ends_vector_run(const Platform& p, const OpDesc& d);
 
 // Bytes per cycle of one route.
 double bandwidth(const Platform& p, Link r);

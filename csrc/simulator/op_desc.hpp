@@ -56,16 +56,20 @@ enum class Link : uint8_t {
   kL0cToL1
 };
 
+// What a row reduction computes (kOther: an index reduction, priced as a plain reduction).
+enum class RowReduceKind : uint8_t { kOther, kSum, kMax, kMin };
+
 struct OpDesc {
   OpClass cls = OpClass::kFixed;
   VecClass vec = VecClass::kUnary;
   Link link = Link::kGmToUb;
-  int64_t bytes = 0;                          // bytes moved or processed
-  int64_t rows = 0;                           // rows of a transfer / reduction / FIXPIPE drain
-  int64_t row_bytes = 0;                      // bytes per row of a GM transfer
-  int64_t acc_row_bytes = 0;                  // FIXPIPE: L0C bytes of one drained row
-  int64_t m = 0, k = 0, n = 0, in_esize = 0;  // matmul
-  uint64_t cycles = 0;                        // kFixed only
+  RowReduceKind reduce = RowReduceKind::kOther;  // kRowReduce: its kind
+  int64_t bytes = 0;                             // bytes moved or processed
+  int64_t rows = 0;                              // rows of a transfer / reduction / FIXPIPE drain
+  int64_t row_bytes = 0;                         // bytes per row of a GM transfer / reduction
+  int64_t acc_row_bytes = 0;                     // FIXPIPE: L0C bytes of one drained row
+  int64_t m = 0, k = 0, n = 0, in_esize = 0;     // matmul (in_esize: also a reduction's element)
+  uint64_t cycles = 0;                           // kFixed only
   bool atomic = false;  // a GM write that accumulates (atomic adds commute: never a race)
 
   static OpDesc fixed(uint64_t c) {
@@ -74,9 +78,10 @@ struct OpDesc {
     return d;
   }
   bool operator==(const OpDesc& o) const {
-    return cls == o.cls && vec == o.vec && link == o.link && bytes == o.bytes && rows == o.rows &&
-           row_bytes == o.row_bytes && acc_row_bytes == o.acc_row_bytes && m == o.m && k == o.k &&
-           n == o.n && in_esize == o.in_esize && cycles == o.cycles && atomic == o.atomic;
+    return cls == o.cls && vec == o.vec && link == o.link && reduce == o.reduce &&
+           bytes == o.bytes && rows == o.rows && row_bytes == o.row_bytes &&
+           acc_row_bytes == o.acc_row_bytes && m == o.m && k == o.k && n == o.n &&
+           in_esize == o.in_esize && cycles == o.cycles && atomic == o.atomic;
   }
   // (Compare every field: the core model reuses the cost of an equal description.)
   bool touches_gm() const {

@@ -206,6 +206,47 @@ def test_cost_profile_is_checked_and_keys_the_compiled_program():
     assert pto.resolved_platform().transfer_setup_cycles == 0
 
 
+def _row_reduce(kind: str, rows: int, cols: int, esize: int = 4) -> dict:
+    return {"class": "row_reduce", "reduce": kind, "rows": rows, "row_bytes": cols * esize, "in_esize": esize}
+
+
+@pytest.mark.parametrize(
+    ("kind", "rows", "cols", "cold", "warm"),
+    [
+        # [32, 256] fp32: pto-isa's ReduceOptFP32_32x256, a group reduction of 128 repeats, two
+        # halvings of 8 and 4, a group reduction of 4, each after a barrier: Perf-Sim's trace.
+        ("sum", 32, 256, 38 + 246, 246),  # 128 + (24+16) + (24+8) + (38+4) + 4 barriers
+        ("max", 32, 256, 270, 239),  # 128 + (24+16) + (24+8) + (31+4) + 4
+        # [8, 256] / [16, 256] fp32: the generic path in count mode, 3 folds and a final reduce.
+        ("sum", 8, 256, 24 + 162, 162),  # 21 + 45 + 45 + 51
+        ("max", 16, 256, 146, 122),  # 21 + 45 + 45 + 11
+        ("sum", 8, 64, 51, 5),  # one repeat wide: the count-mode reduce alone
+    ],
+)
+def test_pto_isa_profile_prices_a_row_reduction_as_pto_isa_expands_it(kind, rows, cols, cold, warm):
+    m = _model("pto-isa")
+    head = {"class": "vector", "vec": "binary", "bytes": 4096}
+    m.instr(V, _row_reduce(kind, rows, cols))  # starts a stream: its first step pays its head
+    m.instr(V, head)
+    m.instr(V, _row_reduce(kind, rows, cols))  # continues one
+    m.instr(V, head)  # the reduction's last barrier ended the stream: the head again
+    m.finish()
+    assert _durations(m) == [cold, 25 + 2 * 16, warm, 25 + 2 * 16]
+
+
+def test_row_reductions_outside_pto_isa_expansions_keep_the_whole_tile_price():
+    for profile, spec in (("device", _row_reduce("sum", 32, 256)), ("pto-isa", _row_reduce("sum", 8, 100))):
+        plat = platforms.get("a2a3sim", profile)
+        m = _model(profile)
+        m.instr(V, spec)
+        m.instr(V, spec)
+        m.finish()
+        repeats = math.ceil(spec["rows"] * spec["row_bytes"] / plat.vector_repeat_bytes)
+        whole = plat.vec_reduce_per_repeat * repeats
+        rows = plat.reduce_per_row_cycles * spec["rows"]
+        assert _durations(m) == [math.ceil(plat.vec_reduce_base + whole) + rows, math.ceil(whole) + rows]
+
+
 def test_platform_overrides_apply_on_top_of_either_profile():
     cfg = RunConfig(cost_profile="pto-isa", platform_overrides={"vec_exp_base": 5})
     plat = cfg.resolved_platform()

@@ -124,8 +124,8 @@ AIC_STANDARD = {
             128,
             1024,
             128,
-            29970,
-            AIC_STANDARD | {("AIV", "MTE2"): 13440, ("AIV", "VECTOR"): 45442, ("AIV", "MTE3"): 3000},
+            19897,
+            AIC_STANDARD | {("AIV", "MTE2"): 13440, ("AIV", "VECTOR"): 25296, ("AIV", "MTE3"): 3000},
         ),
         # FAPerfSim.CAModelCompare_64x128x512_2core. Perf-Sim: 10142 cycles; MTE2 2612 and 2780,
         # MTE1 1420, CUBE 1072, FIXPIPE 2020, VECTOR 6950, MTE3 740.
@@ -135,9 +135,9 @@ AIC_STANDARD = {
             64,
             512,
             128,
-            8841,
+            6573,
             {("AIC", "MTE2"): 2625, ("AIC", "MTE1"): 1424, ("AIC", "CUBE"): 1072, ("AIC", "FIXPIPE"): 2020}
-            | {("AIV", "MTE2"): 2800, ("AIV", "VECTOR"): 10942, ("AIV", "MTE3"): 758},
+            | {("AIV", "MTE2"): 2800, ("AIV", "VECTOR"): 6406, ("AIV", "MTE3"): 758},
         ),
     ],
 )

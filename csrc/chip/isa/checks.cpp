@@ -266,7 +266,7 @@ void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView
 }
 
 void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
-                  const TileView& dst) {
+                  const TileView& dst, RowReduceKind reduce) {
   AccessList acc;
   acc.add(src.access(false));
   if (scratch != nullptr) acc.add(scratch->access(true));
@@ -275,6 +275,9 @@ void issue_row_op(const char* name, OpClass cls, const TileView& src, const Tile
   d.cls = cls;
   d.bytes = src.valid_bytes();
   d.rows = src.valid_rows;
+  d.row_bytes = src.valid_cols * src.esize;
+  d.in_esize = src.esize;
+  d.reduce = reduce;
   issue_op(PYPTO_VECTOR, d, name, acc, static_cast<uint64_t>(src.valid_bytes()), dst.addr);
 }
 

@@ -163,9 +163,9 @@ void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView
                      const TileView* a, const TileView* b);
 
 // A Vec instruction priced per row of `src` (`cls`: a row reduction or a transpose): it reads
-// src, clobbers the scratch tile if any and writes dst.
+// src, clobbers the scratch tile if any and writes dst. `reduce`: what a row reduction computes.
 void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
-                  const TileView& dst);
+                  const TileView& dst, RowReduceKind reduce = RowReduceKind::kOther);
 
 // Descriptions of the common instruction classes.
 OpDesc vector_op(VecClass c, int64_t bytes);

@@ -74,7 +74,9 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
       write_element(d, d.row(r), 0, v);
     }
   });
-  issue_row_op(op, OpClass::kRowReduce, s, &t, d);  // t is clobbered, as on the device
+  // t is clobbered, as on the device; opc follows kReduceNames
+  const RowReduceKind kinds[] = {RowReduceKind::kSum, RowReduceKind::kMax, RowReduceKind::kMin};
+  issue_row_op(op, OpClass::kRowReduce, s, &t, d, kinds[opc]);
 }
 
 static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_tile* a,

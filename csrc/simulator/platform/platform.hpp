@@ -14,6 +14,19 @@ struct VecCost {
   double base;
 };
 
+// A row reduction priced as pto-isa expands it (pto_isa.cpp, cost_model.cpp): a sequence of
+// CCE steps, each followed by a pipe barrier that ends the vector stream, so every step after
+// the first pays its head + tail. Off (the device profile): vec_reduce repeats over the tile.
+struct RowReduceSteps {
+  bool enabled = false;
+  VecCost group_sum{}, group_max{};  // vcgadd / vcgmax: one result per 32-byte block
+  VecCost fold_sum{}, fold_max{};    // vadd / vmax (vmin alike): one block of columns folded
+  VecCost last_sum{}, last_max{};    // vcadd / vcmax: the generic path's final reduction
+  double count_mode_floor = 0;       // a binary op issued in count mode
+  double mask_write = 0;             // set_mask_count / set_mask_norm / set_vector_mask
+  double barrier = 0;                // the pipe_barrier after each step
+};
+
 struct Platform {
   std::string name;
   std::string device;  // the device name this simulator stands for
@@ -76,6 +89,7 @@ struct Platform {
   // An Acc -> GM store's data phase is priced as if each element were this many bytes (0: the
   // bytes it writes). pto-isa prices every L0C -> GM copy at 2 bytes per element.
   int64_t fixpipe_gm_priced_elem_bytes;
+  RowReduceSteps row_reduce;  // not a table figure: set by a cost profile
 };
 
 // A VecCost member's two fields: X(<member>_per_repeat, ...) and X(<member>_base, ...).

@@ -51,9 +51,23 @@ Platform apply_pto_isa_profile(Platform p) {
   p.vec_sort = {2, 6};      // pto-isa vbitsort / vmrgsort4: the default head 6, slope 2
   p.vec_reduce = {7, 46};   // pto-isa vcadd: head 14 + tail 32, slope 7
   p.reduce_per_row_cycles = 0;  // pto-isa: a reduction is its vcadd repeats only
-  p.cube_base_cycles = 6;       // pto-isa formula backend TryEstimateMadCycles: head 6
-  p.cube_cpr_16bit = 1;         // pto-isa formula backend: 1 cycle per fractal for fp16
-  p.cube_cpr_fp32 = 2;          // pto-isa formula backend: 2 cycles per fractal for fp32
+  // A row reduction as pto-isa expands it (include/pto/npu/a2a3/TRowReduceOps.hpp at f35e7f60:
+  // the [64, 128] / [32, 256] / [16, 512] / [8, 1024] fp32 sequences, lines 36-111, else the
+  // generic path, lines 259-319), each step priced by the CCE table (a2a3/cce_costmodel/ at
+  // f35e7f60; vector_compute.hpp unless named) and followed by a pipe_barrier.
+  p.row_reduce.enabled = true;         // pto-isa: the expansion above
+  p.row_reduce.group_sum = {1, 38};    // pto-isa vcgadd: head 14 + tail 24, slope 1 (line 99)
+  p.row_reduce.group_max = {1, 31};    // pto-isa vcgmax / vcgmin: 14 + 17, slope 1 (line 105)
+  p.row_reduce.fold_sum = {2, 24};     // pto-isa vadd: head 10 + tail 14, slope 2 (line 46)
+  p.row_reduce.fold_max = {2, 24};     // pto-isa vmax / vmin: 10 + 14, slope 2 (lines 207, 226)
+  p.row_reduce.last_sum = {7, 46};     // pto-isa vcadd: head 14 + tail 32, slope 7 (line 93)
+  p.row_reduce.last_max = {2, 6};      // pto-isa vcmax / vcmin: default head 6, slope 2 (line 118)
+  p.row_reduce.count_mode_floor = 16;  // pto-isa kCountModeFloorCycles (core.hpp line 179)
+  p.row_reduce.mask_write = 1;         // pto-isa set_mask_count etc. (sync.hpp lines 115-161)
+  p.row_reduce.barrier = 1;            // pto-isa pto_costmodel_pipe_barrier (sync.hpp line 27)
+  p.cube_base_cycles = 6;              // pto-isa formula backend TryEstimateMadCycles: head 6
+  p.cube_cpr_16bit = 1;                // pto-isa formula backend: 1 cycle per fractal for fp16
+  p.cube_cpr_fp32 = 2;                 // pto-isa formula backend: 2 cycles per fractal for fp32
   // pto-isa's Perf-Sim queues a set_flag / wait_flag as a zero-length SIGNAL / WAIT entry on its
   // pipe (perf_sim/pipe_model_sim_impl.inl, PushSignalEntry / PushWaitEntry): a flag takes no pipe
   // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +105,8 @@ def kernel_rows() -> list[str]:
     lines.append(f"  same kernels under cost_profile='pto-isa' (no request cost): {pto:+.1%}")
     x = np.ones((TR, TC), np.float32)
     b, c = np.zeros_like(x), np.zeros_like(x)
-    two_tasks(x, b, c, config=RunConfig(trace=True, output_dir="build_calibrate"))
+    with tempfile.TemporaryDirectory() as out:  # the traced run's files: nothing left behind
+        two_tasks(x, b, c, config=RunConfig(trace=True, output_dir=out))
     rep = two_tasks.last_report
     first, second = sorted(rep.tasks, key=lambda t: t.start)
     pickup = second.start - first.end

@@ -457,6 +457,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       return x.task != y.task ? x.task < y.task
                               : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
     });
+    r.instances.reserve(order.size());
     for (size_t i : order) {
       Instance& in = *instances_[i];
       r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,

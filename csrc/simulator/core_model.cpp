@@ -45,9 +45,8 @@ void CoreModel::reset(bool record) {
   next_index_ = 0;
   pipe_free_.fill(0);
   vector_run_end_ = UINT64_MAX;
-  for (Blocked& b : blocked_) {
+  for (Blocked& b : blocked_) {  // `wait` is read only while active and set on activation
     b.active = false;
-    b.wait = Pending{};
     b.queued.clear();
   }
   for (size_t key : fired_used_) {

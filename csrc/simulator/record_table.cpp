@@ -9,6 +9,7 @@ constexpr size_t kFirstRows = 4096;
 }  // namespace
 
 void RecordTable::grow() {
+  if (!memo_) memo_ = std::make_unique<std::array<std::pair<const char*, int32_t>, 64>>();
   capacity_ = capacity_ == 0 ? kFirstRows : 2 * capacity_;
   table_.reserve(capacity_ * kRecordWidth * sizeof(int64_t));
   names_.reserve(capacity_ * sizeof(int32_t));

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -82,7 +83,7 @@ class RecordTable {
  private:
   void grow();
   int32_t intern(const char* s) {
-    auto& slot = memo_[(reinterpret_cast<uintptr_t>(s) >> 3) % memo_.size()];
+    auto& slot = (*memo_)[(reinterpret_cast<uintptr_t>(s) >> 3) % memo_->size()];
     if (slot.first == s) return slot.second;
     return slot = {s, intern_slow(s)}, slot.second;
   }
@@ -93,7 +94,9 @@ class RecordTable {
   size_t rows_ = 0, capacity_ = 0;
   std::vector<const char*> strings_;
   std::unordered_map<const char*, int32_t> ids_;
-  std::array<std::pair<const char*, int32_t>, 64> memo_{};  // recent pointers -> ids
+  // Recent pointers -> ids, allocated by the first add(): an empty table (every table of a
+  // run that records nothing) is a few words, cheap to make, move and reset.
+  std::unique_ptr<std::array<std::pair<const char*, int32_t>, 64>> memo_;
 };
 
 }  // namespace pypto

@@ -60,12 +60,11 @@ DataQueue::Times DataQueue::times() {
           g_data_idle.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
 }
 
-std::unique_ptr<DataQueue> DataQueue::for_run() {
+bool DataQueue::wanted() {
   const char* env = std::getenv("PYPTO_SIM_THREADS");
-  if (env != nullptr && std::atoi(env) == 1) return nullptr;
+  if (env != nullptr && std::atoi(env) == 1) return false;
   static const bool one_cpu = std::thread::hardware_concurrency() < 2;  // reads sysfs: once
-  if (one_cpu) return nullptr;
-  return std::make_unique<DataQueue>();
+  return !one_cpu;
 }
 
 DataQueue::~DataQueue() {

@@ -21,8 +21,9 @@ namespace pypto {
 class DataQueue {
  public:
   static constexpr size_t kBytes = 304;  // the largest closure an op queues
-  // A queue for one run, or null: one host CPU, or PYPTO_SIM_THREADS=1 in the environment.
-  static std::unique_ptr<DataQueue> for_run();
+  // Whether a run gets a queue: not on one host CPU, nor with PYPTO_SIM_THREADS=1 in the
+  // environment (read at every run, so a process can change it between runs).
+  static bool wanted();
   DataQueue() = default;
   ~DataQueue();  // does the queued work, then ends the thread
   DataQueue(const DataQueue&) = delete;

@@ -41,8 +41,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
         remaining_deps_(tasks.size(), 0),
         task_end_(tasks.size(), 0),
         task_left_(tasks.size(), 0),
-        dependents_(tasks.size()),
-        data_(DataQueue::for_run()) {
+        dependents_(tasks.size()) {
+    if (DataQueue::wanted()) data_.emplace();  // in place: no aligned heap block per run
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
@@ -301,7 +301,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.ctx->cluster = shared;
     in.ctx->waiter = this;
     in.ctx->atomic_log = &in.atomics;
-    in.ctx->data = data_.get();
+    in.ctx->data = data_ ? &*data_ : nullptr;
     in.ctx->model.attach(this, start, options_.limits);
     in.ctx->model.gate_gm_writes(gates(t));
     KernelEntry entry = t.entry;
@@ -457,6 +457,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       return x.task != y.task ? x.task < y.task
                               : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
     });
+    r.instances.reserve(order.size());
     for (size_t i : order) {
       Instance& in = *instances_[i];
       r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,
@@ -491,7 +492,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   int running_ = -1;
   // Last, so it is destroyed first: its thread finishes the queued work while the cores'
   // memories, the rings and the atomics logs it writes still exist.
-  std::unique_ptr<DataQueue> data_;
+  std::optional<DataQueue> data_;
 };
 
 }  // namespace

@@ -99,6 +99,7 @@ std::string clash(const Instance& a, const Instance& b, const TouchIndex& bx,
 std::vector<std::string> races(const std::vector<std::unique_ptr<Instance>>& instances,
                                const std::vector<TaskSpec>& tasks) {
   std::vector<std::string> out;
+  if (instances.size() < 2) return out;  // no pair to race (a one-block run: no index built)
   std::vector<TouchIndex> index;
   index.reserve(instances.size());
   for (const auto& in : instances) index.push_back(index_of(*in));

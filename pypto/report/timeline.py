@@ -37,6 +37,8 @@ from pypto.errors import PyptoError
 from pypto.report.hotspots import LineCycles, hot_lines
 from pypto.report.opprof_format import TRACE, iter_blocks
 from pypto.report.progress import progress
+from pypto.report.records_file import NAME as RECORDS_NAME
+from pypto.report.records_file import attach_records
 from pypto.report.run_report import PIPES, RunReport
 from pypto.report.timeline_page import render_page
 from pypto.report.trace import flag_pairs
@@ -372,7 +374,11 @@ def _read_arrows(events, procs, lanes, rows, first, per_us, offsets, model) -> N
 
 
 def model_of_run_json(path: Path) -> Model:
+    """The report's tasks with their records from ``records.npz`` beside ``path`` (the same
+    model as from the report in memory); without that file, from each launch's TRACE JSON."""
     report = RunReport.load(path)
+    if attach_records(report, path.parent / RECORDS_NAME):
+        return model_of_report(report)
     model = model_of_report(report, title=_title(report))
     by_trace: dict[str, dict[str, int]] = defaultdict(dict)
     for t in report.tasks:

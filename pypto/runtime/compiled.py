@@ -373,6 +373,7 @@ class CompiledProgram:
         if trace:  # records are kept only then: recording off costs nothing
             from pypto.kernel_build.cache_files import ensure_dir
             from pypto.report.perfetto import write_run_trace
+            from pypto.report.records_file import NAME, save_records
             from pypto.report.trace import write_traces
 
             folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
@@ -380,6 +381,7 @@ class CompiledProgram:
             write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat, json_copy=json_copy)
             write_run_trace(report, folder / "run.pftrace")
             report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
+            save_records(report, self.output_dir / "report" / NAME)  # ... with the records beside it
             if self.config.timeline:
                 report.timeline_html(self.output_dir / "report" / "timeline.html")
         return report

@@ -182,6 +182,7 @@ def test_the_command_reads_a_traced_runs_folder_like_the_report(tmp_path: Path):
         cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )  # not the checkout
     assert done.returncode == 0 and done.stdout.strip() == f"wrote {tmp_path / 'cli.html'}", done.stderr
+    assert (tmp_path / "cli.html").read_bytes() == (tmp_path / "direct.html").read_bytes()  # records.npz
     from_files = _page_data(tmp_path / "cli.html")
     for key in ("cores", "lanes", "tasks", "flows", "cycles", "hot"):
         assert from_files[key] == direct[key], key
@@ -323,3 +324,40 @@ def test_a_copied_output_folder_keeps_its_instruction_lanes(tmp_path: Path, capl
     with caplog.at_level("WARNING"):
         RunReport.load(tmp_path / "copy" / "report" / "run.json")
     assert f"names a trace file that is missing: {trace}" in caplog.text
+
+
+def test_the_folder_page_reads_the_records_file_and_falls_back_to_the_traces(tmp_path: Path, caplog):
+    """A traced run saves its records beside run.json (narrow columns, lossless); the folder's
+    page is built from them. Without that file, or with one from another run (a warning names
+    it), the page comes from the launches' TRACE JSON and still draws every instruction."""
+    from pypto.report.records_file import attach_records
+
+    report = _traced_pipelined(tmp_path / "build")
+    folder = tmp_path / "build" / "report"
+    loaded = RunReport.load(folder / "run.json")
+    assert attach_records(loaded, folder / "records.npz")
+    for mine, back in zip(report.tasks, loaded.tasks):
+        np.testing.assert_array_equal(back.trace.raw["table"], mine.trace.raw["table"])
+        assert back.trace.columns["name"] == mine.trace.columns["name"]
+        assert back.trace.columns["loc"] == mine.trace.columns["loc"]
+    assert loaded.hot_lines() == report.hot_lines()
+    direct = _page_data(report.timeline_html(tmp_path / "direct.html"))
+
+    def from_folder() -> dict:
+        return _page_data(timeline.write_page(timeline.load_model(tmp_path / "build"), tmp_path / "f.html"))
+
+    (folder / "records.npz").rename(tmp_path / "records.npz")
+    assert sorted(from_folder()["rows"]) == sorted(direct["rows"])  # from the TRACE JSON
+    other = RunReport.load(folder / "run.json")
+    other.tasks[0].start += 1  # the records of a run whose tasks started elsewhere
+    other.tasks[0].trace = report.tasks[0].trace
+    from pypto.report.records_file import save_records
+
+    save_records(other, folder / "records.npz")
+    with caplog.at_level("WARNING"):
+        assert sorted(from_folder()["rows"]) == sorted(direct["rows"])
+    assert "records.npz: not read (the tasks start at other cycles than in run.json)" in caplog.text
+    (folder / "records.npz").write_bytes(b"not a zip")
+    with caplog.at_level("WARNING"):
+        assert sorted(from_folder()["rows"]) == sorted(direct["rows"])
+    assert caplog.text.count("falls back to the launches' traces") == 2

@@ -1,0 +1,108 @@
+"""A traced run's instruction records as one numpy file beside its ``run.json``.
+
+``<output_dir>/report/records.npz`` holds every task's records (``RECORD_COLUMNS``), the tasks
+one after another, each column in the narrowest signed integer type that holds its values,
+the name and source-line ids indexing one string table for the whole run. It is what the
+report kept in memory, so the timeline of an output folder is built from it as from the
+report, without parsing the launches' Chrome-trace JSON; reading it runs at disk speed.
+
+An uncompressed ``.npz`` (a zip of ``.npy`` arrays, no pickled objects): the columns map
+straight into arrays, and compressing them would cost more time than the disk saves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport
+
+log = logging.getLogger(__name__)
+
+NAME = "records.npz"  # beside run.json
+FORMAT = 1  # bumped when the layout changes; an older file is not read
+_NARROW = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _narrow(column: np.ndarray) -> np.ndarray:
+    """``column`` in the first signed type that holds its smallest and largest value."""
+    if not len(column):
+        return column.astype(np.int8)
+    lo, hi = int(column.min()), int(column.max())
+    kind = next(t for t in _NARROW if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+    return column.astype(kind)
+
+
+def save_records(report: RunReport, path: str | Path) -> Path | None:
+    """Writes the records of ``report``'s tasks to ``path``; None (nothing written) when no
+    task kept records. Per task ``counts`` gives its number of records (-1: none kept) and
+    ``starts`` its start, so a reader can tell the file belongs to the report it holds."""
+    traced = [t.trace for t in report.tasks if t.trace is not None]
+    if not traced:
+        return None
+    strings: dict[str, int] = {}  # first appearance, task by task (as the timeline interns)
+    names, locs = [], []
+    for trace in traced:
+        raw = trace.raw
+        if not len(trace):  # the timeline skips a task without records: its strings too
+            names.append(raw["name_id"])
+            locs.append(raw["loc_id"])
+            continue
+        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
+        names.append(ids[raw["name_id"]] if len(raw["strings"]) else raw["name_id"])
+        locs.append(ids[raw["loc_id"]] if len(raw["strings"]) else raw["loc_id"])
+    arrays = {
+        f"col_{name}": _narrow(np.concatenate([t.raw["table"][:, j] for t in traced]))
+        for j, name in enumerate(RECORD_COLUMNS)
+    }
+    arrays["name_id"] = _narrow(np.concatenate(names))
+    arrays["loc_id"] = _narrow(np.concatenate(locs))
+    arrays["strings"] = np.frombuffer(json.dumps(list(strings)).encode(), np.uint8)
+    arrays["counts"] = np.array([len(t.trace) if t.trace is not None else -1 for t in report.tasks], np.int64)
+    arrays["starts"] = np.array([t.start for t in report.tasks], np.int64)
+    arrays["format"] = np.array([FORMAT], np.int64)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub reads the first as allow_pickle
+    return path
+
+
+def attach_records(report: RunReport, path: str | Path) -> bool:
+    """Gives each task of ``report`` (read back from ``run.json``) its records from ``path``;
+    False, with the report untouched, when the file is missing, unreadable or from another run
+    (a warning names the last two)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if int(data["format"][0]) != FORMAT:
+                raise ValueError(f"format {int(data['format'][0])}, this pypto reads {FORMAT}")
+            counts, starts = data["counts"], data["starts"]
+            if counts.tolist() == [] or len(counts) != len(report.tasks):
+                raise ValueError(f"{len(counts)} tasks, run.json has {len(report.tasks)}")
+            if starts.tolist() != [t.start for t in report.tasks]:
+                raise ValueError("the tasks start at other cycles than in run.json")
+            table = np.stack([data[f"col_{name}"].astype(np.int64) for name in RECORD_COLUMNS], axis=1)
+            name_id, loc_id = data["name_id"].astype(np.int32), data["loc_id"].astype(np.int32)
+            strings = json.loads(data["strings"].tobytes())
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        log.warning("%s: not read (%s); the timeline falls back to the launches' traces", path, e)
+        return False
+    if int(np.clip(counts, 0, None).sum()) != len(table):
+        log.warning("%s: its task counts do not add up to its records; not read", path)
+        return False
+    at = 0
+    for task, n in zip(report.tasks, counts.tolist()):
+        if n < 0:
+            continue
+        span = slice(at, at + n)
+        task.trace = InstrTrace({"table": table[span], "name_id": name_id[span], "loc_id": loc_id[span],
+                                 "strings": strings})  # fmt: skip
+        at += n
+    return True

@@ -12,6 +12,12 @@ space's capacity minus the buffers that are live alongside the clones. When ``A 
 * clone ``k``'s tiles are given clone ``k mod A``'s storage (union of their buffers), so the
   stages A apart share storage and serialise, instead of running out of memory.
 
+When ``A`` is 0 in a space (one stage's tiles there do not fit together, e.g. two 64 KiB
+L0B operands of two matmuls) and the expansion hoisted some of them, hoisting cannot work at
+any depth: those tiles go back right before their first use in their own clone, where
+liveness lets them share storage as in a plain loop, and that space no longer limits the
+depth of the others (``Shortfall.in_place``).
+
 The groups are the kernel's ``pipeline_groups`` (written by ExpandPipelineLoops; the
 planners drop them once storage is planned, as the reordering changes what they describe).
 Test: tests/e2e/test_pipelining.py (the hint and its remedy) and
@@ -25,6 +31,7 @@ import dataclasses
 from pypto.diagnostics.hints import PerfHint
 from pypto.ir.expr import Var
 from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Stmt
+from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
 from pypto.passes.context import PassContext
@@ -67,7 +74,8 @@ def _lever(slot: int, depth: int, achieved: int, free: int, others: int, limit: 
 
 
 def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext, limit: int) -> int:
-    """The achieved depth of ``group`` in ``space``; emits PH-MR-001 when it falls short."""
+    """The achieved depth of ``group`` in ``space`` (0: not even one stage's tiles fit
+    together); emits PH-MR-001 when it falls short."""
     align = int(ctx.platform.alignment_bytes)
     main = group.blocks[0]
     # A buffer every clone shares (an accumulator carried through the loop) is one buffer
@@ -90,8 +98,8 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
             others += _bytes(groups, root, align)
     free = max(0, limit - others)
     achieved = min(group.depth, free // per_stage)
-    if achieved >= group.depth or achieved == 0:  # 0: nothing fits; placement reports it
-        return max(achieved, 1)
+    if achieved >= group.depth or achieved == 0:  # 0: the caller decides (see _in_place)
+        return achieved
     lever = _lever(per_stage, group.depth, achieved, free, others, limit, align)
     message = (
         f"software pipelining requested depth {group.depth} for pipeline group {group.name} in {space}, "
@@ -102,13 +110,49 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
     return achieved
 
 
+@dataclasses.dataclass(frozen=True)
+class Shortfall:
+    """What the gate changes for one pipeline group: the ``depth`` its stages get, and the
+    memory spaces whose hoisted tiles go back in front of their first use (``in_place``)."""
+
+    depth: int
+    in_place: frozenset[str] = frozenset()
+
+
+def _hoisted_in(group: PipelineGroup, space: str, groups: Groups) -> bool:
+    """Whether the first clone hoisted a tile that lives in ``space``."""
+    for name in group.blocks[0][0].hoisted:
+        var = groups.live.vars.get(groups.live.canon(name))
+        if var is not None and var.type.memory is not None and var.type.memory.name == space:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _in_place_hint(group: PipelineGroup, spaces: frozenset[str], ctx: PassContext) -> None:
+    where = ", ".join(sorted(spaces))
+    message = (
+        f"software pipelining of pipeline group {group.name}: one stage's tiles in {where} "
+        "do not fit together, so they are not moved ahead of the compute; each is made just before its "
+        "first use, as in a pl.range loop, and shares storage with the tiles already dead there. "
+        "Smaller tiles per stage would let the next stage's copies overlap this stage's compute."
+    )
+    ctx.hints.emit(PerfHint("PH-MR-001", "MemoryReuse", message, group.span))
+
+
 def pipeline_shortfalls(fn: Function, groups: Groups, ctx: PassContext, limits: dict) -> dict:
-    """``{group: achieved depth}`` for this function's pipeline groups that do not fit."""
-    short: dict[PipelineGroup, int] = {}
+    """``{group: Shortfall}`` for this function's pipeline groups that do not fit. A space
+    where not even one stage's tiles fit together, and the stage hoisted some of them (the
+    L0 operands of two matmuls, say), gets them back in place: that is the storage a plain
+    loop needs, and the space then no longer limits the depth."""
+    short: dict[PipelineGroup, Shortfall] = {}
     for group in fn.pipeline_groups:
-        depth = min(_depth_in(group, space, groups, ctx, limit) for space, limit in limits.items())
-        if depth < group.depth:
-            short[group] = depth
+        depths = {space: _depth_in(group, space, groups, ctx, limit) for space, limit in limits.items()}
+        in_place = frozenset(s for s, d in depths.items() if d == 0 and _hoisted_in(group, s, groups))
+        depth = max(1, min((d for s, d in depths.items() if s not in in_place), default=group.depth))
+        if in_place:
+            _in_place_hint(group, in_place, ctx)
+        if depth < group.depth or in_place:
+            short[group] = Shortfall(depth, in_place)
     return short
 
 
@@ -119,16 +163,42 @@ def _owner(s: Stmt, block: tuple[PipelineClone, ...]) -> int | None:
     return max(owners) if owners else None
 
 
-def _reorder(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
-    """Heads of clone k+depth go right after the compute of clone k."""
+def _space_of(s: Stmt) -> str | None:
+    if isinstance(s, Assign) and isinstance(s.var.type, TileType) and s.var.type.memory is not None:
+        return s.var.type.memory.name
+    return None
+
+
+def _just_before_use(tails: list[Stmt], late: list[Stmt]) -> list[Stmt]:
+    """``tails`` with each ``late`` statement right before the first tail that reads it. Its
+    inputs are all defined before the clone's tails: it was a hoisted load or L1 → L0 feed."""
+    out: list[Stmt] = []
+    for t in tails:
+        used = {v.name for v in nodes_of(t, Var)}
+        out += [s for s in late if s.var.name in used]  # type: ignore[attr-defined]
+        late = [s for s in late if s.var.name not in used]  # type: ignore[attr-defined]
+        out.append(t)
+    return late + out
+
+
+def _reorder(
+    body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int, in_place: frozenset[str]
+) -> tuple[Stmt, ...]:
+    """Heads of clone k+depth go right after the compute of clone k; hoisted tiles of the
+    ``in_place`` spaces go back in front of their first use in their own clone."""
     slots, heads, tails = [], [[] for _ in block], [[] for _ in block]  # type: ignore[var-annotated]
+    late: list[list[Stmt]] = [[] for _ in block]
     for j, s in enumerate(body):
         k = _owner(s, block)
         if k is None:
             continue
         slots.append(j)
         hoisted = isinstance(s, Assign) and s.var.name in block[k].hoisted
-        (heads if hoisted else tails)[k].append(s)
+        if hoisted and _space_of(s) in in_place:
+            late[k].append(s)
+        else:
+            (heads if hoisted else tails)[k].append(s)
+    tails = [_just_before_use(t, lt) for t, lt in zip(tails, late)]
     order = [s for k in range(min(depth, len(block))) for s in heads[k]]
     for k in range(len(block)):
         order += tails[k] + (heads[k + depth] if k + depth < len(block) else [])
@@ -138,32 +208,35 @@ def _reorder(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: in
     return tuple(out)
 
 
-def _visit(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], depth: int) -> tuple[Stmt, ...]:
+def _visit(body: tuple[Stmt, ...], block: tuple[PipelineClone, ...], fall: Shortfall) -> tuple[Stmt, ...]:
     if not defined_names(tuple(s for s in body if isinstance(s, Assign))).isdisjoint(block[0].defs):
-        return _reorder(body, block, depth)
+        return _reorder(body, block, fall.depth, fall.in_place)
     out: list[Stmt] = []
     for s in body:
         if isinstance(s, For):
-            s = dataclasses.replace(s, body=_visit(s.body, block, depth))
+            s = dataclasses.replace(s, body=_visit(s.body, block, fall))
         elif isinstance(s, If):
-            then_body, else_body = _visit(s.then_body, block, depth), _visit(s.else_body, block, depth)
+            then_body, else_body = _visit(s.then_body, block, fall), _visit(s.else_body, block, fall)
             s = dataclasses.replace(s, then_body=then_body, else_body=else_body)
         out.append(s)
     return tuple(out)
 
 
-def reorder_for_depth(fn: Function, short: dict[PipelineGroup, int]) -> Function:
+def reorder_for_depth(fn: Function, short: dict[PipelineGroup, Shortfall]) -> Function:
     """``fn`` with each short group's replicated blocks reordered to its achieved depth."""
     body = fn.body
-    for group, depth in short.items():
+    for group, fall in short.items():
         for block in group.blocks:
-            body = _visit(body, block, depth)
+            body = _visit(body, block, fall)
     return dataclasses.replace(fn, body=body)
 
 
-def share_storage(groups: Groups, short: dict[PipelineGroup, int]) -> None:
-    """Clone k's tiles take clone (k mod depth)'s buffers."""
-    for group, depth in short.items():
+def share_storage(groups: Groups, short: dict[PipelineGroup, Shortfall]) -> None:
+    """Clone k's tiles take clone (k mod depth)'s buffers (for groups short of depth)."""
+    for group, fall in short.items():
+        depth = fall.depth
+        if depth >= group.depth:
+            continue
         for block in group.blocks:
             for k in range(depth, len(block)):
                 for mine, theirs in zip(block[k].staged, block[k % depth].staged):

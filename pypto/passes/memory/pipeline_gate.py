@@ -170,15 +170,37 @@ def _space_of(s: Stmt) -> str | None:
 
 
 def _just_before_use(tails: list[Stmt], late: list[Stmt]) -> list[Stmt]:
-    """``tails`` with each ``late`` statement right before the first tail that reads it. Its
-    inputs are all defined before the clone's tails: it was a hoisted load or L1 → L0 feed."""
+    """``tails`` with each ``late`` statement right before the first tail that reads it, with
+    the late statements that one reads in turn (an L1 load feeding a late L1 -> L0 copy), in
+    their order. The rest of their inputs are defined before the clone's tails."""
     out: list[Stmt] = []
     for t in tails:
-        used = {v.name for v in nodes_of(t, Var)}
-        out += [s for s in late if s.var.name in used]  # type: ignore[attr-defined]
-        late = [s for s in late if s.var.name not in used]  # type: ignore[attr-defined]
+        need = {v.name for v in nodes_of(t, Var)}
+        grew = True
+        while grew:
+            size = len(need)
+            for s in late:
+                if s.var.name in need:  # type: ignore[attr-defined]
+                    need |= {v.name for v in nodes_of(s, Var)}
+            grew = len(need) > size
+        out += [s for s in late if s.var.name in need]  # type: ignore[attr-defined]
+        late = [s for s in late if s.var.name not in need]  # type: ignore[attr-defined]
         out.append(t)
     return late + out
+
+
+def _late_closure(heads: list[Stmt], late: list[Stmt], pos: dict[int, int]) -> tuple[list[Stmt], list[Stmt]]:
+    """A hoisted statement reading a late one is late too (it cannot run a stage ahead of
+    its input): ``(heads, late)`` moved to that fixed point, late in body order (``pos``)."""
+    late_names = {s.var.name for s in late}  # type: ignore[attr-defined]
+    grew = True
+    while grew:
+        moved = [s for s in heads if late_names & {v.name for v in nodes_of(s, Var)}]
+        heads = [s for s in heads if s not in moved]
+        late += moved
+        late_names |= {s.var.name for s in moved}  # type: ignore[attr-defined]
+        grew = bool(moved)
+    return heads, sorted(late, key=lambda s: pos[id(s)])
 
 
 def _reorder(
@@ -198,6 +220,9 @@ def _reorder(
             late[k].append(s)
         else:
             (heads if hoisted else tails)[k].append(s)
+    pos = {id(s): j for j, s in enumerate(body)}
+    for k in range(len(block)):
+        heads[k], late[k] = _late_closure(heads[k], late[k], pos)
     tails = [_just_before_use(t, lt) for t, lt in zip(tails, late)]
     order = [s for k in range(min(depth, len(block))) for s in heads[k]]
     for k in range(len(block)):

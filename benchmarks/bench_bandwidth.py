@@ -29,9 +29,11 @@ from pypto import platforms
 from pypto.runtime import RunConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 import qwen3_layer_kernels as lk  # noqa: E402
+from stream_kernels import BLOCKS, COLS, ROWS, stream_add  # noqa: E402
 
-BLOCKS, ROWS, COLS, TILES = 48, 16, 1024, 8  # each block adds 8 tiles of 64 KiB fp32
+TILES = 8  # each block adds 8 row tiles of 64 KiB fp32
 DEVICE_DOWN_PROJ_US = 180.0  # pypto-lib: per-task exec of the 20 concurrent down_proj tasks
 DEVICE_FAI_TBS = 218.8e6 / 235e-6 / 1e12  # pypto-lib: CANN FAI decode attention, 0.93 TB/s
 DEVICE_DOWN_TBS = 20 * 17408 * 256 * 2 / (DEVICE_DOWN_PROJ_US * 1e-6) / 1e12  # 0.99 TB/s
@@ -39,16 +41,6 @@ NOMINAL_TBS = 1.6
 # pto-isa include/pto/costmodel/arch_config.hpp, MakeFittedHillModel: (peak GiB/s, K bytes).
 HILL = {"gm_to_ub": (247.16, 30643.0), "gm_to_l1": (28.61, 1107.0), "ub_to_gm": (28.19, 1755.0)}
 SWEPT = {"gm_to_ub": "bw_gm_to_ub", "gm_to_l1": "bw_gm_to_l1", "ub_to_gm": "bw_ub_to_gm"}
-
-
-@pl.jit
-def stream_add(x: pl.Tensor, y: pl.Tensor, z: pl.Out[pl.Tensor]):
-    """z = x + y, each of the 48 blocks over its own TILES row tiles: every byte from HBM once."""
-    for b in pl.spmd(BLOCKS):
-        for t in pl.range(TILES):
-            r = (b * TILES + t) * ROWS
-            pl.store(pl.add(pl.load(x, [r, 0], [ROWS, COLS]), pl.load(y, [r, 0], [ROWS, COLS])), [r, 0], z)
-    return z
 
 
 def tbs(nbytes: float, cycles: int, plat) -> float:

@@ -73,6 +73,15 @@ Platform apply_pto_isa_profile(Platform p) {
   // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles
   // charges a flag 1 cycle, but only inside an instruction's own trace, never on a kernel's pipe.)
   p.sync_cycles = 0;
+  // pto-isa Perf-Sim: TPUSH / TPOP / TALLOC / TFREE are Scalar-stage instructions
+  // (perf_sim/latency.hpp line 45) in one FIFO Scalar queue (only a queue's front entry starts:
+  // pipe_model_sim_impl.inl TryDispatchSingleCore, lines 105-125); a push waits for the end of
+  // the last FIXPIPE (cube to vector) or MTE3 (vector to cube) instruction before it and a pop
+  // for its push (pipe_model_queue_impl.inl AttachPopWaits / AttachPushWaits, lines 314-341);
+  // every later instruction with no cross-pipe data dependency waits for the latest Scalar
+  // instruction (perf_sim/tile_dep_tracker.hpp lines 80-90, "Scalar fallback"). So a
+  // cross-core sync holds the core's issue until it has passed.
+  p.cross_sync_holds_issue = 1;
   // Perf-Sim times one kernel from its first instruction and has no shared HBM limit: no head
   // before a core's task, the nominal HBM figure; between dependent tasks the profile keeps the
   // device sweeps' whole 0.8 us pickup (pto-isa has no figure for it).

@@ -1,8 +1,10 @@
 // The "pto-isa" cost profile: the constants of pto-isa's a2a3 cost model (public in
 // hw-native-sys/pto-isa, include/pto/costmodel: the arch table kA2A3ArchConfig, the CCE
 // intrinsic cost table and the formula backend), so that our per-instruction cycles can be
-// compared with that simulator's. Same formulas as the device profile (cost_model.hpp); only
-// the constants differ. Bandwidths there are GiB/s at 1.85 GHz: B/cycle = GiB/s * 2^30 / 1.85e9.
+// compared with that simulator's. Same formulas as the device profile (cost_model.hpp), except
+// where a field selects pto-isa's rule (each with its source below: the L0C -> GM price, the row
+// reductions, a cross-core sync holding the issue). Bandwidths there are GiB/s at 1.85 GHz:
+// B/cycle = GiB/s * 2^30 / 1.85e9.
 #include "simulator/platform/platform.hpp"
 
 namespace pypto {

@@ -42,7 +42,7 @@ _CYCLES = (0.0, 1e6)  # per-op cycle constants (0 allowed: "free")
 
 def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
     """(type, lowest, highest) allowed for an override of platform field ``key``."""
-    if key == "vec_mat_routes":
+    if key in ("vec_mat_routes", "cross_sync_holds_issue"):  # a rule switched on or off
         return int, 0, 1
     if key == "fixpipe_gm_priced_elem_bytes":  # 0: the bytes the store writes
         return int, 0, 8

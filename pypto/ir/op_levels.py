@@ -54,7 +54,7 @@ def _as_vec_tile(b: R.Bound, name: str, t: TensorType) -> Var:
             f"`{name}` {format_type(t)} has a pl.dynamic dim; a tensor-level operand inside a kernel "
             "needs a compile-time shape (take a slice of a static size)"
         )
-    return Var(name, TileType(t.shape, t.dtype, MemorySpace.Vec))  # type: ignore[arg-type]
+    return Var(name, TileType(t.shape, t.dtype, MemorySpace.Vec))
 
 
 def _lifted_rule(tile_op: OpDef) -> R.Rule:

@@ -299,6 +299,13 @@ def as_var(e: Expr) -> Var:
     return e
 
 
+def as_const(e: Expr) -> Const:
+    """``e`` as the ``Const`` the caller knows it is (a constant loop bound, a flag)."""
+    if not isinstance(e, Const):
+        raise TypeError(f"expected a constant, got {type(e).__name__} ({e!r})")
+    return e
+
+
 _T = TypeVar("_T", bound=Type)
 
 

@@ -299,6 +299,15 @@ def as_var(e: Expr) -> Var:
     return e
 
 
+def value_type(e: Expr) -> Type:
+    """The type of ``e``, known to be a value (a tile, tensor or scalar; not a list or an
+    attribute): a carried, yielded or returned value, checked where the user wrote it."""
+    t = type_of(e)
+    if t is None:
+        raise TypeError(f"expected a value, got {type(e).__name__} ({e!r})")
+    return t
+
+
 def as_const(e: Expr) -> Const:
     """``e`` as the ``Const`` the caller knows it is (a constant loop bound, a flag)."""
     if not isinstance(e, Const):

@@ -30,6 +30,10 @@ from pypto.kernel_build.source import Job
 from pypto.kernel_build.toolchain import Toolchain
 from pypto.kernel_build.verify import elf_problem
 
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a build runs
+if TYPE_CHECKING:
+    import subprocess
+
 logger = Logger("pypto.kernel_build")
 
 _STALE_BUILD_DIR_S = 24 * 3600
@@ -136,7 +140,9 @@ def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
     import os
     import signal
 
-    pending, running, problems = list(jobs), [], []  # type: ignore[var-annotated]
+    pending = list(jobs)
+    running: list[tuple[Job, subprocess.Popen[bytes]]] = []
+    problems: list[str] = []
     try:
         while pending or running:
             while pending and len(running) < parallel:
@@ -156,7 +162,7 @@ def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
     return "\n".join(problems)
 
 
-def _start(job: Job, tc: Toolchain, problems: list[str]):  # -> subprocess.Popen | None
+def _start(job: Job, tc: Toolchain, problems: list[str]) -> subprocess.Popen[bytes] | None:
     import subprocess
 
     assert job.src_file is not None and job.out is not None

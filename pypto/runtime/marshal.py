@@ -152,7 +152,10 @@ def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
     bad = sorted((i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args)), key=repr)
     if bad:
         raise ArgumentError(f"outputs= names argument(s) {bad}, but there are {len(args)} arguments")
-    tensors, scalars, names, outs = [], [], [], set()  # type: ignore[var-annotated]
+    tensors: list[tuple[np.ndarray, int]] = []
+    scalars: list[int] = []
+    names: list[str] = []
+    outs: set[int] = set()
     for i, a in enumerate(args):
         if isinstance(a, (int, float, np.number, bool)):
             if i in outputs:

@@ -7,7 +7,7 @@ work on any frozen dataclass, so a new node kind needs no visitor boilerplate.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pypto.ir.bind import infer_call_type
@@ -72,7 +72,7 @@ def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
     return rebuilt if out is None else out
 
 
-def retype(node: N, types: dict[str, Type]) -> N:
+def retype(node: N, types: Mapping[str, Type]) -> N:
     """``node`` with every ``Var`` named in ``types`` (defs and uses) given its new type."""
 
     def fix(x: Any) -> Any:

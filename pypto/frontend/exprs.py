@@ -32,6 +32,7 @@ from pypto.ir.expr import (
     shaped_type,
     type_of,
 )
+from pypto.ir.ops import DSL_OPS
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
@@ -516,6 +517,4 @@ class ExprLowerer:
 
 
 def _candidates(name: str) -> tuple[str, ...]:
-    from pypto.ir.ops import DSL_OPS
-
     return DSL_OPS[name]

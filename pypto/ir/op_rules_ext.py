@@ -18,6 +18,7 @@ from pypto.ir.op_rules import (
     _need_space,
     need_cube_dtype,
     tile_dims,
+    void_rule,
 )
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
 
@@ -135,8 +136,6 @@ def read_rule(b: Bound) -> Type:
 
 
 def write_rule(b: Bound) -> Type:
-    from pypto.ir.op_rules import void_rule
-
     t = _need_index_count(b, "dst")
     got = b.type("value")
     # The scalar unit converts on the store (integers exactly, floats rounded to the dtype);

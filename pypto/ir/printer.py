@@ -28,6 +28,7 @@ from pypto.ir.expr import (
     Literal,
     UnaryOp,
     Var,
+    as_expr,
 )
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import (
@@ -127,8 +128,6 @@ def _call_args(call: Call) -> list[str]:
 
 
 def _default_expr(value: object) -> Expr:
-    from pypto.ir.expr import as_expr
-
     return as_expr(value)
 
 

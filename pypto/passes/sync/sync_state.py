@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pypto.ir.enums import Pipe
 from pypto.ir.expr import BinOp, Call, Const, Expr, UnaryOp, Var
 from pypto.ir.ops import get_op
-from pypto.ir.stmt import Assign, Eval, Function, Stmt
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of
 
@@ -97,8 +97,6 @@ def tile_range(t: TileType, env: Env, opaque: AbstractSet = frozenset()) -> tupl
 
 def gm_roots(fn: Function) -> dict[str, frozenset[str]]:
     """Which tensor parameters each tensor name may be (``t2 = pl.store(..., t)``, loops)."""
-    from pypto.ir.stmt import For, If, Yield
-
     roots = {p.var.name: frozenset({p.var.name}) for p in fn.params if isinstance(p.var.type, TensorType)}
 
     def of(e: object) -> frozenset[str]:

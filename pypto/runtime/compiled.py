@@ -17,6 +17,7 @@ import numpy as np
 from pypto import _native, knobs
 from pypto.compile.artifact import Artifact
 from pypto.errors import ArgumentError, ConfigError, ReadOnlyInputError
+from pypto.frontend.specialize import bind_arguments, tensor_arg
 from pypto.kernel_build import build_kernels
 from pypto.kernel_build.cache_files import ensure_dir
 from pypto.runtime.config import RunConfig, call_config
@@ -183,7 +184,6 @@ class CompiledProgram:
         shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
         if len(args) != len(self.param_names):
             return  # execute names the count
-        from pypto.frontend.specialize import tensor_arg
         from pypto.ir.types import TensorType  # the IR's: loaded with the program
 
         for i, p in enumerate(self.program.entry.params):
@@ -212,7 +212,6 @@ class CompiledProgram:
         """The arguments in parameter order (keywords placed by name)."""
         if not kwargs:
             return args
-        from pypto.frontend.specialize import bind_arguments
 
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 

@@ -20,7 +20,19 @@ from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType, range_error
-from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
+from pypto.ir.expr import (
+    Call,
+    Const,
+    Expr,
+    FuncCall,
+    ListExpr,
+    Var,
+    as_expr,
+    make_unary,
+    shaped_type,
+    type_of,
+)
+from pypto.ir.ops import DSL_OPS
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
@@ -311,10 +323,10 @@ class ExprLowerer:
                     rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
                     if isinstance(rows, Const) and isinstance(cols, Const):
                         return [int(rows.value), int(cols.value)]
-                if isinstance(c, Call) and c.op == "tile.load" and isinstance(c.arg("valid_shape"), ListExpr):
+                valid = c.arg("valid_shape") if isinstance(c, Call) and c.op == "tile.load" else None
+                if isinstance(valid, ListExpr):
                     # pl.load(..., valid_shape=[r, 4]): a run-time extent (r) is checked at run time
-                    items = c.arg("valid_shape").items  # type: ignore[attr-defined]
-                    return [int(i.value) if isinstance(i, Const) else None for i in items]
+                    return [int(i.value) if isinstance(i, Const) else None for i in valid.items]
                 return None
         return None
 
@@ -459,21 +471,21 @@ class ExprLowerer:
         return UnsupportedSyntaxError(msg, self.span(node))
 
     # --- slicing ------------------------------------------------------------------------------------
-    def window(self, base: Var, index: ast.expr) -> tuple[ListExpr, tuple[int, ...]]:
+    def window(self, base: Var, index: ast.expr) -> tuple[ListExpr, tuple[int | DynDim, ...]]:
         """Offsets and static extents of ``base[r0:r1, c0:c1]``."""
-        shape = base.type.shape  # type: ignore[attr-defined]
+        shape = shaped_type(base).shape
         dims = index.elts if isinstance(index, ast.Tuple) else [index]
         if len(dims) > len(shape):
             raise TypeCheckError(f"{len(dims)} indices for a rank-{len(shape)} value", self.span(index))
         offsets: list[Expr] = []
-        sizes: list[int] = []
+        sizes: list[int | DynDim] = []  # a pl.dynamic dim taken whole stays one
         for d, size in enumerate(shape):
             lo, n = self._dim(dims[d], size) if d < len(dims) else (Const(0), size)
             offsets.append(lo)
             sizes.append(n)
         return ListExpr(tuple(offsets), span=self.span(index)), tuple(sizes)
 
-    def _dim(self, node: ast.expr, size: int) -> tuple[Expr, int]:
+    def _dim(self, node: ast.expr, size: int | DynDim) -> tuple[Expr, int]:
         if not isinstance(node, ast.Slice):
             raise UnsupportedSyntaxError(
                 "index tiles and tensors with slices, e.g. x[r0:r1, :] (integer indexing is not supported)",
@@ -482,13 +494,16 @@ class ExprLowerer:
         if node.step is not None and self.fp.folder.fold(node.step) != 1:
             raise UnsupportedSyntaxError("strided slices are not supported", self.span(node))
         lo = self.index(node.lower) if node.lower is not None else Const(0)
-        if node.upper is None and not isinstance(size, int):
+        if node.upper is not None:
+            hi = self.index(node.upper)
+        elif isinstance(size, int):
+            hi = Const(size)
+        else:
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` of a pl.dynamic dim ({size}) needs an explicit end of "
                 "compile-time distance from its start (e.g. x[r : r + 64])",
                 self.span(node),
             )
-        hi = self.index(node.upper) if node.upper is not None else Const(size)
         n = difference(hi, lo, self.fp.scalar_defs)
         if n is None:
             raise TypeCheckError(
@@ -502,6 +517,4 @@ class ExprLowerer:
 
 
 def _candidates(name: str) -> tuple[str, ...]:
-    from pypto.ir.ops import DSL_OPS
-
     return DSL_OPS[name]

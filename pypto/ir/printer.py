@@ -13,6 +13,7 @@ form accepts them back (see :mod:`pypto.frontend.pipeline_attrs`).
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 
@@ -28,6 +29,7 @@ from pypto.ir.expr import (
     Literal,
     UnaryOp,
     Var,
+    as_expr,
 )
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import (
@@ -85,14 +87,14 @@ _PREC = {
 _ATOM = 8
 
 
-def _literal(value: object) -> str:
+def _literal(value: DataType | enum.Enum | str | None) -> str:
     if value is None:
         return "None"
     if isinstance(value, DataType):
         return f"pl.{value.name}"
     if isinstance(value, str):
         return json.dumps(value)
-    return value.dsl_name  # type: ignore[attr-defined]
+    return repr(value)  # the IR's enums print as the DSL attribute that names them (pl.Mem.Vec)
 
 
 def _const(value: int | float | bool) -> str:
@@ -127,8 +129,6 @@ def _call_args(call: Call) -> list[str]:
 
 
 def _default_expr(value: object) -> Expr:
-    from pypto.ir.expr import as_expr
-
     return as_expr(value)
 
 

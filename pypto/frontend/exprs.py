@@ -20,7 +20,9 @@ from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType, range_error
+from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
+from pypto.ir.ops import OPS, resolve_candidates
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
@@ -29,6 +31,7 @@ from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker,
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
 
+L0_INPUTS = (MemorySpace.Left, MemorySpace.Right)  # the cube's operand buffers, fed from Mat only
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CMP_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -265,7 +268,38 @@ class ExprLowerer:
         if candidates == ("tile.store",):
             exprs, window = self.store_window(exprs, kw, node)
             window = window or self.valid_extent(exprs[0])
+        exprs, kw = self.cube_feeds(candidates, exprs, kw, node)
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
+
+    def cube_feeds(
+        self, candidates: tuple[str, ...], args: list[Expr], kw: dict[str, Expr], node: ast.AST
+    ) -> tuple[list[Expr], dict[str, Expr]]:
+        """A matmul operand that is a Vec or Mat tile is moved to the L0 buffer the op reads
+        (Left / Right): through Mat, the cube's only way in (a Vec tile crosses to the cube
+        there, on the cluster's pipe). Upstream infers these moves the same way; they show
+        in the pass dumps as ``pl.move`` statements."""
+        op = OPS[resolve_candidates(candidates, args, tuple(kw))]
+        feeds = {n: s for n, s in op.spaces.items() if len(s) == 1 and next(iter(s)) in L0_INPUTS}
+        if not feeds:
+            return args, kw
+        names = [p.name for p in op.params]
+        args, kw = list(args), dict(kw)
+        for name, spaces in feeds.items():
+            i = names.index(name)
+            value = args[i] if i < len(args) else kw.get(name)
+            t = type_of(value) if value is not None else None
+            if not isinstance(t, TileType) or t.memory not in (MemorySpace.Vec, MemorySpace.Mat):
+                continue
+            for space in ((MemorySpace.Mat,) if t.memory is MemorySpace.Vec else ()) + tuple(spaces):
+                call, mt = semantic.op_call(
+                    ("tile.move",), "pl.move", [value, as_expr(space)], {}, self.fp.ctx, self.span(node)
+                )
+                value = self.bind_temp(call, mt, node)
+            if i < len(args):
+                args[i] = value
+            else:
+                kw[name] = value
+        return args, kw
 
     def store_window(
         self, args: list[Expr], kw: dict[str, Expr], node: ast.AST
@@ -423,10 +457,10 @@ class ExprLowerer:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and
         pl.spmd block count (pass dumps)."""
         kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        if set(kw) - {"handle", "deps", "blocks", *TASK_HINTS}:
+        if set(kw) - {"handle", "deps", "blocks", "sync_start", *TASK_HINTS}:
             raise UnsupportedSyntaxError(
                 "call kernels with positional arguments (and handle=, deps=, blocks=, allow_early_resolve=, "
-                "no_dep_args= only)",
+                "no_dep_args=, sync_start= only)",
                 self.span(node),
             )
         if "blocks" in kw:

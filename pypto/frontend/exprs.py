@@ -31,7 +31,23 @@ from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker,
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
 
-L0_INPUTS = (MemorySpace.Left, MemorySpace.Right)  # the cube's operand buffers, fed from Mat only
+_M = MemorySpace
+# Where a tile in one space goes to reach another an op reads, move by move: Left/Right are
+# filled from Mat only (a Vec tile reaches Mat across the cluster's pipe), and vector work reads
+# a product once it is moved out of Acc (FIXPIPE, or the cluster's pipe to an AIV).
+ROUTES: dict[tuple[MemorySpace, MemorySpace], tuple[MemorySpace, ...]] = {
+    (_M.Vec, _M.Left): (_M.Mat, _M.Left),
+    (_M.Vec, _M.Right): (_M.Mat, _M.Right),
+    (_M.Mat, _M.Left): (_M.Left,),
+    (_M.Mat, _M.Right): (_M.Right,),
+    (_M.Acc, _M.Vec): (_M.Vec,),
+}
+
+
+def _order(space: MemorySpace) -> int:
+    return space.value
+
+
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CMP_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -268,29 +284,30 @@ class ExprLowerer:
         if candidates == ("tile.store",):
             exprs, window = self.store_window(exprs, kw, node)
             window = window or self.valid_extent(exprs[0])
-        exprs, kw = self.cube_feeds(candidates, exprs, kw, node)
+        exprs, kw = self.placed_operands(candidates, exprs, kw, node)
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
 
-    def cube_feeds(
+    def placed_operands(
         self, candidates: tuple[str, ...], args: list[Expr], kw: dict[str, Expr], node: ast.AST
     ) -> tuple[list[Expr], dict[str, Expr]]:
-        """A matmul operand that is a Vec or Mat tile is moved to the L0 buffer the op reads
-        (Left / Right): through Mat, the cube's only way in (a Vec tile crosses to the cube
-        there, on the cluster's pipe). Upstream infers these moves the same way; they show
-        in the pass dumps as ``pl.move`` statements."""
+        """A tile operand in a memory space its op does not read is moved to one it does, where
+        the hardware has a way (ROUTES): a Vec or Mat matmul operand to Left/Right through Mat,
+        an Acc product to Vec for vector work; between the cluster's cores each move is a pipe
+        (SplitClusterKernels). Upstream infers these moves the same way; they show in the pass
+        dumps as ``pl.tile.move`` statements. Without a way the op's typing rule refuses."""
         op = OPS[resolve_candidates(candidates, args, tuple(kw))]
-        feeds = {n: s for n, s in op.spaces.items() if len(s) == 1 and next(iter(s)) in L0_INPUTS}
-        if not feeds:
+        if not op.name.startswith("tile.") or op.name == "tile.move":
             return args, kw
         names = [p.name for p in op.params]
         args, kw = list(args), dict(kw)
-        for name, spaces in feeds.items():
+        for name, spaces in op.spaces.items():
             i = names.index(name)
             value = args[i] if i < len(args) else kw.get(name)
             t = type_of(value) if value is not None else None
-            if not isinstance(t, TileType) or t.memory not in (MemorySpace.Vec, MemorySpace.Mat):
+            if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
                 continue
-            for space in ((MemorySpace.Mat,) if t.memory is MemorySpace.Vec else ()) + tuple(spaces):
+            ways = [ROUTES[t.memory, s] for s in sorted(spaces, key=_order) if (t.memory, s) in ROUTES]
+            for space in ways[0] if ways else ():
                 call, mt = semantic.op_call(
                     ("tile.move",), "pl.move", [value, as_expr(space)], {}, self.fp.ctx, self.span(node)
                 )

@@ -1,6 +1,8 @@
-"""A matmul operand in Vec or Mat (a tile loaded or computed by vector code) is moved by the
-compiler to the L0 buffer the cube reads: Mat → Left/Right, and a Vec tile first crosses to
-the cube's Mat on the cluster's pipe. Numbers against numpy; the moves in the dump."""
+"""A tile operand in a space its op does not read is moved there by the compiler: a matmul
+operand in Vec or Mat (a tile loaded or computed by vector code) to the L0 buffer the cube
+reads (Mat → Left/Right; a Vec tile first crosses to the cube's Mat on the cluster's pipe),
+and a product in Acc to Vec for vector work (across the pipe to an AIV). Numbers against
+numpy; the moves in the dump."""
 
 from __future__ import annotations
 
@@ -55,6 +57,18 @@ def split_k_from_vec(
     return out
 
 
+@pl.jit
+def scaled_product(
+    a: pl.Tensor[[M, K], pl.FP16], b: pl.Tensor[[K, N], pl.FP16], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        w = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        scores = pl.matmul(x, w, out_dtype=pl.FP32)
+        pl.store(pl.exp(pl.mul(scores, 0.125)), [0, 0], out)
+    return out
+
+
 def _f16(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float16)
 
@@ -89,3 +103,14 @@ def test_vec_operands_of_a_split_k_product_per_block():
     want = np.concatenate([q32[i * H : (i + 1) * H] @ kv32[i * D : (i + 1) * D] for i in range(BLOCKS)])
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
     assert all(t.hazards == [] for t in split_k_from_vec.last_report.tasks)
+
+
+def test_an_acc_product_crosses_to_the_vector_side_for_vector_work():
+    rng = np.random.default_rng(3)
+    a, b = _f16(rng, M, K), _f16(rng, K, N)
+    out = np.zeros((M, N), np.float32)
+    scaled_product(a, b, out, config=CFG)
+    want = np.exp(0.125 * (a.astype(np.float32) @ b.astype(np.float32)))
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    text = scaled_product.lower(a, b, out, config=CFG).as_python()
+    assert "pl.tile.tpush_to_aiv(" in text and "pl.tile.tpop_from_aic(" in text

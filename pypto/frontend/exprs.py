@@ -43,6 +43,9 @@ ROUTES: dict[tuple[MemorySpace, MemorySpace], tuple[MemorySpace, ...]] = {
     (_M.Acc, _M.Vec): (_M.Vec,),
 }
 
+# The transpose flag of each matmul operand, toggled when the operand is a transposed view.
+TRANSPOSE_FLAGS = {"lhs": "a_trans", "rhs": "b_trans"}
+
 
 def _order(space: MemorySpace) -> int:
     return space.value
@@ -303,6 +306,8 @@ class ExprLowerer:
         for name, spaces in op.spaces.items():
             i = names.index(name)
             value = args[i] if i < len(args) else kw.get(name)
+            if TRANSPOSE_FLAGS.get(name) in names and value is not None:
+                value = self.untransposed(value, names, TRANSPOSE_FLAGS[name], args, kw)
             t = type_of(value) if value is not None else None
             if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
                 continue
@@ -317,6 +322,35 @@ class ExprLowerer:
             else:
                 kw[name] = value
         return args, kw
+
+    def untransposed(self, value: Expr, names: list[str], flag: str, args: list, kw: dict) -> Expr:
+        """``pl.tile.transpose_view(m)`` as a matmul operand: ``m`` itself, with the operand's
+        transpose flag (``a_trans`` / ``b_trans``) toggled, in ``args`` / ``kw`` in place. The
+        view has no bytes of its own (:func:`pypto.frontend.transpose_views.drop_transpose_views`
+        removes it once nothing else reads it)."""
+        source = self.defining_call(value, "tile.transpose_view")
+        if source is None:
+            return value
+        i = names.index(flag)
+        given = args[i] if i < len(args) else kw.get(flag, as_expr(False))
+        if not isinstance(given, Const):
+            return value  # a run-time flag cannot be toggled here: the view stays, and is refused
+        toggled = as_expr(not given.value, given.span)
+        if i < len(args):
+            args[i] = toggled
+        else:
+            kw[flag] = toggled
+        return source.arg("tile")
+
+    def defining_call(self, value: Expr, op: str) -> Call | None:
+        """The ``op`` call that defined ``value`` in an open block, if that is what defined it."""
+        if not isinstance(value, Var):
+            return None
+        for block in reversed(self.fp.blocks):
+            for s in reversed(block):
+                if isinstance(s, Assign) and s.var.name == value.name:  # names are unique
+                    return s.value if isinstance(s.value, Call) and s.value.op == op else None
+        return None
 
     def store_window(
         self, args: list[Expr], kw: dict[str, Expr], node: ast.AST

@@ -47,7 +47,7 @@ ROUTES: dict[tuple[MemorySpace, MemorySpace], tuple[MemorySpace, ...]] = {
 TRANSPOSE_FLAGS = {"lhs": "a_trans", "rhs": "b_trans"}
 
 
-def _order(space: MemorySpace) -> int:
+def _order(space: MemorySpace) -> str:
     return space.value
 
 
@@ -306,9 +306,11 @@ class ExprLowerer:
         for name, spaces in op.spaces.items():
             i = names.index(name)
             value = args[i] if i < len(args) else kw.get(name)
-            if TRANSPOSE_FLAGS.get(name) in names and value is not None:
+            if value is None:
+                continue
+            if TRANSPOSE_FLAGS.get(name) in names:
                 value = self.untransposed(value, names, TRANSPOSE_FLAGS[name], args, kw)
-            t = type_of(value) if value is not None else None
+            t = type_of(value)
             if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
                 continue
             ways = [ROUTES[t.memory, s] for s in sorted(spaces, key=_order) if (t.memory, s) in ROUTES]

@@ -27,7 +27,7 @@ from pypto.ir.expr import Call, Node, Var
 from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, TileType, same_shape_dtype
+from pypto.ir.types import MemRef, TileType, Type, same_shape_dtype
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
 
@@ -50,12 +50,14 @@ INPLACE: dict[str, frozenset[str]] = {
 }
 
 
-def in_place(op: str, param: str, operand: TileType, result: TileType) -> bool:
+def in_place(op: str, param: str, operand: Type, result: Type) -> bool:
     """Whether ``op`` may write its result over ``operand`` (its parameter ``param``): an
     INPLACE op of one shape and dtype, or a cast between dtypes of one width (TCVT converts
     element i from the bytes it then writes; a wider result would run ahead of its reads,
     so only equal widths are safe, as the ISA's overlap check also says)."""
     if op == "tile.cast":
+        if not (isinstance(operand, TileType) and isinstance(result, TileType)):
+            return False
         return operand.shape == result.shape and operand.dtype.bits == result.dtype.bits
     return param in INPLACE.get(op, frozenset()) and same_shape_dtype(operand, result)
 

@@ -595,6 +595,7 @@ class TaskHints(NamedTuple):
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
     dep_values: tuple[Expr, ...] = ()  # deps= entries that are TaskId values, not handles
+    sync_start: bool = False  # pl.spmd(sync_start=True): every block admitted at once (a hint)
 
 
 TASK_HINTS = ("allow_early_resolve", "no_dep_args")
@@ -602,7 +603,8 @@ TASK_HINTS = ("allow_early_resolve", "no_dep_args")
 
 def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
     """``allow_early_resolve=True`` and ``no_dep_args=[t, ...]`` of a task (pl.at, pl.spmd, or
-    an outlined call in a dump): a bool, and tensors of the orchestration function."""
+    an outlined call in a dump): a bool, and tensors of the orchestration function; and
+    ``sync_start=`` of a pl.spmd launch (its callers admit the keyword)."""
     early = p.folder.fold(args["allow_early_resolve"]) if "allow_early_resolve" in args else False
     if not isinstance(early, bool):
         raise TypeCheckError(
@@ -618,7 +620,10 @@ def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
                 f"no_dep_args= lists tensors of this function; `{ast.unparse(item)}` is not one", p.span(item)
             )
         tensors.append(v)
-    return TaskHints(early, tuple(tensors))
+    sync = p.folder.fold(args["sync_start"]) if "sync_start" in args else False
+    if not isinstance(sync, bool):
+        raise TypeCheckError("sync_start= must be True or False", p.span(args["sync_start"]))
+    return TaskHints(early, tuple(tensors), sync_start=sync)
 
 
 class TaskHandle:

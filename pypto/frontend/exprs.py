@@ -20,6 +20,7 @@ from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType, range_error
+from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import (
     Call,
     Const,
@@ -32,7 +33,7 @@ from pypto.ir.expr import (
     shaped_type,
     type_of,
 )
-from pypto.ir.ops import DSL_OPS
+from pypto.ir.ops import DSL_OPS, OPS, resolve_candidates
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
@@ -40,6 +41,26 @@ from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker,
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
+
+_M = MemorySpace
+# Where a tile in one space goes to reach another an op reads, move by move: Left/Right are
+# filled from Mat only (a Vec tile reaches Mat across the cluster's pipe), and vector work reads
+# a product once it is moved out of Acc (FIXPIPE, or the cluster's pipe to an AIV).
+ROUTES: dict[tuple[MemorySpace, MemorySpace], tuple[MemorySpace, ...]] = {
+    (_M.Vec, _M.Left): (_M.Mat, _M.Left),
+    (_M.Vec, _M.Right): (_M.Mat, _M.Right),
+    (_M.Mat, _M.Left): (_M.Left,),
+    (_M.Mat, _M.Right): (_M.Right,),
+    (_M.Acc, _M.Vec): (_M.Vec,),
+}
+
+# The transpose flag of each matmul operand, toggled when the operand is a transposed view.
+TRANSPOSE_FLAGS = {"lhs": "a_trans", "rhs": "b_trans"}
+
+
+def _order(space: MemorySpace) -> str:
+    return space.value
+
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -277,7 +298,72 @@ class ExprLowerer:
         if candidates == ("tile.store",):
             exprs, window = self.store_window(exprs, kw, node)
             window = window or self.valid_extent(exprs[0])
+        exprs, kw = self.placed_operands(candidates, exprs, kw, node)
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
+
+    def placed_operands(
+        self, candidates: tuple[str, ...], args: list[Expr], kw: dict[str, Expr], node: ast.AST
+    ) -> tuple[list[Expr], dict[str, Expr]]:
+        """A tile operand in a memory space its op does not read is moved to one it does, where
+        the hardware has a way (ROUTES): a Vec or Mat matmul operand to Left/Right through Mat,
+        an Acc product to Vec for vector work; between the cluster's cores each move is a pipe
+        (SplitClusterKernels). Upstream infers these moves the same way; they show in the pass
+        dumps as ``pl.tile.move`` statements. Without a way the op's typing rule refuses."""
+        op = OPS[resolve_candidates(candidates, args, tuple(kw))]
+        if not op.name.startswith("tile.") or op.name == "tile.move":
+            return args, kw
+        names = [p.name for p in op.params]
+        args, kw = list(args), dict(kw)
+        for name, spaces in op.spaces.items():
+            i = names.index(name)
+            value = args[i] if i < len(args) else kw.get(name)
+            if value is None:
+                continue
+            if TRANSPOSE_FLAGS.get(name) in names:
+                value = self.untransposed(value, names, TRANSPOSE_FLAGS[name], args, kw)
+            t = type_of(value)
+            if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
+                continue
+            ways = [ROUTES[t.memory, s] for s in sorted(spaces, key=_order) if (t.memory, s) in ROUTES]
+            for space in ways[0] if ways else ():
+                call, mt = semantic.op_call(
+                    ("tile.move",), "pl.move", [value, as_expr(space)], {}, self.fp.ctx, self.span(node)
+                )
+                value = self.bind_temp(call, mt, node)
+            if i < len(args):
+                args[i] = value
+            else:
+                kw[name] = value
+        return args, kw
+
+    def untransposed(self, value: Expr, names: list[str], flag: str, args: list, kw: dict) -> Expr:
+        """``pl.tile.transpose_view(m)`` as a matmul operand: ``m`` itself, with the operand's
+        transpose flag (``a_trans`` / ``b_trans``) toggled, in ``args`` / ``kw`` in place. The
+        view has no bytes of its own (:func:`pypto.frontend.transpose_views.drop_transpose_views`
+        removes it once nothing else reads it)."""
+        source = self.defining_call(value, "tile.transpose_view")
+        if source is None:
+            return value
+        i = names.index(flag)
+        given = args[i] if i < len(args) else kw.get(flag, as_expr(False))
+        if not isinstance(given, Const):
+            return value  # a run-time flag cannot be toggled here: the view stays, and is refused
+        toggled = as_expr(not given.value, given.span)
+        if i < len(args):
+            args[i] = toggled
+        else:
+            kw[flag] = toggled
+        return source.arg("tile")
+
+    def defining_call(self, value: Expr, op: str) -> Call | None:
+        """The ``op`` call that defined ``value`` in an open block, if that is what defined it."""
+        if not isinstance(value, Var):
+            return None
+        for block in reversed(self.fp.blocks):
+            for s in reversed(block):
+                if isinstance(s, Assign) and s.var.name == value.name:  # names are unique
+                    return s.value if isinstance(s.value, Call) and s.value.op == op else None
+        return None
 
     def store_window(
         self, args: list[Expr], kw: dict[str, Expr], node: ast.AST
@@ -435,10 +521,10 @@ class ExprLowerer:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and
         pl.spmd block count (pass dumps)."""
         kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        if set(kw) - {"handle", "deps", "blocks", *TASK_HINTS}:
+        if set(kw) - {"handle", "deps", "blocks", "sync_start", *TASK_HINTS}:
             raise UnsupportedSyntaxError(
                 "call kernels with positional arguments (and handle=, deps=, blocks=, allow_early_resolve=, "
-                "no_dep_args= only)",
+                "no_dep_args=, sync_start= only)",
                 self.span(node),
             )
         if "blocks" in kw:

@@ -26,6 +26,7 @@ from pypto.frontend.names import ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import static_assert
+from pypto.frontend.transpose_views import drop_transpose_views
 from pypto.frontend.unpack import unpack
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
@@ -217,6 +218,7 @@ class FunctionParser:
             include_dirs,
             span=self.span(self.node),
         )
+        fn = drop_transpose_views(fn)
         return drop_dead_carries(fn) if self.kind is FunctionType.Orchestration else fn
 
     def block(self, body: list[ast.stmt], top: bool = False) -> list[Stmt]:

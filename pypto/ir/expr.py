@@ -179,6 +179,7 @@ class FuncCall(Expr):
     early_resolve: bool = False  # pl.at(allow_early_resolve=True): see ir.stmt.Scope
     no_dep: tuple[Var, ...] = ()  # pl.at(no_dep_args=[...]): tensors left out of dependency inference
     dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
+    sync_start: bool = False  # pl.spmd(sync_start=True): see ir.stmt.Scope
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:

@@ -31,6 +31,15 @@ def transpose_rule(b: Bound) -> Type:
     return _like(x, tuple(shape), x.dtype)
 
 
+def transpose_view_rule(b: Bound) -> Type:
+    """The [N, K] view of a [K, N] Mat tile: it names a matmul operand read transposed (the
+    frontend folds it into the matmul's a_trans / b_trans), so it has no bytes of its own."""
+    x = b.array("tile")
+    _need_rank(b, "tile", 2)
+    _need_space(b, "tile", frozenset({MemorySpace.Mat}))
+    return _like(x, tuple(x.shape[::-1]), x.dtype)
+
+
 def concat_rule(b: Bound) -> Type:
     lhs, rhs = b.tile("lhs"), b.tile("rhs")
     _need_rank(b, "lhs", 2)

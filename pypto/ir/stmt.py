@@ -132,6 +132,9 @@ class Scope(Stmt):
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
     dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
+    # pl.spmd(sync_start=True): the device admits every block at once; a launch hint here (blocks
+    # are tasks that become ready together and each takes the earliest-free core)
+    sync_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import TypeGuard
 
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.enums import ForKind, MemorySpace
-from pypto.ir.expr import BinOp, Call, Const, Expr, Var, as_const, make_binop
+from pypto.ir.expr import BinOp, Call, Const, Expr, Var, as_const, make_binop, type_of
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
@@ -182,12 +182,15 @@ class _Expander:
     def dynamic(self, s: For, plan: _Plan) -> list[Stmt]:
         span = Const(plan.depth * plan.step)
         full = make_binop("//", make_binop("-", s.stop, s.start), span)
-        end = Var(self.fresh(f"{s.var.name}_end"), INDEX_TYPE, span=s.span)
+        end_value = make_binop("+", s.start, make_binop("*", full, span))
+        # the end has the bounds' integer type: an INT32 trip count (a pl.read of an INT32
+        # tensor) keeps INT32, as the loop it ends would have compared against it
+        end = Var(self.fresh(f"{s.var.name}_end"), type_of(end_value) or INDEX_TYPE, span=s.span)
         loop, clones = self.main_loop(s, plan, end, bool(s.iter_args))
         rem = self.remainder(s, end, loop.results)
         cond = make_binop(">" if plan.step > 0 else "<", s.stop, s.start)
         body: tuple[Stmt, ...] = (
-            Assign(end, make_binop("+", s.start, make_binop("*", full, span)), span=s.span),
+            Assign(end, end_value, span=s.span),
             loop,
             rem,
         )

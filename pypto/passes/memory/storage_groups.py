@@ -19,13 +19,13 @@ from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, Var, as_var, tile_type
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, Type, same_shape_dtype
+from pypto.ir.types import MemRef, Type
 from pypto.ir.visit import retype, rewrite, walk
 from pypto.passes.memory.tile_storage import (
     ACCUMULATORS,
-    INPLACE,
     Groups,
     Liveness,
+    in_place,
     insert_copies,
     is_tile,
     viewed,
@@ -123,9 +123,8 @@ def _coalesce(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> No
         _try(groups, dst, src)
     for node in walk(fn.body):  # in place: an elementwise result over an input that dies there
         if isinstance(node, Assign) and is_tile(node.var) and isinstance(node.value, Call):
-            ok = INPLACE.get(node.value.op, frozenset())
             for p, a in zip(get_op(node.value.op).params, node.value.args):
-                if not (p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)):
+                if not (is_tile(a) and in_place(node.value.op, p.name, a.type, node.var.type)):
                     continue
                 if _try(groups, node.var.name, a.name):
                     break

@@ -29,7 +29,7 @@ from pypto.ir.expr import Call, Node, Var, tile_type
 from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, TileType, same_shape_dtype
+from pypto.ir.types import MemRef, TileType, Type, same_shape_dtype
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
 
@@ -50,6 +50,20 @@ INPLACE: dict[str, frozenset[str]] = {
     "tile.batch_matmul_acc": frozenset({"acc"}),
     "tile.gemv_acc": frozenset({"acc"}),
 }
+
+
+def in_place(op: str, param: str, operand: Type, result: Type) -> bool:
+    """Whether ``op`` may write its result over ``operand`` (its parameter ``param``): an
+    INPLACE op of one shape and dtype, or a cast between dtypes of one width (TCVT converts
+    element i from the bytes it then writes; a wider result would run ahead of its reads,
+    so only equal widths are safe, as the ISA's overlap check also says)."""
+    if op == "tile.cast":
+        if not (isinstance(operand, TileType) and isinstance(result, TileType)):
+            return False
+        return operand.shape == result.shape and operand.dtype.bits == result.dtype.bits
+    return param in INPLACE.get(op, frozenset()) and same_shape_dtype(operand, result)
+
+
 # Cube ops that add into their accumulator in place: the result *is* the accumulator.
 ACCUMULATORS = frozenset({"tile.matmul_acc", "tile.batch_matmul_acc", "tile.gemv_acc"})
 
@@ -243,12 +257,11 @@ class Liveness:
         """Operands an op reads while writing its result, when it cannot do so in place."""
         if not isinstance(s.value, Call):
             return
-        ok = INPLACE.get(s.value.op, frozenset())
         view = VIEWS.get(s.value.op) if viewed(s.value) is not None else None
         for p, a in zip(get_op(s.value.op).params, s.value.args):
             if p.name == view:
                 continue
-            if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):
+            if is_tile(a) and not in_place(s.value.op, p.name, a.type, s.var.type):
                 self._defined(s.var.name, {self.canon(a.name)})
 
     def _for(self, s: For, live_out: frozenset[str]) -> frozenset[str]:

@@ -3,8 +3,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <atomic>
-#include <csignal>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -92,51 +90,6 @@ py::dict block_to_dict(BlockResult& r, bool record) {
   d["records"] = record ? py::object(records_to_columns(r.records)) : py::none();
   return d;
 }
-
-// Ctrl-C while a simulation runs (the GIL released: Python's own handler would only be seen
-// when the run returns) raises the simulator's interrupt flag. The handler is installed by the
-// first run and stays: outside runs it hands the signal on to the handler it found (Python's),
-// so a run costs one query of SIGINT's handler instead of an install and a restore. A handler
-// set since (signal.signal) is found by the next run's query and chained the same way.
-std::atomic<int> g_runs{0};   // runs in progress, on any thread
-struct sigaction g_outer {};  // what SIGINT did before on_sigint
-
-void on_sigint(int sig, siginfo_t* info, void* context) {
-  if (g_runs.load(std::memory_order_relaxed) > 0) {
-    interrupt_flag().store(true);
-  } else if ((g_outer.sa_flags & SA_SIGINFO) != 0) {
-    g_outer.sa_sigaction(sig, info, context);
-  } else if (g_outer.sa_handler == SIG_DFL) {
-    std::signal(sig, SIG_DFL);  // what the default does: the signal, raised again, ends the process
-    std::raise(sig);
-  } else if (g_outer.sa_handler != SIG_IGN) {
-    g_outer.sa_handler(sig);
-  }
-}
-
-class InterruptScope {
- public:
-  InterruptScope() {
-    interrupt_flag().store(false);
-    g_runs.fetch_add(1);
-    struct sigaction now {};
-    if (sigaction(SIGINT, nullptr, &now) != 0) return;
-    const bool ours = (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigint;
-    if (ours) return;  // the usual case: one system call per run
-    g_outer = now;
-    struct sigaction sa {};
-    sa.sa_sigaction = &on_sigint;
-    sa.sa_flags = SA_SIGINFO | (now.sa_flags & (SA_ONSTACK | SA_RESTART));
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-  }
-  ~InterruptScope() {
-    g_runs.fetch_sub(1);
-    interrupt_flag().store(false);
-  }
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-};
 
 CoreKind core_kind(const std::string& core) {
   if (core == "aiv") return CoreKind::kAiv;

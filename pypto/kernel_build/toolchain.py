@@ -221,11 +221,10 @@ def _usable_pch(pch_dir: Path, cxx: str, include_dir: Path) -> tuple[Path, tuple
 def _header_digests(include_dir: Path) -> list[tuple[str, bytes]]:
     """(relative path, sha256) of every file under ``include_dir``, in path order (os.walk:
     a glob would compile a pattern, most of this in a new process's first call)."""
-    files = []
-    for folder, dirs, names in os.walk(include_dir):
-        dirs.sort()
-        files.extend(Path(folder, name) for name in names)
-    files = sorted(p for p in files if p.is_file())
+    found: list[Path] = []
+    for folder, _, names in os.walk(include_dir):
+        found.extend(Path(folder, name) for name in names)
+    files = sorted(p for p in found if p.is_file())
     return [(p.relative_to(include_dir).as_posix(), sha256(p.read_bytes()).digest()) for p in files]
 
 

@@ -127,27 +127,27 @@ WARM_TARGET_US = 5.0
 
 def warm_call() -> dict[str, float]:
     """Best-of seconds of a warm call of ``tiny`` and of its pieces, each timed on its own as the
-    call runs it: the native run (the same runner, tensor table and options as the call), the
-    argument checks (the warm fast path of ``pypto.runtime.warm`` with its native run replaced
-    by a stand-in: shape and dtype checks, the tensor table, traffic, the report builder) and
-    the report (built only when ``last_report`` is read, so not part of the call).
+    call runs it: the native run (the same runner, arguments and options as the call, with the
+    native argument checks and tensor table of its WarmSpec), the Python checks (the warm fast
+    path of ``pypto.runtime.warm`` with its native run replaced by a stand-in: scalars, module
+    constants, the environment, traffic, the report builder) and the report (built only when
+    ``last_report`` is read, so not part of the call).
     ``dispatch`` is the rest of the call: the layers from ``tiny(...)`` to the fast path."""
     a = np.ones((8, 64), np.float32)
     out = np.zeros_like(a)
     tiny(a, out, config=CFG)
     tiny(a, out, config=CFG)  # the fast path is kept from the second call on
     compiled = tiny.compile(a, out, config=CFG)
-    arrays = compiled.marshal((a, out))
     runner = compiled._native_tasks()[0]
-    results = runner.run(arrays, False, True, CFG.seed, 0, 0)
     warm = tiny._pypto_compiled[jit._WARM]
+    results = runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0)
     n = 3000
     times = {
         "call": best_of(lambda: tiny(a, out, config=CFG), n),
-        "native": best_of(lambda: runner.run(arrays, False, True, CFG.seed, 0, 0), n),
+        "native": best_of(lambda: runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0), n),
         "report": best_of(lambda: compiled.launch_report(results, False, (0, 0)), n),
     }
-    warm.run = lambda table, *options: results  # the checks alone
+    warm.run_args = lambda spec, args, *options: results  # the checks alone
     times["checks"] = best_of(lambda: warm(tiny, (a, out)), n)
     tiny._pypto_compiled.pop(jit._WARM)  # the next call sets the fast path up again
     times["dispatch"] = times["call"] - times["checks"] - times["native"]
@@ -178,7 +178,7 @@ def main() -> None:
     print(f"in process, first call of a new kernel object (cache hit): {warm_compile * 1e3:.1f} ms")
     t = {k: v * 1e6 for k, v in warm_call().items()}
     print(
-        f"warm call, tiny kernel: {t['call']:.1f} us = argument checks {t['checks']:.1f} + native run "
+        f"warm call, tiny kernel: {t['call']:.1f} us = Python checks {t['checks']:.1f} + native run "
         f"{t['native']:.1f} + dispatch {t['dispatch']:.1f}; report when read {t['report']:.1f} us; "
         f"{t['call'] / WARM_TARGET_US:.2f}x the target of {WARM_TARGET_US:.0f} us"
     )

@@ -64,6 +64,11 @@ def run_tasks(
 class RunResults:
     def to_dict(self) -> dict[str, Any]: ...
 
+# (argument index, shape, dtype, dtype code with flags, numpy flag bits it needs or -1 for an
+# argument another entry checks)
+class WarmSpec:
+    def __init__(self, entries: list[tuple[int, tuple[int, ...], np.dtype, int, int]]) -> None: ...
+
 class TaskRunner:
     def __init__(
         self,
@@ -79,6 +84,16 @@ class TaskRunner:
         max_cycles: int = 0,
         max_instructions: int = 0,
     ) -> RunResults: ...
+    def run_args(
+        self,
+        spec: WarmSpec,
+        args: tuple[Any, ...],
+        record: bool = False,
+        hazards_fatal: bool = True,
+        seed: int | None = None,
+        max_cycles: int = 0,
+        max_instructions: int = 0,
+    ) -> RunResults | None: ...
 
 class CoreModel:
     def __init__(self, platform: Platform, record: bool = True) -> None: ...

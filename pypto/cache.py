@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,6 +161,8 @@ def _used(entry: Entry) -> float:
 
 def _rmtree(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
+        import shutil  # here: it loads the compression modules, which a cache hit never needs
+
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)

@@ -3,11 +3,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <atomic>
-#include <csignal>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "bindings/bind.hpp"
 #include "chip/core/core_pool.hpp"
@@ -92,51 +92,6 @@ py::dict block_to_dict(BlockResult& r, bool record) {
   d["records"] = record ? py::object(records_to_columns(r.records)) : py::none();
   return d;
 }
-
-// Ctrl-C while a simulation runs (the GIL released: Python's own handler would only be seen
-// when the run returns) raises the simulator's interrupt flag. The handler is installed by the
-// first run and stays: outside runs it hands the signal on to the handler it found (Python's),
-// so a run costs one query of SIGINT's handler instead of an install and a restore. A handler
-// set since (signal.signal) is found by the next run's query and chained the same way.
-std::atomic<int> g_runs{0};   // runs in progress, on any thread
-struct sigaction g_outer {};  // what SIGINT did before on_sigint
-
-void on_sigint(int sig, siginfo_t* info, void* context) {
-  if (g_runs.load(std::memory_order_relaxed) > 0) {
-    interrupt_flag().store(true);
-  } else if ((g_outer.sa_flags & SA_SIGINFO) != 0) {
-    g_outer.sa_sigaction(sig, info, context);
-  } else if (g_outer.sa_handler == SIG_DFL) {
-    std::signal(sig, SIG_DFL);  // what the default does: the signal, raised again, ends the process
-    std::raise(sig);
-  } else if (g_outer.sa_handler != SIG_IGN) {
-    g_outer.sa_handler(sig);
-  }
-}
-
-class InterruptScope {
- public:
-  InterruptScope() {
-    interrupt_flag().store(false);
-    g_runs.fetch_add(1);
-    struct sigaction now {};
-    if (sigaction(SIGINT, nullptr, &now) != 0) return;
-    const bool ours = (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigint;
-    if (ours) return;  // the usual case: one system call per run
-    g_outer = now;
-    struct sigaction sa {};
-    sa.sa_sigaction = &on_sigint;
-    sa.sa_flags = SA_SIGINFO | (now.sa_flags & (SA_ONSTACK | SA_RESTART));
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-  }
-  ~InterruptScope() {
-    g_runs.fetch_sub(1);
-    interrupt_flag().store(false);
-  }
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-};
 
 CoreKind core_kind(const std::string& core) {
   if (core == "aiv") return CoreKind::kAiv;
@@ -253,6 +208,51 @@ struct RunResults {
   }
 };
 
+// A warm call's tensor table, made from the call's arguments (pypto.runtime.warm): per entry
+// the argument it takes, the shape and dtype that argument had when the call was set up, its
+// dtype code (with flags) and the numpy flag bits it must have (C-contiguous, owning its data,
+// writeable for an output); an entry with need < 0 repeats an argument another entry checks.
+// The checks read the array's own fields: a warm call checks its arguments in nanoseconds.
+class WarmSpec {
+ public:
+  using Entry = std::tuple<size_t, std::vector<py::ssize_t>, py::dtype, int, int>;
+
+  explicit WarmSpec(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+
+  // The table of `args`, or nullopt when an argument is not as set up (a miss: the general
+  // path checks it and names any problem) or one array is passed for two arguments.
+  std::optional<std::vector<pypto_tensor>> table(const py::tuple& args) const {
+    auto& api = py::detail::npy_api::get();
+    std::vector<pypto_tensor> table;
+    table.reserve(entries_.size());
+    std::vector<PyObject*> seen;
+    for (const auto& [arg, shape, dtype, code, need] : entries_) {
+      if (arg >= args.size()) return std::nullopt;
+      PyObject* obj = PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(arg));
+      if (Py_TYPE(obj) != api.PyArray_Type_) return std::nullopt;  // exactly an ndarray
+      const auto* a = py::detail::array_proxy(obj);
+      if (need >= 0) {
+        if ((a->flags & need) != need || a->nd != static_cast<int>(shape.size()))
+          return std::nullopt;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (a->dimensions[d] != shape[d]) return std::nullopt;
+        }
+        if (a->descr != dtype.ptr() && !api.PyArray_EquivTypes_(a->descr, dtype.ptr()))
+          return std::nullopt;
+        for (PyObject* other : seen) {
+          if (other == obj) return std::nullopt;
+        }
+        seen.push_back(obj);
+      }
+      table.push_back(describe(py::reinterpret_borrow<py::array>(obj), code, table.size()));
+    }
+    return table;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
 // One program's task list, its kernels loaded once, run again and again on one platform; the
 // runs reuse core contexts and scheduler tables (CorePool). Runs on several threads at once
 // each get a pool of their own.
@@ -266,11 +266,25 @@ class TaskRunner {
   std::unique_ptr<RunResults> run(const std::vector<std::pair<py::array, int>>& tensors,
                                   bool record, bool hazards_fatal, std::optional<uint64_t> seed,
                                   uint64_t max_cycles, uint64_t max_instructions) {
-    const std::vector<pypto_tensor> table = tensor_table(tensors);
-    const ScheduleOptions o = options(record, hazards_fatal, seed, max_cycles, max_instructions);
+    return run_table(tensor_table(tensors),
+                     options(record, hazards_fatal, seed, max_cycles, max_instructions));
+  }
+
+  // run() on the table `spec` makes of `args`; None (nothing run) when an argument misses.
+  std::unique_ptr<RunResults> run_args(const WarmSpec& spec, const py::tuple& args, bool record,
+                                       bool hazards_fatal, std::optional<uint64_t> seed,
+                                       uint64_t max_cycles, uint64_t max_instructions) {
+    std::optional<std::vector<pypto_tensor>> table = spec.table(args);
+    if (!table) return nullptr;
+    return run_table(*table, options(record, hazards_fatal, seed, max_cycles, max_instructions));
+  }
+
+ private:
+  std::unique_ptr<RunResults> run_table(const std::vector<pypto_tensor>& table,
+                                        const ScheduleOptions& o) {
     std::unique_ptr<CorePool> pool = std::exchange(idle_, nullptr);
     if (!pool) pool = std::make_unique<CorePool>(platform_);
-    auto r = std::make_unique<RunResults>(RunResults{{}, specs_, record, py::none()});
+    auto r = std::make_unique<RunResults>(RunResults{{}, specs_, o.record, py::none()});
     {
       py::gil_scoped_release release;
       InterruptScope interrupts;
@@ -280,7 +294,6 @@ class TaskRunner {
     return r;
   }
 
- private:
   std::shared_ptr<const std::vector<TaskSpec>> specs_;
   py::object platform_ref_;  // keeps the Platform the contexts refer to alive
   const Platform& platform_;
@@ -293,6 +306,10 @@ void bind_runner(py::module_& m) {
   py::class_<RunResults>(m, "RunResults",
                          "A run's results; to_dict() builds what run_tasks returns.")
       .def("to_dict", &RunResults::to_dict);
+  py::class_<WarmSpec>(m, "WarmSpec",
+                       "A warm call's tensor table from its arguments: (argument, shape, dtype, "
+                       "code, numpy flag bits it needs or -1 for a repeated argument) entries.")
+      .def(py::init<std::vector<WarmSpec::Entry>>(), py::arg("entries"));
   py::class_<TaskRunner>(m, "TaskRunner",
                          "A task list (as run_tasks takes it) bound to a platform, run many times.")
       .def(py::init<const std::vector<TaskTuple>&, py::object>(), py::arg("tasks"),
@@ -300,7 +317,12 @@ void bind_runner(py::module_& m) {
       .def("run", &TaskRunner::run, py::arg("tensors"), py::arg("record") = false,
            py::arg("hazards_fatal") = true, py::arg("seed") = py::none(), py::arg("max_cycles") = 0,
            py::arg("max_instructions") = 0,
-           "Runs the tasks on `tensors` as run_tasks does; the results, as RunResults.");
+           "Runs the tasks on `tensors` as run_tasks does; the results, as RunResults.")
+      .def("run_args", &TaskRunner::run_args, py::arg("spec"), py::arg("args"),
+           py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
+           py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
+           "run() on the table a WarmSpec makes of a call's arguments; None, with nothing run, "
+           "when an argument is not as the spec was set up.");
 }
 
 void bind_runtime(py::module_& m) {

@@ -40,7 +40,8 @@ void CoreModel::reset(bool record) {
   chip_ = nullptr;
   origin_ = 0;
   limits_ = RunLimits{};
-  limited_ = false;
+  armed_ = false;
+  check_at_ = next_check();
   issue_time_ = 0;
   next_index_ = 0;
   pipe_free_.fill(0);
@@ -87,17 +88,28 @@ void CoreModel::check_flag(const Instr& in) const {
   }
 }
 
-void CoreModel::check_limits(const Instr& in) const {
+uint64_t CoreModel::next_check() const {
+  if (limits_.max_cycles != 0) return 0;
+  const uint64_t budget = limits_.max_instructions != 0 ? limits_.max_instructions : UINT64_MAX;
+  return armed_ ? budget : std::min(budget, kArmAfterInstructions);
+}
+
+void CoreModel::check_limits(const Instr& in) {
   const bool stop = interrupt_flag().load(std::memory_order_relaxed);
-  if (!stop && !limited_) return;  // the usual case
+  if (!stop && stats_.instructions < check_at_) return;  // the usual case
   stop_if_past_limits(in, stop);
 }
 
-void CoreModel::stop_if_past_limits(const Instr& in, bool stop) const {
+void CoreModel::stop_if_past_limits(const Instr& in, bool stop) {
   if (stop) {
     throw SimError(ErrorKind::kInterrupted,
                    std::string("interrupted at ") + in.name +
                        (in.loc[0] ? std::string(" (") + in.loc + ")" : std::string()));
+  }
+  if (!armed_ && stats_.instructions >= kArmAfterInstructions) {
+    armed_ = true;
+    arm_interrupts();
+    check_at_ = next_check();
   }
   const bool budget = limits_.max_instructions && stats_.instructions >= limits_.max_instructions;
   const bool cycles = limits_.max_cycles && origin_ + issue_time_ > limits_.max_cycles;
@@ -326,15 +338,6 @@ void CoreModel::finish() {
                        " instruction(s) never ran");
   }
   stats_.total_cycles = std::max(stats_.total_cycles, issue_time_);
-}
-
-}  // namespace pypto
-
-namespace pypto {
-
-std::atomic<bool>& interrupt_flag() {
-  static std::atomic<bool> flag{false};
-  return flag;
 }
 
 }  // namespace pypto

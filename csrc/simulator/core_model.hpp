@@ -105,7 +105,8 @@ class CoreModel {
     chip_ = chip;
     origin_ = origin;
     limits_ = limits;
-    limited_ = limits.max_cycles != 0 || limits.max_instructions != 0;
+    armed_ = false;
+    check_at_ = next_check();
   }
   // Holds later writes into each gate's range until its task has ended.
   void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
@@ -143,8 +144,9 @@ class CoreModel {
   void hold_issue(const Instr& in, uint64_t end);
   uint64_t cost_of(const Instr& in, uint64_t start);
   uint64_t on_chip_cost(const OpDesc& op, bool continues_run);
-  void check_limits(const Instr& in) const;
-  [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop) const;
+  void check_limits(const Instr& in);
+  [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop);
+  uint64_t next_check() const;
   void drain_for_barrier();
 
   const Platform& platform_;
@@ -152,7 +154,10 @@ class CoreModel {
   ChipLink* chip_ = nullptr;
   uint64_t origin_ = 0;
   RunLimits limits_;
-  bool limited_ = false;  // a limit is set
+  // The instruction count at which check_limits next looks past its fast path: the budget, the
+  // point this core arms the Ctrl-C handler (interrupt.hpp), or 0 with max_cycles (every one).
+  uint64_t check_at_ = UINT64_MAX;
+  bool armed_ = false;  // this core has armed the Ctrl-C handler in this run
   uint64_t issue_time_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, PYPTO_NUM_PIPES> pipe_free_{};

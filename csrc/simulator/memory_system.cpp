@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "simulator/hardware.hpp"
 #include "simulator/huge_pages.hpp"
@@ -45,6 +47,10 @@ struct MemorySystem::Store {
   size_t sets = 0, ways = 0;
   Array words;
   uint64_t clock = 0;  // LRU stamps; grows across runs
+  // The buffer list and the claims of the thread's last run, emptied, with their capacity:
+  // a warm call of a small kernel allocates neither again.
+  std::vector<Buffer> buffers;
+  std::vector<std::pair<double, double>> used;
   uint64_t* set(size_t s) { return words.get() + s * (1 + 2 * ways); }
 };
 
@@ -60,7 +66,19 @@ MemorySystem::MemorySystem(const Platform& p)
     store.words = zeroed(sets_ * (1 + 2 * ways_));
   }
   store_ = &store;
-  epoch_ = ++store.clock;  // a new run id: sets filled by earlier runs read as empty
+  epoch_ = ++store.clock;               // a new run id: sets filled by earlier runs read as empty
+  buffers_ = std::move(store.buffers);  // empty when another system on this thread holds it
+  buffers_.clear();
+  used_ = std::move(store.used);
+  used_.clear();
+}
+
+MemorySystem::~MemorySystem() {
+  // Claims of a long run are not kept: at most kKeptBuckets of them (1 MiB).
+  constexpr size_t kKeptBuckets = size_t{1} << 16;
+  if (store_->buffers.capacity() == 0) store_->buffers = std::move(buffers_);
+  if (store_->used.capacity() == 0 && used_.capacity() <= kKeptBuckets)
+    store_->used = std::move(used_);
 }
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {

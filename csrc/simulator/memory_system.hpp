@@ -39,6 +39,9 @@ class MemorySystem {
   static constexpr size_t kMaxSteps = size_t{1} << 16;
 
   explicit MemorySystem(const Platform& p);
+  ~MemorySystem();  // hands its tables' storage to the thread's next run
+  MemorySystem(const MemorySystem&) = delete;
+  MemorySystem& operator=(const MemorySystem&) = delete;
 
   // Registers a GM buffer: its lines are tagged by the buffer's registration order.
   void add_buffer(const void* base, int64_t bytes);

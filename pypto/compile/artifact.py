@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from pypto._light import Record
 from pypto.compile.options import CompileOptions
 from pypto.kernel_build import KernelSource
 
@@ -55,21 +55,36 @@ class Lazy(Generic[T]):
         return self._value is not None
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(Record):
     """What a run needs of the launch plan, as plain data (see ``Plan.launch_specs`` and
     ``Plan.table_entries``)."""
 
+    __slots__ = ("specs", "intermediates", "dynamic", "cube_kernels")
     specs: tuple[tuple, ...]
     intermediates: tuple[tuple, ...]
     dynamic: bool  # the task list depends on the call's sizes or input values: planned per call
     cube_kernels: tuple[str, ...]
 
+    def __init__(
+        self,
+        specs: tuple[tuple, ...],
+        intermediates: tuple[tuple, ...],
+        dynamic: bool,
+        cube_kernels: tuple[str, ...],
+    ) -> None:
+        _fill(self, specs=specs, intermediates=intermediates, dynamic=dynamic, cube_kernels=cube_kernels)
 
-@dataclass(frozen=True)
-class Artifact:
-    """One compiled program: the lowered IR, its launch plan, its kernels and all a run needs."""
 
+class Artifact(Record):
+    """One compiled program: the lowered IR, its launch plan, its kernels and all a run needs.
+
+    A frozen value class (``pypto._light.Record``, not a dataclass: a dataclass of this many
+    fields costs a new process's first call about a millisecond to define)."""
+
+    __slots__ = (
+        "name", "options", "program", "plan", "launch", "kernels", "sources", "external", "hints",
+        "params", "param_names", "outputs", "tensor_params", "dumps",
+    )  # fmt: skip
     name: str
     options: CompileOptions
     program: Lazy[Program]  # the lowered IR
@@ -83,4 +98,44 @@ class Artifact:
     param_names: tuple[str, ...]
     outputs: frozenset[int]  # indices of the parameters a kernel writes
     tensor_params: tuple[int, ...]  # indices of the tensor parameters
-    dumps: tuple[tuple[str, str], ...] = ()  # (file stem, program text) per pass, when asked for
+    dumps: tuple[tuple[str, str], ...]  # (file stem, program text) per pass, when asked for
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        options: CompileOptions,
+        program: Lazy[Program],
+        plan: Lazy[Plan],
+        launch: Launch,
+        kernels: Mapping[str, Path],
+        sources: Mapping[str, str],
+        external: tuple[KernelSource, ...],
+        hints: tuple[str, ...],
+        params: Mapping[str, Any],
+        param_names: tuple[str, ...],
+        outputs: frozenset[int],
+        tensor_params: tuple[int, ...],
+        dumps: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        _fill(
+            self, name=name, options=options, program=program, plan=plan, launch=launch,
+            kernels=kernels, sources=sources, external=external, hints=hints, params=params,
+            param_names=param_names, outputs=outputs, tensor_params=tensor_params, dumps=dumps,
+        )  # fmt: skip
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keyword-only fields
+        return _artifact, (dict(zip(self.__slots__, self._values())),)
+
+    def replace(self, **changes: Any) -> Artifact:
+        """A copy with ``changes`` to some fields (``dataclasses.replace``)."""
+        return Artifact(**{**dict(zip(self.__slots__, self._values())), **changes})
+
+
+def _artifact(fields: dict[str, Any]) -> Artifact:
+    return Artifact(**fields)
+
+
+def _fill(record: Record, **fields: Any) -> None:
+    for name, value in fields.items():
+        object.__setattr__(record, name, value)

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import pickle
@@ -159,7 +158,7 @@ def from_folder(folder: Path) -> tuple[Artifact, RunOptions]:
         raise CompiledDirError(f"{folder / META} is damaged ({what}); recompile to refresh it") from None
     program = parse_file(folder / PROGRAM_TEXT)
     artifact = from_lowered(name, options, folder, program, sources, scalar_args, _hints(folder))
-    artifact = dataclasses.replace(artifact, dumps=_dumps(folder))
+    artifact = artifact.replace(dumps=_dumps(folder))
     return artifact, run
 
 

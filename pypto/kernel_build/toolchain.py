@@ -218,10 +218,12 @@ def _usable_pch(pch_dir: Path, cxx: str, include_dir: Path) -> tuple[Path, tuple
 
 
 def _header_digests(include_dir: Path) -> list[tuple[str, bytes]]:
-    """(relative path, sha256) of every file under ``include_dir``, in path order."""
-    if not include_dir.is_dir():
-        return []
-    files = sorted(p for p in include_dir.rglob("*") if p.is_file())
+    """(relative path, sha256) of every file under ``include_dir``, in path order (os.walk:
+    a glob would compile a pattern, most of this in a new process's first call)."""
+    found: list[Path] = []
+    for folder, _, names in os.walk(include_dir):
+        found.extend(Path(folder, name) for name in names)
+    files = sorted(p for p in found if p.is_file())
     return [(p.relative_to(include_dir).as_posix(), sha256(p.read_bytes()).digest()) for p in files]
 
 

@@ -5,9 +5,11 @@ of the same kinds, shapes and dtypes runs without the general call's layers.
 empties that cache drops it too) for its latest plain call: no trace, no DFX, not isolated, no
 hand-written kernels, a task list fixed at compile time. The record holds everything the
 general path would compute again (the native runner, the dtype codes, the traffic), so a call
-only checks its arguments and runs. Anything unusual — another shape, a view, a non-contiguous
-or read-only output, a changed module constant — is a miss, and the general path (which names
-every problem) takes the call.
+only checks its arguments and runs; for a program without scratch tensors the native run checks
+the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array twice), where reading an
+array's fields costs nanoseconds instead of a Python attribute lookup each. Anything unusual
+— another shape, a view, a non-contiguous or read-only output, a changed module constant — is a
+miss, and the general path (which names every problem) takes the call.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto import _native
 from pypto.errors import ReadOnlyInputError
 from pypto.frontend import captured
 from pypto.frontend.specialize import dynamic_axes
@@ -45,7 +48,7 @@ class WarmCall:
 
     __slots__ = (
         "given", "compiled", "nargs", "tensors", "scalars", "intermediates", "extra",
-        "run", "options", "traffic", "returned", "sim_threads",
+        "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads",
     )  # fmt: skip
 
     def __init__(
@@ -70,7 +73,10 @@ class WarmCall:
         self.scalars = tuple((i, type(a), a) for i, a in enumerate(args) if i not in tensor_set)
         self.intermediates = tuple(compiled.intermediates)
         runner, self.extra = compiled._native_tasks()
-        self.run = runner.run
+        self.run, self.run_args = runner.run, runner.run_args
+        # Without scratch tensors the table is the arguments' arrays (and read-only repeats of
+        # some): the native run checks and describes them itself (WarmSpec).
+        self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra)
         self.options = (False, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
         self.traffic = launch_traffic(args, compiled.tensor_params, outputs)  # fixed by the shapes
         self.returned = compiled.returned
@@ -106,6 +112,31 @@ class WarmCall:
         for i, kind, value in self.scalars:
             if type(args[i]) is not kind or args[i] != value:
                 return MISS
+        guards = jf.__dict__.get("_pypto_captured")
+        if guards and captured.changed(guards) is not None:
+            return MISS
+        if _ENV.get(_SIM_THREADS) != self.sim_threads:
+            return MISS
+        try:
+            results = self._run(args) if self.spec is None else self.run_args(self.spec, args, *self.options)
+        except ReadOnlyInputError as e:
+            compiled = self.compiled
+            raise name_tensors(
+                e, table_names(compiled._tensor_table[0], compiled.intermediates, self.extra)
+            ) from None
+        if results is None:
+            return MISS
+        if DISPATCHING.get() is not None or ACTIVE.get():
+            account(*self.traffic)
+        jf._last_report = functools.partial(self.compiled.launch_report, results, False, self.traffic)
+        outs = self.returned
+        if len(outs) == 1:
+            return args[outs[0]]
+        return tuple(args[i] for i in outs) if outs else None
+
+    def _run(self, args: tuple) -> Any:
+        """The run of a program with scratch tensors: its table made and checked here (None:
+        a miss)."""
         table = []
         for i, shape, dtype, code, need in self.tensors:
             a = args[i]
@@ -117,33 +148,24 @@ class WarmCall:
                 or a.dtype != dtype
                 or a.flags.num & need != need
             ):
-                return MISS
+                return None
             table.append((a, code))
         if not _distinct(table):
-            return MISS  # one array passed twice: the general path checks the overlap
-        guards = jf.__dict__.get("_pypto_captured")
-        if guards and captured.changed(guards) is not None:
-            return MISS
-        if _ENV.get(_SIM_THREADS) != self.sim_threads:
-            return MISS
+            return None  # one array passed twice: the general path checks the overlap
         for entry in self.intermediates:  # fresh scratch tensors, and views, each run
             table.append(table_entry(entry, table))
         for j in self.extra:
             table.append((table[j][0], flagged(table[j][1], INPUT)))
-        try:
-            results = self.run(table, *self.options)
-        except ReadOnlyInputError as e:
-            compiled = self.compiled
-            raise name_tensors(
-                e, table_names(compiled._tensor_table[0], compiled.intermediates, self.extra)
-            ) from None
-        if DISPATCHING.get() is not None or ACTIVE.get():
-            account(*self.traffic)
-        jf._last_report = functools.partial(self.compiled.launch_report, results, False, self.traffic)
-        outs = self.returned
-        if len(outs) == 1:
-            return args[outs[0]]
-        return tuple(args[i] for i in outs) if outs else None
+        return self.run(table, *self.options)
+
+
+def _native_spec(tensors: tuple, extra: list[int]) -> Any:
+    """The WarmSpec of a table of the tensor arguments then read-only repeats of some."""
+    entries = [(i, shape, dtype, code, need) for i, shape, dtype, code, need in tensors]
+    for j in extra:  # checked as the entry it repeats
+        i, shape, dtype, code, _ = tensors[j]
+        entries.append((i, shape, dtype, flagged(code, INPUT), -1))
+    return _native.WarmSpec(entries)
 
 
 def _plain_config(config: RunConfig) -> bool:

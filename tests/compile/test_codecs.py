@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +37,14 @@ def artifact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def same(a, b) -> None:
     """Field by field; the lazily loaded parts compared by what they hold."""
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name == "program":
+    for name in type(a).__slots__:
+        x, y = getattr(a, name), getattr(b, name)
+        if name == "program":
             assert print_program(x.get()) == print_program(y.get())
-        elif f.name == "plan":
+        elif name == "plan":
             assert x.get() == y.get()
         else:
-            assert x == y, f.name
+            assert x == y, name
 
 
 def runs(artifact, folder: Path) -> np.ndarray:
@@ -118,3 +118,13 @@ def test_a_compiled_program_refuses_a_config_it_cannot_run_with(tmp_path):
     with pytest.raises(ConfigError, match="was compiled for 'a2a3sim'.*a call may not change them"):
         program(A, 2.0, out, config=RunConfig(platform="a5sim"))
     assert (out == 0).all()
+
+
+def test_an_artifact_is_a_frozen_value_that_pickles_and_replaces_fields(artifact):
+    back = pickle.loads(pickle.dumps(artifact))
+    same(artifact, back)
+    dumped = artifact.replace(dumps=(("00_parsed", "text"),))
+    assert dumped.dumps == (("00_parsed", "text"),) and dumped.name == artifact.name
+    assert artifact.dumps != dumped.dumps  # the original is unchanged
+    with pytest.raises(AttributeError, match="frozen"):
+        artifact.name = "other"

@@ -15,10 +15,10 @@ from pypto.errors import ArgumentError, PyptoError
 from pypto.report.run_report import RunReport
 from pypto.runtime import RunConfig
 
-# Python-level calls (functions and builtins) of one warm call today (17, on the fast path of
-# pypto.runtime.warm), plus a little slack: a change that adds work to every call fails here and
-# says where the calls went.
-CALL_BUDGET = 25
+# Python-level calls (functions and builtins) of one warm call today (13, on the fast path of
+# pypto.runtime.warm, the arrays checked by the native run), plus a little slack: a change that
+# adds work to every call fails here and says where the calls went.
+CALL_BUDGET = 20
 CONFIG = RunConfig(platform="a2a3sim")
 
 
@@ -118,3 +118,45 @@ def test_a_bad_sim_threads_value_set_after_a_warm_call_is_refused(monkeypatch):
     monkeypatch.setenv("PYPTO_SIM_THREADS", "1")  # valid: runs on one thread, same result
     add_one(a * 2, out, config=CONFIG)
     np.testing.assert_array_equal(out, a * 2 + 1)
+
+
+@pl.jit
+def add_then_double(a: pl.Tensor, out: pl.Out[pl.Tensor], twice: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [8, 64])
+        pl.store(pl.adds(x, 1.0), [0, 0], out)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y = pl.load(out, [0, 0], [8, 64])  # an output another kernel writes: read-only here
+        pl.store(pl.muls(y, 2.0), [0, 0], twice)
+    return out, twice
+
+
+def test_the_native_checks_of_a_warm_call_pass_only_the_arrays_it_was_set_up_for():
+    a, out = _warm()
+    frozen = a.copy()
+    frozen.flags.writeable = False  # a read-only input runs warm: the kernel only reads it
+    add_one(frozen, out, config=CONFIG)
+    np.testing.assert_array_equal(out, a + 1)
+    half = a.astype(np.float16)  # same shape, another dtype: its own program
+    half_out = np.zeros_like(half)
+    add_one(half, half_out, config=CONFIG)
+    np.testing.assert_array_equal(half_out, (a + 1).astype(np.float16))
+    add_one(a, out, config=CONFIG)  # the float32 fast path again
+    np.testing.assert_array_equal(out, a + 1)
+    fortran = np.asfortranarray(np.zeros((8, 64), np.float32))  # owns its data, not C order
+    with pytest.raises(ArgumentError, match="not contiguous"):
+        add_one(a, fortran, config=CONFIG)
+    with pytest.raises(ArgumentError, match="overlaps argument"):
+        add_one(out, out, config=CONFIG)
+
+
+def test_a_warm_call_passes_an_output_another_kernel_reads_as_read_only_to_that_kernel():
+    a = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    out, twice = np.zeros_like(a), np.zeros_like(a)
+    for scale in (1, 3, 5):  # the first call compiles, the later ones are warm
+        add_then_double(a * scale, out, twice, config=CONFIG)
+        np.testing.assert_array_equal(out, a * scale + 1)
+        np.testing.assert_array_equal(twice, (a * scale + 1) * 2)
+    compiled = add_then_double.compile(a, out, twice, config=CONFIG)
+    assert compiled._native_tasks()[1], "the reading kernel gets a read-only repeat of out"
+    assert add_then_double.last_report.cycles > 0

@@ -19,9 +19,12 @@ class CorePool {
   // Keeps `ctx` for a later run while the kept contexts' storage stays small; frees it else.
   void give(std::unique_ptr<CoreContext> ctx);
 
-  // The scheduler's per-core tables, kept with their capacity between runs.
+  // The scheduler's per-core and per-task tables, kept with their capacity between runs.
   std::vector<uint64_t> aic_free, aiv_free;
-  std::vector<bool> aic_busy, aiv_busy;
+  std::vector<bool> aic_busy, aiv_busy, aic_warm, aiv_warm;
+  std::vector<size_t> remaining_deps;
+  std::vector<uint64_t> task_end;
+  std::vector<int> task_left;
 
  private:
   const Platform& platform_;

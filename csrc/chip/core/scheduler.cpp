@@ -32,15 +32,15 @@ class ChipScheduler final : public ChipLink, public Waiter {
         options_(o),
         pool_(pool),
         memory_(p),
-        aic_free_(per_core(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
-        aiv_free_(per_core(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
-        aic_busy_(per_core(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
-        aiv_busy_(per_core(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
-        aic_warm_(static_cast<size_t>(std::max(p.aic_cores, 0)), false),
-        aiv_warm_(static_cast<size_t>(std::max(p.aiv_cores, 0)), false),
-        remaining_deps_(tasks.size(), 0),
-        task_end_(tasks.size(), 0),
-        task_left_(tasks.size(), 0),
+        aic_free_(kept(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
+        aiv_free_(kept(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
+        aic_busy_(kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
+        aiv_busy_(kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
+        aic_warm_(kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, false)),
+        aiv_warm_(kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, false)),
+        remaining_deps_(kept(pool ? &pool->remaining_deps : nullptr, tasks.size(), size_t{0})),
+        task_end_(kept(pool ? &pool->task_end : nullptr, tasks.size(), uint64_t{0})),
+        task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)),
         dependents_(tasks.size()) {
     if (DataQueue::wanted()) data_.emplace();  // in place: no aligned heap block per run
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
@@ -52,6 +52,11 @@ class ChipScheduler final : public ChipLink, public Waiter {
     pool_->aiv_free = std::move(aiv_free_);
     pool_->aic_busy = std::move(aic_busy_);
     pool_->aiv_busy = std::move(aiv_busy_);
+    pool_->aic_warm = std::move(aic_warm_);
+    pool_->aiv_warm = std::move(aiv_warm_);
+    pool_->remaining_deps = std::move(remaining_deps_);
+    pool_->task_end = std::move(task_end_);
+    pool_->task_left = std::move(task_left_);
   }
   ChipScheduler(const ChipScheduler&) = delete;
   ChipScheduler& operator=(const ChipScheduler&) = delete;
@@ -131,11 +136,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
  private:
-  // A table of one entry per core, `kept` from an earlier run when there is one (no allocation).
-  template <class T>
-  static std::vector<T> per_core(std::vector<T>* kept, int cores, T value) {
-    std::vector<T> table = kept ? std::move(*kept) : std::vector<T>();
-    table.assign(static_cast<size_t>(std::max(cores, 0)), value);
+  // A table of `n` entries (one per core or per task), its storage `from` an earlier run when
+  // there is one (no allocation).
+  template <class T, class N>
+  static std::vector<T> kept(std::vector<T>* from, N n, T value) {
+    std::vector<T> table = from ? std::move(*from) : std::vector<T>();
+    table.assign(static_cast<size_t>(std::max<N>(n, 0)), value);
     return table;
   }
 
@@ -450,16 +456,17 @@ class ChipScheduler final : public ChipLink, public Waiter {
     r.races = races(instances_, tasks_);
     if (options_.hazards_fatal && !r.races.empty())
       throw SimError(ErrorKind::kRace, r.races.front());
-    std::vector<size_t> order(instances_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const Instance &x = *instances_[a], &y = *instances_[b];
-      return x.task != y.task ? x.task < y.task
-                              : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
-    });
-    r.instances.reserve(order.size());
-    for (size_t i : order) {
-      Instance& in = *instances_[i];
+    // By task, then AIC before its AIVs; nothing reads instances_ by index after this.
+    if (instances_.size() > 1) {
+      std::stable_sort(instances_.begin(), instances_.end(), [](const auto& a, const auto& b) {
+        const Instance &x = *a, &y = *b;
+        return x.task != y.task ? x.task < y.task
+                                : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
+      });
+    }
+    r.instances.reserve(instances_.size());
+    for (const auto& p : instances_) {
+      Instance& in = *p;
       r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,
                              in.subblock, in.start, in.end});
     }

@@ -217,3 +217,35 @@ def test_a_cross_core_wait_holds_the_issue_under_the_pto_isa_profile(tmp_path, h
     assert rep.cycles == cycles
     aic = next(task for task in rep.tasks if task.core_kind == "AIC")
     assert [r["start"] for r in aic.trace.rows() if r["name"] == "TEXTRACT"] == [extract_start]
+
+
+@pytest.fixture(scope="module")
+def peer_topk():
+    return build_kernel(KernelSource(name="peer_topk", path=KERNELS / "peer_topk.cpp"), platform="a2a3sim")
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "topk", "cycles", "busy"),
+    [
+        # TopkPerfSim.Small_128x1024_k128. Perf-Sim, one AIV: 190361 cycles; MTE2 8965, VECTOR
+        # 190100, MTE3 1152.
+        (128, 1024, 128, 33509, {"MTE2": 9030, "VECTOR": 33286, "MTE3": 1280}),
+        # TopkPerfSim.Narrow_128x512_k32. Perf-Sim, one AIV: 96008 cycles; MTE2 4450, VECTOR
+        # 95892, MTE3 256.
+        (128, 512, 32, 14836, {"MTE2": 4515, "VECTOR": 14726, "MTE3": 384}),
+    ],
+)
+def test_ported_topk_cycles_are_pinned(peer_topk, rows, cols, topk, cycles, busy):
+    """The top-k port on one AIV, its values and indices checked against numpy's stable
+    descending sort (ties keep the lower column first, as TSORT32 and TMRGSORT do)."""
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
+    idx = np.arange(cols, dtype=np.uint32).reshape(1, cols)
+    out = np.zeros((rows, topk), np.float32)
+    index = np.zeros((rows, topk), np.uint32)
+    plat = platforms.get("a2a3sim", cost_profile="pto-isa")
+    rep = run_kernel_file(peer_topk, [x, idx, out, index, topk], outputs={2, 3}, platform=plat, isolate=False)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :topk]
+    np.testing.assert_array_equal(index, order)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, order, axis=1))
+    assert rep.cycles == cycles
+    assert {pipe: rep.pipe_busy[pipe] for pipe in busy} == busy

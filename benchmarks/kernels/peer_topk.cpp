@@ -39,9 +39,13 @@ struct Plan {
   int64_t merged(int cur) const { return 2 * sorted_bytes() + cur * sorted_bytes(); }
   int64_t index() const { return 4 * sorted_bytes(); }
   int64_t tmp(int cur) const { return index() + int64_t{cols} * 4 * (1 + 2 * cur); }
-  int64_t values(int cur) const { return index() + int64_t{cols} * 4 * 5 + cur * kLoopRows * topk * 4; }
+  int64_t values(int cur) const {
+    return index() + int64_t{cols} * 4 * 5 + cur * kLoopRows * topk * 4;
+  }
   int64_t indices(int cur) const { return values(2) + cur * kLoopRows * topk * 4; }
-  int64_t src(int cur) const { return 6 * sorted_bytes() + int64_t{cols} * 4 * 5 + cur * kLoopRows * cols * 4; }
+  int64_t src(int cur) const {
+    return 6 * sorted_bytes() + int64_t{cols} * 4 * 5 + cur * kLoopRows * cols * 4;
+  }
 };
 
 // The original's FillMrgArray: the run lengths left after the four-way passes, longest first.

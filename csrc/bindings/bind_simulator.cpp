@@ -74,12 +74,21 @@ OpDesc describe(const py::dict& spec) {
                                                          {"sort", OpClass::kSort},
                                                          {"scalar_access", OpClass::kScalarAccess},
                                                          {"sync", OpClass::kSync}};
-  static const std::map<std::string, VecClass> vecs = {
-      {"binary", VecClass::kBinary}, {"unary", VecClass::kUnary},   {"exp", VecClass::kExp},
-      {"div", VecClass::kDiv},       {"reduce", VecClass::kReduce}, {"cvt", VecClass::kCvt},
-      {"cmp", VecClass::kCmp},       {"sel", VecClass::kSel},       {"bitwise", VecClass::kBitwise},
-      {"trig", VecClass::kTrig},     {"gather", VecClass::kGather}, {"sort", VecClass::kSort},
-      {"add", VecClass::kAdd},       {"copy", VecClass::kCopy}};
+  static const std::map<std::string, VecClass> vecs = {{"binary", VecClass::kBinary},
+                                                       {"unary", VecClass::kUnary},
+                                                       {"exp", VecClass::kExp},
+                                                       {"div", VecClass::kDiv},
+                                                       {"reduce", VecClass::kReduce},
+                                                       {"cvt", VecClass::kCvt},
+                                                       {"cmp", VecClass::kCmp},
+                                                       {"sel", VecClass::kSel},
+                                                       {"bitwise", VecClass::kBitwise},
+                                                       {"trig", VecClass::kTrig},
+                                                       {"gather", VecClass::kGather},
+                                                       {"sort", VecClass::kSort},
+                                                       {"add", VecClass::kAdd},
+                                                       {"copy", VecClass::kCopy},
+                                                       {"gather_mask", VecClass::kGatherMask}};
   static const std::map<std::string, Link> links = {
       {"gm_to_ub", Link::kGmToUb},   {"gm_to_l1", Link::kGmToL1},   {"ub_to_gm", Link::kUbToGm},
       {"l1_to_l0a", Link::kL1ToL0a}, {"l1_to_l0b", Link::kL1ToL0b}, {"l0c_to_gm", Link::kL0cToGm},

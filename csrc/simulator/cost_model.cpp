@@ -41,6 +41,7 @@ const VecCost& vec_row(const Platform& p, VecClass c) {
     case VecClass::kAdd:
       return p.vec_add;
     case VecClass::kCopy:
+    case VecClass::kGatherMask:
       return p.vec_copy;
     default:
       return p.vec_unary;
@@ -117,6 +118,38 @@ double reduce_steps(const Platform& p, const OpDesc& d, bool warm) {
   return total;
 }
 
+// pto-isa's sort and mask-gather expansions (SortSteps). A merge (VecClass::kSort) of `k` groups of
+// four runs is one vmrgsort4 of k repeats; a merge of lists (k == 0) one repeat, a barrier and a
+// copy of the result from the scratch row (its bytes in 32-byte blocks, truncated: pto-isa's
+// EstimateBandwidthCycles). A TSORT32 sorts each row with a vbitsort and a barrier that ends
+// the stream, so every row after the first pays the head.
+bool is_merge(const OpDesc& d) { return d.cls == OpClass::kVector && d.vec == VecClass::kSort; }
+bool is_sort32(const OpDesc& d) { return d.cls == OpClass::kSort && d.k == 32 && d.rows > 0; }
+bool is_gather_mask(const OpDesc& d) {
+  return d.cls == OpClass::kVector && d.vec == VecClass::kGatherMask;
+}
+
+double sort_steps(const Platform& p, const OpDesc& d, bool warm) {
+  const SortSteps& s = p.sort_steps;
+  if (is_gather_mask(d)) {  // count mode and a mask on, one vreducev2 of a repeat per row, off
+    return 4 * s.mask_write + (warm ? 0.0 : s.reduce_v2.base) +
+           s.reduce_v2.per_repeat * static_cast<double>(d.rows);
+  }
+  if (is_merge(d)) {
+    const double head = warm ? 0.0 : s.merge4.base;
+    if (d.k > 0) return head + s.merge4.per_repeat * static_cast<double>(d.k);
+    const double copy = std::floor(static_cast<double>(ceil_div(d.bytes, 32) * 32) / p.bw_ub_to_ub);
+    return head + s.merge4.per_repeat + s.barrier + copy;
+  }
+  const int64_t rows = std::max<int64_t>(d.bytes / (4 * d.rows), 1);
+  const double row = s.bitsort.per_repeat * static_cast<double>(ceil_div(d.rows, 32)) + s.barrier;
+  return (warm ? 0.0 : s.bitsort.base) + s.bitsort.base * static_cast<double>(rows - 1) +
+         row * static_cast<double>(rows);
+}
+bool sort_expanded(const Platform& p, const OpDesc& d) {
+  return p.sort_steps.enabled && (is_merge(d) || is_sort32(d) || is_gather_mask(d));
+}
+
 // The odd part of n (n with its factors of two removed): FIXPIPE drains a row's C0 blocks in
 // power-of-two groups, so a block count with odd part q needs q - 1 extra serial passes.
 int64_t odd_part(int64_t n) {
@@ -169,6 +202,7 @@ double bandwidth(const Platform& p, Link r) {
 }
 
 bool ends_vector_run(const Platform& p, const OpDesc& d) {
+  if (sort_expanded(p, d)) return is_sort32(d) || (is_merge(d) && d.k == 0);  // a barrier
   return p.row_reduce.enabled && reduce_cols(d) > 0 && reduce_steps(p, d, false) >= 0;
 }
 
@@ -179,6 +213,7 @@ bool has_vector_head(const OpDesc& d) {
 
 uint64_t cycles(const Platform& p, const OpDesc& d, bool warm) {
   const double bytes = static_cast<double>(d.bytes);
+  if (sort_expanded(p, d)) return whole(sort_steps(p, d, warm));
   switch (d.cls) {
     case OpClass::kFixed:
       return d.cycles;

@@ -41,7 +41,8 @@ enum class VecClass : uint8_t {
   kGather,
   kSort,
   kAdd,
-  kCopy
+  kCopy,
+  kGatherMask  // TGATHER's mask form: the copy row (pto-isa profile: SortSteps)
 };
 
 // Which bandwidth of the platform table a transfer runs at.
@@ -69,6 +70,8 @@ struct OpDesc {
   int64_t row_bytes = 0;                         // bytes per row of a GM transfer / reduction
   int64_t acc_row_bytes = 0;                     // FIXPIPE: L0C bytes of one drained row
   int64_t m = 0, k = 0, n = 0, in_esize = 0;     // matmul (in_esize: also a reduction's element)
+                                                 // k: a kSort's block; a merge's (VecClass::kSort)
+                                                 // groups of four runs, 0 for a merge of lists
   uint64_t cycles = 0;                           // kFixed only
   bool atomic = false;  // a GM write that accumulates (atomic adds commute: never a race)
 

@@ -217,3 +217,84 @@ def test_a_cross_core_wait_holds_the_issue_under_the_pto_isa_profile(tmp_path, h
     assert rep.cycles == cycles
     aic = next(task for task in rep.tasks if task.core_kind == "AIC")
     assert [r["start"] for r in aic.trace.rows() if r["name"] == "TEXTRACT"] == [extract_start]
+
+
+@pytest.fixture(scope="module")
+def peer_topk():
+    return build_kernel(KernelSource(name="peer_topk", path=KERNELS / "peer_topk.cpp"), platform="a2a3sim")
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "topk", "cycles", "busy"),
+    [
+        # TopkPerfSim.Small_128x1024_k128. Perf-Sim, one AIV: 190361 cycles; MTE2 8965, VECTOR
+        # 190100, MTE3 1152 (it truncates each 9.4-cycle store, we round up).
+        (128, 1024, 128, 196209, {"MTE2": 9030, "VECTOR": 195988, "MTE3": 1280}),
+        # TopkPerfSim.Narrow_128x512_k32. Perf-Sim, one AIV: 96008 cycles; MTE2 4450, VECTOR
+        # 95892, MTE3 256 (2.3-cycle stores: 2 there, 3 here).
+        (128, 512, 32, 94337, {"MTE2": 4515, "VECTOR": 94228, "MTE3": 384}),
+    ],
+)
+def test_ported_topk_cycles_are_pinned(peer_topk, rows, cols, topk, cycles, busy):
+    """The top-k port on one AIV, its values and indices checked against numpy's stable
+    descending sort (ties keep the lower column first, as TSORT32 and TMRGSORT do)."""
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
+    idx = np.arange(cols, dtype=np.uint32).reshape(1, cols)
+    out = np.zeros((rows, topk), np.float32)
+    index = np.zeros((rows, topk), np.uint32)
+    plat = platforms.get("a2a3sim", cost_profile="pto-isa")
+    rep = run_kernel_file(peer_topk, [x, idx, out, index, topk], outputs={2, 3}, platform=plat, isolate=False)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :topk]
+    np.testing.assert_array_equal(index, order)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, order, axis=1))
+    assert rep.cycles == cycles
+    assert {pipe: rep.pipe_busy[pipe] for pipe in busy} == busy
+
+
+SORT_KERNEL = r"""
+#include <pypto/kernel.hpp>
+using namespace pypto;
+
+extern "C" void kernel_entry(__gm__ int64_t* args) {
+  const Tensor x = arg_tensor(args, 0), idx = arg_tensor(args, 1);
+  const Tile src(Mem::Vec, DType::FP32, 1, 1024, 0), ix(Mem::Vec, DType::UINT32, 1, 1024, 4096);
+  const Tile pairs(Mem::Vec, DType::FP32, 1, 2048, 8192), merged(Mem::Vec, DType::FP32, 1, 2048, 16384);
+  TLOAD(src, x, 0, 0);
+  TLOAD(ix, idx, 0, 0);
+  set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+  wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+  TSORT32(pairs, src, ix);
+  TMRGSORT(merged, pairs, 64);
+  TMRGSORT(pairs.valid(1, 512), merged.valid(1, 256), merged.at(16384 + 1024 * 4).valid(1, 256), 0);
+  TGATHER(src.valid(1, 256), pairs.valid(1, 512), 1);
+  TGATHER(src.at(2048).valid(1, 256), pairs.valid(1, 512), 1);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("profile", "durations"),
+    [
+        # pto-isa (Perf-Sim's Small_128x1024_k128 trace prices the same steps 533, 644, 82, 52,
+        # 18): TSORT32, 32 repeats of 32: head 20 + 16 x 32 + barrier 1 = 533, its barrier ends
+        # the stream; TMRGSORT of four runs, 8 groups: head 20 + 78 x 8 = 644; of two lists, the
+        # stream continuing: 78 + barrier 1 + a 2 KiB copy at 594.4 B/cycle truncated, 3 = 82,
+        # its barrier ends the stream; a mask TGATHER of one row: 4 mask writes + head and tail
+        # 34 + 14 = 52, then 4 + 14 = 18 in the stream.
+        ("pto-isa", [533, 644, 82, 52, 18]),
+        # device: the vec_sort row (31 + 4 a repeat of 256 B) for TSORT32 cold, 16 repeats: 95,
+        # and the merges in its run, 32 and 8 repeats: 128, 32; the copy row (1 a repeat) for
+        # each TGATHER in the run, 8 repeats of its 2 KiB source: 8.
+        (None, [95, 128, 32, 8, 8]),
+    ],
+)
+def test_sorts_are_priced_as_pto_isa_expands_them(tmp_path, profile, durations):
+    path = tmp_path / "sorts.cpp"
+    path.write_text(SORT_KERNEL)
+    so = build_kernel(KernelSource(name="sorts", path=path), platform="a2a3sim")
+    plat = platforms.get("a2a3sim", cost_profile=profile) if profile else platforms.get("a2a3sim")
+    x = np.random.default_rng(0).standard_normal((1, 1024)).astype(np.float32)
+    idx = np.arange(1024, dtype=np.uint32).reshape(1, 1024)
+    rep = run_kernel_file(so, [x, idx], outputs=set(), platform=plat, record=True, isolate=False)
+    rows = [r for r in rep.tasks[0].trace.rows() if r["name"] in ("TSORT32", "TMRGSORT", "TGATHER")]
+    assert [r["end"] - r["start"] for r in rows] == durations

@@ -245,7 +245,12 @@ extern "C" void pypto_tmrgsort(const pypto_tile* dst, const pypto_tile* src, int
       runs.push_back({s.row(0) + 4 * (g + r * block_len), block_len / 2});
     merge(runs, d.row(0) + 4 * g, false);
   }
-  issue_vector_op(op, VecClass::kSort, d.valid_bytes(), d, &s, nullptr);
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(d.access(true));
+  OpDesc desc = vector_op(VecClass::kSort, d.valid_bytes());
+  desc.k = width / group;  // one merge repeat per group of four runs
+  issue_op(PYPTO_VECTOR, desc, op, acc, static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
 // Format 2: 2 to 4 sorted rows merged into dst (one pass over dst at the sort rate).
@@ -302,7 +307,12 @@ extern "C" void pypto_tgather_mask(const pypto_tile* dst, const pypto_tile* src,
                   static_cast<size_t>(d.esize));
     }
   }
-  issue_vector_op(op, VecClass::kCopy, s.valid_bytes(), d, &s, nullptr);
+  AccessList acc;
+  acc.add(s.access(false));
+  acc.add(d.access(true));
+  OpDesc desc = vector_op(VecClass::kGatherMask, s.valid_bytes());
+  desc.rows = d.valid_rows;
+  issue_op(PYPTO_VECTOR, desc, op, acc, static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
 // The index of a row's extremum is a row reduction on the device, priced as TROWMAX is; ties

@@ -27,6 +27,21 @@ struct RowReduceSteps {
   double barrier = 0;                // the pipe_barrier after each step
 };
 
+// TSORT32 and TMRGSORT priced as pto-isa expands them (pto_isa.cpp): TSORT32 as one vbitsort
+// per row (a repeat per 32 elements) and a pipe barrier that ends the vector stream; TMRGSORT
+// of four runs as one vmrgsort4 (a repeat per group of four runs); TMRGSORT of lists as one
+// vmrgsort4 repeat into a scratch row, a barrier and a UB -> UB copy of the result (whole
+// cycles, truncated); TGATHER's mask form as count mode and a mask set, one vreducev2 (a repeat
+// per row) and the mask restored. Off (the device profile): the vec_sort and vec_copy rows.
+struct SortSteps {
+  bool enabled = false;
+  VecCost bitsort{};      // per repeat of 32 elements; base: the stream head
+  VecCost merge4{};       // per repeat of four runs; base: the stream head
+  VecCost reduce_v2{};    // per row; base: the stream head and tail
+  double barrier = 0;     // the pipe_barrier after a row's vbitsort / before the copy
+  double mask_write = 0;  // set_mask_count / set_vector_mask / set_mask_norm
+};
+
 struct Platform {
   std::string name;
   std::string device;  // the device name this simulator stands for
@@ -94,6 +109,7 @@ struct Platform {
   // later instructions wait for; 0: it holds only its own pipe.
   int64_t cross_sync_holds_issue;
   RowReduceSteps row_reduce;  // not a table figure: set by a cost profile
+  SortSteps sort_steps;       // not a table figure: set by a cost profile
 };
 
 // A VecCost member's two fields: X(<member>_per_repeat, ...) and X(<member>_base, ...).

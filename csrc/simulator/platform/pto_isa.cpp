@@ -50,7 +50,7 @@ Platform apply_pto_isa_profile(Platform p) {
   p.vec_sel = {2, 27};      // pto-isa vsel: head 13 + tail 14, slope 2
   p.vec_bitwise = {2, 20};  // pto-isa vand / vor: head 8 + tail 12, slope 2
   p.vec_gather = {2, 6};    // pto-isa vgather: the default head 6, slope 2
-  p.vec_sort = {2, 6};      // pto-isa vbitsort / vmrgsort4: the default head 6, slope 2
+  p.vec_sort = {2, 6};      // pto-isa default head 6, slope 2 (TSORT32 / TMRGSORT: sort_steps)
   p.vec_reduce = {7, 46};   // pto-isa vcadd: head 14 + tail 32, slope 7
   p.reduce_per_row_cycles = 0;  // pto-isa: a reduction is its vcadd repeats only
   // A row reduction as pto-isa expands it (include/pto/npu/a2a3/TRowReduceOps.hpp at f35e7f60:
@@ -67,9 +67,22 @@ Platform apply_pto_isa_profile(Platform p) {
   p.row_reduce.count_mode_floor = 16;  // pto-isa kCountModeFloorCycles (core.hpp line 179)
   p.row_reduce.mask_write = 1;         // pto-isa set_mask_count etc. (sync.hpp lines 115-161)
   p.row_reduce.barrier = 1;            // pto-isa pto_costmodel_pipe_barrier (sync.hpp line 27)
-  p.cube_base_cycles = 6;              // pto-isa formula backend TryEstimateMadCycles: head 6
-  p.cube_cpr_16bit = 1;                // pto-isa formula backend: 1 cycle per fractal for fp16
-  p.cube_cpr_fp32 = 2;                 // pto-isa formula backend: 2 cycles per fractal for fp32
+  // TSORT32 and TMRGSORT as pto-isa expands them (include/pto/npu/a2a3/TSort32.hpp at f35e7f60,
+  // lines 80-84: a vbitsort per row, then pipe_barrier; TMrgSort.hpp lines 70-76 and 97-103: the
+  // lists form's vmrgsort4 into tmp, then MovUb2Ub's pipe_barrier and copy_ubuf_to_ubuf; lines
+  // 139-163: the four-run form's one vmrgsort4 of a repeat per group), each step priced by the
+  // CCE table (a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp at f35e7f60).
+  p.sort_steps.enabled = true;
+  p.sort_steps.bitsort = {16, 20};  // pto-isa vbitsort: head 20, slope 16 (910B3 fit, line 76)
+  p.sort_steps.merge4 = {78, 20};   // pto-isa vmrgsort4: head 20, slope 78 (910B3 fit, line 238)
+  p.sort_steps.barrier = 1;         // pto-isa pto_costmodel_pipe_barrier (sync.hpp line 27)
+  // TGATHER's mask form (TGather.hpp lines 112-125: set_mask_count, set_vector_mask, vreducev2
+  // with a repeat per row, set_mask_norm, set_vector_mask).
+  p.sort_steps.reduce_v2 = {14, 34};  // pto-isa vreducev2: head 14 + tail 20, slope 14 (line 288)
+  p.sort_steps.mask_write = 1;        // pto-isa set_mask_count etc. (sync.hpp lines 115-161)
+  p.cube_base_cycles = 6;             // pto-isa formula backend TryEstimateMadCycles: head 6
+  p.cube_cpr_16bit = 1;               // pto-isa formula backend: 1 cycle per fractal for fp16
+  p.cube_cpr_fp32 = 2;                // pto-isa formula backend: 2 cycles per fractal for fp32
   // pto-isa's Perf-Sim queues a set_flag / wait_flag as a zero-length SIGNAL / WAIT entry on its
   // pipe (perf_sim/pipe_model_sim_impl.inl, PushSignalEntry / PushWaitEntry): a flag takes no pipe
   // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles

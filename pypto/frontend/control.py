@@ -27,6 +27,7 @@ from pypto.frontend import pipeline_attrs
 from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import Optimizations, parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
+from pypto.frontend.split_aiv import merge_regions
 from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
 from pypto.ir.expr import Call, Const, Expr, Var, type_of, value_type
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
@@ -475,12 +476,13 @@ class ControlFlow(LoopCarry):
             raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.p.span(handle))
         self.p.ctx.in_scope = True
         self.p.ctx.cluster_ats = [] if cluster else None
+        self.p.ctx.aiv_splits = []
         try:
             body = self.p.block(node.body)
-            ats = self.p.ctx.cluster_ats
+            ats, regions = self.p.ctx.cluster_ats, self.p.ctx.aiv_splits
         finally:
             self.p.ctx.in_scope = False
-            self.p.ctx.cluster_ats = None
+            self.p.ctx.cluster_ats = self.p.ctx.aiv_splits = None
         if ats and not _explicit_pipes(body):  # pl.at scopes in a cluster: the compiler's pipes
             cluster, opts = False, _one_for_all(ats, self.p.span(node))
         elif ats and any(a.split or a.slots is not None for a in ats):
@@ -489,6 +491,13 @@ class ControlFlow(LoopCarry):
                 "say how the AIVs share each tile: optimizations= on its pl.at scopes has no meaning",
                 self.p.span(node),
             )
+        if regions and cluster:
+            raise TypeCheckError(
+                "this pl.cluster hands tiles over itself (pl.tpush_* / pl.tpop_*), so its pipes say "
+                "how the AIVs share each tile: a pl.split_aiv region in it has no meaning",
+                regions[0][1],
+            )
+        opts = opts._replace(split=merge_regions(opts.split, regions, self.p.span(node)))
         name = handle.id if handle is not None else None
         scope = Scope(
             level,

@@ -20,8 +20,7 @@ def _id(c: Call) -> int:
 
 def _slots(c: Call) -> str:
     """A push's ring depth as kernel.hpp's last argument (none: the platform's tpipe_slots)."""
-    slots = c.arg("slots") if c.op.startswith("tile.tpush") else None
-    n = int(slots.value) if slots is not None else 0  # type: ignore[attr-defined]
+    n = int(c.const_arg("slots").value) if c.op.startswith("tile.tpush") else 0
     return f", {n}" if n else ""
 
 

@@ -95,7 +95,7 @@ def test_the_depth_is_in_the_dump_and_on_every_push(data):
     program = fk.deep_ring(4).lower(a, b, bias, np.zeros_like(want))
     aic = next(f for f in program.functions if f.name.endswith("_aic"))
     pushes = [c for c in ir.nodes_of(aic.body, ir.Call) if c.op == "tile.tpush_to_aiv"]
-    assert pushes and all(c.arg("slots").value == 4 for c in pushes)  # type: ignore[attr-defined]
+    assert pushes and all(c.const_arg("slots").value == 4 for c in pushes)
 
 
 @pl.jit

@@ -18,14 +18,20 @@ def _id(c: Call) -> int:
     return int(c.const_arg("id").value)
 
 
+def _slots(c: Call) -> str:
+    """A push's ring depth as kernel.hpp's last argument (none: the platform's tpipe_slots)."""
+    n = int(c.const_arg("slots").value) if c.op.startswith("tile.tpush") else 0
+    return f", {n}" if n else ""
+
+
 def _both_halves(call: str, tile: str | None, c: Call) -> list[str]:
     """``call`` once per AIV: the whole tile to AIV 0 without a split, else a half to each."""
-    split, pid = split_of(c.arg("split")), _id(c)
+    split, pid, slots = split_of(c.arg("split")), _id(c), _slots(c)
     if split == 0:
-        return [f"{call}({tile + ', ' if tile else ''}0, {pid});"]
+        return [f"{call}({tile + ', ' if tile else ''}0, {pid}{slots});"]
     if tile is None:
         return [f"{call}({v}, {pid});" for v in (0, 1)]
-    return [f"{call}(split_half({tile}, {split}, {v}), {v}, {pid});" for v in (0, 1)]
+    return [f"{call}(split_half({tile}, {split}, {v}), {v}, {pid}{slots});" for v in (0, 1)]
 
 
 EMITTERS.update(
@@ -33,7 +39,7 @@ EMITTERS.update(
         "tile.tpush_to_aiv": lambda c, dst: _both_halves("TPUSH_TO_AIV", _name(c.arg("tile")), c),
         "tile.tpop_from_aiv": lambda c, dst: _both_halves("TPOP_FROM_AIV", _need(dst), c),
         "tile.tfree_to_aiv": lambda c, dst: _both_halves("TFREE_TO_AIV", None, c),
-        "tile.tpush_to_aic": lambda c, dst: [f"TPUSH_TO_AIC({_name(c.arg('tile'))}, {_id(c)});"],
+        "tile.tpush_to_aic": lambda c, dst: [f"TPUSH_TO_AIC({_name(c.arg('tile'))}, {_id(c)}{_slots(c)});"],
         "tile.tpop_from_aic": lambda c, dst: [f"TPOP_FROM_AIC({_need(dst)}, {_id(c)});"],
         "tile.tfree_to_aic": lambda c, dst: [f"TFREE_TO_AIC({_id(c)});"],
         "tile.get_subblock_idx": lambda c, dst: [f"const int64_t {_need(dst)} = get_subblockid();"],

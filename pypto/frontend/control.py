@@ -25,8 +25,9 @@ from pypto.errors import (
 )
 from pypto.frontend import pipeline_attrs
 from pypto.frontend.bounds import loop_interval
-from pypto.frontend.cluster import parse_optimizations
+from pypto.frontend.cluster import Optimizations, parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
+from pypto.frontend.split_aiv import merge_regions
 from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
 from pypto.ir.expr import Call, Const, Expr, Var, type_of, value_type
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
@@ -469,26 +470,34 @@ class ControlFlow(LoopCarry):
             )
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
-        level, name_hint, deps, split, hints = self._scope_args(call)
+        level, name_hint, deps, opts, hints = self._scope_args(call)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.at(...) as name:`", self.p.span(handle))
         self.p.ctx.in_scope = True
         self.p.ctx.cluster_ats = [] if cluster else None
+        self.p.ctx.aiv_splits = []
         try:
             body = self.p.block(node.body)
-            ats = self.p.ctx.cluster_ats
+            ats, regions = self.p.ctx.cluster_ats, self.p.ctx.aiv_splits
         finally:
             self.p.ctx.in_scope = False
-            self.p.ctx.cluster_ats = None
+            self.p.ctx.cluster_ats = self.p.ctx.aiv_splits = None
         if ats and not _explicit_pipes(body):  # pl.at scopes in a cluster: the compiler's pipes
-            cluster, split = False, _one_split(ats, self.p.span(node))
-        elif ats and any(ats):
+            cluster, opts = False, _one_for_all(ats, self.p.span(node))
+        elif ats and any(a.split or a.slots is not None for a in ats):
             raise TypeCheckError(
                 "this pl.cluster hands tiles over itself (pl.tpush_* / pl.tpop_*), so its pipes "
-                "say how the AIVs share each tile: a pl.split on its pl.at scopes has no meaning",
+                "say how the AIVs share each tile: optimizations= on its pl.at scopes has no meaning",
                 self.p.span(node),
             )
+        if regions and cluster:
+            raise TypeCheckError(
+                "this pl.cluster hands tiles over itself (pl.tpush_* / pl.tpop_*), so its pipes say "
+                "how the AIVs share each tile: a pl.split_aiv region in it has no meaning",
+                regions[0][1],
+            )
+        opts = opts._replace(split=merge_regions(opts.split, regions, self.p.span(node)))
         name = handle.id if handle is not None else None
         scope = Scope(
             level,
@@ -497,7 +506,8 @@ class ControlFlow(LoopCarry):
             tuple(deps),
             name,
             cluster=cluster,
-            split=split,
+            split=opts.split,
+            slots=opts.slots,
             early_resolve=hints.early_resolve,
             no_dep=hints.no_dep,
             dep_values=hints.dep_values,
@@ -512,7 +522,7 @@ class ControlFlow(LoopCarry):
         """``with pl.at(level=pl.Level.CORE_GROUP):`` inside ``with pl.cluster():`` names work of
         the cluster's one task: its statements join the cluster's body, each on the core its
         work needs; the values crossing cores get the compiler's pipes (as in a mixed pl.at)."""
-        level, hint, deps, split, hints = self._scope_args(call)
+        level, hint, deps, opts, hints = self._scope_args(call)
         given = [kw.arg for kw in call.keywords if kw.arg not in ("level", "optimizations")]
         if level is not Level.CORE_GROUP or given or node.items[0].optional_vars is not None:
             raise TypeCheckError(
@@ -523,7 +533,7 @@ class ControlFlow(LoopCarry):
             )
         ats = self.p.ctx.cluster_ats
         assert ats is not None  # the caller saw a pl.at inside pl.cluster
-        ats.append(split)
+        ats.append(opts)
         for s in self.p.block(node.body):
             self.p.emit(s)
 
@@ -553,7 +563,7 @@ class ControlFlow(LoopCarry):
             self.in_manual = outer
         self.p.emit(TaskRegion(tuple(body), mode is ScopeMode.MANUAL, span=self.p.span(node)))
 
-    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], SplitMode | None, TaskHints]:
+    def _scope_args(self, call: ast.Call) -> tuple[Level, str | None, list[str], Optimizations, TaskHints]:
         args: dict[str, ast.expr] = dict(zip(("level",), call.args))
         if len(call.args) > 1:
             raise TypeCheckError("pl.at takes level= (and name_hint=, deps=) only", self.p.span(call))
@@ -564,8 +574,7 @@ class ControlFlow(LoopCarry):
                     f"pl.at has no parameter `{kw.arg}` ({', '.join(known)})", self.p.span(kw)
                 )
             args[kw.arg] = kw.value
-        opts = args.get("optimizations")
-        split = parse_optimizations(opts, self.p.folder.fold, self.p.span) if opts is not None else None
+        opts = parse_optimizations(args.get("optimizations"), self.p.folder.fold, self.p.span)
         level = self.p.folder.fold(args["level"]) if "level" in args else Level.CORE_GROUP
         level = Level.CORE_GROUP if level is None else level
         if not isinstance(level, Level):
@@ -574,7 +583,7 @@ class ControlFlow(LoopCarry):
             )
         hint = name_hint(self.p, args["name_hint"], ast.unparse(call.func)) if "name_hint" in args else None
         names, values = task_deps(self.p, args.get("deps"))
-        return level, hint, names, split, task_hints(self.p, args)._replace(dep_values=values)
+        return level, hint, names, opts, task_hints(self.p, args)._replace(dep_values=values)
 
 
 def name_hint(p: Any, node: ast.expr, form: str) -> str:
@@ -683,13 +692,21 @@ def _explicit_pipes(body: list[Stmt]) -> bool:
     return any(c.op in _PIPE_OPS for c in nodes_of(tuple(body), Call))
 
 
-def _one_split(splits: list, span: SourceSpan | None) -> SplitMode:
-    """The split mode of a cluster's pl.at scopes (they share its AIVs): one for all."""
-    given = {s for s in splits if s is not None}
-    if len(given) > 1:
+def _one_for_all(ats: list[Optimizations], span: SourceSpan | None) -> Optimizations:
+    """The split mode and ring depth of a cluster's pl.at scopes (they share its AIVs and its
+    pipes): one of each for all."""
+    splits = {a.split for a in ats if a.split is not None}
+    depths = {a.slots for a in ats if a.slots is not None}
+    if len(splits) > 1:
         raise TypeCheckError(
             "the pl.at scopes of one pl.cluster share its AIVs: give them one pl.split mode, "
-            f"not {sorted(m.name for m in given)}",
+            f"not {sorted(m.name for m in splits)}",
             span,
         )
-    return given.pop() if given else SplitMode.NONE
+    if len(depths) > 1:
+        raise TypeCheckError(
+            "the pl.at scopes of one pl.cluster share its pipes: give them one "
+            f"pl.cross_core_slot, not slot_num {sorted(depths)}",
+            span,
+        )
+    return Optimizations(splits.pop() if splits else SplitMode.NONE, depths.pop() if depths else None)

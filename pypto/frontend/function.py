@@ -24,6 +24,7 @@ from pypto.frontend.exprs import ExprLowerer
 from pypto.frontend.inline import InlineCalls
 from pypto.frontend.names import ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
+from pypto.frontend.split_aiv import SplitAivRegions
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import static_assert
 from pypto.frontend.transpose_views import drop_transpose_views
@@ -98,6 +99,7 @@ class FunctionParser:
         self.flow = ControlFlow(self)
         self.whiles = WhileLoop(self)
         self.spmd = SpmdScopes(self)
+        self.split_aiv = SplitAivRegions(self)
         self.inliner = InlineCalls(self)
 
     # --- environment -----------------------------------------------------------------------------
@@ -268,6 +270,8 @@ class FunctionParser:
             self.whiles.while_(node)
         elif getattr(marker, "dsl_name", None) == "spmd":
             self.spmd.spmd_for(node)
+        elif getattr(marker, "dsl_name", None) == "split_aiv":
+            self.split_aiv.region(node)
         else:
             self.flow.for_(node)
 

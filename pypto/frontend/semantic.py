@@ -49,6 +49,8 @@ class Context:
     # inside ``with pl.cluster():``: the split modes of the pl.at scopes met in it (None: none
     # given), in order; None outside a cluster
     cluster_ats: list | None = None
+    # inside a pl.at scope: the (mode, span) of each pl.split_aiv region met in it, in order
+    aiv_splits: list | None = None
     ranges: dict[str, Interval] = field(default_factory=dict)  # loop variable → value bounds
 
 

@@ -17,10 +17,10 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
-from pypto.frontend.cluster import parse_optimizations
+from pypto.frontend.cluster import Optimizations, parse_optimizations
 from pypto.frontend.control import TASK_HINTS, TaskHandle, TaskHints, name_hint, task_deps, task_hints
 from pypto.ir.bind import bind_call
-from pypto.ir.enums import FunctionType, Level, SplitMode
+from pypto.ir.enums import FunctionType, Level
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Var
 from pypto.ir.stmt import MAX_BLOCKS, Assign, Eval, Scope, Stmt
 from pypto.ir.types import INDEX_TYPE, DynDim
@@ -41,13 +41,13 @@ class SpmdScopes:
 
     def spmd_with(self, node: ast.With) -> None:
         item = node.items[0]
-        blocks, name_hint, deps, hints, split = self._spmd_args(item.context_expr)
+        blocks, name_hint, deps, hints, opts = self._spmd_args(item.context_expr)
         handle = item.optional_vars
         if handle is not None and not isinstance(handle, ast.Name):
             raise UnsupportedSyntaxError("write `with pl.spmd(n) as name:`", self.p.span(handle))
         name = handle.id if handle is not None else None
         direct = self._spmd_direct(node, blocks, deps, name, hints)
-        if direct is not None and split is not None:
+        if direct is not None and opts != Optimizations():
             raise TypeCheckError(
                 "optimizations= of pl.spmd applies to the scope it outlines; a pl.spmd body that "
                 "calls a kernel has none: give the split to the pl.at inside that kernel",
@@ -73,7 +73,8 @@ class SpmdScopes:
                     tuple(deps),
                     name,
                     blocks,
-                    split=split,
+                    split=opts.split,
+                    slots=opts.slots,
                     early_resolve=hints.early_resolve,
                     no_dep=hints.no_dep,
                     dep_values=hints.dep_values,
@@ -94,7 +95,7 @@ class SpmdScopes:
             raise UnsupportedSyntaxError(
                 "write `for i in pl.spmd(n):` with one name", self.p.span(node.target)
             )
-        blocks, name_hint, deps, hints, split = self._spmd_args(node.iter)
+        blocks, name_hint, deps, hints, opts = self._spmd_args(node.iter)
         index = Var(self.p.names.claim(node.target.id), INDEX_TYPE, span=self.p.span(node.target))
         saved = dict(self.p.env)
         self.p.env[node.target.id] = index
@@ -110,7 +111,8 @@ class SpmdScopes:
             tuple(deps),
             None,
             blocks,
-            split=split,
+            split=opts.split,
+            slots=opts.slots,
             span=self.p.span(node),
         )
         self.p.emit(dataclasses.replace(scope, **hints._asdict()))
@@ -192,9 +194,9 @@ class SpmdScopes:
 
     def _spmd_args(
         self, call: ast.expr
-    ) -> tuple[int | Expr, str | None, list[str], TaskHints, SplitMode | None]:
+    ) -> tuple[int | Expr, str | None, list[str], TaskHints, Optimizations]:
         """The block count, name_hint=, deps=, task hints and optimizations= (upstream: the
-        split of the InCore scope it outlines, as pl.at's) of a pl.spmd call."""
+        split and ring depth of the InCore scope it outlines, as pl.at's) of a pl.spmd call."""
         if not isinstance(call, ast.Call) or len(call.args) != 1:
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
@@ -208,12 +210,16 @@ class SpmdScopes:
         n = spmd_blocks(self.p, call.args[0])
         hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))
-        opts = kw.get("optimizations")
-        split = parse_optimizations(opts, self.p.folder.fold, self.p.span) if opts is not None else None
         hints = task_hints(self.p, kw)._replace(dep_values=values)
         # one block is admitted at once by any launch: nothing to record
         hints = hints._replace(sync_start=hints.sync_start and not (isinstance(n, int) and n == 1))
-        return n, hint, names, hints, split
+        return (
+            n,
+            hint,
+            names,
+            hints,
+            parse_optimizations(kw.get("optimizations"), self.p.folder.fold, self.p.span),
+        )
 
 
 def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:

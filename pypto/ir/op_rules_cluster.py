@@ -42,6 +42,11 @@ def push_rule(b: Bound) -> Type:
     t = b.array("tile")
     assert isinstance(t, TileType)
     _pipe_id(b)
+    slots = b.literal("slots")
+    if not isinstance(slots, int) or isinstance(slots, bool) or slots < 0:
+        raise b.fail(
+            f"slots must be a non-negative integer (the ring's depth, 0: the platform's), got {slots!r}"
+        )
     if b.op == "tile.tpush_to_aiv":
         _check_split(b, t.shape)
     return VoidType()

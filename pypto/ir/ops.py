@@ -415,11 +415,14 @@ from pypto.ir import op_rules_cluster as RK  # noqa: E402  (the cluster rules bu
 
 SPLIT = _p("split", Kind.SPLIT, 0, kw_only=True)
 PIPE_ID = _p("id", Kind.INT, 0, kw_only=True)
+RING_SLOTS = _p("slots", Kind.INT, 0, kw_only=True)  # the ring's depth; 0: the platform's tpipe_slots
 # fmt: off
 _TABLE_CLUSTER: list[OpDef] = [
-    OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID), RK.push_rule, "tile", _fixed(Pipe.FIXPIPE),
+    OpDef("tile.tpush_to_aiv", (_p("tile", T), SPLIT, PIPE_ID, RING_SLOTS), RK.push_rule, "tile",
+          _fixed(Pipe.FIXPIPE),
           {"tile": ACC}, "AIC → AIV: push an Acc tile into the pipe (split: how the AIVs share it)"),
-    OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID), RK.push_rule, "tile", _fixed(Pipe.MTE3),
+    OpDef("tile.tpush_to_aic", (_p("tile", T), SPLIT, PIPE_ID, RING_SLOTS), RK.push_rule, "tile",
+          _fixed(Pipe.MTE3),
           {"tile": VEC}, "AIV → AIC: push a Vec tile (with split, each AIV pushes its half)"),
     OpDef("tile.tpop_from_aic", (_p("shape", SHAPE, kw_only=True), _p("dtype", DT, kw_only=True), SPLIT,
                                  PIPE_ID), RK.pop_from_aic_rule, "tile", _fixed(Pipe.MTE2),

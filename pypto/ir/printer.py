@@ -297,8 +297,10 @@ class _Printer:
             args.append(f"name_hint={json.dumps(s.name_hint)}")
         if s.deps or s.dep_values:
             args.append(f"deps=[{', '.join([*s.deps, *map(print_expr, s.dep_values)])}]")
-        if s.split is not None:
-            args.append(f"optimizations=[pl.split({s.split.dsl_name})]")
+        opts = [f"pl.split({s.split.dsl_name})"] if s.split is not None else []
+        opts += [f"pl.cross_core_slot(slot_num={s.slots})"] if s.slots is not None else []
+        if opts:
+            args.append(f"optimizations=[{', '.join(opts)}]")
         args += _task_hints(s.early_resolve, s.no_dep, s.sync_start)
         handle = f" as {s.handle}" if s.handle else ""
         if s.cluster:

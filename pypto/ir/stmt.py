@@ -116,7 +116,9 @@ class Scope(Stmt):
     """``with pl.at(level=..., name_hint=..., deps=[...]) as handle:`` — one InCore task;
     ``with pl.spmd(blocks, ...)``: ``blocks`` tasks of it, one per block index.
     ``cluster``: ``with pl.cluster(...)`` — one task on a whole cluster (1 AIC + its AIVs);
-    ``split``: ``pl.at(..., optimizations=[pl.split(mode)])`` — how the AIVs share tiles.
+    ``split``: ``pl.at(..., optimizations=[pl.split(mode)])`` — how the AIVs share tiles;
+    ``slots``: ``pl.cross_core_slot(slot_num=n)`` there — the ring depth of its automatic
+    cross-core pipes (None: the platform's ``tpipe_slots``).
     ``early_resolve`` (``allow_early_resolve=True``): consumers whose producers all carry it
     are staged before those end, so they start without the pickup latency; ``no_dep``
     (``no_dep_args=[t]``): tensors this task's dependencies are not inferred from."""
@@ -129,6 +131,7 @@ class Scope(Stmt):
     blocks: int | Expr = 1  # an Expr of pl.dynamic dims is evaluated by the launch plan per call
     cluster: bool = False
     split: SplitMode | None = None
+    slots: int | None = None
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
     dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)

@@ -71,6 +71,13 @@ cluster = ScopeMarker(
 scope = ScopeMarker("scope", "pl.scope(mode=pl.ScopeMode.AUTO): a region of task submissions")
 manual_scope = ScopeMarker("manual_scope", "pl.manual_scope(): tasks whose dependencies are only deps=")
 split = ScopeMarker("split", "pl.split(pl.SplitMode.UP_DOWN): in pl.at(..., optimizations=[...])")
+split_aiv = ScopeMarker(
+    "split_aiv", "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN): vector work shared by the AIVs"
+)
+cross_core_slot = ScopeMarker(
+    "cross_core_slot",
+    "pl.cross_core_slot(slot_num=N): in pl.at(..., optimizations=[...]), the pipes' ring depth",
+)
 min = ScalarFnMarker("min", "pl.min(a, b, ...): the smallest of scalar values")  # noqa: A001
 max = ScalarFnMarker("max", "pl.max(a, b, ...): the largest of scalar values")  # noqa: A001
 no_dep = NoDepMarker("no_dep", "pl.no_dep(t): a kernel-call argument no dependency is inferred from")
@@ -132,6 +139,8 @@ __all__ = [
     "submit",
     "cluster",
     "split",
+    "cross_core_slot",
+    "split_aiv",
     "yield_",
     "while_",
     "cond",

@@ -9,7 +9,8 @@ block) and a pop on the consuming one (where the move was), each crossing site o
 its own, and the popped tile's slot is freed right after its last use in the block that
 popped it — so every pop has its push in the same trip
 of the same loops, every slot is returned, and the ring (``tpipe_slots`` deep, from the
-platform table) can only make the producer wait, never deadlock. The pipe copies the tile,
+platform table, or the scope's ``pl.cross_core_slot(slot_num=n)``: each push names the depth)
+can only make the producer wait, never deadlock. The pipe copies the tile,
 so the producer may reuse its buffer as soon as the push has drained: race-free by
 construction, with the intra-core syncs InsertSync adds around the push and the pop.
 
@@ -53,7 +54,7 @@ def _call(op: str, args: list, kwargs: dict, span) -> Call:
     return call
 
 
-def _cross(s: Assign, way: str, split: int, pid: int) -> tuple[Eval, Assign]:
+def _cross(s: Assign, way: str, split: int, pid: int, slots: int) -> tuple[Eval, Assign]:
     """The push and the pop replacing one crossing move, on pipe ``pid`` of its direction."""
     assert isinstance(s.value, Call)  # a tile.move between tiles (see crossing)
     src = s.value.arg("tile")
@@ -62,7 +63,7 @@ def _cross(s: Assign, way: str, split: int, pid: int) -> tuple[Eval, Assign]:
     span = s.span
     kw = {"split": split, "id": pid}
     if way == "to_aiv":
-        push = _call("tile.tpush_to_aiv", [src], kw, span)
+        push = _call("tile.tpush_to_aiv", [src], {**kw, "slots": slots}, span)
         pop = _call("tile.tpop_from_aic", [], {"shape": list(src_t.shape), "dtype": src_t.dtype, **kw}, span)
         return Eval(push, span=span), Assign(s.var, pop, span=span)
     if dst_t.memory is not MemorySpace.Mat:
@@ -72,7 +73,7 @@ def _cross(s: Assign, way: str, split: int, pid: int) -> tuple[Eval, Assign]:
             "into Mat: move it to pl.Mem.Mat, then on to Left/Right",
             span,
         )
-    push = _call("tile.tpush_to_aic", [src], kw, span)
+    push = _call("tile.tpush_to_aic", [src], {**kw, "slots": slots}, span)
     pop = _call("tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, **kw}, span)
     return Eval(push, span=span), Assign(s.var, pop, span=span)
 
@@ -90,9 +91,10 @@ class _Ids:
     """One pipe per crossing site and direction: tiles of different shapes never share a
     ring, and each ring's pushes and pops pair up in program order on both cores."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, slots: int) -> None:
         self.next = {"to_aiv": 0, "to_aic": 0}
         self.limit = limit
+        self.slots = slots  # every pipe's ring depth (0: the platform's)
 
     def take(self, way: str, span) -> int:
         pid = self.next[way]
@@ -119,7 +121,7 @@ def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
         way = crossing(s)
         if way is not None and isinstance(s, Assign):  # crossing() saw a tile.move
             pid = ids.take(way, s.span)
-            push, pop = _cross(s, way, split, pid)
+            push, pop = _cross(s, way, split, pid, ids.slots)
             out.insert(_after_def(out, push), push)
             out.append(pop)
             pending.append((s.var, way, pid, s.span))
@@ -216,8 +218,11 @@ def route_mat_to_vec(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     return tuple(rewrite(s, lambda x: _route(x, defs, stored) if _mat_to_vec(x) else None) for s in body)
 
 
-def insert_pipes(body: tuple[Stmt, ...], split: SplitMode | None, ctx: PassContext) -> tuple[Stmt, ...]:
-    """``body`` with every crossing move replaced by a push, a pop and a free; a Mat → Vec
-    move first routed where a path exists."""
+def insert_pipes(
+    body: tuple[Stmt, ...], split: SplitMode | None, slots: int | None, ctx: PassContext
+) -> tuple[Stmt, ...]:
+    """``body`` with every crossing move replaced by a push, a pop and a free (each push on a
+    ring of ``slots``, None: the platform's depth); a Mat → Vec move first routed where a path
+    exists."""
     mode = int(split.value) if split is not None else 0
-    return _block(route_mat_to_vec(body), mode, _Ids(ctx.platform.cross_flag_ids))
+    return _block(route_mat_to_vec(body), mode, _Ids(ctx.platform.cross_flag_ids, slots or 0))

@@ -234,7 +234,7 @@ def _split(fn: Function, ctx: PassContext) -> list[Function]:
     body = scope.body
     if not scope.cluster and tensor_level(body):  # tiles of both cores, crossings as moves
         body = convert_cluster_body(fn, body, ctx)
-    body = body if scope.cluster else insert_pipes(body, scope.split, ctx)
+    body = body if scope.cluster else insert_pipes(body, scope.split, scope.slots, ctx)
     _check_one_core(body, scope.cluster)
     _check_ids(body, ctx.platform.cross_flag_ids)
     defs: dict[str, Side] = {}

@@ -41,6 +41,26 @@ def split_epilogue(mode: pl.SplitMode):
     return fused_split
 
 
+def deep_ring(slots: int):
+    """``fused`` with its pipe's ring ``slots`` deep (``pl.cross_core_slot``)."""
+
+    @pl.jit
+    def fused_ring(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.cross_core_slot(slot_num=slots)]):
+            for i in pl.range(BLOCKS):
+                acc = pl.matmul(
+                    pl.move(
+                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                    ),
+                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+                )
+                x = pl.move(acc, target_memory=pl.Mem.Vec)
+                pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
+        return c
+
+    return fused_ring
+
+
 fused_up_down = split_epilogue(pl.SplitMode.UP_DOWN)
 fused_left_right = split_epilogue(pl.SplitMode.LEFT_RIGHT)
 

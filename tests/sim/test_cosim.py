@@ -165,6 +165,15 @@ def test_freeing_twice_and_a_mismatched_pop_are_typed_errors(fixture_kernel):
         run_kernel_file(fixture_kernel("cluster_misuse"), [3], core="cluster")
 
 
+def test_a_ring_keeps_the_depth_of_its_first_push(fixture_kernel):
+    with pytest.raises(
+        errors.CrossCoreError, match=r"already rings 2 slots; it cannot change to 3.*misuse.py:9:5"
+    ):
+        run_kernel_file(fixture_kernel("cluster_misuse"), [4], core="cluster")
+    with pytest.raises(errors.CrossCoreError, match=r"at least one slot, got -1"):
+        run_kernel_file(fixture_kernel("cluster_misuse"), [5], core="cluster")
+
+
 def test_cross_core_ops_outside_a_cluster_are_refused(fixture_kernel):
     with pytest.raises(errors.CrossCoreError, match="need a cluster launch"):
         run_kernel_file(fixture_kernel("cluster_misuse"), [0], core="aiv")

@@ -2,7 +2,8 @@
 //
 // Cores are numbered inside the cluster: 0 = the AIC, 1 + v = AIV v. A flag (src, dst, id)
 // counts sets; each wait consumes one, at the time that set's instruction ended. A tile pipe
-// (src, dst, id) is a ring of platform.tpipe_slots slots: a push waits for a free slot, copies the
+// (src, dst, id) is a ring of `depth` slots (platform.tpipe_slots unless its producer declared
+// another depth before its first push): a push waits for a free slot, copies the
 // tile in and marks the slot ready when its transfer ends; a pop waits for a ready slot and
 // copies it out; a free returns the oldest popped slot. On a platform without the Acc -> Vec
 // route (a2a3) the ring lives in GM — a buffer of the memory system, so pushes and pops cost
@@ -33,6 +34,7 @@ struct Ring {
   std::unique_ptr<uint8_t[]> gm;            // a2a3: the ring's GM storage
   std::vector<std::vector<uint8_t>> spare;  // buffers of freed slots, reused by later pushes
   int64_t slot_bytes = 0;
+  int64_t depth = 0;  // slots; 0 until declared or first pushed (then tpipe_slots)
 };
 
 struct Cluster {

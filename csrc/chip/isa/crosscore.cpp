@@ -135,11 +135,12 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   Ring& r = pipe_ring(c, peer, id, op, true, &e);
   const auto [self, other] = e;
   const int64_t bytes = s.valid_bytes();
+  if (r.depth == 0) r.depth = c.platform.tpipe_slots;
   if (r.slot_bytes == 0) {
     r.slot_bytes = (bytes + 511) / 512 * 512;
-    if (gm_ring(c.platform)) {
-      r.gm.reset(new uint8_t[static_cast<size_t>(r.slot_bytes * c.platform.tpipe_slots)]);
-      c.memory.add_buffer(r.gm.get(), r.slot_bytes * c.platform.tpipe_slots);
+    if (gm_ring(c.platform)) {  // the ring's GM storage: one slot per level of its depth
+      r.gm.reset(new uint8_t[static_cast<size_t>(r.slot_bytes * r.depth)]);
+      c.memory.add_buffer(r.gm.get(), r.slot_bytes * r.depth);
     }
   }
   if (bytes > r.slot_bytes) {
@@ -147,7 +148,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
          "a tile of " + std::to_string(bytes) + " bytes does not fit this pipe's slots of " +
              std::to_string(r.slot_bytes) + " bytes (sized by its first push)");
   }
-  const auto depth = static_cast<uint64_t>(c.platform.tpipe_slots);
+  const auto depth = static_cast<uint64_t>(r.depth);
   auto has_slot = [&r, depth] {
     return r.pushed - r.freed < depth &&
            (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
@@ -193,6 +194,22 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   core.waiter->notify();
 }
 
+extern "C" void pypto_tpipe_depth(int32_t peer, int32_t id, int32_t slots) {
+  const char* op = "TPIPE_DEPTH";
+  Cluster& c = cluster_of(op);
+  std::pair<int, int> e;
+  Ring& r = pipe_ring(c, peer, id, op, true, &e);
+  if (slots < 1) {
+    fail(ErrorKind::kCrossCore, op, "a ring needs at least one slot, got " + std::to_string(slots));
+  }
+  if (r.depth != 0 && r.depth != slots) {  // its slots are in use: the depth is fixed
+    fail(ErrorKind::kCrossCore, op,
+         "the pipe to " + core_label(e.second) + " already rings " + std::to_string(r.depth) +
+             " slots; it cannot change to " + std::to_string(slots));
+  }
+  r.depth = slots;
+}
+
 extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const char* op = "TPOP";
   const Deferred q;
@@ -227,7 +244,7 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   acc.add(d.access(true));
   OpDesc o = sync_op();
   if (gm_ring(c.platform)) {
-    acc.add(ring_access(r, slot % static_cast<uint64_t>(c.platform.tpipe_slots), bytes, false));
+    acc.add(ring_access(r, slot % static_cast<uint64_t>(r.depth), bytes, false));
     o = gm_op(OpClass::kGmRead, core.aic ? Link::kGmToL1 : Link::kGmToUb, d.valid_rows,
               d.valid_cols * d.esize);
   }

@@ -185,6 +185,9 @@ void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id);
 void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src);
 void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst);
 void pypto_tfree(int32_t peer, int32_t id);
+// The depth (slots) of the ring toward `peer` on pipe `id`, declared by its producer before a
+// push; 0 keeps the platform's tpipe_slots. A ring keeps the depth of its first push.
+void pypto_tpipe_depth(int32_t peer, int32_t id, int32_t slots);
 
 // ---- windowed moves and layout ops ------------------------------------------------------
 // TEXTRACT: dst (its whole valid shape) = the window of src starting at (row0, col0).

@@ -312,8 +312,10 @@ inline void cross_set_flag(int32_t peer, Pipe pipe, int32_t id) { pypto_cross_se
 inline void cross_wait_flag(int32_t peer, Pipe pipe, int32_t id) {
   pypto_cross_wait(peer, pipe, id);
 }
-// AIC side (peer = the AIV's index; `id` one of the pipes between the two cores) ...
-inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv, int32_t id = 0) {
+// AIC side (peer = the AIV's index; `id` one of the pipes between the two cores; `slots` the
+// ring's depth, 0: the platform's) ...
+inline void TPUSH_TO_AIV(const Tile& src, int32_t aiv, int32_t id = 0, int32_t slots = 0) {
+  if (slots != 0) pypto_tpipe_depth(aiv, id, slots);
   pypto_tpush(aiv, id, &src);
 }
 inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv, int32_t id = 0) {
@@ -321,7 +323,10 @@ inline void TPOP_FROM_AIV(const Tile& dst, int32_t aiv, int32_t id = 0) {
 }
 inline void TFREE_TO_AIV(int32_t aiv, int32_t id = 0) { pypto_tfree(aiv, id); }
 // ... and AIV side (the peer is its AIC).
-inline void TPUSH_TO_AIC(const Tile& src, int32_t id = 0) { pypto_tpush(0, id, &src); }
+inline void TPUSH_TO_AIC(const Tile& src, int32_t id = 0, int32_t slots = 0) {
+  if (slots != 0) pypto_tpipe_depth(0, id, slots);
+  pypto_tpush(0, id, &src);
+}
 inline void TPOP_FROM_AIC(const Tile& dst, int32_t id = 0) { pypto_tpop(0, id, &dst); }
 inline void TFREE_TO_AIC(int32_t id = 0) { pypto_tfree(0, id); }
 // Half `part` (0 or 1) of a tile shared by the two AIVs: split 1 halves the rows (part 0 the

@@ -1,5 +1,7 @@
-// The core model alone, for cycle-exact unit tests: instructions are described directly
-// (pipe, cost, accesses) instead of coming from a kernel.
+// pypto._native_testing: hooks into the simulator's parts for tests, benchmarks and the
+// calibration tool, kept out of the product module (pypto._native). The core model alone, for
+// cycle-exact unit tests: instructions are described directly (pipe, cost, accesses) instead of
+// coming from a kernel; the fp32 matmul and fractal forms one by one; the data thread's queue.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -204,7 +206,7 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
 
 }  // namespace
 
-void bind_simulator(py::module_& m) {
+void bind_testing(py::module_& m) {
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"));
   m.def("data_queue_times", [] {
@@ -264,3 +266,9 @@ void bind_simulator(py::module_& m) {
 }
 
 }  // namespace pypto
+
+PYBIND11_MODULE(_native_testing, m) {
+  m.doc() = "pypto native test hooks: the core model alone, ISA kernel forms, the data queue";
+  pybind11::module_::import("pypto._native");  // registers the Platform class CoreModel takes
+  pypto::bind_testing(m);
+}

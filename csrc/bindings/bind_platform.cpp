@@ -1,4 +1,5 @@
-// Platform tables, read-only, as plain dicts (pypto.platforms wraps them in a dataclass).
+// Platform tables, read-only: as plain dicts (pypto.platforms wraps them in a dataclass) and as
+// the bound Platform, whose attributes are the C++ field list (PYPTO_PLATFORM_FIELDS).
 #include <pybind11/stl.h>
 
 #include "bindings/bind.hpp"
@@ -129,8 +130,17 @@ Platform platform_from_dict(const py::dict& d) {
 }
 
 void bind_platform(py::module_& m) {
-  py::class_<Platform>(m, "Platform", "A resolved platform table, built once and passed to runs.")
-      .def_readonly("name", &Platform::name);
+  py::class_<Platform> platform(m, "Platform",
+                                "A resolved platform table, built once and passed to runs; "
+                                "each field of the table a typed read-only attribute.");
+  platform.def_readonly("name", &Platform::name)
+      .def_readonly("device", &Platform::device)
+      .def_readonly("cost_profile", &Platform::cost_profile);
+  // Each field of the C++ table, by its own C++ type (int or float in the stub).
+#define PYPTO_PROPERTY(key, member) \
+  platform.def_property_readonly(#key, [](const Platform& p) { return p.member; });
+  PYPTO_PLATFORM_FIELDS(PYPTO_PROPERTY)
+#undef PYPTO_PROPERTY
   m.def(
       "make_platform", &platform_from_dict, py::arg("table"),
       "A native platform from {'name': base table, 'cost_profile': profile, <field>: value, ...}.");

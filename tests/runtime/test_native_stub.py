@@ -58,7 +58,23 @@ def test_the_bound_platform_has_every_field_of_the_table_with_its_type():
     for key, value in table.fields.items():
         assert getattr(native, key) == value and type(getattr(native, key)) is type(value), key
     assert (native.name, native.device, native.cost_profile) == ("a2a3sim", table.device, "pto-isa")
+    assert {n for n in dir(native) if not n.startswith("_")} == {
+        *table.fields,
+        "name",
+        "device",
+        "cost_profile",
+    }
     assert table.with_overrides(ub_bytes=4096).to_native().ub_bytes == 4096
+
+
+def test_each_override_range_is_the_simulators_and_is_checked_on_both_sides():
+    table = platforms.get("a2a3sim", "pto-isa")  # its zero costs are table values, not overrides
+    assert table.to_native().sync_cycles == 0
+    for field, limit in [("event_ids", 64), ("l2_ways", 255), ("ub_bytes", 1 << 30)]:
+        assert platforms.override_rule(field) == (int, 1, limit)
+        assert table.with_overrides(**{field: limit}).to_native() is not None
+        with pytest.raises(ValueError, match=rf"a2a3sim: {field} must be in \[1, {limit}\], got {limit + 1}"):
+            _native.make_platform({**table.as_dict(), field: limit + 1})  # past Python's check
 
 
 def _task(so: Path, **changes) -> _native.Task:

@@ -16,7 +16,12 @@
 //
 // args: q [blocks*cube_s0, head] fp16, kt [head, s1] fp16, v [s1, head] fp16,
 //       o [blocks*cube_s0, head] fp32 (out), qk_ring fp32, p_ring fp16, pv_ring fp32 (out,
-//       scratch), then cube_s0, cube_s1, tile_s1, preload.
+//       scratch), then cube_s0, cube_s1, tile_s1, preload, one_thread.
+//
+// one_thread = 1 adds the order Perf-Sim's test harness imposes and the kernel does not: it
+// records the AIC's and AIV 0's code from one host thread into one Scalar queue, so each AIC
+// section that follows a P tile in the original's loop waits for AIV 0's push of that tile
+// (kOrder). Only for comparing schedules (benchmarks/peer_perfsim.py); 0 is the kernel.
 #include <cmath>
 #include <pypto/kernel.hpp>
 
@@ -29,6 +34,7 @@ constexpr int kAivs = 2;               // AIVs per cluster; each takes half the 
 constexpr int kQkReady = 0;            // AIC -> AIV: a QK tile is in its ring slot
 constexpr int kPReady = 1;             // AIV -> AIC: its half of a P tile is in its ring slot
 constexpr int kPvReady = 2;            // AIC -> AIV: a PV tile is in its ring slot
+constexpr int kOrder = 3;              // AIV 0 -> AIC: one_thread's order (see above)
 constexpr int64_t kL0Half = 0x8000;    // L0A / L0B ping-pong halves (the matmul macro's)
 constexpr int64_t kAccHalf = 0x10000;  // the two accumulator addresses
 
@@ -52,7 +58,13 @@ struct Cube {
   int qk_toggle = 0, pv_toggle_own = 0;
   int& pv_toggle() { return sh.cube_s1 == sh.head ? qk_toggle : pv_toggle_own; }
   int pv_pushes = 0;
+  bool one_thread = false;
 };
+
+// one_thread: the AIC section about to start follows a P tile's push in the original's loop.
+void after_p_push(const Cube& c) {
+  if (c.one_thread) cross_wait_flag(0, PIPE_MTE2, kOrder);
+}
 
 int next_acc(int& toggle) {
   const int id = toggle;
@@ -160,17 +172,20 @@ void run_cube(Cube& c, int tiles) {
   set_flag(PIPE_FIX, PIPE_M, EVENT_ID1);
   int k_pingpong = 0, pv_pingpong = 0;
   for (int t = 0; t < sh.preload && t < tiles; ++t) {
+    if (t > 0) after_p_push(c);  // P of tile t - 1
     for (int sub = 0; sub < sh.factor(); ++sub) {
       const int acc_id = next_acc(c.qk_toggle);
       compute_qk(c, t, sub, k_pingpong++ % 2, acc_id);
     }
   }
+  if (tiles > 0) after_p_push(c);  // P of the last preloaded tile
   for (int t = 0; t < tiles; ++t) {
     const int next_qk = t + sh.preload < tiles ? t + sh.preload : -1;
     const int qk_acc = next_qk != -1 ? next_acc(c.qk_toggle) : 0;
     const int pv_acc = next_acc(c.pv_toggle());
     for (int sub = 0; sub < sh.factor(); ++sub) {
       if (next_qk != -1) compute_qk(c, next_qk, sub, k_pingpong++ % 2, qk_acc);
+      if (next_qk != -1 && sub == sh.factor() - 1) after_p_push(c);  // P of tile next_qk
       compute_pv(c, t, sub, pv_pingpong++ % 2, pv_acc);
     }
   }
@@ -192,6 +207,7 @@ struct Vector {
   Tile running_o, qk_vec[2], pv_vec[2], x_exp[2];
   Tile m1_local_max, m2_global_max, reduce_tmp, l1_local_sum, l2_global_sum, exp_max[kSlots];
   int pv_pops = 0;
+  bool one_thread = false;
 };
 
 // A [rows, 1] column seen as a [1, rows] row (the original's TRESHAPE to a 1-D view).
@@ -261,7 +277,10 @@ void compute_p(Vector& w, int tile, int slice_i, int buf) {
   for (int col = 0; col < sh.factor(); ++col)
     TSTORE(w.p_ring, (slot + col) * sh.cube_s0 + row_offset, 0,
            TWINDOW(x_exp, 0, col * sh.cube_s1, sh.vec_rows(), sh.cube_s1));
-  if (slice_i == sh.factor() - 1) cross_set_flag(0, PIPE_MTE3, kPReady);
+  if (slice_i == sh.factor() - 1) {
+    cross_set_flag(0, PIPE_MTE3, kPReady);
+    if (w.one_thread && w.sub == 0) cross_set_flag(0, PIPE_MTE3, kOrder);
+  }
   set_flag(PIPE_MTE3, PIPE_V, buf);
 }
 
@@ -358,8 +377,10 @@ extern "C" void kernel_entry(__gm__ int64_t* args) {
                  static_cast<int>(q.cols()), static_cast<int>(arg_i64(args, 9)),
                  static_cast<int>(arg_i64(args, 10))};
   const int tiles = static_cast<int>(kt.cols() / sh.tile_s1);
+  const bool one_thread = arg_i64(args, 11) != 0;
   if (is_aic()) {
     Cube c{sh, q, kt, v, qk_ring, p_ring, pv_ring, get_block_idx(), {}, {}, {}, {}};
+    c.one_thread = one_thread;
     run_cube(c, tiles);
   } else {
     Vector w{sh,
@@ -374,6 +395,7 @@ extern "C" void kernel_entry(__gm__ int64_t* args) {
              {},
              {},
              {}};
+    w.one_thread = one_thread;
     run_vector(w, tiles);
   }
 }

@@ -110,7 +110,8 @@ FieldRule field_rule(const std::string& key, bool integer) {
   if (key == "event_ids" || key == "cross_flag_ids") return {true, 1, hw::kMaxEventIds};
   if (key == "l2_ways") return {true, 1, hw::kMaxL2Ways};
   if (key == "aic_cores" || key == "aiv_cores") return {true, 1, 4096};
-  if (key == "vec_mat_routes") return {true, 0, 1};                // a flag
+  if (key == "vec_mat_routes" || key == "cross_sync_holds_issue")
+    return {true, 0, 1};                                           // a rule switched on or off
   if (key == "fixpipe_gm_priced_elem_bytes") return {true, 0, 8};  // 0: the bytes it writes
   if (key == "alignment_bytes") return {true, 1, 4096};
   if (key == "hbm_efficiency") return {false, 1e-9, 1.0};  // a share of the nominal bandwidth

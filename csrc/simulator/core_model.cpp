@@ -181,6 +181,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
     }
   }
   stats_.total_cycles = std::max(stats_.total_cycles, end);
+  if (in.hold != Instr::Hold::kNone && platform_.cross_sync_holds_issue != 0) hold_issue(in, end);
   if (in.accesses.size > 0) {
     hazards_.check_and_add({index, in.pipe, in.name, in.loc, start, end}, in.accesses, issue_time_);
   }
@@ -195,6 +196,17 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
     fired.push(end);
     unblock_waiters(key);
   }
+}
+
+// A cross-core sync as a scalar instruction (cross_sync_holds_issue): a wait holds the issue
+// until its peer's set has passed, not until its pipe is free (the scalar unit waits, the pipe
+// does not hold it); a set or push until the work before it and its own data have ended.
+void CoreModel::hold_issue(const Instr& in, uint64_t end) {
+  uint64_t until = end;
+  if (in.hold == Instr::Hold::kUntilStart) {
+    until = in.not_before > origin_ ? in.not_before - origin_ : 0;
+  }
+  issue_time_ = std::max(issue_time_, until);
 }
 
 uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {

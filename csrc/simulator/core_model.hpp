@@ -40,6 +40,11 @@ struct Instr {
   // and its absolute end is written to `*publish_end` once it is scheduled.
   uint64_t not_before = 0;
   uint64_t* publish_end = nullptr;
+  // A cross-core sync: where a platform has cross_sync_holds_issue, later instructions issue
+  // only once it has passed (kUntilStart: a wait, once satisfied; kUntilEnd: a set or push,
+  // once the work before it and its own data have ended).
+  enum class Hold : uint8_t { kNone, kUntilStart, kUntilEnd };
+  Hold hold = Hold::kNone;
 
   // A push or pop of a tile pipe: its GM ring is private to the pipe's two cores and ordered
   // by the pipe itself, so it cannot race with another task.
@@ -135,6 +140,7 @@ class CoreModel {
   void unblock_waiters(FlagKey key);
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
+  void hold_issue(const Instr& in, uint64_t end);
   uint64_t cost_of(const Instr& in, uint64_t start);
   uint64_t on_chip_cost(const OpDesc& op, bool continues_run);
   void check_limits(const Instr& in) const;

@@ -15,7 +15,7 @@ from pypto.ir.stmt import Function
 
 
 def _id(c: Call) -> int:
-    return int(c.arg("id").value)  # type: ignore[attr-defined]
+    return int(c.const_arg("id").value)
 
 
 def _both_halves(call: str, tile: str | None, c: Call) -> list[str]:

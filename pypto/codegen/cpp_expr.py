@@ -35,9 +35,10 @@ def cpp_name(name: str) -> str:
 
 def cpp_scalar_type(t: Type | DataType) -> str:
     dtype = t.dtype if isinstance(t, ScalarType) else t
-    if dtype.is_float:  # type: ignore[union-attr]
+    assert isinstance(dtype, DataType), t  # a scalar's type, or its dtype
+    if dtype.is_float:
         return "double"
-    if dtype.name == "BOOL":  # type: ignore[union-attr]
+    if dtype.name == "BOOL":
         return "bool"
     return "int64_t"
 

@@ -3,15 +3,29 @@ and returns the statement(s) that run it on the ISA of ``<pypto/kernel.hpp>``.""
 
 from __future__ import annotations
 
+import enum
 import string
 from collections.abc import Callable
+from typing import TypeVar
 
 from pypto.codegen.cpp_expr import DTYPE_ENUM, cpp_expr, cpp_name, cpp_scalar_type
 from pypto.ir.bind import infer_call_type
 from pypto.ir.dtypes import DataType
 from pypto.ir.enums import AtomicType, MemorySpace, PadValue, Pipe
-from pypto.ir.expr import Call, Const, Expr, ListExpr, Literal, Var, type_of
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.expr import (
+    Call,
+    Const,
+    Expr,
+    ListExpr,
+    Literal,
+    Var,
+    scalar_type,
+    shaped_type,
+    tensor_type,
+    tile_type,
+    type_of,
+)
+from pypto.ir.types import TensorType, TileType, Type
 from pypto.ops import FAMILIES
 from pypto.ops.family import EmitFn
 
@@ -62,6 +76,17 @@ def _literal(e: Expr) -> object:
     raise EmitError("expected a compile-time value")
 
 
+_Member = TypeVar("_Member", bound=enum.Enum)
+
+
+def _member(e: Expr, kind: type[_Member]) -> _Member:
+    """A compile-time enum argument (a pipe, a pad value) of the kind the op table declares."""
+    value = _literal(e)
+    if not isinstance(value, kind):
+        raise EmitError(f"expected a {kind.__name__}, got {value!r}")
+    return value
+
+
 def _need(dst: str | None) -> str:
     if dst is None:
         raise EmitError("the result of this op must be assigned to a tile")
@@ -70,8 +95,8 @@ def _need(dst: str | None) -> str:
 
 def _load(c: Call, dst: str | None) -> list[str]:
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D load per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
-        batches = c.arg("shapes").items[0]  # type: ignore[attr-defined]
+        b0, r, col = (cpp_expr(i) for i in c.list_arg("offsets").items)
+        batches = c.list_arg("shapes").items[0]
         return [
             f"TLOAD_BATCH({_need(dst)}, {_name(c.arg('tensor'))}, {b0}, {r}, {col}, {cpp_expr(batches)});"
         ]
@@ -83,8 +108,8 @@ def _store(c: Call, dst: str | None) -> list[str]:
     atomic = _literal(c.arg("atomic")) is AtomicType.Add
     out, tile = _name(c.arg("output_tensor")), _name(c.arg("tile"))
     if _batched(c.arg("offsets")):  # a rank-3 window: one 2-D store per batch
-        b0, r, col = (cpp_expr(i) for i in c.arg("offsets").items)  # type: ignore[attr-defined]
-        batches = c.arg("tile").type.shape[0]  # type: ignore[attr-defined]
+        b0, r, col = (cpp_expr(i) for i in c.list_arg("offsets").items)
+        batches = tile_type(c.arg("tile")).shape[0]
         flag = "true" if atomic else "false"
         lines = [f"TSTORE_BATCH({out}, {b0}, {r}, {col}, {tile}, {batches}, {flag});"]
         return lines + ([f"Tensor {dst} = {out};"] if dst is not None else [])
@@ -130,7 +155,7 @@ def _col_expand(c: Call, dst: str | None) -> list[str]:
 def _move(c: Call, dst: str | None) -> list[str]:
     # The ISA checks the route against the platform (and names the legal ones).
     src = c.arg("tile")
-    shape = src.type.shape  # type: ignore[attr-defined]
+    shape = tile_type(src).shape
     if _literal(c.arg("target_memory")) is MemorySpace.Left and len(shape) == 2 and shape[0] == 1:
         return [f"TMOV_ROW_VECTOR({_need(dst)}, {_name(src)});"]  # a gemv operand, held row-major
     return [f"TMOV({_need(dst)}, {_name(src)});"]
@@ -167,12 +192,11 @@ def _extract(c: Call, dst: str | None) -> list[str]:
 def _slice(c: Call, dst: str | None) -> list[str]:
     r, col = _offsets(c.arg("offset"))
     x = c.arg("x")
-    if x.type.memory is MemorySpace.Vec:  # type: ignore[attr-defined]  # a Vec window: a VECTOR copy
+    if tile_type(x).memory is MemorySpace.Vec:  # a Vec window: a VECTOR copy
         return [f"TEXTRACT({_need(dst)}, {_name(x)}, {r}, {col});"]
     # elsewhere: a view of x's storage
-    shape = c.arg("shape").items  # type: ignore[attr-defined]
-    h, w = (1, shape[0]) if len(shape) == 1 else shape
-    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {cpp_expr(h)}, {cpp_expr(w)});"]  # type: ignore[arg-type]
+    h, w = ["1", *(cpp_expr(i) for i in c.list_arg("shape").items)][-2:]  # a 1-D window is one row
+    return [f"{_need(dst)} = TWINDOW({_name(x)}, {r}, {col}, {h}, {w});"]
 
 
 def _assemble(c: Call, dst: str | None) -> list[str]:
@@ -182,7 +206,7 @@ def _assemble(c: Call, dst: str | None) -> list[str]:
 
 def _concat(c: Call, dst: str | None) -> list[str]:
     d, lhs = _need(dst), c.arg("lhs")
-    width = lhs.type.shape[-1]  # type: ignore[attr-defined]
+    width = tile_type(lhs).shape[-1]
     return [f"TINSERT({d}, 0, 0, {_name(lhs)});", f"TINSERT({d}, 0, {width}, {_name(c.arg('rhs'))});"]
 
 
@@ -190,7 +214,7 @@ PAD_CPP = {PadValue.zero: "PadValue::Zero", PadValue.max: "PadValue::Max", PadVa
 
 
 def _fillpad(c: Call, dst: str | None) -> list[str]:
-    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_literal(c.arg('pad_value'))]});"]  # type: ignore[index]
+    return [f"TFILLPAD({_need(dst)}, {_name(c.arg('x'))}, {PAD_CPP[_member(c.arg('pad_value'), PadValue)]});"]
 
 
 def _create(c: Call, dst: str | None) -> list[str]:
@@ -200,15 +224,15 @@ def _create(c: Call, dst: str | None) -> list[str]:
 
 def _flag(fn: str) -> Emitter:
     def emit(c: Call, dst: str | None) -> list[str]:
-        src, dst_pipe, eid = (_literal(a) for a in c.args)
-        return [f"{fn}({PIPE_CPP[src]}, {PIPE_CPP[dst_pipe]}, {eid});"]  # type: ignore[index]
+        src, dst_pipe = (PIPE_CPP[_member(a, Pipe)] for a in c.args[:2])
+        return [f"{fn}({src}, {dst_pipe}, {_literal(c.args[2])});"]
 
     return emit
 
 
 def _barrier(c: Call, dst: str | None) -> list[str]:
-    pipe = _literal(c.args[0])
-    return [f"pipe_barrier({'PIPE_ALL' if pipe is None else PIPE_CPP[pipe]});"]  # type: ignore[index]
+    pipe = "PIPE_ALL" if _literal(c.args[0]) is None else PIPE_CPP[_member(c.args[0], Pipe)]
+    return [f"pipe_barrier({pipe});"]
 
 
 EMITTERS: dict[str, Emitter] = {
@@ -278,7 +302,7 @@ def _read(c: Call, dst: str | None) -> list[str]:
 def _write(c: Call, dst: str | None) -> list[str]:
     # An integer value wraps to the element's width as numpy's astype does (the store itself
     # would saturate); the typing rule refuses a float value for an integer element.
-    t = c.arg("dst").type.dtype  # type: ignore[attr-defined]
+    t = shaped_type(c.arg("dst")).dtype
     x = cpp_expr(c.arg("value"))
     if t.is_integer:
         x = f"pypto::cast_int({x}, {t.bits}, {str(t.kind != 'uint').lower()})"
@@ -287,7 +311,7 @@ def _write(c: Call, dst: str | None) -> list[str]:
 
 
 def _scalar_cast(c: Call, dst: str | None) -> list[str]:
-    t = c.type.dtype  # type: ignore[attr-defined]
+    t = scalar_type(c).dtype
     x = cpp_expr(c.arg("x"))
     if t.name == "BOOL":
         value = f"({x}) != 0"
@@ -301,8 +325,8 @@ def _scalar_cast(c: Call, dst: str | None) -> list[str]:
 
 
 def _dim(c: Call, dst: str | None) -> list[str]:
-    shape = c.arg("x").type.shape  # type: ignore[attr-defined]
-    axis = int(_literal(c.arg("axis"))) % len(shape)  # type: ignore[call-overload]
+    shape = tensor_type(c.arg("x")).shape
+    axis = int(c.const_arg("axis").value) % len(shape)
     size = shape[axis] if isinstance(shape[axis], int) else f"{_name(c.arg('x'))}.desc->shape[{axis}]"
     return [f"const int64_t {_need(dst)} = {size};"]  # a pl.dynamic dim: read from the tensor
 
@@ -352,9 +376,10 @@ EMITTERS.update(
 # --- batched (rank-3) tiles and the accumulating / biased gemv -----------------------------------
 def _transpose(c: Call, dst: str | None) -> list[str]:
     d, x = _need(dst), c.arg("x")
-    if len(x.type.shape) != 3:  # type: ignore[attr-defined]
+    shape = tile_type(x).shape
+    if len(shape) != 3:
         return [f"TTRANS({d}, {_name(x)});"]
-    b, r, col = x.type.shape  # type: ignore[attr-defined]  # each matrix of the batch
+    b, r, col = shape  # each matrix of the batch
     rows = f"TWINDOW({d}, i_ * {col}, 0, {col}, {r}), TWINDOW({_name(x)}, i_ * {r}, 0, {r}, {col})"
     return [f"for (int32_t i_ = 0; i_ < {b}; ++i_) TTRANS({rows});"]
 
@@ -363,8 +388,8 @@ def _batched(offsets: Expr) -> bool:
     return isinstance(offsets, ListExpr) and len(offsets.items) == 3
 
 
-def _batches(t: object) -> int:
-    shape = t.shape  # type: ignore[attr-defined]
+def _batches(t: Type | None) -> int:
+    shape = tile_type(t).shape
     return shape[0] if len(shape) == 3 else 1
 
 

@@ -15,7 +15,7 @@ from pypto.codegen.regions import check_slot_rules, region_prologue, regions_of
 from pypto.codegen.valid import valid_flow
 from pypto.errors import CodegenError, SourceSpan
 from pypto.ir.enums import FunctionType, MemorySpace
-from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var
+from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_var, tile_type
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
 
@@ -51,10 +51,9 @@ def tile_decl(var: Var, span: SourceSpan | None, regions: dict[str, int], valid:
         f"Tile {cpp_name(var.name)}({MEM_CPP[t.memory.name]}, {DTYPE_ENUM[t.dtype.name]}, {rows}, "
         f"{cols}, {tile_address(t, var.name, span, regions)}"
     )
-    if valid is not None and getattr(valid, "items", None):
-        vr, vc = (1, valid.items[0]) if len(valid.items) == 1 else valid.items  # type: ignore[attr-defined]
-        decl += f", static_cast<int32_t>({cpp_expr(vr) if not isinstance(vr, int) else vr}), "
-        decl += f"static_cast<int32_t>({cpp_expr(vc)})"
+    if isinstance(valid, ListExpr) and valid.items:
+        vr, vc = ["1", *map(cpp_expr, valid.items)][-2:]  # a 1-D tile is one row
+        decl += f", static_cast<int32_t>({vr}), static_cast<int32_t>({vc})"
     return decl + ");"
 
 
@@ -136,14 +135,16 @@ class _Emitter:
         for tmp, t, v in zip(temps, targets, last.values):
             if isinstance(t.type, TileType):
                 _check_same_storage(t, v, last.span)
-            value = cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(v.name)  # type: ignore[attr-defined]
+            value = cpp_expr(v) if isinstance(t.type, ScalarType) else cpp_name(as_var(v).name)
             self.put(f"const auto {tmp} = {value};")
         for tmp, t in zip(temps, targets):
             self.put(f"{cpp_name(t.name)} = {tmp};")
 
     def for_(self, s: For) -> None:
         for it in s.iter_args:
-            init = cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(it.init.name)  # type: ignore[attr-defined]
+            init = (
+                cpp_expr(it.init) if isinstance(it.var.type, ScalarType) else cpp_name(as_var(it.init).name)
+            )
             self.carried(it.var, init)
         i, stop, step = cpp_name(s.var.name), cpp_expr(s.stop), cpp_expr(s.step)
         if s.cond is not None:  # pl.while_: tested before each trip, over the carried values
@@ -191,8 +192,10 @@ def _cpp_kind(t: Type) -> str:
 
 
 def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> None:
-    a = target.type.memref  # type: ignore[attr-defined]
-    b = value.type.memref if isinstance(value, Var) and isinstance(value.type, TileType) else None
+    a = tile_type(target).memref
+    if not isinstance(value, Var):
+        return
+    b = value.type.memref if isinstance(value.type, TileType) else None
     if (
         a is not None
         and b is not None
@@ -201,7 +204,7 @@ def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> No
         and (a.offset, a.index) != (b.offset, b.index)
     ):
         raise CodegenError(
-            f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "  # type: ignore[attr-defined]
+            f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "
             f"(offsets {b.offset} and {a.offset}); AllocateMemoryAddr must give them one",
             span,
         )

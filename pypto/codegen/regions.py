@@ -44,7 +44,8 @@ def regions_of(fn: Function) -> list[Region]:
         if isinstance(node, Var) and isinstance(node.type, TileType):
             ref = node.type.memref
             if ref is not None and not ref.allocated and ref.size is not None and ref.name not in seen:
-                seen[ref.name] = Region(ref.name, node.type.memory.name, ref.slots, ref.size)  # type: ignore[union-attr]
+                assert node.type.memory is not None  # a planned tile has its space
+                seen[ref.name] = Region(ref.name, node.type.memory.name, ref.slots, ref.size)
     return list(seen.values())
 
 
@@ -66,22 +67,22 @@ def region_prologue(regions: list[Region]) -> list[str]:
 def check_slot_rules(fn: Function) -> None:
     """Raises CodegenError for a PTOAS slot declaration the planner cannot honour."""
     for node in walk(fn.body):
-        if isinstance(node, Assign) and _declared(node.var):
-            ref = node.var.type.memref  # type: ignore[attr-defined]
-            if ref.slots == 1:
-                raise CodegenError(
-                    f'pl.MemRef("{ref.name}") declares a single slot; the PTOAS planner refuses '
-                    "single-slot declarations because it may coalesce what you separated — declare "
-                    f"slots=2 or more, drop the declaration, {_PLANNER_HINT}",
-                    node.span,
-                )
+        ref = _declared(node.var) if isinstance(node, Assign) else None
+        if ref is not None and ref.slots == 1:
+            raise CodegenError(
+                f'pl.MemRef("{ref.name}") declares a single slot; the PTOAS planner refuses '
+                "single-slot declarations because it may coalesce what you separated — declare "
+                f"slots=2 or more, drop the declaration, {_PLANNER_HINT}",
+                node.span,
+            )
         if isinstance(node, For):
             _check_loop(node)
 
 
-def _declared(v: Var) -> bool:
+def _declared(v: Var) -> MemRef | None:
+    """The ``pl.MemRef`` the user bound tile ``v`` to (None for any other value)."""
     ref = v.type.memref if isinstance(v.type, TileType) else None
-    return ref is not None and not ref.allocated and not is_tile_region(ref)
+    return ref if ref is not None and not ref.allocated and not is_tile_region(ref) else None
 
 
 @dataclass
@@ -124,22 +125,22 @@ def _lifetimes(loop: For) -> dict[str, _Use]:
     uses: dict[str, _Use] = {}
     end = len(loop.body)
     for pos, s in enumerate(loop.body):
-        for name, (v, span) in _defs(s).items():
-            uses[name] = _Use(v, v.type.memref, pos, pos, span)  # type: ignore[attr-defined]
+        for name, (v, ref, span) in _defs(s).items():
+            uses[name] = _Use(v, ref, pos, pos, span)
         for node in walk(s):
-            if isinstance(node, Var) and _declared(node):
-                use = uses.setdefault(node.name, _Use(node, node.type.memref, -1, end, loop.span))  # type: ignore[attr-defined]
+            if isinstance(node, Var) and (outer := _declared(node)) is not None:
+                use = uses.setdefault(node.name, _Use(node, outer, -1, end, loop.span))
                 use.last = max(use.last, pos)
     return uses
 
 
-def _defs(s: Stmt) -> dict[str, tuple[Var, SourceSpan | None]]:
-    out: dict[str, tuple[Var, SourceSpan | None]] = {}
+def _defs(s: Stmt) -> dict[str, tuple[Var, MemRef, SourceSpan | None]]:
+    out: dict[str, tuple[Var, MemRef, SourceSpan | None]] = {}
     for node in walk(s):
-        if isinstance(node, Assign) and _declared(node.var):
-            out[node.var.name] = (node.var, node.span)
+        if isinstance(node, Assign) and (ref := _declared(node.var)) is not None:
+            out[node.var.name] = (node.var, ref, node.span)
         elif isinstance(node, (For, If)):
-            for r in getattr(node, "results", ()):
-                if _declared(r):
-                    out[r.name] = (r, node.span)
+            for r in node.results:
+                if (ref := _declared(r)) is not None:
+                    out[r.name] = (r, ref, node.span)
     return out

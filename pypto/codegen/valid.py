@@ -10,7 +10,7 @@ runtime copies, so one compiled kernel serves every tail size (``pl.dynamic``)."
 from __future__ import annotations
 
 from pypto.codegen.cpp_expr import cpp_name
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Var, shaped_type
 from pypto.ir.types import TileType
 
 _CUBE: tuple[str, ...] = (
@@ -36,7 +36,7 @@ def _tiles(call: Call) -> list[Var]:
 
 
 def _cube(call: Call, dst: str) -> list[str]:
-    lhs, rhs = (cpp_name(call.arg(n).name) for n in ("lhs", "rhs"))  # type: ignore[attr-defined]
+    lhs, rhs = (cpp_name(call.var_arg(n).name) for n in ("lhs", "rhs"))
     flags = call.op in ("tile.matmul", "tile.matmul_acc", "tile.batch_matmul", "tile.batch_matmul_acc")
     a_trans = flags and bool(getattr(call.arg("a_trans"), "value", False))
     b_trans = flags and bool(getattr(call.arg("b_trans"), "value", False))
@@ -52,11 +52,12 @@ def valid_flow(call: Call, result: Var) -> list[str]:
     dst = cpp_name(result.name)
     if call.op in _CUBE:
         return _cube(call, dst)
-    tiles = [call.arg(_FOLLOW[call.op])] if call.op in _FOLLOW else _tiles(call)
+    tiles = [call.var_arg(_FOLLOW[call.op])] if call.op in _FOLLOW else _tiles(call)
     lines = []
     for dim, field in ((0, "valid_rows"), (1, "valid_cols")):
         for t in tiles:
-            if len(t.type.shape) == 2 and t.type.shape[dim] == result.type.shape[dim]:  # type: ignore[attr-defined]
-                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")  # type: ignore[attr-defined]
+            shape = shaped_type(t).shape
+            if len(shape) == 2 and shape[dim] == result.type.shape[dim]:
+                lines.append(f"{dst}.{field} = {cpp_name(t.name)}.{field};")
                 break
     return lines

@@ -4,6 +4,7 @@ tensor parameters) and its scalar values."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,19 @@ from pypto.errors import ArgumentError, CompileError
 from pypto.ir.aliases import tensor_aliases
 from pypto.ir.dtypes import cast_scalar, numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
-from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, Literal, UnaryOp, Var
+from pypto.ir.expr import (
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    FuncCall,
+    Literal,
+    UnaryOp,
+    Var,
+    array_type,
+    scalar_type,
+    tensor_type,
+)
 from pypto.ir.printer import print_expr
 from pypto.ir.stmt import (
     MAX_BLOCKS,
@@ -146,7 +159,7 @@ class _NeedsData(Exception):
     """Orchestration reads an input's values, and this plan is made without the call's arrays."""
 
 
-_ARITH = {
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
@@ -173,7 +186,7 @@ def _value(e: Expr, env: _Env) -> Any:
         return env.scalars[e.name]
     if isinstance(e, BinOp):
         try:
-            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))  # type: ignore[operator]
+            return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
         except ZeroDivisionError:
             raise CompileError(
                 f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
@@ -182,15 +195,20 @@ def _value(e: Expr, env: _Env) -> Any:
         v = _value(e.operand, env)
         return (not v) if e.op == "not" else -v
     if isinstance(e, Call) and e.op == "scalar.cast":
-        return cast_scalar(_value(e.arg("x"), env), e.type.dtype)  # type: ignore[attr-defined]
+        return cast_scalar(_value(e.arg("x"), env), scalar_type(e).dtype)
     if isinstance(e, Call) and e.op == "tensor.read":
         return _read(e, env)
     if isinstance(e, Call) and e.op in _TASK_OPS:
         return _TASK_OPS[e.op](e, env)
     if isinstance(e, Call) and e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
-        d = e.arg("x").type.shape[e.arg("axis").value]  # type: ignore[attr-defined]
+        d = _dim_of(e)
         return d if isinstance(d, int) else env.scalars[d.name]
     raise CompileError("orchestration value is not known at compile time", e.span)
+
+
+def _dim_of(c: Call) -> int | DynDim:
+    """The dim a ``tensor.dim`` call reads: an int, or the ``pl.dynamic`` dim sized per call."""
+    return tensor_type(c.arg("x")).shape[int(c.const_arg("axis").value)]
 
 
 def _read(c: Call, env: _Env) -> int | float | bool:
@@ -208,7 +226,7 @@ def _read(c: Call, env: _Env) -> int | float | bool:
     env.read_data = True
     if env.args is None:
         raise _NeedsData
-    at = tuple(_value(i, env) for i in c.arg("indices").items)  # type: ignore[attr-defined]
+    at = tuple(_value(i, env) for i in c.list_arg("indices").items)
     data = np.asarray(env.args[index])
     if len(at) != data.ndim or not all(0 <= i < n for i, n in zip(at, data.shape)):
         raise ArgumentError(  # numpy would wrap a negative index and read the wrong element
@@ -225,13 +243,13 @@ def _task_set(e: Expr, env: _Env) -> frozenset[int]:
 
 
 def _array_create(c: Call, env: _Env) -> tuple:
-    t = c.type
-    empty: frozenset[int] | int = frozenset() if t.dtype.kind == "task" else 0  # type: ignore[attr-defined]
-    return (empty,) * t.size  # type: ignore[attr-defined]
+    t = array_type(c)
+    empty: frozenset[int] | int = frozenset() if t.dtype.kind == "task" else 0
+    return (empty,) * t.size
 
 
 def _array_index(c: Call, env: _Env) -> int:
-    i, n = _value(c.arg("index"), env), c.arg("array").type.size  # type: ignore[attr-defined]
+    i, n = _value(c.arg("index"), env), array_type(c.arg("array")).size
     if not 0 <= i < n:
         raise CompileError(f"array index {i} is outside the array of {n}", c.span)
     return i
@@ -361,7 +379,7 @@ def _atomic_only(fn: Function, name: str) -> bool:
         return False
     return all(
         c.op == "tile.store"
-        and c.arg("output_tensor").name in names  # type: ignore[attr-defined]
+        and c.var_arg("output_tensor").name in names
         and c.arg("atomic") == Literal(AtomicType.Add)
         for c in stores
     )
@@ -466,7 +484,7 @@ def _view(c: Call, env: _Env) -> View:
     src = c.arg("x")
     if not isinstance(src, Var) or src.name not in env.tensors:
         raise CompileError("a view in orchestration takes a tensor of this function", c.span)
-    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
+    shape = tuple(_value(d, env) for d in c.list_arg("shape").items)
     if c.op != "tensor.slice":  # a reshape, to sizes known now or at run time (tensor.view)
         return View(env.tensors[src.name], shape)
     if not isinstance(c.arg("valid_shape"), Literal):
@@ -475,8 +493,8 @@ def _view(c: Call, env: _Env) -> View:
             "the pl.at scope that loads it",
             c.span,
         )
-    offsets = tuple(_value(o, env) for o in c.arg("offset").items)  # type: ignore[attr-defined]
-    full = src.type.shape  # type: ignore[attr-defined]
+    offsets = tuple(_value(o, env) for o in c.list_arg("offset").items)
+    full = tensor_type(src).shape
     for d, (o, n, size) in enumerate(zip(offsets, shape, full)):
         if isinstance(size, int) and not 0 <= o <= size - n:
             raise CompileError(
@@ -489,8 +507,8 @@ def _view(c: Call, env: _Env) -> View:
 
 def root_of(entries: list[Intermediate | View], n_params: int, index: int) -> int:
     """The table entry whose buffer ``index`` sees (itself, unless it is a view)."""
-    while index >= n_params and isinstance(entries[index - n_params], View):
-        index = entries[index - n_params].base  # type: ignore[union-attr]
+    while index >= n_params and isinstance(entry := entries[index - n_params], View):
+        index = entry.base
     return index
 
 
@@ -500,12 +518,11 @@ def _tensor_args(call: FuncCall, env: _Env) -> list[Var]:
 
 def _intermediate(c: Call, env: _Env) -> Intermediate:
     """The GM buffer of an orchestration ``pl.create_tensor``."""
-    t = c.type
     init = c.arg("init_value")
     value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
-    manual = bool(c.arg("manual_dep").value)  # type: ignore[attr-defined]
-    shape = tuple(_value(d, env) for d in c.arg("shape").items)  # type: ignore[attr-defined]
-    return Intermediate(shape, _numpy_dtype(t.dtype), value, manual)  # type: ignore[attr-defined]
+    manual = bool(c.const_arg("manual_dep").value)
+    shape = tuple(_value(d, env) for d in c.list_arg("shape").items)
+    return Intermediate(shape, _numpy_dtype(tensor_type(c).dtype), value, manual)
 
 
 def _numpy_dtype(dtype: Any) -> str:
@@ -551,7 +568,7 @@ def _dims_used(program: Program) -> set[str]:
         if f.kind in (FunctionType.Orchestration, FunctionType.Group)
         for c in nodes_of(f, Call)
         if c.op == "tensor.dim"
-        for d in [c.arg("x").type.shape[c.arg("axis").value]]  # type: ignore[attr-defined]
+        for d in [_dim_of(c)]
         if isinstance(d, DynDim)
     }
     return counts | read

@@ -26,9 +26,10 @@ L2_LINE_BYTES = (
 
 
 def _static(shape: Expr | None) -> tuple[int, ...] | None:
-    if isinstance(shape, ListExpr) and all(isinstance(i, Const) for i in shape.items):
-        return tuple(int(i.value) for i in shape.items)  # type: ignore[attr-defined]
-    return None
+    if not isinstance(shape, ListExpr):
+        return None
+    sizes = tuple(int(i.value) for i in shape.items if isinstance(i, Const))
+    return sizes if len(sizes) == len(shape.items) else None
 
 
 def _transfer(stmt: Stmt) -> tuple[str, TileType, tuple[int, ...], str] | None:

@@ -94,10 +94,12 @@ class AnnotationReader:
         if name is NOT_CONST and isinstance(first, ast.Name):
             name = first.id  # an allocated buffer, named by a bare identifier
         rest = [self.folder.fold(a) for a in node.args[1:]]
-        kwargs = {k.arg: self.folder.fold(k.value) for k in node.keywords}
+        if any(k.arg is None for k in node.keywords):
+            raise self.fail(node, f"pl.MemRef takes its arguments by name, not `**`: `{ast.unparse(node)}`")
+        kwargs = {k.arg: self.folder.fold(k.value) for k in node.keywords if k.arg is not None}
         if any(v is NOT_CONST for v in rest) or any(v is NOT_CONST for v in kwargs.values()):
             raise self.fail(node, f"pl.MemRef arguments must be compile-time values: `{ast.unparse(node)}`")
         try:
-            return ir_memref(ann.MemRef(name, *rest, **kwargs))  # type: ignore[arg-type]
+            return ir_memref(ann.MemRef(name, *rest, **kwargs))
         except (TypeError, ValueError) as err:
             raise self.fail(node, str(err)) from None

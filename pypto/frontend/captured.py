@@ -28,7 +28,9 @@ Guard = tuple[Any, Any, Any]
 def names_in(tree: ast.AST) -> tuple[set[str], frozenset[str]]:
     """The free names the source reads (its parameters and assigned names are the kernel's
     own: the frontend never looks them up outside) and every attribute name it mentions."""
-    read, bound, attrs = set(), set(), set()  # type: ignore[var-annotated]
+    read: set[str] = set()
+    bound: set[str] = set()
+    attrs: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)

@@ -28,7 +28,7 @@ from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
 from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
-from pypto.ir.expr import Call, Const, Expr, Var, type_of
+from pypto.ir.expr import Call, Const, Expr, Var, type_of, value_type
 from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
 from pypto.ir.types import (
     INDEX_TYPE,
@@ -138,13 +138,6 @@ def name_list(node: ast.expr) -> list[str] | None:
     return names if len(names) == len(node.elts) else None
 
 
-def value_type(e: Expr) -> Type:
-    """The type of a value checked by ``LoopCarry._need_values``."""
-    t = type_of(e)
-    assert t is not None, "carried values are checked first"
-    return t
-
-
 def _carry_compatible(want: Type | None, got: Type | None) -> bool:
     if isinstance(want, (TileType, TensorType)):
         return type(got) is type(want) and same_shape_dtype(want, got)
@@ -176,6 +169,13 @@ class LoopCarry:
             return [stmt.target.id], stmt.value
         return None
 
+    def _yield_of(self, stmt: ast.stmt) -> tuple[list[str], ast.Call]:
+        """The ``names = pl.yield_(...)`` a caller has already recognised in ``stmt``."""
+        tail = self._yield_assign(stmt)
+        if tail is None:
+            raise UnsupportedSyntaxError("expected `names = pl.yield_(...)` here", self.p.span(stmt))
+        return tail
+
     def _lower_in(self, body: list[Stmt], nodes: list[ast.expr]) -> list[Expr]:
         """Lower expressions with ``body`` as the current block (temporaries land there)."""
         self.p.blocks.append(body)
@@ -184,7 +184,10 @@ class LoopCarry:
         finally:
             self.p.blocks.pop()
 
-    def _check_carry(self, names: list[str], want: list[Type | None], got: list[Expr], node: ast.AST) -> None:
+    def _check_carry(
+        self, names: list[str], want: list[Type | None], got: list[Expr], node: ast.AST
+    ) -> list[Type]:
+        """``want``, checked to be the types of values whose types ``got`` keeps."""
         for n, w, g in zip(names, want, got):
             if w is None or not _carry_compatible(w, type_of(g)):
                 got_t = type_of(g)
@@ -194,6 +197,7 @@ class LoopCarry:
                     f"{format_type(got_t) if got_t else 'not a value'} after",
                     self.p.span(node),
                 )
+        return [w for w in want if w is not None]
 
     def _need_values(self, names: list[str], values: list[Expr], node: ast.AST) -> None:
         """Every carried value is a tile, tensor or scalar (``value_type`` holds after this)."""
@@ -248,7 +252,7 @@ class ControlFlow(LoopCarry):
         if init_nodes is None:
             yields = [self.p.value_of(n, node) for n in names]
         else:
-            yields = self._lower_in(body, self._yield_assign(node.body[-1])[1].args)  # type: ignore[index]
+            yields = self._lower_in(body, self._yield_of(node.body[-1])[1].args)
         self._check_carry(names, [i.type for i in iters], yields, node)
         if iters:
             body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))
@@ -274,12 +278,13 @@ class ControlFlow(LoopCarry):
             )
         call = node.iter
         marker = self.p.folder.fold(call.func) if isinstance(call, ast.Call) else None
-        if not isinstance(marker, LoopMarker):
+        if not isinstance(call, ast.Call) or not isinstance(marker, LoopMarker):
             raise UnsupportedSyntaxError(
                 "kernel loops iterate over pl.range / pl.parallel / pl.pipeline / pl.unroll(...)",
                 self.p.span(node.iter),
             )
-        return (marker.kind, *self._loop_args(marker.kind, call))  # type: ignore[arg-type]
+        bounds, init_nodes, stage, staged = self._loop_args(marker.kind, call)
+        return marker.kind, bounds, init_nodes, stage, staged
 
     def _loop_args(self, kind: ForKind, call: ast.Call) -> tuple[Bounds, list | None, int | None, Staged]:
         name = f"pl.{kind.name}"
@@ -375,14 +380,13 @@ class ControlFlow(LoopCarry):
             branches.append((body, self.p.env, stmts))
         names = self._merge_names(node, saved, branches, explicit)
         values = [self._branch_values(node, names, b, explicit) for b in branches]
-        want = [type_of(v) for v in values[0]]
-        self._check_carry(names, want, values[1], node)
+        want = self._check_carry(names, [type_of(v) for v in values[0]], values[1], node)
         where = f"an if branch at line {node.lineno + self.p.src.line_offset}"
         for _, env, _ in branches:
             self.p.env = env
             self._leave(dict(saved), where)
         self.p.env = saved
-        results = [Var(self.p.names.claim(n), t, span=self.p.span(node)) for n, t in zip(names, want)]  # type: ignore
+        results = [Var(self.p.names.claim(n), t, span=self.p.span(node)) for n, t in zip(names, want)]
         for (body, _, stmts), vals in zip(branches, values):
             if names:
                 body.append(Yield(tuple(vals), span=self.p.span(stmts[-1] if stmts else node)))
@@ -415,18 +419,18 @@ class ControlFlow(LoopCarry):
                 for n in assigned_names(node.body + node.orelse)
                 if n in then_env and n in else_env and then_env[n] is not else_env[n]
             ]
-        heads = [self._yield_assign(s[-1]) if s else None for _, _, s in branches]
-        if heads[1] is None or heads[0][0] != heads[1][0]:  # type: ignore[index]
+        first, second = (self._yield_assign(s[-1]) if s else None for _, _, s in branches)
+        if first is None or second is None or first[0] != second[0]:
             raise UnsupportedSyntaxError(
                 "both branches must end with `names = pl.yield_(...)` naming the same results",
                 self.p.span(node),
             )
-        return heads[0][0]  # type: ignore[index]
+        return first[0]
 
     def _branch_values(self, node: ast.If, names: list[str], branch: tuple, explicit: bool) -> list[Expr]:
         body, env, stmts = branch
         if explicit:
-            call = self._yield_assign(stmts[-1])[1]  # type: ignore[index]
+            call = self._yield_of(stmts[-1])[1]
             self.p.env = env
             return self._lower_in(body, call.args)
         return [self.p.value_of(n, node, env) for n in names]
@@ -517,7 +521,9 @@ class ControlFlow(LoopCarry):
                 "name_hint=, deps= and `as` to pl.cluster",
                 self.p.span(node),
             )
-        self.p.ctx.cluster_ats.append(split)  # type: ignore[union-attr]  # in a cluster (caller)
+        ats = self.p.ctx.cluster_ats
+        assert ats is not None  # the caller saw a pl.at inside pl.cluster
+        ats.append(split)
         for s in self.p.block(node.body):
             self.p.emit(s)
 
@@ -589,6 +595,7 @@ class TaskHints(NamedTuple):
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
     dep_values: tuple[Expr, ...] = ()  # deps= entries that are TaskId values, not handles
+    sync_start: bool = False  # pl.spmd(sync_start=True): every block admitted at once (a hint)
 
 
 TASK_HINTS = ("allow_early_resolve", "no_dep_args")
@@ -596,7 +603,8 @@ TASK_HINTS = ("allow_early_resolve", "no_dep_args")
 
 def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
     """``allow_early_resolve=True`` and ``no_dep_args=[t, ...]`` of a task (pl.at, pl.spmd, or
-    an outlined call in a dump): a bool, and tensors of the orchestration function."""
+    an outlined call in a dump): a bool, and tensors of the orchestration function; and
+    ``sync_start=`` of a pl.spmd launch (its callers admit the keyword)."""
     early = p.folder.fold(args["allow_early_resolve"]) if "allow_early_resolve" in args else False
     if not isinstance(early, bool):
         raise TypeCheckError(
@@ -612,7 +620,10 @@ def task_hints(p: ParserState, args: Mapping[str, ast.expr]) -> TaskHints:
                 f"no_dep_args= lists tensors of this function; `{ast.unparse(item)}` is not one", p.span(item)
             )
         tensors.append(v)
-    return TaskHints(early, tuple(tensors))
+    sync = p.folder.fold(args["sync_start"]) if "sync_start" in args else False
+    if not isinstance(sync, bool):
+        raise TypeCheckError("sync_start= must be True or False", p.span(args["sync_start"]))
+    return TaskHints(early, tuple(tensors), sync_start=sync)
 
 
 class TaskHandle:

@@ -20,7 +20,20 @@ from pypto.frontend.consteval import MISSING, NOT_CONST
 from pypto.frontend.control import TASK_HINTS, TaskHandle, task_deps, task_hints
 from pypto.frontend.spmd import spmd_blocks
 from pypto.ir.dtypes import DataType, range_error
-from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, make_unary, type_of
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import (
+    Call,
+    Const,
+    Expr,
+    FuncCall,
+    ListExpr,
+    Var,
+    as_expr,
+    make_unary,
+    shaped_type,
+    type_of,
+)
+from pypto.ir.ops import DSL_OPS, OPS, resolve_candidates
 from pypto.ir.stmt import Assign
 from pypto.ir.types import ArrayType, DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
 from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
@@ -28,6 +41,26 @@ from pypto.language.markers import ConstMarker, LoopMarker, Marker, NoDepMarker,
 
 if TYPE_CHECKING:
     from pypto.frontend.state import ParserState
+
+_M = MemorySpace
+# Where a tile in one space goes to reach another an op reads, move by move: Left/Right are
+# filled from Mat only (a Vec tile reaches Mat across the cluster's pipe), and vector work reads
+# a product once it is moved out of Acc (FIXPIPE, or the cluster's pipe to an AIV).
+ROUTES: dict[tuple[MemorySpace, MemorySpace], tuple[MemorySpace, ...]] = {
+    (_M.Vec, _M.Left): (_M.Mat, _M.Left),
+    (_M.Vec, _M.Right): (_M.Mat, _M.Right),
+    (_M.Mat, _M.Left): (_M.Left,),
+    (_M.Mat, _M.Right): (_M.Right,),
+    (_M.Acc, _M.Vec): (_M.Vec,),
+}
+
+# The transpose flag of each matmul operand, toggled when the operand is a transposed view.
+TRANSPOSE_FLAGS = {"lhs": "a_trans", "rhs": "b_trans"}
+
+
+def _order(space: MemorySpace) -> str:
+    return space.value
+
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _ARRAY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -265,7 +298,72 @@ class ExprLowerer:
         if candidates == ("tile.store",):
             exprs, window = self.store_window(exprs, kw, node)
             window = window or self.valid_extent(exprs[0])
+        exprs, kw = self.placed_operands(candidates, exprs, kw, node)
         return semantic.op_call(candidates, display, exprs, kw, self.fp.ctx, self.span(node), window)
+
+    def placed_operands(
+        self, candidates: tuple[str, ...], args: list[Expr], kw: dict[str, Expr], node: ast.AST
+    ) -> tuple[list[Expr], dict[str, Expr]]:
+        """A tile operand in a memory space its op does not read is moved to one it does, where
+        the hardware has a way (ROUTES): a Vec or Mat matmul operand to Left/Right through Mat,
+        an Acc product to Vec for vector work; between the cluster's cores each move is a pipe
+        (SplitClusterKernels). Upstream infers these moves the same way; they show in the pass
+        dumps as ``pl.tile.move`` statements. Without a way the op's typing rule refuses."""
+        op = OPS[resolve_candidates(candidates, args, tuple(kw))]
+        if not op.name.startswith("tile.") or op.name == "tile.move":
+            return args, kw
+        names = [p.name for p in op.params]
+        args, kw = list(args), dict(kw)
+        for name, spaces in op.spaces.items():
+            i = names.index(name)
+            value = args[i] if i < len(args) else kw.get(name)
+            if value is None:
+                continue
+            if TRANSPOSE_FLAGS.get(name) in names:
+                value = self.untransposed(value, names, TRANSPOSE_FLAGS[name], args, kw)
+            t = type_of(value)
+            if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
+                continue
+            ways = [ROUTES[t.memory, s] for s in sorted(spaces, key=_order) if (t.memory, s) in ROUTES]
+            for space in ways[0] if ways else ():
+                call, mt = semantic.op_call(
+                    ("tile.move",), "pl.move", [value, as_expr(space)], {}, self.fp.ctx, self.span(node)
+                )
+                value = self.bind_temp(call, mt, node)
+            if i < len(args):
+                args[i] = value
+            else:
+                kw[name] = value
+        return args, kw
+
+    def untransposed(self, value: Expr, names: list[str], flag: str, args: list, kw: dict) -> Expr:
+        """``pl.tile.transpose_view(m)`` as a matmul operand: ``m`` itself, with the operand's
+        transpose flag (``a_trans`` / ``b_trans``) toggled, in ``args`` / ``kw`` in place. The
+        view has no bytes of its own (:func:`pypto.frontend.transpose_views.drop_transpose_views`
+        removes it once nothing else reads it)."""
+        source = self.defining_call(value, "tile.transpose_view")
+        if source is None:
+            return value
+        i = names.index(flag)
+        given = args[i] if i < len(args) else kw.get(flag, as_expr(False))
+        if not isinstance(given, Const):
+            return value  # a run-time flag cannot be toggled here: the view stays, and is refused
+        toggled = as_expr(not given.value, given.span)
+        if i < len(args):
+            args[i] = toggled
+        else:
+            kw[flag] = toggled
+        return source.arg("tile")
+
+    def defining_call(self, value: Expr, op: str) -> Call | None:
+        """The ``op`` call that defined ``value`` in an open block, if that is what defined it."""
+        if not isinstance(value, Var):
+            return None
+        for block in reversed(self.fp.blocks):
+            for s in reversed(block):
+                if isinstance(s, Assign) and s.var.name == value.name:  # names are unique
+                    return s.value if isinstance(s.value, Call) and s.value.op == op else None
+        return None
 
     def store_window(
         self, args: list[Expr], kw: dict[str, Expr], node: ast.AST
@@ -311,10 +409,10 @@ class ExprLowerer:
                     rows, cols = c.arg("valid_rows"), c.arg("valid_cols")
                     if isinstance(rows, Const) and isinstance(cols, Const):
                         return [int(rows.value), int(cols.value)]
-                if isinstance(c, Call) and c.op == "tile.load" and isinstance(c.arg("valid_shape"), ListExpr):
+                valid = c.arg("valid_shape") if isinstance(c, Call) and c.op == "tile.load" else None
+                if isinstance(valid, ListExpr):
                     # pl.load(..., valid_shape=[r, 4]): a run-time extent (r) is checked at run time
-                    items = c.arg("valid_shape").items  # type: ignore[attr-defined]
-                    return [int(i.value) if isinstance(i, Const) else None for i in items]
+                    return [int(i.value) if isinstance(i, Const) else None for i in valid.items]
                 return None
         return None
 
@@ -423,10 +521,10 @@ class ExprLowerer:
         """``self.k(..., handle="h", deps=[g], blocks=n)``: an outlined scope's name, deps and
         pl.spmd block count (pass dumps)."""
         kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        if set(kw) - {"handle", "deps", "blocks", *TASK_HINTS}:
+        if set(kw) - {"handle", "deps", "blocks", "sync_start", *TASK_HINTS}:
             raise UnsupportedSyntaxError(
                 "call kernels with positional arguments (and handle=, deps=, blocks=, allow_early_resolve=, "
-                "no_dep_args= only)",
+                "no_dep_args=, sync_start= only)",
                 self.span(node),
             )
         if "blocks" in kw:
@@ -459,21 +557,21 @@ class ExprLowerer:
         return UnsupportedSyntaxError(msg, self.span(node))
 
     # --- slicing ------------------------------------------------------------------------------------
-    def window(self, base: Var, index: ast.expr) -> tuple[ListExpr, tuple[int, ...]]:
+    def window(self, base: Var, index: ast.expr) -> tuple[ListExpr, tuple[int | DynDim, ...]]:
         """Offsets and static extents of ``base[r0:r1, c0:c1]``."""
-        shape = base.type.shape  # type: ignore[attr-defined]
+        shape = shaped_type(base).shape
         dims = index.elts if isinstance(index, ast.Tuple) else [index]
         if len(dims) > len(shape):
             raise TypeCheckError(f"{len(dims)} indices for a rank-{len(shape)} value", self.span(index))
         offsets: list[Expr] = []
-        sizes: list[int] = []
+        sizes: list[int | DynDim] = []  # a pl.dynamic dim taken whole stays one
         for d, size in enumerate(shape):
             lo, n = self._dim(dims[d], size) if d < len(dims) else (Const(0), size)
             offsets.append(lo)
             sizes.append(n)
         return ListExpr(tuple(offsets), span=self.span(index)), tuple(sizes)
 
-    def _dim(self, node: ast.expr, size: int) -> tuple[Expr, int]:
+    def _dim(self, node: ast.expr, size: int | DynDim) -> tuple[Expr, int]:
         if not isinstance(node, ast.Slice):
             raise UnsupportedSyntaxError(
                 "index tiles and tensors with slices, e.g. x[r0:r1, :] (integer indexing is not supported)",
@@ -482,13 +580,16 @@ class ExprLowerer:
         if node.step is not None and self.fp.folder.fold(node.step) != 1:
             raise UnsupportedSyntaxError("strided slices are not supported", self.span(node))
         lo = self.index(node.lower) if node.lower is not None else Const(0)
-        if node.upper is None and not isinstance(size, int):
+        if node.upper is not None:
+            hi = self.index(node.upper)
+        elif isinstance(size, int):
+            hi = Const(size)
+        else:
             raise TypeCheckError(
                 f"slice `{ast.unparse(node)}` of a pl.dynamic dim ({size}) needs an explicit end of "
                 "compile-time distance from its start (e.g. x[r : r + 64])",
                 self.span(node),
             )
-        hi = self.index(node.upper) if node.upper is not None else Const(size)
         n = difference(hi, lo, self.fp.scalar_defs)
         if n is None:
             raise TypeCheckError(
@@ -502,6 +603,4 @@ class ExprLowerer:
 
 
 def _candidates(name: str) -> tuple[str, ...]:
-    from pypto.ir.ops import DSL_OPS
-
     return DSL_OPS[name]

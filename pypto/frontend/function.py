@@ -26,10 +26,11 @@ from pypto.frontend.names import ParamBinding, identifiers
 from pypto.frontend.source import KernelSource
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import static_assert
+from pypto.frontend.transpose_views import drop_transpose_views
 from pypto.frontend.unpack import unpack
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of
+from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of, value_type
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, Function, Param, Return, Stmt
 from pypto.ir.types import (
@@ -194,13 +195,15 @@ class FunctionParser:
         else:
             stmts = self.block(body, top=True)
         returns = (
-            tuple(type_of(v) for v in stmts[-1].values) if stmts and isinstance(stmts[-1], Return) else ()
+            tuple(value_type(v) for v in stmts[-1].values)  # return_ checked each has a type
+            if stmts and isinstance(stmts[-1], Return)
+            else ()
         )
         declared = self.declared_returns
         if declared is not None and external_source is None and returns != declared:
             raise TypeCheckError(
                 f"`{name}` is annotated to return {[format_type(t) for t in declared]} but returns "
-                f"{[format_type(t) for t in returns if t is not None]}",
+                f"{[format_type(t) for t in returns]}",
                 self.span(self.node),
             )
         if external_source is not None:
@@ -210,11 +213,12 @@ class FunctionParser:
             tuple(self.params),
             self.kind,
             tuple(stmts),
-            returns,  # type: ignore[arg-type]
+            returns,
             external_source,
             include_dirs,
             span=self.span(self.node),
         )
+        fn = drop_transpose_views(fn)
         return drop_dead_carries(fn) if self.kind is FunctionType.Orchestration else fn
 
     def block(self, body: list[ast.stmt], top: bool = False) -> list[Stmt]:

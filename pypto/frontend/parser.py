@@ -37,7 +37,7 @@ from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tens
 from pypto.frontend.state import ParserState
 from pypto.ir.aliases import tensor_aliases
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.expr import Const, Expr, FuncCall, Var, type_of
+from pypto.ir.expr import Const, Expr, FuncCall, Var, type_of, value_type
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Function, Param, PipelineGroup, Program, Return
 from pypto.ir.types import (
@@ -164,7 +164,11 @@ class ProgramContext:
         if isinstance(fn, KernelFunction):
             callee.bind_params(callee.declared_params())
             callee.read_returns()
-            external = _resolve_external(fn, src, fp.span(node)) if fn.external_source else None
+            external = (
+                _resolve_external(fn.name, fn.external_source, src, fp.span(node))
+                if fn.external_source
+                else None
+            )
             include_dirs = tuple(_beside(src.file, d) for d in fn.include_dirs)
         else:
             nodes = callee.param_nodes()
@@ -201,7 +205,7 @@ def _callee_param(callee: FunctionParser, node: ast.arg, arg: Expr, span) -> Par
         )
     if isinstance(arg, Const):
         return ParamBinding(node.arg, arg.type, direction, value=arg.value, span=callee.span(node))
-    return ParamBinding(node.arg, t, direction, span=callee.span(node))  # type: ignore[arg-type]
+    return ParamBinding(node.arg, value_type(arg), direction, span=callee.span(node))  # _arg_key checked it
 
 
 def _param_spec(fp: FunctionParser, node: ast.arg) -> tuple[str, Type | None, Direction]:
@@ -236,7 +240,7 @@ def _jit_param(fp: FunctionParser, node: ast.arg, value: Any, fn_name: str) -> P
             f"parameter `{node.arg}` of a @pl.jit kernel cannot be a tile; pass tensors", span
         )
     if kind == "tensor" or (kind == "auto" and is_array(value)):
-        t = tensor_arg(value, node.arg, fn_name, declared, span)  # type: ignore[arg-type]
+        t = tensor_arg(value, node.arg, fn_name, declared if isinstance(declared, TensorType) else None, span)
         return ParamBinding(node.arg, t, direction, span=span)
     dtype = declared.dtype if isinstance(declared, ScalarType) else None
     st, v = scalar_arg(value, node.arg, fn_name, dtype, span)
@@ -256,10 +260,10 @@ def _beside(file: str, path: str) -> str:
     return str(p if p.is_absolute() else Path(os.path.dirname(os.path.abspath(file))) / p)
 
 
-def _resolve_external(fn: KernelFunction, src: KernelSource, span) -> str:
-    path = Path(_beside(src.file, fn.external_source))  # type: ignore[arg-type]
+def _resolve_external(name: str, external_source: str, src: KernelSource, span) -> str:
+    path = Path(_beside(src.file, external_source))
     if not path.is_file():
-        raise CompileError(f"external_source of `{fn.name}` not found: {path}", span)
+        raise CompileError(f"external_source of `{name}` not found: {path}", span)
     return str(path)
 
 

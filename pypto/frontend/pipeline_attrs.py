@@ -34,10 +34,11 @@ NOT_IN_KERNELS = (
 
 def name_list(node: ast.expr, what: str, span: Span) -> tuple[str, ...]:
     """``["t", "e"]``: a list of value names, as the printer writes them."""
-    items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
-    if items is None or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in items):
+    items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else []
+    names = tuple(e.value for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    if not isinstance(node, (ast.List, ast.Tuple)) or len(names) != len(items):
         raise TypeCheckError(f'{what} must be a list of value names, e.g. ["t", "e"]', span(node))
-    return tuple(e.value for e in items)  # type: ignore[attr-defined]
+    return names
 
 
 def staged(node: ast.expr, ir_form: bool, span: Span) -> tuple[str, ...]:
@@ -83,11 +84,11 @@ def _group(node: ast.expr, fold: Callable[[ast.AST], Any], span: Span) -> Pipeli
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
         raise TypeCheckError("pl.PipelineGroup depth must be an int >= 1", span(args["depth"]))
     blocks = args["blocks"]
-    if not isinstance(blocks, (ast.List, ast.Tuple)) or not all(
-        isinstance(b, (ast.List, ast.Tuple)) for b in blocks.elts
-    ):
+    elts = blocks.elts if isinstance(blocks, (ast.List, ast.Tuple)) else None
+    rows = [b.elts for b in elts or () if isinstance(b, (ast.List, ast.Tuple))]
+    if elts is None or len(rows) != len(elts):
         raise TypeCheckError("pl.PipelineGroup blocks must be a list of lists of clones", span(blocks))
-    clones = tuple(tuple(_clone(c, fold, span) for c in b.elts) for b in blocks.elts)  # type: ignore[attr-defined]
+    clones = tuple(tuple(_clone(c, fold, span) for c in row) for row in rows)
     return PipelineGroup(name, depth, clones, span=span(node))
 
 

@@ -18,9 +18,22 @@ from pypto.frontend.bounds import Interval, interval
 from pypto.ir.bind import bind_call
 from pypto.ir.dtypes import BOOL, DataType
 from pypto.ir.enums import FunctionType
-from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Literal, Var, make_binop, type_of
+from pypto.ir.expr import (
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    FuncCall,
+    ListExpr,
+    Literal,
+    Var,
+    make_binop,
+    scalar_type,
+    shaped_type,
+    type_of,
+)
 from pypto.ir.ops import OPS, resolve_candidates
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type, refines
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, format_type, refines
 
 
 class OutParamWriteDropped(UserWarning):
@@ -96,7 +109,7 @@ def flat_indices(src: Expr, flat: Expr, display: str, span: SourceSpan | None) -
             "give one index per axis",
             span,
         )
-    dtype = type_of(flat).dtype  # type: ignore[union-attr]  # a scalar: the caller checked
+    dtype = scalar_type(flat).dtype  # a scalar: the caller checked
     items: list[Expr] = []
     stride = 1
     for axis in range(len(shape) - 1, -1, -1):
@@ -118,11 +131,11 @@ _WINDOWS = {
 }
 
 
-def _window_shape(call: Call, name: str) -> tuple[int, ...]:
+def _window_shape(call: Call, name: str) -> tuple[int | DynDim, ...]:
     e = call.arg(name)
     if isinstance(e, ListExpr):
         return tuple(int(i.value) for i in e.items if isinstance(i, Const))
-    return type_of(e).shape  # type: ignore[union-attr]
+    return shaped_type(e).shape
 
 
 def check_window(
@@ -141,11 +154,11 @@ def check_window(
     shape = tuple(window) if window is not None else _window_shape(call, spec[0])
     offsets = call.arg(spec[1])
     container = call.arg(spec[2])
-    full = type_of(container).shape  # type: ignore[union-attr]
+    full = shaped_type(container).shape
     assert isinstance(offsets, ListExpr)
     for d, (off, n, size) in enumerate(zip(offsets.items, shape, full)):
         iv = interval(off, ranges)
-        if iv is None or not isinstance(size, int) or n is None:  # a pl.dynamic dim: at run time
+        if iv is None or not isinstance(size, int) or not isinstance(n, int):  # pl.dynamic: at run time
             continue
         where = f"`{getattr(container, 'name', container)}` {format_type(type_of(container))}"
         if iv[0] < 0:
@@ -217,15 +230,15 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
             raise TypeCheckError(
                 f"operator `{op}` needs scalar operands, got {format_type(type_of(side))}", span
             )
-    if op == "/" and not all(type_of(s).dtype.is_float for s in (lhs, rhs) if not isinstance(s, Const)):  # type: ignore[union-attr]
+    if op == "/" and not all(scalar_type(s).dtype.is_float for s in (lhs, rhs) if not isinstance(s, Const)):
         raise TypeCheckError("operator `/` divides float scalars; use // for integer division", span)
     out = make_binop(op, lhs, rhs, span)
     if isinstance(out, BinOp):
-        lt, rt = type_of(out.lhs), type_of(out.rhs)
-        integers = lt.dtype.is_integer and rt.dtype.is_integer  # type: ignore[union-attr]
+        lt, rt = scalar_type(out.lhs), scalar_type(out.rhs)
+        integers = lt.dtype.is_integer and rt.dtype.is_integer
         if lt != rt and op not in ("and", "or") and not integers:
             raise TypeCheckError(
-                f"operator `{op}` mixes {lt.dtype} and {rt.dtype} scalars "  # type: ignore[union-attr]
+                f"operator `{op}` mixes {lt.dtype} and {rt.dtype} scalars "
                 "(no implicit promotion, except integers of two dtypes meeting in INDEX; use a literal "
                 "of the right kind or pl.cast)",
                 span,

@@ -77,6 +77,7 @@ class SpmdScopes:
                     early_resolve=hints.early_resolve,
                     no_dep=hints.no_dep,
                     dep_values=hints.dep_values,
+                    sync_start=hints.sync_start,
                     span=self.p.span(node),
                 )
             )
@@ -129,12 +130,11 @@ class SpmdScopes:
                 raise TypeCheckError(
                     f"pl.{form} has no parameter `{k.arg}` ({', '.join(known)})", self.p.span(k)
                 )
-        if "sync_start" in kw:
-            self._no_sync_start(kw["sync_start"].value, form)
         if form == "spmd_submit" and "core_num" not in kw:
             raise TypeCheckError("pl.spmd_submit needs core_num=, the block count", span)
         count = kw["core_num"].value if "core_num" in kw else ast.copy_location(ast.Constant(1), value)
-        scope = ast.Call(value.func, [count], [k for k in value.keywords if k.arg in ("deps", *TASK_HINTS)])
+        hints = ("deps", "sync_start", *TASK_HINTS)
+        scope = ast.Call(value.func, [count], [k for k in value.keywords if k.arg in hints])
         call = ast.Call(value.args[0], value.args[1:], [])
         out = ast.Name(names[0].id, ast.Store())
         body: list[ast.stmt] = [ast.Assign([out], call)]
@@ -144,16 +144,6 @@ class SpmdScopes:
         if not self._is_kernel_call(call):
             raise TypeCheckError(f"pl.{form} launches a kernel: its first argument must be one", span)
         self.spmd_with(node)
-
-    def _no_sync_start(self, node: ast.expr, form: str) -> None:
-        """``sync_start=False`` is the default; True (a gang launch of every block, which
-        kernels that pl.system.syncall across blocks rely on) is not simulated."""
-        if self.p.folder.fold(node) is not False:
-            raise TypeCheckError(
-                f"pl.{form}(sync_start=True) (every block launched at once) is not simulated: "
-                "blocks start as cores free up; leave it out",
-                self.p.span(node),
-            )
 
     def _spmd_body(self, body: list[ast.stmt], node: ast.AST) -> list[Stmt]:
         if self.p.kind is not FunctionType.Orchestration:
@@ -215,14 +205,15 @@ class SpmdScopes:
                     f"pl.spmd has no parameter `{k.arg}` (n, {', '.join(known)})", self.p.span(k)
                 )
             kw[k.arg] = k.value
-        if "sync_start" in kw:
-            self._no_sync_start(kw["sync_start"], "spmd")
         n = spmd_blocks(self.p, call.args[0])
         hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))
         opts = kw.get("optimizations")
         split = parse_optimizations(opts, self.p.folder.fold, self.p.span) if opts is not None else None
-        return n, hint, names, task_hints(self.p, kw)._replace(dep_values=values), split
+        hints = task_hints(self.p, kw)._replace(dep_values=values)
+        # one block is admitted at once by any launch: nothing to record
+        hints = hints._replace(sync_start=hints.sync_start and not (isinstance(n, int) and n == 1))
+        return n, hint, names, hints, split
 
 
 def spmd_blocks(p: ParserState, node: ast.expr) -> int | Expr:

@@ -26,8 +26,12 @@ def unpack(p: ParserState, target: ast.Tuple | ast.List, value: ast.expr) -> Non
     if folded is NOT_CONST and _unpack_values(p, target, names, value):
         return
     marker = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
-    if isinstance(marker, ScopeMarker) and marker.dsl_name in ("submit", "spmd_submit"):
-        p.spmd.submit(target, value, marker.dsl_name)  # type: ignore[arg-type]
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(marker, ScopeMarker)
+        and marker.dsl_name in ("submit", "spmd_submit")
+    ):
+        p.spmd.submit(target, value, marker.dsl_name)
         return
     if folded is NOT_CONST and _unpack_call(p, target, names, value):
         return

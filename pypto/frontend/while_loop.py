@@ -15,10 +15,10 @@ from __future__ import annotations
 import ast
 
 from pypto.errors import MisplacedOpError, TypeCheckError, UnsupportedSyntaxError
-from pypto.frontend.control import LoopCarry, name_list, value_type
+from pypto.frontend.control import LoopCarry, name_list
 from pypto.ir.dtypes import BOOL
 from pypto.ir.enums import ForKind
-from pypto.ir.expr import Const, Var, type_of
+from pypto.ir.expr import Const, Var, type_of, value_type
 from pypto.ir.stmt import For, IterArg, Yield
 from pypto.ir.types import INDEX_TYPE, ScalarType
 from pypto.language.markers import CondMarker

@@ -23,7 +23,7 @@ from typing import Any
 from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level
-from pypto.ir.expr import Expr, FuncCall, Var, as_expr, type_of
+from pypto.ir.expr import Expr, FuncCall, Var, as_expr, value_type
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Param, Program, Return, Scope, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, Type, VoidType, format_type, refines
@@ -101,7 +101,7 @@ class Builder:
             yield
         rets: tuple[Type, ...] = ()
         if body and isinstance(body[-1], Return):
-            rets = tuple(type_of(v) for v in body[-1].values)  # type: ignore[misc]
+            rets = tuple(value_type(v) for v in body[-1].values)
         self.functions.append(Function(name, tuple(self._params), kind, tuple(body), rets, external_source))
 
     def param(self, name: str, t: Type, direction: Direction = Direction.In) -> Var:
@@ -135,7 +135,7 @@ class Builder:
     def assign(self, name: str, value: Any, type: Type | None = None) -> Var:
         """A scalar (or alias) assignment ``name = value``."""
         e = as_expr(value)
-        v = self._new_var(name, name, type or type_of(e))  # type: ignore[arg-type]
+        v = self._new_var(name, name, type or value_type(e))
         self._emit(Assign(v, e))
         return v
 
@@ -175,7 +175,7 @@ class Builder:
             start, stop = 0, start
         loop_var = self._new_var(var, var, INDEX_TYPE)
         iter_names = list(names) or [f"{getattr(e, 'name', 'carry')}_iter" for e in init]
-        iters = tuple(self._new_var(None, n, type_of(e)) for n, e in zip(iter_names, init))  # type: ignore
+        iters = tuple(self._new_var(None, n, value_type(e)) for n, e in zip(iter_names, init))
         frame = LoopFrame(loop_var, iters)
         body: list[Stmt] = []
         with self._collect(body):
@@ -201,12 +201,12 @@ class Builder:
         """``if cond:`` — fill ``frame.then()`` / ``frame.otherwise()``; ``names`` are results."""
         frame = IfFrame(self, as_expr(cond), tuple(names))
         yield frame
-        types = []
+        types: list[Type] = []
         if names:
             last = frame.then_body[-1]
             assert isinstance(last, Yield), "a branch with results must end in yield_"
-            types = [type_of(v) for v in last.values]
-        frame.results = tuple(self._new_var(None, n, t) for n, t in zip(names, types))  # type: ignore
+            types = [value_type(v) for v in last.values]
+        frame.results = tuple(self._new_var(None, n, t) for n, t in zip(names, types))
         self._emit(If(frame.cond, tuple(frame.then_body), tuple(frame.else_body), frame.results))
 
     @contextlib.contextmanager

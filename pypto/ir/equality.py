@@ -10,7 +10,8 @@ import math
 from typing import Any
 
 from pypto.ir.expr import Var
-from pypto.ir.stmt import Function
+from pypto.ir.printer import print_program
+from pypto.ir.stmt import Function, Program
 
 
 class _Mismatch(Exception):
@@ -93,8 +94,6 @@ def assert_structural_equal(a: Any, b: Any, *, names: bool = False) -> None:
     diff = structural_diff(a, b, names=names)
     if diff is None:
         return
-    from pypto.ir.printer import print_program
-    from pypto.ir.stmt import Program
 
     text = diff
     if isinstance(a, Program) and isinstance(b, Program):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pypto.errors import SourceSpan
 from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType
-from pypto.ir.types import ScalarType, Type
+from pypto.ir.types import ArrayType, ScalarType, TensorType, TileType, Type
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,36 @@ class Call(Expr):
             raise KeyError(f"{self.op} has no parameter {name!r}")
         return self.args[names.index(name)]
 
+    # Typed views of an argument, for code that knows the node kind the op's typing rule
+    # guarantees: a mismatch is a compiler bug, reported as such (not an AttributeError later).
+    def list_arg(self, name: str) -> ListExpr:
+        """The list argument ``name`` (offsets, a static shape)."""
+        return _expect(self, name, ListExpr)
+
+    def const_arg(self, name: str) -> Const:
+        """The constant argument ``name`` (a flag such as ``a_trans``, an axis)."""
+        return _expect(self, name, Const)
+
+    def literal_arg(self, name: str) -> Literal:
+        """The compile-time attribute ``name`` (a dtype, an enum member, None)."""
+        return _expect(self, name, Literal)
+
+    def var_arg(self, name: str) -> Var:
+        """The named operand ``name`` (a tile or tensor: operands are always Vars)."""
+        return _expect(self, name, Var)
+
+
+_Node = TypeVar("_Node", bound=Expr)
+
+
+def _expect(call: Call, name: str, kind: type[_Node]) -> _Node:
+    value = call.arg(name)
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"{call.op}: argument {name!r} is a {type(value).__name__}, expected a {kind.__name__}"
+        )
+    return value
+
 
 @dataclass(frozen=True)
 class FuncCall(Expr):
@@ -149,6 +179,7 @@ class FuncCall(Expr):
     early_resolve: bool = False  # pl.at(allow_early_resolve=True): see ir.stmt.Scope
     no_dep: tuple[Var, ...] = ()  # pl.at(no_dep_args=[...]): tensors left out of dependency inference
     dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
+    sync_start: bool = False  # pl.spmd(sync_start=True): see ir.stmt.Scope
 
 
 def as_expr(value: Any, span: SourceSpan | None = None) -> Expr:
@@ -259,3 +290,66 @@ def type_of(expr: Expr) -> Type | None:
     if isinstance(expr, UnaryOp):
         return ScalarType(BOOL) if expr.op == "not" else type_of(expr.operand)
     return None
+
+
+def as_var(e: Expr) -> Var:
+    """``e`` as the ``Var`` the caller knows it is (tile and tensor operands, yielded tiles are
+    Vars in normal form); anything else is a compiler bug and raises ``TypeError``."""
+    if not isinstance(e, Var):
+        raise TypeError(f"expected a named value, got {type(e).__name__} ({e!r})")
+    return e
+
+
+def value_type(e: Expr) -> Type:
+    """The type of ``e``, known to be a value (a tile, tensor or scalar; not a list or an
+    attribute): a carried, yielded or returned value, checked where the user wrote it."""
+    t = type_of(e)
+    if t is None:
+        raise TypeError(f"expected a value, got {type(e).__name__} ({e!r})")
+    return t
+
+
+def as_const(e: Expr) -> Const:
+    """``e`` as the ``Const`` the caller knows it is (a constant loop bound, a flag)."""
+    if not isinstance(e, Const):
+        raise TypeError(f"expected a constant, got {type(e).__name__} ({e!r})")
+    return e
+
+
+_T = TypeVar("_T", bound=Type)
+
+
+def _typed(x: Expr | Type | None, kind: type[_T]) -> _T:
+    t = x if isinstance(x, Type) or x is None else type_of(x)
+    if not isinstance(t, kind):
+        raise TypeError(f"expected a value of {kind.__name__}, got {type(t).__name__} ({x!r})")
+    return t
+
+
+def tile_type(x: Expr | Type | None) -> TileType:
+    """The :class:`TileType` of an expression (or a type itself) that the caller knows is a
+    tile; anything else is a compiler bug and raises ``TypeError``."""
+    return _typed(x, TileType)
+
+
+def tensor_type(x: Expr | Type | None) -> TensorType:
+    """The :class:`TensorType` of an expression (or a type) known to be a tensor."""
+    return _typed(x, TensorType)
+
+
+def scalar_type(x: Expr | Type | None) -> ScalarType:
+    """The :class:`ScalarType` of an expression (or a type) known to be a scalar."""
+    return _typed(x, ScalarType)
+
+
+def array_type(x: Expr | Type | None) -> ArrayType:
+    """The :class:`ArrayType` of an expression (or a type) known to be a ``pl.array``."""
+    return _typed(x, ArrayType)
+
+
+def shaped_type(x: Expr | Type | None) -> TileType | TensorType:
+    """The type of a tile or a tensor (both have ``shape`` and ``dtype``)."""
+    t = x if isinstance(x, Type) or x is None else type_of(x)
+    if not isinstance(t, (TileType, TensorType)):
+        raise TypeError(f"expected a tile or a tensor, got {type(t).__name__} ({x!r})")
+    return t

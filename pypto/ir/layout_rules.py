@@ -31,8 +31,17 @@ def transpose_rule(b: Bound) -> Type:
     return _like(x, tuple(shape), x.dtype)
 
 
+def transpose_view_rule(b: Bound) -> Type:
+    """The [N, K] view of a [K, N] Mat tile: it names a matmul operand read transposed (the
+    frontend folds it into the matmul's a_trans / b_trans), so it has no bytes of its own."""
+    x = b.array("tile")
+    _need_rank(b, "tile", 2)
+    _need_space(b, "tile", frozenset({MemorySpace.Mat}))
+    return _like(x, tuple(x.shape[::-1]), x.dtype)
+
+
 def concat_rule(b: Bound) -> Type:
-    lhs, rhs = b.array("lhs"), b.array("rhs")
+    lhs, rhs = b.tile("lhs"), b.tile("rhs")
     _need_rank(b, "lhs", 2)
     _need_rank(b, "rhs", 2)
     _need_same_dtype(b, "lhs", "rhs")
@@ -40,7 +49,7 @@ def concat_rule(b: Bound) -> Type:
         raise b.fail(f"column-wise concat needs equal rows, got {list(lhs.shape)} and {list(rhs.shape)}")
     _need_space(b, "lhs", VEC)
     _need_space(b, "rhs", VEC)
-    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)  # type: ignore[operator]
+    return _like(lhs, (lhs.shape[0], lhs.shape[1] + rhs.shape[1]), lhs.dtype)
 
 
 def slice_rule(b: Bound) -> Type:
@@ -61,32 +70,39 @@ def slice_rule(b: Bound) -> Type:
 
 
 # Windowed moves (TEXTRACT / TINSERT): source space → destination spaces.
-WINDOW_ROUTES = {
+WINDOW_ROUTES: dict[MemorySpace, frozenset[MemorySpace]] = {
     MemorySpace.Mat: frozenset({MemorySpace.Left, MemorySpace.Right}),
     MemorySpace.Acc: frozenset({MemorySpace.Mat, MemorySpace.Vec}),
     MemorySpace.Vec: frozenset({MemorySpace.Vec, MemorySpace.Mat}),
 }
 
 
+def _routes_from(space: MemorySpace | None) -> frozenset[MemorySpace]:
+    """The spaces a window of a tile in ``space`` may move to (none from an unplaced tile)."""
+    return WINDOW_ROUTES.get(space, frozenset()) if space is not None else frozenset()
+
+
 def _route_text() -> str:
-    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, ds in WINDOW_ROUTES.items() for d in sorted(ds))  # type: ignore[type-var]
+    # sorted by value: enum members have no order of their own
+    pairs = [(s, d) for s, ds in WINDOW_ROUTES.items() for d in sorted(ds, key=lambda m: m.value)]
+    return ", ".join(f"{s.dsl_name} → {d.dsl_name}" for s, d in pairs)
 
 
 def extract_rule(b: Bound) -> Type:
-    src = b.array("src")
+    src = b.tile("src")
     shape = b.ints("shape") or ()
-    target = b.literal("target_memory")
+    target = b.memory("target_memory")
     _need_rank(b, "src", 2)
     if len(shape) != 2:
         raise b.fail(f"`shape` must have 2 entries, got {list(shape)}")
-    if target not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore[arg-type, union-attr]
-        where = src.memory.dsl_name if src.memory else "an unplaced tile"  # type: ignore[union-attr]
-        raise b.fail(f"no windowed move from {where} to {target}; routes: {_route_text()}")
+    if target not in _routes_from(src.memory):
+        where = src.memory.dsl_name if src.memory else "an unplaced tile"
+        raise b.fail(f"no windowed move from {where} to {target.dsl_name}; routes: {_route_text()}")
     for d, (n, full) in enumerate(zip(shape, src.shape)):
         if isinstance(full, int) and n > full:  # a pl.dynamic dim is checked at run time
             raise b.fail(f"window size {n} on dim {d} exceeds the source size {full}")
-    _check_fractal_offsets(b, src)  # type: ignore[arg-type]
-    return TileType(shape, src.dtype, target)  # type: ignore[arg-type]
+    _check_fractal_offsets(b, src)
+    return TileType(shape, src.dtype, target)
 
 
 def fractal_grid(t: TileType) -> tuple[int, int]:
@@ -107,7 +123,8 @@ def _check_fractal_offsets(b: Bound, src: TileType) -> None:
         if isinstance(off, int) and off % step:
             raise b.fail(
                 f"{axis} offset {off} is not on the {grid[0]} x {grid[1]} fractal grid of a "
-                f"{src.memory.dsl_name} {src.dtype} tile: {axis} offsets must be multiples of {step}"  # type: ignore
+                f"{src.memory.dsl_name if src.memory else '?'} {src.dtype} tile: {axis} offsets must be "
+                f"multiples of {step}"
             )
 
 
@@ -141,7 +158,7 @@ def assemble_rule(b: Bound) -> Type:
             raise b.fail(f"src size {n} on dim {d} exceeds the destination size {full}")
     if isinstance(dst, TensorType):
         return dst
-    if isinstance(src, TileType) and dst.memory not in WINDOW_ROUTES.get(src.memory, ()):  # type: ignore
+    if isinstance(src, TileType) and dst.memory not in _routes_from(src.memory):
         raise b.fail(
             f"cannot assemble a {src.memory.dsl_name if src.memory else '?'} tile into a "
             f"{dst.memory.dsl_name if dst.memory else '?'} tile; routes: {_route_text()}"
@@ -156,11 +173,11 @@ def fillpad_rule(b: Bound) -> Type:
 
 
 def set_validshape_rule(b: Bound) -> Type:
-    x = b.array("x")
+    x = b.tile("x")
     _need_rank(b, "x", 2)
     for name, full in zip(("valid_rows", "valid_cols"), x.shape):
         v = b.literal(name)
-        if isinstance(v, int) and not 0 <= v <= full:  # type: ignore[operator]
+        if isinstance(v, int) and not 0 <= v <= full:
             raise b.fail(f"`{name}` = {v} is outside 0..{full} for a tile of shape {list(x.shape)}")
     return _like(x, x.shape, x.dtype)
 
@@ -184,9 +201,9 @@ def view_rule(b: Bound) -> Type:
     """``pl.reshape`` in orchestration to sizes known at run time: each run-time size is a
     ``pl.dynamic`` dim of the view (the launch plan evaluates it per call)."""
     x = b.array("x")
-    items = b.args["shape"].items  # type: ignore[attr-defined]
+    items = b.items("shape")
     dims = tuple(int(i.value) if isinstance(i, Const) else DynDim(_dim_name(i)) for i in items)
-    if is_static(dims) and is_static(x.shape) and math.prod(dims) != math.prod(x.shape):  # type: ignore[arg-type]
+    if is_static(dims) and is_static(x.shape) and math.prod(dims) != math.prod(x.shape):
         raise b.fail(f"cannot view {list(x.shape)} as {list(dims)}: a reshape keeps the element count")
     return TensorType(dims, x.dtype)
 
@@ -194,9 +211,9 @@ def view_rule(b: Bound) -> Type:
 def create_tensor_rule(b: Bound) -> Type:
     """``pl.create_tensor(shape, dtype)``: a size known only at run time (orchestration code)
     is a ``pl.dynamic`` dim of the new tensor, evaluated by the launch plan per call."""
-    items = b.args["shape"].items  # type: ignore[attr-defined]
+    items = b.items("shape")
     for i in items:
         if isinstance(i, Const) and int(i.value) <= 0:
             raise b.fail(f"sizes must be positive, got {[getattr(x, 'value', '?') for x in items]}")
     dims = tuple(int(i.value) if isinstance(i, Const) else DynDim(_dim_name(i)) for i in items)
-    return TensorType(dims, b.literal("dtype"))  # type: ignore[arg-type]
+    return TensorType(dims, b.dtype("dtype"))

@@ -22,7 +22,7 @@ import dataclasses
 from pypto.errors import WrongLevelError
 from pypto.ir import op_rules as R
 from pypto.ir.enums import MemorySpace, Pipe
-from pypto.ir.expr import OP_PARAMS, Var, as_expr, type_of
+from pypto.ir.expr import OP_PARAMS, Var, as_expr, type_of, value_type
 from pypto.ir.op_def import Kind, OpDef, ParamSpec
 from pypto.ir.types import TensorType, TileType, Type, format_type, is_static
 
@@ -54,7 +54,7 @@ def _as_vec_tile(b: R.Bound, name: str, t: TensorType) -> Var:
             f"`{name}` {format_type(t)} has a pl.dynamic dim; a tensor-level operand inside a kernel "
             "needs a compile-time shape (take a slice of a static size)"
         )
-    return Var(name, TileType(t.shape, t.dtype, MemorySpace.Vec))  # type: ignore[arg-type]
+    return Var(name, TileType(t.shape, t.dtype, MemorySpace.Vec))
 
 
 def _lifted_rule(tile_op: OpDef) -> R.Rule:
@@ -67,7 +67,7 @@ def _lifted_rule(tile_op: OpDef) -> R.Rule:
         for p in tile_op.params:
             if p.name in SCRATCH and p.name not in args:
                 x = args[tile_op.params[0].name]
-                args[p.name] = Var(p.name, type_of(x)) if p.required else as_expr(None, b.span)  # type: ignore[arg-type]
+                args[p.name] = Var(p.name, value_type(x)) if p.required else as_expr(None, b.span)
         result = tile_op.infer(R.Bound(tile_op.name, b.display, args, b.span))
         if isinstance(result, TileType):
             return TensorType(result.shape, result.dtype)

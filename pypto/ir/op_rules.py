@@ -17,7 +17,7 @@ from pypto.ir import isa_dtypes
 from pypto.ir.dtypes import BY_NAME, DataType
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Const, Expr, ListExpr, Literal, type_of
-from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type
+from pypto.ir.types import DynDim, ScalarType, TensorType, TileType, Type, VoidType, format_type, is_static
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,33 @@ class Bound:
         assert isinstance(t, (TileType, TensorType)), (self.op, name, t)
         return t
 
+    def tile(self, name: str) -> TileType:
+        """A ``Kind.TILE`` operand's type (binding checked the kind)."""
+        t = self.type(name)
+        assert isinstance(t, TileType), (self.op, name, t)
+        return t
+
     def literal(self, name: str) -> object:
         e = self.args[name]
         return e.value if isinstance(e, (Literal, Const)) else None
+
+    def dtype(self, name: str) -> DataType:
+        """A ``Kind.DTYPE`` attribute (binding checked the kind)."""
+        value = self.literal(name)
+        assert isinstance(value, DataType), (self.op, name, value)
+        return value
+
+    def memory(self, name: str) -> MemorySpace:
+        """A ``Kind.MEMSPACE`` attribute (binding checked the kind)."""
+        value = self.literal(name)
+        assert isinstance(value, MemorySpace), (self.op, name, value)
+        return value
+
+    def items(self, name: str) -> tuple[Expr, ...]:
+        """The entries of a list argument (a shape or indices; binding checked the kind)."""
+        e = self.args[name]
+        assert isinstance(e, ListExpr), (self.op, name, e)
+        return e.items
 
     def ints(self, name: str) -> tuple[int, ...] | None:
         """A static int list argument (a shape), or None when the argument is None."""
@@ -94,9 +118,15 @@ def need_cube_dtype(
         raise b.fail(why)
 
 
+def _dtype(b: Bound, name: str) -> DataType:
+    t = b.type(name)
+    assert isinstance(t, (ScalarType, TileType, TensorType)), (b.op, name, t)
+    return t.dtype
+
+
 def _need_same_dtype(b: Bound, x: str, y: str) -> None:
     tx, ty = b.type(x), b.type(y)
-    if tx.dtype != ty.dtype:  # type: ignore[union-attr]
+    if _dtype(b, x) != _dtype(b, y):
         raise b.fail(
             f"dtype mismatch: `{x}` is {format_type(tx)} but `{y}` is {format_type(ty)} "
             "(no implicit promotion; use pl.cast)"
@@ -143,8 +173,8 @@ def store_rule(b: Bound) -> Type:
 
 
 def move_rule(b: Bound) -> Type:
-    t = b.array("tile")
-    target = b.literal("target_memory")
+    t = b.tile("tile")
+    target = b.memory("target_memory")
     if target is MemorySpace.DDR:
         raise b.fail("cannot move a tile to DDR; use pl.store")
     src = getattr(t, "memory", None)
@@ -153,16 +183,16 @@ def move_rule(b: Bound) -> Type:
             f"{target.dsl_name} is filled from Mat (L1) only, not from {src.dsl_name}: load the operand "
             "with target_memory=pl.Mem.Mat, then pl.move it (or a slice of it)"
         )
-    return TileType(t.shape, t.dtype, target)  # type: ignore[arg-type]
+    return TileType(t.shape, t.dtype, target)
 
 
 def create_rule(b: Bound) -> Type:
     shape = b.ints("shape") or ()
-    return TileType(shape, b.literal("dtype"), b.literal("target_memory"))  # type: ignore[arg-type]
+    return TileType(shape, b.dtype("dtype"), b.memory("target_memory"))
 
 
 def full_rule(b: Bound) -> Type:
-    return TensorType(b.ints("shape") or (), b.literal("dtype"))  # type: ignore[arg-type]
+    return TensorType(b.ints("shape") or (), b.dtype("dtype"))
 
 
 # --- elementwise --------------------------------------------------------------------------------
@@ -202,7 +232,7 @@ def cast_rule(b: Bound) -> Type:
     if b.literal("mode") not in _CAST_MODES:
         raise b.fail(f"mode must be one of {list(_CAST_MODES)}, got {b.literal('mode')!r}")
     _need_space(b, "x", VEC)
-    return _like(x, x.shape, b.literal("target_type"))  # type: ignore[arg-type]
+    return _like(x, x.shape, b.dtype("target_type"))
 
 
 # --- row / column -------------------------------------------------------------------------------
@@ -243,12 +273,17 @@ def col_expand_rule(b: Bound) -> Type:
 _ROW_MAJOR = frozenset({MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc})
 
 
+def _count(shape: tuple[int | DynDim, ...]) -> str:
+    """The element count of a shape, for messages (a pl.dynamic dim is counted by name)."""
+    return " * ".join(map(str, shape)) if not is_static(shape) else str(math.prod(shape))
+
+
 def reshape_rule(b: Bound) -> Type:
     x = b.array("x")
     shape = b.ints("shape") or ()
-    if math.prod(shape) != math.prod(x.shape):  # type: ignore[arg-type]
+    if not is_static(x.shape) or math.prod(shape) != math.prod(x.shape):
         raise b.fail(
-            f"cannot reshape {list(x.shape)} ({math.prod(x.shape)} elements) to {list(shape)} "  # type: ignore[arg-type]
+            f"cannot reshape {list(x.shape)} ({_count(x.shape)} elements) to {list(shape)} "
             f"({math.prod(shape)} elements): a reshape keeps the element count"
         )
     if isinstance(x, TileType) and len(shape) > 3:
@@ -273,7 +308,9 @@ def _accumulator_dtype(b: Bound, dtype: DataType) -> DataType:
     return acc
 
 
-def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -> tuple[int, int]:
+def _mm_dims(
+    b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType
+) -> tuple[int | DynDim, int | DynDim]:
     _need_rank(b, "lhs", 2)
     _need_rank(b, "rhs", 2)
     _need_same_dtype(b, "lhs", "rhs")
@@ -286,10 +323,16 @@ def _mm_dims(b: Bound, lhs: TileType | TensorType, rhs: TileType | TensorType) -
         raise b.fail(
             f"inner dimensions differ: lhs {list(lhs.shape)} × rhs {list(rhs.shape)} (K {k} vs {k2})"
         )
-    return m, n  # type: ignore[return-value]
+    return m, n
 
 
-def matmul_rule(b: Bound) -> Type:
+def tile_dims(b: Bound, m: int | DynDim, n: int | DynDim) -> tuple[int, int]:
+    """``(m, n)`` of a product of tiles: compile-time sizes, as every tile's."""
+    assert isinstance(m, int) and isinstance(n, int), (b.op, m, n)
+    return m, n
+
+
+def matmul_rule(b: Bound) -> TileType | TensorType:
     lhs, rhs = b.array("lhs"), b.array("rhs")
     m, n = _mm_dims(b, lhs, rhs)
     dtype = _accumulator_dtype(b, lhs.dtype)
@@ -302,11 +345,11 @@ def matmul_rule(b: Bound) -> Type:
         raise b.fail(
             f"lhs {list(lhs.shape)} is a row vector: use pl.gemv (a [1, K] Left is not a fractal operand)"
         )
-    return TileType((m, n), dtype, MemorySpace.Acc)
+    return TileType(tile_dims(b, m, n), dtype, MemorySpace.Acc)
 
 
 def matmul_acc_rule(b: Bound) -> Type:
-    acc, lhs, rhs = b.array("acc"), b.array("lhs"), b.array("rhs")
+    acc, lhs, rhs = b.tile("acc"), b.array("lhs"), b.array("rhs")
     m, n = _mm_dims(b, lhs, rhs)
     if acc.shape != (m, n):
         raise b.fail(f"accumulator is {list(acc.shape)} but lhs × rhs is {[m, n]}")
@@ -317,7 +360,7 @@ def matmul_acc_rule(b: Bound) -> Type:
     cond = b.type("init_cond") if "init_cond" in b.args else None
     if cond is not None and not (isinstance(cond, ScalarType) and cond.dtype.name == "BOOL"):
         raise b.fail(f"init_cond must be a condition (e.g. k == 0), got {format_type(cond)}")
-    return TileType(acc.shape, acc.dtype, acc.memory)  # type: ignore[union-attr]
+    return TileType(acc.shape, acc.dtype, acc.memory)
 
 
 def void_rule(b: Bound) -> Type:

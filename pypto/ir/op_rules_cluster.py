@@ -54,7 +54,7 @@ def _pop(b: Bound, memory: MemorySpace) -> Type:
         raise b.fail(f"shape must have 1 or 2 dims, got {list(shape)}")
     if memory is MemorySpace.Mat:
         _check_split(b, shape)
-    return TileType(shape, b.literal("dtype"), memory)  # type: ignore[arg-type]
+    return TileType(shape, b.dtype("dtype"), memory)
 
 
 def pop_from_aic_rule(b: Bound) -> Type:

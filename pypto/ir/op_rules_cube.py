@@ -11,7 +11,6 @@ A rank-2 operand (or a batch of 1) is used for every batch, as numpy's ``matmul`
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
 
 from pypto.ir.dtypes import FP32
 from pypto.ir.enums import MemorySpace
@@ -41,7 +40,7 @@ def _static_shape(b: Bound, name: str) -> tuple[int, ...]:
         )
     if len(shape) not in (2, 3):
         raise b.fail(f"`{name}` must be [M, K] or a batch [B, M, K], got shape {list(shape)}")
-    return cast(tuple[int, ...], shape)
+    return shape
 
 
 def _flag(b: Bound, name: str) -> bool:
@@ -108,8 +107,8 @@ def batch_matmul_acc_rule(b: Bound) -> Type:
 def gemv_acc_rule(b: Bound) -> Type:
     out = gemv_rule(b)
     acc = b.array("acc")
-    if acc.shape != out.shape or acc.dtype != FP32:  # type: ignore[attr-defined]
-        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(out.shape)}")  # type: ignore
+    if acc.shape != out.shape or acc.dtype != FP32:
+        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is FP32 {list(out.shape)}")
     _need_space(b, "acc", ACC)
     return out
 
@@ -117,14 +116,14 @@ def gemv_acc_rule(b: Bound) -> Type:
 def gemv_bias_rule(b: Bound) -> Type:
     out = gemv_rule(b)
     bias = b.array("bias")
-    n = out.shape[1]  # type: ignore[attr-defined]
+    n = out.shape[1]
     _need_space(b, "bias", frozenset({MemorySpace.Bias}))
     if bias.dtype != FP32 or bias.shape != (1, n):
         raise b.fail(f"`bias` must be FP32 [1, {n}] in pl.Mem.Bias, got {format_type(bias)}")
     return out
 
 
-def tensor_batch_matmul_rule(b: Bound) -> Type:
+def tensor_batch_matmul_rule(b: Bound) -> TensorType:
     """``pl.matmul`` of tensors with a batch (rank 3): lowered to pl.batch_matmul on tiles."""
     batches, m, n = batch_dims(b)
     out, dtype = b.literal("out_dtype"), cube_accumulator(b.array("lhs").dtype)
@@ -133,7 +132,7 @@ def tensor_batch_matmul_rule(b: Bound) -> Type:
     return TensorType((batches, m, n), dtype)
 
 
-def tensor_matmul_rule(b: Bound) -> Type:
+def tensor_matmul_rule(b: Bound) -> TileType | TensorType:
     """``pl.matmul`` of tensors: a batch of matrices when either side has 3 dims."""
     lhs, rhs = b.array("lhs"), b.array("rhs")
     if 3 in (len(lhs.shape), len(rhs.shape)):
@@ -146,7 +145,7 @@ def tensor_matmul_acc_rule(b: Bound) -> Type:
     for 8-bit integer inputs) plus the product; ``acc`` is a kernel-local tensor or an earlier
     matmul result."""
     out = tensor_matmul_rule(dataclasses.replace(b, args={**b.args, "out_dtype": as_expr(None, b.span)}))
-    acc, dtype = b.array("acc"), out.dtype  # type: ignore[attr-defined]
-    if acc.shape != out.shape or acc.dtype != dtype:  # type: ignore[attr-defined]
-        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is {dtype} {list(out.shape)}")  # type: ignore
+    acc, dtype = b.array("acc"), out.dtype
+    if acc.shape != out.shape or acc.dtype != dtype:
+        raise b.fail(f"accumulator is {format_type(acc)} but lhs × rhs is {dtype} {list(out.shape)}")
     return TensorType(acc.shape, dtype)

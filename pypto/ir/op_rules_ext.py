@@ -17,6 +17,8 @@ from pypto.ir.op_rules import (
     _need_same_dtype,
     _need_space,
     need_cube_dtype,
+    tile_dims,
+    void_rule,
 )
 from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type
 
@@ -60,7 +62,7 @@ def cmp_rule(b: Bound) -> Type:
     if lhs.dtype == BOOL:
         raise b.fail("cannot compare bool tiles")
     _need_space(b, "lhs", VEC)
-    return TileType(lhs.shape, BOOL, MemorySpace.Vec)  # type: ignore[arg-type]
+    return TileType(b.tile("lhs").shape, BOOL, MemorySpace.Vec)
 
 
 def sel_rule(b: Bound) -> Type:
@@ -134,8 +136,6 @@ def read_rule(b: Bound) -> Type:
 
 
 def write_rule(b: Bound) -> Type:
-    from pypto.ir.op_rules import void_rule
-
     t = _need_index_count(b, "dst")
     got = b.type("value")
     # The scalar unit converts on the store (integers exactly, floats rounded to the dtype);
@@ -159,7 +159,7 @@ def scalar_cast_rule(b: Bound) -> Type:
         )
     if b.literal("mode") != "trunc":  # what generated kernels and the launch plan both do
         raise b.fail(f"a scalar cast truncates toward zero (mode='trunc'), not mode={b.literal('mode')!r}")
-    return ScalarType(target)  # type: ignore[arg-type]
+    return ScalarType(b.dtype("target_type"))
 
 
 def dim_rule(b: Bound) -> Type:
@@ -171,8 +171,8 @@ def dim_rule(b: Bound) -> Type:
 
 
 # --- cube -----------------------------------------------------------------------------------------------
-def gemv_rule(b: Bound) -> Type:
-    lhs, rhs = b.array("lhs"), b.array("rhs")
+def gemv_rule(b: Bound) -> TileType:
+    lhs, rhs = b.tile("lhs"), b.tile("rhs")
     _need_rank(b, "lhs", 2)
     _need_rank(b, "rhs", 2)
     _need_same_dtype(b, "lhs", "rhs")
@@ -181,7 +181,7 @@ def gemv_rule(b: Bound) -> Type:
     need_cube_dtype(b, "lhs", "gemv_inputs")
     _need_space(b, "lhs", frozenset({MemorySpace.Left}))
     _need_space(b, "rhs", frozenset({MemorySpace.Right}))
-    return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)  # type: ignore[arg-type]
+    return TileType((1, rhs.shape[1]), FP32, MemorySpace.Acc)
 
 
 def matmul_bias_rule(b: Bound) -> Type:
@@ -192,4 +192,4 @@ def matmul_bias_rule(b: Bound) -> Type:
     _need_space(b, "bias", frozenset({MemorySpace.Bias}))
     if bias.dtype != FP32 or bias.shape != (1, n):
         raise b.fail(f"`bias` must be FP32 [1, {n}] in pl.Mem.Bias, got {format_type(bias)}")
-    return TileType((m, n), FP32, MemorySpace.Acc)
+    return TileType(tile_dims(b, m, n), FP32, MemorySpace.Acc)

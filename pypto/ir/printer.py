@@ -13,6 +13,7 @@ form accepts them back (see :mod:`pypto.frontend.pipeline_attrs`).
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 
@@ -28,6 +29,7 @@ from pypto.ir.expr import (
     Literal,
     UnaryOp,
     Var,
+    as_expr,
 )
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import (
@@ -85,14 +87,14 @@ _PREC = {
 _ATOM = 8
 
 
-def _literal(value: object) -> str:
+def _literal(value: DataType | enum.Enum | str | None) -> str:
     if value is None:
         return "None"
     if isinstance(value, DataType):
         return f"pl.{value.name}"
     if isinstance(value, str):
         return json.dumps(value)
-    return value.dsl_name  # type: ignore[attr-defined]
+    return repr(value)  # the IR's enums print as the DSL attribute that names them (pl.Mem.Vec)
 
 
 def _const(value: int | float | bool) -> str:
@@ -127,8 +129,6 @@ def _call_args(call: Call) -> list[str]:
 
 
 def _default_expr(value: object) -> Expr:
-    from pypto.ir.expr import as_expr
-
     return as_expr(value)
 
 
@@ -162,16 +162,19 @@ def print_expr(e: Expr) -> str:
             args.append(f"deps=[{', '.join([*e.deps, *map(print_expr, e.dep_values)])}]")
         if e.blocks != 1:
             args.append(f"blocks={_blocks(e.blocks)}")
-        args += _task_hints(e.early_resolve, e.no_dep)
+        args += _task_hints(e.early_resolve, e.no_dep, e.sync_start)
         return f"self.{e.callee}({', '.join(args)})"
     raise TypeError(f"cannot print expression {e!r}")
 
 
-def _task_hints(early_resolve: bool, no_dep: tuple[Var, ...]) -> list[str]:
-    """A task's ``allow_early_resolve=`` / ``no_dep_args=`` keywords (only when given)."""
+def _task_hints(early_resolve: bool, no_dep: tuple[Var, ...], sync_start: bool = False) -> list[str]:
+    """A task's ``allow_early_resolve=`` / ``no_dep_args=`` / ``sync_start=`` keywords (only
+    when given)."""
     hints = ["allow_early_resolve=True"] if early_resolve else []
     if no_dep:
         hints.append(f"no_dep_args=[{', '.join(v.name for v in no_dep)}]")
+    if sync_start:
+        hints.append("sync_start=True")
     return hints
 
 
@@ -296,7 +299,7 @@ class _Printer:
             args.append(f"deps=[{', '.join([*s.deps, *map(print_expr, s.dep_values)])}]")
         if s.split is not None:
             args.append(f"optimizations=[pl.split({s.split.dsl_name})]")
-        args += _task_hints(s.early_resolve, s.no_dep)
+        args += _task_hints(s.early_resolve, s.no_dep, s.sync_start)
         handle = f" as {s.handle}" if s.handle else ""
         if s.cluster:
             args = args[1:]  # pl.cluster has no level

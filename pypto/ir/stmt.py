@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level, SplitMode
-from pypto.ir.expr import Expr, Node, Var
+from pypto.ir.expr import Const, Expr, Node, Var, as_const
 from pypto.ir.types import Type
 
 # Metadata of a field holding names (str, or tuples of str) of values the function defines:
@@ -87,6 +87,14 @@ class For(Stmt):
     cond: Expr | None = None
     staged: tuple[str, ...] | None = field(default=None, metadata=NAME_REFS)
 
+    def constant_range(self) -> range | None:
+        """The loop values when ``start``, ``stop`` and ``step`` are all constants, else None
+        (a ``pl.while_`` may stop earlier: its condition is not looked at)."""
+        bounds = (self.start, self.stop, self.step)
+        if not all(isinstance(b, Const) for b in bounds):
+            return None
+        return range(*(int(as_const(b).value) for b in bounds))
+
 
 @dataclass(frozen=True)
 class If(Stmt):
@@ -124,6 +132,9 @@ class Scope(Stmt):
     early_resolve: bool = False
     no_dep: tuple[Var, ...] = ()
     dep_values: tuple[Expr, ...] = ()  # deps= TaskId values (pl.TASK_ID scalars and arrays)
+    # pl.spmd(sync_start=True): the device admits every block at once; a launch hint here (blocks
+    # are tasks that become ready together and each takes the earliest-free core)
+    sync_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from pypto.ir.enums import MemorySpace
 
 TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
 if TYPE_CHECKING:
+    from typing import TypeGuard
+
     from pypto.ir.expr import Expr
 
 
@@ -30,7 +32,7 @@ class ScalarType(Type):
     dtype: DataType
 
 
-def is_static(shape: tuple) -> bool:
+def is_static(shape: tuple) -> TypeGuard[tuple[int, ...]]:
     """True when every dimension is a compile-time int (no ``pl.dynamic`` dim)."""
     return all(isinstance(d, int) for d in shape)
 
@@ -44,7 +46,9 @@ class TensorType(Type):
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize  # type: ignore[arg-type]
+        if not is_static(self.shape):
+            raise TypeError(f"a tensor with a pl.dynamic dim {list(self.shape)} has no static size")
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,18 @@ work on any frozen dataclass, so a new node kind needs no visitor boilerplate.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pypto.ir.bind import infer_call_type
 from pypto.ir.expr import Call, Node, Var
 from pypto.ir.types import Type
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 N = TypeVar("N")
+Tree = TypeVar("Tree", bound="DataclassInstance")  # what rewrite rebuilds: an IR node, a function
 
 
 # Per class: the names of its compared fields (spans are not compared), or None when it is
@@ -57,7 +61,7 @@ def _rewrite_value(value: Any, fn: Callable[[Any], Any]) -> Any:
     return value
 
 
-def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
+def rewrite(node: Tree, fn: Callable[[Any], Any]) -> Tree:
     """Rebuild ``node`` bottom-up; ``fn(x)`` returns a replacement for ``x`` or ``None``."""
     changes = {}
     for name in _tree_fields(type(node)) or ():
@@ -65,14 +69,14 @@ def rewrite(node: N, fn: Callable[[Any], Any]) -> N:
         new = _rewrite_value(old, fn)
         if new is not old:
             changes[name] = new
-    rebuilt = dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
+    rebuilt = dataclasses.replace(node, **changes) if changes else node
     if changes and isinstance(rebuilt, Call):  # new arguments: the result type follows them
         rebuilt = dataclasses.replace(rebuilt, type=infer_call_type(rebuilt))
     out = fn(rebuilt)
     return rebuilt if out is None else out
 
 
-def retype(node: N, types: dict[str, Type]) -> N:
+def retype(node: Tree, types: Mapping[str, Type]) -> Tree:
     """``node`` with every ``Var`` named in ``types`` (defs and uses) given its new type."""
 
     def fix(x: Any) -> Any:

@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from pypto import knobs
+from pypto import _native, knobs
 from pypto._light import Logger, sha256
 from pypto.cache import touch
 from pypto.errors import KernelBuildError, KernelLoadError
@@ -183,8 +183,6 @@ def _write(job: Job, path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def _probe_or_remove(job: Job, so: Path) -> None:
     """Loads and unloads ``so`` from its final path; one that does not load is removed."""
-    from pypto import _native
-
     problem = _native.probe_kernel(str(so))
     if problem:
         so.unlink(missing_ok=True)

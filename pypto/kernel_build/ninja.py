@@ -9,6 +9,10 @@ subprocess, tempfile, shutil and shlex are imported where a build needs them: a 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -43,8 +47,6 @@ def build_and_publish(
     A result is published only if its command exited 0 and the file is a complete shared
     object (:func:`elf_problem`); :func:`publish` then loads it before making it visible.
     """
-    import shutil
-
     build_dir, temporary = _make_build_dir(output_dir)
     started_ns = time.time_ns()
     try:
@@ -69,8 +71,6 @@ def build_and_publish(
 
 def _output_problem(job: Job) -> str | None:
     """Why ``job``'s output must not be published (its exit status, then the file), or None."""
-    import signal
-
     assert job.out is not None
     if job.status is None:
         return "the compiler did not run"
@@ -98,8 +98,6 @@ def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
 
 def _sweep_stale_build_dirs(tmp_root: Path) -> None:
     """Remove build dirs left by crashed (or PYPTO_KEEP_BUILD) builds more than a day ago."""
-    import shutil
-
     cutoff = time.time() - _STALE_BUILD_DIR_S
     for old in tmp_root.glob("build-*"):
         with contextlib.suppress(OSError):
@@ -133,10 +131,9 @@ def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
     errors. On any exception (Ctrl-C included) the commands still running are killed with
     their children (each runs in its own process group) and reaped, so none writes into the
     build folder after this returns."""
-    import os
-    import signal
-
-    pending, running, problems = list(jobs), [], []  # type: ignore[var-annotated]
+    pending = list(jobs)
+    running: list[tuple[Job, subprocess.Popen[bytes]]] = []
+    problems: list[str] = []
     try:
         while pending or running:
             while pending and len(running) < parallel:
@@ -156,9 +153,7 @@ def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
     return "\n".join(problems)
 
 
-def _start(job: Job, tc: Toolchain, problems: list[str]):  # -> subprocess.Popen | None
-    import subprocess
-
+def _start(job: Job, tc: Toolchain, problems: list[str]) -> subprocess.Popen[bytes] | None:
     assert job.src_file is not None and job.out is not None
     cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
     cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile

@@ -19,6 +19,8 @@ import functools
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,8 +144,6 @@ def native_dir() -> Path:
 
 def detect_compiler_id(cxx: str) -> str:
     """The first line of ``cxx --version``, e.g. ``c++ (Debian 12.2.0-14) 12.2.0``."""
-    import subprocess
-
     try:
         proc = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -184,7 +184,6 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
         return override, detect_compiler_id(override)
     if os.path.isabs(recorded) and os.access(recorded, os.X_OK):
         return recorded, recorded_id  # the common case, without importing shutil
-    import shutil
 
     if shutil.which(recorded):
         return recorded, recorded_id

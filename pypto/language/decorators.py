@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from pypto.errors import OutsideKernelError
 from pypto.ir.enums import FunctionType
 
 TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
@@ -161,8 +162,6 @@ class InlineFunction:
         return self.fn.__name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from pypto.errors import OutsideKernelError
-
         raise OutsideKernelError(f"{self.name} is a @pl.jit.inline helper; call it inside a kernel body")
 
     def __repr__(self) -> str:
@@ -267,8 +266,6 @@ class KernelFunction:
         return self.fn.__name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from pypto.errors import OutsideKernelError
-
         raise OutsideKernelError(f"{self.name} is a pypto kernel function; call it from a @pl.jit body")
 
     def __repr__(self) -> str:

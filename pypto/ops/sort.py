@@ -45,7 +45,7 @@ def gather_rule(b: Bound) -> Type:
 def gather_dim_rule(b: Bound) -> Type:
     """``pl.gather(input, dim=, index=)`` as torch.gather: out[i, j] = input[i, index[i, j]]
     (dim -1 / 1) or input[index[i, j], j] (dim 0 / -2); out has index's shape."""
-    src, idx = b.array("input"), b.array("index")
+    src, idx = b.tile("input"), b.tile("index")
     _need_rank(b, "input", 2)
     _need_rank(b, "index", 2)
     dim = b.literal("dim")
@@ -54,7 +54,7 @@ def gather_dim_rule(b: Bound) -> Type:
     if idx.dtype != INT32:
         raise b.fail(f"`index` must be INT32, got {format_type(idx)}")
     other = 0 if dim in (1, -1) else 1  # the axis index runs along the input's, not gathered
-    if idx.shape[other] > src.shape[other]:  # type: ignore[operator]
+    if idx.shape[other] > src.shape[other]:
         raise b.fail(f"`index` {list(idx.shape)} is larger than `input` {list(src.shape)} on dim {other}")
     for name in ("input", "index"):
         _need_space(b, name, VEC)
@@ -62,7 +62,7 @@ def gather_dim_rule(b: Bound) -> Type:
 
 
 def sort_rule(b: Bound) -> Type:
-    src, idx = b.array("src"), b.array("idx")
+    src, idx = b.tile("src"), b.tile("idx")
     _need_rank(b, "src", 2)
     if src.dtype != FP32:
         raise b.fail(f"sorts FP32 values, got {format_type(src)} (pl.cast first)")
@@ -70,16 +70,16 @@ def sort_rule(b: Bound) -> Type:
         raise b.fail(f"`idx` must be INT32 or UINT32 of shape {list(src.shape)}, got {format_type(idx)}")
     for name in ("src", "idx"):
         _need_space(b, name, VEC)
-    return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)  # type: ignore[operator]
+    return _like(src, (src.shape[0], 2 * src.shape[1]), src.dtype)
 
 
 def _pair_row(b: Bound, name: str) -> tuple[int, int]:
     """A row of (value, index) pairs: FP32, one row, an even width."""
-    t = b.array(name)
+    t = b.tile(name)
     _need_space(b, name, VEC)
-    if t.dtype != FP32 or len(t.shape) != 2 or t.shape[0] != 1 or t.shape[1] % 2:  # type: ignore[operator]
+    if t.dtype != FP32 or len(t.shape) != 2 or t.shape[0] != 1 or t.shape[1] % 2:
         raise b.fail(f"`{name}` must be one FP32 row of (value, index) pairs [1, 2N], got {format_type(t)}")
-    return 1, int(t.shape[1])  # type: ignore[arg-type]
+    return 1, t.shape[1]
 
 
 def _given(b: Bound, name: str) -> bool:
@@ -113,13 +113,13 @@ def mrgsort_rule(b: Bound) -> Type:
 
 
 def gather_mask_rule(b: Bound) -> Type:
-    src = b.array("src")
+    src = b.tile("src")
     _need_rank(b, "src", 2)
     _need_space(b, "src", VEC)
     pattern = b.literal("mask_pattern")
     if pattern not in MASK_STRIDE:
         raise b.fail(f"mask_pattern must be a pl.tile.MaskPattern (1..7), got {pattern!r}")
-    stride, cols = MASK_STRIDE[pattern], int(src.shape[1])  # type: ignore[arg-type]
+    stride, cols = MASK_STRIDE[pattern], src.shape[1]
     if cols % stride:
         raise b.fail(f"`src` has {cols} columns, not a multiple of the pattern's stride {stride}")
     given = b.literal("output_dtype")
@@ -158,7 +158,7 @@ def arange_rule(b: Bound) -> Type:
     start = b.type("start")
     if not (isinstance(start, ScalarType) and start.dtype.is_integer):
         raise b.fail(f"start must be an integer scalar, got {start}")
-    return TileType(shape, dtype, MemorySpace.Vec)  # type: ignore[arg-type]
+    return TileType(shape, b.dtype("dtype"), MemorySpace.Vec)
 
 
 def _emit_mrgsort(c: Call, dst: str | None, cpp: Cpp) -> list[str]:

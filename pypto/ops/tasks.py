@@ -9,8 +9,10 @@ to a tuple of values), so the family has no emitters and no C entry points.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pypto.ir.dtypes import TASK_ID
-from pypto.ir.op_def import Kind, OpDef, ParamSpec
+from pypto.ir.op_def import _REQUIRED, Kind, OpDef, ParamSpec
 from pypto.ir.op_rules import Bound
 from pypto.ir.types import ArrayType, ScalarType, Type, format_type
 from pypto.ops.family import Family
@@ -18,8 +20,8 @@ from pypto.ops.family import Family
 TASK = ScalarType(TASK_ID)
 
 
-def _p(name: str, kind: Kind, *default: object, **kw: object) -> ParamSpec:
-    return ParamSpec(name, kind, *default, **kw)  # type: ignore[arg-type]
+def _p(name: str, kind: Kind, default: Any = _REQUIRED, **kw: Any) -> ParamSpec:
+    return ParamSpec(name, kind, default, **kw)
 
 
 def _none(_types: object) -> None:
@@ -39,7 +41,7 @@ def create_rule(b: Bound) -> Type:
     size = b.literal("size")
     if not isinstance(size, int) or size < 1:
         raise b.fail(f"an array has a positive compile-time size, got {size!r}")
-    return ArrayType(size, b.literal("dtype"))  # type: ignore[arg-type]
+    return ArrayType(size, b.dtype("dtype"))
 
 
 def get_rule(b: Bound) -> Type:

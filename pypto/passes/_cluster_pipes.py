@@ -53,7 +53,7 @@ def _call(op: str, args: list, kwargs: dict, span) -> Call:
     return call
 
 
-def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
+def _cross(s: Assign, way: str, split: int, pid: int) -> tuple[Eval, Assign]:
     """The push and the pop replacing one crossing move, on pipe ``pid`` of its direction."""
     assert isinstance(s.value, Call)  # a tile.move between tiles (see crossing)
     src = s.value.arg("tile")
@@ -64,7 +64,7 @@ def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
     if way == "to_aiv":
         push = _call("tile.tpush_to_aiv", [src], kw, span)
         pop = _call("tile.tpop_from_aic", [], {"shape": list(src_t.shape), "dtype": src_t.dtype, **kw}, span)
-        return [Eval(push, span=span), Assign(s.var, pop, span=span)]
+        return Eval(push, span=span), Assign(s.var, pop, span=span)
     if dst_t.memory is not MemorySpace.Mat:
         where = getattr(dst_t.memory, "name", dst_t.memory)
         raise CompileError(
@@ -74,7 +74,7 @@ def _cross(s: Assign, way: str, split: int, pid: int) -> list[Stmt]:
         )
     push = _call("tile.tpush_to_aic", [src], kw, span)
     pop = _call("tile.tpop_from_aiv", [], {"shape": list(dst_t.shape), "dtype": dst_t.dtype, **kw}, span)
-    return [Eval(push, span=span), Assign(s.var, pop, span=span)]
+    return Eval(push, span=span), Assign(s.var, pop, span=span)
 
 
 def _free(name: Var, way: str, split: int, pid: int, span) -> Stmt:
@@ -117,25 +117,26 @@ def _block(body: tuple[Stmt, ...], split: int, ids: _Ids) -> tuple[Stmt, ...]:
                 s, then_body=_block(s.then_body, split, ids), else_body=_block(s.else_body, split, ids)
             )
         way = crossing(s)
-        if way is not None:
+        if way is not None and isinstance(s, Assign):  # crossing() saw a tile.move
             pid = ids.take(way, s.span)
-            push, pop = _cross(s, way, split, pid)  # type: ignore[arg-type]
+            push, pop = _cross(s, way, split, pid)
             out.insert(_after_def(out, push), push)
             out.append(pop)
-            pending.append((s.var, way, pid, s.span))  # type: ignore[attr-defined]
+            pending.append((s.var, way, pid, s.span))
             continue
         out.append(s)
     return _place_frees(tuple(out), pending, split)
 
 
-def _after_def(out: list[Stmt], push: Stmt) -> int:
+def _after_def(out: list[Stmt], push: Eval) -> int:
     """Where a push goes: right after the statement of this block that computed its tile (the
     producer sends as soon as the value exists, so the consumer's pop — at the move — may find
     it waiting; the pipe's own order is untouched, each crossing site has its own pipe), else
     at the move."""
-    name = push.value.arg("tile").name  # type: ignore[attr-defined]
-    for i in range(len(out) - 1, -1, -1):
-        if isinstance(out[i], Assign) and out[i].var.name == name:  # type: ignore[attr-defined]
+    assert isinstance(push.value, Call)  # a tile.tpush_to_* (see _cross)
+    name = push.value.var_arg("tile").name
+    for i, s in reversed(list(enumerate(out))):
+        if isinstance(s, Assign) and s.var.name == name:
             return i + 1
     return len(out)
 

@@ -20,6 +20,7 @@ from pypto.ir.dtypes import INDEX
 from pypto.ir.enums import MemorySpace, SplitMode
 from pypto.ir.expr import Call, Expr, ListExpr, Var, as_expr, make_binop
 from pypto.ir.names import NameSupply
+from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, Eval, Stmt
 from pypto.ir.types import ScalarType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
@@ -123,6 +124,4 @@ def halve_aiv(body: tuple[Stmt, ...], mode: SplitMode) -> tuple[Stmt, ...]:
 
 
 def _index(c: Call, name: str) -> int:
-    from pypto.ir.ops import get_op
-
     return get_op(c.op).param_index(name)

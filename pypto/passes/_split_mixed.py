@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, Pipe
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Var, shaped_type
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import tile_form
 from pypto.ir.ops import get_op
@@ -161,12 +161,12 @@ class _Splitter:
 
     def through_gm(self, value: Var) -> Var:
         """A GM intermediate created before the scopes; the cube scope assembles `value` into it."""
-        t = value.type
+        t = shaped_type(value)
         span = value.span
-        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)  # type: ignore[attr-defined]
-        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)  # type: ignore[attr-defined]
+        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)
+        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)
         self.prelude.append(Assign(gm, call, span=span))
         stored = Var(self.fresh(gm.name), gm.type, span=span)
-        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)  # type: ignore[attr-defined]
+        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)
         self.cube.append(Assign(stored, call, span=span))
         return stored

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop
-from pypto.ir.types import TensorType, TileType, is_static
+from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop, shaped_type, tile_type
+from pypto.ir.types import DynDim, TensorType, TileType, is_static
 
 _MAX_K_CHUNKS = 16
 
@@ -25,7 +25,7 @@ class View:
 
     base: Var
     offsets: tuple[Expr, ...]
-    shape: tuple[int, ...]
+    shape: tuple[int | DynDim, ...]  # a window of a pl.dynamic tensor keeps its dim
     valid: Expr | None = None  # pl.slice(..., valid_shape=[r, c]): the part a load reads
 
 
@@ -48,19 +48,13 @@ def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var,
     """The Acc tile of ``a × b`` (added to ``acc`` when given); an operand is a window of a
     tensor or a Mat tile (a value that crossed from the vector side of a cluster kernel)."""
     a, b = (_as_view(v) for v in (a, b))
-    for which, v in (("lhs", a), ("rhs", b)):
-        if not is_static(v.shape):
-            raise TypeCheckError(
-                f"pl.matmul of tensors needs compile-time shapes, but `{which}` is {list(v.shape)}: "
-                "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
-                cube.span,
-            )
-    a_trans, b_trans = bool(c.arg("a_trans").value), bool(c.arg("b_trans").value)  # type: ignore[attr-defined]
-    m, k = a.shape[-2:][::-1] if a_trans else a.shape[-2:]
-    n = b.shape[-2] if b_trans else b.shape[-1]
-    ba, bb = (v.shape[0] if len(v.shape) == 3 else 1 for v in (a, b))
-    batched = 3 in (len(a.shape), len(b.shape))  # pl.batch_matmul on [B, .., ..] tiles
-    esize = a.base.type.dtype.itemsize  # type: ignore[attr-defined]
+    sa, sb = _static_shape(a, "lhs", cube.span), _static_shape(b, "rhs", cube.span)
+    a_trans, b_trans = bool(c.const_arg("a_trans").value), bool(c.const_arg("b_trans").value)
+    m, k = sa[-2:][::-1] if a_trans else sa[-2:]
+    n = sb[-2] if b_trans else sb[-1]
+    ba, bb = (s[0] if len(s) == 3 else 1 for s in (sa, sb))
+    batched = 3 in (len(sa), len(sb))  # pl.batch_matmul on [B, .., ..] tiles
+    esize = shaped_type(a.base).dtype.itemsize
     kt = _k_chunk(cube, m, k, n, esize, (ba, bb, max(ba, bb)))
     flags = {"a_trans": a_trans, "b_trans": b_trans}
     for k0 in range(0, k, kt):
@@ -77,12 +71,22 @@ def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var,
     return acc
 
 
+def _static_shape(v: View, which: str, span: SourceSpan | None) -> tuple[int, ...]:
+    if not is_static(v.shape):
+        raise TypeCheckError(
+            f"pl.matmul of tensors needs compile-time shapes, but `{which}` is {list(v.shape)}: "
+            "multiply windows of a pl.dynamic tensor (pl.load, pl.move, pl.matmul on tiles)",
+            span,
+        )
+    return v.shape
+
+
 def _as_view(v: View | Var) -> View:
     """A Mat tile as the whole-tile view of itself (its chunks are windows of it, not loads)."""
     if isinstance(v, View):
         return v
-    t = v.type
-    return View(v, tuple(as_expr(0) for _ in t.shape), tuple(t.shape))  # type: ignore[attr-defined]
+    t = tile_type(v)
+    return View(v, tuple(as_expr(0) for _ in t.shape), tuple(t.shape))
 
 
 def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: MemorySpace) -> Var:

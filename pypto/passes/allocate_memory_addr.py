@@ -139,7 +139,7 @@ def _overflow(fn: Function, groups: Groups, buf: Buffer, busy: list[Buffer], lim
     raise MemoryCapacityError(
         f"function {fn.name!r} needs {need} B of {buf.space} but {limit} B are available "
         f"({need - limit} B over); tiles live at once: {tiles}",
-        groups.live.spans.get(buf.root) or fn.span,  # type: ignore[arg-type]
+        groups.live.spans.get(buf.root) or fn.span,
     )
 
 

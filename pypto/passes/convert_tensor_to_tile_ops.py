@@ -38,7 +38,18 @@ from typing import Any
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
+from pypto.ir.expr import (
+    Call,
+    Expr,
+    ListExpr,
+    Literal,
+    Var,
+    as_expr,
+    make_binop,
+    shaped_type,
+    tensor_type,
+    tile_type,
+)
 from pypto.ir.layout_rules import assembled_shape
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_form
@@ -85,7 +96,7 @@ class _Converter:
         if isinstance(e, Var) and e.name in self.views:
             return self.views[e.name]
         if isinstance(e, Var) and isinstance(e.type, TensorType):
-            return View(e, tuple(as_expr(0, self.span) for _ in e.type.shape), e.type.shape)  # type: ignore[arg-type]
+            return View(e, tuple(as_expr(0, self.span) for _ in e.type.shape), e.type.shape)
         raise CompileError("expected a tensor (or a slice of one) here", self.span)
 
     def computed(self, e: Expr) -> Var | None:
@@ -289,8 +300,9 @@ class _Converter:
         for t, v in zip(targets, body[-1].values):
             got = getattr(v, "type", None)
             if isinstance(t.type, TileType) and got != t.type:
+                where = t.type.memory.dsl_name if t.type.memory else "unplaced"
                 raise CompileError(
-                    f"`{t.name}` is carried as a {t.type.memory.dsl_name} tile "  # type: ignore[union-attr]
+                    f"`{t.name}` is carried as a {where} tile "
                     f"{list(t.type.shape)} but a path gives it {getattr(v, 'name', v)} of another place or "
                     "shape; make every path produce the same kind of value",
                     span,
@@ -298,9 +310,9 @@ class _Converter:
 
     # --- tensor-level ops ---------------------------------------------------------------------
     def create(self, s: Assign, c: Call) -> None:
-        t = s.var.type
+        t = tensor_type(s.var)
         space = self.places.get(s.var.name, MemorySpace.Vec)
-        shape, dtype = list(t.shape), t.dtype  # type: ignore[attr-defined]
+        shape, dtype = list(t.shape), t.dtype
         init = c.arg("init_value")
         if isinstance(init, Literal) and init.value is None:
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
@@ -311,11 +323,11 @@ class _Converter:
     def convert(self, s: Assign, c: Call) -> None:
         if c.op == "tensor.slice":
             self.slice(s, c)
-        elif tile_form(c.op) is not None:
-            self.tiles[s.var.name] = self.vector(s.var.name, c, tile_form(c.op))  # type: ignore[arg-type]
+        elif (tile_op := tile_form(c.op)) is not None:
+            self.tiles[s.var.name] = self.vector(s.var.name, c, tile_op)
         elif c.op == "tensor.full":
-            t = s.var.type
-            args = [list(t.shape), t.dtype, c.arg("value")]  # type: ignore[attr-defined]
+            t = tensor_type(s.var)
+            args = [list(t.shape), t.dtype, c.arg("value")]
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.full", args)
         elif c.op in ("tensor.matmul", "tensor.matmul_acc"):
             self.tiles[s.var.name] = self.matmul(s.var.name, c)
@@ -337,7 +349,7 @@ class _Converter:
             return
         v = self.view(c.arg("x"))
         offs = tuple(make_binop("+", a, b) for a, b in zip(v.offsets, _items(c.arg("offset"))))
-        self.views[s.var.name] = View(v.base, offs, s.var.type.shape, valid or v.valid)  # type: ignore[attr-defined]
+        self.views[s.var.name] = View(v.base, offs, tensor_type(s.var).shape, valid or v.valid)
 
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
@@ -349,7 +361,8 @@ class _Converter:
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
-            args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])  # type: ignore[attr-defined]
+            t = tile_type(x)
+            args[p.name] = self.emit("tmp", "tile.create", [list(t.shape), t.dtype])
         return self.emit(name, tile_op, [], **args)  # by name: a left-out scratch shifts nothing
 
     def matmul(self, name: str, c: Call) -> Var:
@@ -371,16 +384,18 @@ class _Converter:
                 self.span,
             )
         tile = self.read(e)
-        if tile.type.memory is MemorySpace.Mat:  # type: ignore[attr-defined]
+        if tile_type(tile).memory is MemorySpace.Mat:
             return tile
         return self.cross(tile, MemorySpace.Mat)
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))
-        rank = len(c.arg("target").type.shape)  # type: ignore[attr-defined]
-        if len(tile.type.shape) != rank:  # type: ignore[attr-defined]  # a batch of one: the type rule allows it
-            shape = assembled_shape(tile.type.shape, rank)  # type: ignore[attr-defined]
-            tile = self.emit(f"{tile.name}_2d", "tile.reshape", [tile, list(shape)])  # type: ignore[arg-type]
+        rank = len(shaped_type(c.arg("target")).shape)
+        shape = tile_type(tile).shape
+        if len(shape) != rank:  # a batch of one: the type rule allows it
+            tile = self.emit(
+                f"{tile.name}_2d", "tile.reshape", [tile, list(assembled_shape(shape, rank) or ())]
+            )
         if self.computed(c.arg("target")) is not None:  # into a value computed here: on chip
             # writing into a pl.create_tensor that has no values yet is how it gets them
             dst = self.tile_of(c.arg("target"))

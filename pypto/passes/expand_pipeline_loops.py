@@ -28,11 +28,13 @@ Test: tests/passes/test_expand_pipeline_loops.py
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.enums import ForKind, MemorySpace
-from pypto.ir.expr import BinOp, Call, Const, Expr, Var, make_binop
+from pypto.ir.expr import BinOp, Call, Const, Expr, Var, as_const, make_binop, type_of
 from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
@@ -91,7 +93,7 @@ def _in_mat(v: Var) -> bool:
     return isinstance(v.type, TileType) and v.type.memory is MemorySpace.Mat
 
 
-def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> bool:
+def _hoistable(s: Stmt, blocked: set[str], written: set[str]) -> TypeGuard[Assign]:
     """A tile.load from a tensor the body does not write, or scalar index arithmetic, whose
     inputs are all defined before the replicated body (or by hoisted statements)."""
     if not isinstance(s, Assign) or {v.name for v in nodes_of(s.value, Var)} & blocked:
@@ -141,8 +143,8 @@ class _Expander:
         return self.dynamic(plain, plan)
 
     def static(self, s: For, plan: _Plan) -> list[Stmt]:
-        f, step, start = plan.depth, plan.step, int(s.start.value)  # type: ignore[attr-defined]
-        n = len(range(start, int(s.stop.value), step))  # type: ignore[attr-defined]
+        f, step, start = plan.depth, plan.step, int(as_const(s.start).value)
+        n = len(range(start, int(as_const(s.stop).value), step))
         main, rest = divmod(n, f)
         out: list[Stmt] = []
         blocks = []
@@ -155,7 +157,7 @@ class _Expander:
         if rest:
             base = start + main * f * step
             idx = [Const(base + k * step) for k in range(rest)]
-            stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=False)  # type: ignore[arg-type]
+            stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=False)
             out += stmts
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
@@ -168,7 +170,7 @@ class _Expander:
         f, step = plan.depth, plan.step
         idx = [s.var if k == 0 else make_binop("+", s.var, Const(k * step)) for k in range(f)]
         carried = [it.var for it in s.iter_args]
-        stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=True)  # type: ignore[arg-type]
+        stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=True)
         if s.iter_args:
             stmts.append(Yield(tuple(final), span=s.span))
         results = s.results
@@ -180,12 +182,15 @@ class _Expander:
     def dynamic(self, s: For, plan: _Plan) -> list[Stmt]:
         span = Const(plan.depth * plan.step)
         full = make_binop("//", make_binop("-", s.stop, s.start), span)
-        end = Var(self.fresh(f"{s.var.name}_end"), INDEX_TYPE, span=s.span)
+        end_value = make_binop("+", s.start, make_binop("*", full, span))
+        # the end has the bounds' integer type: an INT32 trip count (a pl.read of an INT32
+        # tensor) keeps INT32, as the loop it ends would have compared against it
+        end = Var(self.fresh(f"{s.var.name}_end"), type_of(end_value) or INDEX_TYPE, span=s.span)
         loop, clones = self.main_loop(s, plan, end, bool(s.iter_args))
         rem = self.remainder(s, end, loop.results)
         cond = make_binop(">" if plan.step > 0 else "<", s.stop, s.start)
         body: tuple[Stmt, ...] = (
-            Assign(end, make_binop("+", s.start, make_binop("*", full, span)), span=s.span),
+            Assign(end, end_value, span=s.span),
             loop,
             rem,
         )
@@ -211,14 +216,15 @@ class _Expander:
         body = _subst(s.body, names, values)
         return dataclasses.replace(s, var=rem_var, start=start, body=body, iter_args=iters, results=results)
 
-    def replicate(self, s: For, plan: _Plan, idx: list[Expr], carried: list[Expr], keep_first: bool):
+    def replicate(self, s: For, plan: _Plan, idx: Sequence[Expr], carried: Sequence[Expr], keep_first: bool):
         """The clones of ``s.body`` at the given loop values: (statements with the loads of
         every clone first, the clones' records, the last clone's yielded values)."""
         written = _written_tensors(s.body)
         staged = plan.staged
         heads: list[Stmt] = []
         tails: list[Stmt] = []
-        clones, blocked = [], set()  # type: ignore[var-annotated]
+        clones: list[PipelineClone] = []
+        blocked: set[str] = set()
         for k, value in enumerate(idx):
             body = s.body
             if k or not keep_first:
@@ -234,7 +240,7 @@ class _Expander:
             for st in body:
                 if _hoistable(st, blocked, written):
                     heads.append(st)
-                    hoisted.append(st.var.name)  # type: ignore[attr-defined]
+                    hoisted.append(st.var.name)
                 else:
                     tails.append(st)
                     blocked |= defined_names((st,))

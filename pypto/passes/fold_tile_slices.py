@@ -20,7 +20,7 @@ import dataclasses
 from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Const, ListExpr, Literal, Var
+from pypto.ir.expr import Call, Const, Literal, Var, tile_type, type_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, walk
@@ -33,12 +33,13 @@ _USE_HINT = {
 }
 
 
-def _window_slice(s: Stmt) -> Call | None:
-    """The ``tile.slice`` call of ``s`` when it slices a tile outside Vec."""
+def _window_slice(s: Stmt) -> tuple[str, Call] | None:
+    """The name and the ``tile.slice`` call of ``s`` when it slices a placed tile outside Vec."""
     if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.slice"):
         return None
-    t = s.value.arg("x").type  # type: ignore[attr-defined]
-    return s.value if isinstance(t, TileType) and t.memory not in (None, MemorySpace.Vec) else None
+    t = type_of(s.value.arg("x"))
+    placed = isinstance(t, TileType) and t.memory not in (None, MemorySpace.Vec)
+    return (s.var.name, s.value) if placed else None
 
 
 class _Folder:
@@ -50,19 +51,20 @@ class _Folder:
                 self.scan(node)
 
     def scan(self, s: Stmt) -> None:
-        call = _window_slice(s)
-        if call is not None:
-            self.slices[s.var.name] = call  # type: ignore[attr-defined]
+        window = _window_slice(s)
+        if window is not None:
+            self.slices[window[0]] = window[1]
             return
         moved = _move_source(s)
         for v in nodes_of(s, Var):
             if v.name in self.slices and v is not moved:
                 why = _not_a_view(self.slices[v.name])
                 if why:
-                    src = self.slices[v.name].arg("x")
-                    space = src.type.memory  # type: ignore[attr-defined]
+                    src = self.slices[v.name].var_arg("x")
+                    space = tile_type(src).memory
+                    assert space is not None  # _window_slice keeps placed tiles only
                     raise TypeCheckError(
-                        f"`{v.name}` is a window of the {space.dsl_name} tile `{src.name}` that {why}; "  # type: ignore
+                        f"`{v.name}` is a window of the {space.dsl_name} tile `{src.name}` that {why}; "
                         f"such a slice can feed a windowed move: {_USE_HINT[space]}",
                         s.span,
                     )
@@ -71,7 +73,8 @@ class _Folder:
     def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for s in body:
-            if _window_slice(s) is not None and s.var.name not in self.viewed:  # type: ignore[attr-defined]
+            window = _window_slice(s)
+            if window is not None and window[0] not in self.viewed:
                 continue
             out.append(self.stmt(s))
         return tuple(out)
@@ -84,21 +87,22 @@ class _Folder:
                 s, then_body=self.block(s.then_body), else_body=self.block(s.else_body)
             )
         src = _move_source(s)
-        if src is not None and src.name in self.slices:
-            return dataclasses.replace(s, value=self.extract(self.slices[src.name], s))  # type: ignore
+        if isinstance(s, Assign) and src is not None and src.name in self.slices:
+            return dataclasses.replace(s, value=self.extract(self.slices[src.name], s))
         return s
 
     def extract(self, sl: Call, move: Assign) -> Call:
-        if not (isinstance(sl.arg("valid_shape"), Literal) and sl.arg("valid_shape").value is None):  # type: ignore[attr-defined]
+        valid = sl.arg("valid_shape")
+        if not (isinstance(valid, Literal) and valid.value is None):
             raise TypeCheckError(
                 "valid_shape on a slice of a cube-side tile is not supported: the L0 tile it feeds "
                 "is whole; load the ragged tail with pl.load(..., valid_shape=...) instead",
                 move.span,
             )
-        offset = sl.arg("offset")
-        assert isinstance(offset, ListExpr)
-        row, col = offset.items if len(offset.items) == 2 else (0, offset.items[0])
-        target = move.value.arg("target_memory")  # type: ignore[attr-defined]
+        offset = sl.list_arg("offset").items
+        row, col = offset if len(offset) == 2 else (0, offset[0])
+        assert isinstance(move.value, Call)  # a tile.move: _move_source found it
+        target = move.value.arg("target_memory")
         call, _ = bind_call(
             "tile.extract",
             (sl.arg("x"), row, col, sl.arg("shape")),
@@ -119,10 +123,9 @@ def _move_source(s: Stmt) -> Var | None:
 
 def _not_a_view(sl: Call) -> str:
     """Why this slice cannot be a view of its source's storage ('' when it can)."""
-    x, shape, offset = sl.arg("x"), sl.arg("shape"), sl.arg("offset")
-    t = x.type  # type: ignore[attr-defined]
-    sizes = [int(i.value) for i in shape.items]  # type: ignore[attr-defined]
-    offs = [o.value if isinstance(o, Const) else None for o in offset.items]  # type: ignore[attr-defined]
+    t = tile_type(sl.arg("x"))
+    sizes = [int(i.value) for i in sl.list_arg("shape").items if isinstance(i, Const)]  # a SHAPE: all Const
+    offs = [o.value if isinstance(o, Const) else None for o in sl.list_arg("offset").items]
     if len(sizes) != 2 or not (isinstance(sl.arg("valid_shape"), Literal)):
         return "is not a 2-D window"
     if t.memory in (MemorySpace.Left, MemorySpace.Right):

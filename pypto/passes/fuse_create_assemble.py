@@ -27,11 +27,12 @@ Test: tests/passes/test_fuse_create_assemble.py
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeGuard
 
 from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import Direction, FunctionType
-from pypto.ir.expr import Call, FuncCall, Literal, Var
+from pypto.ir.expr import Call, FuncCall, Literal, Var, shaped_type
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, TaskRegion
 from pypto.ir.visit import nodes_of
 
@@ -68,7 +69,7 @@ def _fuse(program: Program, fn: Function) -> Function:
     return dataclasses.replace(fn, body=_rewrite(fn.body, views))
 
 
-def _is(s: Stmt, op: str) -> bool:
+def _is(s: Stmt, op: str) -> TypeGuard[Assign]:
     return isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == op
 
 
@@ -103,7 +104,7 @@ def _visible_at_creates(fn: Function) -> dict[str, frozenset[str]]:
     def block(body: tuple[Stmt, ...], seen: set[str]) -> None:
         for s in body:
             if _is(s, "tensor.create"):
-                out[s.var.name] = frozenset(seen)  # type: ignore[attr-defined]
+                out[s.var.name] = frozenset(seen)
             if isinstance(s, For):
                 block(s.body, seen | {s.var.name} | {it.var.name for it in s.iter_args})
                 seen |= {r.name for r in s.results}
@@ -123,8 +124,8 @@ def _visible_at_creates(fn: Function) -> dict[str, frozenset[str]]:
 def _window(a: Assign, create: Assign, seen: frozenset[str]) -> Call:
     """The slice of the assemble's target that the buffer ``create`` becomes."""
     c, made = _call(a), _call(create)
-    target, offset, shape = c.arg("target"), c.arg("offset"), made.arg("shape")
-    rank, target_rank = len(shape.items), len(target.type.shape)  # type: ignore[attr-defined]
+    target, offset, shape = c.arg("target"), c.arg("offset"), made.list_arg("shape")
+    rank, target_rank = len(shape.items), len(shaped_type(target).shape)
     if rank != target_rank:
         raise CompileError(
             f"{_REFUSED} of the same rank; `{create.var.name}` has {rank} axes, "

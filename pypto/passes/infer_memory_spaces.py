@@ -25,5 +25,5 @@ def infer_memory_spaces(program: Program) -> Program:
             for v in nodes_of(fn, Var)
             if isinstance(v.type, TileType) and v.type.memory is None
         }
-        fns.append(retype(fn, open_tiles) if open_tiles else fn)  # type: ignore[arg-type]
+        fns.append(retype(fn, open_tiles) if open_tiles else fn)
     return dataclasses.replace(program, functions=tuple(fns))

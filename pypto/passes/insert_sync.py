@@ -62,6 +62,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pypto.errors import CompileError, SourceSpan
@@ -161,7 +162,8 @@ class _Plan:
         if t.loop is not None:
             where, at = t.prime_at or ("pre", t.loop)
             (pre if where == "pre" else post)[at] += [("set", k)] * t.depth
-            where, at = t.drain_at  # type: ignore[misc]
+            assert t.drain_at is not None  # a loop-carried token closes where its loop ends
+            where, at = t.drain_at
             (pre if where == "pre" else post)[at] += [("wait", k)] * t.depth
             for at in t.relays:
                 pre[at] += [("wait", k)] * t.depth + [("set", k)] * t.depth
@@ -219,12 +221,12 @@ class _Walker:
             fr.idx = j
             fr.snaps.append((list(self.st.count), [list(k) for k in self.st.known]))
             path = fr.path + (j,)
-            self.run_flags(self.pre.get(path, ()))  # type: ignore[arg-type]
+            self.run_flags(self.pre.get(path, ()))
             self.stmt(s, path)
-            self.run_flags(self.post.get(path, ()))  # type: ignore[arg-type]
+            self.run_flags(self.post.get(path, ()))
         self.frames.pop()
 
-    def run_flags(self, flags: list) -> None:
+    def run_flags(self, flags: Iterable[tuple[str, int]]) -> None:
         for op, k in flags:
             t = self.plan.tokens[k]
             key = (t.src, t.dst, k)
@@ -255,7 +257,7 @@ class _Walker:
         trips = _trips(s)
         if trips == 0:
             return
-        start, step = (s.start.value, s.step.value) if trips is not None else (None, None)  # type: ignore[attr-defined]
+        values = s.constant_range() if trips is not None else None
         period = self.period(s, trips) if trips is not None else 0
         walk = min(trips, 2 * period) if trips is not None else 2
         self.exact[path] = trips is not None and (trips - walk) % period == 0
@@ -264,7 +266,7 @@ class _Walker:
         fr.once = trips == 1
         for t in range(walk):
             fr.it = t
-            self.env[s.var.name] = start + t * step if start is not None else None  # type: ignore[operator]
+            self.env[s.var.name] = values.start + t * values.step if values is not None else None
             self.block(s.body, fr)
         del self.env[s.var.name]
         self.widen(fr.inst, s.var.name)
@@ -285,8 +287,9 @@ class _Walker:
         for h in self.st.history:
             if any(x.inst == inst for x in h.site) and any(k == var for k, _ in h.env):
                 env = {k: v for k, v in h.env if k != var}
-                _, acc = instruction(h.stmt, env, self.roots, self.opaque)  # type: ignore[misc]
-                h = dataclasses.replace(h, acc=acc, env=tuple(env.items()))
+                ins = instruction(h.stmt, env, self.roots, self.opaque)
+                assert ins is not None  # h was issued, so its statement is an instruction
+                h = dataclasses.replace(h, acc=ins[1], env=tuple(env.items()))
             hist.append(h)
         self.st.history = hist
 
@@ -491,7 +494,7 @@ def _trips(s: For) -> int | None:
     if s.cond is not None:  # a pl.while_ runs until its condition fails: unknown, maybe zero
         return None
     if all(isinstance(b, Const) for b in (s.start, s.stop, s.step)):
-        return len(range(int(s.start.value), int(s.stop.value), int(s.step.value)))  # type: ignore[attr-defined]
+        return len(s.constant_range() or ())
     return None
 
 

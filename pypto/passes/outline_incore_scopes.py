@@ -171,6 +171,7 @@ class _Outliner:
             scope.early_resolve,
             scope.no_dep,
             scope.dep_values,
+            scope.sync_start,
             span=scope.span,
         )
         if not escaping:

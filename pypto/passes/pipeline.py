@@ -17,6 +17,7 @@ from pypto.diagnostics.checks import check_perf_hints
 from pypto.ir.stmt import Program
 from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
+from pypto.passes.auto_tile_matmul_l0 import auto_tile_matmul_l0
 from pypto.passes.bind_regions import bind_regions
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
@@ -51,6 +52,9 @@ PASSES: list[PassEntry] = [
     PassEntry("SplitClusterKernels", split_cluster_kernels),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
     PassEntry("ConvertTensorToTileOps", convert_tensor_to_tile_ops),
+    # Tile-level matmuls too big for L0 split along K once every matmul is a tile op, before
+    # the Mat → L0 windows are folded into extracts.
+    PassEntry("AutoTileMatmulL0", auto_tile_matmul_l0),
     # A Mat/Acc slice and the move consuming it are one windowed move (the L1 → L0 extract),
     # folded before pipelining clones bodies and before planning sees a tile to allocate.
     PassEntry("FoldTileSlices", lambda p, ctx: fold_tile_slices(p)),

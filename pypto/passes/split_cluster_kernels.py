@@ -193,7 +193,7 @@ def _stamp_frees(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
     def fix(node: object) -> object:
         if isinstance(node, Call) and node.op in _POP_OF_FREE:
-            src = pops[node.arg("tile").name]  # type: ignore[attr-defined]  # a Var: checked above
+            src = pops[node.var_arg("tile").name]
             args = list(node.args)
             args[1] = src.arg("split")
             return with_args(node, args)

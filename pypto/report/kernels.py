@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pypto import platforms  # the native tables: only when a view asks
 from pypto.report.run_report import PIPES, RunReport, TaskReport
 
 
@@ -74,8 +75,6 @@ class Rooflines:
 
 
 def _platform(report: RunReport) -> Any:
-    from pypto import platforms  # the native tables: only when a view asks
-
     return platforms.get(report.platform)
 
 

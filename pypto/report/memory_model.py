@@ -183,7 +183,7 @@ def map_program(program: Program) -> list[FunctionMap]:
             continue
         boxes = _merge(fn.name, function_tiles(fn), counter)
         _mark_conflicts(boxes)
-        high = {}  # type: ignore[var-annotated]
+        high: dict[str, int] = {}
         for b in boxes:
             high[b.space] = max(high.get(b.space, 0), b.end)
         out.append(FunctionMap(fn.name, fn.kind.name, _line(fn), _last_line_fn(fn), boxes, high))

@@ -305,8 +305,8 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     try:
         doc = json.loads(_trace_text(path))
         events = doc["traceEvents"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise TimelineError(f"{path}: not a pypto trace ({e})") from None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise TimelineError(f"{path}: not a pypto trace ({err})") from None
     clock = _clock(doc, model.clock_hz)
     model.clock_hz = model.clock_hz or clock
     per_us = _cycles_per_trace_us(doc, clock)
@@ -315,7 +315,7 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     where: dict[tuple[Any, Any], tuple[int, int, int] | None] = {}  # (pid, tid) -> core, pipe, start
     flags = functools.lru_cache(maxsize=None)(_flag_of)
     intern, offsets_ = model.intern, offsets or {}
-    for e in events:  # type: ignore[misc]
+    for e in events:
         if e.get("ph") != "X":
             continue
         lane = (e.get("pid"), e.get("tid"))

@@ -13,9 +13,15 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from pypto import (
+    _native,
+    platforms,  # the native tables: only when a view asks
+)
 from pypto.errors import PyptoError
-from pypto.report.hotspots import HotLine
+from pypto.report.hotspots import HotLine, format_hot_lines
+from pypto.report.kernels import format_kernels, kernels, rooflines
 from pypto.report.run_report import PIPES, RunReport, TaskReport
+from pypto.report.trace import launches
 
 SCHEMA = 1
 
@@ -108,8 +114,6 @@ def per_core(report: RunReport) -> list[CoreUse]:
 
 
 def _available(report: RunReport, kind: str) -> int | None:
-    from pypto import platforms  # the native tables: only when a view asks
-
     try:
         plat = platforms.get(report.platform)
     except ValueError:
@@ -175,8 +179,6 @@ def task_table(report: RunReport) -> list[dict[str, Any]]:
 
 def simulator_of(name: str) -> str:
     """The simulator a platform name runs on: itself for ``a2a3sim``, ``a2a3sim`` for ``a2a3``."""
-    from pypto import _native
-
     try:
         return str(_native.platform_table(name)["name"])
     except Exception:  # a report read back on a build without that platform
@@ -227,13 +229,9 @@ def format_report(report: RunReport) -> str:
     if "l2_hits" in report.memory:
         lines.append(_l2_line(report.memory))
     if len({t.name for t in report.tasks}) > 1 and _known(report):
-        from pypto.report.kernels import format_kernels
-
         lines.append(format_kernels(report))
     hot = report.hot_lines()
     if hot:
-        from pypto.report.hotspots import format_hot_lines
-
         lines.append(textwrap.indent(format_hot_lines(hot, HOT_ROWS_SHOWN), "  "))
     if report.hazards:
         lines.append(f"  hazards: {len(report.hazards)}")
@@ -284,8 +282,6 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
 
 def _task_traces(report: RunReport) -> list[str | None]:
     """Per task, the trace file written for its launch (``write_traces`` order), if any."""
-    from pypto.report.trace import launches
-
     paths: list[str | None] = [t.trace_file for t in report.tasks]
     index = {id(t): i for i, t in enumerate(report.tasks)}
     for group, path in zip(launches(report.tasks), report.trace_paths):
@@ -346,7 +342,6 @@ def _kernel_views(report: RunReport) -> dict[str, Any]:
     """The per-kernel rows and the rooflines (derived: ``from_dict`` recomputes them)."""
     if not report.tasks or not _known(report):
         return {}
-    from pypto.report.kernels import kernels, rooflines
 
     return {"kernels": [k.to_dict() for k in kernels(report)], "rooflines": rooflines(report).to_dict()}
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.runtime.config import RunConfig
+from pypto.runtime.runner import _plain
+from pypto.runtime.worker import ChipWorker
 
 __all__ = ["BenchmarkStats", "benchmark"]
 
@@ -126,9 +128,6 @@ def benchmark(
 ) -> BenchmarkStats:
     """Opens a ``ChipWorker``, registers ``compiled`` once and runs ``warmup + rounds``
     launches on ``args`` (outputs written in place); the stats cover the last ``rounds``."""
-    from pypto.runtime.runner import _plain
-    from pypto.runtime.worker import ChipWorker
-
     _check_counts(rounds, warmup)
     if persistent or reset_persistent_windows is not None:
         raise ValueError("benchmark(): persistent/reset_persistent_windows apply to multi-card programs only")

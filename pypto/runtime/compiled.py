@@ -17,10 +17,14 @@ import numpy as np
 from pypto import _native, knobs
 from pypto.compile.artifact import Artifact
 from pypto.errors import ArgumentError, ConfigError, ReadOnlyInputError
+from pypto.frontend.specialize import bind_arguments, tensor_arg
 from pypto.kernel_build import build_kernels
+from pypto.kernel_build.cache_files import ensure_dir
 from pypto.runtime.config import RunConfig, call_config
-from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
+from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, check_declared, launch_traffic
 from pypto.runtime.dtypes import INPUT, flagged
+from pypto.runtime.isolate import run_isolated
+from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import (
     as_array,
     check_no_overlap,
@@ -139,8 +143,6 @@ class CompiledProgram:
     def _array(self, args: tuple, i: int) -> tuple:
         try:
             if type(args[i]).__name__ == "DeviceTensor":
-                from pypto.runtime.device_tensor import check_declared
-
                 check_declared(args[i], self.program.entry.params[i], self.name)
             return as_array(args[i], name=self.param_names[i], output=i in self.outputs)
         except ArgumentError as e:  # point at the parameter in the user's kernel
@@ -182,7 +184,6 @@ class CompiledProgram:
         shape and dtype, each scalar of the compiled value (scalars are compile-time constants)."""
         if len(args) != len(self.param_names):
             return  # execute names the count
-        from pypto.frontend.specialize import tensor_arg
         from pypto.ir.types import TensorType  # the IR's: loaded with the program
 
         for i, p in enumerate(self.program.entry.params):
@@ -211,7 +212,6 @@ class CompiledProgram:
         """The arguments in parameter order (keywords placed by name)."""
         if not kwargs:
             return args
-        from pypto.frontend.specialize import bind_arguments
 
         return tuple(bind_arguments(self.name, self.param_names, args, kwargs, None))
 
@@ -227,7 +227,6 @@ class CompiledProgram:
         try:
             if not config.isolated(bool(self.external)):
                 return runner.run(arrays, *options)
-            from pypto.runtime.isolate import run_isolated
 
             written = sorted(self._tensor_table[1])
             label = self.name + (
@@ -238,8 +237,6 @@ class CompiledProgram:
                 arrays, written, kernel=label, timeout_s=config.timeout_s,
             )  # fmt: skip
         except ReadOnlyInputError as e:
-            from pypto.runtime.launch import name_tensors
-
             raise name_tensors(e, table_names(self._tensor_table[0], self.intermediates, extra)) from None
 
     def marshal(self, args: tuple) -> list[tuple[np.ndarray, int]]:
@@ -371,7 +368,6 @@ class CompiledProgram:
             for t, planned in zip(report.tasks, self.launch_specs):
                 t.deps = planned[4]
         if trace:  # records are kept only then: recording off costs nothing
-            from pypto.kernel_build.cache_files import ensure_dir
             from pypto.report.perfetto import write_run_trace
             from pypto.report.records_file import NAME, save_records
             from pypto.report.trace import write_traces

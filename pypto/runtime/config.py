@@ -13,7 +13,9 @@ from pypto.compile.options import CompileOptions, RunOptions
 from pypto.errors import ArgumentValueError, ConfigError
 from pypto.ir.enums import PassDumpLevel
 from pypto.passes.options import MemoryPlanner
+from pypto.runtime.dfx import DfxOptions
 from pypto.runtime.launch import check_limits, check_run_limit
+from pypto.runtime.upstream_options import translate
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,6 @@ class RunConfig:
             raise ConfigError(e.message) from None
 
     def _check_upstream_fields(self) -> None:
-        from pypto.runtime.dfx import DfxOptions
-
         try:
             dfx = DfxOptions(self.enable_chip_swimlane, self.enable_dump_args, self.enable_pmu,
                              self.enable_dep_gen, self.enable_scope_stats)  # fmt: skip
@@ -137,8 +137,6 @@ class RunConfig:
     @property
     def dfx(self) -> Any:
         """The DFX switches of this config (``pypto.runtime.dfx.DfxOptions``)."""
-        from pypto.runtime.dfx import DfxOptions
-
         return DfxOptions(self.enable_chip_swimlane, self.enable_dump_args, self.enable_pmu,
                           self.enable_dep_gen, self.enable_scope_stats)  # fmt: skip
 
@@ -235,8 +233,6 @@ _GENERATED_INIT = RunConfig.__init__
 @functools.wraps(_GENERATED_INIT)
 def _init_with_upstream_options(self: RunConfig, *args: Any, **kwargs: Any) -> None:
     """Upstream PyPTO's options are accepted too (``pypto.runtime.upstream_options``)."""
-    from pypto.runtime.upstream_options import translate
-
     _GENERATED_INIT(self, *args, **translate(kwargs))
 
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pypto.errors import DeviceTensorError, WorkerClosedError
+from pypto.ir.dims import DynDim
+from pypto.ir.dtypes import from_array_dtype
 from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
 
 if TYPE_CHECKING:
@@ -248,9 +250,6 @@ def account(h2d: int, d2h: int) -> None:
 
 def check_declared(t: DeviceTensor, param: Any, program: str) -> None:
     """A resident tensor must have the shape and dtype the program was compiled for."""
-    from pypto.ir.dims import DynDim
-    from pypto.ir.dtypes import from_array_dtype
-
     declared = param.var.type
     shape = getattr(declared, "shape", None)
     if shape is None:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pypto.hardware import PIPES
+from pypto.runtime.marshal import as_array
 
 SWIMLANE_FULL = 4
 
@@ -101,8 +102,6 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _copy(value: Any) -> np.ndarray:
-    from pypto.runtime.marshal import as_array
-
     array, _ = as_array(value, name="dump", output=False)
     return np.array(array, copy=True)
 

@@ -79,9 +79,9 @@ def _child(
         except BaseException as e:  # noqa: BLE001 - every error goes back to the caller
             payload = _pickled_error(e)
         os.write(fd, _RESULT + struct.pack("<Q", len(payload)))
-        view = memoryview(payload)  # type: ignore[assignment]
-        while view:
-            view = view[os.write(fd, view) :]  # type: ignore[arg-type]
+        unsent = memoryview(payload)
+        while unsent:
+            unsent = unsent[os.write(fd, unsent) :]
         ctypes.CDLL(None).fflush(None)  # a kernel's printf output, before _exit drops it
     finally:
         os._exit(_EXIT_OK)

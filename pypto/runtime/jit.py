@@ -13,6 +13,7 @@ a new process skips parse, passes and codegen.
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,8 +140,6 @@ def _restored(artifact: Artifact, out: Path, config: RunConfig) -> None:
     if config.output_dir is not None:
         to_folder(artifact, out, config.run_options())
     if artifact.hints:
-        import logging
-
         sites = len({line.rsplit(" at ", 1)[-1] for line in artifact.hints})
         logging.getLogger("pypto.perf_hints").info(
             "[perf_hint] %d hints across %d sites; see %s",

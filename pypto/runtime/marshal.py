@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pypto.errors import ArgumentError
+from pypto.runtime.device_tensor import DeviceTensor, device_array
 from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
 
 __all__ = [
@@ -77,8 +78,6 @@ def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:
     elif type(value).__module__.startswith("torch"):
         array, code = _torch_to_numpy(value, name, output)
     elif type(value).__name__ == "DeviceTensor":  # resident in a ChipWorker: its device bytes
-        from pypto.runtime.device_tensor import DeviceTensor, device_array
-
         if isinstance(value, DeviceTensor):
             return device_array(value, name=name, output=output)
         raise ArgumentError(
@@ -152,7 +151,10 @@ def marshal(args: list[Any], outputs: set[int] | None = None) -> Marshalled:
     bad = sorted((i for i in outputs if not isinstance(i, int) or not 0 <= i < len(args)), key=repr)
     if bad:
         raise ArgumentError(f"outputs= names argument(s) {bad}, but there are {len(args)} arguments")
-    tensors, scalars, names, outs = [], [], [], set()  # type: ignore[var-annotated]
+    tensors: list[tuple[np.ndarray, int]] = []
+    scalars: list[int] = []
+    names: list[str] = []
+    outs: set[int] = set()
     for i, a in enumerate(args):
         if isinstance(a, (int, float, np.number, bool)):
             if i in outputs:

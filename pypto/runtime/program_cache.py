@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pypto
 from pypto import cache, knobs
 from pypto import kernel_build as build
 from pypto._light import Logger, sha256
@@ -50,6 +51,7 @@ from pypto.errors import PyptoError
 from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
 from pypto.kernel_build.cache_files import atomic_write, ensure_dir
 from pypto.kernel_build.cache_files import digest as file_digest
+from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
 
 log = Logger(__name__)
 
@@ -152,8 +154,6 @@ def _entry_path(key: str) -> Path:
 @functools.cache
 def _package_signature() -> str:
     """pypto's version and the (path, size, mtime) of each of its Python files, hashed."""
-    import pypto
-
     root = Path(pypto.__file__).parent
     digest = sha256(pypto.__version__.encode())
     stack = [root]
@@ -208,8 +208,6 @@ def _where(fn: Any) -> str:
 
 
 def _record(value: Any, attrs: frozenset[str]) -> tuple:
-    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
-
     if value is ABSENT:
         return ABSENT
     if isinstance(value, InlineFunction):  # expanded into the kernel: its own reads count too
@@ -263,8 +261,6 @@ def _record_object(value: Any) -> tuple:
 
 def _matches(value: Any, rec: tuple) -> bool:
     """Whether ``value`` is what ``rec`` recorded (an unrecordable value never matches)."""
-    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
-
     kind = rec[0]
     if kind == "inline":
         return isinstance(value, InlineFunction) and _fn_matches(value.fn, rec[1])

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pypto.kernel_build.toolchain import toolchain
+
 
 def pto_isa_include_dir() -> Path:
     """The folder holding ``pypto/kernel.hpp`` (pass it in a kernel's ``include_dirs``)."""
-    from pypto.kernel_build.toolchain import toolchain
-
     return Path(toolchain().include_dir).resolve()
 
 

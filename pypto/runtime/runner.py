@@ -18,7 +18,7 @@ from typing import Any
 from pypto.errors import ArgumentError
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dfx import DfxOptions
-from pypto.runtime.entry import run
+from pypto.runtime.entry import META, from_dir, run
 
 _DfxOpts = DfxOptions  # upstream's name, which model harnesses import from here
 
@@ -31,8 +31,6 @@ _LOADED: dict[tuple[str, int, int], Any] = {}
 
 def load_compiled(work_dir: str | Path) -> Any:
     """The ``CompiledProgram`` kept in ``work_dir`` (rebuilt once per change of the folder)."""
-    from pypto.runtime.entry import META, from_dir
-
     folder = Path(work_dir).resolve()
     try:
         st = os.stat(folder / META)

@@ -25,7 +25,8 @@ from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, code_of, flagged
-from pypto.runtime.marshal import table_entry
+from pypto.runtime.launch import name_tensors
+from pypto.runtime.marshal import table_entry, table_names
 
 MISS = object()  # __call__'s answer when the general path must take the call
 
@@ -132,9 +133,6 @@ class WarmCall:
         try:
             results = self.run(table, *self.options)
         except ReadOnlyInputError as e:
-            from pypto.runtime.launch import name_tensors
-            from pypto.runtime.marshal import table_names
-
             compiled = self.compiled
             raise name_tensors(
                 e, table_names(compiled._tensor_table[0], compiled.intermediates, self.extra)

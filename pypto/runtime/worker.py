@@ -31,6 +31,7 @@ from pypto.runtime.device_tensor import (
     dtype_name,
     storage_dtype,
 )
+from pypto.runtime.marshal import as_array
 
 
 @dataclass
@@ -272,8 +273,6 @@ def _prod(shape: tuple[int, ...]) -> int:
 
 def _host_bytes(init: Any, shape: tuple[int, ...], kind: str) -> Any:
     """A contiguous host copy of ``init`` as bytes, after checking its shape and dtype."""
-    from pypto.runtime.marshal import as_array
-
     got_shape = tuple(int(d) for d in getattr(init, "shape", ()))
     try:
         got_kind = dtype_name(getattr(init, "dtype", None))

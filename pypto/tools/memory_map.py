@@ -13,8 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pypto import __version__
+from pypto import __version__, platforms
 from pypto.errors import PyptoError
+from pypto.frontend import parse_file
 from pypto.report.memory_map_page import render_page
 from pypto.report.memory_model import CAPACITY_FIELDS, NotAllocated, latest_dump, map_program, to_json
 from pypto.tools._cli import guarded, write_report
@@ -39,8 +40,6 @@ def find_dump(path: Path) -> Path:
 
 
 def _capacities(platform: str) -> dict[str, int]:
-    from pypto import platforms
-
     try:
         plat = platforms.get(platform)
     except ValueError as e:
@@ -50,8 +49,6 @@ def _capacities(platform: str) -> dict[str, int]:
 
 def build_page(dump: Path, platform: str = "a2a3sim") -> tuple[str, dict]:
     """The HTML text and its embedded data for one dump file."""
-    from pypto.frontend import parse_file
-
     try:
         program = parse_file(dump)
         lines = dump.read_text().splitlines()

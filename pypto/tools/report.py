@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
+from pypto import __version__
+from pypto.report.run_report import RunReport
+from pypto.report.views import ReportError
 from pypto.tools._cli import error_line, guarded
 
 
 def _load(path: str):
-    from pypto.report.run_report import RunReport
-    from pypto.report.views import ReportError
-
     try:
         return RunReport.load(path)
     except FileNotFoundError:
@@ -29,8 +29,6 @@ def _load(path: str):
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from pypto.report.views import ReportError
-
     try:
         a, b = _load(args.a), _load(args.b)
     except ReportError as e:
@@ -46,8 +44,6 @@ def _diff(args: argparse.Namespace) -> int:
 
 @guarded
 def main(argv: list[str] | None = None) -> int:
-    from pypto import __version__
-
     p = argparse.ArgumentParser(prog="pypto-report", description="Reads saved pypto run reports.")
     p.add_argument("--version", action="version", version=f"pypto {__version__}")
     sub = p.add_subparsers(dest="command", required=True)

@@ -10,14 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from pypto import __version__
 from pypto.report.timeline import TimelineError, load_model, write_page
 from pypto.tools._cli import guarded, write_report
 
 
 @guarded
 def main(argv: list[str] | None = None) -> int:
-    from pypto import __version__
-
     p = argparse.ArgumentParser(
         prog="pypto-timeline",
         description="Write a self-contained HTML timeline (task swimlane, pipe lanes, flag arrows, "

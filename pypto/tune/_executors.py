@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -64,8 +66,6 @@ class Shipment:
 
     def point_bytes(self, i: int) -> int:
         """What submitting point ``i`` pickles besides the job: its parameters and folder."""
-        import pickle
-
         return len(pickle.dumps(self.points[i]))
 
 
@@ -165,7 +165,7 @@ def run_pool(ship: Shipment, tick: Tick) -> list[Row]:
             todo = [i for i in todo if out[i] is None]
     finally:
         shutil.rmtree(markers, ignore_errors=True)
-    return out  # type: ignore[return-value]
+    return [row for row in out if row is not None]  # every point has its row: todo ran empty
 
 
 def _run_alone(ship: Shipment, i: int, markers: Path, out: list[Row | None], tick: Tick) -> None:
@@ -233,8 +233,6 @@ def _deaths(procs: list[Any], suspects: list[int]) -> dict[int, str]:
         return {}
     code = codes[0]
     if code < 0:
-        import signal
-
         with contextlib.suppress(ValueError):
             return {suspects[0]: f"killed by {signal.Signals(-code).name}"}
     return {suspects[0]: f"exit code {code}"}

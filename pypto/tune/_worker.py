@@ -83,7 +83,7 @@ def point_folder(root: Path, name: str, point: dict[str, Any]) -> Path:
 def dumps(task: Job) -> bytes:
     """Pickles ``task``; with cloudpickle the factory's own module goes by value."""
     try:
-        import cloudpickle  # type: ignore[import-untyped]
+        import cloudpickle
     except ImportError:
         return pickle.dumps((pickle.dumps(task), {}))
     files: set[str] = set()

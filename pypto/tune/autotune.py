@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from pypto import knobs
+from pypto.runtime.config import RunConfig
 from pypto.tune.errors import TuneError
+from pypto.tune.runner import pruned, run_points
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +111,6 @@ class Autotuned:
 
     def pick(self, *args: Any, config: Any = None, **kwargs: Any) -> dict[str, Any]:
         """The config for these arguments: remembered, read from disk, or found by a sweep."""
-        from pypto.runtime.config import RunConfig
-        from pypto.tune.runner import pruned, run_points
-
         config = config or RunConfig()
         key = self.key_of(args, kwargs)
         if key in self.picks:

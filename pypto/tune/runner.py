@@ -32,7 +32,8 @@ from typing import Any
 
 from pypto import knobs
 from pypto.hardware import PIPES
-from pypto.tune import _worker
+from pypto.runtime.config import RunConfig
+from pypto.tune import _executors, _worker
 from pypto.tune.errors import TuneError
 
 log = logging.getLogger(__name__)
@@ -193,8 +194,6 @@ def run_points(
     progress: bool | None = None,
     params: list[str] | None = None,
 ) -> SweepResult:
-    from pypto.runtime.config import RunConfig
-
     base = config or RunConfig()
     root = Path(base.output_dir) if base.output_dir else knobs.cache_dir() / "tune"
     name = (
@@ -247,8 +246,6 @@ def _execute(
     job: _worker.Job, todo: list[tuple[dict[str, Any], str]], executor: Executor | str | None, bar
 ) -> tuple[list[dict[str, Any]], int]:
     """The points' results, and the bytes pickled for the workers."""
-    from pypto.tune import _executors
-
     if executor not in (None, "process", "serial") and not isinstance(executor, Executor):
         raise TuneError(
             f"executor must be a concurrent.futures.Executor, 'process' or 'serial'; got {executor!r}"

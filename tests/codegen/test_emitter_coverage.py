@@ -17,11 +17,13 @@ LOWERED = {
     "tensor.assemble",
     "tensor.create",
 }
+# Folded by the frontend: a transposed view becomes its matmul's a_trans / b_trans.
+FOLDED = {"tile.transpose_view"}
 
 
 def reaches_the_isa(name: str) -> bool:
     op = OPS[name]
-    if op.level == "orchestration":
+    if op.level == "orchestration" or name in FOLDED:
         return True
     if op.level == "any" and name in EMITTERS:  # scalar work: emitted as it is in kernels
         return True

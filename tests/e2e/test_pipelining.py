@@ -44,6 +44,17 @@ def dynamic_trips(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INDEX]):
 
 
 @pl.jit
+def read_trips(a: pl.Tensor, counts: pl.Tensor[[1], pl.INT32], out: pl.Out[pl.Tensor]):
+    """The trip count is an INT32 element read in the kernel, as paged-cache kernels read theirs."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        n = pl.read(counts, [0])
+        for i in pl.pipeline(0, n, stage=2):
+            tile = pl.load(a, [i * TR, 0], [TR, TC])
+            pl.store(pl.exp(tile), [i * TR, 0], out)
+    return out
+
+
+@pl.jit
 def carried_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # init_values chain through the clones
     with pl.at(level=pl.Level.CORE_GROUP):
         acc = pl.load(a, [0, 0], [TR, TC])
@@ -97,6 +108,16 @@ def test_dynamic_trip_count(n, planner):
     want[: n * TR] = np.exp(a[: n * TR])
     np.testing.assert_allclose(out, want, rtol=1e-6)
     assert rep.hazards == []
+
+
+@pytest.mark.parametrize("n", [0, 3, 8])
+def test_int32_trip_count_read_in_the_kernel(n):
+    a = _input()
+    out = np.zeros_like(a)
+    read_trips(a, np.array([n], np.int32), out, config=CFG)
+    want = np.zeros_like(a)
+    want[: n * TR] = np.exp(a[: n * TR])
+    np.testing.assert_allclose(out, want, rtol=1e-6)
 
 
 @on_both_planners

@@ -158,3 +158,32 @@ def test_fewer_event_ids_still_give_a_race_free_kernel():
         six_loads(a, out, config=RunConfig(platform="a2a3sim", platform_overrides={"event_ids": ids}))
         np.testing.assert_allclose(out, np.exp(a[: 6 * R]), rtol=1e-6)
         assert six_loads.last_report.hazards == []
+
+
+WIDE = 1024  # a [16, 1024] 4-byte tile is 64 KiB: three of them overflow the 184 KiB of Vec
+
+
+@pl.jit
+def dequant_add(
+    q: pl.Tensor[[R, WIDE], pl.INT32],
+    b: pl.Tensor[[R, WIDE], pl.FP32],
+    out: pl.Out[pl.Tensor[[R, WIDE], pl.FP32]],
+):
+    """As dequantising kernels do: an INT32 product converted to FP32 next to a live FP32 tile;
+    it fits only with the cast written over its dying input."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bias = pl.load(b, [0, 0], [R, WIDE])
+        x = pl.load(q, [0, 0], [R, WIDE])
+        y = pl.cast(x, pl.FP32)
+        pl.store(pl.add(y, bias), [0, 0], out)
+    return out
+
+
+def test_a_same_width_cast_runs_in_place_and_converts_right():
+    rng = np.random.default_rng(3)
+    q = rng.integers(-1000, 1000, (R, WIDE), dtype=np.int32)
+    b = rng.uniform(-1, 1, (R, WIDE)).astype(np.float32)
+    out = np.zeros_like(b)
+    dequant_add(q, b, out, config=CFG)
+    np.testing.assert_allclose(out, q.astype(np.float32) + b, rtol=1e-6)
+    assert all(t.hazards == [] for t in dequant_add.last_report.tasks)

@@ -157,3 +157,28 @@ def test_hints_are_printed_in_the_pass_dump_and_read_back():
     from pypto.frontend import parse_text
 
     assert parse_text(text).as_python() == text
+
+
+@pl.jit
+def gang(a: pl.Tensor[[N * TR, C], pl.FP32], out: pl.Out[pl.Tensor[[N * TR, C], pl.FP32]]):
+    with pl.spmd(N, name_hint="gang", sync_start=True):
+        i = pl.get_block_idx()
+        pl.store(pl.exp(pl.load(a, [i * TR, 0], [TR, C])), [i * TR, 0], out)
+    return out
+
+
+def test_sync_start_blocks_start_on_one_cycle_and_the_hint_is_in_the_dump():
+    """``pl.spmd(n, sync_start=True)``: the device admits all n blocks at once. Here the blocks
+    are tasks that become ready together, each on its own idle core, so they start on one
+    cycle; the keyword itself is a launch hint, carried to the kernel call in the dumps."""
+    a = np.random.default_rng(1).standard_normal((N * TR, C)).astype(np.float32)
+    out = np.zeros_like(a)
+    gang(a, out, config=CFG)
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    tasks = gang.last_report.tasks
+    assert len(tasks) == N and len({t.start for t in tasks}) == 1
+    text = gang.lower(a, out, config=CFG).as_python()
+    assert "sync_start=True" in text
+    from pypto.frontend import parse_text
+
+    assert parse_text(text).as_python() == text

@@ -166,3 +166,18 @@ def test_cube_rules():
     with pytest.raises(TypeCheckError, match="accumulator is"):
         typed("tile.matmul_acc", tile((64, 64), ir.FP32, ir.MemorySpace.Acc), left, right)
     assert typed("tensor.matmul", tensor((64, 32)), tensor((32, 8))) == ir.TensorType((64, 8), ir.FP32)
+
+
+def test_a_windowed_move_without_a_route_names_the_routes():
+    left = tile((32, 32), ir.FP16, ir.MemorySpace.Left)
+    with pytest.raises(
+        TypeCheckError,
+        match=r"Left to pl.Mem.Right; routes: pl.Mem.Mat → pl.Mem.Left, pl.Mem.Mat → pl.Mem.Right,",
+    ):
+        typed("tile.extract", left, 0, 0, [16, 16], target_memory=ir.MemorySpace.Right)
+    acc = tile((32, 32), ir.FP16, ir.MemorySpace.Acc, name="a")
+    with pytest.raises(
+        TypeCheckError,
+        match=r"assemble a pl.Mem.Acc tile into a pl.Mem.Left tile; routes: .*pl.Mem.Vec → pl.Mem.Mat",
+    ):
+        typed("tile.assemble", left, acc, [0, 0])

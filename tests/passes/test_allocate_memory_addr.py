@@ -83,6 +83,25 @@ def test_an_exp_difference_is_written_over_its_dying_input(op: str, v: str):
     assert refs["y"] == refs["x"] != refs["v"]
 
 
+@pytest.mark.parametrize(
+    ("src", "dst", "shared"),
+    [("pl.INT32", "pl.FP32", True), ("pl.FP32", "pl.INT32", True), ("pl.FP16", "pl.FP32", False)],
+)
+def test_a_cast_between_dtypes_of_one_width_is_written_over_its_dying_input(src, dst, shared):
+    """TCVT converts element i from the bytes it then writes: equal widths may share, a
+    widening cast would write ahead of what it still has to read."""
+    fn = alloc(
+        f"""
+        x = pl.load(a, [0, 0], [16, 64])
+        y = pl.cast(x, {dst})
+        pl.store(y, [0, 0], out)
+        """,
+        f"a: pl.Tensor[[512, 128], {src}], out: pl.Out[pl.Tensor[[512, 128], {dst}]]",
+    )
+    refs = memrefs(fn)
+    assert (refs["y"] == refs["x"]) is shared
+
+
 def test_no_in_place_when_the_input_is_used_later():
     fn = alloc(
         """

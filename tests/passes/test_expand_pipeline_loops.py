@@ -8,12 +8,12 @@ import dataclasses
 from pypto import ir, platforms
 from pypto.frontend import parse_text
 from pypto.ir.builder import Builder
-from pypto.ir.dtypes import FP32
+from pypto.ir.dtypes import FP32, INT32
 from pypto.ir.enums import Direction, ForKind, FunctionType
 from pypto.ir.equality import assert_structural_equal
 from pypto.ir.expr import Const
 from pypto.ir.stmt import Assign, For, If
-from pypto.ir.types import INDEX_TYPE, TensorType
+from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType
 from pypto.passes.context import PassContext
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
@@ -146,3 +146,19 @@ def test_dynamic_bounds_with_carried_values_yield_through_the_branch():
     assert rest.iter_args[0].var.name != main.iter_args[0].var.name  # each loop its own names
     (skipped,) = branch.else_body
     assert skipped.values == (main.iter_args[0].init,)  # no trip: the initial value
+
+
+def test_an_int32_trip_count_keeps_its_type_in_the_computed_end():
+    """`pl.pipeline(0, n)` with n an INT32 scalar (a pl.read of an INT32 tensor): the literal 0
+    takes n's type, so the computed end is INT32 too and the program still verifies."""
+
+    def body(b, a, out, _n):
+        n32 = b.param("n32", ScalarType(INT32))
+        with b.loop("i", 0, n32, kind=ForKind.pipeline, stage=2) as lp:
+            _tile(b, a, out, lp.var)
+
+    got = _expand(_kernel(body))
+    ir.verify(got)
+    (branch,) = got.functions[0].body
+    end = branch.then_body[0]
+    assert isinstance(end, Assign) and end.var.type == ScalarType(INT32)

@@ -56,8 +56,12 @@ if __name__ == "__main__":
 """
 
 POOL = "executor = None"
+# A LocalCluster closes a worker slot for good when no worker of that name is back within
+# `lost-worker-timeout` (15 s) of a death; the deadly points kill workers again and again, and
+# on a loaded machine a restart can miss that window, leaving no workers and the sweep waiting.
 DASK = (
-    "import distributed\n"
+    "import dask, distributed\n"
+    "    dask.config.set({'distributed.deploy.lost-worker-timeout': '10min'})\n"
     "    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,"
     " dashboard_address=None)\n"
     "    executor = distributed.Client(cluster).get_executor()"

@@ -227,7 +227,7 @@ OpDesc l1_to_l0a_op(int64_t bytes) {
 
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr, uint64_t not_before, uint64_t* publish_end,
-              PipeRoute route) {
+              PipeRoute route, Instr::Hold hold) {
   CoreContext& core = current_core();
   Instr in;
   in.kind = InstrKind::kOp;
@@ -243,6 +243,7 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
   in.accesses = accesses;
   in.not_before = not_before;
   in.publish_end = publish_end;
+  in.hold = hold;
   core.model.issue(std::move(in));
 }
 

@@ -155,7 +155,8 @@ struct PipeRoute {
 };
 void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& accesses,
               uint64_t bytes, int64_t addr, uint64_t not_before = 0,
-              uint64_t* publish_end = nullptr, PipeRoute route = {});
+              uint64_t* publish_end = nullptr, PipeRoute route = {},
+              Instr::Hold hold = Instr::Hold::kNone);
 
 // A vector instruction (vector_op's description) reading `a`, `b` (either may be null) and
 // writing `dst`: issue_op without the intermediate access list.

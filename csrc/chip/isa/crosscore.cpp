@@ -105,7 +105,7 @@ extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
   int other = 0;
   auto& q = flag_queue(peer, pipe, id, op, true, &other);
   q.push_back(UINT64_MAX);
-  issue_op(pipe, sync_op(), op, {}, 0, -1, 0, &q.back());
+  issue_op(pipe, sync_op(), op, {}, 0, -1, 0, &q.back(), {}, Instr::Hold::kUntilEnd);
   current_core().waiter->notify();
 }
 
@@ -122,7 +122,7 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   }
   const uint64_t at = q.front();
   q.pop_front();
-  issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr);
+  issue_op(pipe, sync_op(), op, {}, 0, -1, at, nullptr, {}, Instr::Hold::kUntilStart);
 }
 
 extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
@@ -189,7 +189,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   }
   d.acc_row_bytes = s.valid_cols * s.esize;
   issue_op(acc_src ? PYPTO_FIXPIPE : PYPTO_MTE3, d, op, acc, static_cast<uint64_t>(bytes), -1,
-           free_at, &rs.ready_at, {self, other, id});
+           free_at, &rs.ready_at, {self, other, id}, Instr::Hold::kUntilEnd);
   core.waiter->notify();
 }
 
@@ -232,7 +232,7 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
               d.valid_cols * d.esize);
   }
   issue_op(PYPTO_MTE2, o, op, acc, static_cast<uint64_t>(bytes), -1, rs.ready_at, &rs.popped_at,
-           {other, self, id});
+           {other, self, id}, Instr::Hold::kUntilStart);
 }
 
 extern "C" void pypto_tfree(int32_t peer, int32_t id) {

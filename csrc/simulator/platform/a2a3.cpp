@@ -73,6 +73,9 @@ Platform make_a2a3sim() {
   // upstream PyPTO L0CostModel (device FIXPIPE sweep): a store to GM moves the bytes it writes
   // at bw_drain, so its data phase is priced at those bytes (0), not a fixed element size.
   p.fixpipe_gm_priced_elem_bytes = 0;
+  // assumption: a cross-core flag waits on the pipe it names and holds only that pipe, like
+  // every flag here (no device figure separates a cross-core wait's effect on issue).
+  p.cross_sync_holds_issue = 0;
   // device sweeps: set/wait_flag/barrier ~1 cycle, which is the scalar issue slot every
   // instruction pays (scalar_issue_cycles); the flag itself occupies no pipe.
   p.sync_cycles = 0;

@@ -89,6 +89,10 @@ struct Platform {
   // An Acc -> GM store's data phase is priced as if each element were this many bytes (0: the
   // bytes it writes). pto-isa prices every L0C -> GM copy at 2 bytes per element.
   int64_t fixpipe_gm_priced_elem_bytes;
+  // 1: a cross-core sync (a flag or tile-pipe handshake with the other cores of a cluster)
+  // holds this core's instruction issue until it has passed, as a scalar instruction that
+  // later instructions wait for; 0: it holds only its own pipe.
+  int64_t cross_sync_holds_issue;
   RowReduceSteps row_reduce;  // not a table figure: set by a cost profile
 };
 
@@ -129,7 +133,7 @@ struct Platform {
   PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)                                        \
   X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)                               \
   X(task_head_cycles, task_head_cycles) X(task_cold_head_cycles, task_cold_head_cycles)         \
-  X(hbm_efficiency, hbm_efficiency)
+  X(hbm_efficiency, hbm_efficiency) X(cross_sync_holds_issue, cross_sync_holds_issue)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

@@ -1,8 +1,10 @@
 // The "pto-isa" cost profile: the constants of pto-isa's a2a3 cost model (public in
 // hw-native-sys/pto-isa, include/pto/costmodel: the arch table kA2A3ArchConfig, the CCE
 // intrinsic cost table and the formula backend), so that our per-instruction cycles can be
-// compared with that simulator's. Same formulas as the device profile (cost_model.hpp); only
-// the constants differ. Bandwidths there are GiB/s at 1.85 GHz: B/cycle = GiB/s * 2^30 / 1.85e9.
+// compared with that simulator's. Same formulas as the device profile (cost_model.hpp), except
+// where a field selects pto-isa's rule (each with its source below: the L0C -> GM price, the row
+// reductions, a cross-core sync holding the issue). Bandwidths there are GiB/s at 1.85 GHz:
+// B/cycle = GiB/s * 2^30 / 1.85e9.
 #include "simulator/platform/platform.hpp"
 
 namespace pypto {
@@ -73,6 +75,15 @@ Platform apply_pto_isa_profile(Platform p) {
   // time, so a consumer starts on the cycle its producer ends. (Its CCE layer's EstimateConstCycles
   // charges a flag 1 cycle, but only inside an instruction's own trace, never on a kernel's pipe.)
   p.sync_cycles = 0;
+  // pto-isa Perf-Sim: TPUSH / TPOP / TALLOC / TFREE are Scalar-stage instructions
+  // (perf_sim/latency.hpp line 45) in one FIFO Scalar queue (only a queue's front entry starts:
+  // pipe_model_sim_impl.inl TryDispatchSingleCore, lines 105-125); a push waits for the end of
+  // the last FIXPIPE (cube to vector) or MTE3 (vector to cube) instruction before it and a pop
+  // for its push (pipe_model_queue_impl.inl AttachPopWaits / AttachPushWaits, lines 314-341);
+  // every later instruction with no cross-pipe data dependency waits for the latest Scalar
+  // instruction (perf_sim/tile_dep_tracker.hpp lines 80-90, "Scalar fallback"). So a
+  // cross-core sync holds the core's issue until it has passed.
+  p.cross_sync_holds_issue = 1;
   // Perf-Sim times one kernel from its first instruction and has no shared HBM limit: no head
   // before a core's task, the nominal HBM figure; between dependent tasks the profile keeps the
   // device sweeps' whole 0.8 us pickup (pto-isa has no figure for it).

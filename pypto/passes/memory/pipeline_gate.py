@@ -44,15 +44,21 @@ def _align(n: int, a: int) -> int:
 
 def _bytes(groups: Groups, root: str, align: int) -> int:
     ref = groups.memref.get(root)
-    size = max(groups.live.vars[m].type.nbytes for m in groups.members[root])  # type: ignore[attr-defined]
+    size = max(groups.live.tile(m).nbytes for m in groups.members[root])
     return _align(size, align) * (ref.slots if ref is not None else 1)
+
+
+def _space_name(groups: Groups, name: str) -> str | None:
+    """The memory space of tile ``name`` (None when it is not a tracked, placed tile)."""
+    name = groups.live.canon(name)
+    space = groups.live.tile(name).memory if name in groups.live.vars else None
+    return space.name if space is not None else None
 
 
 def _roots(groups: Groups, clone: PipelineClone, space: str) -> list[str]:
     out: list[str] = []
     for name in clone.staged:
-        var = groups.live.vars.get(groups.live.canon(name))
-        if var is not None and var.type.memory is not None and var.type.memory.name == space:  # type: ignore[attr-defined]
+        if _space_name(groups, name) == space:
             root = groups.find(name)
             if root not in out:
                 out.append(root)
@@ -91,8 +97,7 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
     per_stage = sum(_bytes(groups, r, align) for r in first)
     others = 0
     for root in groups.roots():
-        var = groups.live.vars[root]
-        if root in mine or var.type.memory is None or var.type.memory.name != space:  # type: ignore[attr-defined]
+        if root in mine or _space_name(groups, root) != space:
             continue
         if groups.memref.get(root) is not None or any(groups.interferes(root, r) for r in first):
             others += _bytes(groups, root, align)
@@ -121,11 +126,7 @@ class Shortfall:
 
 def _hoisted_in(group: PipelineGroup, space: str, groups: Groups) -> bool:
     """Whether the first clone hoisted a tile that lives in ``space``."""
-    for name in group.blocks[0][0].hoisted:
-        var = groups.live.vars.get(groups.live.canon(name))
-        if var is not None and var.type.memory is not None and var.type.memory.name == space:  # type: ignore[attr-defined]
-            return True
-    return False
+    return any(_space_name(groups, name) == space for name in group.blocks[0][0].hoisted)
 
 
 def _in_place_hint(group: PipelineGroup, spaces: frozenset[str], ctx: PassContext) -> None:
@@ -169,7 +170,7 @@ def _space_of(s: Stmt) -> str | None:
     return None
 
 
-def _just_before_use(tails: list[Stmt], late: list[Stmt]) -> list[Stmt]:
+def _just_before_use(tails: list[Stmt], late: list[Assign]) -> list[Stmt]:
     """``tails`` with each ``late`` statement right before the first tail that reads it, with
     the late statements that one reads in turn (an L1 load feeding a late L1 -> L0 copy), in
     their order. The rest of their inputs are defined before the clone's tails."""
@@ -180,25 +181,27 @@ def _just_before_use(tails: list[Stmt], late: list[Stmt]) -> list[Stmt]:
         while grew:
             size = len(need)
             for s in late:
-                if s.var.name in need:  # type: ignore[attr-defined]
+                if s.var.name in need:
                     need |= {v.name for v in nodes_of(s, Var)}
             grew = len(need) > size
-        out += [s for s in late if s.var.name in need]  # type: ignore[attr-defined]
-        late = [s for s in late if s.var.name not in need]  # type: ignore[attr-defined]
+        out += [s for s in late if s.var.name in need]
+        late = [s for s in late if s.var.name not in need]
         out.append(t)
-    return late + out
+    return [*late, *out]
 
 
-def _late_closure(heads: list[Stmt], late: list[Stmt], pos: dict[int, int]) -> tuple[list[Stmt], list[Stmt]]:
+def _late_closure(
+    heads: list[Assign], late: list[Assign], pos: dict[int, int]
+) -> tuple[list[Assign], list[Assign]]:
     """A hoisted statement reading a late one is late too (it cannot run a stage ahead of
     its input): ``(heads, late)`` moved to that fixed point, late in body order (``pos``)."""
-    late_names = {s.var.name for s in late}  # type: ignore[attr-defined]
+    late_names = {s.var.name for s in late}
     grew = True
     while grew:
         moved = [s for s in heads if late_names & {v.name for v in nodes_of(s, Var)}]
         heads = [s for s in heads if s not in moved]
         late += moved
-        late_names |= {s.var.name for s in moved}  # type: ignore[attr-defined]
+        late_names |= {s.var.name for s in moved}
         grew = bool(moved)
     return heads, sorted(late, key=lambda s: pos[id(s)])
 
@@ -208,25 +211,26 @@ def _reorder(
 ) -> tuple[Stmt, ...]:
     """Heads of clone k+depth go right after the compute of clone k; hoisted tiles of the
     ``in_place`` spaces go back in front of their first use in their own clone."""
-    slots, heads, tails = [], [[] for _ in block], [[] for _ in block]  # type: ignore[var-annotated]
-    late: list[list[Stmt]] = [[] for _ in block]
+    slots: list[int] = []
+    heads: list[list[Assign]] = [[] for _ in block]  # hoisted: run a stage ahead
+    late: list[list[Assign]] = [[] for _ in block]  # hoisted, but put back before their first use
+    tails: list[list[Stmt]] = [[] for _ in block]
     for j, s in enumerate(body):
         k = _owner(s, block)
         if k is None:
             continue
         slots.append(j)
-        hoisted = isinstance(s, Assign) and s.var.name in block[k].hoisted
-        if hoisted and _space_of(s) in in_place:
-            late[k].append(s)
+        if isinstance(s, Assign) and s.var.name in block[k].hoisted:
+            (late if _space_of(s) in in_place else heads)[k].append(s)
         else:
-            (heads if hoisted else tails)[k].append(s)
+            tails[k].append(s)
     pos = {id(s): j for j, s in enumerate(body)}
     for k in range(len(block)):
         heads[k], late[k] = _late_closure(heads[k], late[k], pos)
     tails = [_just_before_use(t, lt) for t, lt in zip(tails, late)]
-    order = [s for k in range(min(depth, len(block))) for s in heads[k]]
+    order: list[Stmt] = [s for k in range(min(depth, len(block))) for s in heads[k]]
     for k in range(len(block)):
-        order += tails[k] + (heads[k + depth] if k + depth < len(block) else [])
+        order += [*tails[k], *(heads[k + depth] if k + depth < len(block) else [])]
     out = list(body)
     for j, s in zip(slots, order):
         out[j] = s

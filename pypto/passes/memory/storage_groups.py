@@ -14,17 +14,18 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pypto.errors import CompileError
-from pypto.ir.expr import Call, Expr, Var
+from pypto.errors import CompileError, SourceSpan
+from pypto.ir.enums import MemorySpace
+from pypto.ir.expr import Call, Expr, Var, as_var, tile_type
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, Type, same_shape_dtype
+from pypto.ir.types import MemRef, Type
 from pypto.ir.visit import retype, rewrite, walk
 from pypto.passes.memory.tile_storage import (
     ACCUMULATORS,
-    INPLACE,
     Groups,
     Liveness,
+    in_place,
     insert_copies,
     is_tile,
     viewed,
@@ -57,10 +58,12 @@ class Buffer:
 
 
 # --- grouping ----------------------------------------------------------------------------------
-def _force(groups: Groups, a: str, b: str, span, why: str) -> None:
-    if not groups.may_join(a, b) or groups.interferes(a, b):
+def _force(groups: Groups, a: str, b: Expr, span: SourceSpan | None, why: str) -> None:
+    """Tile ``a`` and the tile ``b`` (a Var in normal form) must be one buffer."""
+    name = as_var(b).name
+    if not groups.may_join(a, name) or groups.interferes(a, name):
         raise CompileError(why, span)
-    groups.union(a, b)
+    groups.union(a, name)
 
 
 def _forced_groups(fn: Function, groups: Groups) -> None:
@@ -74,29 +77,29 @@ def _forced_groups(fn: Function, groups: Groups) -> None:
                 if is_tile(it.var):
                     for other in (it.init, y, r):
                         why = f"loop-carried tile {it.var.name!r} cannot keep one buffer around the loop"
-                        _force(groups, it.var.name, other.name, node.span, why)  # type: ignore[attr-defined]
+                        _force(groups, it.var.name, other, node.span, why)
         elif isinstance(node, If):
             for body in (node.then_body, node.else_body):
                 last = body[-1] if body else None
                 for r, y in zip(node.results, last.values if isinstance(last, Yield) else ()):
                     if is_tile(r):
-                        _force(groups, r.name, y.name, node.span, f"if-result {r.name!r} needs one buffer")  # type: ignore[attr-defined]
+                        _force(groups, r.name, y, node.span, f"if-result {r.name!r} needs one buffer")
         elif isinstance(node, Assign) and isinstance(node.value, Call) and node.value.op in ACCUMULATORS:
-            acc = node.value.arg("acc")
+            acc = node.value.var_arg("acc")
             why = (
-                f"pl.{node.value.op.removeprefix('tile.')} updates its accumulator {acc.name!r} in place, so "  # type: ignore[attr-defined]
+                f"pl.{node.value.op.removeprefix('tile.')} updates its accumulator {acc.name!r} in place, so "
                 "it cannot be used after this call (use the result instead)"
             )
-            _force(groups, node.var.name, acc.name, node.span, why)  # type: ignore[attr-defined]
-        elif isinstance(node, Assign) and viewed(node.value) is not None:
-            src = viewed(node.value)[0]  # type: ignore[index]
+            _force(groups, node.var.name, acc, node.span, why)
+        elif isinstance(node, Assign) and isinstance(node.value, Call) and (view := viewed(node.value)):
+            src = view[0]
             if is_tile(node.var):
-                what = f"pl.{node.value.op.removeprefix('tile.')}"  # type: ignore[attr-defined]
+                what = f"pl.{node.value.op.removeprefix('tile.')}"
                 why = (
                     f"{what} returns {src.name!r}'s own storage, so {src.name!r} cannot be "
                     "written after this call, nor used after it when the call writes (use the result)"
                 )
-                _force(groups, node.var.name, src.name, node.span, why)
+                _force(groups, node.var.name, src, node.span, why)
 
 
 def _pin_declared(groups: Groups) -> None:
@@ -108,7 +111,7 @@ def _pin_declared(groups: Groups) -> None:
 
 
 def _try(groups: Groups, a: str, b: str) -> bool:
-    same_space = groups.live.vars[a].type.memory == groups.live.vars[b].type.memory  # type: ignore[attr-defined]
+    same_space = groups.live.tile(a).memory == groups.live.tile(b).memory
     if same_space and groups.may_join(a, b) and not groups.interferes(a, b):
         groups.union(a, b)
         return True
@@ -120,10 +123,10 @@ def _coalesce(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> No
         _try(groups, dst, src)
     for node in walk(fn.body):  # in place: an elementwise result over an input that dies there
         if isinstance(node, Assign) and is_tile(node.var) and isinstance(node.value, Call):
-            ok = INPLACE.get(node.value.op, frozenset())
             for p, a in zip(get_op(node.value.op).params, node.value.args):
-                fits = p.name in ok and is_tile(a) and same_shape_dtype(a.type, node.var.type)  # type: ignore[attr-defined]
-                if fits and _try(groups, node.var.name, a.name):  # type: ignore[attr-defined]
+                if not (is_tile(a) and in_place(node.value.op, p.name, a.type, node.var.type)):
+                    continue
+                if _try(groups, node.var.name, a.name):
                     break
 
 
@@ -131,18 +134,18 @@ def buffers(groups: Groups) -> list[Buffer]:
     live, out = groups.live, []
     for root in groups.roots():
         members = sorted(groups.members[root], key=live.order.__getitem__)
-        types = [live.vars[m].type for m in members]
-        spaces = {t.memory for t in types}  # type: ignore[attr-defined]
-        if None in spaces:
+        types = [live.tile(m) for m in members]
+        spaces = {t.memory for t in types if t.memory is not None}
+        if len(spaces) < len({t.memory for t in types}):  # one of them is unplaced
             raise CompileError(
                 f"tile {root!r} has no memory space (InferMemorySpaces must run first)",
-                live.spans[root],  # type: ignore[arg-type]
+                live.spans[root],
             )
         if len(spaces) > 1:
             raise CompileError(
                 f"tiles {', '.join(members)} share storage but live in different memory spaces "
                 f"({', '.join(sorted(s.name for s in spaces))})",
-                live.spans[root],  # type: ignore[arg-type]
+                live.spans[root],
             )
         pinned = groups.memref[root]
         out.append(
@@ -150,7 +153,7 @@ def buffers(groups: Groups) -> list[Buffer]:
                 root,
                 members,
                 spaces.pop().name,
-                max(t.nbytes for t in types),  # type: ignore[attr-defined]
+                max(t.nbytes for t in types),
                 pinned.slots if pinned else 1,
                 live.order[members[0]],
                 pinned,
@@ -195,10 +198,13 @@ def check_copies(fn: Function, copies: list[tuple[str, str]]) -> None:
     """A copy that stayed must be one the ISA can do: within a space, only Vec has one."""
     kept = {dst for dst, _ in copies}
     for node in walk(fn.body):
-        if isinstance(node, Assign) and node.var.name in kept and node.var.type.memory.name != "Vec":  # type: ignore[attr-defined]
-            src = node.value.arg("tile")  # type: ignore[attr-defined]
+        if not (isinstance(node, Assign) and node.var.name in kept and isinstance(node.value, Call)):
+            continue
+        space = tile_type(node.var).memory
+        if space is not MemorySpace.Vec:
+            where = space.name if space else None
             raise CompileError(
-                f"tile {src.name!r} in {node.var.type.memory.name} must be copied to keep a "  # type: ignore[attr-defined]
+                f"tile {node.value.var_arg('tile').name!r} in {where} must be copied to keep a "
                 "loop-carried or merged value in one buffer, but that space has no on-chip copy; "
                 "do not use the old value after the new one is computed",
                 node.span,
@@ -229,9 +235,9 @@ def bind_storage(
     types: dict[str, Type] = {}
     for name, var in groups.live.vars.items():
         b = by_root[groups.find(name)]
-        t = var.type
-        own = t.memref.index if t.memref is not None and b.pinned is not None else None  # type: ignore[attr-defined]
-        types[name] = dataclasses.replace(t, memref=memref(b, own))  # type: ignore[type-var]
+        t = tile_type(var)
+        own = t.memref.index if t.memref is not None and b.pinned is not None else None
+        types[name] = dataclasses.replace(t, memref=memref(b, own))
     fn = drop_copies(retype(fn, types), groups, copies)
     check_copies(fn, copies)
     return dataclasses.replace(fn, pipeline_groups=())

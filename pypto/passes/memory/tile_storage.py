@@ -20,14 +20,16 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import TypeGuard
 
+from pypto.errors import SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Node, Var
+from pypto.ir.expr import Call, Node, Var, tile_type
 from pypto.ir.names import NameSupply
 from pypto.ir.ops import BINARY, UNARY, get_op
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
-from pypto.ir.types import MemRef, TileType, same_shape_dtype
+from pypto.ir.types import MemRef, TileType, Type, same_shape_dtype
 from pypto.ir.visit import nodes_of
 from pypto.passes._scan import defined_names
 
@@ -48,6 +50,20 @@ INPLACE: dict[str, frozenset[str]] = {
     "tile.batch_matmul_acc": frozenset({"acc"}),
     "tile.gemv_acc": frozenset({"acc"}),
 }
+
+
+def in_place(op: str, param: str, operand: Type, result: Type) -> bool:
+    """Whether ``op`` may write its result over ``operand`` (its parameter ``param``): an
+    INPLACE op of one shape and dtype, or a cast between dtypes of one width (TCVT converts
+    element i from the bytes it then writes; a wider result would run ahead of its reads,
+    so only equal widths are safe, as the ISA's overlap check also says)."""
+    if op == "tile.cast":
+        if not (isinstance(operand, TileType) and isinstance(result, TileType)):
+            return False
+        return operand.shape == result.shape and operand.dtype.bits == result.dtype.bits
+    return param in INPLACE.get(op, frozenset()) and same_shape_dtype(operand, result)
+
+
 # Cube ops that add into their accumulator in place: the result *is* the accumulator.
 ACCUMULATORS = frozenset({"tile.matmul_acc", "tile.batch_matmul_acc", "tile.gemv_acc"})
 
@@ -68,12 +84,13 @@ def viewed(call: object) -> tuple[Var, bool] | None:
     if not isinstance(call, Call) or call.op not in VIEWS:
         return None
     src = call.arg(VIEWS[call.op])
-    if not is_tile(src) or (call.op == "tile.slice" and src.type.memory in (None, MemorySpace.Vec)):  # type: ignore[attr-defined]
+    if not is_tile(src) or (call.op == "tile.slice" and tile_type(src).memory in (None, MemorySpace.Vec)):
         return None
-    return src, call.op in READ_ONLY_VIEWS  # type: ignore[return-value]
+    return src, call.op in READ_ONLY_VIEWS
 
 
-def is_tile(v: object) -> bool:
+def is_tile(v: object) -> TypeGuard[Var]:
+    """True for a named tile (a ``Var`` of ``TileType``); narrows ``v`` to ``Var``."""
     return isinstance(v, Var) and isinstance(v.type, TileType)
 
 
@@ -156,7 +173,7 @@ class Liveness:
         self.alias: dict[str, str] = {}
         self.order: dict[str, int] = {}  # definition order, for placement
         self.vars: dict[str, Var] = {}
-        self.spans: dict[str, object] = {}
+        self.spans: dict[str, SourceSpan | None] = {}
         self.clash: dict[str, set[str]] = defaultdict(set)
         # Tiles the user bound to a pl.MemRef: op results with the annotation. Loop and if
         # values that merely inherit the type from their init / branch are not pinned.
@@ -167,7 +184,11 @@ class Liveness:
     def canon(self, name: str) -> str:
         return self.alias.get(name, name)
 
-    def _def(self, v: Var, span) -> None:
+    def tile(self, name: str) -> TileType:
+        """The type of the tile ``name`` (every value this analysis tracks is a tile)."""
+        return tile_type(self.vars[name])
+
+    def _def(self, v: Var, span: SourceSpan | None) -> None:
         self.vars[v.name] = v
         if v.name not in self.alias:
             self.order.setdefault(v.name, len(self.order))
@@ -177,8 +198,8 @@ class Liveness:
         for s in body:
             if isinstance(s, Assign) and is_tile(s.var):
                 if is_tile(s.value):
-                    self.alias[s.var.name] = self.canon(s.value.name)  # type: ignore[attr-defined]
-                elif declared(s.var.type) is not None:  # type: ignore[arg-type]
+                    self.alias[s.var.name] = self.canon(s.value.name)
+                elif declared(tile_type(s.var)) is not None:
                     self.bound.add(s.var.name)
                 self._def(s.var, s.span)
             elif isinstance(s, For):
@@ -236,13 +257,12 @@ class Liveness:
         """Operands an op reads while writing its result, when it cannot do so in place."""
         if not isinstance(s.value, Call):
             return
-        ok = INPLACE.get(s.value.op, frozenset())
         view = VIEWS.get(s.value.op) if viewed(s.value) is not None else None
         for p, a in zip(get_op(s.value.op).params, s.value.args):
             if p.name == view:
                 continue
-            if is_tile(a) and not (p.name in ok and same_shape_dtype(a.type, s.var.type)):  # type: ignore[attr-defined]
-                self._defined(s.var.name, {self.canon(a.name)})  # type: ignore[attr-defined]
+            if is_tile(a) and not in_place(s.value.op, p.name, a.type, s.var.type):
+                self._defined(s.var.name, {self.canon(a.name)})
 
     def _for(self, s: For, live_out: frozenset[str]) -> frozenset[str]:
         pairs = [(it.var.name, r.name) for it, r in zip(s.iter_args, s.results) if is_tile(it.var)]
@@ -281,8 +301,7 @@ class Groups:
         self.members: dict[str, set[str]] = {n: {n} for n in live.order}
         self.clash: dict[str, set[str]] = {n: set(live.clash.get(n, ())) for n in live.order}
         self.memref: dict[str, MemRef | None] = {
-            n: declared(live.vars[n].type) if n in live.bound else None  # type: ignore[arg-type]
-            for n in live.order
+            n: declared(live.tile(n)) if n in live.bound else None for n in live.order
         }
 
     def find(self, name: str) -> str:

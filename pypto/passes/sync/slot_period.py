@@ -3,7 +3,7 @@ only ``2 * period`` trips to reach the steady state of its slot pattern."""
 
 from __future__ import annotations
 
-from pypto.ir.expr import BinOp, Const, UnaryOp, Var
+from pypto.ir.expr import BinOp, Const, UnaryOp, Var, as_const
 from pypto.ir.stmt import For
 from pypto.passes.sync.sync_state import evaluate
 
@@ -41,13 +41,15 @@ def _modular_period(index, s: For) -> int | None:
     m, f = int(index.rhs.value), _affine(index.lhs, s.var.name)
     if f is None or m == 0:
         return None
-    return next((p for p in range(1, MAX_PERIOD + 1) if (f[0] * p * int(s.step.value)) % m == 0), None)  # type: ignore[attr-defined]
+    return next(
+        (p for p in range(1, MAX_PERIOD + 1) if (f[0] * p * int(as_const(s.step).value)) % m == 0), None
+    )
 
 
 def sequence_period(index, s: For, trips: int) -> int | None:
     if trips > _MAX_ENUMERATED_TRIPS:  # too long to enumerate: the slot index must be modular
         return _modular_period(index, s)
-    values = range(int(s.start.value), int(s.stop.value), int(s.step.value))  # type: ignore[attr-defined]
+    values = s.constant_range() or range(0)
     seq = [evaluate(index, {s.var.name: i}) for i in values]
     if None in seq:
         return None

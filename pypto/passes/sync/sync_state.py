@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pypto.ir.enums import Pipe
 from pypto.ir.expr import BinOp, Call, Const, Expr, UnaryOp, Var
 from pypto.ir.ops import get_op
-from pypto.ir.stmt import Assign, Eval, Function, Stmt
+from pypto.ir.stmt import Assign, Eval, For, Function, If, Stmt, Yield
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of
 
@@ -84,21 +84,19 @@ def tile_range(t: TileType, env: Env, opaque: AbstractSet = frozenset()) -> tupl
     if ref is None or ref.size is None:
         return (space, 0, _WHOLE_SPACE)  # no storage bound yet: assume it may be anywhere
     base = ref.offset
-    if not ref.allocated:  # a PTOAS region: disjoint from every other region, offsets inside it
+    if base is None:  # not allocated: a PTOAS region, disjoint from every other, offsets inside it
         space, base = f"{space}:{ref.name}", 0
     if ref.slots > 1:
         k = evaluate(ref.index, env) if ref.index is not None and ref.index not in opaque else None
         if k is None:
-            return (space, base, base + ref.slots * ref.size)  # type: ignore[operator]
-        lo = base + k * ref.size  # type: ignore[operator]
+            return (space, base, base + ref.slots * ref.size)
+        lo = base + k * ref.size
         return (space, lo, lo + t.nbytes)
-    return (space, base, base + t.nbytes)  # type: ignore[operator]
+    return (space, base, base + t.nbytes)
 
 
 def gm_roots(fn: Function) -> dict[str, frozenset[str]]:
     """Which tensor parameters each tensor name may be (``t2 = pl.store(..., t)``, loops)."""
-    from pypto.ir.stmt import For, If, Yield
-
     roots = {p.var.name: frozenset({p.var.name}) for p in fn.params if isinstance(p.var.type, TensorType)}
 
     def of(e: object) -> frozenset[str]:

@@ -25,14 +25,14 @@ def cpu_split(run) -> tuple[float, dict[str, float]]:
     thread's own work (timing model, control flow, checks, ops done in place) without its
     spinning for the data thread; "data": the queued data work, on the data thread or taken
     over by the run's thread while it would have waited."""
-    from pypto import _native
+    from pypto import _native_testing
 
-    before, cpu0 = _native.data_queue_times(), time.thread_time()
+    before, cpu0 = _native_testing.data_queue_times(), time.thread_time()
     t0 = time.perf_counter()
     run()
     wall = time.perf_counter() - t0
     cpu = time.thread_time() - cpu0
-    d = {k: (v - before[k]) / 1e9 for k, v in _native.data_queue_times().items()}
+    d = {k: (v - before[k]) / 1e9 for k, v in _native_testing.data_queue_times().items()}
     return wall, {
         "timing": cpu - d["run_waiting_ns"] - d["run_helping_ns"],
         "data": d["data_cpu_ns"] - d["data_idle_ns"] + d["run_helping_ns"],

@@ -15,52 +15,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto import _native
 from pypto.errors import ConfigError
-from pypto.hardware import MAX_EVENT_IDS, MAX_L2_WAYS
 
-# Ranges of what-if values, chosen so the simulator stays exact: the simulator allocates each
-# on-chip space for real (capacities up to 1 GiB), counts cores and events in small tables,
-# and converts costs (cycles, bytes / bandwidth) to 64-bit cycle counts, which cannot wrap
-# while per-op costs stay below ~1e11 cycles (assumption: runs of < 1e7 instructions).
-# The encodings' limits are the simulator's own (pypto.hardware), never restated here.
-_INT_LIMITS = {
-    "aic_cores": 4096,
-    "aiv_cores": 4096,
-    "event_ids": MAX_EVENT_IDS,
-    "cross_flag_ids": MAX_EVENT_IDS,
-    "l2_ways": MAX_L2_WAYS,
-    "vec_mat_routes": 1,
-}
-_BYTES_LIMIT = 1 << 30
-_FLOAT_LIMITS = {"clock_hz": (1e3, 1e13)}
-_BANDWIDTH = (1e-2, 1e6)  # bytes per cycle
-_CYCLES = (0.0, 1e6)  # per-op cycle constants (0 allowed: "free")
+if TYPE_CHECKING:
+    # To mypy, a table's fields are the bound Platform's typed attributes (one per entry of the
+    # C++ field list, in the generated stub); at run time they are read from ``fields``.
+    _TypedFields = _native.Platform
+else:
+    _TypedFields = object
 
 
-def override_rule(key: str, current: float | int) -> tuple[type, float, float]:
-    """(type, lowest, highest) allowed for an override of platform field ``key``."""
-    if key in ("vec_mat_routes", "cross_sync_holds_issue"):  # a rule switched on or off
-        return int, 0, 1
-    if key == "fixpipe_gm_priced_elem_bytes":  # 0: the bytes the store writes
-        return int, 0, 8
-    if key == "alignment_bytes":
-        return int, 1, 4096
-    if key == "hbm_efficiency":  # a share of the nominal bandwidth
-        return float, 1e-9, 1.0
-    if isinstance(current, int):
-        return int, 1, _INT_LIMITS.get(key, _BYTES_LIMIT)
-    if key in _FLOAT_LIMITS:
-        return (float, *_FLOAT_LIMITS[key])
-    if key.startswith("bw_"):
-        return (float, *_BANDWIDTH)
-    return float, 1e-9, _CYCLES[1]
+def override_rule(key: str) -> tuple[type, float, float]:
+    """(type, lowest, highest) allowed for an override of platform field ``key``: the
+    simulator's own rule (``platform_field_rule``, with the reason of each range), read, never
+    restated here."""
+    integer, lo, hi = _native.platform_field_rule(key)
+    return (int if integer else float), lo, hi
 
 
-def _checked_override(key: str, value: Any, current: float | int) -> float | int:
-    kind, lo, hi = override_rule(key, current)
+def _checked_override(key: str, value: Any) -> float | int:
+    kind, lo, hi = override_rule(key)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"platform field {key!r} must be a positive number, got {value!r}")
     value = int(value) if isinstance(value, numbers.Integral) else float(value)  # numpy scalars too
@@ -78,8 +55,9 @@ def _checked_override(key: str, value: Any, current: float | int) -> float | int
 
 
 @dataclass(frozen=True)
-class Platform:
-    """One platform's table. Fields read as attributes: ``get("a2a3sim").ub_bytes``."""
+class Platform(_TypedFields):
+    """One platform's table. Fields read as attributes, typed as the C++ table declares them:
+    ``get("a2a3sim").ub_bytes`` is an int."""
 
     name: str
     device: str
@@ -101,7 +79,7 @@ class Platform:
         for key, value in overrides.items():
             if key not in merged:
                 raise ConfigError(f"unknown platform field {key!r}; fields: {', '.join(sorted(merged))}")
-            merged[key] = _checked_override(key, value, merged[key])
+            merged[key] = _checked_override(key, value)
         return Platform(
             self.name,
             self.device,

@@ -7,7 +7,6 @@
 namespace pypto {
 void bind_errors(pybind11::module_& m);
 void bind_platform(pybind11::module_& m);
-void bind_simulator(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_tools(pybind11::module_& m);
 void bind_isolate(pybind11::module_& m);

@@ -6,7 +6,6 @@ PYBIND11_MODULE(_native, m) {
   m.attr("abi_version") = PYPTO_ABI_VERSION;
   pypto::bind_errors(m);
   pypto::bind_platform(m);
-  pypto::bind_simulator(m);
   pypto::bind_runtime(m);
   pypto::bind_tools(m);
   pypto::bind_isolate(m);

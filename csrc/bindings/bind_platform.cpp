@@ -1,5 +1,11 @@
-// Platform tables, read-only, as plain dicts (pypto.platforms wraps them in a dataclass).
+// Platform tables, read-only: as plain dicts (pypto.platforms wraps them in a dataclass) and as
+// the bound Platform, whose attributes are the C++ field list (PYPTO_PLATFORM_FIELDS).
 #include <pybind11/stl.h>
+
+#include <iomanip>
+#include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "bindings/bind.hpp"
 #include "chip/isa/cube.hpp"
@@ -87,22 +93,67 @@ py::dict hardware_facts() {
   return d;
 }
 
-// Overrides the encodings or the models cannot hold are refused before anything runs.
+// The values an override of a platform field may take: each range stated once, here. Python's
+// with_overrides reads them (platform_field_rule) to name a bad value before anything runs, and
+// make_platform refuses a changed field outside them. They keep the simulator exact: it
+// allocates each on-chip space for real (capacities up to 1 GiB), counts cores and events in
+// small tables, and converts costs (cycles, bytes / bandwidth) to 64-bit cycle counts, which
+// cannot wrap while per-op costs stay below ~1e11 cycles (assumption: runs of < 1e7
+// instructions). The encodings' capacities are hardware.hpp's.
+struct FieldRule {
+  bool integer;
+  double lo, hi;
+};
+
+FieldRule field_rule(const std::string& key, bool integer) {
+  constexpr double kBytes = double(int64_t{1} << 30);
+  if (key == "event_ids" || key == "cross_flag_ids") return {true, 1, hw::kMaxEventIds};
+  if (key == "l2_ways") return {true, 1, hw::kMaxL2Ways};
+  if (key == "aic_cores" || key == "aiv_cores") return {true, 1, 4096};
+  if (key == "vec_mat_routes" || key == "cross_sync_holds_issue")
+    return {true, 0, 1};                                           // a rule switched on or off
+  if (key == "fixpipe_gm_priced_elem_bytes") return {true, 0, 8};  // 0: the bytes it writes
+  if (key == "alignment_bytes") return {true, 1, 4096};
+  if (key == "hbm_efficiency") return {false, 1e-9, 1.0};  // a share of the nominal bandwidth
+  if (key == "clock_hz") return {false, 1e3, 1e13};
+  if (key.rfind("bw_", 0) == 0) return {false, 1e-2, 1e6};  // bytes per cycle
+  if (integer) return {true, 1, kBytes};                    // sizes and counts
+  return {false, 1e-9, 1e6};                                // per-op cycle constants
+}
+
+// The rule of a PYPTO_PLATFORM_FIELDS field by its name (integer-ness from its C++ type).
+FieldRule field_rule(const std::string& key) {
+#define PYPTO_RULE(field, member) \
+  if (key == #field)              \
+    return field_rule(key, std::is_integral_v<decltype(std::declval<Platform&>().member)>);
+  PYPTO_PLATFORM_FIELDS(PYPTO_RULE)
+#undef PYPTO_RULE
+  throw SimError(ErrorKind::kInvalidArgument, "unknown platform field '" + key + "'");
+}
+
+// A field's value as its type writes it (an integer field without exponent or fraction).
+std::string spelled(double x, bool integer) {
+  if (integer) return std::to_string(static_cast<int64_t>(x));
+  std::ostringstream out;
+  out << std::setprecision(15) << x;
+  return out.str();
+}
+
+void check_override(const Platform& p, const std::string& key, double value) {
+  const FieldRule r = field_rule(key);
+  if (!(value >= r.lo && value <= r.hi)) {
+    throw SimError(ErrorKind::kInvalidArgument,
+                   "platform " + p.name + ": " + key + " must be in [" + spelled(r.lo, r.integer) +
+                       ", " + spelled(r.hi, r.integer) + "], got " + spelled(value, r.integer));
+  }
+}
+
+// What the models need of the whole table, whatever was overridden.
 void check_platform(const Platform& p) {
-  auto need = [&](bool ok, const std::string& what) {
-    if (!ok) throw SimError(ErrorKind::kInvalidArgument, "platform " + p.name + ": " + what);
-  };
-  const std::string ids =
-      "in [1, " + std::to_string(hw::kMaxEventIds) + "] (the flag encoding's capacity)";
-  need(p.event_ids >= 1 && p.event_ids <= hw::kMaxEventIds, "event_ids must be " + ids);
-  need(p.cross_flag_ids >= 1 && p.cross_flag_ids <= hw::kMaxEventIds,
-       "cross_flag_ids must be " + ids);
-  need(p.tpipe_slots >= 1, "tpipe_slots must be at least 1");
-  need(p.l2_ways >= 1 && p.l2_ways <= hw::kMaxL2Ways,
-       "l2_ways must be in [1, " + std::to_string(hw::kMaxL2Ways) + "]");
-  need(p.l2_line_bytes > 0 && (p.l2_line_bytes & (p.l2_line_bytes - 1)) == 0,
-       "l2_line_bytes must be a power of two");
-  need(p.aic_cores >= 0 && p.aiv_cores >= 0, "core counts must not be negative");
+  if (p.l2_line_bytes <= 0 || (p.l2_line_bytes & (p.l2_line_bytes - 1)) != 0) {
+    throw SimError(ErrorKind::kInvalidArgument,
+                   "platform " + p.name + ": l2_line_bytes must be a power of two");
+  }
 }
 
 }  // namespace
@@ -115,10 +166,12 @@ Platform platform_from_dict(const py::dict& d) {
     std::string key = item.first.cast<std::string>();
     if (key == "name" || key == "device" || key == "cost_profile") continue;
     bool known = false;
-#define PYPTO_FROM_DICT(field, member)                 \
-  if (key == #field) {                                 \
-    p.member = item.second.cast<decltype(p.member)>(); \
-    known = true;                                      \
+#define PYPTO_FROM_DICT(field, member)                                         \
+  if (key == #field) {                                                         \
+    const auto value = item.second.cast<decltype(p.member)>();                 \
+    if (value != p.member) check_override(p, key, static_cast<double>(value)); \
+    p.member = value;                                                          \
+    known = true;                                                              \
   }
     PYPTO_PLATFORM_FIELDS(PYPTO_FROM_DICT)
 #undef PYPTO_FROM_DICT
@@ -129,11 +182,29 @@ Platform platform_from_dict(const py::dict& d) {
 }
 
 void bind_platform(py::module_& m) {
-  py::class_<Platform>(m, "Platform", "A resolved platform table, built once and passed to runs.")
-      .def_readonly("name", &Platform::name);
+  py::class_<Platform> platform(m, "Platform",
+                                "A resolved platform table, built once and passed to runs; "
+                                "each field of the table a typed read-only attribute.");
+  platform.def_readonly("name", &Platform::name)
+      .def_readonly("device", &Platform::device)
+      .def_readonly("cost_profile", &Platform::cost_profile);
+  // Each field of the C++ table, by its own C++ type (int or float in the stub).
+#define PYPTO_PROPERTY(key, member) \
+  platform.def_property_readonly(#key, [](const Platform& p) { return p.member; });
+  PYPTO_PLATFORM_FIELDS(PYPTO_PROPERTY)
+#undef PYPTO_PROPERTY
   m.def(
       "make_platform", &platform_from_dict, py::arg("table"),
       "A native platform from {'name': base table, 'cost_profile': profile, <field>: value, ...}.");
+  m.def(
+      "platform_field_rule",
+      [](const std::string& key) {
+        const FieldRule r = field_rule(key);
+        return std::make_tuple(r.integer, r.lo, r.hi);
+      },
+      py::arg("key"),
+      "(integer field, lowest, highest): the values an override of platform field `key` may "
+      "take.");
   m.def("cost_profile_names", &cost_profile_names, "Cost profiles a table can be read under.");
   m.def("hardware_facts", &hardware_facts,
         "Pipes, flag pipe spellings, memory spaces, dtypes (code, name, numpy name, size), "

@@ -2,6 +2,7 @@
 // pypto.runtime (dtype code per array); this layer only builds descriptors.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <memory>
 #include <optional>
@@ -78,6 +79,39 @@ py::dict memory_to_dict(const MemoryStats& m) {
   return d;
 }
 
+// One kernel instance's results without its records (those are read once, by to_dict).
+struct TaskRun {
+  std::string name;
+  int task = 0, core = 0, cluster = 0, subblock = 0;
+  bool cube = false;
+  int64_t block = 0;
+  uint64_t start = 0, end = 0, cycles = 0, instructions = 0, hazard_count = 0;
+  std::vector<uint64_t> pipe_busy;
+  std::vector<std::string> hazards;
+  MemoryStats memory;
+};
+
+TaskRun task_run(const TaskResult& r, const std::string& name) {
+  const CoreStats& s = r.block.stats;
+  TaskRun t{name,
+            r.task,
+            r.core,
+            r.cluster,
+            r.subblock,
+            r.cube,
+            r.block.block,
+            r.start,
+            r.end,
+            s.total_cycles,
+            s.instructions,
+            r.block.hazard_count,
+            std::vector<uint64_t>(s.pipe_busy.begin(), s.pipe_busy.end()),
+            {},
+            s.memory};
+  for (const Hazard& h : r.block.hazards) t.hazards.push_back(h.describe());
+  return t;
+}
+
 py::dict block_to_dict(BlockResult& r, bool record) {
   py::dict d;
   d["block"] = r.block;
@@ -122,56 +156,42 @@ py::dict chip_to_dict(ChipResult& chip, const std::vector<TaskSpec>& specs, bool
   return result;
 }
 
-ChipResult run_specs(const std::vector<TaskSpec>& specs, const std::vector<pypto_tensor>& table,
-                     const Platform& p, const ScheduleOptions& o) {
-  py::gil_scoped_release release;  // kernels never call back into Python
-  InterruptScope interrupts;
-  return run_tasks(specs, table, p, o);
-}
-
-ScheduleOptions options(bool record, bool hazards_fatal, std::optional<uint64_t> seed,
-                        uint64_t max_cycles, uint64_t max_instructions) {
-  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0), {}};
-  o.limits.max_cycles = max_cycles;
-  o.limits.max_instructions = max_instructions;
-  return o;
-}
-
-py::dict run_kernel(const std::string& path, const std::vector<std::pair<py::array, int>>& tensors,
-                    const std::vector<int64_t>& scalars, const Platform& p,
-                    const std::string& kernel_name, int64_t block_num, bool record,
-                    bool hazards_fatal, const std::string& core, uint64_t max_cycles,
-                    uint64_t max_instructions) {
-  if (block_num < 1) throw SimError(ErrorKind::kInvalidArgument, "block_num must be >= 1");
-  std::vector<pypto_tensor> table;
-  std::vector<int> all;
-  for (const auto& [array, code] : tensors) {
-    all.push_back(static_cast<int>(table.size()));
-    table.push_back(describe(array, code, table.size()));
-  }
-  KernelEntry entry = load_kernel(path);
-  std::vector<TaskSpec> specs;
-  for (int64_t b = 0; b < block_num; ++b) {
-    specs.push_back({entry, kernel_name, all, scalars, core_kind(core), {}, {}, b, block_num});
-  }
-  ChipResult chip = run_specs(
-      specs, table, p, options(record, hazards_fatal, std::nullopt, max_cycles, max_instructions));
-  return chip_to_dict(chip, specs, record);
-}
-
-using TaskTuple =
-    std::tuple<std::string, std::string, std::vector<int>, std::vector<int64_t>, int,
-               std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t, bool>;
-
-std::vector<TaskSpec> task_specs(const std::vector<TaskTuple>& tasks) {
-  std::vector<TaskSpec> specs;
-  for (const auto& [path, name, idx, scalars, kind, deps, gates, block, blocks, early] : tasks) {
-    if (kind < 0 || kind > 2)
-      throw SimError(ErrorKind::kInvalidArgument, "task core kind must be 0, 1 or 2");
-    if (blocks < 1 || block < 0 || block >= blocks)
+// One task as Python describes it (pypto.compile.plan's launch specs): the kernel is named by
+// its .so path and loaded when a runner is built. Checked on construction.
+struct Task {
+  Task(std::string kernel_path, std::string name, std::vector<int> tensors,
+       std::vector<int64_t> scalars, CoreKind core, std::vector<int> deps,
+       std::vector<std::pair<int, int>> write_gates, int64_t block_idx, int64_t block_num,
+       bool early_resolve)
+      : kernel_path(std::move(kernel_path)),
+        name(std::move(name)),
+        tensors(std::move(tensors)),
+        scalars(std::move(scalars)),
+        core(core),
+        deps(std::move(deps)),
+        write_gates(std::move(write_gates)),
+        block_idx(block_idx),
+        block_num(block_num),
+        early_resolve(early_resolve) {
+    if (block_num < 1 || block_idx < 0 || block_idx >= block_num)
       throw SimError(ErrorKind::kInvalidArgument, "task block index must be in [0, block_num)");
-    specs.push_back({load_kernel(path), name, idx, scalars, static_cast<CoreKind>(kind), deps,
-                     gates, block, blocks, early});
+  }
+  std::string kernel_path, name;
+  std::vector<int> tensors;  // indices into the run's tensor table, in ABI order
+  std::vector<int64_t> scalars;
+  CoreKind core;
+  std::vector<int> deps;                         // earlier tasks it waits for before it starts
+  std::vector<std::pair<int, int>> write_gates;  // (earlier task, tensor): only writes wait
+  int64_t block_idx, block_num;
+  bool early_resolve;
+};
+
+std::vector<TaskSpec> task_specs(const std::vector<Task>& tasks) {
+  std::vector<TaskSpec> specs;
+  specs.reserve(tasks.size());
+  for (const Task& t : tasks) {
+    specs.push_back({load_kernel(t.kernel_path), t.name, t.tensors, t.scalars, t.core, t.deps,
+                     t.write_gates, t.block_idx, t.block_num, t.early_resolve});
   }
   return specs;
 }
@@ -183,30 +203,75 @@ std::vector<pypto_tensor> tensor_table(const std::vector<std::pair<py::array, in
   return table;
 }
 
-py::dict run_task_list(const std::vector<TaskTuple>& tasks,
-                       const std::vector<std::pair<py::array, int>>& tensors, const Platform& p,
-                       bool record, bool hazards_fatal, std::optional<uint64_t> seed,
-                       uint64_t max_cycles, uint64_t max_instructions) {
-  const std::vector<pypto_tensor> table = tensor_table(tensors);
-  const std::vector<TaskSpec> specs = task_specs(tasks);
-  ChipResult chip = run_specs(specs, table, p,
-                              options(record, hazards_fatal, seed, max_cycles, max_instructions));
-  return chip_to_dict(chip, specs, record);
-}
-
-// A run's results as the scheduler left them: the dict a report reads is built on request,
-// so a call whose report is never read pays nothing for it.
+// A run's results as the scheduler left them: the dict a report reads, and the typed task
+// list, are built on request, so a call whose results are never read pays nothing for them.
 struct RunResults {
   ChipResult chip;
   std::shared_ptr<const std::vector<TaskSpec>> specs;
   bool record = false;
-  py::object dict;  // built once: the records are handed over to it
+  py::object dict;   // built once: the records are handed over to it
+  py::object tasks;  // list[TaskRun], built once
 
-  py::object to_dict() {
+  using Dict = py::typing::Dict<py::str, py::object>;
+  using TaskRuns = py::typing::List<TaskRun>;
+
+  Dict to_dict() {
     if (dict.is_none()) dict = chip_to_dict(chip, *specs, record);
-    return dict;
+    return py::reinterpret_borrow<Dict>(dict);
+  }
+  TaskRuns task_runs() {
+    if (tasks.is_none()) {
+      py::list out;
+      for (const TaskResult& r : chip.instances)
+        out.append(task_run(r, (*specs)[static_cast<size_t>(r.task)].name));
+      tasks = out;
+    }
+    return py::reinterpret_borrow<TaskRuns>(tasks);
   }
 };
+
+std::unique_ptr<RunResults> results(std::shared_ptr<const std::vector<TaskSpec>> specs,
+                                    bool record) {
+  return std::make_unique<RunResults>(
+      RunResults{{}, std::move(specs), record, py::none(), py::none()});
+}
+
+ScheduleOptions options(bool record, bool hazards_fatal, std::optional<uint64_t> seed,
+                        uint64_t max_cycles, uint64_t max_instructions) {
+  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0), {}};
+  o.limits.max_cycles = max_cycles;
+  o.limits.max_instructions = max_instructions;
+  return o;
+}
+
+std::unique_ptr<RunResults> run_kernel(const std::string& path,
+                                       const std::vector<std::pair<py::array, int>>& tensors,
+                                       const std::vector<int64_t>& scalars, const Platform& p,
+                                       const std::string& kernel_name, int64_t block_num,
+                                       bool record, bool hazards_fatal, const std::string& core,
+                                       uint64_t max_cycles, uint64_t max_instructions) {
+  if (block_num < 1) throw SimError(ErrorKind::kInvalidArgument, "block_num must be >= 1");
+  std::vector<pypto_tensor> table;
+  std::vector<int> all;
+  for (const auto& [array, code] : tensors) {
+    all.push_back(static_cast<int>(table.size()));
+    table.push_back(describe(array, code, table.size()));
+  }
+  KernelEntry entry = load_kernel(path);
+  auto specs = std::make_shared<std::vector<TaskSpec>>();
+  for (int64_t b = 0; b < block_num; ++b) {
+    specs->push_back({entry, kernel_name, all, scalars, core_kind(core), {}, {}, b, block_num});
+  }
+  auto r = results(specs, record);
+  const ScheduleOptions o =
+      options(record, hazards_fatal, std::nullopt, max_cycles, max_instructions);
+  {
+    py::gil_scoped_release release;  // kernels never call back into Python
+    InterruptScope interrupts;
+    r->chip = run_tasks(*specs, table, p, o);
+  }
+  return r;
+}
 
 // A warm call's tensor table, made from the call's arguments (pypto.runtime.warm): per entry
 // the argument it takes, the shape and dtype that argument had when the call was set up, its
@@ -258,10 +323,10 @@ class WarmSpec {
 // each get a pool of their own.
 class TaskRunner {
  public:
-  TaskRunner(const std::vector<TaskTuple>& tasks, py::object platform)
+  // The Platform is kept alive by the binding (keep_alive): the contexts refer to it.
+  TaskRunner(const std::vector<Task>& tasks, const Platform& platform)
       : specs_(std::make_shared<const std::vector<TaskSpec>>(task_specs(tasks))),
-        platform_ref_(std::move(platform)),
-        platform_(platform_ref_.cast<const Platform&>()) {}
+        platform_(platform) {}
 
   std::unique_ptr<RunResults> run(const std::vector<std::pair<py::array, int>>& tensors,
                                   bool record, bool hazards_fatal, std::optional<uint64_t> seed,
@@ -284,7 +349,7 @@ class TaskRunner {
                                         const ScheduleOptions& o) {
     std::unique_ptr<CorePool> pool = std::exchange(idle_, nullptr);
     if (!pool) pool = std::make_unique<CorePool>(platform_);
-    auto r = std::make_unique<RunResults>(RunResults{{}, specs_, o.record, py::none()});
+    auto r = results(specs_, o.record);
     {
       py::gil_scoped_release release;
       InterruptScope interrupts;
@@ -295,29 +360,81 @@ class TaskRunner {
   }
 
   std::shared_ptr<const std::vector<TaskSpec>> specs_;
-  py::object platform_ref_;  // keeps the Platform the contexts refer to alive
   const Platform& platform_;
   std::unique_ptr<CorePool> idle_;
 };
 
 }  // namespace
 
-void bind_runner(py::module_& m) {
+void bind_results(py::module_& m) {
+  py::class_<MemoryStats>(m, "MemoryStats", "The shared memory system's counters of one run.")
+      .def_readonly("l2_hits", &MemoryStats::l2_hits)
+      .def_readonly("l2_misses", &MemoryStats::l2_misses)
+      .def_readonly("hbm_bytes", &MemoryStats::hbm_bytes)
+      .def_readonly("l2_bytes", &MemoryStats::l2_bytes)
+      .def_readonly("stalled_transfers", &MemoryStats::stalled_transfers);
+  py::class_<TaskRun>(m, "TaskRun", "One kernel instance of a run: a task on one core.")
+      .def_readonly("name", &TaskRun::name)
+      .def_readonly("task", &TaskRun::task, "the task's index in the task list")
+      .def_readonly("core", &TaskRun::core, "the core's index among the cores of its kind")
+      .def_readonly("cube", &TaskRun::cube)
+      .def_readonly("cluster", &TaskRun::cluster)
+      .def_readonly("subblock", &TaskRun::subblock, "the AIV's index in its cluster (0 on an AIC)")
+      .def_readonly("block", &TaskRun::block)
+      .def_readonly("start", &TaskRun::start)
+      .def_readonly("end", &TaskRun::end)
+      .def_readonly("cycles", &TaskRun::cycles)
+      .def_readonly("instructions", &TaskRun::instructions)
+      .def_readonly("hazard_count", &TaskRun::hazard_count)
+      .def_readonly("pipe_busy", &TaskRun::pipe_busy, "busy cycles per pipe, in ABI order")
+      .def_readonly("hazards", &TaskRun::hazards)
+      .def_readonly("memory", &TaskRun::memory);
   py::class_<RunResults>(m, "RunResults",
-                         "A run's results; to_dict() builds what run_tasks returns.")
+                         "A run's results: typed attributes, or to_dict() for the report and the "
+                         "trace (with the records, when recorded).")
+      .def_property_readonly("tasks", &RunResults::task_runs)
+      .def_property_readonly("memory", [](const RunResults& r) { return r.chip.memory; })
+      .def_property_readonly("races", [](const RunResults& r) { return r.chip.races; })
       .def("to_dict", &RunResults::to_dict);
+}
+
+void bind_runner(py::module_& m) {
+  py::enum_<CoreKind>(m, "CoreKind", "The cores a task runs on.")
+      .value("aiv", CoreKind::kAiv, "one vector core")
+      .value("aic", CoreKind::kAic, "one cube core")
+      .value("cluster", CoreKind::kCluster, "one cube core and its vector cores together");
+  py::class_<Task>(m, "Task", "One task of a task list, as TaskRunner takes it.")
+      .def(py::init<std::string, std::string, std::vector<int>, std::vector<int64_t>, CoreKind,
+                    std::vector<int>, std::vector<std::pair<int, int>>, int64_t, int64_t, bool>(),
+           py::arg("kernel_path"), py::arg("name"), py::arg("tensors"), py::arg("scalars"),
+           py::arg("core"), py::arg("deps") = std::vector<int>{},
+           py::arg("write_gates") = std::vector<std::pair<int, int>>{}, py::arg("block_idx") = 0,
+           py::arg("block_num") = 1, py::arg("early_resolve") = false)
+      .def_readonly("kernel_path", &Task::kernel_path)
+      .def_readonly("name", &Task::name)
+      .def_readonly("tensors", &Task::tensors, "indices into the run's tensor table, ABI order")
+      .def_readonly("scalars", &Task::scalars, "the scalar slots, as the ABI passes them")
+      .def_readonly("core", &Task::core)
+      .def_readonly("deps", &Task::deps, "earlier tasks it waits for before it starts")
+      .def_readonly("write_gates", &Task::write_gates,
+                    "(earlier task, tensor): its writes into the tensor wait for the task's end")
+      .def_readonly("block_idx", &Task::block_idx)
+      .def_readonly("block_num", &Task::block_num)
+      .def_readonly("early_resolve", &Task::early_resolve);
   py::class_<WarmSpec>(m, "WarmSpec",
                        "A warm call's tensor table from its arguments: (argument, shape, dtype, "
                        "code, numpy flag bits it needs or -1 for a repeated argument) entries.")
       .def(py::init<std::vector<WarmSpec::Entry>>(), py::arg("entries"));
   py::class_<TaskRunner>(m, "TaskRunner",
-                         "A task list (as run_tasks takes it) bound to a platform, run many times.")
-      .def(py::init<const std::vector<TaskTuple>&, py::object>(), py::arg("tasks"),
-           py::arg("platform"))
+                         "A task list bound to a platform, its kernels loaded once, run many "
+                         "times in one simulated clock each.")
+      .def(py::init<const std::vector<Task>&, const Platform&>(), py::arg("tasks"),
+           py::arg("platform"), py::keep_alive<1, 3>())
       .def("run", &TaskRunner::run, py::arg("tensors"), py::arg("record") = false,
            py::arg("hazards_fatal") = true, py::arg("seed") = py::none(), py::arg("max_cycles") = 0,
            py::arg("max_instructions") = 0,
-           "Runs the tasks on `tensors` as run_tasks does; the results, as RunResults.")
+           "Runs the tasks on `tensors` ((array, flagged dtype code) each) on the platform's "
+           "cores; a write gate holds writes into that tensor until its task has ended.")
       .def("run_args", &TaskRunner::run_args, py::arg("spec"), py::arg("args"),
            py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
            py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
@@ -326,15 +443,8 @@ void bind_runner(py::module_& m) {
 }
 
 void bind_runtime(py::module_& m) {
+  bind_results(m);
   bind_runner(m);
-  m.def("run_tasks", &run_task_list, py::arg("tasks"), py::arg("tensors"), py::arg("platform"),
-        py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
-        py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
-        "Runs (path, name, tensor indices, scalars, core kind 0=AIV/1=AIC/2=cluster, deps, write "
-        "gates, block index, block count, early resolve) tasks on the platform's cores in one "
-        "simulated clock; a "
-        "write gate (task, tensor) "
-        "holds writes into that tensor until the task has ended. Returns {tasks, memory, races}.");
   m.def(
       "load_kernel", [](const std::string& path) { load_kernel(path); }, py::arg("path"),
       "Loads a kernel .so and checks it exports kernel_entry.");
@@ -345,7 +455,7 @@ void bind_runtime(py::module_& m) {
         py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("core") = "aiv",
         py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
         "Runs kernel_entry once per block, each block a task on a core of kind `core` ('aiv', "
-        "'aic', or 'cluster': one AIC and its AIVs); returns {tasks, memory, races}.");
+        "'aic', or 'cluster': one AIC and its AIVs).");
 }
 
 }  // namespace pypto

@@ -3,6 +3,7 @@
 // (csrc/tools/perfetto_slices.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <algorithm>
 
@@ -59,6 +60,9 @@ tools::TraceLayout layout_of(const py::dict& d) {
   return l;
 }
 
+// (pid, records columns as run results hold them, JSON-quoted strings) per core.
+using Cores = py::typing::List<py::typing::Tuple<py::str, py::dict, py::typing::List<py::str>>>;
+
 py::dict summary_dict(const tools::TraceSummary& s) {
   py::list sites, cores;
   for (const tools::Site& site : s.sites)
@@ -79,7 +83,7 @@ py::dict summary_dict(const tools::TraceSummary& s) {
   return d;
 }
 
-py::dict write_trace(const py::list& cores, const py::dict& layout, const py::bytes& bin_prefix,
+py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes& bin_prefix,
                      const std::string& json_path, const std::string& bin_path) {
   std::vector<py::object> keep;
   std::vector<tools::CoreRecordsView> views;
@@ -150,12 +154,13 @@ void bind_tools(py::module_& m) {
           py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
           clean = tools::clean_trace(bytes, keep_scalar, source);
         }
-        py::dict stats;
+        py::typing::Dict<py::str, py::int_> stats;
         stats["slices"] = clean.stats.slices;
         stats["lanes"] = clean.stats.lanes;
         stats["flows"] = clean.stats.flows;
         stats["skipped_flags"] = clean.stats.skipped_flags;
-        return py::make_tuple(py::bytes(clean.json), stats);
+        return py::typing::Tuple<py::bytes, py::typing::Dict<py::str, py::int_>>(
+            py::make_tuple(py::bytes(clean.json), stats));
       },
       py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
   py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);

@@ -70,9 +70,10 @@ class Task:
     early_resolve: bool = False  # pl.at(allow_early_resolve=True)
 
     @property
-    def core_kind(self) -> int:
-        """The native scheduler's core kind: 0 AIV, 1 AIC, 2 a whole cluster."""
-        return 2 if self.cluster else int(self.cube)
+    def core_kind(self) -> str:
+        """The cores the task runs on, by the name of the native ``CoreKind`` member: ``"aiv"``,
+        ``"aic"``, or ``"cluster"`` (one AIC and its AIVs)."""
+        return "cluster" if self.cluster else "aic" if self.cube else "aiv"
 
     @property
     def start_deps(self) -> tuple[int, ...]:

@@ -289,7 +289,7 @@ class CompiledProgram:
         for cached in ("_native_cache", "launch_specs", "intermediates"):
             self.__dict__.pop(cached, None)
 
-    def _native_tasks(self) -> tuple[Any, list[int]]:
+    def _native_tasks(self) -> tuple[_native.TaskRunner, list[int]]:
         """The native task runner (built once per task list: its kernels loaded, its cores kept
         between runs) and the table entries duplicated as read-only views: a kernel's input
         that is written elsewhere in the program (an output or an intermediate) is passed to
@@ -303,7 +303,7 @@ class CompiledProgram:
         writable |= {n_params + k for k, e in enumerate(self.intermediates) if e[0] == "new"}
         root = table_roots(self.intermediates, n_params)
         extra: list[int] = []
-        tasks = []
+        tasks: list[_native.Task] = []
         for (
             kernel,
             tensors,
@@ -323,17 +323,17 @@ class CompiledProgram:
                     j = n_table + len(extra) - 1
                 indices.append(j)
             tasks.append(
-                (
-                    str(self.kernels[kernel]),
-                    kernel,
-                    indices,
-                    [scalar_slot(v, name=kernel) for v in scalars],
-                    core_kind,
-                    list(deps),
-                    list(gates),
-                    block_idx,
-                    block_num,
-                    early_resolve,
+                _native.Task(
+                    kernel_path=str(self.kernels[kernel]),
+                    name=kernel,
+                    tensors=indices,
+                    scalars=[scalar_slot(v, name=kernel) for v in scalars],
+                    core=_native.CoreKind.__members__[core_kind],
+                    deps=list(deps),
+                    write_gates=list(gates),
+                    block_idx=block_idx,
+                    block_num=block_num,
+                    early_resolve=early_resolve,
                 )
             )
         runner = _native.TaskRunner(tasks, self._platform()[1])

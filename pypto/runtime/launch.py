@@ -133,7 +133,7 @@ def run_kernel_file(
         return _native.run_kernel(
             str(so_path), tensors, m.scalars, native_plat, kname, block_num, record, hazards == "error",
             core, max_cycles, max_instructions,
-        )  # fmt: skip
+        ).to_dict()  # fmt: skip
 
     try:
         if isolate:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pypto import _native, platforms
+from pypto import _native_testing, platforms
 from pypto.hardware import PIPES
 
 DEVICE_TOLERANCE = 0.10
@@ -109,7 +109,7 @@ class Row:
 
 def measure(profile: str, pipe: str, spec: dict, warm: bool = False, platform: str = "a2a3sim") -> int:
     """Cycles of one instruction (the second of two back to back when ``warm``)."""
-    model = _native.CoreModel(platforms.get(platform, profile).to_native())
+    model = _native_testing.CoreModel(platforms.get(platform, profile).to_native())
     for _ in range(2 if warm else 1):
         model.instr(PIPES.index(pipe), spec)
     model.finish()
@@ -120,7 +120,7 @@ def measure(profile: str, pipe: str, spec: dict, warm: bool = False, platform: s
 def flag_cycles(profile: str, which: str = "set_flag") -> tuple[int, int]:
     """(the run's cycles, the pipe's busy cycles) of one set_flag, wait_flag (on a flag already
     set) or pipe_barrier: its issue slot and its pipe time."""
-    model = _native.CoreModel(platforms.get("a2a3sim", profile).to_native())
+    model = _native_testing.CoreModel(platforms.get("a2a3sim", profile).to_native())
     v, mte3 = PIPES.index("VECTOR"), PIPES.index("MTE3")
     if which == "wait_flag":
         model.set_flag(mte3, v, 0)

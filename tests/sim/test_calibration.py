@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pypto import _native, platforms
+from pypto import _native_testing, platforms
 from pypto.errors import ConfigError
 from pypto.hardware import PIPES
 from pypto.runtime import RunConfig, run_kernel_file
@@ -97,9 +97,9 @@ def test_device_profile_meets_its_device_figures_or_the_page_explains():
     assert exact and all(r.within for r in exact)
 
 
-def _model(profile: str = "device", **overrides) -> _native.CoreModel:
+def _model(profile: str = "device", **overrides) -> _native_testing.CoreModel:
     plat = platforms.get("a2a3sim", profile)
-    return _native.CoreModel((plat.with_overrides(**overrides) if overrides else plat).to_native())
+    return _native_testing.CoreModel((plat.with_overrides(**overrides) if overrides else plat).to_native())
 
 
 def _durations(model) -> list[int]:
@@ -251,7 +251,7 @@ def test_platform_overrides_apply_on_top_of_either_profile():
     cfg = RunConfig(cost_profile="pto-isa", platform_overrides={"vec_exp_base": 5})
     plat = cfg.resolved_platform()
     assert plat.vec_exp_base == 5 and plat.vec_exp_per_repeat == 2  # the override, then pto-isa's slope
-    m = _native.CoreModel(plat.to_native())
+    m = _native_testing.CoreModel(plat.to_native())
     m.instr(V, {"class": "vector", "vec": "exp", "bytes": 1024})
     m.finish()
     assert _durations(m) == [5 + 2 * 4]

@@ -7,7 +7,7 @@ max(issue, pipe free, awaited flag).
 
 import pytest
 
-from pypto import _native, platforms
+from pypto import _native_testing, platforms
 from pypto.errors import DeadlockError, FlagError
 
 MTE2, MTE1, CUBE, VECTOR, FIXPIPE, MTE3, SCALAR, ALL = 0, 1, 2, 3, 4, 5, 6, 8
@@ -15,7 +15,7 @@ VEC = 1  # pypto_mem of the Vec space
 
 
 def model():
-    return _native.CoreModel(platforms.get("a2a3sim").to_native(), True)
+    return _native_testing.CoreModel(platforms.get("a2a3sim").to_native(), True)
 
 
 def spans(m):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto import _native
+from pypto import _native_testing
 from pypto.errors import OutOfBoundsError, PyptoError
 from pypto.runtime import RunConfig
 
@@ -140,9 +140,9 @@ def test_an_error_after_queued_work_is_reported_and_the_next_run_is_right():
 
 EXERCISE = """
 import numpy as np
-from pypto import _native
+from pypto import _native_testing
 ops, rows = 20000, 40
-out = _native.data_queue_exercise(ops, rows, 997)
+out = _native_testing.data_queue_exercise(ops, rows, 997)
 n = 1 + (7 * np.arange(ops)) % rows  # the rows op i writes
 first = 1 + np.concatenate([[0], np.cumsum(n)[:-1]])  # each op starts where the last ended
 expect = np.where(np.arange(rows) < n[:, None], first[:, None] + np.arange(rows), 0)
@@ -180,9 +180,9 @@ def test_the_queue_accounts_a_runs_host_cpu_to_its_threads(monkeypatch):
     compiled = kernel.compile(*args, config=RunConfig())
 
     def delta():
-        before = _native.data_queue_times()
+        before = _native_testing.data_queue_times()
         compiled.run(*args)
-        return {k: v - before[k] for k, v in _native.data_queue_times().items()}
+        return {k: v - before[k] for k, v in _native_testing.data_queue_times().items()}
 
     threaded, in_place = both_ways(monkeypatch, delta)
     assert threaded["data_cpu_ns"] > 0

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pypto import _native
+from pypto import _native_testing
 
 
 def test_the_portable_form_always_runs():
-    assert _native.fractal_forms()[-1] == "portable"
+    assert _native_testing.fractal_forms()[-1] == "portable"
 
 
 def finite_fp16(rng):
@@ -22,27 +22,27 @@ def finite_fp16(rng):
     return x
 
 
-@pytest.mark.parametrize("form", _native.fractal_forms())
+@pytest.mark.parametrize("form", _native_testing.fractal_forms())
 def test_every_form_transposes_and_widens_exactly(form):
     x = finite_fp16(np.random.default_rng(5))
-    t, w, finite = _native.fractal_form(form, x.view(np.uint16))
+    t, w, finite = _native_testing.fractal_form(form, x.view(np.uint16))
     np.testing.assert_array_equal(t, x.view(np.uint16).T)
     assert finite
     np.testing.assert_array_equal(w.view(np.uint32), x.astype(np.float32).view(np.uint32))
 
 
-@pytest.mark.parametrize("form", _native.fractal_forms())
+@pytest.mark.parametrize("form", _native_testing.fractal_forms())
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
 def test_every_form_reports_inf_and_nan(form, bad):
     x = finite_fp16(np.random.default_rng(6))
     x[11, 13] = bad
-    t, _, finite = _native.fractal_form(form, x.view(np.uint16))
+    t, _, finite = _native_testing.fractal_form(form, x.view(np.uint16))
     assert not finite
     np.testing.assert_array_equal(t, x.view(np.uint16).T)  # the transpose moves bits, NaN too
 
 
 def test_an_unknown_form_or_bad_shape_is_refused():
     with pytest.raises(ValueError, match="no fractal form 'neon'"):
-        _native.fractal_form("neon", np.zeros((16, 16), np.uint16))
+        _native_testing.fractal_form("neon", np.zeros((16, 16), np.uint16))
     with pytest.raises(ValueError, match=r"\[16, 16\]"):
-        _native.fractal_form("portable", np.zeros((8, 16), np.uint16))
+        _native_testing.fractal_form("portable", np.zeros((8, 16), np.uint16))

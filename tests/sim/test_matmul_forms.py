@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pypto import _native
+from pypto import _native_testing
 
 SHAPES = [
     (16, 16, 16),
@@ -27,21 +27,21 @@ def k_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def test_the_baseline_form_always_runs():
-    assert _native.matmul_f32_forms()[-1] == "baseline"
+    assert _native_testing.matmul_f32_forms()[-1] == "baseline"
 
 
-@pytest.mark.parametrize("form", _native.matmul_f32_forms())
+@pytest.mark.parametrize("form", _native_testing.matmul_f32_forms())
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
 def test_every_form_gives_the_k_order_bits(form, m, k, n):
     rng = np.random.default_rng(m * 1000 + k + n)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     c = np.full((m, n), np.nan, np.float32)
-    _native.matmul_f32_form(form, a, b, c)
+    _native_testing.matmul_f32_form(form, a, b, c)
     np.testing.assert_array_equal(c, k_order(a, b))
     start = rng.standard_normal((m, n)).astype(np.float32)
     c = start.copy()
-    _native.matmul_f32_form(form, a, b, c, accumulate=True)
+    _native_testing.matmul_f32_form(form, a, b, c, accumulate=True)
     np.testing.assert_array_equal(c, start + k_order(a, b))
 
 
@@ -53,24 +53,24 @@ def fp16_values(shape, rng):
     return x.astype(np.float32)
 
 
-@pytest.mark.parametrize("form", _native.matmul_f32_forms())
+@pytest.mark.parametrize("form", _native_testing.matmul_f32_forms())
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
 def test_with_exact_products_every_form_still_gives_the_k_order_bits(form, m, k, n):
     # the fused (FMA) kernels: a * b + s rounds once either way when a * b is exact
     rng = np.random.default_rng(m * 1000 + k + n)
     a, b = fp16_values((m, k), rng), fp16_values((k, n), rng)
     c = np.full((m, n), np.nan, np.float32)
-    _native.matmul_f32_form(form, a, b, c, exact_products=True)
+    _native_testing.matmul_f32_form(form, a, b, c, exact_products=True)
     np.testing.assert_array_equal(c, k_order(a, b))
     start = rng.standard_normal((m, n)).astype(np.float32)
     c = start.copy()
-    _native.matmul_f32_form(form, a, b, c, accumulate=True, exact_products=True)
+    _native_testing.matmul_f32_form(form, a, b, c, accumulate=True, exact_products=True)
     np.testing.assert_array_equal(c, start + k_order(a, b))
 
 
 def test_an_unknown_form_or_bad_shapes_are_refused():
     a = np.ones((4, 4), np.float32)
     with pytest.raises(ValueError, match="no matmul form 'sse9'"):
-        _native.matmul_f32_form("sse9", a, a, a.copy())
+        _native_testing.matmul_f32_form("sse9", a, a, a.copy())
     with pytest.raises(ValueError, match=r"a \[m, k\], b \[k, n\] and c \[m, n\]"):
-        _native.matmul_f32_form("baseline", a, np.ones((3, 4), np.float32), a.copy())
+        _native_testing.matmul_f32_form("baseline", a, np.ones((3, 4), np.float32), a.copy())

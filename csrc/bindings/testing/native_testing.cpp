@@ -1,7 +1,10 @@
-// The core model alone, for cycle-exact unit tests: instructions are described directly
-// (pipe, cost, accesses) instead of coming from a kernel.
+// pypto._native_testing: hooks into the simulator's parts for tests, benchmarks and the
+// calibration tool, kept out of the product module (pypto._native). The core model alone, for
+// cycle-exact unit tests: instructions are described directly (pipe, cost, accesses) instead of
+// coming from a kernel; the fp32 matmul and fractal forms one by one; the data thread's queue.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <algorithm>
 #include <map>
@@ -138,8 +141,8 @@ void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
   h.model.issue(std::move(in));
 }
 
-py::list records(const ModelHarness& h) {
-  py::list out;
+py::typing::List<py::dict> records(const ModelHarness& h) {
+  py::typing::List<py::dict> out;
   const RecordTable& records = h.model.records();
   for (size_t i = 0; i < records.size(); ++i) {
     const int64_t* r = records.row(i);
@@ -172,14 +175,16 @@ using U16 = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
 
 // One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
 // widened fp32, all finite). The widened values are unspecified when not all finite.
-py::tuple fractal_form(const std::string& form, const U16& x) {
+using FractalOut = py::typing::Tuple<py::array_t<uint16_t>, py::array_t<float>, bool>;
+
+FractalOut fractal_form(const std::string& form, const U16& x) {
   if (x.ndim() != 2 || x.shape(0) != 16 || x.shape(1) != 16) {
     throw std::invalid_argument("fractal_form needs a [16, 16] array of 2-byte elements");
   }
   py::array_t<uint16_t> t({16, 16});
   py::array_t<float> w({16, 16});
   const bool finite = isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data());
-  return py::make_tuple(t, w, finite);
+  return FractalOut(py::make_tuple(t, w, finite));
 }
 
 // The data thread's protocol under load: `ops` queued ops, op i splitting its first
@@ -213,12 +218,12 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
 
 }  // namespace
 
-void bind_simulator(py::module_& m) {
+void bind_testing(py::module_& m) {
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"));
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();
-    py::dict d;
+    py::typing::Dict<py::str, py::int_> d;
     d["run_waiting_ns"] = t.run_waiting_ns;
     d["run_helping_ns"] = t.run_helping_ns;
     d["data_idle_ns"] = t.data_idle_ns;
@@ -273,3 +278,9 @@ void bind_simulator(py::module_& m) {
 }
 
 }  // namespace pypto
+
+PYBIND11_MODULE(_native_testing, m) {
+  m.doc() = "pypto native test hooks: the core model alone, ISA kernel forms, the data queue";
+  pybind11::module_::import("pypto._native");  // registers the Platform class CoreModel takes
+  pypto::bind_testing(m);
+}

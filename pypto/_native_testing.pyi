@@ -1,0 +1,74 @@
+import collections.abc
+import typing
+
+import numpy
+import numpy.typing
+
+import pypto._native
+
+class CoreModel:
+    def __init__(self, platform: pypto._native.Platform, record: bool = ...) -> None: ...
+    def barrier(self, pipe: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    def finish(self) -> None: ...
+    def instr(self, pipe: typing.SupportsInt | typing.SupportsIndex, spec: dict, name: str = ...) -> None: ...
+    def op(
+        self,
+        pipe: typing.SupportsInt | typing.SupportsIndex,
+        cost: typing.SupportsInt | typing.SupportsIndex,
+        name: str = ...,
+        reads: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = ...,
+        writes: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = ...,
+        loc: str = ...,
+    ) -> None: ...
+    def set_flag(
+        self,
+        src: typing.SupportsInt | typing.SupportsIndex,
+        dst: typing.SupportsInt | typing.SupportsIndex,
+        event_id: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None: ...
+    def wait_flag(
+        self,
+        src: typing.SupportsInt | typing.SupportsIndex,
+        dst: typing.SupportsInt | typing.SupportsIndex,
+        event_id: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None: ...
+    @property
+    def cycles(self) -> int: ...
+    @property
+    def hazards(self) -> list[str]: ...
+    @property
+    def pipe_busy(self) -> list[int]: ...
+    @property
+    def records(self) -> list[dict]: ...
+
+def data_queue_exercise(
+    ops: typing.SupportsInt | typing.SupportsIndex,
+    rows: typing.SupportsInt | typing.SupportsIndex,
+    drain_every: typing.SupportsInt | typing.SupportsIndex,
+) -> numpy.typing.NDArray[numpy.int64]: ...
+def data_queue_times() -> dict[str, int]: ...
+def fractal_form(
+    form: str, x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint16]
+) -> tuple[numpy.typing.NDArray[numpy.uint16], numpy.typing.NDArray[numpy.float32], bool]: ...
+def fractal_forms() -> list[str]: ...
+def matmul_f32_form(
+    form: str,
+    a: typing.Annotated[numpy.typing.ArrayLike, numpy.float32],
+    b: typing.Annotated[numpy.typing.ArrayLike, numpy.float32],
+    c: numpy.typing.NDArray[numpy.float32],
+    accumulate: bool = ...,
+    exact_products: bool = ...,
+) -> None: ...
+def matmul_f32_forms() -> list[str]: ...

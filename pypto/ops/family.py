@@ -10,7 +10,7 @@ of a family is added in its family module, its C++ file in ``csrc/chip/isa/`` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pypto.ir.expr import Call
@@ -73,3 +73,6 @@ class Family:
     abi: tuple[CEntry, ...]
     # The C++ file of the ISA implementing ``abi`` (csrc/chip/isa/<file>), for readers.
     isa_file: str = ""
+    # Tensor ops written by hand in ``ops`` (upstream's spelling differs from the tile op's):
+    # tensor op -> (the tile op ConvertTensorToTileOps lowers it to, {tile param: tensor param}).
+    tensor_forms: Mapping[str, tuple[str, Mapping[str, str]]] = field(default_factory=dict)

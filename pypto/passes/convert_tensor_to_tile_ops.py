@@ -41,7 +41,7 @@ from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, ListExpr, Literal, Var, as_expr, make_binop
 from pypto.ir.layout_rules import assembled_shape
 from pypto.ir.names import NameSupply
-from pypto.ir.op_levels import scratch_params, tile_form
+from pypto.ir.op_levels import scratch_params, tile_args, tile_form
 from pypto.ir.ops import OPS, Kind
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
@@ -342,14 +342,15 @@ class _Converter:
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
-        args = {
+        given = {
             p.name: self.read_vec(a) if p.kind in arrays and not _is_none(a) else a
             for p, a in zip(OPS[c.op].params, c.args)
         }
+        args = tile_args(c.op, given)
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
-            args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])  # type: ignore[attr-defined]
+            args[p.name] = self.emit("tmp", "tile.create", [list(x.type.shape), x.type.dtype])
         return self.emit(name, tile_op, [], **args)  # by name: a left-out scratch shifts nothing
 
     def matmul(self, name: str, c: Call) -> Var:

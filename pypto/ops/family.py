@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pypto.ir.expr import Call
+from pypto.ir.expr import Call, Expr
 from pypto.ir.op_def import OpDef
 
 
@@ -28,6 +28,10 @@ class Cpp(Protocol):
     def arg(self, call: Call, name: str) -> str:
         """Argument ``name`` of ``call``: a tile or tensor by name, a scalar as a C++ expression,
         a bool as ``true``/``false``, a dtype as its ``DType::`` enumerator, None as ``nullptr``."""
+        ...
+
+    def expr(self, e: Expr) -> str:
+        """A scalar expression (an item of an offsets list) as C++."""
         ...
 
     def error(self, message: str) -> Exception:

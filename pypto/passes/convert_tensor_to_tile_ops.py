@@ -321,6 +321,12 @@ class _Converter:
             self.tiles[s.var.name] = self.matmul(s.var.name, c)
         elif c.op == "tensor.assemble":
             self.assemble(s, c)
+        elif c.op == "tensor.create_l1":  # an L1 accumulator: rows land in it by gather_row
+            t = s.var.type
+            args = [list(t.shape), t.dtype, MemorySpace.Mat]  # type: ignore[attr-defined]
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", args)
+        elif c.op == "tensor.gather_row":
+            self.gather_row(s, c)
         else:
             raise CompileError(
                 f"tensor-level {c.op.removeprefix('tensor.')} inside a kernel is not supported "
@@ -365,6 +371,8 @@ class _Converter:
         tile = self.computed(e)
         if tile is None:
             return self.view(e)
+        if isinstance(tile.type, TileType) and tile.type.memory is MemorySpace.Mat:
+            return tile  # built in L1 (pl.create_l1 + pl.gather_row): read where it is
         if not self.cluster:
             raise CompileError(
                 f"`{getattr(e, 'name', e)}` is computed on the vector side and multiplied on the "
@@ -375,6 +383,18 @@ class _Converter:
         if tile.type.memory is MemorySpace.Mat:  # type: ignore[attr-defined]
             return tile
         return self.cross(tile, MemorySpace.Mat)
+
+    def gather_row(self, s: Assign, c: Call) -> None:
+        """GM rows DMAed into a window of an L1 accumulator (the result is its storage)."""
+        acc = self.tile_of(c.arg("acc"))
+        if not (isinstance(acc.type, TileType) and acc.type.memory is MemorySpace.Mat):
+            raise CompileError("pl.gather_row fills an accumulator from pl.create_l1", self.span)
+        src = self.view(c.arg("src"))
+        offs = [make_binop("+", a, b) for a, b in zip(src.offsets, _items(c.arg("src_offset")))]
+        args = [acc, src.base, c.arg("dst_offset"), offs, c.arg("shapes")]
+        self.tiles[s.var.name] = self.emit(
+            s.var.name, "tile.gather_row", args, valid_shape=c.arg("valid_shape")
+        )
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))

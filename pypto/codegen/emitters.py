@@ -434,6 +434,9 @@ class _FamilyCpp:
             return _name(e)
         return cpp_expr(e)
 
+    def expr(self, e: Expr) -> str:
+        return cpp_expr(e)
+
     def error(self, message: str) -> Exception:
         return EmitError(message)
 

@@ -61,6 +61,11 @@ INDEX = DataType("INDEX", 64, "index")
 # A task's handle in orchestration (``with pl.at(...) as tid``): what ``deps=`` waits for. The
 # launch plan evaluates it to the set of tasks it names; it never reaches a kernel.
 TASK_ID = DataType("TASK_ID", 64, "task")
+# The handles of pl.prefetch (pypto/ops/prefetch.py), named as upstream's handle types: scalars
+# of their own kinds so that one cannot stand in for another; none reaches a tensor or the ABI.
+PREFETCH_CONTEXT = DataType("PrefetchAsyncContext", 64, "handle")
+ASYNC_SESSION = DataType("AsyncSession", 64, "handle")
+ASYNC_EVENT = DataType("AsyncEvent", 64, "handle")
 
 ALL_DTYPES: tuple[DataType, ...] = (
     FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT32, BOOL, INDEX, TASK_ID

@@ -18,6 +18,8 @@ by loading its tensor operands to Vec and calling the tile op (:func:`tile_form`
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from pypto.errors import WrongLevelError
 from pypto.ir import op_rules as R
@@ -36,11 +38,26 @@ _PLACEMENT = ("tile.extract", "tile.full", "tile.create", "tile.assemble", "tile
 
 # tensor.<op> -> the vector tile op it is (derived here, or written by hand in the table)
 TILE_FORM: dict[str, str] = {}
+# A tensor op written by hand under upstream's names (pl.tensor.scatter's `input`), whose
+# arguments reach its tile op under other names: tensor op -> {tile parameter: tensor parameter}
+TILE_ARGS: dict[str, Mapping[str, str]] = {}
 
 
 def tile_form(op_name: str) -> str | None:
     """The vector tile op a tensor op is, placed on Vec tiles (None for other ops)."""
     return TILE_FORM.get(op_name)
+
+
+def tile_args(op_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A tensor op's arguments by name, renamed to its tile op's parameters."""
+    names = TILE_ARGS.get(op_name)
+    return dict(args) if names is None else {tile: args[tensor] for tile, tensor in names.items()}
+
+
+def add_tensor_form(tensor_op: str, tile_op: str, names: Mapping[str, str]) -> None:
+    """A family's hand-written tensor op lowered to its vector ``tile_op`` (arguments renamed)."""
+    TILE_FORM[tensor_op] = tile_op
+    TILE_ARGS[tensor_op] = names
 
 
 def scratch_params(tile_op: OpDef) -> tuple[ParamSpec, ...]:

@@ -445,6 +445,8 @@ for _op in _TABLE_CLUSTER:
 
 
 # The op families (pypto/ops): each family module holds its ops and their pl.* spellings.
+# Every vector op's tensor form, derived from its tile form by one rule (pypto/ir/op_levels.py).
+from pypto.ir.op_levels import add_tensor_form, derive_tensor_forms  # noqa: E402  (reads the finished table)
 from pypto.ops import FAMILIES  # noqa: E402  (families build on the record types, not the table)
 
 for _family in FAMILIES:
@@ -452,8 +454,7 @@ for _family in FAMILIES:
         OPS[_op.name] = _op
         OP_PARAMS[_op.name] = tuple(p.name for p in _op.params)
     DSL_OPS.update(_family.dsl)
-
-# Every vector op's tensor form, derived from its tile form by one rule (pypto/ir/op_levels.py).
-from pypto.ir.op_levels import derive_tensor_forms  # noqa: E402  (reads the finished table)
+    for _tensor_op, (_tile_op, _names) in _family.tensor_forms.items():
+        add_tensor_form(_tensor_op, _tile_op, _names)
 
 derive_tensor_forms(OPS, DSL_OPS)

@@ -9,6 +9,8 @@ runs.
 """
 
 from pypto.ir.dtypes import (
+    ASYNC_EVENT,
+    ASYNC_SESSION,
     BF16,
     BOOL,
     FP16,
@@ -18,6 +20,7 @@ from pypto.ir.dtypes import (
     INT16,
     INT32,
     INT64,
+    PREFETCH_CONTEXT,
     TASK_ID,
     UINT8,
     UINT32,
@@ -88,6 +91,8 @@ tensor = Namespace("tensor")
 system = Namespace("system")  # sync ops the compiler inserts; spelled so dumps re-parse
 scalar = Namespace("scalar")  # pl.scalar.cast: what pl.cast of a scalar prints as
 array = Namespace("array")  # pl.array.create(n, dtype): scalars of orchestration code
+prefetch = Namespace("prefetch")  # pl.prefetch.async_prefetch: warming the L2 ahead of use
+PrefetchAsyncContext, AsyncSession, AsyncEvent = PREFETCH_CONTEXT, ASYNC_SESSION, ASYNC_EVENT  # its handles
 TaskId = Scalar[TASK_ID]  # the type of `with pl.at(...) as tid`
 
 __all__ = [
@@ -153,6 +158,10 @@ __all__ = [
     "system",
     "scalar",
     "array",
+    "prefetch",
+    "PrefetchAsyncContext",
+    "AsyncEvent",
+    "AsyncSession",
     "Array",
     "TASK_ID",
     "TaskId",

@@ -10,10 +10,10 @@ of a family is added in its family module, its C++ file in ``csrc/chip/isa/`` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from pypto.ir.expr import Call
+from pypto.ir.expr import Call, Expr
 from pypto.ir.op_def import OpDef
 
 
@@ -28,6 +28,10 @@ class Cpp(Protocol):
     def arg(self, call: Call, name: str) -> str:
         """Argument ``name`` of ``call``: a tile or tensor by name, a scalar as a C++ expression,
         a bool as ``true``/``false``, a dtype as its ``DType::`` enumerator, None as ``nullptr``."""
+        ...
+
+    def expr(self, e: Expr) -> str:
+        """A scalar expression (an item of an offsets list) as C++."""
         ...
 
     def error(self, message: str) -> Exception:
@@ -73,3 +77,6 @@ class Family:
     abi: tuple[CEntry, ...]
     # The C++ file of the ISA implementing ``abi`` (csrc/chip/isa/<file>), for readers.
     isa_file: str = ""
+    # Tensor ops written by hand in ``ops`` (upstream's spelling differs from the tile op's):
+    # tensor op -> (the tile op ConvertTensorToTileOps lowers it to, {tile param: tensor param}).
+    tensor_forms: Mapping[str, tuple[str, Mapping[str, str]]] = field(default_factory=dict)

@@ -4,7 +4,9 @@
 Every op here with a tile operand is a vector tile op, so its tensor form (``pl.sort32`` on
 tensors) comes from :mod:`pypto.ir.op_levels`; this module writes the tile level only.
 ``pl.arange`` has no operand to place: its tile is used as it is at either level.
-TMRGSORT merges sorted runs; TROWARGMAX / TROWARGMIN give the column of a row's extremum.
+TMRGSORT merges sorted runs; TROWARGMAX / TROWARGMIN give the column of a row's extremum;
+TSCATTER (mask form) is the mask-form TGATHER's inverse, and ``pl.tensor.scatter`` its
+upstream tensor-level spelling (:data:`TENSOR_SCATTER`).
 """
 
 from __future__ import annotations
@@ -129,6 +131,51 @@ def gather_mask_rule(b: Bound) -> Type:
     return _like(src, (src.shape[0], cols // stride), out)
 
 
+def scatter_mask_rule(b: Bound) -> Type:
+    """The inverse of gather_mask: src's columns go to the columns of dst the pattern keeps;
+    dst's other columns are kept. The result is the updated dst (a new value: dst is unchanged)."""
+    dst, src = b.array("dst"), b.array("src")
+    for name in ("dst", "src"):
+        _need_rank(b, name, 2)
+        _need_space(b, name, VEC)
+    pattern = b.literal("mask_pattern")
+    if pattern not in MASK_STRIDE:
+        raise b.fail(f"mask_pattern must be a pl.tile.MaskPattern (1..7), got {pattern!r}")
+    if src.dtype != dst.dtype:
+        raise b.fail(f"`src` {format_type(src)} must have dst's dtype {dst.dtype}")
+    stride, cols = MASK_STRIDE[pattern], dst.shape[1]
+    if not isinstance(cols, int):
+        raise b.fail(f"`dst` {format_type(dst)} must have a compile-time column count")
+    want = (dst.shape[0], cols // stride)
+    if cols % stride or tuple(src.shape) != want:
+        raise b.fail(
+            f"`src` {list(src.shape)} must be dst's rows by 1/{stride} of its {dst.shape[1]} columns "
+            f"({list(want)}) for this pattern"
+        )
+    return _like(dst, dst.shape, dst.dtype)
+
+
+def tensor_scatter_rule(b: Bound) -> Type:
+    """``pl.tensor.scatter``: upstream's one tensor-level scatter, whose keywords pick the form.
+    The mask form (``mask_pattern=``, ``dst=``) is ``tile.scatter_mask(dst, input, pattern)``."""
+    index_form = [n for n in ("dim", "index", "src") if b.literal(n) is not None or b.type(n) is not None]
+    mask_form = [n for n in ("mask_pattern", "dst") if b.literal(n) is not None or b.type(n) is not None]
+    if index_form and mask_form:
+        given = index_form + mask_form
+        raise b.fail(
+            f"give the index form (dim, index, src) or the mask form (mask_pattern, dst), not {given}"
+        )
+    if index_form:
+        raise b.fail(
+            "the index form (dim=, index=, src=) is not supported yet; the mask form is "
+            "(mask_pattern=pl.tile.MaskPattern..., dst=...)"
+        )
+    if len(mask_form) != 2:
+        raise b.fail("the mask form needs both mask_pattern= and dst=")
+    args = {"dst": b.args["dst"], "src": b.args["input"], "mask_pattern": b.args["mask_pattern"]}
+    return scatter_mask_rule(Bound("tile.scatter_mask", b.display, args, b.span))
+
+
 def row_arg_rule(b: Bound) -> Type:
     """``pl.row_argmax`` / ``pl.row_argmin``: [M, N] -> [M, 1] INT32 column indices."""
     x, tmp = b.array("x"), b.array("tmp")
@@ -159,6 +206,12 @@ def arange_rule(b: Bound) -> Type:
     if not (isinstance(start, ScalarType) and start.dtype.is_integer):
         raise b.fail(f"start must be an integer scalar, got {start}")
     return TileType(shape, b.dtype("dtype"), MemorySpace.Vec)
+
+
+def _emit_scatter_mask(c: Call, dst: str | None, cpp: Cpp) -> list[str]:
+    # `dst` names the operand here, so the template's {dst} (the result) cannot be used
+    operands = ", ".join(cpp.arg(c, n) for n in ("dst", "src", "mask_pattern"))
+    return [f"TSCATTER({cpp.dst(dst)}, {operands});"]
 
 
 def _emit_mrgsort(c: Call, dst: str | None, cpp: Cpp) -> list[str]:
@@ -241,6 +294,15 @@ OPS += (
         {"src": VEC},
         "the columns of each row a pl.tile.MaskPattern keeps, packed (bits kept as output_dtype)",
     ),
+    OpDef(
+        "tile.scatter_mask",
+        (ParamSpec("dst", T), ParamSpec("src", T), ParamSpec("mask_pattern", Kind.INT)),
+        scatter_mask_rule,
+        "tile",
+        _vector,
+        {"dst": VEC, "src": VEC},
+        "dst with the columns a pl.tile.MaskPattern keeps replaced by src's, in order (gather_mask inverted)",
+    ),
 )
 OPS += tuple(
     OpDef(
@@ -253,6 +315,26 @@ OPS += tuple(
         f"[M, N] -> [M, 1] INT32: the column of each row's first {word} (tmp: scratch of x's shape)",
     )
     for m, word in (("max", "maximum"), ("min", "minimum"))
+)
+# The tensor-level spelling: upstream's signature, both forms; ConvertTensorToTileOps lowers the
+# mask form to tile.scatter_mask with these arguments (tile parameter <- tensor parameter).
+TENSOR_SCATTER = {"dst": "dst", "src": "input", "mask_pattern": "mask_pattern"}
+OPS += (
+    OpDef(
+        "tensor.scatter",
+        (
+            ParamSpec("input", Kind.ARRAY),
+            ParamSpec("dim", Kind.INT, None, optional=True),
+            ParamSpec("index", Kind.ARRAY, None, optional=True),
+            ParamSpec("src", Kind.ARRAY, None, optional=True),
+            ParamSpec("mask_pattern", Kind.INT, None, optional=True, kw_only=True),
+            ParamSpec("dst", Kind.ARRAY, None, optional=True, kw_only=True),
+        ),
+        tensor_scatter_rule,
+        "tensor",
+        lambda _types: None,
+        doc="input's values scattered into dst (mask form: the columns mask_pattern keeps)",
+    ),
 )
 MERGE = tuple(f"{TILE} src{i}" for i in range(4))
 ABI = (
@@ -315,6 +397,13 @@ ABI = (
         "packed; dst may reinterpret the bits in another dtype of the same width.",
         (("TGATHER", {}),),
     ),
+    CEntry(
+        "pypto_tscatter_mask",
+        (f"{TILE} out", f"{TILE} dst", f"{TILE} src", "int32_t mask_pattern"),
+        "out = dst with the columns mask_pattern keeps (1..7, see pl.tile.MaskPattern) replaced by\n"
+        "src's, in order: the inverse of the mask-form TGATHER (out may be dst's own storage).",
+        (("TSCATTER", {}),),
+    ),
 )
 
 FAMILY = Family(
@@ -326,6 +415,7 @@ FAMILY = Family(
         "sort": ("tile.sort",),
         "sort32": ("tile.sort32",),
         "mrgsort": ("tile.mrgsort",),
+        "scatter_mask": ("tile.scatter_mask",),
         "row_argmax": ("tile.row_argmax",),
         "row_argmin": ("tile.row_argmin",),
     },
@@ -337,9 +427,11 @@ FAMILY = Family(
         "tile.mrgsort": _emit_mrgsort,
         "tile.gather_mask": "TGATHER({dst}, {src}, {mask_pattern});",
         "tile.gather_dim": "TGATHER({dst}, {input}, {index}, {dim});",
+        "tile.scatter_mask": _emit_scatter_mask,
         "tile.row_argmax": "TROWARGMAX({dst}, {x}, {tmp});",
         "tile.row_argmin": "TROWARGMIN({dst}, {x}, {tmp});",
     },
     abi=ABI,
     isa_file="gather_sort.cpp",
+    tensor_forms={"tensor.scatter": ("tile.scatter_mask", TENSOR_SCATTER)},
 )

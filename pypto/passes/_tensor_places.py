@@ -70,6 +70,10 @@ def _visit(groups: _Groups, node: object) -> None:
         op = node.value.op
         if op == "tensor.create":
             groups.mark(node.var.name, None, node.span)
+        elif op == "tensor.create_l1":
+            groups.mark(node.var.name, MemorySpace.Mat, node.span)
+        elif op == "tensor.gather_row" and isinstance(acc := node.value.arg("acc"), Var):
+            groups.union(acc.name, node.var.name)  # rows written into the L1 accumulator
         elif op in _CUBE:
             groups.mark(node.var.name, MemorySpace.Acc, node.span)
             if op == "tensor.matmul_acc":

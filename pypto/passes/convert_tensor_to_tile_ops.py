@@ -52,7 +52,7 @@ from pypto.ir.expr import (
 )
 from pypto.ir.layout_rules import assembled_shape
 from pypto.ir.names import NameSupply
-from pypto.ir.op_levels import scratch_params, tile_form
+from pypto.ir.op_levels import scratch_params, tile_args, tile_form
 from pypto.ir.ops import OPS, Kind
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
@@ -333,6 +333,12 @@ class _Converter:
             self.tiles[s.var.name] = self.matmul(s.var.name, c)
         elif c.op == "tensor.assemble":
             self.assemble(s, c)
+        elif c.op == "tensor.create_l1":  # an L1 accumulator: rows land in it by gather_row
+            t = tensor_type(s.var)
+            args = [list(t.shape), t.dtype, MemorySpace.Mat]
+            self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", args)
+        elif c.op == "tensor.gather_row":
+            self.gather_row(s, c)
         else:
             raise CompileError(
                 f"tensor-level {c.op.removeprefix('tensor.')} inside a kernel is not supported "
@@ -354,10 +360,11 @@ class _Converter:
     def vector(self, name: str, c: Call, tile_op: str) -> Var:
         """A vector op: tensor operands loaded to Vec, computed ones as they are, scratch made."""
         arrays = (Kind.TENSOR, Kind.ARRAY)
-        args = {
+        given = {
             p.name: self.read_vec(a) if p.kind in arrays and not _is_none(a) else a
             for p, a in zip(OPS[c.op].params, c.args)
         }
+        args = tile_args(c.op, given)
         op = OPS[tile_op]
         for p in scratch_params(op):
             x = args[op.params[0].name]
@@ -377,6 +384,8 @@ class _Converter:
         tile = self.computed(e)
         if tile is None:
             return self.view(e)
+        if isinstance(tile.type, TileType) and tile.type.memory is MemorySpace.Mat:
+            return tile  # built in L1 (pl.create_l1 + pl.gather_row): read where it is
         if not self.cluster:
             raise CompileError(
                 f"`{getattr(e, 'name', e)}` is computed on the vector side and multiplied on the "
@@ -387,6 +396,18 @@ class _Converter:
         if tile_type(tile).memory is MemorySpace.Mat:
             return tile
         return self.cross(tile, MemorySpace.Mat)
+
+    def gather_row(self, s: Assign, c: Call) -> None:
+        """GM rows DMAed into a window of an L1 accumulator (the result is its storage)."""
+        acc = self.tile_of(c.arg("acc"))
+        if not (isinstance(acc.type, TileType) and acc.type.memory is MemorySpace.Mat):
+            raise CompileError("pl.gather_row fills an accumulator from pl.create_l1", self.span)
+        src = self.view(c.arg("src"))
+        offs = [make_binop("+", a, b) for a, b in zip(src.offsets, _items(c.arg("src_offset")))]
+        args = [acc, src.base, c.arg("dst_offset"), offs, c.arg("shapes")]
+        self.tiles[s.var.name] = self.emit(
+            s.var.name, "tile.gather_row", args, valid_shape=c.arg("valid_shape")
+        )
 
     def assemble(self, s: Assign, c: Call) -> None:
         tile = self.read(c.arg("src"))

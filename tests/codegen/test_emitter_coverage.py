@@ -6,6 +6,7 @@ a user's codegen."""
 from __future__ import annotations
 
 from pypto.codegen.emitters import EMITTERS
+from pypto.ir.op_levels import tile_form
 from pypto.ir.ops import DSL_OPS, OPS
 
 # ConvertTensorToTileOps' own lowerings (everything else maps tensor.<op> to tile.<op>)
@@ -16,6 +17,7 @@ LOWERED = {
     "tensor.matmul_acc",
     "tensor.assemble",
     "tensor.create",
+    "tensor.create_l1",
 }
 # Folded by the frontend: a transposed view becomes its matmul's a_trans / b_trans.
 FOLDED = {"tile.transpose_view"}
@@ -28,7 +30,9 @@ def reaches_the_isa(name: str) -> bool:
     if op.level == "any" and name in EMITTERS:  # scalar work: emitted as it is in kernels
         return True
     if op.level in ("tensor", "any"):  # "any": tensor.create, a GM tensor or a kernel-local tile
-        return name in LOWERED or f"tile.{name.removeprefix('tensor.')}" in EMITTERS
+        # a family's hand-written tensor op names its tile op (pl.tensor.scatter: tile.scatter_mask)
+        tile_op = tile_form(name) or f"tile.{name.removeprefix('tensor.')}"
+        return name in LOWERED or tile_op in EMITTERS
     return name in EMITTERS
 
 

@@ -293,3 +293,61 @@ def test_row_argmax_refuses_a_bf16_tile_at_the_line():
     x = np.zeros((8, 64), ml_dtypes.bfloat16)
     with pytest.raises(TypeCheckError, match=r"`x` must be FP32, FP16 or INT32.*test_sort_ops.py:\d+"):
         k.lower(x, np.zeros((8, 1), np.int32))
+
+
+@pl.jit
+def interleave_at(even: pl.Tensor, odd: pl.Tensor, base: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        # tensor level as the DeepSeek V4 inverse RoPE writes it: halves back into even/odd columns
+        mixed = pl.full([4, 64], dtype=pl.FP32, value=0.0)
+        mixed = pl.tensor.scatter(even, mask_pattern=pl.tile.MaskPattern.P0101, dst=mixed)
+        mixed = pl.tensor.scatter(odd, mask_pattern=pl.tile.MaskPattern.P1010, dst=mixed)
+        out[0:4, :] = mixed
+        # tile level: upstream's pl.tile.scatter_mask(dst, src, pattern) keeps dst's other columns
+        b = pl.load(base, [0, 0], [4, 64])
+        quarter = pl.load(even, [0, 0], [4, 16])
+        out[4:8, :] = pl.tile.scatter_mask(b, quarter, pl.tile.MaskPattern.P0100)
+    return out
+
+
+def test_scatter_mask_writes_the_columns_a_pattern_keeps_at_tensor_and_tile_level():
+    rng = np.random.default_rng(11)
+    even, odd = (rng.standard_normal((4, 32)).astype(np.float32) for _ in range(2))
+    base = rng.standard_normal((4, 64)).astype(np.float32)
+    out = np.zeros((8, 64), np.float32)
+    interleave_at(even, odd, base, out, config=RunConfig(trace=True))
+    want = np.zeros((8, 64), np.float32)
+    want[0:4, 0::2], want[0:4, 1::2] = even, odd
+    want[4:8] = base
+    want[4:8, 2::4] = even[:, :16]
+    np.testing.assert_array_equal(out, want)
+    # each writes its whole 4 x 64 fp32 output (1 KiB) once: a copy pass, 23 + 1.0 x 4 repeats
+    p = platforms.get("a2a3sim")
+    assert durations(interleave_at.last_report, "TSCATTER") == {vector_cycles(p, "copy", 1024)} == {27}
+
+
+def scatter_kernel(cols: int, form: str):
+    @pl.jit
+    def k(src: pl.Tensor[[4, 32], pl.FP32], out: pl.Out[pl.Tensor[[4, 64], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            d = pl.full([4, cols], dtype=pl.FP32, value=0.0)
+            if form == "mask":
+                out[:, 0:cols] = pl.tensor.scatter(src, mask_pattern=pl.tile.MaskPattern.P0101, dst=d)
+            else:
+                out[:, 0:cols] = pl.tensor.scatter(d, -1, src, src)
+        return out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("cols", "form", "message"),
+    [
+        (32, "mask", r"`src` \[4, 32\] must be dst's rows by 1/2 of its 32 columns \(\[4, 16\]\)"),
+        (64, "index", r"the index form \(dim=, index=, src=\) is not supported yet"),
+    ],
+)
+def test_tensor_scatter_refuses_a_misfit_at_the_line(cols, form, message):
+    x, out = np.zeros((4, 32), np.float32), np.zeros((4, 64), np.float32)
+    with pytest.raises(TypeCheckError, match=message + r".*test_sort_ops.py:\d+"):
+        scatter_kernel(cols, form).lower(x, out)

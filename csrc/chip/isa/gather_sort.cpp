@@ -315,6 +315,37 @@ extern "C" void pypto_tgather_mask(const pypto_tile* dst, const pypto_tile* src,
   issue_op(PYPTO_VECTOR, desc, op, acc, static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
+// The inverse of the mask-form TGATHER: out keeps dst's values and takes src's in the columns
+// mask_pattern selects. It writes every column of out once, so it is priced as a copy of out.
+extern "C" void pypto_tscatter_mask(const pypto_tile* out, const pypto_tile* dst,
+                                    const pypto_tile* src, int32_t mask_pattern) {
+  const char* op = "TSCATTER";
+  TileView o = check_tile(out, op, "out", kVec);
+  TileView d = check_tile(dst, op, "dst", kVec);
+  TileView s = check_tile(src, op, "src", kVec);
+  static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
+  if (mask_pattern < 1 || mask_pattern > 7)
+    fail(ErrorKind::kShape, op, "mask_pattern must be 1..7, got " + std::to_string(mask_pattern));
+  const int64_t stride = kStride[mask_pattern], first = kFirst[mask_pattern];
+  check_same_dtype(d, s, op, "dst and src");
+  check_same_dtype(o, d, op, "out and dst");
+  check_same_valid_shape(o, d, op, "out and dst");
+  if (s.valid_rows != d.valid_rows || s.valid_cols * stride != d.valid_cols) {
+    fail(ErrorKind::kShape, op,
+         "src " + shape_text(s.valid_rows, s.valid_cols) + " cannot fill every " +
+             std::to_string(stride) + " column of dst " + shape_text(d.valid_rows, d.valid_cols));
+  }
+  if (accesses_overlap(o.access(true), s.access(false)))
+    fail(ErrorKind::kMemorySpace, op, "out and src overlap; scatter from a separate tile");
+  const auto esize = static_cast<size_t>(o.esize);
+  for (int64_t r = 0; r < o.valid_rows; ++r) {
+    if (o.row(r) != d.row(r)) std::memmove(o.row(r), d.row(r), esize * o.valid_cols);
+    for (int64_t c = 0; c < s.valid_cols; ++c)
+      std::memcpy(o.row(r) + (c * stride + first) * o.esize, s.row(r) + c * s.esize, esize);
+  }
+  issue_vector_op(op, VecClass::kCopy, o.valid_bytes(), o, &d, &s);
+}
+
 // The index of a row's extremum is a row reduction on the device, priced as TROWMAX is; ties
 // and NaN: the first column that compares strictly better wins (a NaN never does).
 extern "C" void pypto_trowarg(const pypto_tile* dst, const pypto_tile* src, const pypto_tile* tmp,

@@ -104,6 +104,29 @@ extern "C" void pypto_tload(const pypto_tile* dst, const pypto_tensor* src, int6
            static_cast<uint64_t>(w.rows * w.row_bytes), d.addr);
 }
 
+// An L2 warm (pl.prefetch.async_prefetch): a GM read of the whole flat tensor on MTE2 with no
+// on-chip destination. The memory system prices it as a TLOAD of one row of those bytes and
+// installs its lines, so later transfers of them hit; no value anywhere changes.
+extern "C" void pypto_tprefetch(const pypto_tensor* src) {
+  const char* op = "TPREFETCH";
+  note_instruction(op, current_core().loc);
+  if (src == nullptr || src->ndim < 1) fail(ErrorKind::kOutOfBounds, op, "null GM tensor");
+  const int64_t cols = src->shape[src->ndim - 1];
+  TileView row{};  // the region as one row, for the window checks (no tile is written)
+  row.dtype = src->dtype;
+  row.esize = static_cast<int64_t>(dtype_size(src->dtype));
+  row.rows = row.valid_rows = 1;
+  row.cols = row.valid_cols = cols;
+  if (src->ndim == 2 && src->shape[0] != 1)
+    fail(ErrorKind::kShape, op,
+         "the region must be flat ([N] or [1, N]), got " + shape_text(src->shape[0], cols));
+  GmWindow w = check_window(src, 0, 0, row, op);
+  AccessList acc;
+  acc.add(w.access(false));
+  issue_op(PYPTO_MTE2, gm_op(OpClass::kGmRead, Link::kGmToL1, 1, w.row_bytes), op, acc,
+           static_cast<uint64_t>(w.row_bytes), 0);
+}
+
 extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0,
                              const pypto_tile* src, int32_t atomic_add) {
   const char* op = atomic_add ? "TSTORE.atomic_add" : "TSTORE";

@@ -74,6 +74,7 @@ VIEWS: dict[str, str] = {
     "tile.reshape": "x",
     "tile.set_validshape": "x",
     "tile.assemble": "dst",
+    "tile.gather_row": "acc",
     "tile.slice": "x",
 }
 READ_ONLY_VIEWS = frozenset({"tile.reshape", "tile.set_validshape", "tile.slice"})

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pypto.errors import PyptoError
+from pypto.hardware import FLAG_PIPE_NAMES
 from pypto.report.hotspots import LineCycles, hot_lines
 from pypto.report.opprof_format import TRACE, iter_blocks
 from pypto.report.progress import progress
@@ -46,7 +47,7 @@ from pypto.report.trace import flag_pairs
 log = logging.getLogger(__name__)
 
 # How trace.json spells pipes inside a flag's ``args.detail`` (the vendor's names).
-_DETAIL_PIPES = {"MTE2": 0, "MTE1": 1, "M": 2, "VEC": 3, "FIX": 4, "MTE3": 5, "S": 6}
+_DETAIL_PIPES = {name: i for i, name in enumerate(FLAG_PIPE_NAMES)}
 _SYNC_KINDS = {"SET_FLAG": 1, "WAIT_FLAG": 2, "BAR": 3}
 # One column per instruction field; kind 0 an operation, 1 set_flag, 2 wait_flag, 3 barrier;
 # name/source index Model.strings; fsrc/fdst/fid the flag of a set/wait (fid -1: none).

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chip/isa/checks.hpp"
@@ -282,6 +283,18 @@ extern "C" void pypto_tmrgsort_lists(const pypto_tile* dst, const pypto_tile* sr
            static_cast<uint64_t>(d.valid_bytes()), d.addr);
 }
 
+namespace {
+
+// The columns a mask pattern keeps: every `stride`-th one from `first` (pattern 7 keeps all).
+std::pair<int64_t, int64_t> mask_columns(const char* op, int32_t mask_pattern) {
+  static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
+  if (mask_pattern < 1 || mask_pattern > 7)
+    fail(ErrorKind::kShape, op, "mask_pattern must be 1..7, got " + std::to_string(mask_pattern));
+  return {kStride[mask_pattern], kFirst[mask_pattern]};
+}
+
+}  // namespace
+
 // Mask form: the columns a pattern keeps, packed. assumption (no public per-op figure): the
 // selection streams the source once, at the copy rate.
 extern "C" void pypto_tgather_mask(const pypto_tile* dst, const pypto_tile* src,
@@ -289,10 +302,7 @@ extern "C" void pypto_tgather_mask(const pypto_tile* dst, const pypto_tile* src,
   const char* op = "TGATHER";
   TileView d = check_tile(dst, op, "dst", kVec);
   TileView s = check_tile(src, op, "src", kVec);
-  static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
-  if (mask_pattern < 1 || mask_pattern > 7)
-    fail(ErrorKind::kShape, op, "mask_pattern must be 1..7, got " + std::to_string(mask_pattern));
-  const int64_t stride = kStride[mask_pattern], first = kFirst[mask_pattern];
+  const auto [stride, first] = mask_columns(op, mask_pattern);
   if (d.esize != s.esize || d.valid_rows != s.valid_rows || d.valid_cols * stride != s.valid_cols) {
     fail(ErrorKind::kShape, op,
          "dst " + shape_text(d.valid_rows, d.valid_cols) + " " + dtype_name(d.dtype) +
@@ -323,10 +333,7 @@ extern "C" void pypto_tscatter_mask(const pypto_tile* out, const pypto_tile* dst
   TileView o = check_tile(out, op, "out", kVec);
   TileView d = check_tile(dst, op, "dst", kVec);
   TileView s = check_tile(src, op, "src", kVec);
-  static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
-  if (mask_pattern < 1 || mask_pattern > 7)
-    fail(ErrorKind::kShape, op, "mask_pattern must be 1..7, got " + std::to_string(mask_pattern));
-  const int64_t stride = kStride[mask_pattern], first = kFirst[mask_pattern];
+  const auto [stride, first] = mask_columns(op, mask_pattern);
   check_same_dtype(d, s, op, "dst and src");
   check_same_dtype(o, d, op, "out and dst");
   check_same_valid_shape(o, d, op, "out and dst");

@@ -116,7 +116,7 @@ def test_ptoas_dump_is_refused(tmp_path: Path, capsys):
 
 def test_missing_input_is_an_error(tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "pypto.tools.memory_map", str(tmp_path / "nope.py")],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 1 and "error: no such file or directory" in done.stderr
 
 

@@ -9,8 +9,8 @@ The op table, the emitter table and the generated kernel headers (``pypto/famili
 
 from __future__ import annotations
 
-from pypto.ops import expdif, sort, tasks
+from pypto.ops import expdif, sort, syncall, tasks
 from pypto.ops.family import Family
 
 # One entry per family module.
-FAMILIES: tuple[Family, ...] = (sort.FAMILY, expdif.FAMILY, tasks.FAMILY)
+FAMILIES: tuple[Family, ...] = (sort.FAMILY, expdif.FAMILY, tasks.FAMILY, syncall.FAMILY)

@@ -43,6 +43,7 @@ def test_the_order_is_one_list():
         "OutlineIncoreScopes",
         "FuseCreateAssemble",
         "SplitClusterKernels",
+        "CheckSyncallLaunches",
         "ConvertTensorToTileOps",
         "AutoTileMatmulL0",
         "FoldTileSlices",

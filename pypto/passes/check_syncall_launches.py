@@ -7,7 +7,7 @@ per cluster for a cluster kernel) and ask for ``sync_start=True``. The soft form
 ``used_cores`` arrivals, so that count may not exceed the launch's participants. Checked after
 SplitClusterKernels (a cluster launch is then a Group calling its AIC and AIV kernels), before
 anything runs; a violation is a TypeCheckError at the syncall's line. Analysis only.
-Test: tests/ops/test_syncall.py
+Test: tests/e2e/test_syncall.py
 """
 
 from __future__ import annotations

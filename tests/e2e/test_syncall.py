@@ -68,6 +68,26 @@ def rotate_hard(
     return out
 
 
+M, K = 16, 32
+
+
+@pl.jit
+def rotate_mix(
+    a: pl.Tensor[[B * M, K], pl.FP32],
+    w: pl.Tensor[[K, C], pl.FP32],
+    ws: pl.InOut[pl.Tensor[[16], pl.INT32]],
+    part: pl.InOut[pl.Tensor[[B * M, C], pl.FP32]],
+    out: pl.Out[pl.Tensor[[B * M, C], pl.FP32]],
+):
+    # a cluster launch: each block is one AIC (the matmul) and two AIVs (the rest)
+    for b in pl.spmd(B, name_hint="mm", optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        part[b * M : b * M + M, :] = pl.exp(pl.matmul(a[b * M : b * M + M, :], w))
+        pl.system.syncall(mode="soft", core_type="mix", gm_workspace=ws, used_cores=0)
+        nb = (b + 1) % B
+        out[b * M : b * M + M, :] = pl.neg(part[nb * M : nb * M + M, :])
+    return out
+
+
 def _expected(x: np.ndarray, blocks: int) -> np.ndarray:
     return np.roll(np.exp(x).reshape(blocks, R, C), -1, axis=0).reshape(blocks * R, C)
 
@@ -198,3 +218,16 @@ def test_a_barrier_a_block_never_reaches_is_a_deadlock_not_a_hang():
     x = np.ones((B * R, C), np.float32)
     with pytest.raises(DeadlockError, match=r"SYNCALL \(3 of 4 participants arrived"):
         skips_the_barrier(x, np.zeros(16, np.int32), np.zeros_like(x), config=SIM)
+
+
+def test_a_mix_barrier_in_a_cluster_launch_waits_for_every_core_of_every_block():
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal((B * M, K)) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((K, C)) * 0.1).astype(np.float32)
+    ws, out = np.zeros(16, np.int32), np.zeros((B * M, C), np.float32)
+    rotate_mix(a, w, ws, np.zeros_like(out), out, config=SIM)
+    want = -np.roll(np.exp(a @ w).reshape(B, M, C), -1, axis=0).reshape(B * M, C)
+    np.testing.assert_allclose(out, want, rtol=1e-4)
+    per_block = 1 + P.aiv_cores // P.aic_cores  # used_cores=0: the AIC and both AIVs of each block
+    assert ws[0] == B * per_block == 12
+    assert rotate_mix.last_report.cycles == 6237

@@ -88,6 +88,24 @@ def rotate_mix(
     return out
 
 
+CLUSTERS = P.aic_cores  # 24: the hard mix form fills every cluster
+
+
+@pl.jit
+def rotate_mix_hard(
+    a: pl.Tensor[[CLUSTERS * M, K], pl.FP32],
+    w: pl.Tensor[[K, C], pl.FP32],
+    part: pl.InOut[pl.Tensor[[CLUSTERS * M, C], pl.FP32]],
+    out: pl.Out[pl.Tensor[[CLUSTERS * M, C], pl.FP32]],
+):
+    for b in pl.spmd(CLUSTERS, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], sync_start=True):
+        part[b * M : b * M + M, :] = pl.exp(pl.matmul(a[b * M : b * M + M, :], w))
+        pl.system.syncall(core_type="mix")
+        nb = (b + 1) % CLUSTERS
+        out[b * M : b * M + M, :] = pl.neg(part[nb * M : nb * M + M, :])
+    return out
+
+
 def _expected(x: np.ndarray, blocks: int) -> np.ndarray:
     return np.roll(np.exp(x).reshape(blocks, R, C), -1, axis=0).reshape(blocks * R, C)
 
@@ -231,3 +249,14 @@ def test_a_mix_barrier_in_a_cluster_launch_waits_for_every_core_of_every_block()
     per_block = 1 + P.aiv_cores // P.aic_cores  # used_cores=0: the AIC and both AIVs of each block
     assert ws[0] == B * per_block == 12
     assert rotate_mix.last_report.cycles == 6237
+
+
+def test_a_hard_mix_barrier_fills_every_cluster():
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((CLUSTERS * M, K)) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((K, C)) * 0.1).astype(np.float32)
+    out = np.zeros((CLUSTERS * M, C), np.float32)
+    rotate_mix_hard(a, w, np.zeros_like(out), out, config=SIM)
+    want = -np.roll(np.exp(a @ w).reshape(CLUSTERS, M, C), -1, axis=0).reshape(CLUSTERS * M, C)
+    np.testing.assert_allclose(out, want, rtol=1e-4)
+    assert rotate_mix_hard.last_report.cycles == 6055  # 24 AICs and 48 AIVs released together

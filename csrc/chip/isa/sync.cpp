@@ -75,7 +75,9 @@ extern "C" void pypto_syncall(const pypto_tensor* workspace, int32_t core_type,
   OpDesc d;
   d.cls = OpClass::kSync;
   AccessList acc;
-  std::string key = "hard:" + core.kernel + ":" + std::to_string(core_type);
+  // The hard barrier spans every core of its kind, so one launch at a time holds it (the AIC
+  // and AIV kernels of a cluster launch have different names: the key cannot be the kernel).
+  std::string key = "hard:" + std::to_string(core_type);
   if (workspace != nullptr) {
     check_writable(workspace, op);
     if (workspace->dtype != PYPTO_INT32)

@@ -20,6 +20,7 @@ _WRITES = {
     "tile.store": ("output_tensor", "pl.store"),
     "tensor.assemble": ("target", "a window assignment"),
     "tensor.write": ("dst", "pl.write"),
+    "system.syncall": ("gm_workspace", "pl.system.syncall (its arrival counter)"),
 }
 _WRITTEN = (Direction.Out, Direction.InOut)
 

@@ -9,8 +9,15 @@ The op table, the emitter table and the generated kernel headers (``pypto/famili
 
 from __future__ import annotations
 
-from pypto.ops import expdif, l1, prefetch, sort, tasks
+from pypto.ops import expdif, l1, prefetch, sort, syncall, tasks
 from pypto.ops.family import Family
 
 # One entry per family module.
-FAMILIES: tuple[Family, ...] = (sort.FAMILY, expdif.FAMILY, tasks.FAMILY, prefetch.FAMILY, l1.FAMILY)
+FAMILIES: tuple[Family, ...] = (
+    sort.FAMILY,
+    expdif.FAMILY,
+    tasks.FAMILY,
+    prefetch.FAMILY,
+    l1.FAMILY,
+    syncall.FAMILY,
+)

@@ -572,8 +572,11 @@ def _color(plan: _Plan, first: dict, last: dict, limit: int) -> tuple[dict[int, 
     return ids, None
 
 
+_FLAG_OPS = ("system.set_flag", "system.wait_flag", "system.pipe_barrier")
+
+
 def _has_flags(fn: Function) -> bool:
-    return any(c.op.startswith("system.") for c in nodes_of(fn.body, Call))
+    return any(c.op in _FLAG_OPS for c in nodes_of(fn.body, Call))
 
 
 def _sync(fn: Function, limit: int) -> Function:

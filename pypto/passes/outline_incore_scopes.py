@@ -24,8 +24,14 @@ from pypto.passes._cluster_pipes import crossing
 from pypto.passes._scan import defined_names
 from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
 
-_WRITES = {"tile.store": "output_tensor", "tensor.assemble": "target", "tensor.write": "dst"}
-_PARTIAL = {"tensor.write"}  # writes one element: the rest of the tensor is kept (InOut)
+_WRITES = {
+    "tile.store": "output_tensor",
+    "tensor.assemble": "target",
+    "tensor.write": "dst",
+    "system.syncall": "gm_workspace",  # counts arrivals in it
+}
+# write part of the tensor (one element, a counter): the rest is kept (InOut)
+_PARTIAL = {"tensor.write", "system.syncall"}
 
 
 def tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from pypto.ir.verify import verify
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.auto_tile_matmul_l0 import auto_tile_matmul_l0
 from pypto.passes.bind_regions import bind_regions
+from pypto.passes.check_syncall_launches import check_syncall_launches
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
@@ -50,6 +51,9 @@ PASSES: list[PassEntry] = [
     # A cluster kernel becomes its AIC and AIV kernels (pipes inserted where tiles cross
     # cores) before any per-kernel pass: each side is then an ordinary InCore function.
     PassEntry("SplitClusterKernels", split_cluster_kernels),
+    # Launch-wide barriers are checked against their launches once every kernel (and each
+    # cluster's AIC and AIV kernels) exists, before anything runs. Analysis only.
+    PassEntry("CheckSyncallLaunches", check_syncall_launches),
     # Tensor-level ops become tile ops per kernel, before spaces and addresses exist.
     PassEntry("ConvertTensorToTileOps", convert_tensor_to_tile_ops),
     # Tile-level matmuls too big for L0 split along K once every matmul is a tile op, before

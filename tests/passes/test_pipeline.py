@@ -43,6 +43,7 @@ def test_the_order_is_one_list():
         "OutlineIncoreScopes",
         "FuseCreateAssemble",
         "SplitClusterKernels",
+        "CheckSyncallLaunches",
         "ConvertTensorToTileOps",
         "AutoTileMatmulL0",
         "FoldTileSlices",
@@ -115,5 +116,5 @@ def test_compile_writes_one_reparseable_dump_per_pass(tmp_path):
         text = (tmp_path / "passes_dump" / f).read_text()
         assert text.startswith("# pypto.program: dumped")
         parse_text(text)
-    planned = (tmp_path / "passes_dump" / "10_after_AllocateMemoryAddr.py").read_text()
+    planned = (tmp_path / "passes_dump" / "11_after_AllocateMemoryAddr.py").read_text()
     assert "pl.MemRef(mem_vec_0, 0, 8192)" in planned

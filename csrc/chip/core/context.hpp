@@ -36,6 +36,10 @@ class Waiter {
                           const std::function<std::string()>& what) = 0;
   // Cross-core state of the running instance's cluster changed: its waiters look again.
   virtual void notify() = 0;
+  // SYNCALL: the running instance arrives at barrier `key` (its arrival ended at absolute cycle
+  // `arrived`) and waits until `participants` arrivals complete its round; returns the round's
+  // last arrival. GM touches on either side of a round are ordered for the race check.
+  virtual uint64_t syncall(const std::string& key, int64_t participants, uint64_t arrived) = 0;
 };
 
 struct CoreContext {

@@ -1,6 +1,7 @@
 #include "chip/core/scheduler.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -109,7 +110,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     if (running_ < 0 || (a.write && atomic)) return;  // atomic adds commute: not a race
     Instance& in = *instances_[static_cast<size_t>(running_)];
     auto& v = a.write ? in.writes : in.reads;
-    if (v.size() < kMaxGmTouches) v.push_back({a, name, loc});
+    if (v.size() < kMaxGmTouches) v.push_back({a, name, loc, in.phase});
   }
 
   // ---- Waiter ---------------------------------------------------------------------------
@@ -128,6 +129,28 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
   }
 
+  uint64_t syncall(const std::string& key, int64_t participants, uint64_t arrived) override {
+    std::vector<uint64_t>& ends = barriers_[key];  // map nodes stay put while others are added
+    const size_t n = static_cast<size_t>(participants), full = (ends.size() / n + 1) * n;
+    ends.push_back(arrived);
+    Instance& in = *instances_[static_cast<size_t>(running_)];
+    in.barrier = key;
+    if (ends.size() == full) {
+      wake_if([](const Instance&) { return true; });  // the round is complete: all look again
+    } else {
+      wait_until([&ends, full] { return ends.size() >= full; },
+                 [&ends, full, n] {
+                   return "SYNCALL (" + std::to_string(ends.size() - (full - n)) + " of " +
+                          std::to_string(n) +
+                          " participants arrived: the others never reach it — are all blocks "
+                          "running at once?)";
+                 });
+    }
+    ++in.phase;
+    return *std::max_element(ends.begin() + static_cast<std::ptrdiff_t>(full - n),
+                             ends.begin() + static_cast<std::ptrdiff_t>(full));
+  }
+
   void notify() override {
     if (running_ < 0) return;
     const int cluster =
@@ -144,6 +167,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
     table.assign(static_cast<size_t>(std::max<N>(n, 0)), value);
     return table;
   }
+
+  std::map<std::string, std::vector<uint64_t>> barriers_;  // SYNCALL arrival ends, per barrier
 
   int cluster_of(int instance) const { return instances_[static_cast<size_t>(instance)]->cluster; }
   bool started(int task) const {

@@ -78,6 +78,8 @@ std::string clash(const Instance& a, const Instance& b, const TouchIndex& bx,
     while (k-- > 0 && bx.max_end[static_cast<size_t>(k)] > lo) {
       const GmTouch& o = *bx.by_base[static_cast<size_t>(k)];
       if (!accesses_overlap(w.access, o.access)) continue;
+      // on different sides of a SYNCALL round both passed: ordered by the barrier
+      if (!a.barrier.empty() && a.barrier == b.barrier && w.phase != o.phase) continue;
       const TaskSpec &ta = tasks[static_cast<size_t>(a.task)],
                      &tb = tasks[static_cast<size_t>(b.task)];
       return "race between tasks: kernel '" + ta.name + "' (block " + std::to_string(ta.block_idx) +

@@ -28,6 +28,7 @@ struct GmTouch {
   Access access;
   const char* name;
   const char* loc;
+  uint32_t phase;  // SYNCALL rounds the instance had passed when it touched
 };
 
 struct Instance {
@@ -39,7 +40,9 @@ struct Instance {
   // While blocked: what it waits for (described only by a deadlock report) and where.
   const std::function<std::string()>* waiting_on = nullptr;
   const char* waiting_at = "";
-  std::string ended;  // a cluster core that finished: who and its last line
+  std::string ended;    // a cluster core that finished: who and its last line
+  std::string barrier;  // the SYNCALL barrier it takes part in ("" if none) ...
+  uint32_t phase = 0;   // ... and the rounds it has passed
   std::vector<pypto_tensor> descs;
   std::vector<int64_t> args;
   std::unique_ptr<CoreContext> ctx;

@@ -6,15 +6,18 @@ and Vec. A statement touching a cube-side buffer or op runs on the AIC, one touc
 runs on the AIV, scalar statements (index math) run on both. Loops and branches are kept on
 both cores with the part of their body that core runs, so the two programs walk the same
 trips and hand tiles over in the same order. What a core does not need is dropped.
+A GM tensor is one buffer whichever core writes it: a branch whose arms store it from
+different cores is carried on both, each core's yields naming its own last version.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Expr, Var
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import nodes_of, walk
@@ -125,8 +128,9 @@ def tensor_versions(body: tuple[Stmt, ...]) -> dict[str, Var]:
     for n in walk(body):
         if isinstance(n, Assign) and isinstance(n.var.type, TensorType) and isinstance(n.value, Call):
             target = TENSOR_WRITES.get(n.value.op)
-            if target is not None and isinstance(n.value.arg(target), Var):
-                prev[n.var.name] = n.value.arg(target)
+            written = n.value.arg(target) if target is not None else None
+            if isinstance(written, Var):
+                prev[n.var.name] = written
         elif isinstance(n, For):
             for it, r in zip(n.iter_args, n.results):
                 if isinstance(it.init, Var):
@@ -158,7 +162,9 @@ def project(
                 dataclasses.replace(
                     s,
                     body=_keep_yield(project(s.body, side, defs, prev), keep, own),
-                    iter_args=tuple(dataclasses.replace(s.iter_args[k], init=own(s.iter_args[k].init)) for k in keep),
+                    iter_args=tuple(
+                        dataclasses.replace(s.iter_args[k], init=own(s.iter_args[k].init)) for k in keep
+                    ),
                     results=tuple(s.results[k] for k in keep),
                 )
             )
@@ -177,12 +183,12 @@ def project(
     return tuple(out)
 
 
-def _own_version(side: Side, defs: dict[str, Side], prev: dict[str, Var]):
+def _own_version(side: Side, defs: dict[str, Side], prev: dict[str, Var]) -> Callable[[Expr], Expr]:
     """Maps a value to this core's version of it: a tensor version written on the other core is
     walked back to the version this core last had (the same GM buffer under another name)."""
     other = Side.AIV if side is Side.AIC else Side.AIC
 
-    def own(v: object) -> object:
+    def own(v: Expr) -> Expr:
         while isinstance(v, Var) and defs.get(v.name) is other and v.name in prev:
             v = prev[v.name]
         return v
@@ -190,7 +196,9 @@ def _own_version(side: Side, defs: dict[str, Side], prev: dict[str, Var]):
     return own
 
 
-def _keep_yield(body: tuple[Stmt, ...], keep: list[int], own=lambda v: v) -> tuple[Stmt, ...]:
+def _keep_yield(
+    body: tuple[Stmt, ...], keep: list[int], own: Callable[[Expr], Expr] = lambda v: v
+) -> tuple[Stmt, ...]:
     if body and isinstance(body[-1], Yield):
         y = body[-1]
         if not keep:  # nothing carried on this core: no yield either

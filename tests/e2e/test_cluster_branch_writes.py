@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
+from pypto import ir
 from pypto.runtime import RunConfig
 
 M, K, N, BLOCKS, SUB = 32, 32, 16, 4, 16
@@ -74,3 +75,15 @@ def test_both_arms_write_one_tensor_from_their_own_core(flags):
     assert {("AIC0", "blocks"), ("AIV0", "blocks")} <= cores  # one cluster task, both cores
     aic = next(t for t in rep.tasks if t.core_name == "AIC0")
     assert (rep.cycles, aic.end) == PINS[flags]
+
+
+def test_the_aic_else_arm_hands_on_the_tensor_it_already_had():
+    a = np.zeros((BLOCKS * M, K), np.float16)
+    b = np.zeros((K, N), np.float16)
+    program = branch_store.lower(a, b, np.zeros(BLOCKS, np.int32), np.zeros((BLOCKS * M, N), np.float32))
+    aic = program.get("blocks_aic")
+    loop = next(s for s in ir.walk(aic.body) if isinstance(s, ir.For) and s.iter_args)
+    branch = next(s for s in loop.body if isinstance(s, ir.If))
+    assert not [c for c in ir.nodes_of(branch.else_body, ir.Call) if c.op == "tile.store"]
+    carried = {it.var.name for it in loop.iter_args}
+    assert {v.name for v in branch.else_body[-1].values} <= carried  # the versions entering the branch

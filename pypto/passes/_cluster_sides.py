@@ -6,15 +6,18 @@ and Vec. A statement touching a cube-side buffer or op runs on the AIC, one touc
 runs on the AIV, scalar statements (index math) run on both. Loops and branches are kept on
 both cores with the part of their body that core runs, so the two programs walk the same
 trips and hand tiles over in the same order. What a core does not need is dropped.
+A GM tensor is one buffer whichever core writes it: a branch whose arms store it from
+different cores is carried on both, each core's yields naming its own last version.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Var
+from pypto.ir.expr import Call, Expr, Var
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt, Yield
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import nodes_of, walk
@@ -46,6 +49,13 @@ EFFECTS = frozenset(
         "tile.tfree_to_aiv",
     }
 )
+# The ops writing into a GM tensor, and the argument naming the tensor they write into.
+TENSOR_WRITES = {
+    "tile.store": "output_tensor",
+    "tensor.assemble": "target",
+    "tensor.write": "dst",
+    "system.syncall": "gm_workspace",  # counts arrivals in it
+}
 
 
 def _space_side(t: object) -> Side | None:
@@ -79,13 +89,21 @@ def side_of(s: Stmt) -> Side:
     return Side.BOTH
 
 
-def _carried_side(var: Var, yielded: object, defs: dict[str, Side]) -> Side:
+def _carried_side(var: Var, yielded: tuple[object, ...], defs: dict[str, Side]) -> Side:
+    """The core a carried value lives on. A tile lives where its buffer is; a tensor lives where
+    its yielded versions were written: on one core when every branch wrote it there (or passed
+    it through), on both when the branches wrote it from different cores (one GM buffer)."""
     side = _space_side(var.type)
     if side is not None:
         return side
-    if isinstance(var.type, TensorType) and isinstance(yielded, Var):
-        return defs.get(yielded.name, Side.BOTH)
-    return Side.BOTH
+    if not isinstance(var.type, TensorType):
+        return Side.BOTH
+    sides = {defs.get(y.name, Side.BOTH) for y in yielded if isinstance(y, Var)} - {Side.BOTH}
+    return next(iter(sides)) if len(sides) == 1 else Side.BOTH
+
+
+def _yield_values(body: tuple[Stmt, ...], k: int) -> tuple[object, ...]:
+    return (body[-1].values[k],) if body and isinstance(body[-1], Yield) else ()
 
 
 def assign_sides(body: tuple[Stmt, ...], defs: dict[str, Side]) -> None:
@@ -98,21 +116,46 @@ def assign_sides(body: tuple[Stmt, ...], defs: dict[str, Side]) -> None:
         elif isinstance(s, For):
             defs[s.var.name] = Side.BOTH
             assign_sides(s.body, defs)
-            last = s.body[-1] if s.body and isinstance(s.body[-1], Yield) else None
             for k, (it, r) in enumerate(zip(s.iter_args, s.results)):
-                y = last.values[k] if last else None
-                defs[it.var.name] = defs[r.name] = _carried_side(it.var, y, defs)
+                defs[it.var.name] = defs[r.name] = _carried_side(it.var, _yield_values(s.body, k), defs)
         elif isinstance(s, If):
             assign_sides(s.then_body, defs)
             assign_sides(s.else_body, defs)
-            last = s.then_body[-1] if s.then_body and isinstance(s.then_body[-1], Yield) else None
             for k, r in enumerate(s.results):
-                y = last.values[k] if last else None
-                defs[r.name] = _carried_side(r, y, defs)
+                ys = (*_yield_values(s.then_body, k), *_yield_values(s.else_body, k))
+                defs[r.name] = _carried_side(r, ys, defs)
 
 
-def project(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -> tuple[Stmt, ...]:
-    """The statements of ``body`` that run on ``side`` (loops and branches on both)."""
+def tensor_versions(body: tuple[Stmt, ...]) -> dict[str, Var]:
+    """Each tensor version's predecessor: the tensor a store (or assemble, write) wrote into,
+    a loop's init for its carried name and result, a branch's then-yield for its result."""
+    prev: dict[str, Var] = {}
+    for n in walk(body):
+        if isinstance(n, Assign) and isinstance(n.var.type, TensorType) and isinstance(n.value, Call):
+            target = TENSOR_WRITES.get(n.value.op)
+            written = n.value.arg(target) if target is not None else None
+            if isinstance(written, Var):
+                prev[n.var.name] = written
+        elif isinstance(n, For):
+            for it, r in zip(n.iter_args, n.results):
+                if isinstance(it.init, Var):
+                    prev[it.var.name] = prev[r.name] = it.init
+        elif isinstance(n, If):
+            for k, r in enumerate(n.results):
+                y = _yield_values(n.then_body, k)
+                if y and isinstance(y[0], Var):
+                    prev[r.name] = y[0]
+    return prev
+
+
+def project(
+    body: tuple[Stmt, ...], side: Side, defs: dict[str, Side], prev: dict[str, Var] | None = None
+) -> tuple[Stmt, ...]:
+    """The statements of ``body`` that run on ``side`` (loops and branches on both). A yield or
+    a loop init naming a tensor version the other core wrote names this core's own latest
+    version of that tensor instead (``tensor_versions``): one GM buffer, two programs."""
+    prev = tensor_versions(body) if prev is None else prev
+    own = _own_version(side, defs, prev)
     out: list[Stmt] = []
     for s in body:
         if isinstance(s, (Assign, Eval)):
@@ -123,8 +166,10 @@ def project(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -> tuple[
             out.append(
                 dataclasses.replace(
                     s,
-                    body=_keep_yield(project(s.body, side, defs), keep),
-                    iter_args=tuple(s.iter_args[k] for k in keep),
+                    body=_keep_yield(project(s.body, side, defs, prev), keep, own),
+                    iter_args=tuple(
+                        dataclasses.replace(s.iter_args[k], init=own(s.iter_args[k].init)) for k in keep
+                    ),
                     results=tuple(s.results[k] for k in keep),
                 )
             )
@@ -133,24 +178,37 @@ def project(body: tuple[Stmt, ...], side: Side, defs: dict[str, Side]) -> tuple[
             out.append(
                 dataclasses.replace(
                     s,
-                    then_body=_keep_yield(project(s.then_body, side, defs), keep),
-                    else_body=_keep_yield(project(s.else_body, side, defs), keep),
+                    then_body=_keep_yield(project(s.then_body, side, defs, prev), keep, own),
+                    else_body=_keep_yield(project(s.else_body, side, defs, prev), keep, own),
                     results=tuple(s.results[k] for k in keep),
                 )
             )
-        elif isinstance(s, Yield):
-            out.append(s)
         else:
             out.append(s)
     return tuple(out)
 
 
-def _keep_yield(body: tuple[Stmt, ...], keep: list[int]) -> tuple[Stmt, ...]:
+def _own_version(side: Side, defs: dict[str, Side], prev: dict[str, Var]) -> Callable[[Expr], Expr]:
+    """Maps a value to this core's version of it: a tensor version written on the other core is
+    walked back to the version this core last had (the same GM buffer under another name)."""
+    other = Side.AIV if side is Side.AIC else Side.AIC
+
+    def own(v: Expr) -> Expr:
+        while isinstance(v, Var) and defs.get(v.name) is other and v.name in prev:
+            v = prev[v.name]
+        return v
+
+    return own
+
+
+def _keep_yield(
+    body: tuple[Stmt, ...], keep: list[int], own: Callable[[Expr], Expr] = lambda v: v
+) -> tuple[Stmt, ...]:
     if body and isinstance(body[-1], Yield):
         y = body[-1]
         if not keep:  # nothing carried on this core: no yield either
             return body[:-1]
-        return (*body[:-1], dataclasses.replace(y, values=tuple(y.values[k] for k in keep)))
+        return (*body[:-1], dataclasses.replace(y, values=tuple(own(y.values[k]) for k in keep)))
     return body
 
 

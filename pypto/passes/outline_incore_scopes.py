@@ -21,15 +21,10 @@ from pypto.ir.stmt import Assign, Eval, For, Function, If, Param, Program, Scope
 from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_pipes import crossing
+from pypto.passes._cluster_sides import TENSOR_WRITES
 from pypto.passes._scan import defined_names
 from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
 
-_WRITES = {
-    "tile.store": "output_tensor",
-    "tensor.assemble": "target",
-    "tensor.write": "dst",
-    "system.syncall": "gm_workspace",  # counts arrivals in it
-}
 # write part of the tensor (one element, a counter): the rest is kept (InOut)
 _PARTIAL = {"tensor.write", "system.syncall"}
 
@@ -51,7 +46,7 @@ def tensor_aliases(body: tuple[Stmt, ...]) -> dict[str, str]:
     for node in walk(body):
         if isinstance(node, Assign) and isinstance(node.var.type, TensorType):
             v = node.value
-            join(v.arg(_WRITES[v.op]) if isinstance(v, Call) and v.op in _WRITES else v, node.var)
+            join(v.arg(TENSOR_WRITES[v.op]) if isinstance(v, Call) and v.op in TENSOR_WRITES else v, node.var)
         elif isinstance(node, For):
             last = node.body[-1] if node.body else None
             yields = last.values if isinstance(last, Yield) else ()
@@ -78,7 +73,7 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
         for p, a in zip(params, call.args):
             if isinstance(a, Var) and isinstance(a.type, TensorType):
                 root = alias.get(a.name, a.name)
-                (written if _WRITES.get(call.op) == p.name else read).add(root)
+                (written if TENSOR_WRITES.get(call.op) == p.name else read).add(root)
                 if call.op in _PARTIAL:
                     read.add(root)
     names = set(alias) | written | read

@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 
-from pypto.errors import CompileError
+from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, Pipe
-from pypto.ir.expr import Call, Var, shaped_type
+from pypto.ir.expr import Call, Var, as_expr, make_binop, shaped_type
 from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import tile_form
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, If, Scope, Stmt
-from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._scan import defined_names
 
@@ -96,6 +96,7 @@ class _Splitter:
         self.scope, self.names = scope, names
         self.cube, self.vector = list(scope.body[:cut]), list(scope.body[cut:])
         self.prelude: list[Stmt] = []
+        self.vector_head: list[Stmt] = []  # the per-block views of the GM intermediates
 
     def fresh(self, base: str) -> str:
         return self.names.fresh(base)
@@ -120,7 +121,7 @@ class _Splitter:
                     s.span,
                 )
 
-        vector = [rewrite(s, _renamed(subst)) for s in recomputed + self.vector]
+        vector = self.vector_head + [rewrite(s, _renamed(subst)) for s in recomputed + self.vector]
         return self.prelude, [self.part(self.cube, "cube"), self.part(vector, "vector")]
 
     def part(self, body: list[Stmt], side: str) -> Scope:
@@ -160,13 +161,50 @@ class _Splitter:
         return isinstance(s.value, Call) and s.value.op not in _VIEWS_AND_WRITES
 
     def through_gm(self, value: Var) -> Var:
-        """A GM intermediate created before the scopes; the cube scope assembles `value` into it."""
+        """A GM intermediate created before the scopes; the cube scope assembles `value` into it.
+        The blocks of a ``pl.spmd`` scope run at once, so each gets its own rows of it: the
+        intermediate stacks ``blocks`` copies on its first axis, block b's at b times the rows."""
         t = shaped_type(value)
         span = value.span
-        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(t.shape, t.dtype), span=span)
-        call, _ = bind_call("tensor.create", [list(t.shape), t.dtype], {}, span=span)
+        blocks = self.scope.blocks
+        shape = list(t.shape) if blocks == 1 else [_stacked_rows(blocks, t.shape[0], value), *t.shape[1:]]
+        gm = Var(self.fresh(f"{value.name}_gm"), TensorType(tuple(shape), t.dtype), span=span)
+        call, _ = bind_call("tensor.create", [shape, t.dtype], {}, span=span)
         self.prelude.append(Assign(gm, call, span=span))
         stored = Var(self.fresh(gm.name), gm.type, span=span)
-        call, _ = bind_call("tensor.assemble", [gm, value, [0] * len(t.shape)], {}, span=span)
+        call, _ = bind_call(
+            "tensor.assemble", [gm, value, self.block_rows(self.cube, t, span)], {}, span=span
+        )
         self.cube.append(Assign(stored, call, span=span))
-        return stored
+        if blocks == 1:
+            return stored
+        view = Var(self.fresh(value.name), TensorType(t.shape, t.dtype), span=span)
+        call, _ = bind_call(
+            "tensor.slice", [stored, list(t.shape), self.block_rows(self.vector_head, t, span)], {}, span=span
+        )
+        self.vector_head.append(Assign(view, call, span=span))
+        return view
+
+    def block_rows(self, side: list[Stmt], t: TensorType | TileType, span: SourceSpan | None) -> list:
+        """The offset of this block's rows in an intermediate (zero for one block); the block
+        index it needs is read on ``side``."""
+        offset: list = [0] * len(t.shape)
+        if self.scope.blocks != 1:
+            idx = Var(self.fresh("block"), INDEX_TYPE, span=span)
+            call, _ = bind_call("tile.get_block_idx", [], span=span)
+            side.append(Assign(idx, call, span=span))
+            offset[0] = make_binop("*", idx, as_expr(t.shape[0]), span=span)
+        return offset
+
+
+def _stacked_rows(blocks: object, rows: object, value: Var) -> int:
+    """The rows of an intermediate holding every block's ``value``: a compile-time size."""
+    if isinstance(blocks, int) and isinstance(rows, int):
+        return blocks * rows
+    raise CompileError(
+        f"this pl.spmd body's vector part uses `{value.name}`, computed on the cube side, so each "
+        f"block passes it through its own rows of a GM tensor; that needs a compile-time block count "
+        f"and a compile-time first dim of `{value.name}`: write the count as an integer, or keep both "
+        "sides in one cluster task with optimizations=[pl.split(...)]",
+        value.span,
+    )

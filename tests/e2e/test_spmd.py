@@ -347,3 +347,77 @@ def test_bad_submits_are_refused_at_their_line(tmp_path: Path, call: str, messag
     x = np.zeros((ROWS, C), np.float32)
     with pytest.raises(TypeCheckError, match=message + r".*bad_submit.py:8:"):
         mod.bad.lower(x, x.copy(), config=CFG)
+
+
+GM_BLOCKS, GM_M = 4, 64
+
+
+@pl.jit
+def spmd_matmul_relu(
+    a: pl.Tensor[[GM_BLOCKS * GM_M, KB], pl.FP16],
+    b: pl.Tensor[[KB, NB], pl.FP16],
+    c: pl.Out[pl.Tensor[[GM_BLOCKS * GM_M, NB], pl.FP32]],
+):
+    """A mixed body with no pl.split: a cube task and a vector task per block, the product
+    crossing through a GM intermediate."""
+    for i in pl.spmd(GM_BLOCKS, name_hint="mm_relu"):
+        p = pl.matmul(a[i * GM_M : (i + 1) * GM_M, :], b, out_dtype=pl.FP32)
+        c[i * GM_M : (i + 1) * GM_M, :] = pl.relu(p)
+    return c
+
+
+def test_a_mixed_spmd_body_gives_each_block_its_own_rows_of_the_gm_intermediate():
+    """The blocks run at once, so one shared intermediate would be a race (and block i's
+    vector task could read block j's product); each block stores and loads its own rows."""
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (GM_BLOCKS * GM_M, KB)).astype(np.float16)
+    b = rng.uniform(-1, 1, (KB, NB)).astype(np.float16)
+    c = np.zeros((GM_BLOCKS * GM_M, NB), np.float32)
+    spmd_matmul_relu(a, b, c, config=CFG)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    for blk in range(GM_BLOCKS):
+        rows = slice(blk * GM_M, (blk + 1) * GM_M)
+        np.testing.assert_allclose(c[rows], want[rows], rtol=1e-5, atol=1e-5)
+    text = spmd_matmul_relu.lower(a, b, c, config=CFG).as_python()
+    assert f"pl.tensor.create([{GM_BLOCKS * GM_M}, {NB}], pl.FP32)" in text  # one tile per block
+    report = spmd_matmul_relu.last_report
+    assert sorted((t.name, t.block) for t in report.tasks) == [
+        (side, blk) for side in ("mm_relu_cube", "mm_relu_vector") for blk in range(GM_BLOCKS)
+    ]
+    # each vector block starts after the last cube block (it reads the whole intermediate):
+    # that end, the task pickup, then the cold head of an AIV's first task
+    plat, table = platforms.get("a2a3sim"), report.task_table()
+    cube_end = max(r["end"] for r in table if r["kernel"] == "mm_relu_cube")
+    assert cube_end == 6632
+    assert {r["start"] for r in table if r["kernel"] == "mm_relu_vector"} == {
+        cube_end + plat.task_dispatch_cycles + plat.task_cold_head_cycles
+    }
+    assert report.cycles == 13397
+
+
+def test_a_mixed_body_under_a_dynamic_block_count_is_refused_at_the_crossing_value():
+    """Its intermediate would need a run-time number of rows, which a GM tensor type cannot
+    hold; pl.split keeps both sides in one cluster task, which needs none."""
+    m = pl.dynamic("M")
+
+    @pl.jit
+    def dyn_matmul_relu(
+        a: pl.Tensor[[m, KB], pl.FP16],
+        b: pl.Tensor[[KB, NB], pl.FP16],
+        c: pl.Out[pl.Tensor[[m, NB], pl.FP32]],
+    ):
+        for i in pl.spmd(m // GM_M):
+            prod = pl.matmul(a[i * GM_M : (i + 1) * GM_M, :], b, out_dtype=pl.FP32)
+            c[i * GM_M : (i + 1) * GM_M, :] = pl.relu(prod)
+        return c
+
+    a, b = np.zeros((2 * GM_M, KB), np.float16), np.zeros((KB, NB), np.float16)
+    c = np.ones((2 * GM_M, NB), np.float32)
+    line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "prod = pl.matmul(a[i * GM_M" in text
+    )
+    with pytest.raises(PyptoError, match=rf"uses `prod`, computed on the cube side.*test_spmd.py:{line}:"):
+        dyn_matmul_relu(a, b, c, config=CFG)
+    assert (c == 1).all()  # nothing ran

@@ -19,7 +19,6 @@ import functools
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,7 +182,8 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     if override:
         return override, detect_compiler_id(override)
     if os.path.isabs(recorded) and os.access(recorded, os.X_OK):
-        return recorded, recorded_id  # the common case, without importing shutil
+        return recorded, recorded_id  # the common case
+    import shutil  # here: it loads the compression modules, which a cache hit never needs
 
     if shutil.which(recorded):
         return recorded, recorded_id

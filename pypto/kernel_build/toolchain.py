@@ -20,7 +20,7 @@ import importlib.util
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from pypto import knobs
@@ -55,8 +55,10 @@ class Toolchain:
     pch_dir: Path | None = None
     pch_flags: tuple[str, ...] = ()
     fingerprint: str = field(init=False, repr=False, compare=False)
+    # The headers' digests if the caller already has them (from_build_info): hashed once.
+    headers: InitVar[list[tuple[str, bytes]] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, headers: list[tuple[str, bytes]] | None) -> None:
         # Normalise what callers may pass as lists / strings, then fingerprint once.
         object.__setattr__(self, "flags", tuple(self.flags))
         object.__setattr__(self, "ldflags", tuple(self.ldflags))
@@ -64,7 +66,9 @@ class Toolchain:
         object.__setattr__(self, "pch_flags", tuple(self.pch_flags))
         object.__setattr__(self, "include_dir", Path(self.include_dir).absolute())
         object.__setattr__(self, "lib_dir", Path(self.lib_dir).absolute())
-        object.__setattr__(self, "fingerprint", _fingerprint(self))
+        if headers is None:
+            headers = _header_digests(self.include_dir)
+        object.__setattr__(self, "fingerprint", _fingerprint(self, headers))
 
     @classmethod
     def create(
@@ -100,7 +104,8 @@ class Toolchain:
         base = info_path.parent
         cxx, compiler_id = _choose_compiler(str(info["cxx"]), str(info["compiler_id"]), cxx_override)
         include_dir = base / info["include_dir"]
-        pch = _usable_pch(base / info["pch_dir"], cxx, include_dir) if "pch_dir" in info else None
+        headers = _header_digests(include_dir)
+        pch = _usable_pch(base / info["pch_dir"], cxx, headers) if "pch_dir" in info else None
         return cls(
             cxx=cxx,
             compiler_id=compiler_id,
@@ -113,6 +118,7 @@ class Toolchain:
             abi_version=int(info["abi_version"]),
             pch_dir=pch[0] if pch else None,
             pch_flags=pch[1] if pch else (),
+            headers=headers,
         )
 
 
@@ -197,15 +203,18 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     return fallback, detect_compiler_id(fallback)
 
 
-def _usable_pch(pch_dir: Path, cxx: str, include_dir: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """``(pch_dir, its flags)`` if its stamp matches the compiler, the ``.gch`` and the headers."""
+def _usable_pch(
+    pch_dir: Path, cxx: str, headers: list[tuple[str, bytes]]
+) -> tuple[Path, tuple[str, ...]] | None:
+    """``(pch_dir, its flags)`` if its stamp matches the compiler, the ``.gch`` and ``headers``
+    (the include folder's :func:`_header_digests`)."""
     try:
         stamp = json.loads((pch_dir / "stamp.json").read_bytes())
         fits = (
             stamp["cxx"] == cxx
             and (pch_dir / stamp["gch"]).stat().st_size == stamp["gch_size"]
             and (pch_dir / "pypto" / "kernel.hpp").is_file()  # the forwarder to the real header
-            and stamp["headers"] == {rel: sha.hex() for rel, sha in _header_digests(include_dir)}
+            and stamp["headers"] == {rel: sha.hex() for rel, sha in headers}
         )
         flags = tuple(stamp["flags"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -227,14 +236,14 @@ def _header_digests(include_dir: Path) -> list[tuple[str, bytes]]:
     return [(p.relative_to(include_dir).as_posix(), sha256(p.read_bytes()).digest()) for p in files]
 
 
-def _fingerprint(tc: Toolchain) -> str:
+def _fingerprint(tc: Toolchain, headers: list[tuple[str, bytes]]) -> str:
     digest = sha256()
     # The precompiled header leaves the output unchanged (tests check it is byte-identical), but
     # whether one is used is keyed anyway, so nothing about a build hides from the key.
     pch = list(tc.pch_flags) if tc.pch_dir is not None else None
     settings = [tc.compiler_id, tc.flags, tc.ldflags, tc.libs, tc.version, tc.abi_version, pch]
     digest.update(json.dumps(settings).encode())
-    for rel, sha in _header_digests(tc.include_dir):
+    for rel, sha in headers:
         digest.update(rel.encode() + b"\0")
         digest.update(sha)
     return digest.hexdigest()

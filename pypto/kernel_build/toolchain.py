@@ -20,11 +20,11 @@ import importlib.util
 import json
 import os
 import subprocess
-from dataclasses import InitVar, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pypto import knobs
-from pypto._light import Logger, sha256
+from pypto._light import Logger, Record, sha256
 from pypto.errors import PyptoError
 
 logger = Logger(__name__)
@@ -34,41 +34,87 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-fno-math-errno
 DEFAULT_LDFLAGS: tuple[str, ...] = ("-shared",)
 
 
-@dataclass(frozen=True)
-class Toolchain:
+class _Fingerprinted(Record):
+    """Holds the fingerprint in a slot of its own: a Record compares, hashes, prints and
+    pickles by its class's own ``__slots__``, which leaves it out (it is derived from them)."""
+
+    __slots__ = ("fingerprint",)
+    fingerprint: str
+
+
+class Toolchain(_Fingerprinted):
     """A compiler plus everything a kernel compile and link needs.
 
     ``fingerprint`` is a sha256 over the compiler id, flags, libraries, versions and the
-    content of every file under ``include_dir``; it is computed once, when the object is made.
+    content of every file under ``include_dir``; it is computed once, when the object is made
+    (from ``headers``, the include folder's digests, when the caller already has them). A
+    frozen Record rather than a dataclass: every program-cache hit makes one.
     """
 
+    __slots__ = (
+        "cxx",
+        "compiler_id",
+        "flags",
+        "ldflags",
+        "include_dir",
+        "lib_dir",
+        "libs",
+        "version",
+        "abi_version",
+        "pch_dir",  # the folder holding pypto/kernel.hpp.gch, if usable
+        "pch_flags",  # the exact flags it was compiled with
+    )
     cxx: str
     compiler_id: str
     flags: tuple[str, ...]
     ldflags: tuple[str, ...]
     include_dir: Path
     lib_dir: Path
-    libs: tuple[str, ...] = ()
-    version: str = "0"
-    abi_version: int = 1
-    # The folder holding pypto/kernel.hpp.gch and the exact flags it was compiled with, if usable.
-    pch_dir: Path | None = None
-    pch_flags: tuple[str, ...] = ()
-    fingerprint: str = field(init=False, repr=False, compare=False)
-    # The headers' digests if the caller already has them (from_build_info): hashed once.
-    headers: InitVar[list[tuple[str, bytes]] | None] = None
+    libs: tuple[str, ...]
+    version: str
+    abi_version: int
+    pch_dir: Path | None
+    pch_flags: tuple[str, ...]
 
-    def __post_init__(self, headers: list[tuple[str, bytes]] | None) -> None:
+    def __init__(
+        self,
+        cxx: str,
+        compiler_id: str,
+        flags: tuple[str, ...],
+        ldflags: tuple[str, ...],
+        include_dir: Path,
+        lib_dir: Path,
+        libs: tuple[str, ...] = (),
+        version: str = "0",
+        abi_version: int = 1,
+        pch_dir: Path | None = None,
+        pch_flags: tuple[str, ...] = (),
+        *,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
         # Normalise what callers may pass as lists / strings, then fingerprint once.
-        object.__setattr__(self, "flags", tuple(self.flags))
-        object.__setattr__(self, "ldflags", tuple(self.ldflags))
-        object.__setattr__(self, "libs", tuple(self.libs))
-        object.__setattr__(self, "pch_flags", tuple(self.pch_flags))
-        object.__setattr__(self, "include_dir", Path(self.include_dir).absolute())
-        object.__setattr__(self, "lib_dir", Path(self.lib_dir).absolute())
+        values = (
+            cxx,
+            compiler_id,
+            tuple(flags),
+            tuple(ldflags),
+            Path(include_dir).absolute(),
+            Path(lib_dir).absolute(),
+            tuple(libs),
+            version,
+            abi_version,
+            pch_dir,
+            tuple(pch_flags),
+        )
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
         if headers is None:
             headers = _header_digests(self.include_dir)
         object.__setattr__(self, "fingerprint", _fingerprint(self, headers))
+
+    def replace(self, **changes: Any) -> Toolchain:
+        """A copy with ``changes`` (as ``dataclasses.replace``), fingerprinted anew."""
+        return Toolchain(**{**dict(zip(self.__slots__, self._values())), **changes})
 
     @classmethod
     def create(

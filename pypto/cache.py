@@ -37,10 +37,10 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from pypto import knobs
+from pypto._light import Record
 
 GRACE_S = 600  # an entry used this recently is in use (or about to be): never evicted
 _TOUCH_S = 60  # a hit rewrites its entry's time only when older: most hits write nothing
@@ -49,14 +49,19 @@ _META = "meta.json"  # the kernel entry's commit point (pypto.kernel_build.cache
 AREAS = ("kernels", "programs", "runs", "tune", "tmp")
 
 
-@dataclass
-class Entry:
-    """One removable unit of the cache."""
+class Entry(Record):
+    """One removable unit of the cache: its area, path, size in bytes and last use (seconds
+    since the epoch). A Record: this module is loaded by every cache hit."""
 
+    __slots__ = ("area", "path", "bytes", "used")
     area: str
     path: Path
     bytes: int
-    used: float  # seconds since the epoch
+    used: float
+
+    def __init__(self, area: str, path: Path, bytes: int, used: float) -> None:
+        for name, value in zip(self.__slots__, (area, path, bytes, used)):
+            object.__setattr__(self, name, value)
 
 
 def touch(path: Path) -> None:

@@ -1,13 +1,15 @@
 """Where kernel source comes from, and how AST positions map back to the user's file.
 
-A kernel's source is read with ``inspect``, dedented and parsed; every AST position is then
-shifted by the function's first line and the removed indentation, so spans point into
-the user's real file (``file:line:col``), not into the dedented copy.
+A kernel's source is read (from the line Python recorded, else with ``inspect``), dedented
+and parsed; every AST position is then shifted by the function's first line and the removed
+indentation, so spans point into the user's real file (``file:line:col``), not into the
+dedented copy.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import itertools
 import linecache
@@ -42,6 +44,15 @@ class KernelSource:
     def from_function(cls, fn: Any) -> KernelSource:
         """Source of a Python function (a ``@pl.jit`` kernel)."""
         code = getattr(fn, "__code__", None)
+        quick = _def_lines(fn)
+        if quick is not None and code is not None:
+            check_unchanged(fn, code.co_filename)
+            with contextlib.suppress(CompileError):  # not the whole def after all: inspect's way
+                src = cls._from_lines(
+                    quick, code.co_firstlineno, code.co_filename, fn.__globals__, closure_values(fn)
+                )
+                if _is_def_of(src.tree, fn):
+                    return src
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as err:
@@ -88,6 +99,58 @@ class KernelSource:
 
 
 _TEXT_IDS = itertools.count()
+
+
+def _def_lines(fn: Any) -> list[str] | None:
+    """The lines of ``fn``'s definition, decorators included, found by indentation from the line
+    Python recorded: ``inspect.getsourcelines`` tokenizes the file from there and first searches
+    every module for the function's, a few milliseconds of a new process's first compile. The
+    block ends before the first statement line indented no deeper than the ``def``; a cut inside
+    a bracket or string does not parse, and then the caller asks ``inspect``. None: no file lines."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_name == "<lambda>":
+        return None
+    linecache.checkcache(code.co_filename)  # an edited file is read again, as inspect does
+    lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+    start = code.co_firstlineno - 1
+    if not 0 <= start < len(lines):
+        return None
+    indent = _indent(lines[start])
+    head = next(
+        (i for i in range(start, len(lines)) if lines[i].lstrip().startswith(("def ", "async def "))), None
+    )
+    if head is None:
+        return None
+    end = next((i for i in range(head + 1, len(lines)) if _ends_block(lines[i], indent)), len(lines))
+    while end > head + 1 and _trails(lines[end - 1], indent):
+        end -= 1
+    return lines[start:end]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _ends_block(line: str, indent: int) -> bool:
+    text = line.lstrip()
+    return bool(text) and not text.startswith("#") and _indent(line) <= indent
+
+
+def _trails(line: str, indent: int) -> bool:
+    """A blank line after the body, or a comment no deeper than the ``def`` (deeper ones stay
+    with the body, as ``inspect`` keeps them)."""
+    text = line.lstrip()
+    return not text or (text.startswith("#") and _indent(line) <= indent)
+
+
+def _is_def_of(tree: ast.Module, fn: Any) -> bool:
+    """Whether ``tree`` is exactly one definition of ``fn`` (by name)."""
+    body = tree.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+        and body[0].name == fn.__name__
+    )
 
 
 # The source file's (mtime, size) when each kernel was defined: a kernel is parsed from its file

@@ -54,7 +54,6 @@ from pypto.errors import PyptoError
 from pypto.kernel_build.cache import cache_key, kernel_cache_dir, lookup, lookup_entry, plan
 from pypto.kernel_build.cache_files import atomic_write, ensure_dir
 from pypto.kernel_build.commands import parse_depfile
-from pypto.kernel_build.ninja import build_and_publish
 from pypto.kernel_build.source import Job, KernelSource
 from pypto.kernel_build.toolchain import Toolchain
 from pypto.kernel_build.toolchain import toolchain as installed_toolchain
@@ -115,6 +114,9 @@ def build_kernels(
             else:
                 misses[job.key] = job
     if misses:
+        # Imported here: the builder's modules (subprocess, signal, shutil) serve misses only.
+        from pypto.kernel_build.ninja import build_and_publish
+
         found.update(build_and_publish(list(misses.values()), tc, platform, output_dir))
         trim_cache()
     return [found[job.key] for job in jobs]

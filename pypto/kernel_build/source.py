@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from pypto._light import sha256
+from pypto._light import Record, sha256
 from pypto.errors import KernelBuildError, PyptoError
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -23,27 +22,36 @@ def file_stem(name: str) -> str:
     return f"{plain}-{sha256(name.encode()).hexdigest()[:12]}"
 
 
-@dataclass(frozen=True)
-class KernelSource:
+class KernelSource(Record):
     """One kernel translation unit: generated ``code``, or a ``path`` to a ``.cpp`` (exactly one).
 
     A ``path`` source is compiled in place, so its relative ``#include``s work; ``include_dirs``
     are extra ``-I`` folders. ``name`` labels the kernel in file names and error messages.
+    A frozen Record, not a dataclass: a program-cache hit makes these without the decorator's cost.
     """
 
+    __slots__ = ("name", "code", "path", "include_dirs")
     name: str
-    code: str | None = None
-    path: Path | None = None
-    include_dirs: tuple[Path, ...] = ()
+    code: str | None
+    path: Path | None
+    include_dirs: tuple[Path, ...]
 
-    def __post_init__(self) -> None:
-        if (self.code is None) == (self.path is None):
-            raise PyptoError(f"kernel {self.name!r}: give exactly one of `code` and `path`")
-        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in "/\\\0"):
-            raise PyptoError(f"kernel name {self.name!r} must be a non-empty name without / \\ or NUL")
-        if self.path is not None:
-            object.__setattr__(self, "path", Path(self.path).absolute())
-        object.__setattr__(self, "include_dirs", tuple(Path(d).absolute() for d in self.include_dirs))
+    def __init__(
+        self,
+        name: str,
+        code: str | None = None,
+        path: Path | None = None,
+        include_dirs: tuple[Path, ...] = (),
+    ) -> None:
+        if (code is None) == (path is None):
+            raise PyptoError(f"kernel {name!r}: give exactly one of `code` and `path`")
+        if not isinstance(name, str) or not name or any(c in name for c in "/\\\0"):
+            raise PyptoError(f"kernel name {name!r} must be a non-empty name without / \\ or NUL")
+        dirs = tuple(Path(d).absolute() for d in include_dirs)
+        for field, value in zip(
+            self.__slots__, (name, code, None if path is None else Path(path).absolute(), dirs)
+        ):
+            object.__setattr__(self, field, value)
 
     @property
     def stem(self) -> str:
@@ -63,14 +71,16 @@ class KernelSource:
             ) from None
 
 
-@dataclass
 class Job:
     """A kernel of this call: its key, where it is compiled, where its cache entry lives."""
 
-    source: KernelSource
-    data: bytes
-    key: str
-    entry: Path
-    src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
-    out: Path | None = None  # the .so the compiler writes
-    status: int | None = None  # the compile+link command's exit status (-N: killed by signal N)
+    __slots__ = ("source", "data", "key", "entry", "src_file", "out", "status")
+
+    def __init__(self, source: KernelSource, data: bytes, key: str, entry: Path) -> None:
+        self.source = source
+        self.data = data
+        self.key = key
+        self.entry = entry
+        self.src_file: Path | None = None  # the file the compiler reads; set once the build dir is known
+        self.out: Path | None = None  # the .so the compiler writes
+        self.status: int | None = None  # the compile+link command's exit status (-N: killed by signal N)

@@ -19,13 +19,12 @@ import functools
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pypto import knobs
-from pypto._light import Logger, sha256
+from pypto._light import Logger, Record, sha256
 from pypto.errors import PyptoError
 
 logger = Logger(__name__)
@@ -35,37 +34,87 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-fno-math-errno
 DEFAULT_LDFLAGS: tuple[str, ...] = ("-shared",)
 
 
-@dataclass(frozen=True)
-class Toolchain:
+class _Fingerprinted(Record):
+    """Holds the fingerprint in a slot of its own: a Record compares, hashes, prints and
+    pickles by its class's own ``__slots__``, which leaves it out (it is derived from them)."""
+
+    __slots__ = ("fingerprint",)
+    fingerprint: str
+
+
+class Toolchain(_Fingerprinted):
     """A compiler plus everything a kernel compile and link needs.
 
     ``fingerprint`` is a sha256 over the compiler id, flags, libraries, versions and the
-    content of every file under ``include_dir``; it is computed once, when the object is made.
+    content of every file under ``include_dir``; it is computed once, when the object is made
+    (from ``headers``, the include folder's digests, when the caller already has them). A
+    frozen Record rather than a dataclass: every program-cache hit makes one.
     """
 
+    __slots__ = (
+        "cxx",
+        "compiler_id",
+        "flags",
+        "ldflags",
+        "include_dir",
+        "lib_dir",
+        "libs",
+        "version",
+        "abi_version",
+        "pch_dir",  # the folder holding pypto/kernel.hpp.gch, if usable
+        "pch_flags",  # the exact flags it was compiled with
+    )
     cxx: str
     compiler_id: str
     flags: tuple[str, ...]
     ldflags: tuple[str, ...]
     include_dir: Path
     lib_dir: Path
-    libs: tuple[str, ...] = ()
-    version: str = "0"
-    abi_version: int = 1
-    # The folder holding pypto/kernel.hpp.gch and the exact flags it was compiled with, if usable.
-    pch_dir: Path | None = None
-    pch_flags: tuple[str, ...] = ()
-    fingerprint: str = field(init=False, repr=False, compare=False)
+    libs: tuple[str, ...]
+    version: str
+    abi_version: int
+    pch_dir: Path | None
+    pch_flags: tuple[str, ...]
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        cxx: str,
+        compiler_id: str,
+        flags: tuple[str, ...],
+        ldflags: tuple[str, ...],
+        include_dir: Path,
+        lib_dir: Path,
+        libs: tuple[str, ...] = (),
+        version: str = "0",
+        abi_version: int = 1,
+        pch_dir: Path | None = None,
+        pch_flags: tuple[str, ...] = (),
+        *,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
         # Normalise what callers may pass as lists / strings, then fingerprint once.
-        object.__setattr__(self, "flags", tuple(self.flags))
-        object.__setattr__(self, "ldflags", tuple(self.ldflags))
-        object.__setattr__(self, "libs", tuple(self.libs))
-        object.__setattr__(self, "pch_flags", tuple(self.pch_flags))
-        object.__setattr__(self, "include_dir", Path(self.include_dir).absolute())
-        object.__setattr__(self, "lib_dir", Path(self.lib_dir).absolute())
-        object.__setattr__(self, "fingerprint", _fingerprint(self))
+        values = (
+            cxx,
+            compiler_id,
+            tuple(flags),
+            tuple(ldflags),
+            Path(include_dir).absolute(),
+            Path(lib_dir).absolute(),
+            tuple(libs),
+            version,
+            abi_version,
+            pch_dir,
+            tuple(pch_flags),
+        )
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+        if headers is None:
+            headers = _header_digests(self.include_dir)
+        object.__setattr__(self, "fingerprint", _fingerprint(self, headers))
+
+    def replace(self, **changes: Any) -> Toolchain:
+        """A copy with ``changes`` (as ``dataclasses.replace``), fingerprinted anew."""
+        return Toolchain(**{**dict(zip(self.__slots__, self._values())), **changes})
 
     @classmethod
     def create(
@@ -101,7 +150,8 @@ class Toolchain:
         base = info_path.parent
         cxx, compiler_id = _choose_compiler(str(info["cxx"]), str(info["compiler_id"]), cxx_override)
         include_dir = base / info["include_dir"]
-        pch = _usable_pch(base / info["pch_dir"], cxx, include_dir) if "pch_dir" in info else None
+        headers = _header_digests(include_dir)
+        pch = _usable_pch(base / info["pch_dir"], cxx, headers) if "pch_dir" in info else None
         return cls(
             cxx=cxx,
             compiler_id=compiler_id,
@@ -114,6 +164,7 @@ class Toolchain:
             abi_version=int(info["abi_version"]),
             pch_dir=pch[0] if pch else None,
             pch_flags=pch[1] if pch else (),
+            headers=headers,
         )
 
 
@@ -183,7 +234,8 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     if override:
         return override, detect_compiler_id(override)
     if os.path.isabs(recorded) and os.access(recorded, os.X_OK):
-        return recorded, recorded_id  # the common case, without importing shutil
+        return recorded, recorded_id  # the common case
+    import shutil  # here: it loads the compression modules, which a cache hit never needs
 
     if shutil.which(recorded):
         return recorded, recorded_id
@@ -197,15 +249,18 @@ def _choose_compiler(recorded: str, recorded_id: str, override: str | None) -> t
     return fallback, detect_compiler_id(fallback)
 
 
-def _usable_pch(pch_dir: Path, cxx: str, include_dir: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """``(pch_dir, its flags)`` if its stamp matches the compiler, the ``.gch`` and the headers."""
+def _usable_pch(
+    pch_dir: Path, cxx: str, headers: list[tuple[str, bytes]]
+) -> tuple[Path, tuple[str, ...]] | None:
+    """``(pch_dir, its flags)`` if its stamp matches the compiler, the ``.gch`` and ``headers``
+    (the include folder's :func:`_header_digests`)."""
     try:
         stamp = json.loads((pch_dir / "stamp.json").read_bytes())
         fits = (
             stamp["cxx"] == cxx
             and (pch_dir / stamp["gch"]).stat().st_size == stamp["gch_size"]
             and (pch_dir / "pypto" / "kernel.hpp").is_file()  # the forwarder to the real header
-            and stamp["headers"] == {rel: sha.hex() for rel, sha in _header_digests(include_dir)}
+            and stamp["headers"] == {rel: sha.hex() for rel, sha in headers}
         )
         flags = tuple(stamp["flags"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -227,14 +282,14 @@ def _header_digests(include_dir: Path) -> list[tuple[str, bytes]]:
     return [(p.relative_to(include_dir).as_posix(), sha256(p.read_bytes()).digest()) for p in files]
 
 
-def _fingerprint(tc: Toolchain) -> str:
+def _fingerprint(tc: Toolchain, headers: list[tuple[str, bytes]]) -> str:
     digest = sha256()
     # The precompiled header leaves the output unchanged (tests check it is byte-identical), but
     # whether one is used is keyed anyway, so nothing about a build hides from the key.
     pch = list(tc.pch_flags) if tc.pch_dir is not None else None
     settings = [tc.compiler_id, tc.flags, tc.ldflags, tc.libs, tc.version, tc.abi_version, pch]
     digest.update(json.dumps(settings).encode())
-    for rel, sha in _header_digests(tc.include_dir):
+    for rel, sha in headers:
         digest.update(rel.encode() + b"\0")
         digest.update(sha)
     return digest.hexdigest()

@@ -36,14 +36,13 @@ import functools
 import os
 import pickle
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pypto
 from pypto import cache, knobs
 from pypto import kernel_build as build
-from pypto._light import Logger, sha256
+from pypto._light import Logger, Record, sha256
 from pypto.compile import codecs
 from pypto.compile.artifact import Artifact
 from pypto.compile.options import CompileOptions
@@ -55,7 +54,7 @@ from pypto.language.decorators import InlineFunction, JitFunction, KernelFunctio
 
 log = Logger(__name__)
 
-_SALT = b"pypto-program-cache-5"
+_SALT = b"pypto-program-cache-6"
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
@@ -63,12 +62,17 @@ class Uncacheable(Exception):
     """A kernel reads a value whose identity cannot be recorded across processes."""
 
 
-@dataclass
-class Entry:
-    """One stored compile: the dependency record it is valid under, and its Artifact's bytes."""
+class Entry(Record):
+    """One stored compile: the dependency record it is valid under (see _record_fn), and its
+    Artifact's bytes (pypto.compile.codecs.to_bytes)."""
 
-    deps: tuple  # the kernel function's dependency record, see _record_fn
-    artifact: bytes  # pypto.compile.codecs.to_bytes
+    __slots__ = ("deps", "artifact")
+    deps: tuple
+    artifact: bytes
+
+    def __init__(self, deps: tuple, artifact: bytes) -> None:
+        object.__setattr__(self, "deps", deps)
+        object.__setattr__(self, "artifact", artifact)
 
 
 def index_dir() -> Path:

@@ -119,13 +119,13 @@ def matmul_tensors(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pytest.fixture
 def no_compiler(tmp_path, monkeypatch):
     """A fresh cache, and a build step that fails the test if anything reaches it."""
-    from pypto import kernel_build as build
+    from pypto.kernel_build import ninja
 
     def compiled(*args, **kwargs):
         raise AssertionError("the C++ compiler ran")
 
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build, "build_and_publish", compiled)
+    monkeypatch.setattr(ninja, "build_and_publish", compiled)
     yield tmp_path
     assert not (tmp_path / "kernels").exists()
 

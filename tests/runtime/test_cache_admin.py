@@ -15,8 +15,7 @@ import pytest
 
 import pypto.language as pl
 from pypto import cache, knobs
-from pypto import kernel_build as build
-from pypto.kernel_build import KernelSource, build_kernel, kernel_cache_dir, lookup_entry
+from pypto.kernel_build import KernelSource, build_kernel, kernel_cache_dir, lookup_entry, ninja
 
 OLD = time.time() - 3 * cache.GRACE_S  # long unused
 
@@ -129,13 +128,13 @@ def double(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 def test_always_compile_skips_both_disk_caches(cache_dir, monkeypatch):
     calls = []
-    real = build.build_and_publish
+    real = ninja.build_and_publish
 
     def counted(jobs, *args, **kwargs):
         calls.append(len(jobs))
         return real(jobs, *args, **kwargs)
 
-    monkeypatch.setattr(build, "build_and_publish", counted)
+    monkeypatch.setattr(ninja, "build_and_publish", counted)
     a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
     for always in (False, False, True):
         monkeypatch.setattr(knobs, "always_compile", always)

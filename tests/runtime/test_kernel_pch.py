@@ -4,7 +4,6 @@ it changes nothing about the kernel that comes out."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -67,7 +66,7 @@ def test_installed_pch_matches_the_generated_kernels_flags(tmp_path: Path) -> No
     src = tmp_path / "k.cpp"
     src.write_text(KERNEL)
     assert uses_gch(tc, src, tmp_path)
-    assert not uses_gch(dataclasses.replace(tc, pch_dir=None), src, tmp_path)
+    assert not uses_gch(tc.replace(pch_dir=None), src, tmp_path)
     # Hand-written kernels get other flags: never offered the gch, though gcc would take it.
     assert f"-I{tc.pch_dir}" not in compile_command(src, tmp_path / "k.so", (), tc, ())
 
@@ -76,7 +75,7 @@ def test_the_kernel_is_byte_identical_with_and_without_the_pch() -> None:
     tc = toolchain()
     source = KernelSource("k", code=KERNEL)
     with_pch = build_kernel(source, platform="a2a3sim", toolchain=tc)
-    without = build_kernel(source, platform="a2a3sim", toolchain=dataclasses.replace(tc, pch_dir=None))
+    without = build_kernel(source, platform="a2a3sim", toolchain=tc.replace(pch_dir=None))
     assert with_pch != without  # two cache entries: whether the pch is used is part of the key
     assert with_pch.read_bytes() == without.read_bytes()
 
@@ -91,7 +90,7 @@ def test_a_second_include_of_the_header_builds_with_the_pch(tmp_path: Path) -> N
     assert uses_gch(tc, src, tmp_path)
     source = KernelSource("k", code=two)
     so = build_kernel(source, platform="a2a3sim", toolchain=tc)
-    plain = build_kernel(source, platform="a2a3sim", toolchain=dataclasses.replace(tc, pch_dir=None))
+    plain = build_kernel(source, platform="a2a3sim", toolchain=tc.replace(pch_dir=None))
     assert so.read_bytes() == plain.read_bytes()
     meta = json.loads((so.parent / "meta.json").read_text())
     assert meta["headers"] == {}  # the forwarder is part of the toolchain, not a user header
@@ -162,7 +161,7 @@ def test_a_gch_gcc_rejects_is_skipped(tmp_path: Path) -> None:
          str(pch / "pypto" / "kernel.hpp.gch")],
         check=True,
     )  # fmt: skip
-    rejected = dataclasses.replace(tc, pch_dir=pch)
+    rejected = tc.replace(pch_dir=pch)
     src = tmp_path / "k.cpp"
     src.write_text(KERNEL)
     assert not uses_gch(rejected, src, tmp_path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
 import operator
 import types
 from collections.abc import Callable
@@ -131,6 +130,8 @@ class Folder:
             raise self.unknown_attribute(node, base) from None
 
     def unknown_attribute(self, node: ast.Attribute, base: Any) -> UnknownNameError:
+        import difflib  # here: only an error needs it, and every first compile imports this module
+
         names = dir(base)
         close = difflib.get_close_matches(node.attr, [n for n in names if not n.startswith("_")], n=1)
         hint = f" (did you mean `{ast.unparse(node.value)}.{close[0]}`?)" if close else ""

@@ -46,6 +46,8 @@ def vector_work(node: object) -> Call | None:
         form = tile_form(c.op)
         if form is not None and get_op(form).pipe({}) is Pipe.VECTOR:  # a tensor-level vector op
             return c
+        if c.op == "tensor.full":  # becomes a Vec tile.full: only the vector core has a fill
+            return c
     return None
 
 

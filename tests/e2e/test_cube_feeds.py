@@ -193,3 +193,30 @@ def test_a_transposed_view_read_by_another_op_is_refused_at_that_read(tmp_path):
     ) as e:
         mod.bad.compile(a, np.zeros((64, 64), np.float32))
     assert "bad_view.py:6" in str(e.value)
+
+
+@pl.jit
+def product_and_fill(
+    a: pl.Tensor[[2 * M, K], pl.FP16],
+    b: pl.Tensor[[K, N], pl.FP16],
+    h: pl.Out[pl.Tensor[[2 * M, N], pl.FP32]],
+    r: pl.Out[pl.Tensor[[2 * M, N], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            h[i * M : (i + 1) * M, :] = pl.matmul(a[i * M : (i + 1) * M, :], b, out_dtype=pl.FP32)
+            r[i * M : (i + 1) * M, :] = pl.full([M, N], dtype=pl.FP32, value=-1.0)
+    return h, r
+
+
+def test_a_fill_next_to_a_product_runs_on_the_vector_core():
+    """``pl.full`` fills a Vec tile, which only an AIV has: a scope holding it and a matmul is
+    a cluster kernel, not an AIC kernel holding a Vec tile."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2 * M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    h, r = np.zeros((2 * M, N), np.float32), np.zeros((2 * M, N), np.float32)
+    product_and_fill(a, b, h, r, config=CFG)
+    np.testing.assert_allclose(h, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert (r == -1.0).all()
+    assert {t.core_name for t in product_and_fill.last_report.tasks} == {"AIC0", "AIV0", "AIV1"}

@@ -336,12 +336,14 @@ class TaskRunner {
   }
 
   // run() on the table `spec` makes of `args`; None (nothing run) when an argument misses.
-  std::unique_ptr<RunResults> run_args(const WarmSpec& spec, const py::tuple& args, bool record,
-                                       bool hazards_fatal, std::optional<uint64_t> seed,
-                                       uint64_t max_cycles, uint64_t max_instructions) {
+  py::typing::Optional<RunResults> run_args(const WarmSpec& spec, const py::tuple& args,
+                                            bool record, bool hazards_fatal,
+                                            std::optional<uint64_t> seed, uint64_t max_cycles,
+                                            uint64_t max_instructions) {
     std::optional<std::vector<pypto_tensor>> table = spec.table(args);
-    if (!table) return nullptr;
-    return run_table(*table, options(record, hazards_fatal, seed, max_cycles, max_instructions));
+    if (!table) return py::typing::Optional<RunResults>(py::none());
+    return py::typing::Optional<RunResults>(py::cast(
+        run_table(*table, options(record, hazards_fatal, seed, max_cycles, max_instructions))));
   }
 
  private:

@@ -57,11 +57,14 @@ if __name__ == "__main__":
 
 POOL = "executor = None"
 # A LocalCluster closes a worker slot for good when no worker of that name is back within
-# `lost-worker-timeout` (15 s) of a death; the deadly points kill workers again and again, and
-# on a loaded machine a restart can miss that window, leaving no workers and the sweep waiting.
+# `lost-worker-timeout` (15 s) of a death, and the scheduler retries a task whose worker died
+# (`allowed-failures`, 3) before its KilledWorker: each retry kills a worker again. With no
+# retries a deadly point kills two workers (its run, then pypto's run alone) instead of five,
+# and a slow restart cannot leave the cluster without workers.
 DASK = (
     "import dask, distributed\n"
-    "    dask.config.set({'distributed.deploy.lost-worker-timeout': '10min'})\n"
+    "    dask.config.set({'distributed.deploy.lost-worker-timeout': '10min',"
+    " 'distributed.scheduler.allowed-failures': 0})\n"
     "    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,"
     " dashboard_address=None)\n"
     "    executor = distributed.Client(cluster).get_executor()"

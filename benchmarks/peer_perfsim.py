@@ -6,8 +6,9 @@ each pipe's busy-cycle error.
 
 Perf-Sim's figures below were measured at pto-isa revision f35e7f60 (gcc 12, googletest);
 ``--pto-isa DIR`` (or ``PTO_ISA_DIR``) names a checkout of that revision to build and measure
-again (its GEMM, FlashAttention and top-k suites, each also built with the colliding flag ids apart:
-about twelve minutes on two cores; it writes only under DIR). Without one the recorded figures
+again (its GEMM, FlashAttention and top-k suites, each also built with the colliding flag ids apart,
+and the FlashAttention suite "clean", below: about thirteen minutes on two cores; it writes
+only under DIR). Without one the recorded figures
 are used and the script says so. Nothing here runs at install or in CI.
 
 Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an AIV's MTE2 as

@@ -163,6 +163,10 @@ def main() -> None:
         print(line)
     print()
     print("== whole kernels against pto-isa's Perf-Sim (cost_profile='pto-isa') ==")
+    print(
+        "(one thread: ours with the order of Perf-Sim's one-thread harness, against Perf-Sim with its "
+        "harness's artefacts removed, 'clean'; docs/calibration.md explains each NO)"
+    )
     for line in peer_perfsim.rows(Path(args.pto_isa) if args.pto_isa else None):
         print(line)
 

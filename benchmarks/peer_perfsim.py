@@ -6,8 +6,9 @@ each pipe's busy-cycle error.
 
 Perf-Sim's figures below were measured at pto-isa revision f35e7f60 (gcc 12, googletest);
 ``--pto-isa DIR`` (or ``PTO_ISA_DIR``) names a checkout of that revision to build and measure
-again (its GEMM, FlashAttention and top-k suites, each also built with the colliding flag ids apart:
-about ten minutes on two cores; it writes only under DIR). Without one the recorded figures
+again (its GEMM, FlashAttention and top-k suites, each also built with the colliding flag ids apart,
+and the FlashAttention suite "clean", below: about thirteen minutes on two cores; it writes
+only under DIR). Without one the recorded figures
 are used and the script says so. Nothing here runs at install or in CI.
 
 Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an AIV's MTE2 as
@@ -17,6 +18,20 @@ AIC's MTE1->MTE2 flags. The "ids apart" column is Perf-Sim on a copy of those ke
 colliding flags moved to ids of their own (nothing else changed): for the GEMM the schedule
 its flags mean, which is the one our model runs; for FlashAttention a check that the
 collision is not what separates the totals (docs/calibration.md).
+
+Three more artefacts of Perf-Sim's harness change its FlashAttention schedules: its tests pass
+null pointers for all fourteen GM tensors, so tensors (and UB tiles, whose addresses are small
+integers) share start addresses and its address tracker orders unrelated instructions; it
+simulates a launch of more than one block with a loop that moves its clock on to the next end
+of an instruction already running even in a step that has just started others, so one started
+then (a 1-cycle Scalar one, a zero-length flag) ends there, not on its own end (its one-block
+loop moves the clock only after a step that started nothing); and its one host thread records
+a P row slice of the kernel's main loop before the AIC's TPUSH of the QK tile it reads, so
+(every dependency being settled at recording) the slice does not wait for that tile. The
+"clean" column is Perf-Sim with the three removed (each test's tensors given buffers of their
+own, the multi-block loop stepping as the one-block loop, the main loop's row slices of a tile
+recorded after its last QK sub-tile; nothing else changed; the FlashAttention suite only), and
+"one thread" is compared with it.
 
 Run: python benchmarks/peer_perfsim.py [--pto-isa DIR]
 """
@@ -108,6 +123,16 @@ RECORDED_IDS_APART = {
     "FAPerfSim.Small_64x64x512": 10268,
     "FAPerfSim.CAModelCompare_64x128x512_2core": 10142,
     "FAPerfSim.LongSeq_256x64x2048": 51365,
+}
+# Perf-Sim's FlashAttention totals with its tests' GM tensors in buffers of their own, its
+# multi-block loop stepping as its one-block loop and its main loop's row slices recorded after
+# their QK tile ("clean").
+RECORDED_CLEAN = {
+    "FAPerfSim.Standard_128x128x1024": 41413,
+    "FAPerfSim.MultiCore_4x128x128x1024": 41413,
+    "FAPerfSim.Small_64x64x512": 10259,
+    "FAPerfSim.CAModelCompare_64x128x512_2core": 9811,
+    "FAPerfSim.LongSeq_256x64x2048": 62476,
 }
 
 
@@ -312,6 +337,76 @@ def ids_apart_copy(root: Path) -> Path:
     return copy
 
 
+MULTI_BLOCK_STEP = "pto/costmodel/perf_sim/pipe_model_sim_impl.inl"
+# StepSimulateMultiCore's clock advance (lines 452-457 at f35e7f60) and the one-block loop's
+# (StepSimulate, lines 261-265).
+MULTI_BLOCK_ADVANCE = """                break; // true deadlock
+        }
+        if (progress.next_event != UINT64_MAX && progress.next_event > now)
+            now = progress.next_event;"""
+ONE_BLOCK_ADVANCE = """                break; // true deadlock
+            if (progress.next_event != UINT64_MAX && progress.next_event > now)
+                now = progress.next_event;
+        }"""
+
+
+FA_TESTS = "tests/costmodel/perf_sim_st/testcase/fa_perf_sim/main.cpp"
+# The fourteen null GM arguments of each of its runTFA calls, and buffers of their own instead
+# (16 MiB each, zeroed, allocated once; the kernel's types in its argument order).
+NULL_GM_ARGS = re.compile(r"\(nullptr(?:,\s*nullptr){13}\)")
+GM_TYPES = ("uint64_t", "half", "half", "half", "half") + ("float",) * 7 + ("uint8_t", "uint8_t")
+OWN_GM_BUFFERS = """#include <cstdlib>
+static void *OwnGmBuffer(int i)
+{
+    static void *buffers[16] = {};
+    if (buffers[i] == nullptr)
+        buffers[i] = std::calloc(1, 16u << 20);
+    return buffers[i];
+}
+"""
+
+
+def own_gm_buffers(path: Path) -> None:
+    """Gives each GM argument of the FlashAttention tests' runTFA calls a buffer of its own."""
+    args = ", ".join(f"static_cast<{ty} *>(OwnGmBuffer({i}))" for i, ty in enumerate(GM_TYPES))
+    text, calls = NULL_GM_ARGS.subn(f"({args})", path.read_text())
+    if calls != 4 or "using namespace pto;\n" not in text:
+        raise RuntimeError(f"{path}: the null GM arguments are not where revision {REVISION} has them")
+    path.write_text(text.replace("using namespace pto;\n", "using namespace pto;\n" + OWN_GM_BUFFERS, 1))
+
+
+# The main loop's row slice of the QK tile `next_qk_tile` (fa_performance_kernel.cpp lines
+# 898-909 at f35e7f60), recorded between the AIC's sub-tiles, and the tile's row slices all
+# recorded after its last sub-tile (whose TPUSH they pop) instead. Only a test with more tiles
+# than it preloads (LongSeq) runs this loop's row slices.
+INDENT = " " * 16
+MAIN_LOOP_SLICE = [
+    (
+        f"{INDENT}if (next_qk_tile != -1) {{\n{INDENT}    compute_p<",
+        f"{INDENT}if (next_qk_tile != -1 && sub_tile == static_cast<int>(kTileFactor) - 1)\n"
+        f"{INDENT}for (int row_slice = 0; row_slice < static_cast<int>(kTileFactor); ++row_slice) {{\n"
+        f"{INDENT}    compute_p<",
+    ),
+    ("next_qk_tile, sub_tile, exp_max_ififo_block", "next_qk_tile, row_slice, exp_max_ififo_block"),
+]
+
+
+def clean_totals(root: Path) -> dict[str, int]:
+    """Perf-Sim's FlashAttention totals built from a copy of the checkout whose tests give each
+    GM tensor a buffer of its own, whose multi-block loop moves its clock as its one-block loop
+    does (only after a step that started nothing) and whose kernel's main loop records a QK
+    tile's row slices after the tile's last sub-tile."""
+    copy = root / "build_perfsim_clean" / "src"
+    for part in ("include", "kernels/manual/common/flash_atten", "tests/costmodel/perf_sim_st"):
+        shutil.copytree(root / part, copy / part, dirs_exist_ok=True)
+    _patched(copy / "include" / MULTI_BLOCK_STEP, [(MULTI_BLOCK_ADVANCE, ONE_BLOCK_ADVANCE)])
+    own_gm_buffers(copy / FA_TESTS)
+    _patched(copy / FA_KERNEL, MAIN_LOOP_SLICE)
+    bins = build_peer(copy, root / "build_perfsim_clean" / "build", "fa_perf_sim")
+    figures = parse_reports(run([bins / "fa_perf_sim"], cwd=bins).stdout)
+    return {name: total for name, (total, _) in figures.items()}
+
+
 def fa_pairs() -> list[tuple[str, str]]:
     """The FlashAttention kernel's V->MTE2 flag calls and the same calls 4 ids up."""
     pairs = []
@@ -348,8 +443,9 @@ def run_suites(tree: Path, build: Path) -> Figures:
     return figures
 
 
-def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], str]:
-    """Perf-Sim's figures, its totals with the flag ids apart, and where they come from."""
+def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], dict[str, int], str]:
+    """Perf-Sim's figures, its totals with the flag ids apart, its FlashAttention totals with
+    its harness's artefacts removed ("clean"), and where they come from."""
     missing = [tool for tool in ("cmake", "gcc-12", "g++-12") if shutil.which(tool) is None]
     if root is not None and not (root / "include/pto/costmodel/perf_sim").is_dir():
         logging.warning("%s is not a pto-isa checkout with Perf-Sim; using the recorded figures", root)
@@ -359,32 +455,35 @@ def peer_figures(root: Path | None) -> tuple[Figures, dict[str, int], str]:
         root = None
     if root is None:
         where = f"Perf-Sim figures recorded at pto-isa {REVISION} (build it: --pto-isa DIR or PTO_ISA_DIR)"
-        return RECORDED, RECORDED_IDS_APART, where
+        return RECORDED, RECORDED_IDS_APART, RECORDED_CLEAN, where
     figures = run_suites(root, root / "build_perfsim")
     apart = run_suites(ids_apart_copy(root), root / "build_perfsim_ids_apart" / "build")
-    return figures, {name: total for name, (total, _) in apart.items()}, f"Perf-Sim built and run from {root}"
+    apart_totals = {name: total for name, (total, _) in apart.items()}
+    return figures, apart_totals, clean_totals(root), f"Perf-Sim built and run from {root}"
 
 
 def error(ours: float, ref: float) -> float:
     return ours / ref - 1 if ref else 0.0
 
 
-def one_thread_column(port, peer_total: int) -> str:
-    """A FlashAttention port's cycles with the order of Perf-Sim's harness added, and the error."""
+def one_thread_column(port, clean: dict[str, int]) -> str:
+    """For a FlashAttention port: Perf-Sim's total with its harness's artefacts removed, ours
+    with the order of Perf-Sim's one-thread harness added, and the error between."""
     if not isinstance(port, FaPort):
-        return f"{'-':>11}{'-':>8}"
+        return f"{'-':>8}{'-':>11}{'-':>8}"
     ordered = port.run(one_thread=True).cycles
-    return f"{ordered:>11}{error(ordered, peer_total):>+8.1%}"
+    return f"{clean[port.test]:>8}{ordered:>11}{error(ordered, clean[port.test]):>+8.1%}"
 
 
 def rows(root: Path | None = None) -> list[str]:
     """The whole-kernel table: per ported kernel, Perf-Sim's cycles, ours, the error (a case
     outside +-5% total or +-10% on a pipe is marked), Perf-Sim with the colliding flag ids
-    apart and our error against that, ours with the order of Perf-Sim's harness added (one
-    thread: FlashAttention only) and its error, and each pipe's busy-cycle error."""
-    figures, apart, where = peer_figures(root)
+    apart and our error against that, Perf-Sim with its harness's artefacts removed (clean) and
+    ours with the order of its one-thread harness added against that (one thread; both
+    FlashAttention only), and each pipe's busy-cycle error."""
+    figures, apart, clean, where = peer_figures(root)
     head = f"{'kernel':<42}{'Perf-Sim':>9}{'ours':>7}{'error':>8}  ok {'ids apart':>9}{'error':>8}"
-    lines = [where, head + f"{'one thread':>11}{'error':>8}  pipes"]
+    lines = [where, head + f"{'clean':>8}{'one thread':>11}{'error':>8}  pipes"]
     for port in PORTS:
         peer_total, peer_pipes = figures[port.test]
         copies = getattr(port, "peer_copies", 1)
@@ -400,7 +499,7 @@ def rows(root: Path | None = None) -> list[str]:
             else f"{'-':>9}{'-':>8}"
         )
         mark = "yes" if ok else "NO "
-        ordered = one_thread_column(port, peer_total)
+        ordered = one_thread_column(port, clean)
         lines.append(f"{port.test:<42}{peer_total:>9}{total:>7}{err:>+8.1%}  {mark}{both}{ordered}  {pipes}")
     return lines
 

@@ -110,7 +110,8 @@ FieldRule field_rule(const std::string& key, bool integer) {
   if (key == "event_ids" || key == "cross_flag_ids") return {true, 1, hw::kMaxEventIds};
   if (key == "l2_ways") return {true, 1, hw::kMaxL2Ways};
   if (key == "aic_cores" || key == "aiv_cores") return {true, 1, 4096};
-  if (key == "vec_mat_routes" || key == "cross_sync_holds_issue")
+  if (key == "vec_mat_routes" || key == "cross_sync_holds_issue" ||
+      key == "gm_transfer_rounds_down")
     return {true, 0, 1};                                           // a rule switched on or off
   if (key == "fixpipe_gm_priced_elem_bytes") return {true, 0, 8};  // 0: the bytes it writes
   if (key == "alignment_bytes") return {true, 1, 4096};

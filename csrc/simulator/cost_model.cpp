@@ -273,9 +273,11 @@ double port_bandwidth(const Platform& p, const OpDesc& d) {
   return std::min(bw, static_cast<double>(d.bytes) / (requests * p.gm_request_cycles));
 }
 
-// GM <-> on-chip: the lead and data phase. FIXPIPE: the lead and data phase against the drain.
+// GM <-> on-chip: the lead and data phase, in whole cycles (truncated where the profile says
+// so). FIXPIPE: the lead and data phase against the drain.
 uint64_t gm_cycles(const Platform& p, const OpDesc& d, double phase) {
   if (d.cls == OpClass::kFixpipeGm) return whole(std::max(phase, drain(p, d)));
+  if (p.gm_transfer_rounds_down != 0) return whole(std::floor(phase + 1e-9));
   return whole(phase);
 }
 

@@ -83,6 +83,34 @@ def test_pto_isa_profile_is_within_5_percent_of_its_formulas():
     assert {(r.ours, r.within) for r in rows if r.cls == "flags"} == {(0, None)}
 
 
+@pytest.mark.parametrize(
+    ("pipe", "spec", "exact"),
+    [
+        ("MTE2", {"class": "gm_read", "link": "gm_to_ub", "rows": 32, "row_bytes": 512}, 279.8),  # 16 KiB
+        ("MTE2", {"class": "gm_read", "link": "gm_to_l1", "rows": 128, "row_bytes": 256}, 418.2),  # 32 KiB
+        ("MTE3", {"class": "gm_write", "link": "ub_to_gm", "rows": 8, "row_bytes": 128}, 9.4),  # 1 KiB
+    ],
+)
+def test_pto_isa_profile_truncates_a_gm_transfer_as_pto_isa_prices_a_copy(pipe, spec, exact):
+    """pto-isa's EstimateBandwidthCycles truncates bytes / bandwidth (Perf-Sim's traces: 279, 418
+    and 9 cycles for these); the field's 0, the device profile's rule, rounds up."""
+    p, want = PIPES.index(pipe), math.floor(exact)
+    durations = []
+    for overrides in ({}, {"gm_transfer_rounds_down": 0}):
+        m = _model("pto-isa", **overrides)
+        m.instr(p, spec)
+        m.finish()
+        durations += _durations(m)
+    assert durations == [want, want + 1]
+    assert platforms.get("a2a3sim").gm_transfer_rounds_down == 0
+    # An Acc -> GM store keeps the round-up: Perf-Sim's trace is 807 for its 806.5-cycle copy.
+    m = _model("pto-isa")
+    store = {"class": "fixpipe_gm", "link": "l0c_to_gm", "rows": 128, "row_bytes": 512, "acc_row_bytes": 512}
+    m.instr(PIPES.index("FIXPIPE"), store | {"bytes": 128 * 128 * 4})
+    m.finish()
+    assert _durations(m) == [807]
+
+
 def test_device_profile_meets_its_device_figures_or_the_page_explains():
     rows = cal.device_rows()
     device = [r for r in rows if r.kind == "device"]

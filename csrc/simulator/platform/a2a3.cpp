@@ -76,6 +76,9 @@ Platform make_a2a3sim() {
   // assumption: a cross-core flag waits on the pipe it names and holds only that pipe, like
   // every flag here (no device figure separates a cross-core wait's effect on issue).
   p.cross_sync_holds_issue = 0;
+  // assumption: a transfer's cost is rounded up to whole cycles, like every cost here (a pipe
+  // is busy for the whole cycle its last beat lands in).
+  p.gm_transfer_rounds_down = 0;
   // device sweeps: set/wait_flag/barrier ~1 cycle, which is the scalar issue slot every
   // instruction pays (scalar_issue_cycles); the flag itself occupies no pipe.
   p.sync_cycles = 0;

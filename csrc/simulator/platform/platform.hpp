@@ -108,6 +108,9 @@ struct Platform {
   // holds this core's instruction issue until it has passed, as a scalar instruction that
   // later instructions wait for; 0: it holds only its own pipe.
   int64_t cross_sync_holds_issue;
+  // 1: a GM <-> UB / L1 transfer (a TLOAD or a Vec -> GM TSTORE; not an Acc -> GM store) takes
+  // its cycles truncated to a whole cycle, as pto-isa prices a copy; 0: rounded up.
+  int64_t gm_transfer_rounds_down;
   RowReduceSteps row_reduce;  // not a table figure: set by a cost profile
   SortSteps sort_steps;       // not a table figure: set by a cost profile
 };
@@ -149,7 +152,8 @@ struct Platform {
   PYPTO_VEC_COST(X, vec_add) PYPTO_VEC_COST(X, vec_copy)                                        \
   X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)                               \
   X(task_head_cycles, task_head_cycles) X(task_cold_head_cycles, task_cold_head_cycles)         \
-  X(hbm_efficiency, hbm_efficiency) X(cross_sync_holds_issue, cross_sync_holds_issue)
+  X(hbm_efficiency, hbm_efficiency) X(cross_sync_holds_issue, cross_sync_holds_issue)           \
+  X(gm_transfer_rounds_down, gm_transfer_rounds_down)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

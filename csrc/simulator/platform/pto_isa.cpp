@@ -97,13 +97,29 @@ Platform apply_pto_isa_profile(Platform p) {
   // instruction (perf_sim/tile_dep_tracker.hpp lines 80-90, "Scalar fallback"). So a
   // cross-core sync holds the core's issue until it has passed.
   p.cross_sync_holds_issue = 1;
-  // Perf-Sim times one kernel from its first instruction and has no shared HBM limit: no head
-  // before a core's task, the nominal HBM figure; between dependent tasks the profile keeps the
-  // device sweeps' whole 0.8 us pickup (pto-isa has no figure for it).
+  // pto-isa prices a GM <-> UB / L1 copy (copy_gm_to_ubuf_*, copy_gm_to_cbuf*, copy_ubuf_to_gm_*:
+  // a2a3/cce_costmodel/cce_costmodel_memory.hpp) by EstimateBandwidthCycles, which truncates
+  // bytes / bandwidth to whole cycles (a2a3/cce_costmodel/cce_costmodel_core.hpp lines 90-91,
+  // the static_cast<uint64_t>), and a TLOAD / TSTORE is that one copy: its Perf-Sim traces show
+  // 279 cycles for a 16 KiB load to UB (279.8), 418 for 32 KiB to L1 (418.2), 74 and 9 for 8 KiB
+  // and 1 KiB stores (74.9, 9.4). An Acc -> GM store and the L1 -> L0 moves keep the round-up:
+  // their traces are one cycle over the truncated copy (807 for 806.5, 129 for 128.02).
+  p.gm_transfer_rounds_down = 1;
+  // Perf-Sim times one kernel from its first instruction: no head before a core's task; between
+  // dependent tasks the profile keeps the device sweeps' whole 0.8 us pickup (pto-isa has no
+  // figure for it).
   p.task_dispatch_cycles = 0.8e-6 * 1.85e9;  // device sweeps: the whole pickup (pto-isa: none)
   p.task_head_cycles = 0;                    // pto-isa Perf-Sim: no head before a kernel
   p.task_cold_head_cycles = 0;               // pto-isa Perf-Sim: no head before a kernel
-  p.hbm_efficiency = 1;                      // pto-isa Perf-Sim: no shared HBM limit
+  p.hbm_efficiency = 1;                      // pto-isa Perf-Sim: no shared HBM limit (below)
+  // Perf-Sim prices each core's transfers alone: its default bandwidth model caps no route by
+  // a total shared between cores (arch_config.hpp at f35e7f60: HillBandwidthModel::BwEff, line
+  // 236, caps only when a total is set; MakeFlatHillModel, line 253, sets none; line 300 makes
+  // it the default), and it models an L2 only when a launch passes one (perf_sim/config.hpp
+  // lines 45-46 and 76; cache_model.hpp line 44: no L2, the transfer's own duration), which
+  // its tests do not. So the chip's shared HBM and L2 budgets never bind under this profile.
+  p.hbm_bytes_per_cycle = 1e6;  // pto-isa Perf-Sim: no shared GM budget (never binds)
+  p.l2_bytes_per_cycle = 1e6;   // pto-isa Perf-Sim: no L2 budget (never binds)
   return p;
 }
 

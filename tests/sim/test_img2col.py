@@ -27,16 +27,17 @@ extern "C" void kernel_entry(__gm__ int64_t* args) {
   int32_t* field = &g.fmap_h;
   for (int i = 0; i < 13; ++i) field[i] = static_cast<int32_t>(arg_i64(args, 3 + i));
   const int64_t pos_m = arg_i64(args, 16), pos_k = arg_i64(args, 17), set = arg_i64(args, 18);
+  const DType dt = static_cast<DType>(arg_i64(args, 19));
   const int32_t m = static_cast<int32_t>(out.rows()), k = static_cast<int32_t>(out.cols());
-  const Tile fmap(Mem::Mat, DType::FP16, static_cast<int32_t>(x.rows()), static_cast<int32_t>(x.cols()), 0);
-  const Tile ident(Mem::Mat, DType::FP16, k, k, 65536);
+  const Tile fmap(Mem::Mat, dt, static_cast<int32_t>(x.rows()), static_cast<int32_t>(x.cols()), 0);
+  const Tile ident(Mem::Mat, dt, k, k, 65536);
   TLOAD(fmap, x, 0, 0);
   TLOAD(ident, eye, 0, 0);
   set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);
   wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);
   const ConvTile conv(fmap, g);
   if (set) SETFMATRIX(conv);
-  const Tile left(Mem::Left, DType::FP16, m, k, 0), right(Mem::Right, DType::FP16, k, k, 0);
+  const Tile left(Mem::Left, dt, m, k, 0), right(Mem::Right, dt, k, k, 0);
   TIMG2COL(left, conv, pos_m, pos_k);
   TEXTRACT(right, ident, 0, 0);
   set_flag(PIPE_MTE1, PIPE_M, EVENT_ID0);
@@ -55,7 +56,7 @@ GEOM = dict(fmap_h=8, fmap_w=8, pad_left=1, pad_right=0, pad_top=2, pad_bottom=1
             filter_w=2, stride_h=2, stride_w=1, dilation_h=1, dilation_w=2, channels=32)  # fmt: skip
 
 
-def im2col(x: np.ndarray, g: dict) -> np.ndarray:
+def im2col(x: np.ndarray, g: dict, c0: int = 16) -> np.ndarray:
     """numpy's img2col of x [channels, h, w]: a row per output pixel, columns (c1, kh, kw, c)."""
     xp = np.pad(x, ((0, 0), (g["pad_top"], g["pad_bottom"]), (g["pad_left"], g["pad_right"])))
     names = ("filter_h", "filter_w", "stride_h", "stride_w", "dilation_h", "dilation_w")
@@ -67,16 +68,20 @@ def im2col(x: np.ndarray, g: dict) -> np.ndarray:
         for ow in range(wout):
             h0, w0 = oh * sh, ow * sw
             taps = xp[:, h0 : h0 + dh * (fh - 1) + 1 : dh, w0 : w0 + dw * (fw - 1) + 1 : dw]
-            c1 = taps.reshape(-1, 16, fh, fw).transpose(0, 2, 3, 1)  # (c1, kh, kw, c)
+            c1 = taps.reshape(-1, c0, fh, fw).transpose(0, 2, 3, 1)  # (c1, kh, kw, c)
             rows.append(c1.reshape(-1))
     return np.array(rows)
 
 
 def nc1hwc0(x: np.ndarray) -> np.ndarray:
-    """x [channels, h, w] in NC1HWC0 order, one row per c0 plane: [channels / 16, h * w * 16]."""
+    """x [channels, h, w] in NC1HWC0 order (c0 = 32 B / element size), one row per c0 plane."""
     c, h, w = x.shape
-    planes = x.reshape(c // 16, 16, h, w).transpose(0, 2, 3, 1)
-    return np.ascontiguousarray(planes.reshape(c // 16, h * w * 16))
+    c0 = 32 // x.itemsize
+    planes = x.reshape(c // c0, c0, h, w).transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(planes.reshape(c // c0, h * w * c0))
+
+
+DTYPES = {np.float16: 1, np.float32: 0}  # pypto_dtype: PYPTO_FP16, PYPTO_FP32
 
 
 @pytest.fixture(scope="module")
@@ -87,37 +92,51 @@ def kernel(tmp_path_factory):
 
 
 def run(so, x, m, k, pos_m, pos_k, geom=GEOM, set_register=True, profile=None):
-    eye = np.eye(k, dtype=np.float16)
+    eye = np.eye(k, dtype=x.dtype)
     out = np.zeros((m, k), np.float32)
     plat = platforms.get("a2a3sim", cost_profile=profile) if profile else platforms.get("a2a3sim")
-    scalars = [*geom.values(), pos_m, pos_k, int(set_register)]
+    scalars = [*geom.values(), pos_m, pos_k, int(set_register), DTYPES[x.dtype.type]]
     rep = run_kernel_file(so, [nc1hwc0(x), eye, out, *scalars], outputs={2}, platform=plat, core="aic",
                           record=True, isolate=False)  # fmt: skip
     return out, rep
 
 
-@pytest.mark.parametrize(("pos_m", "pos_k"), [(0, 0), (16, 64), (19, 32)])
-def test_a_window_of_the_img2col_matrix_is_numpys(kernel, pos_m, pos_k):
-    x = np.random.default_rng(1).uniform(-2, 2, (32, 8, 8)).astype(np.float16)
-    cols = im2col(x.astype(np.float32), GEOM)
+@pytest.mark.parametrize(
+    ("dtype", "pos_m", "pos_k"),
+    [(np.float16, 0, 0), (np.float16, 16, 64), (np.float16, 19, 32), (np.float32, 16, 40)],
+)
+def test_a_window_of_the_img2col_matrix_is_numpys(kernel, dtype, pos_m, pos_k):
+    """fp16 (c0 16: two channel planes) and fp32 (c0 8: four)."""
+    x = np.random.default_rng(1).uniform(-2, 2, (32, 8, 8)).astype(dtype)
+    cols = im2col(x.astype(np.float32), GEOM, 32 // x.itemsize)
     assert cols.shape == (35, 192)
     out, _ = run(kernel, x, 16, 128, pos_m, pos_k)
     np.testing.assert_array_equal(out, cols[pos_m : pos_m + 16, pos_k : pos_k + 128])
 
 
-@pytest.mark.parametrize(("profile", "bandwidth"), [("pto-isa", 441.0), (None, None)])
-def test_timg2col_is_priced_as_an_l1_to_l0a_move_of_its_window(kernel, profile, bandwidth):
-    """pto-isa prices img2colv2_cbuf_to_ca as stepM x stepK x 2 bytes at its L1 -> L0A
-    bandwidth (441 GiB/s: 255.95 B/cycle); a [16, 128] fp16 window is 4096 bytes, 16.003
-    cycles, rounded up once as every instruction here. The device profile prices the same
-    bytes at its own L1 -> L0A rate (an assumption: no device figure for img2col)."""
-    x = np.zeros((32, 8, 8), np.float16)
+@pytest.mark.parametrize(
+    ("profile", "dtype", "priced_bytes"),
+    [
+        ("pto-isa", np.float16, 4096),
+        ("pto-isa", np.float32, 4096),
+        (None, np.float16, 4096),
+        (None, np.float32, 8192),
+    ],
+)
+def test_timg2col_is_priced_as_an_l1_to_l0a_move_of_its_window(kernel, profile, dtype, priced_bytes):
+    """pto-isa prices img2colv2_cbuf_to_ca as stepM x stepK x 2 bytes whatever the dtype, at its
+    L1 -> L0A bandwidth (441 GiB/s: 255.95 B/cycle): a [16, 128] window is 4096 bytes' worth,
+    16.003 cycles, rounded up once as every instruction here, in fp16 and in fp32. The device
+    profile prices the bytes it moves at its own L1 -> L0A rate (an assumption: no device
+    figure for img2col), twice as many in fp32."""
+    x = np.zeros((32, 8, 8), dtype)
     _, rep = run(kernel, x, 16, 128, 0, 0, profile=profile)
     plat = platforms.get("a2a3sim", cost_profile=profile) if profile else platforms.get("a2a3sim")
-    if bandwidth is not None:
-        assert plat.bw_l1_to_l0a == pytest.approx(bandwidth * 2**30 / 1.85e9)
+    assert plat.img2col_priced_elem_bytes == (2 if profile else 0)
+    if profile:
+        assert plat.bw_l1_to_l0a == pytest.approx(441.0 * 2**30 / 1.85e9)
     rows = {r["name"]: r for r in rep.tasks[0].trace.rows()}
-    assert rows["TIMG2COL"]["end"] - rows["TIMG2COL"]["start"] == math.ceil(4096 / plat.bw_l1_to_l0a)
+    assert rows["TIMG2COL"]["end"] - rows["TIMG2COL"]["start"] == math.ceil(priced_bytes / plat.bw_l1_to_l0a)
     assert rows["SETFMATRIX"]["end"] - rows["SETFMATRIX"]["start"] == 1  # one scalar issue slot
 
 

@@ -151,5 +151,7 @@ extern "C" void pypto_timg2col(const pypto_tile* dst, const pypto_tile* src,
   const int64_t fmap_bytes = int64_t{x.g.channels} * x.g.fmap_h * x.g.fmap_w * s.esize;
   acc.add({PYPTO_MAT, s.addr, 1, fmap_bytes, fmap_bytes, false});
   acc.add({PYPTO_LEFT, d.addr, 1, d.rows * d.cols * d.esize, 0, true});
-  issue_op(PYPTO_MTE1, l1_to_l0a_op(bytes), op, acc, static_cast<uint64_t>(bytes), d.addr);
+  OpDesc cost = l1_to_l0a_op(bytes);
+  cost.in_esize = d.esize;  // its elements may be priced at another size (a cost profile's)
+  issue_op(PYPTO_MTE1, cost, op, acc, static_cast<uint64_t>(bytes), d.addr);
 }

@@ -6,16 +6,16 @@ each pipe's busy-cycle error.
 
 Perf-Sim's figures below were measured at pto-isa revision f35e7f60 (gcc 12, googletest);
 ``--pto-isa DIR`` (or ``PTO_ISA_DIR``) names a checkout of that revision to build and measure
-again (its GEMM, FlashAttention and top-k suites, each also built with the colliding flag ids apart,
-and the FlashAttention suite "clean", below: about thirteen minutes on two cores; it writes
+again (its GEMM, FlashAttention, top-k and conv2d suites, each also built with the colliding flag ids
+apart, and the FlashAttention suite "clean", below: about fifteen minutes on two cores; it writes
 only under DIR). Without one the recorded figures
 are used and the script says so. Nothing here runs at install or in CI.
 
 Perf-Sim keys a flag by its destination pipe and id only (and the AIC's and an AIV's MTE2 as
-one pipe), so in its GEMM the accumulator's FIX->M wait (id 0) is satisfied early by the
-MTE1->M flags of id 0, and in its FlashAttention the AIVs' V->MTE2 flags share keys with the
+one pipe), so in its GEMM and conv2d the accumulator's FIX->M wait (id 0) is satisfied early
+by the MTE1->M flags of id 0, and in its FlashAttention the AIVs' V->MTE2 flags share keys with the
 AIC's MTE1->MTE2 flags. The "ids apart" column is Perf-Sim on a copy of those kernels with the
-colliding flags moved to ids of their own (nothing else changed): for the GEMM the schedule
+colliding flags moved to ids of their own (nothing else changed): for the GEMM and conv2d the schedule
 its flags mean, which is the one our model runs; for FlashAttention a check that the
 collision is not what separates the totals (docs/calibration.md).
 
@@ -110,9 +110,15 @@ RECORDED: Figures = {
     # Both AIVs of its one cluster run the whole kernel: its AIV rows are twice one AIV's.
     "TopkPerfSim.Small_128x1024_k128": (190361, {"MTE2(AIV)": 17930, "VEC": 380200, "MTE3": 2304}),
     "TopkPerfSim.Narrow_128x512_k32": (96008, {"MTE2(AIV)": 8900, "VEC": 191784, "MTE3": 512}),
+    "Conv2dPerfSim.Small_16cin_8x16": (3976, {"MTE2(AIC)": 992, "MTE1": 720, "CUBE": 1170, "FIXP": 1613}),
+    "Conv2dPerfSim.Medium_32cin_16x16": (8325, {"MTE2(AIC)": 3992, "MTE1": 2880, "CUBE": 4680, "FIXP": 3226}),
+    "Conv2dPerfSim.Large_64cin_32x32": (
+        47889,
+        {"MTE2(AIC)": 32488, "MTE1": 23040, "CUBE": 37152, "FIXP": 12904},
+    ),
 }
 # Perf-Sim's totals with the flags its sync keys make collide moved to ids of their own (the
-# GEMM's FIX->M pair; FlashAttention's AIV V->MTE2 flags, which share a key with the AIC's
+# GEMM's and conv2d's FIX->M pair; FlashAttention's AIV V->MTE2 flags, which share a key with the AIC's
 # MTE1->MTE2 flags).
 RECORDED_IDS_APART = {
     "GemmPerfSim.Small_128x64x256": 3024,
@@ -123,6 +129,9 @@ RECORDED_IDS_APART = {
     "FAPerfSim.Small_64x64x512": 10268,
     "FAPerfSim.CAModelCompare_64x128x512_2core": 10142,
     "FAPerfSim.LongSeq_256x64x2048": 51365,
+    "Conv2dPerfSim.Small_16cin_8x16": 3976,
+    "Conv2dPerfSim.Medium_32cin_16x16": 9105,
+    "Conv2dPerfSim.Large_64cin_32x32": 52460,
 }
 # Perf-Sim's FlashAttention totals with its tests' GM tensors in buffers of their own, its
 # multi-block loop stepping as its one-block loop and its main loop's row slices recorded after
@@ -266,6 +275,71 @@ class TopkPort:
         return rep.cycles, _busy(rep)
 
 
+@dataclass(frozen=True)
+class ConvPort:
+    """One of Perf-Sim's conv2d tests: a 3 x 3 convolution (stride 1, padding 1) of a `cin` x
+    `hin` x `win` fp16 feature map to `cout` channels, K in `base_k` steps, `step_k` steps a
+    load. `l0b_bytes` raises the L0B for a shape whose two B slices do not fit it (Perf-Sim
+    checks no addresses). Perf-Sim's SETFMATRIX lands on its vector rows (its default stage for
+    an opcode it does not list, once per AIV); here it is the AIC's scalar register write, so
+    only the AIC's pipes are compared."""
+
+    test: str
+    cin: int
+    hin: int
+    win: int
+    base_k: int
+    cout: int = 256
+    step_k: int = 3
+    l0b_bytes: int | None = None
+    suite: str = "conv2d_perf_sim"
+    peer_rows: tuple[str, ...] = ("MTE2(AIC)", "MTE1", "CUBE", "FIXP")
+
+    def arrays(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The feature map [cin, hin, win] and the weights [cout, cin, 3, 3], fp16."""
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(-1, 1, (self.cin, self.hin, self.win)).astype(np.float16)
+        return x, rng.uniform(-1, 1, (self.cout, self.cin, 3, 3)).astype(np.float16)
+
+    def run(self, platform=None):
+        """Our run under the pto-isa profile (or `platform`), its output checked against numpy's
+        convolution; returns the report. The port takes the fmap in NC1HWC0 order and the
+        weights as the [9 cin, cout] matrix of the img2col's column order (c1, kh, kw, c0)."""
+        so = build_kernel(
+            KernelSource(name="peer_conv2d", path=KERNELS / "peer_conv2d.cpp"), platform="a2a3sim"
+        )
+        x, w = self.arrays()
+        c1 = self.cin // 16
+        fmap = x.reshape(c1, 16, self.hin, self.win).transpose(0, 2, 3, 1).reshape(c1, -1)
+        weight = w.reshape(self.cout, c1, 16, 3, 3).transpose(1, 3, 4, 2, 0).reshape(-1, self.cout)
+        out = np.zeros((self.hin * self.win, self.cout), np.float16)
+        plat = platform or platforms.get("a2a3sim", cost_profile="pto-isa")
+        if self.l0b_bytes is not None:
+            plat = plat.with_overrides(l0b_bytes=self.l0b_bytes)
+        args = [np.ascontiguousarray(fmap), np.ascontiguousarray(weight), out]
+        rep = run_kernel_file(
+            so, [*args, self.hin, self.win, self.base_k, self.step_k], outputs={2}, platform=plat, core="aic"
+        )
+        np.testing.assert_allclose(out.astype(np.float32), conv3x3(x, w), rtol=2e-2, atol=5e-2)
+        return rep
+
+    def measure(self) -> tuple[int, dict[str, int]]:
+        rep = self.run()
+        return rep.cycles, _busy(rep)
+
+
+def conv3x3(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """numpy's 3 x 3 convolution, stride 1, padding 1, of x [cin, h, w] by w [cout, cin, 3, 3]:
+    [h * w, cout] in fp32."""
+    _, h, wd = x.shape
+    xp = np.pad(x.astype(np.float32), ((0, 0), (1, 1), (1, 1)))
+    out = np.zeros((h, wd, w.shape[0]), np.float32)
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("chw,oc->hwo", xp[:, i : i + h, j : j + wd], w[:, :, i, j].astype(np.float32))
+    return out.reshape(h * wd, -1)
+
+
 PORTS = [
     GemmPort("GemmPerfSim.Small_128x64x256", 128, 64, 256, 1),
     GemmPort("GemmPerfSim.Medium_1536x256x1024", 1536, 256, 1024, 4),
@@ -280,6 +354,11 @@ PORTS = [
     # UB (the kernel's own Check() refuses it; Perf-Sim does not check addresses).
     TopkPort("TopkPerfSim.Small_128x1024_k128", 128, 1024, 128),
     TopkPort("TopkPerfSim.Narrow_128x512_k32", 128, 512, 32),
+    ConvPort("Conv2dPerfSim.Small_16cin_8x16", 16, 8, 16, 48),
+    ConvPort("Conv2dPerfSim.Medium_32cin_16x16", 32, 16, 16, 48),
+    # Its two [96, 256] fp16 B slices take 96 KiB of the 64 KiB L0B (the original's pong at 32
+    # KiB overlaps its ping; Perf-Sim checks no addresses): run with the L0B at 128 KiB.
+    ConvPort("Conv2dPerfSim.Large_64cin_32x32", 64, 32, 32, 96, l0b_bytes=128 * 1024),
 ]
 
 
@@ -292,9 +371,10 @@ def run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-SUITES = ("gemm_perf_sim", "fa_perf_sim", "topk_perf_sim")
+SUITES = ("gemm_perf_sim", "fa_perf_sim", "topk_perf_sim", "conv2d_perf_sim")
 GEMM_KERNEL = "kernels/manual/a2a3/gemm_performance/gemm_performance_kernel.cpp"
 FA_KERNEL = "kernels/manual/common/flash_atten/fa_performance_kernel.cpp"
+CONV_KERNEL = "kernels/manual/a2a3/conv2d_forward/conv2d_forward_kernel.cpp"
 
 
 def build_peer(tree: Path, build: Path, suite: str) -> Path:
@@ -323,16 +403,17 @@ def _patched(path: Path, pairs: list[tuple[str, str]]) -> None:
 
 def ids_apart_copy(root: Path) -> Path:
     """A copy of the parts of the checkout the tests build from, with the flags Perf-Sim's
-    sync keys make collide moved to ids no other flag of the kernel uses: the GEMM's FIX->M
-    pair from id 0 to 2; FlashAttention's AIV V->MTE2 flags (ids 0, 1, keyed like the AIC's
-    MTE1->MTE2 flags 0..3) to ids 4, 5."""
+    sync keys make collide moved to ids no other flag of the kernel uses: the GEMM's and
+    conv2d's FIX->M pair from id 0 to 2; FlashAttention's AIV V->MTE2 flags (ids 0, 1, keyed
+    like the AIC's MTE1->MTE2 flags 0..3) to ids 4, 5."""
     copy = root / "build_perfsim_ids_apart" / "src"
     parts = ("include", "kernels/manual/a2a3/gemm_performance", "kernels/manual/common/flash_atten")
-    parts += ("kernels/manual/a2a3/topk",)
+    parts += ("kernels/manual/a2a3/topk", "kernels/manual/a2a3/conv2d_forward")
     for part in (*parts, "tests/costmodel/perf_sim_st"):
         shutil.copytree(root / part, copy / part, dirs_exist_ok=True)
     pair = "SetFlag<PIPE_FIX, PIPE_M>(0);\n    WaitFlag<PIPE_FIX, PIPE_M>(0);"
     _patched(copy / GEMM_KERNEL, [(pair, pair.replace("(0)", "(2)"))])
+    _patched(copy / CONV_KERNEL, [(pair, pair.replace("(0)", "(2)"))])
     _patched(copy / FA_KERNEL, fa_pairs())
     return copy
 
@@ -487,7 +568,10 @@ def rows(root: Path | None = None) -> list[str]:
     for port in PORTS:
         peer_total, peer_pipes = figures[port.test]
         copies = getattr(port, "peer_copies", 1)
-        peer_pipes = {p: v // copies if PIPES[p][0] == "AIV" else v for p, v in peer_pipes.items()}
+        compared = getattr(port, "peer_rows", PIPES)
+        peer_pipes = {
+            p: v // copies if PIPES[p][0] == "AIV" else v for p, v in peer_pipes.items() if p in compared
+        }
         total, busy = port.measure()
         errs = {p: error(busy[p], v) for p, v in peer_pipes.items()}
         err = error(total, peer_total)

@@ -114,6 +114,7 @@ FieldRule field_rule(const std::string& key, bool integer) {
       key == "gm_transfer_rounds_down")
     return {true, 0, 1};                                           // a rule switched on or off
   if (key == "fixpipe_gm_priced_elem_bytes") return {true, 0, 8};  // 0: the bytes it writes
+  if (key == "img2col_priced_elem_bytes") return {true, 0, 8};     // 0: the bytes it moves
   if (key == "alignment_bytes") return {true, 1, 4096};
   if (key == "hbm_efficiency") return {false, 1e-9, 1.0};  // a share of the nominal bandwidth
   if (key == "clock_hz") return {false, 1e3, 1e13};

@@ -178,6 +178,13 @@ double drain(const Platform& p, const OpDesc& d) {
   return p.fixpipe_base_cycles + per_row * static_cast<double>(d.rows);
 }
 
+// The bytes an on-chip move is priced at: its own, or a TIMG2COL's elements (the only move
+// that says its element size) at img2col_priced_elem_bytes each.
+double local_move_bytes(const Platform& p, const OpDesc& d) {
+  if (d.in_esize <= 0 || p.img2col_priced_elem_bytes <= 0) return static_cast<double>(d.bytes);
+  return static_cast<double>(d.bytes / d.in_esize * p.img2col_priced_elem_bytes);
+}
+
 }  // namespace
 
 double bandwidth(const Platform& p, Link r) {
@@ -247,7 +254,7 @@ uint64_t cycles(const Platform& p, const OpDesc& d, bool warm) {
     case OpClass::kFixpipe:
       return whole(std::max(drain(p, d), bytes / bandwidth(p, d.link)));
     case OpClass::kLocalMove:  // on-chip: bytes / bandwidth (the MTE1 sweep has no intercept)
-      return whole(bytes / bandwidth(p, d.link));
+      return whole(local_move_bytes(p, d) / bandwidth(p, d.link));
     default:
       return gm_cycles(p, d, gm_lead(p, d, false) + bytes / port_bandwidth(p, d));
   }

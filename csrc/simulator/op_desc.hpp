@@ -69,7 +69,8 @@ struct OpDesc {
   int64_t rows = 0;                              // rows of a transfer / reduction / FIXPIPE drain
   int64_t row_bytes = 0;                         // bytes per row of a GM transfer / reduction
   int64_t acc_row_bytes = 0;                     // FIXPIPE: L0C bytes of one drained row
-  int64_t m = 0, k = 0, n = 0, in_esize = 0;     // matmul (in_esize: also a reduction's element)
+  int64_t m = 0, k = 0, n = 0, in_esize = 0;     // matmul (in_esize: also a reduction's element
+                                                 // and a TIMG2COL's, kLocalMove)
                                                  // k: a kSort's block; a merge's (VecClass::kSort)
                                                  // groups of four runs, 0 for a merge of lists
   uint64_t cycles = 0;                           // kFixed only

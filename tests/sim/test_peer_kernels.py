@@ -1,5 +1,6 @@
-"""pto-isa's Perf-Sim GEMM and FlashAttention test kernels, ported to <pypto/kernel.hpp>
-(benchmarks/kernels/peer_gemm.cpp, peer_fa.cpp), pinned under the pto-isa profile: a change to
+"""pto-isa's Perf-Sim GEMM, FlashAttention, top-k and conv2d test kernels, ported to
+<pypto/kernel.hpp> (benchmarks/kernels/peer_gemm.cpp, peer_fa.cpp, peer_topk.cpp,
+peer_conv2d.cpp), pinned under the pto-isa profile: a change to
 one of that profile's rules shows here as a changed count. Perf-Sim's own figures and the
 comparison are benchmarks/peer_perfsim.py's; docs/calibration.md explains each difference."""
 
@@ -302,3 +303,62 @@ def test_sorts_are_priced_as_pto_isa_expands_them(tmp_path, profile, durations):
     rep = run_kernel_file(so, [x, idx], outputs=set(), platform=plat, record=True, isolate=False)
     rows = [r for r in rep.tasks[0].trace.rows() if r["name"] in ("TSORT32", "TMRGSORT", "TGATHER")]
     assert [r["end"] - r["start"] for r in rows] == durations
+
+
+@pytest.fixture(scope="module")
+def peer_conv2d():
+    return build_kernel(
+        KernelSource(name="peer_conv2d", path=KERNELS / "peer_conv2d.cpp"), platform="a2a3sim"
+    )
+
+
+def conv3x3(x, w):
+    """numpy's 3 x 3 convolution, stride 1, padding 1: x [cin, h, w], w [cout, cin, 3, 3] ->
+    [h * w, cout] fp32."""
+    _, h, wd = x.shape
+    xp = np.pad(x.astype(np.float32), ((0, 0), (1, 1), (1, 1)))
+    out = np.zeros((h, wd, w.shape[0]), np.float32)
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("chw,oc->hwo", xp[:, i : i + h, j : j + wd], w[:, :, i, j].astype(np.float32))
+    return out.reshape(h * wd, -1)
+
+
+@pytest.mark.parametrize(
+    ("cin", "h", "wd", "base_k", "cycles", "busy"),
+    [
+        # Conv2dPerfSim.Small_16cin_8x16. Perf-Sim: 3976 cycles; MTE2 992, MTE1 720, CUBE 1170,
+        # FIXPIPE 1613 (GM transfers truncated as there; the L1 -> L0 moves and the FIXPIPE store
+        # round up: MTE1 +6, FIXPIPE +1).
+        (16, 8, 16, 48, 3976, {"MTE2": 992, "MTE1": 726, "CUBE": 1170, "FIXPIPE": 1614}),
+        # Conv2dPerfSim.Medium_32cin_16x16. Perf-Sim: 8325 with its flags keyed by destination
+        # pipe and id (the next tile's matmuls start while the accumulator is still stored, as
+        # in its GEMM); 9105 with the FIX->M flag on an id of its own.
+        (32, 16, 16, 48, 9106, {"MTE2": 3992, "MTE1": 2904, "CUBE": 4680, "FIXPIPE": 3228}),
+        # Conv2dPerfSim.Large_64cin_32x32. Perf-Sim: 47889; 52460 with the FIX->M flag apart.
+        # Its two 48 KiB B slices need the L0B at 128 KiB (Perf-Sim checks no addresses).
+        (64, 32, 32, 96, 52467, {"MTE2": 32488, "MTE1": 23136, "CUBE": 37152, "FIXPIPE": 12912}),
+    ],
+)
+def test_ported_conv2d_cycles_are_pinned(peer_conv2d, cin, h, wd, base_k, cycles, busy):
+    """The conv2d port (img2col by TIMG2COL, K in base_k steps, three a load), its output
+    checked against numpy's convolution."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (cin, h, wd)).astype(np.float16)
+    w = rng.uniform(-1, 1, (256, cin, 3, 3)).astype(np.float16)
+    c1 = cin // 16
+    fmap = np.ascontiguousarray(x.reshape(c1, 16, h, wd).transpose(0, 2, 3, 1).reshape(c1, -1))
+    weight = np.ascontiguousarray(w.reshape(256, c1, 16, 3, 3).transpose(1, 3, 4, 2, 0).reshape(-1, 256))
+    out = np.zeros((h * wd, 256), np.float16)
+    plat = platforms.get("a2a3sim", cost_profile="pto-isa").with_overrides(l0b_bytes=128 * 1024)
+    rep = run_kernel_file(
+        peer_conv2d,
+        [fmap, weight, out, h, wd, base_k, 3],
+        outputs={2},
+        platform=plat,
+        core="aic",
+        isolate=False,
+    )
+    np.testing.assert_allclose(out.astype(np.float32), conv3x3(x, w), rtol=2e-2, atol=5e-2)
+    assert rep.cycles == cycles
+    assert {pipe: rep.pipe_busy[pipe] for pipe in busy} == busy

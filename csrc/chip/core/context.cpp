@@ -38,6 +38,7 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   block_idx = idx;
   block_num = num;
   atomic_log = nullptr;
+  fmatrix_set = false;
   aic = false;
   subblock = 0;
   cluster = nullptr;

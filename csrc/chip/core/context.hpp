@@ -75,6 +75,10 @@ struct CoreContext {
   CoreModel model;
   const char* loc = "";
   int64_t block_idx, block_num;
+  // The fmatrix register (SETFMATRIX): the fmap size and padding TIMG2COL reads; unset
+  // until the kernel loads it.
+  pypto_conv_geom fmatrix{};
+  bool fmatrix_set = false;
   // When set, atomic-add stores are logged here instead of applied: the scheduler applies
   // them in simulated completion order.
   std::vector<AtomicWrite>* atomic_log = nullptr;

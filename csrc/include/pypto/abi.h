@@ -214,6 +214,28 @@ void pypto_treshape(const pypto_tile* dst, const pypto_tile* src);
 void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0, int32_t rows,
                    int32_t cols);
 
+// ---- convolution: the img2col load --------------------------------------------------------
+// A feature map in L1 in NC1HWC0 order (one image): channels / c0 planes of fmap_h x fmap_w
+// pixels of c0 channels each (c0 = 32 B / element size), element (c1, h, w, c) at
+// ((c1 * fmap_h + h) * fmap_w + w) * c0 + c of a row-major Mat tile, and the convolution that
+// reads it. SETFMATRIX loads the fmap size and padding into the core's fmatrix register (a
+// scalar instruction); TIMG2COL takes them from there and the filter, stride, dilation and
+// channel count from its own operand, as the hardware's manual-fmatrix mode does.
+typedef struct pypto_conv_geom {
+  int32_t fmap_h, fmap_w;                            // the register: fmap size ...
+  int32_t pad_left, pad_right, pad_top, pad_bottom;  // ... and padding (pixels)
+  int32_t filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w;
+  int32_t channels;  // channels the fmap holds (c0 multiple)
+} pypto_conv_geom;
+void pypto_setfmatrix(const pypto_conv_geom* g);
+// TIMG2COL: dst (Left, its valid shape [M, K]) = rows pos_m .. of the fmap's img2col matrix,
+// columns pos_k ..: row p is output pixel (p / wout, p % wout) of the slab (wout from the
+// register's width and padding), column k is (c1, kh, kw, c) in that order (k = ((c1 * kh_n +
+// kh) * kw_n + kw) * c0 + c, the order of the FRACTAL_Z weights it multiplies); a pixel in the
+// padding reads 0. Runs on MTE1 (the L1 -> L0A path).
+void pypto_timg2col(const pypto_tile* dst, const pypto_tile* src, const pypto_conv_geom* g,
+                    int64_t pos_m, int64_t pos_k);
+
 // ---- op families beyond the tutorial set ----------------------------------------------
 // Element-wise math (all operands in Vec; fp32 / fp16 / bf16, correctly rounded from a double
 // evaluation).

@@ -369,6 +369,21 @@ inline Tile TWINDOW(const Tile& src, int64_t row0, int64_t col0, int32_t rows, i
   return out;
 }
 
+// ---- convolution (see abi.h) ---------------------------------------------------------------
+// A Mat tile holding a feature map in NC1HWC0 order and the convolution that reads it:
+//   ConvTile fmap(Tile(Mem::Mat, DType::FP16, c1, h * w * 16, 0), geom);
+//   SETFMATRIX(fmap);                         // the fmap size and padding into the register
+//   TIMG2COL(l0a, fmap, pos_m, pos_k);        // L1 -> L0A img2col on MTE1
+struct ConvTile : Tile {
+  pypto_conv_geom geom;
+  ConvTile() : Tile(), geom{} {}
+  ConvTile(const Tile& t, const pypto_conv_geom& g) : Tile(t), geom(g) {}
+};
+inline void SETFMATRIX(const ConvTile& src) { pypto_setfmatrix(&src.geom); }
+inline void TIMG2COL(const Tile& dst, const ConvTile& src, int64_t pos_m, int64_t pos_k) {
+  pypto_timg2col(&dst, &src, &src.geom, pos_m, pos_k);
+}
+
 // ---- op families beyond the tutorial set (see abi.h) ----------------------------------
 inline void TRSQRT(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_RSQRT, &d, &a); }
 inline void TSIN(const Tile& d, const Tile& a) { pypto_tmath(PYPTO_SIN, &d, &a); }

@@ -73,6 +73,9 @@ Platform make_a2a3sim() {
   // upstream PyPTO L0CostModel (device FIXPIPE sweep): a store to GM moves the bytes it writes
   // at bw_drain, so its data phase is priced at those bytes (0), not a fixed element size.
   p.fixpipe_gm_priced_elem_bytes = 0;
+  // assumption: an img2col load moves its window's bytes through MTE1 at the L1 -> L0A rate,
+  // as an L0A extract does (no device figure for img2col is public), so it is priced at them.
+  p.img2col_priced_elem_bytes = 0;
   // assumption: a cross-core flag waits on the pipe it names and holds only that pipe, like
   // every flag here (no device figure separates a cross-core wait's effect on issue).
   p.cross_sync_holds_issue = 0;

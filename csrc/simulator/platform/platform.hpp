@@ -104,6 +104,9 @@ struct Platform {
   // An Acc -> GM store's data phase is priced as if each element were this many bytes (0: the
   // bytes it writes). pto-isa prices every L0C -> GM copy at 2 bytes per element.
   int64_t fixpipe_gm_priced_elem_bytes;
+  // A TIMG2COL's window is priced as if each element were this many bytes (0: the bytes it
+  // moves). pto-isa prices every img2col load at 2 bytes per element.
+  int64_t img2col_priced_elem_bytes;
   // 1: a cross-core sync (a flag or tile-pipe handshake with the other cores of a cluster)
   // holds this core's instruction issue until it has passed, as a scalar instruction that
   // later instructions wait for; 0: it holds only its own pipe.
@@ -153,7 +156,8 @@ struct Platform {
   X(fixpipe_gm_priced_elem_bytes, fixpipe_gm_priced_elem_bytes)                               \
   X(task_head_cycles, task_head_cycles) X(task_cold_head_cycles, task_cold_head_cycles)         \
   X(hbm_efficiency, hbm_efficiency) X(cross_sync_holds_issue, cross_sync_holds_issue)           \
-  X(gm_transfer_rounds_down, gm_transfer_rounds_down)
+  X(gm_transfer_rounds_down, gm_transfer_rounds_down)                                           \
+  X(img2col_priced_elem_bytes, img2col_priced_elem_bytes)
 // clang-format on
 
 // The names accepted by platform_by_name, simulator names first.

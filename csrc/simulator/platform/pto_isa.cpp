@@ -36,6 +36,10 @@ Platform apply_pto_isa_profile(Platform p) {
   // (a2a3/cce_costmodel/cce_costmodel_memory.hpp, the L0C -> GM copy): an fp32 store costs half
   // its bytes' worth, which its Perf-Sim GEMM traces show (a 128x256 fp32 store: 1614 cycles).
   p.fixpipe_gm_priced_elem_bytes = 2;
+  // pto-isa's img2colv2_cbuf_to_ca prices stepK x stepM x 2 bytes whatever the dtype
+  // (a2a3/cce_costmodel/cce_costmodel_memory.hpp lines 163-171 at f35e7f60): an fp32 window
+  // costs half its bytes' worth, an int8 one twice.
+  p.img2col_priced_elem_bytes = 2;
   // pto-isa CCE table (a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp at f35e7f60, the
   // revision whose Perf-Sim benchmarks/peer_perfsim.py runs; its 910B3-calibrated rows), vector
   // stream model: head + tail paid at stream start, slope per repeat.

@@ -83,9 +83,7 @@ def file_lock(path: Path) -> Iterator[None]:
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    import tempfile  # a write: never on a cache hit
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -95,3 +93,16 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _temp_file(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path`` (``.<name>.<random>.tmp``, created exclusively, owner-only
+    until chmod), as ``tempfile.mkstemp`` makes it without importing ``tempfile`` (with
+    ``random``: ~1.5 ms of a first call)."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")

@@ -155,3 +155,11 @@ def test_a_failed_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         atomic_write(target, "not bytes")  # type: ignore[arg-type]
     assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["entry.bin"]
+
+
+def test_temporary_build_folders_are_new_and_private(tmp_path: Path) -> None:
+    from pypto.kernel_build.cache_files import temp_dir
+
+    first, second = temp_dir(tmp_path, "build-"), temp_dir(tmp_path, "build-")
+    assert first != second and first.parent == tmp_path and first.name.startswith("build-")
+    assert first.is_dir() and first.stat().st_mode & 0o777 == 0o700 and not any(first.iterdir())

@@ -6,11 +6,12 @@ compiles it: six compiles for a frozen class, about half a millisecond. A compil
 process imports some sixty dataclasses, so that was a third of its Python time. Here the
 standard module still reads the fields (``dataclasses.fields``, ``replace``, ``asdict`` and
 ``is_dataclass`` see the usual ``Field`` records) but is asked to generate nothing; only
-``__init__`` is compiled, once per class, and the other methods are shared functions over
-the class's field names, with the standard ones' behaviour: ``==`` by the compared fields
-between instances of the same class, the hash of their tuple, the same ``repr`` and the same
-``FrozenInstanceError``. ``__dataclass_params__`` says what the standard module was asked to
-generate (nothing), so it does not check that a frozen class's bases are frozen too.
+``__init__`` is compiled, once per class and only when first looked up (about half the
+classes a compile loads make no instance in it), and the other methods are shared functions
+over the class's field names, with the standard ones' behaviour: ``==`` by the compared
+fields between instances of the same class, the hash of their tuple, the same ``repr`` and
+the same ``FrozenInstanceError``. ``__dataclass_params__`` says what the standard module was
+asked to generate (nothing), so it does not check that a frozen class's bases are frozen too.
 
 Options beyond ``frozen`` (and a field typed ``InitVar``) go to the standard decorator as is.
 """
@@ -57,14 +58,16 @@ def _process(cls: type, frozen: bool) -> type:
     own = cls.__dict__
     if frozen and ("__setattr__" in own or "__delattr__" in own):
         raise TypeError(f"Cannot overwrite attribute __setattr__ in class {cls.__name__}")
-    _set(cls, "__init__", _init(cls, fields, frozen))
+    _check_defaults_last(fields)
+    if "__init__" not in own:
+        cls.__init__ = _LazyInit(cls, fields, frozen, hasattr(cls, "__post_init__"))  # type: ignore[misc]
     _set(cls, "__repr__", _repr(cls, tuple(f.name for f in fields if f.repr)))
     _set(cls, "__eq__", _eq(cls, _getter(tuple(f.name for f in fields if f.compare))))
     _hash(cls, fields, frozen)
     if frozen:
         _freeze(cls, frozenset(f.name for f in fields))
     if not documented:
-        _document(cls)
+        _document(cls, fields)
     return cls
 
 
@@ -88,7 +91,26 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 _OBJECT, _HAS_FACTORY = "__dataclass_builtins_object__", "__dataclass_HAS_DEFAULT_FACTORY__"
 
 
-def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Any:
+class _LazyInit:
+    """``cls.__init__`` until it is first looked up (an instance made, a signature read): then
+    it compiles the real one, which replaces it. A compile that makes no instance of a class
+    never pays for its ``__init__``."""
+
+    __slots__ = ("cls", "fields", "frozen", "post_init")
+
+    def __init__(self, cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, post_init: bool):
+        self.cls, self.fields, self.frozen, self.post_init = cls, fields, frozen, post_init
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        real = self.cls.__dict__["__init__"]
+        if real is self:
+            real = _init(self.cls, self.fields, self.frozen, self.post_init)
+            real.__qualname__ = f"{self.cls.__qualname__}.__init__"
+            type.__setattr__(self.cls, "__init__", real)
+        return real.__get__(obj, owner)
+
+
+def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, post_init: bool) -> Any:
     """The one compiled method: the text the standard module writes, with its checks."""
     scope: dict[str, Any] = {_OBJECT: object, _HAS_FACTORY: _FACTORY}
     positional: list[str] = []
@@ -105,8 +127,7 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -
             scope[default] = f.default if f.default_factory is _MISSING else f.default_factory
             set_it = f"{_OBJECT}.__setattr__(self,{f.name!r},{value})" if frozen else f"self.{f.name}={value}"
             body.append(set_it)
-    _check_defaults_last(fields)
-    if hasattr(cls, "__post_init__"):
+    if post_init:
         body.append("self.__post_init__()")
     args = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
     exec(f"def __init__({args}):\n" + "".join(f" {line}\n" for line in body or ["pass"]), scope)
@@ -197,12 +218,20 @@ def _freeze(cls: Any, names: frozenset[str]) -> None:
     _set(cls, "__delattr__", __delattr__)
 
 
-def _document(cls: type) -> None:
-    """The standard module's docstring for an undocumented class: its name and signature."""
-    import inspect
+def _document(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """The standard module's docstring for an undocumented class, its name and ``__init__``'s
+    signature, written from the fields (reading the signature would compile ``__init__``)."""
+    import inspect  # loaded by dataclasses already
 
-    try:
-        signature = str(inspect.signature(cls)).replace(" -> None", "")
-    except (TypeError, ValueError):
-        signature = ""
-    cls.__doc__ = cls.__name__ + signature
+    def parameter(f: dataclasses.Field[Any]) -> inspect.Parameter:
+        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = _FACTORY if f.default_factory is not _MISSING else f.default
+        return inspect.Parameter(
+            f.name,
+            kind,
+            default=inspect.Parameter.empty if default is _MISSING else default,
+            annotation=f.type,
+        )
+
+    shown = [f for f in fields if f.init and not f.kw_only] + [f for f in fields if f.init and f.kw_only]
+    cls.__doc__ = cls.__name__ + str(inspect.Signature([parameter(f) for f in shown]))

@@ -142,3 +142,22 @@ def test_other_options_are_the_standard_decorator() -> None:
         a: int
 
     assert Ordered(1) < Ordered(2) and Ordered.__dataclass_params__.order
+
+
+def test_init_made_on_first_use_works_through_subclasses_and_super() -> None:
+    @dataclass(frozen=True)
+    class Parent:
+        a: int
+        b: int = 2
+
+    class Plain(Parent):  # not a dataclass: inherits Parent's __init__
+        pass
+
+    class Custom(Parent):
+        def __init__(self, a: int) -> None:
+            super().__init__(a, b=a * 10)
+
+    assert Plain(1) == Plain(1, 2) and (Plain(1).a, Plain(1).b) == (1, 2)
+    assert (Custom(3).a, Custom(3).b) == (3, 30)
+    assert Parent(5).b == 2 and str(inspect.signature(Parent)) == "(a: 'int', b: 'int' = 2) -> None"
+    assert Parent.__init__.__qualname__.endswith("Parent.__init__")

@@ -13,7 +13,8 @@ fields between instances of the same class, the hash of their tuple, the same ``
 the same ``FrozenInstanceError``. ``__dataclass_params__`` says what the standard module was
 asked to generate (nothing), so it does not check that a frozen class's bases are frozen too.
 
-Options beyond ``frozen`` (and a field typed ``InitVar``) go to the standard decorator as is.
+Options beyond ``frozen`` (and a field typed ``InitVar`` or named ``self``) go to the standard
+decorator as is.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ else:
         """``dataclasses.dataclass`` (``@dataclass`` or ``@dataclass(frozen=True)``)."""
 
         def wrap(cls):
-            if options or _has_init_vars(cls):
+            if options or _needs_the_standard_init(cls):
                 return dataclasses.dataclass(cls, frozen=frozen, **options)
             return _process(cls, frozen)
 
@@ -44,9 +45,10 @@ else:
 _MISSING = dataclasses.MISSING
 
 
-def _has_init_vars(cls: type) -> bool:
+def _needs_the_standard_init(cls: type) -> bool:
+    """A field typed ``InitVar`` or named ``self``: the standard ``__init__`` handles them."""
     notes = cls.__dict__.get("__annotations__", {})
-    return any("InitVar" in (n if isinstance(n, str) else repr(n)) for n in notes.values())
+    return "self" in notes or any("InitVar" in (n if isinstance(n, str) else repr(n)) for n in notes.values())
 
 
 def _process(cls: type, frozen: bool) -> type:
@@ -117,8 +119,6 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, p
     keyword: list[str] = []
     body: list[str] = []
     for f in fields:
-        if f.name == "self":
-            raise TypeError(f"field named 'self' in {cls.__name__}: use the standard dataclass")
         default = f"__dataclass_dflt_{f.name}__"
         if f.init:
             (keyword if f.kw_only else positional).append(f.name + _parameter_default(f, default))

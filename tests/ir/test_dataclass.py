@@ -141,7 +141,16 @@ def test_other_options_are_the_standard_decorator() -> None:
     class Ordered:
         a: int
 
+    @dataclass(frozen=True)
+    class Odd:
+        self: int
+        setup: dataclasses.InitVar[int] = 0
+
+        def __post_init__(self, setup: int) -> None:
+            object.__setattr__(self, "seen", setup)
+
     assert Ordered(1) < Ordered(2) and Ordered.__dataclass_params__.order
+    assert Odd(1, 5).self == 1 and Odd(1, 5).seen == 5 and Odd.__dataclass_params__.frozen
 
 
 def test_init_made_on_first_use_works_through_subclasses_and_super() -> None:

@@ -9,7 +9,9 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import re
 from dataclasses import field
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +172,20 @@ def test_init_made_on_first_use_works_through_subclasses_and_super() -> None:
     assert (Custom(3).a, Custom(3).b) == (3, 30)
     assert Parent(5).b == 2 and str(inspect.signature(Parent)) == "(a: 'int', b: 'int' = 2) -> None"
     assert Parent.__init__.__qualname__.endswith("Parent.__init__")
+
+
+COMPILER_ROOMS = ("ir", "ops", "frontend", "diagnostics", "passes", "codegen", "compile", "kernel_build")
+
+
+def test_the_compilers_rooms_make_their_dataclasses_with_the_cheap_decorator() -> None:
+    # A new process's first compile imports every class these rooms define: one made by the
+    # standard decorator costs it six compiles.
+    package = Path(__file__).resolve().parents[2] / "pypto"
+    standard = re.compile(r"^from dataclasses import .*\bdataclass\b|@dataclasses\.dataclass\b", re.M)
+    offenders = [
+        str(path.relative_to(package))
+        for room in COMPILER_ROOMS
+        for path in sorted((package / room).rglob("*.py"))
+        if standard.search(path.read_text())
+    ]
+    assert offenders == []

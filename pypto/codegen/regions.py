@@ -13,8 +13,7 @@ Two slot rules (docs/double_buffering.md) are enforced here, before anything is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from pypto._dataclass import dataclass
 from pypto.codegen.cpp_expr import c_string
 from pypto.errors import CodegenError, SourceSpan
 from pypto.ir.enums import MemorySpace

@@ -12,10 +12,11 @@ process whose programs all come from the program cache never loads it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto._light import Logger
 from pypto.codegen import kernel_sources
 from pypto.compile.artifact import DUMP_FOLDER, Artifact, Launch, Lazy

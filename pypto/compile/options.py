@@ -7,11 +7,11 @@ table, a seed, limits, isolation, another output folder) reuses the compiled pro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pypto import platforms
+from pypto._dataclass import dataclass
 from pypto.ir.enums import PassDumpLevel
 from pypto.passes.options import MemoryPlanner
 

@@ -5,11 +5,12 @@ tensor parameters) and its scalar values."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from pypto._dataclass import dataclass
 from pypto.errors import ArgumentError, CompileError
 from pypto.ir.aliases import tensor_aliases
 from pypto.ir.dtypes import cast_scalar, numpy_dtype

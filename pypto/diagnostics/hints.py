@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from pypto._dataclass import dataclass
 from pypto.errors import SourceSpan
 
 logger = logging.getLogger("pypto.perf_hints")

@@ -15,6 +15,7 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto.ir.expr import Var
 from pypto.ir.stmt import For, Function, If, Stmt, Yield
 from pypto.ir.visit import nodes_of, rewrite
@@ -31,7 +32,7 @@ def drop_dead_carries(fn: Function) -> Function:
             return fn
 
 
-@dataclasses.dataclass
+@dataclass
 class _Pruner:
     count: Counter  # occurrences of each name; a name defined and never read occurs once
     dropped: bool = False

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto.frontend.consteval import MISSING
 from pypto.ir.enums import Direction
 from pypto.ir.types import Type

@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pypto._dataclass import dataclass
 from pypto.errors import BoundsCheckError, MisplacedOpError, SourceSpan, TypeCheckError
 from pypto.frontend.bounds import Interval, interval
 from pypto.ir.bind import bind_call

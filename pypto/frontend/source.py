@@ -14,9 +14,10 @@ import inspect
 import itertools
 import linecache
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan
 from pypto.frontend.source_stamps import check_unchanged
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto.errors import TypeCheckError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level

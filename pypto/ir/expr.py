@@ -10,9 +10,10 @@ operands are always ``Var``; only scalar index arithmetic nests (``i * 64 + 16``
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
+from pypto._dataclass import dataclass
 from pypto.errors import SourceSpan
 from pypto.ir.dtypes import BOOL, FP32, INDEX, DataType
 from pypto.ir.types import ArrayType, ScalarType, TensorType, TileType, Type

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from pypto._dataclass import dataclass
 from pypto.ir import op_rules as R
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.types import Type

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import cast
 
+from pypto._dataclass import dataclass
 from pypto.errors import SourceSpan, TypeCheckError
 from pypto.ir import isa_dtypes
 from pypto.ir.dtypes import BY_NAME, DataType

@@ -20,8 +20,9 @@ planner's depth gate). Both name values of the function: those fields carry
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pypto._dataclass import dataclass
 from pypto.ir.enums import Direction, ForKind, FunctionType, Level, SplitMode
 from pypto.ir.expr import Const, Expr, Node, Var, as_const
 from pypto.ir.types import Type

@@ -8,8 +8,9 @@ or created by address assignment (``pl.MemRef(mem_vec_0, 0, 32768)``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from pypto._dataclass import dataclass
 from pypto.ir.dims import DynDim
 from pypto.ir.dtypes import INDEX, DataType
 from pypto.ir.enums import MemorySpace

@@ -10,9 +10,10 @@ of a family is added in its family module, its C++ file in ``csrc/chip/isa/`` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from pypto._dataclass import dataclass
 from pypto.ir.expr import Call, Expr
 from pypto.ir.op_def import OpDef
 

@@ -9,8 +9,8 @@ accumulator comes in); with a batch axis ``batch_matmul`` / ``batch_matmul_acc``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop, shaped_type, tile_type

@@ -9,8 +9,9 @@ pipelining decisions are ``For.staged`` (PlanPipelineLoops → ExpandPipelineLoo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pypto._dataclass import dataclass
 from pypto.diagnostics.hints import HintSink
 from pypto.passes.options import MemoryPlanner
 from pypto.platforms import Platform

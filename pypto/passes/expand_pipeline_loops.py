@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypeGuard
 
+from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.enums import ForKind, MemorySpace
 from pypto.ir.expr import BinOp, Call, Const, Expr, Var, as_const, make_binop, type_of

@@ -63,8 +63,9 @@ import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.bind import bind_call
 from pypto.ir.expr import Call, Const, Literal, Var

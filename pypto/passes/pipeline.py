@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pypto import knobs
+from pypto._dataclass import dataclass
 from pypto._light import Logger
 from pypto.diagnostics.checks import check_perf_hints
 from pypto.ir.stmt import Program

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto._dataclass import dataclass
 from pypto.diagnostics.hints import PerfHint
 from pypto.ir.expr import Var
 from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Stmt
@@ -115,7 +116,7 @@ def _depth_in(group: PipelineGroup, space: str, groups: Groups, ctx: PassContext
     return achieved
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Shortfall:
     """What the gate changes for one pipeline group: the ``depth`` its stages get, and the
     memory spaces whose hoisted tiles go back in front of their first use (``in_place``)."""

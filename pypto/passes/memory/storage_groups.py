@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, Var, as_var, tile_type

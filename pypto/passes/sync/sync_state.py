@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from pypto._dataclass import dataclass
 from pypto.ir.enums import Pipe
 from pypto.ir.expr import BinOp, Call, Const, Expr, UnaryOp, Var
 from pypto.ir.ops import get_op

@@ -83,7 +83,9 @@ def file_lock(path: Path) -> Iterator[None]:
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    fd, tmp = _temp_file(path)
+    import tempfile  # a write: never on a cache hit
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -93,32 +95,3 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-# tempfile (with random) is not imported for these: ~1.5 ms of a first call
-_TRIES = 100
-
-
-def _temp_file(path: Path) -> tuple[int, Path]:
-    """A new file beside ``path``, ``.<name>.<random>.tmp``, created exclusively and readable
-    by its owner only until renamed, as ``tempfile.mkstemp`` makes it."""
-    for _ in range(_TRIES):
-        tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
-        try:
-            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {path}")
-
-
-def temp_dir(parent: Path, prefix: str) -> Path:
-    """A new folder ``<parent>/<prefix><random>``, its owner's only, as ``tempfile.mkdtemp``
-    makes it."""
-    for _ in range(_TRIES):
-        folder = parent / f"{prefix}{os.urandom(6).hex()}"
-        try:
-            folder.mkdir(mode=0o700)
-            return folder
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free folder name {prefix}* in {parent}")

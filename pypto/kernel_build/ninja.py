@@ -2,7 +2,7 @@
 (``PYPTO_BUILD_JOBS`` at a time) with a ``build.ninja`` of the same edges beside them, and
 the error a failed compile raises.
 
-subprocess, shutil and shlex are imported where a build needs them: a cache hit
+subprocess, tempfile, shutil and shlex are imported where a build needs them: a cache hit
 (the common case in a new process) uses none of them.
 """
 
@@ -20,7 +20,7 @@ from pypto import knobs
 from pypto._light import Logger
 from pypto.errors import KernelBuildError
 from pypto.kernel_build.cache import header_closure, publish
-from pypto.kernel_build.cache_files import ensure_dir, file_lock, temp_dir
+from pypto.kernel_build.cache_files import ensure_dir, file_lock
 from pypto.kernel_build.commands import (
     compile_command,
     extra_flags,
@@ -87,11 +87,13 @@ def _output_problem(job: Job) -> str | None:
 
 
 def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
+    import tempfile
+
     if output_dir is not None:
         return ensure_dir(Path(output_dir).absolute() / "build"), False
     tmp_root = ensure_dir(knobs.cache_dir() / "tmp")
     _sweep_stale_build_dirs(tmp_root)
-    return temp_dir(tmp_root, "build-"), True
+    return Path(tempfile.mkdtemp(prefix="build-", dir=tmp_root)), True
 
 
 def _sweep_stale_build_dirs(tmp_root: Path) -> None:

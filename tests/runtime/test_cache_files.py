@@ -135,31 +135,3 @@ def test_traced_run_into_an_unusable_output_dir_names_the_field(
     (tmp_path / "out" / "trace").write_text("a file where the trace folder goes")
     with pytest.raises(CacheDirError, match=r"^output_dir is not usable: .*trace"):
         compiled.run(a, np.zeros_like(a), trace=True)
-
-
-def test_atomic_write_replaces_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
-    from pypto.kernel_build.cache_files import atomic_write
-
-    target = tmp_path / "entry.bin"
-    target.write_bytes(b"old")
-    atomic_write(target, b"new contents", mode=0o640)
-    assert target.read_bytes() == b"new contents" and target.stat().st_mode & 0o777 == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry.bin"]
-
-
-def test_a_failed_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
-    from pypto.kernel_build.cache_files import atomic_write
-
-    target = tmp_path / "entry.bin"
-    target.write_bytes(b"old")
-    with pytest.raises(TypeError):
-        atomic_write(target, "not bytes")  # type: ignore[arg-type]
-    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["entry.bin"]
-
-
-def test_temporary_build_folders_are_new_and_private(tmp_path: Path) -> None:
-    from pypto.kernel_build.cache_files import temp_dir
-
-    first, second = temp_dir(tmp_path, "build-"), temp_dir(tmp_path, "build-")
-    assert first != second and first.parent == tmp_path and first.name.startswith("build-")
-    assert first.is_dir() and first.stat().st_mode & 0o777 == 0o700 and not any(first.iterdir())

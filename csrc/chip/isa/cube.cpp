@@ -37,16 +37,18 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   check_writable(dst, op);
   q.run(w.rows * w.row_bytes,
         [core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
+          const auto cols = static_cast<size_t>(s.valid_cols);
+          if (!atomic_add) {  // converted straight into the tensor's rows
+            for (int64_t r = 0; r < w.rows; ++r) {
+              vm::convert(out_dtype, w.data + r * w.stride_bytes, s.dtype, s.row(r), cols,
+                          PYPTO_ROUND_RINT);
+            }
+            return;
+          }
           std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
           for (int64_t r = 0; r < w.rows; ++r) {
-            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
-                        PYPTO_ROUND_RINT);
-            uint8_t* out = w.data + r * w.stride_bytes;
-            if (atomic_add) {
-              core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
-            } else {
-              std::memcpy(out, row.data(), row.size());
-            }
+            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), cols, PYPTO_ROUND_RINT);
+            core->atomic_add(base, w.data + r * w.stride_bytes, out_dtype, row.data(), cols);
           }
         });
   AccessList acc;

@@ -16,7 +16,12 @@ between the simulator's two sides (thread CPU time, so a busy host's preemptions
   cores the run needs at least max(timing, (timing + data) / 2) — printed as "2-core floor";
   the wall approaches it on a quiet host.
 
-Run: python benchmarks/bench_sim.py [--repeat 3] [--only fa|gemm]
+First, one line per matmul the workloads issue (their tile shapes): the simulator's fp32
+kernel on one host core (the form this CPU runs, on operands widened from fp16) against
+numpy's sgemm of the same shape on one BLAS thread, both in GFLOP per second of process CPU
+time — the per-core rate the functional work can reach, and BLAS's on the same tile.
+
+Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm]
 Targets: FlashAttention forward [24, 2048, 128] <= 0.6 s wall; the 3072^3 GEMM <= 0.5 s.
 The host is shared in CI and development: read the wall figures as best-of, and the busy
 shares as the split of work between the threads. Never asserts.
@@ -27,7 +32,10 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +66,51 @@ def line(name: str, gflop: float, wall: float, blas: float, split: dict[str, flo
         f"{name:<34} {wall:6.3f} s wall  BLAS bound {blas:6.3f} s ({gflop / blas:5.1f} GFLOP/s)  "
         f"ratio {wall / blas:5.2f}x | {split_text(split)}"
     )
+
+
+# [m, k, n] of one matmul: FlashAttention's Q K^T and P V blocks, the GEMM's base block.
+TILE_SHAPES = ((64, 128, 128), (128, 64, 256))
+
+
+def cpu_rate(fn, flop: float, calls: int = 200, rounds: int = 5) -> float:
+    """GFLOP per process-CPU second of ``fn``, best of ``rounds`` batches of ``calls``."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.process_time()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.process_time() - t0) / calls)
+    return flop / best / 1e9
+
+
+def tile_kernel(m: int, k: int, n: int) -> None:
+    from pypto import _native_testing
+
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    form = _native_testing.matmul_f32_forms()[0]
+    ours = cpu_rate(
+        lambda: _native_testing.matmul_f32_form(form, a, b, c, accumulate=True, exact_products=True),
+        2 * m * k * n,
+    )
+    blas = cpu_rate(lambda: np.matmul(a, b, out=c), 2 * m * k * n)
+    print(
+        f"matmul tile [{m}, {k}] x [{k}, {n}] ({form}): {ours:6.1f} GFLOP/s per core, "
+        f"numpy sgemm {blas:6.1f} GFLOP/s ({ours / blas:4.2f}x)"
+    )
+
+
+def tile_kernels() -> None:
+    """The tile lines, with BLAS on one thread: in a child process when this one's BLAS may
+    use more (the thread count is fixed when numpy loads it)."""
+    if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
+        for shape in TILE_SHAPES:
+            tile_kernel(*shape)
+        return
+    env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, __file__, "--only", "kernel"], env=env, check=True)
 
 
 def flash_attention(repeat: int, heads: int = 24, seq: int = 2048, dim: int = 128) -> None:
@@ -100,8 +153,10 @@ def gemm(repeat: int, size: int = 3072) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the fastest is shown")
-    ap.add_argument("--only", choices=("fa", "gemm"), help="one workload")
+    ap.add_argument("--only", choices=("kernel", "fa", "gemm"), help="one section")
     a = ap.parse_args(argv)
+    if a.only in (None, "kernel"):
+        tile_kernels()
     if a.only in (None, "fa"):
         flash_attention(a.repeat)
     if a.only in (None, "gemm"):

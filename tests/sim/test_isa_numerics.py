@@ -185,6 +185,42 @@ def test_row_reductions(fixture_kernel, op, dtype):
         np.testing.assert_array_equal(out, expect.astype(dtype))
 
 
+def lanes_then_tree(row: np.ndarray, op: int) -> np.float32:
+    """A float row's reduction in the ISA's order, in fp32: 64 interleaved partial results
+    (lane j takes elements j, j + 64, ... in turn), then lane j takes lane j + w for w = 32,
+    16, ..., 1. MAX/MIN keep the left operand when it is NaN or strictly wins."""
+
+    def step(x, y):
+        if op == RSUM:
+            return np.float32(x + y)
+        wins = x > y if op == RMAX else x < y
+        return x if (wins or x != x) else y
+
+    lanes = [np.float32({RSUM: 0.0, RMAX: -np.inf, RMIN: np.inf}[op])] * 64
+    for i, v in enumerate(row.astype(np.float32)):
+        lanes[i % 64] = step(lanes[i % 64], v)
+    w = 32
+    while w:
+        lanes = [step(lanes[j], lanes[j + w]) for j in range(w)]
+        w //= 2
+    return lanes[0]
+
+
+@pytest.mark.parametrize("cols", [56, 200])
+@pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
+def test_row_reductions_keep_their_order_to_the_bit(fixture_kernel, op, cols):
+    # Magnitudes 2^-12 .. 2^12 make every reassociation of a sum visible in its last bits; signed
+    # zeros and a NaN make max/min's choice between equal or unordered operands visible.
+    rng = np.random.default_rng(13)
+    a = (rng.uniform(-1, 1, (8, cols)) * 2.0 ** rng.integers(-12, 13, (8, cols))).astype(np.float32)
+    a[1, ::3] = 0.0
+    a[1, 1::3] = -0.0
+    a[2, 70 % cols] = np.nan
+    out = probe(fixture_kernel, K_REDUCE, op, a, a, np.zeros((8, 1), np.float32))
+    expect = np.array([[lanes_then_tree(r, op)] for r in a], np.float32)
+    np.testing.assert_array_equal(out.view(np.uint32), expect.view(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("op", [ADD, SUB, MUL, DIV])
 def test_row_and_col_broadcast(fixture_kernel, op, dtype):

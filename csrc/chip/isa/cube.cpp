@@ -2,6 +2,7 @@
 // and FIXPIPE stores out of L0C.
 #include "chip/isa/cube.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,16 +37,18 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   check_writable(dst, op);
   q.run(w.rows * w.row_bytes,
         [core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
+          const auto cols = static_cast<size_t>(s.valid_cols);
+          if (!atomic_add) {  // converted straight into the tensor's rows
+            for (int64_t r = 0; r < w.rows; ++r) {
+              vm::convert(out_dtype, w.data + r * w.stride_bytes, s.dtype, s.row(r), cols,
+                          PYPTO_ROUND_RINT);
+            }
+            return;
+          }
           std::vector<uint8_t> row(static_cast<size_t>(w.row_bytes));
           for (int64_t r = 0; r < w.rows; ++r) {
-            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
-                        PYPTO_ROUND_RINT);
-            uint8_t* out = w.data + r * w.stride_bytes;
-            if (atomic_add) {
-              core->atomic_add(base, out, out_dtype, row.data(), static_cast<size_t>(s.valid_cols));
-            } else {
-              std::memcpy(out, row.data(), row.size());
-            }
+            vm::convert(out_dtype, row.data(), s.dtype, s.row(r), cols, PYPTO_ROUND_RINT);
+            core->atomic_add(base, w.data + r * w.stride_bytes, out_dtype, row.data(), cols);
           }
         });
   AccessList acc;
@@ -122,19 +125,17 @@ bool gather_whole(float* out, const float* stored, const TileView& t, bool trans
   return false;
 }
 
-// A whole fp16 L0A/L0B tile, widened fractal by fractal (fractal.hpp). Each 16 x 16 fractal is
-// 16 lines of 16 elements in storage — tile rows in zZ (L0A), tile columns in nZ (L0B) — and a
-// line lands as an operand row when it is a tile row of an untransposed operand or a tile
-// column of a transposed one, else as an operand column (transposed first). False when the
-// tile does not qualify or holds inf/NaN (then `widen` converts it the general way).
-bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  if (t.dtype != PYPTO_FP16 || (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT)) return false;
-  const int64_t tile_rows = trans ? cols : rows, tile_cols = trans ? rows : cols;
-  if (tile_rows != t.rows || tile_cols != t.cols || rows % 16 != 0 || cols % 16 != 0) return false;
+// Fractal rows [f0, f1) (in fractals) of a whole fp16 L0A/L0B tile, widened fractal by fractal
+// (fractal.hpp). Each 16 x 16 fractal is 16 lines of 16 elements in storage — tile rows in zZ
+// (L0A), tile columns in nZ (L0B) — and a line lands as an operand row when it is a tile row of
+// an untransposed operand or a tile column of a transposed one, else as an operand column
+// (transposed first). False when one holds inf/NaN.
+bool widen_f16_bands(float* out, const TileView& t, bool trans, int64_t cols, int64_t f0,
+                     int64_t f1) {
   const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans;
-  const auto* src = reinterpret_cast<const uint16_t*>(t.data);
+  const auto* src = reinterpret_cast<const uint16_t*>(t.data) + f0 * 16 * t.cols;
   uint16_t lines[256];
-  for (int64_t fr = 0; fr < t.rows; fr += 16) {
+  for (int64_t fr = f0 * 16; fr < f1 * 16; fr += 16) {
     for (int64_t fc = 0; fc < t.cols; fc += 16, src += 256) {
       float* o = out + (trans ? fc * cols + fr : fr * cols + fc);  // the fractal's origin
       if (lines_are_rows) {
@@ -146,6 +147,27 @@ bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, in
     }
   }
   return true;
+}
+
+// Below this many elements a widening is not worth sharing between two host threads.
+constexpr int64_t kSharedWidenElems = 8 << 10;
+
+// A whole fp16 L0A/L0B tile widened, its fractal rows in two halves the run's thread may share
+// (DataQueue::split): each half writes its own outputs, so the values are the same. False when
+// the tile does not qualify or holds inf/NaN (then `widen` converts it the general way).
+bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  if (t.dtype != PYPTO_FP16 || (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT)) return false;
+  const int64_t tile_rows = trans ? cols : rows, tile_cols = trans ? rows : cols;
+  if (tile_rows != t.rows || tile_cols != t.cols || rows % 16 != 0 || cols % 16 != 0) return false;
+  const int64_t bands = t.rows / 16;
+  if (t.rows * t.cols < kSharedWidenElems || bands < 2) {
+    return widen_f16_bands(out, t, trans, cols, 0, bands);
+  }
+  std::atomic<bool> finite{true};
+  DataQueue::split(bands, (bands + 1) / 2, [&](int64_t f0, int64_t f1) {
+    if (!widen_f16_bands(out, t, trans, cols, f0, f1)) finite.store(false);
+  });
+  return finite.load();
 }
 
 // An operand widened to fp32 row-major, in a per-thread buffer reused by every mad (`slot`

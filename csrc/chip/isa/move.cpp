@@ -48,19 +48,25 @@ void check_fractal_shape(const TileView& t, const char* op) {
   }
 }
 
-// A whole L0A (zZ) or L0B (nZ) tile filled from a row-major source (`src`, row pitch `pitch`
-// elements), fractal by fractal with constant trip counts and no per-element bounds checks.
+// Below this a relayout is not worth sharing between two host threads (as copy_rows).
+constexpr int64_t kSharedRelayoutBytes = 16 << 10;
+
+// Rows [r0, r1) of a whole L0A (zZ) or L0B (nZ) tile — whole fractal rows — filled from a
+// row-major source (`src`, row pitch `pitch` elements), fractal by fractal with constant trip
+// counts and no per-element bounds checks. The fractals of rows [r0, r1) are the tile's
+// storage from r0 * cols on, in both layouts.
 template <typename T>
-void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int64_t pitch) {
+void l0_rows(T* dst, int mem, int64_t r0, int64_t r1, int64_t cols, const T* src, int64_t pitch) {
   constexpr int64_t c0 = 32 / static_cast<int64_t>(sizeof(T));
+  dst += r0 * cols;
   if (mem == PYPTO_LEFT) {
-    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t rb = r0; rb < r1; rb += 16)
       for (int64_t cb = 0; cb < cols; cb += c0)
-        for (int64_t r = r0; r < r0 + 16; ++r, dst += c0)
+        for (int64_t r = rb; r < rb + 16; ++r, dst += c0)
           std::memcpy(dst, src + r * pitch + cb, c0 * sizeof(T));
     return;
   }
-  for (int64_t rb = 0; rb < rows; rb += c0) {
+  for (int64_t rb = r0; rb < r1; rb += c0) {
     for (int64_t cb = 0; cb < cols; cb += 16, dst += 16 * c0) {
       if constexpr (sizeof(T) == 2) {  // a 16 x 16 fractal: one register transpose
         transpose16_u16(dst, 16, src + rb * pitch + cb, pitch);
@@ -70,6 +76,20 @@ void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int
       }
     }
   }
+}
+
+// The whole tile, its fractal rows in two halves the run's thread may share
+// (DataQueue::split): each half writes its own fractals, so the bytes are the same.
+template <typename T>
+void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int64_t pitch) {
+  const int64_t band = mem == PYPTO_LEFT ? 16 : 32 / static_cast<int64_t>(sizeof(T));
+  const int64_t bands = rows / band;
+  if (rows * cols * static_cast<int64_t>(sizeof(T)) < kSharedRelayoutBytes || bands < 2) {
+    return l0_rows(dst, mem, 0, rows, cols, src, pitch);
+  }
+  DataQueue::split(bands, (bands + 1) / 2, [&](int64_t b0, int64_t b1) {
+    l0_rows(dst, mem, b0 * band, b1 * band, cols, src, pitch);
+  });
 }
 
 // A whole row-major tile into L0A/L0B (l0_whole), when it is one.

@@ -147,10 +147,19 @@ VM_HOT void h16_encode(bool bf, uint16_t* out, const float* in, size_t n) {
   }
 }
 
-// One reduction block: kLanes interleaved accumulators (they vectorise without reassociating
-// anything), then a pairwise tree over the lanes.
+// One level of a reduction's tree: lane j takes lane j + W. A constant trip count over
+// disjoint halves, so it compiles to whole-vector operations.
+template <int OP, size_t W>
+VM_INLINE void tree_level(float* acc) {
+  for (size_t j = 0; j < W; ++j) acc[j] = bin<OP>(acc[j], acc[j + W]);
+}
+
+// One reduction block: kLanes interleaved accumulators (lane j takes elements j, j + kLanes,
+// ... in order: they vectorise without reassociating anything), then a pairwise tree over the
+// lanes (lane j takes lane j + w for w = kLanes / 2, ..., 1), one level at a time.
 template <int OP>
 VM_INLINE float block_reduce(const float* a, size_t n) {
+  static_assert(kLanes == 64, "the tree's levels below");
   constexpr int kOp = OP == PYPTO_RSUM ? PYPTO_ADD : OP == PYPTO_RMAX ? PYPTO_MAX : PYPTO_MIN;
   float acc[kLanes];
   const float init = OP == PYPTO_RSUM ? 0.0f : OP == PYPTO_RMAX ? -kInf : kInf;
@@ -159,8 +168,12 @@ VM_INLINE float block_reduce(const float* a, size_t n) {
   for (; i + kLanes <= n; i += kLanes)
     for (size_t j = 0; j < kLanes; ++j) acc[j] = bin<kOp>(acc[j], a[i + j]);
   for (size_t j = 0; i + j < n; ++j) acc[j] = bin<kOp>(acc[j], a[i + j]);
-  for (size_t w = kLanes / 2; w > 0; w /= 2)
-    for (size_t j = 0; j < w; ++j) acc[j] = bin<kOp>(acc[j], acc[j + w]);
+  tree_level<kOp, 32>(acc);
+  tree_level<kOp, 16>(acc);
+  tree_level<kOp, 8>(acc);
+  tree_level<kOp, 4>(acc);
+  tree_level<kOp, 2>(acc);
+  tree_level<kOp, 1>(acc);
   return acc[0];
 }
 

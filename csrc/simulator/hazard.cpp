@@ -87,7 +87,7 @@ void HazardChecker::LiveRing::reset() {
   }
   head_ = size_ = 0;
   front_end_ = 0;
-  newest_ = Access{};
+  tail_.size = 0;
 }
 
 void HazardChecker::LiveRing::push_back(const Live& l) {
@@ -100,40 +100,26 @@ void HazardChecker::LiveRing::push_back(const Live& l) {
   }
   buf_[(head_ + size_) & mask_] = l;
   if (size_++ == 0) front_end_ = l.ref.end;
-  newest_ = l.access;
 }
 
-namespace {
-bool same_access(const Access& a, const Access& b) {
-  return a.space == b.space && a.base == b.base && a.rows == b.rows && a.row_bytes == b.row_bytes &&
-         a.stride == b.stride && a.write == b.write;
+void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
+  for (int i = 0; i < accesses.size; ++i) push_back({ref, accesses.items[i]});
+  tail_.size = accesses.size;
+  std::copy_n(accesses.items.begin(), accesses.size, tail_.items.begin());
 }
-}  // namespace
 
-// The ring ends with exactly these accesses (in order). Replacing their instruction by a later
-// one on the same pipe loses no race: the later one ends no earlier and touches the same bytes.
-bool HazardChecker::LiveRing::repeats_tail(const AccessList& accesses) const {
+// More accesses than the tail list holds: the older ones are compared in the ring itself.
+bool HazardChecker::LiveRing::tail_reaches_back(const AccessList& accesses) const {
   const size_t n = static_cast<size_t>(accesses.size);
-  if (n == 0 || size_ < n || !same_access(newest_, accesses.items[n - 1])) return false;
   for (size_t i = 0; i < n; ++i) {
     if (!same_access(from_back(n - 1 - i).access, accesses.items[i])) return false;
   }
   return true;
 }
 
-void HazardChecker::LiveRing::retag_tail(size_t n, const InstrRef& ref) {
-  for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;
-  if (n >= size_) front_end_ = ref.end;
-}
-
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
                                   uint64_t horizon) {
-  // Only a pipe with an access still in flight when this one starts can race with it; most
-  // instructions find none and skip the scan.
-  bool overlapping = false;
-  for (int p = 0; p < PYPTO_NUM_PIPES; ++p)
-    overlapping |= p != ref.pipe && latest_end_[p] > ref.start;
-  if (overlapping) {
+  if (in_flight_elsewhere(ref.pipe, ref.start)) {
     std::vector<uint32_t> reported;
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
@@ -149,7 +135,7 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
                         q.size() + static_cast<size_t>(accesses.size) > kMaxInFlight)) {
     q.pop_front();
   }
-  for (int i = 0; i < accesses.size; ++i) q.push_back({ref, accesses.items[i]});
+  q.push_list(ref, accesses);
 }
 
 }  // namespace pypto

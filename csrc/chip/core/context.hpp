@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chip/isa/tile_view.hpp"
 #include "pypto/abi.h"
 #include "simulator/core_model.hpp"
 #include "simulator/platform/platform.hpp"
@@ -65,8 +66,7 @@ struct CoreContext {
   // descriptor address; an entry is used only if the descriptor's bytes are unchanged.
   struct CheckedTile {
     pypto_tile desc{};
-    uint8_t* data = nullptr;
-    int64_t esize = 0;
+    isa::TileView view{};  // view.data is null while the entry is unused
   };
   std::array<CheckedTile, 16> checked{};
   std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;

@@ -90,7 +90,7 @@ void HazardChecker::LiveRing::reset() {
   tail_.size = 0;
 }
 
-void HazardChecker::LiveRing::push_back(const Live& l) {
+void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& access) {
   if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
     std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));
     for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
@@ -98,12 +98,14 @@ void HazardChecker::LiveRing::push_back(const Live& l) {
     mask_ = buf_.size() - 1;
     head_ = 0;
   }
-  buf_[(head_ + size_) & mask_] = l;
-  if (size_++ == 0) front_end_ = l.ref.end;
+  Live& e = buf_[(head_ + size_) & mask_];  // written in place: no temporary entry to copy
+  e.ref = ref;
+  e.access = access;
+  if (size_++ == 0) front_end_ = ref.end;
 }
 
 void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
-  for (int i = 0; i < accesses.size; ++i) push_back({ref, accesses.items[i]});
+  for (int i = 0; i < accesses.size; ++i) push_back(ref, accesses.items[i]);
   tail_.size = accesses.size;
   std::copy_n(accesses.items.begin(), accesses.size, tail_.items.begin());
 }

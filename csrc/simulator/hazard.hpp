@@ -122,7 +122,7 @@ class HazardChecker {
     }
     void clear() { head_ = size_ = 0; }
     void reset();  // empty, as constructed (a large buffer is freed)
-    void push_back(const Live& l);
+    void push_back(const InstrRef& ref, const Access& access);
     // The accesses of one instruction, in order (its list becomes the ring's tail list).
     void push_list(const InstrRef& ref, const AccessList& accesses);
 

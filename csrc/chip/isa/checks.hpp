@@ -72,7 +72,7 @@ class Deferred {
 // checked again (the result depends only on the descriptor and the platform), which keeps the
 // per-instruction cost of a loop low.
 inline size_t checked_slot(const pypto_tile* t) {
-  return (reinterpret_cast<uintptr_t>(t) >> 5) & 15;
+  return (reinterpret_cast<uintptr_t>(t) >> 5) % CoreContext::kCheckedSlots;
 }
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces);

@@ -241,14 +241,9 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
   return start;
 }
 
-// GM transfers are priced by the memory system at their absolute start; the rest by the
-// cost model alone.
-uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
-  if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
-    const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
-    vector_run_end_ = last_ends_run_ ? UINT64_MAX : start + c;
-    return c;
-  }
+// cost_of past its inline vector case: GM transfers are priced by the memory system at their
+// absolute start; the rest by the cost model alone.
+uint64_t CoreModel::cost_off_vector(const Instr& in, uint64_t start) {
   if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op, false);
   const Access* gm = nullptr;
   for (int i = 0; i < in.accesses.size; ++i) {

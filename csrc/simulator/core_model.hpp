@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pypto/abi.h"
+#include "simulator/cost_model.hpp"
 #include "simulator/hazard.hpp"
 #include "simulator/memory_system.hpp"
 #include "simulator/op_desc.hpp"
@@ -142,7 +143,15 @@ class CoreModel {
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
   void hold_issue(const Instr& in, uint64_t end);
-  uint64_t cost_of(const Instr& in, uint64_t start);
+  uint64_t cost_of(const Instr& in, uint64_t start) {
+    if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
+      const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
+      vector_run_end_ = last_ends_run_ ? UINT64_MAX : start + c;
+      return c;
+    }
+    return cost_off_vector(in, start);
+  }
+  uint64_t cost_off_vector(const Instr& in, uint64_t start);
   // On-chip costs (and whether an op ends its vector run) are a pure function of the
   // description: a loop repeating one instruction prices it once.
   uint64_t on_chip_cost(const OpDesc& op, bool continues_run) {

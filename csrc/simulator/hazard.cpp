@@ -75,6 +75,8 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
 void HazardChecker::reset() {
   for (LiveRing& q : live_) q.reset();
   latest_end_.fill(0);
+  top_pipe_ = 0;
+  runner_up_ = 1;
   found_.clear();
   count_ = 0;
 }
@@ -119,6 +121,17 @@ bool HazardChecker::LiveRing::tail_reaches_back(const AccessList& accesses) cons
   return true;
 }
 
+void HazardChecker::rank_latest_ends() {
+  top_pipe_ = 0;
+  for (int p = 1; p < PYPTO_NUM_PIPES; ++p) {
+    if (latest_end_[p] > latest_end_[top_pipe_]) top_pipe_ = p;
+  }
+  runner_up_ = top_pipe_ == 0 ? 1 : 0;
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
+    if (p != top_pipe_ && latest_end_[p] > latest_end_[runner_up_]) runner_up_ = p;
+  }
+}
+
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
                                   uint64_t horizon) {
   if (in_flight_elsewhere(ref.pipe, ref.start)) {
@@ -126,7 +139,7 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
   auto& q = live_[ref.pipe];
-  if (accesses.size > 0) latest_end_[ref.pipe] = ref.end;
+  if (accesses.size > 0) set_latest_end(ref.pipe, ref.end);
   if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
     q.retag_tail(static_cast<size_t>(accesses.size), ref);
     return;

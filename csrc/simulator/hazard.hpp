@@ -73,7 +73,7 @@ class HazardChecker {
     if (in_flight_elsewhere(pipe, start)) return false;
     LiveRing& q = live_[pipe];
     if (!q.repeats_tail(accesses)) return false;
-    latest_end_[pipe] = end;
+    set_latest_end(pipe, end);
     q.retag_tail(static_cast<size_t>(accesses.size), InstrRef{index, pipe, name, loc, start, end});
     return true;
   }
@@ -138,17 +138,32 @@ class HazardChecker {
     AccessList tail_{};
   };
   // Only a pipe with an access still in flight when this one starts can race with it; most
-  // instructions find none and skip the scan.
+  // instructions find none and skip the scan. The latest end of the other pipes is the top one,
+  // or the runner-up for the top pipe itself.
   bool in_flight_elsewhere(int pipe, uint64_t start) const {
-    bool overlapping = false;
-    for (int p = 0; p < PYPTO_NUM_PIPES; ++p) overlapping |= p != pipe && latest_end_[p] > start;
-    return overlapping;
+    return latest_end_[pipe == top_pipe_ ? runner_up_ : top_pipe_] > start;
   }
+  // Keeps the two pipes with the latest ends, in O(1): a pipe's ends only grow (it runs in
+  // order), so a new end can only move its own pipe up the ranking.
+  void set_latest_end(int pipe, uint64_t end) {
+    const bool grows = end >= latest_end_[pipe];
+    latest_end_[pipe] = end;
+    if (!grows) {
+      rank_latest_ends();  // not on an in-order pipe; kept exact all the same
+    } else if (pipe != top_pipe_ && end >= latest_end_[top_pipe_]) {
+      runner_up_ = top_pipe_;
+      top_pipe_ = pipe;
+    } else if (pipe != top_pipe_ && end > latest_end_[runner_up_]) {
+      runner_up_ = pipe;
+    }
+  }
+  void rank_latest_ends();
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
   std::array<LiveRing, PYPTO_NUM_PIPES> live_;
   // Per pipe, the end of its newest access (pipes run in order: no kept access ends later).
   std::array<uint64_t, PYPTO_NUM_PIPES> latest_end_{};
+  int top_pipe_ = 0, runner_up_ = 1;  // the pipes with the latest and next latest ends
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

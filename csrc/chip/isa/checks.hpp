@@ -76,8 +76,10 @@ inline size_t checked_slot(const pypto_tile* t) {
 }
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces);
-inline TileView check_tile(const pypto_tile* t, const char* op, const char* operand,
-                           unsigned spaces) {
+// Always inline: a call per operand (and its own read of the current core) cost a loop of tiny
+// instructions more than the check itself.
+[[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
+                                                  const char* operand, unsigned spaces) {
   CoreContext& core = current_core();
   note_instruction(op, core.loc);
   data_barrier(core);

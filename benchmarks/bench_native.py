@@ -1,8 +1,10 @@
 """Native core benchmarks: ISA op speed vs numpy, core-model throughput, kernel build/load.
 
 Run: python benchmarks/bench_native.py      (prints a table; never asserts on time)
-Targets: each op <= 2x numpy at 1 MiB of work; core-model recording >= 20 M instructions/s
-with tiny tiles, its memory flat in the instruction count when untraced; cold kernel build
+Targets: each op <= 2x numpy at 1 MiB of work; core-model recording >= 30 M instructions/s
+with tiny tiles (per second of the run's thread CPU time, which a busy host's preemptions do not
+inflate; the wall figure beside it), its memory flat in the instruction count when untraced;
+cold kernel build
 <= 300 ms; cache-hit load <= 5 ms.
 """
 
@@ -62,9 +64,16 @@ def op_table(so: Path) -> list[tuple[str, float, float]]:
     return rows
 
 
-def model_throughput(so: Path, n: int = 2_000_000) -> float:
-    t = best_of(lambda: run_kernel_file(so, [n], isolate=False), 3)
-    return (n + 1) / t
+def model_throughput(so: Path, n: int = 2_000_000, repeat: int = 5) -> tuple[float, float]:
+    """Instructions per second of wall time and of the run's thread CPU time, fastest of
+    ``repeat`` runs each (tiny ops do their data work in place, on the run's thread)."""
+    wall = cpu = float("inf")
+    for _ in range(repeat):
+        c0, w0 = time.thread_time(), time.perf_counter()
+        run_kernel_file(so, [n], isolate=False)
+        wall = min(wall, time.perf_counter() - w0)
+        cpu = min(cpu, time.thread_time() - c0)
+    return (n + 1) / wall, (n + 1) / cpu
 
 
 def model_memory(so: Path) -> tuple[float, float]:
@@ -113,8 +122,11 @@ def main() -> None:
     print(f"  {'op':<16}{'pypto (us)':>12}{'numpy (us)':>12}{'ratio':>8}   target <= 2.0")
     for name, ours, ref in op_table(ops):
         print(f"  {name:<16}{ours * 1e6:>12.1f}{ref * 1e6:>12.1f}{ours / ref:>8.2f}")
-    ips = model_throughput(tiny)
-    print(f"core model, tiny [1, 8] tiles: {ips / 1e6:.2f} M instructions/s   target >= 20")
+    wall_ips, cpu_ips = model_throughput(tiny)
+    print(
+        f"core model, tiny [1, 8] tiles: {cpu_ips / 1e6:.2f} M instructions/s of thread CPU "
+        f"({wall_ips / 1e6:.2f} per wall second)   target >= 30"
+    )
     small, large = model_memory(tiny)
     print(f"core model memory, untraced: +{small:.1f} MiB at 1 M, +{large:.1f} MiB at 4 M instructions")
     cold, hit = build_times()

@@ -32,11 +32,15 @@ std::string flag_text(const Instr& in) {
 CoreModel::CoreModel(const Platform& platform, bool record)
     : platform_(platform),
       record_(record),
-      fired_(static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES *
-                                 std::max(platform.event_ids, 0))) {}
+      fired_(
+          static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES * std::max(platform.event_ids, 0))),
+      last_ends_run_(cost::ends_vector_run(platform, last_op_)) {
+  issue_cycles_ = static_cast<uint64_t>(platform.scalar_issue_cycles);
+}
 
 void CoreModel::reset(bool record) {
   record_ = record;
+  issue_cycles_ = static_cast<uint64_t>(platform_.scalar_issue_cycles);
   chip_ = nullptr;
   origin_ = 0;
   limits_ = RunLimits{};
@@ -62,6 +66,7 @@ void CoreModel::reset(bool record) {
   last_op_ = OpDesc::fixed(0);
   last_cost_ = 0;
   last_continues_ = false;
+  last_ends_run_ = cost::ends_vector_run(platform_, last_op_);
   gates_.clear();
   stats_ = CoreStats{};
   records_ = RecordTable();
@@ -131,7 +136,7 @@ void CoreModel::issue(const Instr& instr) {
     drain_for_barrier();
     pipe = PYPTO_SCALAR;
   }
-  const uint64_t issue_cost = static_cast<uint64_t>(platform_.scalar_issue_cycles);
+  const uint64_t issue_cost = issue_cycles_;
   issue_time_ += issue_cost;
   stats_.pipe_busy[PYPTO_SCALAR] += issue_cost;
   ++stats_.instructions;
@@ -194,7 +199,8 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   }
   stats_.total_cycles = std::max(stats_.total_cycles, end);
   if (in.hold != Instr::Hold::kNone && platform_.cross_sync_holds_issue != 0) hold_issue(in, end);
-  if (in.accesses.size > 0) {
+  if (in.accesses.size > 0 &&
+      !hazards_.retag_repeat(in.pipe, start, end, index, in.name, in.loc, in.accesses)) {
     hazards_.check_and_add({index, in.pipe, in.name, in.loc, start, end}, in.accesses, issue_time_);
   }
   record(index, issue, in, start, end);
@@ -235,14 +241,9 @@ uint64_t CoreModel::gated_start(const Instr& in, uint64_t start) const {
   return start;
 }
 
-// GM transfers are priced by the memory system at their absolute start; the rest by the
-// cost model alone.
-uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
-  if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
-    const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
-    vector_run_end_ = cost::ends_vector_run(platform_, in.op) ? UINT64_MAX : start + c;
-    return c;
-  }
+// cost_of past its inline vector case: GM transfers are priced by the memory system at their
+// absolute start; the rest by the cost model alone.
+uint64_t CoreModel::cost_off_vector(const Instr& in, uint64_t start) {
   if (!in.op.touches_gm() || chip_ == nullptr) return on_chip_cost(in.op, false);
   const Access* gm = nullptr;
   for (int i = 0; i < in.accesses.size; ++i) {
@@ -265,15 +266,11 @@ uint64_t CoreModel::cost_of(const Instr& in, uint64_t start) {
   return cost::gm_cycles(platform_, in.op, phase);
 }
 
-// On-chip costs are a pure function of the description: a loop repeating one instruction
-// prices it once.
-uint64_t CoreModel::on_chip_cost(const OpDesc& op, bool continues_run) {
-  if (!(op == last_op_) || continues_run != last_continues_) {
-    last_op_ = op;
-    last_continues_ = continues_run;
-    last_cost_ = cost::cycles(platform_, op, continues_run);
-  }
-  return last_cost_;
+void CoreModel::price(const OpDesc& op, bool continues_run) {
+  last_op_ = op;
+  last_continues_ = continues_run;
+  last_cost_ = cost::cycles(platform_, op, continues_run);
+  last_ends_run_ = cost::ends_vector_run(platform_, op);
 }
 
 void CoreModel::Fired::push(uint64_t t) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pypto/abi.h"
+#include "simulator/cost_model.hpp"
 #include "simulator/hazard.hpp"
 #include "simulator/memory_system.hpp"
 #include "simulator/op_desc.hpp"
@@ -142,8 +143,22 @@ class CoreModel {
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
   void hold_issue(const Instr& in, uint64_t end);
-  uint64_t cost_of(const Instr& in, uint64_t start);
-  uint64_t on_chip_cost(const OpDesc& op, bool continues_run);
+  uint64_t cost_of(const Instr& in, uint64_t start) {
+    if (in.pipe == PYPTO_VECTOR && cost::has_vector_head(in.op)) {  // runs: cost_model.hpp
+      const uint64_t c = on_chip_cost(in.op, start == vector_run_end_);
+      vector_run_end_ = last_ends_run_ ? UINT64_MAX : start + c;
+      return c;
+    }
+    return cost_off_vector(in, start);
+  }
+  uint64_t cost_off_vector(const Instr& in, uint64_t start);
+  // On-chip costs (and whether an op ends its vector run) are a pure function of the
+  // description: a loop repeating one instruction prices it once.
+  uint64_t on_chip_cost(const OpDesc& op, bool continues_run) {
+    if (!(op == last_op_) || continues_run != last_continues_) price(op, continues_run);
+    return last_cost_;
+  }
+  void price(const OpDesc& op, bool continues_run);
   void check_limits(const Instr& in);
   [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop);
   uint64_t next_check() const;
@@ -159,6 +174,9 @@ class CoreModel {
   uint64_t check_at_ = UINT64_MAX;
   bool armed_ = false;  // this core has armed the Ctrl-C handler in this run
   uint64_t issue_time_ = 0;
+  // The platform's scalar issue cost in whole cycles, converted once (a double-to-integer
+  // conversion on every issue sat on the chain of dependent issue times).
+  uint64_t issue_cycles_ = 0;
   uint32_t next_index_ = 0;
   std::array<uint64_t, PYPTO_NUM_PIPES> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
@@ -183,6 +201,7 @@ class CoreModel {
   OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
   uint64_t last_cost_ = 0;
   bool last_continues_ = false;
+  bool last_ends_run_ = false;  // cost::ends_vector_run of last_op_
   std::vector<GmGate> gates_;
   CoreStats stats_;
   RecordTable records_;

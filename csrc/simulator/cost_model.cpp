@@ -213,11 +213,6 @@ bool ends_vector_run(const Platform& p, const OpDesc& d) {
   return p.row_reduce.enabled && reduce_cols(d) > 0 && reduce_steps(p, d, false) >= 0;
 }
 
-bool has_vector_head(const OpDesc& d) {
-  return d.cls == OpClass::kVector || d.cls == OpClass::kRowReduce || d.cls == OpClass::kSort ||
-         d.cls == OpClass::kTranspose;
-}
-
 uint64_t cycles(const Platform& p, const OpDesc& d, bool warm) {
   const double bytes = static_cast<double>(d.bytes);
   if (sort_expanded(p, d)) return whole(sort_steps(p, d, warm));

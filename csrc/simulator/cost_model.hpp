@@ -33,7 +33,10 @@ namespace pypto::cost {
 // run (no start-up latency).
 uint64_t cycles(const Platform& p, const OpDesc& d, bool warm = false);
 // Whether the instruction's cost depends on its run (vector classes with a start-up latency).
-bool has_vector_head(const OpDesc& d);
+inline bool has_vector_head(const OpDesc& d) {
+  return d.cls == OpClass::kVector || d.cls == OpClass::kRowReduce || d.cls == OpClass::kSort ||
+         d.cls == OpClass::kTranspose;
+}
 // Whether the instruction ends its vector stream (a row reduction expanded into pto-isa's
 // steps ends with a pipe barrier): the next vector instruction pays its head.
 bool ends_vector_run(const Platform& p, const OpDesc& d);

@@ -75,6 +75,8 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
 void HazardChecker::reset() {
   for (LiveRing& q : live_) q.reset();
   latest_end_.fill(0);
+  top_pipe_ = 0;
+  runner_up_ = 1;
   found_.clear();
   count_ = 0;
 }
@@ -87,10 +89,10 @@ void HazardChecker::LiveRing::reset() {
   }
   head_ = size_ = 0;
   front_end_ = 0;
-  newest_ = Access{};
+  tail_.size = 0;
 }
 
-void HazardChecker::LiveRing::push_back(const Live& l) {
+void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& access) {
   if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
     std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));
     for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
@@ -98,47 +100,46 @@ void HazardChecker::LiveRing::push_back(const Live& l) {
     mask_ = buf_.size() - 1;
     head_ = 0;
   }
-  buf_[(head_ + size_) & mask_] = l;
-  if (size_++ == 0) front_end_ = l.ref.end;
-  newest_ = l.access;
+  Live& e = buf_[(head_ + size_) & mask_];  // written in place: no temporary entry to copy
+  e.ref = ref;
+  e.access = access;
+  if (size_++ == 0) front_end_ = ref.end;
 }
 
-namespace {
-bool same_access(const Access& a, const Access& b) {
-  return a.space == b.space && a.base == b.base && a.rows == b.rows && a.row_bytes == b.row_bytes &&
-         a.stride == b.stride && a.write == b.write;
+void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
+  for (int i = 0; i < accesses.size; ++i) push_back(ref, accesses.items[i]);
+  tail_.size = accesses.size;
+  std::copy_n(accesses.items.begin(), accesses.size, tail_.items.begin());
 }
-}  // namespace
 
-// The ring ends with exactly these accesses (in order). Replacing their instruction by a later
-// one on the same pipe loses no race: the later one ends no earlier and touches the same bytes.
-bool HazardChecker::LiveRing::repeats_tail(const AccessList& accesses) const {
+// More accesses than the tail list holds: the older ones are compared in the ring itself.
+bool HazardChecker::LiveRing::tail_reaches_back(const AccessList& accesses) const {
   const size_t n = static_cast<size_t>(accesses.size);
-  if (n == 0 || size_ < n || !same_access(newest_, accesses.items[n - 1])) return false;
   for (size_t i = 0; i < n; ++i) {
     if (!same_access(from_back(n - 1 - i).access, accesses.items[i])) return false;
   }
   return true;
 }
 
-void HazardChecker::LiveRing::retag_tail(size_t n, const InstrRef& ref) {
-  for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;
-  if (n >= size_) front_end_ = ref.end;
+void HazardChecker::rank_latest_ends() {
+  top_pipe_ = 0;
+  for (int p = 1; p < PYPTO_NUM_PIPES; ++p) {
+    if (latest_end_[p] > latest_end_[top_pipe_]) top_pipe_ = p;
+  }
+  runner_up_ = top_pipe_ == 0 ? 1 : 0;
+  for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
+    if (p != top_pipe_ && latest_end_[p] > latest_end_[runner_up_]) runner_up_ = p;
+  }
 }
 
 void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesses,
                                   uint64_t horizon) {
-  // Only a pipe with an access still in flight when this one starts can race with it; most
-  // instructions find none and skip the scan.
-  bool overlapping = false;
-  for (int p = 0; p < PYPTO_NUM_PIPES; ++p)
-    overlapping |= p != ref.pipe && latest_end_[p] > ref.start;
-  if (overlapping) {
+  if (in_flight_elsewhere(ref.pipe, ref.start)) {
     std::vector<uint32_t> reported;
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
   auto& q = live_[ref.pipe];
-  if (accesses.size > 0) latest_end_[ref.pipe] = ref.end;
+  if (accesses.size > 0) set_latest_end(ref.pipe, ref.end);
   if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
     q.retag_tail(static_cast<size_t>(accesses.size), ref);
     return;
@@ -149,7 +150,7 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
                         q.size() + static_cast<size_t>(accesses.size) > kMaxInFlight)) {
     q.pop_front();
   }
-  for (int i = 0; i < accesses.size; ++i) q.push_back({ref, accesses.items[i]});
+  q.push_list(ref, accesses);
 }
 
 }  // namespace pypto

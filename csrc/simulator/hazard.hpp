@@ -34,6 +34,12 @@ struct AccessList {
 
 bool accesses_overlap(const Access& a, const Access& b);
 
+// One test for all six fields: the repeat check runs on every instruction of a loop.
+inline bool same_access(const Access& a, const Access& b) {
+  return ((a.space ^ b.space) | (a.base ^ b.base) | (a.rows ^ b.rows) |
+          (a.row_bytes ^ b.row_bytes) | (a.stride ^ b.stride) | (a.write ^ b.write)) == 0;
+}
+
 struct InstrRef {
   uint32_t index = 0;
   int pipe = 0;
@@ -58,6 +64,19 @@ class HazardChecker {
   // records them. `horizon`: no future instruction starts before it, so older accesses that
   // ended by then are dropped.
   void check_and_add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
+  // check_and_add's common case, inline: a loop's instruction, whose accesses repeat its pipe's
+  // newest while no other pipe is in flight, takes over their entries (returns true); anything
+  // else is left to check_and_add (returns false). The instruction comes as fields: a reference
+  // built on the stack just before would be copied back in wider loads than it was stored in.
+  bool retag_repeat(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
+                    const char* loc, const AccessList& accesses) {
+    if (in_flight_elsewhere(pipe, start)) return false;
+    LiveRing& q = live_[pipe];
+    if (!q.repeats_tail(accesses)) return false;
+    set_latest_end(pipe, end);
+    q.retag_tail(static_cast<size_t>(accesses.size), InstrRef{index, pipe, name, loc, start, end});
+    return true;
+  }
 
   const std::vector<Hazard>& found() const { return found_; }
   uint64_t count() const { return count_; }
@@ -79,8 +98,23 @@ class HazardChecker {
     // check then reads no ring memory (cold after another core ran).
     uint64_t front_end() const { return front_end_; }
     const Live& from_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
-    bool repeats_tail(const AccessList& accesses) const;
-    void retag_tail(size_t n, const InstrRef& ref);  // the newest n entries are now ref's
+    // Whether the ring ends with exactly these accesses (in order). Replacing their
+    // instruction by a later one on the same pipe loses no race: the later one ends no
+    // earlier and touches the same bytes.
+    bool repeats_tail(const AccessList& accesses) const {
+      const size_t n = static_cast<size_t>(accesses.size), t = static_cast<size_t>(tail_.size);
+      if (n == 0 || size_ < n || t == 0 || !same_access(tail_.items[t - 1], accesses.items[n - 1]))
+        return false;
+      if (n > t) return tail_reaches_back(accesses);
+      for (size_t i = 0; i + 1 < n; ++i) {  // the ring's newest n entries: the tail list's last n
+        if (!same_access(tail_.items[t - n + i], accesses.items[i])) return false;
+      }
+      return true;
+    }
+    void retag_tail(size_t n, const InstrRef& ref) {  // the newest n entries are now ref's
+      for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;
+      if (n >= size_) front_end_ = ref.end;
+    }
     void pop_front() {
       head_ = (head_ + 1) & mask_;
       if (--size_ > 0) front_end_ = buf_[head_].ref.end;
@@ -88,21 +122,48 @@ class HazardChecker {
     }
     void clear() { head_ = size_ = 0; }
     void reset();  // empty, as constructed (a large buffer is freed)
-    void push_back(const Live& l);
+    void push_back(const InstrRef& ref, const Access& access);
+    // The accesses of one instruction, in order (its list becomes the ring's tail list).
+    void push_list(const InstrRef& ref, const AccessList& accesses);
 
    private:
+    bool tail_reaches_back(const AccessList& accesses) const;
     std::vector<Live> buf_;  // capacity a power of two
     size_t mask_ = 0, head_ = 0, size_ = 0;
     uint64_t front_end_ = 0;
-    // A copy of the newest entry's access: most instructions differ from the tail there, and
-    // the copy is checked without loading the ring's memory (cold after another core ran).
-    Access newest_{};
+    // A copy of the accesses of the newest instruction pushed: while the ring holds at least
+    // their count, they are its newest entries, so a loop repeating one instruction is
+    // recognised by comparing two small lists without reading the ring's memory (cold after
+    // another core ran). Its `size` is 0 when nothing was pushed since the last reset.
+    AccessList tail_{};
   };
+  // Only a pipe with an access still in flight when this one starts can race with it; most
+  // instructions find none and skip the scan. The latest end of the other pipes is the top one,
+  // or the runner-up for the top pipe itself.
+  bool in_flight_elsewhere(int pipe, uint64_t start) const {
+    return latest_end_[pipe == top_pipe_ ? runner_up_ : top_pipe_] > start;
+  }
+  // Keeps the two pipes with the latest ends, in O(1): a pipe's ends only grow (it runs in
+  // order), so a new end can only move its own pipe up the ranking.
+  void set_latest_end(int pipe, uint64_t end) {
+    const bool grows = end >= latest_end_[pipe];
+    latest_end_[pipe] = end;
+    if (!grows) {
+      rank_latest_ends();  // not on an in-order pipe; kept exact all the same
+    } else if (pipe != top_pipe_ && end >= latest_end_[top_pipe_]) {
+      runner_up_ = top_pipe_;
+      top_pipe_ = pipe;
+    } else if (pipe != top_pipe_ && end > latest_end_[runner_up_]) {
+      runner_up_ = pipe;
+    }
+  }
+  void rank_latest_ends();
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
   std::array<LiveRing, PYPTO_NUM_PIPES> live_;
   // Per pipe, the end of its newest access (pipes run in order: no kept access ends later).
   std::array<uint64_t, PYPTO_NUM_PIPES> latest_end_{};
+  int top_pipe_ = 0, runner_up_ = 1;  // the pipes with the latest and next latest ends
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

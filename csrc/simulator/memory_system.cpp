@@ -183,17 +183,38 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
 }
 
 // Looks up the lines a window touches (each row's lines once; a line shared by consecutive
-// rows counts once): how many hit the L2 and how many missed.
+// rows counts once): how many hit the L2 and how many missed. The tag-store blocks of the row
+// kAhead rows on are prefetched while this one is looked up: the store spans megabytes touched
+// at random, so each row would otherwise wait on a cache miss, and where a row's lines sit
+// depends only on its address.
 MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
+  constexpr int64_t kAhead = 4;
+  struct Row {
+    uint64_t lo;  // canonical address of the row's first byte
+    size_t set;   // the set of its first line
+  };
+  const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
+  const size_t block_bytes = (1 + 2 * ways_) * sizeof(uint64_t);
+  auto row_at = [&](int64_t r) {
+    const uint64_t lo = canonical(gm.base + r * gm.stride);
+    const auto set = static_cast<size_t>((lo >> shift) % sets_);
+    const char* block = reinterpret_cast<const char*>(store_->set(set));
+    for (size_t b = 0; b < block_bytes; b += 64) __builtin_prefetch(block + b, 1);
+    __builtin_prefetch(block + block_bytes - 1, 1);
+    return Row{lo, set};
+  };
+  Row ahead[kAhead];
+  for (int64_t r = 0; r < std::min(kAhead, gm.rows); ++r) ahead[r] = row_at(r);
   Lines n;
   uint64_t last = UINT64_MAX;
-  const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   for (int64_t r = 0; r < gm.rows; ++r) {
-    const uint64_t lo = canonical(gm.base + r * gm.stride);
-    const uint64_t first = lo >> shift,
-                   end = (lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
+    const Row row = ahead[r % kAhead];
+    if (r + kAhead < gm.rows) ahead[r % kAhead] = row_at(r + kAhead);
+    const uint64_t first = row.lo >> shift,
+                   end = (row.lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
     uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
-    size_t set = static_cast<size_t>(line % sets_);  // consecutive lines, consecutive sets
+    // consecutive lines, consecutive sets
+    size_t set = line == first ? row.set : static_cast<size_t>(line % sets_);
     for (; line <= end; ++line) {
       (lookup(set, line) ? n.hits : n.misses) += 1;
       last = line;

@@ -173,3 +173,21 @@ def test_a_loop_repeating_one_access_still_races_with_another_pipe():
     (hazard,) = m.hazards
     assert hazard.startswith("RAW race: TSTORE #3 on MTE3 [4, 9)")
     assert "overlaps TADDS #2 on VECTOR [21, 31)" in hazard
+
+
+def test_repeats_race_with_every_pipe_still_in_flight():
+    # A repeat is taken over inline only while no other pipe is in flight; here two are (MTE2
+    # the latest, MTE3 behind it), so each of the three repeats is checked against both.
+    m = model()
+    m.op(MTE2, 1000, "TLOAD", writes=[(VEC, 0, 1024)])  # [1, 1001)
+    m.op(MTE3, 500, "TSTORE", reads=[(VEC, 4096, 1024)])  # [2, 502)
+    for _ in range(3):
+        m.op(VECTOR, 10, "TADDS", reads=[(VEC, 0, 1024)], writes=[(VEC, 4096, 1024)])
+    m.finish()
+    kinds = sorted(h.split(":")[0] + " " + h.split(" overlaps ")[1].split(" ")[0] for h in m.hazards)
+    assert kinds == ["RAW race TLOAD"] * 3 + ["WAR race TSTORE"] * 3
+    assert [h.split(" race: ")[1].split(" on ")[0] for h in m.hazards[::2]] == [
+        "TADDS #2",
+        "TADDS #3",
+        "TADDS #4",
+    ]

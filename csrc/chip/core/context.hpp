@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chip/isa/tile_view.hpp"
 #include "pypto/abi.h"
 #include "simulator/core_model.hpp"
 #include "simulator/platform/platform.hpp"
@@ -62,13 +63,15 @@ struct CoreContext {
   const Platform& platform;
   // Tile descriptors that passed every check on this core (they depend only on the descriptor
   // and the platform): a loop re-issuing the same tiles skips the checks. Direct-mapped by
-  // descriptor address; an entry is used only if the descriptor's bytes are unchanged.
+  // descriptor address; an entry is used only if the descriptor's bytes are unchanged. A
+  // kernel's descriptors sit side by side on its stack, 32 bytes apart: a loop body touching up
+  // to kCheckedSlots of them never evicts its own.
+  static constexpr size_t kCheckedSlots = 32;
   struct CheckedTile {
     pypto_tile desc{};
-    uint8_t* data = nullptr;
-    int64_t esize = 0;
+    isa::TileView view{};  // view.data is null while the entry is unused
   };
-  std::array<CheckedTile, 16> checked{};
+  std::array<CheckedTile, kCheckedSlots> checked{};
   std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space

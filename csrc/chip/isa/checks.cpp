@@ -96,9 +96,17 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
          t->addr >= 0 && t->addr <= cap - bytes && (align <= 1 || t->addr % align == 0);
   }
   if (!ok) refuse_tile(core, t, op, operand, spaces);
-  seen = {*t, core.space_data(t->mem) + t->addr, esize};
-  return {seen.data,     esize,    t->rows, t->cols, t->valid_rows,
-          t->valid_cols, t->dtype, t->mem,  t->addr};
+  seen.desc = *t;
+  seen.view = {core.space_data(t->mem) + t->addr,
+               esize,
+               t->rows,
+               t->cols,
+               t->valid_rows,
+               t->valid_cols,
+               t->dtype,
+               t->mem,
+               t->addr};
+  return seen.view;
 }
 
 namespace {
@@ -187,9 +195,8 @@ void check_elementwise(const TileView& dst, const TileView& a, const TileView* b
   check_same_valid_shape(dst, a, op, "dst and a");
 }
 
-void check_supported(bool ok, const char* op, int dtype) {
-  if (!ok)
-    fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
+void refuse_dtype(const char* op, int dtype) {
+  fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
 }
 
 OpDesc vector_op(VecClass c, int64_t bytes) {

@@ -7,28 +7,12 @@
 
 #include "chip/core/context.hpp"
 #include "chip/core/data_queue.hpp"
+#include "chip/isa/tile_view.hpp"
 #include "pypto/abi.h"
 #include "simulator/errors.hpp"
 #include "simulator/hazard.hpp"
 
 namespace pypto::isa {
-
-// A checked tile: where its bytes are and how they are laid out.
-struct TileView {
-  uint8_t* data;  // first element of the tile in simulated memory
-  int64_t esize;  // bytes per element
-  int64_t rows, cols, valid_rows, valid_cols;
-  int dtype, mem;
-  int64_t addr;
-
-  uint8_t* row(int64_t r) const { return data + r * cols * esize; }
-  bool full_rows() const { return valid_cols == cols; }
-  int64_t valid_elems() const { return valid_rows * valid_cols; }
-  int64_t valid_bytes() const { return valid_elems() * esize; }
-  Access access(bool write) const {
-    return {mem, addr, valid_rows, valid_cols * esize, cols * esize, write};
-  }
-};
 
 // A checked GM window of a tensor's last two dims.
 struct GmWindow {
@@ -88,23 +72,27 @@ class Deferred {
 // checked again (the result depends only on the descriptor and the platform), which keeps the
 // per-instruction cost of a loop low.
 inline size_t checked_slot(const pypto_tile* t) {
-  return (reinterpret_cast<uintptr_t>(t) >> 5) & 15;
+  return (reinterpret_cast<uintptr_t>(t) >> 5) % CoreContext::kCheckedSlots;
 }
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces);
-inline TileView check_tile(const pypto_tile* t, const char* op, const char* operand,
-                           unsigned spaces) {
+// Always inline: a call per operand (and its own read of the current core) cost a loop of tiny
+// instructions more than the check itself.
+[[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
+                                                  const char* operand, unsigned spaces) {
   CoreContext& core = current_core();
   note_instruction(op, core.loc);
   data_barrier(core);
   const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
+  // The view is copied whole from the one kept (built field by field here, its copy into an
+  // op's queued closure would read what was just written in other widths: a store-forwarding
+  // stall on every instruction).
   const pypto_tile& d = seen.desc;
-  if (t != nullptr && seen.data != nullptr && d.addr == t->addr && d.mem == t->mem &&
+  if (t != nullptr && seen.view.data != nullptr && d.addr == t->addr && d.mem == t->mem &&
       d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
       d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
       (spaces & mem_bit(t->mem))) {
-    return {seen.data,     seen.esize, t->rows, t->cols, t->valid_rows,
-            t->valid_cols, t->dtype,   t->mem,  t->addr};
+    return seen.view;
   }
   return check_tile_fully(t, op, operand, spaces);
 }
@@ -133,7 +121,10 @@ inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const ch
   return x;
 }
 // Refuses an op the vector unit does not implement on `dtype` (`ok`: it does).
-void check_supported(bool ok, const char* op, int dtype);
+[[noreturn]] void refuse_dtype(const char* op, int dtype);
+inline void check_supported(bool ok, const char* op, int dtype) {
+  if (!ok) refuse_dtype(op, dtype);
+}
 std::string shape_text(int64_t rows, int64_t cols);
 
 // The name of opcode `opc` in its family's table, which is indexed by the opcode; another

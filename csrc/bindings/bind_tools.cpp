@@ -163,6 +163,31 @@ void bind_tools(py::module_& m) {
             py::make_tuple(py::bytes(clean.json), stats));
       },
       py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
+  m.def(
+      "clean_trace_to_file",
+      [](const py::buffer& payload, bool keep_scalar, const std::string& source,
+         const std::string& path) {
+        const py::buffer_info info = payload.request();
+        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+          throw py::value_error("clean_trace_to_file: the payload must be contiguous bytes");
+        }
+        const std::string_view bytes(static_cast<const char*>(info.ptr),
+                                     static_cast<size_t>(info.size * info.itemsize));
+        tools::CleanStats stats;
+        {
+          py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
+          stats = tools::clean_trace_to_file(bytes, keep_scalar, source, path);
+        }
+        py::typing::Dict<py::str, py::int_> out;
+        out["slices"] = stats.slices;
+        out["lanes"] = stats.lanes;
+        out["flows"] = stats.flows;
+        out["skipped_flags"] = stats.skipped_flags;
+        return out;
+      },
+      py::arg("payload"), py::arg("keep_scalar"), py::arg("source"), py::arg("path"),
+      "clean_trace, streamed to the file `path` (written only once the payload has been read "
+      "as JSON); returns the stats.");
   py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);
   m.def("write_trace", &write_trace, py::arg("cores"), py::arg("layout"), py::arg("bin_prefix"),
         py::arg("json_path"), py::arg("bin_path"),

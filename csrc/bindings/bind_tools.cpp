@@ -1,6 +1,6 @@
 // The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
-// trace writer (csrc/tools/trace_write.hpp) and the whole-run trace's slice encoder
-// (csrc/tools/perfetto_slices.hpp).
+// trace writer (csrc/tools/trace_write.hpp), the whole-run trace's slice encoder
+// (csrc/tools/perfetto_slices.hpp) and the records table by column (record_columns.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
@@ -9,6 +9,7 @@
 
 #include "bindings/bind.hpp"
 #include "tools/perfetto_slices.hpp"
+#include "tools/record_columns.hpp"
 #include "tools/trace_clean.hpp"
 #include "tools/trace_write.hpp"
 
@@ -108,6 +109,19 @@ py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes
   return summary_dict(summary);
 }
 
+py::array_t<int64_t> columns_of(const I64Table& table) {
+  if (table.ndim() != 2) throw py::value_error("record_columns: a 2-D records table expected");
+  const auto rows = static_cast<size_t>(table.shape(0));
+  const auto width = static_cast<size_t>(table.shape(1));
+  py::array_t<int64_t> out({table.shape(1), table.shape(0)});
+  int64_t* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+    tools::record_columns(table.data(), rows, width, dst);
+  }
+  return out;
+}
+
 py::bytes lane_slices(uint64_t seq, const I64Table& start, const I64Table& end,
                       const I64Table& name, const I64Table& loc, const I64Table& flow_out,
                       const I64Table& flow_in) {
@@ -194,6 +208,9 @@ void bind_tools(py::module_& m) {
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
+  m.def("record_columns", &columns_of, py::arg("table"),
+        "The records table (rows x columns, int64) as one contiguous row per column, in one "
+        "pass (see record_columns.hpp).");
   m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("start"), py::arg("end"),
         py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
         "The begin and end TracePackets of one lane's slices (see perfetto_slices.hpp).");

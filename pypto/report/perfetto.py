@@ -27,8 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from pypto.report.progress import progress
-from pypto.report.run_report import PIPES, RunReport
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport
 from pypto.report.trace import flag_pairs
+
+_COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+# A lane's slices: start, end, name id, source-line id, flow out, flow in.
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 log = logging.getLogger(__name__)
 
@@ -126,17 +130,35 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
     pairs = flag_pairs(ev)
     flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
     flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
+    columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
     for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
-        on = np.nonzero(pipe == p)[0]
-        on = on[np.lexsort((end[on], start[on]))]
-        sub = _sub_lanes(start[on], end[on])
+        on = np.flatnonzero(pipe == p)
+        on_start, on_end = start[on], end[on]
+        if not _ordered(on_start, on_end):  # a stable sort of ordered rows changes nothing
+            order = np.lexsort((on_end, on_start))
+            on, on_start, on_end = on[order], on_start[order], on_end[order]
+        sub = _sub_lanes(on_start, on_end)
         for s in np.flatnonzero(np.bincount(sub)).tolist():
             lanes += 1
-            pick = on[sub == s]
+            pick = on[sub == s] if sub.any() else on
             label = PIPES[p] + (f"#{s}" if s else "")
-            cols = (start[pick], end[pick], ev["name"][pick], ev["loc"][pick], flow_out[pick], flow_in[pick])
-            out += _lane(lanes, core, label, *cols, strings)
+            out += _lane(lanes, core, label, _rows(columns, pick), strings)
     return out, lanes, flows + len(pairs)
+
+
+def _ordered(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the slices are already by start, then end (as a core issues them, mostly)."""
+    later = start[1:] > start[:-1]
+    return bool((later | ((start[1:] == start[:-1]) & (end[1:] >= end[:-1]))).all())
+
+
+def _rows(columns: _Columns, pick: np.ndarray) -> _Columns:
+    """The ``pick`` rows of each column; the columns themselves when that is all of them in
+    order (a core with one pipe: no copy of a million rows)."""
+    if len(pick) == len(columns[0]) and bool((pick[1:] > pick[:-1]).all()):  # n rows of n, rising
+        return columns
+    start, end, name, loc, flow_out, flow_in = (c[pick] for c in columns)
+    return start, end, name, loc, flow_out, flow_in
 
 
 def _by_core(report: RunReport) -> dict[int, list]:
@@ -155,22 +177,22 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
     for t in tasks:
         raw = t.trace.raw
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        table = raw["table"]
-        sync = np.isin(table[:, 1], (1, 2))
+        table = t.trace.by_column  # contiguous columns: each read below is one pass over one
+        kind = table[_COL["kind"]]
         columns = {
-            "start": table[:, 4] + t.start,
-            "end": table[:, 5] + t.start,
-            "pipe": table[:, 2],
-            "kind": table[:, 1],
+            "start": table[_COL["start"]] + t.start,
+            "end": table[_COL["end"]] + t.start,
+            "pipe": table[_COL["pipe"]],
+            "kind": kind,
             "name": ids[raw["name_id"]],
             "loc": ids[raw["loc_id"]],
-            "fsrc": table[:, 8],
-            "fdst": table[:, 9],
-            "fid": np.where(sync, table[:, 10], -1),
+            "fsrc": table[_COL["flag_src"]],
+            "fdst": table[_COL["flag_dst"]],
+            "fid": np.where((kind == 1) | (kind == 2), table[_COL["flag_id"]], -1),
         }
         for key, col in columns.items():
             cols[key].append(col)
-    ev = {k: np.concatenate(v) for k, v in cols.items()}
+    ev = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in cols.items()}  # one task: no copy
     ev["core"] = np.zeros(len(ev["start"]), np.int64)
     return ev, list(strings)
 
@@ -188,11 +210,10 @@ def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
 
-def _lane(
-    seq: int, core: int, label: str, start, end, name, loc, flow_out, flow_in, strings: list[str]
-) -> list[bytes]:
+def _lane(seq: int, core: int, label: str, cols: _Columns, strings: list[str]) -> list[bytes]:
     """One lane: its thread track, its sequence's first packet (defaults, interned names and
     source lines), then its slices."""
+    start, end, name, loc, flow_out, flow_in = cols
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))

@@ -165,7 +165,7 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
 def test_the_records_by_column_are_the_table_transposed(rows: int):
     """The writers read the records a column at a time from one native transpose (eight rows
     a step, the rest one by one): every value lands in its column, at its row."""
-    table = np.arange(rows * len(RECORD_COLUMNS), dtype=np.int64).reshape(rows, -1) * 7 - 3
+    table = np.arange(rows * len(RECORD_COLUMNS), dtype=np.int64).reshape(rows, len(RECORD_COLUMNS)) * 7 - 3
     by_column = _native.record_columns(table)
     assert by_column.shape == (len(RECORD_COLUMNS), rows) and by_column.flags.c_contiguous
     assert np.array_equal(by_column, table.T)

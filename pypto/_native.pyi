@@ -342,8 +342,11 @@ def load_kernel(path: str) -> None: ...
 def make_platform(table: dict) -> Platform: ...
 def perfetto_lane_slices(
     seq: typing.SupportsInt | typing.SupportsIndex,
+    rows: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None,
     start: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
     end: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
+    name: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
+    loc: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
     name_iid: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
     loc_iid: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
     flow_out: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],

@@ -6,6 +6,7 @@
 #include <pybind11/typing.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "bindings/bind.hpp"
 #include "tools/perfetto_slices.hpp"
@@ -122,23 +123,32 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
-py::bytes lane_slices(uint64_t seq, const I64Table& start, const I64Table& end,
-                      const I64Table& name, const I64Table& loc, const I64Table& flow_out,
+py::bytes lane_slices(uint64_t seq, const std::optional<I64Table>& rows, const I64Table& start,
+                      const I64Table& end, const I64Table& name, const I64Table& loc,
+                      const I64Table& name_iid, const I64Table& loc_iid, const I64Table& flow_out,
                       const I64Table& flow_in) {
   const I64Table* cols[] = {&start, &end, &name, &loc, &flow_out, &flow_in};
   for (const I64Table* c : cols) {
     if (c->ndim() != 1 || c->size() != start.size())
       throw py::value_error("lane slices: six 1-D columns of one length expected");
   }
-  tools::LaneSlices lane{seq,
-                         static_cast<size_t>(start.size()),
-                         start.data(),
-                         end.data(),
-                         name.data(),
-                         loc.data(),
-                         flow_out.data(),
-                         flow_in.data()};
-  const size_t size = tools::lane_slices_size(lane);
+  if (name_iid.ndim() != 1 || loc_iid.size() != name_iid.size() || loc_iid.ndim() != 1)
+    throw py::value_error("lane slices: two 1-D interning tables of one length expected");
+  if (rows && rows->ndim() != 1) throw py::value_error("lane slices: 1-D rows expected");
+  tools::LaneSlices lane;
+  lane.seq = seq;
+  lane.n = static_cast<size_t>(rows ? rows->size() : start.size());
+  lane.rows = rows ? rows->data() : nullptr;
+  lane.start = start.data();
+  lane.end = end.data();
+  lane.name = name.data();
+  lane.loc = loc.data();
+  lane.name_iid = name_iid.data();
+  lane.loc_iid = loc_iid.data();
+  lane.strings = static_cast<size_t>(name_iid.size());
+  lane.flow_out = flow_out.data();
+  lane.flow_in = flow_in.data();
+  const size_t size = tools::lane_slices_size(lane, static_cast<size_t>(start.size()));
   // Encoded straight into the bytes object: a million slices are tens of megabytes.
   PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
   if (bytes == nullptr) throw py::error_already_set();
@@ -211,9 +221,11 @@ void bind_tools(py::module_& m) {
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");
-  m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("start"), py::arg("end"),
-        py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
-        "The begin and end TracePackets of one lane's slices (see perfetto_slices.hpp).");
+  m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("rows"), py::arg("start"),
+        py::arg("end"), py::arg("name"), py::arg("loc"), py::arg("name_iid"), py::arg("loc_iid"),
+        py::arg("flow_out"), py::arg("flow_in"),
+        "The begin and end TracePackets of one lane's slices: the `rows` (None: all) of a "
+        "core's columns, ids interned through the lane's tables (see perfetto_slices.hpp).");
 }
 
 }  // namespace pypto

@@ -130,7 +130,7 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
     pairs = flag_pairs(ev)
     flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
     flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
-    columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
+    columns: _Columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
     for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
         on = np.flatnonzero(pipe == p)
         on_start, on_end = start[on], end[on]
@@ -142,7 +142,7 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
             lanes += 1
             pick = on[sub == s] if sub.any() else on
             label = PIPES[p] + (f"#{s}" if s else "")
-            out += _lane(lanes, core, label, _rows(columns, pick), strings)
+            out += _lane(lanes, core, label, _rows(pick, len(start)), columns, strings)
     return out, lanes, flows + len(pairs)
 
 
@@ -152,13 +152,10 @@ def _ordered(start: np.ndarray, end: np.ndarray) -> bool:
     return bool((later | ((start[1:] == start[:-1]) & (end[1:] >= end[:-1]))).all())
 
 
-def _rows(columns: _Columns, pick: np.ndarray) -> _Columns:
-    """The ``pick`` rows of each column; the columns themselves when that is all of them in
-    order (a core with one pipe: no copy of a million rows)."""
-    if len(pick) == len(columns[0]) and bool((pick[1:] > pick[:-1]).all()):  # n rows of n, rising
-        return columns
-    start, end, name, loc, flow_out, flow_in = (c[pick] for c in columns)
-    return start, end, name, loc, flow_out, flow_in
+def _rows(pick: np.ndarray, n: int) -> np.ndarray | None:
+    """A lane's rows of its core's ``n``; None when that is all of them in order (a core with
+    one pipe), which the encoder reads without an index."""
+    return None if len(pick) == n and bool((pick[1:] > pick[:-1]).all()) else pick  # n of n, rising
 
 
 def _by_core(report: RunReport) -> dict[int, list]:
@@ -197,28 +194,30 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
     return ev, list(strings)
 
 
-def _dense(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for ids below ``n``, by marking rather than
-    sorting (a million ids of a few distinct values)."""
+def _interned(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``n`` strings that ``ids`` uses, in order, and per string id its interned id
+    (1, 2, ... in that order; 0: unused), by marking rather than sorting (a million ids of a
+    few distinct values)."""
     used = np.zeros(n, bool)
     used[ids] = True
-    rank = np.cumsum(used) - 1
-    return np.nonzero(used)[0], rank[ids]
+    return np.flatnonzero(used), np.where(used, np.cumsum(used), 0)
 
 
 def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
 
-def _lane(seq: int, core: int, label: str, cols: _Columns, strings: list[str]) -> list[bytes]:
-    """One lane: its thread track, its sequence's first packet (defaults, interned names and
-    source lines), then its slices."""
+def _lane(
+    seq: int, core: int, label: str, rows: np.ndarray | None, cols: _Columns, strings: list[str]
+) -> list[bytes]:
+    """One lane — the ``rows`` of its core's columns (None: all) — as its thread track, its
+    sequence's first packet (defaults, interned names and source lines), then its slices."""
     start, end, name, loc, flow_out, flow_in = cols
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
-    names, name_iid = _dense(name, len(strings))
-    locs, loc_iid = _dense(loc, len(strings))
+    names, name_iid = _interned(name if rows is None else name[rows], len(strings))
+    locs, loc_iid = _interned(loc if rows is None else loc[rows], len(strings))
     interned = b"".join(
         _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
     )
@@ -234,5 +233,7 @@ def _lane(seq: int, core: int, label: str, cols: _Columns, strings: list[str]) -
     )  # fmt: skip
     from pypto import _native
 
-    slices = _native.perfetto_lane_slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
+    slices = _native.perfetto_lane_slices(
+        seq, rows, start, end, name, loc, name_iid, loc_iid, flow_out, flow_in
+    )
     return [head + _msg(_PACKET, first), slices]

@@ -205,8 +205,21 @@ def test_the_native_slice_encoder_refuses_negative_times_and_ragged_columns():
     from pypto import _native
 
     ok = np.array([1, 2], np.int64)
-    assert len(_native.perfetto_lane_slices(1, ok, ok + 1, ok, ok, ok * 0, ok * 0)) > 0
+    ids, iid = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
+
+    def lane(rows, start, end, name=ids, name_iid=iid):  # names double as source lines
+        return _native.perfetto_lane_slices(1, rows, start, end, name, name, name_iid, iid, ok * 0, ok * 0)
+
+    whole = lane(None, ok, ok + 1)
+    assert len(whole) > 0 and lane(np.array([0, 1]), ok, ok + 1) == whole
+    assert lane(np.array([1, 0]), ok[::-1].copy(), ok[::-1] + 1, ids[::-1].copy()) == whole
     with pytest.raises(ValueError, match="negative"):
-        _native.perfetto_lane_slices(1, ok - 2, ok, ok, ok, ok * 0, ok * 0)
+        lane(None, ok - 2, ok)
+    with pytest.raises(ValueError, match="negative"):
+        lane(None, ok, ok + 1, name_iid=-iid)
     with pytest.raises(ValueError, match="one length"):
-        _native.perfetto_lane_slices(1, ok, ok[:1], ok, ok, ok * 0, ok * 0)
+        lane(None, ok, ok[:1])
+    with pytest.raises(ValueError, match="outside its core"):
+        lane(np.array([0, 2]), ok, ok + 1)
+    with pytest.raises(ValueError, match="outside the lane's tables"):
+        lane(None, ok, ok + 1, name=ids + 1)

@@ -123,10 +123,10 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
-py::bytes lane_slices(uint64_t seq, const std::optional<I64Table>& rows, const I64Table& start,
-                      const I64Table& end, const I64Table& name, const I64Table& loc,
-                      const I64Table& name_iid, const I64Table& loc_iid, const I64Table& flow_out,
-                      const I64Table& flow_in) {
+tools::LaneSlices lane_view(uint64_t seq, const std::optional<I64Table>& rows,
+                            const I64Table& start, const I64Table& end, const I64Table& name,
+                            const I64Table& loc, const I64Table& name_iid, const I64Table& loc_iid,
+                            const I64Table& flow_out, const I64Table& flow_in) {
   const I64Table* cols[] = {&start, &end, &name, &loc, &flow_out, &flow_in};
   for (const I64Table* c : cols) {
     if (c->ndim() != 1 || c->size() != start.size())
@@ -148,16 +148,17 @@ py::bytes lane_slices(uint64_t seq, const std::optional<I64Table>& rows, const I
   lane.strings = static_cast<size_t>(name_iid.size());
   lane.flow_out = flow_out.data();
   lane.flow_in = flow_in.data();
-  const size_t size = tools::lane_slices_size(lane, static_cast<size_t>(start.size()));
-  // Encoded straight into the bytes object: a million slices are tens of megabytes.
-  PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
-  if (bytes == nullptr) throw py::error_already_set();
-  auto result = py::reinterpret_steal<py::bytes>(bytes);
-  {
-    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
-    tools::encode_lane_slices(lane, PyBytes_AS_STRING(bytes));
-  }
-  return result;
+  return lane;
+}
+
+size_t write_lane(int fd, const std::string& path, uint64_t seq,
+                  const std::optional<I64Table>& rows, const I64Table& start, const I64Table& end,
+                  const I64Table& name, const I64Table& loc, const I64Table& name_iid,
+                  const I64Table& loc_iid, const I64Table& flow_out, const I64Table& flow_in) {
+  const tools::LaneSlices lane =
+      lane_view(seq, rows, start, end, name, loc, name_iid, loc_iid, flow_out, flow_in);
+  py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+  return tools::write_lane_slices(lane, static_cast<size_t>(start.size()), fd, path);
 }
 
 }  // namespace
@@ -221,11 +222,13 @@ void bind_tools(py::module_& m) {
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");
-  m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("rows"), py::arg("start"),
-        py::arg("end"), py::arg("name"), py::arg("loc"), py::arg("name_iid"), py::arg("loc_iid"),
-        py::arg("flow_out"), py::arg("flow_in"),
-        "The begin and end TracePackets of one lane's slices: the `rows` (None: all) of a "
-        "core's columns, ids interned through the lane's tables (see perfetto_slices.hpp).");
+  m.def("perfetto_write_lane_slices", &write_lane, py::arg("fd"), py::arg("path"), py::arg("seq"),
+        py::arg("rows"), py::arg("start"), py::arg("end"), py::arg("name"), py::arg("loc"),
+        py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
+        "The begin and end TracePackets of one lane's slices — the `rows` (None: all) of a core's "
+        "columns, ids interned through the lane's tables (see perfetto_slices.hpp) — written to "
+        "the open file descriptor `fd` (of the file `path`) a chunk at a time; returns their "
+        "bytes.");
 }
 
 }  // namespace pypto

@@ -1,8 +1,13 @@
 // See perfetto_slices.hpp.
 #include "tools/perfetto_slices.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <string_view>
+
+#include "tools/parallel_files.hpp"
 
 namespace pypto::tools {
 namespace {
@@ -84,6 +89,9 @@ void check_ids(const LaneSlices& lane, size_t i, size_t rows) {
     throw std::invalid_argument("a trace slice has a string id outside the lane's tables");
 }
 
+// Slices [from, to) of the lane, encoded at `out`; returns the end of what was written.
+uint8_t* encode_range(const LaneSlices& lane, size_t from, size_t to, uint8_t* out);
+
 }  // namespace
 
 size_t lane_slices_size(const LaneSlices& lane, size_t rows) {
@@ -102,10 +110,28 @@ size_t lane_slices_size(const LaneSlices& lane, size_t rows) {
   return total;
 }
 
-void encode_lane_slices(const LaneSlices& lane, char* out) {
+size_t write_lane_slices(const LaneSlices& lane, size_t rows, int fd, const std::string& path) {
+  const size_t total = lane_slices_size(lane, rows);
+  // A slice's two packets take at most 101 bytes (every varint at its 10-byte longest); a
+  // chunk of kChunk slices is written while the pages it used are still warm.
+  constexpr size_t kChunk = 4096, kMaxSlice = 128;
+  const std::unique_ptr<uint8_t[]> buffer(new uint8_t[kChunk * kMaxSlice]);  // not zeroed
+  for (size_t i = 0; i < lane.n; i += kChunk) {
+    const uint8_t* end = encode_range(lane, i, std::min(lane.n, i + kChunk), buffer.get());
+    write_all(fd,
+              std::string_view(reinterpret_cast<const char*>(buffer.get()),
+                               static_cast<size_t>(end - buffer.get())),
+              path);
+  }
+  return total;
+}
+
+namespace {
+
+uint8_t* encode_range(const LaneSlices& lane, size_t from, size_t to, uint8_t* out) {
   const size_t seq_bytes = 1 + varint_size(lane.seq);
-  Put w{reinterpret_cast<uint8_t*>(out)};
-  for (size_t i = 0; i < lane.n; ++i) {
+  Put w{out};
+  for (size_t i = from; i < to; ++i) {
     const Row v = row_of(lane, i);
     const Sizes s = sizes_of(v, seq_bytes);
     const uint64_t flow_out = v.flow_out;
@@ -139,6 +165,9 @@ void encode_lane_slices(const LaneSlices& lane, char* out) {
     w.byte(kType);
     w.byte(kEnd);
   }
+  return w.p;
 }
+
+}  // namespace
 
 }  // namespace pypto::tools

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pypto::tools {
 
@@ -29,13 +30,15 @@ struct LaneSlices {
   size_t row(size_t i) const { return rows ? static_cast<size_t>(rows[i]) : i; }
 };
 
-// The bytes encode_lane_slices writes (checks the columns: a negative time or interned id, or
+// The bytes write_lane_slices writes (checks the columns: a negative time or interned id, or
 // a row or string id out of range, throws std::invalid_argument before anything is written).
 size_t lane_slices_size(const LaneSlices& lane, size_t rows);  // rows: the core's
 
 // Per slice: a begin packet (timestamp, sequence, "needs incremental state", a TrackEvent with
 // type, name iid, source-location iid and the flow ids) and an end packet (timestamp,
-// sequence, a TrackEvent of type end), written to `out` (lane_slices_size bytes of room).
-void encode_lane_slices(const LaneSlices& lane, char* out);
+// sequence, a TrackEvent of type end), written to the file descriptor `fd` a chunk at a time
+// (the columns checked first, so bad input writes nothing); returns the bytes written
+// (lane_slices_size). A failed write throws TraceWriteError naming `path`.
+size_t write_lane_slices(const LaneSlices& lane, size_t rows, int fd, const std::string& path);
 
 }  // namespace pypto::tools

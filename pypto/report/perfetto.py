@@ -12,8 +12,9 @@ released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as
 need properly nested slices per thread.
 
 The encoder is written here (the protobuf subset above): the tracks, sequences and interned
-strings in Python, the two packets per instruction in C++ (``_native.perfetto_lane_slices``,
-``csrc/tools/perfetto_slices.hpp``); field numbers are those of Perfetto's
+strings in Python, the two packets per instruction in C++, written to the file a chunk at a
+time (``_native.perfetto_write_lane_slices``, ``csrc/tools/perfetto_slices.hpp``: a lane of
+a million slices is never one buffer); field numbers are those of Perfetto's
 ``protos/perfetto/trace`` files, which the format keeps stable.
 """
 
@@ -23,6 +24,7 @@ import heapq
 import logging
 from collections import defaultdict
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -102,29 +104,58 @@ def _location(text: str) -> tuple[str, int]:
 def write_run_trace(report: RunReport, path: str | Path) -> Path:
     """Writes the run's instructions (tasks with records) to ``path`` as a Perfetto trace."""
     path = Path(path)
-    lanes = flows = size = 0
+    lanes = flows = 0
     cores = _by_core(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+        out = _Out(f, path)
         for core, tasks in cores.items():
-            parts, lanes, flows = _core(core, tasks, lanes, flows)
-            for part in parts:  # each lane as encoded: no copy into one buffer
-                size += f.write(part)
+            lanes, flows = _core(out, core, tasks, lanes, flows)
             done.update()
-    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, size, path)
+    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, out.size, path)
     return path
 
 
-def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], int, int]:
-    """A core's process track and its lanes (numbered on from ``lanes``), its flag arrows
-    numbered on from ``flows``; the new counts."""
+class _Out:
+    """The trace file: packets built here, and lanes' slices that the encoder writes itself."""
+
+    def __init__(self, f: BinaryIO, path: Path) -> None:
+        self.f, self.path, self.size = f, path, 0
+
+    def put(self, data: bytes) -> None:
+        self.size += self.f.write(data)
+
+    def slices(self, seq: int, rows: np.ndarray | None, cols: _Columns, name_iid, loc_iid) -> None:
+        from pypto import _native
+
+        self.f.flush()  # what Python buffered goes first: the encoder writes to the descriptor
+        start, end, name, loc, flow_out, flow_in = cols
+        self.size += _native.perfetto_write_lane_slices(
+            self.f.fileno(),
+            str(self.path),
+            seq,
+            rows,
+            start,
+            end,
+            name,
+            loc,
+            name_iid,
+            loc_iid,
+            flow_out,
+            flow_in,
+        )
+
+
+def _core(out: _Out, core: int, tasks: list, lanes: int, flows: int) -> tuple[int, int]:
+    """Writes a core's process track and its lanes (numbered on from ``lanes``), its flag
+    arrows numbered on from ``flows``; the new counts."""
     name = tasks[0].core_name
-    out = [
+    out.put(
         _descriptor(
             core + 1,
             _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name)),
         )
-    ]
+    )
     ev, strings = _core_columns(tasks)
     start, end, pipe = ev["start"], ev["end"], ev["pipe"]
     pairs = flag_pairs(ev)
@@ -133,7 +164,8 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
     columns: _Columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
     for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
         on = np.flatnonzero(pipe == p)
-        on_start, on_end = start[on], end[on]
+        whole = len(on) == len(start)  # every row, in order: the columns as they are
+        on_start, on_end = (start, end) if whole else (start[on], end[on])
         if not _ordered(on_start, on_end):  # a stable sort of ordered rows changes nothing
             order = np.lexsort((on_end, on_start))
             on, on_start, on_end = on[order], on_start[order], on_end[order]
@@ -142,8 +174,8 @@ def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], 
             lanes += 1
             pick = on[sub == s] if sub.any() else on
             label = PIPES[p] + (f"#{s}" if s else "")
-            out += _lane(lanes, core, label, _rows(pick, len(start)), columns, strings)
-    return out, lanes, flows + len(pairs)
+            _lane(out, lanes, core, label, _rows(pick, len(start)), columns, strings)
+    return lanes, flows + len(pairs)
 
 
 def _ordered(start: np.ndarray, end: np.ndarray) -> bool:
@@ -177,8 +209,8 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
         table = t.trace.by_column  # contiguous columns: each read below is one pass over one
         kind = table[_COL["kind"]]
         columns = {
-            "start": table[_COL["start"]] + t.start,
-            "end": table[_COL["end"]] + t.start,
+            "start": table[_COL["start"]] + t.start if t.start else table[_COL["start"]],
+            "end": table[_COL["end"]] + t.start if t.start else table[_COL["end"]],
             "pipe": table[_COL["pipe"]],
             "kind": kind,
             "name": ids[raw["name_id"]],
@@ -208,11 +240,11 @@ def _descriptor(uuid: int, body: bytes) -> bytes:
 
 
 def _lane(
-    seq: int, core: int, label: str, rows: np.ndarray | None, cols: _Columns, strings: list[str]
-) -> list[bytes]:
-    """One lane — the ``rows`` of its core's columns (None: all) — as its thread track, its
-    sequence's first packet (defaults, interned names and source lines), then its slices."""
-    start, end, name, loc, flow_out, flow_in = cols
+    out: _Out, seq: int, core: int, label: str, rows: np.ndarray | None, cols: _Columns, strings: list[str]
+) -> None:
+    """Writes one lane — the ``rows`` of its core's columns (None: all) — as its thread track,
+    its sequence's first packet (defaults, interned names and source lines), then its slices."""
+    name, loc = cols[2], cols[3]
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
@@ -231,9 +263,5 @@ def _lane(
         _int(_SEQ_ID, seq) + _int(_SEQ_FLAGS, _CLEARED | _NEEDS_STATE) + _int(_FIRST_ON_SEQ, 1)
         + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
     )  # fmt: skip
-    from pypto import _native
-
-    slices = _native.perfetto_lane_slices(
-        seq, rows, start, end, name, loc, name_iid, loc_iid, flow_out, flow_in
-    )
-    return [head + _msg(_PACKET, first), slices]
+    out.put(head + _msg(_PACKET, first))
+    out.slices(seq, rows, cols, name_iid, loc_iid)

@@ -25,6 +25,7 @@ pairs, metadata anywhere in the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import mmap
 import os
@@ -208,9 +209,10 @@ def clean_file(
     out.mkdir(parents=True, exist_ok=True)
     try:
         clean = rebuild_to(trace, bin_path, target, keep_scalar=keep_scalar)
-    except CleanError:
+    except (CleanError, OSError):
         for folder in made:  # a failure leaves no trace: not even the folders made for it
-            folder.rmdir()
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     written = [target]
     if api is not None:

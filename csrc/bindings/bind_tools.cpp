@@ -1,14 +1,16 @@
 // The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
-// trace writer (csrc/tools/trace_write.hpp) and the whole-run trace's slice encoder
-// (csrc/tools/perfetto_slices.hpp).
+// trace writer (csrc/tools/trace_write.hpp), the whole-run trace's slice encoder
+// (csrc/tools/perfetto_slices.hpp) and the records table by column (record_columns.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "bindings/bind.hpp"
 #include "tools/perfetto_slices.hpp"
+#include "tools/record_columns.hpp"
 #include "tools/trace_clean.hpp"
 #include "tools/trace_write.hpp"
 
@@ -108,32 +110,55 @@ py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes
   return summary_dict(summary);
 }
 
-py::bytes lane_slices(uint64_t seq, const I64Table& start, const I64Table& end,
-                      const I64Table& name, const I64Table& loc, const I64Table& flow_out,
-                      const I64Table& flow_in) {
+py::array_t<int64_t> columns_of(const I64Table& table) {
+  if (table.ndim() != 2) throw py::value_error("record_columns: a 2-D records table expected");
+  const auto rows = static_cast<size_t>(table.shape(0));
+  const auto width = static_cast<size_t>(table.shape(1));
+  py::array_t<int64_t> out({table.shape(1), table.shape(0)});
+  int64_t* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+    tools::record_columns(table.data(), rows, width, dst);
+  }
+  return out;
+}
+
+tools::LaneSlices lane_view(uint64_t seq, const std::optional<I64Table>& rows,
+                            const I64Table& start, const I64Table& end, const I64Table& name,
+                            const I64Table& loc, const I64Table& name_iid, const I64Table& loc_iid,
+                            const I64Table& flow_out, const I64Table& flow_in) {
   const I64Table* cols[] = {&start, &end, &name, &loc, &flow_out, &flow_in};
   for (const I64Table* c : cols) {
     if (c->ndim() != 1 || c->size() != start.size())
       throw py::value_error("lane slices: six 1-D columns of one length expected");
   }
-  tools::LaneSlices lane{seq,
-                         static_cast<size_t>(start.size()),
-                         start.data(),
-                         end.data(),
-                         name.data(),
-                         loc.data(),
-                         flow_out.data(),
-                         flow_in.data()};
-  const size_t size = tools::lane_slices_size(lane);
-  // Encoded straight into the bytes object: a million slices are tens of megabytes.
-  PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
-  if (bytes == nullptr) throw py::error_already_set();
-  auto result = py::reinterpret_steal<py::bytes>(bytes);
-  {
-    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
-    tools::encode_lane_slices(lane, PyBytes_AS_STRING(bytes));
-  }
-  return result;
+  if (name_iid.ndim() != 1 || loc_iid.size() != name_iid.size() || loc_iid.ndim() != 1)
+    throw py::value_error("lane slices: two 1-D interning tables of one length expected");
+  if (rows && rows->ndim() != 1) throw py::value_error("lane slices: 1-D rows expected");
+  tools::LaneSlices lane;
+  lane.seq = seq;
+  lane.n = static_cast<size_t>(rows ? rows->size() : start.size());
+  lane.rows = rows ? rows->data() : nullptr;
+  lane.start = start.data();
+  lane.end = end.data();
+  lane.name = name.data();
+  lane.loc = loc.data();
+  lane.name_iid = name_iid.data();
+  lane.loc_iid = loc_iid.data();
+  lane.strings = static_cast<size_t>(name_iid.size());
+  lane.flow_out = flow_out.data();
+  lane.flow_in = flow_in.data();
+  return lane;
+}
+
+size_t write_lane(int fd, const std::string& path, uint64_t seq,
+                  const std::optional<I64Table>& rows, const I64Table& start, const I64Table& end,
+                  const I64Table& name, const I64Table& loc, const I64Table& name_iid,
+                  const I64Table& loc_iid, const I64Table& flow_out, const I64Table& flow_in) {
+  const tools::LaneSlices lane =
+      lane_view(seq, rows, start, end, name, loc, name_iid, loc_iid, flow_out, flow_in);
+  py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+  return tools::write_lane_slices(lane, static_cast<size_t>(start.size()), fd, path);
 }
 
 }  // namespace
@@ -163,15 +188,47 @@ void bind_tools(py::module_& m) {
             py::make_tuple(py::bytes(clean.json), stats));
       },
       py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
+  m.def(
+      "clean_trace_to_file",
+      [](const py::buffer& payload, bool keep_scalar, const std::string& source,
+         const std::string& path) {
+        const py::buffer_info info = payload.request();
+        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+          throw py::value_error("clean_trace_to_file: the payload must be contiguous bytes");
+        }
+        const std::string_view bytes(static_cast<const char*>(info.ptr),
+                                     static_cast<size_t>(info.size * info.itemsize));
+        tools::CleanStats stats;
+        {
+          py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
+          stats = tools::clean_trace_to_file(bytes, keep_scalar, source, path);
+        }
+        py::typing::Dict<py::str, py::int_> out;
+        out["slices"] = stats.slices;
+        out["lanes"] = stats.lanes;
+        out["flows"] = stats.flows;
+        out["skipped_flags"] = stats.skipped_flags;
+        return out;
+      },
+      py::arg("payload"), py::arg("keep_scalar"), py::arg("source"), py::arg("path"),
+      "clean_trace, streamed to the file `path` (written only once the payload has been read "
+      "as JSON); returns the stats.");
   py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);
   m.def("write_trace", &write_trace, py::arg("cores"), py::arg("layout"), py::arg("bin_prefix"),
         py::arg("json_path"), py::arg("bin_path"),
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
-  m.def("perfetto_lane_slices", &lane_slices, py::arg("seq"), py::arg("start"), py::arg("end"),
+  m.def("record_columns", &columns_of, py::arg("table"),
+        "The records table (rows x columns, int64) as one contiguous row per column, in one "
+        "pass (see record_columns.hpp).");
+  m.def("perfetto_write_lane_slices", &write_lane, py::arg("fd"), py::arg("path"), py::arg("seq"),
+        py::arg("rows"), py::arg("start"), py::arg("end"), py::arg("name"), py::arg("loc"),
         py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
-        "The begin and end TracePackets of one lane's slices (see perfetto_slices.hpp).");
+        "The begin and end TracePackets of one lane's slices — the `rows` (None: all) of a core's "
+        "columns, ids interned through the lane's tables (see perfetto_slices.hpp) — written to "
+        "the open file descriptor `fd` (of the file `path`) a chunk at a time; returns their "
+        "bytes.");
 }
 
 }  // namespace pypto

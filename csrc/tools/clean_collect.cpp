@@ -4,34 +4,83 @@
 
 namespace pypto::tools::clean {
 
+namespace {
+
+// The members an event is read for, told apart by length and first letter (one compare of
+// the whole key after that) rather than by comparing against every name in turn.
+enum class Member { kOther, kTs, kPh, kPid, kTid, kCname, kDur, kName, kArgs, kCat, kId };
+
+Member member_of(std::string_view key) {
+  auto is = [&](std::string_view name, Member m) { return key == name ? m : Member::kOther; };
+  if (key.empty()) return Member::kOther;
+  switch (key.size()) {
+    case 2:
+      return key[0] == 't'   ? is("ts", Member::kTs)
+             : key[0] == 'p' ? is("ph", Member::kPh)
+                             : is("id", Member::kId);
+    case 3:
+      switch (key[0]) {
+        case 'p':
+          return is("pid", Member::kPid);
+        case 't':
+          return is("tid", Member::kTid);
+        case 'd':
+          return is("dur", Member::kDur);
+        default:
+          return is("cat", Member::kCat);
+      }
+    case 4:
+      return key[0] == 'n' ? is("name", Member::kName) : is("args", Member::kArgs);
+    case 5:
+      return is("cname", Member::kCname);
+    default:
+      return Member::kOther;
+  }
+}
+
+}  // namespace
+
 void read_event(json::Reader& r, Event& e) {
   std::string scratch;
   r.reset_compact();
   r.open('{');
   for (bool first = true; r.more('}', first); first = false) {
     const Value k = r.key();
-    const std::string_view key = json::text_of(k, scratch);
+    const Member m = member_of(json::text_of(k, scratch));
     const Value v = r.value();
-    if (key == "ts") {
-      e.ts = v;
-    } else if (key == "ph") {
-      e.ph = v;
-    } else if (key == "pid") {
-      e.pid = v, ++e.pids;
-    } else if (key == "tid") {
-      e.tid = v, ++e.tids;
-    } else if (key == "cname") {
-      e.cname = v, ++e.cnames;
-    } else if (key == "dur") {
-      e.dur = v;
-    } else if (key == "name") {
-      e.name = v;
-    } else if (key == "args") {
-      e.args = v;
-    } else if (key == "cat") {
-      e.cat = v;
-    } else if (key == "id") {
-      e.id = v;
+    switch (m) {
+      case Member::kTs:
+        e.ts = v;
+        break;
+      case Member::kPh:
+        e.ph = v;
+        break;
+      case Member::kPid:
+        e.pid = v, ++e.pids;
+        break;
+      case Member::kTid:
+        e.tid = v, ++e.tids;
+        break;
+      case Member::kCname:
+        e.cname = v, ++e.cnames;
+        break;
+      case Member::kDur:
+        e.dur = v;
+        break;
+      case Member::kName:
+        e.name = v;
+        break;
+      case Member::kArgs:
+        e.args = v;
+        break;
+      case Member::kCat:
+        e.cat = v;
+        break;
+      case Member::kId:
+        e.id = v;
+        break;
+      case Member::kOther:
+        break;
     }
   }
   e.compact = r.compact();

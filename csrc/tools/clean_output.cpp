@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 namespace pypto::tools::clean {
@@ -69,6 +70,23 @@ void rewrite_slice(std::string& out, std::string_view text, size_t base, int64_t
 }
 
 }  // namespace
+
+void Output::flush() {
+  Chunk* chunk = file_->take();
+  chunk->grow(out_.size());
+  std::memcpy(chunk->data.get(), out_.data(), out_.size());
+  chunk->used = out_.size();
+  file_->submit(chunk);
+  out_.clear();  // keeps its capacity: the same warm pages fill again
+}
+
+std::string Output::take() {
+  if (!file_) return std::move(out_);
+  if (!out_.empty()) flush();
+  file_->finish();
+  file_->close_all();
+  return {};
+}
 
 void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta,
                 std::string_view key) {

@@ -3,27 +3,40 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tools/clean_collect.hpp"
+#include "tools/parallel_files.hpp"
 
 namespace pypto::tools::clean {
 
-// The output document, one traceEvents element at a time.
+// The output document, one traceEvents element at a time: held whole, or (with a file) handed
+// to the file's writer thread a chunk at a time, so a large document never sits in memory.
 class Output {
  public:
   explicit Output(size_t reserve) { out_.reserve(reserve); }
+  explicit Output(const std::string& path)
+      : file_(std::make_unique<ParallelFiles>(std::vector<std::string>{path})) {
+    out_.reserve(2 * ParallelFiles::kChunkBytes);
+    file_->start();
+  }
   std::string& event() {  // starts the next element of traceEvents
+    if (file_ && out_.size() >= ParallelFiles::kChunkBytes) flush();
     if (events_++ > 0) out_ += ',';
     return out_;
   }
   std::string& raw() { return out_; }
-  std::string take() { return std::move(out_); }
+  // The document (empty when it went to a file, which is then complete and closed).
+  std::string take();
 
  private:
+  void flush();
   std::string out_;
   size_t events_ = 0;
+  std::unique_ptr<ParallelFiles> file_;
 };
 
 // The head of a process (tid < 0) or thread metadata event, up to its args value:

@@ -42,6 +42,12 @@ class Reader {
   int peek();  // the next byte after whitespace, -1 at the end
   size_t pos() const { return base_ + pos_; }
   [[noreturn]] void fail(const std::string& what) const;
+  // The failures the scanning functions raise, out of line: a hot function that only calls
+  // these builds no message (and no frame to clean one up) on its fast path.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const char* what) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_char(const char* expected) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_close(char close) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_open(char bracket) const;
 
   Value value();  // one value, validated, nested ones included
 
@@ -58,6 +64,7 @@ class Reader {
 
  private:
   Value string();
+  [[gnu::noinline]] Value string_rest(size_t start);
   size_t plain_end(size_t i) const;
   Value number();
   Value literal(std::string_view word, Kind kind);

@@ -55,4 +55,10 @@ struct CleanTrace {
 // `source` goes to otherData.source. Throws TraceFormatError.
 CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_view source);
 
+// The same, streamed to the file `path` (created once the document has been read; a trace of
+// millions of events never sits in memory twice). A file that cannot be written throws
+// TraceWriteError; on a TraceFormatError found while laying out, the file may be partial.
+CleanStats clean_trace_to_file(std::string_view payload, bool keep_scalar, std::string_view source,
+                               const std::string& path);
+
 }  // namespace pypto::tools

@@ -32,7 +32,7 @@ class Block:
 
     type: int
     version: int
-    payload: bytes
+    payload: bytes | memoryview  # a view when the blocks were read from a view (a mapped file)
     offset: int
     path: str = ""  # SOURCE blocks only: the file the text came from
 
@@ -47,8 +47,9 @@ def pack_block(block_type: int, payload: bytes, *, version: int = 0, path: str =
     return header + payload + b"\0" * padding
 
 
-def iter_blocks(data: bytes) -> Iterator[Block]:
-    """Every block of ``data`` in order; ``ContainerError`` names the offset of a bad one."""
+def iter_blocks(data: bytes | memoryview) -> Iterator[Block]:
+    """Every block of ``data`` in order; ``ContainerError`` names the offset of a bad one. The
+    payloads are slices of ``data``: copies of bytes, views of a view."""
     offset = 0
     while offset < len(data):
         if len(data) - offset < HEADER.size:
@@ -74,7 +75,7 @@ def iter_blocks(data: bytes) -> Iterator[Block]:
         payload = data[body : body + size - padding]
         path = ""
         if block_type == SOURCE:
-            path = payload[:SOURCE_PATH_BYTES].split(b"\0", 1)[0].decode(errors="replace")
+            path = bytes(payload[:SOURCE_PATH_BYTES]).split(b"\0", 1)[0].decode(errors="replace")
             payload = payload[SOURCE_PATH_BYTES:]
         yield Block(block_type, version, payload, offset, path)
         offset = body + size

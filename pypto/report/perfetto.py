@@ -12,8 +12,9 @@ released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as
 need properly nested slices per thread.
 
 The encoder is written here (the protobuf subset above): the tracks, sequences and interned
-strings in Python, the two packets per instruction in C++ (``_native.perfetto_lane_slices``,
-``csrc/tools/perfetto_slices.hpp``); field numbers are those of Perfetto's
+strings in Python, the two packets per instruction in C++, written to the file a chunk at a
+time (``_native.perfetto_write_lane_slices``, ``csrc/tools/perfetto_slices.hpp``: a lane of
+a million slices is never one buffer); field numbers are those of Perfetto's
 ``protos/perfetto/trace`` files, which the format keeps stable.
 """
 
@@ -23,12 +24,17 @@ import heapq
 import logging
 from collections import defaultdict
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from pypto.report.progress import progress
-from pypto.report.run_report import PIPES, RunReport
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport
 from pypto.report.trace import flag_pairs
+
+_COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+# A lane's slices: start, end, name id, source-line id, flow out, flow in.
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 log = logging.getLogger(__name__)
 
@@ -98,45 +104,90 @@ def _location(text: str) -> tuple[str, int]:
 def write_run_trace(report: RunReport, path: str | Path) -> Path:
     """Writes the run's instructions (tasks with records) to ``path`` as a Perfetto trace."""
     path = Path(path)
-    lanes = flows = size = 0
+    lanes = flows = 0
     cores = _by_core(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+        out = _Out(f, path)
         for core, tasks in cores.items():
-            parts, lanes, flows = _core(core, tasks, lanes, flows)
-            for part in parts:  # each lane as encoded: no copy into one buffer
-                size += f.write(part)
+            lanes, flows = _core(out, core, tasks, lanes, flows)
             done.update()
-    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, size, path)
+    log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, out.size, path)
     return path
 
 
-def _core(core: int, tasks: list, lanes: int, flows: int) -> tuple[list[bytes], int, int]:
-    """A core's process track and its lanes (numbered on from ``lanes``), its flag arrows
-    numbered on from ``flows``; the new counts."""
+class _Out:
+    """The trace file: packets built here, and lanes' slices that the encoder writes itself."""
+
+    def __init__(self, f: BinaryIO, path: Path) -> None:
+        self.f, self.path, self.size = f, path, 0
+
+    def put(self, data: bytes) -> None:
+        self.size += self.f.write(data)
+
+    def slices(self, seq: int, rows: np.ndarray | None, cols: _Columns, name_iid, loc_iid) -> None:
+        from pypto import _native
+
+        self.f.flush()  # what Python buffered goes first: the encoder writes to the descriptor
+        start, end, name, loc, flow_out, flow_in = cols
+        self.size += _native.perfetto_write_lane_slices(
+            self.f.fileno(),
+            str(self.path),
+            seq,
+            rows,
+            start,
+            end,
+            name,
+            loc,
+            name_iid,
+            loc_iid,
+            flow_out,
+            flow_in,
+        )
+
+
+def _core(out: _Out, core: int, tasks: list, lanes: int, flows: int) -> tuple[int, int]:
+    """Writes a core's process track and its lanes (numbered on from ``lanes``), its flag
+    arrows numbered on from ``flows``; the new counts."""
     name = tasks[0].core_name
-    out = [
+    out.put(
         _descriptor(
             core + 1,
             _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name)),
         )
-    ]
+    )
     ev, strings = _core_columns(tasks)
     start, end, pipe = ev["start"], ev["end"], ev["pipe"]
     pairs = flag_pairs(ev)
     flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
     flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
+    columns: _Columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
     for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
-        on = np.nonzero(pipe == p)[0]
-        on = on[np.lexsort((end[on], start[on]))]
-        sub = _sub_lanes(start[on], end[on])
+        on = np.flatnonzero(pipe == p)
+        whole = len(on) == len(start)  # every row, in order: the columns as they are
+        on_start, on_end = (start, end) if whole else (start[on], end[on])
+        if not _ordered(on_start, on_end):  # a stable sort of ordered rows changes nothing
+            order = np.lexsort((on_end, on_start))
+            on, on_start, on_end = on[order], on_start[order], on_end[order]
+        sub = _sub_lanes(on_start, on_end)
         for s in np.flatnonzero(np.bincount(sub)).tolist():
             lanes += 1
-            pick = on[sub == s]
+            pick = on[sub == s] if sub.any() else on
             label = PIPES[p] + (f"#{s}" if s else "")
-            cols = (start[pick], end[pick], ev["name"][pick], ev["loc"][pick], flow_out[pick], flow_in[pick])
-            out += _lane(lanes, core, label, *cols, strings)
-    return out, lanes, flows + len(pairs)
+            _lane(out, lanes, core, label, _rows(pick, len(start)), columns, strings)
+    return lanes, flows + len(pairs)
+
+
+def _ordered(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the slices are already by start, then end (as a core issues them, mostly)."""
+    later = start[1:] > start[:-1]
+    return bool((later | ((start[1:] == start[:-1]) & (end[1:] >= end[:-1]))).all())
+
+
+def _rows(pick: np.ndarray, n: int) -> np.ndarray | None:
+    """A lane's rows of its core's ``n``; None when that is all of them in order (a core with
+    one pipe), which the encoder reads without an index."""
+    return None if len(pick) == n and bool((pick[1:] > pick[:-1]).all()) else pick  # n of n, rising
 
 
 def _by_core(report: RunReport) -> dict[int, list]:
@@ -155,33 +206,33 @@ def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
     for t in tasks:
         raw = t.trace.raw
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        table = raw["table"]
-        sync = np.isin(table[:, 1], (1, 2))
+        table = t.trace.by_column  # contiguous columns: each read below is one pass over one
+        kind = table[_COL["kind"]]
         columns = {
-            "start": table[:, 4] + t.start,
-            "end": table[:, 5] + t.start,
-            "pipe": table[:, 2],
-            "kind": table[:, 1],
+            "start": table[_COL["start"]] + t.start if t.start else table[_COL["start"]],
+            "end": table[_COL["end"]] + t.start if t.start else table[_COL["end"]],
+            "pipe": table[_COL["pipe"]],
+            "kind": kind,
             "name": ids[raw["name_id"]],
             "loc": ids[raw["loc_id"]],
-            "fsrc": table[:, 8],
-            "fdst": table[:, 9],
-            "fid": np.where(sync, table[:, 10], -1),
+            "fsrc": table[_COL["flag_src"]],
+            "fdst": table[_COL["flag_dst"]],
+            "fid": np.where((kind == 1) | (kind == 2), table[_COL["flag_id"]], -1),
         }
         for key, col in columns.items():
             cols[key].append(col)
-    ev = {k: np.concatenate(v) for k, v in cols.items()}
+    ev = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in cols.items()}  # one task: no copy
     ev["core"] = np.zeros(len(ev["start"]), np.int64)
     return ev, list(strings)
 
 
-def _dense(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for ids below ``n``, by marking rather than
-    sorting (a million ids of a few distinct values)."""
+def _interned(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``n`` strings that ``ids`` uses, in order, and per string id its interned id
+    (1, 2, ... in that order; 0: unused), by marking rather than sorting (a million ids of a
+    few distinct values)."""
     used = np.zeros(n, bool)
     used[ids] = True
-    rank = np.cumsum(used) - 1
-    return np.nonzero(used)[0], rank[ids]
+    return np.flatnonzero(used), np.where(used, np.cumsum(used), 0)
 
 
 def _descriptor(uuid: int, body: bytes) -> bytes:
@@ -189,15 +240,16 @@ def _descriptor(uuid: int, body: bytes) -> bytes:
 
 
 def _lane(
-    seq: int, core: int, label: str, start, end, name, loc, flow_out, flow_in, strings: list[str]
-) -> list[bytes]:
-    """One lane: its thread track, its sequence's first packet (defaults, interned names and
-    source lines), then its slices."""
+    out: _Out, seq: int, core: int, label: str, rows: np.ndarray | None, cols: _Columns, strings: list[str]
+) -> None:
+    """Writes one lane — the ``rows`` of its core's columns (None: all) — as its thread track,
+    its sequence's first packet (defaults, interned names and source lines), then its slices."""
+    name, loc = cols[2], cols[3]
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
-    names, name_iid = _dense(name, len(strings))
-    locs, loc_iid = _dense(loc, len(strings))
+    names, name_iid = _interned(name if rows is None else name[rows], len(strings))
+    locs, loc_iid = _interned(loc if rows is None else loc[rows], len(strings))
     interned = b"".join(
         _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
     )
@@ -211,7 +263,5 @@ def _lane(
         _int(_SEQ_ID, seq) + _int(_SEQ_FLAGS, _CLEARED | _NEEDS_STATE) + _int(_FIRST_ON_SEQ, 1)
         + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
     )  # fmt: skip
-    from pypto import _native
-
-    slices = _native.perfetto_lane_slices(seq, start, end, name_iid + 1, loc_iid + 1, flow_out, flow_in)
-    return [head + _msg(_PACKET, first), slices]
+    out.put(head + _msg(_PACKET, first))
+    out.slices(seq, rows, cols, name_iid, loc_iid)

@@ -37,6 +37,11 @@ def _narrow(column: np.ndarray) -> np.ndarray:
     return column.astype(kind)
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts one after another (one part as it is: ``_narrow`` copies it anyway)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def save_records(report: RunReport, path: str | Path) -> Path | None:
     """Writes the records of ``report``'s tasks to ``path``; None (nothing written) when no
     task kept records. Per task ``counts`` gives its number of records (-1: none kept) and
@@ -56,11 +61,11 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
         names.append(ids[raw["name_id"]] if len(raw["strings"]) else raw["name_id"])
         locs.append(ids[raw["loc_id"]] if len(raw["strings"]) else raw["loc_id"])
     arrays = {
-        f"col_{name}": _narrow(np.concatenate([t.raw["table"][:, j] for t in traced]))
+        f"col_{name}": _narrow(_joined([t.by_column[j] for t in traced]))
         for j, name in enumerate(RECORD_COLUMNS)
     }
-    arrays["name_id"] = _narrow(np.concatenate(names))
-    arrays["loc_id"] = _narrow(np.concatenate(locs))
+    arrays["name_id"] = _narrow(_joined(names))
+    arrays["loc_id"] = _narrow(_joined(locs))
     arrays["strings"] = np.frombuffer(json.dumps(list(strings)).encode(), np.uint8)
     arrays["counts"] = np.array([len(t.trace) if t.trace is not None else -1 for t in report.tasks], np.int64)
     arrays["starts"] = np.array([t.start for t in report.tasks], np.int64)

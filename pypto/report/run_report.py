@@ -36,6 +36,7 @@ class InstrTrace:
     def __init__(self, raw: dict[str, Any]) -> None:
         self._raw = raw
         self._columns: dict[str, Any] | None = None
+        self._by_column: np.ndarray | None = None
 
     @property
     def columns(self) -> dict[str, Any]:
@@ -53,6 +54,17 @@ class InstrTrace:
         """The native form: ``table`` (one int64 row per record, RECORD_COLUMNS order) and
         ``name_id`` / ``loc_id`` indexing ``strings`` (what the trace writer works on)."""
         return self._raw
+
+    @property
+    def by_column(self) -> np.ndarray:
+        """The records table transposed (one contiguous int64 row per RECORD_COLUMNS entry),
+        made once in one native pass: a column of the row-major table is a strided read of the
+        whole table, and the trace writers, the records file and the timeline read most columns."""
+        if self._by_column is None:
+            from pypto import _native
+
+            self._by_column = _native.record_columns(self._raw["table"])
+        return self._by_column
 
     def __len__(self) -> int:
         return len(self._raw["table"])

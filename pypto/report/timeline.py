@@ -296,7 +296,7 @@ def _trace_text(path: Path) -> bytes:
     block = next((b for b in iter_blocks(data) if b.type == TRACE), None)
     if block is None:
         raise ValueError("no TRACE block")
-    return block.payload
+    return bytes(block.payload)  # already bytes: read from bytes
 
 
 def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) -> None:

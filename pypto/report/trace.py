@@ -87,8 +87,8 @@ def _is_cube(task: TaskReport, cube_kernels: list[str] | None) -> bool:
         return task.core_type == "AIC"
     if cube_kernels is not None:
         return task.name in cube_kernels
-    table = task.trace.raw["table"] if task.trace is not None else np.empty((0, len(RECORD_COLUMNS)))
-    return bool(np.isin(table[:, _COL["pipe"]], _CUBE_PIPES).any())
+    pipe = task.trace.by_column[_COL["pipe"]] if task.trace is not None else np.empty(0, np.int64)
+    return bool(np.isin(pipe, _CUBE_PIPES).any())
 
 
 def _meta(name: str, pid: str, args: dict[str, Any], tid: str | None = None) -> str:

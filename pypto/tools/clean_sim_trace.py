@@ -25,9 +25,14 @@ pairs, metadata anywhere in the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import mmap
+import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,28 +85,58 @@ def find_bin(path: Path) -> Path:
     raise CleanError(f"no {BIN_NAME} in {path} (expected {path}/simulator/{BIN_NAME})")
 
 
-def read_blocks(path: Path) -> tuple[Block, bytes | None]:
-    """The TRACE block and the raw API_INSTR payload (None when absent)."""
+def read_blocks(path: Path, data: bytes | memoryview) -> tuple[Block, bytes | None]:
+    """The TRACE block of ``data`` (the bytes of ``path``) and the raw API_INSTR payload (None
+    when absent)."""
     try:
-        blocks = list(iter_blocks(path.read_bytes()))
+        blocks = list(iter_blocks(data))
     except ContainerError as e:
         raise CleanError(f"{path}: {e}") from None
     trace_block = next((b for b in blocks if b.type == TRACE), None)
     if trace_block is None:
         kinds = sorted({b.type for b in blocks})
         raise CleanError(f"{path} has no TRACE block (type {TRACE}); block types found: {kinds or 'none'}")
-    api = next((b.payload for b in blocks if b.type == API_INSTR), None)
+    api = next((bytes(b.payload) for b in blocks if b.type == API_INSTR), None)
     return trace_block, api
+
+
+def mapped(path: Path) -> bytes | memoryview:
+    """The bytes of ``path``, mapped rather than read: a trace of millions of events is read
+    once, by the rebuild, straight from the page cache. The mapping goes with its last view."""
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:  # an empty file cannot be mapped
+            return b""
+        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 def rebuild(block: Block, source: Path, *, keep_scalar: bool = False) -> tuple[bytes, Clean]:
     """trace.clean.json's bytes for a TRACE block, and what went into them. A payload that is
     not JSON, or not a trace, is a ``CleanError`` naming the block's offset and the problem."""
-    try:
+    with _format_errors(block, source):
         data, stats = _native.clean_trace(block.payload, keep_scalar, str(source))
+    return data, Clean(**stats)
+
+
+def rebuild_to(block: Block, source: Path, target: Path, *, keep_scalar: bool = False) -> Clean:
+    """``rebuild``, streamed into the file ``target`` (never the whole output in memory). It is
+    written under a temporary name and renamed once complete: a failure leaves no file and an
+    earlier ``target`` as it was."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with _format_errors(block, source):
+            stats = _native.clean_trace_to_file(block.payload, keep_scalar, str(source), str(partial))
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return Clean(**stats)
+
+
+@contextmanager
+def _format_errors(block: Block, source: Path) -> Iterator[None]:
+    try:
+        yield
     except _native.TraceFormatError as e:  # "not valid JSON: ... at byte N" / "not a trace: ..."
         raise CleanError(f"{source}: the TRACE block at offset {block.offset} is {e}") from None
-    return data, Clean(**stats)
 
 
 def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +176,15 @@ def _write_metrics(api: bytes, out: Path, raw: bool) -> Path:
     return target
 
 
+def _missing_folders(out: Path) -> list[Path]:
+    """The folders ``out.mkdir(parents=True)`` would make, innermost first."""
+    made = []
+    while not out.exists() and out != out.parent:
+        made.append(out)
+        out = out.parent
+    return made
+
+
 def _copy_raw(src: Path, out: Path) -> Path:
     """Copies the raw simulator output (the whole ``simulator/`` folder when the input sits in
     one, else the file) to ``out/raw_simulator/``."""
@@ -158,12 +202,18 @@ def clean_file(
 ) -> Result:
     """Library form of the command: cleans ``src`` (a bin or a folder) into ``out``."""
     bin_path = find_bin(Path(src))
-    trace, api = read_blocks(bin_path)
-    data, clean = rebuild(trace, bin_path, keep_scalar=keep_scalar)
     out = Path(out) if out is not None else bin_path.parent
-    out.mkdir(parents=True, exist_ok=True)
     target = out / OUTPUTS[0]
-    target.write_bytes(data)
+    trace, api = read_blocks(bin_path, mapped(bin_path))
+    made = _missing_folders(out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        clean = rebuild_to(trace, bin_path, target, keep_scalar=keep_scalar)
+    except (CleanError, OSError):
+        for folder in made:  # a failure leaves no trace: not even the folders made for it
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     written = [target]
     if api is not None:
         written.append(_write_metrics(api, out, raw_metrics))

@@ -199,14 +199,56 @@ def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
     assert not _sub_lanes(np.array([0, 5, 5]), np.array([5, 5, 9])).any()  # touching is not overlap
 
 
-def test_the_native_slice_encoder_refuses_negative_times_and_ragged_columns():
+def test_the_native_slice_encoder_refuses_bad_columns_and_writes_nothing(tmp_path):
     import pytest
 
     from pypto import _native
 
     ok = np.array([1, 2], np.int64)
-    assert len(_native.perfetto_lane_slices(1, ok, ok + 1, ok, ok, ok * 0, ok * 0)) > 0
-    with pytest.raises(ValueError, match="negative"):
-        _native.perfetto_lane_slices(1, ok - 2, ok, ok, ok, ok * 0, ok * 0)
-    with pytest.raises(ValueError, match="one length"):
-        _native.perfetto_lane_slices(1, ok, ok[:1], ok, ok, ok * 0, ok * 0)
+    ids, iid = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
+    path = tmp_path / "lane.bin"
+
+    def lane(rows, start, end, name=ids, name_iid=iid) -> bytes:  # names double as source lines
+        with path.open("wb") as f:
+            n = _native.perfetto_write_lane_slices(
+                f.fileno(), str(path), 1, rows, start, end, name, name, name_iid, iid, ok * 0, ok * 0
+            )
+        assert n == path.stat().st_size
+        return path.read_bytes()
+
+    whole = lane(None, ok, ok + 1)
+    assert len(whole) > 0 and lane(np.array([0, 1]), ok, ok + 1) == whole
+    assert lane(np.array([1, 0]), ok[::-1].copy(), ok[::-1] + 1, ids[::-1].copy()) == whole
+    bad = [
+        ("negative", lambda: lane(None, ok - 2, ok)),
+        ("negative", lambda: lane(None, ok, ok + 1, name_iid=-iid)),
+        ("one length", lambda: lane(None, ok, ok[:1])),
+        ("outside its core", lambda: lane(np.array([0, 2]), ok, ok + 1)),
+        ("outside the lane's tables", lambda: lane(None, ok, ok + 1, name=ids + 1)),
+    ]
+    for message, call in bad:
+        with pytest.raises(ValueError, match=message):
+            call()
+        assert path.stat().st_size == 0
+
+
+def test_a_lane_of_many_chunks_is_written_whole(tmp_path):
+    """The encoder writes a chunk of slices at a time: a lane longer than one chunk comes out
+    as the concatenation of its parts."""
+    from pypto import _native
+
+    n = 10_000
+    start = np.arange(n, dtype=np.int64) * 3
+    ids, iid, zero = np.zeros(n, np.int64), np.array([1], np.int64), np.zeros(n, np.int64)
+    path = tmp_path / "lane.bin"
+
+    def lane(rows: np.ndarray) -> bytes:
+        with path.open("wb") as f:
+            _native.perfetto_write_lane_slices(
+                f.fileno(), str(path), 7, rows, start, start + 2, ids, ids, iid, iid, zero, zero
+            )
+        return path.read_bytes()
+
+    whole = lane(np.arange(n))
+    assert whole == lane(np.arange(5000)) + lane(np.arange(5000, n))
+    assert whole.count(b"\x50\x07") == 2 * n  # the sequence id field, in both packets of every slice

@@ -190,6 +190,22 @@ def test_the_command_names_the_block_offset(tmp_path: Path, capsys):
     assert not (tmp_path / "trace.clean.json").exists()
 
 
+def test_a_failed_clean_leaves_the_output_as_it_was(tmp_path: Path, capsys):
+    """The rebuild streams into its file; a trace found bad only while laying out the lanes
+    (a slice without a time) leaves neither a partial file nor the folders made for it."""
+    path = tmp_path / "visualize_data.bin"
+    no_ts = b'{"traceEvents":[{"name":"VADD","ph":"X","pid":"core0.veccore0","tid":"VECTOR"}]}'
+    path.write_bytes(pack_block(2, no_ts))
+    assert cst.main([str(path), "-o", str(tmp_path / "new" / "out")]) == 1
+    assert "the X slice at byte 16 has no ts" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["visualize_data.bin"]
+    earlier = tmp_path / "trace.clean.json"
+    earlier.write_text("earlier")
+    assert cst.main([str(path)]) == 1
+    assert earlier.read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.clean.json", "visualize_data.bin"]
+
+
 # ---- numbers and strings ----
 
 SPELLINGS = ["{!r}", "{:.6f}", "{:.3f}", "{:.15g}", "{:.17g}", "{:e}", "{:.1f}", "{:.0f}"]

@@ -159,3 +159,19 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     layout["columns"] = [1, 2, 4, 5, 6, 7, 8, 9, 10]  # RECORD_COLUMNS without index and issue
     with pytest.raises(OSError, match="cannot write /dev/full: No space left"):
         _native.write_trace(good, layout, b"", "/dev/full", str(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 7, 8, 9, 1001])
+def test_the_records_by_column_are_the_table_transposed(rows: int):
+    """The writers read the records a column at a time from one native transpose (eight rows
+    a step, the rest one by one): every value lands in its column, at its row."""
+    table = np.arange(rows * len(RECORD_COLUMNS), dtype=np.int64).reshape(rows, len(RECORD_COLUMNS)) * 7 - 3
+    by_column = _native.record_columns(table)
+    assert by_column.shape == (len(RECORD_COLUMNS), rows) and by_column.flags.c_contiguous
+    assert np.array_equal(by_column, table.T)
+
+
+def test_a_run_s_records_by_column_match_its_rows(traced):
+    rep, _ = traced
+    for task in rep.tasks:
+        assert np.array_equal(task.trace.by_column, task.trace.raw["table"].T)

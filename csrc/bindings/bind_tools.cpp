@@ -161,6 +161,24 @@ size_t write_lane(int fd, const std::string& path, uint64_t seq,
   return tools::write_lane_slices(lane, static_cast<size_t>(start.size()), fd, path);
 }
 
+// The bytes of a contiguous one-dimensional buffer; `who` names the call in the error.
+std::string_view payload_bytes(const py::buffer& payload, const char* who) {
+  const py::buffer_info info = payload.request();
+  if (info.ndim != 1 || info.strides[0] != info.itemsize) {
+    throw py::value_error(std::string(who) + ": the payload must be contiguous bytes");
+  }
+  return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
+}
+
+py::typing::Dict<py::str, py::int_> stats_dict(const tools::CleanStats& stats) {
+  py::typing::Dict<py::str, py::int_> out;
+  out["slices"] = stats.slices;
+  out["lanes"] = stats.lanes;
+  out["flows"] = stats.flows;
+  out["skipped_flags"] = stats.skipped_flags;
+  return out;
+}
+
 }  // namespace
 
 void bind_tools(py::module_& m) {
@@ -168,47 +186,27 @@ void bind_tools(py::module_& m) {
   m.def(
       "clean_trace",
       [](const py::buffer& payload, bool keep_scalar, const std::string& source) {
-        const py::buffer_info info = payload.request();
-        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
-          throw py::value_error("clean_trace: the payload must be contiguous bytes");
-        }
-        const std::string_view bytes(static_cast<const char*>(info.ptr),
-                                     static_cast<size_t>(info.size * info.itemsize));
+        const std::string_view bytes = payload_bytes(payload, "clean_trace");
         tools::CleanTrace clean;
         {
           py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
           clean = tools::clean_trace(bytes, keep_scalar, source);
         }
-        py::typing::Dict<py::str, py::int_> stats;
-        stats["slices"] = clean.stats.slices;
-        stats["lanes"] = clean.stats.lanes;
-        stats["flows"] = clean.stats.flows;
-        stats["skipped_flags"] = clean.stats.skipped_flags;
         return py::typing::Tuple<py::bytes, py::typing::Dict<py::str, py::int_>>(
-            py::make_tuple(py::bytes(clean.json), stats));
+            py::make_tuple(py::bytes(clean.json), stats_dict(clean.stats)));
       },
       py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
   m.def(
       "clean_trace_to_file",
       [](const py::buffer& payload, bool keep_scalar, const std::string& source,
          const std::string& path) {
-        const py::buffer_info info = payload.request();
-        if (info.ndim != 1 || info.strides[0] != info.itemsize) {
-          throw py::value_error("clean_trace_to_file: the payload must be contiguous bytes");
-        }
-        const std::string_view bytes(static_cast<const char*>(info.ptr),
-                                     static_cast<size_t>(info.size * info.itemsize));
+        const std::string_view bytes = payload_bytes(payload, "clean_trace_to_file");
         tools::CleanStats stats;
         {
           py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
           stats = tools::clean_trace_to_file(bytes, keep_scalar, source, path);
         }
-        py::typing::Dict<py::str, py::int_> out;
-        out["slices"] = stats.slices;
-        out["lanes"] = stats.lanes;
-        out["flows"] = stats.flows;
-        out["skipped_flags"] = stats.skipped_flags;
-        return out;
+        return stats_dict(stats);
       },
       py::arg("payload"), py::arg("keep_scalar"), py::arg("source"), py::arg("path"),
       "clean_trace, streamed to the file `path` (written only once the payload has been read "

@@ -61,6 +61,16 @@ class Deferred {
       fn();
     }
   }
+  // run(bytes, [=] { work(args...); }) with the closure built only when the work is queued:
+  // done in place (a small op, or no data thread), `work` reads the op's own operands.
+  template <class Work, class... Args>
+  void run_with(int64_t bytes, const Work& work, const Args&... args) const {
+    if (core_.data == nullptr || core_.data->runs_in_place(bytes)) {
+      work(args...);
+    } else {
+      core_.data->queue([work, args...] { work(args...); });
+    }
+  }
 
  private:
   CoreContext& core_;

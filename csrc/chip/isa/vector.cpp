@@ -60,11 +60,14 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   TileView y = check_tile(core, b, op, "b", mem_bit(PYPTO_VEC));
   check_elementwise(d, x, &y, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x, y] {
-    for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
-      vm::binary(opc, d.dtype, o, p, r, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [opc](const TileView& d, const TileView& x, const TileView& y) {
+        for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
+          vm::binary(opc, d.dtype, o, p, r, n);
+        });
+      },
+      d, x, y);
   const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
                      : opc == PYPTO_ADD ? VecClass::kAdd
                                         : VecClass::kBinary;
@@ -79,11 +82,14 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
   TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(core, a, d, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x, s] {
-    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-      vm::binary_scalar(opc, d.dtype, o, p, s, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [opc, s](const TileView& d, const TileView& x) {
+        for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+          vm::binary_scalar(opc, d.dtype, o, p, s, n);
+        });
+      },
+      d, x);
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
   issue_vector_op(core, op, c, d.valid_bytes(), d, &x, nullptr);
 }
@@ -95,11 +101,14 @@ extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_til
   TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(core, a, d, op);
   check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x] {
-    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-      vm::unary(opc, d.dtype, o, p, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [opc](const TileView& d, const TileView& x) {
+        for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+          vm::unary(opc, d.dtype, o, p, n);
+        });
+      },
+      d, x);
   issue_vector_op(core, op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
 }
 
@@ -108,11 +117,14 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   const Deferred q;
   CoreContext& core = q.core();
   TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
-  q.run(d.valid_bytes(), [d, value] {
-    for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
-      vm::fill(d.dtype, o, value, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [value](const TileView& d) {
+        for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
+          vm::fill(d.dtype, o, value, n);
+        });
+      },
+      d);
   issue_vector_op(core, op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 

@@ -254,16 +254,6 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
   core.model.issue(std::move(in));
 }
 
-// The hottest path: the access list is built here and handed to the vector issue path.
-void issue_vector_op(CoreContext& core, const char* name, VecClass c, int64_t bytes,
-                     const TileView& dst, const TileView* a, const TileView* b) {
-  AccessList acc;
-  if (a != nullptr) acc.add(a->access(false));
-  if (b != nullptr) acc.add(b->access(false));
-  acc.add(dst.access(true));
-  core.model.issue_vector(name, core.loc, c, bytes, dst.addr, acc);
-}
-
 void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
                   const TileView& dst, RowReduceKind reduce) {
   AccessList acc;

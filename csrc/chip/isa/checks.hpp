@@ -169,9 +169,17 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
               Instr::Hold hold = Instr::Hold::kNone);
 
 // A vector instruction (vector_op's description) reading `a`, `b` (either may be null) and
-// writing `dst` on `core` (the current core): CoreModel::issue_vector.
-void issue_vector_op(CoreContext& core, const char* name, VecClass c, int64_t bytes,
-                     const TileView& dst, const TileView* a, const TileView* b);
+// writing `dst` on `core` (the current core): CoreModel::issue_vector. Inline: the access list
+// is built in the op's own frame, from the views it already holds.
+[[gnu::always_inline]] inline void issue_vector_op(CoreContext& core, const char* name, VecClass c,
+                                                   int64_t bytes, const TileView& dst,
+                                                   const TileView* a, const TileView* b) {
+  AccessList acc;
+  if (a != nullptr) acc.add(a->access(false));
+  if (b != nullptr) acc.add(b->access(false));
+  acc.add(dst.access(true));
+  core.model.issue_vector(name, core.loc, c, bytes, dst.addr, acc);
+}
 inline void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
                             const TileView* a, const TileView* b) {
   issue_vector_op(current_core(), name, c, bytes, dst, a, b);

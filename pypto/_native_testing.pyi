@@ -38,6 +38,27 @@ class CoreModel:
         dst: typing.SupportsInt | typing.SupportsIndex,
         event_id: typing.SupportsInt | typing.SupportsIndex,
     ) -> None: ...
+    def vector(
+        self,
+        vec: str,
+        bytes: typing.SupportsInt | typing.SupportsIndex,
+        reads: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = ...,
+        writes: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = ...,
+        name: str = ...,
+        general: bool = ...,
+    ) -> None: ...
     def wait_flag(
         self,
         src: typing.SupportsInt | typing.SupportsIndex,

@@ -67,6 +67,7 @@ void CoreModel::reset(bool record) {
   last_cost_ = 0;
   last_continues_ = false;
   last_ends_run_ = cost::ends_vector_run(platform_, last_op_);
+  vec_ = VectorPrice{};
   gates_.clear();
   stats_ = CoreStats{};
   records_ = RecordTable();
@@ -153,6 +154,48 @@ void CoreModel::issue(const Instr& instr) {
     return;
   }
   schedule(p);
+}
+
+void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int64_t bytes,
+                             int64_t addr, const AccessList& accesses) {
+  // A blocked vector pipe, a limit or an interrupt to look at: the general path.
+  if (blocked_[PYPTO_VECTOR].active || interrupt_flag().load(std::memory_order_relaxed) ||
+      stats_.instructions >= check_at_) {
+    Instr in;
+    in.pipe = PYPTO_VECTOR;
+    in.op.cls = OpClass::kVector;
+    in.op.vec = c;
+    in.op.bytes = bytes;
+    in.name = name;
+    in.loc = loc;
+    in.bytes = static_cast<uint64_t>(bytes);
+    in.addr = addr;
+    in.accesses = accesses;
+    issue(in);
+    return;
+  }
+  issue_time_ += issue_cycles_;
+  stats_.pipe_busy[PYPTO_SCALAR] += issue_cycles_;
+  ++stats_.instructions;
+  const uint32_t index = next_index_++;
+  // schedule() for an op with no flag, no GM access (so no gate and no GM race note), no
+  // cross-core start, end or hold.
+  const uint64_t start = std::max(issue_time_, pipe_free_[PYPTO_VECTOR]);
+  const uint64_t cost = vector_cost(c, bytes, start == vector_run_end_);
+  vector_run_end_ = vec_.ends_run ? UINT64_MAX : start + cost;
+  uint64_t end = 0;
+  if (__builtin_add_overflow(start, cost, &end)) end = UINT64_MAX;
+  pipe_free_[PYPTO_VECTOR] = end;
+  stats_.pipe_busy[PYPTO_VECTOR] += cost;
+  stats_.total_cycles = std::max(stats_.total_cycles, end);
+  if (accesses.size > 0 &&
+      !hazards_.retag_repeat(PYPTO_VECTOR, start, end, index, name, loc, accesses)) {
+    hazards_.check_and_add({index, PYPTO_VECTOR, name, loc, start, end}, accesses, issue_time_);
+  }
+  if (record_) {
+    records_.add({index, static_cast<int64_t>(InstrKind::kOp), PYPTO_VECTOR, name, loc, issue_time_,
+                  start, end, 0, 0, 0, static_cast<uint64_t>(bytes), addr});
+  }
 }
 
 // PIPE_ALL: every pipe drains before the barrier issues; a pipe blocked forever is a deadlock.
@@ -271,6 +314,15 @@ void CoreModel::price(const OpDesc& op, bool continues_run) {
   last_continues_ = continues_run;
   last_cost_ = cost::cycles(platform_, op, continues_run);
   last_ends_run_ = cost::ends_vector_run(platform_, op);
+}
+
+void CoreModel::price_vector(VecClass c, int64_t bytes, bool continues_run) {
+  OpDesc op;
+  op.cls = OpClass::kVector;
+  op.vec = c;
+  op.bytes = bytes;
+  vec_ = {c,    continues_run, cost::ends_vector_run(platform_, op),
+          true, bytes,         cost::cycles(platform_, op, continues_run)};
 }
 
 void CoreModel::Fired::push(uint64_t t) {

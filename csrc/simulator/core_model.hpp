@@ -98,6 +98,12 @@ class CoreModel {
   // blocked wait). Throws SimError(kFlag) for an invalid flag, kDeadlock at a PIPE_ALL
   // barrier while a pipe is blocked.
   void issue(const Instr& instr);
+  // issue() of a vector instruction (OpClass::kVector of class `c` over `bytes`, first address
+  // `addr`) whose accesses are all on chip: the hot path of a loop of small vector ops, which
+  // neither builds the instruction nor walks the cases a vector op never has (flags, GM,
+  // cross-core events). The same times, statistics, race check and record as issue().
+  void issue_vector(const char* name, const char* loc, VecClass c, int64_t bytes, int64_t addr,
+                    const AccessList& accesses);
   // Ends the kernel: throws kDeadlock naming the wait if a pipe is still blocked.
   void finish();
   // Places the model on a chip: times are relative to `origin` (the task's start, absolute);
@@ -159,6 +165,15 @@ class CoreModel {
     return last_cost_;
   }
   void price(const OpDesc& op, bool continues_run);
+  // issue_vector's pricing: the cost of a kVector op of class `c` over `bytes` (whether it
+  // continues a run), cached apart from last_op_ as the key is three small fields.
+  uint64_t vector_cost(VecClass c, int64_t bytes, bool continues_run) {
+    if (c != vec_.cls || bytes != vec_.bytes || continues_run != vec_.continues || !vec_.priced) {
+      price_vector(c, bytes, continues_run);
+    }
+    return vec_.cost;
+  }
+  void price_vector(VecClass c, int64_t bytes, bool continues_run);
   void check_limits(const Instr& in);
   [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop);
   uint64_t next_check() const;
@@ -202,6 +217,12 @@ class CoreModel {
   uint64_t last_cost_ = 0;
   bool last_continues_ = false;
   bool last_ends_run_ = false;  // cost::ends_vector_run of last_op_
+  struct VectorPrice {  // the last op issue_vector priced, its cost and whether it ends its run
+    VecClass cls = VecClass::kUnary;
+    bool continues = false, ends_run = false, priced = false;
+    int64_t bytes = 0;
+    uint64_t cost = 0;
+  } vec_;
   std::vector<GmGate> gates_;
   CoreStats stats_;
   RecordTable records_;

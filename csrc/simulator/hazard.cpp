@@ -67,7 +67,8 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
       if (std::find(reported.begin(), reported.end(), it->ref.index) != reported.end()) continue;
       reported.push_back(it->ref.index);
       ++count_;
-      if (found_.size() < kMaxKept) found_.push_back({kind, acc.space, it->ref, ref});
+      if (found_.size() < kMaxKept)
+        found_.push_back({kind, static_cast<int>(acc.space), it->ref, ref});
     }
   }
 }

@@ -7,7 +7,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "pypto/abi.h"
@@ -16,15 +18,17 @@ namespace pypto {
 
 // A plain aggregate (no member initialisers): an instruction's access list is built on every
 // issue, and zero-filling its unused slots cost more than the rest of the list. Value-
-// initialise (`Access{}`) where zeros are wanted.
+// initialise (`Access{}`) where zeros are wanted. Every field is 64-bit so the struct has no
+// padding: its bytes are its value, and lists of accesses compare as bytes (same_accesses).
 struct Access {
-  int space;          // pypto_mem; GM accesses use host addresses
+  int64_t space;      // pypto_mem; GM accesses use host addresses
   int64_t base;       // first byte
   int64_t rows;       // number of rows
   int64_t row_bytes;  // bytes per row
   int64_t stride;     // bytes between row starts (== row_bytes when contiguous)
-  bool write;
+  int64_t write;      // 1 for a write, 0 for a read
 };
+static_assert(std::has_unique_object_representations_v<Access>, "Access compares as bytes");
 
 struct AccessList {
   std::array<Access, 4> items;  // only the first `size` are set
@@ -34,11 +38,11 @@ struct AccessList {
 
 bool accesses_overlap(const Access& a, const Access& b);
 
-// One test for all six fields: the repeat check runs on every instruction of a loop.
-inline bool same_access(const Access& a, const Access& b) {
-  return ((a.space ^ b.space) | (a.base ^ b.base) | (a.rows ^ b.rows) |
-          (a.row_bytes ^ b.row_bytes) | (a.stride ^ b.stride) | (a.write ^ b.write)) == 0;
+// The repeat check runs on every instruction of a loop: accesses compare as bytes.
+inline bool same_accesses(const Access* a, const Access* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(Access)) == 0;
 }
+inline bool same_access(const Access& a, const Access& b) { return same_accesses(&a, &b, 1); }
 
 struct InstrRef {
   uint32_t index = 0;
@@ -103,13 +107,11 @@ class HazardChecker {
     // earlier and touches the same bytes.
     bool repeats_tail(const AccessList& accesses) const {
       const size_t n = static_cast<size_t>(accesses.size), t = static_cast<size_t>(tail_.size);
-      if (n == 0 || size_ < n || t == 0 || !same_access(tail_.items[t - 1], accesses.items[n - 1]))
-        return false;
-      if (n > t) return tail_reaches_back(accesses);
-      for (size_t i = 0; i + 1 < n; ++i) {  // the ring's newest n entries: the tail list's last n
-        if (!same_access(tail_.items[t - n + i], accesses.items[i])) return false;
-      }
-      return true;
+      if (n == 0 || size_ < n || t == 0) return false;
+      // the ring's newest n entries: the tail list's last n (when n <= t)
+      if (n <= t) return same_accesses(&tail_.items[t - n], accesses.items.data(), n);
+      if (!same_access(tail_.items[t - 1], accesses.items[n - 1])) return false;
+      return tail_reaches_back(accesses);
     }
     void retag_tail(size_t n, const InstrRef& ref) {  // the newest n entries are now ref's
       for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;

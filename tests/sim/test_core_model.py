@@ -191,3 +191,43 @@ def test_repeats_race_with_every_pipe_still_in_flight():
         "TADDS #3",
         "TADDS #4",
     ]
+
+
+def run_mixed_program(general: bool, record: bool = True):
+    """A program exercising every case a vector op meets: runs that continue and break, a
+    repeat taken over by the race check, a race with another pipe, a vector pipe blocked on a
+    wait whose set comes later (ops queued behind it), and a PIPE_ALL barrier."""
+    m = _native_testing.CoreModel(platforms.get("a2a3sim").to_native(), record)
+
+    def vop(vec, nbytes, reads=(), writes=(), name="VOP"):
+        m.vector(vec, nbytes, reads=list(reads), writes=list(writes), name=name, general=general)
+
+    m.op(MTE2, 300, "TLOAD", writes=[(VEC, 0, 1024)])
+    for _ in range(3):
+        vop("add", 1024, reads=[(VEC, 4096, 1024)], writes=[(VEC, 8192, 1024)], name="TADD")
+    vop("exp", 1024, reads=[(VEC, 0, 1024)], writes=[(VEC, 0, 1024)], name="TEXP")  # races TLOAD
+    vop("div", 64, writes=[(VEC, 2048, 64)], name="TDIVS")
+    m.wait_flag(MTE2, VECTOR, 1)  # its set comes later: the vector pipe blocks
+    vop("binary", 256, reads=[(VEC, 0, 256)], writes=[(VEC, 256, 256)], name="TMUL")
+    vop("binary", 256, reads=[(VEC, 0, 256)], writes=[(VEC, 256, 256)], name="TMUL")
+    m.op(MTE2, 50, "TLOAD2", writes=[(VEC, 16384, 512)])
+    m.set_flag(MTE2, VECTOR, 1)
+    vop("copy", 32, writes=[(VEC, 512, 32)], name="TEXPANDS")
+    m.barrier(ALL)
+    for n in (32, 32, 4096, 32):
+        vop("unary", n, reads=[(VEC, 0, n)], writes=[(VEC, 0, n)], name="TADDS")
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("record", [True, False])
+def test_vector_issue_path_matches_the_general_issue_path(record):
+    fast, general = run_mixed_program(False, record), run_mixed_program(True, record)
+    assert fast.records == general.records
+    assert (fast.cycles, fast.pipe_busy, fast.hazards) == (general.cycles, general.pipe_busy, general.hazards)
+    assert len(fast.hazards) == 1 and fast.hazards[0].startswith("RAW race: TEXP")
+    if record:
+        mul = [r for r in fast.records if r["name"] == "TMUL"]
+        load2 = next(r for r in fast.records if r["name"] == "TLOAD2")
+        assert len(mul) == 2 and mul[0]["start"] >= load2["end"]  # queued behind the wait
+        assert [r["bytes"] for r in fast.records if r["name"] == "TADDS"] == [32, 32, 4096, 32]

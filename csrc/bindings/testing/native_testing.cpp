@@ -141,6 +141,32 @@ void op(ModelHarness& h, int pipe, uint64_t cost, const std::string& name,
   h.model.issue(std::move(in));
 }
 
+// A vector op over `bytes` (class `vec` as in describe), through the vector issue path or,
+// with `general`, as an Instr through issue(): the two must agree in every output.
+void vector(ModelHarness& h, const std::string& vec, int64_t bytes, const std::vector<Range>& reads,
+            const std::vector<Range>& writes, const std::string& name, bool general) {
+  py::dict spec;
+  spec["class"] = "vector";
+  spec["vec"] = vec;
+  spec["bytes"] = bytes;
+  AccessList acc;
+  for (const auto& [space, base, n] : reads) acc.add({space, base, 1, n, n, false});
+  for (const auto& [space, base, n] : writes) acc.add({space, base, 1, n, n, true});
+  const int64_t addr = writes.empty() ? -1 : std::get<1>(writes.front());
+  if (!general) {
+    h.model.issue_vector(intern(name), "", describe(spec).vec, bytes, addr, acc);
+    return;
+  }
+  Instr in;
+  in.pipe = PYPTO_VECTOR;
+  in.op = describe(spec);
+  in.name = intern(name);
+  in.bytes = static_cast<uint64_t>(bytes);
+  in.addr = addr;
+  in.accesses = acc;
+  h.model.issue(in);
+}
+
 py::typing::List<py::dict> records(const ModelHarness& h) {
   py::typing::List<py::dict> out;
   const RecordTable& records = h.model.records();
@@ -153,6 +179,8 @@ py::typing::List<py::dict> records(const ModelHarness& h) {
     d["issue"] = r[kColIssue];
     d["start"] = r[kColStart];
     d["end"] = r[kColEnd];
+    d["bytes"] = r[kColBytes];
+    d["addr"] = r[kColAddr];
     out.append(d);
   }
   return out;
@@ -240,6 +268,10 @@ void bind_testing(py::module_& m) {
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",
            py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
            py::arg("loc") = "")
+      .def("vector", &vector, py::arg("vec"), py::arg("bytes"),
+           py::arg("reads") = std::vector<Range>{}, py::arg("writes") = std::vector<Range>{},
+           py::arg("name") = "VOP", py::arg("general") = false,
+           "Issues a vector op through the vector issue path (general: through issue()).")
       .def("instr", &instr, py::arg("pipe"), py::arg("spec"), py::arg("name") = "INSTR",
            "Issues one instruction described as an ISA op would describe it, priced by the cost "
            "model.")

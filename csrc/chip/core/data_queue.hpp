@@ -35,19 +35,28 @@ class DataQueue {
   // run's recent ops average under kWorthBytes (a hand-over costs about as much as that).
   template <class Fn>
   void push(int64_t bytes, const Fn& fn) {
-    static_assert(std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= kBytes &&
-                      alignof(Fn) <= alignof(std::max_align_t),
-                  "queued data work captures plain values");
+    if (runs_in_place(bytes)) {
+      fn();
+    } else {
+      queue(fn);
+    }
+  }
+  // push in two steps, for an op that does in-place work without building its closure:
+  // whether an op of about `bytes` does its work at once (the queued work before it is then
+  // done), and if not, queueing it.
+  bool runs_in_place(int64_t bytes) {
     recent_bytes_ += (bytes - recent_bytes_) / 32;
     if (recent_bytes_ < kWorthBytes) {
       drain();
-      fn();
-      return;
+      return true;
     }
-    if (!started_ && !start()) {
-      fn();
-      return;
-    }
+    return !started_ && !start();
+  }
+  template <class Fn>
+  void queue(const Fn& fn) {
+    static_assert(std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= kBytes &&
+                      alignof(Fn) <= alignof(std::max_align_t),
+                  "queued data work captures plain values");
     Slot& s = claim();
     s.run = [](const void* p) { (*static_cast<const Fn*>(p))(); };
     std::memcpy(s.fn, &fn, sizeof(Fn));

@@ -254,25 +254,6 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
   core.model.issue(std::move(in));
 }
 
-// The hottest path: the instruction is built in place (no access list copied into it).
-void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
-                     const TileView* a, const TileView* b) {
-  CoreContext& core = current_core();
-  Instr in;
-  in.pipe = PYPTO_VECTOR;
-  in.op.cls = OpClass::kVector;
-  in.op.vec = c;
-  in.op.bytes = bytes;
-  in.name = name;
-  in.loc = core.loc;
-  in.bytes = static_cast<uint64_t>(bytes);
-  in.addr = dst.addr;
-  if (a != nullptr) in.accesses.add(a->access(false));
-  if (b != nullptr) in.accesses.add(b->access(false));
-  in.accesses.add(dst.access(true));
-  core.model.issue(in);
-}
-
 void issue_row_op(const char* name, OpClass cls, const TileView& src, const TileView* scratch,
                   const TileView& dst, RowReduceKind reduce) {
   AccessList acc;

@@ -61,6 +61,16 @@ class Deferred {
       fn();
     }
   }
+  // run(bytes, [=] { work(args...); }) with the closure built only when the work is queued:
+  // done in place (a small op, or no data thread), `work` reads the op's own operands.
+  template <class Work, class... Args>
+  void run_with(int64_t bytes, const Work& work, const Args&... args) const {
+    if (core_.data == nullptr || core_.data->runs_in_place(bytes)) {
+      work(args...);
+    } else {
+      core_.data->queue([work, args...] { work(args...); });
+    }
+  }
 
  private:
   CoreContext& core_;
@@ -76,11 +86,12 @@ inline size_t checked_slot(const pypto_tile* t) {
 }
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces);
-// Always inline: a call per operand (and its own read of the current core) cost a loop of tiny
-// instructions more than the check itself.
-[[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
-                                                  const char* operand, unsigned spaces) {
-  CoreContext& core = current_core();
+// Always inline: a call per operand cost a loop of tiny instructions more than the check
+// itself. `core`: the current core, which an op reads once and passes to each of its checks
+// (every read of the thread-local pointer is a call into the dynamic loader's TLS helper).
+[[gnu::always_inline]] inline TileView check_tile(CoreContext& core, const pypto_tile* t,
+                                                  const char* op, const char* operand,
+                                                  unsigned spaces) {
   note_instruction(op, core.loc);
   data_barrier(core);
   const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
@@ -95,6 +106,10 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
     return seen.view;
   }
   return check_tile_fully(t, op, operand, spaces);
+}
+[[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
+                                                  const char* operand, unsigned spaces) {
+  return check_tile(current_core(), t, op, operand, spaces);
 }
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op);
@@ -115,10 +130,14 @@ inline void check_same_valid_shape(const TileView& a, const TileView& b, const c
 // An elementwise op's operands agree: b (if any) with a, then dst with a; dtypes first.
 void check_elementwise(const TileView& dst, const TileView& a, const TileView* b, const char* op);
 // The input `a` of a one-input elementwise op: a Vec tile of dst's dtype and valid shape.
-inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const char* op) {
-  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
+inline TileView check_input_a(CoreContext& core, const pypto_tile* a, const TileView& dst,
+                              const char* op) {
+  TileView x = check_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
   check_elementwise(dst, x, nullptr, op);
   return x;
+}
+inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const char* op) {
+  return check_input_a(current_core(), a, dst, op);
 }
 // Refuses an op the vector unit does not implement on `dtype` (`ok`: it does).
 [[noreturn]] void refuse_dtype(const char* op, int dtype);
@@ -150,9 +169,21 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
               Instr::Hold hold = Instr::Hold::kNone);
 
 // A vector instruction (vector_op's description) reading `a`, `b` (either may be null) and
-// writing `dst`: issue_op without the intermediate access list.
-void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
-                     const TileView* a, const TileView* b);
+// writing `dst` on `core` (the current core): CoreModel::issue_vector. Inline: the access list
+// is built in the op's own frame, from the views it already holds.
+[[gnu::always_inline]] inline void issue_vector_op(CoreContext& core, const char* name, VecClass c,
+                                                   int64_t bytes, const TileView& dst,
+                                                   const TileView* a, const TileView* b) {
+  AccessList acc;
+  if (a != nullptr) acc.add(a->access(false));
+  if (b != nullptr) acc.add(b->access(false));
+  acc.add(dst.access(true));
+  core.model.issue_vector(name, core.loc, c, bytes, dst.addr, acc);
+}
+inline void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
+                            const TileView* a, const TileView* b) {
+  issue_vector_op(current_core(), name, c, bytes, dst, a, b);
+}
 
 // A Vec instruction priced per row of `src` (`cls`: a row reduction or a transpose): it reads
 // src, clobbers the scratch tile if any and writes dst. `reduce`: what a row reduction computes.

@@ -54,69 +54,86 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
                               const pypto_tile* b) {
   const char* op = op_name(kBinaryNames, opc, "TBINARY");
   const Deferred q;
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_tile(a, op, "a", mem_bit(PYPTO_VEC));
-  TileView y = check_tile(b, op, "b", mem_bit(PYPTO_VEC));
+  CoreContext& core = q.core();
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
+  TileView y = check_tile(core, b, op, "b", mem_bit(PYPTO_VEC));
   check_elementwise(d, x, &y, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x, y] {
-    for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
-      vm::binary(opc, d.dtype, o, p, r, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [opc](const TileView& d, const TileView& x, const TileView& y) {
+        for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
+          vm::binary(opc, d.dtype, o, p, r, n);
+        });
+      },
+      d, x, y);
   const VecClass c = opc == PYPTO_DIV   ? VecClass::kDiv
                      : opc == PYPTO_ADD ? VecClass::kAdd
                                         : VecClass::kBinary;
-  issue_vector_op(op, c, d.valid_bytes(), d, &x, &y);
+  issue_vector_op(core, op, c, d.valid_bytes(), d, &x, &y);
 }
 
 extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                      double s) {
   const char* op = op_name(kScalarNames, opc, "TBINARYS");
   const Deferred q;
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(a, d, op);
+  CoreContext& core = q.core();
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_input_a(core, a, d, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x, s] {
-    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-      vm::binary_scalar(opc, d.dtype, o, p, s, n);
-    });
-  });
+  q.run_with(
+      d.valid_bytes(),
+      [opc, s](const TileView& d, const TileView& x) {
+        for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+          vm::binary_scalar(opc, d.dtype, o, p, s, n);
+        });
+      },
+      d, x);
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
-  issue_vector_op(op, c, d.valid_bytes(), d, &x, nullptr);
+  issue_vector_op(core, op, c, d.valid_bytes(), d, &x, nullptr);
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
   const char* op = op_name(kUnaryNames, opc, "TUNARY");
   const Deferred q;
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(a, d, op);
+  CoreContext& core = q.core();
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_input_a(core, a, d, op);
   check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
-  q.run(d.valid_bytes(), [opc, d, x] {
-    for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-      vm::unary(opc, d.dtype, o, p, n);
-    });
-  });
-  issue_vector_op(op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
+  q.run_with(
+      d.valid_bytes(),
+      [opc](const TileView& d, const TileView& x) {
+        for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
+          vm::unary(opc, d.dtype, o, p, n);
+        });
+      },
+      d, x);
+  issue_vector_op(core, op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   const char* op = "TEXPANDS";
   const Deferred q;
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  q.run(d.valid_bytes(), [d, value] {
-    for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
-      vm::fill(d.dtype, o, value, n);
-    });
-  });
-  issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
+  CoreContext& core = q.core();
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  q.run_with(
+      d.valid_bytes(),
+      [value](const TileView& d) {
+        for_rows(d, nullptr, nullptr, [&](uint8_t* o, const uint8_t*, const uint8_t*, size_t n) {
+          vm::fill(d.dtype, o, value, n);
+        });
+      },
+      d);
+  issue_vector_op(core, op, VecClass::kCopy, d.valid_bytes(), d, nullptr, nullptr);
 }
 
 extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t round_mode) {
   const char* op = "TCVT";
   const Deferred q;
-  TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
+  CoreContext& core = q.core();
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView s = check_tile(core, src, op, "src", mem_bit(PYPTO_VEC));
   check_same_valid_shape(d, s, op, "dst and src");
   if (accesses_overlap(d.access(true), s.access(false)) &&
       (d.data != s.data || d.esize != s.esize)) {
@@ -137,5 +154,5 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
       });
     }
   });
-  issue_vector_op(op, VecClass::kCvt, bytes, d, &s, nullptr);
+  issue_vector_op(core, op, VecClass::kCvt, bytes, d, &s, nullptr);
 }

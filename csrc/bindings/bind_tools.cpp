@@ -6,6 +6,7 @@
 #include <pybind11/typing.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "bindings/bind.hpp"
@@ -123,6 +124,42 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
+// `column` copied into the first of int8, int16, int32, int64 that holds its values.
+template <class From>
+py::array narrowed(const py::array_t<From, py::array::c_style>& column) {
+  const auto n = static_cast<size_t>(column.size());
+  int64_t lo = 0, hi = 0;
+  if (n) {
+    py::gil_scoped_release release;  // pure C++ over the array the argument holds alive
+    tools::value_range(column.data(), n, lo, hi);
+  }
+  const auto copy = [&](auto zero) -> py::array {
+    using To = decltype(zero);
+    py::array_t<To> out(static_cast<py::ssize_t>(n));
+    To* dst = out.mutable_data();
+    py::gil_scoped_release release;
+    tools::narrow_copy(column.data(), n, dst);
+    return out;
+  };
+  const auto holds = [&](auto zero) {
+    using To = decltype(zero);
+    return lo >= std::numeric_limits<To>::min() && hi <= std::numeric_limits<To>::max();
+  };
+  if (holds(int8_t{})) return copy(int8_t{});
+  if (holds(int16_t{})) return copy(int16_t{});
+  if (holds(int32_t{})) return copy(int32_t{});
+  return copy(int64_t{});
+}
+
+py::array narrow_column(const py::array& column) {
+  if (column.ndim() != 1) throw py::value_error("narrow_column: a 1-D column expected");
+  if (py::isinstance<py::array_t<int64_t>>(column))
+    return narrowed<int64_t>(column.cast<py::array_t<int64_t, py::array::c_style>>());
+  if (py::isinstance<py::array_t<int32_t>>(column))
+    return narrowed<int32_t>(column.cast<py::array_t<int32_t, py::array::c_style>>());
+  throw py::type_error("narrow_column: an int32 or int64 column expected");
+}
+
 // A core's lanes with the arrays its tasks' records live in (held for as long as it is).
 struct BoundCoreLanes {
   std::vector<py::object> keep;
@@ -237,6 +274,9 @@ void bind_tools(py::module_& m) {
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
+  m.def("narrow_column", &narrow_column, py::arg("column"),
+        "The int32 or int64 column copied into the first of int8, int16, int32, int64 that "
+        "holds its smallest and largest value (int8 when empty), in two passes.");
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");

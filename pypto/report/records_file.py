@@ -16,6 +16,7 @@ import json
 import logging
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -25,16 +26,15 @@ log = logging.getLogger(__name__)
 
 NAME = "records.npz"  # beside run.json
 FORMAT = 1  # bumped when the layout changes; an older file is not read
-_NARROW = (np.int8, np.int16, np.int32, np.int64)
 
 
 def _narrow(column: np.ndarray) -> np.ndarray:
     """``column`` in the first signed type that holds its smallest and largest value."""
-    if not len(column):
-        return column.astype(np.int8)
-    lo, hi = int(column.min()), int(column.max())
-    kind = next(t for t in _NARROW if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
-    return column.astype(kind)
+    from pypto import _native
+
+    if column.dtype not in (np.int32, np.int64):  # the native pass reads these two
+        column = column.astype(np.int64)
+    return _native.narrow_column(column)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -58,8 +58,9 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
             locs.append(raw["loc_id"])
             continue
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        names.append(ids[raw["name_id"]] if len(raw["strings"]) else raw["name_id"])
-        locs.append(ids[raw["loc_id"]] if len(raw["strings"]) else raw["loc_id"])
+        same = len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # the ids as they are
+        names.append(raw["name_id"] if same else ids[raw["name_id"]])
+        locs.append(raw["loc_id"] if same else ids[raw["loc_id"]])
     arrays = {
         f"col_{name}": _narrow(_joined([t.by_column[j] for t in traced]))
         for j, name in enumerate(RECORD_COLUMNS)
@@ -73,8 +74,18 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:
-        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub reads the first as allow_pickle
+        _savez(f, arrays)
     return path
+
+
+def _savez(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """The bytes ``np.savez`` writes (each array a stored ``.npy`` member, forced to zip64),
+    each array's data handed to the zip stream as it is rather than copied out in chunks."""
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, value in arrays.items():
+            with zf.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(value))
+                member.write(np.ascontiguousarray(value).data)
 
 
 def attach_records(report: RunReport, path: str | Path) -> bool:

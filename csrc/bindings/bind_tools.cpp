@@ -124,40 +124,55 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
-// `column` copied into the first of int8, int16, int32, int64 that holds its values.
-template <class From>
-py::array narrowed(const py::array_t<From, py::array::c_style>& column) {
-  const auto n = static_cast<size_t>(column.size());
-  int64_t lo = 0, hi = 0;
-  if (n) {
-    py::gil_scoped_release release;  // pure C++ over the array the argument holds alive
-    tools::value_range(column.data(), n, lo, hi);
+// The tables' columns, each narrowed to the first of int8, int16, int32, int64 that holds it
+// (int8 when there are no rows).
+py::list narrow_record_tables(const std::vector<I64Table>& tables) {
+  std::vector<tools::RecordsTable> views;
+  size_t width = 0, rows = 0;
+  for (const I64Table& t : tables) {
+    if (t.ndim() != 2) throw py::value_error("narrow_record_tables: 2-D records tables expected");
+    const auto w = static_cast<size_t>(t.shape(1));
+    if (!views.empty() && w != width)
+      throw py::value_error("narrow_record_tables: tables of different widths");
+    width = w;
+    views.push_back({t.data(), static_cast<size_t>(t.shape(0))});
+    rows += views.back().rows;
   }
-  const auto copy = [&](auto zero) -> py::array {
-    using To = decltype(zero);
-    py::array_t<To> out(static_cast<py::ssize_t>(n));
-    To* dst = out.mutable_data();
+  std::vector<int64_t> lo(width), hi(width);
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the argument holds alive
+    tools::column_ranges(views, width, lo.data(), hi.data());
+  }
+  py::list out;
+  std::vector<void*> dst(width);
+  std::vector<int> bytes(width);
+  for (size_t c = 0; c < width; ++c) {
+    const auto holds = [&](auto zero) {
+      using To = decltype(zero);
+      return !rows ||
+             (lo[c] >= std::numeric_limits<To>::min() && hi[c] <= std::numeric_limits<To>::max());
+    };
+    const auto make = [&](auto zero) {
+      py::array_t<decltype(zero)> column(static_cast<py::ssize_t>(rows));
+      dst[c] = column.mutable_data();
+      bytes[c] = sizeof(zero);
+      out.append(column);
+    };
+    if (holds(int8_t{})) {
+      make(int8_t{});
+    } else if (holds(int16_t{})) {
+      make(int16_t{});
+    } else if (holds(int32_t{})) {
+      make(int32_t{});
+    } else {
+      make(int64_t{});
+    }
+  }
+  {
     py::gil_scoped_release release;
-    tools::narrow_copy(column.data(), n, dst);
-    return out;
-  };
-  const auto holds = [&](auto zero) {
-    using To = decltype(zero);
-    return lo >= std::numeric_limits<To>::min() && hi <= std::numeric_limits<To>::max();
-  };
-  if (holds(int8_t{})) return copy(int8_t{});
-  if (holds(int16_t{})) return copy(int16_t{});
-  if (holds(int32_t{})) return copy(int32_t{});
-  return copy(int64_t{});
-}
-
-py::array narrow_column(const py::array& column) {
-  if (column.ndim() != 1) throw py::value_error("narrow_column: a 1-D column expected");
-  if (py::isinstance<py::array_t<int64_t>>(column))
-    return narrowed<int64_t>(column.cast<py::array_t<int64_t, py::array::c_style>>());
-  if (py::isinstance<py::array_t<int32_t>>(column))
-    return narrowed<int32_t>(column.cast<py::array_t<int32_t, py::array::c_style>>());
-  throw py::type_error("narrow_column: an int32 or int64 column expected");
+    tools::narrow_columns(views, width, dst.data(), bytes.data());
+  }
+  return out;
 }
 
 // A core's lanes with the arrays its tasks' records live in (held for as long as it is).
@@ -166,7 +181,7 @@ struct BoundCoreLanes {
   std::unique_ptr<tools::CoreLanes> lanes;
 };
 
-// (records by column, name ids, source-line ids, task string id -> core string id, start) per task.
+// (records table, name ids, source-line ids, task string id -> core string id, start) per task.
 using CoreTasks =
     py::typing::List<py::typing::Tuple<I64Table, I32Column, I32Column, I64Table, int>>;
 
@@ -177,25 +192,25 @@ BoundCoreLanes core_lanes(const CoreTasks& tasks, const std::vector<size_t>& at,
   std::vector<tools::CoreTask> views;
   for (const auto& item : tasks) {
     const auto task = item.cast<py::tuple>();
-    auto columns = I64Table::ensure(task[0]);
+    auto table = I64Table::ensure(task[0]);
     auto names = I32Column::ensure(task[1]);
     auto locs = I32Column::ensure(task[2]);
     auto ids = I64Table::ensure(task[3]);
-    if (!columns || !names || !locs || !ids || columns.ndim() != 2 || ids.ndim() != 1)
+    if (!table || !names || !locs || !ids || table.ndim() != 2 || ids.ndim() != 1)
       throw py::value_error("core lanes: malformed task records");
     tools::CoreTask v;
-    v.width = static_cast<size_t>(columns.shape(0));
-    v.rows = static_cast<size_t>(columns.shape(1));
+    v.rows = static_cast<size_t>(table.shape(0));
+    v.width = static_cast<size_t>(table.shape(1));
     if (static_cast<size_t>(names.size()) != v.rows || static_cast<size_t>(locs.size()) != v.rows)
       throw py::value_error("core lanes: a task's columns of different lengths");
-    v.columns = columns.data();
+    v.table = table.data();
     v.name_id = names.data();
     v.loc_id = locs.data();
     v.core_id = ids.data();
     v.strings = static_cast<size_t>(ids.size());
     v.offset = task[4].cast<int64_t>();
     views.push_back(v);
-    out.keep.insert(out.keep.end(), {columns, names, locs, ids});
+    out.keep.insert(out.keep.end(), {table, names, locs, ids});
   }
   const tools::LaneColumnsAt cols{at[0], at[1], at[2], at[3], at[4], at[5], at[6]};
   try {
@@ -274,9 +289,11 @@ void bind_tools(py::module_& m) {
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
-  m.def("narrow_column", &narrow_column, py::arg("column"),
-        "The int32 or int64 column copied into the first of int8, int16, int32, int64 that "
-        "holds its smallest and largest value (int8 when empty), in two passes.");
+  m.def("narrow_record_tables", &narrow_record_tables, py::arg("tables"),
+        "Column c of every records table (rows x columns, int64), one table after another, "
+        "per column in the first of int8, int16, int32, int64 that holds its smallest and "
+        "largest value (int8 when there are no rows), read without a transposed copy (see "
+        "record_columns.hpp).");
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");
@@ -285,7 +302,7 @@ void bind_tools(py::module_& m) {
                              "perfetto_lanes.hpp).")
       .def(py::init(&core_lanes), py::arg("tasks"), py::arg("columns"), py::arg("strings"),
            py::arg("first_flow"),
-           "From (records by column, name ids, source-line ids, task string id -> core string "
+           "From (records table, name ids, source-line ids, task string id -> core string "
            "id, start cycle) per task of the core, the positions of the columns kind, pipe, "
            "start, end, flag_src, flag_dst, flag_id, the core's string count and the flag arrows "
            "numbered before it.")

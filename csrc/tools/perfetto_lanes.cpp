@@ -20,7 +20,8 @@ namespace {
 // Pipe numbers index the report's pipe names; a larger one is a corrupt record.
 constexpr int64_t kMaxPipe = 1 << 16;
 
-const int64_t* column_of(const CoreTask& t, size_t col) { return t.columns + col * t.rows; }
+// Row r's value in column col of the task's row-major records.
+int64_t value(const CoreTask& t, size_t r, size_t col) { return t.table[r * t.width + col]; }
 
 // Calls fn(task, row in the task, row in the core) for the lane's rows in its order.
 template <class Fn>
@@ -100,9 +101,9 @@ CoreLanes::CoreLanes(std::vector<CoreTask> tasks, const LaneColumnsAt& at, size_
   std::vector<std::vector<int64_t>> on(pipes.size());
   for (size_t p = 0; p < pipes.size(); ++p) on[p].reserve(pipes[p].count);
   for (size_t t = 0; t < tasks_.size(); ++t) {
-    const int64_t* pipe = column_of(tasks_[t], at_.pipe);
     for (size_t r = 0; r < tasks_[t].rows; ++r)
-      on[static_cast<size_t>(pipe[r])].push_back(static_cast<int64_t>(base_[t] + r));
+      on[static_cast<size_t>(value(tasks_[t], r, at_.pipe))].push_back(
+          static_cast<int64_t>(base_[t] + r));
   }
   for (size_t p = 0; p < on.size(); ++p) {
     if (!on[p].empty()) lay_out_pipe(static_cast<int64_t>(p), std::move(on[p]), pipes[p]);
@@ -116,17 +117,16 @@ std::vector<CoreLanes::PipeScan> CoreLanes::scan() {
   std::vector<PipeScan> pipes;
   for (size_t t = 0; t < tasks_.size(); ++t) {
     const CoreTask& task = tasks_[t];
-    const int64_t *pipe = column_of(task, at_.pipe), *start = column_of(task, at_.start),
-                  *end = column_of(task, at_.end), *kind = column_of(task, at_.kind),
-                  *flag = column_of(task, at_.flag_id);
     for (size_t r = 0; r < task.rows; ++r) {
-      const int64_t s = start[r] + task.offset, e = end[r] + task.offset;
-      if (pipe[r] < 0 || s < 0 || e < 0)
+      const int64_t* row = task.table + r * task.width;
+      const int64_t pipe = row[at_.pipe], kind = row[at_.kind], flag = row[at_.flag_id];
+      const int64_t s = row[at_.start] + task.offset, e = row[at_.end] + task.offset;
+      if (pipe < 0 || s < 0 || e < 0)
         throw std::invalid_argument("a trace slice has a negative time or pipe");
-      if (pipe[r] > kMaxPipe || static_cast<uint32_t>(task.name_id[r]) >= task.strings ||
+      if (pipe > kMaxPipe || static_cast<uint32_t>(task.name_id[r]) >= task.strings ||
           static_cast<uint32_t>(task.loc_id[r]) >= task.strings)
         throw std::invalid_argument("a trace slice has a pipe or string id outside its tables");
-      const auto p = static_cast<size_t>(pipe[r]);
+      const auto p = static_cast<size_t>(pipe);
       if (p >= pipes.size()) pipes.resize(p + 1);
       PipeScan& ps = pipes[p];
       if (ps.names.empty()) ps.names.assign(strings_, 0), ps.locs.assign(strings_, 0);
@@ -136,10 +136,8 @@ std::vector<CoreLanes::PipeScan> CoreLanes::scan() {
       ++ps.count;
       ps.names[static_cast<size_t>(task.core_id[task.name_id[r]])] = 1;
       ps.locs[static_cast<size_t>(task.core_id[task.loc_id[r]])] = 1;
-      if ((kind[r] == 1 || kind[r] == 2) && flag[r] >= 0) {
-        sync_.push_back({column_of(task, at_.flag_src)[r], column_of(task, at_.flag_dst)[r],
-                         flag[r], s, kind[r] == 2, base_[t] + r});
-      }
+      if ((kind == 1 || kind == 2) && flag >= 0)
+        sync_.push_back({row[at_.flag_src], row[at_.flag_dst], flag, s, kind == 2, base_[t] + r});
     }
   }
   return pipes;
@@ -190,8 +188,8 @@ void CoreLanes::lay_out_pipe(int64_t pipe, std::vector<int64_t> on, const PipeSc
   const size_t n = all ? base_.back() : every.rows.size();
   std::vector<int64_t> start(n), end(n);
   for_rows(tasks_, base_, every, [&, i = size_t{0}](const CoreTask& t, size_t r, size_t) mutable {
-    start[i] = column_of(t, at_.start)[r] + t.offset;
-    end[i++] = column_of(t, at_.end)[r] + t.offset;
+    start[i] = value(t, r, at_.start) + t.offset;
+    end[i++] = value(t, r, at_.end) + t.offset;
   });
   if (!scan.ordered) {  // a stable sort by start, then end
     std::vector<size_t> order(n);
@@ -260,8 +258,8 @@ size_t CoreLanes::write_lane(size_t index, uint64_t seq, int fd, const std::stri
   };
   const bool flows = !flow_out_.empty();
   for_rows(tasks_, base_, lane, [&](const CoreTask& t, size_t r, size_t row) {
-    values[count++] = {static_cast<uint64_t>(column_of(t, at_.start)[r] + t.offset),
-                       static_cast<uint64_t>(column_of(t, at_.end)[r] + t.offset),
+    values[count++] = {static_cast<uint64_t>(value(t, r, at_.start) + t.offset),
+                       static_cast<uint64_t>(value(t, r, at_.end) + t.offset),
                        name_iid[static_cast<size_t>(t.core_id[t.name_id[r]])],
                        loc_iid[static_cast<size_t>(t.core_id[t.loc_id[r]])],
                        flows ? flow_out_[row] : 0,

@@ -2,8 +2,8 @@
 // tracks and interned strings around them): its records split by pipe, each pipe's slices
 // ordered by start and spread over as few sub-lanes as nest properly, the strings each lane
 // uses, and the flag arrows from each set_flag to the wait_flag it released. Built in one
-// pass over the core's tasks' record columns — a million-instruction core otherwise costs
-// a few dozen numpy passes — and the lanes' slices encoded straight from those columns.
+// pass over the core's tasks' records tables — a million-instruction core otherwise costs a
+// few dozen numpy passes — and the lanes' slices encoded straight from those tables.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +18,11 @@ struct LaneColumnsAt {
   size_t kind = 0, pipe = 0, start = 0, end = 0, flag_src = 0, flag_dst = 0, flag_id = 0;
 };
 
-// One task of the core: its records by column (`width` rows of `rows` values, as
-// record_columns makes them), in the order the core ran them.
+// One task of the core: its records table (one row of `width` values per record, as the
+// runtime returns it; the few columns read here come with each row's cache line), in the
+// order the core ran them.
 struct CoreTask {
-  const int64_t* columns = nullptr;
+  const int64_t* table = nullptr;
   size_t rows = 0, width = 0;
   int64_t offset = 0;                // the task's start in run cycles (its records count from it)
   const int32_t* name_id = nullptr;  // per record: the task's string ids

@@ -20,10 +20,10 @@ constexpr uint8_t kLocationIid[] = {0x90, 0x02};  // TrackEvent.source_location_
 constexpr uint8_t kFlowOut[] = {0xF9, 0x02};      // TrackEvent.flow_ids (47, fixed64)
 constexpr uint8_t kFlowIn[] = {0x81, 0x03};       // TrackEvent.terminating_flow_ids (48, fixed64)
 
+// Without a loop: the bits in use (at least one), seven to a byte.
 size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) v >>= 7, ++n;
-  return n;
+  const auto bits = static_cast<size_t>(64 - __builtin_clzll(v | 1));
+  return (bits + 6) / 7;
 }
 
 // Writes through a raw pointer into room reserved per slice (one size check per slice).

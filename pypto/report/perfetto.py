@@ -132,7 +132,7 @@ def _core(out: _Out, core: int, tasks: list, lanes: int, flows: int) -> tuple[in
 
 
 def _core_lanes(tasks: list, flows: int) -> tuple[Any, list[str]]:
-    """One core's lanes laid out natively from its tasks' records (by column, in run cycles),
+    """One core's lanes laid out natively from its tasks' records tables (in run cycles),
     names and source lines as ids of the returned strings (each task's in first appearance)."""
     from pypto import _native
 
@@ -141,7 +141,7 @@ def _core_lanes(tasks: list, flows: int) -> tuple[Any, list[str]]:
     for t in tasks:
         raw = t.trace.raw
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        parts.append((t.trace.by_column, raw["name_id"], raw["loc_id"], ids, t.start))
+        parts.append((raw["table"], raw["name_id"], raw["loc_id"], ids, t.start))
     return _native.PerfettoCoreLanes(parts, _LANE_COLUMNS, len(strings), flows), list(strings)
 
 

@@ -26,15 +26,16 @@ log = logging.getLogger(__name__)
 
 NAME = "records.npz"  # beside run.json
 FORMAT = 1  # bumped when the layout changes; an older file is not read
+_NARROW = (np.int8, np.int16, np.int32, np.int64)
 
 
 def _narrow(column: np.ndarray) -> np.ndarray:
     """``column`` in the first signed type that holds its smallest and largest value."""
-    from pypto import _native
-
-    if column.dtype not in (np.int32, np.int64):  # the native pass reads these two
-        column = column.astype(np.int64)
-    return _native.narrow_column(column)
+    if not len(column):
+        return column.astype(np.int8)
+    lo, hi = int(column.min()), int(column.max())
+    kind = next(t for t in _NARROW if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+    return column.astype(kind)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -46,6 +47,8 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     """Writes the records of ``report``'s tasks to ``path``; None (nothing written) when no
     task kept records. Per task ``counts`` gives its number of records (-1: none kept) and
     ``starts`` its start, so a reader can tell the file belongs to the report it holds."""
+    from pypto import _native
+
     traced = [t.trace for t in report.tasks if t.trace is not None]
     if not traced:
         return None
@@ -61,10 +64,9 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
         same = len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # the ids as they are
         names.append(raw["name_id"] if same else ids[raw["name_id"]])
         locs.append(raw["loc_id"] if same else ids[raw["loc_id"]])
-    arrays = {
-        f"col_{name}": _narrow(_joined([t.by_column[j] for t in traced]))
-        for j, name in enumerate(RECORD_COLUMNS)
-    }
+    # The columns narrowed straight from the row-major tables (no transposed copy of them).
+    columns = _native.narrow_record_tables([t.raw["table"] for t in traced])
+    arrays = {f"col_{name}": column for name, column in zip(RECORD_COLUMNS, columns)}
     arrays["name_id"] = _narrow(_joined(names))
     arrays["loc_id"] = _narrow(_joined(locs))
     arrays["strings"] = np.frombuffer(json.dumps(list(strings)).encode(), np.uint8)

@@ -382,8 +382,10 @@ def test_the_records_file_is_what_numpy_savez_writes_of_the_narrowest_columns(tm
     for bits in (8, 16, 32, 64):
         info = np.iinfo(f"int{bits}")
         for edge in (info.min, info.max):
-            column = np.array([0, edge], np.int64)
-            assert _native.narrow_column(column).dtype == np.dtype(f"int{bits}")
-            np.testing.assert_array_equal(_native.narrow_column(column), column)
-    assert _native.narrow_column(np.array([-129, 5], np.int32)).dtype == np.int16
-    assert _native.narrow_column(np.zeros(0, np.int64)).dtype == np.int8
+            tables = [np.array([[0, 1]], np.int64), np.array([[edge, 2], [3, 4]], np.int64)]
+            first, second = _native.narrow_record_tables(tables)
+            assert first.dtype == np.dtype(f"int{bits}") and second.dtype == np.int8
+            np.testing.assert_array_equal(first, [0, edge, 3])
+            np.testing.assert_array_equal(second, [1, 2, 4])
+    (empty,) = _native.narrow_record_tables([np.zeros((0, 1), np.int64)])
+    assert empty.dtype == np.int8 and len(empty) == 0

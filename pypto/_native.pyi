@@ -38,6 +38,36 @@ class MemoryStats:
     @property
     def stalled_transfers(self) -> int: ...
 
+class PerfettoCoreLanes:
+    def __init__(
+        self,
+        tasks: list[
+            tuple[
+                typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
+                typing.Annotated[numpy.typing.ArrayLike, numpy.int32],
+                typing.Annotated[numpy.typing.ArrayLike, numpy.int32],
+                typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ],
+        columns: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        strings: typing.SupportsInt | typing.SupportsIndex,
+        first_flow: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None: ...
+    def write_lane(
+        self,
+        lane: typing.SupportsInt | typing.SupportsIndex,
+        seq: typing.SupportsInt | typing.SupportsIndex,
+        fd: typing.SupportsInt | typing.SupportsIndex,
+        path: str,
+    ) -> int: ...
+    @property
+    def flows(self) -> int: ...
+    @property
+    def lanes(
+        self,
+    ) -> list[tuple[int, int, numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]]: ...
+
 class Platform:
     def __init__(self, *args, **kwargs) -> None: ...
     @property
@@ -344,20 +374,9 @@ def hardware_facts() -> dict: ...
 def last_instruction() -> tuple[str, str]: ...
 def load_kernel(path: str) -> None: ...
 def make_platform(table: dict) -> Platform: ...
-def perfetto_write_lane_slices(
-    fd: typing.SupportsInt | typing.SupportsIndex,
-    path: str,
-    seq: typing.SupportsInt | typing.SupportsIndex,
-    rows: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None,
-    start: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    end: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    name: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    loc: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    name_iid: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    loc_iid: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    flow_out: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-    flow_in: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
-) -> int: ...
+def narrow_record_tables(
+    tables: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64]],
+) -> list: ...
 def platform_field_rule(key: str) -> tuple[bool, float, float]: ...
 def platform_names() -> list[str]: ...
 def platform_table(name: str, cost_profile: str = ...) -> dict: ...

@@ -1,15 +1,16 @@
 // The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
-// trace writer (csrc/tools/trace_write.hpp), the whole-run trace's slice encoder
-// (csrc/tools/perfetto_slices.hpp) and the records table by column (record_columns.hpp).
+// trace writer (csrc/tools/trace_write.hpp), the whole-run trace's lanes
+// (csrc/tools/perfetto_lanes.hpp) and the records table by column (record_columns.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
 #include <algorithm>
-#include <optional>
+#include <limits>
+#include <memory>
 
 #include "bindings/bind.hpp"
-#include "tools/perfetto_slices.hpp"
+#include "tools/perfetto_lanes.hpp"
 #include "tools/record_columns.hpp"
 #include "tools/trace_clean.hpp"
 #include "tools/trace_write.hpp"
@@ -123,42 +124,111 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
-tools::LaneSlices lane_view(uint64_t seq, const std::optional<I64Table>& rows,
-                            const I64Table& start, const I64Table& end, const I64Table& name,
-                            const I64Table& loc, const I64Table& name_iid, const I64Table& loc_iid,
-                            const I64Table& flow_out, const I64Table& flow_in) {
-  const I64Table* cols[] = {&start, &end, &name, &loc, &flow_out, &flow_in};
-  for (const I64Table* c : cols) {
-    if (c->ndim() != 1 || c->size() != start.size())
-      throw py::value_error("lane slices: six 1-D columns of one length expected");
+// The tables' columns, each narrowed to the first of int8, int16, int32, int64 that holds it
+// (int8 when there are no rows).
+py::list narrow_record_tables(const std::vector<I64Table>& tables) {
+  std::vector<tools::RecordsTable> views;
+  size_t width = 0, rows = 0;
+  for (const I64Table& t : tables) {
+    if (t.ndim() != 2) throw py::value_error("narrow_record_tables: 2-D records tables expected");
+    const auto w = static_cast<size_t>(t.shape(1));
+    if (!views.empty() && w != width)
+      throw py::value_error("narrow_record_tables: tables of different widths");
+    width = w;
+    views.push_back({t.data(), static_cast<size_t>(t.shape(0))});
+    rows += views.back().rows;
   }
-  if (name_iid.ndim() != 1 || loc_iid.size() != name_iid.size() || loc_iid.ndim() != 1)
-    throw py::value_error("lane slices: two 1-D interning tables of one length expected");
-  if (rows && rows->ndim() != 1) throw py::value_error("lane slices: 1-D rows expected");
-  tools::LaneSlices lane;
-  lane.seq = seq;
-  lane.n = static_cast<size_t>(rows ? rows->size() : start.size());
-  lane.rows = rows ? rows->data() : nullptr;
-  lane.start = start.data();
-  lane.end = end.data();
-  lane.name = name.data();
-  lane.loc = loc.data();
-  lane.name_iid = name_iid.data();
-  lane.loc_iid = loc_iid.data();
-  lane.strings = static_cast<size_t>(name_iid.size());
-  lane.flow_out = flow_out.data();
-  lane.flow_in = flow_in.data();
-  return lane;
+  std::vector<int64_t> lo(width), hi(width);
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the argument holds alive
+    tools::column_ranges(views, width, lo.data(), hi.data());
+  }
+  py::list out;
+  std::vector<void*> dst(width);
+  std::vector<int> bytes(width);
+  for (size_t c = 0; c < width; ++c) {
+    const auto holds = [&](auto zero) {
+      using To = decltype(zero);
+      return !rows ||
+             (lo[c] >= std::numeric_limits<To>::min() && hi[c] <= std::numeric_limits<To>::max());
+    };
+    const auto make = [&](auto zero) {
+      py::array_t<decltype(zero)> column(static_cast<py::ssize_t>(rows));
+      dst[c] = column.mutable_data();
+      bytes[c] = sizeof(zero);
+      out.append(column);
+    };
+    if (holds(int8_t{})) {
+      make(int8_t{});
+    } else if (holds(int16_t{})) {
+      make(int16_t{});
+    } else if (holds(int32_t{})) {
+      make(int32_t{});
+    } else {
+      make(int64_t{});
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    tools::narrow_columns(views, width, dst.data(), bytes.data());
+  }
+  return out;
 }
 
-size_t write_lane(int fd, const std::string& path, uint64_t seq,
-                  const std::optional<I64Table>& rows, const I64Table& start, const I64Table& end,
-                  const I64Table& name, const I64Table& loc, const I64Table& name_iid,
-                  const I64Table& loc_iid, const I64Table& flow_out, const I64Table& flow_in) {
-  const tools::LaneSlices lane =
-      lane_view(seq, rows, start, end, name, loc, name_iid, loc_iid, flow_out, flow_in);
-  py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
-  return tools::write_lane_slices(lane, static_cast<size_t>(start.size()), fd, path);
+// A core's lanes with the arrays its tasks' records live in (held for as long as it is).
+struct BoundCoreLanes {
+  std::vector<py::object> keep;
+  std::unique_ptr<tools::CoreLanes> lanes;
+};
+
+// (records table, name ids, source-line ids, task string id -> core string id, start) per task.
+using CoreTasks =
+    py::typing::List<py::typing::Tuple<I64Table, I32Column, I32Column, I64Table, int>>;
+
+BoundCoreLanes core_lanes(const CoreTasks& tasks, const std::vector<size_t>& at, size_t strings,
+                          uint64_t first_flow) {
+  if (at.size() != 7) throw py::value_error("core lanes: 7 column positions expected");
+  BoundCoreLanes out;
+  std::vector<tools::CoreTask> views;
+  for (const auto& item : tasks) {
+    const auto task = item.cast<py::tuple>();
+    auto table = I64Table::ensure(task[0]);
+    auto names = I32Column::ensure(task[1]);
+    auto locs = I32Column::ensure(task[2]);
+    auto ids = I64Table::ensure(task[3]);
+    if (!table || !names || !locs || !ids || table.ndim() != 2 || ids.ndim() != 1)
+      throw py::value_error("core lanes: malformed task records");
+    tools::CoreTask v;
+    v.rows = static_cast<size_t>(table.shape(0));
+    v.width = static_cast<size_t>(table.shape(1));
+    if (static_cast<size_t>(names.size()) != v.rows || static_cast<size_t>(locs.size()) != v.rows)
+      throw py::value_error("core lanes: a task's columns of different lengths");
+    v.table = table.data();
+    v.name_id = names.data();
+    v.loc_id = locs.data();
+    v.core_id = ids.data();
+    v.strings = static_cast<size_t>(ids.size());
+    v.offset = task[4].cast<int64_t>();
+    views.push_back(v);
+    out.keep.insert(out.keep.end(), {table, names, locs, ids});
+  }
+  const tools::LaneColumnsAt cols{at[0], at[1], at[2], at[3], at[4], at[5], at[6]};
+  try {
+    py::gil_scoped_release release;  // pure C++ over arrays `keep` holds alive
+    out.lanes = std::make_unique<tools::CoreLanes>(std::move(views), cols, strings, first_flow);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+  return out;
+}
+
+py::list lanes_of(const BoundCoreLanes& core) {
+  py::list out;
+  for (const tools::CoreLane& lane : core.lanes->lanes()) {
+    out.append(py::make_tuple(lane.pipe, lane.sub, py::array(py::cast(lane.names)),
+                              py::array(py::cast(lane.locs))));
+  }
+  return out;
 }
 
 // The bytes of a contiguous one-dimensional buffer; `who` names the call in the error.
@@ -217,16 +287,44 @@ void bind_tools(py::module_& m) {
         "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
         "(pid, records, quoted strings) per core; returns the static instructions and their "
         "per-core totals for the API_INSTR block.");
+  m.def("narrow_record_tables", &narrow_record_tables, py::arg("tables"),
+        "Column c of every records table (rows x columns, int64), one table after another, "
+        "per column in the first of int8, int16, int32, int64 that holds its smallest and "
+        "largest value (int8 when there are no rows), read without a transposed copy (see "
+        "record_columns.hpp).");
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");
-  m.def("perfetto_write_lane_slices", &write_lane, py::arg("fd"), py::arg("path"), py::arg("seq"),
-        py::arg("rows"), py::arg("start"), py::arg("end"), py::arg("name"), py::arg("loc"),
-        py::arg("name_iid"), py::arg("loc_iid"), py::arg("flow_out"), py::arg("flow_in"),
-        "The begin and end TracePackets of one lane's slices — the `rows` (None: all) of a core's "
-        "columns, ids interned through the lane's tables (see perfetto_slices.hpp) — written to "
-        "the open file descriptor `fd` (of the file `path`) a chunk at a time; returns their "
-        "bytes.");
+  py::class_<BoundCoreLanes>(m, "PerfettoCoreLanes",
+                             "One core's lanes of the whole-run Perfetto trace (see "
+                             "perfetto_lanes.hpp).")
+      .def(py::init(&core_lanes), py::arg("tasks"), py::arg("columns"), py::arg("strings"),
+           py::arg("first_flow"),
+           "From (records table, name ids, source-line ids, task string id -> core string "
+           "id, start cycle) per task of the core, the positions of the columns kind, pipe, "
+           "start, end, flag_src, flag_dst, flag_id, the core's string count and the flag arrows "
+           "numbered before it.")
+      .def_property_readonly(
+          "lanes",
+          [](const BoundCoreLanes& c) {
+            return py::typing::List<
+                py::typing::Tuple<int, int, py::array_t<int64_t>, py::array_t<int64_t>>>(
+                lanes_of(c));
+          },
+          "(pipe, sub-lane, the core string ids of its names, of its source lines) per lane.")
+      .def_property_readonly(
+          "flows", [](const BoundCoreLanes& c) { return c.lanes->flows(); },
+          "The flag arrows of the core.")
+      .def(
+          "write_lane",
+          [](const BoundCoreLanes& c, size_t lane, uint64_t seq, int fd, const std::string& path) {
+            if (lane >= c.lanes->lanes().size()) throw py::index_error("no such lane");
+            py::gil_scoped_release release;  // pure C++ over arrays the object holds alive
+            return c.lanes->write_lane(lane, seq, fd, path);
+          },
+          py::arg("lane"), py::arg("seq"), py::arg("fd"), py::arg("path"),
+          "The lane's slices, written to the open file descriptor `fd` (of the file `path`) a "
+          "chunk at a time; returns their bytes.");
 }
 
 }  // namespace pypto

@@ -1,6 +1,9 @@
 // See record_columns.hpp.
 #include "tools/record_columns.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace pypto::tools {
 
 void record_columns(const int64_t* table, size_t rows, size_t width, int64_t* out) {
@@ -17,6 +20,79 @@ void record_columns(const int64_t* table, size_t rows, size_t width, int64_t* ou
   }
   for (; r0 < rows; ++r0) {
     for (size_t c = 0; c < width; ++c) out[c * rows + r0] = table[r0 * width + c];
+  }
+}
+
+void column_ranges(const std::vector<RecordsTable>& tables, size_t width, int64_t* lo,
+                   int64_t* hi) {
+  std::fill(lo, lo + width, std::numeric_limits<int64_t>::max());
+  std::fill(hi, hi + width, std::numeric_limits<int64_t>::min());
+  // A block of kRangeBlock rows at a time (~22 KB for eleven columns: it stays in L1 while
+  // its columns are read), column by column with four running ranges in registers so that
+  // consecutive compares do not wait for each other.
+  constexpr size_t kRangeBlock = 256;
+  for (const RecordsTable& t : tables) {
+    for (size_t from = 0; from < t.rows; from += kRangeBlock) {
+      const size_t to = std::min(t.rows, from + kRangeBlock);
+      for (size_t c = 0; c < width; ++c) {
+        const int64_t* col = t.table + c;
+        int64_t low[4] = {lo[c], lo[c], lo[c], lo[c]}, high[4] = {hi[c], hi[c], hi[c], hi[c]};
+        size_t r = from;
+        for (; r + 4 <= to; r += 4) {
+          for (size_t k = 0; k < 4; ++k) {
+            const int64_t v = col[(r + k) * width];
+            low[k] = v < low[k] ? v : low[k];
+            high[k] = v > high[k] ? v : high[k];
+          }
+        }
+        for (; r < to; ++r) {
+          low[0] = std::min(low[0], col[r * width]);
+          high[0] = std::max(high[0], col[r * width]);
+        }
+        lo[c] = std::min({low[0], low[1], low[2], low[3]});
+        hi[c] = std::max({high[0], high[1], high[2], high[3]});
+      }
+    }
+  }
+}
+
+namespace {
+
+// Rows [from, to) of column c of `table`, narrowed, at `out`.
+template <class To>
+void narrow_block(const int64_t* table, size_t width, size_t c, size_t from, size_t to, To* out) {
+  for (size_t r = from; r < to; ++r) out[r - from] = static_cast<To>(table[r * width + c]);
+}
+
+}  // namespace
+
+void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
+                    const int* bytes) {
+  // A block of kBlock rows (~22 KB for eleven columns) stays in L1 while each of its columns
+  // is copied out.
+  constexpr size_t kBlock = 256;
+  size_t at = 0;  // rows of the earlier tables
+  for (const RecordsTable& t : tables) {
+    for (size_t from = 0; from < t.rows; from += kBlock) {
+      const size_t to = std::min(t.rows, from + kBlock);
+      for (size_t c = 0; c < width; ++c) {
+        const size_t dst = at + from;
+        switch (bytes[c]) {
+          case 1:
+            narrow_block(t.table, width, c, from, to, static_cast<int8_t*>(out[c]) + dst);
+            break;
+          case 2:
+            narrow_block(t.table, width, c, from, to, static_cast<int16_t*>(out[c]) + dst);
+            break;
+          case 4:
+            narrow_block(t.table, width, c, from, to, static_cast<int32_t*>(out[c]) + dst);
+            break;
+          default:
+            narrow_block(t.table, width, c, from, to, static_cast<int64_t*>(out[c]) + dst);
+        }
+      }
+    }
+    at += t.rows;
   }
 }
 

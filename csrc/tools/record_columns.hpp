@@ -6,10 +6,28 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace pypto::tools {
 
 // out[c * rows + r] = table[r * width + c] for every row r and column c.
 void record_columns(const int64_t* table, size_t rows, size_t width, int64_t* out);
+
+// The records tables of a run's tasks, read for the records file (pypto/report/records_file.py)
+// without a transposed copy: each column narrowed to the first signed type that holds it.
+struct RecordsTable {
+  const int64_t* table = nullptr;  // rows x width, row-major
+  size_t rows = 0;
+};
+
+// Per column c of the tables (all `width` wide): its smallest and largest value, in one pass
+// (lo[c] = INT64_MAX, hi[c] = INT64_MIN when there are no rows).
+void column_ranges(const std::vector<RecordsTable>& tables, size_t width, int64_t* lo, int64_t* hi);
+
+// Column c of every table, one table after another, copied into out[c], an array of
+// bytes[c]-byte signed integers (1, 2, 4 or 8) that holds its values; a block of rows at a time,
+// so each row is read from memory once for all its columns.
+void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
+                    const int* bytes);
 
 }  // namespace pypto::tools

@@ -11,30 +11,30 @@ time and two small ids. Each ``set_flag`` starts a flow arrow that the ``wait_fl
 released ends. Slices that overlap on one pipe go to a sub-lane (``MTE2#1``), as viewers
 need properly nested slices per thread.
 
-The encoder is written here (the protobuf subset above): the tracks, sequences and interned
-strings in Python, the two packets per instruction in C++, written to the file a chunk at a
-time (``_native.perfetto_write_lane_slices``, ``csrc/tools/perfetto_slices.hpp``: a lane of
-a million slices is never one buffer); field numbers are those of Perfetto's
-``protos/perfetto/trace`` files, which the format keeps stable.
+The encoder is written here (the protobuf subset above): the tracks and interned strings in
+Python; each core's lanes (pipes, sub-lanes, flag arrows, the strings each lane uses) laid
+out in one native pass over its records, and the two packets per instruction encoded in C++
+and written to the file a chunk at a time (``_native.PerfettoCoreLanes``,
+``csrc/tools/perfetto_lanes.hpp``: a lane of a million slices is never one buffer); field
+numbers are those of Perfetto's ``protos/perfetto/trace`` files, which the format keeps
+stable.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
-from collections import defaultdict
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from pypto.report.progress import progress
 from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport
-from pypto.report.trace import flag_pairs
 
-_COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
-# A lane's slices: start, end, name id, source-line id, flow out, flow in.
-_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# The record columns the native lane builder reads, in the order it takes them.
+_LANE_COLUMNS = [
+    RECORD_COLUMNS.index(c) for c in ("kind", "pipe", "start", "end", "flag_src", "flag_dst", "flag_id")
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,23 +77,6 @@ def _str(field: int, text: str) -> bytes:
     return _msg(field, text.encode())
 
 
-def _sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per slice (sorted by start) its sub-lane: one freed by a slice that ended by then (the
-    earliest-ending; that uses the fewest sub-lanes), else a new one."""
-    if not len(start) or (start[1:] >= end[:-1]).all():
-        return np.zeros(len(start), np.int64)
-    busy: list[tuple[int, int]] = []  # (end of its last slice, sub-lane), a heap
-    out = np.empty(len(start), np.int64)
-    for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
-        if busy and busy[0][0] <= s:
-            k = heapq.heapreplace(busy, (e, busy[0][1]))[1]
-        else:
-            k = len(busy)
-            heapq.heappush(busy, (e, k))
-        out[i] = k
-    return out
-
-
 def _location(text: str) -> tuple[str, int]:
     parts = text.rsplit(":", 2)
     if len(parts) == 3 and parts[1].isdigit():
@@ -125,25 +108,9 @@ class _Out:
     def put(self, data: bytes) -> None:
         self.size += self.f.write(data)
 
-    def slices(self, seq: int, rows: np.ndarray | None, cols: _Columns, name_iid, loc_iid) -> None:
-        from pypto import _native
-
+    def slices(self, core: Any, lane: int, seq: int) -> None:
         self.f.flush()  # what Python buffered goes first: the encoder writes to the descriptor
-        start, end, name, loc, flow_out, flow_in = cols
-        self.size += _native.perfetto_write_lane_slices(
-            self.f.fileno(),
-            str(self.path),
-            seq,
-            rows,
-            start,
-            end,
-            name,
-            loc,
-            name_iid,
-            loc_iid,
-            flow_out,
-            flow_in,
-        )
+        self.size += core.write_lane(lane, seq, self.f.fileno(), str(self.path))
 
 
 def _core(out: _Out, core: int, tasks: list, lanes: int, flows: int) -> tuple[int, int]:
@@ -156,38 +123,26 @@ def _core(out: _Out, core: int, tasks: list, lanes: int, flows: int) -> tuple[in
             _str(_TD_NAME, name) + _msg(_TD_PROCESS, _int(_PID, core + 1) + _str(_PROCESS_NAME, name)),
         )
     )
-    ev, strings = _core_columns(tasks)
-    start, end, pipe = ev["start"], ev["end"], ev["pipe"]
-    pairs = flag_pairs(ev)
-    flow_out, flow_in = np.zeros(len(start), np.int64), np.zeros(len(start), np.int64)
-    flow_out[pairs[:, 0]] = flow_in[pairs[:, 1]] = flows + 1 + np.arange(len(pairs))
-    columns: _Columns = (start, end, ev["name"], ev["loc"], flow_out, flow_in)
-    for p in np.flatnonzero(np.bincount(pipe)).tolist():  # the pipes used, in order
-        on = np.flatnonzero(pipe == p)
-        whole = len(on) == len(start)  # every row, in order: the columns as they are
-        on_start, on_end = (start, end) if whole else (start[on], end[on])
-        if not _ordered(on_start, on_end):  # a stable sort of ordered rows changes nothing
-            order = np.lexsort((on_end, on_start))
-            on, on_start, on_end = on[order], on_start[order], on_end[order]
-        sub = _sub_lanes(on_start, on_end)
-        for s in np.flatnonzero(np.bincount(sub)).tolist():
-            lanes += 1
-            pick = on[sub == s] if sub.any() else on
-            label = PIPES[p] + (f"#{s}" if s else "")
-            _lane(out, lanes, core, label, _rows(pick, len(start)), columns, strings)
-    return lanes, flows + len(pairs)
+    plan, strings = _core_lanes(tasks, flows)
+    for i, (pipe, sub, names, locs) in enumerate(plan.lanes):
+        lanes += 1
+        _lane(out, lanes, core, PIPES[pipe] + (f"#{sub}" if sub else ""), names, locs, strings)
+        out.slices(plan, i, lanes)
+    return lanes, flows + plan.flows
 
 
-def _ordered(start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether the slices are already by start, then end (as a core issues them, mostly)."""
-    later = start[1:] > start[:-1]
-    return bool((later | ((start[1:] == start[:-1]) & (end[1:] >= end[:-1]))).all())
+def _core_lanes(tasks: list, flows: int) -> tuple[Any, list[str]]:
+    """One core's lanes laid out natively from its tasks' records tables (in run cycles),
+    names and source lines as ids of the returned strings (each task's in first appearance)."""
+    from pypto import _native
 
-
-def _rows(pick: np.ndarray, n: int) -> np.ndarray | None:
-    """A lane's rows of its core's ``n``; None when that is all of them in order (a core with
-    one pipe), which the encoder reads without an index."""
-    return None if len(pick) == n and bool((pick[1:] > pick[:-1]).all()) else pick  # n of n, rising
+    strings: dict[str, int] = {}
+    parts: list[Any] = []
+    for t in tasks:
+        raw = t.trace.raw
+        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
+        parts.append((raw["table"], raw["name_id"], raw["loc_id"], ids, t.start))
+    return _native.PerfettoCoreLanes(parts, _LANE_COLUMNS, len(strings), flows), list(strings)
 
 
 def _by_core(report: RunReport) -> dict[int, list]:
@@ -198,58 +153,18 @@ def _by_core(report: RunReport) -> dict[int, list]:
     return dict(enumerate(cores.values()))
 
 
-def _core_columns(tasks: list) -> tuple[dict[str, np.ndarray], list[str]]:
-    """One core's records over its tasks, in run cycles, names and locations as ids of the
-    returned strings; the flag columns as ``flag_pairs`` reads them."""
-    strings: dict[str, int] = {}
-    cols: dict[str, list[np.ndarray]] = defaultdict(list)
-    for t in tasks:
-        raw = t.trace.raw
-        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        table = t.trace.by_column  # contiguous columns: each read below is one pass over one
-        kind = table[_COL["kind"]]
-        columns = {
-            "start": table[_COL["start"]] + t.start if t.start else table[_COL["start"]],
-            "end": table[_COL["end"]] + t.start if t.start else table[_COL["end"]],
-            "pipe": table[_COL["pipe"]],
-            "kind": kind,
-            "name": ids[raw["name_id"]],
-            "loc": ids[raw["loc_id"]],
-            "fsrc": table[_COL["flag_src"]],
-            "fdst": table[_COL["flag_dst"]],
-            "fid": np.where((kind == 1) | (kind == 2), table[_COL["flag_id"]], -1),
-        }
-        for key, col in columns.items():
-            cols[key].append(col)
-    ev = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in cols.items()}  # one task: no copy
-    ev["core"] = np.zeros(len(ev["start"]), np.int64)
-    return ev, list(strings)
-
-
-def _interned(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ids of ``n`` strings that ``ids`` uses, in order, and per string id its interned id
-    (1, 2, ... in that order; 0: unused), by marking rather than sorting (a million ids of a
-    few distinct values)."""
-    used = np.zeros(n, bool)
-    used[ids] = True
-    return np.flatnonzero(used), np.where(used, np.cumsum(used), 0)
-
-
 def _descriptor(uuid: int, body: bytes) -> bytes:
     return _msg(_PACKET, _msg(_DESCRIPTOR, _int(_UUID, uuid) + body))
 
 
 def _lane(
-    out: _Out, seq: int, core: int, label: str, rows: np.ndarray | None, cols: _Columns, strings: list[str]
+    out: _Out, seq: int, core: int, label: str, names: np.ndarray, locs: np.ndarray, strings: list[str]
 ) -> None:
-    """Writes one lane — the ``rows`` of its core's columns (None: all) — as its thread track,
-    its sequence's first packet (defaults, interned names and source lines), then its slices."""
-    name, loc = cols[2], cols[3]
+    """Writes one lane's thread track and its sequence's first packet (defaults, and the
+    interned ``names`` and source lines ``locs``: ids of ``strings``, interned as 1, 2, ...)."""
     uuid = _LANE_UUID + seq
     thread = _int(_PID, core + 1) + _int(_TID, seq) + _str(_THREAD_NAME, label)
     head = _descriptor(uuid, _int(_TD_PARENT, core + 1) + _msg(_TD_THREAD, thread))
-    names, name_iid = _interned(name if rows is None else name[rows], len(strings))
-    locs, loc_iid = _interned(loc if rows is None else loc[rows], len(strings))
     interned = b"".join(
         _msg(_EVENT_NAMES, _int(_IID, i + 1) + _str(_NAME, strings[s])) for i, s in enumerate(names.tolist())
     )
@@ -264,4 +179,3 @@ def _lane(
         + _msg(_DEFAULTS, _msg(_TRACK_EVENT, _int(_TE_TRACK, uuid))) + _msg(_INTERNED, interned)
     )  # fmt: skip
     out.put(head + _msg(_PACKET, first))
-    out.slices(seq, rows, cols, name_iid, loc_iid)

@@ -16,6 +16,7 @@ import json
 import logging
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -46,6 +47,8 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     """Writes the records of ``report``'s tasks to ``path``; None (nothing written) when no
     task kept records. Per task ``counts`` gives its number of records (-1: none kept) and
     ``starts`` its start, so a reader can tell the file belongs to the report it holds."""
+    from pypto import _native
+
     traced = [t.trace for t in report.tasks if t.trace is not None]
     if not traced:
         return None
@@ -58,12 +61,12 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
             locs.append(raw["loc_id"])
             continue
         ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        names.append(ids[raw["name_id"]] if len(raw["strings"]) else raw["name_id"])
-        locs.append(ids[raw["loc_id"]] if len(raw["strings"]) else raw["loc_id"])
-    arrays = {
-        f"col_{name}": _narrow(_joined([t.by_column[j] for t in traced]))
-        for j, name in enumerate(RECORD_COLUMNS)
-    }
+        same = len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # the ids as they are
+        names.append(raw["name_id"] if same else ids[raw["name_id"]])
+        locs.append(raw["loc_id"] if same else ids[raw["loc_id"]])
+    # The columns narrowed straight from the row-major tables (no transposed copy of them).
+    columns = _native.narrow_record_tables([t.raw["table"] for t in traced])
+    arrays = {f"col_{name}": column for name, column in zip(RECORD_COLUMNS, columns)}
     arrays["name_id"] = _narrow(_joined(names))
     arrays["loc_id"] = _narrow(_joined(locs))
     arrays["strings"] = np.frombuffer(json.dumps(list(strings)).encode(), np.uint8)
@@ -73,8 +76,18 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:
-        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub reads the first as allow_pickle
+        _savez(f, arrays)
     return path
+
+
+def _savez(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """The bytes ``np.savez`` writes (each array a stored ``.npy`` member, forced to zip64),
+    each array's data handed to the zip stream as it is rather than copied out in chunks."""
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, value in arrays.items():
+            with zf.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(value))
+                member.write(np.ascontiguousarray(value).data)
 
 
 def attach_records(report: RunReport, path: str | Path) -> bool:

@@ -59,7 +59,8 @@ class InstrTrace:
     def by_column(self) -> np.ndarray:
         """The records table transposed (one contiguous int64 row per RECORD_COLUMNS entry),
         made once in one native pass: a column of the row-major table is a strided read of the
-        whole table, and the trace writers, the records file and the timeline read most columns."""
+        whole table, and the timeline reads most columns (the trace writers and the records
+        file read the row-major table natively, without this copy)."""
         if self._by_column is None:
             from pypto import _native
 

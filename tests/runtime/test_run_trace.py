@@ -182,73 +182,63 @@ def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, 
     assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("launch")[0]
 
 
-def test_overlapping_slices_of_one_pipe_go_to_sub_lanes():
+def _one_pipe_report(start: np.ndarray, end: np.ndarray, pipe: str = "MTE2"):
+    """A report of one task on one core whose records are slices on one pipe."""
+    from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
+
+    table = np.zeros((len(start), len(RECORD_COLUMNS)), np.int64)
+    table[:, RECORD_COLUMNS.index("pipe")] = PIPES.index(pipe)
+    table[:, RECORD_COLUMNS.index("start")], table[:, RECORD_COLUMNS.index("end")] = start, end
+    table[:, RECORD_COLUMNS.index("flag_id")] = -1
+    ids = np.zeros(len(start), np.int32)
+    trace = InstrTrace({"table": table, "name_id": ids, "loc_id": ids, "strings": ["MOV"]})
+    task = TaskReport("k", 0, 0, int(end.max()), dict.fromkeys(PIPES, 0), len(start), trace=trace)
+    return RunReport("a2a3sim", task.end, dict.fromkeys(PIPES, 0), len(start), [task])
+
+
+def test_overlapping_slices_of_one_pipe_go_to_sub_lanes(tmp_path: Path):
     """Perfetto needs properly nested slices per thread: overlaps move to MTE2#1, #2, ... and
     each sub-lane's slices are disjoint, using as few sub-lanes as the deepest overlap."""
-    from pypto.report.perfetto import _sub_lanes
+    from pypto.report.perfetto import write_run_trace
 
     rng = np.random.default_rng(0)
-    start = np.sort(rng.integers(0, 1000, 400))
+    start = rng.integers(0, 1000, 400)  # not in start order: the writer orders each pipe
     end = start + rng.integers(0, 40, 400)
-    sub = _sub_lanes(start, end)
-    for k in np.unique(sub):
-        s, e = start[sub == k], end[sub == k]
-        assert (s[1:] >= e[:-1]).all()
+    threads, slices = read_slices(write_run_trace(_one_pipe_report(start, end), tmp_path / "a.pftrace"))
+    assert sorted(s[2:4] for s in slices) == sorted(zip(start.tolist(), end.tolist()))
+    lanes = defaultdict(list)
+    for _, lane, s, e, *_ in slices:
+        lanes[lane].append((s, e))
+    for spans in lanes.values():
+        spans.sort()
+        assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:]))
     depth = max(int(((start <= t) & (t < end)).sum()) for t in range(1000))
-    assert sub.max() + 1 == depth
-    assert not _sub_lanes(np.array([0, 5, 5]), np.array([5, 5, 9])).any()  # touching is not overlap
+    assert set(lanes) == {"MTE2", *(f"MTE2#{k}" for k in range(1, depth))}
+    touching = _one_pipe_report(np.array([0, 5, 5]), np.array([5, 5, 9]))  # touching is not overlap
+    threads, _ = read_slices(write_run_trace(touching, tmp_path / "b.pftrace"))
+    assert [lane for _, lane in threads.values()] == ["MTE2"]
 
 
-def test_the_native_slice_encoder_refuses_bad_columns_and_writes_nothing(tmp_path):
+def test_the_native_lane_builder_refuses_bad_records(tmp_path: Path):
     import pytest
 
-    from pypto import _native
+    from pypto.report.perfetto import write_run_trace
 
     ok = np.array([1, 2], np.int64)
-    ids, iid = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
-    path = tmp_path / "lane.bin"
-
-    def lane(rows, start, end, name=ids, name_iid=iid) -> bytes:  # names double as source lines
-        with path.open("wb") as f:
-            n = _native.perfetto_write_lane_slices(
-                f.fileno(), str(path), 1, rows, start, end, name, name, name_iid, iid, ok * 0, ok * 0
-            )
-        assert n == path.stat().st_size
-        return path.read_bytes()
-
-    whole = lane(None, ok, ok + 1)
-    assert len(whole) > 0 and lane(np.array([0, 1]), ok, ok + 1) == whole
-    assert lane(np.array([1, 0]), ok[::-1].copy(), ok[::-1] + 1, ids[::-1].copy()) == whole
-    bad = [
-        ("negative", lambda: lane(None, ok - 2, ok)),
-        ("negative", lambda: lane(None, ok, ok + 1, name_iid=-iid)),
-        ("one length", lambda: lane(None, ok, ok[:1])),
-        ("outside its core", lambda: lane(np.array([0, 2]), ok, ok + 1)),
-        ("outside the lane's tables", lambda: lane(None, ok, ok + 1, name=ids + 1)),
-    ]
-    for message, call in bad:
+    for message, start, end in [("negative", ok - 2, ok), ("negative", ok, ok - 3)]:
         with pytest.raises(ValueError, match=message):
-            call()
-        assert path.stat().st_size == 0
+            write_run_trace(_one_pipe_report(start, end), tmp_path / "bad.pftrace")
+    report = _one_pipe_report(ok, ok + 1)
+    report.tasks[0].trace.raw["name_id"][1] = 1  # one string only
+    with pytest.raises(ValueError, match="string id outside its tables"):
+        write_run_trace(report, tmp_path / "bad.pftrace")
 
 
-def test_a_lane_of_many_chunks_is_written_whole(tmp_path):
+def test_a_lane_of_many_chunks_is_written_whole(tmp_path: Path):
     """The encoder writes a chunk of slices at a time: a lane longer than one chunk comes out
-    as the concatenation of its parts."""
-    from pypto import _native
+    whole, every slice once, in order."""
+    from pypto.report.perfetto import write_run_trace
 
-    n = 10_000
-    start = np.arange(n, dtype=np.int64) * 3
-    ids, iid, zero = np.zeros(n, np.int64), np.array([1], np.int64), np.zeros(n, np.int64)
-    path = tmp_path / "lane.bin"
-
-    def lane(rows: np.ndarray) -> bytes:
-        with path.open("wb") as f:
-            _native.perfetto_write_lane_slices(
-                f.fileno(), str(path), 7, rows, start, start + 2, ids, ids, iid, iid, zero, zero
-            )
-        return path.read_bytes()
-
-    whole = lane(np.arange(n))
-    assert whole == lane(np.arange(5000)) + lane(np.arange(5000, n))
-    assert whole.count(b"\x50\x07") == 2 * n  # the sequence id field, in both packets of every slice
+    start = np.arange(10_000, dtype=np.int64) * 3
+    _, slices = read_slices(write_run_trace(_one_pipe_report(start, start + 2), tmp_path / "a.pftrace"))
+    assert [s[2:4] for s in slices] == list(zip(start.tolist(), (start + 2).tolist()))

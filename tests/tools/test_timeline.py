@@ -361,3 +361,31 @@ def test_the_folder_page_reads_the_records_file_and_falls_back_to_the_traces(tmp
     with caplog.at_level("WARNING"):
         assert sorted(from_folder()["rows"]) == sorted(direct["rows"])
     assert caplog.text.count("falls back to the launches' traces") == 2
+
+
+def test_the_records_file_is_what_numpy_savez_writes_of_the_narrowest_columns(tmp_path: Path):
+    """records.npz is written member by member without numpy's chunk copies: byte for byte the
+    file ``np.savez`` makes of the same arrays, each column in the first signed type that holds
+    its smallest and largest value."""
+    from unittest import mock
+
+    from pypto import _native
+    from pypto.report.records_file import save_records
+
+    report = _traced_pipelined(tmp_path / "build")
+    with mock.patch("time.time", return_value=1.7e9):  # the zip members' timestamps
+        save_records(report, tmp_path / "mine.npz")
+        with np.load(tmp_path / "mine.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        np.savez(tmp_path / "numpy.npz", **arrays)  # type: ignore[arg-type]
+    assert (tmp_path / "mine.npz").read_bytes() == (tmp_path / "numpy.npz").read_bytes()
+    for bits in (8, 16, 32, 64):
+        info = np.iinfo(f"int{bits}")
+        for edge in (info.min, info.max):
+            tables = [np.array([[0, 1]], np.int64), np.array([[edge, 2], [3, 4]], np.int64)]
+            first, second = _native.narrow_record_tables(tables)
+            assert first.dtype == np.dtype(f"int{bits}") and second.dtype == np.int8
+            np.testing.assert_array_equal(first, [0, edge, 3])
+            np.testing.assert_array_equal(second, [1, 2, 4])
+    (empty,) = _native.narrow_record_tables([np.zeros((0, 1), np.int64)])
+    assert empty.dtype == np.int8 and len(empty) == 0

@@ -1,0 +1,273 @@
+// See perfetto_lanes.hpp.
+#include "tools/perfetto_lanes.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <queue>
+#include <stdexcept>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "tools/parallel_files.hpp"
+#include "tools/perfetto_slices.hpp"
+
+namespace pypto::tools {
+namespace {
+
+// Pipe numbers index the report's pipe names; a larger one is a corrupt record.
+constexpr int64_t kMaxPipe = 1 << 16;
+
+// Row r's value in column col of the task's row-major records.
+int64_t value(const CoreTask& t, size_t r, size_t col) { return t.table[r * t.width + col]; }
+
+// Calls fn(task, row in the task, row in the core) for the lane's rows in its order.
+template <class Fn>
+void for_rows(const std::vector<CoreTask>& tasks, const std::vector<size_t>& base,
+              const CoreLane& lane, Fn&& fn) {
+  if (lane.all) {
+    for (size_t t = 0; t < tasks.size(); ++t)
+      for (size_t r = 0; r < tasks[t].rows; ++r) fn(tasks[t], r, base[t] + r);
+    return;
+  }
+  size_t t = 0;
+  for (const int64_t row : lane.rows) {
+    const auto r = static_cast<size_t>(row);
+    if (r < base[t] || r >= base[t + 1])  // the last task with its first row at or before r
+      t = static_cast<size_t>(std::upper_bound(base.begin(), base.end(), r) - base.begin()) - 1;
+    fn(tasks[t], r - base[t], r);
+  }
+}
+
+// The task's column positions are inside its records, its string map inside the core's.
+void check_task(const CoreTask& t, const LaneColumnsAt& at, size_t strings) {
+  if (t.rows && std::max({at.kind, at.pipe, at.start, at.end, at.flag_src, at.flag_dst,
+                          at.flag_id}) >= t.width)
+    throw std::invalid_argument("trace records: a column position is out of range");
+  for (size_t i = 0; i < t.strings; ++i) {
+    if (static_cast<uint64_t>(t.core_id[i]) >= strings)
+      throw std::invalid_argument("a trace task's string maps outside the core's strings");
+  }
+}
+
+// Per slice (by start, then end) its sub-lane: one freed by a slice that ended by then (the
+// earliest-ending, the lower number on a tie), else a new one; all 0 when none overlap.
+std::vector<int64_t> sub_lanes(const std::vector<int64_t>& start, const std::vector<int64_t>& end) {
+  std::vector<int64_t> sub(start.size(), 0);
+  bool nested = true;
+  for (size_t i = 1; i < start.size() && nested; ++i) nested = start[i] >= end[i - 1];
+  if (nested) return sub;
+  using Busy = std::pair<int64_t, int64_t>;  // (end of its last slice, sub-lane)
+  std::priority_queue<Busy, std::vector<Busy>, std::greater<>> busy;
+  for (size_t i = 0; i < start.size(); ++i) {
+    int64_t k = static_cast<int64_t>(busy.size());
+    if (!busy.empty() && busy.top().first <= start[i]) {
+      k = busy.top().second;
+      busy.pop();
+    }
+    busy.push({end[i], k});
+    sub[i] = k;
+  }
+  return sub;
+}
+
+}  // namespace
+
+struct CoreLanes::PipeScan {
+  size_t count = 0;
+  bool ordered = true;  // by start, then end
+  bool nested = true;   // no slice starts before the one before it ended
+  int64_t last_start = INT64_MIN, last_end = INT64_MIN;
+  std::vector<char> names, locs;  // the core's strings its rows use
+};
+
+CoreLanes::CoreLanes(std::vector<CoreTask> tasks, const LaneColumnsAt& at, size_t strings,
+                     uint64_t first_flow)
+    : tasks_(std::move(tasks)), at_(at), strings_(strings) {
+  base_.push_back(0);
+  for (const CoreTask& t : tasks_) {
+    check_task(t, at_, strings_);
+    base_.push_back(base_.back() + t.rows);
+  }
+  const std::vector<PipeScan> pipes = scan();
+  pair_flags(first_flow);
+  const auto used = std::count_if(pipes.begin(), pipes.end(), [](auto& p) { return p.count; });
+  if (used == 1) {  // every row on one pipe, in order: no row list
+    lay_out_pipe(static_cast<int64_t>(pipes.size() - 1), {}, pipes.back());
+    return;
+  }
+  std::vector<std::vector<int64_t>> on(pipes.size());
+  for (size_t p = 0; p < pipes.size(); ++p) on[p].reserve(pipes[p].count);
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    for (size_t r = 0; r < tasks_[t].rows; ++r)
+      on[static_cast<size_t>(value(tasks_[t], r, at_.pipe))].push_back(
+          static_cast<int64_t>(base_[t] + r));
+  }
+  for (size_t p = 0; p < on.size(); ++p) {
+    if (!on[p].empty()) lay_out_pipe(static_cast<int64_t>(p), std::move(on[p]), pipes[p]);
+  }
+}
+
+// One pass over the records: checks them (a negative time or pipe, or a string id outside
+// its task's table, throws), and per pipe counts its rows, whether they come ordered and
+// nested, and the strings they use; collects the flag rows.
+std::vector<CoreLanes::PipeScan> CoreLanes::scan() {
+  std::vector<PipeScan> pipes;
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    const CoreTask& task = tasks_[t];
+    for (size_t r = 0; r < task.rows; ++r) {
+      const int64_t* row = task.table + r * task.width;
+      const int64_t pipe = row[at_.pipe], kind = row[at_.kind], flag = row[at_.flag_id];
+      const int64_t s = row[at_.start] + task.offset, e = row[at_.end] + task.offset;
+      if (pipe < 0 || s < 0 || e < 0)
+        throw std::invalid_argument("a trace slice has a negative time or pipe");
+      if (pipe > kMaxPipe || static_cast<uint32_t>(task.name_id[r]) >= task.strings ||
+          static_cast<uint32_t>(task.loc_id[r]) >= task.strings)
+        throw std::invalid_argument("a trace slice has a pipe or string id outside its tables");
+      const auto p = static_cast<size_t>(pipe);
+      if (p >= pipes.size()) pipes.resize(p + 1);
+      PipeScan& ps = pipes[p];
+      if (ps.names.empty()) ps.names.assign(strings_, 0), ps.locs.assign(strings_, 0);
+      ps.ordered &= s > ps.last_start || (s == ps.last_start && e >= ps.last_end);
+      ps.nested &= s >= ps.last_end;
+      ps.last_start = s, ps.last_end = e;
+      ++ps.count;
+      ps.names[static_cast<size_t>(task.core_id[task.name_id[r]])] = 1;
+      ps.locs[static_cast<size_t>(task.core_id[task.loc_id[r]])] = 1;
+      if ((kind == 1 || kind == 2) && flag >= 0)
+        sync_.push_back({row[at_.flag_src], row[at_.flag_dst], flag, s, kind == 2, base_[t] + r});
+    }
+  }
+  return pipes;
+}
+
+void CoreLanes::pair_flags(uint64_t first_flow) {
+  std::vector<Sync>& sync = sync_;
+  if (sync.empty()) return;
+  const auto key = [](const Sync& s) { return std::tie(s.src, s.dst, s.id, s.start, s.wait); };
+  std::stable_sort(sync.begin(), sync.end(),
+                   [&](const Sync& a, const Sync& b) { return key(a) < key(b); });
+  flow_out_.assign(base_.back(), 0);
+  flow_in_.assign(base_.back(), 0);
+  std::vector<size_t> sets;  // the current flag's sets, in time order
+  size_t claimed = 0;
+  for (size_t i = 0; i < sync.size(); ++i) {
+    const Sync& s = sync[i];
+    if (i == 0 || std::tie(s.src, s.dst, s.id) !=
+                      std::tie(sync[i - 1].src, sync[i - 1].dst, sync[i - 1].id)) {
+      sets.clear();
+      claimed = 0;
+    }
+    if (!s.wait) {
+      sets.push_back(s.row);
+    } else if (claimed < sets.size()) {
+      const uint64_t flow = first_flow + 1 + flows_++;
+      flow_out_[sets[claimed++]] = flow;
+      flow_in_[s.row] = flow;
+    }
+  }
+  sync = {};
+}
+
+void CoreLanes::lay_out_pipe(int64_t pipe, std::vector<int64_t> on, const PipeScan& scan) {
+  bool all = on.empty();  // rows 0..n-1 of the core
+  CoreLane every;
+  every.all = all;
+  every.rows = std::move(on);
+  every.pipe = pipe;
+  if (scan.ordered && scan.nested) {  // one lane, in row order, its strings known
+    for (size_t s = 0; s < strings_; ++s) {
+      if (scan.names[s]) every.names.push_back(static_cast<int64_t>(s));
+      if (scan.locs[s]) every.locs.push_back(static_cast<int64_t>(s));
+    }
+    lanes_.push_back(std::move(every));
+    return;
+  }
+  const size_t n = all ? base_.back() : every.rows.size();
+  std::vector<int64_t> start(n), end(n);
+  for_rows(tasks_, base_, every, [&, i = size_t{0}](const CoreTask& t, size_t r, size_t) mutable {
+    start[i] = value(t, r, at_.start) + t.offset;
+    end[i++] = value(t, r, at_.end) + t.offset;
+  });
+  if (!scan.ordered) {  // a stable sort by start, then end
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::tie(start[a], end[a]) < std::tie(start[b], end[b]);
+    });
+    std::vector<int64_t> rows(n), s(n), e(n);
+    for (size_t i = 0; i < n; ++i) {
+      rows[i] = all ? static_cast<int64_t>(order[i]) : every.rows[order[i]];
+      s[i] = start[order[i]];
+      e[i] = end[order[i]];
+    }
+    every.rows = std::move(rows), start = std::move(s), end = std::move(e);
+    every.all = all = false;
+  }
+  const std::vector<int64_t> sub = sub_lanes(start, end);
+  const int64_t deepest = n ? *std::max_element(sub.begin(), sub.end()) : 0;
+  std::vector<CoreLane> lanes(static_cast<size_t>(deepest) + 1);
+  if (deepest == 0) {
+    lanes[0] = std::move(every);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t row = all ? static_cast<int64_t>(i) : every.rows[i];
+      lanes[static_cast<size_t>(sub[i])].rows.push_back(row);
+    }
+  }
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    CoreLane& lane = lanes[k];
+    if (!lane.all && lane.rows.empty()) continue;  // a sub-lane number left unused
+    lane.pipe = pipe;
+    lane.sub = static_cast<int64_t>(k);
+    intern(lane);
+    lanes_.push_back(std::move(lane));
+  }
+}
+
+void CoreLanes::intern(CoreLane& lane) const {
+  std::vector<char> names(strings_, 0), locs(strings_, 0);
+  for_rows(tasks_, base_, lane, [&](const CoreTask& t, size_t r, size_t) {
+    names[static_cast<size_t>(t.core_id[t.name_id[r]])] = 1;
+    locs[static_cast<size_t>(t.core_id[t.loc_id[r]])] = 1;
+  });
+  for (size_t s = 0; s < strings_; ++s) {
+    if (names[s]) lane.names.push_back(static_cast<int64_t>(s));
+    if (locs[s]) lane.locs.push_back(static_cast<int64_t>(s));
+  }
+}
+
+size_t CoreLanes::write_lane(size_t index, uint64_t seq, int fd, const std::string& path) const {
+  const CoreLane& lane = lanes_.at(index);
+  std::vector<uint64_t> name_iid(strings_, 0), loc_iid(strings_, 0);
+  for (size_t i = 0; i < lane.names.size(); ++i) name_iid[lane.names[i]] = i + 1;
+  for (size_t i = 0; i < lane.locs.size(); ++i) loc_iid[lane.locs[i]] = i + 1;
+  // A chunk of kChunk slices is written while the pages it used are still warm.
+  constexpr size_t kChunk = 4096;
+  const std::unique_ptr<uint8_t[]> buffer(new uint8_t[kChunk * kMaxSliceBytes]);  // not zeroed
+  std::vector<SliceValues> values(kChunk);
+  size_t count = 0, written = 0;
+  const auto flush = [&] {
+    const uint8_t* end = encode_slices(values.data(), count, seq, buffer.get());
+    const auto bytes = static_cast<size_t>(end - buffer.get());
+    write_all(fd, std::string_view(reinterpret_cast<const char*>(buffer.get()), bytes), path);
+    written += bytes;
+    count = 0;
+  };
+  const bool flows = !flow_out_.empty();
+  for_rows(tasks_, base_, lane, [&](const CoreTask& t, size_t r, size_t row) {
+    values[count++] = {static_cast<uint64_t>(value(t, r, at_.start) + t.offset),
+                       static_cast<uint64_t>(value(t, r, at_.end) + t.offset),
+                       name_iid[static_cast<size_t>(t.core_id[t.name_id[r]])],
+                       loc_iid[static_cast<size_t>(t.core_id[t.loc_id[r]])],
+                       flows ? flow_out_[row] : 0,
+                       flows ? flow_in_[row] : 0};
+    if (count == kChunk) flush();
+  });
+  if (count) flush();
+  return written;
+}
+
+}  // namespace pypto::tools

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_warm_regression import ROOT, build_of
+from bench_warm_regression import ROOT, build_of, commit_of, run_version, version_args
 
 import pypto._native
 
@@ -75,7 +75,7 @@ print("RESULT", c1 - c0, t1 - t0, pypto.__file__)
 def site_of(ref: str, cache: Path) -> Path:
     """A folder holding ``ref``'s package: its Python files with this install's native files
     when the native side is the same, else a full build of ``ref``."""
-    sha = _git("rev-parse", "--verify", f"{ref}^{{commit}}").strip()
+    sha = commit_of(ref)
     target = cache / f"{sha}-py"
     if (target / "pypto").is_dir():
         return target
@@ -112,37 +112,19 @@ def _same_native(sha: str, tree: Path) -> bool:
         )
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
-
-
 def first_call(site: Path | None, cache: Path, folder: Path) -> tuple[float, float]:
     """(CPU, wall) seconds of a first call in a new interpreter with the program cache ``cache``;
     ``site``: the earlier version's folder, None for the current environment's pypto."""
-    script = folder / "first_call_child.py"  # a file: the kernel's source is read from it
-    script.write_text(CHILD)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed
     env["PYPTO_CACHE_DIR"] = str(cache)
-    args = [sys.executable, str(script), str(Path(__file__).parent)] + ([str(site)] if site else [])
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=folder)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {'earlier' if site else 'current'} version failed:\n{proc.stderr}")
-    cpu, wall, where = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")).split()[1:]
-    if (site is not None) != Path(where).is_relative_to(site or folder):
-        raise RuntimeError(f"the {'earlier' if site else 'current'} version ran pypto from {where}")
+    cpu, wall = run_version(CHILD, [str(Path(__file__).parent)], site, env, folder)
     return float(cpu), float(wall)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--against", default="HEAD~1", help="the earlier commit (default HEAD~1)")
+    version_args(ap)
     ap.add_argument("--rounds", type=int, default=10, help="alternating rounds")
-    ap.add_argument(
-        "--build-cache",
-        type=Path,
-        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pypto-bench-builds",
-        help="where earlier versions are kept",
-    )
     a = ap.parse_args(argv)
     sides = {"this checkout": None, a.against: site_of(a.against, a.build_cache)}
     with tempfile.TemporaryDirectory(prefix="pypto-first-call-") as tmp:

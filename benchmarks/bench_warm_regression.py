@@ -61,12 +61,50 @@ print("RESULT", best, pypto.__file__)
 """
 
 
-def build_of(ref: str, cache: Path) -> Path:
-    """The folder holding ``ref``'s built package (built on first use)."""
-    sha = subprocess.run(
+def commit_of(ref: str) -> str:
+    """The full commit id ``ref`` names in this checkout."""
+    return subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
+
+
+def version_args(ap: argparse.ArgumentParser) -> None:
+    """The options of a benchmark that times this checkout against an earlier commit."""
+    ap.add_argument("--against", default="HEAD~1", help="the earlier commit (default HEAD~1)")
+    ap.add_argument(
+        "--build-cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pypto-bench-builds",
+        help="where earlier versions are kept",
+    )
+
+
+def run_version(
+    code: str, args: list[str], site: Path | None, env: dict[str, str], folder: Path
+) -> list[str]:
+    """Runs ``code`` (from a file in ``folder``: a kernel's source is read from it) in a fresh
+    interpreter with ``args``, then ``site`` when it is the earlier version's folder (None: the
+    current environment's pypto). Returns the fields of its ``RESULT`` line before the last, the
+    file pypto was loaded from, which must be that version's."""
+    script = folder / "version_child.py"
+    script.write_text(code)
+    proc = subprocess.run(
+        [sys.executable, str(script), *args] + ([str(site)] if site else []),
+        capture_output=True, text=True, env=env, cwd=folder,
+    )  # fmt: skip
+    version = "earlier" if site else "current"
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {version} version failed:\n{proc.stderr}")
+    *fields, where = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")).split()[1:]
+    if (site is not None) != Path(where).is_relative_to(site or folder):
+        raise RuntimeError(f"the {version} version ran pypto from {where}")
+    return fields
+
+
+def build_of(ref: str, cache: Path) -> Path:
+    """The folder holding ``ref``'s built package (built on first use)."""
+    sha = commit_of(ref)
     target = cache / sha
     if (target / "pypto").is_dir():
         return target
@@ -88,33 +126,16 @@ def warm_call(site: Path | None, calls: int, folder: Path) -> float:
     """Best seconds of a warm call in a new interpreter; ``site``: the earlier version's package
     folder, None for the current environment's pypto."""
     env = dict(os.environ, PYPTO_CACHE_DIR=str(folder / ("old" if site else "new")))
-    script = folder / "warm_child.py"  # a file: the kernel's source is read from it
-    script.write_text(CHILD)
-    proc = subprocess.run(
-        [sys.executable, str(script), str(calls)] + ([str(site)] if site else []),
-        capture_output=True, text=True, env=env, cwd=folder,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {'earlier' if site else 'current'} version failed:\n{proc.stderr}")
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
-    best, where = line.split()[1:3]
-    if (site is not None) != Path(where).is_relative_to(site or folder):
-        raise RuntimeError(f"the {'earlier' if site else 'current'} version ran pypto from {where}")
+    (best,) = run_version(CHILD, [str(calls)], site, env, folder)
     return float(best)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--against", default="HEAD~1", help="the earlier commit (default HEAD~1)")
+    version_args(ap)
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds; the best of each side")
     ap.add_argument("--calls", type=int, default=3000, help="warm calls per round")
     ap.add_argument("--fail-above", type=float, default=1.25, help="exit 1 above this ratio")
-    ap.add_argument(
-        "--build-cache",
-        type=Path,
-        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pypto-bench-builds",
-        help="where built earlier versions are kept",
-    )
     a = ap.parse_args(argv)
     site = build_of(a.against, a.build_cache)
     with tempfile.TemporaryDirectory(prefix="pypto-warm-") as tmp:

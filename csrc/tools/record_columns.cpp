@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace pypto::tools {
 
@@ -93,6 +95,22 @@ void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void*
       }
     }
     at += t.rows;
+  }
+}
+
+void line_totals(const int64_t* table, size_t rows, size_t width, const int32_t* loc,
+                 const LineColumns& cols, size_t strings, size_t pipes, int64_t* cycles,
+                 int64_t* count) {
+  for (size_t r = 0; r < rows; ++r) {
+    const int64_t* row = table + r * width;
+    if (row[cols.kind] != 0) continue;  // flag and barrier slices are not work
+    const auto line = static_cast<uint64_t>(loc[r]), pipe = static_cast<uint64_t>(row[cols.pipe]);
+    if (line >= strings || pipe >= pipes) {
+      throw std::out_of_range("records row " + std::to_string(r) +
+                              ": its source-line id or pipe is out of range");
+    }
+    cycles[line * pipes + pipe] += row[cols.end] - row[cols.start];
+    count[line * pipes + pipe] += 1;
   }
 }
 

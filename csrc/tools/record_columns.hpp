@@ -30,4 +30,19 @@ void column_ranges(const std::vector<RecordsTable>& tables, size_t width, int64_
 void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
                     const int* bytes);
 
+// The positions of the columns that line_totals reads in a records table's row.
+struct LineColumns {
+  size_t kind = 0, pipe = 0, start = 0, end = 0;
+};
+
+// The hot-spot table's sums of one records table, in one pass over its rows: per operation
+// (kind 0) at source-line id loc[r] on pipe p, cycles[loc * pipes + p] += end - start and
+// count[...] += 1 (both arrays `strings * pipes` long, zeroed by the caller). Reading the
+// four columns one at a time would stream the whole row-major table through the cache four
+// times. Throws std::out_of_range naming the row when an operation's loc or pipe is out of
+// range (the sums so far are then meaningless).
+void line_totals(const int64_t* table, size_t rows, size_t width, const int32_t* loc,
+                 const LineColumns& cols, size_t strings, size_t pipes, int64_t* cycles,
+                 int64_t* count);
+
 }  // namespace pypto::tools

@@ -169,19 +169,18 @@ py::list narrow_record_tables(const std::vector<I64Table>& tables) {
     views.push_back({t.data(), static_cast<size_t>(t.shape(0))});
     rows += views.back().rows;
   }
-  std::vector<int64_t> lo(width), hi(width);
+  std::vector<uint64_t> bits(width);
   {
     py::gil_scoped_release release;  // pure C++ over arrays the argument holds alive
-    tools::column_ranges(views, width, lo.data(), hi.data());
+    tools::column_bits(views, width, bits.data());
   }
   py::list out;
   std::vector<void*> dst(width);
   std::vector<int> bytes(width);
   for (size_t c = 0; c < width; ++c) {
-    const auto holds = [&](auto zero) {
+    const auto holds = [&](auto zero) {  // see column_bits
       using To = decltype(zero);
-      return !rows ||
-             (lo[c] >= std::numeric_limits<To>::min() && hi[c] <= std::numeric_limits<To>::max());
+      return bits[c] <= static_cast<uint64_t>(std::numeric_limits<To>::max());
     };
     const auto make = [&](auto zero) {
       py::array_t<decltype(zero)> column(static_cast<py::ssize_t>(rows));

@@ -20,9 +20,11 @@ struct RecordsTable {
   size_t rows = 0;
 };
 
-// Per column c of the tables (all `width` wide): its smallest and largest value, in one pass
-// (lo[c] = INT64_MAX, hi[c] = INT64_MIN when there are no rows).
-void column_ranges(const std::vector<RecordsTable>& tables, size_t width, int64_t* lo, int64_t* hi);
+// Per column c of the tables (all `width` wide), in one pass: bits[c], the OR over its values v
+// of v ^ (v >> 63) (v for v >= 0, -v - 1 below). Every value of the column fits a k-bit signed
+// integer exactly when bits[c] < 2^(k-1): it tells the narrowest type as the smallest and
+// largest value would, for less work per value. 0 when there are no rows.
+void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits);
 
 // Column c of every table, one table after another, copied into out[c], an array of
 // bytes[c]-byte signed integers (1, 2, 4 or 8) that holds its values; a block of rows at a time,

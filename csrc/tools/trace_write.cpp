@@ -247,8 +247,10 @@ std::string source_arg(const CoreRecordsView& core, size_t r) {
 }
 
 // The text of an operation's event that is the same at every execution of its static
-// instruction, built once: the event is then these two pieces around four numbers. The
-// cycles are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them.
+// instruction, built once: the event is then these two pieces around three numbers. The
+// cycles are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them; the
+// on-chip address of each execution is a records.npz column (and the first one the API_INSTR
+// block's Buffer Address), not an argument: the vendor's events carry none either.
 struct SiteText {
   int code = 0;
   std::string head;  // up to "ts":
@@ -273,8 +275,6 @@ void append_op(Cursor& out, const SiteText& t, const int64_t* row, const RecordC
   out.cycles_as_us(row[c.end] - row[c.start]);
   out.put(t.args);
   out.integer(row[c.bytes]);
-  out.put(",\"addr\":");
-  out.integer(row[c.addr]);
   out.put("}}");
 }
 

@@ -273,14 +273,14 @@ def main() -> None:
 
 def report(args: argparse.Namespace, tmp: Path) -> None:
     """Runs the measurements and prints their tables."""
-    print(f"{'trace overhead':<42}{'untraced ms':>12}{'traced ms':>12}{'ratio':>8}")
+    print(f"{'trace overhead':<48}{'untraced ms':>12}{'traced ms':>12}{'ratio':>8}")
     rows = jit_overhead(tmp) + loop_overhead(tmp, args.events)
     for label, off, on in rows:
         target = "   target <= 2.0" if label.endswith(("(wall ms)", "(CPU ms)")) else ""
-        print(f"{label:<42}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}{target}")
+        print(f"{label:<48}{off * 1e3:>12.2f}{on * 1e3:>12.2f}{on / off:>8.2f}{target}")
     print()
     for label, per in BYTES_PER_INSTR.items():
-        print(f"{label:<42}{per:>12.1f} bytes per instruction")
+        print(f"{label:<48}{per:>12.1f} bytes per instruction")
     print()
     print(f"{'clean_sim_trace (native)':<42}{'events':>12}{'seconds':>12}{'events/s':>12}"
           f"{'CPU s':>8}{'events/CPU s':>14}  (target >= 2 M)")  # fmt: skip

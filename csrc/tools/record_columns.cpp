@@ -55,9 +55,11 @@ void narrow_block(const int64_t* table, size_t width, size_t c, size_t from, siz
 
 void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
                     const int* bytes) {
-  // A block of kBlock rows (~22 KB for eleven columns) stays in L1 while each of its columns
-  // is copied out.
-  constexpr size_t kBlock = 256;
+  // A block of kBlock rows (1.4 KB for eleven columns) stays in L1 while each of its columns
+  // is copied out. Small blocks measured fastest: at a million rows of eleven columns 16 rows
+  // took 6 ms, 64 rows 7.5 ms and 256 rows 12 ms (the eleven output streams and the block's
+  // lines then compete for L1).
+  constexpr size_t kBlock = 16;
   size_t at = 0;  // rows of the earlier tables
   for (const RecordsTable& t : tables) {
     for (size_t from = 0; from < t.rows; from += kBlock) {

@@ -260,7 +260,8 @@ struct SiteText {
   // once an execution repeats the one before (`last`), so durations that keep changing cost
   // no copies into it.
   std::string tail;
-  int64_t tail_dur = -1, tail_bytes = -1, last_dur = -1, last_bytes = -1;
+  bool cached = false;  // whether `tail` holds the text for tail_dur and tail_bytes
+  int64_t tail_dur = 0, tail_bytes = 0, last_dur = -1, last_bytes = -1;
 };
 
 SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const int64_t* row,
@@ -278,7 +279,7 @@ void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns
   out.put(t.head);
   out.cycles_as_us(row[c.start]);
   const int64_t dur = row[c.end] - row[c.start], bytes = row[c.bytes];
-  if (dur == t.tail_dur && bytes == t.tail_bytes) {
+  if (t.cached && dur == t.tail_dur && bytes == t.tail_bytes) {
     out.put(t.tail);
     return;
   }
@@ -290,6 +291,7 @@ void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns
   out.put("}}");
   if (dur == t.last_dur && bytes == t.last_bytes) {
     t.tail.assign(from, static_cast<size_t>(out.p - from));
+    t.cached = true;
     t.tail_dur = dur;
     t.tail_bytes = bytes;
   }

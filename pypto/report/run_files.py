@@ -15,8 +15,9 @@ the same either way.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from pypto.platforms import Platform
 from pypto.report.run_report import RunReport
@@ -32,7 +33,8 @@ def write_run_files(
 ) -> None:
     """Writes the trace files, ``records.npz`` and ``run.json`` of ``report`` under
     ``output_dir`` (``cube_kernels``, ``platform``, ``json_copy``: as ``write_traces`` takes
-    them). The first writer's error is raised once every writer has stopped."""
+    them). A writer's error is raised once every writer has stopped (the calling thread's,
+    the container's or run.json's, before the others')."""
     from pypto.report.perfetto import write_run_trace
     from pypto.report.records_file import NAME, save_records
     from pypto.report.trace import write_traces
@@ -41,7 +43,7 @@ def write_run_files(
     folder, reports = out / "trace", out / "report"
     folder.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pypto-trace") as pool:
-        jobs = [
+        jobs: list[Future[Any]] = [
             pool.submit(write_run_trace, report, folder / "run.pftrace"),
             pool.submit(save_records, report, reports / NAME),
         ]

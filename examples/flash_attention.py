@@ -40,9 +40,9 @@ def make_attention(
     ``causal`` needs sq == skv and br == bc; ``mask`` is then the [br, bc] diagonal-block mask
     (0 on and below the diagonal, NEG above); otherwise pass any [br, bc] fp32 tensor.
     ``split``: how the cluster's two AIVs share the softmax (NONE: one AIV does it all).
-    ``stage``: the key loop as ``pl.pipeline(stage=)``; 1 is a plain loop. At 2 two key
-    blocks are one trip, so the score block the cube computes ahead is handed from the first
-    to the second without the copy a one-block trip needs to keep it in the carried buffer."""
+    ``stage``: the key loop as ``pl.pipeline(stage=)``; 1 is a plain loop, 2 takes two key
+    blocks a trip and issues the second block's loads before the first block's compute
+    (docs/double_buffering.md)."""
     assert sq % br == 0 and skv % bc == 0 and br % 2 == 0
     assert not causal or (sq == skv and br == bc)
     scale = 1.0 / math.sqrt(d)

@@ -52,8 +52,8 @@ def test_upstream_example_form_matches_torch():
 def test_two_key_blocks_per_trip_compute_the_same_numbers_in_fewer_cycles():
     """pl.pipeline(stage=2) over the key blocks: the second block of a trip reads the score
     block the first one was handed ahead, and Vec cannot hold two stages, so the stages share
-    storage wherever the hand-over allows. The output is bit for bit the plain loop's, and
-    the carried block's per-trip copy is gone."""
+    storage only where the hand-over allows. The output is bit for bit the plain loop's, in
+    fewer cycles (the second block's loads go ahead of the first block's compute)."""
     heads, sq, skv, d = 2, 128, 512, 128  # 4 key blocks: 2 trips of 2
     q, k, v = fa.inputs(heads, sq, skv, d)
     outs, cycles = [], []

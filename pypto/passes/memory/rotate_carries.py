@@ -15,6 +15,7 @@ value's group is made in the body, every tile of the carried group is made in th
 before the loop (the tiles its initial value is made from, dead by then: slot 0), and the
 loop's result is never read (after an odd trip count it would be in slot 1). Only innermost
 ``pl.range`` loops with a constant step and no ``pl.while_`` condition take part.
+Test: tests/passes/test_allocate_memory_addr.py, tests/e2e/test_rotating_carries.py
 """
 
 from __future__ import annotations

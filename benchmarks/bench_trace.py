@@ -10,7 +10,7 @@ files are written concurrently) and, printed beside it, in CPU time (what the ma
 and the figure a shared machine reproduces); cleaning >= 2 M events/s on a 1-million-event trace; the
 traced run's files (every instruction once per form) printed in bytes per instruction;
 FlashAttention forward (24 heads, 2048 x 2048, d 128:
-1.29 M instructions) and the 3072^3 GEMM of examples/: the whole-run Perfetto trace <= 40 bytes
+1.25 M instructions) and the 3072^3 GEMM of examples/: the whole-run Perfetto trace <= 40 bytes
 per instruction, the timeline built from the output folder (its report/records.npz) about as
 fast as from the report in memory, and the timeline page opens (first paint in headless Chromium) in < 5 s and
 redraws a zoom or a pan (the page's own self-test, zoomed out over every instruction) in

@@ -84,23 +84,29 @@ void HazardChecker::reset() {
 
 void HazardChecker::LiveRing::reset() {
   constexpr size_t kKeptEntries = 256;  // a long kernel's ring is not held between runs
-  if (buf_.size() > kKeptEntries) {
-    std::vector<Live>().swap(buf_);
-    mask_ = 0;
+  if (capacity_ > kKeptEntries) {
+    buf_.reset();
+    capacity_ = mask_ = 0;
   }
   head_ = size_ = 0;
   front_end_ = 0;
   tail_.size = 0;
 }
 
+// Full: unrolled into a ring twice the size, or, when it has none, the size it last reached.
+void HazardChecker::LiveRing::grow() {
+  const size_t capacity = std::max<size_t>({16, 2 * capacity_, capacity_ == 0 ? peak_ : 0});
+  std::unique_ptr<Live[], Free> grown(static_cast<Live*>(::operator new(capacity * sizeof(Live))));
+  for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
+  buf_ = std::move(grown);
+  capacity_ = capacity;
+  peak_ = std::max(peak_, capacity);
+  mask_ = capacity - 1;
+  head_ = 0;
+}
+
 void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& access) {
-  if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
-    std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));
-    for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
-    buf_.swap(grown);
-    mask_ = buf_.size() - 1;
-    head_ = 0;
-  }
+  if (size_ == capacity_) grow();
   Live& e = buf_[(head_ + size_) & mask_];  // written in place: no temporary entry to copy
   e.ref = ref;
   e.access = access;

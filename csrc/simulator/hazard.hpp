@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -130,7 +132,17 @@ class HazardChecker {
 
    private:
     bool tail_reaches_back(const AccessList& accesses) const;
-    std::vector<Live> buf_;  // capacity a power of two
+    void grow();
+    // Entries are written before they are read, so the storage is left uninitialised.
+    struct Free {
+      void operator()(Live* p) const { ::operator delete(p); }
+    };
+    std::unique_ptr<Live[], Free> buf_;
+    size_t capacity_ = 0;  // a power of two (or 0)
+    // The capacity the ring last grew to. A reset ring (one task's, on a core context the next
+    // task reuses) starts there: doubling up to it again, copying every entry on the way, cost
+    // more than the rest of recording the accesses.
+    size_t peak_ = 0;
     size_t mask_ = 0, head_ = 0, size_ = 0;
     uint64_t front_end_ = 0;
     // A copy of the accesses of the newest instruction pushed: while the ring holds at least

@@ -82,25 +82,23 @@ void HazardChecker::reset() {
   count_ = 0;
 }
 
+// The buffer is kept: a core context is reset for each task it runs, and a ring freed and
+// grown again by doubling on every task cost a page fault per fresh page and a copy of every
+// entry on the way. (A context kept between runs is reset only when it is taken again, so it
+// holds its rings at its last task's size either way.)
 void HazardChecker::LiveRing::reset() {
-  constexpr size_t kKeptEntries = 256;  // a long kernel's ring is not held between runs
-  if (capacity_ > kKeptEntries) {
-    buf_.reset();
-    capacity_ = mask_ = 0;
-  }
   head_ = size_ = 0;
   front_end_ = 0;
   tail_.size = 0;
 }
 
-// Full: unrolled into a ring twice the size, or, when it has none, the size it last reached.
+// Full: unrolled into a ring twice the size.
 void HazardChecker::LiveRing::grow() {
-  const size_t capacity = std::max<size_t>({16, 2 * capacity_, capacity_ == 0 ? peak_ : 0});
+  const size_t capacity = std::max<size_t>(16, 2 * capacity_);
   std::unique_ptr<Live[], Free> grown(static_cast<Live*>(::operator new(capacity * sizeof(Live))));
   for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
   buf_ = std::move(grown);
   capacity_ = capacity;
-  peak_ = std::max(peak_, capacity);
   mask_ = capacity - 1;
   head_ = 0;
 }

@@ -86,7 +86,7 @@ class HazardChecker {
 
   const std::vector<Hazard>& found() const { return found_; }
   uint64_t count() const { return count_; }
-  // Nothing in flight and nothing found, as constructed; small rings keep their buffers.
+  // Nothing in flight and nothing found, as constructed; the rings keep their buffers.
   void reset();
 
  private:
@@ -125,7 +125,7 @@ class HazardChecker {
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
     void clear() { head_ = size_ = 0; }
-    void reset();  // empty, as constructed (a large buffer is freed)
+    void reset();  // empty, keeping its buffer
     void push_back(const InstrRef& ref, const Access& access);
     // The accesses of one instruction, in order (its list becomes the ring's tail list).
     void push_list(const InstrRef& ref, const AccessList& accesses);
@@ -139,10 +139,6 @@ class HazardChecker {
     };
     std::unique_ptr<Live[], Free> buf_;
     size_t capacity_ = 0;  // a power of two (or 0)
-    // The capacity the ring last grew to. A reset ring (one task's, on a core context the next
-    // task reuses) starts there: doubling up to it again, copying every entry on the way, cost
-    // more than the rest of recording the accesses.
-    size_t peak_ = 0;
     size_t mask_ = 0, head_ = 0, size_ = 0;
     uint64_t front_end_ = 0;
     // A copy of the accesses of the newest instruction pushed: while the ring holds at least

@@ -98,6 +98,10 @@ class HazardChecker {
   // kMaxInFlight (a deque would allocate a block every few instructions).
   class LiveRing {
    public:
+    LiveRing() = default;
+    LiveRing(LiveRing&&) = default;
+    LiveRing& operator=(LiveRing&&) = default;
+    ~LiveRing();  // its buffer is kept for the thread's next ring
     bool empty() const { return size_ == 0; }
     size_t size() const { return size_; }
     // The oldest entry's end, kept beside the ring: most instructions drop nothing, and the
@@ -133,10 +137,18 @@ class HazardChecker {
    private:
     bool tail_reaches_back(const AccessList& accesses) const;
     void grow();
+    bool take_spare();
     // Entries are written before they are read, so the storage is left uninitialised.
     struct Free {
       void operator()(Live* p) const { ::operator delete(p); }
     };
+    struct Spare {
+      std::unique_ptr<Live[], Free> live;
+      size_t capacity;
+    };
+    // Buffers of rings destroyed on this thread: a run's tasks take core contexts, most of them
+    // new (only a few are pooled), and each new ring grew by doubling through fresh pages.
+    static std::vector<Spare>* spares();
     std::unique_ptr<Live[], Free> buf_;
     size_t capacity_ = 0;  // a power of two (or 0)
     size_t mask_ = 0, head_ = 0, size_ = 0;

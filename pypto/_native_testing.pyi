@@ -84,6 +84,21 @@ def fractal_form(
     form: str, x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint16]
 ) -> tuple[numpy.typing.NDArray[numpy.uint16], numpy.typing.NDArray[numpy.float32], bool]: ...
 def fractal_forms() -> list[str]: ...
+def l2_lookups(
+    platform: pypto._native.Platform,
+    host: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8],
+    buffers: collections.abc.Sequence[
+        tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]
+    ],
+    windows: collections.abc.Sequence[
+        tuple[
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+        ]
+    ],
+) -> list[tuple[int, int]]: ...
 def matmul_f32_form(
     form: str,
     a: typing.Annotated[numpy.typing.ArrayLike, numpy.float32],

@@ -82,25 +82,67 @@ void HazardChecker::reset() {
   count_ = 0;
 }
 
+// The buffer is kept: a core context is reset for each task it runs, and a ring freed and
+// grown again by doubling on every task cost a page fault per fresh page and a copy of every
+// entry on the way. (A context kept between runs is reset only when it is taken again, so it
+// holds its rings at its last task's size either way.)
 void HazardChecker::LiveRing::reset() {
-  constexpr size_t kKeptEntries = 256;  // a long kernel's ring is not held between runs
-  if (buf_.size() > kKeptEntries) {
-    std::vector<Live>().swap(buf_);
-    mask_ = 0;
-  }
   head_ = size_ = 0;
   front_end_ = 0;
   tail_.size = 0;
 }
 
+namespace {
+constexpr size_t kSpareBytes = size_t{8} << 20;  // kept per thread: a few cores' rings
+thread_local bool spares_gone = false;           // set at thread exit, when the list is freed
+}  // namespace
+
+std::vector<HazardChecker::LiveRing::Spare>* HazardChecker::LiveRing::spares() {
+  struct Kept {
+    std::vector<Spare> list;
+    ~Kept() { spares_gone = true; }
+  };
+  thread_local Kept kept;
+  return spares_gone ? nullptr : &kept.list;
+}
+
+HazardChecker::LiveRing::~LiveRing() {
+  std::vector<Spare>* kept = buf_ ? spares() : nullptr;
+  if (kept == nullptr) return;
+  size_t bytes = capacity_ * sizeof(Live);
+  for (const Spare& s : *kept) bytes += s.capacity * sizeof(Live);
+  if (bytes <= kSpareBytes) kept->push_back({std::move(buf_), capacity_});
+}
+
+// The largest buffer a destroyed ring left on this thread, for an empty ring's first entry.
+bool HazardChecker::LiveRing::take_spare() {
+  std::vector<Spare>* kept = spares();
+  if (kept == nullptr || kept->empty()) return false;
+  auto largest = std::max_element(kept->begin(), kept->end(), [](const Spare& a, const Spare& b) {
+    return a.capacity < b.capacity;
+  });
+  buf_ = std::move(largest->live);
+  capacity_ = largest->capacity;
+  mask_ = capacity_ - 1;
+  head_ = 0;
+  kept->erase(largest);
+  return true;
+}
+
+// Full: unrolled into a ring twice the size (an empty one takes a spare buffer if there is one).
+void HazardChecker::LiveRing::grow() {
+  if (capacity_ == 0 && take_spare()) return;
+  const size_t capacity = std::max<size_t>(16, 2 * capacity_);
+  std::unique_ptr<Live[], Free> grown(static_cast<Live*>(::operator new(capacity * sizeof(Live))));
+  for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
+  buf_ = std::move(grown);
+  capacity_ = capacity;
+  mask_ = capacity - 1;
+  head_ = 0;
+}
+
 void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& access) {
-  if (size_ == buf_.size()) {  // full: unroll into a ring twice the size
-    std::vector<Live> grown(std::max<size_t>(16, 2 * buf_.size()));
-    for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
-    buf_.swap(grown);
-    mask_ = buf_.size() - 1;
-    head_ = 0;
-  }
+  if (size_ == capacity_) grow();
   Live& e = buf_[(head_ + size_) & mask_];  // written in place: no temporary entry to copy
   e.ref = ref;
   e.access = access;

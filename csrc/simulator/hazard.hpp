@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -84,7 +86,7 @@ class HazardChecker {
 
   const std::vector<Hazard>& found() const { return found_; }
   uint64_t count() const { return count_; }
-  // Nothing in flight and nothing found, as constructed; small rings keep their buffers.
+  // Nothing in flight and nothing found, as constructed; the rings keep their buffers.
   void reset();
 
  private:
@@ -96,6 +98,10 @@ class HazardChecker {
   // kMaxInFlight (a deque would allocate a block every few instructions).
   class LiveRing {
    public:
+    LiveRing() = default;
+    LiveRing(LiveRing&&) = default;
+    LiveRing& operator=(LiveRing&&) = default;
+    ~LiveRing();  // its buffer is kept for the thread's next ring
     bool empty() const { return size_ == 0; }
     size_t size() const { return size_; }
     // The oldest entry's end, kept beside the ring: most instructions drop nothing, and the
@@ -123,14 +129,28 @@ class HazardChecker {
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
     void clear() { head_ = size_ = 0; }
-    void reset();  // empty, as constructed (a large buffer is freed)
+    void reset();  // empty, keeping its buffer
     void push_back(const InstrRef& ref, const Access& access);
     // The accesses of one instruction, in order (its list becomes the ring's tail list).
     void push_list(const InstrRef& ref, const AccessList& accesses);
 
    private:
     bool tail_reaches_back(const AccessList& accesses) const;
-    std::vector<Live> buf_;  // capacity a power of two
+    void grow();
+    bool take_spare();
+    // Entries are written before they are read, so the storage is left uninitialised.
+    struct Free {
+      void operator()(Live* p) const { ::operator delete(p); }
+    };
+    struct Spare {
+      std::unique_ptr<Live[], Free> live;
+      size_t capacity;
+    };
+    // Buffers of rings destroyed on this thread: a run's tasks take core contexts, most of them
+    // new (only a few are pooled), and each new ring grew by doubling through fresh pages.
+    static std::vector<Spare>* spares();
+    std::unique_ptr<Live[], Free> buf_;
+    size_t capacity_ = 0;  // a power of two (or 0)
     size_t mask_ = 0, head_ = 0, size_ = 0;
     uint64_t front_end_ = 0;
     // A copy of the accesses of the newest instruction pushed: while the ring holds at least

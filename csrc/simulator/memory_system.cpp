@@ -127,35 +127,28 @@ void MemorySystem::resolve_overlaps() {
   last_ = 0;
 }
 
-uint64_t MemorySystem::canonical(int64_t host) const {
-  if (overlap_) {  // the segment holding `host`: the rows of a transfer share one
-    const Segment* s = nullptr;
-    if (last_ < segments_.size() && host >= segments_[last_].lo && host < segments_[last_].hi) {
-      s = &segments_[last_];
-    } else {
-      auto it = std::upper_bound(segments_.begin(), segments_.end(), host,
-                                 [](int64_t h, const Segment& g) { return h < g.lo; });
-      if (it != segments_.begin() && host < (it - 1)->hi) s = &*(it - 1);
-      if (s != nullptr) last_ = static_cast<size_t>(s - segments_.data());
+MemorySystem::Linear MemorySystem::linear(int64_t host) const {
+  // The region (buffer, or segment with overlaps) holding `host`: the last one starting at or
+  // before it, if it reaches that far. The rows of a transfer share one, so it is tried first.
+  auto find = [&](const auto& regions, auto base_of) -> Linear {
+    if (last_ < regions.size() && host >= regions[last_].lo && host < regions[last_].hi) {
+      const auto& r = regions[last_];
+      return {(r.tag << 40) + static_cast<uint64_t>(host - base_of(r)), r.hi};
     }
-    if (s == nullptr) return static_cast<uint64_t>(host);  // unregistered: tagged by address
-    return (s->tag << 40) + static_cast<uint64_t>(host - s->base);
-  }
-  const Buffer* hit = nullptr;
-  if (last_ < buffers_.size() && host >= buffers_[last_].lo &&
-      host < buffers_[last_].hi) {  // the rows of a transfer share their buffer
-    hit = &buffers_[last_];
-  } else {  // the last buffer starting at or before `host`, if it reaches that far
-    auto it = std::upper_bound(buffers_.begin(), buffers_.end(), host,
-                               [](int64_t h, const Buffer& b) { return h < b.lo; });
-    if (it != buffers_.begin() && host < (it - 1)->hi) hit = &*(it - 1);
-    if (hit != nullptr) last_ = static_cast<size_t>(hit - buffers_.data());
-  }
-  if (hit == nullptr) return static_cast<uint64_t>(host);  // unregistered: tagged by address
-  return (hit->tag << 40) + static_cast<uint64_t>(host - hit->lo);
+    auto it = std::upper_bound(regions.begin(), regions.end(), host,
+                               [](int64_t h, const auto& r) { return h < r.lo; });
+    // Unregistered: tagged by address, up to the next registration.
+    const int64_t next = it == regions.end() ? INT64_MAX : it->lo;
+    if (it == regions.begin() || host >= (it - 1)->hi) return {static_cast<uint64_t>(host), next};
+    const auto& r = *(it - 1);
+    last_ = static_cast<size_t>(&r - regions.data());
+    return {(r.tag << 40) + static_cast<uint64_t>(host - base_of(r)), r.hi};
+  };
+  if (overlap_) return find(segments_, [](const Segment& g) { return g.base; });
+  return find(buffers_, [](const Buffer& b) { return b.lo; });
 }
 
-bool MemorySystem::lookup(size_t set, uint64_t line) {
+bool MemorySystem::lookup(size_t set, uint64_t line, uint64_t& clock) {
   const uint64_t tag = line + 1;
   uint64_t* block = store_->set(set);
   uint64_t& filled = block[0];
@@ -164,7 +157,7 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
   const size_t valid = (filled >> 8) == epoch_ ? static_cast<size_t>(filled & 0xff) : 0;
   for (size_t w = 0; w < valid; ++w) {
     if (tags[w] == tag) {
-      stamps[w] = ++store_->clock;
+      stamps[w] = ++clock;
       return true;
     }
   }
@@ -178,34 +171,87 @@ bool MemorySystem::lookup(size_t set, uint64_t line) {
     }
   }
   tags[victim] = tag;
-  stamps[victim] = ++store_->clock;
+  stamps[victim] = ++clock;
   return false;
 }
 
+namespace {
+// The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
+// the blocks of the lines kAhead lookups on are prefetched while this one is looked up.
+constexpr int64_t kAhead = 4;
+
+void prefetch_block(const uint64_t* block, size_t bytes) {
+  const char* at = reinterpret_cast<const char*>(block);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(at + b, 1);
+  __builtin_prefetch(at + bytes - 1, 1);
+}
+}  // namespace
+
 // Looks up the lines a window touches (each row's lines once; a line shared by consecutive
-// rows counts once): how many hit the L2 and how many missed. The tag-store blocks of the row
-// kAhead rows on are prefetched while this one is looked up: the store spans megabytes touched
-// at random, so each row would otherwise wait on a cache miss, and where a row's lines sit
-// depends only on its address.
+// rows counts once): how many hit the L2 and how many missed. A window inside one buffer maps
+// onto canonical addresses linearly, so its rows' addresses need no search; one whose rows
+// leave no gap is a single run of consecutive lines in consecutive sets. Either way the lines
+// are looked up in the same order, so hits, misses and the LRU state are the same.
 MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
-  constexpr int64_t kAhead = 4;
+  Lines n;
+  uint64_t clock = store_->clock;
+  const int64_t extent = (gm.rows - 1) * gm.stride + gm.row_bytes;
+  const Linear at = linear(gm.base);
+  if (gm.stride >= 0 && extent <= at.hi - gm.base) {
+    if (gm.rows == 1 || gm.stride <= gm.row_bytes) {
+      lookup_span(at.canon, extent, n, clock);
+    } else {
+      const auto stride = static_cast<uint64_t>(gm.stride);
+      lookup_rows(
+          gm, [&](int64_t r) { return at.canon + static_cast<uint64_t>(r) * stride; }, n, clock);
+    }
+  } else {
+    lookup_rows(
+        gm, [&](int64_t r) { return linear(gm.base + r * gm.stride).canon; }, n, clock);
+  }
+  store_->clock = clock;
+  stats_.l2_hits += n.hits;
+  stats_.l2_misses += n.misses;
+  return n;
+}
+
+// The lines of the canonical bytes [lo, lo + bytes), in order.
+void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& clock) {
+  const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
+  const size_t block_bytes = (1 + 2 * ways_) * sizeof(uint64_t);
+  const uint64_t first = lo >> shift, end = (lo + static_cast<uint64_t>(bytes) - 1) >> shift;
+  size_t set = static_cast<size_t>(first % sets_), ahead = set;
+  for (int64_t k = 0; k < kAhead && first + static_cast<uint64_t>(k) <= end; ++k) {
+    prefetch_block(store_->set(ahead), block_bytes);
+    ahead = ahead + 1 == sets_ ? 0 : ahead + 1;
+  }
+  for (uint64_t line = first; line <= end; ++line) {
+    if (line + kAhead <= end) {
+      prefetch_block(store_->set(ahead), block_bytes);
+      ahead = ahead + 1 == sets_ ? 0 : ahead + 1;
+    }
+    (lookup(set, line, clock) ? n.hits : n.misses) += 1;
+    set = set + 1 == sets_ ? 0 : set + 1;  // consecutive lines, consecutive sets
+  }
+}
+
+// Row by row, `row_lo(r)` the canonical address of row r's first byte.
+template <class Canonical>
+void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& clock) {
   struct Row {
     uint64_t lo;  // canonical address of the row's first byte
     size_t set;   // the set of its first line
   };
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   const size_t block_bytes = (1 + 2 * ways_) * sizeof(uint64_t);
-  auto row_at = [&](int64_t r) {
-    const uint64_t lo = canonical(gm.base + r * gm.stride);
+  auto row_at = [&](int64_t r) {  // where a row's lines sit depends only on its address
+    const uint64_t lo = row_lo(r);
     const auto set = static_cast<size_t>((lo >> shift) % sets_);
-    const char* block = reinterpret_cast<const char*>(store_->set(set));
-    for (size_t b = 0; b < block_bytes; b += 64) __builtin_prefetch(block + b, 1);
-    __builtin_prefetch(block + block_bytes - 1, 1);
+    prefetch_block(store_->set(set), block_bytes);
     return Row{lo, set};
   };
   Row ahead[kAhead];
   for (int64_t r = 0; r < std::min(kAhead, gm.rows); ++r) ahead[r] = row_at(r);
-  Lines n;
   uint64_t last = UINT64_MAX;
   for (int64_t r = 0; r < gm.rows; ++r) {
     const Row row = ahead[r % kAhead];
@@ -216,14 +262,11 @@ MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
     // consecutive lines, consecutive sets
     size_t set = line == first ? row.set : static_cast<size_t>(line % sets_);
     for (; line <= end; ++line) {
-      (lookup(set, line) ? n.hits : n.misses) += 1;
+      (lookup(set, line, clock) ? n.hits : n.misses) += 1;
       last = line;
       set = set + 1 == sets_ ? 0 : set + 1;
     }
   }
-  stats_.l2_hits += n.hits;
-  stats_.l2_misses += n.misses;
-  return n;
 }
 
 std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {

@@ -63,13 +63,25 @@ class MemorySystem {
     int64_t lo, hi, base;
     uint64_t tag;
   };
-  uint64_t canonical(int64_t host) const;
+  // The canonical address of `host`, and the first host address past the run of addresses
+  // that map onto canonical ones linearly with it: the end of its buffer or segment, or for an
+  // unregistered address the next registration's start.
+  struct Linear {
+    uint64_t canon;
+    int64_t hi;
+  };
+  Linear linear(int64_t host) const;
   void resolve_overlaps();
   struct Lines {
     uint64_t hits = 0, misses = 0;
   };
   Lines lookup_lines(const Access& gm);
-  bool lookup(size_t set, uint64_t line);  // true on a hit; a miss installs the line
+  void lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& clock);
+  template <class Canonical>
+  void lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& clock);
+  // true on a hit; a miss installs the line. `clock` is the LRU clock, held by the caller
+  // while it looks up a transfer's lines.
+  bool lookup(size_t set, uint64_t line, uint64_t& clock);
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);
 

@@ -1,7 +1,8 @@
 // pypto._native_testing: hooks into the simulator's parts for tests, benchmarks and the
 // calibration tool, kept out of the product module (pypto._native). The core model alone, for
 // cycle-exact unit tests: instructions are described directly (pipe, cost, accesses) instead of
-// coming from a kernel; the fp32 matmul and fractal forms one by one; the data thread's queue.
+// coming from a kernel; the fp32 matmul and fractal forms one by one; the data thread's queue;
+// the L2's line lookups alone.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
@@ -10,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "bindings/bind.hpp"
 #include "chip/core/data_queue.hpp"
 #include "chip/isa/fractal.hpp"
 #include "chip/isa/matmul_f32.hpp"
 #include "simulator/core_model.hpp"
+#include "simulator/memory_system.hpp"
 
 namespace py = pybind11;
 
@@ -244,9 +247,33 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
   return out;
 }
 
+// The memory system alone: buffers registered at (offset, bytes) of `host`, then GM windows
+// (offset, rows, row_bytes, stride) of it transferred one after another.
+// Per window: (L2 hits, L2 misses) of its lines.
+std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
+    const Platform& platform, py::array_t<uint8_t, py::array::c_style> host,
+    const std::vector<std::pair<int64_t, int64_t>>& buffers,
+    const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows) {
+  const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
+  MemorySystem memory(platform);
+  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  double start = 0;
+  for (const auto& [offset, rows, row_bytes, stride] : windows) {
+    const MemoryStats before = memory.stats();
+    const Access gm{PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
+    start += memory.transfer(start, 1, 1, 64, gm);
+    out.emplace_back(memory.stats().l2_hits - before.l2_hits,
+                     memory.stats().l2_misses - before.l2_misses);
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_testing(py::module_& m) {
+  m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
+        py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"));
   m.def("data_queue_times", [] {

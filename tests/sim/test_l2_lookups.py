@@ -1,0 +1,83 @@
+"""The L2's line lookups against a plain LRU model of its contract: lines tagged by (the earliest
+registration holding a byte, offset in it), unregistered bytes by address, each window's lines
+looked up once in row order, least recently used way evicted. Windows of every shape the
+simulator takes apart differently: contiguous, overlapping rows, strided rows, rows sharing a
+line, windows leaving their buffer or starting outside any."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from pypto import _native_testing, platforms
+
+LINE, WAYS, SETS = 512, 2, 48  # a small L2 (48 sets, not a power of two) so windows evict
+
+
+def platform():
+    return platforms.get("a2a3sim").with_overrides(
+        l2_bytes=LINE * WAYS * SETS, l2_ways=WAYS, l2_line_bytes=LINE
+    )
+
+
+def reference(host: np.ndarray, buffers, windows) -> list[tuple[int, int]]:
+    at = host.ctypes.data
+    regs = [(at + off, at + off + n, tag) for tag, (off, n) in enumerate(buffers, start=1)]
+
+    def canonical(x: int) -> int:
+        holding = [(tag, lo) for lo, hi, tag in regs if lo <= x < hi]
+        if not holding:
+            return x
+        tag, lo = min(holding)
+        return (tag << 40) + x - lo
+
+    sets: dict[int, OrderedDict[int, None]] = {}
+    out = []
+    for off, rows, row_bytes, stride in windows:
+        hits = misses = 0
+        last = None
+        for r in range(rows):
+            lo = canonical(at + off + r * stride)
+            first, end = lo // LINE, (lo + row_bytes - 1) // LINE
+            for line in range(first if last is None else max(first, last + 1), end + 1):
+                ways = sets.setdefault(line % SETS, OrderedDict())
+                if line in ways:
+                    ways.move_to_end(line)
+                    hits += 1
+                else:
+                    if len(ways) == WAYS:
+                        ways.popitem(last=False)
+                    ways[line] = None
+                    misses += 1
+                last = line
+        out.append((hits, misses))
+    return out
+
+
+BUFFERS = [(0, 96 * LINE), (64 * LINE, 64 * LINE), (200 * LINE + 100, 40 * LINE)]
+WINDOWS = [
+    (0, 64, 256, 256),  # contiguous rows, two to a line
+    (0, 64, 256, 256),  # again: hits
+    (LINE * 10 + 32, 1, 5000, 5000),  # one row over many lines, unaligned
+    (0, 16, 1024, 3 * 1024),  # strided rows: gaps between them
+    (0, 16, 200, 256),  # strided, rows sharing lines
+    (100, 12, 1024, 700),  # overlapping rows
+    (64, 8, 512, 0),  # one row repeated
+    (80 * LINE, 40, LINE, LINE),  # runs from the first buffer into the second's bytes
+    (90 * LINE, 10, 3 * LINE, 4 * LINE),  # strided, across the first buffer's end
+    (180 * LINE, 40, 256, 256),  # starts unregistered, runs into the third buffer
+    (250 * LINE, 8, 512, 600),  # leaves the third buffer: its tail is unregistered
+    (1000, 200, 512, 512),  # a long run: every set several times, evicting
+    (0, 400, 256, 512),  # strided over two buffers: the second registration's bytes
+]
+
+
+@pytest.mark.parametrize("overlapping", [False, True])
+def test_l2_lookups_follow_the_lru_model(overlapping):
+    host = np.zeros(300 * LINE, np.uint8)
+    buffers = BUFFERS if overlapping else [BUFFERS[0], BUFFERS[2]]
+    got = _native_testing.l2_lookups(platform().to_native(), host, buffers, WINDOWS)
+    assert got == reference(host, buffers, WINDOWS)
+    assert got[1] == (got[0][1], 0)  # the repeated window hits every line it filled

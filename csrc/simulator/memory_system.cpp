@@ -83,7 +83,9 @@ MemorySystem::~MemorySystem() {
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {
   const auto lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(base));
-  const Buffer b{lo, lo + bytes, static_cast<uint64_t>(++registered_)};
+  const Buffer b{lo, lo + bytes, static_cast<uint64_t>(++registered_), next_dev_};
+  const auto line = static_cast<uint64_t>(line_bytes_);
+  next_dev_ += (static_cast<uint64_t>(std::max<int64_t>(bytes, 1)) + line - 1) / line * line;
   // Kept sorted by first byte (ties in registration order), so an address is found by a
   // binary search; overlapping registrations resolve to the earliest, as a linear scan would.
   auto at = std::upper_bound(buffers_.begin(), buffers_.end(), b,
@@ -121,7 +123,7 @@ void MemorySystem::resolve_overlaps() {
     if (back != nullptr && back->hi == lo && back->tag == first->tag) {
       back->hi = hi;
     } else {
-      segments_.push_back({lo, hi, first->lo, first->tag});
+      segments_.push_back({lo, hi, first->lo, first->tag, first->dev});
     }
   }
   last_ = 0;
@@ -133,7 +135,7 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
   auto find = [&](const auto& regions, auto base_of) -> Linear {
     if (last_ < regions.size() && host >= regions[last_].lo && host < regions[last_].hi) {
       const auto& r = regions[last_];
-      return {(r.tag << 40) + static_cast<uint64_t>(host - base_of(r)), r.hi};
+      return {r.dev + static_cast<uint64_t>(host - base_of(r)), r.hi};
     }
     auto it = std::upper_bound(regions.begin(), regions.end(), host,
                                [](int64_t h, const auto& r) { return h < r.lo; });
@@ -142,7 +144,7 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
     if (it == regions.begin() || host >= (it - 1)->hi) return {static_cast<uint64_t>(host), next};
     const auto& r = *(it - 1);
     last_ = static_cast<size_t>(&r - regions.data());
-    return {(r.tag << 40) + static_cast<uint64_t>(host - base_of(r)), r.hi};
+    return {r.dev + static_cast<uint64_t>(host - base_of(r)), r.hi};
   };
   if (overlap_) return find(segments_, [](const Segment& g) { return g.base; });
   return find(buffers_, [](const Buffer& b) { return b.lo; });

@@ -12,7 +12,10 @@
 // is filled whole, so it draws l2_line_bytes of HBM however little of it a transfer asked
 // for (a neighbour's later access to the rest of the line hits). Lines are
 // tagged by (buffer, offset), never by host address, so timing does not depend on where the
-// host allocator put an array. A line being filled counts as present (the miss is merged).
+// host allocator put an array: the registered buffers lie one after another in a device
+// address space, each starting on a line, in registration order — as a device allocator
+// hands out one workspace after another — and a line's set follows from that address.
+// A line being filled counts as present (the miss is merged).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -43,7 +46,7 @@ class MemorySystem {
   MemorySystem(const MemorySystem&) = delete;
   MemorySystem& operator=(const MemorySystem&) = delete;
 
-  // Registers a GM buffer: its lines are tagged by the buffer's registration order.
+  // Registers a GM buffer: its lines get device addresses after the last registration's.
   void add_buffer(const void* base, int64_t bytes);
   // Cycles from a transfer's start (absolute cycle `start`) to its last data beat: the lead
   // (`lead_hit` when every line hits, else `lead_miss`) and the data phase at `port_bw` B/cycle.
@@ -53,15 +56,16 @@ class MemorySystem {
   const MemoryStats& stats() const { return stats_; }
 
  private:
+  // A registration: host bytes [lo, hi), its order `tag`, the device address of `lo`.
   struct Buffer {
     int64_t lo, hi;
-    uint64_t tag;
+    uint64_t tag, dev;
   };
   // A run of addresses that resolve to one registration: [lo, hi) of the buffer starting at
-  // `base` with `tag`.
+  // host address `base` (device address `dev`) with `tag`.
   struct Segment {
     int64_t lo, hi, base;
-    uint64_t tag;
+    uint64_t tag, dev;
   };
   // The canonical address of `host`, and the first host address past the run of addresses
   // that map onto canonical ones linearly with it: the end of its buffer or segment, or for an
@@ -88,6 +92,9 @@ class MemorySystem {
   const Platform& platform_;
   std::vector<Buffer> buffers_;  // sorted by lo
   uint64_t registered_ = 0;
+  // Where the next registration's device addresses start: above every user-space host
+  // address, so an unregistered access (tagged by its host address) never shares a line.
+  uint64_t next_dev_ = uint64_t{1} << 48;
   bool overlap_ = false;           // some buffers overlap (then lookups search segments_)
   std::vector<Segment> segments_;  // with overlaps: disjoint, sorted, each the earliest buffer
   mutable size_t last_ = 0;        // the buffer (or segment) found last

@@ -1,5 +1,6 @@
 """The L2's line lookups against a plain LRU model of its contract: lines tagged by (the earliest
-registration holding a byte, offset in it), unregistered bytes by address, each window's lines
+registration holding a byte, offset in it) — the registrations laid out one after another from
+device address 2**48, each starting on a line — unregistered bytes by address, each window's lines
 looked up once in row order, least recently used way evicted. Windows of every shape the
 simulator takes apart differently: contiguous, overlapping rows, strided rows, rows sharing a
 line, windows leaving their buffer or starting outside any."""
@@ -24,14 +25,17 @@ def platform():
 
 def reference(host: np.ndarray, buffers, windows) -> list[tuple[int, int]]:
     at = host.ctypes.data
-    regs = [(at + off, at + off + n, tag) for tag, (off, n) in enumerate(buffers, start=1)]
+    regs, dev = [], 2**48
+    for tag, (off, n) in enumerate(buffers, start=1):
+        regs.append((at + off, at + off + n, tag, dev))
+        dev += -(-n // LINE) * LINE
 
     def canonical(x: int) -> int:
-        holding = [(tag, lo) for lo, hi, tag in regs if lo <= x < hi]
+        holding = [(tag, lo, base) for lo, hi, tag, base in regs if lo <= x < hi]
         if not holding:
             return x
-        tag, lo = min(holding)
-        return (tag << 40) + x - lo
+        _, lo, base = min(holding)
+        return base + x - lo
 
     sets: dict[int, OrderedDict[int, None]] = {}
     out = []
@@ -81,3 +85,18 @@ def test_l2_lookups_follow_the_lru_model(overlapping):
     got = _native_testing.l2_lookups(platform().to_native(), host, buffers, WINDOWS)
     assert got == reference(host, buffers, WINDOWS)
     assert got[1] == (got[0][1], 0)  # the repeated window hits every line it filled
+
+
+def test_many_small_buffers_spread_over_the_sets():
+    """Sixty one-line buffers (a run's pipe rings and small tensors) read twice on the real L2:
+    laid out one after another they take sixty sets, so the second pass hits. (Placed far
+    apart, 2**40 bytes each, they would share three sets, twenty lines to a 16-way set, and
+    every line of the second pass would miss.)"""
+    p = platforms.get("a2a3sim")
+    line = p.l2_line_bytes
+    assert p.l2_ways < 20  # the case the old placement failed
+    host = np.zeros(60 * line, np.uint8)
+    buffers = [(i * line, line) for i in range(60)]
+    windows = [(i * line, 1, line, line) for i in range(60)] * 2
+    got = _native_testing.l2_lookups(p.to_native(), host, buffers, windows)
+    assert got == [(0, 1)] * 60 + [(1, 0)] * 60

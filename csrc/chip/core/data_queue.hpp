@@ -6,6 +6,7 @@
 // scalar read, the end of a task, applying atomics — drains the queue first.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -72,8 +73,10 @@ class DataQueue {
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
   // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
-  // Read by benchmarks to show which side of a run bounds it; read per wait spell, never per op.
+  // pieces (the part of a wait spell's CPU time that their steady-clock time is of the spell's);
+  // the data thread spinning for want of work; the data thread's whole CPU time. Read by
+  // benchmarks to show which side of a run bounds it; the CPU clocks are read per wait spell,
+  // never per op or piece (each read is a system call).
   struct Times {
     int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
   };
@@ -118,7 +121,7 @@ class DataQueue {
   std::thread thread_;
   bool started_ = false, pending_ = false;
   uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
-  int64_t helping_ns_ = 0;                     // shared pieces the run's thread ran (Times)
+  std::chrono::steady_clock::duration helping_wall_{};     // shared pieces run in this wait spell
   int64_t recent_bytes_ = kWorthBytes;         // a moving average of the ops' sizes (1/32 steps)
   alignas(64) std::atomic<uint64_t> head_{0};  // slots published
   alignas(64) std::atomic<uint64_t> tail_{0};  // slots done

@@ -6,7 +6,6 @@
 // scalar read, the end of a task, applying atomics — drains the queue first.
 #pragma once
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -73,10 +72,9 @@ class DataQueue {
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
   // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces (the part of a wait spell's CPU time that their steady-clock time is of the spell's);
-  // the data thread spinning for want of work; the data thread's whole CPU time. Read by
-  // benchmarks to show which side of a run bounds it; the CPU clocks are read per wait spell,
-  // never per op or piece (each read is a system call).
+  // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
+  // Read by benchmarks to show which side of a run bounds it; the clock (a system call) is read
+  // per wait spell and per streak of shared pieces, never per op.
   struct Times {
     int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
   };
@@ -111,7 +109,8 @@ class DataQueue {
   void work();
   bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
-  bool help();  // the run's thread: runs one shared piece if there is one
+  bool help();  // the run's thread: runs shared pieces while there are any (false: none)
+  bool help_one(int64_t& t0);  // one piece; t0: the thread CPU clock at a streak's first
   template <class Done>
   void wait_helping(Done done);
 
@@ -121,7 +120,7 @@ class DataQueue {
   std::thread thread_;
   bool started_ = false, pending_ = false;
   uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
-  std::chrono::steady_clock::duration helping_wall_{};     // shared pieces run in this wait spell
+  int64_t helping_ns_ = 0;                     // shared pieces the run's thread ran (Times)
   int64_t recent_bytes_ = kWorthBytes;         // a moving average of the ops' sizes (1/32 steps)
   alignas(64) std::atomic<uint64_t> head_{0};  // slots published
   alignas(64) std::atomic<uint64_t> tail_{0};  // slots done

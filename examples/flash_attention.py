@@ -33,13 +33,16 @@ NEG = -1.0e30  # the running max before any key: exp(NEG - m) is exactly 0
 
 def make_attention(
     heads: int, sq: int, skv: int, d: int, br: int = 64, bc: int = 128, causal: bool = False,
-    split: pl.SplitMode = pl.SplitMode.UP_DOWN,
+    split: pl.SplitMode = pl.SplitMode.UP_DOWN, stage: int = 1,
 ):  # fmt: skip
     """The attention kernel for q [heads * sq, d], k and v [heads * skv, d] (fp16, heads
     stacked along rows), out [heads * sq, d] fp32. ``br`` query rows and ``bc`` keys per block.
     ``causal`` needs sq == skv and br == bc; ``mask`` is then the [br, bc] diagonal-block mask
     (0 on and below the diagonal, NEG above); otherwise pass any [br, bc] fp32 tensor.
-    ``split``: how the cluster's two AIVs share the softmax (NONE: one AIV does it all)."""
+    ``split``: how the cluster's two AIVs share the softmax (NONE: one AIV does it all).
+    ``stage``: the key loop as ``pl.pipeline(stage=)``; 1 is a plain loop, 2 takes two key
+    blocks a trip and issues the second block's loads before the first block's compute
+    (docs/double_buffering.md)."""
     assert sq % br == 0 and skv % bc == 0 and br % 2 == 0
     assert not causal or (sq == skv and br == bc)
     scale = 1.0 / math.sqrt(d)
@@ -64,7 +67,9 @@ def make_attention(
                     k_first = pl.load(k, [h * skv, 0], [bc, d], target_memory=pl.Mem.Mat)
                     s_first = pl.matmul(q_l, pl.move(k_first, target_memory=pl.Mem.Right), b_trans=True)
                     s_init = pl.muls(pl.move(s_first, target_memory=pl.Mem.Vec), scale)
-                    for kb, (m, row_sum, o, s_v) in pl.range(stop, init_values=(m0, l0, o0, s_init)):
+                    for kb, (m, row_sum, o, s_v) in pl.pipeline(
+                        stop, stage=stage, init_values=(m0, l0, o0, s_init)
+                    ):
                         k0 = h * skv + kb * bc
                         if kb + 1 < stop:
                             k_next = pl.load(k, [k0 + bc, 0], [bc, d], target_memory=pl.Mem.Mat)

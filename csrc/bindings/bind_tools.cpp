@@ -111,6 +111,37 @@ py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes
   return summary_dict(summary);
 }
 
+// Per (source-line id, pipe) with operations in the records table: (loc ids, pipes, cycles,
+// counts), the pairs in increasing loc * pipes + pipe (see record_columns.hpp).
+py::tuple line_totals(const I64Table& table, const I32Column& loc, size_t strings, size_t pipes,
+                      const std::vector<size_t>& columns) {
+  if (table.ndim() != 2 || loc.ndim() != 1 || loc.shape(0) != table.shape(0))
+    throw py::value_error("line_totals: a 2-D records table and one source-line id per row");
+  const auto rows = static_cast<size_t>(table.shape(0));
+  const auto width = static_cast<size_t>(table.shape(1));
+  if (columns.size() != 4 || *std::max_element(columns.begin(), columns.end()) >= width)
+    throw py::value_error("line_totals: the positions of kind, pipe, start, end expected");
+  const tools::LineColumns cols{columns[0], columns[1], columns[2], columns[3]};
+  std::vector<int64_t> cycles(strings * pipes), count(strings * pipes);
+  {
+    py::gil_scoped_release release;  // pure C++ over arrays the arguments hold alive
+    tools::line_totals(table.data(), rows, width, loc.data(), cols, strings, pipes, cycles.data(),
+                       count.data());
+  }
+  std::vector<int64_t> lines, lanes, sums, counts;
+  for (size_t at = 0; at < count.size(); ++at) {
+    if (count[at] == 0) continue;
+    lines.push_back(static_cast<int64_t>(at / pipes));
+    lanes.push_back(static_cast<int64_t>(at % pipes));
+    sums.push_back(cycles[at]);
+    counts.push_back(count[at]);
+  }
+  auto array = [](const std::vector<int64_t>& v) {
+    return py::array_t<int64_t>(static_cast<py::ssize_t>(v.size()), v.data());
+  };
+  return py::make_tuple(array(lines), array(lanes), array(sums), array(counts));
+}
+
 py::array_t<int64_t> columns_of(const I64Table& table) {
   if (table.ndim() != 2) throw py::value_error("record_columns: a 2-D records table expected");
   const auto rows = static_cast<size_t>(table.shape(0));
@@ -138,19 +169,18 @@ py::list narrow_record_tables(const std::vector<I64Table>& tables) {
     views.push_back({t.data(), static_cast<size_t>(t.shape(0))});
     rows += views.back().rows;
   }
-  std::vector<int64_t> lo(width), hi(width);
+  std::vector<uint64_t> bits(width);
   {
     py::gil_scoped_release release;  // pure C++ over arrays the argument holds alive
-    tools::column_ranges(views, width, lo.data(), hi.data());
+    tools::column_bits(views, width, bits.data());
   }
   py::list out;
   std::vector<void*> dst(width);
   std::vector<int> bytes(width);
   for (size_t c = 0; c < width; ++c) {
-    const auto holds = [&](auto zero) {
+    const auto holds = [&](auto zero) {  // see column_bits
       using To = decltype(zero);
-      return !rows ||
-             (lo[c] >= std::numeric_limits<To>::min() && hi[c] <= std::numeric_limits<To>::max());
+      return bits[c] <= static_cast<uint64_t>(std::numeric_limits<To>::max());
     };
     const auto make = [&](auto zero) {
       py::array_t<decltype(zero)> column(static_cast<py::ssize_t>(rows));
@@ -292,6 +322,11 @@ void bind_tools(py::module_& m) {
         "per column in the first of int8, int16, int32, int64 that holds its smallest and "
         "largest value (int8 when there are no rows), read without a transposed copy (see "
         "record_columns.hpp).");
+  m.def("line_totals", &line_totals, py::arg("table"), py::arg("loc"), py::arg("strings"),
+        py::arg("pipes"), py::arg("columns"),
+        "The hot-spot sums of a records table (rows x columns, int64) in one pass: (source-line "
+        "ids, pipes, cycles, counts) of its operations (kind 0) per (line, pipe) that has any; "
+        "columns: the positions of kind, pipe, start and end.");
   m.def("record_columns", &columns_of, py::arg("table"),
         "The records table (rows x columns, int64) as one contiguous row per column, in one "
         "pass (see record_columns.hpp).");

@@ -20,14 +20,31 @@ struct RecordsTable {
   size_t rows = 0;
 };
 
-// Per column c of the tables (all `width` wide): its smallest and largest value, in one pass
-// (lo[c] = INT64_MAX, hi[c] = INT64_MIN when there are no rows).
-void column_ranges(const std::vector<RecordsTable>& tables, size_t width, int64_t* lo, int64_t* hi);
+// Per column c of the tables (all `width` wide), in one pass: bits[c], the OR over its values v
+// of v ^ (v >> 63) (v for v >= 0, -v - 1 below). Every value of the column fits a k-bit signed
+// integer exactly when bits[c] < 2^(k-1): it tells the narrowest type as the smallest and
+// largest value would, for less work per value. 0 when there are no rows.
+void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits);
 
 // Column c of every table, one table after another, copied into out[c], an array of
 // bytes[c]-byte signed integers (1, 2, 4 or 8) that holds its values; a block of rows at a time,
 // so each row is read from memory once for all its columns.
 void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
                     const int* bytes);
+
+// The positions of the columns that line_totals reads in a records table's row.
+struct LineColumns {
+  size_t kind = 0, pipe = 0, start = 0, end = 0;
+};
+
+// The hot-spot table's sums of one records table, in one pass over its rows: per operation
+// (kind 0) at source-line id loc[r] on pipe p, cycles[loc * pipes + p] += end - start and
+// count[...] += 1 (both arrays `strings * pipes` long, zeroed by the caller). Reading the
+// four columns one at a time would stream the whole row-major table through the cache four
+// times. Throws std::out_of_range naming the row when an operation's loc or pipe is out of
+// range (the sums so far are then meaningless).
+void line_totals(const int64_t* table, size_t rows, size_t width, const int32_t* loc,
+                 const LineColumns& cols, size_t strings, size_t pipes, int64_t* cycles,
+                 int64_t* count);
 
 }  // namespace pypto::tools

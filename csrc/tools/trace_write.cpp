@@ -247,12 +247,21 @@ std::string source_arg(const CoreRecordsView& core, size_t r) {
 }
 
 // The text of an operation's event that is the same at every execution of its static
-// instruction, built once: the event is then these two pieces around four numbers. The
-// cycles are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them.
+// instruction, built once: the event is then these pieces around three numbers. The cycles
+// are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them; the on-chip
+// address of each execution is a records.npz column (and the first one the API_INSTR block's
+// Buffer Address), not an argument: the vendor's events carry none either.
 struct SiteText {
   int code = 0;
   std::string head;  // up to "ts":
   std::string args;  // from ,"args" to "bytes":
+  // The event's text after its timestamp for the duration and bytes `tail` holds: an
+  // instruction in a loop mostly repeats both, and then that text is one copy. It is kept
+  // once an execution repeats the one before (`last`), so durations that keep changing cost
+  // no copies into it.
+  std::string tail;
+  bool cached = false;  // whether `tail` holds the text for tail_dur and tail_bytes
+  int64_t tail_dur = 0, tail_bytes = 0, last_dur = -1, last_bytes = -1;
 };
 
 SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const int64_t* row,
@@ -266,16 +275,28 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
 }
 
 // An operation's event (kind 0), from its static text.
-void append_op(Cursor& out, const SiteText& t, const int64_t* row, const RecordColumns& c) {
+void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns& c) {
   out.put(t.head);
   out.cycles_as_us(row[c.start]);
+  const int64_t dur = row[c.end] - row[c.start], bytes = row[c.bytes];
+  if (t.cached && dur == t.tail_dur && bytes == t.tail_bytes) {
+    out.put(t.tail);
+    return;
+  }
+  char* const from = out.p;
   out.put(",\"dur\":");
-  out.cycles_as_us(row[c.end] - row[c.start]);
+  out.cycles_as_us(dur);
   out.put(t.args);
-  out.integer(row[c.bytes]);
-  out.put(",\"addr\":");
-  out.integer(row[c.addr]);
+  out.integer(bytes);
   out.put("}}");
+  if (dur == t.last_dur && bytes == t.last_bytes) {
+    t.tail.assign(from, static_cast<size_t>(out.p - from));
+    t.cached = true;
+    t.tail_dur = dur;
+    t.tail_bytes = bytes;
+  }
+  t.last_dur = dur;
+  t.last_bytes = bytes;
 }
 
 // A sync record's "X" event: the slice a SET_FLAG / WAIT_FLAG / BAR occupies on its pipe.
@@ -333,7 +354,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
                  std::vector<std::string>& pcs, TraceSummary& sum, Out& out, bool& first) {
   std::unordered_map<uint64_t, SiteText> local;  // (name, loc, pipe) ids of this core -> text
   // In front of `local`: a loop body's few sites hit here, without hashing.
-  std::array<std::pair<uint64_t, const SiteText*>, 256> recent{};
+  std::array<std::pair<uint64_t, SiteText*>, 256> recent{};
   DetailCache details;
   const size_t bound = event_bound(core, layout);
   for (size_t r = 0; r < core.rows; ++r) {
@@ -353,7 +374,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
       }
       slot = {key, &found->second};
     }
-    const SiteText& text = *slot.second;
+    SiteText& text = *slot.second;
     tally(sum.per_core[k], text.code, row, layout);
     Cursor w = out.reserve(bound);
     if (!first) w.put(',');

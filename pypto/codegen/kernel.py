@@ -201,8 +201,8 @@ def _check_same_storage(target: Var, value: Expr, span: SourceSpan | None) -> No
         and b is not None
         and a.allocated
         and b.allocated
-        and (a.offset, a.index) != (b.offset, b.index)
-    ):
+        and (a.offset != b.offset or None not in (a.index, b.index) and a.index != b.index)
+    ):  # no index: either slot (a tile carried around a loop whose slots rotate, memory.rotate_carries)
         raise CodegenError(
             f"tile {value.name!r} flows into {target.name!r} but they were given different buffers "
             f"(offsets {b.offset} and {a.offset}); AllocateMemoryAddr must give them one",

@@ -42,6 +42,7 @@ from pypto.passes.memory.pipeline_gate import (
     share_leftovers,
     share_storage,
 )
+from pypto.passes.memory.rotate_carries import rotate_buffers, rotations
 from pypto.passes.memory.storage_groups import (
     CAPACITY_FIELD,
     Buffer,
@@ -59,7 +60,9 @@ def _align(n: int, a: int) -> int:
 
 
 def _clashes(groups: Groups, a: Buffer, b: Buffer) -> bool:
-    return a.pinned is not None or b.pinned is not None or groups.interferes(a.root, b.root)
+    if a.pinned is not None or b.pinned is not None:
+        return True
+    return any(groups.interferes(x, y) for x in a.roots for y in b.roots)
 
 
 # Spaces where reusing a dead tile's storage costs a false dependency: an L1 tile is written
@@ -153,7 +156,7 @@ def _memref(bufs: list[Buffer]) -> Callable[[Buffer, Expr | None], MemRef]:
             ordinal[b.root] = k
 
     def memref(b: Buffer, own: Expr | None) -> MemRef:
-        ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}")
+        ref = b.pinned or MemRef(f"mem_{b.space.lower()}_{ordinal[b.root]}", slots=b.slots)
         return dataclasses.replace(ref, index=own).with_address(b.offset, b.slot_bytes)
 
     return memref
@@ -170,12 +173,18 @@ def _allocate(fn: Function, ctx: PassContext) -> Function:
         fn, copies, groups = group_storage(reorder_for_depth(src, short))
         share_leftovers(src, groups)
         share_storage(groups, short)
-    bufs = buffers(groups)
+    # A carried tile computed a trip ahead: its two groups become the two slots of one buffer.
     align = int(ctx.platform.alignment_bytes)
+    rots = rotations(fn, groups, copies)
+    bufs = rotate_buffers(buffers(groups), rots, align)
     for space in sorted({b.space for b in bufs}):
         limit = int(getattr(ctx.platform, CAPACITY_FIELD[space]))
         _place_space(fn, groups, [b for b in bufs if b.space == space], align, limit)
-    return bind_storage(fn, groups, copies, bufs, _memref(bufs))  # the gate above used pipeline_groups
+    slots = {m: index for r in rots for m, index in r.slots}
+    gone = frozenset(r.copy for r in rots)
+    return bind_storage(
+        fn, groups, copies, bufs, _memref(bufs), slots, gone
+    )  # the gate above used pipeline_groups
 
 
 def allocate_memory_addr(program: Program, ctx: PassContext) -> Program:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from pypto.hardware import PIPES
+from pypto.report.run_report import RECORD_COLUMNS
 
 NO_LINE = "(no source line)"  # instructions of a hand-written kernel carry no location
 
@@ -33,19 +34,24 @@ class HotLine:
 
 @dataclass
 class LineCycles:
-    """One chunk of operations: ``loc`` indexes ``strings``; ``cycles`` per instruction."""
+    """One chunk of operations: ``loc`` indexes ``strings``; ``cycles`` per entry, an entry
+    being one instruction or, with ``count``, that many instructions' sum."""
 
     strings: Sequence[str]
     loc: np.ndarray
     pipe: np.ndarray
     cycles: np.ndarray
+    count: np.ndarray | None = None
 
 
 def chunk_of(raw: dict[str, Any]) -> LineCycles:
-    """The operations of one task's native records (``InstrTrace.raw``)."""
-    table = raw["table"]
-    op = table[:, 1] == 0
-    return LineCycles(raw["strings"], raw["loc_id"][op], table[op, 2], table[op, 5] - table[op, 4])
+    """The operations of one task's native records (``InstrTrace.raw``), summed per source
+    line and pipe in one native pass over the row-major table."""
+    from pypto import _native
+
+    columns = [RECORD_COLUMNS.index(c) for c in ("kind", "pipe", "start", "end")]
+    sums = _native.line_totals(raw["table"], raw["loc_id"], len(raw["strings"]), len(PIPES), columns)
+    return LineCycles(raw["strings"], *sums)
 
 
 def hot_lines(chunks: Iterable[LineCycles], top: int | None = None) -> list[HotLine]:
@@ -57,7 +63,7 @@ def hot_lines(chunks: Iterable[LineCycles], top: int | None = None) -> list[HotL
         key = c.loc.astype(np.int64) * len(PIPES) + c.pipe.astype(np.int64)
         keys, inverse = np.unique(key, return_inverse=True)  # a few hundred sites per million
         cycles = np.bincount(inverse, weights=c.cycles, minlength=len(keys)).astype(np.int64)
-        counts = np.bincount(inverse, minlength=len(keys))
+        counts = np.bincount(inverse, weights=c.count, minlength=len(keys)).astype(np.int64)
         for k, cyc, n in zip(keys.tolist(), cycles.tolist(), counts.tolist()):
             loc, pipe = divmod(k, len(PIPES))
             slot = totals.setdefault((c.strings[loc] or NO_LINE, pipe), [0, 0])

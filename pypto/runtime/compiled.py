@@ -368,16 +368,16 @@ class CompiledProgram:
             for t, planned in zip(report.tasks, self.launch_specs):
                 t.deps = planned[4]
         if trace:  # records are kept only then: recording off costs nothing
-            from pypto.report.perfetto import write_run_trace
-            from pypto.report.records_file import NAME, save_records
-            from pypto.report.trace import write_traces
+            from pypto.report.run_files import write_run_files
 
-            folder = ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
-            json_copy = self.config.trace_json
-            write_traces(report, folder, cube_kernels=self.cube_kernels, platform=plat, json_copy=json_copy)
-            write_run_trace(report, folder / "run.pftrace")
-            report.save(self.output_dir / "report" / "run.json")  # what pypto-timeline reads
-            save_records(report, self.output_dir / "report" / NAME)  # ... with the records beside it
+            ensure_dir(self.output_dir / "trace")  # unusable: a CacheDirError naming it
+            write_run_files(
+                report,
+                self.output_dir,
+                cube_kernels=self.cube_kernels,
+                platform=plat,
+                json_copy=self.config.trace_json,
+            )
             if self.config.timeline:
                 report.timeline_html(self.output_dir / "report" / "timeline.html")
         return report

@@ -251,6 +251,40 @@ def test_swapped_carried_tiles_go_through_a_temporary():
     assert refs[saved.var.name] not in (refs["p"], refs["q"])
 
 
+AHEAD = """
+        first = pl.load(a, [0, 0], [16, 64])
+        for i, (cur,) in pl.range(4, init_values=(first,)):
+            nxt = pl.load(a, [i * 16 + 16, 0], [16, 64])  # the next trip's tile, while cur is read
+            e = pl.exp(cur)
+            pl.store(e, [i * 16, 0], out)
+            last = pl.yield_(nxt)
+"""
+
+
+def test_a_tile_computed_a_trip_ahead_rotates_through_two_slots_without_a_copy():
+    fn = alloc(AHEAD)
+    assert "tile.move" not in ops(fn)  # no copy of nxt into cur's buffer at the yield
+    refs = memrefs(fn)
+    ring = refs["nxt"]
+    assert ring.slots == 2 and ring.size == 4096
+    # trip i: the carried tile (and what is made over it) in slot i % 2, the next one in the other
+    assert ir.print_expr(ring.index) == "(i + 1) % 2"
+    assert ir.print_expr(refs["e"].index) == "i % 2" and refs["e"].offset == ring.offset
+    # the carried value and its initial tile are "either slot" (codegen carries the address)
+    assert refs["cur"].index is None and refs["first"].index is None and refs["cur"].offset == ring.offset
+
+
+def test_the_second_slot_of_a_small_rotating_tile_starts_aligned():
+    ring = memrefs(alloc(AHEAD.replace("[16, 64]", "[1, 4]")))["nxt"]  # 16 B a slot
+    assert ring.slots == 2 and ring.size == int(CTX.platform.alignment_bytes)
+
+
+def test_a_carried_tile_read_after_the_loop_keeps_its_buffer_and_the_copy():
+    fn = alloc(AHEAD + "        pl.store(last, [0, 0], out)\n")
+    assert "tile.move" in ops(fn)  # after an odd trip count the value would sit in the other slot
+    assert all(m.slots == 1 for m in memrefs(fn).values())
+
+
 def test_if_result_and_both_branch_values_share_one_buffer():
     fn = alloc(
         """

@@ -262,7 +262,10 @@ def reorder_for_depth(fn: Function, short: dict[PipelineGroup, Shortfall]) -> Fu
 
 
 def share_storage(groups: Groups, short: dict[PipelineGroup, Shortfall]) -> None:
-    """Clone k's tiles take clone (k mod depth)'s buffers (for groups short of depth)."""
+    """Clone k's tiles take clone (k mod depth)'s buffers (for groups short of depth), each
+    pair only when the two never clash: a value one clone hands the next (a carried tile the
+    body computes ahead, read by the next clone) is live beside that clone's own copy, and
+    one buffer for both would overwrite it before its last read."""
     for group, fall in short.items():
         depth = fall.depth
         if depth >= group.depth:
@@ -270,7 +273,9 @@ def share_storage(groups: Groups, short: dict[PipelineGroup, Shortfall]) -> None
         for block in group.blocks:
             for k in range(depth, len(block)):
                 for mine, theirs in zip(block[k].staged, block[k % depth].staged):
-                    if {groups.live.canon(mine), groups.live.canon(theirs)} <= groups.live.order.keys():
+                    if {groups.live.canon(mine), groups.live.canon(theirs)} <= groups.live.order.keys() and (
+                        groups.may_join(theirs, mine) and not groups.interferes(theirs, mine)
+                    ):
                         groups.union(theirs, mine)
 
 

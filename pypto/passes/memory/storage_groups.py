@@ -11,7 +11,7 @@ disappears, and an elementwise result takes over an input that dies there.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan
@@ -51,10 +51,15 @@ class Buffer:
     start: int
     pinned: MemRef | None
     offset: int = 0
+    partners: tuple[str, ...] = ()  # other groups in its slots (memory.rotate_carries)
 
     @property
     def nbytes(self) -> int:
         return self.slot_bytes * self.slots
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return (self.root, *self.partners)
 
 
 # --- grouping ----------------------------------------------------------------------------------
@@ -162,9 +167,12 @@ def buffers(groups: Groups) -> list[Buffer]:
     return out
 
 
-def drop_copies(fn: Function, groups: Groups, copies: list[tuple[str, str]]) -> Function:
-    """Deletes the copies whose two ends share a buffer; their uses read the source."""
-    gone = {dst: src for dst, src in copies if groups.find(dst) == groups.find(src)}
+def drop_copies(
+    fn: Function, groups: Groups, copies: list[tuple[str, str]], also: frozenset[str] = frozenset()
+) -> Function:
+    """Deletes the copies whose two ends share a buffer, and those named in ``also``; their
+    uses read the source."""
+    gone = {dst: src for dst, src in copies if groups.find(dst) == groups.find(src) or dst in also}
     if not gone:
         return fn
     fn = dataclasses.replace(fn, body=_keep(fn.body, gone))
@@ -227,17 +235,21 @@ def bind_storage(
     copies: list[tuple[str, str]],
     bufs: list[Buffer],
     memref: Callable[[Buffer, Expr | None], MemRef],
+    slots: Mapping[str, Expr | None] | None = None,
+    gone: frozenset[str] = frozenset(),
 ) -> Function:
     """``fn`` with each tile typed with its buffer's ``memref(buffer, index)`` (index: the
-    tile's own slot select of a declared MemRef), the copies inside one buffer deleted, and
-    the pipeline groups dropped (either planner has used or does not need them)."""
-    by_root = {b.root: b for b in bufs}
+    tile's own slot select of a declared MemRef, else its entry in ``slots``), the copies
+    inside one buffer and those in ``gone`` deleted, and the pipeline groups dropped (either
+    planner has used or does not need them)."""
+    by_root = {root: b for b in bufs for root in b.roots}
     types: dict[str, Type] = {}
     for name, var in groups.live.vars.items():
         b = by_root[groups.find(name)]
         t = tile_type(var)
         own = t.memref.index if t.memref is not None and b.pinned is not None else None
+        own = (slots or {}).get(groups.live.canon(name), own)
         types[name] = dataclasses.replace(t, memref=memref(b, own))
-    fn = drop_copies(retype(fn, types), groups, copies)
+    fn = drop_copies(retype(fn, types), groups, copies, gone)
     check_copies(fn, copies)
     return dataclasses.replace(fn, pipeline_groups=())

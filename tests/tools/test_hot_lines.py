@@ -1,0 +1,60 @@
+"""The hot-spot table from a task's records (pypto.report.hotspots.chunk_of: one native pass
+over the row-major table): per source line and pipe, the cycles and count of its operations,
+flag and barrier rows left out, equal to summing the rows one by one; a row whose source-line
+id or pipe is out of range is an error naming it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pypto.report.hotspots import NO_LINE, chunk_of, hot_lines
+from pypto.report.run_report import PIPES, RECORD_COLUMNS
+
+COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+
+
+def records(rows: int, seed: int) -> dict:
+    """A records table with operations and sync rows over a few lines and pipes."""
+    rng = np.random.default_rng(seed)
+    table = np.zeros((rows, len(RECORD_COLUMNS)), np.int64)
+    table[:, COL["kind"]] = rng.choice([0, 0, 0, 1, 2, 3], rows)
+    table[:, COL["pipe"]] = rng.integers(0, len(PIPES), rows)
+    table[:, COL["start"]] = rng.integers(0, 1 << 40, rows)
+    table[:, COL["end"]] = table[:, COL["start"]] + rng.integers(0, 5000, rows)
+    strings = ["", "k.py:3:5", "k.py:4:9", "k.py:7:1"]
+    loc = rng.integers(0, len(strings), rows).astype(np.int32)
+    return {"table": table, "name_id": np.zeros(rows, np.int32), "loc_id": loc, "strings": strings}
+
+
+def by_rows(raws: list[dict]) -> dict[tuple[str, str], list[int]]:
+    sums: dict[tuple[str, str], list[int]] = {}
+    for raw in raws:
+        for row, loc in zip(raw["table"].tolist(), raw["loc_id"].tolist()):
+            if row[COL["kind"]] != 0:
+                continue
+            slot = sums.setdefault((raw["strings"][loc] or NO_LINE, PIPES[row[COL["pipe"]]]), [0, 0])
+            slot[0] += row[COL["end"]] - row[COL["start"]]
+            slot[1] += 1
+    return sums
+
+
+def test_the_native_sums_equal_the_rows_summed_one_by_one():
+    raws = [records(5000, 1), records(3000, 2), records(0, 3)]
+    rows = hot_lines([chunk_of(r) for r in raws])
+    assert {(r.source, r.pipe): [r.cycles, r.count] for r in rows} == by_rows(raws)
+    assert [r.cycles for r in rows] == sorted((r.cycles for r in rows), reverse=True)
+    assert abs(sum(r.share for r in rows) - 1.0) < 1e-9
+
+
+def test_a_row_out_of_range_is_named():
+    raw = records(100, 4)
+    raw["table"][:, COL["kind"]] = 0
+    raw["loc_id"][57] = len(raw["strings"])
+    with pytest.raises(IndexError, match="records row 57: its source-line id or pipe is out of range"):
+        chunk_of(raw)
+    raw = records(100, 5)
+    raw["table"][:, COL["kind"]] = 0
+    raw["table"][12, COL["pipe"]] = len(PIPES)
+    with pytest.raises(IndexError, match="records row 12"):
+        chunk_of(raw)

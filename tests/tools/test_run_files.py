@@ -1,0 +1,53 @@
+"""The files of a traced run (pypto.report.run_files.write_run_files, what RunConfig(trace=True)
+writes), their writers on threads of their own: the same bytes as writing them one after
+another, and a writer's failure raised only once the others have finished their files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pypto.report.perfetto import write_run_trace
+from pypto.report.records_file import save_records
+from pypto.report.run_files import write_run_files
+from pypto.report.trace import write_traces
+from pypto.runtime import RunConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import seed_kernels as sk  # noqa: E402
+
+A = (np.arange(sk.ROWS * sk.TC) % 3 - 1).astype(np.float32).reshape(sk.ROWS, sk.TC)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory):
+    sk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir=tmp_path_factory.mktemp("run")))
+    return sk.pipelined.last_report
+
+
+def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_path: Path):
+    write_run_files(report, tmp_path / "together")
+    (one,) = write_traces(report, tmp_path / "apart" / "trace")
+    write_run_trace(report, tmp_path / "apart" / "trace" / "run.pftrace")
+    save_records(report, tmp_path / "apart" / "report" / "records.npz")
+    (both,) = (tmp_path / "together" / "trace").rglob("visualize_data.bin")
+    assert both.read_bytes() == Path(one).read_bytes()
+    for name in ("trace/run.pftrace", "report/records.npz"):
+        assert (tmp_path / "together" / name).read_bytes() == (tmp_path / "apart" / name).read_bytes(), name
+    saved = json.loads((tmp_path / "together" / "report" / "run.json").read_text())
+    assert (tmp_path / "together" / "report" / saved["trace_paths"][-1]).resolve() == both.resolve()
+
+
+def test_a_failing_writer_is_raised_after_the_others_finish(report, tmp_path: Path):
+    (tmp_path / "report").write_text("a file where the report folder goes")
+    with pytest.raises(OSError):
+        write_run_files(report, tmp_path)
+    apart = tmp_path / "apart.pftrace"
+    write_run_trace(report, apart)
+    assert (tmp_path / "trace" / "run.pftrace").read_bytes() == apart.read_bytes()  # complete
+    (container,) = (tmp_path / "trace").rglob("visualize_data.bin")
+    assert container.stat().st_size > 0

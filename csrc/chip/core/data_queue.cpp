@@ -155,9 +155,28 @@ void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
     ++mine;
     w = offer_.load(std::memory_order_acquire);
   }
-  // The helper's pieces are done, and (acquire) so are its reads of this description.
-  spin_until([&] { return mine + helped_.load(std::memory_order_acquire) == pieces; });
+  join(pieces - mine);
   sharing_ = false;
+}
+
+// The data thread, its own pieces done, waits until the run's thread has finished `theirs`
+// (acquire: and its reads of the description). It spins first (a piece takes microseconds),
+// then sleeps: a helper that lost its host CPU mid-piece, perhaps to this very thread, is not
+// waited for by spinning.
+void DataQueue::join(uint64_t theirs) {
+  const auto done = [&] { return helped_.load(std::memory_order_seq_cst) == theirs; };
+  const auto until = Clock::now() + kSpin;
+  for (unsigned i = 1; !done(); ++i) {
+    cpu_relax();
+    if (i % 64 != 0 || Clock::now() < until) continue;
+    std::unique_lock<std::mutex> lock(join_mutex_);
+    // Published before the last look at helped_ (both seq_cst): either that look sees the
+    // helper's last piece, or the helper sees this and wakes the thread.
+    joining_.store(true, std::memory_order_seq_cst);
+    join_wake_.wait(lock, done);
+    joining_.store(false, std::memory_order_relaxed);
+    return;
+  }
 }
 
 // The data thread, out of work: spins, then sleeps until an op is queued after slot `tail`.
@@ -205,7 +224,11 @@ bool DataQueue::help_one(int64_t& t0) {
   if (t0 < 0) t0 = thread_cpu_ns();  // the streak's start
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
   run(fn, b, std::min(n, b + grain));
-  helped_.fetch_add(1, std::memory_order_release);
+  helped_.fetch_add(1, std::memory_order_seq_cst);
+  if (joining_.load(std::memory_order_seq_cst)) {  // the data thread sleeps in join()
+    { std::lock_guard<std::mutex> lock(join_mutex_); }
+    join_wake_.notify_one();
+  }
   return true;
 }
 

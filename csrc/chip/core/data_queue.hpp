@@ -109,6 +109,7 @@ class DataQueue {
   void work();
   bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
+  void join(uint64_t theirs);
   bool help();  // the run's thread: runs shared pieces while there are any (false: none)
   bool help_one(int64_t& t0);  // one piece; t0: the thread CPU clock at a streak's first
   template <class Done>
@@ -137,6 +138,9 @@ class DataQueue {
   std::atomic<const void*> piece_fn_{nullptr};
   std::atomic<int64_t> piece_n_{0}, piece_grain_{0};
   alignas(64) std::atomic<uint32_t> helped_{0};  // pieces the run's thread finished
+  std::atomic<bool> joining_{false};             // the data thread sleeps until they are
+  std::mutex join_mutex_;
+  std::condition_variable join_wake_;
   uint32_t generation_ = 0;
   bool sharing_ = false;  // the data thread is inside split (a piece does not split again)
 };

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cube_numerics import k_order
 
 import pypto.language as pl
 from pypto import _native_testing
@@ -211,3 +212,47 @@ def test_l1_to_l0_extracts_give_the_same_bits_and_cycles_on_the_data_thread(monk
     np.testing.assert_array_equal(c_t, c_p)
     same_report(rep_t, rep_p)
     assert gemm.relative_error(c_t, gemm.reference(a, b)[0]) < 1e-3
+
+
+BM, BN, BK, BLOCKS = 64, 128, 64, 80  # 6 ops a block: the thread starts after block 42
+
+
+@pl.jit
+def matmuls_bt(a: pl.Tensor, bt: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(BLOCKS):
+            a_l = pl.move(
+                pl.load(a, [i * BM, 0], [BM, BK], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+            )
+            b_r = pl.move(
+                pl.load(bt, [i * BN, 0], [BN, BK], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+            )
+            pl.store(pl.matmul(a_l, b_r, b_trans=True), [i * BM, 0], out)
+    return out
+
+
+def test_a_matmuls_column_pieces_give_the_k_order_bits_when_one_piece_meets_an_inf(monkeypatch):
+    """On the data thread an fp16 matmul's output columns are pieces, each widening its own
+    operands (a transposed right operand here); one piece's columns meet an inf and take the
+    general conversion while its neighbours do not, and every block is still the exact k-order
+    sum — the same bits and cycles as in place, where the matmul is one piece."""
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (BLOCKS * BM, BK)).astype(np.float16)
+    bt = rng.uniform(-1, 1, (BLOCKS * BN, BK)).astype(np.float16)
+    bt[70 * BN + 70, 5] = np.inf  # block 70, output column 70: one piece of four
+
+    def run():
+        before = _native_testing.data_queue_times()["data_cpu_ns"]
+        out = np.zeros((BLOCKS * BM, BN), np.float32)
+        matmuls_bt(a, bt, out)
+        return out, matmuls_bt.last_report, _native_testing.data_queue_times()["data_cpu_ns"] > before
+
+    (out_t, rep_t, threaded), (out_p, rep_p, _) = both_ways(monkeypatch, run)
+    assert threaded
+    np.testing.assert_array_equal(out_t, out_p)
+    same_report(rep_t, rep_p)
+    for i in (0, 70, BLOCKS - 1):
+        with np.errstate(invalid="ignore"):
+            ref = k_order(a[i * BM : (i + 1) * BM], bt[i * BN : (i + 1) * BN].T)
+        np.testing.assert_array_equal(out_t[i * BM : (i + 1) * BM], ref)
+    assert np.isinf(out_t).sum() == BM and np.isinf(out_t[70 * BM : 71 * BM, 70]).all()

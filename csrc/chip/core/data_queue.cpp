@@ -155,9 +155,28 @@ void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
     ++mine;
     w = offer_.load(std::memory_order_acquire);
   }
-  // The helper's pieces are done, and (acquire) so are its reads of this description.
-  spin_until([&] { return mine + helped_.load(std::memory_order_acquire) == pieces; });
+  join(pieces - mine);
   sharing_ = false;
+}
+
+// The data thread, its own pieces done, waits until the run's thread has finished `theirs`
+// (acquire: and its reads of the description). It spins first (a piece takes microseconds),
+// then sleeps: a helper that lost its host CPU mid-piece, perhaps to this very thread, is not
+// waited for by spinning.
+void DataQueue::join(uint64_t theirs) {
+  const auto done = [&] { return helped_.load(std::memory_order_seq_cst) == theirs; };
+  const auto until = Clock::now() + kSpin;
+  for (unsigned i = 1; !done(); ++i) {
+    cpu_relax();
+    if (i % 64 != 0 || Clock::now() < until) continue;
+    std::unique_lock<std::mutex> lock(join_mutex_);
+    // Published before the last look at helped_ (both seq_cst): either that look sees the
+    // helper's last piece, or the helper sees this and wakes the thread.
+    joining_.store(true, std::memory_order_seq_cst);
+    join_wake_.wait(lock, done);
+    joining_.store(false, std::memory_order_relaxed);
+    return;
+  }
 }
 
 // The data thread, out of work: spins, then sleeps until an op is queued after slot `tail`.
@@ -181,6 +200,18 @@ bool DataQueue::wait_for_work(uint64_t tail) {
 }
 
 bool DataQueue::help() {
+  // The pieces claimed back to back are timed as one streak: two reads of the thread CPU
+  // clock (a system call, ~0.5 us) per streak rather than per piece, the second after the
+  // last piece is marked done, as the data thread may be joining on it.
+  int64_t t0 = -1;
+  while (help_one(t0)) {
+  }
+  if (t0 < 0) return false;
+  helping_ns_ += thread_cpu_ns() - t0;
+  return true;
+}
+
+bool DataQueue::help_one(int64_t& t0) {
   uint64_t w = offer_.load(std::memory_order_acquire);
   if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
   const PieceFn run = piece_run_.load(std::memory_order_relaxed);
@@ -190,11 +221,14 @@ bool DataQueue::help() {
   // Succeeds only while that generation has pieces left, so the data thread is still inside
   // share() and has not described another: what was read above is this generation's.
   if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
+  if (t0 < 0) t0 = thread_cpu_ns();  // the streak's start
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
-  const int64_t t0 = thread_cpu_ns();
   run(fn, b, std::min(n, b + grain));
-  helping_ns_ += thread_cpu_ns() - t0;
-  helped_.fetch_add(1, std::memory_order_release);
+  helped_.fetch_add(1, std::memory_order_seq_cst);
+  if (joining_.load(std::memory_order_seq_cst)) {  // the data thread sleeps in join()
+    { std::lock_guard<std::mutex> lock(join_mutex_); }
+    join_wake_.notify_one();
+  }
   return true;
 }
 

@@ -73,7 +73,8 @@ class DataQueue {
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
   // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
   // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
-  // Read by benchmarks to show which side of a run bounds it; read per wait spell, never per op.
+  // Read by benchmarks to show which side of a run bounds it; the clock (a system call) is read
+  // per wait spell and per streak of shared pieces, never per op.
   struct Times {
     int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
   };
@@ -108,7 +109,9 @@ class DataQueue {
   void work();
   bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
-  bool help();  // the run's thread: runs one shared piece if there is one
+  void join(uint64_t theirs);
+  bool help();  // the run's thread: runs shared pieces while there are any (false: none)
+  bool help_one(int64_t& t0);  // one piece; t0: the thread CPU clock at a streak's first
   template <class Done>
   void wait_helping(Done done);
 
@@ -135,6 +138,9 @@ class DataQueue {
   std::atomic<const void*> piece_fn_{nullptr};
   std::atomic<int64_t> piece_n_{0}, piece_grain_{0};
   alignas(64) std::atomic<uint32_t> helped_{0};  // pieces the run's thread finished
+  std::atomic<bool> joining_{false};             // the data thread sleeps until they are
+  std::mutex join_mutex_;
+  std::condition_variable join_wake_;
   uint32_t generation_ = 0;
   bool sharing_ = false;  // the data thread is inside split (a piece does not split again)
 };

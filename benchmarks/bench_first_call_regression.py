@@ -52,7 +52,7 @@ import pypto.language as pl
 from pypto.runtime import RunConfig
 
 sys.path.insert(0, sys.argv[1])
-from _common import NT, TC, TR, seed_kernel
+from _common import seed_input, seed_kernel
 
 
 def cpu():
@@ -61,7 +61,7 @@ def cpu():
 
 
 kernel = seed_kernel()
-a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
+a = seed_input()
 out = np.zeros_like(a)
 config = RunConfig(platform="a2a3sim")
 t0, c0 = time.perf_counter(), cpu()

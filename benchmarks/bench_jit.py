@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
 import numpy as np  # noqa: E402
-from _common import NT, TC, TR, best_of, seed_kernel  # noqa: E402
+from _common import TC, TR, best_of, seed_input, seed_kernel  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto.runtime import RunConfig, jit  # noqa: E402
@@ -64,10 +64,10 @@ t1, c1 = time.perf_counter(), cpu()
 from pypto.runtime import RunConfig
 
 sys.path.insert(0, {str(HERE)!r})
-from _common import NT, TR, TC, seed_kernel
+from _common import seed_input, seed_kernel
 
 single_buffer = seed_kernel()
-a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
+a = seed_input()
 out = np.zeros_like(a)
 config = RunConfig(platform="a2a3sim")
 t2, c2 = time.perf_counter(), cpu()
@@ -111,7 +111,7 @@ def new_process_calls(trials: int = 5) -> dict[str, tuple[float, float]]:
 
 
 def first_call() -> tuple[float, float]:
-    a = (np.arange(NT * TR * TC) % 3 - 1).astype(np.float32).reshape(NT * TR, TC)
+    a = seed_input()
     kernel = seed_kernel()
     t0 = time.perf_counter()
     kernel(a, np.zeros_like(a), config=CFG)

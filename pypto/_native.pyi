@@ -364,10 +364,17 @@ class WarmSpec:
 
 def arm_crash_report(fd: typing.SupportsInt | typing.SupportsIndex) -> None: ...
 def clean_trace(
-    payload: typing_extensions.Buffer, keep_scalar: bool = ..., source: str = ...
+    payload: typing_extensions.Buffer,
+    keep_scalar: bool = ...,
+    source: str = ...,
+    sources: collections.abc.Mapping[str, str] = ...,
 ) -> tuple[bytes, dict[str, int]]: ...
 def clean_trace_to_file(
-    payload: typing_extensions.Buffer, keep_scalar: bool, source: str, path: str
+    payload: typing_extensions.Buffer,
+    keep_scalar: bool,
+    source: str,
+    path: str,
+    sources: collections.abc.Mapping[str, str] = ...,
 ) -> dict[str, int]: ...
 def cost_profile_names() -> list[str]: ...
 def hardware_facts() -> dict: ...

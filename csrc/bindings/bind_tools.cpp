@@ -285,30 +285,35 @@ void bind_tools(py::module_& m) {
   py::register_exception<tools::TraceFormatError>(m, "TraceFormatError", PyExc_ValueError);
   m.def(
       "clean_trace",
-      [](const py::buffer& payload, bool keep_scalar, const std::string& source) {
+      [](const py::buffer& payload, bool keep_scalar, const std::string& source,
+         const tools::SourceLines& sources) {
         const std::string_view bytes = payload_bytes(payload, "clean_trace");
         tools::CleanTrace clean;
         {
           py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
-          clean = tools::clean_trace(bytes, keep_scalar, source);
+          clean = tools::clean_trace(bytes, keep_scalar, source, sources);
         }
         return py::typing::Tuple<py::bytes, py::typing::Dict<py::str, py::int_>>(
             py::make_tuple(py::bytes(clean.json), stats_dict(clean.stats)));
       },
-      py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "");
+      py::arg("payload"), py::arg("keep_scalar") = false, py::arg("source") = "",
+      py::arg("sources") = tools::SourceLines{},
+      "The clean trace of a TRACE payload and its stats; `sources`: pc_addr -> source line, "
+      "added to the slices' args (see trace_clean.hpp).");
   m.def(
       "clean_trace_to_file",
       [](const py::buffer& payload, bool keep_scalar, const std::string& source,
-         const std::string& path) {
+         const std::string& path, const tools::SourceLines& sources) {
         const std::string_view bytes = payload_bytes(payload, "clean_trace_to_file");
         tools::CleanStats stats;
         {
           py::gil_scoped_release release;  // pure C++ over bytes the caller keeps alive
-          stats = tools::clean_trace_to_file(bytes, keep_scalar, source, path);
+          stats = tools::clean_trace_to_file(bytes, keep_scalar, source, path, sources);
         }
         return stats_dict(stats);
       },
       py::arg("payload"), py::arg("keep_scalar"), py::arg("source"), py::arg("path"),
+      py::arg("sources") = tools::SourceLines{},
       "clean_trace, streamed to the file `path` (written only once the payload has been read "
       "as JSON); returns the stats.");
   py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);

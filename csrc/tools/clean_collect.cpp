@@ -140,6 +140,11 @@ void Collector::slice(const Event& e, size_t begin, size_t end) {
     s.copy = true, s.pid = span(e.pid), s.tid = span(e.tid);
     if (e.cnames == 1) s.cname = span(e.cname);
   }
+  if (sources_ != nullptr && e.args.kind == Kind::kObject) {
+    s.source = source_of(e.args);
+    s.args_end =
+        static_cast<uint32_t>(e.args.text.data() + e.args.text.size() - 1 - (payload_ + begin));
+  }
   if (!e.ts.present()) {
     s.problem = Problem::kNoTs;
   } else if (!time_of(e.ts, s.ts)) {
@@ -221,6 +226,21 @@ int Collector::route_of(const Value& args) {
     id = it->second;
   }
   routes_by_args_.emplace(args.text, id);
+  return id;
+}
+
+// The source line of a slice's args (rule 7), cached by the args' text: a trace repeats the
+// args of each static instruction.
+int32_t Collector::source_of(const Value& args) {
+  if (auto it = sources_by_args_.find(args.text); it != sources_by_args_.end()) return it->second;
+  int32_t id = -1;
+  const Value pc = member(args, "pc_addr");
+  if (pc.is_string() && !member(args, "source_line").present()) {
+    std::string scratch;
+    auto found = sources_->by_pc.find(std::string(json::text_of(pc, scratch)));
+    if (found != sources_->by_pc.end()) id = found->second;
+  }
+  sources_by_args_.emplace(args.text, id);
   return id;
 }
 

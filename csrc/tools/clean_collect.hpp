@@ -43,6 +43,14 @@ struct Slice {
   // output is the text with those three values replaced.
   bool copy;
   Span pid, tid, cname;
+  int32_t source = -1;    // the source line rule 7 adds to its args (SourceTable), or none
+  uint32_t args_end = 0;  // then: the offset in its text of its args' closing brace
+};
+
+// The source lines rule 7 adds, by pc_addr: each one as its args member's JSON text.
+struct SourceTable {
+  std::unordered_map<std::string, int32_t> by_pc;
+  std::vector<std::string> members;  // `"source_line":"<line>"`
 };
 
 // The set times (starts) and wait times (ends) of one (pid, route).
@@ -64,7 +72,8 @@ struct PipeEnd {
 // Everything one pass over traceEvents keeps.
 class Collector {
  public:
-  explicit Collector(const char* payload) : payload_(payload) {}
+  explicit Collector(const char* payload, const SourceTable* sources = nullptr)
+      : payload_(payload), sources_(sources) {}
   // The event whose object text is payload[begin, end).
   void add(const Event& e, size_t begin, size_t end);
 
@@ -90,8 +99,11 @@ class Collector {
   void pipe_end(const Event& e);
   double flag_time(const Value& v, const Event& e, const char* what);
   int route_of(const Value& args);
+  int32_t source_of(const Value& args);
 
   const char* payload_;
+  const SourceTable* sources_;
+  std::unordered_map<std::string_view, int32_t> sources_by_args_;  // args text -> source
   std::unordered_map<uint64_t, uint32_t> thread_ids_;
   std::unordered_map<uint64_t, std::vector<OpenFlag>> open_;
   std::unordered_map<std::string_view, int> routes_by_args_;  // args text -> route or -1

@@ -8,26 +8,38 @@
 namespace pypto::tools::clean {
 namespace {
 
+// `member` as the last member of the object whose closing brace is at text[close].
+void add_member(std::string& out, std::string_view text, size_t close, std::string_view member) {
+  if (text[close - 1] != '{') out += ',';  // compact text: the brace follows the last value
+  out += member;
+}
+
 // A compact slice with pid and tid once and cname at most once (the usual case): its text
-// copied with those three values swapped, a missing cname added before the closing brace.
+// copied with those three values swapped, a missing cname added before the closing brace and
+// a source line (`source`, empty for none) before the args' closing brace.
 void splice_slice(std::string& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
-                  std::string_view color) {
-  std::array<std::pair<Span, int>, 3> spans = {{{s.pid, 0}, {s.tid, 1}, {s.cname, 2}}};
-  const size_t n = s.cname.end > 0 ? 3 : 2;
+                  std::string_view color, std::string_view source) {
+  enum Which { kPid, kTid, kCname, kSource };
+  std::array<std::pair<Span, Which>, 4> spans = {{{s.pid, kPid}, {s.tid, kTid}}};
+  size_t n = 2;
+  if (s.cname.end > 0) spans[n++] = {s.cname, kCname};
+  if (!source.empty()) spans[n++] = {Span{s.args_end, s.args_end}, kSource};
   std::sort(spans.begin(), spans.begin() + static_cast<long>(n),
             [](const auto& a, const auto& b) { return a.first.at < b.first.at; });
   size_t done = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& [span, which] = spans[i];
     out.append(text.data() + done, span.at - done);
-    if (which == 2) {
+    if (which == kSource) {
+      add_member(out, text, span.at, source);
+    } else if (which == kCname) {
       json::write_string(out, color);
     } else {
-      json::write_int(out, which == 0 ? pid : tid);
+      json::write_int(out, which == kPid ? pid : tid);
     }
     done = span.end;
   }
-  if (n == 3) {
+  if (s.cname.end > 0) {
     out.append(text.data() + done, text.size() - done);
     return;
   }
@@ -37,9 +49,10 @@ void splice_slice(std::string& out, std::string_view text, const Slice& s, int64
   out += '}';
 }
 
-// Any other slice: member by member, whitespace dropped, every pid, tid and cname replaced.
+// Any other slice: member by member, whitespace dropped, every pid, tid and cname replaced,
+// the source line (if any) added to every args object.
 void rewrite_slice(std::string& out, std::string_view text, size_t base, int64_t pid, int64_t tid,
-                   std::string_view color) {
+                   std::string_view color, std::string_view source) {
   json::Reader r(text, base);
   std::string scratch;
   bool seen_pid = false, seen_tid = false, seen_cname = false;
@@ -58,6 +71,11 @@ void rewrite_slice(std::string& out, std::string_view text, size_t base, int64_t
       json::write_int(out, tid), seen_tid = true;
     } else if (key == "cname") {
       json::write_string(out, color), seen_cname = true;
+    } else if (key == "args" && v.kind == Kind::kObject && !source.empty()) {
+      json::write_compact(out, v.text);
+      out.pop_back();  // the closing brace
+      add_member(out, out, out.size(), source);
+      out += '}';
     } else {
       json::write_compact(out, v.text);
     }
@@ -104,11 +122,11 @@ void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta,
 }
 
 void write_slice(std::string& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
-                 int64_t tid, std::string_view color) {
+                 int64_t tid, std::string_view color, std::string_view source) {
   if (s.copy) {
-    splice_slice(out, text, s, pid, tid, color);
+    splice_slice(out, text, s, pid, tid, color, source);
   } else {
-    rewrite_slice(out, text, base, pid, tid, color);
+    rewrite_slice(out, text, base, pid, tid, color, source);
   }
 }
 

@@ -44,9 +44,10 @@ class Output {
 void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta, std::string_view key);
 
 // A kept slice (its object text `text`, at byte `base` of the payload): every member as it
-// was, with pid, tid and cname replaced, or added at the end in that order when missing.
+// was, with pid, tid and cname replaced, or added at the end in that order when missing;
+// `source` (a `"source_line":...` member, or empty) appended to its args.
 void write_slice(std::string& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
-                 int64_t tid, std::string_view color);
+                 int64_t tid, std::string_view color, std::string_view source);
 
 // One end of a flow arrow.
 void write_arrow(std::string& out, std::string_view name, int64_t id, int64_t pid, bool start,

@@ -16,8 +16,11 @@ namespace {
 
 class Cleaner {
  public:
-  Cleaner(std::string_view payload, bool keep_scalar)
-      : payload_(payload), keep_scalar_(keep_scalar), got_(payload.data()) {}
+  Cleaner(std::string_view payload, bool keep_scalar, const SourceLines& sources)
+      : payload_(payload),
+        keep_scalar_(keep_scalar),
+        sources_(source_table(sources)),
+        got_(payload.data(), sources_ptr()) {}
   void read_document();  // first: the whole document is checked before a byte is written
   CleanStats run(std::string_view source, Output& out);
 
@@ -30,9 +33,12 @@ class Cleaner {
                    const Lane& c);
   void pipe_arrows(std::string& out);
   std::string lane_name(uint32_t thread) const;
+  static SourceTable source_table(const SourceLines& sources);
+  const SourceTable* sources_ptr() const { return sources_.members.empty() ? nullptr : &sources_; }
 
   std::string_view payload_;
   bool keep_scalar_;
+  SourceTable sources_;
   bool top_is_object_ = false;
   Value other_data_;
   Collector got_;
@@ -54,12 +60,12 @@ void Cleaner::read_document() {
     for (bool first = true; r.more('}', first); first = false) {
       const std::string_view key = json::text_of(r.key(), scratch);
       if (key == "traceEvents" && r.peek() == '[') {
-        got_ = Collector(payload_.data());  // of a repeated key the last counts
+        got_ = Collector(payload_.data(), sources_ptr());  // of a repeated key the last counts
         read_events(r);
       } else if (key == "traceEvents") {
         const Value v = r.value();
         if (v.kind != Kind::kNull) defer("traceEvents is not an array");
-        got_ = Collector(payload_.data());
+        got_ = Collector(payload_.data(), sources_ptr());
       } else if (key == "otherData") {
         other_data_ = r.value();
       } else {
@@ -101,6 +107,17 @@ void Cleaner::read_events(json::Reader& r) {
       shape_error_ = err.what();
     }
   }
+}
+
+SourceTable Cleaner::source_table(const SourceLines& sources) {
+  SourceTable table;
+  for (const auto& [pc, line] : sources) {
+    table.by_pc.emplace(pc, static_cast<int32_t>(table.members.size()));
+    std::string member = "\"source_line\":";
+    json::write_string(member, line);
+    table.members.push_back(std::move(member));
+  }
+  return table;
 }
 
 void Cleaner::defer(const std::string& what) {
@@ -281,7 +298,9 @@ CleanStats Cleaner::run(std::string_view source, Output& out) {
     for (size_t i = 0; i < lane.order.size(); ++i) {
       const Slice& s = got_.slices[lane.order[i]];
       const std::string_view text = payload_.substr(s.begin, s.end - s.begin);
-      write_slice(out.event(), text, s.begin, s, lane.out_pid, lane.tids[i], color);
+      const std::string_view source =
+          s.source >= 0 ? std::string_view(sources_.members[s.source]) : std::string_view();
+      write_slice(out.event(), text, s.begin, s, lane.out_pid, lane.tids[i], color, source);
     }
   }
   if (!arrows.empty()) out.event() += arrows;
@@ -308,9 +327,10 @@ CleanStats Cleaner::run(std::string_view source, Output& out) {
 
 namespace pypto::tools {
 
-CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_view source) {
+CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_view source,
+                       const SourceLines& sources) {
   try {
-    clean::Cleaner cleaner(payload, keep_scalar);
+    clean::Cleaner cleaner(payload, keep_scalar, sources);
     cleaner.read_document();
     clean::Output out(payload.size() + payload.size() / 4 + 4096);
     const CleanStats stats = cleaner.run(source, out);
@@ -321,8 +341,8 @@ CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_v
 }
 
 CleanStats clean_trace_to_file(std::string_view payload, bool keep_scalar, std::string_view source,
-                               const std::string& path) {
-  clean::Cleaner cleaner(payload, keep_scalar);
+                               const std::string& path, const SourceLines& sources) {
+  clean::Cleaner cleaner(payload, keep_scalar, sources);
   try {
     cleaner.read_document();  // a bad document is found before the file is created
   } catch (const json::SyntaxError& e) {

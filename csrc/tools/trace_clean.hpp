@@ -23,12 +23,16 @@
 // 6. Output: compact JSON. A kept slice keeps every member as the JSON text it was read as
 //    (whitespace between tokens dropped), with pid, tid and cname (the pipe's colour)
 //    replaced; timestamps are therefore verbatim.
+// 7. Source lines: a kept slice whose args hold a string pc_addr that `sources` maps to a
+//    source line (the API_INSTR block's "AscendC Inner Code" of that address), and no
+//    source_line of their own, gets it as args.source_line, the args' last member.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace pypto::tools {
 
@@ -51,14 +55,18 @@ struct CleanTrace {
   CleanStats stats;
 };
 
+// pc_addr text -> source line (rule 7).
+using SourceLines = std::unordered_map<std::string, std::string>;
+
 // Applies the rules to a TRACE payload ({"traceEvents": [...]} or a bare array);
 // `source` goes to otherData.source. Throws TraceFormatError.
-CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_view source);
+CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_view source,
+                       const SourceLines& sources = {});
 
 // The same, streamed to the file `path` (created once the document has been read; a trace of
 // millions of events never sits in memory twice). A file that cannot be written throws
 // TraceWriteError; on a TraceFormatError found while laying out, the file may be partial.
 CleanStats clean_trace_to_file(std::string_view payload, bool keep_scalar, std::string_view source,
-                               const std::string& path);
+                               const std::string& path, const SourceLines& sources = {});
 
 }  // namespace pypto::tools

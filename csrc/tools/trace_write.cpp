@@ -239,18 +239,13 @@ const std::string& detail_of(const TraceLayout& layout, int64_t kind, const int6
   return it->second;
 }
 
-// `,"source_line":<loc>` — nothing for an instruction with no source location (a
-// hand-written kernel's), which keeps such traces a tenth smaller.
-std::string source_arg(const CoreRecordsView& core, size_t r) {
-  const int32_t loc = core.loc_id[r];
-  return core.strings[loc].empty() ? std::string() : ",\"source_line\":" + core.quoted[loc];
-}
-
 // The text of an operation's event that is the same at every execution of its static
 // instruction, built once: the event is then these pieces around three numbers. The cycles
-// are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them; the on-chip
-// address of each execution is a records.npz column (and the first one the API_INSTR block's
-// Buffer Address), not an argument: the vendor's events carry none either.
+// are the slice's duration (1 trace ns = 1 cycle), so no argument repeats them; its source
+// line is the API_INSTR block's "AscendC Inner Code" of its pc_addr, so no event repeats it
+// (nor do the vendor's events carry one); the on-chip address of each execution is a
+// records.npz column (and the first one the API_INSTR block's Buffer Address), not an
+// argument: the vendor's events carry none either.
 struct SiteText {
   int code = 0;
   std::string head;  // up to "ts":
@@ -270,7 +265,7 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
   t.code = code;
   t.head = "{\"name\":" + core.quoted[core.name_id[r]] + ",\"ph\":\"X\",\"pid\":\"" + core.pid +
            "\",\"tid\":\"" + layout.lanes[row[layout.col.pipe]] + "\",\"ts\":";
-  t.args = ",\"args\":{\"pc_addr\":\"" + pc + "\"" + source_arg(core, r) + ",\"bytes\":";
+  t.args = ",\"args\":{\"pc_addr\":\"" + pc + "\",\"bytes\":";
   return t;
 }
 
@@ -301,7 +296,7 @@ void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns
 
 // A sync record's "X" event: the slice a SET_FLAG / WAIT_FLAG / BAR occupies on its pipe.
 void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& layout,
-                 const int64_t* row, size_t r, const std::string& pc, DetailCache& details) {
+                 const int64_t* row, const std::string& pc, DetailCache& details) {
   const auto& c = layout.col;
   const int64_t kind = row[c.kind];
   std::string scratch;
@@ -319,12 +314,7 @@ void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& la
   out.put(detail_of(layout, kind, row, details, scratch));
   out.put("\",\"pc_addr\":\"");
   out.put(pc);
-  out.put('"');
-  if (!core.strings[core.loc_id[r]].empty()) {
-    out.put(",\"source_line\":");
-    out.put(core.quoted[core.loc_id[r]]);
-  }
-  out.put("}}");
+  out.put("\"}}");
 }
 
 // An upper bound on one event's length: the fixed text and seven numbers (< 512 bytes), the
@@ -382,7 +372,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     if (row[layout.col.kind] == 0) {
       append_op(w, text, row, layout.col);
     } else {
-      append_sync(w, core, layout, row, r, pcs[text.code], details);
+      append_sync(w, core, layout, row, pcs[text.code], details);
     }
     out.advance(w);
   }

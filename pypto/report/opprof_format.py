@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 HEADER = struct.Struct("<QBBBB")
 MAGIC = 0x5A
@@ -79,3 +80,16 @@ def iter_blocks(data: bytes | memoryview) -> Iterator[Block]:
             payload = payload[SOURCE_PATH_BYTES:]
         yield Block(block_type, version, payload, offset, path)
         offset = body + size
+
+
+def source_lines(api: Any) -> dict[str, str]:
+    """pc_addr -> source line from an API_INSTR document (its JSON, parsed): each
+    instruction's ``Address`` and ``AscendC Inner Code`` (pypto's: the Python
+    ``file:line:col``) where both are non-empty strings. The TRACE events carry only the
+    address (as the vendor's do); a reader takes the line from here. Anything that is not an
+    instruction table gives none."""
+    entries = api.get("Instructions") if isinstance(api, dict) else None
+    if not isinstance(entries, list):
+        return {}
+    pairs = ((e.get("Address"), e.get("AscendC Inner Code")) for e in entries if isinstance(e, dict))
+    return {pc: line for pc, line in pairs if isinstance(pc, str) and isinstance(line, str) and pc and line}

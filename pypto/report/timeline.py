@@ -36,7 +36,7 @@ import numpy as np
 from pypto.errors import PyptoError
 from pypto.hardware import FLAG_PIPE_NAMES
 from pypto.report.hotspots import LineCycles, hot_lines
-from pypto.report.opprof_format import TRACE, iter_blocks
+from pypto.report.opprof_format import API_INSTR, TRACE, iter_blocks, source_lines
 from pypto.report.progress import progress
 from pypto.report.records_file import NAME as RECORDS_NAME
 from pypto.report.records_file import attach_records
@@ -299,6 +299,18 @@ def _trace_text(path: Path) -> bytes:
     return bytes(block.payload)  # already bytes: read from bytes
 
 
+def _source_lines(path: Path) -> dict[str, str]:
+    """pc_addr -> source line for the events of ``path``: from the API_INSTR block of its
+    container (a ``trace.json`` reads the ``visualize_data.bin`` beside it). The raw events
+    carry only the address; a cleaned trace's slices have the line already."""
+    container = path if path.suffix == ".bin" else path.with_name("visualize_data.bin")
+    try:
+        api = next((b.payload for b in iter_blocks(container.read_bytes()) if b.type == API_INSTR), None)
+        return source_lines(json.loads(bytes(api))) if api is not None else {}
+    except (OSError, ValueError):  # no container, or a bad block: the slices go unnamed
+        return {}
+
+
 def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) -> None:
     """Adds the instructions of one launch's trace (its ``visualize_data.bin`` or
     ``trace.json``, or the cleaned ``trace.clean.json`` with its arrows); offsets: per core,
@@ -312,6 +324,7 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     model.clock_hz = model.clock_hz or clock
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
+    lines = _source_lines(path)
     rows: list[tuple[int, ...]] = []
     where: dict[tuple[Any, Any], tuple[int, int, int] | None] = {}  # (pid, tid) -> core, pipe, start
     flags = functools.lru_cache(maxsize=None)(_flag_of)
@@ -330,8 +343,10 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
         kind = _SYNC_KINDS.get(e["name"], 0) if "detail" in args else 0
         flag = flags(args["detail"]) if kind in (1, 2) else (-1, -1, -1)
         end = start + int(args.get("cycles", round(e["dur"] * per_us)))
-        line = str(args.get("source_line", args.get("source", "")))
-        rows.append((place[0], place[1], kind, start, end, intern(str(e["name"])), intern(line),
+        pc = args.get("pc_addr")
+        by_pc = lines.get(pc) if isinstance(pc, str) else None
+        line = args.get("source_line") or by_pc or args.get("source", "")
+        rows.append((place[0], place[1], kind, start, end, intern(str(e["name"])), intern(str(line)),
                      int(args.get("bytes", 0)), *flag))  # fmt: skip
     first = model.add(**dict(zip(COLUMNS, np.array(rows, np.int64).reshape(-1, len(COLUMNS)).T)))
     _read_arrows(events, procs, lanes, rows, first, per_us, offsets or {}, model)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto import __version__, _native
-from pypto.report.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks
+from pypto.report.opprof_format import API_INSTR, TRACE, Block, ContainerError, iter_blocks, source_lines
 from pypto.tools._cli import error_line, guarded
 
 BIN_NAME = "visualize_data.bin"
@@ -109,22 +109,34 @@ def mapped(path: Path) -> bytes | memoryview:
         return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
-def rebuild(block: Block, source: Path, *, keep_scalar: bool = False) -> tuple[bytes, Clean]:
-    """trace.clean.json's bytes for a TRACE block, and what went into them. A payload that is
+def rebuild(
+    block: Block, source: Path, *, keep_scalar: bool = False, sources: dict[str, str] | None = None
+) -> tuple[bytes, Clean]:
+    """trace.clean.json's bytes for a TRACE block, and what went into them (``sources``:
+    :func:`source_lines`, added to the slices' args as ``source_line``). A payload that is
     not JSON, or not a trace, is a ``CleanError`` naming the block's offset and the problem."""
     with _format_errors(block, source):
-        data, stats = _native.clean_trace(block.payload, keep_scalar, str(source))
+        data, stats = _native.clean_trace(block.payload, keep_scalar, str(source), sources or {})
     return data, Clean(**stats)
 
 
-def rebuild_to(block: Block, source: Path, target: Path, *, keep_scalar: bool = False) -> Clean:
+def rebuild_to(
+    block: Block,
+    source: Path,
+    target: Path,
+    *,
+    keep_scalar: bool = False,
+    sources: dict[str, str] | None = None,
+) -> Clean:
     """``rebuild``, streamed into the file ``target`` (never the whole output in memory). It is
     written under a temporary name and renamed once complete: a failure leaves no file and an
     earlier ``target`` as it was."""
     partial = target.with_name(f".{target.name}.partial")
     try:
         with _format_errors(block, source):
-            stats = _native.clean_trace_to_file(block.payload, keep_scalar, str(source), str(partial))
+            stats = _native.clean_trace_to_file(
+                block.payload, keep_scalar, str(source), str(partial), sources or {}
+            )
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
@@ -156,15 +168,19 @@ def reshape_metrics(api: dict[str, Any]) -> dict[str, Any]:
     return {"cores": cores, "instructions": per_core, "column_types": api.get("Instructions Dtype", {})}
 
 
-def _write_metrics(api: bytes, out: Path, raw: bool) -> Path:
+def _parsed(api: bytes) -> Any:
+    """The API_INSTR block's JSON document."""
+    try:
+        return json.loads(api)
+    except ValueError as e:
+        raise CleanError(f"the API_INSTR block is not valid JSON: {e}") from None
+
+
+def _write_metrics(api: bytes, doc: Any, out: Path, raw: bool) -> Path:
     target = out / OUTPUTS[1]
     if raw:
         target.write_bytes(api)
         return target
-    try:
-        doc = json.loads(api)
-    except ValueError as e:
-        raise CleanError(f"the API_INSTR block is not valid JSON: {e}") from None
     try:
         metrics = reshape_metrics(doc)
     except (AttributeError, TypeError, KeyError, IndexError) as e:  # JSON, but not the block's layout
@@ -205,10 +221,14 @@ def clean_file(
     out = Path(out) if out is not None else bin_path.parent
     target = out / OUTPUTS[0]
     trace, api = read_blocks(bin_path, mapped(bin_path))
+    doc = _parsed(api) if api is not None and not raw_metrics else None
+    if api is not None and doc is None:  # copied raw: its lines are used if it reads as JSON
+        with contextlib.suppress(ValueError):
+            doc = json.loads(api)
     made = _missing_folders(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        clean = rebuild_to(trace, bin_path, target, keep_scalar=keep_scalar)
+        clean = rebuild_to(trace, bin_path, target, keep_scalar=keep_scalar, sources=source_lines(doc))
     except (CleanError, OSError):
         for folder in made:  # a failure leaves no trace: not even the folders made for it
             with contextlib.suppress(OSError):
@@ -216,7 +236,7 @@ def clean_file(
         raise
     written = [target]
     if api is not None:
-        written.append(_write_metrics(api, out, raw_metrics))
+        written.append(_write_metrics(api, doc, out, raw_metrics))
     elsewhere = out.resolve() != bin_path.parent.resolve()
     raw_copy = _copy_raw(bin_path, out) if elsewhere else None
     return Result(clean, written, raw_copy)

@@ -229,3 +229,37 @@ def test_a_glob_matching_several_runs_cleans_each_into_its_own_folder(tmp_path: 
         assert f"wrote {tmp_path / 'out' / folder.name / 'trace.clean.json'}" in out
     code, out, err = run([*folders], capsys)  # without -o: next to each input
     assert code == 0 and all((f / "simulator" / "trace.clean.json").is_file() for f in folders)
+
+
+def test_slices_get_their_source_line_from_the_metrics_block_by_address(tmp_path: Path):
+    """The raw events name an instruction by pc_addr; the API_INSTR block names each address's
+    source line once. Every clean slice whose address has a line gets it as args.source_line
+    (compact text or not, args empty of other members or not); one with a line of its own, an
+    unknown address or no address keeps its args as they were."""
+    lane = {"pid": "core0.veccore0", "tid": "VECTOR", "dur": 1}
+    events = [
+        {"name": "A", "ph": "X", "ts": 0, **lane, "args": {"pc_addr": "0x10", "bytes": 4}},
+        {"name": "B", "ph": "X", "ts": 2, **lane, "args": {"pc_addr": "0x20"}},
+        {"name": "C", "ph": "X", "ts": 4, **lane, "args": {"pc_addr": "0x10", "source_line": "mine.py:1:1"}},
+        {"name": "D", "ph": "X", "ts": 6, **lane, "args": {"pc_addr": "0x99"}},
+        {"name": "E", "ph": "X", "ts": 8, **lane, "args": {}},
+    ]
+    api = {"Cores": ["core0.veccore0"], "Instructions": [
+        {"Address": "0x10", "Source": "A", "AscendC Inner Code": "k.py:7:3"},
+        {"Address": "0x20", "Source": "B", "AscendC Inner Code": "k.py:9:5 \"q\""},
+        {"Address": "0x99", "Source": "D", "AscendC Inner Code": ""},
+    ]}  # fmt: skip
+    want = ["k.py:7:3", 'k.py:9:5 "q"', "mine.py:1:1", None, None]
+    for spaced in (False, True):  # compact text is spliced, any other rewritten member by member
+        text = json.dumps({"traceEvents": events}, separators=(", ", ": ") if spaced else (",", ":"))
+        folder = tmp_path / f"spaced{spaced}"
+        folder.mkdir()
+        bin_path = folder / "visualize_data.bin"
+        bin_path.write_bytes(pack_block(2, text.encode()) + pack_block(4, json.dumps(api).encode()))
+        cst.clean_file(bin_path)
+        got = sorted(slices(json.loads((folder / "trace.clean.json").read_text())), key=lambda e: e["name"])
+        assert [e["args"].get("source_line") for e in got] == want
+        assert [
+            {k: v for k, v in e["args"].items() if k != "source_line" or e["name"] == "C"} for e in got
+        ] == [e["args"] for e in events]
+        assert list(got[0]["args"]) == ["pc_addr", "bytes", "source_line"]  # added as the last member

@@ -13,7 +13,7 @@ import pytest
 import seed_kernels as tk
 
 from pypto.errors import ConfigError
-from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks, source_lines
 from pypto.report.trace import write_traces
 from pypto.runtime import RunConfig, run_kernel_file
 
@@ -28,6 +28,11 @@ def blocks(path: str | Path) -> dict[int, object]:
 
 def events(path: str | Path) -> list[dict]:
     return json.loads(blocks(path)[TRACE].payload)["traceEvents"]
+
+
+def lines_by_pc(path: str | Path) -> dict[str, str]:
+    """Each static instruction's source line, by the pc_addr its events carry."""
+    return source_lines(json.loads(blocks(path)[API_INSTR].payload))
 
 
 def line_of(text: str) -> int:
@@ -72,7 +77,9 @@ def test_events_name_instruction_pipe_and_python_line(tmp_path: Path):
     loads = [e for e in evs if e["name"] == "TLOAD"]
     assert len(loads) == tk.NT and {e["tid"] for e in loads} == {"MTE2"}
     load_line = line_of("tile = pl.load(a, [i * TR, 0], [TR, TC])")
-    assert {e["args"]["source_line"] for e in loads} == {f"{tk.__file__}:{load_line}:12"}
+    assert not any("source_line" in e["args"] for e in evs)  # the metrics block has it, once
+    lines = lines_by_pc(rep.trace_paths[0])
+    assert {lines[e["args"]["pc_addr"]] for e in loads} == {f"{tk.__file__}:{load_line}:12"}
     assert {e["tid"] for e in evs if e["name"] == "TEXP"} == {"VECTOR"}
     assert {e["tid"] for e in evs if e["name"] == "TSTORE"} == {"MTE3"}
     # One simulated cycle is one nanosecond of trace time, written exactly (ts is in us).
@@ -126,7 +133,7 @@ def test_hand_written_kernel_traces_one_core_per_block(fixture_kernel, tmp_path:
         for p in ("core0.veccore0", "core0.veccore1")
     }
     assert per_core["core0.veccore0"] == per_core["core0.veccore1"] == rep.tasks[0].instructions
-    assert not any("source_line" in e["args"] for e in evs if e["ph"] == "X")  # no PYPTO_LOC tags in it
+    assert lines_by_pc(path) == {}  # no PYPTO_LOC tags in it: no instruction has a line
     assert SOURCE not in blocks(path)
 
 
@@ -147,7 +154,8 @@ def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Pat
     assert len(text) > 3 * 2**20  # written in several chunks
     assert blocks(path)[TRACE].payload == text
     evs = [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
-    assert [e["args"]["source_line"] for e in evs[1:]] == cols["loc"][1:]
+    lines = lines_by_pc(path)
+    assert [lines[e["args"]["pc_addr"]] for e in evs[1:]] == cols["loc"][1:]
     assert [round(e["ts"] * 1000) for e in evs] == cols["start"].tolist()
 
 

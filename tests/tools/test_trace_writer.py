@@ -1,5 +1,6 @@
 """The native raw-trace writer (csrc/tools/trace_write.cpp, via pypto.report.trace): every
-record becomes one event whose fields are the record's, timestamps read back as exactly their
+record becomes one event whose fields are the record's (its source line: the API_INSTR
+block's, by its pc_addr), timestamps read back as exactly their
 cycles (1 trace ns = 1 cycle) whether a reader truncates or rounds, the API_INSTR totals match
 the records, and bad input or an unwritable folder is an error, not a crash."""
 
@@ -16,7 +17,7 @@ import pytest
 import seed_kernels as tk
 
 from pypto import _native
-from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks
+from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks, source_lines
 from pypto.report.run_report import PIPES, RECORD_COLUMNS
 from pypto.report.trace import CoreRecords, trace_us, write_launch
 from pypto.runtime import RunConfig
@@ -42,17 +43,19 @@ def test_each_record_is_one_event_with_its_fields(traced):
     rep, path = traced
     rows = rep.tasks[0].trace.rows()
     evs = x_events((path.parent / "trace.json").read_text())
+    api = next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == API_INSTR)
+    lines = source_lines(json.loads(api))
     assert len(evs) == len(rows)
     for e, r in zip(evs, rows):  # in record (program) order
         assert e["tid"] == PIPES[r["pipe"]] and round(e["dur"] * 1000) == r["end"] - r["start"]
         if r["kind"] == 0:
             assert e["name"] == r["name"]
-            assert set(e["args"]) == {"source_line", "pc_addr", "bytes"}  # addr: in records.npz
+            assert set(e["args"]) == {"pc_addr", "bytes"}  # addr: in records.npz
             assert e["args"]["bytes"] == r["bytes"]
         else:
             assert e["name"] == SYNC[r["kind"]] and e["args"]["detail"].startswith("PIPE:")
-            assert set(e["args"]) == {"detail", "source_line", "pc_addr"}
-        assert e["args"]["source_line"] == r["loc"]
+            assert set(e["args"]) == {"detail", "pc_addr"}
+        assert lines[e["args"]["pc_addr"]] == r["loc"]  # the source line: API_INSTR's, by address
 
 
 def read_back(ts: str) -> tuple[int, int]:

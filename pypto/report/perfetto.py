@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from pypto.report.file_blocks import reserve
 from pypto.report.progress import progress
 from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport
 
@@ -50,6 +51,8 @@ _PID, _PROCESS_NAME, _TID, _THREAD_NAME = 1, 6, 2, 5
 _EVENT_NAMES, _SOURCE_LOCATIONS = 2, 4
 _IID, _NAME, _FILE_NAME, _FUNCTION_NAME, _LINE = 1, 2, 2, 3, 4
 _LANE_UUID = 1 << 20  # lane track uuids start here; a core's process track is its number + 1
+# Blocks reserved per instruction: a slice takes about 30 bytes, a flag slice ten more.
+_RESERVE_BYTES_PER_RECORD = 40
 
 
 def varint(value: int) -> bytes:
@@ -91,10 +94,13 @@ def write_run_trace(report: RunReport, path: str | Path) -> Path:
     cores = _by_core(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+        records = sum(len(t.trace) for tasks in cores.values() for t in tasks)
+        reserve(f, _RESERVE_BYTES_PER_RECORD * records + (1 << 20))
         out = _Out(f, path)
         for core, tasks in cores.items():
             lanes, flows = _core(out, core, tasks, lanes, flows)
             done.update()
+        f.truncate(out.size)  # the reserved blocks past the end
     log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, out.size, path)
     return path
 

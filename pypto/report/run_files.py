@@ -9,18 +9,45 @@ The three writers read the same record tables and write different files, so they
 threads of their own: most of their work is native code that releases the GIL (formatting,
 encoding, narrowing, the kernel's copies into the page cache), and on a machine with idle
 cores the run waits for the slowest writer rather than for their sum. The CPU they spend is
-the same either way.
+the same either way. Each writer's span and CPU are returned (and logged at debug level), so
+the critical path is visible: ``benchmarks/bench_trace.py`` prints them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pypto.platforms import Platform
 from pypto.report.run_report import RunReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriterTime:
+    """One writer of ``write_run_files``: when it began and ended (seconds from the call) and
+    the CPU seconds of its thread (native threads it starts, such as a container's file
+    writer, are not in it)."""
+
+    name: str
+    began: float
+    ended: float
+    cpu: float
+
+
+def _timed(name: str, t0: float, times: list[WriterTime], fn: Callable[..., Any], *args: Any) -> Any:
+    began, cpu = time.perf_counter() - t0, time.thread_time()
+    try:
+        return fn(*args)
+    finally:
+        times.append(WriterTime(name, began, time.perf_counter() - t0, time.thread_time() - cpu))
 
 
 def write_run_files(
@@ -30,11 +57,11 @@ def write_run_files(
     cube_kernels: Iterable[str] | None = None,
     platform: Platform | None = None,
     json_copy: bool = False,
-) -> None:
+) -> list[WriterTime]:
     """Writes the trace files, ``records.npz`` and ``run.json`` of ``report`` under
     ``output_dir`` (``cube_kernels``, ``platform``, ``json_copy``: as ``write_traces`` takes
-    them). A writer's error is raised once every writer has stopped (the calling thread's,
-    the container's or run.json's, before the others')."""
+    them); returns each writer's time. A writer's error is raised once every writer has
+    stopped (the calling thread's, the container's or run.json's, before the others')."""
     from pypto.report.perfetto import write_run_trace
     from pypto.report.records_file import NAME, save_records
     from pypto.report.trace import write_traces
@@ -42,16 +69,23 @@ def write_run_files(
     out = Path(output_dir)
     folder, reports = out / "trace", out / "report"
     folder.mkdir(parents=True, exist_ok=True)
+    t0, times = time.perf_counter(), list[WriterTime]()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pypto-trace") as pool:
         jobs: list[Future[Any]] = [
-            pool.submit(write_run_trace, report, folder / "run.pftrace"),
-            pool.submit(save_records, report, reports / NAME),
+            pool.submit(_timed, "run.pftrace", t0, times, write_run_trace, report, folder / "run.pftrace"),
+            pool.submit(_timed, "records.npz", t0, times, save_records, report, reports / NAME),
         ]
         try:  # the launches' files on this thread: run.json names them
-            write_traces(report, folder, cube_kernels=cube_kernels, platform=platform, json_copy=json_copy)
-            report.save(reports / "run.json")  # what pypto-timeline reads
+            launches = functools.partial(
+                write_traces, cube_kernels=cube_kernels, platform=platform, json_copy=json_copy
+            )
+            _timed("containers", t0, times, launches, report, folder)
+            _timed("run.json", t0, times, report.save, reports / "run.json")  # what pypto-timeline reads
         finally:
             errors = [job.exception() for job in jobs]  # waits for both
     for error in errors:
         if error is not None:
             raise error
+    for w in times:
+        log.debug("%s: %.1f-%.1f ms, CPU %.1f ms", w.name, 1e3 * w.began, 1e3 * w.ended, 1e3 * w.cpu)
+    return times

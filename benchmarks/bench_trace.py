@@ -7,7 +7,9 @@ Targets: recording off costs nothing measurable; a traced 1-million-instruction 
 + each launch's visualize_data.bin + the whole-run run.pftrace + records.npz + run.json, what
 RunConfig(trace=True) writes) <= 2x the untraced run, in wall time (what a user waits for: the
 files are written concurrently) and, printed beside it, in CPU time (what the machine spends,
-and the figure a shared machine reproduces); cleaning >= 2 M events/s on a 1-million-event trace; the
+and the figure a shared machine reproduces), with the writers of the fastest traced run (when
+each began and ended after the run, wall, and its own thread's CPU: the critical path); cleaning
+>= 2 M events/s on a 1-million-event trace; the
 traced run's files (every instruction once per form) printed in bytes per instruction;
 FlashAttention forward (24 heads, 2048 x 2048, d 128:
 1.25 M instructions) and the 3072^3 GEMM of examples/: the whole-run Perfetto trace <= 40 bytes

@@ -30,7 +30,10 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_path: Path):
-    write_run_files(report, tmp_path / "together")
+    times = {w.name: w for w in write_run_files(report, tmp_path / "together")}
+    assert sorted(times) == ["containers", "records.npz", "run.json", "run.pftrace"]
+    assert all(0 <= w.began <= w.ended and w.cpu >= 0 for w in times.values())
+    assert times["run.json"].began >= times["containers"].ended  # it names the containers
     (one,) = write_traces(report, tmp_path / "apart" / "trace")
     write_run_trace(report, tmp_path / "apart" / "trace" / "run.pftrace")
     save_records(report, tmp_path / "apart" / "report" / "records.npz")

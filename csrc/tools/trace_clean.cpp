@@ -21,7 +21,8 @@ class Cleaner {
         keep_scalar_(keep_scalar),
         sources_(source_table(sources)),
         got_(payload.data(), sources_ptr()) {}
-  void read_document();  // first: the whole document is checked before a byte is written
+  void read_document();        // first: the whole document is checked before a byte is written
+  size_t added_bytes() const;  // what rule 7 adds to the slices' text
   CleanStats run(std::string_view source, Output& out);
 
  private:
@@ -118,6 +119,12 @@ SourceTable Cleaner::source_table(const SourceLines& sources) {
     table.members.push_back(std::move(member));
   }
   return table;
+}
+
+size_t Cleaner::added_bytes() const {
+  size_t n = 0;
+  for (const Slice& s : got_.slices) n += s.source >= 0 ? sources_.members[s.source].size() + 1 : 0;
+  return n;
 }
 
 void Cleaner::defer(const std::string& what) {
@@ -332,7 +339,7 @@ CleanTrace clean_trace(std::string_view payload, bool keep_scalar, std::string_v
   try {
     clean::Cleaner cleaner(payload, keep_scalar, sources);
     cleaner.read_document();
-    clean::Output out(payload.size() + payload.size() / 4 + 4096);
+    clean::Output out(payload.size() + payload.size() / 4 + cleaner.added_bytes() + 4096);
     const CleanStats stats = cleaner.run(source, out);
     return {out.take(), stats};
   } catch (const json::SyntaxError& e) {

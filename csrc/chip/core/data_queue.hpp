@@ -72,9 +72,9 @@ class DataQueue {
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
   // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
-  // Read by benchmarks to show which side of a run bounds it; the clock (a system call) is read
-  // per wait spell and per streak of shared pieces, never per op.
+  // pieces (timed on the monotonic clock: see help); the data thread spinning for want of
+  // work; the data thread's whole CPU time. Read by benchmarks to show which side of a run
+  // bounds it; the thread CPU clock (a system call) is read per wait spell, never per op.
   struct Times {
     int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
   };
@@ -111,7 +111,7 @@ class DataQueue {
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
   void join(uint64_t theirs);
   bool help();  // the run's thread: runs shared pieces while there are any (false: none)
-  bool help_one(int64_t& t0);  // one piece; t0: the thread CPU clock at a streak's first
+  bool help_one(int64_t& t0);  // one piece; t0: the monotonic clock at a streak's first
   template <class Done>
   void wait_helping(Done done);
 

@@ -82,6 +82,34 @@ DataQueue::~DataQueue() {
   thread_.join();
 }
 
+bool DataQueue::take_back(const void* arg) {
+  for (PutOff& r : put_off_) {
+    if (r.arg != arg) continue;
+    --*r.count;
+    r = put_off_.back();
+    put_off_.pop_back();
+    return true;
+  }
+  return false;
+}
+
+bool DataQueue::before_write(const uint8_t* begin, const uint8_t* end) {
+  bool flushed = false;
+  for (size_t i = 0; i < put_off_.size();) {
+    const PutOff r = put_off_[i];
+    if (r.begin >= end || begin >= r.end) {
+      ++i;
+      continue;
+    }
+    put_off_[i] = put_off_.back();  // removed before its flush runs (which may queue work)
+    put_off_.pop_back();
+    --*r.count;
+    r.flush(*this, r.arg);
+    flushed = true;
+  }
+  return flushed;
+}
+
 bool DataQueue::start() {
   if (++in_place_ <= kStartAfter) return false;
   try {

@@ -17,7 +17,7 @@ from cube_numerics import k_order
 import pypto.language as pl
 from pypto import _native_testing
 from pypto.errors import OutOfBoundsError, PyptoError
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run_kernel_file
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -256,3 +256,24 @@ def test_a_matmuls_column_pieces_give_the_k_order_bits_when_one_piece_meets_an_i
             ref = k_order(a[i * BM : (i + 1) * BM], bt[i * BN : (i + 1) * BN].T)
         np.testing.assert_array_equal(out_t[i * BM : (i + 1) * BM], ref)
     assert np.isinf(out_t).sum() == BM and np.isinf(out_t[70 * BM : 71 * BM, 70]).all()
+
+
+def test_a_pushed_tile_its_core_rewrites_before_the_pop_arrives_as_pushed(monkeypatch, fixture_kernel):
+    """With a data thread a push's copy waits for the pop, which copies straight from the pushed
+    tile; the pushing core rewriting the tile first, or ending its task, copies it at once. The
+    AIC pushes acc = (i + 1) x and then accumulates into the same tile before the AIV pops it."""
+    steps = 120  # the fixture's kSteps
+    x = (np.arange(64 * 64).reshape(64, 64) % 251 / 64).astype(np.float16)
+    eye = np.eye(64, dtype=np.float16)
+    so = fixture_kernel("cluster_push_overwrite")
+
+    def run():
+        out = np.zeros((steps * 64, 64), np.float32)
+        rep = run_kernel_file(so, [x, eye, out], outputs={2}, core="cluster")
+        return out, rep
+
+    (out_t, rep_t), (out_p, rep_p) = both_ways(monkeypatch, run)
+    expect = np.arange(1, steps + 1, dtype=np.float32)[:, None, None] * x.astype(np.float32)
+    np.testing.assert_array_equal(out_t, expect.reshape(steps * 64, 64))
+    np.testing.assert_array_equal(out_p, out_t)
+    same_report(rep_t, rep_p)

@@ -4,8 +4,9 @@
 // counts sets; each wait consumes one, at the time that set's instruction ended. A tile pipe
 // (src, dst, id) is a ring of `depth` slots (platform.tpipe_slots unless its producer declared
 // another depth before its first push): a push waits for a free slot, copies the
-// tile in and marks the slot ready when its transfer ends; a pop waits for a ready slot and
-// copies it out; a free returns the oldest popped slot. On a platform without the Acc -> Vec
+// tile in (with a data thread, only if the tile changes before the pop: RingSlot::src) and
+// marks the slot ready when its transfer ends; a pop waits for a ready slot and copies it out;
+// a free returns the oldest popped slot. On a platform without the Acc -> Vec
 // route (a2a3) the ring lives in GM — a buffer of the memory system, so pushes and pops cost
 // GM traffic; otherwise in the consumer's buffer.
 #pragma once
@@ -21,8 +22,13 @@
 namespace pypto {
 
 struct RingSlot {
-  std::vector<uint8_t> bytes;      // the tile's valid region, row-major
-  pypto_tile shape{};              // dtype and valid shape of the pushed tile
+  std::vector<uint8_t> bytes;  // the tile's valid region, row-major
+  pypto_tile shape{};          // dtype and valid shape of the pushed tile
+  // With a data thread the push's copy into `bytes` is put off (DataQueue::put_off) and the
+  // pop copies straight from the pushed tile — its bytes in the pushing core's memory, rows
+  // `src_pitch` apart — unless something touched them first, which copies them into `bytes`.
+  const uint8_t* src = nullptr;
+  int64_t src_pitch = 0;
   uint64_t ready_at = UINT64_MAX;  // absolute end of the push (UINT64_MAX: not scheduled yet)
   uint64_t popped_at = UINT64_MAX;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chip/core/data_queue.hpp"
 #include "chip/isa/dtype.hpp"
 #include "chip/isa/vec_math.hpp"
 #include "simulator/errors.hpp"
@@ -45,6 +46,7 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   waiter = nullptr;
   data = nullptr;
   deferring = false;
+  put_offs = 0;  // a failed run may leave some; its queue, which held them, is gone
   core_name = "AIV0";
   kernel = "kernel";
 }
@@ -55,6 +57,13 @@ CoreContext::~CoreContext() {
   size_t bytes = 0;
   for (const auto& space : memory) bytes += space.capacity();
   if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) g_pool.push_back(std::move(memory));
+}
+
+void CoreContext::flush_put_off() {
+  if (put_offs == 0) return;
+  for (const auto& space : memory) {
+    if (!space.empty()) data->before_write(space.data(), space.data() + space.size());
+  }
 }
 
 void CoreContext::atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n) {

@@ -97,6 +97,11 @@ struct CoreContext {
   // queues its work there (isa::Deferred) rather than doing it in place after a drain.
   DataQueue* data = nullptr;
   bool deferring = false;
+  int put_offs = 0;  // reads of this core's memory put off on `data` (DataQueue::put_off)
+
+  // Before this core's memory is recycled (its task ended): the reads put off on it (a tile
+  // pipe's pushes a peer has not popped yet: DataQueue::put_off) are queued.
+  void flush_put_off();
 
   // dst += src (n elements of dtype), now or in completion order.
   void atomic_add(void* tensor_base, void* dst, int dtype, const void* src, size_t n);

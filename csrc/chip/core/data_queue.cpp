@@ -47,6 +47,11 @@ int64_t thread_cpu_ns() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
+int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 // DataQueue::Times, accumulated by every queue of the process.
 std::atomic<int64_t> g_run_waiting{0}, g_run_helping{0}, g_data_idle{0}, g_data_cpu{0};
 
@@ -75,6 +80,34 @@ DataQueue::~DataQueue() {
   }
   wake_.notify_one();
   thread_.join();
+}
+
+bool DataQueue::take_back(const void* arg) {
+  for (PutOff& r : put_off_) {
+    if (r.arg != arg) continue;
+    --*r.count;
+    r = put_off_.back();
+    put_off_.pop_back();
+    return true;
+  }
+  return false;
+}
+
+bool DataQueue::before_write(const uint8_t* begin, const uint8_t* end) {
+  bool flushed = false;
+  for (size_t i = 0; i < put_off_.size();) {
+    const PutOff r = put_off_[i];
+    if (r.begin >= end || begin >= r.end) {
+      ++i;
+      continue;
+    }
+    put_off_[i] = put_off_.back();  // removed before its flush runs (which may queue work)
+    put_off_.pop_back();
+    --*r.count;
+    r.flush(*this, r.arg);
+    flushed = true;
+  }
+  return flushed;
 }
 
 bool DataQueue::start() {
@@ -200,14 +233,15 @@ bool DataQueue::wait_for_work(uint64_t tail) {
 }
 
 bool DataQueue::help() {
-  // The pieces claimed back to back are timed as one streak: two reads of the thread CPU
-  // clock (a system call, ~0.5 us) per streak rather than per piece, the second after the
-  // last piece is marked done, as the data thread may be joining on it.
+  // The pieces claimed back to back are timed as one streak on the monotonic clock (read
+  // without a system call): the data thread joins on the streak's first piece, which a read
+  // of the thread CPU clock (a system call, ~0.5 us) before it would delay. A piece takes
+  // microseconds, so a preemption inside one is rare and counts as helping.
   int64_t t0 = -1;
   while (help_one(t0)) {
   }
   if (t0 < 0) return false;
-  helping_ns_ += thread_cpu_ns() - t0;
+  helping_ns_ += monotonic_ns() - t0;
   return true;
 }
 
@@ -221,7 +255,7 @@ bool DataQueue::help_one(int64_t& t0) {
   // Succeeds only while that generation has pieces left, so the data thread is still inside
   // share() and has not described another: what was read above is this generation's.
   if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
-  if (t0 < 0) t0 = thread_cpu_ns();  // the streak's start
+  if (t0 < 0) t0 = monotonic_ns();  // the streak's start
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
   run(fn, b, std::min(n, b + grain));
   helped_.fetch_add(1, std::memory_order_seq_cst);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace pypto {
 
@@ -69,12 +70,36 @@ class DataQueue {
     if (pending_) wait_empty();
   }
 
+  // Reads put off (a tile pipe's push: chip/isa/crosscore.cpp): work that only reads the
+  // host bytes [begin, end) and can wait until they are about to change — perhaps for ever, as
+  // its reader may take it back and read the bytes itself. `flush(queue, arg)` queues it (or
+  // does it: push). `*count` counts the put-off reads of the memory holding the bytes (a
+  // core's), so that memory's users look here only while it has some. All on the run's
+  // thread; queued work stays in issue order, as a flush is queued before the work that
+  // writes the bytes.
+  struct PutOff {
+    const uint8_t* begin;
+    const uint8_t* end;
+    void (*flush)(DataQueue&, void*);
+    void* arg;
+    int* count;
+  };
+  void put_off(const PutOff& r) {
+    put_off_.push_back(r);
+    ++*r.count;
+  }
+  // Takes back the read put off with `arg`: whether it was still put off (false: flushed).
+  bool take_back(const void* arg);
+  // Before [begin, end) is written (or read: callers need not say which): flushes the reads
+  // put off on those bytes; whether there were any.
+  bool before_write(const uint8_t* begin, const uint8_t* end);
+
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
   // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces; the data thread spinning for want of work; the data thread's whole CPU time.
-  // Read by benchmarks to show which side of a run bounds it; the clock (a system call) is read
-  // per wait spell and per streak of shared pieces, never per op.
+  // pieces (timed on the monotonic clock: see help); the data thread spinning for want of
+  // work; the data thread's whole CPU time. Read by benchmarks to show which side of a run
+  // bounds it; the thread CPU clock (a system call) is read per wait spell, never per op.
   struct Times {
     int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
   };
@@ -111,12 +136,13 @@ class DataQueue {
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
   void join(uint64_t theirs);
   bool help();  // the run's thread: runs shared pieces while there are any (false: none)
-  bool help_one(int64_t& t0);  // one piece; t0: the thread CPU clock at a streak's first
+  bool help_one(int64_t& t0);  // one piece; t0: the monotonic clock at a streak's first
   template <class Done>
   void wait_helping(Done done);
 
   static thread_local DataQueue* t_worker_;  // the queue whose data thread this is
 
+  std::vector<PutOff> put_off_;  // a few: a pipe's pushes not yet popped
   std::unique_ptr<Slot[]> slots_;
   std::thread thread_;
   bool started_ = false, pending_ = false;

@@ -389,7 +389,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     in.done = true;
     in.fiber.reset();
-    drain();  // its atomics log and its memory are read or recycled below
+    in.ctx->flush_put_off();  // a peer's pop may still read its memory
+    drain();                  // its atomics log and its memory are read or recycled below
     CoreModel& m = in.ctx->model;
     in.result.block = t.block_idx;
     in.result.stats = m.stats();

@@ -75,6 +75,12 @@ namespace {
 
 }  // namespace
 
+void flush_put_off(CoreContext& core, const TileView& v) {
+  if (core.data->before_write(v.data, v.data + v.rows * v.cols * v.esize) && !core.deferring) {
+    core.data->drain();
+  }
+}
+
 // One pass of cheap tests; the message is built only when one fails (refuse_tile re-derives
 // which).
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,

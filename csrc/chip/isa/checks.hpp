@@ -42,6 +42,14 @@ inline void data_barrier(CoreContext& core) {
   if (core.data != nullptr && !core.deferring) core.data->drain();
 }
 
+// Before an op touches tile `v` (reads or writes it): the reads put off on its bytes (a tile
+// pipe's pushes not yet popped: DataQueue::put_off) are queued ahead of the op's own work, and
+// done before an op that works in place.
+void flush_put_off(CoreContext& core, const TileView& v);
+[[gnu::always_inline]] inline void before_touch(CoreContext& core, const TileView& v) {
+  if (core.put_offs != 0) flush_put_off(core, v);
+}
+
 // An op that queues its data work on the run's data thread: while it lives, its operand
 // checks do not drain the queue. `run(bytes, fn)` queues the work (or does it at once with no
 // data thread, or when the run's ops are too small to be worth it: `bytes` is the op's size,
@@ -103,9 +111,12 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
       d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
       d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
       (spaces & mem_bit(t->mem))) {
+    before_touch(core, seen.view);
     return seen.view;
   }
-  return check_tile_fully(t, op, operand, spaces);
+  const TileView v = check_tile_fully(t, op, operand, spaces);
+  before_touch(core, v);
+  return v;
 }
 [[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
                                                   const char* operand, unsigned spaces) {

@@ -74,6 +74,16 @@ Access ring_access(const Ring& r, uint64_t slot, int64_t bytes, bool write) {
   return {PYPTO_GM, at, 1, bytes, bytes, write};
 }
 
+// A push's put-off copy, when something touches the pushed tile before the pop: its valid
+// region into the slot's bytes, as a push without a data thread copies it at once.
+void flush_push(DataQueue& q, void* slot) {
+  RingSlot& rs = *static_cast<RingSlot*>(slot);
+  const int64_t rows = rs.shape.valid_rows,
+                row_bytes = rs.shape.valid_cols * static_cast<int64_t>(dtype_size(rs.shape.dtype));
+  q.push(rows * row_bytes, [to = rs.bytes.data(), from = rs.src, pitch = rs.src_pitch, rows,
+                            row_bytes] { copy_rows(to, row_bytes, from, pitch, rows, row_bytes); });
+}
+
 // The queue of flag `id` between this core and `peer`, checked; `outgoing`: set by this core.
 std::deque<uint64_t>& flag_queue(int32_t peer, int32_t pipe, int32_t id, const char* op,
                                  bool outgoing, int* other_out) {
@@ -170,10 +180,19 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
     if (rs.bytes.size() != static_cast<size_t>(bytes) && core.data != nullptr) core.data->drain();
   }
   rs.bytes.resize(static_cast<size_t>(bytes));
-  q.run(bytes, [to = rs.bytes.data(), s] {
-    copy_rows(to, s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
-              s.valid_cols * s.esize);
-  });
+  rs.src = s.data;
+  rs.src_pitch = s.cols * s.esize;
+  if (core.data != nullptr && bytes > 0) {
+    // The copy waits for the pop, which then copies straight from the tile (one copy, not two),
+    // unless this core touches the tile first (check_tile: before_touch).
+    core.data->put_off(
+        {s.data, s.data + s.rows * s.cols * s.esize, flush_push, &rs, &core.put_offs});
+  } else {
+    q.run(bytes, [to = rs.bytes.data(), s] {
+      copy_rows(to, s.valid_cols * s.esize, s.data, s.cols * s.esize, s.valid_rows,
+                s.valid_cols * s.esize);
+    });
+  }
   AccessList acc;
   acc.add(s.access(false));
   OpDesc d;
@@ -235,9 +254,10 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
              " pushed a " + dtype_name(rs.shape.dtype) + " " +
              shape_text(rs.shape.valid_rows, rs.shape.valid_cols) + " tile");
   }
-  q.run(d.valid_bytes(), [d, from = rs.bytes.data()] {
-    copy_rows(d.data, d.cols * d.esize, from, d.valid_cols * d.esize, d.valid_rows,
-              d.valid_cols * d.esize);
+  const bool from_tile = core.data != nullptr && core.data->take_back(&rs);
+  q.run(d.valid_bytes(), [d, from = from_tile ? rs.src : rs.bytes.data(),
+                          pitch = from_tile ? rs.src_pitch : d.valid_cols * d.esize] {
+    copy_rows(d.data, d.cols * d.esize, from, pitch, d.valid_rows, d.valid_cols * d.esize);
   });
   const int64_t bytes = d.valid_bytes();
   AccessList acc;

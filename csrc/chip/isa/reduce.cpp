@@ -91,6 +91,13 @@ static void expand(bool by_row, int32_t opc, const pypto_tile* dst, const pypto_
   const size_t n = static_cast<size_t>(x.valid_cols);
   check_vector_shape(y, by_row ? x.valid_rows : 1, by_row ? 1 : x.valid_cols, op);
   q.run(d.valid_bytes(), [by_row, opc, d, x, y, n] {
+    if (by_row && d.dtype == PYPTO_FP32) {  // one call for the tile, not one per row
+      return vm::binary_scalar_rows_f32(
+          opc, reinterpret_cast<float*>(d.data), static_cast<size_t>(d.cols),
+          reinterpret_cast<const float*>(x.data), static_cast<size_t>(x.cols),
+          reinterpret_cast<const float*>(y.data), static_cast<size_t>(y.cols),
+          static_cast<size_t>(x.valid_rows), n);
+    }
     for (int64_t r = 0; r < x.valid_rows; ++r) {
       if (by_row) {
         vm::binary_scalar(opc, d.dtype, d.row(r), x.row(r), element(y, y.row(r), 0), n);

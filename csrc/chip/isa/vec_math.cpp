@@ -239,6 +239,12 @@ double reduce(int op, int dtype, const void* a, size_t n) {
   });
 }
 
+void binary_scalar_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap,
+                            const float* s, size_t sp, size_t rows, size_t n) {
+  if (!binary_supported(op, PYPTO_FP32)) unsupported("binary_scalar", op, PYPTO_FP32);
+  f32_rows_binary_s(op, dst, dp, a, ap, s, sp, rows, n);
+}
+
 void accumulate(int dtype, void* dst, const void* src, size_t n) {
   if (!binary_supported(PYPTO_ADD, dtype)) unsupported("accumulate", PYPTO_ADD, dtype);
   binary(PYPTO_ADD, dtype, dst, dst, src, n);

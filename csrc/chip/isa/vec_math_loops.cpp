@@ -55,6 +55,19 @@ VM_HOT void f32_binary_s(int op, float* d, const float* a, float s, size_t n) {
   binary_scalar_loop(op, d, a, s, n);
 }
 
+VM_HOT void f32_rows_binary_s(int op, float* d, size_t dp, const float* a, size_t ap,
+                              const float* s, size_t sp, size_t rows, size_t n) {
+#define VM_CALL(OP)                                            \
+  for (size_t r = 0; r < rows; ++r) {                          \
+    float* dr = d + r * dp;                                    \
+    const float* ar = a + r * ap;                              \
+    const float sr = s[r * sp];                                \
+    for (size_t i = 0; i < n; ++i) dr[i] = bin<OP>(ar[i], sr); \
+  }
+  VM_BINARY_CASES(op, VM_CALL)
+#undef VM_CALL
+}
+
 VM_HOT void i32_binary(int op, uint32_t* d, const uint32_t* a, const uint32_t* b, size_t n) {
   binary_loop(op, d, a, b, n);
 }

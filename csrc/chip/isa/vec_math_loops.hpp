@@ -17,6 +17,10 @@ void h16_bits_unary(int op, bool bf, uint16_t* d, const uint16_t* a, size_t n);
 void h16_decode(bool bf, float* out, const uint16_t* in, size_t n);
 void h16_encode(bool bf, uint16_t* out, const float* in, size_t n);
 float f32_block(int op, const float* a, size_t n);
+// d[r][:n] = a[r][:n] op s[r * sp] for r < rows (pitches in elements): one call per tile, as a
+// call per row into a clone cost more than a row of a few vectors.
+void f32_rows_binary_s(int op, float* d, size_t dp, const float* a, size_t ap, const float* s,
+                       size_t sp, size_t rows, size_t n);
 int32_t i32_reduce(int op, const int32_t* a, size_t n);
 void f32_to_int(int dt, int mode, void* dst, const float* in, size_t n);
 void int_to_i64(int dt, int64_t* out, const void* src, size_t n);

@@ -349,7 +349,9 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
     const auto b = static_cast<uint64_t>(t / kBucketCycles);
     const double span = static_cast<double>(b + 1) * kBucketCycles - t;
     std::pair<double, double> none{0.0, 0.0};
-    std::pair<double, double>* c = claims(b);
+    // A bucket already in the window is read in place; claims() slides or grows it.
+    const uint64_t i = b - window_base_;
+    std::pair<double, double>* c = b >= window_base_ && i < used_.size() ? &used_[i] : claims(b);
     if (c == nullptr) c = &none;
     double can = port_bw * span;
     if (miss > 0) can = std::min(can, std::max(hbm_cap - c->first, 0.0) / miss);

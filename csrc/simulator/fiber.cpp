@@ -1,5 +1,6 @@
-// Fibers switch stacks with _longjmp (see resume()); the fortified longjmp refuses to jump to
-// another stack, so fortification is off for this file. It must be undone before any header.
+// Fibers switch stacks with _longjmp where they have no assembly for it (see resume()); the
+// fortified longjmp refuses to jump to another stack, so fortification is off for this file.
+// It must be undone before any header.
 #undef _FORTIFY_SOURCE
 #include "simulator/fiber.hpp"
 
@@ -46,17 +47,54 @@ void give_stack(void* s) {
   }
 }
 
+#if defined(__x86_64__)
+// A switch between two stacks of this thread: the callee-saved registers are pushed on the
+// current stack, its stack pointer stored in *save, and the other side's registers popped from
+// the stack `load` left by an earlier switch (or start), whose call this one then returns from.
+// The ABI leaves every other register to the caller, so that is all a switch must keep: no
+// signal mask, no jump buffer, none of glibc's checks at every _longjmp (a walk of the thread's
+// cleanup handlers) — a chip simulation switches hundreds of thousands of times per run.
+[[gnu::naked, gnu::noinline]] void switch_stack(void** /*save*/, void* /*load*/) {
+  asm("pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "popq %r15\n\t"
+      "popq %r14\n\t"
+      "popq %r13\n\t"
+      "popq %r12\n\t"
+      "popq %rbx\n\t"
+      "popq %rbp\n\t"
+      "ret");
+}
+
+// A fiber's first entry: the same save, then `entry` called on the fresh stack whose top is
+// `top` (16-byte aligned; `call` pushes the return address, leaving the stack as a function's
+// entry expects). `entry` never returns: the fiber leaves by switch_stack to *save, which
+// returns from this call.
+[[gnu::naked, gnu::noinline]] void start_stack(void** /*save*/, void* /*top*/,
+                                               void (* /*entry*/)()) {
+  asm("pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "callq *%rdx\n\t"
+      "ud2");
+}
+#elif defined(__aarch64__)
 // The first entry into a fiber: `entry` called on the stack whose top is `top` (16-byte
 // aligned). It never returns: the fiber leaves with _longjmp. Two instructions, where
 // getcontext/setcontext would save and restore the signal mask with a system call each.
-#if defined(__x86_64__) || defined(__aarch64__)
 [[noreturn]] void start_on(void* top, void (*entry)()) {
-#if defined(__x86_64__)
-  // `call` pushes the return address, leaving the stack as a function's entry expects.
-  asm volatile("mov %0, %%rsp\n\tcall *%1\n\tud2" : : "r"(top), "r"(entry) : "memory");
-#else
   asm volatile("mov sp, %0\n\tblr %1\n\tbrk #0" : : "r"(top), "r"(entry) : "memory");
-#endif
   __builtin_unreachable();
 }
 #endif
@@ -90,32 +128,50 @@ void Fiber::trampoline() {
   }
   self->finished_ = true;
   g_running = nullptr;
+#if defined(__x86_64__)
+  switch_stack(&self->fiber_sp_, self->caller_sp_);
+  __builtin_unreachable();
+#else
   _longjmp(self->caller_jump_, 1);
+#endif
 }
 
-// The first entry is start_on (ucontext elsewhere), which starts the fiber's first frame on
-// its stack; every later switch is _setjmp/_longjmp. Unlike swapcontext, they save no signal
-// mask, so a hand-off makes no system call (a chip simulation hands off hundreds of thousands
-// of times, and a tiny kernel's run would otherwise pay two per instance).
+// The zeros above a fiber's first frame: an unwinder walking past the trampoline (a debugger,
+// a crash backtrace) reads a null return address there and stops.
+char* Fiber::stack_top() const {
+  char* top = static_cast<char*>(stack_) + page_bytes() + kStackBytes - kTopPad;
+  std::memset(top, 0, kTopPad);
+  return top;
+}
+
+// On x86-64 every switch is switch_stack (the first one start_stack). Elsewhere the first entry
+// is start_on (ucontext where it has no assembly) and every later switch _setjmp/_longjmp:
+// unlike swapcontext, they save no signal mask, so a hand-off makes no system call (a tiny
+// kernel's run would otherwise pay two per instance).
 void Fiber::resume() {
   if (finished_) return;
   Fiber* outer = g_running;
   g_running = this;
+#if defined(__x86_64__)
+  if (!started_) {
+    started_ = true;
+    start_stack(&caller_sp_, stack_top(), &Fiber::trampoline);
+  } else {
+    switch_stack(&caller_sp_, fiber_sp_);
+  }
+#else
   if (_setjmp(caller_jump_) == 0) {
     if (!started_) {
       started_ = true;
-#if defined(__x86_64__) || defined(__aarch64__)
-      // Zeros above the first frame: an unwinder walking past the trampoline (a debugger, a
-      // crash backtrace) reads a null return address there and stops.
-      char* top = static_cast<char*>(stack_) + page_bytes() + kStackBytes - kTopPad;
-      std::memset(top, 0, kTopPad);
-      start_on(top, &Fiber::trampoline);
+#if defined(__aarch64__)
+      start_on(stack_top(), &Fiber::trampoline);
 #else
       setcontext(&context_);
 #endif
     }
     _longjmp(fiber_jump_, 1);
   }
+#endif
   g_running = outer;
 }
 
@@ -133,7 +189,11 @@ void Fiber::suspend() {
   Fiber* self = g_running;
   if (self == nullptr) return;
   g_running = nullptr;
+#if defined(__x86_64__)
+  switch_stack(&self->fiber_sp_, self->caller_sp_);
+#else
   if (_setjmp(self->fiber_jump_) == 0) _longjmp(self->caller_jump_, 1);
+#endif
   g_running = self;
   if (self->cancelled_) throw FiberCancelled{};
 }

@@ -38,12 +38,19 @@ class Fiber {
 
  private:
   static void trampoline();
+  char* stack_top() const;  // where the first frame starts
 
   std::function<void()> body_;
-#if !defined(__x86_64__) && !defined(__aarch64__)
-  ucontext_t context_{};  // the first entry only, where start_on has no assembly
+#if defined(__x86_64__)
+  // The stack pointer each side saved when it last switched away (fiber.cpp: switch_stack).
+  void* caller_sp_ = nullptr;
+  void* fiber_sp_ = nullptr;
+#else
+#if !defined(__aarch64__)
+  ucontext_t context_{};                  // the first entry only, where start_on has no assembly
 #endif
   jmp_buf caller_jump_{}, fiber_jump_{};  // every later switch
+#endif
   void* stack_ = nullptr;
   bool started_ = false, finished_ = false, cancelled_ = false;
   std::exception_ptr error_;

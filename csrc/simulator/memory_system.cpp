@@ -38,20 +38,36 @@ Array zeroed(size_t n) {
 
 }  // namespace
 
-// One block of words per set, so a lookup touches few cache lines: word 0 is
-// (run << 8) | ways filled in that run, then the tags of the ways, then their LRU stamps (a
-// hit scans the tags only). A run fills a set's ways in order, so a lookup scans only the
-// ways this run filled, and a miss with a free way takes it without an LRU search (a
-// streaming kernel never searches).
+// Three arrays, so a lookup touches few cache lines: per set a fill word, (run << 8) | ways
+// filled in that run (eight sets to a cache line, so a run of consecutive sets shares them),
+// then per set its tags and then its LRU stamps, each on whole cache lines (a hit reads the
+// tags and writes one stamp; only a miss in a full set reads the stamps). A run fills a set's
+// ways in order, so a lookup scans only the ways this run filled, and a miss with a free way
+// takes it without an LRU search (a streaming kernel never searches).
 struct MemorySystem::Store {
+  static constexpr size_t kLineWords = 8;
   size_t sets = 0, ways = 0;
-  Array words;
+  size_t stride = 0;  // words per set in the tag and stamp arrays: ways, to whole cache lines
+  Array words;        // the fill words, then the tags, then the stamps
+  uint64_t *tag_words = nullptr, *stamp_words = nullptr;
   uint64_t clock = 0;  // LRU stamps; grows across runs
   // The buffer list and the claims of the thread's last run, emptied, with their capacity:
   // a warm call of a small kernel allocates neither again.
   std::vector<Buffer> buffers;
   std::vector<std::pair<double, double>> used;
-  uint64_t* set(size_t s) { return words.get() + s * (1 + 2 * ways); }
+
+  void shape(size_t n_sets, size_t n_ways) {
+    sets = n_sets;
+    ways = n_ways;
+    stride = (ways + kLineWords - 1) / kLineWords * kLineWords;
+    const size_t fill_words = (sets + kLineWords - 1) / kLineWords * kLineWords;
+    words = zeroed(fill_words + 2 * sets * stride);
+    tag_words = words.get() + fill_words;
+    stamp_words = tag_words + sets * stride;
+  }
+  uint64_t& filled(size_t s) { return words[s]; }
+  uint64_t* tags(size_t s) { return tag_words + s * stride; }
+  uint64_t* stamps(size_t s) { return stamp_words + s * stride; }
 };
 
 MemorySystem::MemorySystem(const Platform& p)
@@ -60,11 +76,7 @@ MemorySystem::MemorySystem(const Platform& p)
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
   ways_ = std::min<size_t>(ways_, hw::kMaxL2Ways);  // overrides beyond are refused earlier
   thread_local Store store;
-  if (store.ways != ways_ || store.sets != sets_) {
-    store.sets = sets_;
-    store.ways = ways_;
-    store.words = zeroed(sets_ * (1 + 2 * ways_));
-  }
+  if (store.ways != ways_ || store.sets != sets_) store.shape(sets_, ways_);
   store_ = &store;
   epoch_ = ++store.clock;               // a new run id: sets filled by earlier runs read as empty
   buffers_ = std::move(store.buffers);  // empty when another system on this thread holds it
@@ -150,44 +162,59 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
   return find(buffers_, [](const Buffer& b) { return b.lo; });
 }
 
-bool MemorySystem::lookup(size_t set, uint64_t line, uint64_t& clock) {
-  const uint64_t tag = line + 1;
-  uint64_t* block = store_->set(set);
-  uint64_t& filled = block[0];
-  uint64_t* tags = block + 1;
-  uint64_t* stamps = tags + ways_;
-  const size_t valid = (filled >> 8) == epoch_ ? static_cast<size_t>(filled & 0xff) : 0;
-  for (size_t w = 0; w < valid; ++w) {
-    if (tags[w] == tag) {
-      stamps[w] = ++clock;
-      return true;
-    }
-  }
-  size_t victim = valid;
-  if (valid < ways_) {
-    filled = (epoch_ << 8) | (valid + 1);
-  } else {  // full: the least recently used way
-    victim = 0;
-    for (size_t w = 1; w < ways_; ++w) {
-      if (stamps[w] < stamps[victim]) victim = w;
-    }
-  }
-  tags[victim] = tag;
-  stamps[victim] = ++clock;
-  return false;
-}
+// The tag store as one transfer's lookups see it, in locals: a lookup's stores into the tags
+// and stamps (64-bit words) could alias the system's own 64-bit members, so reading those in
+// the loop would reload them at every line.
+struct MemorySystem::Sets {
+  uint64_t* fills;
+  uint64_t* tags;
+  uint64_t* stamps;
+  size_t stride, ways, count;
+  uint64_t epoch;
 
-namespace {
-// The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
-// the blocks of the lines kAhead lookups on are prefetched while this one is looked up.
-constexpr int64_t kAhead = 4;
+  // True on a hit; a miss installs the line. `clock` is the LRU clock.
+  bool lookup(size_t set, uint64_t line, uint64_t& clock) const {
+    const uint64_t tag = line + 1;
+    uint64_t& filled = fills[set];
+    uint64_t* way_tags = tags + set * stride;
+    uint64_t* way_stamps = stamps + set * stride;
+    const size_t valid = (filled >> 8) == epoch ? static_cast<size_t>(filled & 0xff) : 0;
+    for (size_t w = 0; w < valid; ++w) {
+      if (way_tags[w] == tag) {
+        way_stamps[w] = ++clock;
+        return true;
+      }
+    }
+    size_t victim = valid;
+    if (valid < ways) {
+      filled = (epoch << 8) | (valid + 1);
+    } else {  // full: the least recently used way
+      victim = 0;
+      for (size_t w = 1; w < ways; ++w) {
+        if (way_stamps[w] < way_stamps[victim]) victim = w;
+      }
+    }
+    way_tags[victim] = tag;
+    way_stamps[victim] = ++clock;
+    return false;
+  }
 
-void prefetch_block(const uint64_t* block, size_t bytes) {
-  const char* at = reinterpret_cast<const char*>(block);
-  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(at + b, 1);
-  __builtin_prefetch(at + bytes - 1, 1);
+  // The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
+  // the fill word and tags of the set kAhead lookups on are prefetched while this one is
+  // looked up (its stamps are written, or on a miss in a full set read, after the tags).
+  static constexpr int64_t kAhead = 4;
+  void prefetch(size_t set) const {
+    __builtin_prefetch(fills + set, 1);
+    const char* at = reinterpret_cast<const char*>(tags + set * stride);
+    for (size_t b = 0; b < ways * sizeof(uint64_t); b += 64) __builtin_prefetch(at + b, 0);
+  }
+  size_t next(size_t set) const { return set + 1 == count ? 0 : set + 1; }
+};
+
+MemorySystem::Sets MemorySystem::sets() const {
+  return {
+      &store_->filled(0), store_->tags(0), store_->stamps(0), store_->stride, ways_, sets_, epoch_};
 }
-}  // namespace
 
 // Looks up the lines a window touches (each row's lines once; a line shared by consecutive
 // rows counts once): how many hit the L2 and how many missed. A window inside one buffer maps
@@ -218,38 +245,44 @@ MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
 }
 
 // The lines of the canonical bytes [lo, lo + bytes), in order.
-void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& clock) {
+void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& lru_clock) {
+  const Sets sets = this->sets();
+  uint64_t clock = lru_clock, hits = 0;  // in registers across the loop
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
-  const size_t block_bytes = (1 + 2 * ways_) * sizeof(uint64_t);
   const uint64_t first = lo >> shift, end = (lo + static_cast<uint64_t>(bytes) - 1) >> shift;
   size_t set = static_cast<size_t>(first % sets_), ahead = set;
-  for (int64_t k = 0; k < kAhead && first + static_cast<uint64_t>(k) <= end; ++k) {
-    prefetch_block(store_->set(ahead), block_bytes);
-    ahead = ahead + 1 == sets_ ? 0 : ahead + 1;
+  for (int64_t k = 0; k < Sets::kAhead && first + static_cast<uint64_t>(k) <= end; ++k) {
+    sets.prefetch(ahead);
+    ahead = sets.next(ahead);
   }
   for (uint64_t line = first; line <= end; ++line) {
-    if (line + kAhead <= end) {
-      prefetch_block(store_->set(ahead), block_bytes);
-      ahead = ahead + 1 == sets_ ? 0 : ahead + 1;
+    if (line + Sets::kAhead <= end) {
+      sets.prefetch(ahead);
+      ahead = sets.next(ahead);
     }
-    (lookup(set, line, clock) ? n.hits : n.misses) += 1;
-    set = set + 1 == sets_ ? 0 : set + 1;  // consecutive lines, consecutive sets
+    hits += sets.lookup(set, line, clock) ? 1 : 0;
+    set = sets.next(set);  // consecutive lines, consecutive sets
   }
+  lru_clock = clock;
+  n.hits += hits;
+  n.misses += end + 1 - first - hits;
 }
 
 // Row by row, `row_lo(r)` the canonical address of row r's first byte.
 template <class Canonical>
-void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& clock) {
+void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& lru_clock) {
   struct Row {
     uint64_t lo;  // canonical address of the row's first byte
     size_t set;   // the set of its first line
   };
+  constexpr int64_t kAhead = Sets::kAhead;
+  const Sets sets = this->sets();
+  uint64_t clock = lru_clock, hits = 0, looked = 0;  // in registers across the loop
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
-  const size_t block_bytes = (1 + 2 * ways_) * sizeof(uint64_t);
   auto row_at = [&](int64_t r) {  // where a row's lines sit depends only on its address
     const uint64_t lo = row_lo(r);
     const auto set = static_cast<size_t>((lo >> shift) % sets_);
-    prefetch_block(store_->set(set), block_bytes);
+    sets.prefetch(set);
     return Row{lo, set};
   };
   Row ahead[kAhead];
@@ -264,11 +297,15 @@ void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uin
     // consecutive lines, consecutive sets
     size_t set = line == first ? row.set : static_cast<size_t>(line % sets_);
     for (; line <= end; ++line) {
-      (lookup(set, line, clock) ? n.hits : n.misses) += 1;
+      hits += sets.lookup(set, line, clock) ? 1 : 0;
+      ++looked;
       last = line;
-      set = set + 1 == sets_ ? 0 : set + 1;
+      set = sets.next(set);
     }
   }
+  lru_clock = clock;
+  n.hits += hits;
+  n.misses += looked - hits;
 }
 
 std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {
@@ -312,7 +349,9 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
     const auto b = static_cast<uint64_t>(t / kBucketCycles);
     const double span = static_cast<double>(b + 1) * kBucketCycles - t;
     std::pair<double, double> none{0.0, 0.0};
-    std::pair<double, double>* c = claims(b);
+    // A bucket already in the window is read in place; claims() slides or grows it.
+    const uint64_t i = b - window_base_;
+    std::pair<double, double>* c = b >= window_base_ && i < used_.size() ? &used_[i] : claims(b);
     if (c == nullptr) c = &none;
     double can = port_bw * span;
     if (miss > 0) can = std::min(can, std::max(hbm_cap - c->first, 0.0) / miss);

@@ -83,9 +83,10 @@ class MemorySystem {
   void lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& clock);
   template <class Canonical>
   void lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& clock);
-  // true on a hit; a miss installs the line. `clock` is the LRU clock, held by the caller
-  // while it looks up a transfer's lines.
-  bool lookup(size_t set, uint64_t line, uint64_t& clock);
+  // The tag store's sets, for the lookups of one transfer (the LRU clock is held by the
+  // caller while it looks up a transfer's lines).
+  struct Sets;
+  Sets sets() const;
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);
 
@@ -100,7 +101,7 @@ class MemorySystem {
   mutable size_t last_ = 0;        // the buffer (or segment) found last
   int64_t line_bytes_;
   size_t sets_, ways_;
-  // The tag store (per set: a fill count, then tags and LRU stamps) is kept per thread and
+  // The tag store (per set: a fill count, tags and LRU stamps) is kept per thread and
   // reused by the next run: no 192 MiB-L2-sized allocation per launch. A set's fill count is
   // valid only if stamped with this run (epoch_), so runs never see each other's lines.
   struct Store;

@@ -96,12 +96,15 @@ class DataQueue {
 
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
-  // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces (timed on the monotonic clock: see help); the data thread spinning for want of
-  // work; the data thread's whole CPU time. Read by benchmarks to show which side of a run
-  // bounds it; the thread CPU clock (a system call) is read per wait spell, never per op.
+  // spinning for queued work (a full queue, a drain) besides the shared pieces it ran, and the
+  // part of that spent on a full queue (the rest waited for a result: a drain); those pieces
+  // (timed on the monotonic clock: see help); the data thread spinning for want of work; the
+  // data thread waiting in a fork-join for the run's thread's pieces (monotonic clock, part of
+  // its busy time); the data thread's whole CPU time. Read by benchmarks to show which side of
+  // a run bounds it and where the threads wait for each other; the thread CPU clock (a system
+  // call) is read per wait spell, never per op.
   struct Times {
-    int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
+    int64_t run_waiting_ns, run_full_ns, run_helping_ns, data_idle_ns, data_joining_ns, data_cpu_ns;
   };
   static Times times();
 
@@ -135,10 +138,11 @@ class DataQueue {
   bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
   void join(uint64_t theirs);
+  void wait_for_pieces(uint64_t theirs);
   bool help();  // the run's thread: runs shared pieces while there are any (false: none)
   bool help_one(int64_t& t0);  // one piece; t0: the monotonic clock at a streak's first
   template <class Done>
-  void wait_helping(Done done);
+  void wait_helping(bool full, Done done);  // full: waiting for a slot, not for a result
 
   static thread_local DataQueue* t_worker_;  // the queue whose data thread this is
 

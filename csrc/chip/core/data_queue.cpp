@@ -149,6 +149,13 @@ void DataQueue::publish() {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_one();
   }
+  // A backlog: the data thread bounds the run, so the run's thread takes pieces of its split op
+  // now, not only once the queue is full and it must wait anyway. The offer word is looked at
+  // first: it changes once per split op, so the look mostly hits the cache.
+  if (on_offer() && head_seen_ - tail_.load(std::memory_order_acquire) >= kHelpBacklog) {
+    const int64_t helped = helping_ns_;
+    if (help()) g_run_helping.fetch_add(helping_ns_ - helped, std::memory_order_relaxed);
+  }
 }
 
 void DataQueue::wait_empty() {
@@ -254,6 +261,11 @@ bool DataQueue::help() {
   if (t0 < 0) return false;
   helping_ns_ += monotonic_ns() - t0;
   return true;
+}
+
+bool DataQueue::on_offer() const {
+  const uint64_t w = offer_.load(std::memory_order_relaxed);
+  return (w >> 32) != 0 && (w & kPieceMask) < ((w >> 16) & kPieceMask);
 }
 
 bool DataQueue::help_one(int64_t& t0) {

@@ -24,7 +24,11 @@ def cpu_split(run) -> tuple[float, dict[str, float]]:
     seconds and its host CPU seconds split by side (DataQueue::times) — "timing": the run's
     thread's own work (timing model, control flow, checks, ops done in place) without its
     spinning for the data thread; "data": the queued data work, on the data thread or taken
-    over by the run's thread while it would have waited."""
+    over by the run's thread while it would have waited. Beside them, where the threads waited
+    for each other: "full" (the run's thread waiting for a free slot of the queue), "result"
+    (the run's thread waiting for queued work it needs done: a drain), "join" (the data thread
+    waiting for the pieces of a split op the run's thread took), "idle" (the data thread out of
+    work)."""
     from pypto import _native_testing
 
     before, cpu0 = _native_testing.data_queue_times(), time.thread_time()
@@ -35,7 +39,11 @@ def cpu_split(run) -> tuple[float, dict[str, float]]:
     d = {k: (v - before[k]) / 1e9 for k, v in _native_testing.data_queue_times().items()}
     return wall, {
         "timing": cpu - d["run_waiting_ns"] - d["run_helping_ns"],
-        "data": d["data_cpu_ns"] - d["data_idle_ns"] + d["run_helping_ns"],
+        "data": d["data_cpu_ns"] - d["data_idle_ns"] - d["data_joining_ns"] + d["run_helping_ns"],
+        "full": d["run_full_ns"],
+        "result": d["run_waiting_ns"] - d["run_full_ns"],
+        "join": d["data_joining_ns"],
+        "idle": d["data_idle_ns"],
     }
 
 
@@ -44,9 +52,11 @@ def split_text(split: dict[str, float]) -> str:
     (the sides overlap; only the data side's split pieces move between threads)."""
     timing, data = split["timing"], split["data"]
     floor = max(timing, (timing + data) / 2)
+    waits = ", ".join(f"{k} {split[k]:5.3f}" for k in ("full", "result", "join", "idle"))
     return (
         f"CPU: timing {timing:5.3f} s, data {data:5.3f} s, "
-        f"timing share {timing / (timing + data):4.0%}, 2-core floor {floor:5.3f} s"
+        f"timing share {timing / (timing + data):4.0%}, 2-core floor {floor:5.3f} s | "
+        f"waits (s): {waits}"
     )
 
 

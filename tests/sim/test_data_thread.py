@@ -173,8 +173,9 @@ def test_a_bad_thread_count_is_refused_before_the_run(monkeypatch):
 
 
 def test_the_queue_accounts_a_runs_host_cpu_to_its_threads(monkeypatch):
-    """DataQueue::times (what bench_sim splits a run's CPU by): a run with a data thread adds
-    that thread's CPU, no less than what it spent idle; a run without one adds nothing."""
+    """DataQueue::times (what bench_sim splits a run's CPU and the threads' waits by): a run
+    with a data thread adds that thread's CPU, no less than what it spent idle; a run without
+    one adds nothing."""
     heads, s, d = 2, 256, 128
     kernel = fa.make_attention(heads, s, s, d, 64, 128, False)
     args = (*fa.inputs(heads, s, s, d), fa.causal_mask(64, 128), np.zeros((heads * s, d), np.float32))
@@ -189,6 +190,10 @@ def test_the_queue_accounts_a_runs_host_cpu_to_its_threads(monkeypatch):
     assert threaded["data_cpu_ns"] > 0
     assert threaded["data_cpu_ns"] >= threaded["data_idle_ns"] >= 0
     assert threaded["run_waiting_ns"] >= 0 and threaded["run_helping_ns"] >= 0
+    # the waits split by reason: a full queue is part of the run's thread's waiting, and the
+    # data thread's fork-join waits are counted apart from its idling
+    assert 0 <= threaded["run_full_ns"] <= threaded["run_waiting_ns"]
+    assert threaded["data_joining_ns"] >= 0
     assert set(in_place.values()) == {0}
 
 

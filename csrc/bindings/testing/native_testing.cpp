@@ -280,8 +280,10 @@ void bind_testing(py::module_& m) {
     const DataQueue::Times t = DataQueue::times();
     py::typing::Dict<py::str, py::int_> d;
     d["run_waiting_ns"] = t.run_waiting_ns;
+    d["run_full_ns"] = t.run_full_ns;
     d["run_helping_ns"] = t.run_helping_ns;
     d["data_idle_ns"] = t.data_idle_ns;
+    d["data_joining_ns"] = t.data_joining_ns;
     d["data_cpu_ns"] = t.data_cpu_ns;
     return d;
   });

@@ -53,16 +53,18 @@ int64_t monotonic_ns() {
 }
 
 // DataQueue::Times, accumulated by every queue of the process.
-std::atomic<int64_t> g_run_waiting{0}, g_run_helping{0}, g_data_idle{0}, g_data_cpu{0};
+std::atomic<int64_t> g_run_waiting{0}, g_run_full{0}, g_run_helping{0}, g_data_idle{0},
+    g_data_joining{0}, g_data_cpu{0};
 
 }  // namespace
 
 thread_local DataQueue* DataQueue::t_worker_ = nullptr;
 
 DataQueue::Times DataQueue::times() {
-  return {g_run_waiting.load(std::memory_order_relaxed),
-          g_run_helping.load(std::memory_order_relaxed),
-          g_data_idle.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
+  return {
+      g_run_waiting.load(std::memory_order_relaxed),  g_run_full.load(std::memory_order_relaxed),
+      g_run_helping.load(std::memory_order_relaxed),  g_data_idle.load(std::memory_order_relaxed),
+      g_data_joining.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
 }
 
 bool DataQueue::wanted() {
@@ -129,8 +131,9 @@ DataQueue::Slot& DataQueue::claim() {
     // Full: wait until half the queue is free, so a run the data thread bounds waits (and
     // counts its waiting) once per kSlots / 2 ops rather than at every op.
     if (head_seen_ - tail_seen_ == kSlots) {
-      wait_helping(
-          [this] { return head_seen_ - tail_.load(std::memory_order_acquire) <= kSlots / 2; });
+      wait_helping(true, [this] {
+        return head_seen_ - tail_.load(std::memory_order_acquire) <= kSlots / 2;
+      });
       tail_seen_ = tail_.load(std::memory_order_acquire);
     }
   }
@@ -146,22 +149,30 @@ void DataQueue::publish() {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_one();
   }
+  // A backlog: the data thread bounds the run, so the run's thread takes pieces of its split op
+  // now, not only once the queue is full and it must wait anyway. The offer word is looked at
+  // first: it changes once per split op, so the look mostly hits the cache.
+  if (on_offer() && head_seen_ - tail_.load(std::memory_order_acquire) >= kHelpBacklog) {
+    const int64_t helped = helping_ns_;
+    if (help()) g_run_helping.fetch_add(helping_ns_ - helped, std::memory_order_relaxed);
+  }
 }
 
 void DataQueue::wait_empty() {
-  wait_helping([this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
+  wait_helping(false, [this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
   tail_seen_ = head_seen_;
   pending_ = false;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 template <class Done>
-void DataQueue::wait_helping(Done done) {
+void DataQueue::wait_helping(bool full, Done done) {
   if (done()) return;
   const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
   spin_until([&] { return done() || (help() && done()); });
-  const int64_t helping = helping_ns_ - helped;
-  g_run_waiting.fetch_add(thread_cpu_ns() - t0 - helping, std::memory_order_relaxed);
+  const int64_t helping = helping_ns_ - helped, waiting = thread_cpu_ns() - t0 - helping;
+  g_run_waiting.fetch_add(waiting, std::memory_order_relaxed);
+  if (full) g_run_full.fetch_add(waiting, std::memory_order_relaxed);
   g_run_helping.fetch_add(helping, std::memory_order_relaxed);
 }
 
@@ -197,6 +208,13 @@ void DataQueue::share(int64_t n, int64_t grain, PieceFn run, const void* fn) {
 // then sleeps: a helper that lost its host CPU mid-piece, perhaps to this very thread, is not
 // waited for by spinning.
 void DataQueue::join(uint64_t theirs) {
+  if (helped_.load(std::memory_order_seq_cst) == theirs) return;
+  const int64_t t0 = monotonic_ns();  // no system call: the helper may finish any moment
+  wait_for_pieces(theirs);
+  g_data_joining.fetch_add(monotonic_ns() - t0, std::memory_order_relaxed);
+}
+
+void DataQueue::wait_for_pieces(uint64_t theirs) {
   const auto done = [&] { return helped_.load(std::memory_order_seq_cst) == theirs; };
   const auto until = Clock::now() + kSpin;
   for (unsigned i = 1; !done(); ++i) {
@@ -243,6 +261,11 @@ bool DataQueue::help() {
   if (t0 < 0) return false;
   helping_ns_ += monotonic_ns() - t0;
   return true;
+}
+
+bool DataQueue::on_offer() const {
+  const uint64_t w = offer_.load(std::memory_order_relaxed);
+  return (w >> 32) != 0 && (w & kPieceMask) < ((w >> 16) & kPieceMask);
 }
 
 bool DataQueue::help_one(int64_t& t0) {

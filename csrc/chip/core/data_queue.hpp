@@ -96,19 +96,23 @@ class DataQueue {
 
   // Where the host CPU time of every run with a data thread went, summed over the process's
   // runs (thread CPU nanoseconds, so a busy host's preemptions do not count): the run's thread
-  // spinning for queued work (a full queue, a drain) besides the shared pieces it ran; those
-  // pieces (timed on the monotonic clock: see help); the data thread spinning for want of
-  // work; the data thread's whole CPU time. Read by benchmarks to show which side of a run
-  // bounds it; the thread CPU clock (a system call) is read per wait spell, never per op.
+  // spinning for queued work (a full queue, a drain) besides the shared pieces it ran, and the
+  // part of that spent on a full queue (the rest waited for a result: a drain); those pieces
+  // (timed on the monotonic clock: see help); the data thread spinning for want of work; the
+  // data thread waiting in a fork-join for the run's thread's pieces (monotonic clock, part of
+  // its busy time); the data thread's whole CPU time. Read by benchmarks to show which side of
+  // a run bounds it and where the threads wait for each other; the thread CPU clock (a system
+  // call) is read per wait spell, never per op.
   struct Times {
-    int64_t run_waiting_ns, run_helping_ns, data_idle_ns, data_cpu_ns;
+    int64_t run_waiting_ns, run_full_ns, run_helping_ns, data_idle_ns, data_joining_ns, data_cpu_ns;
   };
   static Times times();
 
   // fn(begin, end) over [0, n) in pieces of `grain`: a queued op's large, splittable work
   // (a matmul's output rows). On the data thread the run's thread takes pieces too when it
-  // would otherwise wait for the queue; anywhere else it is fn(0, n). Each piece writes its
-  // own outputs, so the values do not depend on who ran it.
+  // would otherwise wait for the queue or queues an op behind kHelpBacklog others; anywhere
+  // else it is fn(0, n). Each piece writes its own outputs, so the values do not depend on who
+  // ran it.
   template <class Fn>
   static void split(int64_t n, int64_t grain, const Fn& fn) {
     if (t_worker_ == nullptr || t_worker_->sharing_ || grain >= n) return fn(0, n);
@@ -125,6 +129,11 @@ class DataQueue {
   static constexpr uint64_t kSlots = 512;
   static constexpr uint64_t kStartAfter = 256;  // ops done in place before the thread starts
   static constexpr int64_t kWorthBytes = 2048;
+  // Queued ops past which the run's thread, queueing one, takes pieces of the split op the data
+  // thread is in: the data thread then bounds the run, and the backlog (~150 us of
+  // FlashAttention's data work) keeps it busy meanwhile. Measured on FlashAttention: the run's
+  // thread had waited for a full queue for a quarter of its time, helping only then.
+  static constexpr uint64_t kHelpBacklog = 64;
 
   using PieceFn = void (*)(const void*, int64_t, int64_t);
   bool start();
@@ -135,10 +144,12 @@ class DataQueue {
   bool wait_for_work(uint64_t tail);
   void share(int64_t n, int64_t grain, PieceFn run, const void* fn);
   void join(uint64_t theirs);
-  bool help();  // the run's thread: runs shared pieces while there are any (false: none)
+  void wait_for_pieces(uint64_t theirs);
+  bool on_offer() const;  // a split op has pieces nobody has claimed
+  bool help();            // the run's thread: runs shared pieces while there are any (false: none)
   bool help_one(int64_t& t0);  // one piece; t0: the monotonic clock at a streak's first
   template <class Done>
-  void wait_helping(Done done);
+  void wait_helping(bool full, Done done);  // full: waiting for a slot, not for a result
 
   static thread_local DataQueue* t_worker_;  // the queue whose data thread this is
 

@@ -75,10 +75,13 @@ namespace {
 
 }  // namespace
 
-void flush_put_off(CoreContext& core, const TileView& v) {
+TileView check_touched_tile(CoreContext& core, const pypto_tile* t, const char* op,
+                            const char* operand, unsigned spaces) {
+  const TileView v = check_tile_fully(t, op, operand, spaces);
   if (core.data->before_write(v.data, v.data + v.rows * v.cols * v.esize) && !core.deferring) {
     core.data->drain();
   }
+  return v;
 }
 
 // One pass of cheap tests; the message is built only when one fails (refuse_tile re-derives

@@ -42,13 +42,13 @@ inline void data_barrier(CoreContext& core) {
   if (core.data != nullptr && !core.deferring) core.data->drain();
 }
 
-// Before an op touches tile `v` (reads or writes it): the reads put off on its bytes (a tile
-// pipe's pushes not yet popped: DataQueue::put_off) are queued ahead of the op's own work, and
-// done before an op that works in place.
-void flush_put_off(CoreContext& core, const TileView& v);
-[[gnu::always_inline]] inline void before_touch(CoreContext& core, const TileView& v) {
-  if (core.put_offs != 0) flush_put_off(core, v);
-}
+// An operand check on a core with reads put off on its memory (a tile pipe's pushes not yet
+// popped: DataQueue::put_off): the full check, then the reads put off on the tile's bytes are
+// queued ahead of the op's own work (and done, before an op that works in place). Out of line
+// and rare, so check_tile's common path stays what it was plus one load and branch.
+[[gnu::cold, gnu::noinline]] TileView check_touched_tile(CoreContext& core, const pypto_tile* t,
+                                                         const char* op, const char* operand,
+                                                         unsigned spaces);
 
 // An op that queues its data work on the run's data thread: while it lives, its operand
 // checks do not drain the queue. `run(bytes, fn)` queues the work (or does it at once with no
@@ -102,6 +102,8 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
                                                   unsigned spaces) {
   note_instruction(op, core.loc);
   data_barrier(core);
+  if (core.put_offs != 0) [[unlikely]]
+    return check_touched_tile(core, t, op, operand, spaces);
   const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
   // The view is copied whole from the one kept (built field by field here, its copy into an
   // op's queued closure would read what was just written in other widths: a store-forwarding
@@ -111,12 +113,9 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
       d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
       d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
       (spaces & mem_bit(t->mem))) {
-    before_touch(core, seen.view);
     return seen.view;
   }
-  const TileView v = check_tile_fully(t, op, operand, spaces);
-  before_touch(core, v);
-  return v;
+  return check_tile_fully(t, op, operand, spaces);
 }
 [[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
                                                   const char* operand, unsigned spaces) {

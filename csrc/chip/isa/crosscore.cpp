@@ -184,7 +184,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   rs.src_pitch = s.cols * s.esize;
   if (core.data != nullptr && bytes > 0) {
     // The copy waits for the pop, which then copies straight from the tile (one copy, not two),
-    // unless this core touches the tile first (check_tile: before_touch).
+    // unless this core touches the tile first (check_tile: check_touched_tile).
     core.data->put_off(
         {s.data, s.data + s.rows * s.cols * s.esize, flush_push, &rs, &core.put_offs});
   } else {

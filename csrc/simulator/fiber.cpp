@@ -48,6 +48,19 @@ void give_stack(void* s) {
 }
 
 #if defined(__x86_64__)
+// Both switches' first half: the callee-saved registers pushed, the stack pointer stored in
+// *rdi (the first argument) and rsi (the second) made the stack. A macro, as a naked
+// function's body must be one literal.
+#define PYPTO_SAVE_AND_SWAP_STACK \
+  "pushq %rbp\n\t"                \
+  "pushq %rbx\n\t"                \
+  "pushq %r12\n\t"                \
+  "pushq %r13\n\t"                \
+  "pushq %r14\n\t"                \
+  "pushq %r15\n\t"                \
+  "movq %rsp, (%rdi)\n\t"         \
+  "movq %rsi, %rsp\n\t"
+
 // A switch between two stacks of this thread: the callee-saved registers are pushed on the
 // current stack, its stack pointer stored in *save, and the other side's registers popped from
 // the stack `load` left by an earlier switch (or start), whose call this one then returns from.
@@ -55,14 +68,7 @@ void give_stack(void* s) {
 // signal mask, no jump buffer, none of glibc's checks at every _longjmp (a walk of the thread's
 // cleanup handlers) — a chip simulation switches hundreds of thousands of times per run.
 [[gnu::naked, gnu::noinline]] void switch_stack(void** /*save*/, void* /*load*/) {
-  asm("pushq %rbp\n\t"
-      "pushq %rbx\n\t"
-      "pushq %r12\n\t"
-      "pushq %r13\n\t"
-      "pushq %r14\n\t"
-      "pushq %r15\n\t"
-      "movq %rsp, (%rdi)\n\t"
-      "movq %rsi, %rsp\n\t"
+  asm(PYPTO_SAVE_AND_SWAP_STACK
       "popq %r15\n\t"
       "popq %r14\n\t"
       "popq %r13\n\t"
@@ -78,14 +84,7 @@ void give_stack(void* s) {
 // returns from this call.
 [[gnu::naked, gnu::noinline]] void start_stack(void** /*save*/, void* /*top*/,
                                                void (* /*entry*/)()) {
-  asm("pushq %rbp\n\t"
-      "pushq %rbx\n\t"
-      "pushq %r12\n\t"
-      "pushq %r13\n\t"
-      "pushq %r14\n\t"
-      "pushq %r15\n\t"
-      "movq %rsp, (%rdi)\n\t"
-      "movq %rsi, %rsp\n\t"
+  asm(PYPTO_SAVE_AND_SWAP_STACK
       "callq *%rdx\n\t"
       "ud2");
 }

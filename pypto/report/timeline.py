@@ -36,7 +36,7 @@ import numpy as np
 from pypto.errors import PyptoError
 from pypto.hardware import FLAG_PIPE_NAMES
 from pypto.report.hotspots import LineCycles, hot_lines
-from pypto.report.opprof_format import API_INSTR, TRACE, iter_blocks, source_lines
+from pypto.report.opprof_format import API_INSTR, TRACE, ContainerError, iter_blocks, source_lines
 from pypto.report.progress import progress
 from pypto.report.records_file import NAME as RECORDS_NAME
 from pypto.report.records_file import attach_records
@@ -288,26 +288,47 @@ def _clock(doc: dict[str, Any], fallback: float) -> float:
     return float(other.get("clock_hz") or nested.get("clock_hz") or fallback or 1e9)
 
 
-def _trace_text(path: Path) -> bytes:
-    """The Chrome-trace JSON of a file: a container's TRACE block, or the file itself."""
+def _trace_text(path: Path) -> tuple[bytes, dict[str, str]]:
+    """The Chrome-trace JSON of a file (a container's TRACE block, or the file itself) and the
+    pc_addr -> source line map its raw events need: the raw events carry only the address, and
+    the container's API_INSTR block names each one's line. A raw ``trace.json`` takes them from
+    the ``visualize_data.bin`` beside it; a cleaned trace's slices carry their lines."""
     data = path.read_bytes()
-    if path.suffix != ".bin":
-        return data
-    block = next((b for b in iter_blocks(data) if b.type == TRACE), None)
-    if block is None:
-        raise ValueError("no TRACE block")
-    return bytes(block.payload)  # already bytes: read from bytes
-
-
-def _source_lines(path: Path) -> dict[str, str]:
-    """pc_addr -> source line for the events of ``path``: from the API_INSTR block of its
-    container (a ``trace.json`` reads the ``visualize_data.bin`` beside it). The raw events
-    carry only the address; a cleaned trace's slices have the line already."""
-    container = path if path.suffix == ".bin" else path.with_name("visualize_data.bin")
+    if path.suffix == ".bin":
+        trace, api = _first_blocks(data)
+        if trace is None:
+            raise ValueError("no TRACE block")
+        return bytes(trace), _api_lines(api)
+    beside = path.with_name("visualize_data.bin")
+    if path.name != "trace.json" or not beside.is_file():
+        return data, {}
     try:
-        api = next((b.payload for b in iter_blocks(container.read_bytes()) if b.type == API_INSTR), None)
+        return data, _api_lines(_first_blocks(beside.read_bytes())[1])
+    except (OSError, ValueError):  # an unreadable container beside: the slices go without lines
+        return data, {}
+
+
+def _first_blocks(data: bytes) -> tuple[memoryview | bytes | None, memoryview | bytes | None]:
+    """The payloads of a container's first TRACE and first API_INSTR blocks (None: none). A bad
+    block before the TRACE block is a ``ContainerError``; one after it only ends the search."""
+    found: dict[int, bytes | memoryview] = {}
+    try:
+        for block in iter_blocks(data):
+            found.setdefault(block.type, block.payload)
+            if TRACE in found and API_INSTR in found:
+                break
+    except ContainerError:
+        if TRACE not in found:
+            raise
+    return found.get(TRACE), found.get(API_INSTR)
+
+
+def _api_lines(api: bytes | memoryview | None) -> dict[str, str]:
+    """source_lines of an API_INSTR payload; none without one, or when it is not JSON (the
+    slices then go without lines, not the timeline)."""
+    try:
         return source_lines(json.loads(bytes(api))) if api is not None else {}
-    except (OSError, ValueError):  # no container, or a bad block: the slices go unnamed
+    except ValueError:
         return {}
 
 
@@ -316,7 +337,8 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     ``trace.json``, or the cleaned ``trace.clean.json`` with its arrows); offsets: per core,
     its task's start."""
     try:
-        doc = json.loads(_trace_text(path))
+        text, lines = _trace_text(path)
+        doc = json.loads(text)
         events = doc["traceEvents"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TimelineError(f"{path}: not a pypto trace ({err})") from None
@@ -324,7 +346,6 @@ def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) 
     model.clock_hz = model.clock_hz or clock
     per_us = _cycles_per_trace_us(doc, clock)
     procs, lanes = _names(events)
-    lines = _source_lines(path)
     rows: list[tuple[int, ...]] = []
     where: dict[tuple[Any, Any], tuple[int, int, int] | None] = {}  # (pid, tid) -> core, pipe, start
     flags = functools.lru_cache(maxsize=None)(_flag_of)
@@ -424,7 +445,7 @@ def load_model(path: Path) -> Model:
     if not path.is_file():
         raise TimelineError(f"{path}: no such file")
     try:
-        doc = json.loads(_trace_text(path))
+        doc = json.loads(_trace_text(path)[0])
     except (OSError, ValueError) as e:
         raise TimelineError(f"{path}: not JSON ({e})") from None
     if isinstance(doc, dict) and "schema" in doc and "tasks" in doc and "traceEvents" not in doc:

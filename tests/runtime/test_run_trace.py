@@ -242,3 +242,39 @@ def test_a_lane_of_many_chunks_is_written_whole(tmp_path: Path):
     start = np.arange(10_000, dtype=np.int64) * 3
     _, slices = read_slices(write_run_trace(_one_pipe_report(start, start + 2), tmp_path / "a.pftrace"))
     assert [s[2:4] for s in slices] == list(zip(start.tolist(), (start + 2).tolist()))
+
+
+def test_each_slice_is_the_bytes_of_its_two_packets_on_either_side_of_the_word_path(tmp_path: Path):
+    """The encoder writes a common slice (times below 2^35, name and source-line iids and the
+    sequence id below 128, no arrow) a word at a time and any other a byte at a time: both are
+    the protobuf bytes of the two packets, built here with perfetto.py's field encoders, for
+    times, ids and sequence ids on both sides of each of those limits."""
+    from pypto import _native
+    from pypto.report.perfetto import _LANE_COLUMNS, _int, _msg
+    from pypto.report.run_report import RECORD_COLUMNS
+
+    n, strings = 600, 300
+    step = np.arange(n // 2) * 300  # apart by more than a slice: one lane
+    start = np.r_[step, (1 << 35) - 300 * 150 + step].astype(np.int64)
+    end = start + np.arange(n) % 4 * 70  # lengths 0, 70, 140, 210
+    table = np.zeros((n, len(RECORD_COLUMNS)), np.int64)
+    table[:, RECORD_COLUMNS.index("start")], table[:, RECORD_COLUMNS.index("end")] = start, end
+    table[:, RECORD_COLUMNS.index("flag_id")] = -1
+    names = (np.arange(n) % strings).astype(np.int32)  # 300 names: iids 1..300
+    locs = (np.arange(n) * 7 % 50).astype(np.int32)  # 50 source lines: iids 1..50
+    task = (table, names, locs, np.arange(strings, dtype=np.int64), 0)
+    lanes = _native.PerfettoCoreLanes([task], _LANE_COLUMNS, strings, 0)
+    ((_, _, lane_names, lane_locs),) = lanes.lanes
+    name_iid = {s: i + 1 for i, s in enumerate(lane_names.tolist())}
+    loc_iid = {s: i + 1 for i, s in enumerate(lane_locs.tolist())}
+    for seq in (1, 127, 128, 300):
+        path = tmp_path / f"seq{seq}.bin"
+        with path.open("wb") as f:
+            lanes.write_lane(0, seq, f.fileno(), str(path))
+        want = b"".join(
+            _msg(1, _int(8, s) + _int(10, seq) + _int(13, 2)
+                 + _msg(11, _int(9, 1) + _int(10, name_iid[a]) + _int(34, loc_iid[b])))
+            + _msg(1, _int(8, e) + _int(10, seq) + _msg(11, _int(9, 2)))
+            for s, e, a, b in zip(start.tolist(), end.tolist(), names.tolist(), locs.tolist())
+        )  # fmt: skip
+        assert path.read_bytes() == want, seq

@@ -82,14 +82,63 @@ class Files {
   size_t header_at_ = 0, payload_ = 0;
 };
 
+// ".ddd" cut back to its last nonzero digit, per thousandth (0: none), four bytes and a length:
+// one load and one store where three divisions and a branch on the zeros were.
+struct Fraction {
+  char text[4];
+  uint8_t size;
+};
+
+constexpr std::array<Fraction, 1000> make_fractions() {
+  std::array<Fraction, 1000> t{};
+  for (int f = 1; f < 1000; ++f) {
+    t[f].text[0] = '.';
+    t[f].text[1] = static_cast<char>('0' + f / 100);
+    t[f].text[2] = static_cast<char>('0' + f / 10 % 10);
+    t[f].text[3] = static_cast<char>('0' + f % 10);
+    t[f].size = f % 100 == 0 ? 2 : f % 10 == 0 ? 3 : 4;
+  }
+  return t;
+}
+
+constexpr std::array<Fraction, 1000> kFractions = make_fractions();
+
+// The digits of the last whole number of microseconds written: events come in time order, so
+// most timestamps repeat the one before's (a thousand cycles to a microsecond).
+struct WholeUs {
+  int64_t value = -1;
+  char text[24] = {};
+  size_t size = 0;
+};
+
 // Text written at a raw position with room reserved beforehand (one check per event, not
 // per field). The position stays in a register while an event is written; as a member of
 // the chunk writer it would be reloaded after every store, since char stores alias it.
 struct Cursor {
   char* p;
+  // Up to 128 bytes as two overlapping copies of a fixed size (inlined moves, no call: an
+  // event is mostly two such pieces of 30-80 bytes), longer ones by memcpy.
   void put(std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
+    const char* from = s.data();
+    const size_t n = s.size();
+    if (n >= 32 && n <= 64) {
+      copy_pair<32>(from, n);
+    } else if (n > 64 && n <= 128) {
+      copy_pair<64>(from, n);
+    } else if (n >= 16 && n < 32) {
+      copy_pair<16>(from, n);
+    } else {
+      std::memcpy(p, from, n);
+    }
+    p += n;
+  }
+  template <size_t K>
+  void copy_pair(const char* from, size_t n) {  // K <= n <= 2K
+    char head[K], tail[K];
+    std::memcpy(head, from, K);
+    std::memcpy(tail, from + n - K, K);
+    std::memcpy(p, head, K);
+    std::memcpy(p + n - K, tail, K);
   }
   void put(char c) { *p++ = c; }
   void integer(int64_t v) { p = std::to_chars(p, p + 24, v).ptr; }
@@ -98,28 +147,36 @@ struct Cursor {
   // c; otherwise the shortest decimal of the next double up. So a reader that truncates
   // ts * 1000 to integer nanoseconds (Perfetto) and one that rounds both get c exactly, and
   // a number written is never more than one double's step from c / 1000.
-  void cycles_as_us(int64_t c) {
+  void cycles_as_us(int64_t c, WholeUs* whole = nullptr) {
     if (c < 0 || c % 1000 == 0 ||
         static_cast<double>(c) / 1000.0 * 1000.0 >= static_cast<double>(c)) {
-      exact_us(c);
+      exact_us(c, whole);
       return;
     }
     const double up = std::nextafter(static_cast<double>(c) / 1000.0, HUGE_VAL);
     p = std::to_chars(p, p + 40, up, std::chars_format::fixed).ptr;  // shortest round trip
   }
-  void exact_us(int64_t c) {
+  void exact_us(int64_t c, WholeUs* whole) {
     if (c < 0) {
       put('-');
       c = -c;
+      whole = nullptr;  // the cache holds whole numbers of non-negative times
     }
-    integer(c / 1000);
-    const auto frac = static_cast<int>(c % 1000);
-    if (frac == 0) return;
-    p[0] = '.';
-    p[1] = static_cast<char>('0' + frac / 100);
-    p[2] = static_cast<char>('0' + frac / 10 % 10);
-    p[3] = static_cast<char>('0' + frac % 10);
-    p += frac % 100 == 0 ? 2 : frac % 10 == 0 ? 3 : 4;
+    const int64_t us = c / 1000;
+    if (whole == nullptr) {
+      integer(us);
+    } else {
+      if (whole->value != us) {
+        whole->value = us;
+        whole->size =
+            static_cast<size_t>(std::to_chars(whole->text, whole->text + 24, us).ptr - whole->text);
+      }
+      std::memcpy(p, whole->text, sizeof whole->text);  // fixed size: inlined moves
+      p += whole->size;
+    }
+    const Fraction& f = kFractions[static_cast<size_t>(c - us * 1000)];
+    std::memcpy(p, f.text, 4);
+    p += f.size;
   }
 };
 
@@ -270,9 +327,9 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
 }
 
 // An operation's event (kind 0), from its static text.
-void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns& c) {
+void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns& c, WholeUs& ts) {
   out.put(t.head);
-  out.cycles_as_us(row[c.start]);
+  out.cycles_as_us(row[c.start], &ts);
   const int64_t dur = row[c.end] - row[c.start], bytes = row[c.bytes];
   if (t.cached && dur == t.tail_dur && bytes == t.tail_bytes) {
     out.put(t.tail);
@@ -296,7 +353,7 @@ void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns
 
 // A sync record's "X" event: the slice a SET_FLAG / WAIT_FLAG / BAR occupies on its pipe.
 void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& layout,
-                 const int64_t* row, const std::string& pc, DetailCache& details) {
+                 const int64_t* row, const std::string& pc, DetailCache& details, WholeUs& ts) {
   const auto& c = layout.col;
   const int64_t kind = row[c.kind];
   std::string scratch;
@@ -307,7 +364,7 @@ void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& la
   out.put("\",\"tid\":\"");
   out.put(layout.lanes[row[c.pipe]]);
   out.put("\",\"ts\":");
-  out.cycles_as_us(row[c.start]);
+  out.cycles_as_us(row[c.start], &ts);
   out.put(",\"dur\":");
   out.cycles_as_us(row[c.end] - row[c.start]);
   out.put(",\"args\":{\"detail\":\"");
@@ -346,6 +403,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
   // In front of `local`: a loop body's few sites hit here, without hashing.
   std::array<std::pair<uint64_t, SiteText*>, 256> recent{};
   DetailCache details;
+  WholeUs ts;  // the events' timestamps
   const size_t bound = event_bound(core, layout);
   for (size_t r = 0; r < core.rows; ++r) {
     const int64_t* row = core.table + r * core.width;
@@ -370,9 +428,9 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     if (!first) w.put(',');
     first = false;
     if (row[layout.col.kind] == 0) {
-      append_op(w, text, row, layout.col);
+      append_op(w, text, row, layout.col, ts);
     } else {
-      append_sync(w, core, layout, row, pcs[text.code], details);
+      append_sync(w, core, layout, row, pcs[text.code], details, ts);
     }
     out.advance(w);
   }

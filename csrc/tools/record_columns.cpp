@@ -2,9 +2,11 @@
 #include "tools/record_columns.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace pypto::tools {
 
@@ -25,10 +27,29 @@ void record_columns(const int64_t* table, size_t rows, size_t width, int64_t* ou
   }
 }
 
-void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits) {
-  std::fill(bits, bits + width, 0);
-  // Row by row, up to kGroup columns per pass with their ORs in registers: one shift, xor and
-  // or per value, where a running minimum and maximum took two compares and two selects.
+namespace {
+
+// Up to kFixedWidth columns are read with their count known when compiled (one instance per
+// width): the column loop unrolled, each column's OR in a register and each narrowing's
+// addresses fixed offsets, where a run-time width kept the ORs in memory (a store and a load
+// per value) and recomputed addresses per column. A records table has eleven.
+constexpr size_t kFixedWidth = 16;
+
+// column_bits for tables W wide.
+template <size_t W>
+void column_bits_of(const std::vector<RecordsTable>& tables, uint64_t* bits) {
+  uint64_t acc[W] = {};
+  for (const RecordsTable& t : tables) {
+    for (size_t r = 0; r < t.rows; ++r) {
+      const int64_t* row = t.table + r * W;
+      for (size_t c = 0; c < W; ++c) acc[c] |= static_cast<uint64_t>(row[c] ^ (row[c] >> 63));
+    }
+  }
+  std::copy(acc, acc + W, bits);
+}
+
+// Any width, kGroup columns per pass with their ORs in registers.
+void column_bits_any(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits) {
   constexpr size_t kGroup = 16;
   for (size_t first = 0; first < width; first += kGroup) {
     const size_t n = std::min(kGroup, width - first);
@@ -43,46 +64,75 @@ void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t
   }
 }
 
-namespace {
-
 // Rows [from, to) of column c of `table`, narrowed, at `out`.
 template <class To>
 void narrow_block(const int64_t* table, size_t width, size_t c, size_t from, size_t to, To* out) {
   for (size_t r = from; r < to; ++r) out[r - from] = static_cast<To>(table[r * width + c]);
 }
 
-}  // namespace
+// Column c of rows [from, to), narrowed to bytes[c], at out[c] + dst.
+inline void narrow_column(const int64_t* table, size_t width, size_t c, size_t from, size_t to,
+                          void* const* out, const int* bytes, size_t dst) {
+  switch (bytes[c]) {
+    case 1:
+      narrow_block(table, width, c, from, to, static_cast<int8_t*>(out[c]) + dst);
+      break;
+    case 2:
+      narrow_block(table, width, c, from, to, static_cast<int16_t*>(out[c]) + dst);
+      break;
+    case 4:
+      narrow_block(table, width, c, from, to, static_cast<int32_t*>(out[c]) + dst);
+      break;
+    default:
+      narrow_block(table, width, c, from, to, static_cast<int64_t*>(out[c]) + dst);
+  }
+}
 
-void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
-                    const int* bytes) {
-  // A block of kBlock rows (1.4 KB for eleven columns) stays in L1 while each of its columns
-  // is copied out. Small blocks measured fastest: at a million rows of eleven columns 16 rows
-  // took 6 ms, 64 rows 7.5 ms and 256 rows 12 ms (the eleven output streams and the block's
-  // lines then compete for L1).
-  constexpr size_t kBlock = 16;
+// A block of kBlock rows (1.4 KB for eleven columns) stays in L1 while each of its columns is
+// copied out. Small blocks measured fastest: at a million rows of eleven columns 16 rows took
+// 6 ms, 64 rows 7.5 ms and 256 rows 12 ms (the eleven output streams and the block's lines
+// then compete for L1).
+constexpr size_t kBlock = 16;
+
+// narrow_columns for tables `Width` wide (0: any width, `width`).
+template <size_t Width>
+void narrow_columns_of(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
+                       const int* bytes) {
+  const size_t w = Width ? Width : width;
   size_t at = 0;  // rows of the earlier tables
   for (const RecordsTable& t : tables) {
     for (size_t from = 0; from < t.rows; from += kBlock) {
       const size_t to = std::min(t.rows, from + kBlock);
-      for (size_t c = 0; c < width; ++c) {
-        const size_t dst = at + from;
-        switch (bytes[c]) {
-          case 1:
-            narrow_block(t.table, width, c, from, to, static_cast<int8_t*>(out[c]) + dst);
-            break;
-          case 2:
-            narrow_block(t.table, width, c, from, to, static_cast<int16_t*>(out[c]) + dst);
-            break;
-          case 4:
-            narrow_block(t.table, width, c, from, to, static_cast<int32_t*>(out[c]) + dst);
-            break;
-          default:
-            narrow_block(t.table, width, c, from, to, static_cast<int64_t*>(out[c]) + dst);
-        }
-      }
+      for (size_t c = 0; c < w; ++c) narrow_column(t.table, w, c, from, to, out, bytes, at + from);
     }
     at += t.rows;
   }
+}
+
+template <size_t... W>
+constexpr auto fixed_widths(std::index_sequence<W...>) {
+  using Bits = void (*)(const std::vector<RecordsTable>&, uint64_t*);
+  using Narrow = void (*)(const std::vector<RecordsTable>&, size_t, void* const*, const int*);
+  return std::pair{std::array<Bits, sizeof...(W)>{&column_bits_of<W + 1>...},
+                   std::array<Narrow, sizeof...(W)>{&narrow_columns_of<W + 1>...}};
+}
+
+constexpr auto kFixed = fixed_widths(std::make_index_sequence<kFixedWidth>{});
+
+}  // namespace
+
+void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits) {
+  // One shift, xor and or per value, where a running minimum and maximum took two compares
+  // and two selects.
+  if (width >= 1 && width <= kFixedWidth) return kFixed.first[width - 1](tables, bits);
+  column_bits_any(tables, width, bits);
+}
+
+void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
+                    const int* bytes) {
+  if (width >= 1 && width <= kFixedWidth)
+    return kFixed.second[width - 1](tables, width, out, bytes);
+  narrow_columns_of<0>(tables, width, out, bytes);
 }
 
 void line_totals(const int64_t* table, size_t rows, size_t width, const int32_t* loc,

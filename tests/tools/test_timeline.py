@@ -394,6 +394,23 @@ def test_the_records_file_is_what_numpy_savez_writes_of_the_narrowest_columns(tm
     assert (tmp_path / "again.npz").read_bytes() == (tmp_path / "numpy.npz").read_bytes()
 
 
+@pytest.mark.parametrize("width", [1, 11, 16, 17, 23])  # widths up to 16 compiled each, then any
+def test_narrowed_columns_of_several_tables_hold_every_value_in_the_narrowest_type(width):
+    rng = np.random.default_rng(width)
+    limits = [1 << 6, 1 << 14, 1 << 30, 1 << 62]  # column c's values fit int8, int16, ... in turn
+    tables = []
+    for rows in (37, 0, 1000):  # rows across several 16-row blocks, an empty table between
+        table = np.stack([rng.integers(-limits[c % 4], limits[c % 4], rows) for c in range(width)], axis=1)
+        tables.append(table.reshape(rows, width).astype(np.int64))
+    from pypto import _native
+
+    columns = _native.narrow_record_tables(tables)
+    whole = np.concatenate(tables)
+    for c, column in enumerate(columns):
+        assert column.dtype == [np.int8, np.int16, np.int32, np.int64][c % 4]
+        np.testing.assert_array_equal(column, whole[:, c])
+
+
 def test_narrowed_columns_fill_a_spare_block_large_enough_and_only_then():
     """The columns are views of one block: the spare passed in when it holds them all (each
     column 8-byte aligned), else a new one; what the spare held before never shows."""

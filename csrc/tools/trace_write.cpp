@@ -385,18 +385,33 @@ size_t event_bound(const CoreRecordsView& core, const TraceLayout& layout) {
   return 512 + core.pid.size() + 3 * quoted + lane + sync + 2 * flag + 16;
 }
 
-void tally(SiteTotals& t, int code, const int64_t* row, const TraceLayout& layout) {
-  const auto& c = layout.col;
+// A core's per-site totals as raw arrays, taken again whenever a new site grows them: every
+// char the formatter stores may alias a vector's data pointer, so reading them through the
+// vectors reloaded each pointer for every event.
+struct Tallies {
+  int64_t *count, *cycles, *bytes, *capacity, *first_addr;
+  explicit Tallies(SiteTotals& t)
+      : count(t.count.data()),
+        cycles(t.cycles.data()),
+        bytes(t.bytes.data()),
+        capacity(t.capacity.data()),
+        first_addr(t.first_addr.data()) {}
+};
+
+void tally(const Tallies& t, int code, const int64_t* row, const RecordColumns& c, int64_t rb) {
   const int64_t nbytes = row[c.bytes];
   t.count[code] += 1;
   t.cycles[code] += row[c.end] - row[c.start];
   t.bytes[code] += nbytes;
-  const int64_t rb = layout.repeat_bytes;  // whole repeats: a mask for the usual power of two
+  // whole repeats of rb bytes: a mask for the usual power of two
   t.capacity[code] += (rb & (rb - 1)) == 0 ? (nbytes + rb - 1) & -rb : (nbytes + rb - 1) / rb * rb;
   if (t.count[code] == 1) t.first_addr[code] = row[c.addr];  // the first execution's
 }
 
-// One core's events, appended to `out`; its totals into `sum.per_core[k]`.
+// One core's events, appended to `out`; its totals into `sum.per_core[k]`. What every event
+// reads is held in locals (the table, the column positions, the comma flag): the formatter's
+// char stores may alias anything reached through a pointer or reference, so it was reloaded
+// after each one.
 void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layout, SiteTable& sites,
                  std::vector<std::string>& pcs, TraceSummary& sum, Out& out, bool& first) {
   std::unordered_map<uint64_t, SiteText> local;  // (name, loc, pipe) ids of this core -> text
@@ -405,10 +420,17 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
   DetailCache details;
   WholeUs ts;  // the events' timestamps
   const size_t bound = event_bound(core, layout);
-  for (size_t r = 0; r < core.rows; ++r) {
-    const int64_t* row = core.table + r * core.width;
-    const int64_t pipe = row[layout.col.pipe];
-    const int32_t name = core.name_id[r], loc = core.loc_id[r];
+  const int64_t* const table = core.table;
+  const int32_t *const names = core.name_id, *const locs = core.loc_id;
+  const size_t width = core.width, rows = core.rows;
+  const RecordColumns col = layout.col;
+  const int64_t repeat = layout.repeat_bytes;
+  Tallies totals(sum.per_core[k]);
+  bool comma = !first;
+  for (size_t r = 0; r < rows; ++r) {
+    const int64_t* row = table + r * width;
+    const int64_t pipe = row[col.pipe];
+    const int32_t name = names[r], loc = locs[r];
     const uint64_t key = (static_cast<uint64_t>(name) << 40) | (static_cast<uint64_t>(loc) << 8) |
                          static_cast<uint64_t>(pipe & 0xFF);
     auto& slot = recent[(key ^ (key >> 40) ^ (key >> 13)) & 0xFF];
@@ -419,21 +441,23 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
         while (pcs.size() <= static_cast<size_t>(code))
           pcs.push_back(hex_address(layout.pc_base + 4 * pcs.size()));
         found = local.emplace(key, site_text(core, layout, row, r, code, pcs[code])).first;
+        totals = Tallies(sum.per_core[k]);  // a new site grows the totals
       }
       slot = {key, &found->second};
     }
     SiteText& text = *slot.second;
-    tally(sum.per_core[k], text.code, row, layout);
+    tally(totals, text.code, row, col, repeat);
     Cursor w = out.reserve(bound);
-    if (!first) w.put(',');
-    first = false;
-    if (row[layout.col.kind] == 0) {
-      append_op(w, text, row, layout.col, ts);
+    if (comma) w.put(',');
+    comma = true;
+    if (row[col.kind] == 0) {
+      append_op(w, text, row, col, ts);
     } else {
       append_sync(w, core, layout, row, pcs[text.code], details, ts);
     }
     out.advance(w);
   }
+  first = first && !comma;
 }
 
 }  // namespace

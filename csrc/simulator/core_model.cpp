@@ -43,7 +43,11 @@ void CoreModel::clear_prices() {
   prices_.fill(Price{});
   for (Price& p : prices_) p.ends_run = cost::ends_vector_run(platform_, p.op);
   last_ends_run_ = false;
-  for (auto& by_run : vector_prices_) by_run.fill(VectorPrice{});
+  for (auto& by_run : vector_prices_) {
+    for (auto& two : by_run) two.fill(VectorPrice{});
+  }
+  last_vector_ = &vector_prices_[0][0][0];
+  last_vector_continues_ = false;
 }
 
 void CoreModel::reset(bool record) {

@@ -90,6 +90,8 @@ struct CoreStats {
 class CoreModel {
  public:
   explicit CoreModel(const Platform& platform, bool record = false);
+  CoreModel(const CoreModel&) = delete;  // holds a pointer into itself (last_vector_)
+  CoreModel& operator=(const CoreModel&) = delete;
   // Back to the state the constructor leaves, keeping the buffers (a core context reused by
   // the next run of a program allocates nothing for its timing model).
   void reset(bool record);
@@ -181,18 +183,29 @@ class CoreModel {
   struct Price;
   void price(Price& p, const OpDesc& op, bool continues_run);
   // issue_vector's pricing of a kVector op of class `c` over `bytes` (whether it continues a
-  // run): its cost and whether it ends its run, the last of each class and run state kept
-  // apart from prices_, as the key is three small fields.
+  // run): its cost and whether it ends its run, kept apart from prices_ as the key is three
+  // small fields. The last two sizes of each class and run state are kept: a softmax's ops of
+  // one class alternate between a block and its row vector.
   struct VectorPrice {
     VecClass cls = VecClass::kUnary;
     bool ends_run = false, priced = false;
     int64_t bytes = 0;
     uint64_t cost = 0;
+    bool is(VecClass c, int64_t b) const { return b == bytes && c == cls && priced; }
   };
   const VectorPrice& vector_price(VecClass c, int64_t bytes, bool continues_run) {
-    VectorPrice& v = vector_prices_[static_cast<size_t>(c) % kPriceSlots][continues_run];
-    if (bytes != v.bytes || c != v.cls || !v.priced) price_vector(v, c, bytes, continues_run);
-    return v;
+    // The entry found last first: a loop of one op reads nothing else.
+    if (last_vector_->is(c, bytes) && continues_run == last_vector_continues_) {
+      return *last_vector_;
+    }
+    auto& two = vector_prices_[static_cast<size_t>(c) % kPriceSlots][continues_run];
+    last_vector_continues_ = continues_run;
+    if (two[1].is(c, bytes)) return *(last_vector_ = &two[1]);
+    if (!two[0].is(c, bytes)) {
+      two[1] = two[0];
+      price_vector(two[0], c, bytes, continues_run);
+    }
+    return *(last_vector_ = &two[0]);
   }
   void price_vector(VectorPrice& v, VecClass c, int64_t bytes, bool continues_run);
   void check_limits(const Instr& in);
@@ -245,7 +258,9 @@ class CoreModel {
   };
   std::array<Price, kPriceSlots> prices_{};
   bool last_ends_run_ = false;  // of the op on_chip_cost answered for last
-  std::array<std::array<VectorPrice, 2>, kPriceSlots> vector_prices_{};
+  std::array<std::array<std::array<VectorPrice, 2>, 2>, kPriceSlots> vector_prices_{};
+  const VectorPrice* last_vector_ = &vector_prices_[0][0][0];  // and its run state:
+  bool last_vector_continues_ = false;  // the entry's place in vector_prices_
   std::vector<GmGate> gates_;
   CoreStats stats_;
   RecordTable records_;

@@ -40,18 +40,15 @@ struct AccessList {
 
 bool accesses_overlap(const Access& a, const Access& b);
 
-// The repeat check runs on every instruction of a loop: accesses compare as bytes, one
-// access at a time (a compare of a known 48 bytes is inlined; one of n * 48 bytes was a call
-// into the C library for every instruction, though most lists differ in their first access).
-inline bool same_access(const Access& a, const Access& b) {
-  return std::memcmp(&a, &b, sizeof(Access)) == 0;
-}
+// The repeat check runs on every instruction of a loop: accesses compare as bytes. Most lists
+// that are not a repeat differ in their first access's base, tested inline first, so only a
+// likely repeat pays for the library call.
 inline bool same_accesses(const Access* a, const Access* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!same_access(a[i], b[i])) return false;
-  }
-  return true;
+  if (n == 0) return true;
+  if (a->base != b->base) return false;
+  return std::memcmp(a, b, n * sizeof(Access)) == 0;
 }
+inline bool same_access(const Access& a, const Access& b) { return same_accesses(&a, &b, 1); }
 
 struct InstrRef {
   uint32_t index = 0;

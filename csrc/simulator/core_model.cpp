@@ -32,10 +32,22 @@ std::string flag_text(const Instr& in) {
 CoreModel::CoreModel(const Platform& platform, bool record)
     : platform_(platform),
       record_(record),
-      fired_(
-          static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES * std::max(platform.event_ids, 0))),
-      last_ends_run_(cost::ends_vector_run(platform, last_op_)) {
+      fired_(static_cast<size_t>(PYPTO_NUM_PIPES * PYPTO_NUM_PIPES *
+                                 std::max(platform.event_ids, 0))) {
   issue_cycles_ = static_cast<uint64_t>(platform.scalar_issue_cycles);
+  clear_prices();
+}
+
+// Every slot holds OpDesc{} (a fixed op of 0 cycles) with its true price, as if priced.
+void CoreModel::clear_prices() {
+  prices_.fill(Price{});
+  for (Price& p : prices_) p.ends_run = cost::ends_vector_run(platform_, p.op);
+  last_ends_run_ = false;
+  for (auto& by_run : vector_prices_) {
+    for (auto& two : by_run) two.fill(VectorPrice{});
+  }
+  last_vector_ = &vector_prices_[0][0][0];
+  last_vector_continues_ = false;
 }
 
 void CoreModel::reset(bool record) {
@@ -63,11 +75,7 @@ void CoreModel::reset(bool record) {
   }
   fired_used_.clear();
   hazards_.reset();
-  last_op_ = OpDesc::fixed(0);
-  last_cost_ = 0;
-  last_continues_ = false;
-  last_ends_run_ = cost::ends_vector_run(platform_, last_op_);
-  vec_ = VectorPrice{};
+  clear_prices();
   gates_.clear();
   stats_ = CoreStats{};
   records_ = RecordTable();
@@ -78,7 +86,7 @@ CoreModel::FlagKey CoreModel::flag_key(int src, int dst, int id) const {
   return (src * PYPTO_NUM_PIPES + dst) * platform_.event_ids + id;
 }
 
-void CoreModel::check_flag(const Instr& in) const {
+void CoreModel::refuse_flag(const Instr& in) const {
   bool pipes_ok = in.flag_src >= 0 && in.flag_src < PYPTO_NUM_PIPES && in.flag_dst >= 0 &&
                   in.flag_dst < PYPTO_NUM_PIPES && in.flag_src != in.flag_dst;
   if (!pipes_ok) {
@@ -92,6 +100,8 @@ void CoreModel::check_flag(const Instr& in) const {
                        std::to_string(platform_.event_ids) + ") on " + platform_.name +
                        (in.loc[0] ? std::string(" at ") + in.loc : ""));
   }
+  throw SimError(ErrorKind::kInternal, std::string(in.name) + " " + flag_text(in) +
+                                           ": refused a flag that passed every check");
 }
 
 uint64_t CoreModel::next_check() const {
@@ -181,8 +191,9 @@ void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int6
   // schedule() for an op with no flag, no GM access (so no gate and no GM race note), no
   // cross-core start, end or hold.
   const uint64_t start = std::max(issue_time_, pipe_free_[PYPTO_VECTOR]);
-  const uint64_t cost = vector_cost(c, bytes, start == vector_run_end_);
-  vector_run_end_ = vec_.ends_run ? UINT64_MAX : start + cost;
+  const VectorPrice& price = vector_price(c, bytes, start == vector_run_end_);
+  const uint64_t cost = price.cost;
+  vector_run_end_ = price.ends_run ? UINT64_MAX : start + cost;
   uint64_t end = 0;
   if (__builtin_add_overflow(start, cost, &end)) end = UINT64_MAX;
   pipe_free_[PYPTO_VECTOR] = end;
@@ -309,20 +320,20 @@ uint64_t CoreModel::cost_off_vector(const Instr& in, uint64_t start) {
   return cost::gm_cycles(platform_, in.op, phase);
 }
 
-void CoreModel::price(const OpDesc& op, bool continues_run) {
-  last_op_ = op;
-  last_continues_ = continues_run;
-  last_cost_ = cost::cycles(platform_, op, continues_run);
-  last_ends_run_ = cost::ends_vector_run(platform_, op);
+void CoreModel::price(Price& p, const OpDesc& op, bool continues_run) {
+  p.op = op;
+  p.continues = continues_run;
+  p.cost = cost::cycles(platform_, op, continues_run);
+  p.ends_run = cost::ends_vector_run(platform_, op);
 }
 
-void CoreModel::price_vector(VecClass c, int64_t bytes, bool continues_run) {
+void CoreModel::price_vector(VectorPrice& v, VecClass c, int64_t bytes, bool continues_run) {
   OpDesc op;
   op.cls = OpClass::kVector;
   op.vec = c;
   op.bytes = bytes;
-  vec_ = {c,    continues_run, cost::ends_vector_run(platform_, op),
-          true, bytes,         cost::cycles(platform_, op, continues_run)};
+  v = {c, cost::ends_vector_run(platform_, op), true, bytes,
+       cost::cycles(platform_, op, continues_run)};
 }
 
 void CoreModel::Fired::push(uint64_t t) {

@@ -90,6 +90,8 @@ struct CoreStats {
 class CoreModel {
  public:
   explicit CoreModel(const Platform& platform, bool record = false);
+  CoreModel(const CoreModel&) = delete;  // holds a pointer into itself (last_vector_)
+  CoreModel& operator=(const CoreModel&) = delete;
   // Back to the state the constructor leaves, keeping the buffers (a core context reused by
   // the next run of a program allocates nothing for its timing model).
   void reset(bool record);
@@ -142,7 +144,18 @@ class CoreModel {
   using FlagKey = int;
 
   FlagKey flag_key(int src, int dst, int id) const;
-  void check_flag(const Instr& instr) const;
+  // A set's or wait's flag names two different pipes and an event id of the platform: tested
+  // inline on every sync (a pipe compared as unsigned, so a negative one fails too), the message
+  // built out of line.
+  void check_flag(const Instr& in) const {
+    const auto pipes = static_cast<unsigned>(PYPTO_NUM_PIPES);
+    if (static_cast<unsigned>(in.flag_src) < pipes && static_cast<unsigned>(in.flag_dst) < pipes &&
+        in.flag_src != in.flag_dst && in.flag_id >= 0 && in.flag_id < platform_.event_ids) {
+      return;
+    }
+    refuse_flag(in);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void refuse_flag(const Instr& in) const;
   void schedule(uint32_t index, uint64_t issue, const Instr& in);
   void schedule(const Pending& p) { schedule(p.index, p.issue, p.instr); }
   void unblock_waiters(FlagKey key);
@@ -159,25 +172,47 @@ class CoreModel {
   }
   uint64_t cost_off_vector(const Instr& in, uint64_t start);
   // On-chip costs (and whether an op ends its vector run) are a pure function of the
-  // description: a loop repeating one instruction prices it once.
+  // description: the last op priced of each class is kept, so a loop whose body mixes classes
+  // (a sync between vector ops, a move between matmuls) prices each op once.
   uint64_t on_chip_cost(const OpDesc& op, bool continues_run) {
-    if (!(op == last_op_) || continues_run != last_continues_) price(op, continues_run);
-    return last_cost_;
+    Price& p = prices_[static_cast<size_t>(op.cls) % kPriceSlots];
+    if (!(op == p.op) || continues_run != p.continues) price(p, op, continues_run);
+    last_ends_run_ = p.ends_run;
+    return p.cost;
   }
-  void price(const OpDesc& op, bool continues_run);
-  // issue_vector's pricing: the cost of a kVector op of class `c` over `bytes` (whether it
-  // continues a run), cached apart from last_op_ as the key is three small fields.
-  uint64_t vector_cost(VecClass c, int64_t bytes, bool continues_run) {
-    if (c != vec_.cls || bytes != vec_.bytes || continues_run != vec_.continues || !vec_.priced) {
-      price_vector(c, bytes, continues_run);
+  struct Price;
+  void price(Price& p, const OpDesc& op, bool continues_run);
+  // issue_vector's pricing of a kVector op of class `c` over `bytes` (whether it continues a
+  // run): its cost and whether it ends its run, kept apart from prices_ as the key is three
+  // small fields. The last two sizes of each class and run state are kept: a softmax's ops of
+  // one class alternate between a block and its row vector.
+  struct VectorPrice {
+    VecClass cls = VecClass::kUnary;
+    bool ends_run = false, priced = false;
+    int64_t bytes = 0;
+    uint64_t cost = 0;
+    bool is(VecClass c, int64_t b) const { return b == bytes && c == cls && priced; }
+  };
+  const VectorPrice& vector_price(VecClass c, int64_t bytes, bool continues_run) {
+    // The entry found last first: a loop of one op reads nothing else.
+    if (last_vector_->is(c, bytes) && continues_run == last_vector_continues_) {
+      return *last_vector_;
     }
-    return vec_.cost;
+    auto& two = vector_prices_[static_cast<size_t>(c) % kPriceSlots][continues_run];
+    last_vector_continues_ = continues_run;
+    if (two[1].is(c, bytes)) return *(last_vector_ = &two[1]);
+    if (!two[0].is(c, bytes)) {
+      two[1] = two[0];
+      price_vector(two[0], c, bytes, continues_run);
+    }
+    return *(last_vector_ = &two[0]);
   }
-  void price_vector(VecClass c, int64_t bytes, bool continues_run);
+  void price_vector(VectorPrice& v, VecClass c, int64_t bytes, bool continues_run);
   void check_limits(const Instr& in);
   [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop);
   uint64_t next_check() const;
   void drain_for_barrier();
+  void clear_prices();
 
   const Platform& platform_;
   bool record_;
@@ -213,16 +248,19 @@ class CoreModel {
   // 49 pipe pairs times its event ids, and a small kernel uses a handful).
   std::vector<size_t> fired_used_;
   HazardChecker hazards_;
-  OpDesc last_op_ = OpDesc::fixed(0);  // the last on-chip op priced, and its cost
-  uint64_t last_cost_ = 0;
-  bool last_continues_ = false;
-  bool last_ends_run_ = false;  // cost::ends_vector_run of last_op_
-  struct VectorPrice {  // the last op issue_vector priced, its cost and whether it ends its run
-    VecClass cls = VecClass::kUnary;
-    bool continues = false, ends_run = false, priced = false;
-    int64_t bytes = 0;
+  // The last op priced of each class (slot: the class's number; an OpDesc compares its class,
+  // so a slot never answers for another), its cost and whether it ends its vector run.
+  static constexpr size_t kPriceSlots = 16;
+  struct Price {
+    OpDesc op;  // an unused slot holds OpDesc{}: priced as a fixed 0-cycle op
     uint64_t cost = 0;
-  } vec_;
+    bool continues = false, ends_run = false;
+  };
+  std::array<Price, kPriceSlots> prices_{};
+  bool last_ends_run_ = false;  // of the op on_chip_cost answered for last
+  std::array<std::array<std::array<VectorPrice, 2>, 2>, kPriceSlots> vector_prices_{};
+  const VectorPrice* last_vector_ = &vector_prices_[0][0][0];  // and its run state:
+  bool last_vector_continues_ = false;  // the entry's place in vector_prices_
   std::vector<GmGate> gates_;
   CoreStats stats_;
   RecordTable records_;

@@ -151,8 +151,7 @@ void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& acces
 
 void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
   for (int i = 0; i < accesses.size; ++i) push_back(ref, accesses.items[i]);
-  tail_.size = accesses.size;
-  std::copy_n(accesses.items.begin(), accesses.size, tail_.items.begin());
+  tail_ = accesses;  // whole: a fixed copy, where one of `size` entries was a library call
 }
 
 // More accesses than the tail list holds: the older ones are compared in the ring itself.

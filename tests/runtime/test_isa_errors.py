@@ -113,7 +113,8 @@ def test_wrong_argument_types():
 
 
 def test_a_descriptor_changed_after_a_checked_use_is_checked_again(fixture_kernel):
-    # Checks are cached per descriptor: the cache must miss when the descriptor's bytes change.
+    # Checks are cached per descriptor (its newest two bytes at one place): the cache must miss
+    # when the descriptor's bytes change to a third value.
     so = fixture_kernel("tile_recheck")
     run_kernel_file(so, [2048], outputs=set(), isolate=False)  # moved, still inside Vec
     with pytest.raises(MemorySpaceError, match=r"TADDS: operand 'dst' .* lies outside Vec"):

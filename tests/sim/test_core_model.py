@@ -122,11 +122,23 @@ def test_barrier_all_behind_a_blocked_pipe_is_a_deadlock():
         m.barrier(ALL)
 
 
-@pytest.mark.parametrize("src,dst,eid", [(MTE2, MTE2, 0), (MTE2, VECTOR, 8), (MTE2, VECTOR, -1), (9, 0, 0)])
-def test_invalid_flags_are_refused(src, dst, eid):
+@pytest.mark.parametrize(
+    "src,dst,eid,why",
+    [
+        (MTE2, MTE2, 0, "two different pipes"),
+        (MTE2, VECTOR, 8, "event id out of range"),
+        (MTE2, VECTOR, -1, "event id out of range"),
+        (9, 0, 0, "two different pipes"),
+        (-1, VECTOR, 0, "two different pipes"),
+        (MTE2, -2, 0, "two different pipes"),
+    ],
+)
+def test_invalid_flags_are_refused(src, dst, eid, why):
     m = model()
-    with pytest.raises(FlagError):
+    with pytest.raises(FlagError, match=why):
         m.set_flag(src, dst, eid)
+    with pytest.raises(FlagError, match=why):
+        m.wait_flag(src, dst, eid)
 
 
 def test_race_without_sync_is_reported_with_both_instructions():

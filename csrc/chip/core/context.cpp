@@ -35,6 +35,7 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
 void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   model.reset(record);
   for (CheckedTile& c : checked) c.view.data = nullptr;  // unused: the rest is not read
+  for (CheckedTile& c : checked_before) c.view.data = nullptr;
   loc = "";
   block_idx = idx;
   block_num = num;

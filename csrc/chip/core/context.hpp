@@ -65,13 +65,15 @@ struct CoreContext {
   // and the platform): a loop re-issuing the same tiles skips the checks. Direct-mapped by
   // descriptor address; an entry is used only if the descriptor's bytes are unchanged. A
   // kernel's descriptors sit side by side on its stack, 32 bytes apart: a loop body touching up
-  // to kCheckedSlots of them never evicts its own.
+  // to kCheckedSlots of them never evicts its own. Each slot also keeps the descriptor it held
+  // before (`checked_before`): a double-buffered tile's descriptor alternates between two
+  // addresses from one loop trip to the next, and then both are found.
   static constexpr size_t kCheckedSlots = 32;
   struct CheckedTile {
     pypto_tile desc{};
     isa::TileView view{};  // view.data is null while the entry is unused
   };
-  std::array<CheckedTile, kCheckedSlots> checked{};
+  std::array<CheckedTile, kCheckedSlots> checked{}, checked_before{};
   std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space

@@ -77,15 +77,25 @@ namespace {
 
 TileView check_touched_tile(CoreContext& core, const pypto_tile* t, const char* op,
                             const char* operand, unsigned spaces) {
-  const TileView v = check_tile_fully(t, op, operand, spaces);
+  const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
+  const TileView v = t != nullptr && checked_as(seen, t, spaces)
+                         ? seen.view
+                         : check_tile_again(core, t, op, operand, spaces);
   if (core.data->before_write(v.data, v.data + v.rows * v.cols * v.esize) && !core.deferring) {
     core.data->drain();
   }
   return v;
 }
 
+TileView check_tile_again(CoreContext& core, const pypto_tile* t, const char* op,
+                          const char* operand, unsigned spaces) {
+  const CoreContext::CheckedTile& before = core.checked_before[checked_slot(t)];
+  if (t != nullptr && checked_as(before, t, spaces)) return before.view;
+  return check_tile_fully(t, op, operand, spaces);
+}
+
 // One pass of cheap tests; the message is built only when one fails (refuse_tile re-derives
-// which).
+// which). The slot's descriptor it replaces becomes the slot's one before.
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces) {
   CoreContext& core = current_core();
@@ -105,6 +115,7 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
          t->addr >= 0 && t->addr <= cap - bytes && (align <= 1 || t->addr % align == 0);
   }
   if (!ok) refuse_tile(core, t, op, operand, spaces);
+  if (!checked_as(seen, t, spaces)) core.checked_before[checked_slot(t)] = seen;
   seen.desc = *t;
   seen.view = {core.space_data(t->mem) + t->addr,
                esize,

@@ -94,6 +94,17 @@ inline size_t checked_slot(const pypto_tile* t) {
 }
 TileView check_tile_fully(const pypto_tile* t, const char* op, const char* operand,
                           unsigned spaces);
+// Whether `seen` holds a checked descriptor with the bytes of `t` (not null) in `spaces`.
+[[gnu::always_inline]] inline bool checked_as(const CoreContext::CheckedTile& seen,
+                                              const pypto_tile* t, unsigned spaces) {
+  const pypto_tile& d = seen.desc;
+  return seen.view.data != nullptr && d.addr == t->addr && d.mem == t->mem && d.dtype == t->dtype &&
+         d.rows == t->rows && d.cols == t->cols && d.valid_rows == t->valid_rows &&
+         d.valid_cols == t->valid_cols && (spaces & mem_bit(t->mem));
+}
+// check_tile past its slot's newest descriptor: the one the slot held before, else every check.
+TileView check_tile_again(CoreContext& core, const pypto_tile* t, const char* op,
+                          const char* operand, unsigned spaces);
 // Always inline: a call per operand cost a loop of tiny instructions more than the check
 // itself. `core`: the current core, which an op reads once and passes to each of its checks
 // (every read of the thread-local pointer is a call into the dynamic loader's TLS helper).
@@ -108,14 +119,8 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
   // The view is copied whole from the one kept (built field by field here, its copy into an
   // op's queued closure would read what was just written in other widths: a store-forwarding
   // stall on every instruction).
-  const pypto_tile& d = seen.desc;
-  if (t != nullptr && seen.view.data != nullptr && d.addr == t->addr && d.mem == t->mem &&
-      d.dtype == t->dtype && d.rows == t->rows && d.cols == t->cols &&
-      d.valid_rows == t->valid_rows && d.valid_cols == t->valid_cols &&
-      (spaces & mem_bit(t->mem))) {
-    return seen.view;
-  }
-  return check_tile_fully(t, op, operand, spaces);
+  if (t != nullptr && checked_as(seen, t, spaces)) return seen.view;
+  return check_tile_again(core, t, op, operand, spaces);
 }
 [[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
                                                   const char* operand, unsigned spaces) {

@@ -241,7 +241,7 @@ def lanes_then_tree(row: np.ndarray, op: int) -> np.float32:
     return lanes[0]
 
 
-@pytest.mark.parametrize("cols", [56, 200])
+@pytest.mark.parametrize("cols", [1, 17, 56, 128, 200])
 @pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
 def test_row_reductions_keep_their_order_to_the_bit(fixture_kernel, op, cols):
     # Magnitudes 2^-12 .. 2^12 make every reassociation of a sum visible in its last bits; signed

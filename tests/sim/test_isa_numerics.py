@@ -156,6 +156,41 @@ def test_cvt_float_pairs_round_to_nearest_even(fixture_kernel, src, dst):
         np.testing.assert_array_equal(out, a.astype(np.float32).astype(dst))
 
 
+def fp32_to_fp16_edges() -> np.ndarray:
+    """[64, 128] fp32 values at every kind of fp16 rounding edge: ties between neighbouring
+    fp16 values (normal and subnormal) and one fp32 step either side of them, the overflow
+    threshold, fp32 subnormals, signed zeros, infinities and NaNs with payloads."""
+    rng = np.random.default_rng(21)
+    h = rng.integers(0, 0x7BFF, 1536, dtype=np.uint16)  # finite, positive fp16 values
+    h[:64] = np.arange(64, dtype=np.uint16)  # the smallest subnormals
+    lo = h.view(np.float16).astype(np.float32)
+    hi = (h + 1).view(np.float16).astype(np.float32)
+    ties = (lo + (hi - lo) / 2).astype(np.float32)  # exact: 12 significant bits
+    near = np.concatenate([ties, np.nextafter(ties, np.inf), np.nextafter(ties, -np.inf)])
+    special = np.array(
+        [0.0, 65504.0, 65519.996, 65520.0, 1e10, np.inf, 1e-40, 2.0**-25, 2.0**-24, 2.0**-14 * 0.99],
+        np.float32,
+    )
+    nan_bits = np.array([0x7FC00000, 0x7F800001, 0x7FA02000, 0x7FFFFFFF, 0x7F802000], np.uint32)
+    vals = np.concatenate([near, special, nan_bits.view(np.float32)])
+    vals = np.concatenate([vals, -vals])
+    out = np.resize(vals, 64 * 128).reshape(64, 128)
+    return out
+
+
+def test_cvt_fp32_to_fp16_at_every_rounding_edge(fixture_kernel):
+    # Round to nearest, ties to even, subnormals included; overflow to inf; NaN keeps its sign
+    # and the top 10 bits of its payload, with the quiet bit set.
+    a = fp32_to_fp16_edges()
+    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=np.float16)).view(np.uint16)
+    bits = a.view(np.uint32)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    with np.errstate(over="ignore"):
+        expect = a.astype(np.float16).view(np.uint16).copy()
+    expect[nan] = ((bits[nan] >> 16) & 0x8000) | 0x7E00 | ((bits[nan] >> 13) & 0x3FF)
+    np.testing.assert_array_equal(out, expect)
+
+
 def test_cvt_bf16_ties_to_even(fixture_kernel):
     # 1 + 2^-8 lies exactly between two bf16 values: RNE keeps the even one (1.0).
     a = np.array([[1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.0e38]], dtype=np.float32)
@@ -206,7 +241,7 @@ def lanes_then_tree(row: np.ndarray, op: int) -> np.float32:
     return lanes[0]
 
 
-@pytest.mark.parametrize("cols", [56, 200])
+@pytest.mark.parametrize("cols", [1, 17, 56, 128, 200])
 @pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
 def test_row_reductions_keep_their_order_to_the_bit(fixture_kernel, op, cols):
     # Magnitudes 2^-12 .. 2^12 make every reassociation of a sum visible in its last bits; signed

@@ -69,6 +69,12 @@ extern "C" void pypto_trowreduce(int32_t opc, const pypto_tile* dst, const pypto
   check_vector_shape(d, s.valid_rows, 1, op);
   check_supported(vm::reduce_supported(s.dtype), op, s.dtype);
   q.run(s.valid_bytes(), [opc, d, s] {
+    if (s.dtype == PYPTO_FP32) {  // one call for the tile, not one per row
+      return vm::reduce_rows_f32(opc, reinterpret_cast<float*>(d.data), static_cast<size_t>(d.cols),
+                                 reinterpret_cast<const float*>(s.data),
+                                 static_cast<size_t>(s.cols), static_cast<size_t>(s.valid_rows),
+                                 static_cast<size_t>(s.valid_cols));
+    }
     for (int64_t r = 0; r < s.valid_rows; ++r) {
       double v = vm::reduce(opc, s.dtype, s.row(r), static_cast<size_t>(s.valid_cols));
       write_element(d, d.row(r), 0, v);

@@ -1,4 +1,5 @@
-// An AVX-512 loop for fp32 exp (vec_exp_avx512.cpp), giving exactly vec_math's exp_f32 bits.
+// AVX-512 loops (vec_exp_avx512.cpp) giving exactly vec_math's bits: fp32 exp, and fp32 row
+// reductions.
 #pragma once
 #include <cstddef>
 
@@ -19,5 +20,11 @@ bool exp_f32_avx512_available();
 
 // d[i] = exp_f32(a[i]) for i < n (d may alias a exactly). Call only when available.
 void exp_f32_avx512(float* d, const float* a, size_t n);
+
+// d[r * dp] = the reduction (pypto_reduce_op) of row a[r * ap : r * ap + n] for r < rows, in
+// reduce's order and bits for a row of n <= 2048 (one block: 64 interleaved lanes, then the
+// pairwise tree over them). Call only when exp_f32_avx512_available().
+void reduce_rows_f32_avx512(int op, float* d, size_t dp, const float* a, size_t ap, size_t rows,
+                            size_t n);
 
 }  // namespace pypto::vm

@@ -239,6 +239,15 @@ double reduce(int op, int dtype, const void* a, size_t n) {
   });
 }
 
+void reduce_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap, size_t rows,
+                     size_t n) {
+  if (op < PYPTO_RSUM || op > PYPTO_RMIN) unsupported("reduce", op, PYPTO_FP32);
+  if (n <= kBlock && exp_f32_avx512_available()) {  // one block per row: same bits, faster
+    return reduce_rows_f32_avx512(op, dst, dp, a, ap, rows, n);
+  }
+  for (size_t r = 0; r < rows; ++r) dst[r * dp] = float(reduce(op, PYPTO_FP32, a + r * ap, n));
+}
+
 void binary_scalar_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap,
                             const float* s, size_t sp, size_t rows, size_t n) {
   if (!binary_supported(op, PYPTO_FP32)) unsupported("binary_scalar", op, PYPTO_FP32);

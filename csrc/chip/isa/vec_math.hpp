@@ -57,6 +57,11 @@ void convert(int dst_dtype, void* dst, int src_dtype, const void* src, size_t n,
 //   n == 0 returns the identity: 0, -inf, +inf.
 double reduce(int op, int dtype, const void* a, size_t n);
 
+// reduce over fp32 rows (pitches in elements), row r's result into dst[r * dp]: the bits of a
+// call per row, in one call.
+void reduce_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap, size_t rows,
+                     size_t n);
+
 // binary_scalar over fp32 rows (pitches in elements), row r's scalar s[r * sp]: the bits of a
 // call per row, in one call.
 void binary_scalar_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap,

@@ -4,6 +4,10 @@
 
 #include "vec_math_elem.hpp"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 namespace pypto::vm::detail {
 
 // ---- hot loops ----------------------------------------------------------------------------
@@ -146,8 +150,34 @@ VM_HOT void h16_decode(bool bf, float* out, const uint16_t* in, size_t n) {
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// vcvtps2ph with round-to-nearest-even in its immediate (MXCSR's rounding mode is not read)
+// gives f32_to_f16_u32's bits for every input: overflow to inf, fp16 subnormals correctly
+// rounded, fp32 subnormals to a signed zero, and NaN quieted with the payload's top bits kept.
+__attribute__((target("avx2,f16c"))) void f16_encode_f16c(uint16_t* out, const float* in,
+                                                          size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) out[i] = uint16_t(f32_to_f16_u32(in[i]));
+}
+
+bool f16_encode_f16c_available() {
+  static const bool ok = __builtin_cpu_supports("f16c") != 0 && __builtin_cpu_supports("avx2") != 0;
+  return ok;
+}
+#else
+void f16_encode_f16c(uint16_t* out, const float* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = uint16_t(f32_to_f16_u32(in[i]));
+}
+bool f16_encode_f16c_available() { return false; }
+#endif
+
 // Staged through uint32 (see f32_to_f16_u32): about twice as fast as narrowing in the loop.
 VM_HOT void h16_encode(bool bf, uint16_t* out, const float* in, size_t n) {
+  if (!bf && f16_encode_f16c_available()) return f16_encode_f16c(out, in, n);  // same bits
   uint32_t buf[kChunk];
   for (size_t i0 = 0; i0 < n; i0 += kChunk) {
     size_t m = std::min(kChunk, n - i0);

@@ -36,17 +36,22 @@ Sizes sizes_of(const SliceValues& v, size_t seq_bytes) {
           1 + varint_size(v.end) + seq_bytes + 4};
 }
 
+// A packet's opening: its length, then its timestamp and its sequence.
+void packet_head(Put& w, uint64_t size, uint64_t time, uint64_t seq) {
+  w.byte(kPacket);
+  w.varint(size);
+  w.byte(kTimestamp);
+  w.varint(time);
+  w.byte(kSequence);
+  w.varint(seq);
+}
+
 }  // namespace
 
 uint8_t* encode_general(const SliceValues& v, uint64_t seq, uint8_t* out) {
   const Sizes s = sizes_of(v, 1 + varint_size(seq));
   Put w{out};
-  w.byte(kPacket);
-  w.varint(s.begin);
-  w.byte(kTimestamp);
-  w.varint(v.start);
-  w.byte(kSequence);
-  w.varint(seq);
+  packet_head(w, s.begin, v.start, seq);
   w.byte(kSeqFlags);
   w.byte(kNeedsState);
   w.byte(kTrackEvent);
@@ -59,12 +64,7 @@ uint8_t* encode_general(const SliceValues& v, uint64_t seq, uint8_t* out) {
   w.varint(v.loc);
   if (v.flow_out) w.bytes(kFlowOut, 2), w.fixed64(v.flow_out);
   if (v.flow_in) w.bytes(kFlowIn, 2), w.fixed64(v.flow_in);
-  w.byte(kPacket);
-  w.varint(s.end);
-  w.byte(kTimestamp);
-  w.varint(v.end);
-  w.byte(kSequence);
-  w.varint(seq);
+  packet_head(w, s.end, v.end, seq);
   w.byte(kTrackEvent);
   w.byte(2);  // the TrackEvent's length: its type field
   w.byte(kType);

@@ -170,7 +170,10 @@ void DataQueue::wait_helping(bool full, Done done) {
   if (done()) return;
   const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
   spin_until([&] { return done() || (help() && done()); });
-  const int64_t helping = helping_ns_ - helped, waiting = thread_cpu_ns() - t0 - helping;
+  // The pieces are timed on the monotonic clock (help), which also counts a preemption inside
+  // one: the CPU left for waiting is then below zero, and counts as none.
+  const int64_t helping = helping_ns_ - helped;
+  const int64_t waiting = std::max<int64_t>(0, thread_cpu_ns() - t0 - helping);
   g_run_waiting.fetch_add(waiting, std::memory_order_relaxed);
   if (full) g_run_full.fetch_add(waiting, std::memory_order_relaxed);
   g_run_helping.fetch_add(helping, std::memory_order_relaxed);

@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from pypto import _native_testing
 from pypto.runtime import run_kernel_file
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -178,17 +179,29 @@ def fp32_to_fp16_edges() -> np.ndarray:
     return out
 
 
-def test_cvt_fp32_to_fp16_at_every_rounding_edge(fixture_kernel):
-    # Round to nearest, ties to even, subnormals included; overflow to inf; NaN keeps its sign
-    # and the top 10 bits of its payload, with the quiet bit set.
-    a = fp32_to_fp16_edges()
-    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=np.float16)).view(np.uint16)
+def fp16_bits(a: np.ndarray) -> np.ndarray:
+    """The cast's fp16 bits: round to nearest, ties to even, subnormals included; overflow to
+    inf; NaN keeps its sign and the top 10 bits of its payload, with the quiet bit set."""
     bits = a.view(np.uint32)
     nan = (bits & 0x7FFFFFFF) > 0x7F800000
     with np.errstate(over="ignore"):
         expect = a.astype(np.float16).view(np.uint16).copy()
     expect[nan] = ((bits[nan] >> 16) & 0x8000) | 0x7E00 | ((bits[nan] >> 13) & 0x3FF)
-    np.testing.assert_array_equal(out, expect)
+    return expect
+
+
+def test_cvt_fp32_to_fp16_at_every_rounding_edge(fixture_kernel):
+    a = fp32_to_fp16_edges()
+    out = probe(fixture_kernel, K_CVT, 0, a, a, np.zeros(a.shape, dtype=np.float16)).view(np.uint16)
+    np.testing.assert_array_equal(out, fp16_bits(a))
+
+
+@pytest.mark.parametrize("form", _native_testing.fp16_encode_forms())
+@pytest.mark.parametrize("n", [1, 7, 8, 4099])  # whole vectors and every tail
+def test_every_fp16_cast_form_gives_the_same_bits(form, n):
+    # The CPU picks one form; on a CPU with F16C the portable one must still be right.
+    a = np.resize(fp32_to_fp16_edges().ravel()[::-1], n)
+    np.testing.assert_array_equal(_native_testing.fp16_encode_form(form, a), fp16_bits(a))
 
 
 def test_cvt_bf16_ties_to_even(fixture_kernel):
@@ -241,19 +254,40 @@ def lanes_then_tree(row: np.ndarray, op: int) -> np.float32:
     return lanes[0]
 
 
-@pytest.mark.parametrize("cols", [1, 17, 56, 128, 200])
-@pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
-def test_row_reductions_keep_their_order_to_the_bit(fixture_kernel, op, cols):
-    # Magnitudes 2^-12 .. 2^12 make every reassociation of a sum visible in its last bits; signed
-    # zeros and a NaN make max/min's choice between equal or unordered operands visible.
+def reduction_rows(cols: int) -> np.ndarray:
+    """Magnitudes 2^-12 .. 2^12 make every reassociation of a sum visible in its last bits;
+    signed zeros and a NaN make max/min's choice between equal or unordered operands visible."""
     rng = np.random.default_rng(13)
     a = (rng.uniform(-1, 1, (8, cols)) * 2.0 ** rng.integers(-12, 13, (8, cols))).astype(np.float32)
     a[1, ::3] = 0.0
     a[1, 1::3] = -0.0
     a[2, 70 % cols] = np.nan
+    return a
+
+
+@pytest.mark.parametrize("cols", [1, 17, 56, 128, 200])
+@pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
+def test_row_reductions_keep_their_order_to_the_bit(fixture_kernel, op, cols):
+    a = reduction_rows(cols)
     out = probe(fixture_kernel, K_REDUCE, op, a, a, np.zeros((8, 1), np.float32))
     expect = np.array([[lanes_then_tree(r, op)] for r in a], np.float32)
     np.testing.assert_array_equal(out.view(np.uint32), expect.view(np.uint32))
+
+
+@pytest.mark.parametrize("form", _native_testing.reduce_rows_f32_forms())
+@pytest.mark.parametrize("cols", [1, 17, 128, 2048])
+@pytest.mark.parametrize("op", [RSUM, RMAX, RMIN])
+def test_every_row_reduction_form_keeps_the_order(form, op, cols):
+    # The CPU picks one form; on a CPU with AVX-512 the portable one must still be right.
+    a = reduction_rows(cols)
+    out = _native_testing.reduce_rows_f32_form(form, op, a)
+    expect = np.array([lanes_then_tree(r, op) for r in a], np.float32)
+    np.testing.assert_array_equal(out.view(np.uint32), expect.view(np.uint32))
+
+
+def test_an_unknown_row_reduction_form_is_refused():
+    with pytest.raises(ValueError, match="no reduce_rows_f32 form sse9"):
+        _native_testing.reduce_rows_f32_form("sse9", RSUM, np.ones((2, 4), np.float32))
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

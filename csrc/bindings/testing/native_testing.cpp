@@ -17,6 +17,7 @@
 #include "chip/core/data_queue.hpp"
 #include "chip/isa/fractal.hpp"
 #include "chip/isa/matmul_f32.hpp"
+#include "chip/isa/vec_math.hpp"
 #include "simulator/core_model.hpp"
 #include "simulator/memory_system.hpp"
 
@@ -204,6 +205,22 @@ void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bo
 
 using U16 = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
 
+// One named form of the fp32 -> fp16 cast over a whole array: its fp16 bits.
+py::array_t<uint16_t> fp16_encode_form(const std::string& form, const F32& x) {
+  py::array_t<uint16_t> out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  vm::fp16_encode_form(form, out.mutable_data(), x.data(), static_cast<size_t>(x.size()));
+  return out;
+}
+
+// One named form of an fp32 row reduction (op: a pypto_reduce_op) of each row of `x`.
+py::array_t<float> reduce_rows_form(const std::string& form, int op, const F32& x) {
+  if (x.ndim() != 2) throw std::invalid_argument("reduce_rows_f32_form needs a [rows, n] array");
+  const auto rows = static_cast<size_t>(x.shape(0)), n = static_cast<size_t>(x.shape(1));
+  py::array_t<float> out(static_cast<py::ssize_t>(rows));
+  vm::reduce_rows_f32_form(form, op, out.mutable_data(), 1, x.data(), n, rows, n);
+  return out;
+}
+
 // One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
 // widened fp32, all finite). The widened values are unspecified when not all finite.
 using FractalOut = py::typing::Tuple<py::array_t<uint16_t>, py::array_t<float>, bool>;
@@ -291,6 +308,10 @@ void bind_testing(py::module_& m) {
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
         py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);
   m.def("fractal_forms", &isa::fractal_forms);
+  m.def("fp16_encode_forms", &vm::fp16_encode_forms);
+  m.def("fp16_encode_form", &fp16_encode_form, py::arg("form"), py::arg("x"));
+  m.def("reduce_rows_f32_forms", &vm::reduce_rows_f32_forms);
+  m.def("reduce_rows_f32_form", &reduce_rows_form, py::arg("form"), py::arg("op"), py::arg("x"));
   m.def("fractal_form", &fractal_form, py::arg("form"), py::arg("x"));
   py::class_<ModelHarness>(m, "CoreModel")
       .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)

@@ -239,13 +239,51 @@ double reduce(int op, int dtype, const void* a, size_t n) {
   });
 }
 
+namespace {
+
+// reduce_rows_f32 on any CPU: a call per row.
+void reduce_rows_portable(int op, float* dst, size_t dp, const float* a, size_t ap, size_t rows,
+                          size_t n) {
+  for (size_t r = 0; r < rows; ++r) dst[r * dp] = float(reduce(op, PYPTO_FP32, a + r * ap, n));
+}
+
+}  // namespace
+
 void reduce_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap, size_t rows,
                      size_t n) {
   if (op < PYPTO_RSUM || op > PYPTO_RMIN) unsupported("reduce", op, PYPTO_FP32);
   if (n <= kBlock && exp_f32_avx512_available()) {  // one block per row: same bits, faster
     return reduce_rows_f32_avx512(op, dst, dp, a, ap, rows, n);
   }
-  for (size_t r = 0; r < rows; ++r) dst[r * dp] = float(reduce(op, PYPTO_FP32, a + r * ap, n));
+  reduce_rows_portable(op, dst, dp, a, ap, rows, n);
+}
+
+std::vector<std::string> reduce_rows_f32_forms() {
+  if (exp_f32_avx512_available()) return {"avx512", "portable"};
+  return {"portable"};
+}
+
+void reduce_rows_f32_form(const std::string& form, int op, float* dst, size_t dp, const float* a,
+                          size_t ap, size_t rows, size_t n) {
+  if (op < PYPTO_RSUM || op > PYPTO_RMIN) unsupported("reduce", op, PYPTO_FP32);
+  const bool avx512 = form == "avx512" && exp_f32_avx512_available();
+  if (!avx512 && form != "portable") {
+    throw std::invalid_argument("no reduce_rows_f32 form " + form + " on this CPU");
+  }
+  if (avx512) return reduce_rows_f32(op, dst, dp, a, ap, rows, n);
+  reduce_rows_portable(op, dst, dp, a, ap, rows, n);
+}
+
+std::vector<std::string> fp16_encode_forms() {
+  if (f16_encode_f16c_available()) return {"f16c", "portable"};
+  return {"portable"};
+}
+
+void fp16_encode_form(const std::string& form, uint16_t* out, const float* in, size_t n) {
+  if (form == "f16c" && f16_encode_f16c_available()) return f16_encode_f16c(out, in, n);
+  if (form != "portable")
+    throw std::invalid_argument("no fp16_encode form " + form + " on this CPU");
+  h16_encode_portable(false, out, in, n);
 }
 
 void binary_scalar_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap,

@@ -22,6 +22,9 @@
 //     AVX-512 loop on CPUs that have it (vec_exp_avx512.cpp), bit-identical to the others.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pypto::vm {
 
@@ -61,6 +64,16 @@ double reduce(int op, int dtype, const void* a, size_t n);
 // call per row, in one call.
 void reduce_rows_f32(int op, float* dst, size_t dp, const float* a, size_t ap, size_t rows,
                      size_t n);
+
+// The forms of reduce_rows_f32 and of the fp32 -> fp16 cast this CPU runs, the portable one
+// last, each run by name (an unknown or unavailable name throws std::invalid_argument; an
+// "avx512" row reduction longer than one block runs the portable way, as reduce_rows_f32 does).
+// Every form gives the portable one's bits, so a result never depends on the host.
+std::vector<std::string> reduce_rows_f32_forms();
+void reduce_rows_f32_form(const std::string& form, int op, float* dst, size_t dp, const float* a,
+                          size_t ap, size_t rows, size_t n);
+std::vector<std::string> fp16_encode_forms();
+void fp16_encode_form(const std::string& form, uint16_t* out, const float* in, size_t n);
 
 // binary_scalar over fp32 rows (pitches in elements), row r's scalar s[r * sp]: the bits of a
 // call per row, in one call.

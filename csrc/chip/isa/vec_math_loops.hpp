@@ -16,6 +16,7 @@ void i32_unary(int op, uint32_t* d, const uint32_t* a, size_t n);
 void h16_bits_unary(int op, bool bf, uint16_t* d, const uint16_t* a, size_t n);
 void h16_decode(bool bf, float* out, const uint16_t* in, size_t n);
 void h16_encode(bool bf, uint16_t* out, const float* in, size_t n);
+void h16_encode_portable(bool bf, uint16_t* out, const float* in, size_t n);  // any CPU
 // fp32 -> fp16 with F16C (h16_encode's bits), when this CPU has it (checked once).
 bool f16_encode_f16c_available();
 void f16_encode_f16c(uint16_t* out, const float* in, size_t n);

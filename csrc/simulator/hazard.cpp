@@ -56,7 +56,10 @@ std::string Hazard::describe() const {
 
 void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported) {
   for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
-    if (p == ref.pipe) continue;  // a pipe executes in order: no race with itself
+    // A pipe executes in order: no race with itself. A pipe whose newest access (its latest
+    // end) ended by ref's start has none in flight: the walk below would stop at once, after
+    // reading the ring's memory.
+    if (p == ref.pipe || latest_end_[p] <= ref.start) continue;
     const LiveRing& q = live_[p];
     for (size_t i = 0; i < q.size() && q.from_back(i).ref.end > ref.start; ++i) {
       const Live* it = &q.from_back(i);
@@ -149,9 +152,14 @@ void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& acces
   if (size_++ == 0) front_end_ = ref.end;
 }
 
+// The tail list is copied entry by entry in the same loop: a copy of the whole list moved four
+// entries, most of them unused, and a loop of its own became a library call.
 void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
-  for (int i = 0; i < accesses.size; ++i) push_back(ref, accesses.items[i]);
-  tail_ = accesses;  // whole: a fixed copy, where one of `size` entries was a library call
+  for (int i = 0; i < accesses.size; ++i) {
+    push_back(ref, accesses.items[i]);
+    tail_.items[static_cast<size_t>(i)] = accesses.items[static_cast<size_t>(i)];
+  }
+  tail_.size = accesses.size;
 }
 
 // More accesses than the tail list holds: the older ones are compared in the ring itself.

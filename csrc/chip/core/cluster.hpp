@@ -36,7 +36,10 @@ struct RingSlot {
 struct Ring {
   std::deque<RingSlot> slots;  // every push, in order (a freed slot keeps its times only)
   uint64_t pushed = 0, popped = 0, freed = 0;
-  std::deque<uint64_t> free_at;             // absolute time slot i (in push order) was freed
+  // The absolute time slot i (in push order) was freed, at i % depth: a push reads only the
+  // free of the slot `depth` pushes back, and that slot's next free needs this push first.
+  // Sized at the first push, when the depth is fixed (UINT64_MAX: not scheduled yet).
+  std::vector<uint64_t> free_at;
   std::unique_ptr<uint8_t[]> gm;            // a2a3: the ring's GM storage
   std::vector<std::vector<uint8_t>> spare;  // buffers of freed slots, reused by later pushes
   int64_t slot_bytes = 0;

@@ -146,6 +146,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const auto [self, other] = e;
   const int64_t bytes = s.valid_bytes();
   if (r.depth == 0) r.depth = c.platform.tpipe_slots;
+  if (r.free_at.empty()) r.free_at.assign(static_cast<size_t>(r.depth), UINT64_MAX);
   if (r.slot_bytes == 0) {
     r.slot_bytes = (bytes + 511) / 512 * 512;
     if (gm_ring(c.platform)) {  // the ring's GM storage: one slot per level of its depth
@@ -161,7 +162,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const auto depth = static_cast<uint64_t>(r.depth);
   auto has_slot = [&r, depth] {
     return r.pushed - r.freed < depth &&
-           (r.pushed < depth || r.free_at[r.pushed - depth] != UINT64_MAX);
+           (r.pushed < depth || r.free_at[r.pushed % depth] != UINT64_MAX);
   };
   if (!has_slot()) {
     core.waiter->wait_until(has_slot, [&] {
@@ -170,7 +171,7 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
     });
   }
   const uint64_t slot = r.pushed++;
-  const uint64_t free_at = slot >= depth ? r.free_at[slot - depth] : 0;
+  const uint64_t free_at = slot >= depth ? r.free_at[slot % depth] : 0;
   RingSlot& rs = r.slots.emplace_back();
   rs.shape = *src;
   if (!r.spare.empty()) {  // a freed slot's buffer: no allocation per push
@@ -286,9 +287,10 @@ extern "C" void pypto_tfree(int32_t peer, int32_t id) {
              " popped, all freed): a free without a pop, or freeing twice");
   }
   RingSlot& rs = r.slots[r.freed];
-  r.free_at.push_back(UINT64_MAX);
+  uint64_t& freed_at = r.free_at[r.freed % r.free_at.size()];  // a pop implies a push: sized
+  freed_at = UINT64_MAX;
   issue_op(PYPTO_MTE2, sync_op(), op, {}, 0, -1, rs.popped_at == UINT64_MAX ? 0 : rs.popped_at,
-           &r.free_at.back());
+           &freed_at);
   // the slot's data is gone (its buffer kept for the next push); its record stays
   // (instructions may still point at it)
   r.spare.push_back(std::move(rs.bytes));

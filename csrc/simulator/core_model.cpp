@@ -66,12 +66,10 @@ void CoreModel::reset(bool record) {
     b.active = false;
     b.queued.clear();
   }
-  for (size_t key : fired_used_) {
-    Fired& f = fired_[key];
-    f.first = 0;
-    f.count = f.head = 0;
-    f.later.clear();
-    f.used = false;
+  for (size_t i = 0; i < fired_used_.size(); ++i) {
+    fired_[fired_used_[i]] = Fired{};
+    fired_later_[i].times.clear();
+    fired_later_[i].head = 0;
   }
   fired_used_.clear();
   hazards_.reset();
@@ -233,7 +231,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
       blocked_[in.pipe].wait = Pending{index, issue, in};
       return;
     }
-    start = std::max(start, q.pop());
+    start = std::max(start, take(q));
   }
   if (in.not_before > origin_) start = std::max(start, in.not_before - origin_);
   if (!gates_.empty()) start = gated_start(in, start);
@@ -260,12 +258,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {
     FlagKey key = flag_key(in.flag_src, in.flag_dst, in.flag_id);
-    Fired& fired = fired_[static_cast<size_t>(key)];
-    if (!fired.used) {
-      fired.used = true;
-      fired_used_.push_back(static_cast<size_t>(key));
-    }
-    fired.push(end);
+    fire(static_cast<size_t>(key), end);
     unblock_waiters(key);
   }
 }
@@ -336,21 +329,29 @@ void CoreModel::price_vector(VectorPrice& v, VecClass c, int64_t bytes, bool con
        cost::cycles(platform_, op, continues_run)};
 }
 
-void CoreModel::Fired::push(uint64_t t) {
-  if (count++ == 0) {
-    first = t;
+// fire past its common case: the flag's first set since the reset, or one that has sets
+// not waited for yet.
+void CoreModel::fire_again(Fired& f, size_t key, uint64_t t) {
+  if (f.used == 0) {
+    fired_used_.push_back(key);
+    if (fired_later_.size() < fired_used_.size()) fired_later_.emplace_back();
+    f.used = static_cast<uint32_t>(fired_used_.size());
+  }
+  if (f.count++ == 0) {
+    f.first = t;
   } else {
-    later.push_back(t);
+    fired_later_[f.used - 1].times.push_back(t);
   }
 }
 
-uint64_t CoreModel::Fired::pop() {
-  const uint64_t t = first;
-  if (--count > 0) {
-    first = later[head++];
-    if (head == later.size()) {
-      later.clear();
-      head = 0;
+uint64_t CoreModel::take(Fired& f) {
+  const uint64_t t = f.first;
+  if (--f.count > 0) {
+    FiredLater& q = fired_later_[f.used - 1];
+    f.first = q.times[q.head++];
+    if (q.head == q.times.size()) {
+      q.times.clear();
+      q.head = 0;
     }
   }
   return t;

@@ -233,20 +233,38 @@ class CoreModel {
   std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};
   // Set times not yet consumed, one FIFO per flag key in a flat table (a map's node walk
   // missed the cache on every set and wait). The oldest time sits in the entry itself: a
-  // set is mostly consumed before the next, and then no second cache line is read.
+  // set is mostly consumed before the next, and then no other cache line is read. An entry is
+  // 16 bytes, four to a cache line and never split across two (a set or wait read a line the
+  // other cores' turns had evicted, sometimes two); the rest of a FIFO is kept aside.
   struct Fired {
     uint64_t first = 0;  // the oldest time, when count > 0
     uint32_t count = 0;
-    uint32_t head = 0;            // the next of `later` after `first`
-    std::vector<uint64_t> later;  // the times after `first`, from `head` on
-    bool used = false;            // listed in fired_used_ since the last reset
-    void push(uint64_t t);
-    uint64_t pop();
+    uint32_t used = 0;  // 0 until set since the last reset; then 1 + its index in fired_used_
   };
+  // The times after `first` of a flag set more than once before its waits, from `head` on.
+  struct FiredLater {
+    std::vector<uint64_t> times;
+    size_t head = 0;
+  };
+  // A set of flag `key` fired at `t`. Inline, the common case: a flag set before, whose sets
+  // were all waited for since.
+  void fire(size_t key, uint64_t t) {
+    Fired& f = fired_[key];
+    if (f.used != 0 && f.count == 0) {
+      f.count = 1;
+      f.first = t;
+      return;
+    }
+    fire_again(f, key, t);
+  }
+  [[gnu::noinline]] void fire_again(Fired& f, size_t key, uint64_t t);
+  uint64_t take(Fired& f);
   std::vector<Fired> fired_;
   // The entries of fired_ set since the last reset: a reset clears only these (a platform has
-  // 49 pipe pairs times its event ids, and a small kernel uses a handful).
+  // 49 pipe pairs times its event ids, and a small kernel uses a handful). fired_later_[i]
+  // belongs to fired_used_[i] (kept with its buffers across resets).
   std::vector<size_t> fired_used_;
+  std::vector<FiredLater> fired_later_;
   HazardChecker hazards_;
   // The last op priced of each class (slot: the class's number; an OpDesc compares its class,
   // so a slot never answers for another), its cost and whether it ends its vector run.

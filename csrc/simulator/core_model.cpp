@@ -197,9 +197,8 @@ void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int6
   pipe_free_[PYPTO_VECTOR] = end;
   stats_.pipe_busy[PYPTO_VECTOR] += cost;
   stats_.total_cycles = std::max(stats_.total_cycles, end);
-  if (accesses.size > 0 &&
-      !hazards_.retag_repeat(PYPTO_VECTOR, start, end, index, name, loc, accesses)) {
-    hazards_.check_and_add({index, PYPTO_VECTOR, name, loc, start, end}, accesses, issue_time_);
+  if (accesses.size > 0) {
+    hazards_.check(PYPTO_VECTOR, start, end, index, name, loc, accesses, issue_time_);
   }
   if (record_) {
     records_.add({index, static_cast<int64_t>(InstrKind::kOp), PYPTO_VECTOR, name, loc, issue_time_,
@@ -251,9 +250,8 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   }
   stats_.total_cycles = std::max(stats_.total_cycles, end);
   if (in.hold != Instr::Hold::kNone && platform_.cross_sync_holds_issue != 0) hold_issue(in, end);
-  if (in.accesses.size > 0 &&
-      !hazards_.retag_repeat(in.pipe, start, end, index, in.name, in.loc, in.accesses)) {
-    hazards_.check_and_add({index, in.pipe, in.name, in.loc, start, end}, in.accesses, issue_time_);
+  if (in.accesses.size > 0) {
+    hazards_.check(in.pipe, start, end, index, in.name, in.loc, in.accesses, issue_time_);
   }
   record(index, issue, in, start, end);
   if (in.kind == InstrKind::kSetFlag) {

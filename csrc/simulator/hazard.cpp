@@ -189,11 +189,17 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
   auto& q = live_[ref.pipe];
-  if (accesses.size > 0) set_latest_end(ref.pipe, ref.end);
   if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
+    set_latest_end(ref.pipe, ref.end);
     q.retag_tail(static_cast<size_t>(accesses.size), ref);
     return;
   }
+  add(ref, accesses, horizon);
+}
+
+void HazardChecker::add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon) {
+  auto& q = live_[ref.pipe];
+  if (accesses.size > 0) set_latest_end(ref.pipe, ref.end);
   // Ends never decrease along a pipe: when its newest access has ended, all have.
   if (latest_end_[ref.pipe] <= horizon) q.clear();
   while (!q.empty() && (q.front_end() <= horizon ||

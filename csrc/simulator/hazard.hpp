@@ -74,18 +74,25 @@ class HazardChecker {
   // records them. `horizon`: no future instruction starts before it, so older accesses that
   // ended by then are dropped.
   void check_and_add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
-  // check_and_add's common case, inline: a loop's instruction, whose accesses repeat its pipe's
-  // newest while no other pipe is in flight, takes over their entries (returns true); anything
-  // else is left to check_and_add (returns false). The instruction comes as fields: a reference
-  // built on the stack just before would be copied back in wider loads than it was stored in.
-  bool retag_repeat(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
-                    const char* loc, const AccessList& accesses) {
-    if (in_flight_elsewhere(pipe, start)) return false;
+  // check_and_add with its common cases inline. No other pipe in flight at `start`: nothing to
+  // scan; then a loop's instruction, whose accesses repeat its pipe's newest, takes over their
+  // entries, and any other is only recorded (add: the repeat test is not made twice). The
+  // instruction comes as fields: a reference built on the stack just before would be copied
+  // back in wider loads than it was stored in.
+  void check(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
+             const char* loc, const AccessList& accesses, uint64_t horizon) {
+    if (in_flight_elsewhere(pipe, start)) {
+      check_and_add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
+      return;
+    }
     LiveRing& q = live_[pipe];
-    if (!q.repeats_tail(accesses)) return false;
-    set_latest_end(pipe, end);
-    q.retag_tail(static_cast<size_t>(accesses.size), InstrRef{index, pipe, name, loc, start, end});
-    return true;
+    if (q.repeats_tail(accesses)) {
+      set_latest_end(pipe, end);
+      q.retag_tail(static_cast<size_t>(accesses.size),
+                   InstrRef{index, pipe, name, loc, start, end});
+      return;
+    }
+    add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
   }
 
   const std::vector<Hazard>& found() const { return found_; }
@@ -184,6 +191,8 @@ class HazardChecker {
     }
   }
   void rank_latest_ends();
+  // Records the accesses of `ref`, which do not repeat its pipe's newest.
+  void add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
   std::array<LiveRing, PYPTO_NUM_PIPES> live_;

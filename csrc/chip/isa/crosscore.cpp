@@ -13,8 +13,9 @@ using namespace pypto::isa;
 
 namespace {
 
-Cluster& cluster_of(const char* op) {
-  CoreContext& core = current_core();
+// The helpers take the current core from their op, which reads it once: every read of the
+// thread-local pointer is a call into the dynamic loader's TLS helper.
+Cluster& cluster_of(CoreContext& core, const char* op) {
   if (core.cluster == nullptr || core.waiter == nullptr) {
     fail(ErrorKind::kCrossCore, op,
          "cross-core operations need a cluster launch (the kernel runs on one AIC "
@@ -25,8 +26,7 @@ Cluster& cluster_of(const char* op) {
 }
 
 // This core's number in the cluster (0 = AIC, 1 + v = AIV v) and its peer's, checked.
-std::pair<int, int> ends(int32_t peer, const char* op) {
-  CoreContext& core = current_core();
+std::pair<int, int> ends(CoreContext& core, int32_t peer, const char* op) {
   const int n = core.platform.aivs_per_cluster();
   if (core.aic) {
     if (peer < 0 || peer >= n) {
@@ -57,12 +57,12 @@ void check_pipe(int32_t pipe, const char* op) {
     fail(ErrorKind::kFlag, op, "unknown pipe " + std::to_string(pipe));
 }
 
-void check_id(int32_t id, const char* op) {
-  const int n = current_core().platform.cross_flag_ids;
+void check_id(CoreContext& core, int32_t id, const char* op) {
+  const int n = core.platform.cross_flag_ids;
   if (id < 0 || id >= n) {
     fail(ErrorKind::kFlag, op,
          "cross-core flag id " + std::to_string(id) + " out of range [0, " + std::to_string(n) +
-             ") on " + current_core().platform.name);
+             ") on " + core.platform.name);
   }
 }
 
@@ -85,22 +85,22 @@ void flush_push(DataQueue& q, void* slot) {
 }
 
 // The queue of flag `id` between this core and `peer`, checked; `outgoing`: set by this core.
-std::deque<uint64_t>& flag_queue(int32_t peer, int32_t pipe, int32_t id, const char* op,
-                                 bool outgoing, int* other_out) {
-  Cluster& c = cluster_of(op);
+std::deque<uint64_t>& flag_queue(CoreContext& core, int32_t peer, int32_t pipe, int32_t id,
+                                 const char* op, bool outgoing, int* other_out) {
+  Cluster& c = cluster_of(core, op);
   check_pipe(pipe, op);
-  check_id(id, op);
-  auto [self, other] = ends(peer, op);
+  check_id(core, id, op);
+  auto [self, other] = ends(core, peer, op);
   *other_out = other;
   return outgoing ? c.flag(self, other, id) : c.flag(other, self, id);
 }
 
 // The ring of tile pipe `id` between this core and `peer`, checked; `outgoing`: this core
 // pushes into it.
-Ring& pipe_ring(Cluster& c, int32_t peer, int32_t id, const char* op, bool outgoing,
-                std::pair<int, int>* ends_out) {
-  const auto [self, other] = ends(peer, op);
-  check_id(id, op);
+Ring& pipe_ring(CoreContext& core, Cluster& c, int32_t peer, int32_t id, const char* op,
+                bool outgoing, std::pair<int, int>* ends_out) {
+  const auto [self, other] = ends(core, peer, op);
+  check_id(core, id, op);
   *ends_out = {self, other};
   return outgoing ? c.ring(self, other, id) : c.ring(other, self, id);
 }
@@ -113,19 +113,21 @@ extern "C" int32_t pypto_subblock_idx(void) { return current_core().subblock; }
 extern "C" void pypto_cross_set(int32_t peer, int32_t pipe, int32_t id) {
   const char* op = "CROSS_SET_FLAG";
   int other = 0;
-  auto& q = flag_queue(peer, pipe, id, op, true, &other);
+  CoreContext& core = current_core();
+  auto& q = flag_queue(core, peer, pipe, id, op, true, &other);
   q.push_back(UINT64_MAX);
   issue_op(pipe, sync_op(), op, {}, 0, -1, 0, &q.back(), {}, Instr::Hold::kUntilEnd);
-  current_core().waiter->notify();
+  core.waiter->notify();
 }
 
 extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
   const char* op = "CROSS_WAIT_FLAG";
   int other = 0;
-  auto& q = flag_queue(peer, pipe, id, op, false, &other);
+  CoreContext& core = current_core();
+  auto& q = flag_queue(core, peer, pipe, id, op, false, &other);
   auto is_set = [&q] { return !q.empty() && q.front() != UINT64_MAX; };
   if (!is_set()) {  // the message only for a wait that blocks
-    current_core().waiter->wait_until(is_set, [&] {
+    core.waiter->wait_until(is_set, [&] {
       return std::string(op) + " (flag " + std::to_string(id) + " from " + core_label(other) +
              ", never set)";
     });
@@ -138,11 +140,11 @@ extern "C" void pypto_cross_wait(int32_t peer, int32_t pipe, int32_t id) {
 extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
   const char* op = "TPUSH";
   const Deferred q;
-  Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
-  TileView s = check_tile(src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
+  Cluster& c = cluster_of(core, op);
+  TileView s = check_tile(core, src, op, "src", mem_bit(core.aic ? PYPTO_ACC : PYPTO_VEC));
   std::pair<int, int> e;
-  Ring& r = pipe_ring(c, peer, id, op, true, &e);
+  Ring& r = pipe_ring(core, c, peer, id, op, true, &e);
   const auto [self, other] = e;
   const int64_t bytes = s.valid_bytes();
   if (r.depth == 0) r.depth = c.platform.tpipe_slots;
@@ -216,9 +218,10 @@ extern "C" void pypto_tpush(int32_t peer, int32_t id, const pypto_tile* src) {
 
 extern "C" void pypto_tpipe_depth(int32_t peer, int32_t id, int32_t slots) {
   const char* op = "TPIPE_DEPTH";
-  Cluster& c = cluster_of(op);
+  CoreContext& core = current_core();
+  Cluster& c = cluster_of(core, op);
   std::pair<int, int> e;
-  Ring& r = pipe_ring(c, peer, id, op, true, &e);
+  Ring& r = pipe_ring(core, c, peer, id, op, true, &e);
   if (slots < 1) {
     fail(ErrorKind::kCrossCore, op, "a ring needs at least one slot, got " + std::to_string(slots));
   }
@@ -233,11 +236,11 @@ extern "C" void pypto_tpipe_depth(int32_t peer, int32_t id, int32_t slots) {
 extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
   const char* op = "TPOP";
   const Deferred q;
-  Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
-  TileView d = check_tile(dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
+  Cluster& c = cluster_of(core, op);
+  TileView d = check_tile(core, dst, op, "dst", mem_bit(core.aic ? PYPTO_MAT : PYPTO_VEC));
   std::pair<int, int> e;
-  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  Ring& r = pipe_ring(core, c, peer, id, op, false, &e);
   const auto [self, other] = e;
   auto has_tile = [&r] { return r.pushed > r.popped && r.slots[r.popped].ready_at != UINT64_MAX; };
   if (!has_tile()) {
@@ -275,10 +278,10 @@ extern "C" void pypto_tpop(int32_t peer, int32_t id, const pypto_tile* dst) {
 
 extern "C" void pypto_tfree(int32_t peer, int32_t id) {
   const char* op = "TFREE";
-  Cluster& c = cluster_of(op);
   CoreContext& core = current_core();
+  Cluster& c = cluster_of(core, op);
   std::pair<int, int> e;
-  Ring& r = pipe_ring(c, peer, id, op, false, &e);
+  Ring& r = pipe_ring(core, c, peer, id, op, false, &e);
   const int other = e.second;
   if (r.popped == r.freed) {
     fail(ErrorKind::kCrossCore, op,

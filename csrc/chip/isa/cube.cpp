@@ -277,12 +277,10 @@ void f16_columns(const F16Matmul& g, int64_t j0, int64_t j1) {
   vm::matmul_f32(A.data, right.data(), C, g.c.cols, m, k, w, g.accumulate, A.exact && B.exact);
 }
 
-// C (+)= A x B when both operands are whole fp16 tiles, its output columns in pieces of 32 the
-// run's thread may share (DataQueue::split): a column's sums do not depend on the columns
-// computed with it, so the bits are the same. 32 columns are one panel of the widest kernel
-// (matmul_f32.cpp), so no piece runs narrower blocks, and the narrower the pieces the less a
-// thread that finished its own waits for the other's last one. False when an operand does not
-// qualify.
+// C (+)= A x B when both operands are whole fp16 tiles, its output columns in pieces of at
+// least 32 (about 4 pieces) the run's thread may share (DataQueue::split): a column's sums do
+// not depend on the columns computed with it, so the bits are the same. False when an operand
+// does not qualify.
 bool matmul_f16(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
                 int64_t n, bool a_trans, bool b_trans, bool accumulate) {
   if (!whole_f16(a, a_trans, m, k) || !whole_f16(b, b_trans, k, n)) return false;
@@ -291,7 +289,8 @@ bool matmul_f16(const TileView& a, const TileView& b, const TileView& c, int64_t
       a, b,       c,       m,          k,
       n, a_trans, b_trans, accumulate, matmuls.fetch_add(1, std::memory_order_relaxed) + 1};
   const int64_t fcs = n / 16;
-  DataQueue::split(fcs, 2, [&g](int64_t f0, int64_t f1) { f16_columns(g, f0 * 16, f1 * 16); });
+  DataQueue::split(fcs, std::max<int64_t>(2, (fcs + 3) / 4),
+                   [&g](int64_t f0, int64_t f1) { f16_columns(g, f0 * 16, f1 * 16); });
   return true;
 }
 

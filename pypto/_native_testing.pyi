@@ -78,6 +78,7 @@ def data_queue_exercise(
     ops: typing.SupportsInt | typing.SupportsIndex,
     rows: typing.SupportsInt | typing.SupportsIndex,
     drain_every: typing.SupportsInt | typing.SupportsIndex,
+    when_waited: bool = ...,
 ) -> numpy.typing.NDArray[numpy.int64]: ...
 def data_queue_times() -> dict[str, int]: ...
 def fp16_encode_form(

@@ -140,10 +140,12 @@ def test_an_error_after_queued_work_is_reported_and_the_next_run_is_right():
 
 
 EXERCISE = """
+import sys
 import numpy as np
 from pypto import _native_testing
 ops, rows = 20000, 40
-out = _native_testing.data_queue_exercise(ops, rows, 997)
+drain_every, when_waited = int(sys.argv[1]), sys.argv[2] == "1"
+out = _native_testing.data_queue_exercise(ops, rows, drain_every, when_waited=when_waited)
 n = 1 + (7 * np.arange(ops)) % rows  # the rows op i writes
 first = 1 + np.concatenate([[0], np.cumsum(n)[:-1]])  # each op starts where the last ended
 expect = np.where(np.arange(rows) < n[:, None], first[:, None] + np.arange(rows), 0)
@@ -152,13 +154,22 @@ print("ok")
 """
 
 
-def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path):
+# when_waited: the ops split with split_when_waited, shared only while the run's thread waits
+# for the queue: here it drains after every op, so it waits (and takes pieces) all the time.
+@pytest.mark.parametrize(
+    ("drain_every", "when_waited"), [(997, False), (1, True)], ids=["split", "split_when_waited"]
+)
+def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path, drain_every, when_waited):
     # In a subprocess with a timeout (a protocol bug would hang rather than fail), run outside
     # the checkout so that an installed pypto is not shadowed by the source tree.
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, "-c", EXERCISE], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [sys.executable, "-c", EXERCISE, str(drain_every), str(int(when_waited))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 

@@ -238,8 +238,10 @@ FractalOut fractal_form(const std::string& form, const U16& x) {
 // The data thread's protocol under load: `ops` queued ops, op i splitting its first
 // 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
 // 3, each row one more than the last row of the op before, plus its index; a drain every
-// `drain_every` ops. Returns the [ops, rows] result; a lost or repeated piece changes it.
-py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every) {
+// `drain_every` ops. `when_waited`: split with DataQueue::split_when_waited (shared only while
+// the run's thread waits). Returns the [ops, rows] result; a lost or repeated piece changes it.
+py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every,
+                                         bool when_waited) {
   if (ops < 1 || rows < 1 || drain_every < 1) throw std::invalid_argument("positive counts");
   py::array_t<int64_t> out({ops, rows});
   int64_t* o = out.mutable_data();
@@ -250,11 +252,16 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
     int64_t before = 0;  // the rows of the op before
     for (int64_t i = 0; i < ops; ++i) {
       const int64_t n = 1 + (7 * i) % rows;
-      q.push(int64_t{1} << 20, [o, i, rows, n, before] {
+      q.push(int64_t{1} << 20, [o, i, rows, n, before, when_waited] {
         const int64_t last = i > 0 ? o[(i - 1) * rows + before - 1] : 0;
-        DataQueue::split(n, 3, [&](int64_t b, int64_t e) {
+        const auto piece = [&](int64_t b, int64_t e) {
           for (int64_t r = b; r < e; ++r) o[i * rows + r] = last + 1 + r;
-        });
+        };
+        if (when_waited) {
+          DataQueue::split_when_waited(n, 3, piece);
+        } else {
+          DataQueue::split(n, 3, piece);
+        }
       });
       before = n;
       if ((i + 1) % drain_every == 0) q.drain();
@@ -292,7 +299,7 @@ void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
         py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
-        py::arg("drain_every"));
+        py::arg("drain_every"), py::arg("when_waited") = false);
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();
     py::typing::Dict<py::str, py::int_> d;

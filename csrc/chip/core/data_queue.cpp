@@ -169,7 +169,9 @@ template <class Done>
 void DataQueue::wait_helping(bool full, Done done) {
   if (done()) return;
   const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
+  run_waiting_.store(true, std::memory_order_relaxed);
   spin_until([&] { return done() || (help() && done()); });
+  run_waiting_.store(false, std::memory_order_relaxed);
   // The pieces are timed on the monotonic clock (help), which also counts a preemption inside
   // one: the CPU left for waiting is then below zero, and counts as none.
   const int64_t helping = helping_ns_ - helped;

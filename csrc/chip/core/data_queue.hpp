@@ -120,6 +120,16 @@ class DataQueue {
         n, grain, [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); },
         &fn);
   }
+  // split for work too small to share with a busy run's thread (the helper reads its piece
+  // from the other host core's cache while the data thread waits for it): shared only while
+  // the run's thread waits for the queue, so the helper is a thread that would otherwise spin.
+  template <class Fn>
+  static void split_when_waited(int64_t n, int64_t grain, const Fn& fn) {
+    if (t_worker_ == nullptr || !t_worker_->run_waiting_.load(std::memory_order_relaxed)) {
+      return fn(0, n);
+    }
+    split(n, grain, fn);
+  }
 
  private:
   struct alignas(64) Slot {
@@ -163,6 +173,7 @@ class DataQueue {
   alignas(64) std::atomic<uint64_t> head_{0};  // slots published
   alignas(64) std::atomic<uint64_t> tail_{0};  // slots done
   alignas(64) std::atomic<bool> sleeping_{false};
+  alignas(64) std::atomic<bool> run_waiting_{false};  // the run's thread is in a wait spell
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

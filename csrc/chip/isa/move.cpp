@@ -48,8 +48,9 @@ void check_fractal_shape(const TileView& t, const char* op) {
   }
 }
 
-// Below this a relayout is not worth sharing between two host threads (as copy_rows: a shared
-// 32 KiB L0B relayout of FlashAttention's cost the data thread ~2,300 cycles of waiting).
+// Below this a relayout is not worth sharing with a busy run's thread (as copy_rows: a shared
+// 32 KiB L0B relayout of FlashAttention's cost the data thread ~2,300 cycles of waiting), only
+// with one that waits for the queue anyway (DataQueue::split_when_waited).
 constexpr int64_t kSharedRelayoutBytes = 64 << 10;
 
 // Rows [r0, r1) of a whole L0A (zZ) or L0B (nZ) tile — whole fractal rows — filled from a
@@ -79,18 +80,21 @@ void l0_rows(T* dst, int mem, int64_t r0, int64_t r1, int64_t cols, const T* src
   }
 }
 
-// The whole tile, its fractal rows in two halves the run's thread may share
-// (DataQueue::split): each half writes its own fractals, so the bytes are the same.
+// The whole tile, its fractal rows in two halves the run's thread may share (DataQueue::split;
+// a small tile only while that thread waits for the queue: split_when_waited): each half writes
+// its own fractals, so the bytes are the same.
 template <typename T>
 void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int64_t pitch) {
   const int64_t band = mem == PYPTO_LEFT ? 16 : 32 / static_cast<int64_t>(sizeof(T));
   const int64_t bands = rows / band;
-  if (rows * cols * static_cast<int64_t>(sizeof(T)) < kSharedRelayoutBytes || bands < 2) {
-    return l0_rows(dst, mem, 0, rows, cols, src, pitch);
-  }
-  DataQueue::split(bands, (bands + 1) / 2, [&](int64_t b0, int64_t b1) {
+  if (bands < 2) return l0_rows(dst, mem, 0, rows, cols, src, pitch);
+  const auto half = [&](int64_t b0, int64_t b1) {
     l0_rows(dst, mem, b0 * band, b1 * band, cols, src, pitch);
-  });
+  };
+  if (rows * cols * static_cast<int64_t>(sizeof(T)) < kSharedRelayoutBytes) {
+    return DataQueue::split_when_waited(bands, (bands + 1) / 2, half);
+  }
+  DataQueue::split(bands, (bands + 1) / 2, half);
 }
 
 // A whole row-major tile into L0A/L0B (l0_whole), when it is one.

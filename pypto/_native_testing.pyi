@@ -74,6 +74,9 @@ class CoreModel:
     @property
     def records(self) -> list[dict]: ...
 
+def core_storage_rounds(
+    sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+) -> tuple[list[int], list[int]]: ...
 def data_queue_exercise(
     ops: typing.SupportsInt | typing.SupportsIndex,
     rows: typing.SupportsInt | typing.SupportsIndex,

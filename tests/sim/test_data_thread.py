@@ -293,3 +293,18 @@ def test_a_pushed_tile_its_core_rewrites_before_the_pop_arrives_as_pushed(monkey
     np.testing.assert_array_equal(out_t, expect.reshape(steps * 64, 64))
     np.testing.assert_array_equal(out_p, out_t)
     same_report(rep_t, rep_p)
+
+
+def test_the_cores_storage_never_overlaps_and_reuses_the_blocks_given_back():
+    """The on-chip spaces' bytes (core_storage): blocks live at once are disjoint, each at
+    least its size; given back, the next spaces of their size classes get them again (nothing
+    grows across runs); a space past 4 MiB (a what-if size) is not kept."""
+    from pypto import _native_testing
+
+    sizes = [1024, 64 << 10, 192 << 10, 256 << 10, 256 << 10, 512 << 10, 3 << 20, 5 << 20]
+    first, second = _native_testing.core_storage_rounds(sizes)
+    spans = sorted(zip(first, sizes))
+    for (a, n), (b, _) in zip(spans, spans[1:]):
+        assert a + n <= b, "two live spaces overlap"
+    kept = [a for a, n in zip(first, sizes) if n <= 4 << 20]
+    assert sorted(a for a, n in zip(second, sizes) if n <= 4 << 20) == sorted(kept)

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "bindings/bind.hpp"
+#include "chip/core/core_storage.hpp"
 #include "chip/core/data_queue.hpp"
 #include "chip/isa/fractal.hpp"
 #include "chip/isa/matmul_f32.hpp"
@@ -235,6 +236,21 @@ FractalOut fractal_form(const std::string& form, const U16& x) {
   return FractalOut(py::make_tuple(t, w, finite));
 }
 
+// Blocks of the cores' storage for `sizes`, taken one after another and all live at once, then
+// given back and taken again: the addresses of both rounds (a space's bytes must never overlap
+// another live space's, and a block given back serves the next space of its size class).
+std::pair<std::vector<uintptr_t>, std::vector<uintptr_t>> core_storage_rounds(
+    const std::vector<size_t>& sizes) {
+  std::pair<std::vector<uintptr_t>, std::vector<uintptr_t>> out;
+  for (auto* round : {&out.first, &out.second}) {
+    for (size_t n : sizes) round->push_back(reinterpret_cast<uintptr_t>(core_storage::take(n)));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      core_storage::give(reinterpret_cast<void*>((*round)[i]), sizes[i]);
+    }
+  }
+  return out;
+}
+
 // The data thread's protocol under load: `ops` queued ops, op i splitting its first
 // 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
 // 3, each row one more than the last row of the op before, plus its index; a drain every
@@ -300,6 +316,7 @@ void bind_testing(py::module_& m) {
         py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"), py::arg("when_waited") = false);
+  m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();
     py::typing::Dict<py::str, py::int_> d;

@@ -11,7 +11,7 @@
 namespace pypto {
 namespace {
 // On-chip storage returned by finished cores, reused by the next core on this thread.
-thread_local std::vector<std::array<std::vector<uint8_t>, PYPTO_NUM_MEM>> g_pool;
+thread_local std::vector<std::array<SpaceBytes, PYPTO_NUM_MEM>> g_pool;
 constexpr size_t kPooledCoreBytes = size_t{64} << 20;
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chip/core/core_storage.hpp"
 #include "chip/isa/tile_view.hpp"
 #include "pypto/abi.h"
 #include "simulator/core_model.hpp"
@@ -74,7 +75,7 @@ struct CoreContext {
     isa::TileView view{};  // view.data is null while the entry is unused
   };
   std::array<CheckedTile, kCheckedSlots> checked{}, checked_before{};
-  std::array<std::vector<uint8_t>, PYPTO_NUM_MEM> memory;
+  std::array<SpaceBytes, PYPTO_NUM_MEM> memory;  // on huge pages: core_storage.hpp
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space
   CoreModel model;

@@ -298,7 +298,7 @@ def test_a_pushed_tile_its_core_rewrites_before_the_pop_arrives_as_pushed(monkey
 def test_the_cores_storage_never_overlaps_and_reuses_the_blocks_given_back():
     """The on-chip spaces' bytes (core_storage): blocks live at once are disjoint, each at
     least its size; given back, the next spaces of their size classes get them again (nothing
-    grows across runs); a space past 4 MiB (a what-if size) is not kept."""
+    grows across runs). A space past 4 MiB (a what-if size) is taken and given back too."""
     from pypto import _native_testing
 
     sizes = [1024, 64 << 10, 192 << 10, 256 << 10, 256 << 10, 512 << 10, 3 << 20, 5 << 20]

@@ -188,13 +188,7 @@ void HazardChecker::check_and_add(const InstrRef& ref, const AccessList& accesse
     std::vector<uint32_t> reported;
     for (int i = 0; i < accesses.size; ++i) scan(ref, accesses.items[i], reported);
   }
-  auto& q = live_[ref.pipe];
-  if (q.repeats_tail(accesses)) {  // a loop re-touching the same bytes: the newest ref stands
-    set_latest_end(ref.pipe, ref.end);
-    q.retag_tail(static_cast<size_t>(accesses.size), ref);
-    return;
-  }
-  add(ref, accesses, horizon);
+  record(ref.pipe, ref.start, ref.end, ref.index, ref.name, ref.loc, accesses, horizon);
 }
 
 void HazardChecker::add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon) {

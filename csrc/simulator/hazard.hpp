@@ -85,14 +85,7 @@ class HazardChecker {
       check_and_add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
       return;
     }
-    LiveRing& q = live_[pipe];
-    if (q.repeats_tail(accesses)) {
-      set_latest_end(pipe, end);
-      q.retag_tail(static_cast<size_t>(accesses.size),
-                   InstrRef{index, pipe, name, loc, start, end});
-      return;
-    }
-    add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
+    record(pipe, start, end, index, name, loc, accesses, horizon);
   }
 
   const std::vector<Hazard>& found() const { return found_; }
@@ -191,6 +184,20 @@ class HazardChecker {
     }
   }
   void rank_latest_ends();
+  // Records the accesses of an instruction already checked: a loop's instruction re-touching
+  // the bytes of its pipe's newest takes over their entries (the newest ref stands); any other
+  // is added.
+  void record(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
+              const char* loc, const AccessList& accesses, uint64_t horizon) {
+    LiveRing& q = live_[pipe];
+    if (q.repeats_tail(accesses)) {
+      set_latest_end(pipe, end);
+      q.retag_tail(static_cast<size_t>(accesses.size),
+                   InstrRef{index, pipe, name, loc, start, end});
+      return;
+    }
+    add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
+  }
   // Records the accesses of `ref`, which do not repeat its pipe's newest.
   void add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);

@@ -9,7 +9,9 @@ The three writers read the same record tables and write different files, so they
 threads of their own: most of their work is native code that releases the GIL (formatting,
 encoding, narrowing, the kernel's copies into the page cache), and on a machine with idle
 cores the run waits for the slowest writer rather than for their sum. The CPU they spend is
-the same either way. Each writer's span and CPU are returned (and logged at debug level), so
+the same either way. ``run.json``'s hot-spot table (a pass over every record, kept by the
+report) is summed on a thread of its own too, so all that waits for the launches' names is
+writing the JSON. Each writer's span and CPU are returned (and logged at debug level), so
 the critical path is visible: ``benchmarks/bench_trace.py`` prints them.
 """
 
@@ -70,19 +72,23 @@ def write_run_files(
     folder, reports = out / "trace", out / "report"
     folder.mkdir(parents=True, exist_ok=True)
     t0, times = time.perf_counter(), list[WriterTime]()
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pypto-trace") as pool:
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="pypto-trace") as pool:
         jobs: list[Future[Any]] = [
             pool.submit(_timed, "run.pftrace", t0, times, write_run_trace, report, folder / "run.pftrace"),
             pool.submit(_timed, "records.npz", t0, times, save_records, report, reports / NAME),
+            # run.json's one pass over the records, kept by the report: only its writing
+            # waits for the containers' names.
+            pool.submit(_timed, "hot lines", t0, times, report.hot_lines),
         ]
         try:  # the launches' files on this thread: run.json names them
             launches = functools.partial(
                 write_traces, cube_kernels=cube_kernels, platform=platform, json_copy=json_copy
             )
             _timed("containers", t0, times, launches, report, folder)
+            jobs[-1].result()  # (its error, if any, raised here: before the others')
             _timed("run.json", t0, times, report.save, reports / "run.json")  # what pypto-timeline reads
         finally:
-            errors = [job.exception() for job in jobs]  # waits for both
+            errors = [job.exception() for job in jobs]  # waits for them all
     for error in errors:
         if error is not None:
             raise error

@@ -149,6 +149,12 @@ class RunReport:
     memory: dict[str, float] = field(default_factory=dict)
     # The hot-spot table of a report read back from JSON (its records are not saved).
     saved_hot_lines: list[Any] = field(default_factory=list, repr=False)
+    # The hot-spot table once computed, with the records it came from (a task given other
+    # records, as attach_records does, makes a new one): printing, saving and the traced run's
+    # files all ask for it, and at a million records it is one pass over ~90 MB.
+    _hot: tuple[tuple[Any, ...], list[Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def intervals(self, pipe: str, task: int = 0) -> list[tuple[int, int]]:
         """Recorded busy intervals of `pipe` in task `task` (needs a recorded run)."""
@@ -210,9 +216,12 @@ class RunReport:
         pipe, cycles, count, share); needs a traced run or a report saved from one."""
         from pypto.report import hotspots
 
-        chunks = [hotspots.chunk_of(t.trace.raw) for t in self.tasks if t.trace is not None]
-        rows = hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines)
-        return rows[:top] if top is not None else rows
+        traces = tuple(t.trace for t in self.tasks)
+        if self._hot is None or not _same(self._hot[0], traces):
+            chunks = [hotspots.chunk_of(t.raw) for t in traces if t is not None]
+            self._hot = (traces, hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines))
+        rows = self._hot[1]
+        return rows[:top] if top is not None else list(rows)
 
     def task_table(self) -> list[dict[str, Any]]:
         """One row per task (kernel, core, start, end, cycles), the longest first."""
@@ -264,6 +273,11 @@ class RunReport:
 
     def __str__(self) -> str:
         return _views().format_report(self)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two tuples hold the very same objects, in order."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _move_trace_paths(data: dict[str, Any], move: Any) -> None:

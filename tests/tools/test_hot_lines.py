@@ -1,7 +1,8 @@
 """The hot-spot table from a task's records (pypto.report.hotspots.chunk_of: one native pass
 over the row-major table): per source line and pipe, the cycles and count of its operations,
 flag and barrier rows left out, equal to summing the rows one by one; a row whose source-line
-id or pipe is out of range is an error naming it."""
+id or pipe is out of range is an error naming it. A report keeps its table until a task is
+given other records."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from pypto.report.hotspots import NO_LINE, chunk_of, hot_lines
-from pypto.report.run_report import PIPES, RECORD_COLUMNS
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 
 COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
 
@@ -58,3 +59,21 @@ def test_a_row_out_of_range_is_named():
     raw["table"][12, COL["pipe"]] = len(PIPES)
     with pytest.raises(IndexError, match="records row 12"):
         chunk_of(raw)
+
+
+def test_a_report_keeps_its_table_until_a_task_gets_other_records(monkeypatch: pytest.MonkeyPatch):
+    tasks = [TaskReport("k", core, 0, 10, {}, 400) for core in range(2)]
+    for t, seed in zip(tasks, (6, 7)):
+        t.trace = InstrTrace(records(400, seed))
+    report = RunReport("a2a3sim", 10, {}, 800, tasks)
+    passes = []
+    monkeypatch.setattr("pypto.report.hotspots.chunk_of", lambda raw: passes.append(raw) or chunk_of(raw))
+    first = report.hot_lines()
+    assert report.hot_lines() == first and report.hot_lines(top=2) == first[:2] and len(passes) == 2
+    report.hot_lines().clear()  # a caller's list, not the kept one
+    assert report.hot_lines() == first
+    tasks[1].trace = InstrTrace(records(400, 8))  # as attach_records gives a task its records
+    again = report.hot_lines()
+    assert len(passes) == 4
+    sums = {(r.source, r.pipe): [r.cycles, r.count] for r in again}
+    assert sums == by_rows([records(400, 6), records(400, 8)])

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pypto.report.hotspots import chunk_of, hot_lines
 from pypto.report.perfetto import write_run_trace
 from pypto.report.records_file import save_records
 from pypto.report.run_files import write_run_files
@@ -31,7 +32,7 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_path: Path):
     times = {w.name: w for w in write_run_files(report, tmp_path / "together")}
-    assert sorted(times) == ["containers", "records.npz", "run.json", "run.pftrace"]
+    assert sorted(times) == ["containers", "hot lines", "records.npz", "run.json", "run.pftrace"]
     assert all(0 <= w.began <= w.ended and w.cpu >= 0 for w in times.values())
     assert times["run.json"].began >= times["containers"].ended  # it names the containers
     (one,) = write_traces(report, tmp_path / "apart" / "trace")
@@ -43,6 +44,8 @@ def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_pat
         assert (tmp_path / "together" / name).read_bytes() == (tmp_path / "apart" / name).read_bytes(), name
     saved = json.loads((tmp_path / "together" / "report" / "run.json").read_text())
     assert (tmp_path / "together" / "report" / saved["trace_paths"][-1]).resolve() == both.resolve()
+    summed = hot_lines([chunk_of(t.trace.raw) for t in report.tasks if t.trace is not None])
+    assert saved["hot_lines"] == [r.to_dict() for r in summed] != []  # summed beside the containers
 
 
 def test_a_failing_writer_is_raised_after_the_others_finish(report, tmp_path: Path):

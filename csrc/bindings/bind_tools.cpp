@@ -1,6 +1,7 @@
 // The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
 // trace writer (csrc/tools/trace_write.hpp), the whole-run trace's lanes
-// (csrc/tools/perfetto_lanes.hpp) and the records table by column (record_columns.hpp).
+// (csrc/tools/perfetto_lanes.hpp), the records table by column (record_columns.hpp) and the
+// CRC-32 of the records file's zip members (crc32.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
@@ -11,6 +12,7 @@
 #include <optional>
 
 #include "bindings/bind.hpp"
+#include "tools/crc32.hpp"
 #include "tools/perfetto_lanes.hpp"
 #include "tools/record_columns.hpp"
 #include "tools/trace_clean.hpp"
@@ -213,6 +215,18 @@ py::list narrow_record_tables(const std::vector<I64Table>& tables,
   return out;
 }
 
+// The CRC-32 (zip's) of the bytes of `data`, a contiguous buffer, continuing from `crc`.
+uint32_t crc32_of(const py::buffer& data, uint32_t crc) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  {
+    py::gil_scoped_release release;  // the view holds the buffer
+    crc = tools::crc32(crc, view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return crc;
+}
+
 // A core's lanes with the arrays its tasks' records live in (held for as long as it is).
 struct BoundCoreLanes {
   std::vector<py::object> keep;
@@ -337,6 +351,10 @@ void bind_tools(py::module_& m) {
         "largest value (int8 when there are no rows), read without a transposed copy (see "
         "record_columns.hpp); the columns are views of one uint8 block (their base): `spare` "
         "when it is a writable 1-D uint8 array large enough, else a new one.");
+  m.def("crc32", &crc32_of, py::arg("data"), py::arg("crc") = 0,
+        "The CRC-32 of zip and zlib of the bytes of a contiguous buffer, continuing from `crc` "
+        "as zlib's crc32 does, by carry-less multiplication where the CPU has it (see "
+        "crc32.hpp).");
   m.def("line_totals", &line_totals, py::arg("table"), py::arg("loc"), py::arg("strings"),
         py::arg("pipes"), py::arg("columns"),
         "The hot-spot sums of a records table (rows x columns, int64) in one pass: (source-line "

@@ -1,6 +1,7 @@
 // The tools' native parts: clean_sim_trace's rebuild (csrc/tools/trace_clean.hpp), the raw
 // trace writer (csrc/tools/trace_write.hpp), the whole-run trace's lanes
-// (csrc/tools/perfetto_lanes.hpp) and the records table by column (record_columns.hpp).
+// (csrc/tools/perfetto_lanes.hpp), the records table by column (record_columns.hpp) and the
+// CRC-32 of the records file's zip members (crc32.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
@@ -11,6 +12,7 @@
 #include <optional>
 
 #include "bindings/bind.hpp"
+#include "tools/crc32.hpp"
 #include "tools/perfetto_lanes.hpp"
 #include "tools/record_columns.hpp"
 #include "tools/trace_clean.hpp"
@@ -156,6 +158,23 @@ py::array_t<int64_t> columns_of(const I64Table& table) {
   return out;
 }
 
+// The first of 1, 2, 4 and 8 bytes whose signed integers hold values of column_bits `bits`.
+int bytes_for(uint64_t bits) {
+  for (int b : {1, 2, 4}) {
+    if (bits < (uint64_t{1} << (8 * b - 1))) return b;
+  }
+  return 8;
+}
+
+// Tables of at least this many rows in all have their column types chosen from a sample of rows
+// (tools::sample_bits: the first kSamplePrefix rows of each table, then every kSampleStep-th),
+// checked by the narrowing itself, which narrows again in the exact types when a column holds a
+// value the sample's type does not: where column_bits' pass over every row cost about as much
+// as the narrowing. A loop's instructions repeat within a few thousand rows, so the sample
+// mostly sees every kind of value.
+constexpr size_t kSampledFrom = size_t{1} << 16;
+constexpr size_t kSamplePrefix = 4096, kSampleStep = 61;
+
 // The tables' columns, each narrowed to the first of int8, int16, int32, int64 that holds it
 // (int8 when there are no rows), laid out one after another (8-byte aligned) in one uint8
 // block: `spare` when it is large enough (its pages are in already: fresh ones cost the
@@ -174,43 +193,66 @@ py::list narrow_record_tables(const std::vector<I64Table>& tables,
     views.push_back({t.data(), static_cast<size_t>(t.shape(0))});
     rows += views.back().rows;
   }
-  std::vector<uint64_t> bits(width);
+  const bool sampled = rows >= kSampledFrom;
+  std::vector<uint64_t> bits(width), seen(width);
   {
     py::gil_scoped_release release;  // pure C++ over arrays the argument holds alive
-    tools::column_bits(views, width, bits.data());
+    if (sampled) {
+      tools::sample_bits(views, width, kSamplePrefix, kSampleStep, bits.data());
+    } else {
+      tools::column_bits(views, width, bits.data());
+    }
   }
   std::vector<int> bytes(width);
-  std::vector<size_t> offset(width + 1, 0);
-  for (size_t c = 0; c < width; ++c) {
-    bytes[c] = 8;  // see column_bits: the first type whose largest value bounds the bits
-    for (int b : {1, 2, 4}) {
-      if (bits[c] < (uint64_t{1} << (8 * b - 1))) {
-        bytes[c] = b;
-        break;
-      }
-    }
-    offset[c + 1] = offset[c] + (rows * static_cast<size_t>(bytes[c]) + 7) / 8 * 8;
-  }
-  const bool reuse = spare.has_value() && spare->ndim() == 1 && spare->writeable() &&
-                     static_cast<size_t>(spare->size()) >= offset[width];
-  const auto size = static_cast<py::ssize_t>(std::max<size_t>(offset[width], 1));
-  py::array block = reuse ? py::array(*spare) : py::array(py::array_t<uint8_t>(size));
-  auto* base = static_cast<uint8_t*>(block.mutable_data());
-  py::list out;
   std::vector<void*> dst(width);
+  py::array block;
+  // The columns' places in the block for the types from `bits`, narrowed there; true when every
+  // value fit its type (`seen`, the narrowing's own bits, is then within the types).
+  auto narrow = [&]() {
+    std::vector<size_t> offset(width + 1, 0);
+    for (size_t c = 0; c < width; ++c) {
+      bytes[c] = bytes_for(bits[c]);
+      offset[c + 1] = offset[c] + (rows * static_cast<size_t>(bytes[c]) + 7) / 8 * 8;
+    }
+    const bool reuse = spare.has_value() && spare->ndim() == 1 && spare->writeable() &&
+                       static_cast<size_t>(spare->size()) >= offset[width];
+    const auto size = static_cast<py::ssize_t>(std::max<size_t>(offset[width], 1));
+    block = reuse ? py::array(*spare) : py::array(py::array_t<uint8_t>(size));
+    auto* base = static_cast<uint8_t*>(block.mutable_data());
+    for (size_t c = 0; c < width; ++c) dst[c] = base + offset[c];
+    {
+      py::gil_scoped_release release;
+      tools::narrow_columns(views, width, dst.data(), bytes.data(), seen.data());
+    }
+    bool fit = true;
+    for (size_t c = 0; c < width; ++c) fit = fit && bytes_for(seen[c]) == bytes[c];
+    return fit;
+  };
+  if (!narrow()) {  // a sample that missed a wider value: the exact types, narrowed again
+    bits = seen;
+    narrow();
+  }
+  py::list out;
   for (size_t c = 0; c < width; ++c) {
-    dst[c] = base + offset[c];
     const py::dtype type = bytes[c] == 1   ? py::dtype::of<int8_t>()
                            : bytes[c] == 2 ? py::dtype::of<int16_t>()
                            : bytes[c] == 4 ? py::dtype::of<int32_t>()
                                            : py::dtype::of<int64_t>();
     out.append(py::array(type, {static_cast<py::ssize_t>(rows)}, {}, dst[c], block));
   }
-  {
-    py::gil_scoped_release release;
-    tools::narrow_columns(views, width, dst.data(), bytes.data());
-  }
   return out;
+}
+
+// The CRC-32 (zip's) of the bytes of `data`, a contiguous buffer, continuing from `crc`.
+uint32_t crc32_of(const py::buffer& data, uint32_t crc) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  {
+    py::gil_scoped_release release;  // the view holds the buffer
+    crc = tools::crc32(crc, view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return crc;
 }
 
 // A core's lanes with the arrays its tasks' records live in (held for as long as it is).
@@ -337,6 +379,10 @@ void bind_tools(py::module_& m) {
         "largest value (int8 when there are no rows), read without a transposed copy (see "
         "record_columns.hpp); the columns are views of one uint8 block (their base): `spare` "
         "when it is a writable 1-D uint8 array large enough, else a new one.");
+  m.def("crc32", &crc32_of, py::arg("data"), py::arg("crc") = 0,
+        "The CRC-32 of zip and zlib of the bytes of a contiguous buffer, continuing from `crc` "
+        "as zlib's crc32 does, by carry-less multiplication where the CPU has it (see "
+        "crc32.hpp).");
   m.def("line_totals", &line_totals, py::arg("table"), py::arg("loc"), py::arg("strings"),
         py::arg("pipes"), py::arg("columns"),
         "The hot-spot sums of a records table (rows x columns, int64) in one pass: (source-line "

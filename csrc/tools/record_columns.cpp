@@ -64,27 +64,31 @@ void column_bits_any(const std::vector<RecordsTable>& tables, size_t width, uint
   }
 }
 
-// Rows [from, to) of column c of `table`, narrowed, at `out`.
+// Rows [from, to) of column c of `table`, narrowed, at `out`; returns column_bits' OR of them.
 template <class To>
-void narrow_block(const int64_t* table, size_t width, size_t c, size_t from, size_t to, To* out) {
-  for (size_t r = from; r < to; ++r) out[r - from] = static_cast<To>(table[r * width + c]);
+uint64_t narrow_block(const int64_t* table, size_t width, size_t c, size_t from, size_t to,
+                      To* out) {
+  uint64_t bits = 0;
+  for (size_t r = from; r < to; ++r) {
+    const int64_t v = table[r * width + c];
+    out[r - from] = static_cast<To>(v);
+    bits |= static_cast<uint64_t>(v ^ (v >> 63));
+  }
+  return bits;
 }
 
-// Column c of rows [from, to), narrowed to bytes[c], at out[c] + dst.
-inline void narrow_column(const int64_t* table, size_t width, size_t c, size_t from, size_t to,
-                          void* const* out, const int* bytes, size_t dst) {
+// Column c of rows [from, to), narrowed to bytes[c], at out[c] + dst; returns their bits.
+inline uint64_t narrow_column(const int64_t* table, size_t width, size_t c, size_t from, size_t to,
+                              void* const* out, const int* bytes, size_t dst) {
   switch (bytes[c]) {
     case 1:
-      narrow_block(table, width, c, from, to, static_cast<int8_t*>(out[c]) + dst);
-      break;
+      return narrow_block(table, width, c, from, to, static_cast<int8_t*>(out[c]) + dst);
     case 2:
-      narrow_block(table, width, c, from, to, static_cast<int16_t*>(out[c]) + dst);
-      break;
+      return narrow_block(table, width, c, from, to, static_cast<int16_t*>(out[c]) + dst);
     case 4:
-      narrow_block(table, width, c, from, to, static_cast<int32_t*>(out[c]) + dst);
-      break;
+      return narrow_block(table, width, c, from, to, static_cast<int32_t*>(out[c]) + dst);
     default:
-      narrow_block(table, width, c, from, to, static_cast<int64_t*>(out[c]) + dst);
+      return narrow_block(table, width, c, from, to, static_cast<int64_t*>(out[c]) + dst);
   }
 }
 
@@ -97,13 +101,15 @@ constexpr size_t kBlock = 16;
 // narrow_columns for tables `Width` wide (0: any width, `width`).
 template <size_t Width>
 void narrow_columns_of(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
-                       const int* bytes) {
+                       const int* bytes, uint64_t* bits) {
   const size_t w = Width ? Width : width;
+  std::fill(bits, bits + w, 0);
   size_t at = 0;  // rows of the earlier tables
   for (const RecordsTable& t : tables) {
     for (size_t from = 0; from < t.rows; from += kBlock) {
       const size_t to = std::min(t.rows, from + kBlock);
-      for (size_t c = 0; c < w; ++c) narrow_column(t.table, w, c, from, to, out, bytes, at + from);
+      for (size_t c = 0; c < w; ++c)
+        bits[c] |= narrow_column(t.table, w, c, from, to, out, bytes, at + from);
     }
     at += t.rows;
   }
@@ -112,7 +118,8 @@ void narrow_columns_of(const std::vector<RecordsTable>& tables, size_t width, vo
 template <size_t... W>
 constexpr auto fixed_widths(std::index_sequence<W...>) {
   using Bits = void (*)(const std::vector<RecordsTable>&, uint64_t*);
-  using Narrow = void (*)(const std::vector<RecordsTable>&, size_t, void* const*, const int*);
+  using Narrow =
+      void (*)(const std::vector<RecordsTable>&, size_t, void* const*, const int*, uint64_t*);
   return std::pair{std::array<Bits, sizeof...(W)>{&column_bits_of<W + 1>...},
                    std::array<Narrow, sizeof...(W)>{&narrow_columns_of<W + 1>...}};
 }
@@ -128,11 +135,24 @@ void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t
   column_bits_any(tables, width, bits);
 }
 
+void sample_bits(const std::vector<RecordsTable>& tables, size_t width, size_t prefix, size_t step,
+                 uint64_t* bits) {
+  std::fill(bits, bits + width, 0);
+  auto add = [&](const int64_t* row) {
+    for (size_t c = 0; c < width; ++c) bits[c] |= static_cast<uint64_t>(row[c] ^ (row[c] >> 63));
+  };
+  for (const RecordsTable& t : tables) {
+    if (t.rows == 0) continue;
+    for (size_t r = 0; r < t.rows; r += r < prefix ? 1 : step) add(t.table + r * width);
+    add(t.table + (t.rows - 1) * width);
+  }
+}
+
 void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
-                    const int* bytes) {
+                    const int* bytes, uint64_t* bits) {
   if (width >= 1 && width <= kFixedWidth)
-    return kFixed.second[width - 1](tables, width, out, bytes);
-  narrow_columns_of<0>(tables, width, out, bytes);
+    return kFixed.second[width - 1](tables, width, out, bytes, bits);
+  narrow_columns_of<0>(tables, width, out, bytes, bits);
 }
 
 void line_totals(const int64_t* table, size_t rows, size_t width, const int32_t* loc,

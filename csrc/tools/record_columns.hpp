@@ -26,11 +26,20 @@ struct RecordsTable {
 // largest value would, for less work per value. 0 when there are no rows.
 void column_bits(const std::vector<RecordsTable>& tables, size_t width, uint64_t* bits);
 
+// column_bits over a sample of the rows: of each table its first `prefix` rows, every `step`-th
+// row after them and its last row. Below the whole tables' bits (a subset of the values), so a
+// type chosen from it is at most as wide as needed; it reads a small part of the rows where
+// column_bits streams every row's cache lines in.
+void sample_bits(const std::vector<RecordsTable>& tables, size_t width, size_t prefix, size_t step,
+                 uint64_t* bits);
+
 // Column c of every table, one table after another, copied into out[c], an array of
-// bytes[c]-byte signed integers (1, 2, 4 or 8) that holds its values; a block of rows at a time,
-// so each row is read from memory once for all its columns.
+// bytes[c]-byte signed integers (1, 2, 4 or 8); a block of rows at a time, so each row is read
+// from memory once for all its columns. In the same pass bits[c] gets column_bits' value for
+// column c, so a caller that chose the types from a sample learns whether every value fit (a
+// value that does not is stored truncated).
 void narrow_columns(const std::vector<RecordsTable>& tables, size_t width, void* const* out,
-                    const int* bytes);
+                    const int* bytes, uint64_t* bits);
 
 // The positions of the columns that line_totals reads in a records table's row.
 struct LineColumns {

@@ -17,8 +17,11 @@ file's blocks are reserved before the writes (``fallocate``) and the unused tail
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import struct
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -116,14 +119,59 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     return path
 
 
+# The zip records zipfile writes for a stored member opened with ``force_zip64`` (its local
+# header with a zip64 extra field of the sizes, versions 4.5, the date 1980-01-01 00:00, mode
+# rw-------), its central directory and end records; the zip64 fields of the central
+# directory and the zip64 end records only where a size, an offset or the count outgrows them.
+_LOCAL = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_ZIP64 = struct.Struct("<HHQQ")
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END = struct.Struct("<4s4H2LH")
+_ZIP64_LIMIT = (1 << 31) - 1  # zipfile.ZIP64_LIMIT
+_FILECOUNT_LIMIT = (1 << 16) - 1  # zipfile.ZIP_FILECOUNT_LIMIT
+_VERSION = 45  # zip64
+_DOS_DATE, _DOS_TIME = (0 << 9) | (1 << 5) | 1, 0  # 1980-01-01 00:00:00
+_SYSTEM = 0 if sys.platform == "win32" else 3
+_MODE = 0o600 << 16
+
+
 def _savez(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
-    """The bytes ``np.savez`` writes (each array a stored ``.npy`` member, forced to zip64),
-    each array's data handed to the zip stream as it is rather than copied out in chunks."""
-    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key, value in arrays.items():
-            with zf.open(f"{key}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(value))
-                member.write(np.ascontiguousarray(value).data)
+    """The bytes ``np.savez`` writes to ``f`` (each array a stored ``.npy`` member, forced to
+    zip64): each member's header written whole (its CRC-32 computed first, natively) and its
+    data handed to the file as it is."""
+    from pypto import _native
+
+    at, central = f.tell(), []
+    for key, value in arrays.items():
+        name = f"{key}.npy".encode("ascii")
+        npy = io.BytesIO()
+        np.lib.format.write_array_header_1_0(npy, np.lib.format.header_data_from_array_1_0(value))
+        header, data = npy.getvalue(), np.ascontiguousarray(value).data
+        size = len(header) + data.nbytes
+        crc = _native.crc32(data, _native.crc32(header))
+        local = _LOCAL.pack(b"PK\x03\x04", _VERSION, 0, 0, zipfile.ZIP_STORED, _DOS_TIME, _DOS_DATE, crc,
+                            0xFFFFFFFF, 0xFFFFFFFF, len(name), _LOCAL_ZIP64.size)  # fmt: skip
+        head = local + name + _LOCAL_ZIP64.pack(1, _LOCAL_ZIP64.size - 4, size, size) + header
+        f.write(head)
+        f.write(data)
+        wide = ([size, size] if size > _ZIP64_LIMIT else []) + ([at] if at > _ZIP64_LIMIT else [])
+        extra = struct.pack(f"<HH{len(wide)}Q", 1, 8 * len(wide), *wide) if wide else b""
+        stored = 0xFFFFFFFF if size > _ZIP64_LIMIT else size
+        entry = _CENTRAL.pack(b"PK\x01\x02", _VERSION, _SYSTEM, _VERSION, 0, 0, zipfile.ZIP_STORED, _DOS_TIME,
+                              _DOS_DATE, crc, stored, stored, len(name), len(extra), 0, 0, 0, _MODE,
+                              0xFFFFFFFF if at > _ZIP64_LIMIT else at)  # fmt: skip
+        central.append(entry + name + extra)
+        at += len(head) + data.nbytes
+    directory = b"".join(central)
+    count, size, records = len(central), len(directory), [directory]
+    if count > _FILECOUNT_LIMIT or at > _ZIP64_LIMIT or size > _ZIP64_LIMIT:
+        records += [_END64.pack(b"PK\x06\x06", 44, _VERSION, _VERSION, 0, 0, count, count, size, at),
+                    _END64_LOCATOR.pack(b"PK\x06\x07", 0, at + size, 1)]  # fmt: skip
+        count, size, at = min(count, 0xFFFF), min(size, 0xFFFFFFFF), min(at, 0xFFFFFFFF)
+    records.append(_END.pack(b"PK\x05\x06", 0, 0, count, count, size, at, 0))
+    f.write(b"".join(records))
 
 
 def attach_records(report: RunReport, path: str | Path) -> bool:

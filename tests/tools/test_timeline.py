@@ -411,6 +411,32 @@ def test_narrowed_columns_of_several_tables_hold_every_value_in_the_narrowest_ty
         np.testing.assert_array_equal(column, whole[:, c])
 
 
+def test_narrowed_columns_of_large_tables_take_every_value_the_row_sample_missed():
+    """From 65,536 rows the types are chosen from a sample of rows (each table's first 4096, then
+    every 61st, its last) and the narrowing checks them: a wider value between the sampled rows
+    has its column narrowed again in the exact type, whatever other columns the sample got."""
+    from pypto import _native
+
+    rng = np.random.default_rng(5)
+    first = np.stack([rng.integers(-100, 100, 40_000), rng.integers(0, 30_000, 40_000)], axis=1)
+    second = np.stack([rng.integers(-100, 100, 30_000), rng.integers(0, 30_000, 30_000)], axis=1)
+    tables = [first.astype(np.int64), second.astype(np.int64)]
+    whole = np.concatenate(tables)
+    columns = _native.narrow_record_tables(tables)  # the sample sees both types
+    assert [c.dtype for c in columns] == [np.int8, np.int16]
+    for column, want in zip(columns, whole.T):
+        np.testing.assert_array_equal(column, want)
+    for table, row, value in ((0, 4096 + 62, -129), (1, 4096 + 1, 1 << 40), (1, 29_998, -(1 << 20))):
+        wider = [t.copy() for t in tables]
+        wider[table][row, 0] = value  # in no sample: after the prefix, off the step, not last
+        spare = np.zeros(4 * len(whole), np.uint8)  # large enough for the sample's types only
+        columns = _native.narrow_record_tables(wider, spare)
+        want = np.concatenate(wider)
+        assert columns[0].dtype == np.min_scalar_type(-abs(value)) and columns[1].dtype == np.int16
+        for column, values in zip(columns, want.T):
+            np.testing.assert_array_equal(column, values)
+
+
 def test_narrowed_columns_fill_a_spare_block_large_enough_and_only_then():
     """The columns are views of one block: the spare passed in when it holds them all (each
     column 8-byte aligned), else a new one; what the spare held before never shows."""

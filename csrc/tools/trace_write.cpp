@@ -1,11 +1,13 @@
-// See trace_write.hpp. After a validation pass (so bad input writes nothing), one pass over
-// the records formats the events (each string's JSON spelling is computed once, by the
-// caller) and totals them per static instruction; the text goes in 1 MiB chunks to trace.json
-// and, framed as a TRACE block, to visualize_data.bin, each file written by its own thread
-// while the next chunk is formatted (parallel_files.hpp). No copy of the whole payload is
+// See trace_write.hpp. One pass over the records checks each one's ids, formats the events
+// (each string's JSON spelling is computed once, by the caller) and totals them per static
+// instruction; a bad record removes the files the call created (a file that existed is checked
+// by a pass of its own first, so bad input never changes it). The text goes in 1 MiB chunks to
+// trace.json and, framed as a TRACE block, to visualize_data.bin, each file written by its own
+// thread while the next chunk is formatted (parallel_files.hpp). No copy of the whole payload is
 // ever held in memory.
 #include "tools/trace_write.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -50,22 +53,23 @@ std::string block_header(size_t payload_bytes, size_t padding) {
 class Files {
  public:
   Files(const std::string& json_path, const std::string& bin_path, std::string_view bin_prefix)
-      : files_(json_path.empty() ? std::vector<std::string>{bin_path}
-                                 : std::vector<std::string>{bin_path, json_path}) {
-    write_all(files_.fd(kBin), bin_prefix, bin_path);
+      : paths_(json_path.empty() ? std::vector<std::string>{bin_path}
+                                 : std::vector<std::string>{bin_path, json_path}),
+        files_(std::make_unique<ParallelFiles>(paths_)) {
+    write_all(files_->fd(kBin), bin_prefix, bin_path);
     header_at_ = bin_prefix.size();
-    write_all(files_.fd(kBin), std::string(12, '\0'), bin_path);
-    files_.start();
+    write_all(files_->fd(kBin), std::string(12, '\0'), bin_path);
+    files_->start();
   }
-  Chunk* take() { return files_.take(); }
+  Chunk* take() { return files_->take(); }
   void emit(Chunk* chunk) {
     payload_ += chunk->used;
-    files_.submit(chunk);
+    files_->submit(chunk);
   }
   void finish() {
-    files_.finish();
-    const int bin = files_.fd(kBin);
-    const std::string& bin_path = files_.path(kBin);
+    files_->finish();
+    const int bin = files_->fd(kBin);
+    const std::string& bin_path = files_->path(kBin);
     const size_t padding = (kAlign - payload_ % kAlign) % kAlign;
     write_all(bin, std::string_view("\0\0\0\0", padding), bin_path);
     const std::string header = block_header(payload_, padding);
@@ -73,14 +77,25 @@ class Files {
         static_cast<ssize_t>(header.size())) {
       throw TraceWriteError("cannot write " + bin_path + ": " + std::strerror(errno));
     }
-    files_.close_all();
+    files_->close_all();
+  }
+  // After a failure: the writer threads stopped, the files closed and removed.
+  void remove() noexcept {
+    files_.reset();
+    for (const std::string& path : paths_) ::unlink(path.c_str());
   }
 
  private:
   static constexpr size_t kBin = 0;
-  ParallelFiles files_;
+  std::vector<std::string> paths_;
+  std::unique_ptr<ParallelFiles> files_;
   size_t header_at_ = 0, payload_ = 0;
 };
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 // ".ddd" cut back to its last nonzero digit, per thousandth (0: none), four bytes and a length:
 // one load and one store where three divisions and a branch on the zeros were.
@@ -238,25 +253,42 @@ class SiteTable {
   std::unordered_map<std::string, int> index_;
 };
 
-// Every string id, pipe and kind of a core's records in range (so bad input writes nothing):
-// one branch-free pass, and only on failure a second one to name the first bad row.
+// What a core's records may index: its strings, the layout's lanes (by pipe) and sync names
+// (by kind).
+struct IdLimits {
+  uint32_t strings;
+  uint64_t lanes, kinds;
+  IdLimits(const CoreRecordsView& core, const TraceLayout& layout)
+      : strings(static_cast<uint32_t>(core.strings.size())),
+        lanes(layout.lanes.size()),
+        kinds(layout.sync_names.size()) {}
+  // Whether a record's string ids, pipe or kind fall outside them (branch-free).
+  bool bad(int32_t name, int32_t loc, int64_t pipe, int64_t kind) const {
+    return (static_cast<uint32_t>(name) >= strings) | (static_cast<uint32_t>(loc) >= strings) |
+           (static_cast<uint64_t>(pipe) >= lanes) | (static_cast<uint64_t>(kind) >= kinds);
+  }
+};
+
+[[noreturn]] void throw_bad_record(const CoreRecordsView& core, size_t r) {
+  throw std::invalid_argument("trace record " + std::to_string(r) + " of " + core.pid +
+                              " has an out-of-range string id, pipe or kind");
+}
+
+// Every record of a core in range, checked before a file is touched: one branch-free pass, and
+// only on failure a second one to name the first bad row. (For files that do not exist yet the
+// formatting checks each record instead, and a failure removes what it wrote: one pass less.)
 void check_ids(const CoreRecordsView& core, const TraceLayout& layout) {
-  const auto strings = static_cast<uint32_t>(core.strings.size());
-  const uint64_t lanes = layout.lanes.size(), kinds = layout.sync_names.size();
+  const IdLimits limits(core, layout);
   auto bad = [&](size_t r) {
     const int64_t* row = core.table + r * core.width;
-    return (static_cast<uint32_t>(core.name_id[r]) >= strings) |
-           (static_cast<uint32_t>(core.loc_id[r]) >= strings) |
-           (static_cast<uint64_t>(row[layout.col.pipe]) >= lanes) |
-           (static_cast<uint64_t>(row[layout.col.kind]) >= kinds);
+    return limits.bad(core.name_id[r], core.loc_id[r], row[layout.col.pipe], row[layout.col.kind]);
   };
   bool any = false;
   for (size_t r = 0; r < core.rows; ++r) any |= bad(r);
   if (!any) return;
   size_t r = 0;
   while (!bad(r)) ++r;
-  throw std::invalid_argument("trace record " + std::to_string(r) + " of " + core.pid +
-                              " has an out-of-range string id, pipe or kind");
+  throw_bad_record(core, r);
 }
 
 std::string flag_detail(const TraceLayout& layout, int64_t kind, const int64_t* row) {
@@ -423,12 +455,16 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
   const size_t width = core.width, rows = core.rows;
   const RecordColumns col = layout.col;
   const int64_t repeat = layout.repeat_bytes;
+  const IdLimits limits(core, layout);
   Tallies totals(sum.per_core[k]);
   bool comma = !first;
   for (size_t r = 0; r < rows; ++r) {
     const int64_t* row = table + r * width;
-    const int64_t pipe = row[col.pipe];
+    const int64_t pipe = row[col.pipe], kind = row[col.kind];
     const int32_t name = names[r], loc = locs[r];
+    // Before any of them indexes a table (the caller's check_ids may not have run).
+    if (limits.bad(name, loc, pipe, kind)) [[unlikely]]
+      throw_bad_record(core, r);
     const uint64_t key = (static_cast<uint64_t>(name) << 40) | (static_cast<uint64_t>(loc) << 8) |
                          static_cast<uint64_t>(pipe & 0xFF);
     auto& slot = recent[(key ^ (key >> 40) ^ (key >> 13)) & 0xFF];
@@ -448,7 +484,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     Cursor w = out.reserve(bound);
     if (comma) w.put(',');
     comma = true;
-    if (row[col.kind] == 0) {
+    if (kind == 0) {
       append_op(w, text, row, col, ts);
     } else {
       append_sync(w, core, layout, row, pcs[text.code], details, ts);
@@ -464,28 +500,36 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
                                const std::string& bin_prefix, const std::string& json_path,
                                const std::string& bin_path) {
   if (layout.repeat_bytes <= 0) throw std::invalid_argument("repeat_bytes must be positive");
-  for (const CoreRecordsView& core : cores) {  // everything is checked before a byte is written
+  // Files this call creates are removed if it fails, so their records are checked as they are
+  // formatted; a file that exists already is not touched unless every record is in range.
+  const bool fresh = !exists(bin_path) && (json_path.empty() || !exists(json_path));
+  for (const CoreRecordsView& core : cores) {
     if (core.strings.size() >= (size_t{1} << 24) || core.quoted.size() != core.strings.size()) {
       throw std::invalid_argument("trace strings of " + core.pid + ": too many, or unquoted ones");
     }
-    check_ids(core, layout);
+    if (!fresh) check_ids(core, layout);
   }
   TraceSummary sum;
   sum.per_core.resize(cores.size());
   Files files(json_path, bin_path, bin_prefix);
-  Out out(files);
-  out.put(layout.head);
-  bool first = layout.head.empty() || layout.head.back() == '[';
-  SiteTable sites;
-  std::vector<std::string> pcs;
-  for (size_t k = 0; k < cores.size(); ++k) {
-    format_core(cores[k], k, layout, sites, pcs, sum, out, first);
-    sum.events += cores[k].rows;
+  try {
+    Out out(files);
+    out.put(layout.head);
+    bool first = layout.head.empty() || layout.head.back() == '[';
+    SiteTable sites;
+    std::vector<std::string> pcs;
+    for (size_t k = 0; k < cores.size(); ++k) {
+      format_core(cores[k], k, layout, sites, pcs, sum, out, first);
+      sum.events += cores[k].rows;
+    }
+    for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());
+    out.put(layout.tail);
+    out.flush();
+    files.finish();
+  } catch (...) {
+    if (fresh) files.remove();
+    throw;
   }
-  for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());
-  out.put(layout.tail);
-  out.flush();
-  files.finish();
   return sum;
 }
 

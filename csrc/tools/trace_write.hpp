@@ -73,7 +73,9 @@ struct TraceSummary {
 
 // Formats every record as a Chrome-trace event and writes `bin_path` (`bin_prefix`, then the
 // TRACE block) and, unless `json_path` is empty, `json_path` (the TRACE JSON alone); the
-// caller appends the API_INSTR block.
+// caller appends the API_INSTR block. A record whose string ids, pipe or kind are out of range
+// is an std::invalid_argument naming it; the files are then as before the call (removed if it
+// created them, untouched if they existed).
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
                                const std::string& bin_prefix, const std::string& json_path,
                                const std::string& bin_path);

@@ -181,6 +181,7 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     layout["columns"] = list(range(1, 10))
     with pytest.raises(ValueError, match="out-of-range"):
         _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing left behind
     # A write that fails on a writer thread (a full device) is the same error, naming the file.
     good = [("c", trace.raw, [json.dumps(s) for s in trace.raw["strings"]])]
     layout["columns"] = [1, 2, 4, 5, 6, 7, 8, 9, 10]  # RECORD_COLUMNS without index and issue
@@ -202,3 +203,39 @@ def test_a_run_s_records_by_column_match_its_rows(traced):
     rep, _ = traced
     for task in rep.tasks:
         assert np.array_equal(task.trace.by_column, task.trace.raw["table"].T)
+
+
+def test_a_bad_record_anywhere_leaves_no_file_and_no_changed_file(tmp_path: Path):
+    """Records are checked as they are formatted (new files: removed on a bad one, even after
+    megabytes were written) or before a byte is written (a file that exists already)."""
+    rows, cols = 200_000, len(RECORD_COLUMNS)
+    table = np.zeros((rows, cols), np.int64)
+    col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+    table[:, col["start"]] = np.arange(rows) * 3
+    table[:, col["end"]] = table[:, col["start"]] + 2
+    table[:, col["pipe"]] = PIPES.index("VECTOR")
+    raw = {"table": table, "name_id": np.zeros(rows, np.int32), "loc_id": np.zeros(rows, np.int32),
+           "strings": ["TADD"]}  # fmt: skip
+    layout = {"columns": [col[c] for c in ("kind", "pipe", "start", "end", "bytes", "addr", "flag_src",
+                                           "flag_dst", "flag_id")],
+              "lanes": list(PIPES), "flag_pipes": list(PIPES), "sync_names": ["", "S", "W", "B"],
+              "repeat_bytes": 256, "pc_base": 0, "head": "[", "tail": "]"}  # fmt: skip
+    good = ("core0.veccore0", raw, ['"TADD"'])
+    for field, value, row in (("pipe", len(PIPES), 180_000), ("kind", 4, 199_999), ("loc_id", 1, 150_000)):
+        bad = {**raw, "table": table.copy(), "loc_id": raw["loc_id"].copy()}
+        if field == "loc_id":
+            bad["loc_id"][row] = value
+        else:
+            bad["table"][row, col[field]] = value
+        cores = [good, ("core0.veccore1", bad, ['"TADD"'])]  # the second core's row is bad
+        paths = [tmp_path / f"{field}.json", tmp_path / f"{field}.bin"]
+        message = f"trace record {row} of core0.veccore1 has an out-of-range"
+        with pytest.raises(ValueError, match=message):
+            _native.write_trace(cores, layout, b"", str(paths[0]), str(paths[1]))
+        assert not any(p.exists() for p in paths)
+        paths[1].write_bytes(b"mine")  # an existing file: checked first, left as it was
+        with pytest.raises(ValueError, match=message):
+            _native.write_trace(cores, layout, b"", "", str(paths[1]))
+        assert paths[1].read_bytes() == b"mine"
+    _native.write_trace([good, good], layout, b"", "", str(tmp_path / "ok.bin"))
+    assert (tmp_path / "ok.bin").stat().st_size > 2 * rows * 80  # every event written

@@ -69,6 +69,10 @@ std::vector<int64_t> sub_lanes(const std::vector<int64_t>& start, const std::vec
   return sub;
 }
 
+// Whether a lane uses a string: an enum, not a char, so that storing one does not make the
+// compiler reload every value it holds (a char store may alias anything).
+enum class Used : uint8_t { kNo, kYes };
+
 }  // namespace
 
 void PipeSlices::Free::operator()(LaneSlice* p) const { std::free(p); }
@@ -89,7 +93,7 @@ struct CoreLanes::PipeScan {
   bool ordered = true;  // by start, then end
   bool nested = true;   // no slice starts before the one before it ended
   int64_t last_start = INT64_MIN, last_end = INT64_MIN;
-  std::vector<char> names, locs;  // the core's strings its rows use
+  std::vector<Used> names, locs;  // the core's strings its rows use
 };
 
 CoreLanes::CoreLanes(std::vector<CoreTask> tasks, const LaneColumnsAt& at, size_t strings,
@@ -105,35 +109,62 @@ CoreLanes::CoreLanes(std::vector<CoreTask> tasks, const LaneColumnsAt& at, size_
 
 // One pass over the records: checks them (a negative time or pipe, or a string id outside
 // its task's table, throws), and per pipe keeps its slices and learns whether they come
-// ordered and nested and the strings they use; collects the flag rows.
+// ordered and nested and the strings they use; collects the flag rows. Rows come in runs on
+// one pipe (a tiny loop's are all on one): the pipe's state is held in locals for a run.
 std::vector<CoreLanes::PipeScan> CoreLanes::scan() {
   std::vector<PipeScan> pipes;
+  const LaneColumnsAt at = at_;  // in registers: the loop's stores cannot change them
   for (const CoreTask& task : tasks_) {
-    for (size_t r = 0; r < task.rows; ++r) {
-      const int64_t* row = task.table + r * task.width;
-      __builtin_prefetch(row + kAhead * task.width);  // past the end: a hint, never a fault
-      const int64_t pipe = row[at_.pipe], kind = row[at_.kind], flag = row[at_.flag_id];
-      const int64_t s = row[at_.start] + task.offset, e = row[at_.end] + task.offset;
-      if (pipe < 0 || s < 0 || e < 0)
+    const int64_t* row = task.table;
+    const int32_t *name_id = task.name_id, *loc_id = task.loc_id;
+    const int64_t* core_id = task.core_id;
+    const size_t width = task.width, strings = task.strings, rows = task.rows;
+    const int64_t offset = task.offset;
+    for (size_t r = 0; r < rows;) {
+      const int64_t pipe = row[at.pipe];
+      if (pipe < 0 || ((row[at.start] + offset) | (row[at.end] + offset)) < 0)
         throw std::invalid_argument("a trace slice has a negative time or pipe");
-      if (pipe > kMaxPipe || static_cast<uint32_t>(task.name_id[r]) >= task.strings ||
-          static_cast<uint32_t>(task.loc_id[r]) >= task.strings)
+      if (pipe > kMaxPipe)
         throw std::invalid_argument("a trace slice has a pipe or string id outside its tables");
       const auto p = static_cast<size_t>(pipe);
       if (p >= pipes.size()) pipes.resize(p + 1), pipes_.resize(p + 1);
       PipeScan& ps = pipes[p];
-      if (ps.names.empty()) ps.names.assign(strings_, 0), ps.locs.assign(strings_, 0);
-      ps.ordered &= s > ps.last_start || (s == ps.last_start && e >= ps.last_end);
-      ps.nested &= s >= ps.last_end;
-      ps.last_start = s, ps.last_end = e;
-      const auto name = static_cast<uint32_t>(task.core_id[task.name_id[r]]);
-      const auto loc = static_cast<uint32_t>(task.core_id[task.loc_id[r]]);
-      ps.names[name] = 1;
-      ps.locs[loc] = 1;
-      if ((kind == 1 || kind == 2) && flag >= 0)
-        sync_.push_back({row[at_.flag_src], row[at_.flag_dst], flag, s, kind == 2, p, ps.count});
-      ++ps.count;
-      pipes_[p].push({static_cast<uint64_t>(s), static_cast<uint64_t>(e), name, loc});
+      PipeSlices& out = pipes_[p];
+      if (ps.names.empty())
+        ps.names.assign(strings_, Used::kNo), ps.locs.assign(strings_, Used::kNo);
+      Used *names = ps.names.data(), *locs = ps.locs.data();
+      int64_t last_start = ps.last_start, last_end = ps.last_end;
+      bool ordered = ps.ordered, nested = ps.nested;
+      const size_t first = ps.count;
+      size_t count = first, free = 0, used = 0;
+      LaneSlice* to = out.room(free);
+      do {                                         // the run of rows on this pipe
+        __builtin_prefetch(row + kAhead * width);  // past the end: a hint, never a fault
+        const int64_t s = row[at.start] + offset, e = row[at.end] + offset;
+        if ((s | e) < 0) throw std::invalid_argument("a trace slice has a negative time or pipe");
+        const auto n = static_cast<uint32_t>(name_id[r]), l = static_cast<uint32_t>(loc_id[r]);
+        if (n >= strings || l >= strings)
+          throw std::invalid_argument("a trace slice has a pipe or string id outside its tables");
+        ordered &= s > last_start || (s == last_start && e >= last_end);
+        nested &= s >= last_end;
+        last_start = s, last_end = e;
+        const auto name = static_cast<uint32_t>(core_id[n]);
+        const auto loc = static_cast<uint32_t>(core_id[l]);
+        names[name] = Used::kYes;
+        locs[loc] = Used::kYes;
+        const int64_t kind = row[at.kind], flag = row[at.flag_id];
+        if ((kind == 1 || kind == 2) && flag >= 0)
+          sync_.push_back({row[at.flag_src], row[at.flag_dst], flag, s, kind == 2, p, count});
+        ++count;
+        if (free == 0) out.added(used), to = out.room(free), used = 0;
+        *to++ = {static_cast<uint64_t>(s), static_cast<uint64_t>(e), name, loc};
+        --free, ++used;
+        ++r, row += width;
+      } while (r < rows && row[at.pipe] == pipe);
+      out.added(used);
+      ps.last_start = last_start, ps.last_end = last_end;
+      ps.ordered = ordered, ps.nested = nested;
+      ps.count = count;
     }
   }
   return pipes;
@@ -179,8 +210,8 @@ void CoreLanes::lay_out_pipe(int64_t pipe, const PipeScan& scan) {
   every.pipe = pipe;
   if (scan.ordered && scan.nested) {  // one lane, in row order, its strings known
     for (size_t s = 0; s < strings_; ++s) {
-      if (scan.names[s]) every.names.push_back(static_cast<int64_t>(s));
-      if (scan.locs[s]) every.locs.push_back(static_cast<int64_t>(s));
+      if (scan.names[s] == Used::kYes) every.names.push_back(static_cast<int64_t>(s));
+      if (scan.locs[s] == Used::kYes) every.locs.push_back(static_cast<int64_t>(s));
     }
     lanes_.push_back(std::move(every));
     return;
@@ -228,14 +259,14 @@ void CoreLanes::lay_out_pipe(int64_t pipe, const PipeScan& scan) {
 }
 
 void CoreLanes::intern(CoreLane& lane) const {
-  std::vector<char> names(strings_, 0), locs(strings_, 0);
+  std::vector<Used> names(strings_, Used::kNo), locs(strings_, Used::kNo);
   for_slices(pipes_[static_cast<size_t>(lane.pipe)], lane, [&](const LaneSlice& v, size_t) {
-    names[v.name] = 1;
-    locs[v.loc] = 1;
+    names[v.name] = Used::kYes;
+    locs[v.loc] = Used::kYes;
   });
   for (size_t s = 0; s < strings_; ++s) {
-    if (names[s]) lane.names.push_back(static_cast<int64_t>(s));
-    if (locs[s]) lane.locs.push_back(static_cast<int64_t>(s));
+    if (names[s] == Used::kYes) lane.names.push_back(static_cast<int64_t>(s));
+    if (locs[s] == Used::kYes) lane.locs.push_back(static_cast<int64_t>(s));
   }
 }
 
@@ -248,31 +279,32 @@ size_t CoreLanes::write_lane(size_t index, uint64_t seq, int fd, const std::stri
   // A chunk of kChunk slices is written while the pages it used are still warm.
   constexpr size_t kChunk = 4096;
   const std::unique_ptr<uint8_t[]> buffer(new uint8_t[kChunk * kMaxSliceBytes]);  // not zeroed
-  uint8_t* at = buffer.get();
-  size_t count = 0, written = 0;
-  const auto flush = [&] {
-    const auto bytes = static_cast<size_t>(at - buffer.get());
+  size_t written = 0;
+  const auto flush = [&](const uint8_t* end) {
+    const auto bytes = static_cast<size_t>(end - buffer.get());
     write_all(fd, std::string_view(reinterpret_cast<const char*>(buffer.get()), bytes), path);
     written += bytes;
-    at = buffer.get();
-    count = 0;
   };
-  const bool flows = !flow_out_.empty();
-  const uint64_t* flow_out = flows ? flow_out_[pipe].data() : nullptr;
-  const uint64_t* flow_in = flows ? flow_in_[pipe].data() : nullptr;
-  // Inlined into the slice loop: a call per slice reloaded every captured value.
-  const auto put = [&](const LaneSlice& s, size_t i) __attribute__((always_inline)) {
-    const SliceValues v{s.start,
-                        s.end,
-                        name_iid[s.name],
-                        loc_iid[s.loc],
-                        flows ? flow_out[i] : 0,
-                        flows ? flow_in[i] : 0};
-    at = encode_slice(v, seq, at);
-    if (++count == kChunk) flush();
-  };
-  for_slices(pipes_[pipe], lane, put);
-  if (count) flush();
+  // What the slice loop reads, as locals whose address is never taken: the encoder's byte
+  // stores may alias any memory, so values reached through a reference would be reloaded.
+  const uint64_t *names = name_iid.data(), *locs = loc_iid.data();
+  const uint64_t* flow_out = flow_out_.empty() ? nullptr : flow_out_[pipe].data();
+  const uint64_t* flow_in = flow_in_.empty() ? nullptr : flow_in_[pipe].data();
+  uint8_t* const first = buffer.get();
+  uint8_t* at = first;
+  size_t count = 0;
+  for_slices(
+      pipes_[pipe], lane, [&](const LaneSlice& s, size_t i) __attribute__((always_inline)) {
+        const SliceValues v{s.start,
+                            s.end,
+                            names[s.name],
+                            locs[s.loc],
+                            flow_out ? flow_out[i] : 0,
+                            flow_in ? flow_in[i] : 0};
+        at = encode_slice(v, seq, at);
+        if (++count == kChunk) flush(at), at = first, count = 0;
+      });
+  if (count) flush(at);
   return written;
 }
 

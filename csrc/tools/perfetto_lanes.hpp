@@ -47,10 +47,14 @@ struct LaneSlice {
 class PipeSlices {
  public:
   static constexpr size_t kBlockBytes = size_t{2} << 20, kBlock = kBlockBytes / sizeof(LaneSlice);
-  void push(const LaneSlice& s) {
+  // Room for the next slices: where they go and how many fit before the block is full (at
+  // least one); `added(n)` then counts the first n as stored.
+  LaneSlice* room(size_t& free) {
     if (fill_ == kBlock) grow();
-    last_[fill_++] = s;
+    free = kBlock - fill_;
+    return last_ + fill_;
   }
+  void added(size_t n) { fill_ += n; }
   size_t size() const { return blocks_.empty() ? 0 : (blocks_.size() - 1) * kBlock + fill_; }
   const LaneSlice& operator[](size_t i) const { return blocks_[i / kBlock].get()[i % kBlock]; }
   // Calls fn(slice, i) for every slice in order.

@@ -81,7 +81,9 @@ void PipeSlices::grow() {
   void* block = std::aligned_alloc(kBlockBytes, kBlockBytes);
   if (!block) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  madvise(block, kBlockBytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+  // A hint (without it, 4 KiB pages) from the second block on: a pipe of a few slices, as
+  // most of a many-core run's are, touches a few small pages, not a whole huge one.
+  if (!blocks_.empty()) madvise(block, kBlockBytes, MADV_HUGEPAGE);
 #endif
   blocks_.emplace_back(static_cast<LaneSlice*>(block));
   last_ = blocks_.back().get();

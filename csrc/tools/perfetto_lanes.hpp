@@ -43,7 +43,8 @@ struct LaneSlice {
 };
 
 // One pipe's slices in row order, in blocks of 2 MiB (appended without moving what is there;
-// each block asks for huge pages, so filling it faults once rather than 512 times).
+// each block after the first asks for huge pages, so filling it faults once rather than 512
+// times).
 class PipeSlices {
  public:
   static constexpr size_t kBlockBytes = size_t{2} << 20, kBlock = kBlockBytes / sizeof(LaneSlice);

@@ -99,8 +99,8 @@ uint8_t* encode_general(const SliceValues& v, uint64_t seq, uint8_t* out);
 // A slice's begin packet (timestamp, sequence, "needs incremental state", a TrackEvent with type,
 // name iid, source-location iid and the flow ids) and end packet (timestamp, sequence, a
 // TrackEvent of type end), for the lane with sequence id `seq`, encoded at `out` (room for
-// kMaxSliceBytes); returns the end of what was written. Inline, per slice as the lane's rows are
-// read: a slice's values go from the records to the bytes without a staging copy or a call.
+// kMaxSliceBytes); returns the end of what was written. Inline, per slice as the lane's slices
+// are read: a slice's values go from the lane scan's kept slices to the bytes without a call.
 inline uint8_t* encode_slice(const SliceValues& v, uint64_t seq, uint8_t* out) {
   if (__builtin_expect(slice_wire::common(v, seq), 1))
     return slice_wire::encode_common(v, seq, out);

@@ -37,10 +37,11 @@ constexpr uint8_t kLocationIid[] = {0x90, 0x02};  // TrackEvent.source_location_
 constexpr uint8_t kFlowOut[] = {0xF9, 0x02};      // TrackEvent.flow_ids (47, fixed64)
 constexpr uint8_t kFlowIn[] = {0x81, 0x03};       // TrackEvent.terminating_flow_ids (48, fixed64)
 
-// Without a loop: the bits in use (at least one), seven to a byte.
+// Without a loop or a division: the bits in use (at least one), seven to a byte, as
+// (9 bits + 64) / 64, which equals ceil(bits / 7) for 1 to 64 bits.
 inline size_t varint_size(uint64_t v) {
-  const auto bits = static_cast<size_t>(64 - __builtin_clzll(v | 1));
-  return (bits + 6) / 7;
+  const auto bits = 64 - static_cast<unsigned>(__builtin_clzll(v | 1));
+  return (bits * 9 + 64) >> 6;
 }
 
 // The common slice is written a word at a time: both times below 2^35 (five varint bytes), its
@@ -98,11 +99,12 @@ uint8_t* encode_general(const SliceValues& v, uint64_t seq, uint8_t* out);
 // A slice's begin packet (timestamp, sequence, "needs incremental state", a TrackEvent with type,
 // name iid, source-location iid and the flow ids) and end packet (timestamp, sequence, a
 // TrackEvent of type end), for the lane with sequence id `seq`, encoded at `out` (room for
-// kMaxSliceBytes); returns the end of what was written. Inline, per slice as the lane's rows are
-// read: a slice's values go from the records to the bytes without a staging copy or a call.
+// kMaxSliceBytes); returns the end of what was written. Inline, per slice as the lane's slices
+// are read: a slice's values go from the lane scan's kept slices to the bytes without a call.
 inline uint8_t* encode_slice(const SliceValues& v, uint64_t seq, uint8_t* out) {
-  return slice_wire::common(v, seq) ? slice_wire::encode_common(v, seq, out)
-                                    : slice_wire::encode_general(v, seq, out);
+  if (__builtin_expect(slice_wire::common(v, seq), 1))
+    return slice_wire::encode_common(v, seq, out);
+  return slice_wire::encode_general(v, seq, out);
 }
 
 }  // namespace pypto::tools

@@ -55,7 +55,15 @@ _LANE_UUID = 1 << 20  # lane track uuids start here; a core's process track is i
 _RESERVE_BYTES_PER_RECORD = 40
 
 
+_ONE_BYTE = tuple(bytes((v,)) for v in range(0x80))  # the varints of 0..127
+
+
 def varint(value: int) -> bytes:
+    # Most values here (ids, keys, lengths, lines) take one or two bytes: those without a loop.
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes((value & 0x7F | 0x80, value >> 7))
     out = bytearray()
     while True:
         low, value = value & 0x7F, value >> 7

@@ -244,6 +244,61 @@ def test_a_lane_of_many_chunks_is_written_whole(tmp_path: Path):
     assert [s[2:4] for s in slices] == list(zip(start.tolist(), (start + 2).tolist()))
 
 
+def test_pipes_longer_than_a_block_of_kept_slices_keep_their_order_lanes_and_arrows(tmp_path: Path):
+    """The lane scan keeps each pipe's slices in blocks of 87,381: a pipe of more (here in
+    order, and one out of order with overlaps, interleaved in two tasks) comes out whole, on
+    the right lanes, each flag arrow from its set to the wait it released, across blocks."""
+    from pypto.report.perfetto import write_run_trace
+    from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
+
+    col = {
+        c: RECORD_COLUMNS.index(c)
+        for c in ("kind", "pipe", "start", "end", "flag_src", "flag_dst", "flag_id")
+    }
+    rng = np.random.default_rng(1)
+    n = 190_000
+    table = np.zeros((n, len(RECORD_COLUMNS)), np.int64)
+    on_v = np.arange(n) % 2 == 0  # VECTOR: in order; MTE2: shuffled starts, overlapping
+    table[:, col["pipe"]] = np.where(on_v, PIPES.index("VECTOR"), PIPES.index("MTE2"))
+    starts = np.where(on_v, np.arange(n) * 10, rng.integers(0, n * 10, n))
+    table[:, col["start"]] = starts
+    table[:, col["end"]] = starts + np.where(on_v, 10, rng.integers(0, 60, n))
+    table[:, col["flag_id"]] = -1
+    sets = np.arange(0, n, 2)[::997]  # VECTOR sets flag 3 (to MTE2); MTE2 waits for it later
+    table[sets, col["kind"]] = 1
+    waits = sets + 1
+    table[waits, col["kind"]] = 2
+    table[waits, col["start"]] = table[sets, col["start"]] + 5  # after its set, in time
+    table[waits, col["end"]] = table[waits, col["start"]] + 1
+    for c, value in (("flag_src", PIPES.index("VECTOR")), ("flag_dst", PIPES.index("MTE2")), ("flag_id", 3)):
+        table[np.r_[sets, waits], col[c]] = value
+    names = (np.arange(n) % 5).astype(np.int32)
+    tasks, half = [], n // 2
+    for k, rows in enumerate((slice(0, half), slice(half, n))):
+        trace = InstrTrace(
+            {"table": table[rows], "name_id": names[rows], "loc_id": names[rows][::-1].copy(),
+             "strings": [f"OP{i}" if k == 0 else f"OP{4 - i}" for i in range(5)]}
+        )  # fmt: skip
+        end = int(table[rows, col["end"]].max())
+        tasks.append(TaskReport("k", 0, 0, end, dict.fromkeys(PIPES, 0), half, trace=trace))
+    report = RunReport("a2a3sim", tasks[-1].end, dict.fromkeys(PIPES, 0), n, tasks)
+    flows: dict = {}
+    _, slices = read_slices(write_run_trace(report, tmp_path / "big.pftrace"), flows)
+    assert sorted(s[2:] for s in slices) == sorted(e[2:] for e in expected(report))  # each once
+    v_lane = [s[2:4] for s in slices if s[1] == "VECTOR"]
+    assert v_lane == sorted(v_lane) and len(v_lane) == n // 2  # one lane, in order
+    spans = defaultdict(list)
+    for _, lane, start, end, *_ in slices:
+        spans[lane].append((start, end))
+    assert {lane for lane in spans if lane.startswith("MTE2#")}  # overlaps: sub-lanes
+    for lane in spans.values():
+        lane.sort()
+        assert all(e <= s for (_, e), (s, _) in zip(lane, lane[1:]))
+    assert len(flows) == len(sets)
+    pairs = sorted((f["s"][0][2], f["f"][0][2]) for f in flows.values())
+    assert pairs == sorted(zip(table[sets, col["start"]].tolist(), table[waits, col["start"]].tolist()))
+
+
 def test_each_slice_is_the_bytes_of_its_two_packets_on_either_side_of_the_word_path(tmp_path: Path):
     """The encoder writes a common slice (times below 2^35, name and source-line iids and the
     sequence id below 128, no arrow) a word at a time and any other a byte at a time: both are

@@ -60,10 +60,12 @@ _ONE_BYTE = tuple(bytes((v,)) for v in range(0x80))  # the varints of 0..127
 
 def varint(value: int) -> bytes:
     # Most values here (ids, keys, lengths, lines) take one or two bytes: those without a loop.
-    if value < 0x80:
+    if 0 <= value < 0x80:
         return _ONE_BYTE[value]
-    if value < 0x4000:
+    if 0 <= value < 0x4000:
         return bytes((value & 0x7F | 0x80, value >> 7))
+    if value < 0:  # the fields written here are unsigned: a negative one is a bug upstream
+        raise ValueError(f"a varint of a negative value ({value})")
     out = bytearray()
     while True:
         low, value = value & 0x7F, value >> 7

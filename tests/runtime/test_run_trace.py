@@ -10,7 +10,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from pypto.report.perfetto import varint
 from pypto.report.run_report import PIPES
 from pypto.runtime import RunConfig
 
@@ -333,3 +335,12 @@ def test_each_slice_is_the_bytes_of_its_two_packets_on_either_side_of_the_word_p
             for s, e, a, b in zip(start.tolist(), end.tolist(), names.tolist(), locs.tolist())
         )  # fmt: skip
         assert path.read_bytes() == want, seq
+
+
+def test_the_encoders_varints_read_back_and_a_negative_one_is_refused():
+    values = [*range(0, 70_000, 7), *(v + d for k in range(1, 70) for v in [1 << k] for d in (-1, 0, 1))]
+    for v in values:
+        assert _varint(varint(v), 0) == (v, len(varint(v))), v
+    assert [len(varint(v)) for v in (0, 127, 128, 16_383, 16_384)] == [1, 1, 2, 2, 3]
+    with pytest.raises(ValueError, match="negative"):
+        varint(-1)

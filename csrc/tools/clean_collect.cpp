@@ -38,50 +38,64 @@ Member member_of(std::string_view key) {
   }
 }
 
+void take_member(Event& e, Member m, const Value& v) {
+  switch (m) {
+    case Member::kTs:
+      e.ts = v;
+      break;
+    case Member::kPh:
+      e.ph = v;
+      break;
+    case Member::kPid:
+      e.pid = v, ++e.pids;
+      break;
+    case Member::kTid:
+      e.tid = v, ++e.tids;
+      break;
+    case Member::kCname:
+      e.cname = v, ++e.cnames;
+      break;
+    case Member::kDur:
+      e.dur = v;
+      break;
+    case Member::kName:
+      e.name = v;
+      break;
+    case Member::kArgs:
+      e.args = v;
+      break;
+    case Member::kCat:
+      e.cat = v;
+      break;
+    case Member::kId:
+      e.id = v;
+      break;
+    case Member::kOther:
+      break;
+  }
+}
+
 }  // namespace
 
 void read_event(json::Reader& r, Event& e) {
+  r.reset_compact();
+  // Most events are compact and plain: one straight pass (keys hold no escapes there).
+  if (r.compact_object([&](const Value& k, const Value& v) {
+        take_member(e, member_of(k.text.substr(1, k.text.size() - 2)), v);
+      })) {
+    e.compact = r.compact();
+    return;
+  }
+  const size_t index = e.index;
+  e = Event();
+  e.index = index;
   std::string scratch;
   r.reset_compact();
   r.open('{');
   for (bool first = true; r.more('}', first); first = false) {
     const Value k = r.key();
     const Member m = member_of(json::text_of(k, scratch));
-    const Value v = r.value();
-    switch (m) {
-      case Member::kTs:
-        e.ts = v;
-        break;
-      case Member::kPh:
-        e.ph = v;
-        break;
-      case Member::kPid:
-        e.pid = v, ++e.pids;
-        break;
-      case Member::kTid:
-        e.tid = v, ++e.tids;
-        break;
-      case Member::kCname:
-        e.cname = v, ++e.cnames;
-        break;
-      case Member::kDur:
-        e.dur = v;
-        break;
-      case Member::kName:
-        e.name = v;
-        break;
-      case Member::kArgs:
-        e.args = v;
-        break;
-      case Member::kCat:
-        e.cat = v;
-        break;
-      case Member::kId:
-        e.id = v;
-        break;
-      case Member::kOther:
-        break;
-    }
+    take_member(e, m, r.value());
   }
   e.compact = r.compact();
 }

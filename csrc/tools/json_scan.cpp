@@ -12,8 +12,6 @@
 namespace pypto::tools::json {
 namespace {
 
-constexpr int kMaxDepth = 1024;  // deeper documents are rejected, not recursed into
-
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -274,6 +272,28 @@ size_t Reader::plain_end(size_t i) const {
   return i;
 }
 
+// The end of the number at `i` when it is [-](0|[1-9]digits)[.digits] followed by neither an
+// exponent nor more of a number (and short enough never to overflow a double), else `i`.
+size_t Reader::simple_number_end(size_t i) const {
+  const char* d = doc_.data();
+  const size_t n = doc_.size();
+  const size_t start = i;
+  if (i < n && d[i] == '-') ++i;
+  if (i >= n || !is_digit(d[i])) return start;
+  if (d[i] == '0') {
+    ++i;
+  } else {
+    while (i < n && is_digit(d[i])) ++i;
+  }
+  if (i < n && d[i] == '.') {
+    ++i;
+    if (i >= n || !is_digit(d[i])) return start;
+    while (i < n && is_digit(d[i])) ++i;
+  }
+  if (i < n && (d[i] == 'e' || d[i] == 'E' || is_digit(d[i]) || d[i] == '.')) return start;
+  return i - start > 300 ? start : i;
+}
+
 // The common string — plain bytes, then its closing quote — without leaving this function;
 // anything else (escapes, UTF-8, errors) goes on in string_rest.
 Value Reader::string() {
@@ -415,22 +435,26 @@ namespace {
 bool plain_decimal(std::string_view t, double& out) {
   static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  size_t i = t.size() > 0 && t[0] == '-' ? 1 : 0;
-  const bool negative = i == 1;
-  uint64_t m = 0;
-  int digits = 0, decimals = -1;  // decimals: -1 until the point
-  for (; i < t.size(); ++i) {
-    const char c = t[i];
-    if (c == '.' && decimals < 0) {
-      decimals = 0;
-      continue;
+  const char* p = t.data();
+  const char* const end = p + t.size();
+  const bool negative = p < end && *p == '-';
+  p += negative ? 1 : 0;
+  uint64_t m = 0;  // wraps past 19 digits, but then more than 15 digits fail below
+  int digits = 0;
+  const char* point = nullptr;
+  for (; p < end; ++p) {
+    const unsigned digit = static_cast<unsigned>(static_cast<unsigned char>(*p) - '0');
+    if (digit < 10) {
+      m = m * 10 + digit;
+      ++digits;
+    } else if (*p == '.' && point == nullptr) {
+      point = p;
+    } else {
+      return false;
     }
-    if (!is_digit(c) || ++digits > 15) return false;
-    m = m * 10 + static_cast<uint64_t>(c - '0');
-    if (decimals >= 0) ++decimals;
   }
-  if (digits == 0) return false;
-  const double d = static_cast<double>(m) / kPow10[decimals < 0 ? 0 : decimals];
+  if (digits == 0 || digits > 15) return false;
+  const double d = static_cast<double>(m) / kPow10[point == nullptr ? 0 : end - point - 1];
   out = negative ? -d : d;
   return true;
 }

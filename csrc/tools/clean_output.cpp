@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -14,9 +15,31 @@ void add_member(std::string& out, std::string_view text, size_t close, std::stri
   out += member;
 }
 
+// `n` more bytes at the end of `out`, to be written through the pointer returned and then cut
+// back to what was written (set_end): one size check per event rather than one per piece.
+char* extend(std::string& out, size_t n) {
+  const size_t at = out.size();
+  out.resize(at + n);
+  return out.data() + at;
+}
+
+void set_end(std::string& out, const char* end) {
+  out.resize(static_cast<size_t>(end - out.data()));
+}
+
+char* put(char* w, std::string_view s) {
+  std::memcpy(w, s.data(), s.size());
+  return w + s.size();
+}
+
+char* put_int(char* w, int64_t v) { return std::to_chars(w, w + 20, v).ptr; }
+
+constexpr size_t kIntBytes = 20;  // the longest int64_t
+
 // A compact slice with pid and tid once and cname at most once (the usual case): its text
 // copied with those three values swapped, a missing cname added before the closing brace and
-// a source line (`source`, empty for none) before the args' closing brace.
+// a source line (`source`, empty for none) before the args' closing brace. `color` is a lane
+// colour: a name JSON quotes as it is.
 void splice_slice(std::string& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
                   std::string_view color, std::string_view source) {
   enum Which { kPid, kTid, kCname, kSource };
@@ -24,29 +47,34 @@ void splice_slice(std::string& out, std::string_view text, const Slice& s, int64
   size_t n = 2;
   if (s.cname.end > 0) spans[n++] = {s.cname, kCname};
   if (!source.empty()) spans[n++] = {Span{s.args_end, s.args_end}, kSource};
-  std::sort(spans.begin(), spans.begin() + static_cast<long>(n),
-            [](const auto& a, const auto& b) { return a.first.at < b.first.at; });
+  for (size_t i = 1; i < n; ++i) {  // by position: at most four, so an insertion sort
+    for (size_t j = i; j > 0 && spans[j].first.at < spans[j - 1].first.at; --j)
+      std::swap(spans[j], spans[j - 1]);
+  }
+  char* w = extend(out, text.size() + 2 * kIntBytes + color.size() + source.size() + 16);
   size_t done = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& [span, which] = spans[i];
-    out.append(text.data() + done, span.at - done);
+    w = put(w, text.substr(done, span.at - done));
     if (which == kSource) {
-      add_member(out, text, span.at, source);
+      if (text[span.at - 1] != '{') *w++ = ',';  // after the args' last member, if any
+      w = put(w, source);
     } else if (which == kCname) {
-      json::write_string(out, color);
+      *w++ = '"', w = put(w, color), *w++ = '"';
     } else {
-      json::write_int(out, which == kPid ? pid : tid);
+      w = put_int(w, which == kPid ? pid : tid);
     }
     done = span.end;
   }
   if (s.cname.end > 0) {
-    out.append(text.data() + done, text.size() - done);
-    return;
+    w = put(w, text.substr(done));
+  } else {
+    w = put(w, text.substr(done, text.size() - 1 - done));  // all but the closing brace
+    w = put(w, ",\"cname\":\"");
+    w = put(w, color);
+    w = put(w, "\"}");
   }
-  out.append(text.data() + done, text.size() - 1 - done);  // all but the closing brace
-  out += ",\"cname\":";
-  json::write_string(out, color);
-  out += '}';
+  set_end(out, w);
 }
 
 // Any other slice: member by member, whitespace dropped, every pid, tid and cname replaced,
@@ -130,20 +158,28 @@ void write_slice(std::string& out, std::string_view text, size_t base, const Sli
   }
 }
 
-void write_arrow(std::string& out, std::string_view name, int64_t id, int64_t pid, bool start,
+std::string arrow_head(std::string_view name) {
+  std::string head = "{\"cat\":\"sync\",\"name\":";
+  json::write_string(head, name);
+  head += ",\"id\":";
+  return head;
+}
+
+void write_arrow(std::string& out, std::string_view head, int64_t id, int64_t pid, bool start,
                  int64_t tid, double ts) {
-  out += "{\"cat\":\"sync\",\"name\":";
-  json::write_string(out, name);
-  out += ",\"id\":";
-  json::write_int(out, id);
-  out += ",\"pid\":";
-  json::write_int(out, pid);
-  out += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
-  out += ",\"tid\":";
-  json::write_int(out, tid);
-  out += ",\"ts\":";
-  json::write_double(out, ts);
-  out += '}';
+  char* w = extend(out, head.size() + 3 * kIntBytes + 32 + 48);
+  w = put(w, head);
+  w = put_int(w, id);
+  w = put(w, ",\"pid\":");
+  w = put_int(w, pid);
+  w = put(w, start ? std::string_view(",\"ph\":\"s\"")
+                   : std::string_view(",\"ph\":\"f\",\"bp\":\"e\""));
+  w = put(w, ",\"tid\":");
+  w = put_int(w, tid);
+  w = put(w, ",\"ts\":");
+  w = std::to_chars(w, w + 32, ts == 0.0 ? 0.0 : ts).ptr;  // as json::write_double
+  *w++ = '}';
+  set_end(out, w);
 }
 
 }  // namespace pypto::tools::clean

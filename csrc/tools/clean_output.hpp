@@ -49,8 +49,11 @@ void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta, st
 void write_slice(std::string& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
                  int64_t tid, std::string_view color, std::string_view source);
 
-// One end of a flow arrow.
-void write_arrow(std::string& out, std::string_view name, int64_t id, int64_t pid, bool start,
+// The start of every end of an arrow named `name`, up to its id: `{"cat":"sync","name":N,"id":`.
+std::string arrow_head(std::string_view name);
+
+// One end of a flow arrow (`head`: arrow_head of its name).
+void write_arrow(std::string& out, std::string_view head, int64_t id, int64_t pid, bool start,
                  int64_t tid, double ts);
 
 }  // namespace pypto::tools::clean

@@ -28,6 +28,8 @@ struct Value {
   Kind kind = Kind::kAbsent;
   std::string_view text;  // the value's bytes (strings with their quotes)
   bool escaped = false;   // strings: holds a backslash escape
+  bool exact = false;     // numbers read by compact_object with at most 15 digits: `number`
+  double number = 0.0;    // is their value (what number_of returns), read as they were scanned
   bool present() const { return kind != Kind::kAbsent; }
   bool is_string() const { return kind == Kind::kString; }
 };
@@ -82,7 +84,7 @@ class Reader {
   Value string();
   [[gnu::noinline]] Value string_rest(size_t start);
   size_t plain_end(size_t i) const;
-  size_t simple_number_end(size_t i) const;
+  size_t simple_number(size_t i, Value& v) const;
   Value number();
   Value literal(std::string_view word, Kind kind);
   void skip_container(char open, char close);
@@ -131,9 +133,8 @@ bool Reader::compact_members(OnMember& on_member) {
       v = {Kind::kString, std::string_view(d + p, q + 1 - p)};
       p = q + 1;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
-      q = simple_number_end(p);
+      q = simple_number(p, v);
       if (q == p) break;
-      v = {Kind::kNumber, std::string_view(d + p, q - p)};
       p = q;
     } else if (c == '{' || c == '[') {
       if constexpr (!kOuter) break;

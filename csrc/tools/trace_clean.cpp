@@ -247,8 +247,9 @@ void Cleaner::flows(Output& out) {
 // the set to the first consumer slice starting once the wait is over.
 void Cleaner::flag_arrows(Output& out, const FlagRoute& route, FlagTimes& f, const Lane& p,
                           const Lane& c) {
-  std::sort(f.sets.begin(), f.sets.end());
-  std::sort(f.waits.begin(), f.waits.end());
+  // A simulator writes them in time order: checking is one pass, sorting many.
+  if (!std::is_sorted(f.sets.begin(), f.sets.end())) std::sort(f.sets.begin(), f.sets.end());
+  if (!std::is_sorted(f.waits.begin(), f.waits.end())) std::sort(f.waits.begin(), f.waits.end());
   const std::string head = arrow_head(std::string(kLanes[route.src]) + "\u2192" +
                                       std::string(kLanes[route.dst]) + " flag" + route.flag);
   const size_t pairs = std::min(f.sets.size(), f.waits.size());

@@ -86,7 +86,7 @@ void Cleaner::read_events(json::Reader& r) {
   r.open('[');
   // Events take 100-200 bytes: room for every slice up front saves regrowing (copying) a big
   // vector; the pages of room left unused are never touched.
-  got_.slices.reserve(payload_.size() / 96);
+  reserve_huge(got_.slices, payload_.size() / 96);
   size_t index = 0;
   for (bool first = true; r.more(']', first); first = false, ++index) {
     if (r.peek() != '{') {

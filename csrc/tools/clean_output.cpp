@@ -15,18 +15,6 @@ void add_member(std::string& out, std::string_view text, size_t close, std::stri
   out += member;
 }
 
-// `n` more bytes at the end of `out`, to be written through the pointer returned and then cut
-// back to what was written (set_end): one size check per event rather than one per piece.
-char* extend(std::string& out, size_t n) {
-  const size_t at = out.size();
-  out.resize(at + n);
-  return out.data() + at;
-}
-
-void set_end(std::string& out, const char* end) {
-  out.resize(static_cast<size_t>(end - out.data()));
-}
-
 char* put(char* w, std::string_view s) {
   std::memcpy(w, s.data(), s.size());
   return w + s.size();
@@ -40,7 +28,7 @@ constexpr size_t kIntBytes = 20;  // the longest int64_t
 // copied with those three values swapped, a missing cname added before the closing brace and
 // a source line (`source`, empty for none) before the args' closing brace. `color` is a lane
 // colour: a name JSON quotes as it is.
-void splice_slice(std::string& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
+void splice_slice(Output& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
                   std::string_view color, std::string_view source) {
   enum Which { kPid, kTid, kCname, kSource };
   std::array<std::pair<Span, Which>, 4> spans = {{{s.pid, kPid}, {s.tid, kTid}}};
@@ -51,7 +39,7 @@ void splice_slice(std::string& out, std::string_view text, const Slice& s, int64
     for (size_t j = i; j > 0 && spans[j].first.at < spans[j - 1].first.at; --j)
       std::swap(spans[j], spans[j - 1]);
   }
-  char* w = extend(out, text.size() + 2 * kIntBytes + color.size() + source.size() + 16);
+  char* w = out.room(text.size() + 2 * kIntBytes + color.size() + source.size() + 16);
   size_t done = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& [span, which] = spans[i];
@@ -74,7 +62,7 @@ void splice_slice(std::string& out, std::string_view text, const Slice& s, int64
     w = put(w, color);
     w = put(w, "\"}");
   }
-  set_end(out, w);
+  out.done(w);
 }
 
 // Any other slice: member by member, whitespace dropped, every pid, tid and cname replaced,
@@ -118,15 +106,21 @@ void rewrite_slice(std::string& out, std::string_view text, size_t base, int64_t
 }  // namespace
 
 void Output::flush() {
+  const size_t n = direct_ ? used_ : out_.size();
   Chunk* chunk = file_->take();
-  chunk->grow(out_.size());
-  std::memcpy(chunk->data.get(), out_.data(), out_.size());
-  chunk->used = out_.size();
+  chunk->grow(n);
+  std::memcpy(chunk->data.get(), out_.data(), n);
+  chunk->used = n;
   file_->submit(chunk);
-  out_.clear();  // keeps its capacity: the same warm pages fill again
+  if (direct_) {
+    used_ = 0;  // out_ keeps its size: the same warm pages fill again
+  } else {
+    out_.clear();  // keeps its capacity
+  }
 }
 
 std::string Output::take() {
+  as_string();
   if (!file_) return std::move(out_);
   if (!out_.empty()) flush();
   file_->finish();
@@ -149,12 +143,12 @@ void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta,
   out += "\":";
 }
 
-void write_slice(std::string& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
+void write_slice(Output& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
                  int64_t tid, std::string_view color, std::string_view source) {
   if (s.copy) {
     splice_slice(out, text, s, pid, tid, color, source);
   } else {
-    rewrite_slice(out, text, base, pid, tid, color, source);
+    rewrite_slice(out.event(), text, base, pid, tid, color, source);
   }
 }
 
@@ -165,9 +159,9 @@ std::string arrow_head(std::string_view name) {
   return head;
 }
 
-void write_arrow(std::string& out, std::string_view head, int64_t id, int64_t pid, bool start,
+void write_arrow(Output& out, std::string_view head, int64_t id, int64_t pid, bool start,
                  int64_t tid, double ts) {
-  char* w = extend(out, head.size() + 3 * kIntBytes + 32 + 48);
+  char* w = out.room(head.size() + 3 * kIntBytes + 32 + 48);
   w = put(w, head);
   w = put_int(w, id);
   w = put(w, ",\"pid\":");
@@ -179,7 +173,7 @@ void write_arrow(std::string& out, std::string_view head, int64_t id, int64_t pi
   w = put(w, ",\"ts\":");
   w = std::to_chars(w, w + 32, ts == 0.0 ? 0.0 : ts).ptr;  // as json::write_double
   *w++ = '}';
-  set_end(out, w);
+  out.done(w);
 }
 
 }  // namespace pypto::tools::clean

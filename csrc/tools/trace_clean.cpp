@@ -263,8 +263,8 @@ void Cleaner::flag_arrows(Output& out, const FlagRoute& route, FlagTimes& f, con
     const size_t pi = static_cast<size_t>(i_end - p.starts.begin()) - 1;
     const size_t ci = static_cast<size_t>(j - c.starts.begin());
     const int64_t id = ++stats_.flows;
-    write_arrow(out.event(), head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
-    write_arrow(out.event(), head, id, p.out_pid, false, c.tids[ci], c.mids[ci]);
+    write_arrow(out, head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
+    write_arrow(out, head, id, p.out_pid, false, c.tids[ci], c.mids[ci]);
   }
 }
 
@@ -286,8 +286,8 @@ void Cleaner::pipe_arrows(Output& out) {
     const size_t pi = static_cast<size_t>(i_end - p.starts.begin()) - 1;
     const size_t ci = static_cast<size_t>(j - c.starts.begin());
     const int64_t id = ++stats_.flows;
-    write_arrow(out.event(), head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
-    write_arrow(out.event(), head, id, c.out_pid, false, c.tids[ci], c.mids[ci]);
+    write_arrow(out, head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
+    write_arrow(out, head, id, c.out_pid, false, c.tids[ci], c.mids[ci]);
   }
 }
 
@@ -301,7 +301,7 @@ CleanStats Cleaner::run(std::string_view source, Output& out) {
       const std::string_view text = payload_.substr(s.begin, s.end - s.begin);
       const std::string_view source =
           s.source >= 0 ? std::string_view(sources_.members[s.source]) : std::string_view();
-      write_slice(out.event(), text, s.begin, s, lane.out_pid, lane.tids[i], color, source);
+      write_slice(out, text, s.begin, s, lane.out_pid, lane.tids[i], color, source);
     }
   }
   flows(out);  // after the slices, by the same events

@@ -6,82 +6,100 @@ namespace pypto::tools::clean {
 
 namespace {
 
-// The members an event is read for, told apart by length and first letter (one compare of
-// the whole key after that) rather than by comparing against every name in turn.
+// The members an event is read for, told apart by length and then by their bytes as one
+// word (no compare call per candidate name).
 enum class Member { kOther, kTs, kPh, kPid, kTid, kCname, kDur, kName, kArgs, kCat, kId };
 
+constexpr uint64_t word_of(std::string_view s) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < s.size(); ++i) w |= uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
+  return w;
+}
+
 Member member_of(std::string_view key) {
-  auto is = [&](std::string_view name, Member m) { return key == name ? m : Member::kOther; };
-  if (key.empty()) return Member::kOther;
-  switch (key.size()) {
+  const size_t n = key.size();
+  if (n < 2 || n > 5) return Member::kOther;
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; ++i) w |= uint64_t{static_cast<unsigned char>(key[i])} << (8 * i);
+  switch (n) {
     case 2:
-      return key[0] == 't'   ? is("ts", Member::kTs)
-             : key[0] == 'p' ? is("ph", Member::kPh)
-                             : is("id", Member::kId);
+      return w == word_of("ts")   ? Member::kTs
+             : w == word_of("ph") ? Member::kPh
+             : w == word_of("id") ? Member::kId
+                                  : Member::kOther;
     case 3:
-      switch (key[0]) {
-        case 'p':
-          return is("pid", Member::kPid);
-        case 't':
-          return is("tid", Member::kTid);
-        case 'd':
-          return is("dur", Member::kDur);
-        default:
-          return is("cat", Member::kCat);
-      }
+      return w == word_of("pid")   ? Member::kPid
+             : w == word_of("tid") ? Member::kTid
+             : w == word_of("dur") ? Member::kDur
+             : w == word_of("cat") ? Member::kCat
+                                   : Member::kOther;
     case 4:
-      return key[0] == 'n' ? is("name", Member::kName) : is("args", Member::kArgs);
-    case 5:
-      return is("cname", Member::kCname);
+      return w == word_of("name")   ? Member::kName
+             : w == word_of("args") ? Member::kArgs
+                                    : Member::kOther;
     default:
-      return Member::kOther;
+      return w == word_of("cname") ? Member::kCname : Member::kOther;
+  }
+}
+
+void take_member(Event& e, Member m, const Value& v) {
+  switch (m) {
+    case Member::kTs:
+      e.ts = v;
+      break;
+    case Member::kPh:
+      e.ph = v;
+      break;
+    case Member::kPid:
+      e.pid = v, ++e.pids;
+      break;
+    case Member::kTid:
+      e.tid = v, ++e.tids;
+      break;
+    case Member::kCname:
+      e.cname = v, ++e.cnames;
+      break;
+    case Member::kDur:
+      e.dur = v;
+      break;
+    case Member::kName:
+      e.name = v;
+      break;
+    case Member::kArgs:
+      e.args = v;
+      break;
+    case Member::kCat:
+      e.cat = v;
+      break;
+    case Member::kId:
+      e.id = v;
+      break;
+    case Member::kOther:
+      break;
   }
 }
 
 }  // namespace
 
 void read_event(json::Reader& r, Event& e) {
+  r.reset_compact();
+  // Most events are compact and plain: one straight pass (keys hold no escapes there).
+  if (r.compact_object([&](const Value& k, const Value& v) {
+        take_member(e, member_of(std::string_view(k.text.data() + 1, k.text.size() - 2)), v);
+      })) {
+    e.compact = r.compact();
+    return;
+  }
+  const size_t index = e.index;
+  e = Event();
+  e.index = index;
   std::string scratch;
   r.reset_compact();
   r.open('{');
   for (bool first = true; r.more('}', first); first = false) {
     const Value k = r.key();
     const Member m = member_of(json::text_of(k, scratch));
-    const Value v = r.value();
-    switch (m) {
-      case Member::kTs:
-        e.ts = v;
-        break;
-      case Member::kPh:
-        e.ph = v;
-        break;
-      case Member::kPid:
-        e.pid = v, ++e.pids;
-        break;
-      case Member::kTid:
-        e.tid = v, ++e.tids;
-        break;
-      case Member::kCname:
-        e.cname = v, ++e.cnames;
-        break;
-      case Member::kDur:
-        e.dur = v;
-        break;
-      case Member::kName:
-        e.name = v;
-        break;
-      case Member::kArgs:
-        e.args = v;
-        break;
-      case Member::kCat:
-        e.cat = v;
-        break;
-      case Member::kId:
-        e.id = v;
-        break;
-      case Member::kOther:
-        break;
-    }
+    take_member(e, m, r.value());
   }
   e.compact = r.compact();
 }

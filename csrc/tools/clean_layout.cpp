@@ -13,9 +13,9 @@ void pack(Lane& lane, const std::vector<Slice>& slices, int64_t base) {
     std::stable_sort(lane.order.begin(), lane.order.end(), by_start);
   std::vector<double> lane_end{-std::numeric_limits<double>::infinity()};
   const size_t n = lane.order.size();
-  lane.tids.resize(n);
-  lane.starts.resize(n);
-  lane.mids.resize(n);
+  reserve_huge(lane.tids, n), lane.tids.resize(n);
+  reserve_huge(lane.starts, n), lane.starts.resize(n);
+  reserve_huge(lane.mids, n), lane.mids.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Slice& s = slices[lane.order[i]];
     const double end = s.ts + s.dur;

@@ -6,9 +6,23 @@
 #include <string>
 #include <vector>
 
+#include "simulator/huge_pages.hpp"
 #include "tools/clean_collect.hpp"
 
 namespace pypto::tools::clean {
+
+// v.reserve(n), the room on transparent huge pages when it is large: the tens of megabytes a
+// trace of millions of events fills take a fault per 2 MiB rather than per 4 KiB (the buffer
+// is malloc's own mapping; the advice covers its whole pages).
+template <class T>
+void reserve_huge(std::vector<T>& v, size_t n) {
+  v.reserve(n);
+  const auto at = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t first = (at + 4095) & ~uintptr_t{4095};
+  const uintptr_t end = (at + v.capacity() * sizeof(T)) & ~uintptr_t{4095};
+  if (end > first + 2 * kHugePage)
+    advise_huge_pages(reinterpret_cast<void*>(first), static_cast<size_t>(end - first));
+}
 
 // One kept pipe of one core after packing, slices by start.
 struct Lane {

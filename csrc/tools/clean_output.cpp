@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -14,39 +15,54 @@ void add_member(std::string& out, std::string_view text, size_t close, std::stri
   out += member;
 }
 
+char* put(char* w, std::string_view s) {
+  std::memcpy(w, s.data(), s.size());
+  return w + s.size();
+}
+
+char* put_int(char* w, int64_t v) { return std::to_chars(w, w + 20, v).ptr; }
+
+constexpr size_t kIntBytes = 20;  // the longest int64_t
+
 // A compact slice with pid and tid once and cname at most once (the usual case): its text
 // copied with those three values swapped, a missing cname added before the closing brace and
-// a source line (`source`, empty for none) before the args' closing brace.
-void splice_slice(std::string& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
+// a source line (`source`, empty for none) before the args' closing brace. `color` is a lane
+// colour: a name JSON quotes as it is.
+void splice_slice(Output& out, std::string_view text, const Slice& s, int64_t pid, int64_t tid,
                   std::string_view color, std::string_view source) {
   enum Which { kPid, kTid, kCname, kSource };
   std::array<std::pair<Span, Which>, 4> spans = {{{s.pid, kPid}, {s.tid, kTid}}};
   size_t n = 2;
   if (s.cname.end > 0) spans[n++] = {s.cname, kCname};
   if (!source.empty()) spans[n++] = {Span{s.args_end, s.args_end}, kSource};
-  std::sort(spans.begin(), spans.begin() + static_cast<long>(n),
-            [](const auto& a, const auto& b) { return a.first.at < b.first.at; });
+  for (size_t i = 1; i < n; ++i) {  // by position: at most four, so an insertion sort
+    for (size_t j = i; j > 0 && spans[j].first.at < spans[j - 1].first.at; --j)
+      std::swap(spans[j], spans[j - 1]);
+  }
+  char* w = out.room(text.size() + 2 * kIntBytes + color.size() + source.size() + 16);
   size_t done = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto& [span, which] = spans[i];
-    out.append(text.data() + done, span.at - done);
+    w = put(w, text.substr(done, span.at - done));
     if (which == kSource) {
-      add_member(out, text, span.at, source);
+      if (text[span.at - 1] != '{') *w++ = ',';  // after the args' last member, if any
+      w = put(w, source);
     } else if (which == kCname) {
-      json::write_string(out, color);
+      *w++ = '"', w = put(w, color), *w++ = '"';
     } else {
-      json::write_int(out, which == kPid ? pid : tid);
+      w = put_int(w, which == kPid ? pid : tid);
     }
     done = span.end;
   }
   if (s.cname.end > 0) {
-    out.append(text.data() + done, text.size() - done);
-    return;
+    w = put(w, text.substr(done));
+  } else {
+    w = put(w, text.substr(done, text.size() - 1 - done));  // all but the closing brace
+    w = put(w, ",\"cname\":\"");
+    w = put(w, color);
+    w = put(w, "\"}");
   }
-  out.append(text.data() + done, text.size() - 1 - done);  // all but the closing brace
-  out += ",\"cname\":";
-  json::write_string(out, color);
-  out += '}';
+  out.done(w);
 }
 
 // Any other slice: member by member, whitespace dropped, every pid, tid and cname replaced,
@@ -90,15 +106,21 @@ void rewrite_slice(std::string& out, std::string_view text, size_t base, int64_t
 }  // namespace
 
 void Output::flush() {
+  const size_t n = direct_ ? used_ : out_.size();
   Chunk* chunk = file_->take();
-  chunk->grow(out_.size());
-  std::memcpy(chunk->data.get(), out_.data(), out_.size());
-  chunk->used = out_.size();
+  chunk->grow(n);
+  std::memcpy(chunk->data.get(), out_.data(), n);
+  chunk->used = n;
   file_->submit(chunk);
-  out_.clear();  // keeps its capacity: the same warm pages fill again
+  if (direct_) {
+    used_ = 0;  // out_ keeps its size: the same warm pages fill again
+  } else {
+    out_.clear();  // keeps its capacity
+  }
 }
 
 std::string Output::take() {
+  as_string();
   if (!file_) return std::move(out_);
   if (!out_.empty()) flush();
   file_->finish();
@@ -121,29 +143,37 @@ void write_meta(std::string& out, int64_t pid, int64_t tid, const char* meta,
   out += "\":";
 }
 
-void write_slice(std::string& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
+void write_slice(Output& out, std::string_view text, size_t base, const Slice& s, int64_t pid,
                  int64_t tid, std::string_view color, std::string_view source) {
   if (s.copy) {
     splice_slice(out, text, s, pid, tid, color, source);
   } else {
-    rewrite_slice(out, text, base, pid, tid, color, source);
+    rewrite_slice(out.event(), text, base, pid, tid, color, source);
   }
 }
 
-void write_arrow(std::string& out, std::string_view name, int64_t id, int64_t pid, bool start,
+std::string arrow_head(std::string_view name) {
+  std::string head = "{\"cat\":\"sync\",\"name\":";
+  json::write_string(head, name);
+  head += ",\"id\":";
+  return head;
+}
+
+void write_arrow(Output& out, std::string_view head, int64_t id, int64_t pid, bool start,
                  int64_t tid, double ts) {
-  out += "{\"cat\":\"sync\",\"name\":";
-  json::write_string(out, name);
-  out += ",\"id\":";
-  json::write_int(out, id);
-  out += ",\"pid\":";
-  json::write_int(out, pid);
-  out += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
-  out += ",\"tid\":";
-  json::write_int(out, tid);
-  out += ",\"ts\":";
-  json::write_double(out, ts);
-  out += '}';
+  char* w = out.room(head.size() + 3 * kIntBytes + 32 + 48);
+  w = put(w, head);
+  w = put_int(w, id);
+  w = put(w, ",\"pid\":");
+  w = put_int(w, pid);
+  w = put(w, start ? std::string_view(",\"ph\":\"s\"")
+                   : std::string_view(",\"ph\":\"f\",\"bp\":\"e\""));
+  w = put(w, ",\"tid\":");
+  w = put_int(w, tid);
+  w = put(w, ",\"ts\":");
+  w = std::to_chars(w, w + 32, ts == 0.0 ? 0.0 : ts).ptr;  // as json::write_double
+  *w++ = '}';
+  out.done(w);
 }
 
 }  // namespace pypto::tools::clean

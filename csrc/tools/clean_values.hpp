@@ -6,6 +6,7 @@
 //   numbers by value (7 and 7.0 alike), true, false and null each their own.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,6 +40,18 @@ class ValueIds {
   const Value& value(uint32_t id) const { return first_[id]; }
 
  private:
+  // A trace names its few pids and tids again and again: the spellings met most are checked
+  // first, by length and their first and last eight bytes (a whole compare only past 16).
+  struct Recent {
+    size_t size = 0;
+    uint64_t head = 0, tail = 0;
+    const char* text = nullptr;
+    uint32_t id = 0;
+  };
+  static constexpr size_t kRecent = 8;
+  std::array<Recent, kRecent> recent_{};
+  size_t recent_used_ = 0;
+
   std::unordered_map<std::string_view, uint32_t> by_spelling_;  // views into the payload
   std::unordered_map<std::string, uint32_t> by_key_;
   std::vector<Value> first_;

@@ -12,10 +12,11 @@
 namespace pypto::tools::json {
 namespace {
 
-constexpr int kMaxDepth = 1024;  // deeper documents are rejected, not recursed into
-
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                             1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
 // Bytes a string may hold as they are: printable ASCII except the quote and the backslash.
 constexpr std::array<bool, 256> plain_table() {
@@ -274,6 +275,41 @@ size_t Reader::plain_end(size_t i) const {
   return i;
 }
 
+// The number at `i` into `v` and its end, when it is [-](0|[1-9]digits)[.digits] followed by
+// neither an exponent nor more of a number (and short enough never to overflow a double), else
+// `i`. Its value comes with it when it has at most 15 digits: the digits m and decimals k make
+// m / 10^k, exact as in plain_decimal.
+size_t Reader::simple_number(size_t i, Value& v) const {
+  const char* d = doc_.data();
+  const size_t n = doc_.size();
+  const size_t start = i;
+  const bool negative = i < n && d[i] == '-';
+  i += negative ? 1 : 0;
+  if (i >= n || !is_digit(d[i])) return start;
+  uint64_t m = 0;  // wraps past 19 digits, but then the value is not taken
+  int digits = 0, decimals = 0;
+  if (d[i] == '0') {
+    ++i, digits = 1;
+  } else {
+    for (; i < n && is_digit(d[i]); ++i, ++digits) m = m * 10 + static_cast<uint64_t>(d[i] - '0');
+  }
+  if (i < n && d[i] == '.') {
+    ++i;
+    if (i >= n || !is_digit(d[i])) return start;
+    for (; i < n && is_digit(d[i]); ++i, ++digits, ++decimals)
+      m = m * 10 + static_cast<uint64_t>(d[i] - '0');
+  }
+  if (i < n && (d[i] == 'e' || d[i] == 'E' || is_digit(d[i]) || d[i] == '.')) return start;
+  if (i - start > 300) return start;
+  v = {Kind::kNumber, doc_.substr(start, i - start)};
+  if (digits <= 15) {
+    const double x = static_cast<double>(m) / kPow10[decimals];
+    v.exact = true;
+    v.number = negative ? -x : x;
+  }
+  return i;
+}
+
 // The common string — plain bytes, then its closing quote — without leaving this function;
 // anything else (escapes, UTF-8, errors) goes on in string_rest.
 Value Reader::string() {
@@ -413,24 +449,26 @@ namespace {
 // digits m and decimals k make m / 10^k, and with m below 2^53 and 10^k exact in a double, the
 // one IEEE division is correctly rounded, the double from_chars would return. False otherwise.
 bool plain_decimal(std::string_view t, double& out) {
-  static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  size_t i = t.size() > 0 && t[0] == '-' ? 1 : 0;
-  const bool negative = i == 1;
-  uint64_t m = 0;
-  int digits = 0, decimals = -1;  // decimals: -1 until the point
-  for (; i < t.size(); ++i) {
-    const char c = t[i];
-    if (c == '.' && decimals < 0) {
-      decimals = 0;
-      continue;
+  const char* p = t.data();
+  const char* const end = p + t.size();
+  const bool negative = p < end && *p == '-';
+  p += negative ? 1 : 0;
+  uint64_t m = 0;  // wraps past 19 digits, but then more than 15 digits fail below
+  int digits = 0;
+  const char* point = nullptr;
+  for (; p < end; ++p) {
+    const unsigned digit = static_cast<unsigned>(static_cast<unsigned char>(*p) - '0');
+    if (digit < 10) {
+      m = m * 10 + digit;
+      ++digits;
+    } else if (*p == '.' && point == nullptr) {
+      point = p;
+    } else {
+      return false;
     }
-    if (!is_digit(c) || ++digits > 15) return false;
-    m = m * 10 + static_cast<uint64_t>(c - '0');
-    if (decimals >= 0) ++decimals;
   }
-  if (digits == 0) return false;
-  const double d = static_cast<double>(m) / kPow10[decimals < 0 ? 0 : decimals];
+  if (digits == 0 || digits > 15) return false;
+  const double d = static_cast<double>(m) / kPow10[point == nullptr ? 0 : end - point - 1];
   out = negative ? -d : d;
   return true;
 }
@@ -438,6 +476,7 @@ bool plain_decimal(std::string_view t, double& out) {
 }  // namespace
 
 double number_of(const Value& v) {
+  if (v.exact) return v.number;
   double out = 0.0;
   if (plain_decimal(v.text, out)) return out;
   const char* first = v.text.data();

@@ -28,6 +28,8 @@ struct Value {
   Kind kind = Kind::kAbsent;
   std::string_view text;  // the value's bytes (strings with their quotes)
   bool escaped = false;   // strings: holds a backslash escape
+  bool exact = false;     // numbers read by compact_object with at most 15 digits: `number`
+  double number = 0.0;    // is their value (what number_of returns), read as they were scanned
   bool present() const { return kind != Kind::kAbsent; }
   bool is_string() const { return kind == Kind::kString; }
 };
@@ -62,10 +64,27 @@ class Reader {
   bool more(char close, bool first);
   Value key();  // an object key and the ':' after it
 
+  // The fast form of that walk for one object at the reader's position written compactly:
+  // `on_member(key, value)` for each member, in order, then true with the object consumed.
+  // It takes only what it can read in one straight pass — no whitespace between its tokens,
+  // plain ASCII keys and strings (no escapes), numbers without an exponent, nested objects
+  // (read the same way when their members are such strings and numbers, else by value()) and
+  // arrays (by value()) — and at anything else returns false with the position
+  // where it was, for the caller to read the object again the ordinary way, which then
+  // accepts or reports it. So it never reports a problem of its own, and whatever it accepts
+  // the ordinary walk would read the same.
+  template <class OnMember>
+  bool compact_object(OnMember&& on_member) {
+    return compact_members<true>(on_member);
+  }
+
  private:
+  template <bool kOuter, class OnMember>
+  bool compact_members(OnMember& on_member);
   Value string();
   [[gnu::noinline]] Value string_rest(size_t start);
   size_t plain_end(size_t i) const;
+  size_t simple_number(size_t i, Value& v) const;
   Value number();
   Value literal(std::string_view word, Kind kind);
   void skip_container(char open, char close);
@@ -78,6 +97,72 @@ class Reader {
   int depth_ = 0;
   bool compact_ = true;
 };
+
+constexpr int kMaxDepth = 1024;  // deeper documents are rejected, not recursed into
+
+// kOuter: the object's members may be containers; an inner object's may not (its text is
+// read again by value() then), so the fast path never recurses past one level.
+inline void ignore_member(const Value&, const Value&) {}
+
+template <bool kOuter, class OnMember>
+bool Reader::compact_members(OnMember& on_member) {
+  const char* d = doc_.data();
+  const size_t n = doc_.size();
+  const size_t start = pos_;
+  if (start >= n || d[start] != '{' || depth_ + 1 > kMaxDepth) return false;
+  ++depth_;
+  size_t p = start + 1;
+  if (p < n && d[p] == '}') {
+    pos_ = p + 1;
+    --depth_;
+    return true;
+  }
+  for (;;) {
+    if (p >= n || d[p] != '"') break;
+    size_t q = plain_end(p + 1);
+    if (q >= n || d[q] != '"') break;
+    const Value key{Kind::kString, std::string_view(d + p, q + 1 - p)};
+    p = q + 1;
+    if (p + 1 >= n || d[p] != ':') break;
+    ++p;
+    Value v;
+    const char c = d[p];
+    if (c == '"') {
+      q = plain_end(p + 1);
+      if (q >= n || d[q] != '"') break;
+      v = {Kind::kString, std::string_view(d + p, q + 1 - p)};
+      p = q + 1;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      q = simple_number(p, v);
+      if (q == p) break;
+      p = q;
+    } else if (c == '{' || c == '[') {
+      if constexpr (!kOuter) break;
+      pos_ = p;
+      if (c == '{' && compact_members<false>(ignore_member)) {
+        v = {Kind::kObject, std::string_view(d + p, pos_ - p)};
+      } else {
+        v = value();  // a problem in it is the one the ordinary walk would meet there
+      }
+      p = pos_;
+    } else {
+      break;
+    }
+    on_member(key, v);
+    if (p >= n) break;
+    if (d[p] == ',') {
+      ++p;
+      continue;
+    }
+    if (d[p] != '}') break;
+    pos_ = p + 1;
+    --depth_;
+    return true;
+  }
+  pos_ = start;
+  --depth_;
+  return false;
+}
 
 // The text of a string value (no quotes, escapes decoded). Unescaped strings are returned
 // as a view of the document; escaped ones are decoded into `scratch`.

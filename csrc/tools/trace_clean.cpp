@@ -29,10 +29,9 @@ class Cleaner {
   void read_events(json::Reader& r);
   void defer(const std::string& what);
   void layout(Output& out);
-  std::string flows();
-  void flag_arrows(std::string& out, const FlagRoute& route, FlagTimes& f, const Lane& p,
-                   const Lane& c);
-  void pipe_arrows(std::string& out);
+  void flows(Output& out);
+  void flag_arrows(Output& out, const FlagRoute& route, FlagTimes& f, const Lane& p, const Lane& c);
+  void pipe_arrows(Output& out);
   std::string lane_name(uint32_t thread) const;
   static SourceTable source_table(const SourceLines& sources);
   const SourceTable* sources_ptr() const { return sources_.members.empty() ? nullptr : &sources_; }
@@ -87,7 +86,7 @@ void Cleaner::read_events(json::Reader& r) {
   r.open('[');
   // Events take 100-200 bytes: room for every slice up front saves regrowing (copying) a big
   // vector; the pages of room left unused are never touched.
-  got_.slices.reserve(payload_.size() / 96);
+  reserve_huge(got_.slices, payload_.size() / 96);
   size_t index = 0;
   for (bool first = true; r.more(']', first); first = false, ++index) {
     if (r.peek() != '{') {
@@ -213,7 +212,7 @@ void Cleaner::layout(Output& out) {
 
 // The flag arrows, then the tile-pipe ones, as JSON events. Flags go by output process, source
 // lane, target lane (dataflow order) and flag number, so arrow ids follow the picture.
-std::string Cleaner::flows() {
+void Cleaner::flows(Output& out) {
   struct Keyed {
     int64_t pid;
     const FlagRoute* route;
@@ -240,20 +239,19 @@ std::string Cleaner::flows() {
     if (a.route->dst != b.route->dst) return a.route->dst < b.route->dst;
     return compare_digits(a.route->flag, b.route->flag) < 0;
   });
-  std::string out;
   for (const Keyed& k : keyed) flag_arrows(out, *k.route, *k.times, *k.prod, *k.cons);
   pipe_arrows(out);
-  return out;
 }
 
 // One flag's set -> wait pairs, first in first out: from the last producer slice starting by
 // the set to the first consumer slice starting once the wait is over.
-void Cleaner::flag_arrows(std::string& out, const FlagRoute& route, FlagTimes& f, const Lane& p,
+void Cleaner::flag_arrows(Output& out, const FlagRoute& route, FlagTimes& f, const Lane& p,
                           const Lane& c) {
-  std::sort(f.sets.begin(), f.sets.end());
-  std::sort(f.waits.begin(), f.waits.end());
-  const std::string name = std::string(kLanes[route.src]) + "\u2192" +
-                           std::string(kLanes[route.dst]) + " flag" + route.flag;
+  // A simulator writes them in time order: checking is one pass, sorting many.
+  if (!std::is_sorted(f.sets.begin(), f.sets.end())) std::sort(f.sets.begin(), f.sets.end());
+  if (!std::is_sorted(f.waits.begin(), f.waits.end())) std::sort(f.waits.begin(), f.waits.end());
+  const std::string head = arrow_head(std::string(kLanes[route.src]) + "\u2192" +
+                                      std::string(kLanes[route.dst]) + " flag" + route.flag);
   const size_t pairs = std::min(f.sets.size(), f.waits.size());
   for (size_t k = 0; k < pairs; ++k) {
     const auto i_end = std::upper_bound(p.starts.begin(), p.starts.end(), f.sets[k] + kEps);
@@ -265,15 +263,14 @@ void Cleaner::flag_arrows(std::string& out, const FlagRoute& route, FlagTimes& f
     const size_t pi = static_cast<size_t>(i_end - p.starts.begin()) - 1;
     const size_t ci = static_cast<size_t>(j - c.starts.begin());
     const int64_t id = ++stats_.flows;
-    if (!out.empty()) out += ',';
-    write_arrow(out, name, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
-    out += ',';
-    write_arrow(out, name, id, p.out_pid, false, c.tids[ci], c.mids[ci]);
+    write_arrow(out, head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
+    write_arrow(out, head, id, p.out_pid, false, c.tids[ci], c.mids[ci]);
   }
 }
 
 // Tile-pipe arrows: each push slice to the pop slice that received it, across cores.
-void Cleaner::pipe_arrows(std::string& out) {
+void Cleaner::pipe_arrows(Output& out) {
+  const std::string head = arrow_head("tile pipe");
   std::map<std::string, std::pair<const PipeEnd*, const PipeEnd*>> by_id;
   for (const PipeEnd& e : got_.pipe_ends) (e.start ? by_id[e.id].first : by_id[e.id].second) = &e;
   for (const auto& [key, ends] : by_id) {
@@ -289,17 +286,14 @@ void Cleaner::pipe_arrows(std::string& out) {
     const size_t pi = static_cast<size_t>(i_end - p.starts.begin()) - 1;
     const size_t ci = static_cast<size_t>(j - c.starts.begin());
     const int64_t id = ++stats_.flows;
-    if (!out.empty()) out += ',';
-    write_arrow(out, "tile pipe", id, p.out_pid, true, p.tids[pi], p.mids[pi]);
-    out += ',';
-    write_arrow(out, "tile pipe", id, c.out_pid, false, c.tids[ci], c.mids[ci]);
+    write_arrow(out, head, id, p.out_pid, true, p.tids[pi], p.mids[pi]);
+    write_arrow(out, head, id, c.out_pid, false, c.tids[ci], c.mids[ci]);
   }
 }
 
 CleanStats Cleaner::run(std::string_view source, Output& out) {
   out.raw() += "{\"traceEvents\":[";
   layout(out);
-  const std::string arrows = flows();
   for (const Lane& lane : lanes_) {
     const std::string_view color = kColors[lane.lane];
     for (size_t i = 0; i < lane.order.size(); ++i) {
@@ -307,10 +301,10 @@ CleanStats Cleaner::run(std::string_view source, Output& out) {
       const std::string_view text = payload_.substr(s.begin, s.end - s.begin);
       const std::string_view source =
           s.source >= 0 ? std::string_view(sources_.members[s.source]) : std::string_view();
-      write_slice(out.event(), text, s.begin, s, lane.out_pid, lane.tids[i], color, source);
+      write_slice(out, text, s.begin, s, lane.out_pid, lane.tids[i], color, source);
     }
   }
-  if (!arrows.empty()) out.event() += arrows;
+  flows(out);  // after the slices, by the same events
   std::string& o = out.raw();
   o += "],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"pypto.tools.clean_sim_trace\","
        "\"skipped_flags\":";

@@ -1,8 +1,6 @@
 // See perfetto_lanes.hpp.
 #include "tools/perfetto_lanes.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -15,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "simulator/huge_pages.hpp"
 #include "tools/parallel_files.hpp"
 #include "tools/perfetto_slices.hpp"
 
@@ -80,11 +79,9 @@ void PipeSlices::Free::operator()(LaneSlice* p) const { std::free(p); }
 void PipeSlices::grow() {
   void* block = std::aligned_alloc(kBlockBytes, kBlockBytes);
   if (!block) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
   // A hint (without it, 4 KiB pages) from the second block on: a pipe of a few slices, as
   // most of a many-core run's are, touches a few small pages, not a whole huge one.
-  if (!blocks_.empty()) madvise(block, kBlockBytes, MADV_HUGEPAGE);
-#endif
+  if (!blocks_.empty()) advise_huge_pages(block, kBlockBytes);
   blocks_.emplace_back(static_cast<LaneSlice*>(block));
   last_ = blocks_.back().get();
   fill_ = 0;

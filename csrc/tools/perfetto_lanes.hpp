@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "simulator/huge_pages.hpp"
+
 namespace pypto::tools {
 
 // Where the columns the lanes read sit in a records row (RECORD_COLUMNS positions).
@@ -47,7 +49,7 @@ struct LaneSlice {
 // times).
 class PipeSlices {
  public:
-  static constexpr size_t kBlockBytes = size_t{2} << 20, kBlock = kBlockBytes / sizeof(LaneSlice);
+  static constexpr size_t kBlockBytes = kHugePage, kBlock = kBlockBytes / sizeof(LaneSlice);
   // Room for the next slices: where they go and how many fit before the block is full (at
   // least one); `added(n)` then counts the first n as stored.
   LaneSlice* room(size_t& free) {

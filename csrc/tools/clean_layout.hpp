@@ -18,8 +18,9 @@ template <class T>
 void reserve_huge(std::vector<T>& v, size_t n) {
   v.reserve(n);
   const auto at = reinterpret_cast<uintptr_t>(v.data());
-  const uintptr_t first = (at + 4095) & ~uintptr_t{4095};
-  const uintptr_t end = (at + v.capacity() * sizeof(T)) & ~uintptr_t{4095};
+  const uintptr_t mask = kBasePage - 1;  // the advice covers whole pages
+  const uintptr_t first = (at + mask) & ~mask;
+  const uintptr_t end = (at + v.capacity() * sizeof(T)) & ~mask;
   if (end > first + 2 * kHugePage)
     advise_huge_pages(reinterpret_cast<void*>(first), static_cast<size_t>(end - first));
 }

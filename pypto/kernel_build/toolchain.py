@@ -16,10 +16,8 @@ and every header has the recorded sha256. Without it kernels build the same, jus
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -181,20 +179,23 @@ def _installed_toolchain(cxx_override: str | None) -> Toolchain:
 def native_dir() -> Path:
     """The folder holding the compiled ``pypto._native`` module and its build outputs.
 
-    Found through the import system, not ``pypto.__file__``: in an editable install the Python
-    sources and the built files live in different folders.
+    The module's own file, not ``pypto.__file__``: in an editable install the Python sources
+    and the built files live in different folders.
     """
-    spec = importlib.util.find_spec("pypto._native")
-    if spec is None or spec.origin is None:
+    try:
+        from pypto import _native
+    except ImportError as exc:
         raise PyptoError(
             "pypto's native module (pypto._native) is not built; install pypto with "
-            "`pip install .` (or an editable install) before building kernels"
-        )
-    return Path(spec.origin).parent
+            f"`pip install .` (or an editable install) before building kernels ({exc})"
+        ) from None
+    return Path(_native.__file__).parent
 
 
 def detect_compiler_id(cxx: str) -> str:
     """The first line of ``cxx --version``, e.g. ``c++ (Debian 12.2.0-14) 12.2.0``."""
+    import subprocess  # here: a call served by the program cache never runs a compiler
+
     try:
         proc = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

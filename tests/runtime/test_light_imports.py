@@ -1,8 +1,8 @@
 """What a new process loads: ``import pypto.language`` and defining kernels load neither
 ``dataclasses`` (with ``inspect``, ``ast`` and ``re``) nor the IR types, and a call served by
-the program cache loads neither the IR types nor the kernel builder; the value classes that
-stand in for dataclasses on that path (:class:`pypto._light.Record`) behave like frozen
-dataclasses."""
+the program cache loads neither the IR types nor the kernel builder (nor ``subprocess``); the
+value classes that stand in for dataclasses on that path (:class:`pypto._light.Record`) behave
+like frozen dataclasses."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ a = np.ones((8, 64), np.float32)
 out = np.zeros_like(a)
 add_one(a, out, config=RunConfig(platform="a2a3sim"))
 assert (out == 2).all()
-print(" ".join(m for m in ("pypto.ir.types", "shutil", "pypto.kernel_build.ninja") if m in sys.modules))
+heavy = ("pypto.ir.types", "shutil", "subprocess", "pypto.kernel_build.ninja")
+print(" ".join(m for m in heavy if m in sys.modules))
 """
 
 
@@ -77,8 +78,9 @@ def test_importing_the_language_and_defining_kernels_stays_light(tmp_path: Path)
 
 
 def test_a_call_from_the_program_cache_loads_no_ir_types_nor_the_builder(tmp_path: Path) -> None:
-    # compiled: the IR and the kernel builder (with shutil's compression modules) were needed
-    assert run(CALL, tmp_path) == "pypto.ir.types shutil pypto.kernel_build.ninja"
+    # compiled: the IR and the kernel builder (with shutil's compression modules and the
+    # compiler's subprocess) were needed
+    assert run(CALL, tmp_path) == "pypto.ir.types shutil subprocess pypto.kernel_build.ninja"
     assert run(CALL, tmp_path) == ""  # restored: none of them was
 
 

@@ -132,14 +132,14 @@ def warm_call() -> dict[str, float]:
     compiled = tiny.compile(a, out, config=CFG)
     runner = compiled._native_tasks()[0]
     warm = tiny._pypto_compiled[jit._WARM]
-    results = runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0)
+    results = runner.run_args(warm.spec, (a, out))
     n = 3000
     times = {
         "call": best_of(lambda: tiny(a, out, config=CFG), n),
-        "native": best_of(lambda: runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0), n),
+        "native": best_of(lambda: runner.run_args(warm.spec, (a, out)), n),
         "report": best_of(lambda: compiled.launch_report(results, False, (0, 0)), n),
     }
-    warm.run_args = lambda spec, args, *options: results  # the checks alone
+    warm.run_args = lambda spec, args: results  # the checks alone
     times["checks"] = best_of(lambda: warm(tiny, (a, out)), n)
     tiny._pypto_compiled.pop(jit._WARM)  # the next call sets the fast path up again
     times["dispatch"] = times["call"] - times["checks"] - times["native"]

@@ -334,16 +334,7 @@ class TaskRunner:
         max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
         max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
     ) -> RunResults: ...
-    def run_args(
-        self,
-        spec: WarmSpec,
-        args: tuple,
-        record: bool = ...,
-        hazards_fatal: bool = ...,
-        seed: typing.SupportsInt | typing.SupportsIndex | None = ...,
-        max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
-        max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
-    ) -> RunResults | None: ...
+    def run_args(self, spec: WarmSpec, args: tuple) -> RunResults | None: ...
 
 class TraceFormatError(ValueError): ...
 class TraceWriteError(OSError): ...
@@ -360,6 +351,11 @@ class WarmSpec:
                 typing.SupportsInt | typing.SupportsIndex,
             ]
         ],
+        record: bool = ...,
+        hazards_fatal: bool = ...,
+        seed: typing.SupportsInt | typing.SupportsIndex | None = ...,
+        max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
+        max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
     ) -> None: ...
 
 def arm_crash_report(fd: typing.SupportsInt | typing.SupportsIndex) -> None: ...

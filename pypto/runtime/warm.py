@@ -7,7 +7,8 @@ hand-written kernels, a task list fixed at compile time. The record holds everyt
 general path would compute again (the native runner, the dtype codes, the traffic), so a call
 only checks its arguments and runs; for a program without scratch tensors the native run checks
 the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array twice), where reading an
-array's fields costs nanoseconds instead of a Python attribute lookup each. Anything unusual
+array's fields costs nanoseconds instead of a Python attribute lookup each; the spec also holds
+the run's options, converted once, so a call passes the runner two arguments. Anything unusual
 — another shape, a view, a non-contiguous or read-only output, a changed module constant — is a
 miss, and the general path (which names every problem) takes the call.
 """
@@ -76,8 +77,8 @@ class WarmCall:
         self.run, self.run_args = runner.run, runner.run_args
         # Without scratch tensors the table is the arguments' arrays (and read-only repeats of
         # some): the native run checks and describes them itself (WarmSpec).
-        self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra)
         self.options = (False, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
+        self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra, self.options)
         self.traffic = launch_traffic(args, compiled.tensor_params, outputs)  # fixed by the shapes
         self.returned = compiled.returned
         self.sim_threads = _ENV.get(_SIM_THREADS) if _ENV is not None else None
@@ -118,7 +119,7 @@ class WarmCall:
         if _ENV.get(_SIM_THREADS) != self.sim_threads:
             return MISS
         try:
-            results = self._run(args) if self.spec is None else self.run_args(self.spec, args, *self.options)
+            results = self._run(args) if self.spec is None else self.run_args(self.spec, args)
         except ReadOnlyInputError as e:
             compiled = self.compiled
             raise name_tensors(
@@ -159,13 +160,14 @@ class WarmCall:
         return self.run(table, *self.options)
 
 
-def _native_spec(tensors: tuple, extra: list[int]) -> Any:
-    """The WarmSpec of a table of the tensor arguments then read-only repeats of some."""
+def _native_spec(tensors: tuple, extra: list[int], options: tuple) -> Any:
+    """The WarmSpec of a table of the tensor arguments then read-only repeats of some, run with
+    ``options`` (TaskRunner.run's, after the table)."""
     entries = [(i, shape, dtype, code, need) for i, shape, dtype, code, need in tensors]
     for j in extra:  # checked as the entry it repeats
         i, shape, dtype, code, _ = tensors[j]
         entries.append((i, shape, dtype, flagged(code, INPUT), -1))
-    return _native.WarmSpec(entries)
+    return _native.WarmSpec(entries, *options)
 
 
 def _plain_config(config: RunConfig) -> bool:

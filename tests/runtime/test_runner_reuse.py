@@ -1,7 +1,8 @@
 """A program's native runner keeps its core contexts, scheduler tables and kernel instances
 between runs (the warm call runs the same runner every time): a run on a runner that has run
 before is the run a new runner gives — the same outputs, cycles, cores and per-task figures —
-whatever ran on it earlier, a run that failed part-way included."""
+whatever ran on it earlier, a run that failed part-way included. And a warm call's WarmSpec
+carries its run options."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import SimulationLimitError
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, jit
+from pypto.runtime.warm import _native_spec
 
 CFG = RunConfig(platform="a2a3sim")
 WIDE = 50  # more tasks than the platform has AIV cores: the last ones wait for a core
@@ -77,3 +79,30 @@ def test_a_run_that_failed_part_way_leaves_nothing_to_the_next_run():
     traced = run(kept, compiled, args, record=True)  # a recorded run, then an unrecorded one
     assert all(t["records"] is not None for t in traced[0]["tasks"])
     assert_same_run(run(kept, compiled, args), run(new_runner(compiled), compiled, args))
+
+
+@pl.jit
+def add_one(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(a, [0, 0], [8, 64]), 1.0), [0, 0], out)
+    return out
+
+
+def test_a_warm_spec_runs_with_its_own_options():
+    a = np.arange(8 * 64, dtype=np.float32).reshape(8, 64).copy()  # owns its data: warm
+    out = np.zeros_like(a)
+    add_one(a, out, config=CFG)
+    add_one(a, out, config=CFG)  # the fast path is set up
+    warm = add_one._pypto_compiled[jit._WARM]
+    runner = add_one.compile(a, out, config=CFG)._native_tasks()[0]
+    (task,) = runner.run_args(warm.spec, (a, out)).to_dict()["tasks"]
+    assert task["records"] is None  # a plain call records nothing
+    recorded = _native_spec(warm.tensors, warm.extra, (True, True, None, 0, 0))
+    (task,) = runner.run_args(recorded, (a, out)).to_dict()["tasks"]
+    assert task["records"]["table"].shape[0] == task["instructions"]
+    limited = _native_spec(warm.tensors, warm.extra, (False, True, None, 0, 1))
+    with pytest.raises(SimulationLimitError):
+        runner.run_args(limited, (a, out))
+    out[:] = 0
+    add_one(a * 2, out, config=CFG)  # the warm call after all that
+    np.testing.assert_array_equal(out, a * 2 + 1)

@@ -325,6 +325,7 @@ class TaskRun:
 
 class TaskRunner:
     def __init__(self, tasks: collections.abc.Sequence[Task], platform: Platform) -> None: ...
+    def bind(self, spec: WarmSpec) -> collections.abc.Callable[[tuple], RunResults | None]: ...
     def run(
         self,
         tensors: collections.abc.Sequence[tuple[numpy.ndarray, typing.SupportsInt | typing.SupportsIndex]],

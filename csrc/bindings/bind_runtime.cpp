@@ -376,6 +376,57 @@ class TaskRunner {
   std::unique_ptr<CorePool> idle_;
 };
 
+// A warm call's run, bound once to its runner and WarmSpec: a plain CPython function of the
+// call's argument tuple, run_args(spec, args) without pybind11's dispatcher (the call's argument
+// vectors on the heap, the overload loop, keyword handling, a type lookup per argument: ~1,500
+// instructions, a tenth of a tiny kernel's native run, on every call). The function's self is a
+// capsule holding both objects (and references keeping them alive). A failing run raises what
+// pybind11 would (its exception translators: pypto.errors).
+struct WarmBinding {
+  TaskRunner* runner;
+  const WarmSpec* spec;
+  py::object runner_ref, spec_ref;
+};
+constexpr const char* kWarmBinding = "pypto._native.WarmBinding";
+
+PyObject* run_bound(PyObject* capsule, PyObject* args) noexcept {
+  auto* b = static_cast<WarmBinding*>(PyCapsule_GetPointer(capsule, kWarmBinding));
+  if (b == nullptr) return nullptr;
+  if (!PyTuple_Check(args)) {
+    PyErr_SetString(PyExc_TypeError, "a warm run takes the call's arguments as a tuple");
+    return nullptr;
+  }
+  try {
+    return b->runner->run_args(*b->spec, py::reinterpret_borrow<py::tuple>(args)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return nullptr;
+}
+
+PyMethodDef g_run_bound_def = {
+    "run_args", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run_bound)), METH_O,
+    "run_args(spec, args) of the runner and WarmSpec this function was bound to "
+    "(TaskRunner.bind)."};
+
+using BoundRun = py::typing::Callable<py::typing::Optional<RunResults>(py::tuple)>;
+
+BoundRun bind_run(TaskRunner& runner, const WarmSpec& spec) {
+  // Their Python objects (pybind11 finds the ones that hold them), kept alive by the binding.
+  auto binding = std::make_unique<WarmBinding>(
+      WarmBinding{&runner, &spec, py::cast(&runner, py::return_value_policy::reference),
+                  py::cast(&spec, py::return_value_policy::reference)});
+  py::capsule owner(binding.get(), kWarmBinding, [](PyObject* capsule) {
+    delete static_cast<WarmBinding*>(PyCapsule_GetPointer(capsule, kWarmBinding));
+  });
+  binding.release();  // the capsule owns it now
+  PyObject* fn = PyCFunction_New(&g_run_bound_def, owner.ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<BoundRun>(fn);
+}
+
 }  // namespace
 
 void bind_results(py::module_& m) {
@@ -442,9 +493,10 @@ void bind_runner(py::module_& m) {
            py::arg("entries"), py::arg("record") = false, py::arg("hazards_fatal") = true,
            py::arg("seed") = py::none(), py::arg("max_cycles") = 0,
            py::arg("max_instructions") = 0);
-  py::class_<TaskRunner>(m, "TaskRunner",
-                         "A task list bound to a platform, its kernels loaded once, run many "
-                         "times in one simulated clock each.")
+  py::class_<TaskRunner> runner(m, "TaskRunner",
+                                "A task list bound to a platform, its kernels loaded once, run "
+                                "many times in one simulated clock each.");
+  runner
       .def(py::init<const std::vector<Task>&, const Platform&>(), py::arg("tasks"),
            py::arg("platform"), py::keep_alive<1, 3>())
       .def("run", &TaskRunner::run, py::arg("tensors"), py::arg("record") = false,
@@ -454,7 +506,10 @@ void bind_runner(py::module_& m) {
            "cores; a write gate holds writes into that tensor until its task has ended.")
       .def("run_args", &TaskRunner::run_args, py::arg("spec"), py::arg("args"),
            "run() on the table a WarmSpec makes of a call's arguments, with the spec's options; "
-           "None, with nothing run, when an argument is not as the spec was set up.");
+           "None, with nothing run, when an argument is not as the spec was set up.")
+      .def("bind", &bind_run, py::arg("spec"),
+           "run_args with `spec`, as a function of the call's arguments alone: the warm call's "
+           "run, without the dispatch of a bound method's arguments on every call.");
 }
 
 void bind_runtime(py::module_& m) {

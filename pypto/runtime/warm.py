@@ -74,11 +74,13 @@ class WarmCall:
         self.scalars = tuple((i, type(a), a) for i, a in enumerate(args) if i not in tensor_set)
         self.intermediates = tuple(compiled.intermediates)
         runner, self.extra = compiled._native_tasks()
-        self.run, self.run_args = runner.run, runner.run_args
+        self.run = runner.run
         # Without scratch tensors the table is the arguments' arrays (and read-only repeats of
-        # some): the native run checks and describes them itself (WarmSpec).
+        # some): the native run checks and describes them itself (WarmSpec), in a function of
+        # the call's arguments bound to the runner and the spec.
         self.options = (False, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
         self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra, self.options)
+        self.run_args = None if self.spec is None else runner.bind(self.spec)
         self.traffic = launch_traffic(args, compiled.tensor_params, outputs)  # fixed by the shapes
         self.returned = compiled.returned
         self.sim_threads = _ENV.get(_SIM_THREADS) if _ENV is not None else None
@@ -121,7 +123,7 @@ class WarmCall:
         if _ENV.get(_SIM_THREADS) != self.sim_threads:
             return MISS
         try:
-            results = self._run(args) if self.spec is None else self.run_args(self.spec, args)
+            results = self._run(args) if self.run_args is None else self.run_args(args)
         except ReadOnlyInputError as e:
             compiled = self.compiled
             raise name_tensors(

@@ -2,9 +2,11 @@
 between runs (the warm call runs the same runner every time): a run on a runner that has run
 before is the run a new runner gives — the same outputs, cycles, cores and per-task figures —
 whatever ran on it earlier, a run that failed part-way included. And a warm call's WarmSpec
-carries its run options."""
+carries its run options, into the run bound to it too."""
 
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 import pytest
@@ -103,6 +105,17 @@ def test_a_warm_spec_runs_with_its_own_options():
     limited = _native_spec(warm.tensors, warm.extra, (False, True, None, 0, 1))
     with pytest.raises(SimulationLimitError):
         runner.run_args(limited, (a, out))
+    bound = runner.bind(limited)  # the warm call's form: the same run, the same error
+    with pytest.raises(SimulationLimitError):
+        bound((a, out))
+    assert bound((a,)) is None  # an argument missing: nothing run
+    with pytest.raises(TypeError):
+        bound([a, out])
+    add_one._pypto_compiled.clear()  # the program, its runner and the warm call forgotten ...
+    del runner, limited, warm
+    gc.collect()
+    with pytest.raises(SimulationLimitError):  # ... but the bound run keeps what it runs alive
+        bound((a, out))
     out[:] = 0
     add_one(a * 2, out, config=CFG)  # the warm call after all that
     np.testing.assert_array_equal(out, a * 2 + 1)

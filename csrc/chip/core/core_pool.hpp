@@ -31,7 +31,7 @@ class CorePool {
   // the first aic_used / aiv_used entries of the per-core ones may differ from their initial
   // values (a run touches the cores it launches on), so the next run resets only those.
   std::vector<uint64_t> aic_free, aiv_free;
-  std::vector<bool> aic_busy, aiv_busy, aic_warm, aiv_warm;
+  std::vector<uint8_t> aic_busy, aiv_busy, aic_warm, aiv_warm;
   size_t aic_used = 0, aiv_used = 0;
   std::vector<size_t> remaining_deps;
   std::vector<uint64_t> task_end;

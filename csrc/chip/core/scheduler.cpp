@@ -73,10 +73,14 @@ class ChipScheduler final : public ChipLink, public Waiter {
             kept(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0}, aic_touched(pool))),
         aiv_free_(
             kept(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0}, aiv_touched(pool))),
-        aic_busy_(kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, false, aic_touched(pool))),
-        aiv_busy_(kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false, aiv_touched(pool))),
-        aic_warm_(kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, false, aic_touched(pool))),
-        aiv_warm_(kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, false, aiv_touched(pool))),
+        aic_busy_(
+            kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
+        aiv_busy_(
+            kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
+        aic_warm_(
+            kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
+        aiv_warm_(
+            kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
         remaining_deps_(kept(pool ? &pool->remaining_deps : nullptr, tasks.size(), size_t{0})),
         task_end_(kept(pool ? &pool->task_end : nullptr, tasks.size(), uint64_t{0})),
         task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)) {
@@ -331,11 +335,11 @@ class ChipScheduler final : public ChipLink, public Waiter {
       const size_t fresh = per == 0 ? 0 : std::max(aic_used_, (aiv_used_ + per - 1) / per);
       const size_t clusters = std::min(aic_free_.size(), fresh + 1);
       for (size_t c = 0; per > 0 && c < clusters; ++c) {
-        bool busy = aic_busy_[c], warm = aic_warm_[c];
+        bool busy = aic_busy_[c] != 0, warm = aic_warm_[c] != 0;
         uint64_t free = aic_free_[c];
         for (size_t v = c * per; v < (c + 1) * per; ++v) {
-          busy = busy || aiv_busy_[v];
-          warm = warm && aiv_warm_[v];
+          busy = busy || aiv_busy_[v] != 0;
+          warm = warm && aiv_warm_[v] != 0;
           free = std::max(free, aiv_free_[v]);
         }
         if (!busy) consider(static_cast<int>(c), free, warm);
@@ -347,7 +351,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       const auto& warm = aic ? aic_warm_ : aiv_warm_;
       const size_t cores = std::min(frees.size(), (aic ? aic_used_ : aiv_used_) + 1);
       for (size_t i = 0; i < cores; ++i) {
-        if (!busy[i]) consider(static_cast<int>(i), frees[i], warm[i]);
+        if (busy[i] == 0) consider(static_cast<int>(i), frees[i], warm[i] != 0);
       }
     }
     return idle.slot >= 0 ? idle : best;
@@ -445,8 +449,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
       entry(raw->args.data());
       raw->ctx->model.finish();
     });
-    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = true;
-    (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = true;
+    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = 1;
+    (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = 1;
     size_t& used = aic ? aic_used_ : aiv_used_;
     used = std::max(used, static_cast<size_t>(core) + 1);
     task_left_[static_cast<size_t>(task)]++;
@@ -508,7 +512,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     in.end = in.start + m.stats().total_cycles;
     (in.aic ? aic_free_ : aiv_free_)[static_cast<size_t>(in.core)] = in.end;
-    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
+    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = 0;
     if (!in.atomics.empty())
       pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
     if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
@@ -614,8 +618,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
   MemorySystem memory_;
   std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
-  std::vector<bool> aic_busy_, aiv_busy_;
-  std::vector<bool> aic_warm_, aiv_warm_;  // has run a task in this run (see pick())
+  // 0 or 1: bytes, not std::vector<bool>, so a run's reset of the used entries is a memset
+  std::vector<uint8_t> aic_busy_, aiv_busy_;
+  std::vector<uint8_t> aic_warm_, aiv_warm_;  // has run a task in this run (see pick())
   std::vector<size_t> remaining_deps_;
   std::vector<uint64_t> task_end_;
   std::vector<int> task_left_;

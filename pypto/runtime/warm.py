@@ -49,14 +49,24 @@ class WarmCall:
 
     __slots__ = (
         "given", "compiled", "nargs", "tensors", "scalars", "intermediates", "extra",
-        "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads",
+        "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads", "guards",
+        "report",
     )  # fmt: skip
 
     def __init__(
-        self, compiled: CompiledProgram, given: RunConfig | None, config: RunConfig, args: tuple
+        self,
+        compiled: CompiledProgram,
+        given: RunConfig | None,
+        config: RunConfig,
+        args: tuple,
+        guards: tuple | None = None,
     ) -> None:
         self.given = given  # the call's config= (None: the defaults, which never change)
         self.compiled = compiled
+        self.report = compiled.launch_report  # bound once: the report builder of every call
+        # The kernel's captured-value guards: set by the compile that filled the kernel's empty
+        # program cache, which this record lives in, so they stay the kernel's while it does.
+        self.guards = guards
         self.nargs = len(args)
         outputs = compiled.outputs
         # (index, shape, dtype, dtype code as the run takes it, flag bits it must have)
@@ -106,7 +116,7 @@ class WarmCall:
                     return None
             elif type(a) not in (int, float, bool):
                 return None
-        return WarmCall(compiled, given, config, args)
+        return WarmCall(compiled, given, config, args, jf.__dict__.get("_pypto_captured"))
 
     def call(self, jf: Any, args: tuple) -> Any:
         """Runs the call and returns what the kernel returns; MISS when it cannot. (A method
@@ -117,7 +127,7 @@ class WarmCall:
         for i, kind, value in self.scalars:
             if type(args[i]) is not kind or args[i] != value:
                 return MISS
-        guards = jf.__dict__.get("_pypto_captured")
+        guards = self.guards
         if guards and captured.changed(guards) is not None:
             return MISS
         if _ENV.get(_SIM_THREADS) != self.sim_threads:
@@ -133,7 +143,7 @@ class WarmCall:
             return MISS
         if DISPATCHING.get() is not None or ACTIVE.get():
             account(*self.traffic)
-        jf._last_report = functools.partial(self.compiled.launch_report, results, False, self.traffic)
+        jf._last_report = functools.partial(self.report, results, False, self.traffic)
         outs = self.returned
         if len(outs) == 1:
             return args[outs[0]]

@@ -119,8 +119,8 @@ WARM_TARGET_US = 5.0
 
 def warm_call() -> dict[str, float]:
     """Best-of seconds of a warm call of ``tiny`` and of its pieces, each timed on its own as the
-    call runs it: the native run (the same runner, arguments and options as the call, with the
-    native argument checks and tensor table of its WarmSpec), the Python checks (the warm fast
+    call runs it: the native run (the call's own run bound to its runner and WarmSpec, with the
+    native argument checks and tensor table of the spec), the Python checks (the warm fast
     path of ``pypto.runtime.warm`` with its native run replaced by a stand-in: scalars, module
     constants, the environment, traffic, the report builder) and the report (built only when
     ``last_report`` is read, so not part of the call).
@@ -130,17 +130,16 @@ def warm_call() -> dict[str, float]:
     tiny(a, out, config=CFG)
     tiny(a, out, config=CFG)  # the fast path is kept from the second call on
     compiled = tiny.compile(a, out, config=CFG)
-    runner = compiled._native_tasks()[0]
     warm = tiny._pypto_compiled[jit._WARM]
-    results = runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0)
+    results = warm.run_args((a, out))
     n = 3000
     times = {
         "call": best_of(lambda: tiny(a, out, config=CFG), n),
-        "native": best_of(lambda: runner.run_args(warm.spec, (a, out), False, True, CFG.seed, 0, 0), n),
+        "native": best_of(lambda: warm.run_args((a, out)), n),
         "report": best_of(lambda: compiled.launch_report(results, False, (0, 0)), n),
     }
-    warm.run_args = lambda spec, args, *options: results  # the checks alone
-    times["checks"] = best_of(lambda: warm(tiny, (a, out)), n)
+    warm.run_args = lambda args: results  # the checks alone
+    times["checks"] = best_of(lambda: warm.call(tiny, (a, out)), n)
     tiny._pypto_compiled.pop(jit._WARM)  # the next call sets the fast path up again
     times["dispatch"] = times["call"] - times["checks"] - times["native"]
     return times

@@ -325,6 +325,7 @@ class TaskRun:
 
 class TaskRunner:
     def __init__(self, tasks: collections.abc.Sequence[Task], platform: Platform) -> None: ...
+    def bind(self, spec: WarmSpec) -> collections.abc.Callable[[tuple], RunResults | None]: ...
     def run(
         self,
         tensors: collections.abc.Sequence[tuple[numpy.ndarray, typing.SupportsInt | typing.SupportsIndex]],
@@ -334,16 +335,7 @@ class TaskRunner:
         max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
         max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
     ) -> RunResults: ...
-    def run_args(
-        self,
-        spec: WarmSpec,
-        args: tuple,
-        record: bool = ...,
-        hazards_fatal: bool = ...,
-        seed: typing.SupportsInt | typing.SupportsIndex | None = ...,
-        max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
-        max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
-    ) -> RunResults | None: ...
+    def run_args(self, spec: WarmSpec, args: tuple) -> RunResults | None: ...
 
 class TraceFormatError(ValueError): ...
 class TraceWriteError(OSError): ...
@@ -360,6 +352,11 @@ class WarmSpec:
                 typing.SupportsInt | typing.SupportsIndex,
             ]
         ],
+        record: bool = ...,
+        hazards_fatal: bool = ...,
+        seed: typing.SupportsInt | typing.SupportsIndex | None = ...,
+        max_cycles: typing.SupportsInt | typing.SupportsIndex = ...,
+        max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
     ) -> None: ...
 
 def arm_crash_report(fd: typing.SupportsInt | typing.SupportsIndex) -> None: ...

@@ -12,6 +12,7 @@
 
 #include "bindings/bind.hpp"
 #include "chip/core/core_pool.hpp"
+#include "chip/core/data_queue.hpp"
 #include "chip/core/launch.hpp"
 #include "chip/core/scheduler.hpp"
 #include "simulator/errors.hpp"
@@ -238,7 +239,7 @@ std::unique_ptr<RunResults> results(std::shared_ptr<const std::vector<TaskSpec>>
 
 ScheduleOptions options(bool record, bool hazards_fatal, std::optional<uint64_t> seed,
                         uint64_t max_cycles, uint64_t max_instructions) {
-  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0), {}};
+  ScheduleOptions o{record, hazards_fatal, seed.has_value(), seed.value_or(0), {}, -1};
   o.limits.max_cycles = max_cycles;
   o.limits.max_instructions = max_instructions;
   return o;
@@ -278,11 +279,20 @@ std::unique_ptr<RunResults> run_kernel(const std::string& path,
 // dtype code (with flags) and the numpy flag bits it must have (C-contiguous, owning its data,
 // writeable for an output); an entry with need < 0 repeats an argument another entry checks.
 // The checks read the array's own fields: a warm call checks its arguments in nanoseconds.
+// With them, the call's run options, converted once, and whether its runs get a data thread
+// (DataQueue::wanted() now: the warm call leaves its fast path when PYPTO_SIM_THREADS changes).
 class WarmSpec {
  public:
   using Entry = std::tuple<size_t, std::vector<py::ssize_t>, py::dtype, int, int>;
 
-  explicit WarmSpec(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+  WarmSpec(std::vector<Entry> entries, bool record, bool hazards_fatal,
+           std::optional<uint64_t> seed, uint64_t max_cycles, uint64_t max_instructions)
+      : entries_(std::move(entries)),
+        options_(options(record, hazards_fatal, seed, max_cycles, max_instructions)) {
+    options_.data_thread = DataQueue::wanted() ? 1 : 0;
+  }
+
+  const ScheduleOptions& run_options() const { return options_; }
 
   // The table of `args`, or nullopt when an argument is not as set up (a miss: the general
   // path checks it and names any problem) or one array is passed for two arguments.
@@ -290,8 +300,8 @@ class WarmSpec {
     auto& api = py::detail::npy_api::get();
     std::vector<pypto_tensor> table;
     table.reserve(entries_.size());
-    std::vector<PyObject*> seen;
-    for (const auto& [arg, shape, dtype, code, need] : entries_) {
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      const auto& [arg, shape, dtype, code, need] = entries_[e];
       if (arg >= args.size()) return std::nullopt;
       PyObject* obj = PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(arg));
       if (Py_TYPE(obj) != api.PyArray_Type_) return std::nullopt;  // exactly an ndarray
@@ -304,10 +314,12 @@ class WarmSpec {
         }
         if (a->descr != dtype.ptr() && !api.PyArray_EquivTypes_(a->descr, dtype.ptr()))
           return std::nullopt;
-        for (PyObject* other : seen) {
-          if (other == obj) return std::nullopt;
+        for (size_t before = 0; before < e; ++before) {  // the arrays checked so far
+          const Entry& other = entries_[before];
+          if (std::get<4>(other) >= 0 &&
+              PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(std::get<0>(other))) == obj)
+            return std::nullopt;
         }
-        seen.push_back(obj);
       }
       table.push_back(describe(py::reinterpret_borrow<py::array>(obj), code, table.size()));
     }
@@ -316,6 +328,7 @@ class WarmSpec {
 
  private:
   std::vector<Entry> entries_;
+  ScheduleOptions options_;
 };
 
 // One program's task list, its kernels loaded once, run again and again on one platform; the
@@ -335,15 +348,12 @@ class TaskRunner {
                      options(record, hazards_fatal, seed, max_cycles, max_instructions));
   }
 
-  // run() on the table `spec` makes of `args`; None (nothing run) when an argument misses.
-  py::typing::Optional<RunResults> run_args(const WarmSpec& spec, const py::tuple& args,
-                                            bool record, bool hazards_fatal,
-                                            std::optional<uint64_t> seed, uint64_t max_cycles,
-                                            uint64_t max_instructions) {
+  // run() on the table `spec` makes of `args`, with its options; None (nothing run) when an
+  // argument misses.
+  py::typing::Optional<RunResults> run_args(const WarmSpec& spec, const py::tuple& args) {
     std::optional<std::vector<pypto_tensor>> table = spec.table(args);
     if (!table) return py::typing::Optional<RunResults>(py::none());
-    return py::typing::Optional<RunResults>(py::cast(
-        run_table(*table, options(record, hazards_fatal, seed, max_cycles, max_instructions))));
+    return py::typing::Optional<RunResults>(py::cast(run_table(*table, spec.run_options())));
   }
 
  private:
@@ -365,6 +375,57 @@ class TaskRunner {
   const Platform& platform_;
   std::unique_ptr<CorePool> idle_;
 };
+
+// A warm call's run, bound once to its runner and WarmSpec: a plain CPython function of the
+// call's argument tuple, run_args(spec, args) without pybind11's dispatcher (the call's argument
+// vectors on the heap, the overload loop, keyword handling, a type lookup per argument: ~1,500
+// instructions, a tenth of a tiny kernel's native run, on every call). The function's self is a
+// capsule holding both objects (and references keeping them alive). A failing run raises what
+// pybind11 would (its exception translators: pypto.errors).
+struct WarmBinding {
+  TaskRunner* runner;
+  const WarmSpec* spec;
+  py::object runner_ref, spec_ref;
+};
+constexpr const char* kWarmBinding = "pypto._native.WarmBinding";
+
+PyObject* run_bound(PyObject* capsule, PyObject* args) noexcept {
+  auto* b = static_cast<WarmBinding*>(PyCapsule_GetPointer(capsule, kWarmBinding));
+  if (b == nullptr) return nullptr;
+  if (!PyTuple_Check(args)) {
+    PyErr_SetString(PyExc_TypeError, "a warm run takes the call's arguments as a tuple");
+    return nullptr;
+  }
+  try {
+    return b->runner->run_args(*b->spec, py::reinterpret_borrow<py::tuple>(args)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return nullptr;
+}
+
+PyMethodDef g_run_bound_def = {
+    "run_args", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run_bound)), METH_O,
+    "run_args(spec, args) of the runner and WarmSpec this function was bound to "
+    "(TaskRunner.bind)."};
+
+using BoundRun = py::typing::Callable<py::typing::Optional<RunResults>(py::tuple)>;
+
+BoundRun bind_run(TaskRunner& runner, const WarmSpec& spec) {
+  // Their Python objects (pybind11 finds the ones that hold them), kept alive by the binding.
+  auto binding = std::make_unique<WarmBinding>(
+      WarmBinding{&runner, &spec, py::cast(&runner, py::return_value_policy::reference),
+                  py::cast(&spec, py::return_value_policy::reference)});
+  py::capsule owner(binding.get(), kWarmBinding, [](PyObject* capsule) {
+    delete static_cast<WarmBinding*>(PyCapsule_GetPointer(capsule, kWarmBinding));
+  });
+  binding.release();  // the capsule owns it now
+  PyObject* fn = PyCFunction_New(&g_run_bound_def, owner.ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<BoundRun>(fn);
+}
 
 }  // namespace
 
@@ -425,11 +486,17 @@ void bind_runner(py::module_& m) {
       .def_readonly("early_resolve", &Task::early_resolve);
   py::class_<WarmSpec>(m, "WarmSpec",
                        "A warm call's tensor table from its arguments: (argument, shape, dtype, "
-                       "code, numpy flag bits it needs or -1 for a repeated argument) entries.")
-      .def(py::init<std::vector<WarmSpec::Entry>>(), py::arg("entries"));
-  py::class_<TaskRunner>(m, "TaskRunner",
-                         "A task list bound to a platform, its kernels loaded once, run many "
-                         "times in one simulated clock each.")
+                       "code, numpy flag bits it needs or -1 for a repeated argument) entries; "
+                       "and its run options, as TaskRunner.run takes them.")
+      .def(py::init<std::vector<WarmSpec::Entry>, bool, bool, std::optional<uint64_t>, uint64_t,
+                    uint64_t>(),
+           py::arg("entries"), py::arg("record") = false, py::arg("hazards_fatal") = true,
+           py::arg("seed") = py::none(), py::arg("max_cycles") = 0,
+           py::arg("max_instructions") = 0);
+  py::class_<TaskRunner> runner(m, "TaskRunner",
+                                "A task list bound to a platform, its kernels loaded once, run "
+                                "many times in one simulated clock each.");
+  runner
       .def(py::init<const std::vector<Task>&, const Platform&>(), py::arg("tasks"),
            py::arg("platform"), py::keep_alive<1, 3>())
       .def("run", &TaskRunner::run, py::arg("tensors"), py::arg("record") = false,
@@ -438,10 +505,11 @@ void bind_runner(py::module_& m) {
            "Runs the tasks on `tensors` ((array, flagged dtype code) each) on the platform's "
            "cores; a write gate holds writes into that tensor until its task has ended.")
       .def("run_args", &TaskRunner::run_args, py::arg("spec"), py::arg("args"),
-           py::arg("record") = false, py::arg("hazards_fatal") = true, py::arg("seed") = py::none(),
-           py::arg("max_cycles") = 0, py::arg("max_instructions") = 0,
-           "run() on the table a WarmSpec makes of a call's arguments; None, with nothing run, "
-           "when an argument is not as the spec was set up.");
+           "run() on the table a WarmSpec makes of a call's arguments, with the spec's options; "
+           "None, with nothing run, when an argument is not as the spec was set up.")
+      .def("bind", &bind_run, py::arg("spec"),
+           "run_args with `spec`, as a function of the call's arguments alone: the warm call's "
+           "run, without the dispatch of a bound method's arguments on every call.");
 }
 
 void bind_runtime(py::module_& m) {

@@ -154,7 +154,7 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
     cache = jf.__dict__.get("_pypto_compiled")
     warm = cache.get(_WARM) if cache else None
     if warm is not None and warm.given is config and not kwargs:  # the same config object (or None)
-        outs = warm(jf, args)
+        outs = warm.call(jf, args)
         if outs is not MISS:
             return outs
     given, config = config, call_config(config)

@@ -7,7 +7,8 @@ hand-written kernels, a task list fixed at compile time. The record holds everyt
 general path would compute again (the native runner, the dtype codes, the traffic), so a call
 only checks its arguments and runs; for a program without scratch tensors the native run checks
 the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array twice), where reading an
-array's fields costs nanoseconds instead of a Python attribute lookup each. Anything unusual
+array's fields costs nanoseconds instead of a Python attribute lookup each; the spec also holds
+the run's options, converted once, so a call passes the runner two arguments. Anything unusual
 — another shape, a view, a non-contiguous or read-only output, a changed module constant — is a
 miss, and the general path (which names every problem) takes the call.
 """
@@ -48,14 +49,24 @@ class WarmCall:
 
     __slots__ = (
         "given", "compiled", "nargs", "tensors", "scalars", "intermediates", "extra",
-        "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads",
+        "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads", "guards",
+        "report",
     )  # fmt: skip
 
     def __init__(
-        self, compiled: CompiledProgram, given: RunConfig | None, config: RunConfig, args: tuple
+        self,
+        compiled: CompiledProgram,
+        given: RunConfig | None,
+        config: RunConfig,
+        args: tuple,
+        guards: tuple | None = None,
     ) -> None:
         self.given = given  # the call's config= (None: the defaults, which never change)
         self.compiled = compiled
+        self.report = compiled.launch_report  # bound once: the report builder of every call
+        # The kernel's captured-value guards: set by the compile that filled the kernel's empty
+        # program cache, which this record lives in, so they stay the kernel's while it does.
+        self.guards = guards
         self.nargs = len(args)
         outputs = compiled.outputs
         # (index, shape, dtype, dtype code as the run takes it, flag bits it must have)
@@ -73,11 +84,13 @@ class WarmCall:
         self.scalars = tuple((i, type(a), a) for i, a in enumerate(args) if i not in tensor_set)
         self.intermediates = tuple(compiled.intermediates)
         runner, self.extra = compiled._native_tasks()
-        self.run, self.run_args = runner.run, runner.run_args
+        self.run = runner.run
         # Without scratch tensors the table is the arguments' arrays (and read-only repeats of
-        # some): the native run checks and describes them itself (WarmSpec).
-        self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra)
+        # some): the native run checks and describes them itself (WarmSpec), in a function of
+        # the call's arguments bound to the runner and the spec.
         self.options = (False, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
+        self.spec = None if self.intermediates else _native_spec(self.tensors, self.extra, self.options)
+        self.run_args = None if self.spec is None else runner.bind(self.spec)
         self.traffic = launch_traffic(args, compiled.tensor_params, outputs)  # fixed by the shapes
         self.returned = compiled.returned
         self.sim_threads = _ENV.get(_SIM_THREADS) if _ENV is not None else None
@@ -103,22 +116,24 @@ class WarmCall:
                     return None
             elif type(a) not in (int, float, bool):
                 return None
-        return WarmCall(compiled, given, config, args)
+        return WarmCall(compiled, given, config, args, jf.__dict__.get("_pypto_captured"))
 
-    def __call__(self, jf: Any, args: tuple) -> Any:
-        """Runs the call and returns what the kernel returns; MISS when it cannot."""
+    def call(self, jf: Any, args: tuple) -> Any:
+        """Runs the call and returns what the kernel returns; MISS when it cannot. (A method
+        called by name: calling the instance would go through its type's call slot, a few
+        hundred nanoseconds more.)"""
         if len(args) != self.nargs:
             return MISS
         for i, kind, value in self.scalars:
             if type(args[i]) is not kind or args[i] != value:
                 return MISS
-        guards = jf.__dict__.get("_pypto_captured")
+        guards = self.guards
         if guards and captured.changed(guards) is not None:
             return MISS
         if _ENV.get(_SIM_THREADS) != self.sim_threads:
             return MISS
         try:
-            results = self._run(args) if self.spec is None else self.run_args(self.spec, args, *self.options)
+            results = self._run(args) if self.run_args is None else self.run_args(args)
         except ReadOnlyInputError as e:
             compiled = self.compiled
             raise name_tensors(
@@ -128,7 +143,7 @@ class WarmCall:
             return MISS
         if DISPATCHING.get() is not None or ACTIVE.get():
             account(*self.traffic)
-        jf._last_report = functools.partial(self.compiled.launch_report, results, False, self.traffic)
+        jf._last_report = functools.partial(self.report, results, False, self.traffic)
         outs = self.returned
         if len(outs) == 1:
             return args[outs[0]]
@@ -159,13 +174,14 @@ class WarmCall:
         return self.run(table, *self.options)
 
 
-def _native_spec(tensors: tuple, extra: list[int]) -> Any:
-    """The WarmSpec of a table of the tensor arguments then read-only repeats of some."""
+def _native_spec(tensors: tuple, extra: list[int], options: tuple) -> Any:
+    """The WarmSpec of a table of the tensor arguments then read-only repeats of some, run with
+    ``options`` (TaskRunner.run's, after the table)."""
     entries = [(i, shape, dtype, code, need) for i, shape, dtype, code, need in tensors]
     for j in extra:  # checked as the entry it repeats
         i, shape, dtype, code, _ = tensors[j]
         entries.append((i, shape, dtype, flagged(code, INPUT), -1))
-    return _native.WarmSpec(entries)
+    return _native.WarmSpec(entries, *options)
 
 
 def _plain_config(config: RunConfig) -> bool:

@@ -48,8 +48,8 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   data = nullptr;
   deferring = false;
   put_offs = 0;  // a failed run may leave some; its queue, which held them, is gone
-  core_name = "AIV0";
-  kernel = "kernel";
+  // core_name and kernel keep the last instance's: the only taker of a reused context, the chip
+  // scheduler's launch, names it before anything reads them.
 }
 
 CoreContext::~CoreContext() {

@@ -47,8 +47,9 @@ class Waiter {
 struct CoreContext {
   CoreContext(const Platform& platform, int64_t block_idx, int64_t block_num, bool record);
   ~CoreContext();
-  // Ready for another kernel instance, as if just constructed; the timing model keeps its
-  // buffers and the on-chip storage stays (not cleared, as between runs on the device).
+  // Ready for another kernel instance, as if just constructed but for core_name and kernel
+  // (the launch that takes it sets them); the timing model keeps its buffers and the on-chip
+  // storage stays (not cleared, as between runs on the device).
   void reuse(int64_t block_idx, int64_t block_num, bool record);
   CoreContext(const CoreContext&) = delete;
   CoreContext& operator=(const CoreContext&) = delete;

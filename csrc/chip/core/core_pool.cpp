@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "chip/core/scheduler_state.hpp"
+
 namespace pypto {
 namespace {
 // On-chip storage kept per program between runs: a few cores' worth, so the small kernels
@@ -14,6 +16,9 @@ size_t storage_bytes(const CoreContext& ctx) {
   return bytes;
 }
 }  // namespace
+
+CorePool::CorePool(const Platform& platform) : platform_(platform) {}
+CorePool::~CorePool() = default;
 
 std::unique_ptr<CoreContext> CorePool::take(bool aic, int64_t block_idx, int64_t block_num,
                                             bool record) {

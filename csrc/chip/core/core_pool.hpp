@@ -1,6 +1,7 @@
-// What the runs of one program reuse: the core contexts of its kernel instances and the chip
-// scheduler's per-core tables. A warm call of a small kernel then constructs no timing model
-// and allocates nothing proportional to the platform's core count.
+// What the runs of one program reuse: the core contexts of its kernel instances, the chip
+// scheduler's per-core tables and its other per-run storage (the instances themselves, the
+// event queue). A warm call of a small kernel then constructs no timing model, allocates
+// little, and touches nothing proportional to the platform's core count.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,21 +11,33 @@
 
 namespace pypto {
 
+namespace sched {
+struct Kept;
+}
+
 class CorePool {
  public:
-  explicit CorePool(const Platform& platform) : platform_(platform) {}
+  explicit CorePool(const Platform& platform);
+  ~CorePool();
+  CorePool(const CorePool&) = delete;
+  CorePool& operator=(const CorePool&) = delete;
 
   // A context for a kernel instance: a kept one of the kind, reset, or a new one.
   std::unique_ptr<CoreContext> take(bool aic, int64_t block_idx, int64_t block_num, bool record);
   // Keeps `ctx` for a later run while the kept contexts' storage stays small; frees it else.
   void give(std::unique_ptr<CoreContext> ctx);
 
-  // The scheduler's per-core and per-task tables, kept with their capacity between runs.
+  // The scheduler's per-core and per-task tables, kept with their capacity between runs. Only
+  // the first aic_used / aiv_used entries of the per-core ones may differ from their initial
+  // values (a run touches the cores it launches on), so the next run resets only those.
   std::vector<uint64_t> aic_free, aiv_free;
-  std::vector<bool> aic_busy, aiv_busy, aic_warm, aiv_warm;
+  std::vector<uint8_t> aic_busy, aiv_busy, aic_warm, aiv_warm;
+  size_t aic_used = 0, aiv_used = 0;
   std::vector<size_t> remaining_deps;
   std::vector<uint64_t> task_end;
   std::vector<int> task_left;
+  // The scheduler's other per-run storage (scheduler_state.hpp), null before the first run.
+  std::unique_ptr<sched::Kept> run_state;
 
  private:
   const Platform& platform_;

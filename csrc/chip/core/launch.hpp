@@ -21,5 +21,8 @@ struct BlockResult {
 // The ABI argument array: one pointer per tensor descriptor, then the scalar slots.
 std::vector<int64_t> abi_args(std::vector<pypto_tensor>& descs,
                               const std::vector<int64_t>& scalars);
+// The same array written into `args` (its storage kept: a reused kernel instance's).
+void abi_args(std::vector<pypto_tensor>& descs, const std::vector<int64_t>& scalars,
+              std::vector<int64_t>& args);
 
 }  // namespace pypto

@@ -1,8 +1,11 @@
 #include "chip/core/scheduler.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <queue>
 #include <random>
@@ -19,6 +22,39 @@
 #include "simulator/fiber.hpp"
 
 namespace pypto {
+
+namespace sched {
+
+void Instance::clear() {
+  fiber.reset();  // cancels a kernel that did not finish (a failed run)
+  ctx.reset();    // a finished instance gave its context to the pool already
+  task = 0;
+  aic = false;
+  core = cluster = subblock = 0;
+  start = end = key = 0;
+  done = blocked = false;
+  waiting_on = nullptr;
+  waiting_at = "";
+  ended.clear();
+  barrier.clear();
+  phase = 0;
+  descs.clear();
+  args.clear();
+  atomics.clear();
+  // A long kernel's GM touches (up to kMaxGmTouches each) are not kept for the next run.
+  constexpr size_t kKeptTouches = 64;
+  if (writes.capacity() > kKeptTouches) std::vector<GmTouch>().swap(writes);
+  if (reads.capacity() > kKeptTouches) std::vector<GmTouch>().swap(reads);
+  writes.clear();
+  reads.clear();
+  // The rest of the result is set when the instance finishes; its records only when the run
+  // records, so a table left by a recorded run (moved out by collect or not) is dropped here.
+  if (result.records.size() > 0) result.records = RecordTable();
+  result.hazards.clear();
+}
+
+}  // namespace sched
+
 namespace {
 
 using namespace sched;  // NOLINT: the scheduler's own state and reports
@@ -33,17 +69,34 @@ class ChipScheduler final : public ChipLink, public Waiter {
         options_(o),
         pool_(pool),
         memory_(p),
-        aic_free_(kept(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0})),
-        aiv_free_(kept(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0})),
-        aic_busy_(kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, false)),
-        aiv_busy_(kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, false)),
-        aic_warm_(kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, false)),
-        aiv_warm_(kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, false)),
+        aic_free_(
+            kept(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0}, aic_touched(pool))),
+        aiv_free_(
+            kept(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0}, aiv_touched(pool))),
+        aic_busy_(
+            kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
+        aiv_busy_(
+            kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
+        aic_warm_(
+            kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
+        aiv_warm_(
+            kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
         remaining_deps_(kept(pool ? &pool->remaining_deps : nullptr, tasks.size(), size_t{0})),
         task_end_(kept(pool ? &pool->task_end : nullptr, tasks.size(), uint64_t{0})),
-        task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)),
-        dependents_(tasks.size()) {
-    if (DataQueue::wanted()) data_.emplace();  // in place: no aligned heap block per run
+        task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)) {
+    if (o.data_thread < 0 ? DataQueue::wanted() : o.data_thread > 0)
+      data_.emplace();  // in place: no aligned heap block per run
+    if (pool != nullptr && pool->run_state != nullptr) {
+      Kept& k = *pool->run_state;
+      spare_ = std::move(k.spare);
+      instances_ = std::move(k.instances);
+      events_ = EventQueue(std::greater<Event>(), std::move(k.events));
+      dependents_ = std::move(k.dependents);
+      dispatched_ = std::move(k.dispatched);
+    }
+    for (size_t i = 0; i < std::min(dependents_.size(), tasks.size()); ++i) dependents_[i].clear();
+    dependents_.resize(tasks.size());
+    dispatched_.clear();
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
@@ -58,6 +111,27 @@ class ChipScheduler final : public ChipLink, public Waiter {
     pool_->remaining_deps = std::move(remaining_deps_);
     pool_->task_end = std::move(task_end_);
     pool_->task_left = std::move(task_left_);
+    pool_->aic_used = aic_used_;
+    pool_->aiv_used = aiv_used_;
+    // The queued data work done (and the thread ended) before the instances it writes for are
+    // cleared; then they, and the lists' storage, wait in the pool for the next run.
+    data_.reset();
+    try {
+      for (std::unique_ptr<Instance>& in : instances_) {
+        in->clear();
+        if (spare_.size() < kKeptInstances) spare_.push_back(std::move(in));
+      }
+      instances_.clear();
+      if (pool_->run_state == nullptr) pool_->run_state = std::make_unique<Kept>();
+      Kept& k = *pool_->run_state;
+      k.spare = std::move(spare_);
+      k.instances = std::move(instances_);
+      k.events = std::move(events_.storage());
+      k.events.clear();
+      k.dependents = std::move(dependents_);
+      k.dispatched = std::move(dispatched_);
+    } catch (const std::bad_alloc&) {  // nothing kept: the next run allocates afresh
+    }
   }
   ChipScheduler(const ChipScheduler&) = delete;
   ChipScheduler& operator=(const ChipScheduler&) = delete;
@@ -159,14 +233,33 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
  private:
-  // A table of `n` entries (one per core or per task), its storage `from` an earlier run when
-  // there is one (no allocation).
+  // A table of `n` entries (one per core or per task) all `value`, its storage `from` an
+  // earlier run when there is one (no allocation). Of a kept table of that size only the first
+  // `used` entries are set again: the earlier run changed no other.
   template <class T, class N>
-  static std::vector<T> kept(std::vector<T>* from, N n, T value) {
+  static std::vector<T> kept(std::vector<T>* from, N n, T value,
+                             size_t used = std::numeric_limits<size_t>::max()) {
+    const auto size = static_cast<size_t>(std::max<N>(n, 0));
     std::vector<T> table = from ? std::move(*from) : std::vector<T>();
-    table.assign(static_cast<size_t>(std::max<N>(n, 0)), value);
+    if (table.size() == size) {
+      std::fill(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(std::min(used, size)),
+                value);
+    } else {
+      table.assign(size, value);
+    }
     return table;
   }
+  static size_t aic_touched(const CorePool* pool) { return pool ? pool->aic_used : 0; }
+  static size_t aiv_touched(const CorePool* pool) { return pool ? pool->aiv_used : 0; }
+
+  // Kept instances per pool at most: each holds its lists' storage.
+  static constexpr size_t kKeptInstances = 64;
+
+  // The event queue, its storage handed back to the pool after the run.
+  struct EventQueue : std::priority_queue<Event, std::vector<Event>, std::greater<Event>> {
+    using priority_queue::priority_queue;
+    std::vector<Event>& storage() { return c; }
+  };
 
   std::map<std::string, std::vector<uint64_t>> barriers_;  // SYNCALL arrival ends, per barrier
 
@@ -234,14 +327,19 @@ class ChipScheduler final : public ChipLink, public Waiter {
       const uint64_t start = start_at(e, free, head(warm));
       if (idle.slot < 0 || start < idle.start) idle = {slot, free, start};
     };
+    // The cores no task of this run has been launched on (every core from aic_used_ / aiv_used_
+    // on) are alike: free at time 0, cold and idle. The first of them stands for all, as a
+    // later one never wins a tie; so a pick looks at the cores used so far and one more.
     if (kind == CoreKind::kCluster) {
       const size_t per = aic_free_.empty() ? 0 : aiv_free_.size() / aic_free_.size();
-      for (size_t c = 0; per > 0 && c < aic_free_.size(); ++c) {
-        bool busy = aic_busy_[c], warm = aic_warm_[c];
+      const size_t fresh = per == 0 ? 0 : std::max(aic_used_, (aiv_used_ + per - 1) / per);
+      const size_t clusters = std::min(aic_free_.size(), fresh + 1);
+      for (size_t c = 0; per > 0 && c < clusters; ++c) {
+        bool busy = aic_busy_[c] != 0, warm = aic_warm_[c] != 0;
         uint64_t free = aic_free_[c];
         for (size_t v = c * per; v < (c + 1) * per; ++v) {
-          busy = busy || aiv_busy_[v];
-          warm = warm && aiv_warm_[v];
+          busy = busy || aiv_busy_[v] != 0;
+          warm = warm && aiv_warm_[v] != 0;
           free = std::max(free, aiv_free_[v]);
         }
         if (!busy) consider(static_cast<int>(c), free, warm);
@@ -251,8 +349,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
       const auto& frees = aic ? aic_free_ : aiv_free_;
       const auto& busy = aic ? aic_busy_ : aiv_busy_;
       const auto& warm = aic ? aic_warm_ : aiv_warm_;
-      for (size_t i = 0; i < frees.size(); ++i) {
-        if (!busy[i]) consider(static_cast<int>(i), frees[i], warm[i]);
+      const size_t cores = std::min(frees.size(), (aic ? aic_used_ : aiv_used_) + 1);
+      for (size_t i = 0; i < cores; ++i) {
+        if (busy[i] == 0) consider(static_cast<int>(i), frees[i], warm[i] != 0);
       }
     }
     return idle.slot >= 0 ? idle : best;
@@ -312,7 +411,13 @@ class ChipScheduler final : public ChipLink, public Waiter {
   void launch(int task, bool aic, int core, int cluster, int subblock, uint64_t start,
               Cluster* shared) {
     const TaskSpec& t = tasks_[static_cast<size_t>(task)];
-    auto inst = std::make_unique<Instance>();
+    std::unique_ptr<Instance> inst;
+    if (spare_.empty()) {
+      inst = std::make_unique<Instance>();
+    } else {
+      inst = std::move(spare_.back());
+      spare_.pop_back();
+    }
     Instance& in = *inst;
     in.task = task;
     in.aic = aic;
@@ -321,13 +426,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.subblock = subblock;
     in.start = in.key = start;
     for (int i : t.tensors) in.descs.push_back(table_.at(static_cast<size_t>(i)));
-    in.args = abi_args(in.descs, t.scalars);
+    abi_args(in.descs, t.scalars, in.args);
     in.ctx =
         pool_ ? pool_->take(aic, t.block_idx, t.block_num, options_.record)
               : std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
     in.ctx->aic = aic;
     in.ctx->subblock = subblock;
-    in.ctx->core_name = std::string(aic ? "AIC" : "AIV") + std::to_string(core);
+    char digits[16];
+    const char* digits_end = std::to_chars(digits, digits + sizeof digits, core).ptr;
+    in.ctx->core_name.assign(aic ? "AIC" : "AIV")
+        .append(digits, static_cast<size_t>(digits_end - digits));
     in.ctx->kernel = t.name;
     in.ctx->cluster = shared;
     in.ctx->waiter = this;
@@ -337,12 +445,14 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.ctx->model.gate_gm_writes(gates(t));
     KernelEntry entry = t.entry;
     Instance* raw = &in;
-    in.fiber = std::make_unique<Fiber>([entry, raw] {
+    in.fiber.emplace([entry, raw] {
       entry(raw->args.data());
       raw->ctx->model.finish();
     });
-    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = true;
-    (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = true;
+    (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = 1;
+    (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = 1;
+    size_t& used = aic ? aic_used_ : aiv_used_;
+    used = std::max(used, static_cast<size_t>(core) + 1);
     task_left_[static_cast<size_t>(task)]++;
     instances_.push_back(std::move(inst));
     push({start, 0, task, static_cast<int>(instances_.size() - 1), 0});
@@ -394,7 +504,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     CoreModel& m = in.ctx->model;
     in.result.block = t.block_idx;
     in.result.stats = m.stats();
-    in.result.records = m.take_records();
+    if (options_.record) in.result.records = m.take_records();  // else empty, as it stays
     in.result.hazards = m.hazards().found();
     in.result.hazard_count = m.hazards().count();
     if (options_.hazards_fatal && in.result.hazard_count > 0) {
@@ -402,7 +512,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     in.end = in.start + m.stats().total_cycles;
     (in.aic ? aic_free_ : aiv_free_)[static_cast<size_t>(in.core)] = in.end;
-    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = false;
+    (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = 0;
     if (!in.atomics.empty())
       pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
     if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
@@ -508,17 +618,20 @@ class ChipScheduler final : public ChipLink, public Waiter {
   MemorySystem memory_;
   std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
-  std::vector<bool> aic_busy_, aiv_busy_;
-  std::vector<bool> aic_warm_, aiv_warm_;  // has run a task in this run (see pick())
+  // 0 or 1: bytes, not std::vector<bool>, so a run's reset of the used entries is a memset
+  std::vector<uint8_t> aic_busy_, aiv_busy_;
+  std::vector<uint8_t> aic_warm_, aiv_warm_;  // has run a task in this run (see pick())
   std::vector<size_t> remaining_deps_;
   std::vector<uint64_t> task_end_;
   std::vector<int> task_left_;
+  size_t aic_used_ = 0, aiv_used_ = 0;  // the cores launched on: a prefix of each table
   std::vector<std::vector<int>> dependents_;
   std::vector<bool> dispatched_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue events_;
   std::vector<Event> parked_;
   std::vector<std::unique_ptr<Instance>> instances_;
-  std::vector<size_t> waiting_;  // the blocked instances, ascending
+  std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs (Kept)
+  std::vector<size_t> waiting_;                   // the blocked instances, ascending
   std::vector<std::unique_ptr<Cluster>> clusters_;
   std::vector<PendingAtomics> pending_;
   uint64_t seq_ = 0;

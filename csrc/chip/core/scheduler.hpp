@@ -62,6 +62,9 @@ struct ScheduleOptions {
   bool shuffle_atomics = false;
   uint64_t seed = 0;
   RunLimits limits;
+  // Whether the run gets a data thread: 1 or 0 as decided by whoever made the options (a warm
+  // call's WarmSpec: DataQueue::wanted() when it was made), -1 to ask DataQueue::wanted() now.
+  int data_thread = -1;
 };
 
 struct ChipResult {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,10 +47,14 @@ struct Instance {
   std::vector<pypto_tensor> descs;
   std::vector<int64_t> args;
   std::unique_ptr<CoreContext> ctx;
-  std::unique_ptr<Fiber> fiber;
+  std::optional<Fiber> fiber;  // in place: no heap block per instance
   std::vector<AtomicWrite> atomics;
   std::vector<GmTouch> writes, reads;
   BlockResult result;
+
+  // As if just constructed, for another run's kernel instance: an unfinished kernel is
+  // cancelled and a core context still held is freed; the small lists keep their storage.
+  void clear();
 };
 
 struct Event {
@@ -59,6 +64,17 @@ struct Event {
   uint64_t ready;
   bool staged = false;  // a dispatch whose producers all resolve early (see complete())
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// What a run's scheduler leaves in its CorePool for the next run of the same tasks: the
+// instances it ran, cleared (a warm run of a small kernel then allocates no instance, fiber or
+// argument array), and the storage of the event queue and the per-task lists.
+struct Kept {
+  std::vector<std::unique_ptr<Instance>> spare;
+  std::vector<std::unique_ptr<Instance>> instances;  // empty: the list's storage
+  std::vector<Event> events;                         // empty: the queue's storage
+  std::vector<std::vector<int>> dependents;
+  std::vector<bool> dispatched;
 };
 
 // "kernel 'k' (block b[, core])": how messages name an instance.

@@ -1,0 +1,121 @@
+"""A program's native runner keeps its core contexts, scheduler tables and kernel instances
+between runs (the warm call runs the same runner every time): a run on a runner that has run
+before is the run a new runner gives — the same outputs, cycles, cores and per-task figures —
+whatever ran on it earlier, a run that failed part-way included. And a warm call's WarmSpec
+carries its run options, into the run bound to it too."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+from pypto.errors import SimulationLimitError
+from pypto.runtime import RunConfig, jit
+from pypto.runtime.warm import _native_spec
+
+CFG = RunConfig(platform="a2a3sim")
+WIDE = 50  # more tasks than the platform has AIV cores: the last ones wait for a core
+
+
+@pl.jit
+def spread_then_add(a: pl.Tensor, b: pl.Out[pl.Tensor], c: pl.Out[pl.Tensor]):
+    for i in pl.parallel(WIDE):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 128])), [i * 16, 0], b)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(b, [0, 0], [16, 128]), 1.0), [0, 0], c)
+    return b, c
+
+
+def inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = np.random.default_rng(seed).uniform(-1, 1, (WIDE * 16, 128)).astype(np.float32)
+    return a, np.zeros_like(a), np.zeros((16, 128), np.float32)
+
+
+def new_runner(compiled):
+    """A runner that has never run: the compiled program builds its runner again."""
+    compiled.__dict__.pop("_native_cache", None)
+    return compiled._native_tasks()[0]
+
+
+def run(runner, compiled, args, **options) -> tuple[dict, list[np.ndarray]]:
+    """The native results of one run on fresh copies of ``args``, and those arrays after it."""
+    args = tuple(x.copy() for x in args)
+    results = runner.run(compiled.marshal(args), **options)
+    return results.to_dict(), list(args)
+
+
+def assert_same_run(one: tuple[dict, list[np.ndarray]], other: tuple[dict, list[np.ndarray]]) -> None:
+    assert one[0] == other[0]  # per task: core, cluster, start, end, cycles, pipes, memory
+    for x, y in zip(one[1], other[1]):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_runs_on_a_runner_that_ran_before_are_the_runs_of_a_new_one():
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    kept = compiled._native_tasks()[0]
+    for seed in range(3):  # other inputs each time, on the same runner
+        args = inputs(seed)
+        again = run(kept, compiled, args)
+        assert_same_run(again, run(new_runner(compiled), compiled, args))
+        b, c = again[1][1:]
+        np.testing.assert_allclose(b, np.exp(args[0]), rtol=1e-5)
+        np.testing.assert_allclose(c, b[:16] + 1, rtol=1e-6)
+        tasks = again[0]["tasks"]
+        assert len(tasks) == WIDE + 1 and len({t["core"] for t in tasks}) > 1
+
+
+def test_a_run_that_failed_part_way_leaves_nothing_to_the_next_run():
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    kept = compiled._native_tasks()[0]
+    run(kept, compiled, inputs(1))
+    with pytest.raises(SimulationLimitError):  # stops with other kernels suspended mid-way
+        run(kept, compiled, inputs(2), max_instructions=4)
+    with pytest.raises(SimulationLimitError):
+        run(kept, compiled, inputs(2), max_cycles=6000)
+    args = inputs(3)
+    assert_same_run(run(kept, compiled, args), run(new_runner(compiled), compiled, args))
+    traced = run(kept, compiled, args, record=True)  # a recorded run, then an unrecorded one
+    assert all(t["records"] is not None for t in traced[0]["tasks"])
+    assert_same_run(run(kept, compiled, args), run(new_runner(compiled), compiled, args))
+
+
+@pl.jit
+def add_one(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(a, [0, 0], [8, 64]), 1.0), [0, 0], out)
+    return out
+
+
+def test_a_warm_spec_runs_with_its_own_options():
+    a = np.arange(8 * 64, dtype=np.float32).reshape(8, 64).copy()  # owns its data: warm
+    out = np.zeros_like(a)
+    add_one(a, out, config=CFG)
+    add_one(a, out, config=CFG)  # the fast path is set up
+    warm = add_one._pypto_compiled[jit._WARM]
+    runner = add_one.compile(a, out, config=CFG)._native_tasks()[0]
+    (task,) = runner.run_args(warm.spec, (a, out)).to_dict()["tasks"]
+    assert task["records"] is None  # a plain call records nothing
+    recorded = _native_spec(warm.tensors, warm.extra, (True, True, None, 0, 0))
+    (task,) = runner.run_args(recorded, (a, out)).to_dict()["tasks"]
+    assert task["records"]["table"].shape[0] == task["instructions"]
+    limited = _native_spec(warm.tensors, warm.extra, (False, True, None, 0, 1))
+    with pytest.raises(SimulationLimitError):
+        runner.run_args(limited, (a, out))
+    bound = runner.bind(limited)  # the warm call's form: the same run, the same error
+    with pytest.raises(SimulationLimitError):
+        bound((a, out))
+    assert bound((a,)) is None  # an argument missing: nothing run
+    with pytest.raises(TypeError):
+        bound([a, out])
+    add_one._pypto_compiled.clear()  # the program, its runner and the warm call forgotten ...
+    del runner, limited, warm
+    gc.collect()
+    with pytest.raises(SimulationLimitError):  # ... but the bound run keeps what it runs alive
+        bound((a, out))
+    out[:] = 0
+    add_one(a * 2, out, config=CFG)  # the warm call after all that
+    np.testing.assert_array_equal(out, a * 2 + 1)

@@ -28,7 +28,9 @@ constexpr unsigned mem_bit(int mem) { return 1u << mem; }
 
 // The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
 // globals so a fatal-signal handler can report where a native fault happened.
-extern std::atomic<const char*> g_last_op, g_last_loc;
+// Hidden: read and written only inside the library, so each op stores to them directly rather
+// than through the GOT.
+[[gnu::visibility("hidden")]] extern std::atomic<const char*> g_last_op, g_last_loc;
 inline void note_instruction(const char* op, const char* loc) {
   g_last_op.store(op, std::memory_order_relaxed);
   g_last_loc.store(loc, std::memory_order_relaxed);

@@ -59,7 +59,6 @@ void CoreModel::reset(bool record) {
   armed_ = false;
   check_at_ = next_check();
   issue_time_ = 0;
-  next_index_ = 0;
   pipe_free_.fill(0);
   vector_run_end_ = UINT64_MAX;
   for (Blocked& b : blocked_) {  // `wait` is read only while active and set on activation
@@ -148,8 +147,7 @@ void CoreModel::issue(const Instr& instr) {
   const uint64_t issue_cost = issue_cycles_;
   issue_time_ += issue_cost;
   stats_.pipe_busy[PYPTO_SCALAR] += issue_cost;
-  ++stats_.instructions;
-  const uint32_t index = next_index_++;
+  const auto index = static_cast<uint32_t>(stats_.instructions++);
   Blocked& b = blocked_[pipe];
   if (!b.active && pipe == instr.pipe) {  // the common case: no copy of the instruction
     schedule(index, issue_time_, instr);
@@ -168,24 +166,13 @@ void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int6
                              int64_t addr, const AccessList& accesses) {
   // A blocked vector pipe, a limit or an interrupt to look at: the general path.
   if (blocked_[PYPTO_VECTOR].active || interrupt_flag().load(std::memory_order_relaxed) ||
-      stats_.instructions >= check_at_) {
-    Instr in;
-    in.pipe = PYPTO_VECTOR;
-    in.op.cls = OpClass::kVector;
-    in.op.vec = c;
-    in.op.bytes = bytes;
-    in.name = name;
-    in.loc = loc;
-    in.bytes = static_cast<uint64_t>(bytes);
-    in.addr = addr;
-    in.accesses = accesses;
-    issue(in);
+      stats_.instructions >= check_at_) [[unlikely]] {
+    issue_vector_in_full(name, loc, c, bytes, addr, accesses);
     return;
   }
   issue_time_ += issue_cycles_;
   stats_.pipe_busy[PYPTO_SCALAR] += issue_cycles_;
-  ++stats_.instructions;
-  const uint32_t index = next_index_++;
+  const auto index = static_cast<uint32_t>(stats_.instructions++);
   // schedule() for an op with no flag, no GM access (so no gate and no GM race note), no
   // cross-core start, end or hold.
   const uint64_t start = std::max(issue_time_, pipe_free_[PYPTO_VECTOR]);
@@ -206,13 +193,29 @@ void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int6
   }
 }
 
+void CoreModel::issue_vector_in_full(const char* name, const char* loc, VecClass c, int64_t bytes,
+                                     int64_t addr, const AccessList& accesses) {
+  Instr in;
+  in.pipe = PYPTO_VECTOR;
+  in.op.cls = OpClass::kVector;
+  in.op.vec = c;
+  in.op.bytes = bytes;
+  in.name = name;
+  in.loc = loc;
+  in.bytes = static_cast<uint64_t>(bytes);
+  in.addr = addr;
+  in.accesses = accesses;
+  issue(in);
+}
+
 // PIPE_ALL: every pipe drains before the barrier issues; a pipe blocked forever is a deadlock.
 void CoreModel::drain_for_barrier() {
   for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
     if (blocked_[p].active) {
       const Pending& w = blocked_[p].wait;
       throw SimError(ErrorKind::kDeadlock,
-                     "deadlock: pipe_barrier(PIPE_ALL) #" + std::to_string(next_index_) +
+                     "deadlock: pipe_barrier(PIPE_ALL) #" +
+                         std::to_string(static_cast<uint32_t>(stats_.instructions)) +
                          " waits for " + pipe_name(p) + ", which is blocked forever on " +
                          where(w.instr.name, w.index, w.instr.loc) + " " + flag_text(w.instr) +
                          " (no matching set_flag was issued before the barrier)");

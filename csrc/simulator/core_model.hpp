@@ -207,7 +207,13 @@ class CoreModel {
     }
     return *(last_vector_ = &two[0]);
   }
-  void price_vector(VectorPrice& v, VecClass c, int64_t bytes, bool continues_run);
+  [[gnu::noinline]] void price_vector(VectorPrice& v, VecClass c, int64_t bytes,
+                                      bool continues_run);
+  // issue_vector through issue(), as a whole instruction: out of line, so the fast path's frame
+  // holds no Instr.
+  [[gnu::noinline, gnu::cold]] void issue_vector_in_full(const char* name, const char* loc,
+                                                         VecClass c, int64_t bytes, int64_t addr,
+                                                         const AccessList& accesses);
   void check_limits(const Instr& in);
   [[gnu::noinline, gnu::cold]] void stop_if_past_limits(const Instr& in, bool stop);
   uint64_t next_check() const;
@@ -227,7 +233,6 @@ class CoreModel {
   // The platform's scalar issue cost in whole cycles, converted once (a double-to-integer
   // conversion on every issue sat on the chain of dependent issue times).
   uint64_t issue_cycles_ = 0;
-  uint32_t next_index_ = 0;
   std::array<uint64_t, PYPTO_NUM_PIPES> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
   std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};

@@ -61,17 +61,18 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
     // reading the ring's memory.
     if (p == ref.pipe || latest_end_[p] <= ref.start) continue;
     const LiveRing& q = live_[p];
-    for (size_t i = 0; i < q.size() && q.from_back(i).ref.end > ref.start; ++i) {
-      const Live* it = &q.from_back(i);
-      const char* kind = conflict_kind(it->access, acc);
-      if (kind == nullptr || it->ref.index == ref.index) continue;
-      if (!accesses_overlap(it->access, acc)) continue;
+    for (size_t i = 0; i < q.size() && q.ref_from_back(i).end > ref.start; ++i) {
+      const InstrRef& earlier = q.ref_from_back(i);
+      const Access& access = q.access_from_back(i);
+      const char* kind = conflict_kind(access, acc);
+      if (kind == nullptr || earlier.index == ref.index) continue;
+      if (!accesses_overlap(access, acc)) continue;
       // one report per pair of instructions, however many of their accesses collide
-      if (std::find(reported.begin(), reported.end(), it->ref.index) != reported.end()) continue;
-      reported.push_back(it->ref.index);
+      if (std::find(reported.begin(), reported.end(), earlier.index) != reported.end()) continue;
+      reported.push_back(earlier.index);
       ++count_;
       if (found_.size() < kMaxKept)
-        found_.push_back({kind, static_cast<int>(acc.space), it->ref, ref});
+        found_.push_back({kind, static_cast<int>(acc.space), earlier, ref});
     }
   }
 }
@@ -153,20 +154,33 @@ void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& acces
 }
 
 // The tail list is copied entry by entry in the same loop: a copy of the whole list moved four
-// entries, most of them unused, and a loop of its own became a library call.
+// entries, most of them unused, and a loop of its own became a library call. The entries are
+// written whole (their refs are the tail's), so each is written once whatever comes next.
 void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& accesses) {
+  settle_tail_refs();
   for (int i = 0; i < accesses.size; ++i) {
     push_back(ref, accesses.items[i]);
     tail_.items[static_cast<size_t>(i)] = accesses.items[static_cast<size_t>(i)];
   }
   tail_.size = accesses.size;
+  tail_ref_ = ref;
+}
+
+void HazardChecker::LiveRing::settle_tail_refs() {
+  const size_t n = std::min(static_cast<size_t>(tail_.size), size_);
+  for (size_t i = 0; i < n; ++i) at_back(i).ref = tail_ref_;
+}
+
+void HazardChecker::LiveRing::retag_other_tail(const AccessList& accesses) {
+  settle_tail_refs();
+  tail_ = accesses;
 }
 
 // More accesses than the tail list holds: the older ones are compared in the ring itself.
 bool HazardChecker::LiveRing::tail_reaches_back(const AccessList& accesses) const {
   const size_t n = static_cast<size_t>(accesses.size);
   for (size_t i = 0; i < n; ++i) {
-    if (!same_access(from_back(n - 1 - i).access, accesses.items[i])) return false;
+    if (!same_access(access_from_back(n - 1 - i), accesses.items[i])) return false;
   }
   return true;
 }

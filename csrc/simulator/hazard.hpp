@@ -13,6 +13,9 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "pypto/abi.h"
 
@@ -41,12 +44,26 @@ struct AccessList {
 bool accesses_overlap(const Access& a, const Access& b);
 
 // The repeat check runs on every instruction of a loop: accesses compare as bytes. Most lists
-// that are not a repeat differ in their first access's base, tested inline first, so only a
-// likely repeat pays for the library call.
-inline bool same_accesses(const Access* a, const Access* b, size_t n) {
+// that are not a repeat differ in their first access's base, tested inline first; a likely
+// repeat is compared inline too, 16 bytes at a time (a call to memcmp, and the registers the
+// caller saved around it, cost more than the comparison).
+[[gnu::always_inline]] inline bool same_accesses(const Access* a, const Access* b, size_t n) {
   if (n == 0) return true;
   if (a->base != b->base) return false;
+#if defined(__SSE2__)
+  static_assert(sizeof(Access) == 48, "an access is three 16-byte blocks");
+  const auto* x = reinterpret_cast<const __m128i*>(a);
+  const auto* y = reinterpret_cast<const __m128i*>(b);
+  __m128i diff = _mm_setzero_si128();
+  for (size_t i = 0; i < n; ++i, x += 3, y += 3) {  // an access a trip
+    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x), _mm_loadu_si128(y)));
+    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x + 1), _mm_loadu_si128(y + 1)));
+    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x + 2), _mm_loadu_si128(y + 2)));
+  }
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
+#else
   return std::memcmp(a, b, n * sizeof(Access)) == 0;
+#endif
 }
 inline bool same_access(const Access& a, const Access& b) { return same_accesses(&a, &b, 1); }
 
@@ -79,8 +96,9 @@ class HazardChecker {
   // entries, and any other is only recorded (add: the repeat test is not made twice). The
   // instruction comes as fields: a reference built on the stack just before would be copied
   // back in wider loads than it was stored in.
-  void check(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
-             const char* loc, const AccessList& accesses, uint64_t horizon) {
+  [[gnu::always_inline]] void check(int pipe, uint64_t start, uint64_t end, uint32_t index,
+                                    const char* name, const char* loc, const AccessList& accesses,
+                                    uint64_t horizon) {
     if (in_flight_elsewhere(pipe, start)) {
       check_and_add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);
       return;
@@ -111,11 +129,16 @@ class HazardChecker {
     // The oldest entry's end, kept beside the ring: most instructions drop nothing, and the
     // check then reads no ring memory (cold after another core ran).
     uint64_t front_end() const { return front_end_; }
-    const Live& from_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
+    const Access& access_from_back(size_t i) const { return at_back(i).access; }
+    // The instruction of the i-th newest entry: the tail's (tail_ref_) for the newest
+    // `tail_.size`, whose refs in the ring are not kept up to date.
+    const InstrRef& ref_from_back(size_t i) const {
+      return i < static_cast<size_t>(tail_.size) ? tail_ref_ : at_back(i).ref;
+    }
     // Whether the ring ends with exactly these accesses (in order). Replacing their
     // instruction by a later one on the same pipe loses no race: the later one ends no
     // earlier and touches the same bytes.
-    bool repeats_tail(const AccessList& accesses) const {
+    [[gnu::always_inline]] bool repeats_tail(const AccessList& accesses) const {
       const size_t n = static_cast<size_t>(accesses.size), t = static_cast<size_t>(tail_.size);
       if (n == 0 || size_ < n || t == 0) return false;
       // the ring's newest n entries: the tail list's last n (when n <= t)
@@ -123,13 +146,18 @@ class HazardChecker {
       if (!same_access(tail_.items[t - 1], accesses.items[n - 1])) return false;
       return tail_reaches_back(accesses);
     }
-    void retag_tail(size_t n, const InstrRef& ref) {  // the newest n entries are now ref's
-      for (size_t i = 0; i < n; ++i) buf_[(head_ + size_ - 1 - i) & mask_].ref = ref;
-      if (n >= size_) front_end_ = ref.end;
+    // The newest entries, which repeats_tail found equal to `accesses`, are now ref's. A loop's
+    // repeat (the whole tail list again) writes only tail_ref_, not a ref per entry.
+    void retag_tail(const AccessList& accesses, const InstrRef& ref) {
+      if (accesses.size != tail_.size) retag_other_tail(accesses);
+      tail_ref_ = ref;
+      if (static_cast<size_t>(accesses.size) >= size_) front_end_ = ref.end;
     }
     void pop_front() {
       head_ = (head_ + 1) & mask_;
-      if (--size_ > 0) front_end_ = buf_[head_].ref.end;
+      if (--size_ > 0) {
+        front_end_ = size_ <= static_cast<size_t>(tail_.size) ? tail_ref_.end : buf_[head_].ref.end;
+      }
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
     void clear() { head_ = size_ = 0; }
@@ -139,7 +167,12 @@ class HazardChecker {
     void push_list(const InstrRef& ref, const AccessList& accesses);
 
    private:
+    Live& at_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
     bool tail_reaches_back(const AccessList& accesses) const;
+    // The tail's entries take tail_ref_ into the ring (before the tail list changes).
+    void settle_tail_refs();
+    // retag_tail of a list longer or shorter than the tail list: it becomes the tail list.
+    void retag_other_tail(const AccessList& accesses);
     void grow();
     bool take_spare();
     // Entries are written before they are read, so the storage is left uninitialised.
@@ -162,6 +195,9 @@ class HazardChecker {
     // recognised by comparing two small lists without reading the ring's memory (cold after
     // another core ran). Its `size` is 0 when nothing was pushed since the last reset.
     AccessList tail_{};
+    // The instruction the tail list's entries belong to (the newest to repeat them): kept here
+    // alone, and written into their ring entries only when another list is pushed.
+    InstrRef tail_ref_{};
   };
   // Only a pipe with an access still in flight when this one starts can race with it; most
   // instructions find none and skip the scan. The latest end of the other pipes is the top one,
@@ -187,13 +223,13 @@ class HazardChecker {
   // Records the accesses of an instruction already checked: a loop's instruction re-touching
   // the bytes of its pipe's newest takes over their entries (the newest ref stands); any other
   // is added.
-  void record(int pipe, uint64_t start, uint64_t end, uint32_t index, const char* name,
-              const char* loc, const AccessList& accesses, uint64_t horizon) {
+  [[gnu::always_inline]] void record(int pipe, uint64_t start, uint64_t end, uint32_t index,
+                                     const char* name, const char* loc, const AccessList& accesses,
+                                     uint64_t horizon) {
     LiveRing& q = live_[pipe];
     if (q.repeats_tail(accesses)) {
       set_latest_end(pipe, end);
-      q.retag_tail(static_cast<size_t>(accesses.size),
-                   InstrRef{index, pipe, name, loc, start, end});
+      q.retag_tail(accesses, InstrRef{index, pipe, name, loc, start, end});
       return;
     }
     add(InstrRef{index, pipe, name, loc, start, end}, accesses, horizon);

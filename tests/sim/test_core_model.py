@@ -205,6 +205,53 @@ def test_repeats_race_with_every_pipe_still_in_flight():
     ]
 
 
+def test_a_repeat_of_part_of_the_newest_list_takes_over_only_that_part():
+    # B repeats only the last access of A's list: the write becomes B's, the read stays A's.
+    m = model()
+    m.op(VECTOR, 10, "A", reads=[(VEC, 0, 64)], writes=[(VEC, 4096, 64)])  # [1, 11)
+    m.op(VECTOR, 10, "B", writes=[(VEC, 4096, 64)])  # [11, 21)
+    m.op(MTE3, 5, "S1", writes=[(VEC, 0, 64)])
+    m.op(MTE2, 5, "S2", reads=[(VEC, 4096, 64)])
+    m.finish()
+    assert [h.split(" with ")[0] for h in m.hazards] == [
+        "WAR race: S1 #2 on MTE3 [3, 8) overlaps A #0 on VECTOR [1, 11)",
+        "RAW race: S2 #3 on MTE2 [4, 9) overlaps B #1 on VECTOR [11, 21)",
+    ]
+
+
+def test_a_repeat_reaching_past_the_newest_list_takes_over_every_entry_it_repeats():
+    # Z's two accesses are the ring's newest two, pushed by X and Y: both become Z's.
+    m = model()
+    m.op(VECTOR, 10, "X", reads=[(VEC, 0, 64)])  # [1, 11)
+    m.op(VECTOR, 10, "Y", writes=[(VEC, 4096, 64)])  # [11, 21)
+    m.op(VECTOR, 10, "Z", reads=[(VEC, 0, 64)], writes=[(VEC, 4096, 64)])  # [21, 31)
+    m.op(MTE3, 5, "S1", writes=[(VEC, 0, 64)])
+    m.op(MTE2, 5, "S2", reads=[(VEC, 4096, 64)])
+    m.finish()
+    assert [h.split(" with ")[0] for h in m.hazards] == [
+        "WAR race: S1 #3 on MTE3 [4, 9) overlaps Z #2 on VECTOR [21, 31)",
+        "RAW race: S2 #4 on MTE2 [5, 10) overlaps Z #2 on VECTOR [21, 31)",
+    ]
+
+
+def test_a_repeated_access_is_kept_in_flight_until_its_newest_repeat_ends():
+    # T's read is repeated until cycle 302; P before it ends at 2. Once the issue passes T's
+    # first end (102), a new vector op drops P but keeps T's entry (its newest repeat's end
+    # counts), so a store into T's bytes at ~160 is still a race with T #3.
+    m = model()
+    m.op(VECTOR, 1, "P", writes=[(VEC, 0, 64)])  # [1, 2)
+    for _ in range(3):
+        m.op(VECTOR, 100, "T", reads=[(VEC, 4096, 64)])  # [2, 102), [102, 202), [202, 302)
+    for _ in range(150):
+        m.op(SCALAR, 1, "NOP")  # no accesses: the issue moves on to cycle 154
+    m.op(VECTOR, 1, "Q", writes=[(VEC, 8192, 64)])  # drops what ended by its issue
+    m.op(MTE3, 5, "S", writes=[(VEC, 4096, 64)])
+    m.finish()
+    (hazard,) = m.hazards
+    assert hazard.startswith("WAR race: S #155 on MTE3")
+    assert "overlaps T #3 on VECTOR [202, 302)" in hazard
+
+
 def run_mixed_program(general: bool, record: bool = True):
     """A program exercising every case a vector op meets: runs that continue and break, a
     repeat taken over by the race check, a race with another pipe, a vector pipe blocked on a

@@ -28,7 +28,9 @@ constexpr unsigned mem_bit(int mem) { return 1u << mem; }
 
 // The crash breadcrumb: the ISA call being executed and its kernel line, kept in plain
 // globals so a fatal-signal handler can report where a native fault happened.
-extern std::atomic<const char*> g_last_op, g_last_loc;
+// Hidden: read and written only inside the library, so each op stores to them directly rather
+// than through the GOT.
+[[gnu::visibility("hidden")]] extern std::atomic<const char*> g_last_op, g_last_loc;
 inline void note_instruction(const char* op, const char* loc) {
   g_last_op.store(op, std::memory_order_relaxed);
   g_last_loc.store(loc, std::memory_order_relaxed);
@@ -108,11 +110,11 @@ TileView check_tile_again(CoreContext& core, const pypto_tile* t, const char* op
 // Always inline: a call per operand cost a loop of tiny instructions more than the check
 // itself. `core`: the current core, which an op reads once and passes to each of its checks
 // (every read of the thread-local pointer is a call into the dynamic loader's TLS helper).
-[[gnu::always_inline]] inline TileView check_tile(CoreContext& core, const pypto_tile* t,
-                                                  const char* op, const char* operand,
-                                                  unsigned spaces) {
-  note_instruction(op, core.loc);
-  data_barrier(core);
+// check_tile of an op's later operand: the op's first check_tile noted the instruction and
+// waited for the queue, and nothing was queued since.
+[[gnu::always_inline]] inline TileView check_next_tile(CoreContext& core, const pypto_tile* t,
+                                                       const char* op, const char* operand,
+                                                       unsigned spaces) {
   if (core.put_offs != 0) [[unlikely]]
     return check_touched_tile(core, t, op, operand, spaces);
   const CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
@@ -122,9 +124,24 @@ TileView check_tile_again(CoreContext& core, const pypto_tile* t, const char* op
   if (t != nullptr && checked_as(seen, t, spaces)) return seen.view;
   return check_tile_again(core, t, op, operand, spaces);
 }
+[[gnu::always_inline]] inline TileView check_tile(CoreContext& core, const pypto_tile* t,
+                                                  const char* op, const char* operand,
+                                                  unsigned spaces) {
+  note_instruction(op, core.loc);
+  data_barrier(core);
+  return check_next_tile(core, t, op, operand, spaces);
+}
 [[gnu::always_inline]] inline TileView check_tile(const pypto_tile* t, const char* op,
                                                   const char* operand, unsigned spaces) {
   return check_tile(current_core(), t, op, operand, spaces);
+}
+// check_tile of an op whose work is queued (`q`): no wait for the queue (data_barrier), which
+// the op's work is queued behind.
+[[gnu::always_inline]] inline TileView check_tile(const Deferred& q, const pypto_tile* t,
+                                                  const char* op, const char* operand,
+                                                  unsigned spaces) {
+  note_instruction(op, q.core().loc);
+  return check_next_tile(q.core(), t, op, operand, spaces);
 }
 GmWindow check_window(const pypto_tensor* t, int64_t row0, int64_t col0, const TileView& tile,
                       const char* op);
@@ -144,10 +161,11 @@ inline void check_same_valid_shape(const TileView& a, const TileView& b, const c
 }
 // An elementwise op's operands agree: b (if any) with a, then dst with a; dtypes first.
 void check_elementwise(const TileView& dst, const TileView& a, const TileView* b, const char* op);
-// The input `a` of a one-input elementwise op: a Vec tile of dst's dtype and valid shape.
+// The input `a` of a one-input elementwise op: a Vec tile of dst's dtype and valid shape
+// (`dst` was checked first, by check_tile).
 inline TileView check_input_a(CoreContext& core, const pypto_tile* a, const TileView& dst,
                               const char* op) {
-  TileView x = check_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
+  TileView x = check_next_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
   check_elementwise(dst, x, nullptr, op);
   return x;
 }

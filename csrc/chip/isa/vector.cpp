@@ -55,9 +55,9 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
   const char* op = op_name(kBinaryNames, opc, "TBINARY");
   const Deferred q;
   CoreContext& core = q.core();
-  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
-  TileView y = check_tile(core, b, op, "b", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView x = check_next_tile(core, a, op, "a", mem_bit(PYPTO_VEC));
+  TileView y = check_next_tile(core, b, op, "b", mem_bit(PYPTO_VEC));
   check_elementwise(d, x, &y, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   q.run_with(
@@ -79,7 +79,7 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
   const char* op = op_name(kScalarNames, opc, "TBINARYS");
   const Deferred q;
   CoreContext& core = q.core();
-  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(core, a, d, op);
   check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
   q.run_with(
@@ -98,7 +98,7 @@ extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_til
   const char* op = op_name(kUnaryNames, opc, "TUNARY");
   const Deferred q;
   CoreContext& core = q.core();
-  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
   TileView x = check_input_a(core, a, d, op);
   check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
   q.run_with(
@@ -116,7 +116,7 @@ extern "C" void pypto_texpands(const pypto_tile* dst, double value) {
   const char* op = "TEXPANDS";
   const Deferred q;
   CoreContext& core = q.core();
-  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
   q.run_with(
       d.valid_bytes(),
       [value](const TileView& d) {
@@ -132,8 +132,8 @@ extern "C" void pypto_tcvt(const pypto_tile* dst, const pypto_tile* src, int32_t
   const char* op = "TCVT";
   const Deferred q;
   CoreContext& core = q.core();
-  TileView d = check_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView s = check_tile(core, src, op, "src", mem_bit(PYPTO_VEC));
+  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
+  TileView s = check_next_tile(core, src, op, "src", mem_bit(PYPTO_VEC));
   check_same_valid_shape(d, s, op, "dst and src");
   if (accesses_overlap(d.access(true), s.access(false)) &&
       (d.data != s.data || d.esize != s.esize)) {

@@ -299,10 +299,23 @@ void DataQueue::work() {
   struct Cpu {  // counted however the loop ends
     ~Cpu() { g_data_cpu.fetch_add(thread_cpu_ns(), std::memory_order_relaxed); }
   } cpu;
-  uint64_t tail = 0;
+  // `head`: the published slots as last read. head_ is read again only once they are all
+  // done, not at every op: its line is the run's thread's to write at every publish, and a
+  // read per op pulled it across host cores twice per op (a miss here, and the run's thread's
+  // locked store waiting for the line to come back) while a backlog was being worked off.
+  // The slots' address is read once: the member sits beside fields the run's thread writes
+  // at every op (its own head and tail copies), whose line a read per op would pull across too.
+  const Slot* const slots = slots_.get();
+  uint64_t tail = 0, head = 0;
   for (;;) {
-    if (head_.load(std::memory_order_acquire) == tail && !wait_for_work(tail)) return;
-    const Slot& s = slots_[tail % kSlots];
+    if (head == tail) {
+      head = head_.load(std::memory_order_acquire);
+      if (head == tail) {
+        if (!wait_for_work(tail)) return;
+        head = head_.load(std::memory_order_acquire);
+      }
+    }
+    const Slot& s = slots[tail % kSlots];
     if (!error_) {
       try {
         s.run(s.fn);

@@ -84,12 +84,20 @@ DataQueue::~DataQueue() {
   thread_.join();
 }
 
+void DataQueue::put_off(const PutOff& r) {
+  const auto at = std::upper_bound(put_off_.begin(), put_off_.end(), r.begin,
+                                   [](const uint8_t* b, const PutOff& x) { return b < x.begin; });
+  put_off_.insert(at, r);
+  put_off_span_ = std::max(put_off_span_, static_cast<size_t>(r.end - r.begin));
+  ++*r.count;
+}
+
 bool DataQueue::take_back(const void* arg) {
-  for (PutOff& r : put_off_) {
-    if (r.arg != arg) continue;
-    --*r.count;
-    r = put_off_.back();
-    put_off_.pop_back();
+  for (auto it = put_off_.begin(); it != put_off_.end(); ++it) {
+    if (it->arg != arg) continue;
+    --*it->count;
+    put_off_.erase(it);
+    if (put_off_.empty()) put_off_span_ = 0;
     return true;
   }
   return false;
@@ -97,19 +105,24 @@ bool DataQueue::take_back(const void* arg) {
 
 bool DataQueue::before_write(const uint8_t* begin, const uint8_t* end) {
   bool flushed = false;
-  for (size_t i = 0; i < put_off_.size();) {
-    const PutOff r = put_off_[i];
-    if (r.begin >= end || begin >= r.end) {
-      ++i;
-      continue;
-    }
-    put_off_[i] = put_off_.back();  // removed before its flush runs (which may queue work)
-    put_off_.pop_back();
+  for (;;) {
+    // A read [b, e) overlaps [begin, end) when b < end and e > begin; as e <= b + span, only
+    // those with b > begin - span can: the first of them is found by a binary search (in
+    // addresses, so that begin - span does not wrap below zero).
+    const auto lowest = reinterpret_cast<uintptr_t>(begin);
+    const uintptr_t above = lowest > put_off_span_ ? lowest - put_off_span_ : 0;
+    auto it = std::upper_bound(
+        put_off_.begin(), put_off_.end(), above,
+        [](uintptr_t a, const PutOff& x) { return a < reinterpret_cast<uintptr_t>(x.begin); });
+    while (it != put_off_.end() && it->begin < end && it->end <= begin) ++it;
+    if (it == put_off_.end() || it->begin >= end) return flushed;
+    const PutOff r = *it;
+    put_off_.erase(it);  // removed before its flush runs (which may queue work, or put off more)
+    if (put_off_.empty()) put_off_span_ = 0;
     --*r.count;
     r.flush(*this, r.arg);
     flushed = true;
   }
-  return flushed;
 }
 
 bool DataQueue::start() {

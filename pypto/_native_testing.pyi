@@ -116,6 +116,15 @@ def matmul_f32_form(
     exact_products: bool = ...,
 ) -> None: ...
 def matmul_f32_forms() -> list[str]: ...
+def put_off_writes(
+    ops: collections.abc.Sequence[
+        tuple[
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+        ]
+    ],
+) -> tuple[list[list[int]], int]: ...
 def reduce_rows_f32_form(
     form: str,
     op: typing.SupportsInt | typing.SupportsIndex,

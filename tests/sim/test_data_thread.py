@@ -308,3 +308,41 @@ def test_the_cores_storage_never_overlaps_and_reuses_the_blocks_given_back():
         assert a + n <= b, "two live spaces overlap"
     kept = [a for a, n in zip(first, sizes) if n <= 4 << 20]
     assert sorted(a for a, n in zip(second, sizes) if n <= 4 << 20) == sorted(kept)
+
+
+def put_off_model(ops):
+    """put_off_writes by brute force: every read still put off is looked at, per write."""
+    live, reads, out = {}, 0, []
+    for kind, a, b in ops:
+        if kind == 0:
+            live[reads] = (a, b)
+            reads += 1
+        elif kind == 1:
+            hit = sorted(n for n, (lo, hi) in live.items() if lo < b and a < hi)
+            for n in hit:
+                del live[n]
+            out.append(hit)
+        else:
+            live.pop(a, None)
+    return out, len(live)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_write_flushes_exactly_the_put_off_reads_its_bytes_meet(seed):
+    """The put-off reads are kept in address order and a write looks only at those beginning
+    within the longest read's length below it (DataQueue::before_write): it must still flush
+    every read it overlaps — one wholly around it, one reaching into it from below, one the
+    longest read's length away — and no other, as a scan of them all does."""
+    rng = np.random.default_rng(seed)
+    ops = []
+    for _ in range(400):
+        kind = rng.choice(3, p=[0.45, 0.45, 0.1])
+        if kind == 2:
+            ops.append((2, int(rng.integers(0, 200)), 0))
+            continue
+        a = int(rng.integers(0, 4000))
+        length = int(rng.choice([0, 1, 16, 64, 512, 2048]))
+        ops.append((int(kind), a, a + length))
+    got = _native_testing.put_off_writes(ops)
+    assert (list(got[0]), got[1]) == put_off_model(ops)
+    assert any(len(hit) > 1 for hit in got[0])  # writes that meet several reads at once

@@ -12,6 +12,8 @@
 #include <memory>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "bindings/bind.hpp"
 #include "chip/core/core_storage.hpp"
@@ -287,6 +289,47 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
   return out;
 }
 
+// A queue's put-off reads alone (no data thread): `ops` in order, each (kind, a, b) — kind 0
+// puts off a read of bytes [a, b) of one buffer (the reads are numbered in the order they are
+// put off), 1 writes bytes [a, b) (DataQueue::before_write), 2 takes back read number a. Per
+// write, the numbers of the reads it flushed, ascending; the count of reads still put off last.
+std::pair<std::vector<std::vector<int64_t>>, int> put_off_writes(
+    const std::vector<std::tuple<int, int64_t, int64_t>>& ops) {
+  int64_t size = 1;
+  for (const auto& [kind, a, b] : ops) {
+    if (kind < 0 || kind > 2 || a < 0 || (kind != 2 && b < a)) throw std::invalid_argument("op");
+    size = std::max(size, kind == 2 ? size : b + 1);
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  struct Read {
+    int64_t number;
+    std::vector<int64_t>* flushed;
+  };
+  std::vector<std::unique_ptr<Read>> reads;
+  std::vector<int64_t> flushed;
+  std::vector<std::vector<int64_t>> out;
+  int count = 0;
+  DataQueue q;
+  for (const auto& [kind, a, b] : ops) {
+    if (kind == 0) {
+      reads.push_back(std::make_unique<Read>(Read{static_cast<int64_t>(reads.size()), &flushed}));
+      const auto flush = [](DataQueue&, void* arg) {
+        const Read& r = *static_cast<Read*>(arg);
+        r.flushed->push_back(r.number);
+      };
+      q.put_off({bytes.data() + a, bytes.data() + b, flush, reads.back().get(), &count});
+    } else if (kind == 1) {
+      flushed.clear();
+      q.before_write(bytes.data() + a, bytes.data() + b);
+      std::sort(flushed.begin(), flushed.end());
+      out.push_back(flushed);
+    } else if (a < static_cast<int64_t>(reads.size())) {
+      q.take_back(reads[static_cast<size_t>(a)].get());
+    }
+  }
+  return {out, count};
+}
+
 // The memory system alone: buffers registered at (offset, bytes) of `host`, then GM windows
 // (offset, rows, row_bytes, stride) of it transferred one after another.
 // Per window: (L2 hits, L2 misses) of its lines.
@@ -316,6 +359,7 @@ void bind_testing(py::module_& m) {
         py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"), py::arg("when_waited") = false);
+  m.def("put_off_writes", &put_off_writes, py::arg("ops"));
   m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();

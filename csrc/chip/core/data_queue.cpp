@@ -84,12 +84,20 @@ DataQueue::~DataQueue() {
   thread_.join();
 }
 
+void DataQueue::put_off(const PutOff& r) {
+  const auto at = std::upper_bound(put_off_.begin(), put_off_.end(), r.begin,
+                                   [](const uint8_t* b, const PutOff& x) { return b < x.begin; });
+  put_off_.insert(at, r);
+  put_off_span_ = std::max(put_off_span_, static_cast<size_t>(r.end - r.begin));
+  ++*r.count;
+}
+
 bool DataQueue::take_back(const void* arg) {
-  for (PutOff& r : put_off_) {
-    if (r.arg != arg) continue;
-    --*r.count;
-    r = put_off_.back();
-    put_off_.pop_back();
+  for (auto it = put_off_.begin(); it != put_off_.end(); ++it) {
+    if (it->arg != arg) continue;
+    --*it->count;
+    put_off_.erase(it);
+    if (put_off_.empty()) put_off_span_ = 0;
     return true;
   }
   return false;
@@ -97,19 +105,24 @@ bool DataQueue::take_back(const void* arg) {
 
 bool DataQueue::before_write(const uint8_t* begin, const uint8_t* end) {
   bool flushed = false;
-  for (size_t i = 0; i < put_off_.size();) {
-    const PutOff r = put_off_[i];
-    if (r.begin >= end || begin >= r.end) {
-      ++i;
-      continue;
-    }
-    put_off_[i] = put_off_.back();  // removed before its flush runs (which may queue work)
-    put_off_.pop_back();
+  for (;;) {
+    // A read [b, e) overlaps [begin, end) when b < end and e > begin; as e <= b + span, only
+    // those with b > begin - span can: the first of them is found by a binary search (in
+    // addresses, so that begin - span does not wrap below zero).
+    const auto lowest = reinterpret_cast<uintptr_t>(begin);
+    const uintptr_t above = lowest > put_off_span_ ? lowest - put_off_span_ : 0;
+    auto it = std::upper_bound(
+        put_off_.begin(), put_off_.end(), above,
+        [](uintptr_t a, const PutOff& x) { return a < reinterpret_cast<uintptr_t>(x.begin); });
+    while (it != put_off_.end() && it->begin < end && it->end <= begin) ++it;
+    if (it == put_off_.end() || it->begin >= end) return flushed;
+    const PutOff r = *it;
+    put_off_.erase(it);  // removed before its flush runs (which may queue work, or put off more)
+    if (put_off_.empty()) put_off_span_ = 0;
     --*r.count;
     r.flush(*this, r.arg);
     flushed = true;
   }
-  return flushed;
 }
 
 bool DataQueue::start() {
@@ -299,10 +312,23 @@ void DataQueue::work() {
   struct Cpu {  // counted however the loop ends
     ~Cpu() { g_data_cpu.fetch_add(thread_cpu_ns(), std::memory_order_relaxed); }
   } cpu;
-  uint64_t tail = 0;
+  // `head`: the published slots as last read. head_ is read again only once they are all
+  // done, not at every op: its line is the run's thread's to write at every publish, and a
+  // read per op pulled it across host cores twice per op (a miss here, and the run's thread's
+  // locked store waiting for the line to come back) while a backlog was being worked off.
+  // The slots' address is read once: the member sits beside fields the run's thread writes
+  // at every op (its own head and tail copies), whose line a read per op would pull across too.
+  const Slot* const slots = slots_.get();
+  uint64_t tail = 0, head = 0;
   for (;;) {
-    if (head_.load(std::memory_order_acquire) == tail && !wait_for_work(tail)) return;
-    const Slot& s = slots_[tail % kSlots];
+    if (head == tail) {
+      head = head_.load(std::memory_order_acquire);
+      if (head == tail) {
+        if (!wait_for_work(tail)) return;
+        head = head_.load(std::memory_order_acquire);
+      }
+    }
+    const Slot& s = slots[tail % kSlots];
     if (!error_) {
       try {
         s.run(s.fn);

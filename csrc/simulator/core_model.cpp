@@ -72,7 +72,8 @@ void CoreModel::reset(bool record) {
   }
   fired_used_.clear();
   hazards_.reset();
-  clear_prices();
+  // The price memo stays: a price is a pure function of the op and the platform, which is
+  // fixed for the model's lifetime (read-only from Python), so the next run's lookups hit.
   gates_.clear();
   stats_ = CoreStats{};
   records_ = RecordTable();

@@ -69,18 +69,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
         options_(o),
         pool_(pool),
         memory_(p),
-        aic_free_(
-            kept(pool ? &pool->aic_free : nullptr, p.aic_cores, uint64_t{0}, aic_touched(pool))),
-        aiv_free_(
-            kept(pool ? &pool->aiv_free : nullptr, p.aiv_cores, uint64_t{0}, aiv_touched(pool))),
-        aic_busy_(
-            kept(pool ? &pool->aic_busy : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
-        aiv_busy_(
-            kept(pool ? &pool->aiv_busy : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
-        aic_warm_(
-            kept(pool ? &pool->aic_warm : nullptr, p.aic_cores, uint8_t{0}, aic_touched(pool))),
-        aiv_warm_(
-            kept(pool ? &pool->aiv_warm : nullptr, p.aiv_cores, uint8_t{0}, aiv_touched(pool))),
+        aic_free_(per_core(pool, &CorePool::aic_free, true, p)),
+        aiv_free_(per_core(pool, &CorePool::aiv_free, false, p)),
+        aic_busy_(per_core(pool, &CorePool::aic_busy, true, p)),
+        aiv_busy_(per_core(pool, &CorePool::aiv_busy, false, p)),
+        aic_warm_(per_core(pool, &CorePool::aic_warm, true, p)),
+        aiv_warm_(per_core(pool, &CorePool::aiv_warm, false, p)),
         remaining_deps_(kept(pool ? &pool->remaining_deps : nullptr, tasks.size(), size_t{0})),
         task_end_(kept(pool ? &pool->task_end : nullptr, tasks.size(), uint64_t{0})),
         task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)) {
@@ -249,8 +243,15 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     return table;
   }
-  static size_t aic_touched(const CorePool* pool) { return pool ? pool->aic_used : 0; }
-  static size_t aiv_touched(const CorePool* pool) { return pool ? pool->aiv_used : 0; }
+  // A table of the AIC (`aic`) or the AIV cores, all zero: the pool's `table` (kept), of which
+  // only the cores the pool's last run used are reset.
+  template <class T>
+  static std::vector<T> per_core(CorePool* pool, std::vector<T> CorePool::*table, bool aic,
+                                 const Platform& p) {
+    const auto cores = aic ? p.aic_cores : p.aiv_cores;
+    if (pool == nullptr) return kept<T>(nullptr, cores, T{0});
+    return kept(&(pool->*table), cores, T{0}, aic ? pool->aic_used : pool->aiv_used);
+  }
 
   // Kept instances per pool at most: each holds its lists' storage.
   static constexpr size_t kKeptInstances = 64;

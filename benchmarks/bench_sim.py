@@ -16,10 +16,11 @@ between the simulator's two sides (thread CPU time, so a busy host's preemptions
   cores the run needs at least max(timing, (timing + data) / 2) — printed as "2-core floor";
   the wall approaches it on a quiet host.
 
-First, one line per matmul the workloads issue (their tile shapes): the simulator's fp32
-kernel on one host core (the form this CPU runs, on operands widened from fp16) against
-numpy's sgemm of the same shape on one BLAS thread, both in GFLOP per second of process CPU
-time — the per-core rate the functional work can reach, and BLAS's on the same tile.
+First, one line per matmul the workloads issue (their tile shapes, then the column pieces the
+simulator splits each into): the simulator's fp32 kernel on one host core (the form this CPU
+runs, on operands widened from fp16) against numpy's sgemm of the same shape on one BLAS
+thread, both in GFLOP per second of process CPU time — the per-core rate the functional work
+can reach, and BLAS's on the same tile.
 
 Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm]
 Targets: FlashAttention forward [24, 2048, 128] <= 0.6 s wall; the 3072^3 GEMM <= 0.5 s.
@@ -68,8 +69,10 @@ def line(name: str, gflop: float, wall: float, blas: float, split: dict[str, flo
     )
 
 
-# [m, k, n] of one matmul: FlashAttention's Q K^T and P V blocks, the GEMM's base block.
-TILE_SHAPES = ((64, 128, 128), (128, 64, 256))
+# [m, k, n] of one matmul: FlashAttention's Q K^T and P V blocks, the GEMM's base block; then
+# the column pieces the simulator runs them in (a quarter of the columns each, so the run's
+# thread can take some: chip/isa/cube.cpp), which the kernel sees one at a time.
+TILE_SHAPES = ((64, 128, 128), (128, 64, 256), (64, 128, 32), (128, 64, 64))
 
 
 def cpu_rate(fn, flop: float, calls: int = 200, rounds: int = 5) -> float:

@@ -90,7 +90,13 @@ def fp16_encode_form(
 def fp16_encode_forms() -> list[str]: ...
 def fractal_form(
     form: str, x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint16]
-) -> tuple[numpy.typing.NDArray[numpy.uint16], numpy.typing.NDArray[numpy.float32], bool]: ...
+) -> tuple[
+    numpy.typing.NDArray[numpy.uint16],
+    numpy.typing.NDArray[numpy.float32],
+    numpy.typing.NDArray[numpy.float32],
+    bool,
+    bool,
+]: ...
 def fractal_forms() -> list[str]: ...
 def l2_lookups(
     platform: pypto._native.Platform,

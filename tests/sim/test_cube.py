@@ -129,3 +129,17 @@ def test_fp16_inf_and_nan_operands_give_numpys_inf_and_nan(fixture_kernel):
     matmul(fixture_kernel, a, b, c)
     np.testing.assert_array_equal(c, ref)
     assert np.isinf(c).any() and np.isnan(c).any()
+
+
+@pytest.mark.parametrize("bt", [False, True])
+def test_inf_and_nan_in_the_right_operand_alone_give_numpys_bits(fixture_kernel, bt):
+    # the left operand widens finite, so the right one's widening must see them: across its L0B
+    # lines (untransposed: transposed and widened in one pass) or along them (transposed)
+    a, b = operands(32, 32, 16, np.float16, seed=5)
+    b[9, 2], b[20, 11] = -np.inf, np.nan
+    c = np.zeros((32, 16), np.float32)
+    with np.errstate(invalid="ignore"):
+        ref = k_order(a, b)
+    matmul(fixture_kernel, a, np.ascontiguousarray(b.T) if bt else b, c, bt=bt)
+    np.testing.assert_array_equal(c, ref)
+    assert np.isinf(c).any() and np.isnan(c).any()

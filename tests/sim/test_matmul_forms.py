@@ -16,7 +16,9 @@ SHAPES = [
     (4, 300, 33),
     (22, 17, 64),
     (8, 3, 32),
-]  # tails on every side, every row block
+    (128, 64, 130),
+    (19, 7, 80),
+]  # tails on every side, every row block; 64-column panels (the fused AVX-512 form's 6 x 4)
 
 
 def k_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -225,17 +225,20 @@ py::array_t<float> reduce_rows_form(const std::string& form, int op, const F32& 
 }
 
 // One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
-// widened fp32, all finite). The widened values are unspecified when not all finite.
-using FractalOut = py::typing::Tuple<py::array_t<uint16_t>, py::array_t<float>, bool>;
+// widened fp32, transposed and widened in one pass, all finite as the widening saw it, as the
+// transposed widening saw it). The widened values are unspecified when not all finite.
+using FractalOut =
+    py::typing::Tuple<py::array_t<uint16_t>, py::array_t<float>, py::array_t<float>, bool, bool>;
 
 FractalOut fractal_form(const std::string& form, const U16& x) {
   if (x.ndim() != 2 || x.shape(0) != 16 || x.shape(1) != 16) {
     throw std::invalid_argument("fractal_form needs a [16, 16] array of 2-byte elements");
   }
   py::array_t<uint16_t> t({16, 16});
-  py::array_t<float> w({16, 16});
-  const bool finite = isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data());
-  return FractalOut(py::make_tuple(t, w, finite));
+  py::array_t<float> w({16, 16}), wt({16, 16});
+  const auto [finite, finite_t] =
+      isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data(), wt.mutable_data());
+  return FractalOut(py::make_tuple(t, w, wt, finite, finite_t));
 }
 
 // Blocks of the cores' storage for `sizes`, taken one after another and all live at once, then

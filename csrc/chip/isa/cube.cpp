@@ -137,23 +137,20 @@ struct Fractals {
 // 16 lines of 16 elements in storage — tile rows in zZ (L0A), tile columns in nZ (L0B); both
 // layouts store the fractals row by row — and a line lands as an operand row when it is a tile
 // row of an untransposed operand or a tile column of a transposed one, else as an operand
-// column (transposed first). False when one holds inf/NaN.
+// column (transposed and widened in one pass: an untransposed L0B operand, FlashAttention's V
+// and the GEMM's B). False when one holds inf/NaN.
 bool widen_f16_fractals(float* out, int64_t pitch, int64_t col0, const TileView& t, bool trans,
                         Fractals f) {
   const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans;
   const auto* base = reinterpret_cast<const uint16_t*>(t.data);
-  uint16_t lines[256];
   for (int64_t band = f.band0; band < f.band1; ++band) {
     const uint16_t* src = base + (band * (t.cols / 16) + f.fc0) * 256;
     for (int64_t fc = f.fc0; fc < f.fc1; ++fc, src += 256) {
       const int64_t r = trans ? fc * 16 : band * 16, c = (trans ? band * 16 : fc * 16) - col0;
       float* o = out + r * pitch + c;  // the fractal's origin
-      if (lines_are_rows) {
-        if (!widen_f16_block(o, pitch, src, 16)) return false;
-      } else {
-        transpose16_u16(lines, 16, src, 16);
-        if (!widen_f16_block(o, pitch, lines, 16)) return false;
-      }
+      const bool finite = lines_are_rows ? widen_f16_block(o, pitch, src, 16)
+                                         : widen_f16_block_transposed(o, pitch, src, 16);
+      if (!finite) return false;
     }
   }
   return true;

@@ -1,9 +1,11 @@
 // 16 x 16 blocks of 2-byte elements — the fractal of the L0A/L0B layouts for fp16/bf16 — moved
-// as whole blocks: transposed (the nZ layout of L0B) and widened to fp32 (the cube's operands).
+// as whole blocks: transposed (the nZ layout of L0B), widened to fp32 (the cube's operands), or
+// both at once.
 // AVX2 / AVX-512 forms are picked at run time; every form gives the same bits.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pypto::isa {
@@ -17,10 +19,17 @@ void transpose16_u16(uint16_t* dst, int64_t dst_pitch, const uint16_t* src, int6
 // conversion does not keep.
 bool widen_f16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch);
 
+// dst[c][r] = fp32(src[r][c]) for r, c < 16: the transpose and the widening in one pass (the
+// transposed rows are widened from registers, never stored as 2-byte rows). False when an
+// element is inf or NaN, as widen_f16_block.
+bool widen_f16_block_transposed(float* dst, int64_t dst_pitch, const uint16_t* src,
+                                int64_t src_pitch);
+
 // The forms this CPU can run, best first ("avx512f", "f16c", "portable"), and one form by name
-// on one 16 x 16 block (both pitches 16) — for the test that every form gives the same bits.
+// on one 16 x 16 block (all pitches 16) — for the test that every form gives the same bits:
+// the transpose, the widening and the transposed widening, and the two widenings' answers.
 std::vector<std::string> fractal_forms();
-bool fractal_form(const std::string& name, const uint16_t* src, uint16_t* transposed,
-                  float* widened);
+std::pair<bool, bool> fractal_form(const std::string& name, const uint16_t* src,
+                                   uint16_t* transposed, float* widened, float* widened_transposed);
 
 }  // namespace pypto::isa

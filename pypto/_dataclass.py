@@ -15,13 +15,24 @@ asked to generate (nothing), so it does not check that a frozen class's bases ar
 
 Options beyond ``frozen`` (and a field typed ``InitVar`` or named ``self``) go to the standard
 decorator as is.
+
+The compiled ``__init__``s are kept as bytecode is: in a file beside this module's ``.pyc``
+(``_dataclass_inits.<tag>.bin``, by the same rules: not written under
+``PYTHONDONTWRITEBYTECODE``, moved by ``PYTHONPYCACHEPREFIX``), keyed by their exact source
+text, so a new process unmarshals them (microseconds) instead of compiling them (a new
+process's first compile compiled some fifty, an eighth of its Python instructions). A
+process that compiled one the file lacked adds it at exit.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import marshal
+import os
 import reprlib
+import sys
 from operator import attrgetter
+from types import CodeType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers know the standard decorator's rules; these are the same
@@ -130,10 +141,77 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, p
     if post_init:
         body.append("self.__post_init__()")
     args = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    exec(f"def __init__({args}):\n" + "".join(f" {line}\n" for line in body or ["pass"]), scope)
+    exec(_compiled(f"def __init__({args}):\n" + "".join(f" {line}\n" for line in body or ["pass"])), scope)
     fn = scope["__init__"]
     fn.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
     return fn
+
+
+class _Codes:
+    """The compiled ``__init__`` texts: those of the file beside this module's ``.pyc`` (read on
+    first use) and those compiled here, which are added to the file at exit."""
+
+    MAX = 4096  # entries kept; past it the file keeps only what this process used
+    known: dict[str, CodeType] | None = None
+    used: dict[str, CodeType] = {}
+    fresh = False
+
+    @staticmethod
+    def path() -> str | None:
+        pyc = globals().get("__cached__")  # None when this module was not loaded from a file
+        if not pyc:
+            return None
+        tag = f"{sys.implementation.cache_tag}-{sys.hexversion:x}"  # bytecode of this interpreter
+        return os.path.join(os.path.dirname(pyc), f"_dataclass_inits.{tag}.bin")
+
+    @staticmethod
+    def read(path: str | None) -> dict[str, CodeType]:
+        """The file's table; empty when it is missing, unreadable or not such a table."""
+        try:
+            with open(path or "", "rb") as f:
+                table = marshal.loads(f.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        if not isinstance(table, dict):
+            return {}
+        return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, CodeType)}
+
+    @classmethod
+    def save(cls) -> None:
+        """Adds what this process compiled to the file (written whole, then renamed in)."""
+        path = cls.path()
+        if path is None:
+            return
+        table = {**cls.read(path), **cls.used}
+        if len(table) > cls.MAX:
+            table = dict(cls.used)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps(table))
+            os.replace(tmp, path)
+        except OSError:
+            import contextlib  # at exit only
+
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _compiled(source: str) -> CodeType:
+    """The code of ``source`` (a ``def __init__``), from the file when it has it."""
+    if _Codes.known is None:
+        _Codes.known = _Codes.read(_Codes.path())
+    code = _Codes.known.get(source)
+    if code is None:
+        code = _Codes.known[source] = compile(source, "<string>", "exec")
+        if not _Codes.fresh and not sys.dont_write_bytecode:
+            import atexit
+
+            atexit.register(_Codes.save)
+            _Codes.fresh = True
+    _Codes.used[source] = code
+    return code
 
 
 def _parameter_default(f: dataclasses.Field[Any], default: str) -> str:

@@ -149,11 +149,12 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, p
 
 class _Codes:
     """The compiled ``__init__`` texts: those of the file beside this module's ``.pyc`` (read on
-    first use) and those compiled here, which are added to the file at exit."""
+    first use, each code object unmarshalled only when its class needs it) and those compiled
+    here, which are added to the file at exit."""
 
     MAX = 4096  # entries kept; past it the file keeps only what this process used
-    known: dict[str, CodeType] | None = None
-    used: dict[str, CodeType] = {}
+    stored: dict[str, bytes] | None = None
+    used: dict[str, bytes] = {}
     fresh = False
 
     @staticmethod
@@ -165,8 +166,9 @@ class _Codes:
         return os.path.join(os.path.dirname(pyc), f"_dataclass_inits.{tag}.bin")
 
     @staticmethod
-    def read(path: str | None) -> dict[str, CodeType]:
-        """The file's table; empty when it is missing, unreadable or not such a table."""
+    def read(path: str | None) -> dict[str, bytes]:
+        """The file's table (source text -> marshalled code); empty when it is missing,
+        unreadable or not such a table."""
         try:
             with open(path or "", "rb") as f:
                 table = marshal.loads(f.read())
@@ -174,7 +176,7 @@ class _Codes:
             return {}
         if not isinstance(table, dict):
             return {}
-        return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, CodeType)}
+        return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, bytes)}
 
     @classmethod
     def save(cls) -> None:
@@ -200,17 +202,25 @@ class _Codes:
 
 def _compiled(source: str) -> CodeType:
     """The code of ``source`` (a ``def __init__``), from the file when it has it."""
-    if _Codes.known is None:
-        _Codes.known = _Codes.read(_Codes.path())
-    code = _Codes.known.get(source)
-    if code is None:
-        code = _Codes.known[source] = compile(source, "<string>", "exec")
+    if _Codes.stored is None:
+        _Codes.stored = _Codes.read(_Codes.path())
+    data = _Codes.stored.get(source)
+    code = None
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            code = None
+    if not isinstance(code, CodeType):
+        code = compile(source, "<string>", "exec")
+        data = marshal.dumps(code)
         if not _Codes.fresh and not sys.dont_write_bytecode:
             import atexit
 
             atexit.register(_Codes.save)
             _Codes.fresh = True
-    _Codes.used[source] = code
+    assert data is not None
+    _Codes.used[source] = data
     return code
 
 

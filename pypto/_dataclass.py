@@ -15,13 +15,25 @@ asked to generate (nothing), so it does not check that a frozen class's bases ar
 
 Options beyond ``frozen`` (and a field typed ``InitVar`` or named ``self``) go to the standard
 decorator as is.
+
+The compiled ``__init__``s are kept as bytecode is: in a file beside this module's ``.pyc``
+(``_dataclass_inits.<tag>.bin``, by the same rules: not written under
+``PYTHONDONTWRITEBYTECODE``, moved by ``PYTHONPYCACHEPREFIX``), keyed by their exact source
+text, so a new process unmarshals them (microseconds) instead of compiling them (a new
+process's first compile compiled some fifty, an eighth of its Python instructions). A
+process that compiled one the file lacked adds it at exit.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import marshal
+import os
+import re
 import reprlib
+import sys
 from operator import attrgetter
+from types import CodeType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers know the standard decorator's rules; these are the same
@@ -55,7 +67,7 @@ def _process(cls: type, frozen: bool) -> type:
     documented = bool(cls.__dict__.get("__doc__"))
     if not documented:
         cls.__doc__ = cls.__name__  # keeps the standard module from reading a signature now
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    _read_fields(cls)
     fields = dataclasses.fields(cls)
     own = cls.__dict__
     if frozen and ("__setattr__" in own or "__delattr__" in own):
@@ -71,6 +83,58 @@ def _process(cls: type, frozen: bool) -> type:
     if not documented:
         _document(cls, fields)
     return cls
+
+
+class _Plain:
+    """Stands in for a string annotation while the standard module reads a class's fields."""
+
+
+_PLAIN = _Plain()
+
+
+def _read_fields(cls: type) -> None:
+    """The standard module reads the fields (``__dataclass_fields__``, defaults, checks) and
+    generates nothing. It resolves each string annotation against ``ClassVar``, ``InitVar`` and
+    ``KW_ONLY`` by pattern and module look-ups, most of reading a class; an annotation that
+    cannot be one of them is shown a stand-in, and its text is put back after."""
+    notes = cls.__dict__.get("__annotations__", {})
+    module = sys.modules.get(cls.__module__)
+    scope = vars(module) if module is not None else {}
+    plain = {k: v for k, v in notes.items() if isinstance(v, str) and _plain(v, scope)}
+    notes.update(dict.fromkeys(plain, _PLAIN))
+    try:
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    finally:
+        notes.update(plain)
+    own = cls.__dict__.get("__dataclass_fields__", {})
+    for name, text in plain.items():
+        if name in own and own[name].type is _PLAIN:
+            own[name].type = text
+
+
+# The standard module's reading of a string annotation: an optional ``module.``, then a name
+# (the same pattern, so compiling it finds the standard module's in the pattern cache).
+_LEADING_NAME = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
+
+
+def _plain(note: str, scope: dict[str, Any]) -> bool:
+    """Whether the annotation ``note`` names none of ``ClassVar``, ``InitVar`` and ``KW_ONLY``:
+    neither their names nor another name bound to one where the standard module looks (its
+    leading ``[module.]name``, read in the class's module ``scope``)."""
+    if "ClassVar" in note or "InitVar" in note or "KW_ONLY" in note:
+        return False
+    match = _LEADING_NAME.match(note)
+    if match is None:
+        return True
+    if match[1]:
+        scope = getattr(scope.get(match[1]), "__dict__", {})
+    value = scope.get(match[2])
+    if value is None:
+        return True
+    if value is dataclasses.InitVar or value is dataclasses.KW_ONLY:
+        return False
+    typing = sys.modules.get("typing")  # as the standard module: no typing, no ClassVar
+    return typing is None or value is not typing.ClassVar
 
 
 def _set(cls: type, name: str, fn: Any) -> None:
@@ -130,10 +194,87 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool, p
     if post_init:
         body.append("self.__post_init__()")
     args = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    exec(f"def __init__({args}):\n" + "".join(f" {line}\n" for line in body or ["pass"]), scope)
+    exec(_compiled(f"def __init__({args}):\n" + "".join(f" {line}\n" for line in body or ["pass"])), scope)
     fn = scope["__init__"]
     fn.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
     return fn
+
+
+class _Codes:
+    """The compiled ``__init__`` texts: those of the file beside this module's ``.pyc`` (read on
+    first use, each code object unmarshalled only when its class needs it) and those compiled
+    here, which are added to the file at exit."""
+
+    MAX = 4096  # entries kept; past it the file keeps only what this process used
+    stored: dict[str, bytes] | None = None
+    used: dict[str, bytes] = {}
+    fresh = False
+
+    @staticmethod
+    def path() -> str | None:
+        pyc = globals().get("__cached__")  # None when this module was not loaded from a file
+        if not pyc:
+            return None
+        tag = f"{sys.implementation.cache_tag}-{sys.hexversion:x}"  # bytecode of this interpreter
+        return os.path.join(os.path.dirname(pyc), f"_dataclass_inits.{tag}.bin")
+
+    @staticmethod
+    def read(path: str | None) -> dict[str, bytes]:
+        """The file's table (source text -> marshalled code); empty when it is missing,
+        unreadable or not such a table."""
+        try:
+            with open(path or "", "rb") as f:
+                table = marshal.loads(f.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        if not isinstance(table, dict):
+            return {}
+        return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, bytes)}
+
+    @classmethod
+    def save(cls) -> None:
+        """Adds what this process compiled to the file (written whole, then renamed in)."""
+        path = cls.path()
+        if path is None:
+            return
+        table = {**cls.read(path), **cls.used}
+        if len(table) > cls.MAX:
+            table = dict(cls.used)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps(table))
+            os.replace(tmp, path)
+        except OSError:
+            import contextlib  # at exit only
+
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _compiled(source: str) -> CodeType:
+    """The code of ``source`` (a ``def __init__``), from the file when it has it."""
+    if _Codes.stored is None:
+        _Codes.stored = _Codes.read(_Codes.path())
+    data = _Codes.stored.get(source)
+    code = None
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            code = None
+    if not isinstance(code, CodeType):
+        code = compile(source, "<string>", "exec")
+        data = marshal.dumps(code)
+        if not _Codes.fresh and not sys.dont_write_bytecode:
+            import atexit
+
+            atexit.register(_Codes.save)
+            _Codes.fresh = True
+    assert data is not None
+    _Codes.used[source] = data
+    return code
 
 
 def _parameter_default(f: dataclasses.Field[Any], default: str) -> str:

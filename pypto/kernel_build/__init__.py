@@ -114,7 +114,7 @@ def build_kernels(
             else:
                 misses[job.key] = job
     if misses:
-        # Imported here: the builder's modules (subprocess, signal, shutil) serve misses only.
+        # Imported here: the builder's module serves misses only.
         from pypto.kernel_build.ninja import build_and_publish
 
         found.update(build_and_publish(list(misses.values()), tc, platform, output_dir))

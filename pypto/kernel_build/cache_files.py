@@ -82,10 +82,20 @@ def file_lock(path: Path) -> Iterator[None]:
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``."""
-    import tempfile  # a write: never on a cache hit
+    """Write ``data`` to a temp file beside ``path`` and rename it over ``path``.
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    The temp file's name is this process's id and a random suffix, created exclusively
+    (``tempfile.mkstemp`` does the same, but importing ``tempfile`` loads ``random``, ``shutil``
+    and the compression modules, a millisecond of a first call's build)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{os.getpid()}-{os.urandom(6).hex()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no free temporary name beside {path}")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -53,9 +53,25 @@ def link_args(tc: Toolchain) -> list[str]:
 
 def shell(*args: str) -> str:
     """Shell-quoted words, escaped for a ninja variable value."""
-    import shlex
+    return shell_join(args).replace("$", "$$")
 
-    return " ".join(shlex.quote(a) for a in args).replace("$", "$$")
+
+# What a POSIX shell reads as part of a plain word, as shlex.quote's set (importing shlex
+# compiles a regular expression at import time: a first call's build quotes without it).
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def shell_quote(word: str) -> str:
+    """``word`` for a POSIX shell: as is when every character is plain, else single-quoted
+    (a ``'`` inside written ``'"'"'``); the same text as ``shlex.quote``."""
+    if word and all(c in _PLAIN for c in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def shell_join(words: Sequence[str]) -> str:
+    """The command line of ``words`` for a POSIX shell (``shlex.join``'s text)."""
+    return " ".join(shell_quote(w) for w in words)
 
 
 def ninja_path(path: str) -> str:

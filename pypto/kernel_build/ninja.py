@@ -2,17 +2,18 @@
 (``PYPTO_BUILD_JOBS`` at a time) with a ``build.ninja`` of the same edges beside them, and
 the error a failed compile raises.
 
-subprocess, tempfile, shutil and shlex are imported where a build needs them: a cache hit
-(the common case in a new process) uses none of them.
+A cache hit (the common case in a new process) never imports this module. A build here
+imports neither ``subprocess`` (with ``selectors`` and ``locale``) nor ``tempfile`` and
+``shutil`` (with ``random`` and the compression modules) unless it needs a private build
+folder: each compiler is started with ``os.posix_spawnp`` in a session of its own and reaped
+with ``os.waitpid``, which is all the build asks of a child process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -63,6 +64,8 @@ def build_and_publish(
                 raise _build_error(failed, problems, result, kept)
     finally:
         if temporary and not knobs.keep_build():
+            import shutil
+
             shutil.rmtree(build_dir, ignore_errors=True)
         elif temporary:
             logger.info("kept kernel build directory %s", build_dir)
@@ -87,10 +90,10 @@ def _output_problem(job: Job) -> str | None:
 
 
 def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
-    import tempfile
-
     if output_dir is not None:
         return ensure_dir(Path(output_dir).absolute() / "build"), False
+    import tempfile
+
     tmp_root = ensure_dir(knobs.cache_dir() / "tmp")
     _sweep_stale_build_dirs(tmp_root)
     return Path(tempfile.mkdtemp(prefix="build-", dir=tmp_root)), True
@@ -98,6 +101,8 @@ def _make_build_dir(output_dir: Path | None) -> tuple[Path, bool]:
 
 def _sweep_stale_build_dirs(tmp_root: Path) -> None:
     """Remove build dirs left by crashed (or PYPTO_KEEP_BUILD) builds more than a day ago."""
+    import shutil
+
     cutoff = time.time() - _STALE_BUILD_DIR_S
     for old in tmp_root.glob("build-*"):
         with contextlib.suppress(OSError):
@@ -127,44 +132,60 @@ def _run_build(jobs: list[Job], tc: Toolchain, build_dir: Path) -> str:
 
 
 def _run_commands(jobs: list[Job], tc: Toolchain, parallel: int) -> str:
-    """Runs each job's command, recording its exit status in ``job.status``; returns launcher
-    errors. On any exception (Ctrl-C included) the commands still running are killed with
-    their children (each runs in its own process group) and reaped, so none writes into the
-    build folder after this returns."""
+    """Runs each job's command, recording its exit status in ``job.status`` (as
+    ``subprocess`` reports it: negative for a signal); returns launcher errors. On any
+    exception (Ctrl-C included) the commands still running are killed with their children
+    (each runs in a session, so a process group, of its own) and reaped, so none writes into
+    the build folder after this returns."""
     pending = list(jobs)
-    running: list[tuple[Job, subprocess.Popen[bytes]]] = []
+    running: list[tuple[Job, int]] = []
     problems: list[str] = []
     try:
         while pending or running:
             while pending and len(running) < parallel:
                 job = pending.pop(0)
-                proc = _start(job, tc, problems)
-                if proc is not None:
-                    running.append((job, proc))
+                pid = _start(job, tc, problems)
+                if pid is not None:
+                    running.append((job, pid))
             if running:
-                job, proc = running[0]
-                job.status = proc.wait()
+                job, pid = running[0]
+                job.status = _wait(pid)
                 running.pop(0)  # only once reaped: an interrupted wait leaves it to the cleanup
     finally:
-        for _, proc in running:
+        for _, pid in running:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+                os.killpg(pid, signal.SIGKILL)
+            _wait(pid)
     return "\n".join(problems)
 
 
-def _start(job: Job, tc: Toolchain, problems: list[str]) -> subprocess.Popen[bytes] | None:
+def _wait(pid: int) -> int:
+    """Reaps ``pid``: its exit status, or minus the signal that ended it."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _start(job: Job, tc: Toolchain, problems: list[str]) -> int | None:
+    """Starts ``job``'s compiler (found on PATH as a shell would) in a new session, its output
+    and diagnostics into ``<out>.log``; its process id, or None when it cannot be started."""
     assert job.src_file is not None and job.out is not None
     cmd = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
     cmd[1:1] = ["-pipe", "-MMD", "-MF", f"{job.out}.d"]  # no temp files; a depfile
     logger.debug("running %s", cmd)
-    with open(f"{job.out}.log", "wb") as log:
-        try:
-            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as exc:
-            why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
-            problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
-            return None
+    log = os.open(f"{job.out}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        redirect = [(os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2)]
+        # SIGPIPE and SIGXFSZ back to their defaults (Python ignores them), as subprocess does
+        defaults = (signal.SIGPIPE, signal.SIGXFSZ)
+        return os.posix_spawnp(
+            cmd[0], cmd, os.environ, file_actions=redirect, setsid=True, setsigdef=defaults
+        )
+    except OSError as exc:
+        why = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+        problems.append(f"cannot run the C++ compiler {tc.cxx}: {why}")
+        return None
+    finally:
+        os.close(log)
 
 
 def _ninja_file(jobs: list[Job], tc: Toolchain) -> str:

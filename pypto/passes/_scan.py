@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator
 
 from pypto.ir.expr import Var
-from pypto.ir.stmt import Assign, For, If, Stmt
+from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.visit import walk
 
 
@@ -34,3 +35,12 @@ def used_vars(body: tuple[Stmt, ...]) -> Iterator[Var]:
     for node in walk(body):
         if isinstance(node, Var):
             yield node
+
+
+def with_functions(program: Program, functions: Iterable[Function]) -> Program:
+    """``program`` with ``functions``; ``program`` itself when each is the one it had (a pass
+    that changed nothing hands back the program it was given, which needs no new verify)."""
+    fns = tuple(functions)
+    if len(fns) == len(program.functions) and all(a is b for a, b in zip(fns, program.functions)):
+        return program
+    return dataclasses.replace(program, functions=fns)

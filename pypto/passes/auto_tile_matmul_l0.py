@@ -22,7 +22,7 @@ from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Function, Program, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
-from pypto.passes._scan import defined_names
+from pypto.passes._scan import defined_names, with_functions
 from pypto.passes._tensor_matmul import Cube, convert_matmul
 from pypto.passes.context import PassContext
 
@@ -36,7 +36,7 @@ def auto_tile_matmul_l0(program: Program, ctx: PassContext) -> Program:
         rewrite(fn, _Tiler(fn, ctx).node) if fn.kind is not FunctionType.Orchestration else fn
         for fn in program.functions
     ]
-    return dataclasses.replace(program, functions=tuple(fns))
+    return with_functions(program, tuple(fns))
 
 
 class _Tiler:

@@ -58,7 +58,7 @@ from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stm
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._cluster_sides import CUBE_SPACES
-from pypto.passes._scan import defined_names
+from pypto.passes._scan import defined_names, with_functions
 from pypto.passes._tensor_matmul import Cube, View, convert_matmul
 from pypto.passes._tensor_places import local_places
 from pypto.passes.context import PassContext
@@ -490,4 +490,4 @@ def convert_tensor_to_tile_ops(program: Program, ctx: PassContext) -> Program:
         if fn.kind.is_incore and fn.external_source is None:
             fn = dataclasses.replace(fn, body=_Converter(fn, ctx).block(fn.body))
         fns.append(fn)
-    return dataclasses.replace(program, functions=tuple(fns))
+    return with_functions(program, tuple(fns))

@@ -39,7 +39,7 @@ from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, For, Function, If, PipelineClone, PipelineGroup, Program, Stmt, Yield
 from pypto.ir.types import INDEX_TYPE, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
-from pypto.passes._scan import defined_in_order, defined_names
+from pypto.passes._scan import defined_in_order, defined_names, with_functions
 from pypto.passes.context import PassContext
 
 
@@ -264,4 +264,4 @@ def expand_pipeline_loops(program: Program, ctx: PassContext) -> Program:
             body = ex.block(fn.body)
             fn = dataclasses.replace(fn, body=body, pipeline_groups=fn.pipeline_groups + tuple(ex.groups))
         fns.append(fn)
-    return dataclasses.replace(program, functions=tuple(fns))
+    return with_functions(program, tuple(fns))

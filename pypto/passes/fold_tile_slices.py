@@ -24,6 +24,7 @@ from pypto.ir.expr import Call, Const, Literal, Var, tile_type, type_of
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, walk
+from pypto.passes._scan import with_functions
 
 _USE_HINT = {
     MemorySpace.Mat: "move it to Left/Right with pl.move (the L1 → L0 extract)",
@@ -144,4 +145,4 @@ def _fold(fn: Function) -> Function:
 def fold_tile_slices(program: Program) -> Program:
     """Every ``tile.move`` of a Mat/Acc slice becomes a ``tile.extract``; slices used
     otherwise stay as views, the others go."""
-    return dataclasses.replace(program, functions=tuple(_fold(fn) for fn in program.functions))
+    return with_functions(program, tuple(_fold(fn) for fn in program.functions))

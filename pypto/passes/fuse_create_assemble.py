@@ -35,6 +35,7 @@ from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, FuncCall, Literal, Var, shaped_type
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt, TaskRegion
 from pypto.ir.visit import nodes_of
+from pypto.passes._scan import with_functions
 
 _REFUSED = "pl.assemble in orchestration places a kernel's pl.create_tensor output into the target"
 
@@ -44,7 +45,7 @@ def fuse_create_assemble(program: Program) -> Program:
     fns = tuple(
         _fuse(program, fn) if fn.kind is FunctionType.Orchestration else fn for fn in program.functions
     )
-    return dataclasses.replace(program, functions=fns)
+    return with_functions(program, fns)
 
 
 def _fuse(program: Program, fn: Function) -> Function:

@@ -14,6 +14,7 @@ from pypto.ir.expr import Var
 from pypto.ir.stmt import Program
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of, retype
+from pypto.passes._scan import with_functions
 
 
 def infer_memory_spaces(program: Program) -> Program:
@@ -26,4 +27,4 @@ def infer_memory_spaces(program: Program) -> Program:
             if isinstance(v.type, TileType) and v.type.memory is None
         }
         fns.append(retype(fn, open_tiles) if open_tiles else fn)
-    return dataclasses.replace(program, functions=tuple(fns))
+    return with_functions(program, tuple(fns))

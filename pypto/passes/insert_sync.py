@@ -72,6 +72,7 @@ from pypto.ir.expr import Call, Const, Literal, Var
 from pypto.ir.stmt import Eval, For, Function, If, Program, Return, Stmt, Yield
 from pypto.ir.types import TileType
 from pypto.ir.visit import nodes_of
+from pypto.passes._scan import with_functions
 from pypto.passes.context import PassContext
 from pypto.passes.sync.slot_period import MAX_PERIOD, sequence_period
 from pypto.passes.sync.sync_state import PIPES, Entry, Site, State, gm_roots, instruction, merge
@@ -605,4 +606,4 @@ def insert_sync(program: Program, ctx: PassContext) -> Program:
         _sync(f, limit) if f.kind.is_incore and f.external_source is None and not _has_flags(f) else f
         for f in program.functions
     )
-    return dataclasses.replace(program, functions=fns)
+    return with_functions(program, fns)

@@ -22,7 +22,7 @@ from pypto.ir.types import TensorType, VoidType
 from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_pipes import crossing
 from pypto.passes._cluster_sides import TENSOR_WRITES
-from pypto.passes._scan import defined_names
+from pypto.passes._scan import defined_names, with_functions
 from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
 
 # write part of the tensor (one element, a counter): the rest is kept (InOut)
@@ -208,4 +208,4 @@ def outline_incore_scopes(program: Program) -> Program:
         outliner = _Outliner(fn, reserved)
         functions.append(dataclasses.replace(fn, body=outliner.block(fn.body, ())))
         functions.extend(outliner.kernels)
-    return dataclasses.replace(program, functions=tuple(functions))
+    return with_functions(program, tuple(functions))

@@ -1,7 +1,8 @@
 """The pass order — one list, one line per pass, with why it sits where it does.
 
 ``run_passes`` runs them in order, verifies the IR after each (knob ``PYPTO_VERIFY_PASSES``,
-on by default) and hands each result to an optional dump callback
+on by default; not again when a pass that changed nothing hands back the program it was given,
+which is immutable) and hands each result to an optional dump callback
 (``passes_dump/NN_after_<Pass>.py``). The memory planner selects passes; it never reorders.
 """
 
@@ -87,13 +88,15 @@ def run_passes(program: Program, ctx: PassContext, *, dump: Dump | None = None) 
     if dump:
         dump(0, "frontend", program)
     index = 0
+    verified = None  # a pass that changed nothing returns the program it got: verified already
     for entry in PASSES:
         if ctx.planner not in entry.planners:
             continue
         t0 = time.perf_counter()
         program = entry.run(program, ctx)
-        if check:
+        if check and program is not verified:
             verify(program)
+            verified = program
         index += 1
         log.debug("pass %s took %.2f ms", entry.name, (time.perf_counter() - t0) * 1e3)
         if dump:

@@ -27,6 +27,7 @@ from pypto.ir.expr import Const
 from pypto.ir.stmt import Assign, For, Function, If, Program, Stmt
 from pypto.ir.types import TileType
 from pypto.ir.visit import rewrite, walk
+from pypto.passes._scan import with_functions
 from pypto.passes.context import PassContext
 
 
@@ -88,4 +89,4 @@ def _plan_function(fn: Function) -> Function:
 def plan_pipeline_loops(program: Program, ctx: PassContext) -> Program:
     """Validate every pl.pipeline loop and record its plan on it (``For.staged``)."""
     fns = tuple(fn if fn.external_source is not None else _plan_function(fn) for fn in program.functions)
-    return dataclasses.replace(program, functions=fns)
+    return with_functions(program, fns)

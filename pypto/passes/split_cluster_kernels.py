@@ -31,6 +31,7 @@ from pypto.ir.visit import nodes_of, rewrite, walk
 from pypto.passes._cluster_pipes import insert_pipes
 from pypto.passes._cluster_sides import Side, assign_sides, leaf_sides, project, prune
 from pypto.passes._cluster_split import halve_aiv
+from pypto.passes._scan import with_functions
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_cluster_body, tensor_level
 from pypto.passes.outline_incore_scopes import tensor_aliases
@@ -280,4 +281,4 @@ def split_cluster_kernels(program: Program, ctx: PassContext) -> Program:
             functions.extend(_split(fn, ctx))
         else:
             functions.append(fn)
-    return dataclasses.replace(program, functions=tuple(functions))
+    return with_functions(program, tuple(functions))

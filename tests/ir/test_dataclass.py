@@ -8,8 +8,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import os
 import pickle
 import re
+import subprocess
+import sys
 from dataclasses import field
 from pathlib import Path
 
@@ -174,6 +177,36 @@ def test_init_made_on_first_use_works_through_subclasses_and_super() -> None:
     assert Parent.__init__.__qualname__.endswith("Parent.__init__")
 
 
+ALIASED = """
+from __future__ import annotations
+
+import typing
+from typing import ClassVar as Shared
+
+from pypto._dataclass import dataclass
+
+
+@dataclass(frozen=True)
+class Counted:
+    name: str
+    made: Shared[int] = 0
+    seen: Shared = 1
+    other: typing.ClassVar = 2
+"""
+
+
+def test_a_class_variable_named_by_an_alias_is_not_a_field(tmp_path: Path) -> None:
+    (tmp_path / "aliased.py").write_text(ALIASED)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import aliased
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert [f.name for f in dataclasses.fields(aliased.Counted)] == ["name"]
+    assert dataclasses.fields(aliased.Counted)[0].type == "str"
+    assert aliased.Counted("a") == aliased.Counted("a") and aliased.Counted.made == 0
+
+
 COMPILER_ROOMS = ("ir", "ops", "frontend", "diagnostics", "passes", "codegen", "compile", "kernel_build")
 
 
@@ -189,3 +222,40 @@ def test_the_compilers_rooms_make_their_dataclasses_with_the_cheap_decorator() -
         if standard.search(path.read_text())
     ]
     assert offenders == []
+
+
+# A new process that makes IR nodes: how many ``__init__``s it compiled, and that they work.
+MAKE_NODES = """
+import pypto._dataclass as made
+
+compiled = []
+made.compile = lambda *args: compiled.append(args[0]) or compile(*args)
+from pypto.ir.dtypes import FP32
+from pypto.ir.expr import Const, Var
+from pypto.ir.types import ScalarType
+
+v = Var("n", ScalarType(FP32))
+assert (v.name, v.type, Const(3, FP32).value) == ("n", ScalarType(FP32), 3)
+print(len(compiled))
+"""
+
+
+def made_nodes(cache: Path, write: bool = True) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)  # the .pyc files and the init file go there
+    if not write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    command = [sys.executable, "-c", MAKE_NODES]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    return int(proc.stdout)
+
+
+def test_compiled_inits_are_kept_beside_the_bytecode_for_the_next_process(tmp_path: Path) -> None:
+    assert made_nodes(tmp_path, write=False) > 0
+    assert not list(tmp_path.rglob("_dataclass_inits.*"))  # as no .pyc is written
+    first = made_nodes(tmp_path)
+    [kept] = tmp_path.rglob("_dataclass_inits.*.bin")
+    assert first > 0 and made_nodes(tmp_path) == 0  # the next process compiles none
+    kept.write_bytes(b"not a table")
+    assert made_nodes(tmp_path) == first  # a bad file is ignored, then written anew
+    assert made_nodes(tmp_path) == 0

@@ -97,6 +97,29 @@ def test_the_verifier_runs_after_every_pass(monkeypatch):
     assert [n for _, n in run()][1:3] == ["OutlineIncoreScopes", "Broken"]
 
 
+def test_a_pass_that_changes_nothing_hands_back_its_program_which_is_not_verified_again(monkeypatch):
+    given: dict[str, ir.Program] = {}
+    made: dict[str, ir.Program] = {}
+
+    def watched(entry: pp.PassEntry) -> pp.PassEntry:
+        def run(prog, ctx):
+            given[entry.name], made[entry.name] = prog, entry.run(prog, ctx)
+            return made[entry.name]
+
+        return dataclasses.replace(entry, run=run)
+
+    monkeypatch.setattr(pp, "PASSES", [watched(e) for e in pp.PASSES])
+    verified: list[ir.Program] = []
+    monkeypatch.setattr(pp, "verify", verified.append)
+    run()
+    same = {name for name in made if made[name] is given[name]}
+    # a kernel with no cluster, matmul or pipeline loop: those passes change nothing
+    assert {"SplitClusterKernels", "AutoTileMatmulL0", "PlanPipelineLoops", "ExpandPipelineLoops"} <= same
+    assert {"OutlineIncoreScopes", "AllocateMemoryAddr", "InsertSync"}.isdisjoint(same)
+    changed = [made[name] for name in made if name not in same]
+    assert len(verified) == len(changed) and all(a is b for a, b in zip(verified, changed))
+
+
 @pl.jit
 def dumped(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import marshal
 import os
-import re
 import reprlib
 import sys
 from operator import attrgetter
@@ -67,7 +66,7 @@ def _process(cls: type, frozen: bool) -> type:
     documented = bool(cls.__dict__.get("__doc__"))
     if not documented:
         cls.__doc__ = cls.__name__  # keeps the standard module from reading a signature now
-    _read_fields(cls)
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
     fields = dataclasses.fields(cls)
     own = cls.__dict__
     if frozen and ("__setattr__" in own or "__delattr__" in own):
@@ -83,58 +82,6 @@ def _process(cls: type, frozen: bool) -> type:
     if not documented:
         _document(cls, fields)
     return cls
-
-
-class _Plain:
-    """Stands in for a string annotation while the standard module reads a class's fields."""
-
-
-_PLAIN = _Plain()
-
-
-def _read_fields(cls: type) -> None:
-    """The standard module reads the fields (``__dataclass_fields__``, defaults, checks) and
-    generates nothing. It resolves each string annotation against ``ClassVar``, ``InitVar`` and
-    ``KW_ONLY`` by pattern and module look-ups, most of reading a class; an annotation that
-    cannot be one of them is shown a stand-in, and its text is put back after."""
-    notes = cls.__dict__.get("__annotations__", {})
-    module = sys.modules.get(cls.__module__)
-    scope = vars(module) if module is not None else {}
-    plain = {k: v for k, v in notes.items() if isinstance(v, str) and _plain(v, scope)}
-    notes.update(dict.fromkeys(plain, _PLAIN))
-    try:
-        dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-    finally:
-        notes.update(plain)
-    own = cls.__dict__.get("__dataclass_fields__", {})
-    for name, text in plain.items():
-        if name in own and own[name].type is _PLAIN:
-            own[name].type = text
-
-
-# The standard module's reading of a string annotation: an optional ``module.``, then a name
-# (the same pattern, so compiling it finds the standard module's in the pattern cache).
-_LEADING_NAME = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
-
-
-def _plain(note: str, scope: dict[str, Any]) -> bool:
-    """Whether the annotation ``note`` names none of ``ClassVar``, ``InitVar`` and ``KW_ONLY``:
-    neither their names nor another name bound to one where the standard module looks (its
-    leading ``[module.]name``, read in the class's module ``scope``)."""
-    if "ClassVar" in note or "InitVar" in note or "KW_ONLY" in note:
-        return False
-    match = _LEADING_NAME.match(note)
-    if match is None:
-        return True
-    if match[1]:
-        scope = getattr(scope.get(match[1]), "__dict__", {})
-    value = scope.get(match[2])
-    if value is None:
-        return True
-    if value is dataclasses.InitVar or value is dataclasses.KW_ONLY:
-        return False
-    typing = sys.modules.get("typing")  # as the standard module: no typing, no ClassVar
-    return typing is None or value is not typing.ClassVar
 
 
 def _set(cls: type, name: str, fn: Any) -> None:

@@ -177,36 +177,6 @@ def test_init_made_on_first_use_works_through_subclasses_and_super() -> None:
     assert Parent.__init__.__qualname__.endswith("Parent.__init__")
 
 
-ALIASED = """
-from __future__ import annotations
-
-import typing
-from typing import ClassVar as Shared
-
-from pypto._dataclass import dataclass
-
-
-@dataclass(frozen=True)
-class Counted:
-    name: str
-    made: Shared[int] = 0
-    seen: Shared = 1
-    other: typing.ClassVar = 2
-"""
-
-
-def test_a_class_variable_named_by_an_alias_is_not_a_field(tmp_path: Path) -> None:
-    (tmp_path / "aliased.py").write_text(ALIASED)
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import aliased
-    finally:
-        sys.path.remove(str(tmp_path))
-    assert [f.name for f in dataclasses.fields(aliased.Counted)] == ["name"]
-    assert dataclasses.fields(aliased.Counted)[0].type == "str"
-    assert aliased.Counted("a") == aliased.Counted("a") and aliased.Counted.made == 0
-
-
 COMPILER_ROOMS = ("ir", "ops", "frontend", "diagnostics", "passes", "codegen", "compile", "kernel_build")
 
 

@@ -17,6 +17,8 @@ const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS",
 
 const char* const kUnaryNames[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
                                    "TRELU", "TNEG", "TABS",  "TCOPY"};
+// The one-input op families, for the operands a core keeps (check_one_input).
+constexpr int32_t kScalarFamily = 1, kUnaryFamily = 2;
 
 VecClass unary_class(int op) {
   if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
@@ -99,38 +101,34 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
                                      double s) {
   const char* op = op_name(kScalarNames, opc, "TBINARYS");
   const Deferred q;
-  CoreContext& core = q.core();
-  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(core, a, d, op);
-  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  const OneInputOperands& k =
+      check_one_input(q, one_input_op(kScalarFamily, opc), dst, a, op, vm::binary_supported);
   q.run_with(
-      d.valid_bytes(),
+      k.bytes,
       [opc, s](const TileView& d, const TileView& x) {
         for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
           binary_scalar_checked(opc, d.dtype, o, p, s, n);
         });
       },
-      d, x);
+      k.d, k.x);
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
-  issue_vector_op(core, op, c, d.valid_bytes(), d, &x, nullptr);
+  issue_vector_op(q.core(), op, c, k);
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
   const char* op = op_name(kUnaryNames, opc, "TUNARY");
   const Deferred q;
-  CoreContext& core = q.core();
-  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(core, a, d, op);
-  check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
+  const OneInputOperands& k =
+      check_one_input(q, one_input_op(kUnaryFamily, opc), dst, a, op, vm::unary_supported);
   q.run_with(
-      d.valid_bytes(),
+      k.bytes,
       [opc](const TileView& d, const TileView& x) {
         for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
           vm::unary(opc, d.dtype, o, p, n);
         });
       },
-      d, x);
-  issue_vector_op(core, op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
+      k.d, k.x);
+  issue_vector_op(q.core(), op, unary_class(opc), k);
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {

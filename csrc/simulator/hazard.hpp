@@ -54,11 +54,26 @@ bool accesses_overlap(const Access& a, const Access& b);
   static_assert(sizeof(Access) == 48, "an access is three 16-byte blocks");
   const auto* x = reinterpret_cast<const __m128i*>(a);
   const auto* y = reinterpret_cast<const __m128i*>(b);
-  __m128i diff = _mm_setzero_si128();
-  for (size_t i = 0; i < n; ++i, x += 3, y += 3) {  // an access a trip
-    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x), _mm_loadu_si128(y)));
-    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x + 1), _mm_loadu_si128(y + 1)));
-    diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128(x + 2), _mm_loadu_si128(y + 2)));
+  const auto block = [x, y](size_t i) {
+    return _mm_xor_si128(_mm_loadu_si128(x + i), _mm_loadu_si128(y + i));
+  };
+  // A list (AccessList) holds at most four accesses: compared without a loop, as a loop's
+  // counters and branches cost as much as the compares of two accesses.
+  __m128i diff = _mm_or_si128(block(0), _mm_or_si128(block(1), block(2)));
+  switch (n) {
+    case 4:
+      diff = _mm_or_si128(diff, _mm_or_si128(block(9), _mm_or_si128(block(10), block(11))));
+      [[fallthrough]];
+    case 3:
+      diff = _mm_or_si128(diff, _mm_or_si128(block(6), _mm_or_si128(block(7), block(8))));
+      [[fallthrough]];
+    case 2:
+      diff = _mm_or_si128(diff, _mm_or_si128(block(3), _mm_or_si128(block(4), block(5))));
+      [[fallthrough]];
+    case 1:
+      break;
+    default:  // longer than a list
+      return std::memcmp(a, b, n * sizeof(Access)) == 0;
   }
   return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
 #else

@@ -121,3 +121,16 @@ def test_a_descriptor_changed_after_a_checked_use_is_checked_again(fixture_kerne
         run_kernel_file(so, [1 << 30], outputs=set(), isolate=False)
     with pytest.raises(MemorySpaceError, match="is not 32-byte aligned"):
         run_kernel_file(so, [2048 + 4], outputs=set(), isolate=False)
+
+
+def test_one_input_ops_repeating_and_changing_their_operands(fixture_kernel):
+    # A core keeps a one-input op's checked operands for its next call: another op, a moved
+    # descriptor or a narrowed valid region must not be answered from them.
+    so = fixture_kernel("one_input_repeats")
+    out = np.zeros((4, 8), np.float32)
+    run_kernel_file(so, [out, 0], outputs={0}, isolate=False)
+    expected = [[10] * 8, [-2] * 8, [20] * 8, [5] * 4 + [20] * 4]
+    np.testing.assert_array_equal(out, np.array(expected, np.float32))
+    with pytest.raises(ShapeMismatchError, match="TADDS") as err:
+        run_kernel_file(so, [np.zeros((4, 8), np.float32), 1], outputs={0}, isolate=False)
+    assert "one_input_repeats.cpp:43" in str(err.value)

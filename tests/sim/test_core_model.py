@@ -234,6 +234,26 @@ def test_a_repeat_reaching_past_the_newest_list_takes_over_every_entry_it_repeat
     ]
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_a_list_differing_from_the_newest_in_one_access_is_not_a_repeat(n):
+    # B's list is A's with access k moved to other bytes: not a repeat, for every length a
+    # list can have and every position, so A keeps all its entries and B's moved access is
+    # its own (a store into either is named against the right instruction).
+    for k in range(n):
+        m = model()
+        a = [(VEC, 1024 * i, 64) for i in range(n)]
+        b = a[:k] + [(VEC, 1024 * k + 512, 64)] + a[k + 1 :]
+        m.op(VECTOR, 10, "A", reads=a)  # [1, 11)
+        m.op(VECTOR, 10, "B", reads=b)  # [11, 21)
+        m.op(MTE3, 5, "S1", writes=[a[k]])
+        m.op(MTE2, 5, "S2", writes=[b[k]])
+        m.finish()
+        assert [h.split(" with ")[0] for h in m.hazards] == [
+            "WAR race: S1 #2 on MTE3 [3, 8) overlaps A #0 on VECTOR [1, 11)",
+            "WAR race: S2 #3 on MTE2 [4, 9) overlaps B #1 on VECTOR [11, 21)",
+        ], (n, k)
+
+
 def test_a_repeated_access_is_kept_in_flight_until_its_newest_repeat_ends():
     # T's read is repeated until cycle 302; P before it ends at 2. Once the issue passes T's
     # first end (102), a new vector op drops P but keeps T's entry (its newest repeat's end

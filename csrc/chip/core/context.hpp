@@ -76,6 +76,10 @@ struct CoreContext {
     isa::TileView view{};  // view.data is null while the entry is unused
   };
   std::array<CheckedTile, kCheckedSlots> checked{}, checked_before{};
+  // The operands of one-input elementwise ops as last checked (isa::check_one_input),
+  // direct-mapped by the op and the dst descriptor's address.
+  static constexpr size_t kOneInputSlots = 16;
+  std::array<isa::OneInputOperands, kOneInputSlots> one_input{};
   std::array<SpaceBytes, PYPTO_NUM_MEM> memory;  // on huge pages: core_storage.hpp
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space

@@ -215,6 +215,28 @@ void check_elementwise(const TileView& dst, const TileView& a, const TileView* b
   check_same_valid_shape(dst, a, op, "dst and a");
 }
 
+const OneInputOperands& check_one_input_again(CoreContext& core, int32_t code,
+                                              const pypto_tile* dst, const pypto_tile* a,
+                                              const char* op, bool (*supported)(int, int)) {
+  OneInputOperands& m = core.one_input[one_input_slot(code, dst)];
+  m.op = -1;  // kept only once every check has passed
+  const TileView d = check_next_tile(core, dst, op, "dst", mem_bit(PYPTO_VEC));
+  const TileView x = check_input_a(core, a, d, op);
+  check_supported(supported(code % 16, d.dtype), op, d.dtype);
+  m.dst = dst;
+  m.a = a;
+  m.dst_desc = *dst;
+  m.a_desc = *a;
+  m.d = d;
+  m.x = x;
+  m.bytes = d.valid_bytes();
+  m.accesses = AccessList{};
+  m.accesses.add(x.access(false));
+  m.accesses.add(d.access(true));
+  m.op = code;
+  return m;
+}
+
 void refuse_dtype(const char* op, int dtype) {
   fail(ErrorKind::kDType, op, std::string("dtype ") + dtype_name(dtype) + " is not supported");
 }

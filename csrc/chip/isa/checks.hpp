@@ -3,7 +3,12 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "chip/core/context.hpp"
 #include "chip/core/data_queue.hpp"
@@ -78,11 +83,18 @@ class Deferred {
     if (core_.data == nullptr || core_.data->runs_in_place(bytes)) {
       work(args...);
     } else {
-      core_.data->queue([work, args...] { work(args...); });
+      queue_with(work, args...);
     }
   }
 
  private:
+  // The queued form out of line: built inline, its closure (the op's views copied) and the
+  // registers saved around it gave every op a kilobyte-sized frame.
+  template <class Work, class... Args>
+  [[gnu::noinline]] void queue_with(const Work& work, const Args&... args) const {
+    core_.data->queue([work, args...] { work(args...); });
+  }
+
   CoreContext& core_;
   bool was_;
 };
@@ -172,6 +184,47 @@ inline TileView check_input_a(CoreContext& core, const pypto_tile* a, const Tile
 inline TileView check_input_a(const pypto_tile* a, const TileView& dst, const char* op) {
   return check_input_a(current_core(), a, dst, op);
 }
+
+// The operands of a one-input elementwise op whose work is queued (`q`): dst and a checked as
+// check_tile and check_input_a check them, and the op's own (`supported(op code, dtype)`). An
+// op repeating its last operands on this core (the same descriptors, bytes unchanged, and no
+// reads put off on its memory) reuses their views and access list: a loop's op reads two
+// descriptors instead of looking each up, copying its view and building the list.
+// `code`: one_input_op(family, op code), which the kept operands answer for alone.
+constexpr int32_t one_input_op(int32_t family, int32_t opc) { return family * 16 + opc; }
+inline size_t one_input_slot(int32_t code, const pypto_tile* dst) {
+  return ((reinterpret_cast<uintptr_t>(dst) >> 5) + static_cast<uintptr_t>(code)) %
+         CoreContext::kOneInputSlots;
+}
+// Whether two descriptors have the same bytes (a pypto_tile has no padding).
+[[gnu::always_inline]] inline bool same_tile(const pypto_tile& x, const pypto_tile& y) {
+  static_assert(sizeof(pypto_tile) == 32 && std::has_unique_object_representations_v<pypto_tile>,
+                "a descriptor compares as its 32 bytes");
+#if defined(__SSE2__)
+  const auto* p = reinterpret_cast<const __m128i*>(&x);
+  const auto* q = reinterpret_cast<const __m128i*>(&y);
+  const __m128i diff = _mm_or_si128(_mm_xor_si128(_mm_loadu_si128(p), _mm_loadu_si128(q)),
+                                    _mm_xor_si128(_mm_loadu_si128(p + 1), _mm_loadu_si128(q + 1)));
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
+#else
+  return std::memcmp(&x, &y, sizeof(pypto_tile)) == 0;
+#endif
+}
+const OneInputOperands& check_one_input_again(CoreContext& core, int32_t code,
+                                              const pypto_tile* dst, const pypto_tile* a,
+                                              const char* op, bool (*supported)(int, int));
+[[gnu::always_inline]] inline const OneInputOperands& check_one_input(
+    const Deferred& q, int32_t code, const pypto_tile* dst, const pypto_tile* a, const char* op,
+    bool (*supported)(int, int)) {
+  CoreContext& core = q.core();
+  note_instruction(op, core.loc);
+  const OneInputOperands& m = core.one_input[one_input_slot(code, dst)];
+  if (m.op == code && m.dst == dst && m.a == a && core.put_offs == 0 &&
+      same_tile(m.dst_desc, *dst) && same_tile(m.a_desc, *a)) [[likely]] {
+    return m;
+  }
+  return check_one_input_again(core, code, dst, a, op, supported);
+}
 // Refuses an op the vector unit does not implement on `dtype` (`ok`: it does).
 [[noreturn]] void refuse_dtype(const char* op, int dtype);
 inline void check_supported(bool ok, const char* op, int dtype) {
@@ -212,6 +265,11 @@ void issue_op(int pipe, const OpDesc& op, const char* name, const AccessList& ac
   if (b != nullptr) acc.add(b->access(false));
   acc.add(dst.access(true));
   core.model.issue_vector(name, core.loc, c, bytes, dst.addr, acc);
+}
+// issue_vector_op of a one-input elementwise op's kept operands (check_one_input).
+[[gnu::always_inline]] inline void issue_vector_op(CoreContext& core, const char* name, VecClass c,
+                                                   const OneInputOperands& k) {
+  core.model.issue_vector(name, core.loc, c, k.bytes, k.d.addr, k.accesses);
 }
 inline void issue_vector_op(const char* name, VecClass c, int64_t bytes, const TileView& dst,
                             const TileView* a, const TileView* b) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "pypto/abi.h"
 #include "simulator/hazard.hpp"
 
 namespace pypto::isa {
@@ -22,6 +23,20 @@ struct TileView {
   Access access(bool write) const {
     return {mem, addr, valid_rows, valid_cols * esize, cols * esize, write};
   }
+};
+
+// The operands of a one-input elementwise op (dst = op(a), both Vec tiles) as last checked on a
+// core: the descriptors' addresses and bytes, the views, the op's size and its access list. The
+// checks depend only on these bytes, the op and the platform, so an op finding its descriptors
+// unchanged uses the views and the list as they are (checks.hpp: check_one_input).
+struct OneInputOperands {
+  int32_t op = -1;  // the op's family and code (one_input_op); -1 while unused
+  const pypto_tile* dst = nullptr;
+  const pypto_tile* a = nullptr;
+  pypto_tile dst_desc{}, a_desc{};
+  TileView d{}, x{};
+  int64_t bytes = 0;      // d.valid_bytes()
+  AccessList accesses{};  // a read, dst written
 };
 
 }  // namespace pypto::isa

@@ -5,6 +5,7 @@
 #include "chip/isa/dtype.hpp"
 #include "chip/isa/elem.hpp"
 #include "chip/isa/vec_math.hpp"
+#include "chip/isa/vec_math_loops.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -16,6 +17,8 @@ const char* const kScalarNames[] = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS",
 
 const char* const kUnaryNames[] = {"TEXP",  "TLOG", "TSQRT", "TRECIP",
                                    "TRELU", "TNEG", "TABS",  "TCOPY"};
+// The one-input op families, for the operands a core keeps (check_one_input).
+constexpr int32_t kScalarFamily = 1, kUnaryFamily = 2;
 
 VecClass unary_class(int op) {
   if (op == PYPTO_EXP || op == PYPTO_LOG || op == PYPTO_SQRT) return VecClass::kExp;
@@ -35,6 +38,26 @@ void for_rows(const TileView& d, const TileView* a, const TileView* b, Fn fn) {
   for (int64_t r = 0; r < d.valid_rows; ++r) {
     fn(d.row(r), a ? a->row(r) : nullptr, b ? b->row(r) : nullptr,
        static_cast<size_t>(d.valid_cols));
+  }
+}
+
+// vm::binary and vm::binary_scalar of an (op, dtype) the op has checked with binary_supported:
+// fp32 calls its loop directly, as the public entry points would check the pair again and
+// dispatch on the dtype for every row (a tenth of a tiny op's host instructions).
+void binary_checked(int op, int dtype, uint8_t* d, const uint8_t* a, const uint8_t* b, size_t n) {
+  if (dtype == PYPTO_FP32) {
+    vm::detail::f32_binary(op, reinterpret_cast<float*>(d), reinterpret_cast<const float*>(a),
+                           reinterpret_cast<const float*>(b), n);
+  } else {
+    vm::binary(op, dtype, d, a, b, n);
+  }
+}
+void binary_scalar_checked(int op, int dtype, uint8_t* d, const uint8_t* a, double s, size_t n) {
+  if (dtype == PYPTO_FP32) {
+    vm::detail::f32_binary_s(op, reinterpret_cast<float*>(d), reinterpret_cast<const float*>(a),
+                             float(s), n);
+  } else {
+    vm::binary_scalar(op, dtype, d, a, s, n);
   }
 }
 
@@ -64,7 +87,7 @@ extern "C" void pypto_tbinary(int32_t opc, const pypto_tile* dst, const pypto_ti
       d.valid_bytes(),
       [opc](const TileView& d, const TileView& x, const TileView& y) {
         for_rows(d, &x, &y, [&](uint8_t* o, const uint8_t* p, const uint8_t* r, size_t n) {
-          vm::binary(opc, d.dtype, o, p, r, n);
+          binary_checked(opc, d.dtype, o, p, r, n);
         });
       },
       d, x, y);
@@ -78,38 +101,34 @@ extern "C" void pypto_tbinary_scalar(int32_t opc, const pypto_tile* dst, const p
                                      double s) {
   const char* op = op_name(kScalarNames, opc, "TBINARYS");
   const Deferred q;
-  CoreContext& core = q.core();
-  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(core, a, d, op);
-  check_supported(vm::binary_supported(opc, d.dtype), op, d.dtype);
+  const OneInputOperands& k =
+      check_one_input(q, one_input_op(kScalarFamily, opc), dst, a, op, vm::binary_supported);
   q.run_with(
-      d.valid_bytes(),
+      k.bytes,
       [opc, s](const TileView& d, const TileView& x) {
         for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
-          vm::binary_scalar(opc, d.dtype, o, p, s, n);
+          binary_scalar_checked(opc, d.dtype, o, p, s, n);
         });
       },
-      d, x);
+      k.d, k.x);
   const VecClass c = opc == PYPTO_DIV ? VecClass::kDiv : VecClass::kUnary;
-  issue_vector_op(core, op, c, d.valid_bytes(), d, &x, nullptr);
+  issue_vector_op(q.core(), op, c, k);
 }
 
 extern "C" void pypto_tunary(int32_t opc, const pypto_tile* dst, const pypto_tile* a) {
   const char* op = op_name(kUnaryNames, opc, "TUNARY");
   const Deferred q;
-  CoreContext& core = q.core();
-  TileView d = check_tile(q, dst, op, "dst", mem_bit(PYPTO_VEC));
-  TileView x = check_input_a(core, a, d, op);
-  check_supported(vm::unary_supported(opc, d.dtype), op, d.dtype);
+  const OneInputOperands& k =
+      check_one_input(q, one_input_op(kUnaryFamily, opc), dst, a, op, vm::unary_supported);
   q.run_with(
-      d.valid_bytes(),
+      k.bytes,
       [opc](const TileView& d, const TileView& x) {
         for_rows(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*, size_t n) {
           vm::unary(opc, d.dtype, o, p, n);
         });
       },
-      d, x);
-  issue_vector_op(core, op, unary_class(opc), d.valid_bytes(), d, &x, nullptr);
+      k.d, k.x);
+  issue_vector_op(q.core(), op, unary_class(opc), k);
 }
 
 extern "C" void pypto_texpands(const pypto_tile* dst, double value) {

@@ -175,14 +175,15 @@ struct MemorySystem::Sets {
   size_t last_tag_line;  // bytes from a set's first tag to the cache line of its last
 
   // True on a hit; a miss installs the line. `clock` is the LRU clock. The set is given by
-  // its fill word and its tag and stamp rows.
+  // its fill word and its tag and stamp rows. `way` is set to the way that holds the line.
   bool lookup_at(uint64_t& filled, uint64_t* way_tags, uint64_t* way_stamps, uint64_t line,
-                 uint64_t& clock) const {
+                 uint64_t& clock, size_t& way) const {
     const uint64_t tag = line + 1;
     const size_t valid = (filled >> 8) == epoch ? static_cast<size_t>(filled & 0xff) : 0;
     for (size_t w = 0; w < valid; ++w) {
       if (way_tags[w] == tag) {
         way_stamps[w] = ++clock;
+        way = w;
         return true;
       }
     }
@@ -197,10 +198,12 @@ struct MemorySystem::Sets {
     }
     way_tags[victim] = tag;
     way_stamps[victim] = ++clock;
+    way = victim;
     return false;
   }
   bool lookup(size_t set, uint64_t line, uint64_t& clock) const {
-    return lookup_at(fills[set], tags + set * stride, stamps + set * stride, line, clock);
+    size_t way = 0;
+    return lookup_at(fills[set], tags + set * stride, stamps + set * stride, line, clock, way);
   }
 
   // The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
@@ -232,17 +235,29 @@ struct MemorySystem::Sets {
     const uint64_t mark = epoch << 8;  // a fill word of this run, its way count masked off
     uint64_t clock = lru_clock, hits = 0;
     for (int64_t k = 0; k < kAhead; ++k) prefetch_at(fill + k, way_tags + k * step);
+    // The line in the first way of a set filled this run (which has at least one way): a hit
+    // found without the way loop, as lookup_at finds it (a line is in at most one way). While
+    // the data fits the L2 a set holds few lines, so this is the common hit. Failing that, the
+    // way the last line of the run was found or installed in: consecutive lines of one buffer
+    // lie in consecutive sets, filled in the same order, so they share a way (a tile of a
+    // kernel's second input is in the second way of every set it spans).
+    size_t way = 0;
     for (; fill != fill_end; ++fill, way_tags += step, ++line) {
       prefetch_at(fill + kAhead, way_tags + ahead);
-      // The line in the first way of a set filled this run (which has at least one way): a hit
-      // found without the way loop, as lookup_at finds it. While the data fits the L2 a set
-      // holds few lines, so this is the common hit.
-      if ((*fill & ~uint64_t{0xff}) == mark && way_tags[0] == line + 1) {
-        way_tags[to_stamps] = ++clock;
-        ++hits;
-        continue;
+      const uint64_t f = *fill, tag = line + 1;
+      if ((f & ~uint64_t{0xff}) == mark) {
+        if (way_tags[0] == tag) {
+          way_tags[to_stamps] = ++clock;
+          ++hits;
+          continue;
+        }
+        if (way < (f & 0xff) && way_tags[way] == tag) {
+          way_tags[to_stamps + static_cast<std::ptrdiff_t>(way)] = ++clock;
+          ++hits;
+          continue;
+        }
       }
-      hits += lookup_at(*fill, way_tags, way_tags + to_stamps, line, clock) ? 1 : 0;
+      hits += lookup_at(*fill, way_tags, way_tags + to_stamps, line, clock, way) ? 1 : 0;
     }
     lru_clock = clock;
     return hits;

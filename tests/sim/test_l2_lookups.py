@@ -17,13 +17,13 @@ from pypto import _native_testing, platforms
 LINE, WAYS, SETS = 512, 2, 48  # a small L2 (48 sets, not a power of two) so windows evict
 
 
-def platform():
+def platform(ways: int = WAYS):
     return platforms.get("a2a3sim").with_overrides(
-        l2_bytes=LINE * WAYS * SETS, l2_ways=WAYS, l2_line_bytes=LINE
+        l2_bytes=LINE * ways * SETS, l2_ways=ways, l2_line_bytes=LINE
     )
 
 
-def reference(host: np.ndarray, buffers, windows) -> list[tuple[int, int]]:
+def reference(host: np.ndarray, buffers, windows, n_ways: int = WAYS) -> list[tuple[int, int]]:
     at = host.ctypes.data
     regs, dev = [], 2**48
     for tag, (off, n) in enumerate(buffers, start=1):
@@ -51,7 +51,7 @@ def reference(host: np.ndarray, buffers, windows) -> list[tuple[int, int]]:
                     ways.move_to_end(line)
                     hits += 1
                 else:
-                    if len(ways) == WAYS:
+                    if len(ways) == n_ways:
                         ways.popitem(last=False)
                     ways[line] = None
                     misses += 1
@@ -85,6 +85,31 @@ def test_l2_lookups_follow_the_lru_model(overlapping):
     got = _native_testing.l2_lookups(platform().to_native(), host, buffers, WINDOWS)
     assert got == reference(host, buffers, WINDOWS)
     assert got[1] == (got[0][1], 0)  # the repeated window hits every line it filled
+
+
+def test_runs_found_in_any_way():
+    """Three buffers of one line per set each, so every set holds a line of each in the way its
+    buffer was first read into: runs read back find their lines in the second and third ways
+    (their hits must refresh those ways' LRU stamps: a fourth buffer then evicts the third's
+    lines, read least recently), and a run crossing from one buffer into the next changes way
+    mid-run."""
+    ways = 3
+    host = np.zeros(4 * SETS * LINE, np.uint8)
+    buffers = [(i * SETS * LINE, SETS * LINE) for i in range(4)]
+    whole = [(i * SETS * LINE, SETS, LINE, LINE) for i in range(4)]
+    windows = [whole[0], whole[1], whole[2], whole[0], whole[1]]  # fill ways 0-2, then hits
+    windows += [
+        (3 * SETS * LINE + 5 * LINE, 7, LINE, LINE),  # the fourth: evicts the third's lines
+        whole[2],  # those 7 miss
+        whole[1],  # in way 1 still
+        (2 * SETS * LINE, SETS // 2, 256, 256),  # half the third's lines, two rows to a line
+        (SETS * LINE // 2, SETS, LINE, LINE),  # the second's lines, then the third's
+    ]
+    got = _native_testing.l2_lookups(platform(ways).to_native(), host, buffers, windows)
+    assert got == reference(host, buffers, windows, ways)
+    assert got[3:5] == [(SETS, 0)] * 2
+    assert got[6] == (SETS - 7, 7)
+    assert got[7] == (SETS, 0)
 
 
 def test_many_small_buffers_spread_over_the_sets():

@@ -14,7 +14,7 @@ from pypto._light import Logger, sha256
 from pypto.cache import touch
 from pypto.errors import KernelBuildError, KernelLoadError
 from pypto.kernel_build.cache_files import atomic_write, digest, ensure_dir, file_lock
-from pypto.kernel_build.commands import compile_command, extra_flags, parse_depfile, shell_join
+from pypto.kernel_build.commands import compile_command, extra_flags, parse_depfile
 from pypto.kernel_build.source import Job, KernelSource
 from pypto.kernel_build.toolchain import Toolchain
 from pypto.kernel_build.verify import elf_problem
@@ -201,6 +201,8 @@ def evict(entry: Path, why: str) -> None:
 def _meta(
     job: Job, tc: Toolchain, platform: str, so_name: str, sha: str, size: int, headers: dict[str, str]
 ) -> dict[str, object]:
+    import shlex
+
     assert job.src_file is not None and job.out is not None
     command = compile_command(job.src_file, job.out, job.source.include_dirs, tc, extra_flags(job.source))
     return {
@@ -214,6 +216,6 @@ def _meta(
         "so_size": size,
         "headers": headers,
         "toolchain": tc.fingerprint,
-        "command": shell_join(command),
+        "command": shlex.join(command),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -401,24 +401,3 @@ def test_depfile_parsing_keeps_escaped_spaces_and_continuations() -> None:
     text = "out.so: /src/k.cpp /inc/my\\ dir/a.h \\\n  /inc/b$$.h\n"
     assert parse_depfile(text) == ["/src/k.cpp", "/inc/my dir/a.h", "/inc/b$.h"]
     assert parse_depfile("") == []
-
-
-def test_shell_quoting_reads_back_as_the_words_it_quoted() -> None:
-    import random
-    import shlex
-
-    from pypto.kernel_build.commands import shell_join, shell_quote
-
-    rng = random.Random(0)
-    alphabet = "ab0_ '\"$\\\t\n@%+=:,./-é*?[]{}()<>|&;~#!"
-    words = [
-        "",
-        "plain-1.2_@%+=:,./",
-        "a b",
-        "it's",
-        "-I/my dir",
-        *("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(500)),
-    ]
-    assert all(shell_quote(w) == shlex.quote(w) for w in words)  # the meta.json text is unchanged
-    assert shlex.split(shell_join(words)) == words
-    assert shell_quote("-O1") == "-O1" and shell_quote("a b") == "'a b'"

@@ -82,6 +82,7 @@ def data_queue_exercise(
     rows: typing.SupportsInt | typing.SupportsIndex,
     drain_every: typing.SupportsInt | typing.SupportsIndex,
     when_waited: bool = ...,
+    gap_us: typing.SupportsInt | typing.SupportsIndex = ...,
 ) -> numpy.typing.NDArray[numpy.int64]: ...
 def data_queue_times() -> dict[str, int]: ...
 def fp16_encode_form(

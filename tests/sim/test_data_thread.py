@@ -143,9 +143,9 @@ EXERCISE = """
 import sys
 import numpy as np
 from pypto import _native_testing
-ops, rows = 20000, 40
-drain_every, when_waited = int(sys.argv[1]), sys.argv[2] == "1"
-out = _native_testing.data_queue_exercise(ops, rows, drain_every, when_waited=when_waited)
+drain_every, when_waited, gap_us = int(sys.argv[1]), sys.argv[2] == "1", int(sys.argv[3])
+ops, rows = (20000 if gap_us == 0 else 600), 40
+out = _native_testing.data_queue_exercise(ops, rows, drain_every, when_waited=when_waited, gap_us=gap_us)
 n = 1 + (7 * np.arange(ops)) % rows  # the rows op i writes
 first = 1 + np.concatenate([[0], np.cumsum(n)[:-1]])  # each op starts where the last ended
 expect = np.where(np.arange(rows) < n[:, None], first[:, None] + np.arange(rows), 0)
@@ -156,16 +156,21 @@ print("ok")
 
 # when_waited: the ops split with split_when_waited, shared only while the run's thread waits
 # for the queue: here it drains after every op, so it waits (and takes pieces) all the time.
+# gap_us: the run's thread pauses after each op, longer than the data thread spins before it
+# sleeps, so each op is published to a thread falling or fallen asleep (publish does not fence:
+# a publish it misses is seen at the next one, or at the drain, which fences and wakes it).
 @pytest.mark.parametrize(
-    ("drain_every", "when_waited"), [(997, False), (1, True)], ids=["split", "split_when_waited"]
+    ("drain_every", "when_waited", "gap_us"),
+    [(997, False, 0), (1, True, 0), (7, False, 60)],
+    ids=["split", "split_when_waited", "asleep_between_ops"],
 )
-def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path, drain_every, when_waited):
+def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path, drain_every, when_waited, gap_us):
     # In a subprocess with a timeout (a protocol bug would hang rather than fail), run outside
     # the checkout so that an installed pypto is not shadowed by the source tree.
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, "-c", EXERCISE, str(drain_every), str(int(when_waited))],
+        [sys.executable, "-c", EXERCISE, str(drain_every), str(int(when_waited)), str(gap_us)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,9 +8,11 @@
 #include <pybind11/typing.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -260,10 +262,14 @@ std::pair<std::vector<uintptr_t>, std::vector<uintptr_t>> core_storage_rounds(
 // 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
 // 3, each row one more than the last row of the op before, plus its index; a drain every
 // `drain_every` ops. `when_waited`: split with DataQueue::split_when_waited (shared only while
-// the run's thread waits). Returns the [ops, rows] result; a lost or repeated piece changes it.
+// the run's thread waits). `gap_us`: the run's thread sleeps that long after each op, so the
+// data thread runs out of work and falls asleep between ops (a publish or a drain must wake it).
+// Returns the [ops, rows] result; a lost or repeated piece changes it.
 py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every,
-                                         bool when_waited) {
-  if (ops < 1 || rows < 1 || drain_every < 1) throw std::invalid_argument("positive counts");
+                                         bool when_waited, int64_t gap_us) {
+  if (ops < 1 || rows < 1 || drain_every < 1 || gap_us < 0) {
+    throw std::invalid_argument("positive counts");
+  }
   py::array_t<int64_t> out({ops, rows});
   int64_t* o = out.mutable_data();
   std::fill(o, o + ops * rows, 0);
@@ -285,6 +291,7 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
         }
       });
       before = n;
+      if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
       if ((i + 1) % drain_every == 0) q.drain();
     }
     q.drain();
@@ -361,7 +368,7 @@ void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
         py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
-        py::arg("drain_every"), py::arg("when_waited") = false);
+        py::arg("drain_every"), py::arg("when_waited") = false, py::arg("gap_us") = 0);
   m.def("put_off_writes", &put_off_writes, py::arg("ops"));
   m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
   m.def("data_queue_times", [] {

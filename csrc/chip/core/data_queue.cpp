@@ -154,14 +154,14 @@ DataQueue::Slot& DataQueue::claim() {
 }
 
 void DataQueue::publish() {
-  head_.store(++head_seen_, std::memory_order_seq_cst);
+  // Not fenced: a locked store here waited at every op for the slot's stores (lines the data
+  // thread last read) to reach this host core. So the data thread, publishing `sleeping_` and
+  // then looking at head_ a last time, may miss this slot while this load misses it asleep; it
+  // then sleeps until the next publish (which sees it asleep) or until this thread waits for it
+  // (wait_helping fences before it looks), never past a wait for its work.
+  head_.store(++head_seen_, std::memory_order_release);
   pending_ = true;
-  // The thread publishes `sleeping_` before it looks at head_ a last time (both seq_cst):
-  // either it sees this slot, or this load sees it asleep and wakes it.
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    { std::lock_guard<std::mutex> lock(mutex_); }
-    wake_.notify_one();
-  }
+  if (sleeping_.load(std::memory_order_relaxed)) wake_worker();
   // A backlog: the data thread bounds the run, so the run's thread takes pieces of its split op
   // now, not only once the queue is full and it must wait anyway. The offer word is looked at
   // first: it changes once per split op, so the look mostly hits the cache.
@@ -178,9 +178,19 @@ void DataQueue::wait_empty() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+void DataQueue::wake_worker() {
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  wake_.notify_one();
+}
+
 template <class Done>
 void DataQueue::wait_helping(bool full, Done done) {
   if (done()) return;
+  // The data thread may have fallen asleep missing the last publish (publish): with this
+  // thread's stores of head_ ordered before the look, either it sees every slot or this look
+  // sees it asleep.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) wake_worker();
   const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
   run_waiting_.store(true, std::memory_order_relaxed);
   spin_until([&] { return done() || (help() && done()); });

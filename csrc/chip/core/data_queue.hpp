@@ -146,6 +146,7 @@ class DataQueue {
   bool start();
   Slot& claim();
   void publish();
+  void wake_worker();  // wakes the data thread from its sleep in wait_for_work
   void wait_empty();
   void work();
   bool wait_for_work(uint64_t tail);

@@ -298,7 +298,15 @@ bool DataQueue::on_offer() const {
 
 bool DataQueue::help_one(int64_t& t0) {
   uint64_t w = offer_.load(std::memory_order_acquire);
-  if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
+  const uint64_t next = w & kPieceMask, pieces = (w >> 16) & kPieceMask;
+  const auto generation = static_cast<uint32_t>(w >> 32);
+  if (generation == 0 || next >= pieces) return false;
+  // Not the last piece of an op of three or more as this thread's first of it: a first piece
+  // costs the helper about twice what a piece costs the data thread (an fp16 matmul's left
+  // operand widened again, the operands read from the other host core's cache), so the data
+  // thread, mid-piece, would wait for it longer than the piece takes it. Of two pieces the data
+  // thread has claimed the first at once, so the helper could take none.
+  if (next + 1 == pieces && pieces > 2 && generation != helped_generation_) return false;
   const PieceFn run = piece_run_.load(std::memory_order_relaxed);
   const void* fn = piece_fn_.load(std::memory_order_relaxed);
   const int64_t n = piece_n_.load(std::memory_order_relaxed);
@@ -307,6 +315,7 @@ bool DataQueue::help_one(int64_t& t0) {
   // share() and has not described another: what was read above is this generation's.
   if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
   if (t0 < 0) t0 = monotonic_ns();  // the streak's start
+  helped_generation_ = generation;
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
   run(fn, b, std::min(n, b + grain));
   helped_.fetch_add(1, std::memory_order_seq_cst);

@@ -82,7 +82,8 @@ def data_queue_exercise(
     rows: typing.SupportsInt | typing.SupportsIndex,
     drain_every: typing.SupportsInt | typing.SupportsIndex,
     when_waited: bool = ...,
-) -> numpy.typing.NDArray[numpy.int64]: ...
+    gap_us: typing.SupportsInt | typing.SupportsIndex = ...,
+) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.uint8]]: ...
 def data_queue_times() -> dict[str, int]: ...
 def fp16_encode_form(
     form: str, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]

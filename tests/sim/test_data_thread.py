@@ -143,35 +143,50 @@ EXERCISE = """
 import sys
 import numpy as np
 from pypto import _native_testing
-ops, rows = 20000, 40
-drain_every, when_waited = int(sys.argv[1]), sys.argv[2] == "1"
-out = _native_testing.data_queue_exercise(ops, rows, drain_every, when_waited=when_waited)
+drain_every, when_waited, gap_us = int(sys.argv[1]), sys.argv[2] == "1", int(sys.argv[3])
+ops, rows = (20000 if gap_us == 0 else 600), 40
+out, by_run = _native_testing.data_queue_exercise(
+    ops, rows, drain_every, when_waited=when_waited, gap_us=gap_us
+)
 n = 1 + (7 * np.arange(ops)) % rows  # the rows op i writes
 first = 1 + np.concatenate([[0], np.cumsum(n)[:-1]])  # each op starts where the last ended
 expect = np.where(np.arange(rows) < n[:, None], first[:, None] + np.arange(rows), 0)
 assert np.array_equal(out, expect), np.argwhere(out != expect)[:3]
-print("ok")
+# Who ran each piece (rows 3p .. 3p + 2): one thread per piece, and the run's thread never
+# began an op of three or more pieces on its last (it would keep the data thread waiting).
+for i in range(ops):
+    pieces = [by_run[i, b : min(b + 3, n[i])] for b in range(0, n[i], 3)]
+    assert all(p.min() == p.max() for p in pieces), (i, by_run[i])
+    took = [bool(p[0]) for p in pieces]
+    if len(took) >= 3 and took[-1]:
+        assert any(took[:-1]), (i, took)
+print("ok", int(by_run[256:].sum()))
 """
 
 
 # when_waited: the ops split with split_when_waited, shared only while the run's thread waits
 # for the queue: here it drains after every op, so it waits (and takes pieces) all the time.
+# gap_us: the run's thread pauses after each op, longer than the data thread spins before it
+# sleeps, so each op is published to a thread falling or fallen asleep (publish does not fence:
+# a publish it misses is seen at the next one, or at the drain, which fences and wakes it).
 @pytest.mark.parametrize(
-    ("drain_every", "when_waited"), [(997, False), (1, True)], ids=["split", "split_when_waited"]
+    ("drain_every", "when_waited", "gap_us"),
+    [(997, False, 0), (1, True, 0), (7, False, 60)],
+    ids=["split", "split_when_waited", "asleep_between_ops"],
 )
-def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path, drain_every, when_waited):
+def test_split_work_is_shared_without_losing_or_repeating_a_piece(tmp_path, drain_every, when_waited, gap_us):
     # In a subprocess with a timeout (a protocol bug would hang rather than fail), run outside
     # the checkout so that an installed pypto is not shadowed by the source tree.
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, "-c", EXERCISE, str(drain_every), str(int(when_waited))],
+        [sys.executable, "-c", EXERCISE, str(drain_every), str(int(when_waited)), str(gap_us)],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp_path,
     )
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr
 
 
 def test_a_bad_thread_count_is_refused_before_the_run(monkeypatch):

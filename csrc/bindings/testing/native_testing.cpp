@@ -8,9 +8,11 @@
 #include <pybind11/typing.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -260,23 +262,38 @@ std::pair<std::vector<uintptr_t>, std::vector<uintptr_t>> core_storage_rounds(
 // 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
 // 3, each row one more than the last row of the op before, plus its index; a drain every
 // `drain_every` ops. `when_waited`: split with DataQueue::split_when_waited (shared only while
-// the run's thread waits). Returns the [ops, rows] result; a lost or repeated piece changes it.
-py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drain_every,
-                                         bool when_waited) {
-  if (ops < 1 || rows < 1 || drain_every < 1) throw std::invalid_argument("positive counts");
+// the run's thread waits). `gap_us`: the run's thread sleeps that long after each op, so the
+// data thread runs out of work and falls asleep between ops (a publish or a drain must wake it).
+// Returns the [ops, rows] result, where a lost or repeated piece changes it, and which rows the
+// run's thread wrote (1: a piece it took from the data thread).
+thread_local bool t_exercising = false;  // the thread that queues the exercise's ops
+std::pair<py::array_t<int64_t>, py::array_t<uint8_t>> data_queue_exercise(int64_t ops, int64_t rows,
+                                                                          int64_t drain_every,
+                                                                          bool when_waited,
+                                                                          int64_t gap_us) {
+  if (ops < 1 || rows < 1 || drain_every < 1 || gap_us < 0) {
+    throw std::invalid_argument("positive counts");
+  }
   py::array_t<int64_t> out({ops, rows});
+  py::array_t<uint8_t> by_run({ops, rows});
   int64_t* o = out.mutable_data();
+  uint8_t* h = by_run.mutable_data();
   std::fill(o, o + ops * rows, 0);
+  std::fill(h, h + ops * rows, 0);
   {
     py::gil_scoped_release released;
+    t_exercising = true;
     DataQueue q;
     int64_t before = 0;  // the rows of the op before
     for (int64_t i = 0; i < ops; ++i) {
       const int64_t n = 1 + (7 * i) % rows;
-      q.push(int64_t{1} << 20, [o, i, rows, n, before, when_waited] {
+      q.push(int64_t{1} << 20, [o, h, i, rows, n, before, when_waited] {
         const int64_t last = i > 0 ? o[(i - 1) * rows + before - 1] : 0;
         const auto piece = [&](int64_t b, int64_t e) {
-          for (int64_t r = b; r < e; ++r) o[i * rows + r] = last + 1 + r;
+          for (int64_t r = b; r < e; ++r) {
+            o[i * rows + r] = last + 1 + r;
+            h[i * rows + r] = t_exercising ? 1 : 0;
+          }
         };
         if (when_waited) {
           DataQueue::split_when_waited(n, 3, piece);
@@ -285,11 +302,13 @@ py::array_t<int64_t> data_queue_exercise(int64_t ops, int64_t rows, int64_t drai
         }
       });
       before = n;
+      if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
       if ((i + 1) % drain_every == 0) q.drain();
     }
     q.drain();
+    t_exercising = false;
   }
-  return out;
+  return {out, by_run};
 }
 
 // A queue's put-off reads alone (no data thread): `ops` in order, each (kind, a, b) — kind 0
@@ -361,7 +380,7 @@ void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
         py::arg("windows"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
-        py::arg("drain_every"), py::arg("when_waited") = false);
+        py::arg("drain_every"), py::arg("when_waited") = false, py::arg("gap_us") = 0);
   m.def("put_off_writes", &put_off_writes, py::arg("ops"));
   m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
   m.def("data_queue_times", [] {

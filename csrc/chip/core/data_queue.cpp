@@ -154,14 +154,14 @@ DataQueue::Slot& DataQueue::claim() {
 }
 
 void DataQueue::publish() {
-  head_.store(++head_seen_, std::memory_order_seq_cst);
+  // Not fenced: a locked store here waited at every op for the slot's stores (lines the data
+  // thread last read) to reach this host core. So the data thread, publishing `sleeping_` and
+  // then looking at head_ a last time, may miss this slot while this load misses it asleep; it
+  // then sleeps until the next publish (which sees it asleep) or until this thread waits for it
+  // (wait_helping fences before it looks), never past a wait for its work.
+  head_.store(++head_seen_, std::memory_order_release);
   pending_ = true;
-  // The thread publishes `sleeping_` before it looks at head_ a last time (both seq_cst):
-  // either it sees this slot, or this load sees it asleep and wakes it.
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    { std::lock_guard<std::mutex> lock(mutex_); }
-    wake_.notify_one();
-  }
+  if (sleeping_.load(std::memory_order_relaxed)) wake_worker();
   // A backlog: the data thread bounds the run, so the run's thread takes pieces of its split op
   // now, not only once the queue is full and it must wait anyway. The offer word is looked at
   // first: it changes once per split op, so the look mostly hits the cache.
@@ -178,9 +178,19 @@ void DataQueue::wait_empty() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+void DataQueue::wake_worker() {
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  wake_.notify_one();
+}
+
 template <class Done>
 void DataQueue::wait_helping(bool full, Done done) {
   if (done()) return;
+  // The data thread may have fallen asleep missing the last publish (publish): with this
+  // thread's stores of head_ ordered before the look, either it sees every slot or this look
+  // sees it asleep.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) wake_worker();
   const int64_t t0 = thread_cpu_ns(), helped = helping_ns_;
   run_waiting_.store(true, std::memory_order_relaxed);
   spin_until([&] { return done() || (help() && done()); });
@@ -288,7 +298,15 @@ bool DataQueue::on_offer() const {
 
 bool DataQueue::help_one(int64_t& t0) {
   uint64_t w = offer_.load(std::memory_order_acquire);
-  if ((w >> 32) == 0 || (w & kPieceMask) >= ((w >> 16) & kPieceMask)) return false;
+  const uint64_t next = w & kPieceMask, pieces = (w >> 16) & kPieceMask;
+  const auto generation = static_cast<uint32_t>(w >> 32);
+  if (generation == 0 || next >= pieces) return false;
+  // Not the last piece of an op of three or more as this thread's first of it: a first piece
+  // costs the helper about twice what a piece costs the data thread (an fp16 matmul's left
+  // operand widened again, the operands read from the other host core's cache), so the data
+  // thread, mid-piece, would wait for it longer than the piece takes it. Of two pieces the data
+  // thread has claimed the first at once, so the helper could take none.
+  if (next + 1 == pieces && pieces > 2 && generation != helped_generation_) return false;
   const PieceFn run = piece_run_.load(std::memory_order_relaxed);
   const void* fn = piece_fn_.load(std::memory_order_relaxed);
   const int64_t n = piece_n_.load(std::memory_order_relaxed);
@@ -297,6 +315,7 @@ bool DataQueue::help_one(int64_t& t0) {
   // share() and has not described another: what was read above is this generation's.
   if (!offer_.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel)) return false;
   if (t0 < 0) t0 = monotonic_ns();  // the streak's start
+  helped_generation_ = generation;
   const auto b = static_cast<int64_t>(w & kPieceMask) * grain;
   run(fn, b, std::min(n, b + grain));
   helped_.fetch_add(1, std::memory_order_seq_cst);

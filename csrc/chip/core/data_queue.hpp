@@ -146,6 +146,7 @@ class DataQueue {
   bool start();
   Slot& claim();
   void publish();
+  void wake_worker();  // wakes the data thread from its sleep in wait_for_work
   void wait_empty();
   void work();
   bool wait_for_work(uint64_t tail);
@@ -171,6 +172,7 @@ class DataQueue {
   bool started_ = false, pending_ = false;
   uint64_t in_place_ = 0, head_seen_ = 0, tail_seen_ = 0;  // the run's thread's own copies
   int64_t helping_ns_ = 0;                     // shared pieces the run's thread ran (Times)
+  uint32_t helped_generation_ = 0;             // the split op it last ran a piece of (help_one)
   int64_t recent_bytes_ = kWorthBytes;         // a moving average of the ops' sizes (1/32 steps)
   alignas(64) std::atomic<uint64_t> head_{0};  // slots published
   alignas(64) std::atomic<uint64_t> tail_{0};  // slots done

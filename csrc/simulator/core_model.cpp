@@ -61,10 +61,8 @@ void CoreModel::reset(bool record) {
   issue_time_ = 0;
   pipe_free_.fill(0);
   vector_run_end_ = UINT64_MAX;
-  for (Blocked& b : blocked_) {  // `wait` is read only while active and set on activation
-    b.active = false;
-    b.queued.clear();
-  }
+  for (Blocked& b : blocked_) b.queued.clear();  // `wait` is set when its pipe blocks
+  blocked_pipes_ = 0;
   for (size_t i = 0; i < fired_used_.size(); ++i) {
     fired_[fired_used_[i]] = Fired{};
     fired_later_[i].times.clear();
@@ -149,15 +147,14 @@ void CoreModel::issue(const Instr& instr) {
   issue_time_ += issue_cost;
   stats_.pipe_busy[PYPTO_SCALAR] += issue_cost;
   const auto index = static_cast<uint32_t>(stats_.instructions++);
-  Blocked& b = blocked_[pipe];
-  if (!b.active && pipe == instr.pipe) {  // the common case: no copy of the instruction
+  if (!blocked(pipe) && pipe == instr.pipe) {  // the common case: no copy of the instruction
     schedule(index, issue_time_, instr);
     return;
   }
   Pending p{index, issue_time_, instr};
   p.instr.pipe = pipe;
-  if (b.active) {
-    b.queued.push_back(std::move(p));
+  if (blocked(pipe)) {
+    blocked_[pipe].queued.push_back(std::move(p));
     return;
   }
   schedule(p);
@@ -166,7 +163,7 @@ void CoreModel::issue(const Instr& instr) {
 void CoreModel::issue_vector(const char* name, const char* loc, VecClass c, int64_t bytes,
                              int64_t addr, const AccessList& accesses) {
   // A blocked vector pipe, a limit or an interrupt to look at: the general path.
-  if (blocked_[PYPTO_VECTOR].active || interrupt_flag().load(std::memory_order_relaxed) ||
+  if (blocked(PYPTO_VECTOR) || interrupt_flag().load(std::memory_order_relaxed) ||
       stats_.instructions >= check_at_) [[unlikely]] {
     issue_vector_in_full(name, loc, c, bytes, addr, accesses);
     return;
@@ -212,7 +209,7 @@ void CoreModel::issue_vector_in_full(const char* name, const char* loc, VecClass
 // PIPE_ALL: every pipe drains before the barrier issues; a pipe blocked forever is a deadlock.
 void CoreModel::drain_for_barrier() {
   for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
-    if (blocked_[p].active) {
+    if (blocked(p)) {
       const Pending& w = blocked_[p].wait;
       throw SimError(ErrorKind::kDeadlock,
                      "deadlock: pipe_barrier(PIPE_ALL) #" +
@@ -230,7 +227,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   if (in.kind == InstrKind::kWaitFlag) {
     Fired& q = fired_[static_cast<size_t>(flag_key(in.flag_src, in.flag_dst, in.flag_id))];
     if (q.count == 0) {  // the set comes later in program order: block until then
-      blocked_[in.pipe].active = true;
+      blocked_pipes_ |= 1U << in.pipe;
       blocked_[in.pipe].wait = Pending{index, issue, in};
       return;
     }
@@ -359,20 +356,21 @@ uint64_t CoreModel::take(Fired& f) {
   return t;
 }
 
+// Only the blocked pipes' entries are read (most sets find none).
 void CoreModel::unblock_waiters(FlagKey key) {
-  for (int pipe = 0; pipe < PYPTO_NUM_PIPES; ++pipe) {
+  for (uint32_t left = blocked_pipes_; left != 0; left &= left - 1) {
+    const int pipe = __builtin_ctz(left);
     Blocked& b = blocked_[pipe];
-    if (!b.active) continue;
     const Instr& w = b.wait.instr;
     if (flag_key(w.flag_src, w.flag_dst, w.flag_id) != key) continue;
-    b.active = false;
+    blocked_pipes_ &= ~(1U << pipe);
     std::deque<Pending> queued;
     queued.swap(b.queued);
     schedule(b.wait);
     while (!queued.empty()) {  // replay in order; a later wait may block the pipe again
       Pending next = std::move(queued.front());
       queued.pop_front();
-      if (blocked_[pipe].active) {
+      if (blocked(pipe)) {
         blocked_[pipe].queued.push_back(std::move(next));
       } else {
         schedule(next);
@@ -391,7 +389,7 @@ void CoreModel::record(uint32_t index, uint64_t issue, const Instr& in, uint64_t
 
 void CoreModel::finish() {
   for (int p = 0; p < PYPTO_NUM_PIPES; ++p) {
-    if (!blocked_[p].active) continue;
+    if (!blocked(p)) continue;
     const Pending& w = blocked_[p].wait;
     throw SimError(ErrorKind::kDeadlock,
                    "deadlock: " + where(w.instr.name, w.index, w.instr.loc) + " " +

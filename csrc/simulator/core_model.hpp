@@ -136,8 +136,9 @@ class CoreModel {
     uint64_t issue;
     Instr instr;
   };
+  // A pipe blocked on a wait whose set is not issued yet (its bit in blocked_pipes_): the wait
+  // and the instructions queued behind it.
   struct Blocked {
-    bool active = false;
     Pending wait;
     std::deque<Pending> queued;
   };
@@ -235,7 +236,14 @@ class CoreModel {
   uint64_t issue_cycles_ = 0;
   std::array<uint64_t, PYPTO_NUM_PIPES> pipe_free_{};
   uint64_t vector_run_end_ = UINT64_MAX;  // end of the last vector instruction (its run)
-  std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};
+  // Bit p set: pipe p is blocked (blocked_[p] holds its wait). Read by every issue and every
+  // set, it sits with the other state an instruction touches: the cores take turns every few
+  // instructions, so each cache line a turn reads has mostly been evicted by the others'
+  // (a flag per Blocked put seven lines apart, all of them read by every set).
+  uint32_t blocked_pipes_ = 0;
+  bool blocked(int pipe) const { return ((blocked_pipes_ >> pipe) & 1U) != 0; }
+  CoreStats stats_;  // here too: every instruction adds to it
+  std::vector<GmGate> gates_;
   // Set times not yet consumed, one FIFO per flag key in a flat table (a map's node walk
   // missed the cache on every set and wait). The oldest time sits in the entry itself: a
   // set is mostly consumed before the next, and then no other cache line is read. An entry is
@@ -270,7 +278,9 @@ class CoreModel {
   // belongs to fired_used_[i] (kept with its buffers across resets).
   std::vector<size_t> fired_used_;
   std::vector<FiredLater> fired_later_;
-  HazardChecker hazards_;
+  // On a line of its own: its first (latest_end_ and the top two pipes) is read by every
+  // instruction with accesses.
+  alignas(64) HazardChecker hazards_;
   // The last op priced of each class (slot: the class's number; an OpDesc compares its class,
   // so a slot never answers for another), its cost and whether it ends its vector run.
   static constexpr size_t kPriceSlots = 16;
@@ -283,9 +293,8 @@ class CoreModel {
   bool last_ends_run_ = false;  // of the op on_chip_cost answered for last
   std::array<std::array<std::array<VectorPrice, 2>, 2>, kPriceSlots> vector_prices_{};
   const VectorPrice* last_vector_ = &vector_prices_[0][0][0];  // and its run state:
-  bool last_vector_continues_ = false;  // the entry's place in vector_prices_
-  std::vector<GmGate> gates_;
-  CoreStats stats_;
+  bool last_vector_continues_ = false;              // the entry's place in vector_prices_
+  std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};  // read only while a pipe is blocked
   RecordTable records_;
 };
 

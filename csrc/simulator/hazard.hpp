@@ -253,10 +253,11 @@ class HazardChecker {
   void add(const InstrRef& ref, const AccessList& accesses, uint64_t horizon);
   void scan(const InstrRef& ref, const Access& acc, std::vector<uint32_t>& reported);
 
-  std::array<LiveRing, PYPTO_NUM_PIPES> live_;
   // Per pipe, the end of its newest access (pipes run in order: no kept access ends later).
+  // First, in one cache line with the top two: every instruction reads them.
   std::array<uint64_t, PYPTO_NUM_PIPES> latest_end_{};
   int top_pipe_ = 0, runner_up_ = 1;  // the pipes with the latest and next latest ends
+  std::array<LiveRing, PYPTO_NUM_PIPES> live_;
   std::vector<Hazard> found_;
   uint64_t count_ = 0;
 };

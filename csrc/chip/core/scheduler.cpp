@@ -35,6 +35,7 @@ void Instance::clear() {
   done = blocked = false;
   waiting_on = nullptr;
   waiting_at = "";
+  ready = nullptr;
   ended.clear();
   barrier.clear();
   phase = 0;
@@ -85,6 +86,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       spare_ = std::move(k.spare);
       instances_ = std::move(k.instances);
       events_ = EventQueue(std::greater<Event>(), std::move(k.events));
+      dispatches_ = std::move(k.dispatches);
       dependents_ = std::move(k.dependents);
       dispatched_ = std::move(k.dispatched);
     }
@@ -122,6 +124,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
       k.instances = std::move(instances_);
       k.events = std::move(events_.storage());
       k.events.clear();
+      k.dispatches = std::move(dispatches_);
       k.dependents = std::move(dependents_);
       k.dispatched = std::move(dispatched_);
     } catch (const std::bad_alloc&) {  // nothing kept: the next run allocates afresh
@@ -131,6 +134,11 @@ class ChipScheduler final : public ChipLink, public Waiter {
   ChipScheduler& operator=(const ChipScheduler&) = delete;
 
   ChipResult run() {
+    if (tasks_.size() >= Event::kTask)
+      throw SimError(ErrorKind::kConfig, "a launch of " + std::to_string(tasks_.size()) +
+                                             " tasks: at most " + std::to_string(Event::kTask - 1) +
+                                             " are simulated");
+    dispatches_.assign(tasks_.size(), Dispatch{});
     for (size_t i = 0; i < tasks_.size(); ++i) {
       for (int d : tasks_[i].deps) {
         if (d < 0 || static_cast<size_t>(d) >= i)
@@ -139,13 +147,13 @@ class ChipScheduler final : public ChipLink, public Waiter {
       }
       remaining_deps_[i] = tasks_[i].deps.size();
       check_cores(tasks_[i]);  // before anything runs, not when the task comes up
-      if (tasks_[i].deps.empty()) push({0, 0, static_cast<int>(i), -1, 0});
+      if (tasks_[i].deps.empty()) push(0, Event::kTask | i);
     }
     while (!events_.empty()) {
-      Event e = events_.top();
+      const Event e = events_.top();
       events_.pop();
-      if (e.instance >= 0) {
-        step(static_cast<size_t>(e.instance));
+      if ((e.what() & Event::kTask) == 0) {
+        step(static_cast<size_t>(e.what()));
       } else {
         dispatch(e);
       }
@@ -189,11 +197,13 @@ class ChipScheduler final : public ChipLink, public Waiter {
         throw SimError(ErrorKind::kInternal, "a cross-core wait outside a running kernel");
       Instance& in = *instances_[static_cast<size_t>(running_)];
       block(static_cast<size_t>(running_));
-      in.waiting_on = &what;  // lives on the suspended fiber's stack until the wait ends
+      in.waiting_on = &what;  // both live on the suspended fiber's stack until the wait ends
+      in.ready = &ready;
       in.waiting_at = in.ctx->loc;
       in.key = in.start + in.ctx->model.now();
       Fiber::suspend();
       in.waiting_on = nullptr;
+      in.ready = nullptr;
     }
   }
 
@@ -204,7 +214,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     Instance& in = *instances_[static_cast<size_t>(running_)];
     in.barrier = key;
     if (ends.size() == full) {
-      wake_if([](const Instance&) { return true; });  // the round is complete: all look again
+      wake(-1);  // the round is complete: all look again
     } else {
       wait_until([&ends, full] { return ends.size() >= full; },
                  [&ends, full, n] {
@@ -223,7 +233,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     if (running_ < 0) return;
     const int cluster =
         instances_[static_cast<size_t>(running_)]->ctx->cluster ? cluster_of(running_) : -1;
-    wake_if([cluster](const Instance& in) { return cluster < 0 || in.cluster == cluster; });
+    wake(cluster);
   }
 
  private:
@@ -269,30 +279,46 @@ class ChipScheduler final : public ChipLink, public Waiter {
     return dispatched_.size() > static_cast<size_t>(task) && dispatched_[static_cast<size_t>(task)];
   }
 
-  void push(Event e) {
-    e.seq = seq_++;
-    events_.push(e);
+  // Queues `what` (an instance, or Event::kTask | a task) at `time`, after every event queued
+  // before at the same time.
+  void push(uint64_t time, uint64_t what) {
+    if (seq_ == Event::kMaxSeq)
+      throw SimError(ErrorKind::kLimit, "the run passed " + std::to_string(seq_) +
+                                            " scheduling events: a kernel that never finishes");
+    events_.push({time, seq_++ << Event::kWhatBits | what});
   }
+
+  // A blocked instance, with its cluster: a wake passes over the other clusters' without
+  // reading their instances (a line each, evicted since they blocked: most of a run's
+  // instances wait on their cluster peers at any time, and every push, free or set wakes a
+  // cluster).
+  struct Waiting {
+    size_t instance;
+    int cluster;
+    bool operator<(const Waiting& o) const { return instance < o.instance; }
+  };
 
   void block(size_t i) {
-    if (instances_[i]->blocked) return;
-    instances_[i]->blocked = true;
-    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), i), i);
+    Instance& in = *instances_[i];
+    if (in.blocked) return;
+    in.blocked = true;
+    const Waiting w{i, in.cluster};
+    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), w), w);
   }
 
-  // Wakes the blocked instances `pick` selects, in instance order (the order events are
-  // queued in breaks ties between equal times). Only blocked ones are visited.
-  template <class Pick>
-  void wake_if(Pick pick) {
+  // Wakes the blocked instances of `cluster` (every one when it is negative), in instance
+  // order (the order events are queued in breaks ties between equal times). Only blocked ones
+  // are visited.
+  void wake(int cluster) {
     size_t kept = 0;
-    for (size_t i : waiting_) {
-      Instance& in = *instances_[i];
-      if (!pick(in)) {
-        waiting_[kept++] = i;
+    for (const Waiting w : waiting_) {
+      if (cluster >= 0 && w.cluster != cluster) {
+        waiting_[kept++] = w;
         continue;
       }
+      Instance& in = *instances_[w.instance];
       in.blocked = false;
-      push({in.key, 0, in.task, static_cast<int>(i), 0});
+      push(in.key, w.instance);
     }
     waiting_.resize(kept);
   }
@@ -316,16 +342,17 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   // A pre-staged task (every producer resolves early) was handed over before its producers
   // ended: its head overlaps the wait. Any other task is handed over when it is ready.
-  static uint64_t start_at(const Event& e, uint64_t free, uint64_t head) {
-    return std::max(e.staged ? e.ready : e.ready + head, free + head);
+  static uint64_t start_at(const Dispatch& d, uint64_t free, uint64_t head) {
+    return std::max(d.staged ? d.ready : d.ready + head, free + head);
   }
 
-  Pick pick(CoreKind kind, const Event& e) const {
+  // A core for a task of `kind` dispatched at `time`.
+  Pick pick(CoreKind kind, uint64_t time, const Dispatch& d) const {
     Pick best, idle;
     auto consider = [&](int slot, uint64_t free, bool warm) {
       if (best.slot < 0 || free < best.free) best = {slot, free, 0};
-      if (free > e.time) return;
-      const uint64_t start = start_at(e, free, head(warm));
+      if (free > time) return;
+      const uint64_t start = start_at(d, free, head(warm));
       if (idle.slot < 0 || start < idle.start) idle = {slot, free, start};
     };
     // The cores no task of this run has been launched on (every core from aic_used_ / aiv_used_
@@ -378,26 +405,25 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   void dispatch(const Event& e) {
-    const TaskSpec& t = tasks_[static_cast<size_t>(e.task)];
-    Pick p = pick(t.kind, e);
+    const auto task = static_cast<int>(e.what() & ~Event::kTask);
+    const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    Pick p = pick(t.kind, e.time, dispatches_[static_cast<size_t>(task)]);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
       parked_.push_back(e);
       return;
     }
     if (p.free > e.time) {  // a running core might free up sooner: look again then
-      Event later = e;
-      later.time = p.free;
-      push(later);
+      push(p.free, e.what());
       return;
     }
     const uint64_t start = p.start;
     for (int d : t.deps) flush_for(static_cast<size_t>(d));
     if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
-    dispatched_[static_cast<size_t>(e.task)] = true;
+    dispatched_[static_cast<size_t>(task)] = true;
     if (t.kind == CoreKind::kCluster) {
-      launch_cluster(e.task, p.slot, start);
+      launch_cluster(task, p.slot, start);
     } else {
-      launch(e.task, t.kind == CoreKind::kAic, p.slot, p.slot, 0, start, nullptr);
+      launch(task, t.kind == CoreKind::kAic, p.slot, p.slot, 0, start, nullptr);
     }
   }
 
@@ -412,6 +438,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
   void launch(int task, bool aic, int core, int cluster, int subblock, uint64_t start,
               Cluster* shared) {
     const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    if (instances_.size() >= Event::kTask)  // an instance's number goes in its events
+      throw SimError(ErrorKind::kConfig,
+                     "a launch of more than " + std::to_string(Event::kTask) + " kernel instances");
     std::unique_ptr<Instance> inst;
     if (spare_.empty()) {
       inst = std::make_unique<Instance>();
@@ -456,7 +485,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     used = std::max(used, static_cast<size_t>(core) + 1);
     task_left_[static_cast<size_t>(task)]++;
     instances_.push_back(std::move(inst));
-    push({start, 0, task, static_cast<int>(instances_.size() - 1), 0});
+    push(start, instances_.size() - 1);
   }
 
   std::vector<GmGate> gates(const TaskSpec& t) const {
@@ -475,6 +504,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
   void step(size_t i) {
     Instance& in = *instances_[i];
     if (in.done) return;
+    // Woken from a wait whose condition still fails (a wake is for the whole cluster): it
+    // would only block again, unchanged, so it does without switching to its fiber.
+    if (in.ready != nullptr && !(*in.ready)()) {
+      block(i);
+      return;
+    }
     running_ = static_cast<int>(i);
     {
       CoreBinding bind(in.ctx.get());
@@ -484,7 +519,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     if (in.fiber->finished()) {
       finish(i);
     } else if (!in.blocked) {
-      push({in.key, 0, in.task, static_cast<int>(i), 0});
+      push(in.key, i);
     }
   }
 
@@ -528,12 +563,12 @@ class ChipScheduler final : public ChipLink, public Waiter {
     const size_t task = static_cast<size_t>(in.task);
     task_end_[task] = std::max(task_end_[task], in.end);
     if (--task_left_[task] == 0) complete(task);
-    for (const Event& e : parked_) push(e);
+    for (const Event& e : parked_) push(e.time, e.what());
     parked_.clear();
   }
 
   void complete(size_t task) {
-    wake_if([](const Instance&) { return true; });  // write gates wait on task ends
+    wake(-1);  // write gates wait on task ends
     for (int d : dependents_[task]) {
       if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
       uint64_t ready = 0;
@@ -546,9 +581,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
       // that releases it is not measured); otherwise the runtime notices the producers' ends
       // and hands it over task_dispatch_cycles later (its head follows, see pick()).
       if (!staged) ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
-      Event e{ready, 0, d, -1, ready};
-      e.staged = staged;
-      push(e);
+      dispatches_[static_cast<size_t>(d)] = {ready, staged};
+      push(ready, Event::kTask | static_cast<uint64_t>(d));
     }
   }
 
@@ -629,10 +663,11 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::vector<std::vector<int>> dependents_;
   std::vector<bool> dispatched_;
   EventQueue events_;
+  std::vector<Dispatch> dispatches_;  // per task
   std::vector<Event> parked_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs (Kept)
-  std::vector<size_t> waiting_;                   // the blocked instances, ascending
+  std::vector<Waiting> waiting_;                  // the blocked instances, ascending
   std::vector<std::unique_ptr<Cluster>> clusters_;
   std::vector<PendingAtomics> pending_;
   uint64_t seq_ = 0;

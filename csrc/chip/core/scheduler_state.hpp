@@ -41,6 +41,8 @@ struct Instance {
   // While blocked: what it waits for (described only by a deadlock report) and where.
   const std::function<std::string()>* waiting_on = nullptr;
   const char* waiting_at = "";
+  // While blocked or woken from a wait: the condition it waits for (on its fiber's stack).
+  const std::function<bool()>* ready = nullptr;
   std::string ended;    // a cluster core that finished: who and its last line
   std::string barrier;  // the SYNCALL barrier it takes part in ("" if none) ...
   uint32_t phase = 0;   // ... and the rounds it has passed
@@ -57,13 +59,24 @@ struct Instance {
   void clear();
 };
 
+// An entry of the event queue: at `time`, resume an instance or dispatch a task (its ready
+// time and whether it is staged are the task's: Dispatch). 16 bytes: the queue is a heap a pop
+// walks from the root down, and it is cold at every core's turn.
 struct Event {
-  uint64_t time, seq;
-  int task;      // a dispatch (instance < 0) ...
-  int instance;  // ... or a resume
-  uint64_t ready;
-  bool staged = false;  // a dispatch whose producers all resolve early (see complete())
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  static constexpr int kWhatBits = 24;
+  static constexpr uint64_t kTask = uint64_t{1} << (kWhatBits - 1);  // what: a task to dispatch
+  static constexpr uint64_t kMaxSeq = uint64_t{1} << (64 - kWhatBits);
+  uint64_t time;
+  uint64_t order;  // the push's sequence number (ties go to the earlier push) << kWhatBits | what
+  uint64_t what() const { return order & ((uint64_t{1} << kWhatBits) - 1); }
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : order > o.order; }
+};
+
+// A task's dispatch: when it is ready, and whether it is staged (its producers all resolve
+// early, see complete()).
+struct Dispatch {
+  uint64_t ready = 0;
+  bool staged = false;
 };
 
 // What a run's scheduler leaves in its CorePool for the next run of the same tasks: the
@@ -73,6 +86,7 @@ struct Kept {
   std::vector<std::unique_ptr<Instance>> spare;
   std::vector<std::unique_ptr<Instance>> instances;  // empty: the list's storage
   std::vector<Event> events;                         // empty: the queue's storage
+  std::vector<Dispatch> dispatches;
   std::vector<std::vector<int>> dependents;
   std::vector<bool> dispatched;
 };

@@ -121,6 +121,7 @@ def matmul_f32_form(
     c: numpy.typing.NDArray[numpy.float32],
     accumulate: bool = ...,
     exact_products: bool = ...,
+    repeat: typing.SupportsInt | typing.SupportsIndex = ...,
 ) -> None: ...
 def matmul_f32_forms() -> list[str]: ...
 def put_off_writes(

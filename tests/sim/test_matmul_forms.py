@@ -76,3 +76,20 @@ def test_an_unknown_form_or_bad_shapes_are_refused():
         _native_testing.matmul_f32_form("sse9", a, a, a.copy())
     with pytest.raises(ValueError, match=r"a \[m, k\], b \[k, n\] and c \[m, n\]"):
         _native_testing.matmul_f32_form("baseline", a, np.ones((3, 4), np.float32), a.copy())
+
+
+def test_repeat_runs_the_kernel_that_many_times():
+    # accumulating, each call adds a @ b once more: three calls in one are three adds in k order
+    rng = np.random.default_rng(7)
+    a, b = fp16_values((8, 16), rng), fp16_values((16, 32), rng)
+    form = _native_testing.matmul_f32_forms()[0]
+    start = rng.standard_normal((8, 32)).astype(np.float32)
+    once = start.copy()
+    for _ in range(3):
+        _native_testing.matmul_f32_form(form, a, b, once, accumulate=True, exact_products=True)
+    thrice = start.copy()
+    _native_testing.matmul_f32_form(form, a, b, thrice, accumulate=True, exact_products=True, repeat=3)
+    np.testing.assert_array_equal(thrice, once)
+    assert not np.array_equal(thrice, start + k_order(a, b))
+    with pytest.raises(ValueError, match="repeat >= 1"):
+        _native_testing.matmul_f32_form(form, a, b, thrice, repeat=0)

@@ -197,15 +197,20 @@ py::typing::List<py::dict> records(const ModelHarness& h) {
 
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
-// c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place).
+// c (+)= a @ b with one named form of the cube's fp32 kernel (c is updated in place), `repeat`
+// times in a row: a rate measured per call would count a Python call per tile (microseconds,
+// as long as the kernel on a FlashAttention piece).
 void matmul_form(const std::string& form, const F32& a, const F32& b, F32& c, bool accumulate,
-                 bool exact_products) {
+                 bool exact_products, int64_t repeat) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape(1) != b.shape(0) ||
       c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1)) {
     throw std::invalid_argument("matmul_f32_form needs a [m, k], b [k, n] and c [m, n]");
   }
-  vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
-                      a.shape(1), b.shape(1), accumulate, exact_products);
+  if (repeat < 1) throw std::invalid_argument("matmul_f32_form needs repeat >= 1");
+  for (int64_t i = 0; i < repeat; ++i) {
+    vm::matmul_f32_form(form, a.data(), b.data(), c.mutable_data(), c.shape(1), a.shape(0),
+                        a.shape(1), b.shape(1), accumulate, exact_products);
+  }
 }
 
 using U16 = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
@@ -396,7 +401,8 @@ void bind_testing(py::module_& m) {
   });
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);
   m.def("matmul_f32_form", &matmul_form, py::arg("form"), py::arg("a"), py::arg("b"),
-        py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false);
+        py::arg("c").noconvert(), py::arg("accumulate") = false, py::arg("exact_products") = false,
+        py::arg("repeat") = 1);
   m.def("fractal_forms", &isa::fractal_forms);
   m.def("fp16_encode_forms", &vm::fp16_encode_forms);
   m.def("fp16_encode_form", &fp16_encode_form, py::arg("form"), py::arg("x"));

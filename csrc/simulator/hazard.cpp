@@ -97,8 +97,12 @@ void HazardChecker::LiveRing::reset() {
 }
 
 namespace {
-constexpr size_t kSpareBytes = size_t{8} << 20;  // kept per thread: a few cores' rings
-thread_local bool spares_gone = false;           // set at thread exit, when the list is freed
+// Kept per thread: every ring of a chip-wide run. FlashAttention [24, 2048, 128] holds ~225
+// rings at once, most of them at kMaxInFlight entries (~360 KiB): ~80 MiB, which a smaller
+// budget freed after each run, and the next run's rings grew again by doubling through fresh
+// pages (a page fault per 4 KiB and a copy of every entry at each doubling).
+constexpr size_t kSpareBytes = size_t{128} << 20;
+thread_local bool spares_gone = false;  // set at thread exit, when the list is freed
 }  // namespace
 
 std::vector<HazardChecker::LiveRing::Spare>* HazardChecker::LiveRing::spares() {

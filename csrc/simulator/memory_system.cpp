@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
+#include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "simulator/errors.hpp"
 #include "simulator/hardware.hpp"
 #include "simulator/huge_pages.hpp"
 
@@ -39,36 +43,38 @@ Array zeroed(size_t n) {
 
 }  // namespace
 
-// Three arrays, so a lookup touches few cache lines: per set a fill word, (run << 8) | ways
+// Two arrays, so a lookup touches few cache lines: per set a fill word, (run << 8) | ways
 // filled in that run (eight sets to a cache line, so a run of consecutive sets shares them),
-// then per set its tags and then its LRU stamps, each on whole cache lines (a hit reads the
-// tags and writes one stamp; only a miss in a full set reads the stamps). A run fills a set's
-// ways in order, so a lookup scans only the ways this run filled, and a miss with a free way
-// takes it without an LRU search (a streaming kernel never searches).
+// then per set a row of its ways' tags and LRU stamps, a cache line's worth of ways together —
+// their tags, then their stamps (8 ways of 32-bit words, 4 of 64-bit) — so a hit in one of the
+// first ways reads and writes one line of the row. A run fills a set's ways in order, so a
+// lookup scans only the ways this run filled, and a miss with a free way takes it without an
+// LRU search (a streaming kernel never searches).
 struct MemorySystem::Store {
   static constexpr size_t kLineWords = 8;
-  size_t sets = 0, ways = 0;
-  size_t stride = 0;  // words per set in the tag and stamp arrays: ways, to whole cache lines
-  Array words;        // the fill words, then the tags, then the stamps
-  uint64_t *tag_words = nullptr, *stamp_words = nullptr;
-  uint64_t clock = 0;  // LRU stamps; grows across runs
+  size_t sets = 0, ways = 0, word = 0;  // word: bytes of a tag or a stamp
+  size_t row_bytes = 0;                 // a set's row: its ways to whole cache lines
+  Array words;                          // the fill words, then the rows
+  uint64_t* rows = nullptr;
+  uint64_t clock = 0;  // the LRU clock: grows across runs (renumbered before a stamp overflows)
+  uint64_t runs = 0;   // run ids
   // The buffer list and the claims of the thread's last run, emptied, with their capacity:
   // a warm call of a small kernel allocates neither again.
   std::vector<Buffer> buffers;
   std::vector<std::pair<double, double>> used;
 
-  void shape(size_t n_sets, size_t n_ways) {
+  void shape(size_t n_sets, size_t n_ways, size_t word_bytes) {
     sets = n_sets;
     ways = n_ways;
-    stride = (ways + kLineWords - 1) / kLineWords * kLineWords;
+    word = word_bytes;
+    const size_t group = 32 / word;  // ways to a cache line
+    row_bytes = (ways + group - 1) / group * 64;
     const size_t fill_words = (sets + kLineWords - 1) / kLineWords * kLineWords;
-    words = zeroed(fill_words + 2 * sets * stride);
-    tag_words = words.get() + fill_words;
-    stamp_words = tag_words + sets * stride;
+    words = zeroed(fill_words + sets * row_bytes / sizeof(uint64_t));
+    rows = words.get() + fill_words;
+    clock = 0;
   }
   uint64_t& filled(size_t s) { return words[s]; }
-  uint64_t* tags(size_t s) { return tag_words + s * stride; }
-  uint64_t* stamps(size_t s) { return stamp_words + s * stride; }
 };
 
 MemorySystem::MemorySystem(const Platform& p)
@@ -76,10 +82,22 @@ MemorySystem::MemorySystem(const Platform& p)
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
   ways_ = std::min<size_t>(ways_, hw::kMaxL2Ways);  // overrides beyond are refused earlier
-  thread_local Store store;
-  if (store.ways != ways_ || store.sets != sets_) store.shape(sets_, ways_);
+  // The highest line a run can look up: a host address (below 2**48) or a device address
+  // (2**48 up, by the bytes registered): its tag, the line's quotient by the sets, plus one.
+  const uint64_t top_line = (uint64_t{1} << 49) / static_cast<uint64_t>(line_bytes_);
+  narrow_ = top_line / sets_ + 1 < UINT32_MAX;
+  const size_t word = narrow_ ? sizeof(uint32_t) : sizeof(uint64_t);
+  // On the heap, the thread holding only its pointer: the library's thread-locals must fit the
+  // static TLS glibc keeps for a dlopen'ed library (512 bytes), or every thread-local read
+  // takes the dynamic path (__tls_get_addr), as the current core's pointer is read per op.
+  thread_local std::unique_ptr<Store> kept;
+  if (!kept) kept = std::make_unique<Store>();
+  Store& store = *kept;
+  if (store.ways != ways_ || store.sets != sets_ || store.word != word) {
+    store.shape(sets_, ways_, word);
+  }
   store_ = &store;
-  epoch_ = ++store.clock;               // a new run id: sets filled by earlier runs read as empty
+  epoch_ = ++store.runs;                // a new run id: sets filled by earlier runs read as empty
   buffers_ = std::move(store.buffers);  // empty when another system on this thread holds it
   buffers_.clear();
   used_ = std::move(store.used);
@@ -164,25 +182,36 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
 }
 
 // The tag store as one transfer's lookups see it, in locals: a lookup's stores into the tags
-// and stamps (64-bit words) could alias the system's own 64-bit members, so reading those in
-// the loop would reload them at every line.
+// and stamps could alias the system's own members, so reading those in the loop would reload
+// them at every line. A line's tag is its quotient by the number of sets, plus one (0: never
+// filled): the set is its remainder, so the pair names the line.
+template <class Word>
 struct MemorySystem::Sets {
+  static constexpr size_t kGroup = 32 / sizeof(Word);  // ways to a cache line of a row
+  static constexpr uint64_t kMaxStamp = std::numeric_limits<Word>::max();
   uint64_t* fills;
-  uint64_t* tags;
-  uint64_t* stamps;
-  size_t stride, ways, count;
+  Word* rows;
+  size_t stride, ways, count;  // stride: words per row
   uint64_t epoch;
-  size_t last_tag_line;  // bytes from a set's first tag to the cache line of its last
+
+  // Way w's tag in its set's row; its stamp is kGroup words on.
+  static size_t tag_at(size_t w) { return w / kGroup * 2 * kGroup + w % kGroup; }
+  Word* row(size_t set) const { return rows + set * stride; }
+  static Word tag_of(uint64_t quotient) {
+    if (quotient + 1 > kMaxStamp) {  // not below 2**49: an address no run can have
+      throw SimError(ErrorKind::kInternal, "an L2 line beyond the tag store's range: quotient " +
+                                               std::to_string(quotient));
+    }
+    return static_cast<Word>(quotient + 1);
+  }
 
   // True on a hit; a miss installs the line. `clock` is the LRU clock. The set is given by
-  // its fill word and its tag and stamp rows. `way` is set to the way that holds the line.
-  bool lookup_at(uint64_t& filled, uint64_t* way_tags, uint64_t* way_stamps, uint64_t line,
-                 uint64_t& clock, size_t& way) const {
-    const uint64_t tag = line + 1;
+  // its fill word and its row. `way` is set to the way that holds the line.
+  bool lookup_at(uint64_t& filled, Word* way_row, Word tag, uint64_t& clock, size_t& way) const {
     const size_t valid = (filled >> 8) == epoch ? static_cast<size_t>(filled & 0xff) : 0;
     for (size_t w = 0; w < valid; ++w) {
-      if (way_tags[w] == tag) {
-        way_stamps[w] = ++clock;
+      if (way_row[tag_at(w)] == tag) {
+        way_row[tag_at(w) + kGroup] = static_cast<Word>(++clock);
         way = w;
         return true;
       }
@@ -193,48 +222,60 @@ struct MemorySystem::Sets {
     } else {  // full: the least recently used way
       victim = 0;
       for (size_t w = 1; w < ways; ++w) {
-        if (way_stamps[w] < way_stamps[victim]) victim = w;
+        if (way_row[tag_at(w) + kGroup] < way_row[tag_at(victim) + kGroup]) victim = w;
       }
     }
-    way_tags[victim] = tag;
-    way_stamps[victim] = ++clock;
+    way_row[tag_at(victim)] = tag;
+    way_row[tag_at(victim) + kGroup] = static_cast<Word>(++clock);
     way = victim;
     return false;
   }
-  bool lookup(size_t set, uint64_t line, uint64_t& clock) const {
-    size_t way = 0;
-    return lookup_at(fills[set], tags + set * stride, stamps + set * stride, line, clock, way);
+
+  // Before `n` more lookups: a clock that would pass a stamp's range is renumbered first.
+  // Every set's stamps (of the ways its fill word counts, whichever run filled it) become
+  // their ranks 1..ways, in the same order, and the clock restarts above them: LRU compares
+  // stamps only within a set, so every answer stays the same.
+  void make_room(uint64_t& clock, uint64_t n) const {
+    if (n <= kMaxStamp - clock) return;
+    renumber();
+    clock = ways;
+  }
+  [[gnu::noinline, gnu::cold]] void renumber() const {
+    for (size_t s = 0; s < count; ++s) {
+      Word* r = row(s);
+      const size_t filled = std::min<size_t>(fills[s] & 0xff, ways);
+      size_t order[hw::kMaxL2Ways];
+      for (size_t w = 0; w < filled; ++w) order[w] = w;
+      std::sort(order, order + filled,
+                [&](size_t x, size_t y) { return r[tag_at(x) + kGroup] < r[tag_at(y) + kGroup]; });
+      for (size_t k = 0; k < filled; ++k) r[tag_at(order[k]) + kGroup] = static_cast<Word>(k + 1);
+    }
   }
 
   // The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
-  // the fill word and tags of the set kAhead lookups on are prefetched while this one is
-  // looked up (its stamps are written, or on a miss in a full set read, after the tags).
+  // the fill word and the first line of the row of the set kAhead lookups on are prefetched
+  // while this one is looked up.
   static constexpr int64_t kAhead = 4;
-  // The fill word and the first and last cache line of the tags: every line up to 16 ways
-  // (a2a3's two), without a loop or a branch per set.
-  void prefetch_at(const uint64_t* fill, const uint64_t* way_tags) const {
+  static void prefetch_at(const uint64_t* fill, const Word* way_row) {
     __builtin_prefetch(fill, 1);
-    const char* at = reinterpret_cast<const char*>(way_tags);
-    __builtin_prefetch(at, 0);
-    __builtin_prefetch(at + last_tag_line, 0);
+    __builtin_prefetch(way_row, 1);
   }
-  void prefetch(size_t set) const { prefetch_at(fills + set, tags + set * stride); }
-  size_t next(size_t set) const { return set + 1 == count ? 0 : set + 1; }
+  void prefetch(size_t set) const { prefetch_at(fills + set, row(set)); }
 
-  // Lines line, line + 1, ... (n of them) in sets set, set + 1, ..., none past the last set:
-  // how many hit. Consecutive sets' fill words are consecutive and their tag and stamp rows a
-  // stride apart, so the run walks them by pointer; a set's stamps lie a fixed distance past
-  // its tags. Each set is prefetched kAhead lookups before its own (past the run's end too:
-  // a prefetch never faults).
-  uint64_t lookup_run(size_t set, uint64_t line, uint64_t n, uint64_t& lru_clock) const {
+  // Lines of quotient q in sets set, set + 1, ... (n of them), none past the last set: how
+  // many hit. They share a tag; consecutive sets' fill words are consecutive and their rows a
+  // stride apart, so the run walks them by pointer. Each set is prefetched kAhead lookups
+  // before its own (past the run's end too: a prefetch never faults).
+  uint64_t lookup_run(size_t set, uint64_t q, uint64_t n, uint64_t& lru_clock) const {
+    make_room(lru_clock, n);
     uint64_t* fill = fills + set;
     uint64_t* const fill_end = fill + n;
-    uint64_t* way_tags = tags + set * stride;
+    Word* way_row = row(set);
     const size_t step = stride, ahead = kAhead * stride;
-    const std::ptrdiff_t to_stamps = stamps - tags;
     const uint64_t mark = epoch << 8;  // a fill word of this run, its way count masked off
+    const Word tag = tag_of(q);
     uint64_t clock = lru_clock, hits = 0;
-    for (int64_t k = 0; k < kAhead; ++k) prefetch_at(fill + k, way_tags + k * step);
+    for (int64_t k = 0; k < kAhead; ++k) prefetch_at(fill + k, way_row + k * step);
     // The line in the first way of a set filled this run (which has at least one way): a hit
     // found without the way loop, as lookup_at finds it (a line is in at most one way). While
     // the data fits the L2 a set holds few lines, so this is the common hit. Failing that, the
@@ -242,34 +283,52 @@ struct MemorySystem::Sets {
     // lie in consecutive sets, filled in the same order, so they share a way (a tile of a
     // kernel's second input is in the second way of every set it spans).
     size_t way = 0;
-    for (; fill != fill_end; ++fill, way_tags += step, ++line) {
-      prefetch_at(fill + kAhead, way_tags + ahead);
-      const uint64_t f = *fill, tag = line + 1;
+    for (; fill != fill_end; ++fill, way_row += step) {
+      prefetch_at(fill + kAhead, way_row + ahead);
+      const uint64_t f = *fill;
       if ((f & ~uint64_t{0xff}) == mark) {
-        if (way_tags[0] == tag) {
-          way_tags[to_stamps] = ++clock;
+        if (way_row[0] == tag) {
+          way_row[kGroup] = static_cast<Word>(++clock);
           ++hits;
           continue;
         }
-        if (way < (f & 0xff) && way_tags[way] == tag) {
-          way_tags[to_stamps + static_cast<std::ptrdiff_t>(way)] = ++clock;
+        if (way < (f & 0xff) && way_row[tag_at(way)] == tag) {
+          way_row[tag_at(way) + kGroup] = static_cast<Word>(++clock);
           ++hits;
           continue;
         }
       }
-      hits += lookup_at(*fill, way_tags, way_tags + to_stamps, line, clock, way) ? 1 : 0;
+      hits += lookup_at(*fill, way_row, tag, clock, way) ? 1 : 0;
     }
     lru_clock = clock;
     return hits;
   }
+
+  // Lines first..end, in order: consecutive lines in consecutive sets, as runs up to the
+  // last set (a run's lines share their quotient by the sets, so their tag). How many hit.
+  uint64_t lookup_range(uint64_t first, uint64_t end, uint64_t& clock) const {
+    uint64_t q = first / count, hits = 0;
+    size_t set = static_cast<size_t>(first % count);
+    for (uint64_t line = first; line <= end; set = 0, ++q) {
+      const uint64_t run = std::min<uint64_t>(end - line + 1, count - set);
+      hits += lookup_run(set, q, run, clock);
+      line += run;
+    }
+    return hits;
+  }
 };
 
-MemorySystem::Sets MemorySystem::sets() const {
-  const size_t last_tag_line = (ways_ * sizeof(uint64_t) - 1) / 64 * 64;
-  return {
-      &store_->filled(0), store_->tags(0), store_->stamps(0), store_->stride, ways_, sets_, epoch_,
-      last_tag_line};
+template <class Word>
+MemorySystem::Sets<Word> MemorySystem::sets() const {
+  return {&store_->filled(0),
+          reinterpret_cast<Word*>(store_->rows),
+          store_->row_bytes / sizeof(Word),
+          ways_,
+          sets_,
+          epoch_};
 }
+
+void MemorySystem::set_lru_clock(uint64_t clock) { store_->clock = clock; }
 
 // Looks up the lines a window touches (each row's lines once; a line shared by consecutive
 // rows counts once): how many hit the L2 and how many missed. A window inside one buffer maps
@@ -277,79 +336,71 @@ MemorySystem::Sets MemorySystem::sets() const {
 // leave no gap is a single run of consecutive lines in consecutive sets. Either way the lines
 // are looked up in the same order, so hits, misses and the LRU state are the same.
 MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
-  Lines n;
   uint64_t clock = store_->clock;
-  const int64_t extent = (gm.rows - 1) * gm.stride + gm.row_bytes;
-  const Linear at = linear(gm.base);
-  if (gm.stride >= 0 && extent <= at.hi - gm.base) {
-    if (gm.rows == 1 || gm.stride <= gm.row_bytes) {
-      lookup_span(at.canon, extent, n, clock);
-    } else {
-      const auto stride = static_cast<uint64_t>(gm.stride);
-      lookup_rows(
-          gm, [&](int64_t r) { return at.canon + static_cast<uint64_t>(r) * stride; }, n, clock);
-    }
-  } else {
-    lookup_rows(
-        gm, [&](int64_t r) { return linear(gm.base + r * gm.stride).canon; }, n, clock);
-  }
+  const Lines n =
+      narrow_ ? lookup_lines_as<uint32_t>(gm, clock) : lookup_lines_as<uint64_t>(gm, clock);
   store_->clock = clock;
   stats_.l2_hits += n.hits;
   stats_.l2_misses += n.misses;
   return n;
 }
 
-// The lines of the canonical bytes [lo, lo + bytes), in order: consecutive lines in
-// consecutive sets, as runs up to the store's last set.
+template <class Word>
+MemorySystem::Lines MemorySystem::lookup_lines_as(const Access& gm, uint64_t& clock) {
+  Lines n;
+  const int64_t extent = (gm.rows - 1) * gm.stride + gm.row_bytes;
+  const Linear at = linear(gm.base);
+  if (gm.stride >= 0 && extent <= at.hi - gm.base) {
+    if (gm.rows == 1 || gm.stride <= gm.row_bytes) {
+      lookup_span<Word>(at.canon, extent, n, clock);
+    } else {
+      const auto stride = static_cast<uint64_t>(gm.stride);
+      lookup_rows<Word>(
+          gm, [&](int64_t r) { return at.canon + static_cast<uint64_t>(r) * stride; }, n, clock);
+    }
+  } else {
+    lookup_rows<Word>(
+        gm, [&](int64_t r) { return linear(gm.base + r * gm.stride).canon; }, n, clock);
+  }
+  return n;
+}
+
+// The lines of the canonical bytes [lo, lo + bytes).
+template <class Word>
 void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& lru_clock) {
-  const Sets sets = this->sets();
+  const Sets<Word> sets = this->sets<Word>();
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   const uint64_t first = lo >> shift, end = (lo + static_cast<uint64_t>(bytes) - 1) >> shift;
-  uint64_t hits = 0;
-  size_t set = static_cast<size_t>(first % sets_);
-  for (uint64_t line = first; line <= end; set = 0) {
-    const uint64_t run = std::min<uint64_t>(end - line + 1, sets_ - set);
-    hits += sets.lookup_run(set, line, run, lru_clock);
-    line += run;
-  }
+  const uint64_t hits = sets.lookup_range(first, end, lru_clock);
   n.hits += hits;
   n.misses += end + 1 - first - hits;
 }
 
 // Row by row, `row_lo(r)` the canonical address of row r's first byte.
-template <class Canonical>
+template <class Word, class Canonical>
 void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& lru_clock) {
-  struct Row {
-    uint64_t lo;  // canonical address of the row's first byte
-    size_t set;   // the set of its first line
-  };
-  constexpr int64_t kAhead = Sets::kAhead;
-  const Sets sets = this->sets();
+  constexpr int64_t kAhead = Sets<Word>::kAhead;
+  const Sets<Word> sets = this->sets<Word>();
   uint64_t clock = lru_clock, hits = 0, looked = 0;  // in registers across the loop
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   auto row_at = [&](int64_t r) {  // where a row's lines sit depends only on its address
     const uint64_t lo = row_lo(r);
-    const auto set = static_cast<size_t>((lo >> shift) % sets_);
-    sets.prefetch(set);
-    return Row{lo, set};
+    sets.prefetch(static_cast<size_t>((lo >> shift) % sets_));
+    return lo;
   };
-  Row ahead[kAhead];
+  uint64_t ahead[kAhead];
   for (int64_t r = 0; r < std::min(kAhead, gm.rows); ++r) ahead[r] = row_at(r);
   uint64_t last = UINT64_MAX;
   for (int64_t r = 0; r < gm.rows; ++r) {
-    const Row row = ahead[r % kAhead];
+    const uint64_t lo = ahead[r % kAhead];
     if (r + kAhead < gm.rows) ahead[r % kAhead] = row_at(r + kAhead);
-    const uint64_t first = row.lo >> shift,
-                   end = (row.lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
-    uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
-    // consecutive lines, consecutive sets
-    size_t set = line == first ? row.set : static_cast<size_t>(line % sets_);
-    for (; line <= end; ++line) {
-      hits += sets.lookup(set, line, clock) ? 1 : 0;
-      ++looked;
-      last = line;
-      set = sets.next(set);
-    }
+    const uint64_t first = lo >> shift,
+                   end = (lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
+    const uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
+    if (line > end) continue;  // the row's lines were the last row's
+    hits += sets.lookup_range(line, end, clock);
+    looked += end + 1 - line;
+    last = end;
   }
   lru_clock = clock;
   n.hits += hits;

@@ -15,15 +15,20 @@ import pytest
 from pypto import _native_testing, platforms
 
 LINE, WAYS, SETS = 512, 2, 48  # a small L2 (48 sets, not a power of two) so windows evict
+# The store keeps 32-bit tags and stamps once a line's quotient by the sets fits (from 257 sets
+# of 512-B lines); below, 64-bit. Both are held to the model.
+NARROW_SETS = 300
 
 
-def platform(ways: int = WAYS):
+def platform(ways: int = WAYS, sets: int = SETS):
     return platforms.get("a2a3sim").with_overrides(
-        l2_bytes=LINE * ways * SETS, l2_ways=ways, l2_line_bytes=LINE
+        l2_bytes=LINE * ways * sets, l2_ways=ways, l2_line_bytes=LINE
     )
 
 
-def reference(host: np.ndarray, buffers, windows, n_ways: int = WAYS) -> list[tuple[int, int]]:
+def reference(
+    host: np.ndarray, buffers, windows, n_ways: int = WAYS, n_sets: int = SETS
+) -> list[tuple[int, int]]:
     at = host.ctypes.data
     regs, dev = [], 2**48
     for tag, (off, n) in enumerate(buffers, start=1):
@@ -46,7 +51,7 @@ def reference(host: np.ndarray, buffers, windows, n_ways: int = WAYS) -> list[tu
             lo = canonical(at + off + r * stride)
             first, end = lo // LINE, (lo + row_bytes - 1) // LINE
             for line in range(first if last is None else max(first, last + 1), end + 1):
-                ways = sets.setdefault(line % SETS, OrderedDict())
+                ways = sets.setdefault(line % n_sets, OrderedDict())
                 if line in ways:
                     ways.move_to_end(line)
                     hits += 1
@@ -78,22 +83,28 @@ WINDOWS = [
 ]
 
 
+@pytest.mark.parametrize("sets", [SETS, NARROW_SETS])
 @pytest.mark.parametrize("overlapping", [False, True])
-def test_l2_lookups_follow_the_lru_model(overlapping):
+def test_l2_lookups_follow_the_lru_model(overlapping, sets):
     host = np.zeros(300 * LINE, np.uint8)
     buffers = BUFFERS if overlapping else [BUFFERS[0], BUFFERS[2]]
-    got = _native_testing.l2_lookups(platform().to_native(), host, buffers, WINDOWS)
-    assert got == reference(host, buffers, WINDOWS)
+    got = _native_testing.l2_lookups(platform(sets=sets).to_native(), host, buffers, WINDOWS)
+    assert got == reference(host, buffers, WINDOWS, n_sets=sets)
     assert got[1] == (got[0][1], 0)  # the repeated window hits every line it filled
 
 
-def test_runs_found_in_any_way():
+@pytest.mark.parametrize("sets", [SETS, NARROW_SETS])
+@pytest.mark.parametrize("clock_left", [None, 1, 5])
+def test_runs_found_in_any_way(sets, clock_left):
     """Three buffers of one line per set each, so every set holds a line of each in the way its
     buffer was first read into: runs read back find their lines in the second and third ways
     (their hits must refresh those ways' LRU stamps: a fourth buffer then evicts the third's
     lines, read least recently), and a run crossing from one buffer into the next changes way
-    mid-run."""
+    mid-run. With `clock_left`, the LRU clock starts that many whole buffers' lookups (plus 3)
+    short of a stored stamp's range (2**32 - 1 for 32-bit stamps, 2**64 - 1 for 64-bit): the
+    store renumbers its stamps on the way, and the evictions stay those of the model."""
     ways = 3
+    SETS = sets  # noqa: N806 - the test's set count, as the module's constant elsewhere
     host = np.zeros(4 * SETS * LINE, np.uint8)
     buffers = [(i * SETS * LINE, SETS * LINE) for i in range(4)]
     whole = [(i * SETS * LINE, SETS, LINE, LINE) for i in range(4)]
@@ -104,12 +115,18 @@ def test_runs_found_in_any_way():
         whole[1],  # in way 1 still
         (2 * SETS * LINE, SETS // 2, 256, 256),  # half the third's lines, two rows to a line
         (SETS * LINE // 2, SETS, LINE, LINE),  # the second's lines, then the third's
+        (3 * SETS * LINE + 5 * LINE, 7, LINE, LINE),  # the fourth's: whole[2] evicted the first's
     ]
-    got = _native_testing.l2_lookups(platform(ways).to_native(), host, buffers, windows)
-    assert got == reference(host, buffers, windows, ways)
+    top = 2**32 - 1 if sets == NARROW_SETS else 2**64 - 1
+    clock = None if clock_left is None else top - clock_left * SETS - 3
+    got = _native_testing.l2_lookups(
+        platform(ways, sets).to_native(), host, buffers, windows, lru_clock=clock
+    )
+    assert got == reference(host, buffers, windows, ways, sets)
     assert got[3:5] == [(SETS, 0)] * 2
     assert got[6] == (SETS - 7, 7)
     assert got[7] == (SETS, 0)
+    assert got[10] == (7, 0)
 
 
 def test_many_small_buffers_spread_over_the_sets():

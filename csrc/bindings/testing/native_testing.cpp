@@ -11,6 +11,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -359,13 +360,16 @@ std::pair<std::vector<std::vector<int64_t>>, int> put_off_writes(
 
 // The memory system alone: buffers registered at (offset, bytes) of `host`, then GM windows
 // (offset, rows, row_bytes, stride) of it transferred one after another.
-// Per window: (L2 hits, L2 misses) of its lines.
+// Per window: (L2 hits, L2 misses) of its lines. `lru_clock`: where the LRU clock starts (it
+// only moves forward: at or above where the thread's earlier lookups left it).
 std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
     const Platform& platform, py::array_t<uint8_t, py::array::c_style> host,
     const std::vector<std::pair<int64_t, int64_t>>& buffers,
-    const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows) {
+    const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows,
+    std::optional<uint64_t> lru_clock) {
   const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
   MemorySystem memory(platform);
+  if (lru_clock) memory.set_lru_clock(*lru_clock);
   for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
   std::vector<std::pair<uint64_t, uint64_t>> out;
   double start = 0;
@@ -383,7 +387,7 @@ std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
 
 void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
-        py::arg("windows"));
+        py::arg("windows"), py::arg("lru_clock") = std::nullopt);
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"), py::arg("when_waited") = false, py::arg("gap_us") = 0);
   m.def("put_off_writes", &put_off_writes, py::arg("ops"));

@@ -288,39 +288,45 @@ class ChipScheduler final : public ChipLink, public Waiter {
     events_.push({time, seq_++ << Event::kWhatBits | what});
   }
 
-  // A blocked instance, with its cluster: a wake passes over the other clusters' without
-  // reading their instances (a line each, evicted since they blocked: most of a run's
-  // instances wait on their cluster peers at any time, and every push, free or set wakes a
-  // cluster).
-  struct Waiting {
-    size_t instance;
-    int cluster;
-    bool operator<(const Waiting& o) const { return instance < o.instance; }
-  };
-
+  // The blocked instances are kept per cluster (an instance's `cluster`: its cluster's index,
+  // or for a task on one core that core's), each list ascending: a push, free or set wakes
+  // its own cluster's by reading one short list, not every blocked instance of the chip (most
+  // of a run's instances wait on their cluster peers at any time, and a pass over all of them
+  // read and rewrote a line per four on every wake).
   void block(size_t i) {
     Instance& in = *instances_[i];
     if (in.blocked) return;
     in.blocked = true;
-    const Waiting w{i, in.cluster};
-    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), w), w);
+    const auto c = static_cast<size_t>(in.cluster);
+    if (c >= waiting_.size()) waiting_.resize(c + 1);
+    std::vector<size_t>& list = waiting_[c];
+    list.insert(std::upper_bound(list.begin(), list.end(), i), i);
   }
 
   // Wakes the blocked instances of `cluster` (every one when it is negative), in instance
   // order (the order events are queued in breaks ties between equal times). Only blocked ones
   // are visited.
   void wake(int cluster) {
-    size_t kept = 0;
-    for (const Waiting w : waiting_) {
-      if (cluster >= 0 && w.cluster != cluster) {
-        waiting_[kept++] = w;
-        continue;
-      }
-      Instance& in = *instances_[w.instance];
-      in.blocked = false;
-      push(in.key, w.instance);
+    if (cluster >= 0) {
+      if (static_cast<size_t>(cluster) >= waiting_.size()) return;
+      std::vector<size_t>& list = waiting_[static_cast<size_t>(cluster)];
+      for (const size_t i : list) unblock(i);
+      list.clear();
+      return;
     }
-    waiting_.resize(kept);
+    woken_.clear();  // every list, merged into instance order
+    for (std::vector<size_t>& list : waiting_) {
+      woken_.insert(woken_.end(), list.begin(), list.end());
+      list.clear();
+    }
+    std::sort(woken_.begin(), woken_.end());
+    for (const size_t i : woken_) unblock(i);
+  }
+
+  void unblock(size_t i) {
+    Instance& in = *instances_[i];
+    in.blocked = false;
+    push(in.key, i);
   }
 
   // ---- dispatch ---------------------------------------------------------------------------
@@ -667,7 +673,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::vector<Event> parked_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs (Kept)
-  std::vector<Waiting> waiting_;                  // the blocked instances, ascending
+  std::vector<std::vector<size_t>> waiting_;      // the blocked instances per cluster: block()
+  std::vector<size_t> woken_;                     // wake(-1)'s merge of them
   std::vector<std::unique_ptr<Cluster>> clusters_;
   std::vector<PendingAtomics> pending_;
   uint64_t seq_ = 0;

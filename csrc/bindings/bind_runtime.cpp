@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -294,36 +295,36 @@ class WarmSpec {
 
   const ScheduleOptions& run_options() const { return options_; }
 
-  // The table of `args`, or nullopt when an argument is not as set up (a miss: the general
-  // path checks it and names any problem) or one array is passed for two arguments.
-  std::optional<std::vector<pypto_tensor>> table(const py::tuple& args) const {
+  // Fills `table` (its storage kept: the run's pool's) with the table of `args`; false when an
+  // argument is not as set up (a miss: the general path checks it and names any problem) or
+  // one array is passed for two arguments.
+  bool table(const py::tuple& args, std::vector<pypto_tensor>& table) const {
     auto& api = py::detail::npy_api::get();
-    std::vector<pypto_tensor> table;
+    table.clear();
     table.reserve(entries_.size());
     for (size_t e = 0; e < entries_.size(); ++e) {
       const auto& [arg, shape, dtype, code, need] = entries_[e];
-      if (arg >= args.size()) return std::nullopt;
+      if (arg >= args.size()) return false;
       PyObject* obj = PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(arg));
-      if (Py_TYPE(obj) != api.PyArray_Type_) return std::nullopt;  // exactly an ndarray
+      if (Py_TYPE(obj) != api.PyArray_Type_) return false;  // exactly an ndarray
       const auto* a = py::detail::array_proxy(obj);
       if (need >= 0) {
-        if ((a->flags & need) != need || a->nd != static_cast<int>(shape.size()))
-          return std::nullopt;
+        if ((a->flags & need) != need || a->nd != static_cast<int>(shape.size())) return false;
         for (size_t d = 0; d < shape.size(); ++d) {
-          if (a->dimensions[d] != shape[d]) return std::nullopt;
+          if (a->dimensions[d] != shape[d]) return false;
         }
         if (a->descr != dtype.ptr() && !api.PyArray_EquivTypes_(a->descr, dtype.ptr()))
-          return std::nullopt;
+          return false;
         for (size_t before = 0; before < e; ++before) {  // the arrays checked so far
           const Entry& other = entries_[before];
           if (std::get<4>(other) >= 0 &&
               PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(std::get<0>(other))) == obj)
-            return std::nullopt;
+            return false;
         }
       }
       table.push_back(describe(py::reinterpret_borrow<py::array>(obj), code, table.size()));
     }
-    return table;
+    return true;
   }
 
  private:
@@ -349,25 +350,54 @@ class TaskRunner {
   }
 
   // run() on the table `spec` makes of `args`, with its options; None (nothing run) when an
-  // argument misses.
+  // argument misses. The table is made in the run's pool (no allocation per run).
   py::typing::Optional<RunResults> run_args(const WarmSpec& spec, const py::tuple& args) {
-    std::optional<std::vector<pypto_tensor>> table = spec.table(args);
-    if (!table) return py::typing::Optional<RunResults>(py::none());
-    return py::typing::Optional<RunResults>(py::cast(run_table(*table, spec.run_options())));
+    Idle pool(*this);
+    if (!spec.table(args, pool->table)) return py::typing::Optional<RunResults>(py::none());
+    return py::typing::Optional<RunResults>(
+        py::cast(run_table(pool->table, spec.run_options(), pool.get())));
   }
 
  private:
+  // The runner's idle pool for one run (or a new one when another run holds it), given back
+  // when the run returns (the GIL is held then: no other run touches idle_); a run that throws
+  // drops it, and the next run starts from a new one.
+  class Idle {
+   public:
+    explicit Idle(TaskRunner& runner)
+        : runner_(runner),
+          pool_(std::exchange(runner.idle_, nullptr)),
+          exceptions_(std::uncaught_exceptions()) {
+      if (!pool_) pool_ = std::make_unique<CorePool>(runner.platform_);
+    }
+    ~Idle() {
+      if (std::uncaught_exceptions() == exceptions_) runner_.idle_ = std::move(pool_);
+    }
+    Idle(const Idle&) = delete;
+    Idle& operator=(const Idle&) = delete;
+    CorePool* get() const { return pool_.get(); }
+    CorePool* operator->() const { return pool_.get(); }
+
+   private:
+    TaskRunner& runner_;
+    std::unique_ptr<CorePool> pool_;
+    int exceptions_;
+  };
+
   std::unique_ptr<RunResults> run_table(const std::vector<pypto_tensor>& table,
                                         const ScheduleOptions& o) {
-    std::unique_ptr<CorePool> pool = std::exchange(idle_, nullptr);
-    if (!pool) pool = std::make_unique<CorePool>(platform_);
+    Idle pool(*this);
+    return run_table(table, o, pool.get());
+  }
+
+  std::unique_ptr<RunResults> run_table(const std::vector<pypto_tensor>& table,
+                                        const ScheduleOptions& o, CorePool* pool) {
     auto r = results(specs_, o.record);
     {
       py::gil_scoped_release release;
       InterruptScope interrupts;
-      r->chip = run_tasks(*specs_, table, platform_, o, pool.get());
+      r->chip = run_tasks(*specs_, table, platform_, o, pool);
     }
-    idle_ = std::move(pool);  // the GIL is held again: no other run touches idle_ now
     return r;
   }
 

@@ -411,13 +411,23 @@ std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {
   if (bucket < window_base_) return nullptr;
   if (bucket - window_base_ >= kWindowBuckets) {  // slide: forget the oldest half
     const uint64_t base = bucket - kWindowBuckets / 2;
-    const uint64_t drop = std::min<uint64_t>(base - window_base_, used_.size());
-    used_.erase(used_.begin(), used_.begin() + static_cast<std::ptrdiff_t>(drop));
+    if (base > held_) {
+      const uint64_t drop = std::min<uint64_t>(base - held_, used_.size());
+      used_.erase(used_.begin(), used_.begin() + static_cast<std::ptrdiff_t>(drop));
+      held_ = base;
+    }
     window_base_ = base;
   }
-  const auto i = static_cast<size_t>(bucket - window_base_);
-  if (i >= used_.size())
-    used_.resize(std::min(std::max(i + 1, used_.size() * 2), kWindowBuckets), {0.0, 0.0});
+  if (used_.empty()) held_ = bucket;  // the window's buckets before the first claimed are zero
+  if (bucket < held_) {               // before every bucket held (rare: claims come in order)
+    used_.insert(used_.begin(), static_cast<size_t>(held_ - bucket), {0.0, 0.0});
+    held_ = bucket;
+  }
+  const auto i = static_cast<size_t>(bucket - held_);
+  if (i >= used_.size()) {
+    const auto room = static_cast<size_t>(kWindowBuckets - (held_ - window_base_));
+    used_.resize(std::min(std::max(i + 1, used_.size() * 2), room), {0.0, 0.0});
+  }
   return &used_[i];
 }
 
@@ -449,8 +459,8 @@ double MemorySystem::transfer(double start, double lead_miss, double lead_hit, d
     const double span = static_cast<double>(b + 1) * kBucketCycles - t;
     std::pair<double, double> none{0.0, 0.0};
     // A bucket already in the window is read in place; claims() slides or grows it.
-    const uint64_t i = b - window_base_;
-    std::pair<double, double>* c = b >= window_base_ && i < used_.size() ? &used_[i] : claims(b);
+    const uint64_t i = b - held_;  // wraps above the held buckets for b < held_
+    std::pair<double, double>* c = i < used_.size() ? &used_[i] : claims(b);
     if (c == nullptr) c = &none;
     double can = port_bw * span;
     if (miss > 0) can = std::min(can, std::max(hbm_cap - c->first, 0.0) / miss);

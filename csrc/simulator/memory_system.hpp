@@ -119,8 +119,13 @@ class MemorySystem {
   struct Store;
   Store* store_;
   uint64_t epoch_ = 0;
-  uint64_t window_base_ = 0;                     // the bucket used_[0] stands for
-  std::vector<std::pair<double, double>> used_;  // (HBM, L2) bytes claimed per bucket
+  uint64_t window_base_ = 0;  // the window's first bucket: claims before it are forgotten
+  // (HBM, L2) bytes claimed per bucket, held from bucket held_ (>= window_base_) on: the
+  // window's buckets before the first one a run claims are zero, and are not stored, so a
+  // short run late in simulated time (a kernel started after the dispatch overhead) does not
+  // fill thousands of empty buckets.
+  uint64_t held_ = 0;
+  std::vector<std::pair<double, double>> used_;
   MemoryStats stats_;
 };
 

@@ -36,6 +36,8 @@ class CorePool {
   std::vector<size_t> remaining_deps;
   std::vector<uint64_t> task_end;
   std::vector<int> task_left;
+  // The run's tensor table, made by its caller in place (a warm call's run: no allocation).
+  std::vector<pypto_tensor> table;
   // The scheduler's other per-run storage (scheduler_state.hpp), null before the first run.
   std::unique_ptr<sched::Kept> run_state;
 

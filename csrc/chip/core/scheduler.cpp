@@ -644,8 +644,21 @@ class ChipScheduler final : public ChipLink, public Waiter {
     r.instances.reserve(instances_.size());
     for (const auto& p : instances_) {
       Instance& in = *p;
-      r.instances.push_back({std::move(in.result), in.task, in.core, in.aic, in.cluster,
-                             in.subblock, in.start, in.end});
+      // Built in place, field by field: the record table (three buffers and a map) is moved
+      // only when the run records, and no temporary result is moved and destroyed.
+      TaskResult& t = r.instances.emplace_back();
+      t.block.block = in.result.block;
+      t.block.stats = in.result.stats;
+      if (options_.record) t.block.records = std::move(in.result.records);
+      t.block.hazards = std::move(in.result.hazards);
+      t.block.hazard_count = in.result.hazard_count;
+      t.task = in.task;
+      t.core = in.core;
+      t.cube = in.aic;
+      t.cluster = in.cluster;
+      t.subblock = in.subblock;
+      t.start = in.start;
+      t.end = in.end;
     }
     r.memory = memory_.stats();
     return r;

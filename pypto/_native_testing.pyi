@@ -99,6 +99,23 @@ def fractal_form(
     bool,
 ]: ...
 def fractal_forms() -> list[str]: ...
+def gm_transfers(
+    platform: pypto._native.Platform,
+    host: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8],
+    buffers: collections.abc.Sequence[
+        tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]
+    ],
+    transfers: collections.abc.Sequence[
+        tuple[
+            typing.SupportsFloat | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+            typing.SupportsInt | typing.SupportsIndex,
+        ]
+    ],
+    port_bw: typing.SupportsFloat | typing.SupportsIndex,
+) -> list[float]: ...
 def l2_lookups(
     platform: pypto._native.Platform,
     host: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8],

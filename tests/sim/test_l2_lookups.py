@@ -142,3 +142,29 @@ def test_many_small_buffers_spread_over_the_sets():
     windows = [(i * line, 1, line, line) for i in range(60)] * 2
     got = _native_testing.l2_lookups(p.to_native(), host, buffers, windows)
     assert got == [(0, 1)] * 60 + [(1, 0)] * 60
+
+
+@pytest.mark.parametrize("rows", [512, 1024])
+def test_a_transfer_before_every_claimed_bucket_shares_as_one_after_them(rows):
+    """The HBM budget claimed per 64-cycle bucket is stored from the first bucket a run claims,
+    so a later transfer that starts earlier (another core's, issued after) claims buckets in
+    front of the stored ones. It must share exactly as when an earlier claim had made those
+    buckets stored already. Y starts 3200 cycles before X, issued after it: 1 MiB finishes
+    alone before X's first bucket; 2 MiB runs alone until X's buckets, waits out the ones X
+    filled, and finishes after them."""
+    p = platforms.get("a2a3sim").to_native()
+    mib = 1 << 20
+    host = np.zeros(8 * mib, np.uint8)
+    buffers = [(0, 4 * mib), (4 * mib, 4 * mib)]
+    x = (6400.0, 0, 1024, 2048, 2048)  # 2 MiB from cycle 6400 (bucket 100)
+    y = (3200.0, 4 * mib, rows, 2048, 2048)  # from cycle 3200 (bucket 50), elsewhere
+    early = (0.0, 7 * mib, 1, 512, 512)  # one line in bucket 0, far from both
+    port = 1e6  # bytes a cycle: HBM's budget binds, not the port
+    x_alone, y_alone = (_native_testing.gm_transfers(p, host, buffers, [t], port)[0] for t in (x, y))
+    got = _native_testing.gm_transfers(p, host, buffers, [x, y], port)
+    assert got == _native_testing.gm_transfers(p, host, buffers, [early, x, y], port)[1:]
+    assert got[0] == x_alone
+    if rows == 512:
+        assert 3200 + y_alone < 6400 and got[1] == y_alone
+    else:
+        assert got[1] > y_alone + 3000  # waited out X's buckets

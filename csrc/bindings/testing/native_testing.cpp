@@ -385,9 +385,30 @@ std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
 
 }  // namespace
 
+// The memory system alone: buffers registered at (offset, bytes) of `host`, then GM transfers
+// (start cycle, offset, rows, row_bytes, stride) of it in the order given, each at `port_bw`
+// bytes a cycle. Per transfer: its cycles (what the shared HBM and L2 budgets let it take).
+std::vector<double> gm_transfers(
+    const Platform& platform, py::array_t<uint8_t, py::array::c_style> host,
+    const std::vector<std::pair<int64_t, int64_t>>& buffers,
+    const std::vector<std::tuple<double, int64_t, int64_t, int64_t, int64_t>>& transfers,
+    double port_bw) {
+  const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
+  MemorySystem memory(platform);
+  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+  std::vector<double> out;
+  for (const auto& [start, offset, rows, row_bytes, stride] : transfers) {
+    const Access gm{PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
+    out.push_back(memory.transfer(start, 0, 0, port_bw, gm));
+  }
+  return out;
+}
+
 void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
         py::arg("windows"), py::arg("lru_clock") = std::nullopt);
+  m.def("gm_transfers", &gm_transfers, py::arg("platform"), py::arg("host"), py::arg("buffers"),
+        py::arg("transfers"), py::arg("port_bw"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),
         py::arg("drain_every"), py::arg("when_waited") = false, py::arg("gap_us") = 0);
   m.def("put_off_writes", &put_off_writes, py::arg("ops"));

@@ -358,51 +358,59 @@ std::pair<std::vector<std::vector<int64_t>>, int> put_off_writes(
   return {out, count};
 }
 
-// The memory system alone: buffers registered at (offset, bytes) of `host`, then GM windows
-// (offset, rows, row_bytes, stride) of it transferred one after another.
+using HostBytes = py::array_t<uint8_t, py::array::c_style>;
+using Buffers = std::vector<std::pair<int64_t, int64_t>>;
+
+// A memory system on its own, with buffers registered at (offset, bytes) of `host`.
+void add_buffers(MemorySystem& memory, HostBytes& host, const Buffers& buffers) {
+  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+}
+
+// A GM window of `host`: `rows` rows of `row_bytes`, `stride` apart, from byte `offset`.
+Access gm_window(HostBytes& host, int64_t offset, int64_t rows, int64_t row_bytes, int64_t stride) {
+  const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
+  return {PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
+}
+
+// GM windows (offset, rows, row_bytes, stride) of `host` transferred one after another.
 // Per window: (L2 hits, L2 misses) of its lines. `lru_clock`: where the LRU clock starts (it
 // only moves forward: at or above where the thread's earlier lookups left it).
 std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
-    const Platform& platform, py::array_t<uint8_t, py::array::c_style> host,
-    const std::vector<std::pair<int64_t, int64_t>>& buffers,
+    const Platform& platform, HostBytes host, const Buffers& buffers,
     const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows,
     std::optional<uint64_t> lru_clock) {
-  const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
   MemorySystem memory(platform);
   if (lru_clock) memory.set_lru_clock(*lru_clock);
-  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+  add_buffers(memory, host, buffers);
   std::vector<std::pair<uint64_t, uint64_t>> out;
   double start = 0;
   for (const auto& [offset, rows, row_bytes, stride] : windows) {
     const MemoryStats before = memory.stats();
-    const Access gm{PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
-    start += memory.transfer(start, 1, 1, 64, gm);
+    start += memory.transfer(start, 1, 1, 64, gm_window(host, offset, rows, row_bytes, stride));
     out.emplace_back(memory.stats().l2_hits - before.l2_hits,
                      memory.stats().l2_misses - before.l2_misses);
   }
   return out;
 }
 
-}  // namespace
-
-// The memory system alone: buffers registered at (offset, bytes) of `host`, then GM transfers
-// (start cycle, offset, rows, row_bytes, stride) of it in the order given, each at `port_bw`
-// bytes a cycle. Per transfer: its cycles (what the shared HBM and L2 budgets let it take).
+// GM transfers (start cycle, offset, rows, row_bytes, stride) of `host` in the order given,
+// each at `port_bw` bytes a cycle. Per transfer: its cycles (what the shared HBM and L2
+// budgets let it take).
 std::vector<double> gm_transfers(
-    const Platform& platform, py::array_t<uint8_t, py::array::c_style> host,
-    const std::vector<std::pair<int64_t, int64_t>>& buffers,
+    const Platform& platform, HostBytes host, const Buffers& buffers,
     const std::vector<std::tuple<double, int64_t, int64_t, int64_t, int64_t>>& transfers,
     double port_bw) {
-  const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
   MemorySystem memory(platform);
-  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+  add_buffers(memory, host, buffers);
   std::vector<double> out;
   for (const auto& [start, offset, rows, row_bytes, stride] : transfers) {
-    const Access gm{PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
-    out.push_back(memory.transfer(start, 0, 0, port_bw, gm));
+    out.push_back(
+        memory.transfer(start, 0, 0, port_bw, gm_window(host, offset, rows, row_bytes, stride)));
   }
   return out;
 }
+
+}  // namespace
 
 void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),

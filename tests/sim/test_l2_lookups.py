@@ -168,3 +168,12 @@ def test_a_transfer_before_every_claimed_bucket_shares_as_one_after_them(rows):
         assert 3200 + y_alone < 6400 and got[1] == y_alone
     else:
         assert got[1] > y_alone + 3000  # waited out X's buckets
+
+
+def test_the_memory_hooks_refuse_buffers_outside_the_host_array_and_bad_windows():
+    p = platform().to_native()
+    host = np.zeros(4 * LINE, np.uint8)
+    with pytest.raises(ValueError, match="a buffer at 0 of 8192 bytes lies outside"):
+        _native_testing.l2_lookups(p, host, [(0, 4 * LINE * 4)], [(0, 1, LINE, LINE)])
+    with pytest.raises(ValueError, match="stride >= 0"):
+        _native_testing.gm_transfers(p, host, [(0, 4 * LINE)], [(0.0, 0, 2, LINE, -8)], 64.0)

@@ -362,12 +362,26 @@ using HostBytes = py::array_t<uint8_t, py::array::c_style>;
 using Buffers = std::vector<std::pair<int64_t, int64_t>>;
 
 // A memory system on its own, with buffers registered at (offset, bytes) of `host`.
-void add_buffers(MemorySystem& memory, HostBytes& host, const Buffers& buffers) {
-  for (const auto& [offset, bytes] : buffers) memory.add_buffer(host.data() + offset, bytes);
+// A registered buffer's bytes [offset, offset + bytes) lie in `host`.
+void check_inside(const HostBytes& host, int64_t offset, int64_t bytes) {
+  if (offset < 0 || bytes < 0 || offset + bytes > static_cast<int64_t>(host.size())) {
+    throw std::invalid_argument("a buffer at " + std::to_string(offset) + " of " +
+                                std::to_string(bytes) + " bytes lies outside the host array");
+  }
 }
 
-// A GM window of `host`: `rows` rows of `row_bytes`, `stride` apart, from byte `offset`.
+void add_buffers(MemorySystem& memory, HostBytes& host, const Buffers& buffers) {
+  for (const auto& [offset, bytes] : buffers) {
+    check_inside(host, offset, bytes);
+    memory.add_buffer(host.data() + offset, bytes);
+  }
+}
+
+// A GM window from byte `offset` of `host`: `rows` rows of `row_bytes`, `stride` apart. It may
+// run past the array (the system only keys lines by address: unregistered bytes are modelled too).
 Access gm_window(HostBytes& host, int64_t offset, int64_t rows, int64_t row_bytes, int64_t stride) {
+  if (rows < 1 || row_bytes < 1 || stride < 0)
+    throw std::invalid_argument("a GM window needs rows >= 1, row_bytes >= 1 and stride >= 0");
   const auto base = static_cast<int64_t>(reinterpret_cast<intptr_t>(host.data()));
   return {PYPTO_GM, base + offset, rows, row_bytes, stride, 0};
 }

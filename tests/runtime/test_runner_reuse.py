@@ -119,3 +119,22 @@ def test_a_warm_spec_runs_with_its_own_options():
     out[:] = 0
     add_one(a * 2, out, config=CFG)  # the warm call after all that
     np.testing.assert_array_equal(out, a * 2 + 1)
+
+
+def test_results_a_caller_holds_are_never_those_of_a_later_run():
+    """A runner reuses a results object of an earlier run only once nobody else holds it."""
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    runner = compiled._native_tasks()[0]
+    args = inputs(1)
+    recorded = runner.run(compiled.marshal(args), record=True)
+    held = [runner.run(compiled.marshal(args)) for _ in range(3)]  # more than a runner keeps
+    assert len({id(r) for r in [recorded, *held]}) == 4
+    assert all(t["records"] is not None for t in recorded.to_dict()["tasks"])
+    assert all(t["records"] is None for r in held for t in r.to_dict()["tasks"])
+    dicts = [r.to_dict() for r in held]
+    del recorded, held
+    for _ in range(3):  # objects nobody holds, reused: each run's results are its own
+        again = runner.run(compiled.marshal(args))
+        assert again.to_dict() == dicts[0] and again.to_dict() is not dicts[0]
+        assert [t.cycles for t in again.tasks] == [t["cycles"] for t in dicts[0]["tasks"]]
+    assert dicts[1] == dicts[0]  # the dicts handed out stay as they were

@@ -133,7 +133,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   ChipScheduler(const ChipScheduler&) = delete;
   ChipScheduler& operator=(const ChipScheduler&) = delete;
 
-  ChipResult run() {
+  void run(ChipResult& out) {
     if (tasks_.size() >= Event::kTask)
       throw SimError(ErrorKind::kConfig, "a launch of " + std::to_string(tasks_.size()) +
                                              " tasks: at most " + std::to_string(Event::kTask - 1) +
@@ -161,7 +161,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     check_all_done();
     drain();
     flush_all();
-    return collect();
+    collect(out);
   }
 
   // ---- ChipLink -------------------------------------------------------------------------
@@ -628,8 +628,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     apply_atomics(now, shuffler());
   }
 
-  ChipResult collect() {
-    ChipResult r;
+  void collect(ChipResult& r) {
     r.races = races(instances_, tasks_);
     if (options_.hazards_fatal && !r.races.empty())
       throw SimError(ErrorKind::kRace, r.races.front());
@@ -641,15 +640,20 @@ class ChipScheduler final : public ChipLink, public Waiter {
                                 : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
       });
     }
-    r.instances.reserve(instances_.size());
-    for (const auto& p : instances_) {
-      Instance& in = *p;
-      // Built in place, field by field: the record table (three buffers and a map) is moved
-      // only when the run records, and no temporary result is moved and destroyed.
-      TaskResult& t = r.instances.emplace_back();
+    // Written in place, field by field, over what an earlier run left in `r` (its entries are
+    // reused, not destroyed and made again): the record table (three buffers and a map) is
+    // moved only when the run records, and no temporary result is moved and destroyed.
+    r.instances.resize(instances_.size());
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      Instance& in = *instances_[i];
+      TaskResult& t = r.instances[i];
       t.block.block = in.result.block;
       t.block.stats = in.result.stats;
-      if (options_.record) t.block.records = std::move(in.result.records);
+      if (options_.record) {
+        t.block.records = std::move(in.result.records);
+      } else if (t.block.records.size() > 0) {  // an earlier recorded run's, never handed over
+        t.block.records = RecordTable();
+      }
       t.block.hazards = std::move(in.result.hazards);
       t.block.hazard_count = in.result.hazard_count;
       t.task = in.task;
@@ -661,7 +665,6 @@ class ChipScheduler final : public ChipLink, public Waiter {
       t.end = in.end;
     }
     r.memory = memory_.stats();
-    return r;
   }
 
   const std::vector<TaskSpec>& tasks_;
@@ -701,9 +704,17 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
                      const Platform& platform, const ScheduleOptions& options, CorePool* pool) {
+  ChipResult out;
+  run_tasks(tasks, table, platform, options, pool, out);
+  return out;
+}
+
+void run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+               const Platform& platform, const ScheduleOptions& options, CorePool* pool,
+               ChipResult& out) {
   check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
   ChipScheduler s(tasks, table, platform, options, pool);
-  return s.run();
+  s.run(out);
 }
 
 }  // namespace pypto

@@ -9,6 +9,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <string_view>
 
 #include "chip/core/cluster.hpp"
 #include "chip/core/context.hpp"
@@ -92,7 +93,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     for (size_t i = 0; i < std::min(dependents_.size(), tasks.size()); ++i) dependents_[i].clear();
     dependents_.resize(tasks.size());
-    dispatched_.clear();
+    dispatched_.assign(tasks.size(), false);  // kept at the size: no bit vector grown per run
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
@@ -424,7 +425,6 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     const uint64_t start = p.start;
     for (int d : t.deps) flush_for(static_cast<size_t>(d));
-    if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
     dispatched_[static_cast<size_t>(task)] = true;
     if (t.kind == CoreKind::kCluster) {
       launch_cluster(task, p.slot, start);
@@ -468,11 +468,13 @@ class ChipScheduler final : public ChipLink, public Waiter {
               : std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
     in.ctx->aic = aic;
     in.ctx->subblock = subblock;
-    char digits[16];
-    const char* digits_end = std::to_chars(digits, digits + sizeof digits, core).ptr;
-    in.ctx->core_name.assign(aic ? "AIC" : "AIV")
-        .append(digits, static_cast<size_t>(digits_end - digits));
-    in.ctx->kernel = t.name;
+    // Named as the instance's core and kernel; a kept context usually has those names already
+    // (a warm run's kernel on the same core), and then nothing is copied.
+    char name[24] = {'A', 'I', aic ? 'C' : 'V'};
+    const char* name_end = std::to_chars(name + 3, name + sizeof name, core).ptr;
+    const std::string_view core_name(name, static_cast<size_t>(name_end - name));
+    if (in.ctx->core_name != core_name) in.ctx->core_name.assign(core_name);
+    if (in.ctx->kernel != t.name) in.ctx->kernel = t.name;
     in.ctx->cluster = shared;
     in.ctx->waiter = this;
     in.ctx->atomic_log = &in.atomics;

@@ -77,6 +77,15 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   ~ChipScheduler() override { end(); }
 
   const Platform& platform() const { return platform_; }
+  // Whether `tasks` were found to need little host memory (check_host_memory) by an earlier
+  // run of this scheduler: the same list (a pool's runs run one task list).
+  bool small(const std::vector<TaskSpec>& tasks) const {
+    return small_tasks_ == &tasks && small_count_ == tasks.size();
+  }
+  void set_small(const std::vector<TaskSpec>& tasks) {
+    small_tasks_ = &tasks;
+    small_count_ = tasks.size();
+  }
 
   // Ready for a run of `tasks` over `table`, as if just made: of the per-core tables only the
   // entries the last run used (a prefix: aic_used_ / aiv_used_) are reset, the earlier run
@@ -103,17 +112,23 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     seq_ = 0;
     running_ = -1;
     rng_.reset();
-    if (o.data_thread < 0 ? DataQueue::wanted() : o.data_thread > 0)
-      data_.emplace();                   // in place: no aligned heap block per run
+    // In place (no aligned heap block per run), and kept from the last run when its thread
+    // never started (end()).
+    if (o.data_thread < 0 ? DataQueue::wanted() : o.data_thread > 0) {
+      if (!data_) data_.emplace();
+    } else {
+      data_.reset();
+    }
     if (runs_++ > 0) memory_.restart();  // a new one is ready for its first run
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
-  // The run over (or abandoned part-way): the queued data work done (and the thread ended)
-  // before the instances it writes for are cleared; they, and the lists' storage, stay for the
-  // next run. Never throws: an instance that cannot be kept is freed.
+  // The run over (or abandoned part-way): the queued data work done (and the thread ended; a
+  // queue whose thread never started is kept) before the instances it writes for are cleared;
+  // they, and the lists' storage, stay for the next run. Never throws: an instance that cannot
+  // be kept is freed.
   void end() noexcept {
-    data_.reset();
+    if (data_ && !data_->restart()) data_.reset();
     try {
       for (std::unique_ptr<Instance>& in : instances_) {
         in->clear();
@@ -657,7 +672,9 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   const Platform& platform_;
   ScheduleOptions options_;
   CorePool* pool_ = nullptr;
-  uint64_t runs_ = 0;  // runs begun
+  uint64_t runs_ = 0;                                   // runs begun
+  const std::vector<TaskSpec>* small_tasks_ = nullptr;  // see small()
+  size_t small_count_ = 0;
   MemorySystem memory_;
   std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
@@ -698,7 +715,6 @@ ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto
 void run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
                const Platform& platform, const ScheduleOptions& options, CorePool* pool,
                ChipResult& out) {
-  check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
   std::optional<ChipScheduler> local;
   ChipScheduler* s = nullptr;
   if (pool == nullptr) {
@@ -710,6 +726,8 @@ void run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tenso
       s = static_cast<ChipScheduler*>(pool->run_state.get());
     }
   }
+  // Before any core allocates its on-chip spaces; once for a pool's tasks that need little.
+  if (!s->small(tasks) && check_host_memory(tasks, platform)) s->set_small(tasks);
   s->begin(tasks, table, options, pool);
   try {
     s->run(out);

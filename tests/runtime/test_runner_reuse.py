@@ -7,6 +7,7 @@ carries its run options, into the run bound to it too."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -138,3 +139,30 @@ def test_results_a_caller_holds_are_never_those_of_a_later_run():
         assert again.to_dict() == dicts[0] and again.to_dict() is not dicts[0]
         assert [t.cycles for t in again.tasks] == [t["cycles"] for t in dicts[0]["tasks"]]
     assert dicts[1] == dicts[0]  # the dicts handed out stay as they were
+
+
+def test_a_runner_run_on_other_threads_gives_the_runs_of_a_new_one():
+    """A runner's kept scheduler and memory system move with its pool from thread to thread,
+    and two runs at once (each with a pool of its own) leave one pool kept."""
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    kept = compiled._native_tasks()[0]
+    args = inputs(4)
+    expected = run(new_runner(compiled), compiled, args)
+    got: list = []
+
+    def one() -> None:
+        got.append(run(kept, compiled, args))
+
+    for _ in range(2):  # one after another, each on a thread of its own
+        t = threading.Thread(target=one)
+        t.start()
+        t.join()
+    both = [threading.Thread(target=one) for _ in range(2)]  # at once
+    for t in both:
+        t.start()
+    for t in both:
+        t.join()
+    got.append(run(kept, compiled, args))  # and back on this thread
+    assert len(got) == 5
+    for one_run in got:
+        assert_same_run(one_run, expected)

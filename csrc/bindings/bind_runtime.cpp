@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <array>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -342,37 +343,44 @@ class TaskRunner {
       : specs_(std::make_shared<const std::vector<TaskSpec>>(task_specs(tasks))),
         platform_(platform) {}
 
-  std::unique_ptr<RunResults> run(const std::vector<std::pair<py::array, int>>& tensors,
-                                  bool record, bool hazards_fatal, std::optional<uint64_t> seed,
-                                  uint64_t max_cycles, uint64_t max_instructions) {
-    return run_table(tensor_table(tensors),
-                     options(record, hazards_fatal, seed, max_cycles, max_instructions));
+  // A RunResults object, typed as one (a union of one type: pybind11 names it RunResults).
+  using ResultsObject = py::typing::Union<RunResults>;
+
+  ResultsObject run(const std::vector<std::pair<py::array, int>>& tensors, bool record,
+                    bool hazards_fatal, std::optional<uint64_t> seed, uint64_t max_cycles,
+                    uint64_t max_instructions) {
+    Idle pool(*this);
+    py::object r =
+        run_table(tensor_table(tensors),
+                  options(record, hazards_fatal, seed, max_cycles, max_instructions), pool.get());
+    pool.keep();
+    return py::reinterpret_steal<ResultsObject>(r.release());
   }
 
   // run() on the table `spec` makes of `args`, with its options; None (nothing run) when an
   // argument misses. The table is made in the run's pool (no allocation per run).
   py::typing::Optional<RunResults> run_args(const WarmSpec& spec, const py::tuple& args) {
     Idle pool(*this);
-    if (!spec.table(args, pool->table)) return py::typing::Optional<RunResults>(py::none());
-    return py::typing::Optional<RunResults>(
-        py::cast(run_table(pool->table, spec.run_options(), pool.get())));
+    if (!spec.table(args, pool->table)) {
+      pool.keep();
+      return py::typing::Optional<RunResults>(py::none());
+    }
+    py::object r = run_table(pool->table, spec.run_options(), pool.get());
+    pool.keep();
+    return py::typing::Optional<RunResults>(std::move(r));
   }
 
  private:
   // The runner's idle pool for one run (or a new one when another run holds it), given back
-  // when the run returns (the GIL is held then: no other run touches idle_); a run that throws
-  // drops it, and the next run starts from a new one.
+  // when the run has returned (keep(); the GIL is held then: no other run touches idle_); a run
+  // that throws drops it, and the next run starts from a new one.
   class Idle {
    public:
     explicit Idle(TaskRunner& runner)
-        : runner_(runner),
-          pool_(std::exchange(runner.idle_, nullptr)),
-          exceptions_(std::uncaught_exceptions()) {
+        : runner_(runner), pool_(std::exchange(runner.idle_, nullptr)) {
       if (!pool_) pool_ = std::make_unique<CorePool>(runner.platform_);
     }
-    ~Idle() {
-      if (std::uncaught_exceptions() == exceptions_) runner_.idle_ = std::move(pool_);
-    }
+    void keep() { runner_.idle_ = std::move(pool_); }
     Idle(const Idle&) = delete;
     Idle& operator=(const Idle&) = delete;
     CorePool* get() const { return pool_.get(); }
@@ -381,29 +389,54 @@ class TaskRunner {
    private:
     TaskRunner& runner_;
     std::unique_ptr<CorePool> pool_;
-    int exceptions_;
   };
 
-  std::unique_ptr<RunResults> run_table(const std::vector<pypto_tensor>& table,
-                                        const ScheduleOptions& o) {
-    Idle pool(*this);
-    return run_table(table, o, pool.get());
+  // A RunResults object for a run: a kept one nobody else holds any more (the runner's reference
+  // is its only one: no caller can see it change), cleared, or a new one, kept for a later run.
+  // A warm call's results are held until the next call replaces them (the kernel's last
+  // report), so two are kept: a run takes the one its call before last returned. Reusing one
+  // saves making and freeing the Python object, its instance list and its registration with
+  // pybind11 (~1,000 host instructions of a tiny kernel's run).
+  std::pair<py::object, RunResults*> result_for(bool record) {
+    for (Kept& k : kept_results_) {
+      if (k.results != nullptr && Py_REFCNT(k.object.ptr()) == 1) {
+        k.results->record = record;
+        k.results->dict = py::none();
+        k.results->tasks = py::none();
+        return {k.object, k.results};
+      }
+    }
+    auto made = results(specs_, record);
+    RunResults* raw = made.get();
+    py::object object = py::cast(std::move(made));
+    Kept& slot = kept_results_[next_kept_];
+    next_kept_ = (next_kept_ + 1) % kept_results_.size();
+    slot.object = object;
+    slot.results = raw;
+    return {std::move(object), raw};
   }
 
-  std::unique_ptr<RunResults> run_table(const std::vector<pypto_tensor>& table,
-                                        const ScheduleOptions& o, CorePool* pool) {
-    auto r = results(specs_, o.record);
+  py::object run_table(const std::vector<pypto_tensor>& table, const ScheduleOptions& o,
+                       CorePool* pool) {
+    auto [object, r] = result_for(o.record);
     {
       py::gil_scoped_release release;
       InterruptScope interrupts;
-      r->chip = run_tasks(*specs_, table, platform_, o, pool);
+      run_tasks(*specs_, table, platform_, o, pool, r->chip);
     }
-    return r;
+    return std::move(object);
   }
+
+  struct Kept {
+    py::object object;
+    RunResults* results = nullptr;  // object's (it owns it)
+  };
 
   std::shared_ptr<const std::vector<TaskSpec>> specs_;
   const Platform& platform_;
   std::unique_ptr<CorePool> idle_;
+  std::array<Kept, 2> kept_results_;
+  size_t next_kept_ = 0;
 };
 
 // A warm call's run, bound once to its runner and WarmSpec: a plain CPython function of the

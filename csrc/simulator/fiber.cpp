@@ -20,7 +20,11 @@ namespace {
 constexpr size_t kStackBytes = size_t{1} << 20;
 constexpr size_t kTopPad = 64;  // see resume(); a multiple of 16 keeps the first frame aligned
 
-size_t page_bytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+// Read once: every fiber's first resume needs it (a system configuration query each time).
+size_t page_bytes() {
+  static const size_t bytes = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
 
 thread_local Fiber* g_running = nullptr;
 thread_local std::vector<void*> g_stacks;

@@ -77,6 +77,20 @@ struct MemorySystem::Store {
   uint64_t& filled(size_t s) { return words[s]; }
 };
 
+namespace {
+// The calling thread's tag store. On the heap, the thread holding only its pointer: the
+// library's thread-locals must fit the static TLS glibc keeps for a dlopen'ed library (512
+// bytes), or every thread-local read takes the dynamic path (__tls_get_addr), as the current
+// core's pointer is read per op.
+template <class Store>
+std::unique_ptr<Store>& thread_store() {
+  thread_local std::unique_ptr<Store> kept;
+  return kept;
+}
+// Claims of a long run are not kept: at most kKeptBuckets of them (1 MiB).
+constexpr size_t kKeptBuckets = size_t{1} << 16;
+}  // namespace
+
 MemorySystem::MemorySystem(const Platform& p)
     : platform_(p), line_bytes_(std::max<int64_t>(p.l2_line_bytes, 1)) {
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
@@ -86,27 +100,39 @@ MemorySystem::MemorySystem(const Platform& p)
   // (2**48 up, by the bytes registered): its tag, the line's quotient by the sets, plus one.
   const uint64_t top_line = (uint64_t{1} << 49) / static_cast<uint64_t>(line_bytes_);
   narrow_ = top_line / sets_ + 1 < UINT32_MAX;
-  const size_t word = narrow_ ? sizeof(uint32_t) : sizeof(uint64_t);
-  // On the heap, the thread holding only its pointer: the library's thread-locals must fit the
-  // static TLS glibc keeps for a dlopen'ed library (512 bytes), or every thread-local read
-  // takes the dynamic path (__tls_get_addr), as the current core's pointer is read per op.
-  thread_local std::unique_ptr<Store> kept;
+  restart();
+  buffers_ = std::move(store_->buffers);  // empty when another system on this thread holds it
+  buffers_.clear();
+  used_ = std::move(store_->used);
+  used_.clear();
+}
+
+void MemorySystem::restart() {
+  std::unique_ptr<Store>& kept = thread_store<Store>();
   if (!kept) kept = std::make_unique<Store>();
   Store& store = *kept;
+  const size_t word = narrow_ ? sizeof(uint32_t) : sizeof(uint64_t);
   if (store.ways != ways_ || store.sets != sets_ || store.word != word) {
     store.shape(sets_, ways_, word);
   }
   store_ = &store;
-  epoch_ = ++store.runs;                // a new run id: sets filled by earlier runs read as empty
-  buffers_ = std::move(store.buffers);  // empty when another system on this thread holds it
+  epoch_ = ++store.runs;  // a new run id: sets filled by earlier runs read as empty
   buffers_.clear();
-  used_ = std::move(store.used);
+  registered_ = 0;
+  next_dev_ = uint64_t{1} << 48;
+  overlap_ = false;
+  segments_.clear();
+  last_ = 0;
+  window_base_ = held_ = 0;
+  if (used_.capacity() > kKeptBuckets) std::vector<std::pair<double, double>>().swap(used_);
   used_.clear();
+  stats_ = MemoryStats();
 }
 
 MemorySystem::~MemorySystem() {
-  // Claims of a long run are not kept: at most kKeptBuckets of them (1 MiB).
-  constexpr size_t kKeptBuckets = size_t{1} << 16;
+  // Only to this thread's store: a kept system may end on another thread than its last run's,
+  // whose store that thread's runs use meanwhile.
+  if (store_ != thread_store<Store>().get()) return;
   if (store_->buffers.capacity() == 0) store_->buffers = std::move(buffers_);
   if (store_->used.capacity() == 0 && used_.capacity() <= kKeptBuckets)
     store_->used = std::move(used_);
@@ -425,8 +451,11 @@ std::pair<double, double>* MemorySystem::claims(uint64_t bucket) {
   }
   const auto i = static_cast<size_t>(bucket - held_);
   if (i >= used_.size()) {
+    // At least kFirstBuckets at once (a held bucket with no claims is one not held): a short
+    // run's few transfers then grow the list once, not at each bucket.
+    constexpr size_t kFirstBuckets = 16;
     const auto room = static_cast<size_t>(kWindowBuckets - (held_ - window_base_));
-    used_.resize(std::min(std::max(i + 1, used_.size() * 2), room), {0.0, 0.0});
+    used_.resize(std::min(std::max({i + 1, used_.size() * 2, kFirstBuckets}), room), {0.0, 0.0});
   }
   return &used_[i];
 }

@@ -42,7 +42,11 @@ class MemorySystem {
   static constexpr size_t kMaxSteps = size_t{1} << 16;
 
   explicit MemorySystem(const Platform& p);
-  ~MemorySystem();  // hands its tables' storage to the thread's next run
+  ~MemorySystem();  // hands its lists' storage to the thread's next run (when made on this thread)
+  // Ready for another run on the calling thread, as if just made: no buffers, no claims, no
+  // lines (a new run id), zero stats. A system kept between runs (a pooled chip scheduler's)
+  // keeps its lists' storage.
+  void restart();
   MemorySystem(const MemorySystem&) = delete;
   MemorySystem& operator=(const MemorySystem&) = delete;
 

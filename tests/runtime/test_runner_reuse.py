@@ -7,6 +7,7 @@ carries its run options, into the run bound to it too."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -119,3 +120,49 @@ def test_a_warm_spec_runs_with_its_own_options():
     out[:] = 0
     add_one(a * 2, out, config=CFG)  # the warm call after all that
     np.testing.assert_array_equal(out, a * 2 + 1)
+
+
+def test_results_a_caller_holds_are_never_those_of_a_later_run():
+    """A runner reuses a results object of an earlier run only once nobody else holds it."""
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    runner = compiled._native_tasks()[0]
+    args = inputs(1)
+    recorded = runner.run(compiled.marshal(args), record=True)
+    held = [runner.run(compiled.marshal(args)) for _ in range(3)]  # more than a runner keeps
+    assert len({id(r) for r in [recorded, *held]}) == 4
+    assert all(t["records"] is not None for t in recorded.to_dict()["tasks"])
+    assert all(t["records"] is None for r in held for t in r.to_dict()["tasks"])
+    dicts = [r.to_dict() for r in held]
+    del recorded, held
+    for _ in range(3):  # objects nobody holds, reused: each run's results are its own
+        again = runner.run(compiled.marshal(args))
+        assert again.to_dict() == dicts[0] and again.to_dict() is not dicts[0]
+        assert [t.cycles for t in again.tasks] == [t["cycles"] for t in dicts[0]["tasks"]]
+    assert dicts[1] == dicts[0]  # the dicts handed out stay as they were
+
+
+def test_a_runner_run_on_other_threads_gives_the_runs_of_a_new_one():
+    """A runner's kept scheduler and memory system move with its pool from thread to thread,
+    and two runs at once (each with a pool of its own) leave one pool kept."""
+    compiled = spread_then_add.compile(*inputs(0), config=CFG)
+    kept = compiled._native_tasks()[0]
+    args = inputs(4)
+    expected = run(new_runner(compiled), compiled, args)
+    got: list = []
+
+    def one() -> None:
+        got.append(run(kept, compiled, args))
+
+    for _ in range(2):  # one after another, each on a thread of its own
+        t = threading.Thread(target=one)
+        t.start()
+        t.join()
+    both = [threading.Thread(target=one) for _ in range(2)]  # at once
+    for t in both:
+        t.start()
+    for t in both:
+        t.join()
+    got.append(run(kept, compiled, args))  # and back on this thread
+    assert len(got) == 5
+    for one_run in got:
+        assert_same_run(one_run, expected)

@@ -48,8 +48,8 @@ struct CoreContext {
   CoreContext(const Platform& platform, int64_t block_idx, int64_t block_num, bool record);
   ~CoreContext();
   // Ready for another kernel instance, as if just constructed but for core_name and kernel
-  // (the launch that takes it sets them); the timing model keeps its buffers and the on-chip
-  // storage stays (not cleared, as between runs on the device).
+  // (the launch that takes it sets them) and the checked tiles (still true); the timing model
+  // keeps its buffers and the on-chip storage stays (not cleared, as between runs on the device).
   void reuse(int64_t block_idx, int64_t block_num, bool record);
   CoreContext(const CoreContext&) = delete;
   CoreContext& operator=(const CoreContext&) = delete;
@@ -69,7 +69,8 @@ struct CoreContext {
   // kernel's descriptors sit side by side on its stack, 32 bytes apart: a loop body touching up
   // to kCheckedSlots of them never evicts its own. Each slot also keeps the descriptor it held
   // before (`checked_before`): a double-buffered tile's descriptor alternates between two
-  // addresses from one loop trip to the next, and then both are found.
+  // addresses from one loop trip to the next, and then both are found. Kept when a run's pool
+  // reuses the context (CorePool::take): a warm run's tiles are found from its first op.
   static constexpr size_t kCheckedSlots = 32;
   struct CheckedTile {
     pypto_tile desc{};

@@ -1,7 +1,7 @@
-// What the runs of one program reuse: the core contexts of its kernel instances, the chip
-// scheduler's per-core tables and its other per-run storage (the instances themselves, the
-// event queue). A warm call of a small kernel then constructs no timing model, allocates
-// little, and touches nothing proportional to the platform's core count.
+// What the runs of one program reuse: the core contexts of its kernel instances and the chip
+// scheduler with its per-core tables and its other per-run storage (the instances themselves,
+// the event queue, the memory system). A warm call of a small kernel then constructs no timing
+// model, allocates little, and touches nothing proportional to the platform's core count.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,18 +27,10 @@ class CorePool {
   // Keeps `ctx` for a later run while the kept contexts' storage stays small; frees it else.
   void give(std::unique_ptr<CoreContext> ctx);
 
-  // The scheduler's per-core and per-task tables, kept with their capacity between runs. Only
-  // the first aic_used / aiv_used entries of the per-core ones may differ from their initial
-  // values (a run touches the cores it launches on), so the next run resets only those.
-  std::vector<uint64_t> aic_free, aiv_free;
-  std::vector<uint8_t> aic_busy, aiv_busy, aic_warm, aiv_warm;
-  size_t aic_used = 0, aiv_used = 0;
-  std::vector<size_t> remaining_deps;
-  std::vector<uint64_t> task_end;
-  std::vector<int> task_left;
   // The run's tensor table, made by its caller in place (a warm call's run: no allocation).
   std::vector<pypto_tensor> table;
-  // The scheduler's other per-run storage (scheduler_state.hpp), null before the first run.
+  // The chip scheduler of the last run, with its tables and storage (scheduler_state.hpp:
+  // Kept), null before the first run.
   std::unique_ptr<sched::Kept> run_state;
 
  private:

@@ -27,6 +27,17 @@ class DataQueue {
   static bool wanted();
   DataQueue() = default;
   ~DataQueue();  // does the queued work, then ends the thread
+  // Ready for another run as if just made, when its thread never started (a short run does
+  // all its work in place): the reads put off on it are dropped, as by its destruction. False
+  // when the thread started: then a new queue is needed.
+  bool restart() {
+    if (started_) return false;
+    put_off_.clear();
+    put_off_span_ = 0;
+    in_place_ = 0;
+    recent_bytes_ = kWorthBytes;
+    return true;
+  }
   DataQueue(const DataQueue&) = delete;
   DataQueue& operator=(const DataQueue&) = delete;
 

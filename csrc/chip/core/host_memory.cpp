@@ -87,7 +87,7 @@ int64_t core_bytes(const Platform& p, bool aic) {
   return p.l1_bytes + p.l0a_bytes + p.l0b_bytes + p.l0c_bytes + p.bias_bytes;
 }
 
-void check_host_memory(const std::vector<TaskSpec>& tasks, const Platform& p) {
+bool check_host_memory(const std::vector<TaskSpec>& tasks, const Platform& p) {
   int64_t aiv = 0, aic = 0;  // instances the tasks start, per kind
   for (const TaskSpec& t : tasks) {
     aiv += t.kind == CoreKind::kAiv ? 1 : t.kind == CoreKind::kCluster ? p.aivs_per_cluster() : 0;
@@ -100,9 +100,9 @@ void check_host_memory(const std::vector<TaskSpec>& tasks, const Platform& p) {
   // A few cores' worth is never refused: reading /proc costs more than such a run (a warm
   // call of a small kernel), and no host that runs the simulator lacks that much.
   constexpr double kUncheckedBytes = double{16 << 20};
-  if (need <= kUncheckedBytes) return;
+  if (need <= kUncheckedBytes) return true;
   const int64_t avail = available_bytes();
-  if (avail == kUnknown || need <= static_cast<double>(avail)) return;
+  if (avail == kUnknown || need <= static_cast<double>(avail)) return false;
   const bool aic_heavy = static_cast<double>(aic_now) * static_cast<double>(core_bytes(p, true)) >
                          static_cast<double>(aiv_now) * static_cast<double>(core_bytes(p, false));
   const int64_t cores = aic_heavy ? aic_now : aiv_now;

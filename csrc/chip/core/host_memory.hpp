@@ -14,6 +14,8 @@ int64_t core_bytes(const Platform& p, bool aic);
 // Throws SimError(kHostMemory) when the cores that can run at once for `tasks` need more host
 // memory than is available (MemAvailable, and the cgroup's limit when there is one), naming
 // the platform field behind it, its value and whether it is an override of the named table.
-void check_host_memory(const std::vector<TaskSpec>& tasks, const Platform& p);
+// True when they need so little that no host is ever short of it: then the answer for these
+// tasks and this platform never changes (a pooled run's later runs need not ask again).
+bool check_host_memory(const std::vector<TaskSpec>& tasks, const Platform& p);
 
 }  // namespace pypto

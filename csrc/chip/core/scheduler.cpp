@@ -9,6 +9,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <string_view>
 
 #include "chip/core/cluster.hpp"
 #include "chip/core/context.hpp"
@@ -60,94 +61,109 @@ namespace {
 
 using namespace sched;  // NOLINT: the scheduler's own state and reports
 
-class ChipScheduler final : public ChipLink, public Waiter {
+class ChipScheduler final : public ChipLink, public Waiter, public Kept {
  public:
-  ChipScheduler(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
-                const Platform& p, const ScheduleOptions& o, CorePool* pool)
-      : tasks_(tasks),
-        table_(table),
-        platform_(p),
-        options_(o),
-        pool_(pool),
+  // A scheduler for runs on `p`'s cores; begin() readies it for each.
+  explicit ChipScheduler(const Platform& p)
+      : platform_(p),
         memory_(p),
-        aic_free_(per_core(pool, &CorePool::aic_free, true, p)),
-        aiv_free_(per_core(pool, &CorePool::aiv_free, false, p)),
-        aic_busy_(per_core(pool, &CorePool::aic_busy, true, p)),
-        aiv_busy_(per_core(pool, &CorePool::aiv_busy, false, p)),
-        aic_warm_(per_core(pool, &CorePool::aic_warm, true, p)),
-        aiv_warm_(per_core(pool, &CorePool::aiv_warm, false, p)),
-        remaining_deps_(kept(pool ? &pool->remaining_deps : nullptr, tasks.size(), size_t{0})),
-        task_end_(kept(pool ? &pool->task_end : nullptr, tasks.size(), uint64_t{0})),
-        task_left_(kept(pool ? &pool->task_left : nullptr, tasks.size(), 0)) {
-    if (o.data_thread < 0 ? DataQueue::wanted() : o.data_thread > 0)
-      data_.emplace();  // in place: no aligned heap block per run
-    if (pool != nullptr && pool->run_state != nullptr) {
-      Kept& k = *pool->run_state;
-      spare_ = std::move(k.spare);
-      instances_ = std::move(k.instances);
-      events_ = EventQueue(std::greater<Event>(), std::move(k.events));
-      dispatches_ = std::move(k.dispatches);
-      dependents_ = std::move(k.dependents);
-      dispatched_ = std::move(k.dispatched);
-    }
+        aic_free_(cores(p, true), 0),
+        aiv_free_(cores(p, false), 0),
+        aic_busy_(cores(p, true), 0),
+        aiv_busy_(cores(p, false), 0),
+        aic_warm_(cores(p, true), 0),
+        aiv_warm_(cores(p, false), 0) {}
+
+  ~ChipScheduler() override { end(); }
+
+  const Platform& platform() const { return platform_; }
+  // Whether `tasks` were found to need little host memory (check_host_memory) by an earlier
+  // run of this scheduler: the same list (a pool's runs run one task list).
+  bool small(const std::vector<TaskSpec>& tasks) const {
+    return small_tasks_ == &tasks && small_count_ == tasks.size();
+  }
+  void set_small(const std::vector<TaskSpec>& tasks) {
+    small_tasks_ = &tasks;
+    small_count_ = tasks.size();
+  }
+
+  // Ready for a run of `tasks` over `table`, as if just made: of the per-core tables only the
+  // entries the last run used (a prefix: aic_used_ / aiv_used_) are reset, the earlier run
+  // changed no other; the per-task ones keep their storage.
+  void begin(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+             const ScheduleOptions& o, CorePool* pool) {
+    tasks_ = &tasks;
+    table_ = &table;
+    options_ = o;
+    pool_ = pool;
+    reset_used(aic_free_, aic_used_);
+    reset_used(aiv_free_, aiv_used_);
+    reset_used(aic_busy_, aic_used_);
+    reset_used(aiv_busy_, aiv_used_);
+    reset_used(aic_warm_, aic_used_);
+    reset_used(aiv_warm_, aiv_used_);
+    aic_used_ = aiv_used_ = 0;
+    remaining_deps_.assign(tasks.size(), 0);
+    task_end_.assign(tasks.size(), 0);
+    task_left_.assign(tasks.size(), 0);
     for (size_t i = 0; i < std::min(dependents_.size(), tasks.size()); ++i) dependents_[i].clear();
     dependents_.resize(tasks.size());
-    dispatched_.clear();
+    dispatched_.assign(tasks.size(), false);
+    seq_ = 0;
+    running_ = -1;
+    rng_.reset();
+    // In place (no aligned heap block per run), and kept from the last run when its thread
+    // never started (end()).
+    if (o.data_thread < 0 ? DataQueue::wanted() : o.data_thread > 0) {
+      if (!data_) data_.emplace();
+    } else {
+      data_.reset();
+    }
+    if (runs_++ > 0) memory_.restart();  // a new one is ready for its first run
     for (const pypto_tensor& d : table) memory_.add_buffer(d.data, tensor_bytes(d));
   }
 
-  ~ChipScheduler() {
-    if (pool_ == nullptr) return;
-    pool_->aic_free = std::move(aic_free_);
-    pool_->aiv_free = std::move(aiv_free_);
-    pool_->aic_busy = std::move(aic_busy_);
-    pool_->aiv_busy = std::move(aiv_busy_);
-    pool_->aic_warm = std::move(aic_warm_);
-    pool_->aiv_warm = std::move(aiv_warm_);
-    pool_->remaining_deps = std::move(remaining_deps_);
-    pool_->task_end = std::move(task_end_);
-    pool_->task_left = std::move(task_left_);
-    pool_->aic_used = aic_used_;
-    pool_->aiv_used = aiv_used_;
-    // The queued data work done (and the thread ended) before the instances it writes for are
-    // cleared; then they, and the lists' storage, wait in the pool for the next run.
-    data_.reset();
+  // The run over (or abandoned part-way): the queued data work done (and the thread ended; a
+  // queue whose thread never started is kept) before the instances it writes for are cleared;
+  // they, and the lists' storage, stay for the next run. Never throws: an instance that cannot
+  // be kept is freed.
+  void end() noexcept {
+    if (data_ && !data_->restart()) data_.reset();
     try {
       for (std::unique_ptr<Instance>& in : instances_) {
         in->clear();
         if (spare_.size() < kKeptInstances) spare_.push_back(std::move(in));
       }
-      instances_.clear();
-      if (pool_->run_state == nullptr) pool_->run_state = std::make_unique<Kept>();
-      Kept& k = *pool_->run_state;
-      k.spare = std::move(spare_);
-      k.instances = std::move(instances_);
-      k.events = std::move(events_.storage());
-      k.events.clear();
-      k.dispatches = std::move(dispatches_);
-      k.dependents = std::move(dependents_);
-      k.dispatched = std::move(dispatched_);
-    } catch (const std::bad_alloc&) {  // nothing kept: the next run allocates afresh
+    } catch (const std::bad_alloc&) {  // the instances not kept are freed here
     }
+    instances_.clear();
+    events_.storage().clear();
+    parked_.clear();
+    for (std::vector<size_t>& list : waiting_) list.clear();
+    woken_.clear();
+    clusters_.clear();
+    pending_.clear();
+    barriers_.clear();
   }
+
   ChipScheduler(const ChipScheduler&) = delete;
   ChipScheduler& operator=(const ChipScheduler&) = delete;
 
-  ChipResult run() {
-    if (tasks_.size() >= Event::kTask)
-      throw SimError(ErrorKind::kConfig, "a launch of " + std::to_string(tasks_.size()) +
+  void run(ChipResult& out) {
+    if (tasks_->size() >= Event::kTask)
+      throw SimError(ErrorKind::kConfig, "a launch of " + std::to_string(tasks_->size()) +
                                              " tasks: at most " + std::to_string(Event::kTask - 1) +
                                              " are simulated");
-    dispatches_.assign(tasks_.size(), Dispatch{});
-    for (size_t i = 0; i < tasks_.size(); ++i) {
-      for (int d : tasks_[i].deps) {
+    dispatches_.assign(tasks_->size(), Dispatch{});
+    for (size_t i = 0; i < tasks_->size(); ++i) {
+      for (int d : (*tasks_)[i].deps) {
         if (d < 0 || static_cast<size_t>(d) >= i)
           throw SimError(ErrorKind::kInternal, "bad task dependency");
         dependents_[static_cast<size_t>(d)].push_back(static_cast<int>(i));
       }
-      remaining_deps_[i] = tasks_[i].deps.size();
-      check_cores(tasks_[i]);  // before anything runs, not when the task comes up
-      if (tasks_[i].deps.empty()) push(0, Event::kTask | i);
+      remaining_deps_[i] = (*tasks_)[i].deps.size();
+      check_cores((*tasks_)[i]);  // before anything runs, not when the task comes up
+      if ((*tasks_)[i].deps.empty()) push(0, Event::kTask | i);
     }
     while (!events_.empty()) {
       const Event e = events_.top();
@@ -161,7 +177,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
     check_all_done();
     drain();
     flush_all();
-    return collect();
+    collect(out);
   }
 
   // ---- ChipLink -------------------------------------------------------------------------
@@ -174,7 +190,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   uint64_t task_end(int task) override {
     wait_until([this, task] { return task_left_[static_cast<size_t>(task)] == 0 && started(task); },
                [this, task] {
-                 return "the end of task '" + tasks_[static_cast<size_t>(task)].name +
+                 return "the end of task '" + (*tasks_)[static_cast<size_t>(task)].name +
                         "' (a write gate)";
                });
     return task_end_[static_cast<size_t>(task)];
@@ -237,30 +253,13 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
  private:
-  // A table of `n` entries (one per core or per task) all `value`, its storage `from` an
-  // earlier run when there is one (no allocation). Of a kept table of that size only the first
-  // `used` entries are set again: the earlier run changed no other.
-  template <class T, class N>
-  static std::vector<T> kept(std::vector<T>* from, N n, T value,
-                             size_t used = std::numeric_limits<size_t>::max()) {
-    const auto size = static_cast<size_t>(std::max<N>(n, 0));
-    std::vector<T> table = from ? std::move(*from) : std::vector<T>();
-    if (table.size() == size) {
-      std::fill(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(std::min(used, size)),
-                value);
-    } else {
-      table.assign(size, value);
-    }
-    return table;
+  static size_t cores(const Platform& p, bool aic) {
+    return static_cast<size_t>(std::max<int64_t>(aic ? p.aic_cores : p.aiv_cores, 0));
   }
-  // A table of the AIC (`aic`) or the AIV cores, all zero: the pool's `table` (kept), of which
-  // only the cores the pool's last run used are reset.
+  // Zeroes the first `used` entries of a per-core table (the ones a run launched on).
   template <class T>
-  static std::vector<T> per_core(CorePool* pool, std::vector<T> CorePool::*table, bool aic,
-                                 const Platform& p) {
-    const auto cores = aic ? p.aic_cores : p.aiv_cores;
-    if (pool == nullptr) return kept<T>(nullptr, cores, T{0});
-    return kept(&(pool->*table), cores, T{0}, aic ? pool->aic_used : pool->aiv_used);
+  static void reset_used(std::vector<T>& table, size_t used) {
+    std::fill(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(used), T{0});
   }
 
   // Kept instances per pool at most: each holds its lists' storage.
@@ -412,7 +411,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   void dispatch(const Event& e) {
     const auto task = static_cast<int>(e.what() & ~Event::kTask);
-    const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    const TaskSpec& t = (*tasks_)[static_cast<size_t>(task)];
     Pick p = pick(t.kind, e.time, dispatches_[static_cast<size_t>(task)]);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
       parked_.push_back(e);
@@ -424,7 +423,6 @@ class ChipScheduler final : public ChipLink, public Waiter {
     }
     const uint64_t start = p.start;
     for (int d : t.deps) flush_for(static_cast<size_t>(d));
-    if (dispatched_.size() < tasks_.size()) dispatched_.resize(tasks_.size(), false);
     dispatched_[static_cast<size_t>(task)] = true;
     if (t.kind == CoreKind::kCluster) {
       launch_cluster(task, p.slot, start);
@@ -443,7 +441,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   void launch(int task, bool aic, int core, int cluster, int subblock, uint64_t start,
               Cluster* shared) {
-    const TaskSpec& t = tasks_[static_cast<size_t>(task)];
+    const TaskSpec& t = (*tasks_)[static_cast<size_t>(task)];
     if (instances_.size() >= Event::kTask)  // an instance's number goes in its events
       throw SimError(ErrorKind::kConfig,
                      "a launch of more than " + std::to_string(Event::kTask) + " kernel instances");
@@ -461,18 +459,20 @@ class ChipScheduler final : public ChipLink, public Waiter {
     in.cluster = cluster;
     in.subblock = subblock;
     in.start = in.key = start;
-    for (int i : t.tensors) in.descs.push_back(table_.at(static_cast<size_t>(i)));
+    for (int i : t.tensors) in.descs.push_back(table_->at(static_cast<size_t>(i)));
     abi_args(in.descs, t.scalars, in.args);
     in.ctx =
         pool_ ? pool_->take(aic, t.block_idx, t.block_num, options_.record)
               : std::make_unique<CoreContext>(platform_, t.block_idx, t.block_num, options_.record);
     in.ctx->aic = aic;
     in.ctx->subblock = subblock;
-    char digits[16];
-    const char* digits_end = std::to_chars(digits, digits + sizeof digits, core).ptr;
-    in.ctx->core_name.assign(aic ? "AIC" : "AIV")
-        .append(digits, static_cast<size_t>(digits_end - digits));
-    in.ctx->kernel = t.name;
+    // Named as the instance's core and kernel; a kept context usually has those names already
+    // (a warm run's kernel on the same core), and then nothing is copied.
+    char name[24] = {'A', 'I', aic ? 'C' : 'V'};
+    const char* name_end = std::to_chars(name + 3, name + sizeof name, core).ptr;
+    const std::string_view core_name(name, static_cast<size_t>(name_end - name));
+    if (in.ctx->core_name != core_name) in.ctx->core_name.assign(core_name);
+    if (in.ctx->kernel != t.name) in.ctx->kernel = t.name;
     in.ctx->cluster = shared;
     in.ctx->waiter = this;
     in.ctx->atomic_log = &in.atomics;
@@ -497,9 +497,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::vector<GmGate> gates(const TaskSpec& t) const {
     std::vector<GmGate> out;
     for (const auto& [task, tensor] : t.write_gates) {
-      if (task < 0 || static_cast<size_t>(task) >= tasks_.size())
+      if (task < 0 || static_cast<size_t>(task) >= tasks_->size())
         throw SimError(ErrorKind::kInternal, "bad write gate");
-      const pypto_tensor& d = table_.at(static_cast<size_t>(tensor));
+      const pypto_tensor& d = table_->at(static_cast<size_t>(tensor));
       const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(d.data));
       out.push_back({lo, lo + tensor_bytes(d), task});
     }
@@ -531,7 +531,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
   void finish(size_t i) {
     Instance& in = *instances_[i];
-    const TaskSpec& t = tasks_[static_cast<size_t>(in.task)];
+    const TaskSpec& t = (*tasks_)[static_cast<size_t>(in.task)];
     if (std::exception_ptr err = in.fiber->error()) {
       try {
         std::rethrow_exception(err);
@@ -579,9 +579,9 @@ class ChipScheduler final : public ChipLink, public Waiter {
       if (--remaining_deps_[static_cast<size_t>(d)] > 0) continue;
       uint64_t ready = 0;
       bool staged = true;  // every producer allows early resolve: the consumer waits pre-staged
-      for (int dep : tasks_[static_cast<size_t>(d)].deps) {
+      for (int dep : (*tasks_)[static_cast<size_t>(d)].deps) {
         ready = std::max(ready, task_end_[static_cast<size_t>(dep)]);
-        staged = staged && tasks_[static_cast<size_t>(dep)].early_resolve;
+        staged = staged && (*tasks_)[static_cast<size_t>(dep)].early_resolve;
       }
       // assumption: a pre-staged consumer starts the cycle its last producer ends (the doorbell
       // that releases it is not measured); otherwise the runtime notices the producers' ends
@@ -593,7 +593,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   }
 
   void check_all_done() const {
-    const std::string msg = deadlock_report(instances_, tasks_);
+    const std::string msg = deadlock_report(instances_, *tasks_);
     if (!msg.empty()) {
       throw SimError(ErrorKind::kDeadlock,
                      "deadlock across cores: every unfinished kernel waits for another core" + msg);
@@ -628,9 +628,8 @@ class ChipScheduler final : public ChipLink, public Waiter {
     apply_atomics(now, shuffler());
   }
 
-  ChipResult collect() {
-    ChipResult r;
-    r.races = races(instances_, tasks_);
+  void collect(ChipResult& r) {
+    r.races = races(instances_, *tasks_);
     if (options_.hazards_fatal && !r.races.empty())
       throw SimError(ErrorKind::kRace, r.races.front());
     // By task, then AIC before its AIVs; nothing reads instances_ by index after this.
@@ -641,15 +640,20 @@ class ChipScheduler final : public ChipLink, public Waiter {
                                 : x.aic > y.aic || (x.aic == y.aic && x.subblock < y.subblock);
       });
     }
-    r.instances.reserve(instances_.size());
-    for (const auto& p : instances_) {
-      Instance& in = *p;
-      // Built in place, field by field: the record table (three buffers and a map) is moved
-      // only when the run records, and no temporary result is moved and destroyed.
-      TaskResult& t = r.instances.emplace_back();
+    // Written in place, field by field, over what an earlier run left in `r` (its entries are
+    // reused, not destroyed and made again): the record table (three buffers and a map) is
+    // moved only when the run records, and no temporary result is moved and destroyed.
+    r.instances.resize(instances_.size());
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      Instance& in = *instances_[i];
+      TaskResult& t = r.instances[i];
       t.block.block = in.result.block;
       t.block.stats = in.result.stats;
-      if (options_.record) t.block.records = std::move(in.result.records);
+      if (options_.record) {
+        t.block.records = std::move(in.result.records);
+      } else if (t.block.records.size() > 0) {  // an earlier recorded run's, never handed over
+        t.block.records = RecordTable();
+      }
       t.block.hazards = std::move(in.result.hazards);
       t.block.hazard_count = in.result.hazard_count;
       t.task = in.task;
@@ -661,14 +665,16 @@ class ChipScheduler final : public ChipLink, public Waiter {
       t.end = in.end;
     }
     r.memory = memory_.stats();
-    return r;
   }
 
-  const std::vector<TaskSpec>& tasks_;
-  const std::vector<pypto_tensor>& table_;
+  const std::vector<TaskSpec>* tasks_ = nullptr;      // the run's (begin)
+  const std::vector<pypto_tensor>* table_ = nullptr;  // the run's (begin)
   const Platform& platform_;
   ScheduleOptions options_;
-  CorePool* pool_;
+  CorePool* pool_ = nullptr;
+  uint64_t runs_ = 0;                                   // runs begun
+  const std::vector<TaskSpec>* small_tasks_ = nullptr;  // see small()
+  size_t small_count_ = 0;
   MemorySystem memory_;
   std::optional<std::mt19937_64> rng_;  // see shuffler()
   std::vector<uint64_t> aic_free_, aiv_free_;
@@ -685,7 +691,7 @@ class ChipScheduler final : public ChipLink, public Waiter {
   std::vector<Dispatch> dispatches_;  // per task
   std::vector<Event> parked_;
   std::vector<std::unique_ptr<Instance>> instances_;
-  std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs (Kept)
+  std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs
   std::vector<std::vector<size_t>> waiting_;      // the blocked instances per cluster: block()
   std::vector<size_t> woken_;                     // wake(-1)'s merge of them
   std::vector<std::unique_ptr<Cluster>> clusters_;
@@ -701,9 +707,35 @@ class ChipScheduler final : public ChipLink, public Waiter {
 
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
                      const Platform& platform, const ScheduleOptions& options, CorePool* pool) {
-  check_host_memory(tasks, platform);  // before any core allocates its on-chip spaces
-  ChipScheduler s(tasks, table, platform, options, pool);
-  return s.run();
+  ChipResult out;
+  run_tasks(tasks, table, platform, options, pool, out);
+  return out;
+}
+
+void run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+               const Platform& platform, const ScheduleOptions& options, CorePool* pool,
+               ChipResult& out) {
+  std::optional<ChipScheduler> local;
+  ChipScheduler* s = nullptr;
+  if (pool == nullptr) {
+    s = &local.emplace(platform);
+  } else {
+    s = static_cast<ChipScheduler*>(pool->run_state.get());  // the only kind of Kept
+    if (s == nullptr || &s->platform() != &platform) {
+      pool->run_state = std::make_unique<ChipScheduler>(platform);
+      s = static_cast<ChipScheduler*>(pool->run_state.get());
+    }
+  }
+  // Before any core allocates its on-chip spaces; once for a pool's tasks that need little.
+  if (!s->small(tasks) && check_host_memory(tasks, platform)) s->set_small(tasks);
+  s->begin(tasks, table, options, pool);
+  try {
+    s->run(out);
+  } catch (...) {
+    s->end();  // its kernels unwound and its data thread ended now, as the run's own thread
+    throw;
+  }
+  s->end();
 }
 
 }  // namespace pypto

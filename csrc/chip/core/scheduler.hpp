@@ -80,5 +80,10 @@ class CorePool;
 ChipResult run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
                      const Platform& platform, const ScheduleOptions& options,
                      CorePool* pool = nullptr);
+// The same, the results written into `out`: its storage is reused (a caller keeping one result
+// between runs allocates no instance list), what an earlier run left in it is replaced.
+void run_tasks(const std::vector<TaskSpec>& tasks, const std::vector<pypto_tensor>& table,
+               const Platform& platform, const ScheduleOptions& options, CorePool* pool,
+               ChipResult& out);
 
 }  // namespace pypto

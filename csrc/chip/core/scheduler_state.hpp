@@ -79,16 +79,14 @@ struct Dispatch {
   bool staged = false;
 };
 
-// What a run's scheduler leaves in its CorePool for the next run of the same tasks: the
+// What a run's scheduler leaves in its CorePool for the next run of the same tasks: the chip
+// scheduler itself (scheduler.cpp), its state cleared but for its storage — its per-core and
+// per-task tables (of which the next run resets only the entries this one used), the
 // instances it ran, cleared (a warm run of a small kernel then allocates no instance, fiber or
-// argument array), and the storage of the event queue and the per-task lists.
+// argument array), its memory system, the event queue and its other lists. A warm run of a
+// small kernel then makes and frees no scheduler and moves no table in and out of the pool.
 struct Kept {
-  std::vector<std::unique_ptr<Instance>> spare;
-  std::vector<std::unique_ptr<Instance>> instances;  // empty: the list's storage
-  std::vector<Event> events;                         // empty: the queue's storage
-  std::vector<Dispatch> dispatches;
-  std::vector<std::vector<int>> dependents;
-  std::vector<bool> dispatched;
+  virtual ~Kept() = default;
 };
 
 // "kernel 'k' (block b[, core])": how messages name an instance.

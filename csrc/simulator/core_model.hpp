@@ -159,6 +159,11 @@ class CoreModel {
   [[noreturn, gnu::noinline, gnu::cold]] void refuse_flag(const Instr& in) const;
   void schedule(uint32_t index, uint64_t issue, const Instr& in);
   void schedule(const Pending& p) { schedule(p.index, p.issue, p.instr); }
+  // schedule() of a wait whose set is not issued yet: its pipe blocks on it.
+  [[gnu::noinline]] void block(uint32_t index, uint64_t issue, const Instr& in);
+  // issue() of an instruction queued behind a blocked pipe or moved to another pipe (a
+  // PIPE_ALL barrier issues on the scalar pipe): scheduled or queued as a copy.
+  [[gnu::noinline]] void issue_copy(uint32_t index, const Instr& instr, int pipe);
   void unblock_waiters(FlagKey key);
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;

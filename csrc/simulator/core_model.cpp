@@ -269,8 +269,9 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
 // Out of line: the wait it copies (a whole Instr) gave every schedule a 504-byte frame, whose
 // lines a core's turn touched after the other cores' turns had evicted them.
 void CoreModel::block(uint32_t index, uint64_t issue, const Instr& in) {
+  if (blocked_.empty()) blocked_.resize(PYPTO_NUM_PIPES);  // this model's first block
   blocked_pipes_ |= 1U << in.pipe;
-  blocked_[in.pipe].wait = Pending{index, issue, in};
+  blocked_[static_cast<size_t>(in.pipe)].wait = Pending{index, issue, in};
 }
 
 // A cross-core sync as a scalar instruction (cross_sync_holds_issue): a wait holds the issue

@@ -298,8 +298,11 @@ class CoreModel {
   bool last_ends_run_ = false;  // of the op on_chip_cost answered for last
   std::array<std::array<std::array<VectorPrice, 2>, 2>, kPriceSlots> vector_prices_{};
   const VectorPrice* last_vector_ = &vector_prices_[0][0][0];  // and its run state:
-  bool last_vector_continues_ = false;              // the entry's place in vector_prices_
-  std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};  // read only while a pipe is blocked
+  bool last_vector_continues_ = false;  // the entry's place in vector_prices_
+  // Read only while a pipe is blocked, and made at the model's first block: seven waits (an
+  // Instr each, ~2.7 KB to zero) and seven deques (an allocation each) had been built with
+  // every model, and most of a run's core models are new ones, many never blocking.
+  std::vector<Blocked> blocked_;
   RecordTable records_;
 };
 

@@ -249,8 +249,8 @@ class HazardChecker {
     std::unique_ptr<Live[], Free> buf_;
     size_t capacity_ = 0;  // a power of two (or 0)
     size_t mask_ = 0, head_ = 0;
-    // Per slot, the access of an entry marked wide (allocated at the first such entry, with
-    // the buffer's capacity; no run's access has needed it so far).
+    // Per slot, the access of an entry marked wide (allocated at the ring's first such entry,
+    // with the buffer's capacity, and grown with it).
     std::unique_ptr<Access[]> wide_;
   };
   // Only a pipe with an access still in flight when this one starts can race with it; most

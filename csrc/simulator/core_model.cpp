@@ -151,6 +151,11 @@ void CoreModel::issue(const Instr& instr) {
     schedule(index, issue_time_, instr);
     return;
   }
+  issue_copy(index, instr, pipe);
+}
+
+// Out of line, as block(): the copy would give every issue a frame of an Instr.
+void CoreModel::issue_copy(uint32_t index, const Instr& instr, int pipe) {
   Pending p{index, issue_time_, instr};
   p.instr.pipe = pipe;
   if (blocked(pipe)) {
@@ -227,8 +232,7 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
   if (in.kind == InstrKind::kWaitFlag) {
     Fired& q = fired_[static_cast<size_t>(flag_key(in.flag_src, in.flag_dst, in.flag_id))];
     if (q.count == 0) {  // the set comes later in program order: block until then
-      blocked_pipes_ |= 1U << in.pipe;
-      blocked_[in.pipe].wait = Pending{index, issue, in};
+      block(index, issue, in);
       return;
     }
     start = std::max(start, take(q));
@@ -260,6 +264,14 @@ void CoreModel::schedule(uint32_t index, uint64_t issue, const Instr& in) {
     fire(static_cast<size_t>(key), end);
     unblock_waiters(key);
   }
+}
+
+// Out of line: the wait it copies (a whole Instr) gave every schedule a 504-byte frame, whose
+// lines a core's turn touched after the other cores' turns had evicted them.
+void CoreModel::block(uint32_t index, uint64_t issue, const Instr& in) {
+  if (blocked_.empty()) blocked_.resize(PYPTO_NUM_PIPES);  // this model's first block
+  blocked_pipes_ |= 1U << in.pipe;
+  blocked_[static_cast<size_t>(in.pipe)].wait = Pending{index, issue, in};
 }
 
 // A cross-core sync as a scalar instruction (cross_sync_holds_issue): a wait holds the issue

@@ -159,6 +159,11 @@ class CoreModel {
   [[noreturn, gnu::noinline, gnu::cold]] void refuse_flag(const Instr& in) const;
   void schedule(uint32_t index, uint64_t issue, const Instr& in);
   void schedule(const Pending& p) { schedule(p.index, p.issue, p.instr); }
+  // schedule() of a wait whose set is not issued yet: its pipe blocks on it.
+  [[gnu::noinline]] void block(uint32_t index, uint64_t issue, const Instr& in);
+  // issue() of an instruction queued behind a blocked pipe or moved to another pipe (a
+  // PIPE_ALL barrier issues on the scalar pipe): scheduled or queued as a copy.
+  [[gnu::noinline]] void issue_copy(uint32_t index, const Instr& instr, int pipe);
   void unblock_waiters(FlagKey key);
   void record(uint32_t index, uint64_t issue, const Instr& in, uint64_t start, uint64_t end);
   uint64_t gated_start(const Instr& in, uint64_t start) const;
@@ -293,8 +298,11 @@ class CoreModel {
   bool last_ends_run_ = false;  // of the op on_chip_cost answered for last
   std::array<std::array<std::array<VectorPrice, 2>, 2>, kPriceSlots> vector_prices_{};
   const VectorPrice* last_vector_ = &vector_prices_[0][0][0];  // and its run state:
-  bool last_vector_continues_ = false;              // the entry's place in vector_prices_
-  std::array<Blocked, PYPTO_NUM_PIPES> blocked_{};  // read only while a pipe is blocked
+  bool last_vector_continues_ = false;  // the entry's place in vector_prices_
+  // Read only while a pipe is blocked, and made at the model's first block: seven waits (an
+  // Instr each, ~2.7 KB to zero) and seven deques (an allocation each) had been built with
+  // every model, and most of a run's core models are new ones, many never blocking.
+  std::vector<Blocked> blocked_;
   RecordTable records_;
 };
 

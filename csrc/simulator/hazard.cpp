@@ -61,9 +61,9 @@ void HazardChecker::scan(const InstrRef& ref, const Access& acc, std::vector<uin
     // reading the ring's memory.
     if (p == ref.pipe || latest_end_[p] <= ref.start) continue;
     const LiveRing& q = live_[p];
-    for (size_t i = 0; i < q.size() && q.ref_from_back(i).end > ref.start; ++i) {
-      const InstrRef& earlier = q.ref_from_back(i);
-      const Access& access = q.access_from_back(i);
+    for (size_t i = 0; i < q.size() && q.end_from_back(i) > ref.start; ++i) {
+      const InstrRef earlier = q.ref_from_back(i, p);
+      const Access access = q.access_from_back(i);
       const char* kind = conflict_kind(access, acc);
       if (kind == nullptr || earlier.index == ref.index) continue;
       if (!accesses_overlap(access, acc)) continue;
@@ -93,7 +93,8 @@ void HazardChecker::reset() {
 void HazardChecker::LiveRing::reset() {
   head_ = size_ = 0;
   front_end_ = 0;
-  tail_.size = 0;
+  tail_size_ = 0;
+  tail_stale_ = false;
 }
 
 namespace {
@@ -141,20 +142,57 @@ bool HazardChecker::LiveRing::take_spare() {
 void HazardChecker::LiveRing::grow() {
   if (capacity_ == 0 && take_spare()) return;
   const size_t capacity = std::max<size_t>(16, 2 * capacity_);
-  std::unique_ptr<Live[], Free> grown(static_cast<Live*>(::operator new(capacity * sizeof(Live))));
+  std::unique_ptr<Live[], Free> grown(static_cast<Live*>(
+      ::operator new (capacity * sizeof(Live), std::align_val_t{alignof(Live)})));
   for (size_t i = 0; i < size_; ++i) grown[i] = buf_[(head_ + i) & mask_];
+  if (wide_) {
+    std::unique_ptr<Access[]> wide(new Access[capacity]);
+    for (size_t i = 0; i < size_; ++i) wide[i] = wide_[(head_ + i) & mask_];
+    wide_ = std::move(wide);
+  }
   buf_ = std::move(grown);
   capacity_ = capacity;
   mask_ = capacity - 1;
   head_ = 0;
 }
 
+namespace {
+// Whether an access fits a ring entry's narrow fields: rows, row bytes and stride in 32 bits
+// (signed), space and write in 8 (unsigned). Tested with one compare per width.
+[[gnu::always_inline]] inline bool fits_entry(const Access& a) {
+  const auto off = [](int64_t x) { return static_cast<uint64_t>(x) + (uint64_t{1} << 31); };
+  return ((off(a.rows) | off(a.row_bytes) | off(a.stride)) >> 32) == 0 &&
+         ((static_cast<uint64_t>(a.space) | static_cast<uint64_t>(a.write)) >> 8) == 0;
+}
+}  // namespace
+
 void HazardChecker::LiveRing::push_back(const InstrRef& ref, const Access& access) {
   if (size_ == capacity_) grow();
-  Live& e = buf_[(head_ + size_) & mask_];  // written in place: no temporary entry to copy
-  e.ref = ref;
-  e.access = access;
+  const size_t slot = (head_ + size_) & mask_;
+  Live& e = buf_[slot];  // written in place: no temporary entry to copy
+  e.end = ref.end;
+  e.start = ref.start;
+  e.name = ref.name;
+  e.loc = ref.loc;
+  e.index = ref.index;
+  e.base = access.base;
+  if (fits_entry(access)) [[likely]] {
+    e.rows = static_cast<int32_t>(access.rows);
+    e.row_bytes = static_cast<int32_t>(access.row_bytes);
+    e.stride = static_cast<int32_t>(access.stride);
+    e.space = static_cast<uint8_t>(access.space);
+    e.write = static_cast<uint8_t>(access.write);
+    e.wide = 0;
+  } else {
+    put_wide(slot, access);
+  }
   if (size_++ == 0) front_end_ = ref.end;
+}
+
+void HazardChecker::LiveRing::put_wide(size_t slot, const Access& access) {
+  if (!wide_) wide_.reset(new Access[capacity_]);
+  wide_[slot] = access;
+  buf_[slot].wide = 1;
 }
 
 // The tail list is copied entry by entry in the same loop: a copy of the whole list moved four
@@ -164,20 +202,31 @@ void HazardChecker::LiveRing::push_list(const InstrRef& ref, const AccessList& a
   settle_tail_refs();
   for (int i = 0; i < accesses.size; ++i) {
     push_back(ref, accesses.items[i]);
-    tail_.items[static_cast<size_t>(i)] = accesses.items[static_cast<size_t>(i)];
+    tail_items_[static_cast<size_t>(i)] = accesses.items[static_cast<size_t>(i)];
   }
-  tail_.size = accesses.size;
+  tail_size_ = accesses.size;
   tail_ref_ = ref;
+  tail_stale_ = false;  // its entries were just written with it
 }
 
 void HazardChecker::LiveRing::settle_tail_refs() {
-  const size_t n = std::min(static_cast<size_t>(tail_.size), size_);
-  for (size_t i = 0; i < n; ++i) at_back(i).ref = tail_ref_;
+  if (!tail_stale_) return;
+  tail_stale_ = false;
+  const size_t n = std::min(static_cast<size_t>(tail_size_), size_);
+  for (size_t i = 0; i < n; ++i) {
+    Live& e = at_back(i);
+    e.end = tail_ref_.end;
+    e.start = tail_ref_.start;
+    e.name = tail_ref_.name;
+    e.loc = tail_ref_.loc;
+    e.index = tail_ref_.index;
+  }
 }
 
 void HazardChecker::LiveRing::retag_other_tail(const AccessList& accesses) {
   settle_tail_refs();
-  tail_ = accesses;
+  tail_items_ = accesses.items;
+  tail_size_ = accesses.size;
 }
 
 // More accesses than the tail list holds: the older ones are compared in the ring itself.

@@ -127,10 +127,21 @@ class HazardChecker {
   void reset();
 
  private:
-  struct Live {
-    InstrRef ref;
-    Access access;
+  // One in-flight access with its instruction, in one cache line (the ring's buffer is aligned
+  // to 64 bytes): a push writes one cold line, where an InstrRef and an Access side by side
+  // (88 bytes) spanned two lines at most slots. The pipe is the ring's; rows, row bytes and
+  // stride are kept in 32 bits and space and write in 8, exactly: an access with a field
+  // outside those ranges is marked `wide` and kept whole in the ring's side array instead.
+  struct alignas(64) Live {
+    uint64_t end, start;
+    const char* name;
+    const char* loc;
+    int64_t base;
+    uint32_t index;
+    int32_t rows, row_bytes, stride;
+    uint8_t space, write, wide;
   };
+  static_assert(sizeof(Live) == 64, "an entry is one cache line");
   // In-flight accesses of one pipe, oldest first: a ring that grows by doubling up to
   // kMaxInFlight (a deque would allocate a block every few instructions).
   class LiveRing {
@@ -144,34 +155,45 @@ class HazardChecker {
     // The oldest entry's end, kept beside the ring: most instructions drop nothing, and the
     // check then reads no ring memory (cold after another core ran).
     uint64_t front_end() const { return front_end_; }
-    const Access& access_from_back(size_t i) const { return at_back(i).access; }
-    // The instruction of the i-th newest entry: the tail's (tail_ref_) for the newest
-    // `tail_.size`, whose refs in the ring are not kept up to date.
-    const InstrRef& ref_from_back(size_t i) const {
-      return i < static_cast<size_t>(tail_.size) ? tail_ref_ : at_back(i).ref;
+    Access access_from_back(size_t i) const {
+      const size_t slot = slot_from_back(i);
+      const Live& e = buf_[slot];
+      if (e.wide != 0) return wide_[slot];
+      return Access{e.space, e.base, e.rows, e.row_bytes, e.stride, e.write};
+    }
+    // The instruction of the i-th newest entry (the ring's pipe is `pipe`): the tail's
+    // (tail_ref_) for the newest `tail_size_`, whose fields in the ring are not kept up to date.
+    InstrRef ref_from_back(size_t i, int pipe) const {
+      if (i < static_cast<size_t>(tail_size_)) return tail_ref_;
+      const Live& e = at_back(i);
+      return InstrRef{e.index, pipe, e.name, e.loc, e.start, e.end};
+    }
+    uint64_t end_from_back(size_t i) const {
+      return i < static_cast<size_t>(tail_size_) ? tail_ref_.end : at_back(i).end;
     }
     // Whether the ring ends with exactly these accesses (in order). Replacing their
     // instruction by a later one on the same pipe loses no race: the later one ends no
     // earlier and touches the same bytes.
     [[gnu::always_inline]] bool repeats_tail(const AccessList& accesses) const {
-      const size_t n = static_cast<size_t>(accesses.size), t = static_cast<size_t>(tail_.size);
+      const size_t n = static_cast<size_t>(accesses.size), t = static_cast<size_t>(tail_size_);
       if (n == 0 || size_ < n || t == 0) return false;
       // the ring's newest n entries: the tail list's last n (when n <= t)
-      if (n <= t) return same_accesses(&tail_.items[t - n], accesses.items.data(), n);
-      if (!same_access(tail_.items[t - 1], accesses.items[n - 1])) return false;
+      if (n <= t) return same_accesses(&tail_items_[t - n], accesses.items.data(), n);
+      if (!same_access(tail_items_[t - 1], accesses.items[n - 1])) return false;
       return tail_reaches_back(accesses);
     }
     // The newest entries, which repeats_tail found equal to `accesses`, are now ref's. A loop's
     // repeat (the whole tail list again) writes only tail_ref_, not a ref per entry.
     void retag_tail(const AccessList& accesses, const InstrRef& ref) {
-      if (accesses.size != tail_.size) retag_other_tail(accesses);
+      if (accesses.size != tail_size_) retag_other_tail(accesses);
       tail_ref_ = ref;
+      tail_stale_ = true;
       if (static_cast<size_t>(accesses.size) >= size_) front_end_ = ref.end;
     }
     void pop_front() {
       head_ = (head_ + 1) & mask_;
       if (--size_ > 0) {
-        front_end_ = size_ <= static_cast<size_t>(tail_.size) ? tail_ref_.end : buf_[head_].ref.end;
+        front_end_ = size_ <= static_cast<size_t>(tail_size_) ? tail_ref_.end : buf_[head_].end;
       }
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
@@ -182,9 +204,13 @@ class HazardChecker {
     void push_list(const InstrRef& ref, const AccessList& accesses);
 
    private:
-    Live& at_back(size_t i) const { return buf_[(head_ + size_ - 1 - i) & mask_]; }
+    size_t slot_from_back(size_t i) const { return (head_ + size_ - 1 - i) & mask_; }
+    Live& at_back(size_t i) const { return buf_[slot_from_back(i)]; }
+    // Slot `slot` holds `access`, a field of which does not fit the entry: whole in wide_.
+    [[gnu::noinline, gnu::cold]] void put_wide(size_t slot, const Access& access);
     bool tail_reaches_back(const AccessList& accesses) const;
-    // The tail's entries take tail_ref_ into the ring (before the tail list changes).
+    // The tail's entries take tail_ref_ into the ring (before the tail list changes), if a
+    // retag has left them behind it.
     void settle_tail_refs();
     // retag_tail of a list longer or shorter than the tail list: it becomes the tail list.
     void retag_other_tail(const AccessList& accesses);
@@ -192,7 +218,7 @@ class HazardChecker {
     bool take_spare();
     // Entries are written before they are read, so the storage is left uninitialised.
     struct Free {
-      void operator()(Live* p) const { ::operator delete(p); }
+      void operator()(Live* p) const { ::operator delete (p, std::align_val_t{alignof(Live)}); }
     };
     struct Spare {
       std::unique_ptr<Live[], Free> live;
@@ -201,18 +227,31 @@ class HazardChecker {
     // Buffers of rings destroyed on this thread: a run's tasks take core contexts, most of them
     // new (only a few are pooled), and each new ring grew by doubling through fresh pages.
     static std::vector<Spare>* spares();
-    std::unique_ptr<Live[], Free> buf_;
-    size_t capacity_ = 0;  // a power of two (or 0)
-    size_t mask_ = 0, head_ = 0, size_ = 0;
+    // First, on one line: what every instruction with accesses reads or writes when it repeats
+    // its pipe's newest accesses (the ring's size, its oldest end, the tail list's size and
+    // instruction); then the tail list; the buffer's fields, which only a push or a drop reads,
+    // last. (Members in declaration order had spread a repeat over five lines.)
+    alignas(64) size_t size_ = 0;
     uint64_t front_end_ = 0;
-    // A copy of the accesses of the newest instruction pushed: while the ring holds at least
-    // their count, they are its newest entries, so a loop repeating one instruction is
-    // recognised by comparing two small lists without reading the ring's memory (cold after
-    // another core ran). Its `size` is 0 when nothing was pushed since the last reset.
-    AccessList tail_{};
     // The instruction the tail list's entries belong to (the newest to repeat them): kept here
     // alone, and written into their ring entries only when another list is pushed.
     InstrRef tail_ref_{};
+    // A copy of the accesses of the newest instruction pushed (tail_items_, the first
+    // tail_size_ of them): while the ring holds at least their count, they are its newest
+    // entries, so a loop repeating one instruction is recognised by comparing two small lists
+    // without reading the ring's memory (cold after another core ran). tail_size_ is 0 when
+    // nothing was pushed since the last reset.
+    int tail_size_ = 0;
+    // Whether the tail list's entries in the ring still lack tail_ref_ (a retag since the push
+    // that wrote them): settle_tail_refs writes them only then, not lines long evicted.
+    bool tail_stale_ = false;
+    alignas(64) std::array<Access, 4> tail_items_{};
+    std::unique_ptr<Live[], Free> buf_;
+    size_t capacity_ = 0;  // a power of two (or 0)
+    size_t mask_ = 0, head_ = 0;
+    // Per slot, the access of an entry marked wide (allocated at the ring's first such entry,
+    // with the buffer's capacity, and grown with it).
+    std::unique_ptr<Access[]> wide_;
   };
   // Only a pipe with an access still in flight when this one starts can race with it; most
   // instructions find none and skip the scan. The latest end of the other pipes is the top one,

@@ -272,6 +272,48 @@ def test_a_repeated_access_is_kept_in_flight_until_its_newest_repeat_ends():
     assert "overlaps T #3 on VECTOR [202, 302)" in hazard
 
 
+def test_accesses_wider_than_a_ring_entry_race_exactly():
+    # A ring entry keeps rows, row bytes and stride in 32 bits and space and write in 8; an
+    # access outside those ranges is kept whole beside the ring. Each case fails if it were
+    # narrowed: 2**33 bytes to 0, space 300 to 44.
+    big = 2**33
+    m = model()
+    m.op(MTE2, 1000, "WIDE", writes=[(VEC, 0, big)])  # [1, 1001)
+    m.op(VECTOR, 10, "INSIDE", reads=[(VEC, big - 64, 64)])
+    m.op(VECTOR, 10, "PAST", reads=[(VEC, big, 64)])
+    m.op(MTE3, 1000, "SPACE300", writes=[(300, 0, 64)])  # [4, 1004)
+    m.op(VECTOR, 10, "SPACE44", reads=[(44, 0, 64)])
+    m.op(FIXPIPE, 10, "ALSO300", reads=[(300, 32, 8)])
+    m.finish()
+    assert [h.split(" with ")[0] for h in m.hazards] == [
+        "RAW race: INSIDE #1 on VECTOR [2, 12) overlaps WIDE #0 on MTE2 [1, 1001)",
+        "RAW race: ALSO300 #5 on FIXPIPE [6, 16) overlaps SPACE300 #3 on MTE3 [4, 1004)",
+    ]
+
+
+def test_wide_accesses_survive_the_ring_growing_and_repeats_reaching_past_the_newest_list():
+    # 40 in-flight wide reads (the ring grows past its first 16 entries and keeps each access
+    # in its slot); then Z repeats X's wide read and Y's narrow write, reaching past the newest
+    # list, and takes both over.
+    big = 2**33
+    m = model()
+    for i in range(40):
+        m.op(VECTOR, 1000, f"R{i}", reads=[(VEC, i * big, big)])
+    m.op(VECTOR, 10, "X", reads=[(VEC, 65 * big, big)])
+    m.op(VECTOR, 10, "Y", writes=[(VEC, 64 * big, 64)])
+    m.op(VECTOR, 10, "Z", writes=[(VEC, 64 * big, 64)], reads=[(VEC, 65 * big, big)])
+    m.op(MTE3, 5, "S1", writes=[(VEC, 5 * big + big - 1, 1)])
+    m.op(MTE3, 5, "S2", writes=[(VEC, 65 * big + 7, 1)])
+    m.op(MTE3, 5, "S3", reads=[(VEC, 64 * big, 1)])
+    m.finish()
+    assert [h.split(" with ")[0].split(" [")[0] for h in m.hazards] == [
+        "WAR race: S1 #43 on MTE3",
+        "WAR race: S2 #44 on MTE3",
+        "RAW race: S3 #45 on MTE3",
+    ]
+    assert [h.split(" overlaps ")[1].split(" on ")[0] for h in m.hazards] == ["R5 #5", "Z #42", "Z #42"]
+
+
 def run_mixed_program(general: bool, record: bool = True):
     """A program exercising every case a vector op meets: runs that continue and break, a
     repeat taken over by the race check, a race with another pipe, a vector pipe blocked on a

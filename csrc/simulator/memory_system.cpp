@@ -303,7 +303,7 @@ struct MemorySystem::PackedSets {
       const size_t valid = (s->fill >> 8) == run ? static_cast<size_t>(s->fill & 0xff) : 0;
       const uint32_t hit = holding(*s, tag, q, valid);
       if (hit != 0) {
-        // Already the most recent (a line read again before its set's other lines): no move.
+        // Already the most recent (the set's last line read again): no move.
         const auto w = static_cast<size_t>(__builtin_ctz(hit));
         if ((s->order & 0xf) != w) s->order = to_front(s->order, place(s->order, w), w);
         ++hits;

@@ -130,7 +130,6 @@ def l2_lookups(
             typing.SupportsInt | typing.SupportsIndex,
         ]
     ],
-    lru_clock: typing.SupportsInt | typing.SupportsIndex | None = ...,
 ) -> list[tuple[int, int]]: ...
 def matmul_f32_form(
     form: str,

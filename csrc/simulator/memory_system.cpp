@@ -1,17 +1,17 @@
 #include "simulator/memory_system.hpp"
 
 #include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
 #include <memory>
 #include <new>
-#include <string>
 #include <utility>
 #include <vector>
 
-#include "simulator/errors.hpp"
 #include "simulator/hardware.hpp"
 #include "simulator/huge_pages.hpp"
 
@@ -43,38 +43,29 @@ Array zeroed(size_t n) {
 
 }  // namespace
 
-// Two arrays, so a lookup touches few cache lines: per set a fill word, (run << 8) | ways
-// filled in that run (eight sets to a cache line, so a run of consecutive sets shares them),
-// then per set a row of its ways' tags and LRU stamps, a cache line's worth of ways together —
-// their tags, then their stamps (8 ways of 32-bit words, 4 of 64-bit) — so a hit in one of the
-// first ways reads and writes one line of the row. A run fills a set's ways in order, so a
-// lookup scans only the ways this run filled, and a miss with a free way takes it without an
-// LRU search (a streaming kernel never searches).
+// The per-thread tag store, laid out for the sets' view (PackedSets or WideSets below): with
+// at most 16 ways 32 bytes per set, then the side array of escaped quotients (a word per set
+// and way: pages no run touches are never backed); else the fill words, then the ways'
+// quotients, then their ranks. A run fills a set's ways in order, so a lookup compares only
+// the ways this run filled, and a miss with a free way takes it without an LRU search.
 struct MemorySystem::Store {
-  static constexpr size_t kLineWords = 8;
-  size_t sets = 0, ways = 0, word = 0;  // word: bytes of a tag or a stamp
-  size_t row_bytes = 0;                 // a set's row: its ways to whole cache lines
-  Array words;                          // the fill words, then the rows
-  uint64_t* rows = nullptr;
-  uint64_t clock = 0;  // the LRU clock: grows across runs (renumbered before a stamp overflows)
-  uint64_t runs = 0;   // run ids
+  size_t sets = 0, ways = 0;
+  Array words;
+  uint64_t runs = 0;  // run ids
   // The buffer list and the claims of the thread's last run, emptied, with their capacity:
   // a warm call of a small kernel allocates neither again.
   std::vector<Buffer> buffers;
   std::vector<std::pair<double, double>> used;
 
-  void shape(size_t n_sets, size_t n_ways, size_t word_bytes) {
+  static constexpr size_t kPackedWays = 16;
+  bool packed() const { return ways <= kPackedWays; }
+  void shape(size_t n_sets, size_t n_ways) {
     sets = n_sets;
     ways = n_ways;
-    word = word_bytes;
-    const size_t group = 32 / word;  // ways to a cache line
-    row_bytes = (ways + group - 1) / group * 64;
-    const size_t fill_words = (sets + kLineWords - 1) / kLineWords * kLineWords;
-    words = zeroed(fill_words + sets * row_bytes / sizeof(uint64_t));
-    rows = words.get() + fill_words;
-    clock = 0;
+    const size_t n =
+        packed() ? sets * (4 + kPackedWays) : sets * (1 + ways) + (sets * ways + 7) / 8;
+    words = zeroed(n);
   }
-  uint64_t& filled(size_t s) { return words[s]; }
 };
 
 namespace {
@@ -96,10 +87,6 @@ MemorySystem::MemorySystem(const Platform& p)
   ways_ = static_cast<size_t>(std::max(p.l2_ways, 1));
   sets_ = std::max<size_t>(static_cast<size_t>(p.l2_bytes / line_bytes_) / ways_, 1);
   ways_ = std::min<size_t>(ways_, hw::kMaxL2Ways);  // overrides beyond are refused earlier
-  // The highest line a run can look up: a host address (below 2**48) or a device address
-  // (2**48 up, by the bytes registered): its tag, the line's quotient by the sets, plus one.
-  const uint64_t top_line = (uint64_t{1} << 49) / static_cast<uint64_t>(line_bytes_);
-  narrow_ = top_line / sets_ + 1 < UINT32_MAX;
   restart();
   buffers_ = std::move(store_->buffers);  // empty when another system on this thread holds it
   buffers_.clear();
@@ -111,10 +98,7 @@ void MemorySystem::restart() {
   std::unique_ptr<Store>& kept = thread_store<Store>();
   if (!kept) kept = std::make_unique<Store>();
   Store& store = *kept;
-  const size_t word = narrow_ ? sizeof(uint32_t) : sizeof(uint64_t);
-  if (store.ways != ways_ || store.sets != sets_ || store.word != word) {
-    store.shape(sets_, ways_, word);
-  }
+  if (store.ways != ways_ || store.sets != sets_) store.shape(sets_, ways_);
   store_ = &store;
   epoch_ = ++store.runs;  // a new run id: sets filled by earlier runs read as empty
   buffers_.clear();
@@ -207,154 +191,199 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
   return find(buffers_, [](const Buffer& b) { return b.lo; });
 }
 
-// The tag store as one transfer's lookups see it, in locals: a lookup's stores into the tags
-// and stamps could alias the system's own members, so reading those in the loop would reload
-// them at every line. A line's tag is its quotient by the number of sets, plus one (0: never
-// filled): the set is its remainder, so the pair names the line.
-template <class Word>
-struct MemorySystem::Sets {
-  static constexpr size_t kGroup = 32 / sizeof(Word);  // ways to a cache line of a row
-  static constexpr uint64_t kMaxStamp = std::numeric_limits<Word>::max();
-  uint64_t* fills;
-  Word* rows;
-  size_t stride, ways, count;  // stride: words per row
-  uint64_t epoch;
+// The tag store as one transfer's lookups see it, in locals: a lookup's stores into the sets
+// could alias the system's own members, so reading those in the loop would reload them at
+// every line. A line's set is its remainder by the number of sets and its tag follows from the
+// quotient, so the pair names the line. LRU is exact and kept per set as the order of its ways
+// (packed) or their ranks (wide), not as stamps of a clock that could run out: a hit or an
+// install makes its way the most recent and ages by one place the ways that were more recent,
+// and a full set's victim is the least recent way.
 
-  // Way w's tag in its set's row; its stamp is kGroup words on.
-  static size_t tag_at(size_t w) { return w / kGroup * 2 * kGroup + w % kGroup; }
-  Word* row(size_t set) const { return rows + set * stride; }
-  static Word tag_of(uint64_t quotient) {
-    if (quotient + 1 > kMaxStamp) {  // not below 2**49: an address no run can have
-      throw SimError(ErrorKind::kInternal, "an L2 line beyond the tag store's range: quotient " +
-                                               std::to_string(quotient));
-    }
-    return static_cast<Word>(quotient + 1);
+// An L2 of at most 16 ways: a set is 32 bytes, two to a host cache line, so a lookup reads
+// and writes one line and FlashAttention's sets (about five ways filled each) fit the host's
+// caches twice as well as in 64. A tag is 8 bits: the line's quotient by the sets less that of
+// the first device line (2**48, where the registrations start); a quotient outside
+// 0..kEscaped - 1 (an unregistered host address, or a device line past the first 255 rows of
+// sets: 3 GiB registered on a2a3) is stored as kEscaped with its whole quotient in a side
+// array, read only then.
+struct alignas(32) MemorySystem::PackedSet {
+  uint8_t tag[16];
+  uint64_t order;  // nibble i: the way i places from the most recent (i < the ways filled)
+  uint64_t fill;   // (run << 8) | ways filled in that run
+};
+
+struct MemorySystem::PackedSets {
+  static_assert(sizeof(PackedSet) == 32, "two sets to a host cache line");
+  static constexpr uint8_t kEscaped = 0xff;
+  PackedSet* sets;
+  uint64_t* escaped;  // per set and way, the quotient of a way tagged kEscaped
+  size_t ways, count;
+  uint64_t first_quotient, epoch;
+
+  // `order` with the way at place `p` (or a new way `w` taking place `p` of a set that fills
+  // it) moved to the front, the ways before it one place back; the places after stay.
+  static uint64_t to_front(uint64_t order, uint64_t p, size_t w) {
+    const uint64_t before = (uint64_t{1} << (4 * p)) - 1;  // places 0..p-1
+    const uint64_t after = ~((before << 4) | 0xf);         // places p+1..15
+    return (order & after) | ((order & before) << 4) | w;
+  }
+  // The place of way `w` in `order`, where it is among the first `valid` places: the lowest
+  // nibble equal to w (a borrow can flag only nibbles above a true zero one; the places past
+  // the filled ways hold stale nibbles, above it).
+  static uint64_t place(uint64_t order, size_t w) {
+    constexpr uint64_t kOnes = 0x1111111111111111, kTops = 0x8888888888888888;
+    const uint64_t x = order ^ (w * kOnes);
+    return static_cast<uint64_t>(__builtin_ctzll((x - kOnes) & ~x & kTops)) / 4;
   }
 
-  // True on a hit; a miss installs the line. `clock` is the LRU clock. The set is given by
-  // its fill word and its row. `way` is set to the way that holds the line.
-  bool lookup_at(uint64_t& filled, Word* way_row, Word tag, uint64_t& clock, size_t& way) const {
-    const size_t valid = (filled >> 8) == epoch ? static_cast<size_t>(filled & 0xff) : 0;
-    for (size_t w = 0; w < valid; ++w) {
-      if (way_row[tag_at(w)] == tag) {
-        way_row[tag_at(w) + kGroup] = static_cast<Word>(++clock);
-        way = w;
-        return true;
+  // Bit w set when way w's tag is `tag`.
+  static uint32_t matches(const PackedSet& s, uint8_t tag) {
+#if defined(__SSE2__)
+    const __m128i key = _mm_set1_epi8(static_cast<char>(tag));
+    const __m128i at = _mm_load_si128(reinterpret_cast<const __m128i*>(s.tag));
+    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(at, key)));
+#else
+    uint32_t m = 0;
+    for (size_t w = 0; w < 16; ++w) m |= (s.tag[w] == tag ? 1u : 0u) << w;
+    return m;
+#endif
+  }
+
+  uint8_t tag_of(uint64_t quotient) const {
+    const uint64_t t = quotient - first_quotient;  // wraps above kEscaped below the first
+    return t < kEscaped ? static_cast<uint8_t>(t) : kEscaped;
+  }
+  // The way of set `s` holding the line of `quotient`, tagged `tag`, among its `valid` ways
+  // (this run's), as a bit; 0 when none does. An escaped tag is confirmed by its quotient.
+  uint32_t holding(const PackedSet& s, uint8_t tag, uint64_t quotient, size_t valid) const {
+    uint32_t m = matches(s, tag) & ((1u << valid) - 1);
+    if (tag == kEscaped) [[unlikely]] {
+      const size_t set = static_cast<size_t>(&s - sets);
+      for (uint32_t left = m; left != 0; left &= left - 1) {
+        const auto w = static_cast<size_t>(__builtin_ctz(left));
+        if (escaped[set * 16 + w] != quotient) m &= ~(1u << w);
       }
     }
-    size_t victim = valid;
+    return m;
+  }
+
+  // Installs the line of `quotient`, tagged `tag`, in set `set` whose `valid` ways (this
+  // run's) do not hold it: in the next free way, or over the least recent one.
+  void install(size_t set, uint8_t tag, uint64_t quotient, size_t valid) const {
+    PackedSet& s = sets[set];
+    size_t way = valid;
+    uint64_t p = valid;  // a free way: behind every filled one
     if (valid < ways) {
-      filled = (epoch << 8) | (valid + 1);
-    } else {  // full: the least recently used way
-      victim = 0;
-      for (size_t w = 1; w < ways; ++w) {
-        if (way_row[tag_at(w) + kGroup] < way_row[tag_at(victim) + kGroup]) victim = w;
-      }
+      s.fill = (epoch << 8) | (valid + 1);
+    } else {
+      p = ways - 1;
+      way = static_cast<size_t>((s.order >> (4 * p)) & 0xf);
     }
-    way_row[tag_at(victim)] = tag;
-    way_row[tag_at(victim) + kGroup] = static_cast<Word>(++clock);
-    way = victim;
-    return false;
+    s.order = to_front(s.order, p, way);
+    s.tag[way] = tag;
+    if (tag == kEscaped) escaped[set * 16 + way] = quotient;
   }
 
-  // Before `n` more lookups: a clock that would pass a stamp's range is renumbered first.
-  // Every set's stamps (of the ways its fill word counts, whichever run filled it) become
-  // their ranks 1..ways, in the same order, and the clock restarts above them: LRU compares
-  // stamps only within a set, so every answer stays the same.
-  void make_room(uint64_t& clock, uint64_t n) const {
-    if (n <= kMaxStamp - clock) return;
-    renumber();
-    clock = ways;
-  }
-  [[gnu::noinline, gnu::cold]] void renumber() const {
-    for (size_t s = 0; s < count; ++s) {
-      Word* r = row(s);
-      const size_t filled = std::min<size_t>(fills[s] & 0xff, ways);
-      size_t order[hw::kMaxL2Ways];
-      for (size_t w = 0; w < filled; ++w) order[w] = w;
-      std::sort(order, order + filled,
-                [&](size_t x, size_t y) { return r[tag_at(x) + kGroup] < r[tag_at(y) + kGroup]; });
-      for (size_t k = 0; k < filled; ++k) r[tag_at(order[k]) + kGroup] = static_cast<Word>(k + 1);
-    }
-  }
-
-  // The tag store spans megabytes touched at random, so a lookup would wait on a cache miss:
-  // the fill word and the first line of the row of the set kAhead lookups on are prefetched
-  // while this one is looked up.
+  // The sets are consecutive: the one kAhead lookups on is prefetched while this one is looked
+  // up (a run prefetches past its end too: a prefetch never faults).
   static constexpr int64_t kAhead = 4;
-  static void prefetch_at(const uint64_t* fill, const Word* way_row) {
-    __builtin_prefetch(fill, 1);
-    __builtin_prefetch(way_row, 1);
-  }
-  void prefetch(size_t set) const { prefetch_at(fills + set, row(set)); }
+  void prefetch(size_t set) const { __builtin_prefetch(sets + set, 1); }
 
   // Lines of quotient q in sets set, set + 1, ... (n of them), none past the last set: how
-  // many hit. They share a tag; consecutive sets' fill words are consecutive and their rows a
-  // stride apart, so the run walks them by pointer. Each set is prefetched kAhead lookups
-  // before its own (past the run's end too: a prefetch never faults).
-  uint64_t lookup_run(size_t set, uint64_t q, uint64_t n, uint64_t& lru_clock) const {
-    make_room(lru_clock, n);
-    uint64_t* fill = fills + set;
-    uint64_t* const fill_end = fill + n;
-    Word* way_row = row(set);
-    const size_t step = stride, ahead = kAhead * stride;
-    const uint64_t mark = epoch << 8;  // a fill word of this run, its way count masked off
-    const Word tag = tag_of(q);
-    uint64_t clock = lru_clock, hits = 0;
-    for (int64_t k = 0; k < kAhead; ++k) prefetch_at(fill + k, way_row + k * step);
-    // The line in the first way of a set filled this run (which has at least one way): a hit
-    // found without the way loop, as lookup_at finds it (a line is in at most one way). While
-    // the data fits the L2 a set holds few lines, so this is the common hit. Failing that, the
-    // way the last line of the run was found or installed in: consecutive lines of one buffer
-    // lie in consecutive sets, filled in the same order, so they share a way (a tile of a
-    // kernel's second input is in the second way of every set it spans).
-    size_t way = 0;
-    for (; fill != fill_end; ++fill, way_row += step) {
-      prefetch_at(fill + kAhead, way_row + ahead);
-      const uint64_t f = *fill;
-      if ((f & ~uint64_t{0xff}) == mark) {
-        if (way_row[0] == tag) {
-          way_row[kGroup] = static_cast<Word>(++clock);
-          ++hits;
-          continue;
-        }
-        if (way < (f & 0xff) && way_row[tag_at(way)] == tag) {
-          way_row[tag_at(way) + kGroup] = static_cast<Word>(++clock);
-          ++hits;
-          continue;
-        }
+  // many hit. They share a tag. One compare of a set's 16 tags finds the way, whichever it is.
+  uint64_t lookup_run(size_t set, uint64_t q, uint64_t n) const {
+    const uint8_t tag = tag_of(q);
+    const uint64_t run = epoch;
+    PackedSet* s = sets + set;
+    PackedSet* const end = s + n;
+    uint64_t hits = 0;
+    for (int64_t k = 0; k < kAhead; ++k) __builtin_prefetch(s + k, 1);
+    for (; s != end; ++s) {
+      __builtin_prefetch(s + kAhead, 1);
+      const size_t valid = (s->fill >> 8) == run ? static_cast<size_t>(s->fill & 0xff) : 0;
+      const uint32_t hit = holding(*s, tag, q, valid);
+      if (hit != 0) {
+        // Already the most recent (the set's last line read again): no move.
+        const auto w = static_cast<size_t>(__builtin_ctz(hit));
+        if ((s->order & 0xf) != w) s->order = to_front(s->order, place(s->order, w), w);
+        ++hits;
+      } else {
+        install(static_cast<size_t>(s - sets), tag, q, valid);
       }
-      hits += lookup_at(*fill, way_row, tag, clock, way) ? 1 : 0;
-    }
-    lru_clock = clock;
-    return hits;
-  }
-
-  // Lines first..end, in order: consecutive lines in consecutive sets, as runs up to the
-  // last set (a run's lines share their quotient by the sets, so their tag). How many hit.
-  uint64_t lookup_range(uint64_t first, uint64_t end, uint64_t& clock) const {
-    uint64_t q = first / count, hits = 0;
-    size_t set = static_cast<size_t>(first % count);
-    for (uint64_t line = first; line <= end; set = 0, ++q) {
-      const uint64_t run = std::min<uint64_t>(end - line + 1, count - set);
-      hits += lookup_run(set, q, run, clock);
-      line += run;
     }
     return hits;
   }
 };
 
-template <class Word>
-MemorySystem::Sets<Word> MemorySystem::sets() const {
-  return {&store_->filled(0),
-          reinterpret_cast<Word*>(store_->rows),
-          store_->row_bytes / sizeof(Word),
-          ways_,
-          sets_,
+// An L2 of more than 16 ways: per set a fill word, its ways' quotients (whole) and their LRU
+// ranks a byte each, in three arrays; the way loops are plain.
+struct MemorySystem::WideSets {
+  uint64_t* fills;
+  uint64_t* quotients;  // per set, its ways'
+  uint8_t* ranks;       // per set, its ways'
+  size_t ways, count;
+  uint64_t epoch;
+
+  // True on a hit; a miss installs the line, in a free way or over the way of the oldest rank.
+  bool lookup(size_t set, uint64_t q) const {
+    uint64_t* tag = quotients + set * ways;
+    uint8_t* rank = ranks + set * ways;
+    const size_t valid = (fills[set] >> 8) == epoch ? static_cast<size_t>(fills[set] & 0xff) : 0;
+    size_t way = 0;
+    while (way < valid && tag[way] != q) ++way;
+    const bool hit = way < valid;
+    size_t age = hit ? rank[way] : valid;  // a free way: every valid way is more recent
+    if (!hit && valid < ways) {
+      fills[set] = (epoch << 8) | (valid + 1);
+    } else if (!hit) {  // full: the way of the oldest rank
+      age = ways - 1;
+      way = 0;
+      while (rank[way] != age) ++way;
+    }
+    tag[way] = q;
+    for (size_t w = 0; w < valid; ++w) rank[w] += rank[w] < age ? 1 : 0;
+    rank[way] = 0;
+    return hit;
+  }
+  static constexpr int64_t kAhead = 4;
+  void prefetch(size_t set) const { __builtin_prefetch(fills + set, 1); }
+  uint64_t lookup_run(size_t set, uint64_t q, uint64_t n) const {
+    uint64_t hits = 0;
+    for (uint64_t k = 0; k < n; ++k) hits += lookup(set + k, q) ? 1 : 0;
+    return hits;
+  }
+};
+
+namespace {
+// Lines first..end, in order: consecutive lines in consecutive sets, as runs up to the last
+// set (a run's lines share their quotient by the sets, so their tag). How many hit.
+template <class Sets>
+uint64_t lookup_range(const Sets& sets, uint64_t first, uint64_t end) {
+  uint64_t q = first / sets.count, hits = 0;
+  size_t set = static_cast<size_t>(first % sets.count);
+  for (uint64_t line = first; line <= end; set = 0, ++q) {
+    const uint64_t run = std::min<uint64_t>(end - line + 1, sets.count - set);
+    hits += sets.lookup_run(set, q, run);
+    line += run;
+  }
+  return hits;
+}
+}  // namespace
+
+template <>
+MemorySystem::PackedSets MemorySystem::sets() const {
+  PackedSet* packed = reinterpret_cast<PackedSet*>(store_->words.get());
+  const uint64_t first_line = (uint64_t{1} << 48) / static_cast<uint64_t>(line_bytes_);
+  return {packed, reinterpret_cast<uint64_t*>(packed + sets_), ways_, sets_, first_line / sets_,
           epoch_};
 }
 
-void MemorySystem::set_lru_clock(uint64_t clock) { store_->clock = clock; }
+template <>
+MemorySystem::WideSets MemorySystem::sets() const {
+  uint64_t* fills = store_->words.get();
+  return {fills, fills + sets_, reinterpret_cast<uint8_t*>(fills + sets_ * (1 + ways_)),
+          ways_, sets_,         epoch_};
+}
 
 // Looks up the lines a window touches (each row's lines once; a line shared by consecutive
 // rows counts once): how many hit the L2 and how many missed. A window inside one buffer maps
@@ -362,52 +391,51 @@ void MemorySystem::set_lru_clock(uint64_t clock) { store_->clock = clock; }
 // leave no gap is a single run of consecutive lines in consecutive sets. Either way the lines
 // are looked up in the same order, so hits, misses and the LRU state are the same.
 MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
-  uint64_t clock = store_->clock;
   const Lines n =
-      narrow_ ? lookup_lines_as<uint32_t>(gm, clock) : lookup_lines_as<uint64_t>(gm, clock);
-  store_->clock = clock;
+      store_->packed() ? lookup_lines_as<PackedSets>(gm) : lookup_lines_as<WideSets>(gm);
   stats_.l2_hits += n.hits;
   stats_.l2_misses += n.misses;
   return n;
 }
 
-template <class Word>
-MemorySystem::Lines MemorySystem::lookup_lines_as(const Access& gm, uint64_t& clock) {
+template <class Sets>
+MemorySystem::Lines MemorySystem::lookup_lines_as(const Access& gm) {
   Lines n;
   const int64_t extent = (gm.rows - 1) * gm.stride + gm.row_bytes;
   const Linear at = linear(gm.base);
   if (gm.stride >= 0 && extent <= at.hi - gm.base) {
     if (gm.rows == 1 || gm.stride <= gm.row_bytes) {
-      lookup_span<Word>(at.canon, extent, n, clock);
+      lookup_span<Sets>(at.canon, extent, n);
     } else {
       const auto stride = static_cast<uint64_t>(gm.stride);
-      lookup_rows<Word>(
-          gm, [&](int64_t r) { return at.canon + static_cast<uint64_t>(r) * stride; }, n, clock);
+      lookup_rows<Sets>(
+          gm, [&](int64_t r) { return at.canon + static_cast<uint64_t>(r) * stride; }, n);
     }
   } else {
-    lookup_rows<Word>(
-        gm, [&](int64_t r) { return linear(gm.base + r * gm.stride).canon; }, n, clock);
+    lookup_rows<Sets>(
+        gm, [&](int64_t r) { return linear(gm.base + r * gm.stride).canon; }, n);
   }
   return n;
 }
 
 // The lines of the canonical bytes [lo, lo + bytes).
-template <class Word>
-void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& lru_clock) {
-  const Sets<Word> sets = this->sets<Word>();
+template <class Sets>
+void MemorySystem::lookup_span(uint64_t lo, int64_t bytes, Lines& n) {
+  const Sets sets = this->sets<Sets>();
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   const uint64_t first = lo >> shift, end = (lo + static_cast<uint64_t>(bytes) - 1) >> shift;
-  const uint64_t hits = sets.lookup_range(first, end, lru_clock);
+  const uint64_t hits = lookup_range(sets, first, end);
   n.hits += hits;
   n.misses += end + 1 - first - hits;
 }
 
-// Row by row, `row_lo(r)` the canonical address of row r's first byte.
-template <class Word, class Canonical>
-void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& lru_clock) {
-  constexpr int64_t kAhead = Sets<Word>::kAhead;
-  const Sets<Word> sets = this->sets<Word>();
-  uint64_t clock = lru_clock, hits = 0, looked = 0;  // in registers across the loop
+// Row by row, `row_lo(r)` the canonical address of row r's first byte; each row's first set
+// is prefetched kAhead rows before its lookup.
+template <class Sets, class Canonical>
+void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n) {
+  constexpr int64_t kAhead = Sets::kAhead;
+  const Sets sets = this->sets<Sets>();
+  uint64_t hits = 0, looked = 0;  // in registers across the loop
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctzll(static_cast<uint64_t>(line_bytes_)));
   auto row_at = [&](int64_t r) {  // where a row's lines sit depends only on its address
     const uint64_t lo = row_lo(r);
@@ -424,11 +452,10 @@ void MemorySystem::lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uin
                    end = (lo + static_cast<uint64_t>(gm.row_bytes) - 1) >> shift;
     const uint64_t line = std::max(first, last == UINT64_MAX ? first : last + 1);
     if (line > end) continue;  // the row's lines were the last row's
-    hits += sets.lookup_range(line, end, clock);
+    hits += lookup_range(sets, line, end);
     looked += end + 1 - line;
     last = end;
   }
-  lru_clock = clock;
   n.hits += hits;
   n.misses += looked - hits;
 }

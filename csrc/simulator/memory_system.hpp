@@ -58,9 +58,6 @@ class MemorySystem {
                   const Access& gm);
 
   const MemoryStats& stats() const { return stats_; }
-  // The L2's LRU clock (shared by the runs of this thread), set: lets a test start it where the
-  // next lookups pass the range of a stored stamp.
-  void set_lru_clock(uint64_t clock);
 
  private:
   // A registration: host bytes [lo, hi), its order `tag`, the device address of `lo`.
@@ -87,18 +84,19 @@ class MemorySystem {
     uint64_t hits = 0, misses = 0;
   };
   Lines lookup_lines(const Access& gm);
-  template <class Word>
-  void lookup_span(uint64_t lo, int64_t bytes, Lines& n, uint64_t& clock);
-  template <class Word, class Canonical>
-  void lookup_rows(const Access& gm, Canonical row_lo, Lines& n, uint64_t& clock);
-  template <class Word>
-  Lines lookup_lines_as(const Access& gm, uint64_t& clock);
-  // The tag store's sets, for the lookups of one transfer (the LRU clock is held by the
-  // caller while it looks up a transfer's lines); tags and stamps are `Word`s.
-  template <class Word>
-  struct Sets;
-  template <class Word>
-  Sets<Word> sets() const;
+  template <class Sets>
+  void lookup_span(uint64_t lo, int64_t bytes, Lines& n);
+  template <class Sets, class Canonical>
+  void lookup_rows(const Access& gm, Canonical row_lo, Lines& n);
+  template <class Sets>
+  Lines lookup_lines_as(const Access& gm);
+  // The tag store's sets, for the lookups of one transfer: an L2 of at most 16 ways keeps a
+  // set in one cache line (PackedSets), a wider one in plain arrays (WideSets).
+  struct PackedSet;
+  struct PackedSets;
+  struct WideSets;
+  template <class Sets>
+  Sets sets() const;
   // Bytes claimed from HBM and the L2 in `bucket`, or null when it fell out of the window.
   std::pair<double, double>* claims(uint64_t bucket);
 
@@ -113,11 +111,7 @@ class MemorySystem {
   mutable size_t last_ = 0;        // the buffer (or segment) found last
   int64_t line_bytes_;
   size_t sets_, ways_;
-  // Tags and LRU stamps are 32-bit when a tag — a line's bits above its set — fits for every
-  // address a run can look up (below 2**49): half the store's bytes, so it stays in the host's
-  // caches. Otherwise (an L2 of few sets) 64-bit.
-  bool narrow_;
-  // The tag store (per set: a fill count, tags and LRU stamps) is kept per thread and
+  // The tag store (per set: a fill count, tags and the LRU order) is kept per thread and
   // reused by the next run: no 192 MiB-L2-sized allocation per launch. A set's fill count is
   // valid only if stamped with this run (epoch_), so runs never see each other's lines.
   struct Store;

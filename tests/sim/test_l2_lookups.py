@@ -15,9 +15,11 @@ import pytest
 from pypto import _native_testing, platforms
 
 LINE, WAYS, SETS = 512, 2, 48  # a small L2 (48 sets, not a power of two) so windows evict
-# The store keeps 32-bit tags and stamps once a line's quotient by the sets fits (from 257 sets
-# of 512-B lines); below, 64-bit. Both are held to the model.
-NARROW_SETS = 300
+MORE_SETS = 300  # another split of a line into set and tag
+# The store keeps a set of at most 16 ways in 32 bytes (8-bit tags, the ways' LRU order in
+# nibbles) and a wider one in plain arrays: both are held to the model.
+PACKED_WAYS, WIDE_WAYS = 16, 20
+FIRST_DEVICE_LINE = 2**48 // LINE  # where the registrations start
 
 
 def platform(ways: int = WAYS, sets: int = SETS):
@@ -83,26 +85,23 @@ WINDOWS = [
 ]
 
 
-@pytest.mark.parametrize("sets", [SETS, NARROW_SETS])
+@pytest.mark.parametrize(("ways", "sets"), [(WAYS, SETS), (WAYS, MORE_SETS), (WIDE_WAYS, SETS)])
 @pytest.mark.parametrize("overlapping", [False, True])
-def test_l2_lookups_follow_the_lru_model(overlapping, sets):
+def test_l2_lookups_follow_the_lru_model(overlapping, ways, sets):
     host = np.zeros(300 * LINE, np.uint8)
     buffers = BUFFERS if overlapping else [BUFFERS[0], BUFFERS[2]]
-    got = _native_testing.l2_lookups(platform(sets=sets).to_native(), host, buffers, WINDOWS)
-    assert got == reference(host, buffers, WINDOWS, n_sets=sets)
+    got = _native_testing.l2_lookups(platform(ways, sets).to_native(), host, buffers, WINDOWS)
+    assert got == reference(host, buffers, WINDOWS, ways, sets)
     assert got[1] == (got[0][1], 0)  # the repeated window hits every line it filled
 
 
-@pytest.mark.parametrize("sets", [SETS, NARROW_SETS])
-@pytest.mark.parametrize("clock_left", [None, 1, 5])
-def test_runs_found_in_any_way(sets, clock_left):
+@pytest.mark.parametrize("sets", [SETS, MORE_SETS])
+def test_runs_found_in_any_way(sets):
     """Three buffers of one line per set each, so every set holds a line of each in the way its
     buffer was first read into: runs read back find their lines in the second and third ways
-    (their hits must refresh those ways' LRU stamps: a fourth buffer then evicts the third's
+    (their hits must make those ways the most recent: a fourth buffer then evicts the third's
     lines, read least recently), and a run crossing from one buffer into the next changes way
-    mid-run. With `clock_left`, the LRU clock starts that many whole buffers' lookups (plus 3)
-    short of a stored stamp's range (2**32 - 1 for 32-bit stamps, 2**64 - 1 for 64-bit): the
-    store renumbers its stamps on the way, and the evictions stay those of the model."""
+    mid-run."""
     ways = 3
     SETS = sets  # noqa: N806 - the test's set count, as the module's constant elsewhere
     host = np.zeros(4 * SETS * LINE, np.uint8)
@@ -117,16 +116,69 @@ def test_runs_found_in_any_way(sets, clock_left):
         (SETS * LINE // 2, SETS, LINE, LINE),  # the second's lines, then the third's
         (3 * SETS * LINE + 5 * LINE, 7, LINE, LINE),  # the fourth's: whole[2] evicted the first's
     ]
-    top = 2**32 - 1 if sets == NARROW_SETS else 2**64 - 1
-    clock = None if clock_left is None else top - clock_left * SETS - 3
-    got = _native_testing.l2_lookups(
-        platform(ways, sets).to_native(), host, buffers, windows, lru_clock=clock
-    )
+    got = _native_testing.l2_lookups(platform(ways, sets).to_native(), host, buffers, windows)
     assert got == reference(host, buffers, windows, ways, sets)
     assert got[3:5] == [(SETS, 0)] * 2
     assert got[6] == (SETS - 7, 7)
     assert got[7] == (SETS, 0)
     assert got[10] == (7, 0)
+
+
+def one_set_touches(n_lines: int, seed: int, count: int = 400):
+    """`count` one-line windows over `n_lines` lines that all lie in set 0, in a seeded random
+    order: hits at every LRU rank, repeats of the most recent line, and misses evicting
+    whichever way is the oldest."""
+    order = np.random.default_rng(seed).integers(0, n_lines, count)
+    return [(int(k) * SETS * LINE, 1, LINE, LINE) for k in order]
+
+
+@pytest.mark.parametrize("ways", [1, 4, 5, PACKED_WAYS, 17, WIDE_WAYS])
+def test_the_victim_is_the_least_recent_way(ways):
+    """A set touched in random orders of twice its ways' lines: a way aged once too often or
+    too rarely, or a hit that did not make its way the most recent, evicts another line than
+    the model's and the hits part from it within a few misses. Two runs on the thread's store:
+    the second (a new run id) finds none of the first's lines, and its LRU order starts afresh
+    over the first's stale one."""
+    n_lines = 2 * ways
+    host = np.zeros(n_lines * SETS * LINE, np.uint8)
+    buffers = [(0, host.nbytes)]
+    p = platform(ways, SETS).to_native()
+    for seed in (1, 2):
+        windows = one_set_touches(n_lines, seed)
+        got = _native_testing.l2_lookups(p, host, buffers, windows)
+        assert got == reference(host, buffers, windows, ways, SETS)
+        hits = sum(h for h, _ in got)
+        assert 0 < hits < len(windows) - n_lines  # neither all misses nor all hits
+
+
+@pytest.mark.parametrize("sets", [3, SETS])
+def test_tags_at_the_edge_of_the_packed_range(sets):
+    """A packed tag is the line's quotient by the sets less the first device line's, in 8
+    bits; 0xFF and above are kept whole beside the set. Lines of one set with relative
+    quotients 0xFE (the last that fits), 0xFF, 0x100 and 0x1FE (whose low 8 bits are 0xFE's)
+    and 0: each is told from the others, and a host address's line (unregistered, far below
+    the device lines) from all of them."""
+    ways = 4
+    first_q, s = divmod(FIRST_DEVICE_LINE, sets)  # the first device line: quotient 0, set s
+
+    def offset(rel: int) -> int:  # the buffer's byte holding the line of relative quotient rel
+        return ((first_q + rel) * sets + s - FIRST_DEVICE_LINE) * LINE
+
+    edge = [0xFE, 0xFF, 0x100, 0x1FE]
+    host = np.zeros(offset(max(edge)) + 2 * sets * LINE, np.uint8)
+    buffers = [(0, offset(max(edge)) + LINE)]
+    read = {rel: (offset(rel), 1, LINE, LINE) for rel in [0, *edge]}
+    # The first whole unregistered line past the buffer in set s: tagged by its host address.
+    after = -(-(host.ctypes.data + buffers[0][1]) // LINE)
+    unregistered = (after + (s - after) % sets) * LINE - host.ctypes.data
+    windows = [read[r] for r in edge] * 2  # fill the set's four ways, then hit each
+    # Each evicts the least recent: 0xFE, 0xFF, 0x100, then 0 after 0x1FE's hit, then 0xFE.
+    windows += [read[0], read[0xFE], read[0xFF], read[0x1FE], read[0x100]]
+    windows += [(unregistered, 1, LINE, LINE), read[0x1FE], (unregistered, 1, LINE, LINE)]
+    got = _native_testing.l2_lookups(platform(ways, sets).to_native(), host, buffers, windows)
+    assert got == reference(host, buffers, windows, ways, sets)
+    assert got[:8] == [(0, 1)] * 4 + [(1, 0)] * 4
+    assert got[8:] == [(0, 1)] * 3 + [(1, 0), (0, 1)] + [(0, 1), (1, 0), (1, 0)]
 
 
 def test_many_small_buffers_spread_over_the_sets():

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -387,14 +386,11 @@ Access gm_window(HostBytes& host, int64_t offset, int64_t rows, int64_t row_byte
 }
 
 // GM windows (offset, rows, row_bytes, stride) of `host` transferred one after another.
-// Per window: (L2 hits, L2 misses) of its lines. `lru_clock`: where the LRU clock starts (it
-// only moves forward: at or above where the thread's earlier lookups left it).
+// Per window: (L2 hits, L2 misses) of its lines.
 std::vector<std::pair<uint64_t, uint64_t>> l2_lookups(
     const Platform& platform, HostBytes host, const Buffers& buffers,
-    const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows,
-    std::optional<uint64_t> lru_clock) {
+    const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>& windows) {
   MemorySystem memory(platform);
-  if (lru_clock) memory.set_lru_clock(*lru_clock);
   add_buffers(memory, host, buffers);
   std::vector<std::pair<uint64_t, uint64_t>> out;
   double start = 0;
@@ -428,7 +424,7 @@ std::vector<double> gm_transfers(
 
 void bind_testing(py::module_& m) {
   m.def("l2_lookups", &l2_lookups, py::arg("platform"), py::arg("host"), py::arg("buffers"),
-        py::arg("windows"), py::arg("lru_clock") = std::nullopt);
+        py::arg("windows"));
   m.def("gm_transfers", &gm_transfers, py::arg("platform"), py::arg("host"), py::arg("buffers"),
         py::arg("transfers"), py::arg("port_bw"));
   m.def("data_queue_exercise", &data_queue_exercise, py::arg("ops"), py::arg("rows"),

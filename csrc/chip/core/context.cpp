@@ -13,6 +13,26 @@ namespace {
 // On-chip storage returned by finished cores, reused by the next core on this thread.
 thread_local std::vector<std::array<SpaceBytes, PYPTO_NUM_MEM>> g_pool;
 constexpr size_t kPooledCoreBytes = size_t{64} << 20;
+
+void take_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) {
+  if (g_pool.empty()) return;
+  memory = std::move(g_pool.back());
+  g_pool.pop_back();
+}
+
+// Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
+// leave its gigabytes resident for the rest of the process. Freed otherwise.
+void give_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) noexcept {
+  size_t bytes = 0;
+  for (const auto& space : memory) bytes += space.capacity();
+  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) {
+    try {
+      g_pool.push_back(std::move(memory));
+    } catch (const std::bad_alloc&) {  // freed below
+    }
+  }
+  for (auto& space : memory) SpaceBytes().swap(space);
+}
 }  // namespace
 
 const char* mem_name(int mem) {
@@ -26,14 +46,15 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
   // per-op bounds check against `capacities`.
   sizes[PYPTO_VEC] = static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes));
   for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) sizes[m] = static_cast<size_t>(capacities[m]);
-  if (!g_pool.empty()) {
-    memory = std::move(g_pool.back());
-    g_pool.pop_back();
-  }
+  take_pooled(memory);
 }
 
 void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   model.reset(record);
+  if (released) {
+    take_pooled(memory);
+    released = false;
+  }
   // The checked tiles stay: an entry depends only on its descriptor, the platform and this
   // context's on-chip storage (kept, at the same addresses), so it holds for the next run too.
   loc = "";
@@ -52,12 +73,15 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   // scheduler's launch, names it before anything reads them.
 }
 
-CoreContext::~CoreContext() {
-  // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
-  // leave its gigabytes resident for the rest of the process.
-  size_t bytes = 0;
-  for (const auto& space : memory) bytes += space.capacity();
-  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) g_pool.push_back(std::move(memory));
+CoreContext::~CoreContext() { give_pooled(memory); }
+
+void CoreContext::release_storage() noexcept {
+  give_pooled(memory);
+  released = true;
+  checked.fill(CheckedTile{});
+  checked_before.fill(CheckedTile{});
+  one_input.fill(isa::OneInputOperands{});
+  model.release_buffers();
 }
 
 void CoreContext::flush_put_off() {

@@ -20,6 +20,23 @@ void take_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) {
   g_pool.pop_back();
 }
 
+// The pooled storage at exactly `at` (every space's block where it was), if it is still pooled:
+// a context that gave it back takes it again and keeps what it checked against those addresses.
+// The latest given is at the back, and a pool's emptied contexts are taken in the reverse order.
+bool take_pooled_at(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory,
+                    const std::array<const uint8_t*, PYPTO_NUM_MEM>& at) {
+  for (size_t i = g_pool.size(); i-- > 0;) {
+    const auto& spaces = g_pool[i];
+    bool same = true;
+    for (int m = 0; m < PYPTO_NUM_MEM && same; ++m) same = spaces[m].data() == at[m];
+    if (!same) continue;
+    memory = std::move(g_pool[i]);
+    g_pool.erase(g_pool.begin() + static_cast<std::ptrdiff_t>(i));
+    return true;
+  }
+  return false;
+}
+
 // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
 // leave its gigabytes resident for the rest of the process. Freed otherwise.
 void give_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) noexcept {
@@ -52,8 +69,13 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
 void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   model.reset(record);
   if (released) {
-    take_pooled(memory);
     released = false;
+    if (!take_pooled_at(memory, released_at)) {
+      take_pooled(memory);
+      checked.fill(CheckedTile{});
+      checked_before.fill(CheckedTile{});
+      one_input.fill(isa::OneInputOperands{});
+    }
   }
   // The checked tiles stay: an entry depends only on its descriptor, the platform and this
   // context's on-chip storage (kept, at the same addresses), so it holds for the next run too.
@@ -76,11 +98,9 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
 CoreContext::~CoreContext() { give_pooled(memory); }
 
 void CoreContext::release_storage() noexcept {
+  for (int m = 0; m < PYPTO_NUM_MEM; ++m) released_at[m] = memory[m].data();
   give_pooled(memory);
   released = true;
-  checked.fill(CheckedTile{});
-  checked_before.fill(CheckedTile{});
-  one_input.fill(isa::OneInputOperands{});
   model.release_buffers();
 }
 

@@ -95,6 +95,8 @@ class CoreModel {
   // Back to the state the constructor leaves, keeping the buffers (a core context reused by
   // the next run of a program allocates nothing for its timing model).
   void reset(bool record);
+  // The hazard rings' buffers given back to the thread (HazardChecker::release_buffers).
+  void release_buffers() { hazards_.release_buffers(); }
 
   // Issues one instruction in program order and schedules it (or queues it behind a
   // blocked wait). Throws SimError(kFlag) for an invalid flag, kDeadlock at a PIPE_ALL

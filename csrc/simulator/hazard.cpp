@@ -1,6 +1,7 @@
 #include "simulator/hazard.hpp"
 
 #include <algorithm>
+#include <new>
 
 #include "simulator/core_model.hpp"
 
@@ -115,12 +116,30 @@ std::vector<HazardChecker::LiveRing::Spare>* HazardChecker::LiveRing::spares() {
   return spares_gone ? nullptr : &kept.list;
 }
 
-HazardChecker::LiveRing::~LiveRing() {
+HazardChecker::LiveRing::~LiveRing() { release(); }
+
+void HazardChecker::LiveRing::release() {
   std::vector<Spare>* kept = buf_ ? spares() : nullptr;
-  if (kept == nullptr) return;
-  size_t bytes = capacity_ * sizeof(Live);
-  for (const Spare& s : *kept) bytes += s.capacity * sizeof(Live);
-  if (bytes <= kSpareBytes) kept->push_back({std::move(buf_), capacity_});
+  if (kept != nullptr) {
+    size_t bytes = capacity_ * sizeof(Live);
+    for (const Spare& s : *kept) bytes += s.capacity * sizeof(Live);
+    if (bytes <= kSpareBytes) {
+      try {
+        kept->push_back({std::move(buf_), capacity_});
+      } catch (const std::bad_alloc&) {  // the buffer is freed below
+      }
+    }
+  }
+  buf_.reset();
+  wide_.reset();
+  capacity_ = mask_ = head_ = size_ = 0;
+  front_end_ = 0;
+  tail_size_ = 0;
+  tail_stale_ = false;
+}
+
+void HazardChecker::release_buffers() {
+  for (LiveRing& q : live_) q.release();
 }
 
 // The largest buffer a destroyed ring left on this thread, for an empty ring's first entry.

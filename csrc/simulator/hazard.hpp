@@ -125,6 +125,9 @@ class HazardChecker {
   uint64_t count() const { return count_; }
   // Nothing in flight and nothing found, as constructed; the rings keep their buffers.
   void reset();
+  // Its rings' buffers given to the thread's spares (as if destroyed), the rings empty: a kept
+  // context whose storage goes back to the thread keeps no ring memory either. reset() follows.
+  void release_buffers();
 
  private:
   // One in-flight access with its instruction, in one cache line (the ring's buffer is aligned
@@ -198,7 +201,8 @@ class HazardChecker {
       if (size_ == 0) head_ = 0;  // refill from the start: the ring's cache lines stay few
     }
     void clear() { head_ = size_ = 0; }
-    void reset();  // empty, keeping its buffer
+    void reset();    // empty, keeping its buffer
+    void release();  // empty, its buffer (if any) given to the thread's spares
     void push_back(const InstrRef& ref, const Access& access);
     // The accesses of one instruction, in order (its list becomes the ring's tail list).
     void push_list(const InstrRef& ref, const AccessList& accesses);
@@ -224,8 +228,9 @@ class HazardChecker {
       std::unique_ptr<Live[], Free> live;
       size_t capacity;
     };
-    // Buffers of rings destroyed on this thread: a run's tasks take core contexts, most of them
-    // new (only a few are pooled), and each new ring grew by doubling through fresh pages.
+    // Buffers of rings destroyed or emptied on this thread (release(): a kept core context past
+    // its pool's storage budget keeps none): a new or emptied context's ring takes one at its
+    // first entry rather than growing by doubling through fresh pages.
     static std::vector<Spare>* spares();
     // First, on one line: what every instruction with accesses reads or writes when it repeats
     // its pipe's newest accesses (the ring's size, its oldest end, the tail list's size and

@@ -166,3 +166,32 @@ def test_a_runner_run_on_other_threads_gives_the_runs_of_a_new_one():
     assert len(got) == 5
     for one_run in got:
         assert_same_run(one_run, expected)
+
+
+def _flag_task(so, **changes):
+    from pypto import _native
+
+    spec = dict(kernel_path=str(so), name=so.stem, tensors=[0], scalars=[], core=_native.CoreKind.aiv)
+    return _native.Task(**{**spec, **changes})
+
+
+def test_a_task_on_a_context_another_task_left_starts_as_on_a_new_one(fixture_kernel):
+    """Tasks of one run take the contexts earlier tasks finished with (and a run the ones the
+    run before kept): a flag the first kernel set and never waited for is gone for the next, so
+    its wait on that flag deadlocks as it does on a new context. The pair runs twice on the same
+    runner (the second run's contexts come from the first run's pool)."""
+    from pypto import _native, platforms
+    from pypto.errors import DeadlockError
+
+    x = np.ones((8, 64), np.float32)
+    plat = platforms.get("a2a3sim").to_native()
+    left, waits = fixture_kernel("flag_left_set"), fixture_kernel("never_set")
+    alone = _native.TaskRunner([_flag_task(left), _flag_task(left, deps=[0])], plat)
+    for _ in range(2):
+        assert len(alone.run([(x, 0)]).tasks) == 2  # a set never waited for is no error
+    runner = _native.TaskRunner([_flag_task(left), _flag_task(waits, deps=[0])], plat)
+    for _ in range(2):
+        with pytest.raises(
+            DeadlockError, match=r"WAIT_FLAG #1 at never_set.cpp:11 \(MTE2 -> VECTOR, event 3\)"
+        ):
+            runner.run([(x, 0)])

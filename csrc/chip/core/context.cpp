@@ -13,6 +13,43 @@ namespace {
 // On-chip storage returned by finished cores, reused by the next core on this thread.
 thread_local std::vector<std::array<SpaceBytes, PYPTO_NUM_MEM>> g_pool;
 constexpr size_t kPooledCoreBytes = size_t{64} << 20;
+
+void take_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) {
+  if (g_pool.empty()) return;
+  memory = std::move(g_pool.back());
+  g_pool.pop_back();
+}
+
+// The pooled storage at exactly `at` (every space's block where it was), if it is still pooled:
+// a context that gave it back takes it again and keeps what it checked against those addresses.
+// The latest given is at the back, and a pool's emptied contexts are taken in the reverse order.
+bool take_pooled_at(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory,
+                    const std::array<const uint8_t*, PYPTO_NUM_MEM>& at) {
+  for (size_t i = g_pool.size(); i-- > 0;) {
+    const auto& spaces = g_pool[i];
+    bool same = true;
+    for (int m = 0; m < PYPTO_NUM_MEM && same; ++m) same = spaces[m].data() == at[m];
+    if (!same) continue;
+    memory = std::move(g_pool[i]);
+    g_pool.erase(g_pool.begin() + static_cast<std::ptrdiff_t>(i));
+    return true;
+  }
+  return false;
+}
+
+// Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
+// leave its gigabytes resident for the rest of the process. Freed otherwise.
+void give_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) noexcept {
+  size_t bytes = 0;
+  for (const auto& space : memory) bytes += space.capacity();
+  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) {
+    try {
+      g_pool.push_back(std::move(memory));
+    } catch (const std::bad_alloc&) {  // freed below
+    }
+  }
+  for (auto& space : memory) SpaceBytes().swap(space);
+}
 }  // namespace
 
 const char* mem_name(int mem) {
@@ -26,14 +63,20 @@ CoreContext::CoreContext(const Platform& p, int64_t idx, int64_t num, bool recor
   // per-op bounds check against `capacities`.
   sizes[PYPTO_VEC] = static_cast<size_t>(std::max(p.ub_physical_bytes, p.ub_bytes));
   for (int m = PYPTO_MAT; m < PYPTO_NUM_MEM; ++m) sizes[m] = static_cast<size_t>(capacities[m]);
-  if (!g_pool.empty()) {
-    memory = std::move(g_pool.back());
-    g_pool.pop_back();
-  }
+  take_pooled(memory);
 }
 
 void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   model.reset(record);
+  if (released) {
+    released = false;
+    if (!take_pooled_at(memory, released_at)) {
+      take_pooled(memory);
+      checked.fill(CheckedTile{});
+      checked_before.fill(CheckedTile{});
+      one_input.fill(isa::OneInputOperands{});
+    }
+  }
   // The checked tiles stay: an entry depends only on its descriptor, the platform and this
   // context's on-chip storage (kept, at the same addresses), so it holds for the next run too.
   loc = "";
@@ -52,12 +95,13 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   // scheduler's launch, names it before anything reads them.
 }
 
-CoreContext::~CoreContext() {
-  // Kept for reuse only at ordinary sizes: a run with a huge on-chip size override must not
-  // leave its gigabytes resident for the rest of the process.
-  size_t bytes = 0;
-  for (const auto& space : memory) bytes += space.capacity();
-  if (g_pool.size() < 96 && bytes <= kPooledCoreBytes) g_pool.push_back(std::move(memory));
+CoreContext::~CoreContext() { give_pooled(memory); }
+
+void CoreContext::release_storage() noexcept {
+  for (int m = 0; m < PYPTO_NUM_MEM; ++m) released_at[m] = memory[m].data();
+  give_pooled(memory);
+  released = true;
+  model.release_buffers();
 }
 
 void CoreContext::flush_put_off() {

@@ -51,6 +51,11 @@ struct CoreContext {
   // (the launch that takes it sets them) and the checked tiles (still true); the timing model
   // keeps its buffers and the on-chip storage stays (not cleared, as between runs on the device).
   void reuse(int64_t block_idx, int64_t block_num, bool record);
+  // Its on-chip storage and its hazard rings' buffers given back to the thread's pools (as a
+  // destroyed context's are), so a context kept empty holds little. The next reuse() takes
+  // storage from the thread's pool: the same blocks if they are still there (the checked tiles
+  // and one-input operands, which point into them, then hold), else any, and those are forgotten.
+  void release_storage() noexcept;
   CoreContext(const CoreContext&) = delete;
   CoreContext& operator=(const CoreContext&) = delete;
 
@@ -82,6 +87,8 @@ struct CoreContext {
   static constexpr size_t kOneInputSlots = 16;
   std::array<isa::OneInputOperands, kOneInputSlots> one_input{};
   std::array<SpaceBytes, PYPTO_NUM_MEM> memory;  // on huge pages: core_storage.hpp
+  bool released = false;  // storage given back by release_storage(), none taken since
+  std::array<const uint8_t*, PYPTO_NUM_MEM> released_at{};  // where that storage was
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space
   CoreModel model;

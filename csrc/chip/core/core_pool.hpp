@@ -24,8 +24,12 @@ class CorePool {
 
   // A context for a kernel instance: a kept one of the kind, reset, or a new one.
   std::unique_ptr<CoreContext> take(bool aic, int64_t block_idx, int64_t block_num, bool record);
-  // Keeps `ctx` for a later run while the kept contexts' storage stays small; frees it else.
+  // Keeps `ctx`, a finished instance's, for a later instance of the run: a run keeps them all
+  // (at most as many as ran at once), so its later tasks construct no context.
   void give(std::unique_ptr<CoreContext> ctx);
+  // The run over: keeps for the next run only a few cores' storage worth of contexts; the rest
+  // are freed (their storage and rings go to the thread's pools).
+  void trim() noexcept;
 
   // The run's tensor table, made by its caller in place (a warm call's run: no allocation).
   std::vector<pypto_tensor> table;

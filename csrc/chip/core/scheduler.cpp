@@ -129,6 +129,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   // be kept is freed.
   void end() noexcept {
     if (data_ && !data_->restart()) data_.reset();
+    if (pool_ != nullptr) pool_->trim();
     try {
       for (std::unique_ptr<Instance>& in : instances_) {
         in->clear();

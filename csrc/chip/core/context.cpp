@@ -20,15 +20,20 @@ void take_pooled(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory) {
   g_pool.pop_back();
 }
 
-// The pooled storage at exactly `at` (every space's block where it was), if it is still pooled:
-// a context that gave it back takes it again and keeps what it checked against those addresses.
-// The latest given is at the back, and a pool's emptied contexts are taken in the reverse order.
+// The pooled storage at exactly `at` with the sizes `bytes` (every space's block where and as
+// it was), if it is still pooled: a context that gave it back takes it again and keeps what it
+// checked against those addresses. The size matters too: a smaller block at the same address
+// would be grown, moved, on the next access, under the kept pointers. The latest given is at
+// the back, and a pool's emptied contexts are taken in the reverse order.
 bool take_pooled_at(std::array<SpaceBytes, PYPTO_NUM_MEM>& memory,
-                    const std::array<const uint8_t*, PYPTO_NUM_MEM>& at) {
+                    const std::array<const uint8_t*, PYPTO_NUM_MEM>& at,
+                    const std::array<size_t, PYPTO_NUM_MEM>& bytes) {
   for (size_t i = g_pool.size(); i-- > 0;) {
     const auto& spaces = g_pool[i];
     bool same = true;
-    for (int m = 0; m < PYPTO_NUM_MEM && same; ++m) same = spaces[m].data() == at[m];
+    for (int m = 0; m < PYPTO_NUM_MEM && same; ++m) {
+      same = spaces[m].data() == at[m] && spaces[m].size() == bytes[m];
+    }
     if (!same) continue;
     memory = std::move(g_pool[i]);
     g_pool.erase(g_pool.begin() + static_cast<std::ptrdiff_t>(i));
@@ -70,7 +75,7 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   model.reset(record);
   if (released) {
     released = false;
-    if (!take_pooled_at(memory, released_at)) {
+    if (!take_pooled_at(memory, released_at, released_bytes)) {
       take_pooled(memory);
       checked.fill(CheckedTile{});
       checked_before.fill(CheckedTile{});
@@ -98,7 +103,10 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
 CoreContext::~CoreContext() { give_pooled(memory); }
 
 void CoreContext::release_storage() noexcept {
-  for (int m = 0; m < PYPTO_NUM_MEM; ++m) released_at[m] = memory[m].data();
+  for (int m = 0; m < PYPTO_NUM_MEM; ++m) {
+    released_at[m] = memory[m].data();
+    released_bytes[m] = memory[m].size();
+  }
   give_pooled(memory);
   released = true;
   model.release_buffers();

@@ -89,6 +89,7 @@ struct CoreContext {
   std::array<SpaceBytes, PYPTO_NUM_MEM> memory;  // on huge pages: core_storage.hpp
   bool released = false;  // storage given back by release_storage(), none taken since
   std::array<const uint8_t*, PYPTO_NUM_MEM> released_at{};  // where that storage was
+  std::array<size_t, PYPTO_NUM_MEM> released_bytes{};       // and its sizes
   std::array<int64_t, PYPTO_NUM_MEM> capacities{};
   std::array<size_t, PYPTO_NUM_MEM> sizes{};  // bytes backing each space
   CoreModel model;

@@ -103,7 +103,7 @@ void MemorySystem::restart() {
   epoch_ = ++store.runs;  // a new run id: sets filled by earlier runs read as empty
   buffers_.clear();
   registered_ = 0;
-  next_dev_ = uint64_t{1} << 48;
+  next_dev_ = kFirstDevice;
   overlap_ = false;
   segments_.clear();
   last_ = 0;
@@ -207,7 +207,7 @@ MemorySystem::Linear MemorySystem::linear(int64_t host) const {
 // sets: 3 GiB registered on a2a3) is stored as kEscaped with its whole quotient in a side
 // array, read only then.
 struct alignas(32) MemorySystem::PackedSet {
-  uint8_t tag[16];
+  uint8_t tag[Store::kPackedWays];
   uint64_t order;  // nibble i: the way i places from the most recent (i < the ways filled)
   uint64_t fill;   // (run << 8) | ways filled in that run
 };
@@ -244,7 +244,7 @@ struct MemorySystem::PackedSets {
     return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(at, key)));
 #else
     uint32_t m = 0;
-    for (size_t w = 0; w < 16; ++w) m |= (s.tag[w] == tag ? 1u : 0u) << w;
+    for (size_t w = 0; w < Store::kPackedWays; ++w) m |= (s.tag[w] == tag ? 1u : 0u) << w;
     return m;
 #endif
   }
@@ -261,7 +261,7 @@ struct MemorySystem::PackedSets {
       const size_t set = static_cast<size_t>(&s - sets);
       for (uint32_t left = m; left != 0; left &= left - 1) {
         const auto w = static_cast<size_t>(__builtin_ctz(left));
-        if (escaped[set * 16 + w] != quotient) m &= ~(1u << w);
+        if (escaped[set * Store::kPackedWays + w] != quotient) m &= ~(1u << w);
       }
     }
     return m;
@@ -281,7 +281,7 @@ struct MemorySystem::PackedSets {
     }
     s.order = to_front(s.order, p, way);
     s.tag[way] = tag;
-    if (tag == kEscaped) escaped[set * 16 + way] = quotient;
+    if (tag == kEscaped) escaped[set * Store::kPackedWays + way] = quotient;
   }
 
   // The sets are consecutive: the one kAhead lookups on is prefetched while this one is looked
@@ -373,7 +373,7 @@ uint64_t lookup_range(const Sets& sets, uint64_t first, uint64_t end) {
 template <>
 MemorySystem::PackedSets MemorySystem::sets() const {
   PackedSet* packed = reinterpret_cast<PackedSet*>(store_->words.get());
-  const uint64_t first_line = (uint64_t{1} << 48) / static_cast<uint64_t>(line_bytes_);
+  const uint64_t first_line = kFirstDevice / static_cast<uint64_t>(line_bytes_);
   return {packed, reinterpret_cast<uint64_t*>(packed + sets_), ways_, sets_, first_line / sets_,
           epoch_};
 }

@@ -103,12 +103,13 @@ class MemorySystem {
   const Platform& platform_;
   std::vector<Buffer> buffers_;  // sorted by lo
   uint64_t registered_ = 0;
-  // Where the next registration's device addresses start: above every user-space host
-  // address, so an unregistered access (tagged by its host address) never shares a line.
-  uint64_t next_dev_ = uint64_t{1} << 48;
-  bool overlap_ = false;           // some buffers overlap (then lookups search segments_)
-  std::vector<Segment> segments_;  // with overlaps: disjoint, sorted, each the earliest buffer
-  mutable size_t last_ = 0;        // the buffer (or segment) found last
+  // Where the registrations' device addresses start: above every user-space host address,
+  // so an unregistered access (tagged by its host address) never shares a line.
+  static constexpr uint64_t kFirstDevice = uint64_t{1} << 48;
+  uint64_t next_dev_ = kFirstDevice;  // where the next registration's start
+  bool overlap_ = false;              // some buffers overlap (then lookups search segments_)
+  std::vector<Segment> segments_;     // with overlaps: disjoint, sorted, each the earliest buffer
+  mutable size_t last_ = 0;           // the buffer (or segment) found last
   int64_t line_bytes_;
   size_t sets_, ways_;
   // The tag store (per set: a fill count, tags and the LRU order) is kept per thread and

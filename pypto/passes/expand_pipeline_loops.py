@@ -157,7 +157,9 @@ class _Expander:
         if rest:
             base = start + main * f * step
             idx = [Const(base + k * step) for k in range(rest)]
-            stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=False)
+            # With no main loop the first leftover clone is the body's only copy: it keeps the
+            # body's names, which the groups of pipeline loops nested in it already name.
+            stmts, clones, final = self.replicate(s, plan, idx, carried, keep_first=not main)
             out += stmts
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
@@ -227,13 +229,11 @@ class _Expander:
         blocked: set[str] = set()
         for k, value in enumerate(idx):
             body = s.body
-            if k or not keep_first:
-                names = {n: self.fresh(n) for n in defined_names(body)}
-                values = {s.var.name: value} if value is not s.var else {}
-                values |= {it.var.name: c for it, c in zip(s.iter_args, carried)}
+            names = {n: self.fresh(n) for n in defined_names(body)} if k or not keep_first else {}
+            values = {s.var.name: value} if value is not s.var else {}
+            values |= {it.var.name: c for it, c in zip(s.iter_args, carried) if c is not it.var}
+            if names or values:
                 body = _subst(body, names, values)
-            else:
-                names = {}
             if body and isinstance(body[-1], Yield):
                 carried, body = list(body[-1].values), body[:-1]
             hoisted: list[str] = []

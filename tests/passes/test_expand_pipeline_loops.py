@@ -162,3 +162,26 @@ def test_an_int32_trip_count_keeps_its_type_in_the_computed_end():
     (branch,) = got.functions[0].body
     end = branch.then_body[0]
     assert isinstance(end, Assign) and end.var.type == ScalarType(INT32)
+
+
+def test_an_outer_loop_shorter_than_its_stages_keeps_the_inner_groups_names():
+    """One trip of a stage-2 loop around a pipelined loop: no main loop, the one leftover clone
+    is the body's only copy and keeps its names, which the inner loop's group (recorded first)
+    names. Renamed, the group would name tiles the program no longer defines."""
+
+    def body(b, a, out, n):
+        with b.loop("o", 0, 1, kind=ForKind.pipeline, stage=2) as outer:
+            with b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner:
+                _tile(b, a, out, outer.var * 4 + inner.var)
+
+    got = _expand(_kernel(body))
+    ir.verify(got)
+    inner_group, outer_group = got.functions[0].pipeline_groups
+    assert (inner_group.name, outer_group.name) == ("i", "o")
+    (leftover,) = outer_group.blocks
+    assert len(leftover) == 1 and leftover[0].staged == ()
+    defined = {s.var.name for s in ir.nodes_of(got.functions[0].body, Assign)}
+    assert {n for block in inner_group.blocks for c in block for n in c.staged} <= defined
+    # the trip's loop value is substituted: the inner loop's loads index from 0 * 4
+    loop = next(s for s in got.functions[0].body if isinstance(s, For))
+    assert "o" not in {v.name for v in ir.nodes_of(loop, ir.Var)}

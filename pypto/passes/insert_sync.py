@@ -53,7 +53,9 @@ flag's opening sets may already order what an earlier walk's flag did) and puts 
 carried flag's opening sets back at their earliest place. Event ids are assigned last:
 flags of one pipe pair that may be outstanding at once get distinct ids within
 ``platform.event_ids``; when ids run out a flag falls back to the set-just-before-wait
-form. Functions that already contain flags are left alone.
+form, and when even that one finds none free (a pipelined loop's copies holding every id of
+the pair), the longest-lived flag outstanding across it does (a lifted one first goes back
+around its own loop). Functions that already contain flags are left alone.
 Test: tests/passes/test_insert_sync.py
 """
 
@@ -547,16 +549,39 @@ def _event_ids(plan: _Plan, body: tuple[Stmt, ...], limit: int, fn: Function) ->
         if failed is None:
             return ids
         tok = plan.tokens[failed]
-        if tok.home is not None:  # a lifted flag first goes back around its own loop
-            tok.unlift()
+        if not _adjacent(tok):
+            _shorten(tok)
             continue
-        if tok.set_at == ("pre", tok.wait_at):
+        # Already as short as a flag gets: the flags outstanding across it give way instead,
+        # the longest-lived first (a pipelined loop's copies can hold every id of a pipe pair).
+        blockers = [
+            k for k in first
+            if k != failed and _same_pair(plan.tokens[k], tok) and first[k] <= first[failed] < last[k]
+            and not _adjacent(plan.tokens[k])
+        ]  # fmt: skip
+        if not blockers:
             raise CompileError(
                 f"{fn.name}: more than {limit} flags between {PIPES[tok.src].name} and "
                 f"{PIPES[tok.dst].name} are outstanding at once (platform event_ids = {limit})",
                 tok.span,
             )
-        tok.adjacent()
+        _shorten(plan.tokens[max(blockers, key=lambda k: last[k] - first[k])])
+
+
+def _adjacent(t: _Token) -> bool:
+    return t.home is None and t.loop is None and t.set_at == ("pre", t.wait_at)
+
+
+def _same_pair(a: _Token, b: _Token) -> bool:
+    return (a.src, a.dst) == (b.src, b.dst)
+
+
+def _shorten(t: _Token) -> None:
+    """A lifted flag goes back around its own loop; any other becomes set-just-before-wait."""
+    if t.home is not None:
+        t.unlift()
+    else:
+        t.adjacent()
 
 
 def _color(plan: _Plan, first: dict, last: dict, limit: int) -> tuple[dict[int, int], int | None]:

@@ -9,7 +9,9 @@ from pass_util import CTX, apply, flags, kernel
 from pypto import ir
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
+from pypto.passes.expand_pipeline_loops import expand_pipeline_loops
 from pypto.passes.insert_sync import insert_sync
+from pypto.passes.plan_pipeline_loops import plan_pipeline_loops
 
 A = "a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]"
 
@@ -304,6 +306,25 @@ def test_event_ids_stay_within_the_platform_limit():
     small = synced(body, ctx=ctx)
     assert {eid for *_, eid in flags(small)} <= {0, 1}
     assert balanced(small)
+
+
+def test_a_pipeline_deeper_than_the_event_ids_gives_way_rather_than_failing():
+    """A stage-4 loop of unknown trip count with two event ids per pipe pair: the main loop's
+    four loads and the remainder loop's copies want more ids than there are, and even a flag
+    set right before its wait finds none free. The long-lived flags outstanding across it
+    become short ones instead, until every pair fits its ids."""
+    params = "a: pl.Tensor[[512, 128], pl.FP32], n: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]"
+    body = """
+        for i in pl.pipeline(n, stage=4):
+            t = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(pl.exp(t), [i * 16, 0], out)
+        """
+    ctx = PassContext(CTX.platform.with_overrides(event_ids=2))
+    p = kernel(params, body)
+    for run in (plan_pipeline_loops, expand_pipeline_loops, allocate_memory_addr, insert_sync):
+        p = apply(run, p, ctx)
+    fn = p.get("k")
+    assert {eid for *_, eid in flags(fn)} == {0, 1} and balanced(fn)
 
 
 def test_dynamic_trip_count_keeps_flags_balanced():

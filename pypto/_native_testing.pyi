@@ -74,6 +74,9 @@ class CoreModel:
     @property
     def records(self) -> list[dict]: ...
 
+def context_reuse_after_release(
+    platform: pypto._native.Platform, taken_meanwhile: bool
+) -> tuple[bool, bool]: ...
 def core_storage_rounds(
     sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[list[int], list[int]]: ...

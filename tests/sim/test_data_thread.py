@@ -325,6 +325,20 @@ def test_the_cores_storage_never_overlaps_and_reuses_the_blocks_given_back():
     assert sorted(a for a, n in zip(second, sizes) if n <= 4 << 20) == sorted(kept)
 
 
+@pytest.mark.parametrize("taken_meanwhile", [False, True], ids=["own-storage", "other-storage"])
+def test_a_reused_empty_context_keeps_its_checked_tiles_only_with_its_own_storage(taken_meanwhile):
+    """A kept context past the pool's storage budget gives its storage back and is kept empty.
+    Reused, it takes the same blocks back if they are still pooled, and keeps the tiles it
+    checked, which point into them. If another context took them meanwhile, it gets other
+    bytes: a kept tile would then read and write the other context's storage, so they go."""
+    from pypto import platforms
+
+    native = platforms.get("a2a3sim").to_native()
+    kept, same_storage = _native_testing.context_reuse_after_release(native, taken_meanwhile)
+    assert same_storage is not taken_meanwhile
+    assert kept is not taken_meanwhile
+
+
 def put_off_model(ops):
     """put_off_writes by brute force: every read still put off is looked at, per write."""
     live, reads, out = {}, 0, []

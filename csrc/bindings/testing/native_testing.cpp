@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bindings/bind.hpp"
+#include "chip/core/context.hpp"
 #include "chip/core/core_storage.hpp"
 #include "chip/core/data_queue.hpp"
 #include "chip/isa/fractal.hpp"
@@ -263,6 +264,27 @@ std::pair<std::vector<uintptr_t>, std::vector<uintptr_t>> core_storage_rounds(
   return out;
 }
 
+// A core context that marked a checked tile and a one-input operand in its vector storage,
+// gave that storage back (kept empty, as CorePool::trim leaves it) and was reused: whether the
+// marks held, and whether it took the same storage back. `taken_meanwhile`: another context was
+// built in between, taking the storage from the thread's pool, so the reused one gets other
+// bytes and the marks, which point into the old ones, must be forgotten.
+std::pair<bool, bool> context_reuse_after_release(const Platform& platform, bool taken_meanwhile) {
+  CoreContext ctx(platform, 0, 1, false);
+  uint8_t* ub = ctx.space_data(PYPTO_VEC);
+  ctx.checked[0].view.data = ub;
+  ctx.one_input[0].op = 1;
+  ctx.release_storage();
+  std::unique_ptr<CoreContext> other;
+  if (taken_meanwhile) {
+    other = std::make_unique<CoreContext>(platform, 0, 1, false);
+    other->space_data(PYPTO_VEC);
+  }
+  ctx.reuse(0, 1, false);
+  const bool kept = ctx.checked[0].view.data != nullptr || ctx.one_input[0].op != -1;
+  return {kept, ctx.space_data(PYPTO_VEC) == ub};
+}
+
 // The data thread's protocol under load: `ops` queued ops, op i splitting its first
 // 1 + (7 i mod rows) rows (so the piece counts differ from one op to the next) in pieces of
 // 3, each row one more than the last row of the op before, plus its index; a drain every
@@ -431,6 +453,8 @@ void bind_testing(py::module_& m) {
         py::arg("drain_every"), py::arg("when_waited") = false, py::arg("gap_us") = 0);
   m.def("put_off_writes", &put_off_writes, py::arg("ops"));
   m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
+  m.def("context_reuse_after_release", &context_reuse_after_release, py::arg("platform"),
+        py::arg("taken_meanwhile"));
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();
     py::typing::Dict<py::str, py::int_> d;

@@ -341,9 +341,10 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
     return verify(program)
 
 
-def parse_class(cls: type) -> Program:
-    """The ``Program`` of a ``@pl.program`` class (its source is read, never run)."""
-    src = KernelSource.from_class(cls)
+def parse_class(cls: type, outer: dict[str, Any] | None = None) -> Program:
+    """The ``Program`` of a ``@pl.program`` class (its source is read, never run); ``outer``:
+    the variables of the function the class is defined in."""
+    src = KernelSource.from_class(cls, outer or {})
     cdef = src.tree.body[0]
     assert isinstance(cdef, ast.ClassDef)
     return _parse_program_class(src, cdef)

@@ -66,14 +66,16 @@ class KernelSource:
         return cls._from_lines(lines, first, file, fn.__globals__, closure_values(fn))
 
     @classmethod
-    def from_class(cls, klass: type) -> KernelSource:
-        """Source of a ``@pl.program`` class; closure values are gathered from its methods."""
+    def from_class(cls, klass: type, outer: dict[str, Any]) -> KernelSource:
+        """Source of a ``@pl.program`` class; closure values are gathered from its methods,
+        over ``outer``, the variables of the function the class is defined in (names only its
+        annotations use are in no method's closure)."""
         try:
             lines, first = inspect.getsourcelines(klass)
         except (OSError, TypeError) as err:
             raise CompileError(f"cannot read the source of program {klass.__name__!r}: {err}") from None
         module = inspect.getmodule(klass)
-        closure: dict[str, Any] = {}
+        closure: dict[str, Any] = dict(outer)
         for value in vars(klass).values():
             fn = getattr(value, "fn", value)
             if callable(fn) and hasattr(fn, "__code__"):

@@ -298,7 +298,14 @@ def function(
 
 
 def program(cls: type):  # -> pypto.ir.Program
-    """``@pl.program class Name: ...`` — parses the class into an IR ``Program`` named ``Name``."""
+    """``@pl.program class Name: ...`` — parses the class into an IR ``Program`` named ``Name``.
+
+    A class defined inside a function sees that function's variables, as Python's class body
+    does: ``pl.Tensor[[rows, d], pl.BF16]`` may name the builder's ``rows``."""
+    import sys
+
     from pypto.frontend.parser import parse_class
 
-    return parse_class(cls)
+    caller = sys._getframe(1)
+    outer = caller.f_locals if caller.f_locals is not caller.f_globals else {}
+    return parse_class(cls, outer)

@@ -27,7 +27,6 @@ IGNORED = {
     "device_id": "there is no NPU device to pick",
     "rtol": "pypto does not compare against a golden; check outputs yourself",
     "atol": "pypto does not compare against a golden; check outputs yourself",
-    "strategy": "the pass pipeline is fixed (see pypto.passes.pipeline)",
     "save_kernels": "kernels and reports are always kept in output_dir",
     "codegen_only": "use kernel.compile(...) to build without running",
     "pto_isa_commit": "the ISA is <pypto/kernel.hpp>, shipped with pypto",
@@ -49,7 +48,9 @@ def translate(kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with the upstream options turned into pypto ones (warning on ignored ones)."""
     out = {k: v for k, v in kwargs.items() if k not in TRANSLATED and k not in IGNORED}
     for name, value in kwargs.items():
-        if name in IGNORED:
+        if name == "strategy":
+            _check_strategy(out.pop(name))
+        elif name in IGNORED:
             warnings.warn(
                 f"RunConfig({name}={value!r}) is an upstream PyPTO option that means nothing on the "
                 f"simulator ({IGNORED[name]}); ignored",
@@ -63,6 +64,18 @@ def translate(kwargs: dict[str, Any]) -> dict[str, Any]:
             out.setdefault("enable_chip_swimlane", value)
     _warn_partial(out)
     return out
+
+
+def _check_strategy(value: Any) -> None:
+    """``strategy=``: the one pipeline there is, ``OptimizationStrategy.Default`` (or its name)."""
+    from pypto.errors import ConfigError
+    from pypto.ir.pass_manager import OptimizationStrategy
+
+    if value not in (None, OptimizationStrategy.Default, OptimizationStrategy.Default.value):
+        raise ConfigError(
+            f"RunConfig(strategy={value!r}): pypto compiles with one pass pipeline, "
+            "pypto.ir.pass_manager.OptimizationStrategy.Default"
+        )
 
 
 def _warn_partial(options: dict[str, Any]) -> None:

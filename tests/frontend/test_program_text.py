@@ -57,6 +57,30 @@ def test_program_class_parses_to_ir():
     assert main.span.file == __file__
 
 
+def _built(rows: int, d: int) -> ir.Program:
+    """A program class built inside a function: its annotations name the function's variables
+    (in no method's closure: Python evaluates them in the class body)."""
+    width = d * 2
+
+    @pl.program
+    class Built:
+        @pl.function(type=pl.FunctionType.AIV)
+        def kernel(
+            self, x: pl.Tensor[[rows, width], pl.FP32], out: pl.Out[pl.Tensor[[rows, width], pl.FP32]]
+        ):
+            t: pl.Tile[[rows, width], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [0, 0], [rows, width])
+            pl.tile.store(t, [0, 0], out)
+
+    return Built
+
+
+def test_a_program_built_in_a_function_reads_the_functions_variables():
+    (kernel,) = _built(16, 32).functions
+    assert [p.var.type for p in kernel.params] == [ir.TensorType((16, 64), ir.FP32)] * 2
+    (kernel,) = _built(32, 8).functions  # each call its own values
+    assert kernel.params[0].var.type == ir.TensorType((32, 16), ir.FP32)
+
+
 ALLOCATED = textwrap.dedent(
     """\
     # pypto.program: planned

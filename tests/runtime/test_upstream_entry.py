@@ -12,6 +12,7 @@ import pytest
 
 import pypto.language as pl
 from pypto import ir
+from pypto.errors import ConfigError
 from pypto.frontend.parser import parse_text
 from pypto.runtime import RunConfig, UpstreamOptionWarning, run
 from pypto.runtime.entry import CompiledDirError
@@ -109,3 +110,14 @@ def test_upstream_run_config_options_are_accepted_with_a_reason(tmp_path: Path):
     assert page.is_file() and "exp_rows" in page.read_text()
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         RunConfig(bogus=1)
+
+
+def test_the_one_optimization_strategy_is_accepted_and_another_refused():
+    from pypto.ir.pass_manager import OptimizationStrategy, PassDumpLevel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the pipeline there is: nothing to warn about
+        cfg = RunConfig(strategy=OptimizationStrategy.Default, dump_passes=PassDumpLevel.CONCISE)
+    assert cfg.dump_passes is PassDumpLevel.CONCISE
+    with pytest.raises(ConfigError, match="one pass pipeline"):
+        RunConfig(strategy="Fast")

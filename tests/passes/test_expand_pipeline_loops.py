@@ -170,9 +170,11 @@ def test_an_outer_loop_shorter_than_its_stages_keeps_the_inner_groups_names():
     names. Renamed, the group would name tiles the program no longer defines."""
 
     def body(b, a, out, n):
-        with b.loop("o", 0, 1, kind=ForKind.pipeline, stage=2) as outer:
-            with b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner:
-                _tile(b, a, out, outer.var * 4 + inner.var)
+        with (
+            b.loop("o", 0, 1, kind=ForKind.pipeline, stage=2) as outer,
+            b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner,
+        ):
+            _tile(b, a, out, outer.var * 4 + inner.var)
 
     got = _expand(_kernel(body))
     ir.verify(got)

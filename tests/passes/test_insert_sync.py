@@ -313,7 +313,7 @@ def test_a_pipeline_deeper_than_the_event_ids_gives_way_rather_than_failing():
     four loads and the remainder loop's copies want more ids than there are, and even a flag
     set right before its wait finds none free. The long-lived flags outstanding across it
     become short ones instead, until every pair fits its ids."""
-    params = "a: pl.Tensor[[512, 128], pl.FP32], n: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]"
+    params = A.replace("out:", "n: pl.Scalar[pl.INDEX], out:")
     body = """
         for i in pl.pipeline(n, stage=4):
             t = pl.load(a, [i * 16, 0], [16, 128])

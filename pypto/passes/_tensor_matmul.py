@@ -4,6 +4,11 @@ ConvertTensorToTileOps).
 Each operand window is loaded GM → Mat, moved to Left/Right and multiplied into Acc, in K
 chunks sized to L0A/L0B: ``matmul`` then ``matmul_acc`` (``matmul_acc`` throughout when the
 accumulator comes in); with a batch axis ``batch_matmul`` / ``batch_matmul_acc``.
+
+A product of two tensor windows whose ``[M, N]`` output overflows L0C is tiled along M and N
+(:class:`Blocks`): each ``[mt, nt]`` block is its own K walk into one Acc tile, made where the
+product is stored and stored before the next block is made, so one block lives in L0C at a
+time.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop,
 from pypto.ir.types import DynDim, TensorType, TileType, is_static
 
 _MAX_K_CHUNKS = 16
+# M / N blocks times K chunks an oversized product is written out in (each a matmul with its
+# loads and moves): past it the kernel would be mostly straight-line cube code.
+_MAX_BLOCK_WALK = 256
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,37 @@ class Cube:
     span: SourceSpan | None
 
 
-def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var, acc: Var | None) -> Var:
+@dataclass(frozen=True)
+class Blocks:
+    """A product too large for L0C, as ``[mt, nt]`` blocks made when it is stored
+    (:meth:`each`): its operands' windows, ``[M, K, N]`` and the block and K chunk sizes."""
+
+    cube: Cube
+    call: Call
+    name: str
+    a: View
+    b: View
+    mkn: tuple[int, int, int]
+    block: tuple[int, int, int]  # (mt, nt, kt)
+
+    def each(self, store: Callable[[int, int, Var], None]) -> None:
+        """Makes each block (row-major) and hands it to ``store`` with its row and column
+        offsets, before the next one is made."""
+        (m, k, n), (mt, nt, kt) = self.mkn, self.block
+        a_trans, b_trans = (bool(self.call.const_arg(f).value) for f in ("a_trans", "b_trans"))
+        for i in range(0, m, mt):
+            a = _window(self.a, (0, i), (k, mt)) if a_trans else _window(self.a, (i, 0), (mt, k))
+            for j in range(0, n, nt):
+                b = _window(self.b, (j, 0), (nt, k)) if b_trans else _window(self.b, (0, j), (k, nt))
+                store(i, j, _k_walk(self.cube, self.call, self.name, (a, b), (k, kt), None, batched=False))
+
+
+def convert_matmul(
+    cube: Cube, c: Call, name: str, a: View | Var, b: View | Var, acc: Var | None
+) -> Var | Blocks:
     """The Acc tile of ``a × b`` (added to ``acc`` when given); an operand is a window of a
-    tensor or a Mat tile (a value that crossed from the vector side of a cluster kernel)."""
+    tensor or a Mat tile (a value that crossed from the vector side of a cluster kernel).
+    A product of two windows too large for L0C comes back as its :class:`Blocks`."""
     a, b = (_as_view(v) for v in (a, b))
     sa, sb = _static_shape(a, "lhs", cube.span), _static_shape(b, "rhs", cube.span)
     a_trans, b_trans = bool(c.const_arg("a_trans").value), bool(c.const_arg("b_trans").value)
@@ -55,7 +91,21 @@ def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var,
     ba, bb = (s[0] if len(s) == 3 else 1 for s in (sa, sb))
     batched = 3 in (len(sa), len(sb))  # pl.batch_matmul on [B, .., ..] tiles
     esize = shaped_type(a.base).dtype.itemsize
+    if m * n * 4 > cube.l0c and acc is None and not batched and _windows(a, b):
+        block = _mn_block(cube, m, k, n, esize)
+        if block is not None:
+            return Blocks(cube, c, name, a, b, (m, k, n), block)
     kt = _k_chunk(cube, m, k, n, esize, (ba, bb, max(ba, bb)))
+    return _k_walk(cube, c, name, (a, b), (k, kt), acc, batched)
+
+
+def _k_walk(
+    cube: Cube, c: Call, name: str, ab: tuple[View, View], kk: tuple[int, int], acc: Var | None, batched: bool
+) -> Var:
+    """``a × b`` (added to ``acc`` when given) in K chunks: ``kk`` is (K, the chunk), into one
+    Acc tile."""
+    (a, b), (k, kt) = ab, kk
+    a_trans, b_trans = bool(c.const_arg("a_trans").value), bool(c.const_arg("b_trans").value)
     flags = {"a_trans": a_trans, "b_trans": b_trans}
     for k0 in range(0, k, kt):
         la = _operand(cube, a, k0, kt, not a_trans, MemorySpace.Left)  # A is [M, K]
@@ -69,6 +119,42 @@ def convert_matmul(cube: Cube, c: Call, name: str, a: View | Var, b: View | Var,
             acc = cube.emit(name, op, [acc, la, rb], **flags)
     assert acc is not None, "k >= 1: at least one chunk"
     return acc
+
+
+def _windows(a: View, b: View) -> bool:
+    """Both operands windows of tensors, with no valid_shape (which M / N blocks would cut)."""
+    return all(isinstance(v.base.type, TensorType) and v.valid is None for v in (a, b))
+
+
+def _window(v: View, at: tuple[int, int], shape: tuple[int, int]) -> View:
+    """The ``shape`` window of ``v`` at ``at`` (rows, columns) from its origin."""
+    *lead, r0, c0 = v.offsets
+    return View(
+        v.base, (*lead, make_binop("+", r0, as_expr(at[0])), make_binop("+", c0, as_expr(at[1]))), shape
+    )
+
+
+def _mn_block(cube: Cube, m: int, k: int, n: int, esize: int) -> tuple[int, int, int] | None:
+    """``(mt, nt, kt)``: the ``[mt, nt]`` block of an ``[M, N]`` product that overflows L0C and
+    its K chunk. Whole fractals (16) dividing M and N, within L0C, with a K chunk for its
+    operands; the largest, then whole rows (each block's store one contiguous window), then the
+    widest. None when no block qualifies or the blocks' K walks would be too many to write out."""
+    sizes = [
+        (mt, nt) for mt in _fractal_divisors(m) for nt in _fractal_divisors(n) if mt * nt * 4 <= cube.l0c
+    ]
+    for mt, nt in sorted(sizes, key=lambda b: (b[0] * b[1], b[1] == n, b[1]), reverse=True):
+        try:
+            kt = _k_chunk(cube, mt, k, nt, esize, (1, 1, 1))
+        except CompileError:
+            continue
+        if (m // mt) * (n // nt) * (k // kt) > _MAX_BLOCK_WALK:
+            return None
+        return mt, nt, kt
+    return None
+
+
+def _fractal_divisors(x: int) -> list[int]:
+    return [d for d in range(16, x + 1, 16) if x % d == 0]
 
 
 def _static_shape(v: View, which: str, span: SourceSpan | None) -> tuple[int, ...]:

@@ -59,7 +59,7 @@ from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes._scan import defined_names, with_functions
-from pypto.passes._tensor_matmul import Cube, View, convert_matmul
+from pypto.passes._tensor_matmul import Blocks, Cube, View, convert_matmul
 from pypto.passes._tensor_places import local_places
 from pypto.passes.context import PassContext
 
@@ -76,6 +76,10 @@ class _Converter:
         self.uses = Counter(v.name for v in nodes_of(fn.body, Var))  # a name seen once: defined only
         self.views: dict[str, View] = {}
         self.tiles: dict[str, Var] = {}  # tensor-level name -> the tile that holds its value
+        # products too large for L0C, made block by block where they are stored
+        self.blocks: dict[str, Blocks] = {}
+        self.stores: Counter[str] = Counter()  # stores into each tensor so far
+        self.block_reads: dict[str, tuple[int, int]] = {}  # its operands' store counts, at the matmul
         # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
         # `pl.add(a, a)` and a loop body reading a window loaded before the loop load it once.
         self.loaded: dict[tuple, Var] = {}
@@ -103,6 +107,16 @@ class _Converter:
         """The tile holding ``e`` when it is a value computed in this kernel."""
         if isinstance(e, Var) and isinstance(e.type, TileType):
             return e
+        if isinstance(e, Var) and e.name in self.blocks:
+            blocks = self.blocks[e.name]
+            (m, _, n), (mt, nt, _) = blocks.mkn, blocks.block
+            raise CompileError(
+                f"`{e.name}` is a matmul output [{m}, {n}] too large for L0C "
+                f"({self.ctx.platform.l0c_bytes} B): it is made in [{mt}, {nt}] blocks, each stored "
+                "as it is made, so it can only be stored (pl.assemble into a tensor); to use it "
+                "on chip, split M or N across tasks",
+                self.span,
+            )
         return self.tiles.get(e.name) if isinstance(e, Var) else None
 
     def tile_of(self, e: Expr) -> Var:
@@ -330,7 +344,12 @@ class _Converter:
             args = [list(t.shape), t.dtype, c.arg("value")]
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.full", args)
         elif c.op in ("tensor.matmul", "tensor.matmul_acc"):
-            self.tiles[s.var.name] = self.matmul(s.var.name, c)
+            product = self.matmul(s.var.name, c)
+            if isinstance(product, Blocks):
+                self.blocks[s.var.name] = product
+                self.block_reads[s.var.name] = self.operand_stores(product)
+            else:
+                self.tiles[s.var.name] = product
         elif c.op == "tensor.assemble":
             self.assemble(s, c)
         elif c.op == "tensor.create_l1":  # an L1 accumulator: rows land in it by gather_row
@@ -372,7 +391,10 @@ class _Converter:
             args[p.name] = self.emit("tmp", "tile.create", [list(t.shape), t.dtype])
         return self.emit(name, tile_op, [], **args)  # by name: a left-out scratch shifts nothing
 
-    def matmul(self, name: str, c: Call) -> Var:
+    def operand_stores(self, product: Blocks) -> tuple[int, int]:
+        return self.stores[product.a.base.name], self.stores[product.b.base.name]
+
+    def matmul(self, name: str, c: Call) -> Var | Blocks:
         p = self.ctx.platform
         cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
         acc = self.read(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
@@ -410,7 +432,11 @@ class _Converter:
         )
 
     def assemble(self, s: Assign, c: Call) -> None:
-        tile = self.read(c.arg("src"))
+        src = c.arg("src")
+        if isinstance(src, Var) and src.name in self.blocks and self.computed(c.arg("target")) is None:
+            self.store_blocks(s, c, src.name)
+            return
+        tile = self.read(src)
         rank = len(shaped_type(c.arg("target")).shape)
         shape = tile_type(tile).shape
         if len(shape) != rank:  # a batch of one: the type rule allows it
@@ -426,8 +452,40 @@ class _Converter:
         offs = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         call, _ = bind_call("tile.store", [tile, offs, target.base], {"atomic": c.arg("atomic")}, span=s.span)
         self.out.append(Assign(s.var, call, span=s.span))
-        self.loaded = {k: t for k, t in self.loaded.items() if k[0] != target.base.name}  # now stale
+        self.stored(s, target)
+
+    def stored(self, s: Assign, target: View) -> None:
+        """After a store into ``target``: its loads are stale; ``s.var`` names its window."""
+        self.loaded = {k: t for k, t in self.loaded.items() if k[0] != target.base.name}
+        self.stores[target.base.name] += 1
         self.views[s.var.name] = View(target.base, target.offsets, target.shape)
+
+    def store_blocks(self, s: Assign, c: Call, name: str) -> None:
+        """An oversized product stored into a tensor: each block made, then stored at its
+        offset, before the next. The operands are read here, not where the product was
+        written: refused if the kernel stored into one of them in between."""
+        product = self.blocks[name]
+        if self.operand_stores(product) != self.block_reads[name]:
+            raise CompileError(
+                f"`{name}` is made where it is stored (it is larger than L0C), but an operand of its "
+                "matmul was written in between; store the product before writing its operands",
+                self.span,
+            )
+        target = self.view(c.arg("target"))
+        base = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
+        atomic = {"atomic": c.arg("atomic")}
+
+        def store(i: int, j: int, tile: Var) -> None:
+            *lead, r0, c0 = base
+            offs = [*lead, make_binop("+", r0, as_expr(i)), make_binop("+", c0, as_expr(j))]
+            call, t = bind_call("tile.store", [tile, offs, target.base], atomic, span=s.span)
+            self.out.append(Assign(Var(self.names.fresh(s.var.name), t, span=s.span), call, span=s.span))
+
+        product.each(store)
+        last = self.out[-1]  # the last store names the result
+        assert isinstance(last, Assign)
+        self.out[-1] = Assign(s.var, last.value, span=s.span)
+        self.stored(s, target)
 
 
 def _placed(op: str) -> bool:

@@ -719,3 +719,36 @@ def test_an_element_read_through_a_window_in_a_branch_reads_its_base():
         out = np.zeros((1, 64), np.float32)
         pick_in_branch(x, flag, out, config=CFG)
         np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def _wide_product(a_trans: bool, b_trans: bool):
+    """[256, 64] x [64, 384] of windows (transposed as asked), stored into a window of `out`:
+    384 KiB of fp32 output against L0C's 128 KiB, so it is made in blocks."""
+
+    ar, ac = ((0, 64), (16, 272)) if a_trans else ((16, 272), (0, 64))  # the window of a
+    br, bc = ((8, 392), (0, 64)) if b_trans else ((0, 64), (8, 392))
+
+    @pl.jit
+    def wide(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            lhs = a[ar[0] : ar[1], ac[0] : ac[1]]
+            rhs = b[br[0] : br[1], bc[0] : bc[1]]
+            c = pl.matmul(lhs, rhs, a_trans=a_trans, b_trans=b_trans, out_dtype=pl.FP32)
+            out = pl.assemble(out, c, [0, 16])
+        return out
+
+    return wide
+
+
+@pytest.mark.parametrize(("a_trans", "b_trans"), [(False, False), (True, False), (False, True), (True, True)])
+def test_a_matmul_output_larger_than_l0c_is_stored_block_by_block(a_trans, b_trans):
+    a = RNG.uniform(-1, 1, (64, 288) if a_trans else (288, 64)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (400, 64) if b_trans else (64, 400)).astype(np.float16)
+    out = np.full((256, 416), -7.0, np.float32)
+    kernel = _wide_product(a_trans, b_trans)
+    kernel(a, b, out, config=CFG)
+    lhs = (a[:, 16:272].T if a_trans else a[16:272, :]).astype(np.float32)
+    rhs = (b[8:392, :].T if b_trans else b[:, 8:392]).astype(np.float32)
+    np.testing.assert_allclose(out[:, 16:400], lhs @ rhs, rtol=1e-5, atol=1e-5)
+    assert (out[:, :16] == -7).all() and (out[:, 400:] == -7).all()  # nothing outside the window
+    assert kernel.last_report.hazards == []

@@ -71,13 +71,46 @@ def test_matmul_is_chunked_along_k_to_fit_l0a_and_l0b():
     assert all(c.type.shape in ((128, kt), (kt, 128)) for c in moves)
 
 
-def test_a_matmul_output_larger_than_l0c_is_refused_with_the_numbers():
-    params = (
-        "a: pl.Tensor[[512, 64], pl.FP16], b: pl.Tensor[[64, 512], pl.FP16], "
-        "out: pl.Out[pl.Tensor[[512, 512], pl.FP32]]"
-    )
-    with pytest.raises(CompileError, match=r"matmul output \[512, 512\] fp32 needs 1048576 B of Acc"):
-        lower(params, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+BIG = (
+    "a: pl.Tensor[[512, 64], pl.FP16], b: pl.Tensor[[64, 512], pl.FP16], "
+    "out: pl.Out[pl.Tensor[[512, 512], pl.FP32]]"
+)
+
+
+def test_a_matmul_output_larger_than_l0c_is_made_and_stored_block_by_block():
+    """[512, 512] fp32 is 1 MiB of Acc against L0C's 128 KiB: of the largest blocks of whole
+    fractals that fit ([64, 512], [128, 256], ...), the one of whole rows, so each store is one
+    contiguous window; each block is made and stored before the next."""
+    fn = lower(BIG, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+    calls = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op in ("tile.matmul", "tile.store")]
+    assert [c.op for c in calls] == ["tile.matmul", "tile.store"] * 8  # one block in Acc at a time
+    p = CTX.platform
+    blocks = {c.type.shape for c in calls if c.op == "tile.matmul"}
+    ((mt, nt),) = blocks
+    assert mt * nt * 4 <= p.l0c_bytes and (mt, nt) == (64, 512)
+    stores = [[i.value for i in c.arg("offsets").items] for c in calls if c.op == "tile.store"]
+    assert stores == [[r, 0] for r in range(0, 512, 64)]
+    loads = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.load"]
+    assert [[i.value for i in c.arg("offsets").items] for c in loads if c.arg("tensor").name == "a"] == [
+        [r, 0] for r in range(0, 512, 64)
+    ]
+
+
+def test_an_oversized_product_used_on_chip_is_refused_with_the_numbers():
+    body = "c = pl.matmul(a, b)\nd = pl.add(c, c)\nout = pl.assemble(out, d, [0, 0])"
+    with pytest.raises(CompileError, match=r"matmul output \[512, 512\] too large for L0C \(131072 B\)"):
+        lower(BIG, body, "AIC")
+
+
+def test_an_oversized_product_is_refused_when_its_operand_is_written_before_it_is_stored():
+    params = BIG.replace("a: pl.Tensor", "a: pl.InOut[pl.Tensor").replace("pl.FP16], b:", "pl.FP16]], b:", 1)
+    body = """
+        c = pl.matmul(a, b)
+        a = pl.assemble(a, b[0:64, 0:64], [0, 0])
+        out = pl.assemble(out, c, [0, 0])
+        """
+    with pytest.raises(CompileError, match="an operand of its matmul was written in between"):
+        lower(params, body, "AIC")
 
 
 RED = "x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]"

@@ -24,23 +24,38 @@ from pypto.ir.op_levels import tile_form
 from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, If, Scope, Stmt
 from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType
-from pypto.ir.visit import nodes_of, rewrite
+from pypto.ir.visit import nodes_of, rewrite, walk
 from pypto.passes._scan import defined_names
+from pypto.passes._tensor_matmul import fixpipe_casts
 
 _CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 _VIEWS_AND_WRITES = ("tensor.slice", "tensor.assemble", "tile.store")  # values naming a tensor in GM
 
 
-def cube_work(node: object) -> bool:
-    """A cube op, or a tile in a cube-side space."""
-    return any(c.op.startswith(("tile.matmul", "tensor.matmul")) for c in nodes_of(node, Call)) or any(
-        isinstance(v.type, TileType) and v.type.memory in _CUBE_SPACES for v in nodes_of(node, Var)
+def cube_work(node: object, folded: frozenset[str] = frozenset()) -> bool:
+    """A cube op, a tile in a cube-side space, or a cast FIXPIPE does (``folded``:
+    ``fixpipe_casts`` of the scope)."""
+    return (
+        any(c.op.startswith(("tile.matmul", "tensor.matmul")) for c in nodes_of(node, Call))
+        or any(isinstance(v.type, TileType) and v.type.memory in _CUBE_SPACES for v in nodes_of(node, Var))
+        or bool(_fixpipe_calls(node, folded))
     )
 
 
-def vector_work(node: object) -> Call | None:
-    """The first vector op (tile op on the VECTOR pipe, or a tensor-level elementwise op)."""
+def _fixpipe_calls(node: object, folded: frozenset[str]) -> set[int]:
+    """The ids of the casts in ``node`` that FIXPIPE does (``folded``: their names)."""
+    if not folded:
+        return set()
+    return {id(s.value) for s in walk(node) if isinstance(s, Assign) and s.var.name in folded}
+
+
+def vector_work(node: object, folded: frozenset[str] = frozenset()) -> Call | None:
+    """The first vector op (tile op on the VECTOR pipe, or a tensor-level elementwise op other
+    than a cast FIXPIPE does: ``folded``)."""
+    fixpipe = _fixpipe_calls(node, folded)
     for c in nodes_of(node, Call):
+        if id(c) in fixpipe:
+            continue
         if c.op.startswith("tile.") and get_op(c.op).pipe(_arg_types(c)) is Pipe.VECTOR:
             return c
         form = tile_form(c.op)
@@ -55,16 +70,22 @@ def _arg_types(c: Call) -> dict:
     return {p.name: getattr(a, "type", None) for p, a in zip(get_op(c.op).params, c.args)}
 
 
-def _vec_side(s: Stmt) -> bool:
+def _vec_side(s: Stmt, folded: frozenset[str]) -> bool:
     """Vector work, or a tile in Vec (which an AIC core does not have)."""
     tiles = [v.type for v in nodes_of(s, Var) if isinstance(v.type, TileType)]
-    return any(t.memory is MemorySpace.Vec for t in tiles) or vector_work(s) is not None
+    return any(t.memory is MemorySpace.Vec for t in tiles) or vector_work(s, folded) is not None
+
+
+def _sides(scope: Scope) -> list[tuple[bool, bool]]:
+    """Per statement of the scope: (cube work, vector work)."""
+    folded = fixpipe_casts(scope.body)
+    return [(cube_work(s, folded), _vec_side(s, folded)) for s in scope.body]
 
 
 def out_of_order(scope: Scope) -> bool:
     """Cube work after vector work (or both in one loop): not a two-task split, but a
     cluster kernel (both sides in one task, values crossing through pipes)."""
-    sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
+    sides = _sides(scope)
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return False
     cut = next(i for i, (_, v) in enumerate(sides) if v)
@@ -74,7 +95,7 @@ def out_of_order(scope: Scope) -> bool:
 def split_mixed(scope: Scope, names: NameSupply) -> tuple[list[Stmt], list[Scope]]:
     """(orchestration statements to put first, the scopes) for one ``pl.at`` scope: itself
     alone unless it mixes cube and vector work. ``names``: the function's name supply."""
-    sides = [(cube_work(s), _vec_side(s)) for s in scope.body]
+    sides = _sides(scope)
     if not any(c for c, _ in sides) or not any(v for _, v in sides):
         return [], [scope]
     cut = next(i for i, (_, v) in enumerate(sides) if v)  # in order: see out_of_order

@@ -13,13 +13,28 @@ time.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from pypto._dataclass import dataclass
 from pypto.errors import CompileError, SourceSpan, TypeCheckError
+from pypto.ir.dtypes import BF16, FP16
 from pypto.ir.enums import MemorySpace
-from pypto.ir.expr import Call, Const, Expr, ListExpr, Var, as_expr, make_binop, shaped_type, tile_type
+from pypto.ir.expr import (
+    Call,
+    Const,
+    Expr,
+    ListExpr,
+    Literal,
+    Var,
+    as_expr,
+    make_binop,
+    shaped_type,
+    tile_type,
+)
+from pypto.ir.stmt import Assign, Stmt
 from pypto.ir.types import DynDim, TensorType, TileType, is_static
+from pypto.ir.visit import nodes_of, walk
 
 _MAX_K_CHUNKS = 16
 # M / N blocks times K chunks an oversized product is written out in (each a matmul with its
@@ -246,6 +261,41 @@ def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int,
         f"({cube.l0a} B each) in at most {_MAX_K_CHUNKS} K chunks",
         cube.span,
     )
+
+
+_MATMULS = ("tensor.matmul", "tensor.matmul_acc")
+
+
+def fixpipe_casts(body: tuple[Stmt, ...]) -> frozenset[str]:
+    """The tensor-level casts FIXPIPE does on its way out of L0C: a cast of a matmul's product to
+    fp16 or bf16 with ``mode="rint"`` (FIXPIPE narrows with ties to even), every use of which is
+    a matmul operand. The narrowed product goes into L1 (Mat) for the next matmul, with no trip
+    through the vector core; any other cast is vector work."""
+    calls = {s.var.name: s.value for s in walk(body) if isinstance(s, Assign) and isinstance(s.value, Call)}
+    products = {name for name, c in calls.items() if c.op in _MATMULS}
+    operands = Counter(
+        x.name for c in calls.values() if c.op in _MATMULS for x in (c.arg("lhs"), c.arg("rhs"))
+        if isinstance(x, Var)
+    )  # fmt: skip
+    uses = Counter(v.name for v in nodes_of(body, Var))  # the definition, and every read
+    return frozenset(
+        name
+        for name, c in calls.items()
+        if c.op == "tensor.cast"
+        and _narrowing_rint(c, products)
+        and operands[name]
+        and uses[name] == operands[name] + 1
+    )
+
+
+def _narrowing_rint(c: Call, products: set[str]) -> bool:
+    """``c`` (a tensor.cast) takes a product to fp16 or bf16 with ties to even."""
+    x, dtype, mode = c.arg("x"), c.arg("target_type"), c.arg("mode")
+    return (
+        isinstance(x, Var) and x.name in products
+        and isinstance(dtype, Literal) and dtype.value in (FP16, BF16)
+        and isinstance(mode, Literal) and mode.value == "rint"
+    )  # fmt: skip
 
 
 def is_tensor_var(e: Expr) -> bool:

@@ -59,7 +59,7 @@ from pypto.ir.types import TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes._scan import defined_names, with_functions
-from pypto.passes._tensor_matmul import Blocks, Cube, View, convert_matmul
+from pypto.passes._tensor_matmul import Blocks, Cube, View, convert_matmul, fixpipe_casts
 from pypto.passes._tensor_places import local_places
 from pypto.passes.context import PassContext
 
@@ -80,6 +80,7 @@ class _Converter:
         self.blocks: dict[str, Blocks] = {}
         self.stores: Counter[str] = Counter()  # stores into each tensor so far
         self.block_reads: dict[str, tuple[int, int]] = {}  # its operands' store counts, at the matmul
+        self.fixpipe = fixpipe_casts(fn.body)  # casts of products done on their way into L1
         # (tensor, offsets, shape) -> the Vec tile an earlier load in a dominating block made:
         # `pl.add(a, a)` and a loop body reading a window loaded before the loop load it once.
         self.loaded: dict[tuple, Var] = {}
@@ -337,6 +338,8 @@ class _Converter:
     def convert(self, s: Assign, c: Call) -> None:
         if c.op == "tensor.slice":
             self.slice(s, c)
+        elif c.op == "tensor.cast" and s.var.name in self.fixpipe:
+            self.narrow_into_l1(s, c)
         elif (tile_op := tile_form(c.op)) is not None:
             self.tiles[s.var.name] = self.vector(s.var.name, c, tile_op)
         elif c.op == "tensor.full":
@@ -460,17 +463,42 @@ class _Converter:
         self.stores[target.base.name] += 1
         self.views[s.var.name] = View(target.base, target.offsets, target.shape)
 
-    def store_blocks(self, s: Assign, c: Call, name: str) -> None:
-        """An oversized product stored into a tensor: each block made, then stored at its
-        offset, before the next. The operands are read here, not where the product was
-        written: refused if the kernel stored into one of them in between."""
+    def made_here(self, name: str) -> Blocks:
+        """The oversized product ``name``, about to be made where it is used. Its operands are
+        read here, not where the product was written: refused if the kernel stored into one of
+        them in between."""
         product = self.blocks[name]
         if self.operand_stores(product) != self.block_reads[name]:
             raise CompileError(
-                f"`{name}` is made where it is stored (it is larger than L0C), but an operand of its "
-                "matmul was written in between; store the product before writing its operands",
+                f"`{name}` is made where it is used (it is larger than L0C), but an operand of its "
+                "matmul was written in between; use the product before writing its operands",
                 self.span,
             )
+        return product
+
+    def narrow_into_l1(self, s: Assign, c: Call) -> None:
+        """A product cast to fp16 / bf16 for another matmul (``fixpipe_casts``): FIXPIPE
+        narrows it on its way into an L1 tile, block by block for an oversized one."""
+        x = c.arg("x")
+        assert isinstance(x, Var)
+        dtype = c.arg("target_type")
+        shape = list(tensor_type(s.var).shape)
+        dst = self.emit(s.var.name, "tile.create", [shape, dtype, MemorySpace.Mat])
+
+        def insert(i: int, j: int, tile: Var) -> None:
+            nonlocal dst
+            dst = self.emit(s.var.name, "tile.assemble", [dst, tile, [i, j]])
+
+        if x.name in self.blocks:
+            self.made_here(x.name).each(insert)
+        else:
+            insert(0, 0, self.read(x))
+        self.tiles[s.var.name] = dst
+
+    def store_blocks(self, s: Assign, c: Call, name: str) -> None:
+        """An oversized product stored into a tensor: each block made, then stored at its
+        offset, before the next."""
+        product = self.made_here(name)
         target = self.view(c.arg("target"))
         base = [make_binop("+", a, b) for a, b in zip(target.offsets, _items(c.arg("offset")))]
         atomic = {"atomic": c.arg("atomic")}

@@ -24,6 +24,7 @@ from pypto.passes._cluster_pipes import crossing
 from pypto.passes._cluster_sides import TENSOR_WRITES
 from pypto.passes._scan import defined_names, with_functions
 from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
+from pypto.passes._tensor_matmul import fixpipe_casts
 
 # write part of the tensor (one element, a counter): the rest is kept (InOut)
 _PARTIAL = {"tensor.write", "system.syncall"}
@@ -87,7 +88,7 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
 
 def _kind(body: tuple[Stmt, ...]) -> FunctionType:
     """AIC for cube work, AIV otherwise (a scope needing both was split or refused before)."""
-    return FunctionType.AIC if cube_work(body) else FunctionType.AIV
+    return FunctionType.AIC if cube_work(body, fixpipe_casts(body)) else FunctionType.AIV
 
 
 def _clustered(scope: Scope) -> bool:

@@ -752,3 +752,30 @@ def test_a_matmul_output_larger_than_l0c_is_stored_block_by_block(a_trans, b_tra
     np.testing.assert_allclose(out[:, 16:400], lhs @ rhs, rtol=1e-5, atol=1e-5)
     assert (out[:, :16] == -7).all() and (out[:, 400:] == -7).all()  # nothing outside the window
     assert kernel.last_report.hazards == []
+
+
+@pytest.mark.parametrize("m", [128, 256], ids=["fits-l0c", "blocks"])
+def test_a_product_narrowed_for_the_next_matmul_stays_on_the_cube(m):
+    """(a @ b) cast to fp16 with mode="rint" and multiplied again: FIXPIPE narrows the product
+    (ties to even, as numpy's astype does) into L1 on its way out of L0C, so the whole chain is
+    one AIC task; at m = 256 the [256, 256] product is made in blocks."""
+
+    @pl.jit
+    def chain(a: pl.Tensor, b: pl.Tensor, e: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c = pl.matmul(a, b, out_dtype=pl.FP32)
+            cb = pl.cast(c, pl.FP16, mode="rint")
+            d = pl.matmul(cb, e, out_dtype=pl.FP32)
+            out = pl.assemble(out, d, [0, 0])
+        return out
+
+    a = RNG.uniform(-1, 1, (m, 64)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (64, 256)).astype(np.float16)
+    e = RNG.uniform(-1, 1, (256, 64)).astype(np.float16)
+    out = np.zeros((m, 64), np.float32)
+    chain(a, b, e, out, config=CFG)
+    narrowed = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    want = narrowed.astype(np.float32) @ e.astype(np.float32)
+    np.testing.assert_allclose(out, want, rtol=2e-3, atol=2e-2)
+    assert [t.core_name[:3] for t in chain.last_report.tasks] == ["AIC"]
+    assert chain.last_report.hazards == []

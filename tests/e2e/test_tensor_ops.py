@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensor_kernels as tk
 
+import pypto.language as pl
 from pypto.errors import CompileError
 from pypto.ir.expr import Call
 from pypto.ir.visit import nodes_of
@@ -117,12 +118,29 @@ def test_operands_over_l0a_l0b_are_split_into_k_chunks():
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
 
 
-def test_an_accumulator_over_l0c_is_a_capacity_error_naming_the_bytes():
+def test_an_accumulator_over_l0c_is_made_and_stored_in_blocks():
     a, b = operands(256, 64, 256, np.float16)  # a 256x256 fp32 Acc is 256 KiB; L0C holds 128
     c = np.zeros((256, 256), np.float32)
-    with pytest.raises(CompileError, match=r"needs 262144 B of Acc but L0C holds 131072 B") as e:
-        tk.tensor_matmul(a, b, c)
-    assert "tensor_kernels.py:" in str(e.value) and not c.any()
+    compiled = tk.tensor_matmul.compile(a, b, c)
+    assert kernel_ops(compiled).count("tile.matmul") == 2  # two [128, 256] blocks
+    compiled.run(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def test_a_batched_accumulator_over_l0c_is_a_capacity_error_naming_the_bytes():
+    @pl.jit
+    def batched(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.matmul(a, b, out_dtype=pl.FP32)
+        return c
+
+    a, b = np.zeros((2, 128, 64), np.float16), np.zeros((2, 64, 256), np.float16)
+    c = np.ones((2, 128, 256), np.float32)
+    with pytest.raises(
+        CompileError, match=r"2 x \[128, 256\] fp32 needs 262144 B of Acc but L0C holds 131072 B"
+    ) as e:
+        batched(a, b, c)
+    assert "test_tensor_ops.py:" in str(e.value) and c.all()
 
 
 def test_a_k_too_long_for_sixteen_chunks_is_refused_naming_l0a_l0b():

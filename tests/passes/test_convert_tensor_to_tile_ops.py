@@ -113,6 +113,32 @@ def test_an_oversized_product_is_refused_when_its_operand_is_written_before_it_i
         lower(params, body, "AIC")
 
 
+CHAIN = (
+    "a: pl.Tensor[[256, 64], pl.FP16], b: pl.Tensor[[64, 256], pl.FP16], e: pl.Tensor[[256, 64], pl.FP16], "
+    "out: pl.Out[pl.Tensor[[256, 64], pl.FP32]]"
+)
+
+
+def test_a_product_cast_with_rint_for_another_matmul_is_narrowed_by_fixpipe_into_l1():
+    """(a @ b) cast to fp16 with ties to even, then multiplied: FIXPIPE narrows each [128, 256]
+    block into one L1 tile (no vector cast), which the second matmul reads in K chunks."""
+    body = """
+        c = pl.matmul(a, b, out_dtype=pl.FP32)
+        cb = pl.cast(c, pl.FP16, mode="rint")
+        d = pl.matmul(cb, e, out_dtype=pl.FP32)
+        out = pl.assemble(out, d, [0, 0])
+        """
+    fn = lower(CHAIN, body, "AIC")
+    names = ops(fn)
+    assert "tile.cast" not in names and names.count("tile.create") == 1
+    inserts = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.assemble"]
+    assert [[i.value for i in c.arg("offset").items] for c in inserts] == [[0, 0], [128, 0]]
+    assert {c.type for c in inserts} == {ir.TileType((256, 256), ir.FP16, ir.MemorySpace.Mat)}
+    # the default rounding (ties away from zero) is not what FIXPIPE does: a vector cast
+    with pytest.raises(CompileError, match="too large for L0C"):
+        lower(CHAIN, body.replace('mode="rint"', 'mode="round"'), "AIC")
+
+
 RED = "x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]"
 
 

@@ -289,6 +289,12 @@ class CompiledProgram:
         for cached in ("_native_cache", "launch_specs", "intermediates"):
             self.__dict__.pop(cached, None)
 
+    def load(self) -> None:
+        """Loads the kernels into the native task runner now, as the first call would. A
+        program whose task list depends on the call (``dynamic_plan``) loads at its calls."""
+        if not self.dynamic_plan:
+            self._native_tasks()
+
     def _native_tasks(self) -> tuple[_native.TaskRunner, list[int]]:
         """The native task runner (built once per task list: its kernels loaded, its cores kept
         between runs) and the table entries duplicated as read-only views: a kernel's input

@@ -66,6 +66,7 @@ class ChipWorker:
         self._buffers: dict[int, DeviceBuffer] = {}
         self._owned: dict[int, DeviceTensor] = {}
         self._handles: weakref.WeakSet[RegistrationHandle] = weakref.WeakSet()
+        self._loaded: dict[int, Any] = {}  # id -> each program this worker loaded (kept: ids stay unique)
         self._token: Any = None
         self._initialized = False
         self.closed = False
@@ -81,6 +82,21 @@ class ChipWorker:
     def initialized(self) -> bool:
         return self._initialized
 
+    @property
+    def aicpu_dlopen_count(self) -> int:
+        """How many programs this worker has loaded (their kernels into a native task runner):
+        one per program, at its ``register`` or its first ``run``; a closed worker starts
+        again at 0. Upstream counts its AICPU's loads of a callable the same way."""
+        return len(self._loaded)
+
+    def _load(self, compiled: Any) -> None:
+        if id(compiled) in self._loaded:
+            return
+        load = getattr(compiled, "load", None)
+        if load is not None:
+            load()
+        self._loaded[id(compiled)] = compiled
+
     def init(self) -> None:
         """Opens the worker (idempotent; a closed worker opens again with empty memory)."""
         self._initialized, self.closed = True, False
@@ -93,6 +109,7 @@ class ChipWorker:
         self._owned.clear()
         for handle in list(self._handles):
             handle._closed = True
+        self._loaded.clear()
         self._initialized, self.closed = False, True
 
     def __enter__(self) -> ChipWorker:
@@ -207,6 +224,7 @@ class ChipWorker:
         ``DeviceTensor``s usable. Returns what ``compiled(*args)`` returns."""
         self._ready("run")
         _check_platform(compiled, self.platform)
+        self._load(compiled)
         token = DISPATCHING.set(self)
         try:
             return compiled(*args, config=config)
@@ -214,9 +232,11 @@ class ChipWorker:
             DISPATCHING.reset(token)
 
     def register(self, compiled: Any) -> RegistrationHandle:
-        """A callable bound to ``compiled`` on this worker (checked now, not at the first call)."""
+        """A callable bound to ``compiled`` on this worker (checked and loaded now, not at the
+        first call)."""
         self._ready("register")
         _check_platform(compiled, self.platform)
+        self._load(compiled)
         handle = RegistrationHandle(self, compiled)
         self._handles.add(handle)
         return handle

@@ -107,6 +107,25 @@ def test_register_handle_and_implicit_with_block():
         handle(x, resident, out)
 
 
+def test_register_loads_a_program_once_and_the_worker_counts_its_loads():
+    compiled, other = _compiled(), scale_in_place.compile(torch.zeros(ROWS, COLS), config=CFG)
+    x, w = _data(2)
+    worker = ChipWorker(config=CFG)
+    compiled.__dict__.pop("_native_cache", None)  # as a program fresh from its compile
+    assert worker.aicpu_dlopen_count == 0
+    handle = worker.register(compiled)
+    runner = compiled.__dict__["_native_cache"]  # its kernels are loaded before the first call
+    assert worker.aicpu_dlopen_count == 1
+    for _ in range(5):
+        handle(x, w, torch.zeros(ROWS, COLS))
+    assert worker.aicpu_dlopen_count == 1 and compiled.__dict__["_native_cache"] is runner
+    worker.run(other, torch.ones(ROWS, COLS))  # a first run loads too
+    worker.register(other)
+    assert worker.aicpu_dlopen_count == 2
+    worker.close()
+    assert worker.aicpu_dlopen_count == 0
+
+
 def test_numpy_and_bfloat16_resident_tensors():
     compiled = scale_in_place.compile(np.zeros((ROWS, COLS), np.float32), config=CFG)
     host = np.random.default_rng(0).standard_normal((ROWS, COLS)).astype(np.float32)

@@ -17,7 +17,8 @@ construction, with the intra-core syncs InsertSync adds around the push and the 
 A Mat tile moved to Vec (``pl.move(m, target_memory=pl.Mem.Vec)``) has no path at all — L1
 reaches neither UB nor GM — so it is routed from where the Mat tile came from first: the GM
 window it was loaded from is loaded again into Vec, a product moved to Mat crosses itself
-(Acc → Vec). Anything else is refused with its line.
+(Acc → Vec), and a Mat tile another was inserted into (``pl.tile.assemble``) is both routed
+and inserted again in Vec. Anything else is refused with its line.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import dataclasses
 from pypto.errors import CompileError
 from pypto.ir.bind import bind_call
 from pypto.ir.enums import MemorySpace, SplitMode
-from pypto.ir.expr import Call, Var, type_of
+from pypto.ir.expr import Call, Expr, Var, tile_type, type_of
+from pypto.ir.names import NameSupply
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt
 from pypto.ir.types import TileType
-from pypto.ir.visit import nodes_of, rewrite, walk
+from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_sides import CUBE_SPACES
+from pypto.passes._scan import defined_names
 from pypto.passes.context import PassContext
 
 
@@ -174,32 +177,87 @@ def _mat_to_vec(s: Stmt) -> bool:
     )
 
 
-def _route(s: Assign, defs: dict[str, Assign], stored: set[str]) -> Assign:
-    """A Mat → Vec move as a route that exists: L1 has no path to UB (nor to GM), so the Vec
-    copy is made from where the Mat tile came from — the GM window it was loaded from (loaded
-    again, GM → UB), the product it was moved from (Acc → Vec, across the cores), or the Vec
-    tile it crossed from."""
-    assert isinstance(s.value, Call)  # a tile.move (see _mat_to_vec)
-    src = s.value.arg("tile")
-    made = defs.get(getattr(src, "name", ""))
-    c = made.value if made is not None else None
-    if isinstance(c, Call) and c.op == "tile.load" and getattr(c.arg("tensor"), "name", None) not in stored:
-        args = [c.arg("tensor"), c.arg("offsets"), c.arg("shapes")]
-        call = _call("tile.load", args, {"valid_shape": c.arg("valid_shape")}, s.span)
-        return dataclasses.replace(s, value=call)
-    if isinstance(c, Call) and c.op == "tile.move":
-        origin = type_of(c.arg("tile"))
-        if isinstance(origin, TileType) and origin.memory in (MemorySpace.Acc, MemorySpace.Vec):
-            return dataclasses.replace(
-                s, value=_call("tile.move", [c.arg("tile"), MemorySpace.Vec], {}, s.span)
-            )
-    raise CompileError(
-        f"`{getattr(src, 'name', src)}` moves from Mat to Vec, which has no path on this "
-        "platform (L1 reaches neither UB nor GM); the compiler routes it only from a window "
-        "of a tensor this kernel does not write, or from a product or Vec tile moved to Mat: "
-        "load the window to Vec, or move the product itself",
-        s.span,
-    )
+class _Router:
+    """Vec copies of Mat tiles, made from where each Mat tile came from (see ``route``)."""
+
+    def __init__(self, body: tuple[Stmt, ...]) -> None:
+        self.defs = {s.var.name: s for s in walk(body) if isinstance(s, Assign)}
+        self.stored = _stored(body)
+        self.names = NameSupply(defined_names(body))
+
+    def route(self, s: Assign) -> list[Stmt]:
+        """A Mat → Vec move as a route that exists: L1 has no path to UB (nor to GM), so the
+        Vec copy is made from where the Mat tile came from — the GM window it was loaded from
+        (loaded again, GM → UB), the product it was moved from (Acc → Vec, across the cores),
+        the Vec tile it crossed from, or, for a tile another was inserted into (``pl.tile.
+        assemble``), the Vec copies of both, inserted in Vec (narrowed with ties to even, as
+        FIXPIPE does, when the insert narrowed a product)."""
+        assert isinstance(s.value, Call)  # a tile.move (see _mat_to_vec)
+        out: list[Stmt] = []
+        value = self.vec_value(s.value.arg("tile"), out, s)
+        return [*out, dataclasses.replace(s, value=value)]
+
+    def vec_value(self, src: Expr, out: list[Stmt], s: Assign) -> Call:
+        """The call making a Vec copy of the Mat tile ``src`` (what it needs first into ``out``)."""
+        made = self.defs.get(getattr(src, "name", ""))
+        c = made.value if made is not None else None
+        if (
+            isinstance(c, Call)
+            and c.op == "tile.load"
+            and getattr(c.arg("tensor"), "name", "") not in self.stored
+        ):
+            args = [c.arg("tensor"), c.arg("offsets"), c.arg("shapes")]
+            return _call("tile.load", args, {"valid_shape": c.arg("valid_shape")}, s.span)
+        if isinstance(c, Call) and c.op == "tile.move":
+            origin = type_of(c.arg("tile"))
+            if isinstance(origin, TileType) and origin.memory in (MemorySpace.Acc, MemorySpace.Vec):
+                return _call("tile.move", [c.arg("tile"), MemorySpace.Vec], {}, s.span)
+        if isinstance(c, Call) and c.op == "tile.assemble" and made is not None:
+            dst = self.vec_tile(c.arg("dst"), out, s)
+            part = self.vec_tile(c.arg("src"), out, s)
+            want = tile_type(made.var).dtype
+            if tile_type(part).dtype != want:  # FIXPIPE narrowed the product on its way in
+                rint = _call("tile.cast", [part, want], {"mode": "rint"}, s.span)
+                part = self.emit(out, part.name, rint, s)
+            return _call("tile.assemble", [dst, part, c.arg("offset")], {}, s.span)
+        raise CompileError(
+            f"`{getattr(src, 'name', src)}` moves from Mat to Vec, which has no path on this "
+            "platform (L1 reaches neither UB nor GM); the compiler routes it only from a window "
+            "of a tensor this kernel does not write, from a product or Vec tile moved to Mat, or "
+            "from such tiles inserted into one another: load the window to Vec, or move the "
+            "product itself",
+            s.span,
+        )
+
+    def vec_tile(self, x: Expr, out: list[Stmt], s: Assign) -> Var:
+        """``x`` in Vec: a product or Vec tile moved (crossing) or kept, a Mat tile routed."""
+        t = type_of(x)
+        assert isinstance(x, Var) and isinstance(t, TileType)
+        if t.memory is MemorySpace.Vec:
+            return x
+        if t.memory is MemorySpace.Mat:
+            return self.emit(out, x.name, self.vec_value(x, out, s), s)
+        return self.emit(out, x.name, _call("tile.move", [x, MemorySpace.Vec], {}, s.span), s)
+
+    def emit(self, out: list[Stmt], base: str, call: Call, s: Assign) -> Var:
+        var = Var(self.names.fresh(f"{base}_vec"), call.type, span=s.span)
+        out.append(Assign(var, call, span=s.span))
+        return var
+
+    def block(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in body:
+            if isinstance(s, For):
+                out.append(dataclasses.replace(s, body=self.block(s.body)))
+            elif isinstance(s, If):
+                then_body, else_body = self.block(s.then_body), self.block(s.else_body)
+                out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
+            elif _mat_to_vec(s):
+                assert isinstance(s, Assign)
+                out += self.route(s)
+            else:
+                out.append(s)
+        return tuple(out)
 
 
 def _stored(body: tuple[Stmt, ...]) -> set[str]:
@@ -212,10 +270,8 @@ def _stored(body: tuple[Stmt, ...]) -> set[str]:
 
 
 def route_mat_to_vec(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-    """``body`` with every Mat → Vec move replaced by a route that exists (see ``_route``)."""
-    defs = {s.var.name: s for s in walk(body) if isinstance(s, Assign)}
-    stored = _stored(body)
-    return tuple(rewrite(s, lambda x: _route(x, defs, stored) if _mat_to_vec(x) else None) for s in body)
+    """``body`` with every Mat → Vec move replaced by a route that exists (``_Router.route``)."""
+    return _Router(body).block(body)
 
 
 def insert_pipes(

@@ -111,3 +111,18 @@ def rewritten_window_to_vec(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         cm = pl.load(c, [0, 0], [M, N], target_memory=pl.Mem.Mat)
         pl.store(pl.relu(pl.move(cm, target_memory=pl.Mem.Vec)), [0, 0], c)
     return c
+
+
+@pl.jit
+def inserted_mat_to_vec(x: pl.Tensor, a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    """A product inserted into a Mat tile loaded from x (narrowed by FIXPIPE when x is fp16),
+    then moved to Vec: x's window is loaded into Vec, the product crosses, and the insert is
+    made again in Vec (with the same rounding)."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="inserted"):
+        xm = pl.load(x, [0, 0], [M, 2 * N], target_memory=pl.Mem.Mat)
+        am = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        bm = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(am, target_memory=pl.Mem.Left), pl.move(bm, target_memory=pl.Mem.Right))
+        both = pl.tile.assemble(xm, acc, [0, N])
+        pl.store(pl.move(both, target_memory=pl.Mem.Vec), [0, 0], y)
+    return y

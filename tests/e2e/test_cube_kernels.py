@@ -168,6 +168,24 @@ def test_a_mat_tile_moved_to_vec_is_routed_from_its_window_or_its_product():
     assert "tile.tpush_to_aiv" in [x.op for x in ir.nodes_of(aic.body, ir.Call)]  # Acc → Vec
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["fp32", "fp16-narrowed"])
+def test_a_mat_tile_a_product_was_inserted_into_is_routed_to_vec_from_both(dtype):
+    import mixed_scope as ms
+
+    a, b = operands(np.float16)
+    x = np.random.default_rng(3).uniform(-1, 1, (ms.M, 2 * ms.N)).astype(dtype)
+    y = np.zeros_like(x)
+    ms.inserted_mat_to_vec(x, a, b, y, config=CFG)
+    want = x.copy()
+    want[:, ms.N :] = k_order(a, b).astype(dtype)  # numpy narrows with ties to even, as FIXPIPE
+    np.testing.assert_array_equal(y, want)
+    aiv = ms.inserted_mat_to_vec.lower(x, a, b, y, config=CFG).get("inserted_aiv")
+    ops = [c.op for c in ir.nodes_of(aiv.body, ir.Call)]
+    assert ops[0] == "tile.load" and "tile.tpop_from_aic" in ops and "tile.assemble" in ops
+    assert ("tile.cast" in ops) is (dtype == np.float16)
+    assert ms.inserted_mat_to_vec.last_report.hazards == []
+
+
 def test_a_mat_tile_with_no_route_to_vec_is_refused_with_its_line():
     import mixed_scope as ms
 

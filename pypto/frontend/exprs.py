@@ -320,7 +320,11 @@ class ExprLowerer:
             if value is None:
                 continue
             if TRANSPOSE_FLAGS.get(name) in names:
-                value = self.untransposed(value, names, TRANSPOSE_FLAGS[name], args, kw)
+                value = self.untransposed(value, (names, TRANSPOSE_FLAGS[name]), args, kw, node)
+                if i < len(args):
+                    args[i] = value
+                else:
+                    kw[name] = value
             t = type_of(value)
             if not isinstance(t, TileType) or t.memory is None or t.memory in spaces:
                 continue
@@ -336,14 +340,20 @@ class ExprLowerer:
                 kw[name] = value
         return args, kw
 
-    def untransposed(self, value: Expr, names: list[str], flag: str, args: list, kw: dict) -> Expr:
+    def untransposed(
+        self, value: Expr, param: tuple[list[str], str], args: list, kw: dict, node: ast.AST
+    ) -> Expr:
         """``pl.tile.transpose_view(m)`` as a matmul operand: ``m`` itself, with the operand's
-        transpose flag (``a_trans`` / ``b_trans``) toggled, in ``args`` / ``kw`` in place. The
-        view has no bytes of its own (:func:`pypto.frontend.transpose_views.drop_transpose_views`
-        removes it once nothing else reads it)."""
+        transpose flag (``a_trans`` / ``b_trans``) toggled, in ``args`` / ``kw`` in place; the
+        view moved to Left / Right: ``m`` moved there instead. The view has no bytes of its own
+        (:func:`pypto.frontend.transpose_views.drop_transpose_views` removes it, and a move of it,
+        once nothing else reads them)."""
         source = self.defining_call(value, "tile.transpose_view")
-        if source is None:
+        moved = self.defining_call(value, "tile.move") if source is None else None
+        view = self.defining_call(moved.arg("tile"), "tile.transpose_view") if moved is not None else None
+        if source is None and view is None:
             return value
+        names, flag = param
         i = names.index(flag)
         given = args[i] if i < len(args) else kw.get(flag, as_expr(False))
         if not isinstance(given, Const):
@@ -353,6 +363,15 @@ class ExprLowerer:
             args[i] = toggled
         else:
             kw[flag] = toggled
+        if view is not None and moved is not None:  # the view moved to L0: move the tile itself
+            call, t = semantic.op_call(
+                ("tile.move",), "pl.move", [view.arg("tile"), moved.arg("target_memory")], {},
+                self.fp.ctx, self.span(node),
+            )  # fmt: skip
+            var = Var(self.fp.names.fresh(getattr(value, "name", "moved")), t, span=self.span(node))
+            self.fp.emit(Assign(var, call, span=self.span(node)))
+            return var
+        assert source is not None
         return source.arg("tile")
 
     def defining_call(self, value: Expr, op: str) -> Call | None:

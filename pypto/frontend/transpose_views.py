@@ -11,6 +11,7 @@ at that read: no other op has a transposed way to read a tile.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 from pypto.errors import TypeCheckError
@@ -22,7 +23,8 @@ _BLOCKS = ("body", "then_body", "else_body")
 
 
 def drop_transpose_views(fn: Function) -> Function:
-    """``fn`` without its transposed views, each folded into the matmuls that read it."""
+    """``fn`` without its transposed views, each folded into the matmuls that read it, nor the
+    moves of them to Left / Right that the matmuls' own moves replaced (read by nothing now)."""
     views = {
         s.var.name
         for s in walk(fn.body)
@@ -30,8 +32,16 @@ def drop_transpose_views(fn: Function) -> Function:
     }
     if not views:
         return fn
+    reads = Counter(v.name for v in nodes_of(fn.body, Var))  # definitions included
+    views |= {
+        s.var.name
+        for s in walk(fn.body)
+        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.move"
+        and any(a.name in views for a in nodes_of(s.value.args, Var)) and reads[s.var.name] == 1
+    }  # fmt: skip
+    dropped = {id(s.value) for s in walk(fn.body) if isinstance(s, Assign) and s.var.name in views}
     for node in walk(fn.body):
-        if isinstance(node, Call):
+        if isinstance(node, Call) and id(node) not in dropped:
             read = next((a for a in nodes_of(node.args, Var) if a.name in views), None)
             if read is not None:
                 raise TypeCheckError(

@@ -217,6 +217,28 @@ class Function(Node):
 
         return print_function(self, concise)
 
+    @property
+    def func_type(self) -> FunctionType:
+        """``kind``, by upstream PyPTO's name."""
+        return self.kind
+
+
+class FunctionTable(tuple):
+    """A program's functions, in order (a tuple: iterating gives the functions). Upstream
+    PyPTO's ``Program.functions`` is a table keyed by the functions' global names, so its
+    reading is here too, by name: ``keys()``, ``values()``, ``items()``."""
+
+    __slots__ = ()
+
+    def keys(self) -> list[str]:
+        return [f.name for f in self]
+
+    def values(self) -> list[Function]:
+        return list(self)
+
+    def items(self) -> list[tuple[str, Function]]:
+        return [(f.name, f) for f in self]
+
 
 @dataclass(frozen=True)
 class Program(Node):
@@ -224,6 +246,10 @@ class Program(Node):
 
     name: str
     functions: tuple[Function, ...]
+
+    def __post_init__(self) -> None:
+        if type(self.functions) is not FunctionTable:
+            object.__setattr__(self, "functions", FunctionTable(self.functions))
 
     def get(self, name: str) -> Function:
         """The function called ``name`` (KeyError when absent)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import warnings
 from pathlib import Path
@@ -89,6 +90,17 @@ def test_program_as_python_reads_back():
     text = ExpRows.as_python()
     assert text.startswith("# pypto.program: ExpRows\n") and text == ir.print_program(ExpRows)
     ir.assert_structural_equal(parse_text(text), ExpRows, names=True)
+
+
+def test_a_lowered_programs_functions_read_as_upstreams_table_by_name():
+    program = ir.compile(ExpRows, platform="a2a3sim").program  # lowered: the kernels too
+    functions = program.functions
+    names = functions.keys()
+    assert names == [f.name for f in functions] and len(names) == len(set(names)) >= 2
+    assert functions.values() == list(functions) and dict(functions.items())["exp_rows"] is program.entry
+    assert {f.name: f.func_type for f in functions.values()}["exp_rows"] is ir.FunctionType.Orchestration
+    again = pickle.loads(pickle.dumps(program))  # a cached program reads the same
+    assert again.functions.keys() == names and again == program
 
 
 def test_upstream_run_config_options_are_accepted_with_a_reason(tmp_path: Path):

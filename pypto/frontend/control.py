@@ -23,7 +23,7 @@ from pypto.errors import (
     UnknownNameError,
     UnsupportedSyntaxError,
 )
-from pypto.frontend import pipeline_attrs
+from pypto.frontend import pipeline_attrs, semantic
 from pypto.frontend.bounds import loop_interval
 from pypto.frontend.cluster import Optimizations, parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
@@ -185,6 +185,22 @@ class LoopCarry:
         finally:
             self.p.blocks.pop()
 
+    def _widened(self, body: list[Stmt], want: list[Type], got: list[Expr], node: ast.AST) -> list[Expr]:
+        """Each carried integer scalar whose next value is of an integer dtype it holds every
+        value of (an INT64 carry given an INDEX, an INT32 sum widened): converted at the end
+        of the trip, losing nothing, as the carry's declared dtype."""
+        out = []
+        for w, g in zip(want, got):
+            t = type_of(g)
+            if isinstance(w, ScalarType) and isinstance(t, ScalarType) and semantic.widens(t.dtype, w.dtype):
+                self.p.blocks.append(body)
+                try:
+                    g, _ = self.p.exprs.cast_scalar(g, w.dtype, node)
+                finally:
+                    self.p.blocks.pop()
+            out.append(g)
+        return out
+
     def _check_carry(
         self, names: list[str], want: list[Type | None], got: list[Expr], node: ast.AST
     ) -> list[Type]:
@@ -210,8 +226,17 @@ class LoopCarry:
                 )
 
     def _leave(self, saved: dict[str, Any], where: str) -> None:
-        for name in self.p.env:
-            if name not in saved:
+        """Back to the names before the block; one only the block defined is reported where
+        used. A tensor version written in the block (``t2 = pl.store(tile, offs, t)``) names
+        the same GM buffer as the tensor it wrote, so after a loop it is that tensor."""
+        outer = {v.name for v in saved.values() if isinstance(v, Var)}
+        for name, value in self.p.env.items():
+            if name in saved:
+                continue
+            root = self.p.written.get(value.name) if isinstance(value, Var) else None
+            if root is not None and root.name in outer and where.startswith("the loop"):
+                saved[name] = root
+            else:
                 self.p.inner_defs[name] = where
         self.p.env = saved
 
@@ -254,6 +279,7 @@ class ControlFlow(LoopCarry):
             yields = [self.p.value_of(n, node) for n in names]
         else:
             yields = self._lower_in(body, self._yield_of(node.body[-1])[1].args)
+        yields = self._widened(body, [i.type for i in iters], yields, node)
         self._check_carry(names, [i.type for i in iters], yields, node)
         if iters:
             body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))

@@ -340,6 +340,11 @@ class ExprLowerer:
                 kw[name] = value
         return args, kw
 
+    def cast_scalar(self, value: Expr, dtype: DataType, node: ast.AST) -> tuple[Expr, Type | None]:
+        """``value`` converted to ``dtype`` (a ``pl.cast``), bound to a fresh name."""
+        call, t = self.op("pl.cast", ("scalar.cast",), [value, dtype], {}, node)
+        return self.bind_temp(call, t, node), t
+
     def untransposed(
         self, value: Expr, param: tuple[list[str], str], args: list, kw: dict, node: ast.AST
     ) -> Expr:

@@ -91,6 +91,9 @@ class FunctionParser:
         self.exprs = ExprLowerer(self)
         self.annotations = AnnotationReader(self.folder, self.exprs.index)
         self.inner_defs: dict[str, str] = {}
+        # each tensor version a store or window assignment made -> the tensor it wrote into
+        # (followed back to the first one): the same GM buffer
+        self.written: dict[str, Var] = {}
         self.scalar_defs: dict[str, Expr] = {}
         self.handles: set[str] = set()
         self.params: list[Param] = []
@@ -384,6 +387,9 @@ class FunctionParser:
         var = Var(self.names.claim(name), final, span=span)
         self.emit(Assign(var, rhs, span=self.span(stmt)))
         self.env[name] = var
+        wrote = semantic.written_tensor(rhs)
+        if wrote is not None:
+            self.written[var.name] = self.written.get(wrote.name, wrote)
         if isinstance(final, ScalarType) and final.dtype.is_integer and polynomial(rhs) is not None:
             self.scalar_defs[var.name] = rhs  # one assignment per IR name: slice lengths may fold
 

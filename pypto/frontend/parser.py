@@ -32,6 +32,7 @@ from pypto.frontend.consteval import MISSING, NOT_CONST, Folder
 from pypto.frontend.function import FunctionParser, ParamBinding
 from pypto.frontend.input_writes import check_input_writes
 from pypto.frontend.pipeline_attrs import NOT_IN_KERNELS, pipeline_groups
+from pypto.frontend.semantic import widens
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.frontend.state import ParserState
@@ -103,8 +104,11 @@ class ProgramContext:
                 f"but {len(args)} were given",
                 span,
             )
-        for a, p in zip(args, params):
+        for k, (a, p) in enumerate(zip(args, params)):
             t, want = type_of(a), p.var.type
+            if isinstance(want, ScalarType) and isinstance(t, ScalarType) and widens(t.dtype, want.dtype):
+                a, t = fp.exprs.cast_scalar(a, want.dtype, node)  # an INDEX as an INT64 parameter
+                args[k] = a
             ok = same_shape_dtype(t, want) if isinstance(want, (TensorType, TileType)) else t == want
             if not ok:
                 raise TypeCheckError(

@@ -17,7 +17,7 @@ from pypto._dataclass import dataclass
 from pypto.errors import BoundsCheckError, MisplacedOpError, SourceSpan, TypeCheckError
 from pypto.frontend.bounds import Interval, interval
 from pypto.ir.bind import bind_call
-from pypto.ir.dtypes import BOOL, DataType
+from pypto.ir.dtypes import BOOL, INDEX, INT32, INT64, DataType
 from pypto.ir.enums import FunctionType
 from pypto.ir.expr import (
     BinOp,
@@ -196,6 +196,12 @@ def check_slot_index(t: Type, ranges: Mapping[str, Interval], span: SourceSpan |
         )
 
 
+def widens(have: DataType, want: DataType) -> bool:
+    """An integer dtype ``want`` holds every value of the other integer dtype ``have``:
+    INDEX and INT64 (both 64-bit), INT32 into either."""
+    return want in {INDEX: (INT64,), INT64: (INDEX,), INT32: (INT64, INDEX)}.get(have, ())
+
+
 def merge_annotation(name: str, declared: Type | None, inferred: Type, span: SourceSpan | None) -> Type:
     """The type of ``name: declared = <value of type inferred>``.
 
@@ -250,6 +256,15 @@ def scalar_binop(op: str, lhs: Expr, rhs: Expr, span: SourceSpan | None) -> Expr
 
 
 _ALIASING_WRITES = {"tensor.assemble": "target", "tile.store": "output_tensor"}
+
+
+def written_tensor(value: Expr) -> Var | None:
+    """The tensor ``value`` writes into, when it is a store or a window assignment."""
+    if isinstance(value, Call) and value.op in _ALIASING_WRITES:
+        target = value.arg(_ALIASING_WRITES[value.op])
+        if isinstance(target, Var) and isinstance(target.type, TensorType):
+            return target
+    return None
 
 
 def warn_out_rebind(name: str, current: Var, value: Expr, span: SourceSpan | None) -> None:

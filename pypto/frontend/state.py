@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pypto.frontend.source import KernelSource
     from pypto.frontend.spmd import SpmdScopes
     from pypto.ir.enums import FunctionType
-    from pypto.ir.expr import Expr
+    from pypto.ir.expr import Expr, Var
     from pypto.ir.names import NameSupply
     from pypto.ir.stmt import Param, Stmt
     from pypto.ir.types import Type
@@ -41,6 +41,7 @@ class ParserState(Protocol):
     spmd: SpmdScopes  # pl.spmd scopes and their call forms (pl.spmd_submit)
     params: list[Param]
     inner_defs: dict[str, str]  # names defined only inside a finished loop/branch -> where
+    written: dict[str, Var]  # tensor versions stores made -> the tensor they wrote into
     scalar_defs: dict[str, Expr]  # IR name of an integer scalar -> the expression assigned to it
     handles: set[str]  # `with pl.at(...) as h` handles seen so far
 

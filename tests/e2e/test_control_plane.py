@@ -365,3 +365,69 @@ def test_pl_read_with_one_index_reads_the_flat_row_major_element():
     out = np.zeros((2, 64), np.float32)
     rows_by_flat_index(ids, grid, x, out, config=CFG)
     np.testing.assert_array_equal(out, x[[ids[3], grid.flat[13]]])
+
+
+@pl.program
+class WidenedScalars:
+    """Upstream's paged-attention shape: block counts from an INT32 length and an INT64
+    config (they meet in INDEX) carried in an INT64, and an INDEX loop variable passed to an
+    INT64 kernel parameter; a kernel's store result named inside its loop and returned after."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def fill_rows(
+        self,
+        out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+        row: pl.Scalar[pl.INT64],
+        value: pl.Scalar[pl.FP32],
+    ) -> pl.Tensor[[64, 128], pl.FP32]:
+        for r in pl.range(2):
+            tile = pl.tile.full([8, 128], dtype=pl.FP32, value=value)
+            out_new = pl.store(tile, [row * 16 + r * 8, 0], out)
+        return out_new
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        lens: pl.Tensor[[4], pl.INT32],
+        config: pl.Tensor[[1], pl.INT64],
+        out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+    ) -> pl.Tensor[[64, 128], pl.FP32]:
+        block = pl.tensor.read(config, [0])
+        most: pl.Scalar[pl.INT64] = 0
+        for b in pl.range(4):
+            blocks = (pl.tensor.read(lens, [b]) + block - 1) // block  # INT32 and INT64: INDEX
+            most = pl.max(most, blocks)  # carried as the INT64 it started as
+        for i in pl.range(4):
+            if i < most:
+                out = self.fill_rows(out, i, 1.0)  # the INDEX loop variable as an INT64
+        return out
+
+
+def test_integer_scalars_widen_at_carries_and_kernel_arguments_and_stores_name_their_tensor():
+    lens, config = np.array([5, 40, 17, 30], np.int32), np.array([16], np.int64)
+    out = np.zeros((64, 128), np.float32)
+    from pypto.runtime import run
+
+    run(WidenedScalars, lens, config, out, config=CFG)
+    most = max(-(-n // 16) for n in lens)  # 3 blocks: rows of the first 3 quarters set
+    want = np.zeros((64, 128), np.float32)
+    want[: 16 * most] = 1.0
+    np.testing.assert_array_equal(out, want)
+    text = WidenedScalars.as_python()
+    assert text.count("pl.scalar.cast(") == 2  # the carry's next value, the kernel's argument
+    assert "        return out\n" in text  # the store's result after its loop: the tensor itself
+
+
+@pl.jit
+def narrowed_carry(a: pl.Tensor[[4], pl.INT64], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+    n: pl.Scalar[pl.INT32] = 0
+    for b in pl.range(4):
+        n = pl.max(n, pl.tensor.read(a, [b]))  # an INT64 does not fit an INT32
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.full([16, 128], dtype=pl.FP32, value=1.0), [0, 0], out)
+    return out
+
+
+def test_a_carry_that_would_narrow_is_still_refused():
+    with pytest.raises(TypeCheckError, match="`n` is carried around the loop/branch but its type changes"):
+        narrowed_carry.compile(np.zeros(4, np.int64), np.zeros((16, 128), np.float32))

@@ -28,7 +28,7 @@ from pypto.frontend.split_aiv import SplitAivRegions
 from pypto.frontend.spmd import SpmdScopes
 from pypto.frontend.static_checks import static_assert
 from pypto.frontend.transpose_views import drop_transpose_views
-from pypto.frontend.unpack import unpack
+from pypto.frontend.unpack import unpack, unpacked_for_effect
 from pypto.frontend.while_loop import WhileLoop
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Call, Const, Expr, FuncCall, ListExpr, Var, as_expr, type_of, value_type
@@ -303,6 +303,8 @@ class FunctionParser:
             return
         if is_bind_dynamic(node.value):
             bind_dynamic(self, node.value)
+            return
+        if unpacked_for_effect(self, node.value):
             return
         e, _ = self.exprs.call(node.value)
         # An inline helper has emitted its statements already: its value, if any, is unused.

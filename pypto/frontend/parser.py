@@ -74,6 +74,31 @@ class ProgramContext:
         params, returns = self.signatures[name]
         return self._call(fp, name, params, returns, args, node)
 
+    def call_method_unpacked(
+        self, fp: ParserState, name: str, args: list[Expr], node: ast.Call
+    ) -> tuple[FuncCall, list[Expr]]:
+        """``a, b = self.<name>(...)`` in a ``@pl.program``: the call, and for each value it
+        returns the tensor argument it is — its ``pl.Out`` / ``pl.InOut`` tensor parameters in
+        order, which must match the declared return types one for one (a kernel returns the
+        tensors it writes)."""
+        if name not in self.signatures:
+            raise UnknownNameError(f"`self.{name}` is not a function of this program", fp.span(node))
+        params, returns = self.signatures[name]
+        call, _ = self._call(fp, name, params, returns[:1], args, node)
+        written = [
+            (p, a)
+            for p, a in zip(params, call.args)
+            if p.direction in (Direction.Out, Direction.InOut) and isinstance(p.var.type, TensorType)
+        ]
+        if [p.var.type for p, _ in written] != list(returns):
+            raise UnsupportedSyntaxError(
+                f"`{name}` returns {len(returns)} values; unpacking them needs its pl.Out / pl.InOut "
+                f"tensor parameters ({', '.join(p.var.name for p, _ in written) or 'none'}) to be "
+                "what it returns, in order",
+                fp.span(node),
+            )
+        return dataclasses.replace(call, type=VoidType()), [a for _, a in written]
+
     def call_kernel(
         self, fp: ParserState, fn: JitFunction | KernelFunction, args: list[Expr], node: ast.Call
     ):

@@ -51,6 +51,15 @@ def _unpack_call(
     """``a, b = kernel(x, a, b)`` in orchestration (each name stands for the tensor argument the
     kernel returns in its place), or ``a, b = helper(...)`` of a ``@pl.jit.inline`` helper ending
     ``return x, y`` (each name takes its value). False when the value is neither call."""
+    if isinstance(value, ast.Call) and _self_call(value):
+        assert isinstance(value.func, ast.Attribute)
+        if len(names) != len(target.elts):
+            raise UnsupportedSyntaxError("unpack a call into plain names: `a, b = f(...)`", p.span(target))
+        args, no_dep = p.exprs.kernel_args(value)
+        call, values = p.program.call_method_unpacked(p, value.func.attr, args, value)
+        p.emit(Eval(dataclasses.replace(call, no_dep=no_dep), span=p.span(value)))
+        _bind(p, target, names, values, value.func.attr)
+        return True
     fn = p.folder.fold(value.func) if isinstance(value, ast.Call) else None
     if not isinstance(value, ast.Call) or not isinstance(fn, (JitFunction, KernelFunction, InlineFunction)):
         return False
@@ -65,11 +74,36 @@ def _unpack_call(
         args, no_dep = p.exprs.kernel_args(value)
         call, values = p.program.call_kernel_unpacked(p, fn, args, value)
         p.emit(Eval(dataclasses.replace(call, no_dep=no_dep), span=p.span(value)))
+    _bind(p, target, names, values, fn.name)
+    return True
+
+
+def unpacked_for_effect(p: ParserState, value: ast.Call) -> bool:
+    """``self.<name>(...)`` as a statement, of a program method returning several tensors: the
+    call for what it writes (its values are its pl.Out / pl.InOut arguments, as ``a, b = ...``
+    would bind them). How a printed program spells an unpacked call. False for other calls."""
+    if not _self_call(value):
+        return False
+    assert isinstance(value.func, ast.Attribute)
+    returns = p.program.signatures.get(value.func.attr, ((), ()))[1]
+    if len(returns) < 2:
+        return False
+    args, no_dep = p.exprs.kernel_args(value)
+    call, _ = p.program.call_method_unpacked(p, value.func.attr, args, value)
+    p.emit(Eval(dataclasses.replace(call, no_dep=no_dep), span=p.span(value)))
+    return True
+
+
+def _self_call(value: ast.Call) -> bool:
+    f = value.func
+    return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
+
+
+def _bind(p: ParserState, target: ast.expr, names: list[ast.Name], values: list, callee: str) -> None:
     if len(values) != len(names):
-        raise TypeCheckError(f"`{fn.name}` returns {len(values)} values, not {len(names)}", p.span(target))
+        raise TypeCheckError(f"`{callee}` returns {len(values)} values, not {len(names)}", p.span(target))
     for n, v in zip(names, values):
         p.env[n.id] = v
-    return True
 
 
 def _unpack_values(

@@ -35,6 +35,7 @@ _MODULES = {
         "as_expr", "make_binop", "make_unary", "type_of",
     ),
     "ops": ("DSL_OPS", "OPS", "Kind", "OpDef", "ParamSpec", "get_op", "resolve_dsl"),
+    "pass_manager": ("OptimizationStrategy",),
     "printer": ("print_expr", "print_function", "print_program", "print_type"),
     "stmt": (
         "Assign", "Eval", "For", "Function", "If", "IterArg", "Param", "PipelineClone", "PipelineGroup",

@@ -97,6 +97,13 @@ class CompiledProgram:
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.name} for {self.platform} in {self.output_dir}>"
 
+    # As upstream's: a compile reads as the folder it wrote (``os.path.join(compiled, "kernels")``).
+    def __str__(self) -> str:
+        return str(self.output_dir)
+
+    def __fspath__(self) -> str:
+        return str(self.output_dir)
+
     @classmethod
     def from_dir(cls, output_dir: str | Path) -> CompiledProgram:
         """The compiled program kept in a compile's ``output_dir`` (kernels rebuilt if needed)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import warnings
@@ -13,7 +14,7 @@ import pytest
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import ConfigError
+from pypto.errors import ConfigError, TypeCheckError
 from pypto.frontend.parser import parse_text
 from pypto.runtime import RunConfig, UpstreamOptionWarning, run
 from pypto.runtime.entry import CompiledDirError
@@ -101,6 +102,53 @@ def test_a_lowered_programs_functions_read_as_upstreams_table_by_name():
     assert {f.name: f.func_type for f in functions.values()}["exp_rows"] is ir.FunctionType.Orchestration
     again = pickle.loads(pickle.dumps(program))  # a cached program reads the same
     assert again.functions.keys() == names and again == program
+
+
+@pl.program
+class TwoOutputs:
+    @pl.function(type=pl.FunctionType.InCore)
+    def exp_and_neg(
+        self,
+        a: pl.Tensor[[64, 128], pl.FP32],
+        e: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+        n: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+    ) -> tuple[pl.Tensor[[64, 128], pl.FP32], pl.Tensor[[64, 128], pl.FP32]]:
+        t: pl.Tile[[64, 128], pl.FP32] = pl.tile.load(a, [0, 0], [64, 128])
+        e_out = pl.tile.store(pl.tile.exp(t), [0, 0], e)
+        n_out = pl.tile.store(pl.tile.neg(t), [0, 0], n)
+        return e_out, n_out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[64, 128], pl.FP32],
+        e: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+        n: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+    ) -> tuple[pl.Tensor[[64, 128], pl.FP32], pl.Tensor[[64, 128], pl.FP32]]:
+        e_1, n_1 = self.exp_and_neg(a, e, n)  # each name: the output tensor the kernel wrote
+        return e_1, n_1
+
+
+def test_a_program_method_returning_two_outputs_unpacks_into_them(tmp_path: Path):
+    a = _input()[:64]
+    e, n = np.zeros_like(a), np.zeros_like(a)
+    compiled = ir.compile(TwoOutputs, output_dir=tmp_path / "two", platform="a2a3sim",
+                          strategy=ir.OptimizationStrategy.Default)  # fmt: skip
+    compiled(a, e, n)
+    np.testing.assert_allclose(e, np.exp(a), rtol=1e-6)
+    np.testing.assert_array_equal(n, -a)
+    assert os.fspath(compiled) == str(compiled) == str(tmp_path / "two")  # reads as its folder
+    assert (Path(compiled) / "report").is_dir()
+    text = TwoOutputs.as_python()  # the call for its effect, then the outputs returned
+    assert "        self.exp_and_neg(a, e, n)\n        return e, n\n" in text
+    ir.assert_structural_equal(parse_text(text), TwoOutputs, names=True)
+
+
+def test_unpacking_a_method_into_the_wrong_number_of_names_is_refused():
+    statement = "        self.exp_and_neg(a, e, n)\n"
+    text = TwoOutputs.as_python().replace(statement, statement.replace("self.", "x, y, z = self."))
+    with pytest.raises(TypeCheckError, match="`exp_and_neg` returns 2 values, not 3"):
+        parse_text(text)
 
 
 def test_upstream_run_config_options_are_accepted_with_a_reason(tmp_path: Path):

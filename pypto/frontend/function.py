@@ -381,6 +381,13 @@ class FunctionParser:
             rhs, t = self.written_result(rhs, declared)
         if t is None:
             raise TypeCheckError(f"`{ast.unparse(value)}` cannot be assigned to a kernel variable", span)
+        if (
+            isinstance(declared, ScalarType)
+            and isinstance(t, ScalarType)
+            and semantic.widens(t.dtype, declared.dtype)
+        ):
+            rhs, t = self.exprs.cast_scalar(rhs, declared.dtype, value)  # `n: pl.Scalar[pl.INT64] = <INDEX>`
+            assert t is not None
         final = semantic.merge_annotation(name, declared, t, span)
         semantic.check_slot_index(final, self.ctx.ranges, span)
         current = self.env.get(name)

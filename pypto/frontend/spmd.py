@@ -197,17 +197,20 @@ class SpmdScopes:
     ) -> tuple[int | Expr, str | None, list[str], TaskHints, Optimizations]:
         """The block count, name_hint=, deps=, task hints and optimizations= (upstream: the
         split and ring depth of the InCore scope it outlines, as pl.at's) of a pl.spmd call."""
-        if not isinstance(call, ast.Call) or len(call.args) != 1:
+        named = [k.value for k in call.keywords if k.arg == "core_num"] if isinstance(call, ast.Call) else []
+        if not isinstance(call, ast.Call) or len(call.args) + len(named) != 1:  # core_num: upstream's name
             raise TypeCheckError("write pl.spmd(n) with the block count n first", self.p.span(call))
         kw = {}
         known = ("name_hint", "deps", "optimizations", "sync_start", *TASK_HINTS)
         for k in call.keywords:
+            if k.arg == "core_num":
+                continue
             if k.arg not in known:
                 raise TypeCheckError(
                     f"pl.spmd has no parameter `{k.arg}` (n, {', '.join(known)})", self.p.span(k)
                 )
             kw[k.arg] = k.value
-        n = spmd_blocks(self.p, call.args[0])
+        n = spmd_blocks(self.p, (call.args or named)[0])
         hint = name_hint(self.p, kw["name_hint"], "pl.spmd") if "name_hint" in kw else None
         names, values = task_deps(self.p, kw.get("deps"))
         hints = task_hints(self.p, kw)._replace(dep_values=values)

@@ -393,8 +393,8 @@ class WidenedScalars:
         out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
     ) -> pl.Tensor[[64, 128], pl.FP32]:
         block = pl.tensor.read(config, [0])
-        most: pl.Scalar[pl.INT64] = 0
-        for b in pl.range(4):
+        most: pl.Scalar[pl.INT64] = (pl.tensor.read(lens, [0]) + block - 1) // block  # annotated
+        for b in pl.range(1, 4):
             blocks = (pl.tensor.read(lens, [b]) + block - 1) // block  # INT32 and INT64: INDEX
             most = pl.max(most, blocks)  # carried as the INT64 it started as
         for i in pl.range(4):
@@ -414,7 +414,7 @@ def test_integer_scalars_widen_at_carries_and_kernel_arguments_and_stores_name_t
     want[: 16 * most] = 1.0
     np.testing.assert_array_equal(out, want)
     text = WidenedScalars.as_python()
-    assert text.count("pl.scalar.cast(") == 2  # the carry's next value, the kernel's argument
+    assert text.count("pl.scalar.cast(") == 3  # the annotated INDEX, the carry, the argument
     assert "        return out\n" in text  # the store's result after its loop: the tensor itself
 
 

@@ -41,7 +41,7 @@ def spmd_then_after(x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * 
     """Four blocks copy x's row blocks into tmp in reverse order (block b writes block n-1-b,
     n from pl.get_block_num()); a task after them reads all of tmp."""
     tmp = pl.create_tensor([4 * R, C], pl.FP32)
-    with pl.spmd(4, name_hint="fill"):
+    with pl.spmd(core_num=4, name_hint="fill"):  # upstream's parameter name, by keyword
         b = pl.get_block_idx()
         n = pl.get_block_num()
         t = pl.load(x, [b * R, 0], [R, C])

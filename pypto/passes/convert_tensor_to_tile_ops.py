@@ -168,6 +168,11 @@ class _Converter:
 
     def read(self, e: Expr) -> Var:
         """``e`` as a tile an op reads: refused when it has no values on every path here."""
+        self.check_set(e)
+        return self.tile_of(e)
+
+    def check_set(self, e: Expr) -> None:
+        """Refuses a read of ``e`` where it has no values on every path."""
         name = getattr(e, "name", None)
         if name in self.unset and not self.branches:
             raise CompileError(
@@ -176,7 +181,6 @@ class _Converter:
                 "least); assign it on every path before reading it, or give init_value=",
                 self.span,
             )
-        return self.tile_of(e)
 
     def subst(self, node: Any) -> Any:
         """``node`` with every use of a converted value replaced by its tile."""
@@ -419,7 +423,7 @@ class _Converter:
         cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
         acc = None
         if c.op == "tensor.matmul_acc":
-            self.read(c.arg("acc"))  # refused when it has no values here
+            self.check_set(c.arg("acc"))
             acc = self.held(c.arg("acc"))  # accumulated whole, padding and all
         return convert_matmul(cube, c, name, self.operand(c.arg("lhs")), self.operand(c.arg("rhs")), acc)
 

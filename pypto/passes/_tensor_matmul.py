@@ -3,7 +3,9 @@ ConvertTensorToTileOps).
 
 Each operand window is loaded GM → Mat, moved to Left/Right and multiplied into Acc, in K
 chunks sized to L0A/L0B: ``matmul`` then ``matmul_acc`` (``matmul_acc`` throughout when the
-accumulator comes in); with a batch axis ``batch_matmul`` / ``batch_matmul_acc``.
+accumulator comes in); with a batch axis ``batch_matmul`` / ``batch_matmul_acc``. A window
+whose M (or N) is short of whole 16 x 16 fractals is loaded into whole ones with its own rows
+(columns) valid, so the product is padded the same way; K must be whole fractals.
 
 A product of two tensor windows whose ``[M, N]`` output overflows L0C is tiled along M and N
 (:class:`Blocks`): each ``[mt, nt]`` block is its own K walk into one Acc tile, made where the
@@ -40,6 +42,7 @@ _MAX_K_CHUNKS = 16
 # M / N blocks times K chunks an oversized product is written out in (each a matmul with its
 # loads and moves): past it the kernel would be mostly straight-line cube code.
 _MAX_BLOCK_WALK = 256
+FRACTAL = 16  # rows and columns of a Left / Right / Acc fractal
 
 
 @dataclass(frozen=True)
@@ -105,26 +108,46 @@ def convert_matmul(
     n = sb[-2] if b_trans else sb[-1]
     ba, bb = (s[0] if len(s) == 3 else 1 for s in (sa, sb))
     batched = 3 in (len(sa), len(sb))  # pl.batch_matmul on [B, .., ..] tiles
+    if k % FRACTAL:
+        raise CompileError(
+            f"matmul operands [{m}, {k}] x [{k}, {n}]: K ({k}) must be a multiple of {FRACTAL}, "
+            "whole cube fractals (a short M or N is padded, K is not: pad K with zeros in the "
+            "tensors)",
+            cube.span,
+        )
     esize = shaped_type(a.base).dtype.itemsize
     if m * n * 4 > cube.l0c and acc is None and not batched and _windows(a, b):
         block = _mn_block(cube, m, k, n, esize)
         if block is not None:
             return Blocks(cube, c, name, a, b, (m, k, n), block)
-    kt = _k_chunk(cube, m, k, n, esize, (ba, bb, max(ba, bb)))
-    return _k_walk(cube, c, name, (a, b), (k, kt), acc, batched)
+    # M or N short of whole fractals: the window is loaded into whole ones with the real rows /
+    # columns valid, and the product is that much taller / wider (fractal_padded)
+    pm = fractal_padded(m) if _loaded(a, batched) else m
+    pn = fractal_padded(n) if _loaded(b, batched) else n
+    kt = _k_chunk(cube, pm, k, pn, esize, (ba, bb, max(ba, bb)))
+    return _k_walk(cube, c, name, (a, b), (k, kt), acc, batched, (pm, pn))
 
 
 def _k_walk(
-    cube: Cube, c: Call, name: str, ab: tuple[View, View], kk: tuple[int, int], acc: Var | None, batched: bool
+    cube: Cube,
+    c: Call,
+    name: str,
+    ab: tuple[View, View],
+    kk: tuple[int, int],
+    acc: Var | None,
+    batched: bool,
+    sides: tuple[int, int] | None = None,
 ) -> Var:
     """``a × b`` (added to ``acc`` when given) in K chunks: ``kk`` is (K, the chunk), into one
-    Acc tile."""
+    Acc tile. ``sides``: its (M, N) when padded past the windows' to whole fractals."""
     (a, b), (k, kt) = ab, kk
     a_trans, b_trans = bool(c.const_arg("a_trans").value), bool(c.const_arg("b_trans").value)
     flags = {"a_trans": a_trans, "b_trans": b_trans}
     for k0 in range(0, k, kt):
-        la = _operand(cube, a, k0, kt, not a_trans, MemorySpace.Left)  # A is [M, K]
-        rb = _operand(cube, b, k0, kt, b_trans, MemorySpace.Right)  # B is [K, N]
+        la = _operand(
+            cube, a, k0, kt, not a_trans, MemorySpace.Left, sides[0] if sides else None
+        )  # A: [M, K]
+        rb = _operand(cube, b, k0, kt, b_trans, MemorySpace.Right, sides[1] if sides else None)  # B: [K, N]
         if acc is None and batched:
             acc = cube.emit(name, "tile.batch_matmul", [la, rb], **flags)
         elif acc is None:
@@ -172,6 +195,17 @@ def _fractal_divisors(x: int) -> list[int]:
     return [d for d in range(16, x + 1, 16) if x % d == 0]
 
 
+def fractal_padded(n: int) -> int:
+    """``n`` rows or columns rounded up to whole cube fractals (16)."""
+    return -(-n // FRACTAL) * FRACTAL
+
+
+def _loaded(v: View, batched: bool) -> bool:
+    """Whether the operand is a window of a tensor this conversion loads (its M / N side can be
+    padded to whole fractals); a batched one keeps its shape (each batch fills whole fractals)."""
+    return not batched and not isinstance(v.base.type, TileType)
+
+
 def _static_shape(v: View, which: str, span: SourceSpan | None) -> tuple[int, ...]:
     if not is_static(v.shape):
         raise TypeCheckError(
@@ -190,9 +224,12 @@ def _as_view(v: View | Var) -> View:
     return View(v, tuple(as_expr(0) for _ in t.shape), tuple(t.shape))
 
 
-def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: MemorySpace) -> Var:
+def _operand(
+    cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: MemorySpace, side: int | None = None
+) -> Var:
     """The [.., kt] (or [kt, ..]) chunk of one operand (of each batch), loaded to Mat and
-    moved to ``space`` (a Mat tile's chunk: moved, or extracted when K is chunked)."""
+    moved to ``space`` (a Mat tile's chunk: moved, or extracted when K is chunked). ``side``:
+    the chunk's other extent (M or N) when padded past the window's to whole fractals."""
     *lead, r0, c0 = v.offsets
     *batch, rows, cols = v.shape
     if isinstance(v.base.type, TileType):
@@ -202,11 +239,16 @@ def _operand(cube: Cube, v: View, k0: int, kt: int, k_is_cols: bool, space: Memo
         shape = [rows, kt] if k_is_cols else [kt, cols]
         return cube.emit(f"{v.base.name}_l0", "tile.extract", [v.base, *at, shape], target_memory=space)
     k_off = make_binop("+", c0 if k_is_cols else r0, as_expr(k0, cube.span))
+    real = rows if k_is_cols else cols
+    extent: int | DynDim = real if side is None else side
     if k_is_cols:
-        offs, shape = [*lead, r0, k_off], [*batch, rows, kt]
+        offs, shape = [*lead, r0, k_off], [*batch, extent, kt]
     else:
-        offs, shape = [*lead, k_off, c0], [*batch, kt, cols]
+        offs, shape = [*lead, k_off, c0], [*batch, kt, extent]
     valid = _chunk_valid(cube, v, kt, k_is_cols)
+    if valid is None and extent != real:  # padded: the window's own rows / columns are read
+        own, k = as_expr(real, cube.span), as_expr(kt, cube.span)
+        valid = ListExpr((own, k) if k_is_cols else (k, own), span=cube.span)
     mat = cube.emit(
         f"{v.base.name}_mat",
         "tile.load",

@@ -8,7 +8,10 @@ on them; this pass places them, so that every later pass sees tiles only:
 * a vector op on tensors is its tile op (``tensor.row_sum`` → ``tile.row_sum``), with the
   scratch tile the hardware needs allocated here (:mod:`pypto.ir.op_levels`);
 * ``pl.matmul`` / ``pl.matmul_acc`` of windows load them to Mat, move them to Left/Right and
-  multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``);
+  multiply into Acc in K chunks sized to L0A/L0B (``_tensor_matmul.py``); an M or N short of
+  whole 16 x 16 fractals is padded to them: the product (and a ``pl.create_tensor`` in Acc) is
+  the padded tile, carried so by loops and branches and accumulated so, and what a store or a
+  vector op reads is its real part (``tile.slice``);
 * ``pl.full`` is a filled Vec tile; a kernel-local ``pl.create_tensor`` is a tile in the space
   of the values merged into it around loops and across branches (``_tensor_places.py``);
 * values carried by loops and merged by ``if`` become tiles with their producers (a window
@@ -55,11 +58,11 @@ from pypto.ir.names import NameSupply
 from pypto.ir.op_levels import scratch_params, tile_args, tile_form
 from pypto.ir.ops import OPS, Kind
 from pypto.ir.stmt import Assign, Eval, For, Function, If, IterArg, Program, Stmt, Yield
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import TensorType, TileType, is_static
 from pypto.ir.visit import nodes_of, rewrite
 from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes._scan import defined_names, with_functions
-from pypto.passes._tensor_matmul import Blocks, Cube, View, convert_matmul, fixpipe_casts
+from pypto.passes._tensor_matmul import Blocks, Cube, View, convert_matmul, fixpipe_casts, fractal_padded
 from pypto.passes._tensor_places import local_places
 from pypto.passes.context import PassContext
 
@@ -121,7 +124,21 @@ class _Converter:
         return self.tiles.get(e.name) if isinstance(e, Var) else None
 
     def tile_of(self, e: Expr) -> Var:
-        """``e`` as a tile: a computed value as it is, a tensor (or a window of one) loaded to Vec."""
+        """``e`` as a tile: a computed value as it is (a product padded to whole fractals: its
+        real part), a tensor (or a window of one) loaded to Vec."""
+        tile = self.held(e)
+        if not (isinstance(e, Var) and isinstance(e.type, TensorType) and _padded(tile, e.type)):
+            return tile
+        key = (tile.name, MemorySpace.Acc)  # the real part of a padded product, once per block
+        if key not in self.crossed:
+            shape, zeros = list(e.type.shape), [as_expr(0, self.span) for _ in e.type.shape]
+            self.crossed[key] = self.emit(f"{tile.name}_part", "tile.slice", [tile, shape, zeros])
+        return self.crossed[key]
+
+    def held(self, e: Expr) -> Var:
+        """The tile that holds ``e``: a computed value as it is (a product of M or N short of
+        whole fractals is the padded tile the matmul wrote), a tensor (or a window of one)
+        loaded to Vec."""
         tile = self.computed(e)
         if tile is not None:
             return tile
@@ -151,6 +168,11 @@ class _Converter:
 
     def read(self, e: Expr) -> Var:
         """``e`` as a tile an op reads: refused when it has no values on every path here."""
+        self.check_set(e)
+        return self.tile_of(e)
+
+    def check_set(self, e: Expr) -> None:
+        """Refuses a read of ``e`` where it has no values on every path."""
         name = getattr(e, "name", None)
         if name in self.unset and not self.branches:
             raise CompileError(
@@ -159,7 +181,6 @@ class _Converter:
                 "least); assign it on every path before reading it, or give init_value=",
                 self.span,
             )
-        return self.tile_of(e)
 
     def subst(self, node: Any) -> Any:
         """``node`` with every use of a converted value replaced by its tile."""
@@ -244,7 +265,7 @@ class _Converter:
         an on-chip value; a carried GM tensor (a parameter being stored into) stays as it is."""
         if var.name not in self.places:
             return self.subst(var)
-        tile = self.tile_of(value)
+        tile = self.held(value)
         new = dataclasses.replace(var, type=tile.type)
         self.tiles[var.name] = new
         return new
@@ -263,9 +284,7 @@ class _Converter:
             on_chip = var.name in self.places
             if getattr(it.init, "name", None) in self.unset:
                 self.unset.add(var.name)
-            iters.append(
-                IterArg(var, self.tile_of(it.init) if on_chip else self.subst(it.init), span=it.span)
-            )
+            iters.append(IterArg(var, self.held(it.init) if on_chip else self.subst(it.init), span=it.span))
         body = self.block(s.body)
         self.check_yield(body, [it.var for it in iters], s.span)
         results = tuple(self.carried(r, it.var) for r, it in zip(s.results, iters))
@@ -328,6 +347,8 @@ class _Converter:
         t = tensor_type(s.var)
         space = self.places.get(s.var.name, MemorySpace.Vec)
         shape, dtype = list(t.shape), t.dtype
+        if space is MemorySpace.Acc and len(shape) == 2 and is_static(t.shape):  # padded as products are
+            shape = [fractal_padded(n) for n in t.shape if isinstance(n, int)]
         init = c.arg("init_value")
         if isinstance(init, Literal) and init.value is None:
             self.tiles[s.var.name] = self.emit(s.var.name, "tile.create", [shape, dtype, space])
@@ -400,7 +421,10 @@ class _Converter:
     def matmul(self, name: str, c: Call) -> Var | Blocks:
         p = self.ctx.platform
         cube = Cube(self.emit, p.l0a_bytes, p.l0b_bytes, p.l0c_bytes, self.span)
-        acc = self.read(c.arg("acc")) if c.op == "tensor.matmul_acc" else None
+        acc = None
+        if c.op == "tensor.matmul_acc":
+            self.check_set(c.arg("acc"))
+            acc = self.held(c.arg("acc"))  # accumulated whole, padding and all
         return convert_matmul(cube, c, name, self.operand(c.arg("lhs")), self.operand(c.arg("rhs")), acc)
 
     def operand(self, e: Expr) -> View | Var:
@@ -514,6 +538,15 @@ class _Converter:
         assert isinstance(last, Assign)
         self.out[-1] = Assign(s.var, last.value, span=s.span)
         self.stored(s, target)
+
+
+def _padded(tile: Var, t: TensorType) -> bool:
+    """Whether ``tile`` holds a product of type ``t`` padded to whole fractals (M or N short)."""
+    tt = tile.type
+    if not (isinstance(tt, TileType) and tt.memory is MemorySpace.Acc and is_static(t.shape)):
+        return False
+    padded = [fractal_padded(n) for n in t.shape if isinstance(n, int)]
+    return len(t.shape) == 2 and tt.shape != t.shape and list(tt.shape) == padded
 
 
 def _placed(op: str) -> bool:

@@ -11,7 +11,8 @@ loop, innermost first:
   compute. L1 → L0 feeds (a move or extract out of a Mat tile, on MTE1) count as loads.
   A load from a tensor the body also writes stays in place.
 * static bounds: the trip count ``n`` is known; ``n % F`` leftover clones follow the loop as
-  straight-line code (also loads first).
+  straight-line code (also loads first). A loop of no trips leaves no copy of its body, and
+  the groups the pipeline loops nested in it recorded are dropped with it.
 * dynamic bounds: the loop end is computed (``start + (stop - start) // (F*step) * F*step``)
   and a remainder ``pl.range`` loop of the original body runs from there to ``stop``; both
   sit in a branch on the loop running at all (with carried values, the branch yields the
@@ -120,8 +121,9 @@ class _Expander:
         out: list[Stmt] = []
         for s in body:
             if isinstance(s, For):
+                nested = len(self.groups)
                 s = dataclasses.replace(s, body=self.block(s.body))
-                out += self.loop(s) if s.kind is ForKind.pipeline else [s]
+                out += self.loop(s, nested) if s.kind is ForKind.pipeline else [s]
             elif isinstance(s, If):
                 out.append(
                     dataclasses.replace(
@@ -133,16 +135,18 @@ class _Expander:
         return tuple(out)
 
     # --- one pipeline loop -------------------------------------------------------------------
-    def loop(self, s: For) -> list[Stmt]:
+    def loop(self, s: For, nested: int) -> list[Stmt]:
+        """``nested``: how many of ``self.groups`` were there before the loops nested in ``s``
+        recorded theirs."""
         plan = _plan_of(s)
         plain = dataclasses.replace(s, kind=ForKind.range, stage=None, staged=None)
         if plan.depth == 1:
             return [plain]
         if all(isinstance(b, Const) for b in (s.start, s.stop)):
-            return self.static(plain, plan)
+            return self.static(plain, plan, nested)
         return self.dynamic(plain, plan)
 
-    def static(self, s: For, plan: _Plan) -> list[Stmt]:
+    def static(self, s: For, plan: _Plan, nested: int) -> list[Stmt]:
         f, step, start = plan.depth, plan.step, int(as_const(s.start).value)
         n = len(range(start, int(as_const(s.stop).value), step))
         main, rest = divmod(n, f)
@@ -164,6 +168,9 @@ class _Expander:
             out += [Assign(r, v, span=s.span) for r, v in zip(s.results, final)]
             blocks.append(clones)
         if not main and not rest:
+            # No trips: no copy of the body is left, so neither are the groups of the pipeline
+            # loops nested in it (they would name tiles nothing defines).
+            del self.groups[nested:]
             out += [Assign(r, it.init, span=s.span) for r, it in zip(s.results, s.iter_args)]
         self.record(plan, blocks)
         return out

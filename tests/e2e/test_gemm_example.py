@@ -114,3 +114,10 @@ def test_a_k_walk_of_one_l1_load_compiles_and_matches(gemm_example):
     c, ref, _, report = gemm_example.run(256, seed=2)
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
     assert report.hazards == [] and len(report.tasks) == 2
+
+
+def test_the_peeled_form_compiles_when_k_is_one_l1_load(gemm_example):
+    # K = 256 is one L1 K block: the peeled form's pipeline over the remaining L1 loads runs
+    # from 1 to 1, no trips, around the pipelined L0 loop; all of K is the peeled block
+    cycles = _both_forms(gemm_example, 256, 256, 256, seed=4)
+    assert abs(cycles[1] - cycles[0]) <= gemm_example.k_block_cycles()

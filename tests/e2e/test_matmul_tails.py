@@ -66,3 +66,61 @@ def test_a_slice_stored_into_a_window_of_its_valid_shape_stores_its_valid_part()
     post = np.zeros((32, 4), np.float32)
     store_valid_columns(p, post)
     np.testing.assert_array_equal(post, np.vstack([p[:, :4], p[:, :4]]))
+
+
+B, HID, COLS, KT = 8, 512, 128, 128  # a decode batch of 8: half a 16-row cube fractal
+
+
+@pl.jit
+def decode_projection(
+    x: pl.Tensor[[B, HID], pl.FP16],
+    w: pl.Tensor[[HID, 2 * COLS], pl.FP16],
+    res: pl.Tensor[[B, 2 * COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[B, 2 * COLS], pl.FP32]],
+):
+    """y = res + x @ w with M = 8: a pipelined K walk into a kernel-local accumulator and a
+    vector epilogue, one task per column block (examples/qwen3_layer_kernels.py at batch 8)."""
+    for j in pl.parallel(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            n0 = j * COLS
+            acc = pl.create_tensor([B, COLS], dtype=pl.FP32)
+            for kb in pl.pipeline(HID // KT, stage=2):
+                xa, wb = x[:, kb * KT : kb * KT + KT], w[kb * KT : kb * KT + KT, n0 : n0 + COLS]
+                if kb == 0:  # noqa: SIM108 - a kernel branch, not a value
+                    acc = pl.matmul(xa, wb, out_dtype=pl.FP32)
+                else:
+                    acc = pl.matmul_acc(acc, xa, wb)
+            y[:, n0 : n0 + COLS] = pl.add(acc, res[:, n0 : n0 + COLS])
+    return y
+
+
+def test_a_batch_short_of_a_fractal_is_padded_to_one_and_gives_its_rows():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (B, HID)).astype(np.float16)
+    w = rng.uniform(-1, 1, (HID, 2 * COLS)).astype(np.float16)
+    res = rng.standard_normal((B, 2 * COLS)).astype(np.float32)
+    y = np.zeros((B, 2 * COLS), np.float32)
+    decode_projection(x, w, res, y)
+    ref = res + x.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert decode_projection.last_report.hazards == []
+
+
+@pl.jit
+def short_m_and_n_transposed(
+    at: pl.Tensor[[64, 24], pl.FP16],
+    bt: pl.Tensor[[40, 64], pl.FP16],
+    c: pl.Out[pl.Tensor[[24, 40], pl.FP32]],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:, :] = pl.matmul(at, bt, a_trans=True, b_trans=True, out_dtype=pl.FP32)
+    return c
+
+
+def test_short_m_and_n_of_transposed_operands_are_padded_too():
+    rng = np.random.default_rng(2)
+    at = rng.uniform(-1, 1, (64, 24)).astype(np.float16)
+    bt = rng.uniform(-1, 1, (40, 64)).astype(np.float16)
+    c = np.full((24, 40), -1, np.float32)
+    short_m_and_n_transposed(at, bt, c)
+    np.testing.assert_allclose(c, at.astype(np.float64).T @ bt.astype(np.float64).T, rtol=1e-5, atol=1e-5)

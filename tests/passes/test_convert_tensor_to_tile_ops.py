@@ -139,6 +139,70 @@ def test_a_product_cast_with_rint_for_another_matmul_is_narrowed_by_fixpipe_into
         lower(CHAIN, body.replace('mode="rint"', 'mode="round"'), "AIC")
 
 
+def test_a_matmul_of_m_short_of_a_fractal_multiplies_whole_fractals_and_stores_its_rows():
+    """M = 8 (a decode batch): the window is loaded as 16 rows with 8 valid, the product is
+    [16, N] in Acc and what is stored is its [8, N] part."""
+    params = (
+        "a: pl.Tensor[[8, 64], pl.FP16], b: pl.Tensor[[64, 32], pl.FP16], "
+        "out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]"
+    )
+    fn = lower(params, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+    loads_and_moves = ["tile.load", "tile.move"] * 2
+    assert ops(fn) == [*loads_and_moves, "tile.matmul", "tile.slice", "tile.store"]
+    calls = {c.op: c for c in ir.nodes_of(fn.body, ir.Call)}
+    left = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.load")
+    assert left.type.shape == (16, 64) and [i.value for i in left.arg("valid_shape").items] == [8, 64]
+    assert calls["tile.matmul"].type.shape == (16, 32)
+    assert calls["tile.slice"].type.shape == (8, 32) and calls["tile.store"].arg("tile").type.shape == (8, 32)
+
+
+def test_a_short_n_is_padded_on_the_right_operand_transposed_or_not():
+    params = (
+        "a: pl.Tensor[[16, 64], pl.FP16], b: pl.Tensor[[40, 64], pl.FP16], "
+        "out: pl.Out[pl.Tensor[[16, 40], pl.FP32]]"
+    )
+    fn = lower(params, "c = pl.matmul(a, b, b_trans=True)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+    loads = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.load"]
+    assert [c.type.shape for c in loads] == [(16, 64), (48, 64)]  # B^T rows are N: 40 -> 48
+    assert _no_valid(loads[0])  # M = 16: whole already
+    assert [i.value for i in loads[1].arg("valid_shape").items] == [40, 64]
+    (part,) = [c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.slice"]
+    assert part.type.shape == (16, 40)
+
+
+def _no_valid(load: ir.Call) -> bool:
+    valid = load.arg("valid_shape")
+    return not isinstance(valid, ir.ListExpr) or not valid.items
+
+
+def test_an_accumulator_of_m_short_of_a_fractal_is_carried_padded():
+    """The K walk of a decode projection: the kernel-local accumulator, the loop carrying it and
+    both branches' products are [16, N]; only the store after the loop takes the [8, N] part."""
+    params = (
+        "a: pl.Tensor[[8, 256], pl.FP16], b: pl.Tensor[[256, 64], pl.FP16], "
+        "c: pl.Out[pl.Tensor[[8, 64], pl.FP32]]"
+    )
+    body = GEMM_IF_ELSE.replace("[64, 64], dtype", "[8, 64], dtype").replace(
+        "slice(a, [64, 64]", "slice(a, [8, 64]"
+    )
+    fn = lower(params, body, "AIC")
+    padded = ir.TileType((16, 64), ir.FP32, ir.MemorySpace.Acc)
+    create = next(c for c in ir.nodes_of(fn.body, ir.Call) if c.op == "tile.create")
+    assert (create.type.shape, create.type.memory) == (padded.shape, padded.memory)
+    loop = next(s for s in fn.body if isinstance(s, ir.For))
+    assert loop.iter_args[0].var.type.shape == (16, 64) and loop.results[0].type.shape == (16, 64)
+    assert ops(fn)[-2:] == ["tile.slice", "tile.store"] and ops(fn).count("tile.slice") == 1
+
+
+def test_a_k_short_of_a_fractal_is_refused_at_the_matmul():
+    params = (
+        "a: pl.Tensor[[16, 100], pl.FP16], b: pl.Tensor[[100, 32], pl.FP16], "
+        "out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]"
+    )
+    with pytest.raises(CompileError, match=r"K \(100\) must be a multiple of 16"):
+        lower(params, "c = pl.matmul(a, b)\nout = pl.assemble(out, c, [0, 0])", "AIC")
+
+
 RED = "x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]"
 
 

@@ -187,3 +187,39 @@ def test_an_outer_loop_shorter_than_its_stages_keeps_the_inner_groups_names():
     # the trip's loop value is substituted: the inner loop's loads index from 0 * 4
     loop = next(s for s in got.functions[0].body if isinstance(s, For))
     assert "o" not in {v.name for v in ir.nodes_of(loop, ir.Var)}
+
+
+def test_an_outer_loop_of_no_trips_drops_the_groups_of_the_loops_in_it():
+    """A stage-2 loop from 1 to 1 around a pipelined loop (a K walk with its first block peeled,
+    at a K of one block): no copy of the body is left, so the inner loop's group, recorded
+    first, goes too; kept, it would name tiles the program no longer defines."""
+
+    def body(b, a, out, n):
+        with (
+            b.loop("o", 1, 1, kind=ForKind.pipeline, stage=2) as outer,
+            b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner,
+        ):
+            _tile(b, a, out, outer.var * 4 + inner.var)
+
+    got = _expand(_kernel(body))
+    ir.verify(got)
+    assert got.functions[0].pipeline_groups == ()
+    assert not ir.nodes_of(got.functions[0].body, For)
+
+
+def test_a_loop_of_no_trips_keeps_the_groups_recorded_before_it():
+    """Only the groups of the loops nested in the empty loop go: a pipelined loop before it
+    keeps its group."""
+
+    def body(b, a, out, n):
+        with b.loop("p", 0, 4, kind=ForKind.pipeline, stage=2) as first:
+            _tile(b, a, out, first.var)
+        with (
+            b.loop("o", 1, 1, kind=ForKind.pipeline, stage=2) as outer,
+            b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner,
+        ):
+            _tile(b, a, out, outer.var * 4 + inner.var)
+
+    got = _expand(_kernel(body))
+    ir.verify(got)
+    assert [g.name for g in got.functions[0].pipeline_groups] == ["p"]

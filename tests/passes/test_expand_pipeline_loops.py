@@ -164,20 +164,28 @@ def test_an_int32_trip_count_keeps_its_type_in_the_computed_end():
     assert isinstance(end, Assign) and end.var.type == ScalarType(INT32)
 
 
-def test_an_outer_loop_shorter_than_its_stages_keeps_the_inner_groups_names():
-    """One trip of a stage-2 loop around a pipelined loop: no main loop, the one leftover clone
-    is the body's only copy and keeps its names, which the inner loop's group (recorded first)
-    names. Renamed, the group would name tiles the program no longer defines."""
+def _nested_pipelines(start: int, stop: int):
+    """A stage-2 loop over [start, stop) around a stage-2 loop of 4 trips, expanded (and
+    verified: every group names tiles the program defines)."""
 
     def body(b, a, out, n):
         with (
-            b.loop("o", 0, 1, kind=ForKind.pipeline, stage=2) as outer,
+            b.loop("o", start, stop, kind=ForKind.pipeline, stage=2) as outer,
             b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner,
         ):
             _tile(b, a, out, outer.var * 4 + inner.var)
 
     got = _expand(_kernel(body))
     ir.verify(got)
+    return got
+
+
+def test_an_outer_loop_shorter_than_its_stages_keeps_the_inner_groups_names():
+    """One trip of a stage-2 loop around a pipelined loop: no main loop, the one leftover clone
+    is the body's only copy and keeps its names, which the inner loop's group (recorded first)
+    names. Renamed, the group would name tiles the program no longer defines."""
+
+    got = _nested_pipelines(0, 1)
     inner_group, outer_group = got.functions[0].pipeline_groups
     assert (inner_group.name, outer_group.name) == ("i", "o")
     (leftover,) = outer_group.blocks
@@ -194,15 +202,7 @@ def test_an_outer_loop_of_no_trips_drops_the_groups_of_the_loops_in_it():
     at a K of one block): no copy of the body is left, so the inner loop's group, recorded
     first, goes too; kept, it would name tiles the program no longer defines."""
 
-    def body(b, a, out, n):
-        with (
-            b.loop("o", 1, 1, kind=ForKind.pipeline, stage=2) as outer,
-            b.loop("i", 0, 4, kind=ForKind.pipeline, stage=2) as inner,
-        ):
-            _tile(b, a, out, outer.var * 4 + inner.var)
-
-    got = _expand(_kernel(body))
-    ir.verify(got)
+    got = _nested_pipelines(1, 1)
     assert got.functions[0].pipeline_groups == ()
     assert not ir.nodes_of(got.functions[0].body, For)
 

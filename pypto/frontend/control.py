@@ -225,16 +225,17 @@ class LoopCarry:
                     self.p.span(node),
                 )
 
-    def _leave(self, saved: dict[str, Any], where: str) -> None:
+    def _leave(self, saved: dict[str, Any], where: str, loop: bool = True) -> None:
         """Back to the names before the block; one only the block defined is reported where
-        used. A tensor version written in the block (``t2 = pl.store(tile, offs, t)``) names
-        the same GM buffer as the tensor it wrote, so after a loop it is that tensor."""
+        used. A tensor version written in a loop (``t2 = pl.store(tile, offs, t)``) names the
+        same GM buffer as the tensor it wrote, so after the loop it is that tensor (a branch's
+        may not have run: its names stay inside)."""
         outer = {v.name for v in saved.values() if isinstance(v, Var)}
         for name, value in self.p.env.items():
             if name in saved:
                 continue
             root = self.p.written.get(value.name) if isinstance(value, Var) else None
-            if root is not None and root.name in outer and where.startswith("the loop"):
+            if root is not None and root.name in outer and loop:
                 saved[name] = root
             else:
                 self.p.inner_defs[name] = where
@@ -411,7 +412,7 @@ class ControlFlow(LoopCarry):
         where = f"an if branch at line {node.lineno + self.p.src.line_offset}"
         for _, env, _ in branches:
             self.p.env = env
-            self._leave(dict(saved), where)
+            self._leave(dict(saved), where, loop=False)
         self.p.env = saved
         results = [Var(self.p.names.claim(n), t, span=self.p.span(node)) for n, t in zip(names, want)]
         for (body, _, stmts), vals in zip(branches, values):

@@ -18,6 +18,11 @@ inline constexpr const char* kFlagPipeNames[PYPTO_NUM_PIPES] = {"MTE2", "MTE1", 
 inline constexpr const char* kMemNames[PYPTO_NUM_MEM] = {"GM",    "Vec", "Mat", "Left",
                                                          "Right", "Acc", "Bias"};
 
+// The on-chip spaces each core kind has: an AIV has UB (Vec) only; L1 (Mat), L0A/L0B/L0C
+// (Left/Right/Acc) and the bias table are the AIC's, beside its cube.
+inline constexpr bool kOnAic[PYPTO_NUM_MEM] = {false, false, true, true, true, true, true};
+inline constexpr bool on_core(bool aic, int mem) { return mem > PYPTO_GM && kOnAic[mem] == aic; }
+
 struct DType {
   int code;           // pypto_dtype
   const char* name;   // short name (errors, IR)

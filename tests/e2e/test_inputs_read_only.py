@@ -153,7 +153,7 @@ def test_fixpipe_store_into_an_input_is_refused(fixture_kernel):
     a = np.ones((16, 16), np.float16)
     c = np.zeros((16, 16), np.float32)
     with pytest.raises(ReadOnlyInputError, match="TSTORE: writes into argument #2"):
-        run_kernel_file(fixture_kernel("matmul_probe"), [a, a, c, 0, 0, 0], isolate=False)
+        run_kernel_file(fixture_kernel("matmul_probe"), [a, a, c, 0, 0, 0], core="aic", isolate=False)
     assert (c == 0).all()
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import pypto
 from pypto import _native, _native_testing, platforms
+from pypto.runtime.dtypes import code_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = {"CoreModel", "data_queue_exercise", "data_queue_times", "matmul_f32_form", "matmul_f32_forms",
@@ -96,13 +97,20 @@ def test_a_task_is_checked_when_it_is_described(fixture_kernel):
 def test_run_results_are_typed_attributes_that_agree_with_the_report_dict(fixture_kernel):
     so = fixture_kernel("exp_single_buffer")
     plat = platforms.get("a2a3sim").to_native()
-    runner = _native.TaskRunner([_task(so), _task(so, core=_native.CoreKind.aic, deps=[0])], plat)
+    matmul = _task(
+        fixture_kernel("matmul_probe"), name="mm", tensors=[2, 3, 4], scalars=[0, 0, 0],
+        core=_native.CoreKind.aic, deps=[0],
+    )  # fmt: skip
+    runner = _native.TaskRunner([_task(so), matmul], plat)
     x = np.linspace(-1, 1, 64 * 128, dtype=np.float32).reshape(64, 128)
     out = np.zeros_like(x)
-    results = runner.run([(x, 0), (out, 0)])
+    a, c = np.eye(16, dtype=np.float16), np.zeros((16, 16), np.float32)
+    fp16 = code_of(a.dtype)  # a table entry: the array and its dtype code (fp32 is 0)
+    results = runner.run([(x, 0), (out, 0), (a, fp16), (a, fp16), (c, 0)])
     np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    np.testing.assert_array_equal(c, np.eye(16, dtype=np.float32))
     d = results.to_dict()
-    assert [t.name for t in results.tasks] == ["exp", "exp"]
+    assert [t.name for t in results.tasks] == ["exp", "mm"]
     assert [t.cube for t in results.tasks] == [False, True]
     for t, r in zip(results.tasks, d["tasks"]):
         assert (t.task, t.core, t.start, t.end, t.cycles, t.instructions) == (

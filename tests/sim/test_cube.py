@@ -18,8 +18,9 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def matmul(fixture_kernel, a, b, c, at=False, bt=False, twice=False, record=False):
     return run_kernel_file(
-        fixture_kernel("matmul_probe"), [a, b, c, int(at), int(bt), int(twice)], outputs={2}, record=record
-    )
+        fixture_kernel("matmul_probe"), [a, b, c, int(at), int(bt), int(twice)], outputs={2}, record=record,
+        core="aic",
+    )  # fmt: skip
 
 
 def operands(m, k, n, dtype, seed=0):
@@ -89,7 +90,7 @@ def test_load_into_left_names_the_legal_route(fixture_kernel):
     with pytest.raises(
         MemorySpaceError, match="GM loads write Vec or Mat, not Left; the route into Left is Mat -> Left"
     ):
-        run_kernel_file(fixture_kernel("load_into_left"), [np.zeros((16, 16), np.float16)])
+        run_kernel_file(fixture_kernel("load_into_left"), [np.zeros((16, 16), np.float16)], core="aic")
 
 
 def test_fractal_tiles_need_multiples_of_16(fixture_kernel):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pypto import platforms
+from pypto.errors import MemorySpaceError
 from pypto.kernel_build import KernelSource, build_kernel
 from pypto.runtime import run_kernel_file
 
@@ -358,3 +359,18 @@ def test_ported_conv2d_cycles_are_pinned(peer_conv2d, cin, h, wd, base_k, cycles
     np.testing.assert_allclose(out.astype(np.float32), conv3x3(x, w), rtol=2e-2, atol=5e-2)
     assert rep.cycles == cycles
     assert {pipe: rep.pipe_busy[pipe] for pipe in busy} == busy
+
+
+def test_a_kernel_on_a_core_kind_without_its_buffers_is_refused_naming_both(peer_gemm, fixture_kernel):
+    """An AIV has UB only; L1 and L0 are the AIC's. The ported GEMM run on the default AIV core,
+    or a vector kernel run on an AIC, is a MemorySpaceError at its first tile in the wrong
+    space, naming the core to run it on, and writes nothing."""
+    a, b = np.ones((128, 64), np.float16), np.ones((64, 256), np.float16)
+    c = np.zeros((128, 256), np.float32)
+    with pytest.raises(MemorySpaceError, match=r"is in Mat, which an AIV core does not have .*core=\"aic\""):
+        run_kernel_file(peer_gemm, [a, b, c, 1], outputs={2}, isolate=False)  # core="aiv", the default
+    assert not c.any()
+    x, out = np.ones((64, 128), np.float32), np.zeros((64, 128), np.float32)
+    with pytest.raises(MemorySpaceError, match=r"is in Vec, which an AIC core does not have .*core=\"aiv\""):
+        run_kernel_file(fixture_kernel("exp_single_buffer"), [x, out], outputs={1}, core="aic", isolate=False)
+    assert not out.any()

@@ -48,6 +48,15 @@ namespace {
     fail(ErrorKind::kMemorySpace, op,
          who + " is in memory space " + mem_name(t->mem) + ", which this instruction cannot use");
   }
+  if (!hw::on_core(core.aic, t->mem)) {
+    fail(ErrorKind::kMemorySpace, op,
+         who + " is in " + mem_name(t->mem) + ", which an " + (core.aic ? "AIC" : "AIV") +
+             " core does not have (" +
+             (core.aic ? "UB (Vec) is the AIV's: run the kernel on an AIV core, core=\"aiv\""
+                       : "L1 and L0 are the AIC's, beside its cube: run the kernel on an AIC "
+                         "core, core=\"aic\"") +
+             ")");
+  }
   if (t->dtype < 0 || t->dtype >= PYPTO_NUM_DTYPES)
     fail(ErrorKind::kDType, op, who + " has an unknown dtype");
   if (t->rows <= 0 || t->cols <= 0 || t->valid_rows < 0 || t->valid_cols < 0 ||
@@ -101,9 +110,9 @@ TileView check_tile_fully(const pypto_tile* t, const char* op, const char* opera
   CoreContext& core = current_core();
   CoreContext::CheckedTile& seen = core.checked[checked_slot(t)];
   bool ok = t != nullptr && t->mem > PYPTO_GM && t->mem < PYPTO_NUM_MEM &&
-            (spaces & mem_bit(t->mem)) && t->dtype >= 0 && t->dtype < PYPTO_NUM_DTYPES &&
-            t->rows > 0 && t->cols > 0 && t->valid_rows >= 0 && t->valid_cols >= 0 &&
-            t->valid_rows <= t->rows && t->valid_cols <= t->cols;
+            (spaces & mem_bit(t->mem)) && hw::on_core(core.aic, t->mem) && t->dtype >= 0 &&
+            t->dtype < PYPTO_NUM_DTYPES && t->rows > 0 && t->cols > 0 && t->valid_rows >= 0 &&
+            t->valid_cols >= 0 && t->valid_rows <= t->rows && t->valid_cols <= t->cols;
   // rows, cols < 2^31 and esize <= 8: the bytes can pass 2^63, so the product is checked,
   // and the end address is compared as `addr > cap - bytes`, which cannot wrap.
   const int64_t esize = ok ? static_cast<int64_t>(dtype_size(t->dtype)) : 0;

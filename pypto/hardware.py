@@ -11,6 +11,8 @@ _FACTS = _native.hardware_facts()
 PIPES: tuple[str, ...] = tuple(_FACTS["pipes"])  # dataflow order, as the report names them
 FLAG_PIPE_NAMES: tuple[str, ...] = tuple(_FACTS["flag_pipes"])  # AscendC's spellings (PIPE_M, ...)
 MEM_SPACES: tuple[str, ...] = tuple(_FACTS["mem_spaces"])
+# The on-chip spaces an AIC core has (L1, L0A/L0B/L0C, bias: beside its cube); an AIV has the rest (UB).
+AIC_SPACES: tuple[str, ...] = tuple(_FACTS["aic_spaces"])
 # numpy dtype name -> ABI code, and the element size of each code.
 DTYPE_CODES: dict[str, int] = {numpy: code for code, _, numpy, _ in _FACTS["dtypes"]}
 DTYPE_SIZES: dict[int, int] = {code: size for code, _, _, size in _FACTS["dtypes"]}

@@ -77,6 +77,10 @@ py::dict hardware_facts() {
   d["flag_pipes"] =
       std::vector<std::string>(std::begin(hw::kFlagPipeNames), std::end(hw::kFlagPipeNames));
   d["mem_spaces"] = std::vector<std::string>(std::begin(hw::kMemNames), std::end(hw::kMemNames));
+  std::vector<std::string> aic;
+  for (int m = 0; m < PYPTO_NUM_MEM; ++m)
+    if (hw::on_core(true, m)) aic.emplace_back(hw::kMemNames[m]);
+  d["aic_spaces"] = aic;
   py::list dtypes;
   for (const hw::DType& t : hw::kDTypes)
     dtypes.append(py::make_tuple(t.code, t.name, t.numpy, t.size));

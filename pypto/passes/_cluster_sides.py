@@ -16,6 +16,7 @@ import dataclasses
 import enum
 from collections.abc import Callable
 
+from pypto.hardware import AIC_SPACES
 from pypto.ir.enums import MemorySpace
 from pypto.ir.expr import Call, Expr, Var
 from pypto.ir.stmt import Assign, Eval, For, If, Stmt, Yield
@@ -29,9 +30,8 @@ class Side(enum.Enum):
     BOTH = "both cores"  # scalar work, recomputed on each core
 
 
-CUBE_SPACES = frozenset(
-    {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
-)
+# The AIC's buffers, as the simulator defines them (an AIV has Vec alone).
+CUBE_SPACES = frozenset(MemorySpace[name] for name in AIC_SPACES)
 AIC_OPS = frozenset({"tile.tpush_to_aiv", "tile.tpop_from_aiv", "tile.tfree_to_aiv", "tensor.matmul"})
 AIV_OPS = frozenset({"tile.tpush_to_aic", "tile.tpop_from_aic", "tile.tfree_to_aic", "tile.get_subblock_idx"})
 # Statements that matter for what they do, not only for the value they name.

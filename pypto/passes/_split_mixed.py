@@ -25,10 +25,10 @@ from pypto.ir.ops import get_op
 from pypto.ir.stmt import Assign, For, If, Scope, Stmt
 from pypto.ir.types import INDEX_TYPE, ScalarType, TensorType, TileType
 from pypto.ir.visit import nodes_of, rewrite, walk
+from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.passes._scan import defined_names
 from pypto.passes._tensor_matmul import fixpipe_casts
 
-_CUBE_SPACES = {MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias}
 _VIEWS_AND_WRITES = ("tensor.slice", "tensor.assemble", "tile.store")  # values naming a tensor in GM
 
 
@@ -37,7 +37,7 @@ def cube_work(node: object, folded: frozenset[str] = frozenset()) -> bool:
     ``fixpipe_casts`` of the scope)."""
     return (
         any(c.op.startswith(("tile.matmul", "tensor.matmul")) for c in nodes_of(node, Call))
-        or any(isinstance(v.type, TileType) and v.type.memory in _CUBE_SPACES for v in nodes_of(node, Var))
+        or any(isinstance(v.type, TileType) and v.type.memory in CUBE_SPACES for v in nodes_of(node, Var))
         or bool(_fixpipe_calls(node, folded))
     )
 

@@ -192,7 +192,7 @@ def _mn_block(cube: Cube, m: int, k: int, n: int, esize: int) -> tuple[int, int,
 
 
 def _fractal_divisors(x: int) -> list[int]:
-    return [d for d in range(16, x + 1, 16) if x % d == 0]
+    return [d for d in range(FRACTAL, x + 1, FRACTAL) if x % d == 0]
 
 
 def fractal_padded(n: int) -> int:
@@ -292,7 +292,7 @@ def _k_chunk(cube: Cube, m: int, k: int, n: int, esize: int, batches: tuple[int,
             f"{cube.l0c} B; split M or N across tasks",
             cube.span,
         )
-    step = max(16, 32 // esize)  # whole fractals: K0 is 32 B of inputs, 16 rows at least
+    step = max(FRACTAL, 32 // esize)  # whole fractals: K0 is 32 B of inputs, 16 rows at least
     for kt in range(k, 0, -step):
         if k % kt == 0 and ba * m * kt * esize <= cube.l0a and bb * kt * n * esize <= cube.l0b:
             if k // kt > _MAX_K_CHUNKS:

@@ -16,6 +16,7 @@ from pypto.ir.dtypes import ELEMENT_DTYPES, FP32, from_array_dtype
 from pypto.ir.enums import MemorySpace, Pipe
 from pypto.ir.ops import get_op
 from pypto.ir.types import TileType
+from pypto.passes._cluster_sides import CUBE_SPACES
 from pypto.report import run_report as report
 from pypto.report import trace
 from pypto.runtime import dtypes
@@ -33,6 +34,9 @@ def test_python_reads_the_native_tables():
             assert np.dtype(name).itemsize == hardware.DTYPE_SIZES[code]
     # The IR's memory spaces are the simulator's, in its order; the IR calls global memory DDR.
     assert ["GM" if m is MemorySpace.DDR else m.name for m in MemorySpace] == list(hardware.MEM_SPACES)
+    # The compiler's cube side is the simulator's AIC: L1, L0 and bias; Vec is the AIV's alone.
+    assert hardware.AIC_SPACES == ("Mat", "Left", "Right", "Acc", "Bias")
+    assert {MemorySpace[name] for name in hardware.AIC_SPACES} == CUBE_SPACES
     # The IR's element dtypes are the ABI's, one each, of the same size.
     native = {name: size for _, name, _, size in facts["dtypes"]}
     assert {d.name.lower(): d.itemsize for d in ELEMENT_DTYPES} == native

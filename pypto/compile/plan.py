@@ -319,6 +319,7 @@ def _submit_block(
                     call.span,
                 )
             tensors.append(env.tensors[a.name])
+            _check_run_time_sizes(p.var, a, env, call)
         else:
             scalars.append(_value(a, env))
     # effects are on buffers: a view's reads and writes are its base's (Task.reads/writes too)
@@ -361,6 +362,21 @@ def _submit_block(
             call.early_resolve,
         )
     )
+
+
+def _check_run_time_sizes(param: Var, arg: Var, env: _Env, call: FuncCall) -> None:
+    """A tensor sized at run time (a pl.create_tensor or pl.slice of sizes orchestration
+    computes) passed where the kernel's sizes are fixed: the sizes must agree at this call."""
+    index = env.tensors[arg.name]
+    if index < env.n_params or all(isinstance(d, int) for d in tensor_type(arg).shape):
+        return
+    want, have = tensor_type(param).shape, env.intermediates[index - env.n_params].shape
+    if any(isinstance(w, int) and w != h for w, h in zip(want, have)):
+        raise ArgumentError(
+            f"`{param.name}` of `{call.callee}` is {list(want)}, but at this call `{arg.name}` is "
+            f"{list(have)} (its sizes are computed at run time)",
+            call.span,
+        )
 
 
 def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:

@@ -37,6 +37,7 @@ from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.frontend.state import ParserState
 from pypto.ir.aliases import tensor_aliases
+from pypto.ir.dtypes import BOOL, DataType
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, Var, type_of, value_type
 from pypto.ir.names import NameSupply
@@ -49,11 +50,17 @@ from pypto.ir.types import (
     Type,
     VoidType,
     format_type,
-    same_shape_dtype,
+    passes_as,
 )
 from pypto.ir.verify import verify
 from pypto.language import annotations as ann
 from pypto.language.decorators import JitFunction, KernelFunction
+
+
+def _converts(have: DataType, want: DataType) -> bool:
+    """A kernel argument of dtype ``have`` is passed as a ``want`` parameter: an integer widened
+    losslessly, or an integer flag as a BOOL (nonzero is true, as C++ converts it)."""
+    return widens(have, want) or (want == BOOL and have.is_integer)
 
 
 class ProgramContext:
@@ -131,11 +138,10 @@ class ProgramContext:
             )
         for k, (a, p) in enumerate(zip(args, params)):
             t, want = type_of(a), p.var.type
-            if isinstance(want, ScalarType) and isinstance(t, ScalarType) and widens(t.dtype, want.dtype):
-                a, t = fp.exprs.cast_scalar(a, want.dtype, node)  # an INDEX as an INT64 parameter
+            if isinstance(want, ScalarType) and isinstance(t, ScalarType) and _converts(t.dtype, want.dtype):
+                a, t = fp.exprs.cast_scalar(a, want.dtype, node)  # an INDEX as an INT64 or BOOL parameter
                 args[k] = a
-            ok = same_shape_dtype(t, want) if isinstance(want, (TensorType, TileType)) else t == want
-            if not ok:
+            if not passes_as(t, want):
                 raise TypeCheckError(
                     f"argument `{p.var.name}` of `{name}` must be {format_type(want)}, got "
                     f"{format_type(t) if t else 'a non-value'}",
@@ -349,6 +355,7 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
             if external is not None:
                 external = _beside(src.file, external)
             dirs = tuple(_beside(src.file, d) for d in dirs)
+            ctx.names.claim(node.name)  # a module-level kernel it calls is named apart from it
             fp = FunctionParser(src, node, kind, ctx)
             fp.bind_params(fp.declared_params())
             fp.read_returns()
@@ -365,7 +372,8 @@ def _parse_program_class(src: KernelSource, cdef: ast.ClassDef) -> Program:
         dataclasses.replace(fp.function(name, external, dirs), pipeline_groups=groups)
         for fp, name, external, dirs, groups in parsers
     )
-    program = Program(cdef.name, functions, span=src.span(cdef))
+    # module-level @pl.function kernels the methods call join the program
+    program = Program(cdef.name, (*functions, *ctx.functions), span=src.span(cdef))
     check_input_writes(program)
     return verify(program)
 

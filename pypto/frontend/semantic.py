@@ -89,8 +89,21 @@ def op_call(
     op_name = resolve_candidates(candidates, args, tuple(kwargs))
     check_placement(op_name, display, ctx, span)
     call, result = bind_call(op_name, args, kwargs, span=span, display=display)
+    if ctx.kind.is_incore or ctx.in_scope:
+        _static_sizes(call, display, span)
     check_window(call, ctx.ranges, display, span, window)
     return call, result
+
+
+def _static_sizes(call: Call, display: str, span: SourceSpan | None) -> None:
+    """On chip a window's sizes are the tile's, fixed when compiled; orchestration's views of
+    tensors may be sized at run time."""
+    if call.op == "tensor.slice" and any(not isinstance(i, Const) for i in call.list_arg("shape").items):
+        raise TypeCheckError(
+            f"{display} inside a kernel needs sizes known at compile time; for a tail, give the "
+            "full sizes and valid_shape=[...] with the sizes computed at run time",
+            span,
+        )
 
 
 def _takes_indices(candidates: Sequence[str]) -> bool:
@@ -137,7 +150,7 @@ _WINDOWS = {
 def _window_shape(call: Call, name: str) -> tuple[int | DynDim, ...]:
     e = call.arg(name)
     if isinstance(e, ListExpr):
-        return tuple(int(i.value) for i in e.items if isinstance(i, Const))
+        return tuple(int(i.value) if isinstance(i, Const) else DynDim("") for i in e.items)
     return shaped_type(e).shape
 
 

@@ -2,14 +2,15 @@
 
 A kernel writes a tensor parameter through values that name it afterwards: the result of a
 store into it (``tile.store``, or ``tensor.assemble`` before lowering), a loop-carried value
-that starts from it and the loop's result. Knowing them tells which parameter a returned value
-is, and whether every write of a parameter is an atomic add.
+that starts from it and the loop's result, and an if's result that names it in both branches.
+Knowing them tells which parameter a returned value is, and whether every write of a
+parameter is an atomic add.
 """
 
 from __future__ import annotations
 
 from pypto.ir.expr import Call, Var
-from pypto.ir.stmt import Assign, For, Function
+from pypto.ir.stmt import Assign, For, Function, If, Yield
 from pypto.ir.visit import nodes_of
 
 # op -> the argument naming the tensor the result stands for
@@ -25,6 +26,11 @@ def tensor_aliases(fn: Function, name: str) -> set[str]:
             for it, result in zip(s.iter_args, s.results):
                 if isinstance(it.init, Var) and it.init.name in names:
                     names |= {it.var.name, result.name}
+        for s in nodes_of(fn, If):
+            yields = [b[-1].values for b in (s.then_body, s.else_body) if b and isinstance(b[-1], Yield)]
+            for i, result in enumerate(s.results):
+                if len(yields) == 2 and all(isinstance(y[i], Var) and y[i].name in names for y in yields):
+                    names.add(result.name)
         for a in nodes_of(fn, Assign):
             v = a.value
             source = v.arg(_WRITES[v.op]) if isinstance(v, Call) and v.op in _WRITES else v

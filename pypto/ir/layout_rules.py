@@ -54,14 +54,16 @@ def concat_rule(b: Bound) -> Type:
 
 def slice_rule(b: Bound) -> Type:
     x = b.array("x")
-    shape = b.ints("shape") or ()
+    # A size computed at run time (a tensor's window in orchestration) is a pl.dynamic dim,
+    # as in create_tensor_rule; inside a kernel the frontend refuses it.
+    shape = tuple(int(i.value) if isinstance(i, Const) else DynDim(_dim_name(i)) for i in b.items("shape"))
     if not (len(shape) == len(x.shape) == b.rank_of_list("offset")):
         raise b.fail(f"slice of rank-{len(x.shape)} value needs {len(x.shape)} sizes and offsets")
     # With valid_shape only the valid part is read: a tail block's window may reach past the
     # source (the valid part is checked at run time, as a pl.dynamic dim is).
     ragged = "valid_shape" in b.args and b.rank_of_list("valid_shape") > 0
     for d, (n, full) in enumerate(zip(shape, x.shape)):
-        if isinstance(full, int) and n > full and not ragged:
+        if isinstance(full, int) and isinstance(n, int) and n > full and not ragged:
             raise b.fail(f"slice size {n} on dim {d} exceeds the source size {full}")
     _need_space(b, "x", frozenset(MemorySpace) - {MemorySpace.DDR, MemorySpace.Bias})
     if "valid_shape" in b.args and b.rank_of_list("valid_shape") not in (0, len(shape)):

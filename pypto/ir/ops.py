@@ -156,7 +156,7 @@ _TABLE: list[OpDef] = [
                 {"lhs": VEC}) for n in BINARY),
         *(OpDef(f"{prefix}.{n}", (_p("x", kind),), R.unary_rule, level, pipe, {"x": VEC}) for n in UNARY),
     )),
-    OpDef("tensor.slice", (_p("x", TN), _p("shape", SHAPE), _p("offset", IDX),
+    OpDef("tensor.slice", (_p("x", TN), _p("shape", IDX), _p("offset", IDX),
                            _p("valid_shape", IDX, None, optional=True)), L.slice_rule, "any", NONE,
           doc="a window view of a tensor (a[:, k0:k1]); valid_shape: the part a load reads (a tail)"),
     OpDef("tensor.view", (_p("x", TN), _p("shape", IDX)), L.view_rule, "orchestration", NONE,

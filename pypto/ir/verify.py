@@ -29,7 +29,16 @@ from pypto.ir.enums import Direction, ForKind, FunctionType
 from pypto.ir.expr import BinOp, Call, Const, Expr, FuncCall, ListExpr, Literal, UnaryOp, Var, type_of
 from pypto.ir.ops import OPS
 from pypto.ir.stmt import Assign, Eval, For, Function, If, Program, Return, Scope, Stmt, TaskRegion, Yield
-from pypto.ir.types import ScalarType, TensorType, TileType, Type, format_type, refines, same_shape_dtype
+from pypto.ir.types import (
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    format_type,
+    passes_as,
+    refines,
+    same_shape_dtype,
+)
 
 
 class _Verifier:
@@ -157,8 +166,7 @@ class _Verifier:
             self.expr(env, a)
             t = type_of(a)
             want = p.var.type
-            ok = same_shape_dtype(t, want) if isinstance(want, (TensorType, TileType)) else t == want
-            if not ok:
+            if not passes_as(t, want):
                 raise self.fail(
                     f"argument for `{p.var.name}` of `{e.callee}` is {format_type(t)}, "
                     f"expected {format_type(want)}",

@@ -431,3 +431,85 @@ def narrowed_carry(a: pl.Tensor[[4], pl.INT64], out: pl.Out[pl.Tensor[[16, 128],
 def test_a_carry_that_would_narrow_is_still_refused():
     with pytest.raises(TypeCheckError, match="`n` is carried around the loop/branch but its type changes"):
         narrowed_carry.compile(np.zeros(4, np.int64), np.zeros((16, 128), np.float32))
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def accumulate_rows(
+    x: pl.Tensor[[16, 64], pl.FP32],
+    acc: pl.InOut[pl.Tensor[[16, 64], pl.FP32]],
+    dst: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    first: pl.Scalar[pl.BOOL],
+) -> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
+    t = pl.load(x, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec)
+    if first:
+        acc_out = pl.store(t, [0, 0], acc)
+        dst_out = pl.store(t, [0, 0], dst)
+    else:
+        total = pl.add(pl.load(acc, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec), t)
+        acc_out = pl.store(total, [0, 0], acc)
+        dst_out = pl.store(total, [0, 0], dst)
+    return acc_out, dst_out
+
+
+@pl.program
+class RunTimeWindows:
+    """Upstream's paged-attention shape: sizes read from a config tensor size the buffers and
+    the windows passed to module-level kernels of fixed sizes; a flag yielded as an integer is
+    the kernel's BOOL; the kernel returns the stores of both branches of an if."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[64, 64], pl.FP32],
+        config: pl.Tensor[[2], pl.INT64],
+        out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    ) -> pl.Tensor[[16, 64], pl.FP32]:
+        rows = pl.tensor.read(config, [0])
+        steps = pl.tensor.read(config, [1])
+        acc = pl.create_tensor([rows, 64], dtype=pl.FP32)
+        for i in pl.range(steps):
+            xi = pl.slice(x, [rows, 64], [i * rows, 0])
+            if i == 0:  # noqa: SIM108 (upstream's form: a flag yielded from both branches)
+                first = pl.yield_(1)
+            else:
+                first = pl.yield_(0)
+            acc, out = accumulate_rows(xi, acc, out, first)
+        return out
+
+
+def test_windows_sized_at_run_time_reach_kernels_of_fixed_sizes():
+    from pypto.errors import ArgumentError
+    from pypto.runtime import run
+
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    for steps in (1, 3):
+        out = np.zeros((16, 64), np.float32)
+        run(RunTimeWindows, x, np.array([16, steps], np.int64), out, config=CFG)
+        np.testing.assert_allclose(out, x[: 16 * steps].reshape(steps, 16, 64).sum(0), rtol=1e-6)
+    assert [f.name for f in RunTimeWindows.functions] == ["main", "accumulate_rows"]
+    out = np.full((16, 64), 7.0, np.float32)
+    with pytest.raises(
+        ArgumentError, match=r"`x` of `accumulate_rows` is \[16, 64\], but at this call `xi` is \[8, 64\]"
+    ):
+        run(RunTimeWindows, x, np.array([8, 2], np.int64), out, config=CFG)
+    assert (out == 7.0).all()  # refused before any kernel ran
+
+
+@pl.jit
+def sliced_in_kernel(
+    x: pl.Tensor[[64, 64], pl.FP32], n: pl.Tensor[[1], pl.INT64], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rows = pl.tensor.read(n, [0])
+        y[:, :] = pl.slice(x, [rows, 64], [0, 0])
+    return y
+
+
+def test_a_window_sized_at_run_time_inside_a_kernel_is_refused_at_its_line():
+    with pytest.raises(
+        TypeCheckError, match=r"pl.slice inside a kernel needs sizes known at compile time"
+    ) as e:
+        sliced_in_kernel.compile(
+            np.zeros((64, 64), np.float32), np.zeros(1, np.int64), np.zeros((16, 64), np.float32)
+        )
+    assert "test_control_plane.py:" in str(e.value)

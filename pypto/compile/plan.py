@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from pypto._dataclass import dataclass
+from pypto.compile.deps import Box, DepIndex, Use
 from pypto.errors import ArgumentError, CompileError
 from pypto.ir.aliases import tensor_aliases
 from pypto.ir.dtypes import cast_scalar, numpy_dtype
@@ -146,11 +147,12 @@ class _Env:
     handles: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its tasks
     latest: dict[str, list[int]] = field(default_factory=dict)  # pl.at handle -> its last dispatch
     manual: bool = False  # inside pl.manual_scope(): no dependency is inferred
-    # (loop instance, iteration) of each enclosing pl.parallel loop, now and per task
+    # (loop instance, iteration) of each enclosing pl.parallel loop
     parallel: list[tuple[int, int]] = field(default_factory=list)
-    parallel_of: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    deps: DepIndex = field(default_factory=DepIndex)  # the tasks so far, by the windows they used
     loops_run: int = 0
     effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
+    atomic_only: dict[tuple[str, str], bool] = field(default_factory=dict)  # (kernel, parameter)
     args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
@@ -322,28 +324,23 @@ def _submit_block(
             _check_run_time_sizes(p.var, a, env, call)
         else:
             scalars.append(_value(a, env))
-    # effects are on buffers: a view's reads and writes are its base's (Task.reads/writes too)
+    # Task.reads/writes are buffers (a view's are its base's); dependencies, on their windows
     roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
     key = (call.callee, tuple(roots))  # the blocks of a dispatch share their effects
     if key not in env.effects:
-        env.effects[key] = _effects(callee, roots)
+        env.effects[key] = _effects(callee, roots, env)
     reads, writes, atomic = env.effects[key]
-    untracked = _untracked(call, env)
-    shared = {
-        i: _conflict(t, reads - untracked, writes - untracked, atomic)
-        for i, t in enumerate(tasks)
-        if not _parallel_siblings(env.parallel_of[i], env.parallel)
-    }
-    ordered = {i for i, tensors_ in shared.items() if tensors_}
-    gates = tuple((i, x) for i in sorted(ordered) if shared[i] <= atomic for x in sorted(shared[i]))
+    untracked = _untracked(call, env, roots)
+    uses = _uses(callee, tensors, env, untracked)
+    ordered, gates = env.deps.follow(uses, atomic, env.parallel)
+    env.deps.add(uses, atomic, env.parallel)
     # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
     # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
     named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
-    deps = tuple(sorted(ordered.union(*named)))  # none yet: no order
+    deps = tuple(sorted(set(ordered).union(*named)))  # none yet: no order
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
         env.latest[call.handle].append(len(tasks))
-    env.parallel_of.append(tuple(env.parallel))
     tasks.append(
         Task(
             call.callee,
@@ -354,7 +351,7 @@ def _submit_block(
             reads,
             writes,
             atomic,
-            gates,
+            tuple(gates),
             block,
             blocks,
             callee.kind is FunctionType.Group,
@@ -379,13 +376,45 @@ def _check_run_time_sizes(param: Var, arg: Var, env: _Env, call: FuncCall) -> No
         )
 
 
-def _untracked(call: FuncCall, env: _Env) -> frozenset[int]:
-    """The tensors no dependency of this task is inferred from: its no_dep_args= and every
-    manual_dep intermediate; in a pl.manual_scope every tensor it uses."""
+def _uses(fn: Function, tensors: list[int], env: _Env, untracked: frozenset[int]) -> list[Use]:
+    """The windows of buffers a task of ``fn`` reads and writes, but for untracked ones."""
+    params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
+    uses = []
+    for p, t in zip(params, tensors):
+        root, box = _window(env, t)
+        if root not in untracked:
+            reads = p.direction in (Direction.In, Direction.InOut)
+            uses.append(Use(root, box, reads, p.direction in (Direction.Out, Direction.InOut)))
+    return uses
+
+
+def _window(env: _Env, index: int) -> tuple[int, Box]:
+    """The buffer table entry ``index`` sees and the box of it (None: the whole buffer): a
+    slice's box, moved by each slice it was taken from; a reshape's place in its base is no
+    box, so it is its base's whole window."""
+    box: Box = None
+    while index >= env.n_params and isinstance(v := env.intermediates[index - env.n_params], View):
+        if v.offsets is None:
+            box = None
+        else:
+            inner = box or tuple((0, n) for n in v.shape)
+            box = tuple((o + lo, o + hi) for o, (lo, hi) in zip(v.offsets, inner))
+        index = v.base
+    return index, box
+
+
+def _untracked(call: FuncCall, env: _Env, roots: list[int]) -> frozenset[int]:
+    """The buffers of this task (``roots``) no dependency is inferred from: its no_dep_args=
+    and the manual_dep intermediates; in a pl.manual_scope every tensor it uses."""
     listed = _tensor_args(call, env) if env.manual else [v for v in call.no_dep if v.name in env.tensors]
     named = {root_of(env.intermediates, env.n_params, env.tensors[v.name]) for v in listed}
-    manual = {env.n_params + i for i, t in enumerate(env.intermediates) if getattr(t, "manual_dep", False)}
+    manual = {r for r in roots if getattr(_entry(env, r), "manual_dep", False)}
     return frozenset(named | manual)
+
+
+def _entry(env: _Env, index: int) -> Intermediate | View | None:
+    """The table entry ``index`` names after the parameters (None: a parameter)."""
+    return env.intermediates[index - env.n_params] if index >= env.n_params else None
 
 
 def _atomic_only(fn: Function, name: str) -> bool:
@@ -402,20 +431,17 @@ def _atomic_only(fn: Function, name: str) -> bool:
     )
 
 
-def _effects(fn: Function, tensors: list[int]) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+def _effects(
+    fn: Function, tensors: list[int], env: _Env
+) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
     params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
     reads = {t for p, t in zip(params, tensors) if p.direction in (Direction.In, Direction.InOut)}
     writes = {t for p, t in zip(params, tensors) if p.direction in (Direction.Out, Direction.InOut)}
-    atomic = {t for p, t in zip(params, tensors) if t in writes and _atomic_only(fn, p.var.name)}
+    for p in params:  # a property of the kernel: found once, not per task
+        if (fn.name, p.var.name) not in env.atomic_only:
+            env.atomic_only[fn.name, p.var.name] = _atomic_only(fn, p.var.name)
+    atomic = {t for p, t in zip(params, tensors) if t in writes and env.atomic_only[fn.name, p.var.name]}
     return frozenset(reads), frozenset(writes), frozenset(atomic)
-
-
-def _conflict(
-    earlier: Task, reads: frozenset[int], writes: frozenset[int], atomic: frozenset[int]
-) -> frozenset[int]:
-    """The tensors that order a new task after `earlier` (empty: independent)."""
-    shared = (earlier.writes & (reads | writes)) | (earlier.reads & writes)
-    return shared - (earlier.atomic & atomic) - earlier.untracked
 
 
 def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
@@ -434,13 +460,6 @@ def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
             env.tensors[var.name] = env.tensors[value.name]
         elif isinstance(var.type, (ScalarType, ArrayType)):
             env.scalars[var.name] = _value(value, env)
-
-
-def _parallel_siblings(earlier: tuple[tuple[int, int], ...], now: list[tuple[int, int]]) -> bool:
-    """True when two tasks come from different iterations of one pl.parallel loop run, which
-    the loop declares independent: no tensor dependency between them (deps= still orders)."""
-    here = dict(now)
-    return any(loop in here and here[loop] != it for loop, it in earlier)
 
 
 def _for(s: For, program: Program, env: _Env, tasks: list[Task]) -> None:

@@ -169,6 +169,32 @@ def test_a_task_using_a_tensor_follows_a_task_that_wrote_a_view_of_it():
     assert [t.deps for t in view_then_whole.last_report.tasks] == [(), (0,)]
 
 
+@pl.jit
+def window_writers(x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+    top = pl.slice(y, [32, 64], [0, 0])
+    bottom = pl.slice(y, [32, 64], [32, 0])
+    middle = pl.slice(y, [32, 64], [16, 0])
+    tail = pl.slice(bottom, [16, 64], [16, 0])  # rows 48-63 of y
+    with pl.at(level=pl.Level.CORE_GROUP):
+        top[:, :] = pl.adds(x[0:32, :], 1.0)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bottom[:, :] = pl.adds(x[32:64, :], 2.0)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        middle[:, :] = pl.muls(middle, 2.0)  # rows 16-47: what both wrote
+    with pl.at(level=pl.Level.CORE_GROUP):
+        tail[:, :] = pl.muls(tail, 3.0)  # rows 48-63: what the second wrote, not the third
+    return y
+
+
+def test_tasks_follow_the_tasks_whose_windows_of_a_buffer_overlap_theirs():
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    window_writers(x, y, config=CFG)
+    want = np.concatenate([x[:16] + 1, 2 * (x[16:32] + 1), 2 * (x[32:48] + 2), 3 * (x[48:] + 2)])
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert [t.deps for t in window_writers.last_report.tasks] == [(), (), (0, 1), (1,)]
+
+
 T = pl.dynamic("T")
 
 

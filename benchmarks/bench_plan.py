@@ -1,0 +1,119 @@
+"""Launch-plan benchmark: how the time to plan an orchestration grows with its task count.
+
+The program has the shape of upstream's paged-attention decode: per (batch, KV block), fresh
+intermediates, windows of the shared query and output buffers sized from a config tensor,
+and four kernels whose dependencies the plan infers from the windows they read and write.
+Each line plans it for more batches (4 tasks per KV block, 8 blocks a batch) and prints the
+plan's wall time (best of --repeat), its time per task, and that against the smallest plan's:
+about 1x means the plan grows linearly with its tasks (it was quadratic: every task was
+checked against every earlier one).
+
+Run: python benchmarks/bench_plan.py [--batches 16,64,256] [--repeat 3]
+Target: per-task time at 256 batches (8,192 tasks) <= 1.5x that at 16. Never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
+
+import numpy as np  # noqa: E402
+
+import pypto.language as pl  # noqa: E402
+from pypto.compile.plan import plan_orchestration  # noqa: E402
+
+BLOCKS, ROWS, DIM = 8, 16, 64
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def scores(
+    q: pl.Tensor[[16, 64], pl.FP32], s: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+) -> pl.Tensor[[16, 64], pl.FP32]:
+    return pl.store(pl.muls(pl.load(q, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec), 2.0), [0, 0], s)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def softmax_part(
+    s: pl.Tensor[[16, 64], pl.FP32], p: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+) -> pl.Tensor[[16, 64], pl.FP32]:
+    return pl.store(pl.exp(pl.load(s, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec)), [0, 0], p)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def accumulate(
+    p: pl.Tensor[[16, 64], pl.FP32], acc: pl.InOut[pl.Tensor[[16, 64], pl.FP32]]
+) -> pl.Tensor[[16, 64], pl.FP32]:
+    total = pl.add(pl.load(acc, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec),
+                   pl.load(p, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec))  # fmt: skip
+    return pl.store(total, [0, 0], acc)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def finish(
+    acc: pl.Tensor[[16, 64], pl.FP32], o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+) -> pl.Tensor[[16, 64], pl.FP32]:
+    return pl.store(pl.load(acc, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec), [0, 0], o)
+
+
+@pl.program
+class Decode:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        query: pl.Tensor[[4096, 64], pl.FP32],
+        config: pl.Tensor[[2], pl.INT64],
+        out: pl.Out[pl.Tensor[[4096, 64], pl.FP32]],
+    ) -> pl.Tensor[[4096, 64], pl.FP32]:
+        batches = pl.tensor.read(config, [0])
+        rows = pl.tensor.read(config, [1])
+        for b in pl.range(batches):
+            acc = pl.create_tensor([rows, 64], dtype=pl.FP32)
+            qi = pl.slice(query, [rows, 64], [b * rows, 0])
+            for _blk in pl.range(8):
+                s = pl.create_tensor([rows, 64], dtype=pl.FP32)
+                s = scores(qi, s)
+                p = pl.create_tensor([rows, 64], dtype=pl.FP32)
+                p = softmax_part(s, p)
+                accumulate(p, acc)
+                oi = pl.slice(out, [rows, 64], [b * rows, 0])
+                finish(acc, oi)
+        return out
+
+
+def plan_seconds(batches: int, repeat: int) -> tuple[float, int]:
+    query = np.zeros((4096, DIM), np.float32)
+    out = np.zeros_like(query)
+    config = np.array([batches, ROWS], np.int64)
+    best, tasks = float("inf"), 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        plan = plan_orchestration(Decode, Decode.entry, {}, (query, config, out))
+        best = min(best, time.perf_counter() - t0)
+        tasks = len(plan.tasks)
+    return best, tasks
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="16,64,256", help="comma-separated batch counts (at most 256)")
+    ap.add_argument("--repeat", type=int, default=3, help="plans per figure; the fastest is shown")
+    a = ap.parse_args(argv)
+    sizes = [int(b) for b in a.batches.split(",")]
+    if max(sizes) * ROWS > 4096:
+        sys.exit("error: at most 256 batches (the query holds 4096 rows)")
+    print(f"{'batches':>8} {'tasks':>8} {'plan ms':>9} {'us/task':>8} {'vs first':>9}")
+    first = None
+    for n in sizes:
+        seconds, tasks = plan_seconds(n, a.repeat)
+        per_task = seconds / tasks * 1e6
+        first = first or per_task
+        print(f"{n:>8} {tasks:>8} {seconds * 1e3:>9.1f} {per_task:>8.1f} {per_task / first:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()

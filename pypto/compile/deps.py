@@ -1,0 +1,150 @@
+"""Which earlier tasks of the launch plan a new task must follow.
+
+A task follows every earlier task that wrote a window of a buffer it reads or writes, or read
+a window of a buffer it writes, where the two windows overlap; except that writers which
+only add atomically into a buffer commute, the iterations of one ``pl.parallel`` loop run are
+independent, and an untracked tensor (``no_dep_args=``, ``manual_dep``) orders nothing.
+A window is a box of the buffer in its own element coordinates: an orchestration
+``pl.slice`` of it (of a slice, ...); anything else — a kernel's own windows, a reshape — is
+the whole buffer, which overlaps every window of it.
+
+The index keeps, per buffer and window, the tasks that read and that wrote it as Python ints
+used as bit sets (bit i: task i), so each new task looks only at the windows of the buffers
+it uses and combines task sets in C, never walking the earlier tasks one by one: a plan of
+tens of thousands of tasks (a paged-attention decode over a batch) is made in time about
+linear in its tasks.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# A window: per dim, [start, stop) in the buffer's element coordinates; None: the whole buffer.
+Box = tuple[tuple[int, int], ...] | None
+
+
+@dataclass(frozen=True)
+class Use:
+    """One tracked use of a buffer (``root``: its table index) by a task."""
+
+    root: int
+    box: Box
+    reads: bool
+    writes: bool
+
+
+def overlap(a: Box, b: Box) -> bool:
+    """Whether two windows of one buffer share an element."""
+    if a is None or b is None:
+        return True
+    return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b))
+
+
+@dataclass
+class _Window:
+    readers: int = 0
+    writers: int = 0
+
+
+@dataclass
+class _Buffer:
+    """The tasks that used windows of one buffer: by window, and all of them (a use of the whole
+    buffer overlaps every window), with the windows ordered by where they start on the first
+    dim (a box overlaps only those starting less than the longest window's length before it)."""
+
+    windows: dict[Box, _Window] = field(default_factory=dict)
+    starts: list[tuple[int, int]] = field(default_factory=list)  # (first-dim start, window number)
+    boxes: list[Box] = field(default_factory=list)  # the windows with a box, by number
+    longest: int = 0  # the longest window on the first dim
+    all: _Window = field(default_factory=_Window)
+    atomic: int = 0  # the tasks that only added into it atomically
+
+    def overlapping(self, box: Box) -> list[_Window]:
+        if box is None:
+            return [self.all]
+        found = [self.windows[None]] if None in self.windows else []
+        lo, hi = box[0]
+        i = bisect.bisect_left(self.starts, (lo - self.longest + 1, -1))
+        for start, n in self.starts[i:]:
+            if start >= hi:
+                break
+            if overlap(box, self.boxes[n]):
+                found.append(self.windows[self.boxes[n]])
+        return found
+
+    def window(self, box: Box) -> _Window:
+        w = self.windows.get(box)
+        if w is None:
+            w = self.windows[box] = _Window()
+            if box is not None:
+                bisect.insort(self.starts, (box[0][0], len(self.boxes)))
+                self.boxes.append(box)
+                self.longest = max(self.longest, box[0][1] - box[0][0])
+        return w
+
+
+@dataclass
+class DepIndex:
+    """The tasks submitted so far, by the windows they used (see the module's text)."""
+
+    buffers: dict[int, _Buffer] = field(default_factory=dict)
+    loops: dict[int, int] = field(default_factory=dict)  # pl.parallel loop run -> its tasks
+    iterations: dict[tuple[int, int], int] = field(default_factory=dict)  # (run, iteration) -> tasks
+    count: int = 0
+
+    def follow(
+        self, uses: list[Use], atomic: frozenset[int], parallel: list[tuple[int, int]]
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The earlier tasks a task with ``uses`` must follow, in order, and its write gates:
+        the (task, buffer) pairs of those that share only buffers both add into atomically
+        (``atomic``: the buffers this task writes only so), which gate its writes, not its
+        start. ``parallel``: the (loop run, iteration) of each pl.parallel loop it is in."""
+        siblings = 0
+        for run, it in parallel:
+            siblings |= self.loops.get(run, 0) & ~self.iterations.get((run, it), 0)
+        shared: dict[int, int] = {}  # buffer -> the earlier tasks it orders this one after
+        for u in uses:
+            buffer = self.buffers.get(u.root)
+            if buffer is None:
+                continue
+            found = 0
+            for w in buffer.overlapping(u.box):
+                found |= w.writers | (w.readers if u.writes else 0)
+            if u.root in atomic:
+                found &= ~buffer.atomic
+            shared[u.root] = shared.get(u.root, 0) | (found & ~siblings)
+        ordered = plain = 0
+        for root, tasks in shared.items():
+            ordered |= tasks
+            if root not in atomic:
+                plain |= tasks
+        gated = members(ordered & ~plain)  # tasks that share only atomically added buffers
+        gates = [(i, root) for i in gated for root in sorted(atomic) if shared.get(root, 0) >> i & 1]
+        return members(ordered), gates
+
+    def add(self, uses: list[Use], atomic: frozenset[int], parallel: list[tuple[int, int]]) -> None:
+        """Index the next task (number ``count``)."""
+        bit = 1 << self.count
+        self.count += 1
+        for u in uses:
+            buffer = self.buffers.setdefault(u.root, _Buffer())
+            for w in (buffer.window(u.box), buffer.all):
+                w.readers |= bit if u.reads else 0
+                w.writers |= bit if u.writes else 0
+            if u.root in atomic:
+                buffer.atomic |= bit
+        for run, it in parallel:
+            self.loops[run] = self.loops.get(run, 0) | bit
+            self.iterations[(run, it)] = self.iterations.get((run, it), 0) | bit
+
+
+def members(bits: int) -> list[int]:
+    """The set bits of ``bits``, ascending (numpy unpacks them: a task set may hold
+    thousands)."""
+    if not bits:
+        return []
+    raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()

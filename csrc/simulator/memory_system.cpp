@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <queue>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -102,6 +104,7 @@ void MemorySystem::restart() {
   store_ = &store;
   epoch_ = ++store.runs;  // a new run id: sets filled by earlier runs read as empty
   buffers_.clear();
+  unsettled_ = false;
   registered_ = 0;
   next_dev_ = kFirstDevice;
   overlap_ = false;
@@ -124,25 +127,36 @@ MemorySystem::~MemorySystem() {
 
 void MemorySystem::add_buffer(const void* base, int64_t bytes) {
   const auto lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(base));
-  const Buffer b{lo, lo + bytes, static_cast<uint64_t>(++registered_), next_dev_};
+  buffers_.push_back({lo, lo + bytes, static_cast<uint64_t>(++registered_), next_dev_});
   const auto line = static_cast<uint64_t>(line_bytes_);
   next_dev_ += (static_cast<uint64_t>(std::max<int64_t>(bytes, 1)) + line - 1) / line * line;
-  // Kept sorted by first byte (ties in registration order), so an address is found by a
-  // binary search; overlapping registrations resolve to the earliest, as a linear scan would.
-  auto at = std::upper_bound(buffers_.begin(), buffers_.end(), b,
-                             [](const Buffer& x, const Buffer& y) { return x.lo < y.lo; });
-  at = buffers_.insert(at, b);  // may reallocate: the index is taken after
-  const auto i = static_cast<size_t>(at - buffers_.begin());
-  // Sorted and disjoint before: only the new buffer's neighbours can overlap it.
-  overlap_ = overlap_ || (i > 0 && buffers_[i - 1].hi > b.lo) ||
-             (i + 1 < buffers_.size() && b.hi > buffers_[i + 1].lo);
+  unsettled_ = true;  // ordered at the next lookup: a run registers its tensors all at once
+}
+
+// The registrations sorted by first byte (ties in registration order), so an address is found
+// by a binary search, and where some overlap, cut into segments. Once per batch of
+// registrations: a run of tens of thousands of views sorted and cut in O(n log n), where
+// sorting each one in on arrival and cutting again after each cost O(n^2) and more.
+void MemorySystem::settle() {
+  unsettled_ = false;
+  std::stable_sort(buffers_.begin(), buffers_.end(),
+                   [](const Buffer& x, const Buffer& y) { return x.lo < y.lo; });
+  int64_t reach = INT64_MIN;
+  overlap_ = false;
+  for (const Buffer& b : buffers_) {
+    overlap_ = overlap_ || b.lo < reach;
+    reach = std::max(reach, b.hi);
+  }
+  segments_.clear();
+  last_ = 0;
   if (overlap_) resolve_overlaps();
 }
 
 // Overlapping registrations (an array passed twice, views of one array) cut into disjoint
 // segments, each resolved once to the earliest registration holding it — what a scan of every
 // buffer per address would find — so an address is again one binary search, however many
-// tensors a run has. Registrations are few (a run's tensors and pipe rings): rebuilt each time.
+// tensors a run has. A sweep over the cuts: the registrations holding the current piece kept
+// by tag (the earliest first), entering at their first byte, leaving at their end.
 void MemorySystem::resolve_overlaps() {
   std::vector<int64_t> cuts;
   for (const Buffer& b : buffers_) {
@@ -151,23 +165,28 @@ void MemorySystem::resolve_overlaps() {
   }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  segments_.clear();
+  std::set<std::pair<uint64_t, size_t>> holding;  // (tag, index into buffers_)
+  using End = std::pair<int64_t, size_t>;         // (hi, index)
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+  size_t next = 0;
   for (size_t i = 0; i + 1 < cuts.size(); ++i) {
     const int64_t lo = cuts[i], hi = cuts[i + 1];
-    const Buffer* first = nullptr;
-    for (const Buffer& b : buffers_) {
-      if (b.lo > lo) break;  // sorted by lo: no later buffer holds [lo, hi)
-      if (b.hi >= hi && (first == nullptr || b.tag < first->tag)) first = &b;
+    for (; next < buffers_.size() && buffers_[next].lo <= lo; ++next) {
+      holding.insert({buffers_[next].tag, next});
+      ends.push({buffers_[next].hi, next});
     }
-    if (first == nullptr) continue;
+    for (; !ends.empty() && ends.top().first <= lo; ends.pop()) {
+      holding.erase({buffers_[ends.top().second].tag, ends.top().second});
+    }
+    if (holding.empty()) continue;
+    const Buffer& first = buffers_[holding.begin()->second];
     Segment* back = segments_.empty() ? nullptr : &segments_.back();
-    if (back != nullptr && back->hi == lo && back->tag == first->tag) {
+    if (back != nullptr && back->hi == lo && back->tag == first.tag) {
       back->hi = hi;
     } else {
-      segments_.push_back({lo, hi, first->lo, first->tag, first->dev});
+      segments_.push_back({lo, hi, first.lo, first.tag, first.dev});
     }
   }
-  last_ = 0;
 }
 
 MemorySystem::Linear MemorySystem::linear(int64_t host) const {
@@ -391,6 +410,7 @@ MemorySystem::WideSets MemorySystem::sets() const {
 // leave no gap is a single run of consecutive lines in consecutive sets. Either way the lines
 // are looked up in the same order, so hits, misses and the LRU state are the same.
 MemorySystem::Lines MemorySystem::lookup_lines(const Access& gm) {
+  if (unsettled_) settle();
   const Lines n =
       store_->packed() ? lookup_lines_as<PackedSets>(gm) : lookup_lines_as<WideSets>(gm);
   stats_.l2_hits += n.hits;

@@ -79,6 +79,7 @@ class MemorySystem {
     int64_t hi;
   };
   Linear linear(int64_t host) const;
+  void settle();
   void resolve_overlaps();
   struct Lines {
     uint64_t hits = 0, misses = 0;
@@ -101,13 +102,14 @@ class MemorySystem {
   std::pair<double, double>* claims(uint64_t bucket);
 
   const Platform& platform_;
-  std::vector<Buffer> buffers_;  // sorted by lo
+  std::vector<Buffer> buffers_;  // sorted by lo once settled
   uint64_t registered_ = 0;
   // Where the registrations' device addresses start: above every user-space host address,
   // so an unregistered access (tagged by its host address) never shares a line.
   static constexpr uint64_t kFirstDevice = uint64_t{1} << 48;
   uint64_t next_dev_ = kFirstDevice;  // where the next registration's start
   bool overlap_ = false;              // some buffers overlap (then lookups search segments_)
+  bool unsettled_ = false;            // buffers added since they were last sorted and cut
   std::vector<Segment> segments_;     // with overlaps: disjoint, sorted, each the earliest buffer
   mutable size_t last_ = 0;           // the buffer (or segment) found last
   int64_t line_bytes_;

@@ -18,9 +18,11 @@ linear in its tasks.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
+
+from pypto._dataclass import dataclass
 
 # A window: per dim, [start, stop) in the buffer's element coordinates; None: the whole buffer.
 Box = tuple[tuple[int, int], ...] | None

@@ -26,10 +26,13 @@ def tensor_aliases(fn: Function, name: str) -> set[str]:
             for it, result in zip(s.iter_args, s.results):
                 if isinstance(it.init, Var) and it.init.name in names:
                     names |= {it.var.name, result.name}
-        for s in nodes_of(fn, If):
-            yields = [b[-1].values for b in (s.then_body, s.else_body) if b and isinstance(b[-1], Yield)]
-            for i, result in enumerate(s.results):
-                if len(yields) == 2 and all(isinstance(y[i], Var) and y[i].name in names for y in yields):
+        for branch in nodes_of(fn, If):
+            yields = [
+                b[-1].values for b in (branch.then_body, branch.else_body) if b and isinstance(b[-1], Yield)
+            ]
+            for i, result in enumerate(branch.results):
+                values = [y[i] for y in yields]
+                if len(values) == 2 and all(isinstance(v, Var) and v.name in names for v in values):
                     names.add(result.name)
         for a in nodes_of(fn, Assign):
             v = a.value

@@ -4,7 +4,8 @@ The scope's free variables become the kernel's parameters (tensors In/Out/InOut 
 body uses them, scalars In), and the scope is replaced by a call — one task. The kernel is
 AIC when it touches the cube side (Mat/Left/Right/Acc or a cube op), AIV otherwise; a scope
 for a whole cluster (see ``_clustered``) becomes a Group function holding the scope, which
-SplitClusterKernels turns into an AIC and an AIV kernel.
+SplitClusterKernels turns into an AIC and an AIV kernel. A kernel written as an InCore function
+gets its core kind the same way (one doing both kinds of work is refused at its first vector op).
 Test: tests/passes/test_outline_incore_scopes.py
 """
 
@@ -23,7 +24,7 @@ from pypto.ir.visit import nodes_of, walk
 from pypto.passes._cluster_pipes import crossing
 from pypto.passes._cluster_sides import TENSOR_WRITES
 from pypto.passes._scan import defined_names, with_functions
-from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed
+from pypto.passes._split_mixed import cube_work, out_of_order, split_mixed, vector_work
 from pypto.passes._tensor_matmul import fixpipe_casts
 
 # write part of the tensor (one element, a counter): the rest is kept (InOut)
@@ -89,6 +90,22 @@ def _directions(body: tuple[Stmt, ...]) -> dict[str, Direction]:
 def _kind(body: tuple[Stmt, ...]) -> FunctionType:
     """AIC for cube work, AIV otherwise (a scope needing both was split or refused before)."""
     return FunctionType.AIC if cube_work(body, fixpipe_casts(body)) else FunctionType.AIV
+
+
+def _typed(fn: Function) -> Function:
+    """A kernel written as an InCore function: AIC or AIV by its work, as an outlined scope
+    (a hand-written one keeps its kind: its body is not known here)."""
+    if fn.external_source is not None:
+        return fn
+    folded = fixpipe_casts(fn.body)
+    vector = vector_work(fn.body, folded)
+    if vector is not None and cube_work(fn.body, folded):
+        raise CompileError(
+            f"kernel `{fn.name}` does cube work and vector work, which run on different cores: "
+            "split it into two kernels, or write it as a pl.at scope (the compiler splits those)",
+            vector.span,
+        )
+    return dataclasses.replace(fn, kind=_kind(fn.body))
 
 
 def _clustered(scope: Scope) -> bool:
@@ -203,6 +220,9 @@ def outline_incore_scopes(program: Program) -> Program:
     functions: list[Function] = []
     reserved = {fn.name for fn in program.functions}
     for fn in program.functions:
+        if fn.kind is FunctionType.InCore:
+            functions.append(_typed(fn))
+            continue
         if fn.kind is not FunctionType.Orchestration:
             functions.append(fn)
             continue

@@ -187,3 +187,38 @@ def test_incore_functions_are_left_alone():
                 pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
         """
     assert outline(text) == program(text)
+
+
+def test_a_kernel_written_as_incore_runs_on_the_core_kind_of_its_work():
+    p = outline(
+        f"""
+        @pl.program
+        class p:
+            @pl.function(type=pl.FunctionType.InCore)
+            def cube(self, a: pl.Tensor[[64, 64], pl.FP16], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+                m = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+                acc = pl.matmul(pl.move(m, target_memory=pl.Mem.Left), pl.move(m, target_memory=pl.Mem.Right))
+                pl.store(acc, [0, 0], c)
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def vector(self, a: {TA}, out: pl.Out[{TA}]):
+                pl.store(pl.exp(pl.load(a, [0, 0], [64, 128])), [0, 0], out)
+        """
+    )
+    assert (p.get("cube").kind, p.get("vector").kind) == (ir.FunctionType.AIC, ir.FunctionType.AIV)
+
+
+def test_a_kernel_written_as_incore_doing_both_kinds_of_work_is_refused_at_its_vector_op():
+    text = """
+        @pl.program
+        class p:
+            @pl.function(type=pl.FunctionType.InCore)
+            def both(self, a: pl.Tensor[[64, 64], pl.FP16], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):
+                m = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+                acc = pl.matmul(pl.move(m, target_memory=pl.Mem.Left), pl.move(m, target_memory=pl.Mem.Right))
+                v = pl.move(acc, target_memory=pl.Mem.Vec)
+                pl.store(pl.exp(v), [0, 0], c)
+        """
+    with pytest.raises(CompileError, match=r"kernel `both` does cube work and vector work") as e:
+        outline(text)
+    assert str(e.value).endswith("pl.store(pl.exp(v), [0, 0], c)")  # the line of the exp

@@ -539,3 +539,33 @@ def test_a_window_sized_at_run_time_inside_a_kernel_is_refused_at_its_line():
             np.zeros((64, 64), np.float32), np.zeros(1, np.int64), np.zeros((16, 64), np.float32)
         )
     assert "test_control_plane.py:" in str(e.value)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def square_matmul(
+    a: pl.Tensor[[64, 64], pl.FP16], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]
+) -> pl.Tensor[[64, 64], pl.FP32]:
+    m = pl.load(a, [0, 0], [64, 64], target_memory=pl.MemorySpace.Mat)
+    acc = pl.matmul(
+        pl.move(m, target_memory=pl.MemorySpace.Left), pl.move(m, target_memory=pl.MemorySpace.Right)
+    )
+    return pl.store(acc, [0, 0], c)
+
+
+@pl.program
+class CubeByItsWork:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, a: pl.Tensor[[64, 64], pl.FP16], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]
+    ) -> pl.Tensor[[64, 64], pl.FP32]:
+        c = square_matmul(a, c)
+        return c
+
+
+def test_a_cube_kernel_written_as_incore_runs_on_an_aic():
+    from pypto.runtime import run
+
+    a = RNG.uniform(-1, 1, (64, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    run(CubeByItsWork, a, c, config=CFG)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ a.astype(np.float32), rtol=1e-4, atol=1e-4)

@@ -321,9 +321,9 @@ def _submit_block(
                     call.span,
                 )
             tensors.append(env.tensors[a.name])
-            _check_run_time_sizes(p.var, a, env, call)
         else:
             scalars.append(_value(a, env))
+    _check_sizes(callee, tensors, env, call)
     # Task.reads/writes are buffers (a view's are its base's); dependencies, on their windows
     roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
     key = (call.callee, tuple(roots))  # the blocks of a dispatch share their effects
@@ -361,19 +361,40 @@ def _submit_block(
     )
 
 
-def _check_run_time_sizes(param: Var, arg: Var, env: _Env, call: FuncCall) -> None:
-    """A tensor sized at run time (a pl.create_tensor or pl.slice of sizes orchestration
-    computes) passed where the kernel's sizes are fixed: the sizes must agree at this call."""
-    index = env.tensors[arg.name]
-    if index < env.n_params or all(isinstance(d, int) for d in tensor_type(arg).shape):
-        return
-    want, have = tensor_type(param).shape, env.intermediates[index - env.n_params].shape
-    if any(isinstance(w, int) and w != h for w, h in zip(want, have)):
-        raise ArgumentError(
-            f"`{param.name}` of `{call.callee}` is {list(want)}, but at this call `{arg.name}` is "
-            f"{list(have)} (its sizes are computed at run time)",
-            call.span,
-        )
+def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) -> None:
+    """The sizes of a call's tensors against the kernel's parameters where the types left them
+    to this call: a size computed at run time against a fixed one, and the sizes one
+    ``pl.dynamic`` dim of the kernel takes in all its parameters, which must agree."""
+    params = [(p.var, a) for p, a in zip(fn.params, call.args) if isinstance(p.var.type, TensorType)]
+    bound: dict[str, tuple[int, str]] = {}  # the kernel's dim -> (its size, the parameter giving it)
+    for (param, arg), index in zip(params, tensors):
+        have = _entry_shape(env, index)
+        for want, size in zip(tensor_type(param).shape, have or ()):
+            if isinstance(want, int) and want != size:
+                raise ArgumentError(
+                    f"`{param.name}` of `{call.callee}` is {list(tensor_type(param).shape)}, but at this "
+                    f"call `{getattr(arg, 'name', arg)}` is {list(have or ())} "
+                    "(its sizes are computed at run time)",
+                    call.span,
+                )
+            if isinstance(want, DynDim):
+                first = bound.setdefault(want.name, (size, param.name))
+                if first[0] != size:
+                    raise ArgumentError(
+                        f"`{call.callee}`'s dim {want.name} is {first[0]} in `{first[1]}` but {size} in "
+                        f"`{param.name}` at this call",
+                        call.span,
+                    )
+
+
+def _entry_shape(env: _Env, index: int) -> tuple[int, ...] | None:
+    """The sizes of table entry ``index`` at this call (None: not known yet)."""
+    entry = _entry(env, index)
+    if entry is not None:
+        return entry.shape
+    if env.args is not None:
+        return tuple(np.shape(env.args[index]))
+    return None
 
 
 def _uses(fn: Function, tensors: list[int], env: _Env, untracked: frozenset[int]) -> list[Use]:

@@ -57,6 +57,20 @@ from pypto.language import annotations as ann
 from pypto.language.decorators import JitFunction, KernelFunction
 
 
+def _returned_values(callee: Function) -> tuple[Expr, ...]:
+    ret = callee.body[-1] if callee.body else None
+    return ret.values if isinstance(ret, Return) else ()
+
+
+def _argument_of(callee: Function, args: list[Expr], value: Expr) -> Expr | None:
+    """The argument a kernel's returned ``value`` is: the tensor parameter it names (a kernel
+    returns the tensors it writes); None when it names none."""
+    for p, a in zip(callee.params, args):
+        if isinstance(value, Var) and value.name in tensor_aliases(callee, p.var.name):
+            return a
+    return None
+
+
 def _converts(have: DataType, want: DataType) -> bool:
     """A kernel argument of dtype ``have`` is passed as a ``want`` parameter: an integer widened
     losslessly, or an integer flag as a BOOL (nonzero is true, as C++ converts it)."""
@@ -118,7 +132,13 @@ class ProgramContext:
                 fp.span(node),
             )
         callee = self._kernel_for(fp, fn, args, node)
-        return self._call(fp, callee.name, list(callee.params), callee.return_types, args, node)
+        call, ret = self._call(fp, callee.name, list(callee.params), callee.return_types, args, node)
+        values = _returned_values(callee)
+        written = _argument_of(callee, args, values[0]) if len(values) == 1 else None
+        if written is not None:  # `y = kernel(x, y)`: the call's value is the tensor it wrote
+            ret = type_of(written)
+            call = dataclasses.replace(call, type=ret)
+        return call, ret
 
     def _call(
         self,
@@ -163,22 +183,16 @@ class ProgramContext:
         returns the argument it is (a kernel returns the tensor parameters it wrote)."""
         callee = self._kernel_for(fp, fn, args, node)
         call, _ = self._call(fp, callee.name, list(callee.params), callee.return_types[:1], args, node)
-        ret = callee.body[-1] if callee.body else None
-        values = ret.values if isinstance(ret, Return) else ()
         outs = []
-        for v in values:
-            hit = [
-                a
-                for p, a in zip(callee.params, args)
-                if isinstance(v, Var) and v.name in tensor_aliases(callee, p.var.name)
-            ]
-            if not hit:
+        for v in _returned_values(callee):
+            hit = _argument_of(callee, args, v)
+            if hit is None:
                 raise UnsupportedSyntaxError(
                     f"`{fn.name}` returns `{getattr(v, 'name', v)}`, which is not one of its tensor "
                     "parameters; a kernel returns the tensors it writes",
                     fp.span(node),
                 )
-            outs.append(hit[0])
+            outs.append(hit)
         return dataclasses.replace(call, type=VoidType()), outs
 
     def _kernel_for(self, fp: ParserState, fn: Any, args: list[Expr], node: ast.Call) -> Function:
@@ -192,7 +206,7 @@ class ProgramContext:
                 NOT_IN_KERNELS.format(what=f"@pl.function(pipeline_groups=...) of `{fn.name}`"),
                 fp.span(node),
             )
-        src = KernelSource.from_function(fn.fn)
+        src = KernelSource.from_function(fn.fn, getattr(fn, "outer", None))
         kind = fn.kind if isinstance(fn, JitFunction) else fn.type
         callee = FunctionParser(src, _function_def(src), kind, self)
         external, include_dirs = None, tuple[str, ...]()

@@ -42,16 +42,16 @@ class KernelSource:
         return SourceSpan(self.file, line + self.line_offset, col + self.col_offset)
 
     @classmethod
-    def from_function(cls, fn: Any) -> KernelSource:
-        """Source of a Python function (a ``@pl.jit`` kernel)."""
+    def from_function(cls, fn: Any, outer: dict[str, Any] | None = None) -> KernelSource:
+        """Source of a Python function (a ``@pl.jit`` kernel); ``outer``: the variables of the
+        function it is defined in, under its own closure's."""
         code = getattr(fn, "__code__", None)
+        closure = {**(outer or {}), **closure_values(fn)}
         quick = _def_lines(fn)
         if quick is not None and code is not None:
             check_unchanged(fn, code.co_filename)
             with contextlib.suppress(CompileError):  # not the whole def after all: inspect's way
-                src = cls._from_lines(
-                    quick, code.co_firstlineno, code.co_filename, fn.__globals__, closure_values(fn)
-                )
+                src = cls._from_lines(quick, code.co_firstlineno, code.co_filename, fn.__globals__, closure)
                 if _is_def_of(src.tree, fn):
                     return src
         try:
@@ -63,7 +63,7 @@ class KernelSource:
             ) from None
         file = inspect.getsourcefile(fn) or (code.co_filename if code else "<unknown>")
         check_unchanged(fn, file)
-        return cls._from_lines(lines, first, file, fn.__globals__, closure_values(fn))
+        return cls._from_lines(lines, first, file, fn.__globals__, closure)
 
     @classmethod
     def from_class(cls, klass: type, outer: dict[str, Any]) -> KernelSource:

@@ -149,10 +149,11 @@ def same_shape_dtype(a: Type | None, b: Type | None) -> bool:
 def passes_as(have: Type | None, want: Type) -> bool:
     """True when a value typed ``have`` may be passed for a parameter typed ``want``: a tile or
     tensor of the same shape and dtype, or a tensor whose differing dims are computed at run
-    time (the launch plan checks those per call); any other value of the same type."""
+    time or are the parameter's ``pl.dynamic`` dims (the launch plan checks those per call);
+    any other value of the same type."""
     if isinstance(have, TensorType) and isinstance(want, TensorType) and have.dtype == want.dtype:
         return len(have.shape) == len(want.shape) and all(
-            h == w or isinstance(h, DynDim) for h, w in zip(have.shape, want.shape)
+            h == w or isinstance(h, DynDim) or isinstance(w, DynDim) for h, w in zip(have.shape, want.shape)
         )
     return same_shape_dtype(have, want) if isinstance(want, (TensorType, TileType)) else have == want
 

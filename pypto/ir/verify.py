@@ -176,7 +176,7 @@ class _Verifier:
                 raise self.fail(f"`{p.var.name}` of `{e.callee}` is written: pass a tensor variable", e.span)
         rets = callee.return_types
         expected = rets[0] if len(rets) == 1 else e.type
-        if e.type != expected:
+        if e.type != expected and not (isinstance(e.type, TensorType) and passes_as(e.type, expected)):
             raise self.fail(
                 f"call of `{e.callee}` is typed {format_type(e.type)}, expected {format_type(expected)}",
                 e.span,

@@ -252,8 +252,10 @@ class KernelFunction:
         external_source: str | None,
         include_dirs: tuple[str, ...] = (),
         pipeline_groups: tuple[Any, ...] = (),
+        outer: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
+        self.outer = outer or {}  # the defining function's variables
         self.pipeline_groups = pipeline_groups
         _remember_source(fn)
         self.type = type
@@ -293,8 +295,17 @@ def function(
     dirs = tuple(include_dirs)
     groups = tuple(pipeline_groups)
     if fn is None:
-        return lambda f: KernelFunction(f, type, external_source, dirs, groups)
-    return KernelFunction(fn, type, external_source, dirs, groups)
+        return lambda f: KernelFunction(f, type, external_source, dirs, groups, _outer(2))
+    return KernelFunction(fn, type, external_source, dirs, groups, _outer(2))
+
+
+def _outer(depth: int) -> dict[str, Any]:
+    """The variables of the function a kernel is defined in (its annotations may name them, as
+    a builder's sizes), at ``depth`` frames above this one; none at module level."""
+    import sys
+
+    caller = sys._getframe(depth)
+    return dict(caller.f_locals) if caller.f_locals is not caller.f_globals else {}
 
 
 def program(cls: type):  # -> pypto.ir.Program
@@ -302,10 +313,6 @@ def program(cls: type):  # -> pypto.ir.Program
 
     A class defined inside a function sees that function's variables, as Python's class body
     does: ``pl.Tensor[[rows, d], pl.BF16]`` may name the builder's ``rows``."""
-    import sys
-
     from pypto.frontend.parser import parse_class
 
-    caller = sys._getframe(1)
-    outer = caller.f_locals if caller.f_locals is not caller.f_globals else {}
-    return parse_class(cls, outer)
+    return parse_class(cls, _outer(2))

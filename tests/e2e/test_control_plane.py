@@ -569,3 +569,49 @@ def test_a_cube_kernel_written_as_incore_runs_on_an_aic():
     c = np.zeros((64, 64), np.float32)
     run(CubeByItsWork, a, c, config=CFG)
     np.testing.assert_allclose(c, a.astype(np.float32) @ a.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+COLS = pl.dynamic("COLS")
+
+
+def scaled_copy_program(rows: int):
+    """A builder, as upstream's multi-config paged attention: its kernel's annotations name the
+    builder's ``rows`` and a module-level pl.dynamic dim."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def scaled_copy(
+        x: pl.Tensor[[rows, COLS], pl.FP32], y: pl.Out[pl.Tensor[[rows, COLS], pl.FP32]]
+    ) -> pl.Tensor[[rows, COLS], pl.FP32]:
+        t = pl.load(x, [0, 0], [rows, 64], target_memory=pl.MemorySpace.Vec)
+        return pl.store(pl.muls(t, 2.0), [0, 0], y)
+
+    @pl.program
+    class ScaledCopy:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[rows, 64], pl.FP32],
+            n: pl.Tensor[[1], pl.INT64],
+            y: pl.Out[pl.Tensor[[rows, 64], pl.FP32]],
+        ) -> pl.Tensor[[rows, 64], pl.FP32]:
+            cols = pl.tensor.read(n, [0])
+            src = pl.slice(x, [rows, cols], [0, 0])
+            y = scaled_copy(src, y)
+            return y
+
+    return ScaledCopy
+
+
+def test_kernels_built_in_a_function_take_its_sizes_and_their_dynamic_dims_agree_per_call():
+    from pypto.errors import ArgumentError
+    from pypto.runtime import run
+
+    program = scaled_copy_program(16)
+    x = RNG.standard_normal((16, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    run(program, x, np.array([64], np.int64), y, config=CFG)
+    np.testing.assert_array_equal(y, 2 * x)
+    y[:] = 5.0
+    with pytest.raises(ArgumentError, match=r"`scaled_copy`'s dim COLS is 32 in `x` but 64 in `y`"):
+        run(program, x, np.array([32], np.int64), y, config=CFG)
+    assert (y == 5.0).all()

@@ -282,6 +282,8 @@ class ControlFlow(LoopCarry):
             yields = self._lower_in(body, self._yield_of(node.body[-1])[1].args)
         yields = self._widened(body, [i.type for i in iters], yields, node)
         self._check_carry(names, [i.type for i in iters], yields, node)
+        if init_nodes is not None:
+            self._same_tensors(saved, [target, *names], node)
         if iters:
             body.append(Yield(tuple(yields), span=self.p.span(node.body[-1])))
         self._leave(saved, f"the loop at line {node.lineno + self.p.src.line_offset}")
@@ -290,6 +292,7 @@ class ControlFlow(LoopCarry):
             Var(self.p.names.claim(n), i.type, span=self.p.span(node)) for n, i in zip(yield_targets, iters)
         ]
         self.p.env.update(zip(yield_targets, results))
+        self._same_buffer_results(iters, inits, yields, results)
         carried = tuple(IterArg(v, i, span=v.span) for v, i in zip(iters, inits))
         span = self.p.span(node)
         self.p.emit(
@@ -380,12 +383,38 @@ class ControlFlow(LoopCarry):
             raise TypeCheckError(f"pl.yield_ must carry {len(iter_names)} values", self.p.span(node.body[-1]))
         skip = {target, *iter_names}
         rebound = [n for n in assigned_names(node.body[:-1]) if n in self.p.env and n not in skip]
-        if rebound:
-            raise UnsupportedSyntaxError(
-                f"the loop rebinds `{rebound[0]}`, defined before it; with init_values, carry it explicitly",
-                self.p.span(node),
-            )
+        # a tensor rebound to what a kernel wrote into it is the same tensor: checked after the body
+        refused = [n for n in rebound if not self._tensor_in_orchestration(n)]
+        if refused:
+            raise _carry_it(refused[0], node, self.p.span(node))
         return node.body[:-1], last[0]
+
+    def _tensor_in_orchestration(self, name: str) -> bool:
+        return self.p.kind is FunctionType.Orchestration and isinstance(type_of(self.p.env[name]), TensorType)
+
+    def _same_tensors(self, saved: dict[str, Any], names: list[str], node: ast.For) -> None:
+        """Tensors the body rebound (outside ``names``, the carried ones) name the buffer they
+        named before the loop: a kernel's write into it (``out, tid = pl.submit(k, ..., out)``)."""
+        for name, before in saved.items():
+            now = self.p.env.get(name)
+            if name in names or now is before or not self._tensor_in_orchestration(name):
+                continue
+            if self._root(now) != self._root(before):
+                raise _carry_it(name, node, self.p.span(node))
+
+    def _root(self, v: Any) -> Any:
+        """The tensor a tensor version names (a store's result, a kernel's write, a loop's
+        result carried unchanged): the buffer it was written into."""
+        return self.p.written.get(v.name, v) if isinstance(v, Var) else v
+
+    def _same_buffer_results(
+        self, iters: list[Var], inits: list[Expr], yields: list[Expr], results: list[Var]
+    ) -> None:
+        """A tensor carried around a loop whose body only writes into it (each trip yields a
+        version of the trip's own tensor) is, after the loop, the tensor it started as."""
+        for it, init, y, result in zip(iters, inits, yields, results):
+            if isinstance(it.type, TensorType) and self._root(y) == it:
+                self.p.written[result.name] = self._root(init)
 
     # --- if ---------------------------------------------------------------------------------------
     def if_(self, node: ast.If) -> None:
@@ -737,3 +766,9 @@ def _one_for_all(ats: list[Optimizations], span: SourceSpan | None) -> Optimizat
             span,
         )
     return Optimizations(splits.pop() if splits else SplitMode.NONE, depths.pop() if depths else None)
+
+
+def _carry_it(name: str, node: ast.For, span: Any) -> UnsupportedSyntaxError:
+    return UnsupportedSyntaxError(
+        f"the loop rebinds `{name}`, defined before it; with init_values, carry it explicitly", span
+    )

@@ -397,6 +397,8 @@ class FunctionParser:
         self.emit(Assign(var, rhs, span=self.span(stmt)))
         self.env[name] = var
         wrote = semantic.written_tensor(rhs)
+        if wrote is None and isinstance(rhs, FuncCall):
+            wrote = self.program.written_arg(rhs)
         if wrote is not None:
             self.written[var.name] = self.written.get(wrote.name, wrote)
         if isinstance(final, ScalarType) and final.dtype.is_integer and polynomial(rhs) is not None:

@@ -88,6 +88,17 @@ class ProgramContext:
         self.kernels: dict[tuple, Function] = {}
         self.signatures: dict[str, tuple[list[Param], tuple[Type, ...]]] = {}
 
+    def written_arg(self, call: FuncCall) -> Var | None:
+        """The tensor argument a kernel call writes, its first pl.Out / pl.InOut one (what
+        ``c = kernel(a, c)`` names, as the launch plan reads it)."""
+        params = self.signatures.get(call.callee, (None,))[0]
+        if params is None:
+            params = next((f.params for f in self.functions if f.name == call.callee), ())
+        for p, a in zip(params, call.args):
+            if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var):
+                return a
+        return None
+
     def call_method(self, fp: ParserState, name: str, args: list[Expr], node: ast.Call):
         """``self.<name>(...)`` inside a ``@pl.program`` class."""
         if name not in self.signatures:

@@ -615,3 +615,58 @@ def test_kernels_built_in_a_function_take_its_sizes_and_their_dynamic_dims_agree
     with pytest.raises(ArgumentError, match=r"`scaled_copy`'s dim COLS is 32 in `x` but 64 in `y`"):
         run(program, x, np.array([32], np.int64), y, config=CFG)
     assert (y == 5.0).all()
+
+
+@pl.program
+class PhasedStripes:
+    """Upstream's phase-fence shape: a loop carrying task ids explicitly (init_values) whose
+    body rebinds `out` to what a kernel wrote into it, which names the same tensor."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def stripe(
+        self,
+        data: pl.Tensor[[64, 32], pl.FP32],
+        row: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[64, 32], pl.FP32]],
+    ) -> pl.Tensor[[64, 32], pl.FP32]:
+        t = pl.load(data, [row, 0], [16, 32])
+        return pl.store(pl.adds(t, 1.0), [row, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, data: pl.Tensor[[64, 32], pl.FP32], out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]
+    ) -> pl.Tensor[[64, 32], pl.FP32]:
+        with pl.manual_scope():
+            tids = pl.array.create(2, pl.TASK_ID)
+            for phase, (before,) in pl.range(2, init_values=(tids,)):
+                now = pl.array.create(2, pl.TASK_ID)
+                for branch in pl.parallel(2):
+                    out, tid = pl.submit(self.stripe, data, (phase * 2 + branch) * 16, out, deps=[before])
+                    now[branch] = tid
+                tids = pl.yield_(now)
+        return out
+
+
+def test_a_tensor_rebound_to_a_kernels_write_into_it_needs_no_carry():
+    from pypto.runtime import run
+
+    data = RNG.standard_normal((64, 32)).astype(np.float32)
+    out = np.zeros_like(data)
+    run(PhasedStripes, data, out, config=CFG)
+    np.testing.assert_array_equal(out, data + 1)
+
+
+@pl.jit
+def rebinds_to_another(x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+    n = 0
+    for i, (m,) in pl.range(2, init_values=(n,)):
+        out = pl.create_tensor([16, 32], pl.FP32)  # another buffer: dropping it after the loop would be wrong
+        m = pl.yield_(m + i)
+    return out
+
+
+def test_a_tensor_rebound_to_another_buffer_in_such_a_loop_is_still_refused():
+    from pypto.errors import UnsupportedSyntaxError
+
+    with pytest.raises(UnsupportedSyntaxError, match="the loop rebinds `out`, defined before it"):
+        rebinds_to_another.compile(np.zeros((16, 32), np.float32), np.zeros((16, 32), np.float32))

@@ -91,9 +91,12 @@ class ProgramContext:
     def written_arg(self, call: FuncCall) -> Var | None:
         """The tensor argument a kernel call writes, its first pl.Out / pl.InOut one (what
         ``c = kernel(a, c)`` names, as the launch plan reads it)."""
-        params = self.signatures.get(call.callee, (None,))[0]
-        if params is None:
-            params = next((f.params for f in self.functions if f.name == call.callee), ())
+        signature = self.signatures.get(call.callee)
+        params: Sequence[Param] = (
+            signature[0]
+            if signature
+            else next((f.params for f in self.functions if f.name == call.callee), ())
+        )
         for p, a in zip(params, call.args):
             if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var):
                 return a

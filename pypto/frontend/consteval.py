@@ -35,7 +35,7 @@ MISSING: Any = object()
 
 # Builtins a kernel may use on compile-time values (all pure).
 _BUILTINS = {n: getattr(builtins, n) for n in ("min", "max", "len", "int", "float", "abs", "bool", "range")}
-_PURE_CALLS = {min, max, len, int, float, abs, bool, range, ann.MemRef}
+_PURE_CALLS = {min, max, len, int, float, abs, bool, range, ann.MemRef, ann.TensorView}
 _SUBSCRIPTABLE = (
     tuple,
     list,

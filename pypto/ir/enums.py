@@ -90,6 +90,15 @@ class PadValue(_DslEnum):
     min = "min"
 
 
+class TensorLayout(_DslEnum):
+    """How a tensor's elements lie in GM (``pl.TensorView(layout=)``): ND is row-major; DN
+    column-major; NZ the cube's fractal layout."""
+
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+
 class Direction(_DslEnum):
     """Data direction of a function parameter (default In)."""
 
@@ -147,6 +156,7 @@ _PREFIX: dict[type, str] = {
     FunctionType: "pl.FunctionType",
     AtomicType: "pl.AtomicType",
     PadValue: "pl.PadValue",
+    TensorLayout: "pl.TensorLayout",
     Direction: "pl.Direction",
     ForKind: "pl",
     Pipe: "pl.Pipe",

@@ -36,11 +36,12 @@ from pypto.ir.enums import (
     Pipe,
     ScopeMode,
     SplitMode,
+    TensorLayout,
 )
 from pypto.ir.enums import ForKind as _ForKind
 from pypto.ir.enums import MaskPattern as _MaskPattern
 from pypto.ir.enums import MemorySpace as Mem
-from pypto.language.annotations import Array, InOut, MemRef, Out, Scalar, Tensor, Tile, dynamic
+from pypto.language.annotations import Array, InOut, MemRef, Out, Scalar, Tensor, TensorView, Tile, dynamic
 from pypto.language.decorators import JitFunction, KernelFunction, function, jit, program
 from pypto.language.markers import (
     CondMarker,
@@ -115,6 +116,7 @@ __all__ = [
     "Mem",
     "MemorySpace",
     "PadValue",
+    "TensorLayout",
     "Pipe",
     "SplitMode",
     "ScopeMode",
@@ -126,6 +128,7 @@ __all__ = [
     "Out",
     "Scalar",
     "Tensor",
+    "TensorView",
     "Tile",
     "dynamic",
     "JitFunction",

@@ -17,7 +17,7 @@ import sys
 from pypto._light import Record
 from pypto.ir.dims import DynDim
 from pypto.ir.dtypes import DataType
-from pypto.ir.enums import Direction, MemorySpace
+from pypto.ir.enums import Direction, MemorySpace, PadValue, TensorLayout
 
 TYPE_CHECKING = False  # annotations only: not importing typing keeps `import pypto.language` light
 if TYPE_CHECKING:
@@ -55,6 +55,52 @@ def _dtype(value: Any, what: str) -> DataType:
     return value
 
 
+class TensorView(Record):
+    """``pl.TensorView(stride=, layout=, valid_shape=, pad=)``, a tensor annotation's third
+    item: how its elements lie in GM. Tensors here are row-major (ND) with the strides the
+    caller's array has, so a view may say so — ``layout=pl.TensorLayout.ND``, row-major
+    ``stride`` — and anything else is refused with what to write instead: another layout or
+    stride, and a ``valid_shape`` (with its ``pad``), which a load of the tensor would have to
+    inherit — give ``valid_shape=`` (and a fill) to the loads instead."""
+
+    __slots__ = ("stride", "layout", "valid_shape", "pad")
+    stride: tuple[Any, ...] | None
+    layout: TensorLayout
+    valid_shape: tuple[Any, ...] | None
+    pad: PadValue | None
+
+    def __init__(
+        self,
+        stride: Any = None,
+        layout: TensorLayout = TensorLayout.ND,
+        valid_shape: Any = None,
+        pad: PadValue | None = None,
+    ) -> None:
+        object.__setattr__(self, "stride", None if stride is None else tuple(stride))
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "valid_shape", None if valid_shape is None else tuple(valid_shape))
+        object.__setattr__(self, "pad", pad)
+
+    def check(self, shape: tuple[Any, ...]) -> None:
+        """Refuses (TypeError) what this view asks of a tensor of ``shape`` beyond row-major."""
+        if self.layout is not TensorLayout.ND:
+            layout = f"pl.TensorLayout.{self.layout.name}"
+            raise TypeError(f"pl.TensorView(layout={layout}): tensors here are row-major (ND)")
+        if self.stride is not None:
+            row_major: list[Any] = [1]
+            for d in reversed(shape[1:]):
+                row_major.insert(0, d * row_major[0] if isinstance(d, int) and row_major[0] else None)
+            if len(self.stride) != len(shape) or any(
+                w is not None and s != w for s, w in zip(self.stride, row_major)
+            ):
+                raise TypeError(f"pl.TensorView(stride={list(self.stride)}): tensors here are row-major")
+        if self.valid_shape is not None or self.pad is not None:
+            raise TypeError(
+                "pl.TensorView(valid_shape=/pad=) is not supported: give valid_shape= (and the fill, "
+                "pl.tile.fillpad) to the loads that read the tensor"
+            )
+
+
 class TensorSpec(Record):
     """``pl.Tensor`` (shape/dtype from the argument) or ``pl.Tensor[[d0, d1], pl.FP32]``."""
 
@@ -67,9 +113,14 @@ class TensorSpec(Record):
         object.__setattr__(self, "dtype", dtype)
 
     def __getitem__(self, item: Any) -> TensorSpec:
-        if not isinstance(item, tuple) or len(item) != 2:
-            raise TypeError("write pl.Tensor[[d0, d1, ...], dtype]")
-        return TensorSpec(_shape(item[0], "pl.Tensor", dynamic=True), _dtype(item[1], "pl.Tensor"))
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise TypeError("write pl.Tensor[[d0, d1, ...], dtype] (or with a pl.TensorView third)")
+        shape = _shape(item[0], "pl.Tensor", dynamic=True)
+        if len(item) == 3:
+            if not isinstance(item[2], TensorView):
+                raise TypeError(f"the third item of pl.Tensor[...] is a pl.TensorView, got {item[2]!r}")
+            item[2].check(shape)
+        return TensorSpec(shape, _dtype(item[1], "pl.Tensor"))
 
     def to_type(self) -> TensorType | None:
         """The IR type, or None for a bare ``pl.Tensor`` (specialised from the argument)."""

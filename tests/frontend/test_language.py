@@ -118,6 +118,19 @@ def test_annotations_are_runtime_objects():
         pl.Tensor[[64, -1], pl.FP32]
 
 
+def test_a_tensor_view_may_say_row_major_and_is_refused_beyond_it():
+    nd = pl.TensorView(stride=[128, 1], layout=pl.TensorLayout.ND)
+    assert pl.Tensor[[64, 128], pl.FP32, nd].to_type() == ir.TensorType((64, 128), ir.FP32)
+    rows = pl.dynamic("ROWS")
+    assert pl.Tensor[[rows, 128], pl.FP32, pl.TensorView(layout=pl.TensorLayout.ND)].shape[1] == 128
+    with pytest.raises(TypeError, match=r"layout=pl.TensorLayout.DN\): tensors here are row-major"):
+        pl.Tensor[[64, 128], pl.FP32, pl.TensorView(layout=pl.TensorLayout.DN)]
+    with pytest.raises(TypeError, match=r"stride=\[1, 64\]\): tensors here are row-major"):
+        pl.Tensor[[64, 128], pl.FP32, pl.TensorView(stride=[1, 64])]
+    with pytest.raises(TypeError, match="give valid_shape= .* to the loads"):
+        pl.Tensor[[64, 128], pl.FP32, pl.TensorView(valid_shape=[64, rows])]
+
+
 def test_memref_validation():
     m = pl.MemRef("ub", slots=3)
     assert m.slots == 3 and not m.allocated

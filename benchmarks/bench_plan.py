@@ -1,7 +1,7 @@
 """Launch-plan benchmark: how the time to plan an orchestration grows with its task count.
 
-The program has the shape of upstream's paged-attention decode: per (batch, KV block), fresh
-intermediates, windows of the shared query and output buffers sized from a config tensor,
+The program has the shape of upstream's paged-attention decode: per (batch, KV block), a read of
+an input, fresh intermediates, windows of the shared query and output buffers sized from it,
 and four kernels whose dependencies the plan infers from the windows they read and write.
 Each line plans it for more batches (4 tasks per KV block, 8 blocks a batch) and prints the
 plan's wall time (best of --repeat), its time per task, and that against the smallest plan's:
@@ -75,6 +75,7 @@ class Decode:
             acc = pl.create_tensor([rows, 64], dtype=pl.FP32)
             qi = pl.slice(query, [rows, 64], [b * rows, 0])
             for _blk in pl.range(8):
+                rows = pl.tensor.read(config, [1])  # a read per block, as a block table's
                 s = pl.create_tensor([rows, 64], dtype=pl.FP32)
                 s = scores(qi, s)
                 p = pl.create_tensor([rows, 64], dtype=pl.FP32)

@@ -156,6 +156,7 @@ class _Env:
     args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
+    written: set[int] = field(default_factory=set)  # the buffers the tasks so far write
 
 
 class _NeedsData(Exception):
@@ -219,7 +220,7 @@ def _read(c: Call, env: _Env) -> int | float | bool:
     made before any kernel runs, so only inputs no task of the program writes can be read)."""
     src = c.arg("src")
     index = env.tensors.get(src.name) if isinstance(src, Var) else None
-    if index is None or index >= env.n_params or any(index in t.writes for t in env.tasks):
+    if index is None or index >= env.n_params or index in env.written:
         raise CompileError(
             f"orchestration reads `{getattr(src, 'name', src)}`, which a kernel of this program writes "
             "(or which is not a parameter): the task list is made before the kernels run, so it "
@@ -341,6 +342,7 @@ def _submit_block(
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
         env.latest[call.handle].append(len(tasks))
+    env.written |= writes
     tasks.append(
         Task(
             call.callee,

@@ -108,8 +108,17 @@ def from_array_dtype(dtype: Any) -> DataType:
     return found
 
 
+_NUMPY: dict[str, Any] = {}  # numpy_dtype's answers: a launch plan asks once per buffer
+
+
 def numpy_dtype(dtype: DataType) -> Any:
     """The numpy dtype of a pypto ``DataType`` (bfloat16 from ml_dtypes; INDEX is int64)."""
+    if dtype.name not in _NUMPY:
+        _NUMPY[dtype.name] = _numpy_dtype(dtype)
+    return _NUMPY[dtype.name]
+
+
+def _numpy_dtype(dtype: DataType) -> Any:
     import numpy as np
 
     if dtype == BF16:

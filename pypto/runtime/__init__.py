@@ -18,6 +18,7 @@ _EXPORTS = {
     "pypto.runtime.runner": ("execute_compiled",),
     "pypto.runtime.worker": ("ChipWorker", "RegistrationHandle"),
     "pypto.runtime.entry": ("run",),
+    "pypto.runtime.tensor_spec": ("TensorSpec",),
     "pypto.runtime.jit": ("CompiledProgram",),
     "pypto.runtime.launch": ("run_kernel_file",),
     "pypto.report.run_report": ("PIPES", "InstrTrace", "RunReport", "TaskReport"),

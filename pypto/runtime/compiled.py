@@ -36,7 +36,7 @@ from pypto.runtime.marshal import (
 
 if TYPE_CHECKING:
     from pypto.compile.plan import Plan, Task
-    from pypto.ir.stmt import Program
+    from pypto.ir.stmt import Param, Program
     from pypto.report.run_report import RunReport
 
 # The frontend, the planner and the report are imported when first needed: a program from the
@@ -124,6 +124,7 @@ class CompiledProgram:
                 )
         trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
+        args, made = self._with_outputs(args)
         dfx = (config or self.config).dfx
         snapshot = dfx.before_launch(self, args) if dfx.any() else None
         results = self.execute(args, trace)
@@ -131,10 +132,27 @@ class CompiledProgram:
         self.last_report = self.launch_report(results, trace, traffic)
         if snapshot is not None:
             dfx.after_launch(self, args, self.last_report, snapshot)
-        outs = self.returned
+        outs = made or self.returned
         if len(outs) == 1:
             return args[outs[0]]
         return tuple(args[i] for i in outs) if outs else None
+
+    def _with_outputs(self, args: tuple) -> tuple[tuple, tuple[int, ...]]:
+        """Upstream's return style: called with every argument but the ``pl.Out`` tensors, the
+        outputs are made here — zeroed, of the declared shapes, torch tensors when an input is
+        one — and returned; their indices (none when every argument was given)."""
+        if len(args) == len(self.param_names):  # the common case: the program is not read
+            return args, ()
+        from pypto.ir.enums import Direction
+
+        params = self.program.entry.params
+        made = tuple(i for i, p in enumerate(params) if p.direction is Direction.Out)
+        if not made or len(args) != len(params) - len(made):
+            return args, ()
+        torch_like = any(type(a).__module__.startswith("torch") for a in args)
+        given = iter(args)
+        full = [_new_output(p, torch_like) if i in made else next(given) for i, p in enumerate(params)]
+        return tuple(full), made
 
     @property
     def tasks(self) -> list[Task]:
@@ -399,6 +417,26 @@ class CompiledProgram:
     def returned(self) -> tuple[int, ...]:
         """Indices of the arguments a call returns: the outputs, in parameter order."""
         return tuple(sorted(self.outputs))
+
+
+def _new_output(param: Param, torch_like: bool) -> Any:
+    """A zeroed output for ``param``, which must declare its sizes."""
+    from pypto.ir.dtypes import numpy_dtype
+    from pypto.ir.types import TensorType, format_type
+
+    t = param.var.type
+    if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
+        raise ArgumentError(
+            f"`{param.var.name}` is {format_type(t)}: its sizes are known only from the array passed, "
+            "so pass it (a call may leave out only the outputs whose sizes the signature declares)",
+            param.span,
+        )
+    shape, dtype = tuple(int(d) for d in t.shape if isinstance(d, int)), numpy_dtype(t.dtype)
+    if torch_like:
+        import torch
+
+        return torch.zeros(shape, dtype=getattr(torch, dtype.name))
+    return np.zeros(shape, dtype)
 
 
 def _param_span(program: Program, i: int):

@@ -181,3 +181,36 @@ def test_the_one_optimization_strategy_is_accepted_and_another_refused():
     assert cfg.dump_passes is PassDumpLevel.CONCISE
     with pytest.raises(ConfigError, match="one pass pipeline"):
         RunConfig(strategy="Fast")
+
+
+def test_a_call_given_only_the_inputs_makes_the_outputs_and_returns_them():
+    compiled = run(ExpRows, config=RunConfig(platform="a2a3sim"))  # compile only
+    a = _input()
+    out = compiled(a)  # upstream's return style: the pl.Out tensor is made here
+    assert isinstance(out, np.ndarray) and out.shape == (256, 128) and out.dtype == np.float32
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    made = compiled(torch.from_numpy(a))  # torch in, torch out
+    assert isinstance(made, torch.Tensor) and made.dtype == torch.float32
+    np.testing.assert_allclose(made.numpy(), np.exp(a), rtol=1e-6)
+    with pytest.raises(ArgumentError, match="takes 2 arguments"):
+        compiled()
+
+
+def test_tensor_specs_make_the_tensors_a_model_script_passes():
+    from pypto.runtime import TensorSpec
+
+    ones = TensorSpec("x", [2, 3], np.float32, init_value=1.0).create_tensor()
+    assert ones.dtype == np.float32 and (ones == 1).all()
+    made = TensorSpec("y", [4], np.int32, init_value=lambda: [1, 2, 3, 4]).create_tensor()
+    assert made.tolist() == [1, 2, 3, 4] and made.dtype == np.int32
+    out = TensorSpec("out", [2, 2], np.float32, is_output=True)
+    assert out.is_output and not out.create_tensor().any()
+    torch = pytest.importorskip("torch")
+    q = TensorSpec("q", [8, 16], torch.bfloat16, init_value=torch.randn).create_tensor()
+    assert q.shape == (8, 16) and q.dtype == torch.bfloat16
+    assert TensorSpec("c", [3], torch.int64, init_value=torch.tensor([1, 2, 3])).create_tensor().tolist() == [
+        1,
+        2,
+        3,
+    ]

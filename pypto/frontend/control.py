@@ -29,8 +29,8 @@ from pypto.frontend.cluster import Optimizations, parse_optimizations
 from pypto.frontend.consteval import NOT_CONST
 from pypto.frontend.split_aiv import merge_regions
 from pypto.ir.enums import ForKind, FunctionType, Level, ScopeMode, SplitMode
-from pypto.ir.expr import Call, Const, Expr, Var, type_of, value_type
-from pypto.ir.stmt import For, If, IterArg, Scope, Stmt, TaskRegion, Yield
+from pypto.ir.expr import Call, Const, Expr, FuncCall, Var, type_of, value_type
+from pypto.ir.stmt import Assign, Eval, For, If, IterArg, Scope, Stmt, TaskRegion, Yield
 from pypto.ir.types import (
     INDEX_TYPE,
     ArrayType,
@@ -539,6 +539,10 @@ class ControlFlow(LoopCarry):
         finally:
             self.p.ctx.in_scope = False
             self.p.ctx.cluster_ats = self.p.ctx.aiv_splits = None
+        if cluster and not ats and _one_dispatch(body) and handle is None and not call.keywords[:-1]:
+            for stmt in body:  # one whole kernel's blocks: nothing to co-schedule with it
+                self.p.emit(stmt)
+            return
         if ats and not _explicit_pipes(body):  # pl.at scopes in a cluster: the compiler's pipes
             cluster, opts = False, _one_for_all(ats, self.p.span(node))
         elif ats and any(a.split or a.slots is not None for a in ats):
@@ -772,3 +776,11 @@ def _carry_it(name: str, node: ast.For, span: Any) -> UnsupportedSyntaxError:
     return UnsupportedSyntaxError(
         f"the loop rebinds `{name}`, defined before it; with init_values, carry it explicitly", span
     )
+
+
+def _one_dispatch(body: list[Stmt]) -> bool:
+    """A body that is one call of a whole kernel (``pl.spmd`` of it, or a plain call), after the
+    scalars its arguments are converted to."""
+    *before, last = body or [None]
+    scalars = all(isinstance(s, Assign) and isinstance(s.var.type, ScalarType) for s in before)
+    return scalars and isinstance(last, (Eval, Assign)) and isinstance(last.value, FuncCall)

@@ -104,3 +104,39 @@ def test_misuse_is_a_typed_error_with_its_line(kernel, error, message):
         kernel(x, w, out, config=CFG)
     assert "test_cluster_scopes.py:" in str(e.value)
     assert not out.any()
+
+
+@pl.program
+class ClusterOfOneDispatch:
+    """Upstream's SPMD paged attention wraps each vector kernel's pl.spmd in pl.cluster():
+    with one whole kernel in it there is nothing to co-schedule, so it is that dispatch."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_rows(
+        self,
+        x: pl.Tensor[[64, 64], pl.FP32],
+        y: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+        step: pl.Scalar[pl.INT64],
+    ) -> pl.Tensor[[64, 64], pl.FP32]:
+        r = pl.tile.get_block_idx() * 16
+        return pl.store(pl.adds(pl.load(x, [r, 0], [16, 64]), 1.0), [r, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]
+    ) -> pl.Tensor[[64, 64], pl.FP32]:
+        for i in pl.range(1):
+            with pl.cluster():  # noqa: SIM117 (upstream nests them)
+                with pl.spmd(core_num=4):
+                    y = self.add_rows(x, y, i)  # i: an INDEX converted for the INT64 parameter
+        return y
+
+
+def test_a_cluster_of_one_whole_kernels_dispatch_is_that_dispatch():
+    from pypto.runtime import run
+
+    x = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    compiled = run(ClusterOfOneDispatch, x, y, config=CFG)
+    np.testing.assert_array_equal(y, x + 1)
+    assert [(t.kernel, t.block_idx) for t in compiled.tasks] == [("add_rows", b) for b in range(4)]

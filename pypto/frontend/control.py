@@ -781,6 +781,8 @@ def _carry_it(name: str, node: ast.For, span: Any) -> UnsupportedSyntaxError:
 def _one_dispatch(body: list[Stmt]) -> bool:
     """A body that is one call of a whole kernel (``pl.spmd`` of it, or a plain call), after the
     scalars its arguments are converted to."""
-    *before, last = body or [None]
+    if not body:
+        return False
+    *before, last = body
     scalars = all(isinstance(s, Assign) and isinstance(s.var.type, ScalarType) for s in before)
     return scalars and isinstance(last, (Eval, Assign)) and isinstance(last.value, FuncCall)

@@ -13,7 +13,7 @@ import numpy as np
 from pypto._dataclass import dataclass
 from pypto.compile.deps import Box, DepIndex, Use
 from pypto.errors import ArgumentError, CompileError
-from pypto.ir.aliases import tensor_aliases
+from pypto.ir.aliases import tensor_aliases, written_arguments
 from pypto.ir.dtypes import cast_scalar, numpy_dtype
 from pypto.ir.enums import AtomicType, Direction, ForKind, FunctionType
 from pypto.ir.expr import (
@@ -469,11 +469,8 @@ def _effects(
 
 def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
     """The tensor argument a call writes (`c = kernel(a, c)` names it)."""
-    callee = program.get(call.callee)
-    for p, a in zip(callee.params, call.args):
-        if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var) and a.name in env.tensors:
-            return a
-    return None
+    written = written_arguments(program.get(call.callee).params, call.args)
+    return next((a for a in written if a.name in env.tensors), None)
 
 
 def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:

@@ -386,7 +386,7 @@ class ControlFlow(LoopCarry):
         # a tensor rebound to what a kernel wrote into it is the same tensor: checked after the body
         refused = [n for n in rebound if not self._tensor_in_orchestration(n)]
         if refused:
-            raise _carry_it(refused[0], node, self.p.span(node))
+            raise _carry_it(refused[0], self.p.span(node))
         return node.body[:-1], last[0]
 
     def _tensor_in_orchestration(self, name: str) -> bool:
@@ -400,7 +400,7 @@ class ControlFlow(LoopCarry):
             if name in names or now is before or not self._tensor_in_orchestration(name):
                 continue
             if self._root(now) != self._root(before):
-                raise _carry_it(name, node, self.p.span(node))
+                raise _carry_it(name, self.p.span(node))
 
     def _root(self, v: Any) -> Any:
         """The tensor a tensor version names (a store's result, a kernel's write, a loop's
@@ -524,6 +524,7 @@ class ControlFlow(LoopCarry):
                 "pl.at scopes cannot be nested (inside pl.cluster a pl.at names the cluster's work)",
                 self.p.span(node),
             )
+        plain = not call.keywords  # pl.cluster() with no name_hint=, deps=, ...
         if cluster:  # pl.cluster(name_hint=..., deps=[...]): pl.at's level is implied
             call = ast.Call(call.func, [], [*call.keywords, ast.keyword("level", ast.Constant(None))])
         level, name_hint, deps, opts, hints = self._scope_args(call)
@@ -539,7 +540,7 @@ class ControlFlow(LoopCarry):
         finally:
             self.p.ctx.in_scope = False
             self.p.ctx.cluster_ats = self.p.ctx.aiv_splits = None
-        if cluster and not ats and _one_dispatch(body) and handle is None and not call.keywords[:-1]:
+        if cluster and plain and handle is None and not ats and _one_dispatch(body):
             for stmt in body:  # one whole kernel's blocks: nothing to co-schedule with it
                 self.p.emit(stmt)
             return
@@ -772,7 +773,7 @@ def _one_for_all(ats: list[Optimizations], span: SourceSpan | None) -> Optimizat
     return Optimizations(splits.pop() if splits else SplitMode.NONE, depths.pop() if depths else None)
 
 
-def _carry_it(name: str, node: ast.For, span: Any) -> UnsupportedSyntaxError:
+def _carry_it(name: str, span: Any) -> UnsupportedSyntaxError:
     return UnsupportedSyntaxError(
         f"the loop rebinds `{name}`, defined before it; with init_values, carry it explicitly", span
     )

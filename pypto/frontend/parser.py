@@ -36,7 +36,7 @@ from pypto.frontend.semantic import widens
 from pypto.frontend.source import KernelSource
 from pypto.frontend.specialize import bind_arguments, is_array, scalar_arg, tensor_arg
 from pypto.frontend.state import ParserState
-from pypto.ir.aliases import tensor_aliases
+from pypto.ir.aliases import tensor_aliases, written_arguments
 from pypto.ir.dtypes import BOOL, DataType
 from pypto.ir.enums import Direction, FunctionType
 from pypto.ir.expr import Const, Expr, FuncCall, Var, type_of, value_type
@@ -89,18 +89,14 @@ class ProgramContext:
         self.signatures: dict[str, tuple[list[Param], tuple[Type, ...]]] = {}
 
     def written_arg(self, call: FuncCall) -> Var | None:
-        """The tensor argument a kernel call writes, its first pl.Out / pl.InOut one (what
-        ``c = kernel(a, c)`` names, as the launch plan reads it)."""
+        """The tensor argument a kernel call's value names (``c = kernel(a, c)``)."""
         signature = self.signatures.get(call.callee)
         params: Sequence[Param] = (
             signature[0]
             if signature
             else next((f.params for f in self.functions if f.name == call.callee), ())
         )
-        for p, a in zip(params, call.args):
-            if p.direction in (Direction.Out, Direction.InOut) and isinstance(a, Var):
-                return a
-        return None
+        return next(iter(written_arguments(params, call.args)), None)
 
     def call_method(self, fp: ParserState, name: str, args: list[Expr], node: ast.Call):
         """``self.<name>(...)`` inside a ``@pl.program`` class."""

@@ -9,8 +9,11 @@ parameter is an atomic add.
 
 from __future__ import annotations
 
-from pypto.ir.expr import Call, Var
-from pypto.ir.stmt import Assign, For, Function, If, Yield
+from collections.abc import Sequence
+
+from pypto.ir.enums import Direction
+from pypto.ir.expr import Call, Expr, Var
+from pypto.ir.stmt import Assign, For, Function, If, Param, Yield
 from pypto.ir.visit import nodes_of
 
 # op -> the argument naming the tensor the result stands for
@@ -41,3 +44,10 @@ def tensor_aliases(fn: Function, name: str) -> set[str]:
                 names.add(a.var.name)
         grew = len(names) > size
     return names
+
+
+def written_arguments(params: Sequence[Param], args: Sequence[Expr]) -> list[Var]:
+    """The tensors a call writes, in order: its arguments for pl.Out / pl.InOut parameters. A
+    kernel call's value names the first (``c = kernel(a, c)``)."""
+    written = (Direction.Out, Direction.InOut)
+    return [a for p, a in zip(params, args) if p.direction in written and isinstance(a, Var)]

@@ -148,7 +148,12 @@ class CompiledProgram:
         params = self.program.entry.params
         made = tuple(i for i, p in enumerate(params) if p.direction is Direction.Out)
         if not made or len(args) != len(params) - len(made):
-            return args, ()
+            outs = ", ".join(params[i].var.name for i in made)
+            raise ArgumentError(
+                f"{self.name} takes {len(params)} arguments ({', '.join(self.param_names)})"
+                + (f", or {len(params) - len(made)} without its outputs ({outs})" if made else "")
+                + f"; got {len(args)}"
+            )
         torch_like = any(type(a).__module__.startswith("torch") for a in args)
         given = iter(args)
         full = [_new_output(p, torch_like) if i in made else next(given) for i, p in enumerate(params)]

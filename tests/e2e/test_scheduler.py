@@ -197,3 +197,33 @@ def test_a_task_waiting_for_a_core_pays_the_steady_head_on_it():
     *wave, last = one_too_many.last_report.tasks
     assert len(wave) == PLAT.aiv_cores and all(t.start == COLD for t in wave)
     assert last.start == min(t.end for t in wave) + int(PLAT.task_head_cycles)
+
+
+QUEUED = 150  # three AIV cores' worth of tasks over the 48, of two lengths
+
+
+@pl.jit
+def many_waiting(a: pl.Tensor, b: pl.Out[pl.Tensor]):
+    for i in pl.parallel(QUEUED):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.load(a, [i * 16, 0], [16, 128])
+            if i % 3 == 0:
+                x = pl.exp(pl.exp(x))
+            pl.store(pl.exp(x), [i * 16, 0], b)
+    return b
+
+
+def test_tasks_waiting_for_cores_take_them_in_submit_order_exactly():
+    a = np.linspace(-1, 1, QUEUED * 16 * 128, dtype=np.float32).reshape(QUEUED * 16, 128)
+    b = np.zeros_like(a)
+    many_waiting(a, b, config=CFG)
+    tasks = many_waiting.last_report.tasks
+    starts = [t.start for t in tasks]
+    assert starts[: PLAT.aiv_cores] == [COLD] * PLAT.aiv_cores
+    # a task that waited for a core never starts before one submitted ahead of it
+    assert starts == sorted(starts)
+    # the whole schedule, pinned: a finish re-tries the waiting tasks in the order they waited,
+    # and the first one to find a core idle takes it
+    assert many_waiting.last_report.cycles == 9620 and sum(starts) == 988162
+    assert [t.core_name for t in tasks[48:54]] == ["AIV47", "AIV1", "AIV2", "AIV4", "AIV5", "AIV7"]
+    np.testing.assert_allclose(b[:: 3 * 16], np.exp(np.exp(np.exp(a[:: 3 * 16]))), rtol=1e-5)

@@ -103,6 +103,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     reset_used(aic_warm_, aic_used_);
     reset_used(aiv_warm_, aiv_used_);
     aic_used_ = aiv_used_ = 0;
+    for (PickMemo& m : memo_) m = PickMemo{};  // the tables it looked at were reset
     remaining_deps_.assign(tasks.size(), 0);
     task_end_.assign(tasks.size(), 0);
     task_left_.assign(tasks.size(), 0);
@@ -140,6 +141,10 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     instances_.clear();
     events_.storage().clear();
     parked_.clear();
+    for (std::vector<uint32_t>& b : batches_) b.clear();
+    free_batches_.clear();
+    for (size_t b = batches_.size(); b-- > 0;) free_batches_.push_back(b);
+    open_batch_ = -1;
     for (std::vector<size_t>& list : waiting_) list.clear();
     woken_.clear();
     clusters_.clear();
@@ -164,7 +169,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
       }
       remaining_deps_[i] = (*tasks_)[i].deps.size();
       check_cores((*tasks_)[i]);  // before anything runs, not when the task comes up
-      if ((*tasks_)[i].deps.empty()) push(0, Event::kTask | i);
+      if ((*tasks_)[i].deps.empty()) push_task(0, i);
     }
     while (!events_.empty()) {
       const Event e = events_.top();
@@ -172,7 +177,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
       if ((e.what() & Event::kTask) == 0) {
         step(static_cast<size_t>(e.what()));
       } else {
-        dispatch(e);
+        dispatch_batch(e);
       }
     }
     check_all_done();
@@ -279,13 +284,48 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     return dispatched_.size() > static_cast<size_t>(task) && dispatched_[static_cast<size_t>(task)];
   }
 
-  // Queues `what` (an instance, or Event::kTask | a task) at `time`, after every event queued
-  // before at the same time.
+  // Queues `what` (an instance, or Event::kTask | a batch of tasks) at `time`, after every
+  // event queued before at the same time.
   void push(uint64_t time, uint64_t what) {
     if (seq_ == Event::kMaxSeq)
       throw SimError(ErrorKind::kLimit, "the run passed " + std::to_string(seq_) +
                                             " scheduling events: a kernel that never finishes");
     events_.push({time, seq_++ << Event::kWhatBits | what});
+  }
+
+  // Queues a task's dispatch at `time`. Pushes back to back at one time leave the queue back to
+  // back (nothing queued before or after falls between them), so a task pushed right after
+  // another at the same time joins its batch: one event, its tasks dispatched in push order, is
+  // the same schedule. A finish re-queues every task parked for a core, thousands at once on a
+  // large decode, and each dispatched elsewhere is pushed again: as single events they made
+  // the queue most of the run's time.
+  void push_task(uint64_t time, size_t task) {
+    if (open_batch_ >= 0 && open_seq_ + 1 == seq_ && open_time_ == time) {
+      batches_[static_cast<size_t>(open_batch_)].push_back(static_cast<uint32_t>(task));
+      return;
+    }
+    size_t b = batches_.size();
+    if (free_batches_.empty()) {
+      batches_.emplace_back();
+    } else {
+      b = free_batches_.back();
+      free_batches_.pop_back();
+    }
+    batches_[b].push_back(static_cast<uint32_t>(task));
+    push(time, Event::kTask | b);
+    open_batch_ = static_cast<int64_t>(b);
+    open_seq_ = seq_ - 1;
+    open_time_ = time;
+  }
+
+  // Dispatches a batch's tasks in order (see push_task); their own pushes queue after it.
+  void dispatch_batch(const Event& e) {
+    const auto b = static_cast<size_t>(e.what() & ~Event::kTask);
+    if (static_cast<int64_t>(b) == open_batch_) open_batch_ = -1;
+    popped_.swap(batches_[b]);
+    free_batches_.push_back(b);
+    for (const uint32_t task : popped_) dispatch(e.time, task);
+    popped_.clear();
   }
 
   // The blocked instances are kept per cluster (an instance's `cluster`: its cluster's index,
@@ -352,8 +392,14 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     return std::max(d.staged ? d.ready : d.ready + head, free + head);
   }
 
-  // A core for a task of `kind` dispatched at `time`.
-  Pick pick(CoreKind kind, uint64_t time, const Dispatch& d) const {
+  // A core for a task of `kind` dispatched at `time`. The look over the cores is remembered
+  // until a core's state changes: while no core of the kind is idle, the answer is the one
+  // that frees first for every task and every time before it frees (a finish re-tries every
+  // parked task, and all of them but one find each core busy or not yet free).
+  Pick pick(CoreKind kind, uint64_t time, const Dispatch& d) {
+    PickMemo& memo = memo_[static_cast<size_t>(kind)];
+    if (memo.version == cores_version_ && (memo.best.slot < 0 || time < memo.best.free))
+      return memo.best;
     Pick best, idle;
     auto consider = [&](int slot, uint64_t free, bool warm) {
       if (best.slot < 0 || free < best.free) best = {slot, free, 0};
@@ -388,6 +434,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
         if (busy[i] == 0) consider(static_cast<int>(i), frees[i], warm[i] != 0);
       }
     }
+    memo = {cores_version_, best};
     return idle.slot >= 0 ? idle : best;
   }
 
@@ -410,16 +457,16 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
                        " give none (a cluster kernel needs aiv_cores >= 2 * aic_cores)");
   }
 
-  void dispatch(const Event& e) {
-    const auto task = static_cast<int>(e.what() & ~Event::kTask);
-    const TaskSpec& t = (*tasks_)[static_cast<size_t>(task)];
-    Pick p = pick(t.kind, e.time, dispatches_[static_cast<size_t>(task)]);
+  void dispatch(uint64_t time, uint32_t task_index) {
+    const auto task = static_cast<int>(task_index);
+    const TaskSpec& t = (*tasks_)[task_index];
+    Pick p = pick(t.kind, time, dispatches_[task_index]);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
-      parked_.push_back(e);
+      parked_.push_back({time, task_index});
       return;
     }
-    if (p.free > e.time) {  // a running core might free up sooner: look again then
-      push(p.free, e.what());
+    if (p.free > time) {  // a running core might free up sooner: look again then
+      push_task(p.free, task_index);
       return;
     }
     const uint64_t start = p.start;
@@ -488,6 +535,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     });
     (aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(core)] = 1;
     (aic ? aic_warm_ : aiv_warm_)[static_cast<size_t>(core)] = 1;
+    ++cores_version_;
     size_t& used = aic ? aic_used_ : aiv_used_;
     used = std::max(used, static_cast<size_t>(core) + 1);
     task_left_[static_cast<size_t>(task)]++;
@@ -556,6 +604,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     in.end = in.start + m.stats().total_cycles;
     (in.aic ? aic_free_ : aiv_free_)[static_cast<size_t>(in.core)] = in.end;
     (in.aic ? aic_busy_ : aiv_busy_)[static_cast<size_t>(in.core)] = 0;
+    ++cores_version_;
     if (!in.atomics.empty())
       pending_.push_back({in.end, static_cast<size_t>(in.task), std::move(in.atomics)});
     if (t.kind == CoreKind::kCluster) {  // named in a deadlock report of its cluster peers
@@ -570,7 +619,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     const size_t task = static_cast<size_t>(in.task);
     task_end_[task] = std::max(task_end_[task], in.end);
     if (--task_left_[task] == 0) complete(task);
-    for (const Event& e : parked_) push(e.time, e.what());
+    for (const Parked& e : parked_) push_task(e.time, e.task);
     parked_.clear();
   }
 
@@ -589,7 +638,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
       // and hands it over task_dispatch_cycles later (its head follows, see pick()).
       if (!staged) ready += static_cast<uint64_t>(platform_.task_dispatch_cycles);
       dispatches_[static_cast<size_t>(d)] = {ready, staged};
-      push(ready, Event::kTask | static_cast<uint64_t>(d));
+      push_task(ready, static_cast<size_t>(d));
     }
   }
 
@@ -690,7 +739,27 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   std::vector<bool> dispatched_;
   EventQueue events_;
   std::vector<Dispatch> dispatches_;  // per task
-  std::vector<Event> parked_;
+  // A task that found every core of its kind running, and when it looked (dispatch()).
+  struct Parked {
+    uint64_t time;
+    uint32_t task;
+  };
+  std::vector<Parked> parked_;
+  // The tasks of each queued dispatch event (push_task), free slots for new ones, the batch
+  // being dispatched, and the last one pushed while it may still grow.
+  std::vector<std::vector<uint32_t>> batches_;
+  std::vector<size_t> free_batches_;
+  std::vector<uint32_t> popped_;
+  int64_t open_batch_ = -1;
+  uint64_t open_seq_ = 0, open_time_ = 0;
+  // pick()'s last look per core kind, valid while cores_version_ (bumped by every launch and
+  // finish) has not moved.
+  struct PickMemo {
+    uint64_t version = ~uint64_t{0};
+    Pick best;
+  };
+  PickMemo memo_[3];
+  uint64_t cores_version_ = 0;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<std::unique_ptr<Instance>> spare_;  // cleared ones from earlier runs
   std::vector<std::vector<size_t>> waiting_;      // the blocked instances per cluster: block()

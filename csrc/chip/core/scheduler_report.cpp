@@ -1,6 +1,8 @@
 // What a chip run reports beyond its results: how an instance is named, hazards found inside
 // one, a deadlock across cores, and races between tasks.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "chip/core/scheduler_state.hpp"
 
@@ -24,6 +26,9 @@ std::string hazard_message(const std::string& kernel, const BlockResult& r) {
 std::string deadlock_report(const std::vector<std::unique_ptr<Instance>>& instances,
                             const std::vector<TaskSpec>& tasks) {
   std::string msg;
+  // Every run ends here: one that finished names nothing, and is not scanned pair by pair.
+  if (std::all_of(instances.begin(), instances.end(), [](const auto& p) { return p->done; }))
+    return msg;
   for (const auto& p : instances) {
     if (p->done) continue;
     msg += "\n  " + where(*p, tasks[static_cast<size_t>(p->task)]) + " on " + p->ctx->core_name +
@@ -96,6 +101,27 @@ std::string clash(const Instance& a, const Instance& b, const TouchIndex& bx,
   return {};
 }
 
+// The pairs (i < j, ascending) of instances that may overlap in time: of two that do, one
+// starts while the other runs, so each instance is paired with those starting in [start, end)
+// (found by a binary search over the starts). A decode's tens of thousands of instances, about
+// a core's count of them running at once, are not compared all against all.
+std::vector<std::pair<size_t, size_t>> overlapping_pairs(
+    const std::vector<std::unique_ptr<Instance>>& instances) {
+  std::vector<size_t> by_start(instances.size());
+  for (size_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+  const auto start = [&](size_t i) { return instances[i]->start; };
+  std::sort(by_start.begin(), by_start.end(),
+            [&](size_t x, size_t y) { return start(x) < start(y); });
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t p = 0; p < by_start.size(); ++p) {
+    const Instance& x = *instances[by_start[p]];
+    for (size_t q = p + 1; q < by_start.size() && start(by_start[q]) < x.end; ++q)
+      pairs.emplace_back(std::min(by_start[p], by_start[q]), std::max(by_start[p], by_start[q]));
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
 }  // namespace
 
 std::vector<std::string> races(const std::vector<std::unique_ptr<Instance>>& instances,
@@ -105,15 +131,14 @@ std::vector<std::string> races(const std::vector<std::unique_ptr<Instance>>& ins
   std::vector<TouchIndex> index;
   index.reserve(instances.size());
   for (const auto& in : instances) index.push_back(index_of(*in));
-  for (size_t i = 0; i < instances.size() && out.size() < 8; ++i) {
-    for (size_t j = i + 1; j < instances.size() && out.size() < 8; ++j) {
-      const Instance &a = *instances[i], &b = *instances[j];
-      if (a.task == b.task || a.end <= b.start || b.end <= a.start) continue;
-      if (auto r = clash(a, b, index[j], tasks); !r.empty())
-        out.push_back(r);
-      else if (auto r2 = clash(b, a, index[i], tasks); !r2.empty())
-        out.push_back(r2);
-    }
+  for (const auto& [i, j] : overlapping_pairs(instances)) {
+    const Instance &a = *instances[i], &b = *instances[j];
+    if (a.task == b.task || a.end <= b.start || b.end <= a.start) continue;
+    if (auto r = clash(a, b, index[j], tasks); !r.empty())
+      out.push_back(r);
+    else if (auto r2 = clash(b, a, index[i], tasks); !r2.empty())
+      out.push_back(r2);
+    if (out.size() == 8) break;
   }
   return out;
 }

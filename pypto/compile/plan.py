@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto._collector import collector_paused
 from pypto._dataclass import dataclass
 from pypto.compile.deps import Box, DepIndex, Use
 from pypto.errors import ArgumentError, CompileError
@@ -601,7 +602,8 @@ def plan_orchestration(
     if len(args) == len(entry.params):
         env.args = [args[i] for i in positions]
     try:
-        _walk(entry.body, program, env, env.tasks)
+        with collector_paused():
+            _walk(entry.body, program, env, env.tasks)
     except _NeedsData:  # no arrays yet (a program read back from its folder): plan at the call
         return Plan([], [], {}, frozenset(used), data=True)
     return Plan(env.tasks, env.intermediates, dims, frozenset(used), data=env.read_data)

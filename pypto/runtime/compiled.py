@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pypto import _native, knobs
+from pypto._collector import collector_paused
 from pypto.compile.artifact import Artifact
 from pypto.errors import ArgumentError, ConfigError, ReadOnlyInputError
 from pypto.frontend.specialize import bind_arguments, tensor_arg
@@ -127,9 +128,10 @@ class CompiledProgram:
         args, made = self._with_outputs(args)
         dfx = (config or self.config).dfx
         snapshot = dfx.before_launch(self, args) if dfx.any() else None
-        results = self.execute(args, trace)
-        traffic = self.account_worker(args)
-        self.last_report = self.launch_report(results, trace, traffic)
+        with collector_paused(self.dynamic_plan):  # planned again each call (see _collector)
+            results = self.execute(args, trace)
+            traffic = self.account_worker(args)
+            self.last_report = self.launch_report(results, trace, traffic)
         if snapshot is not None:
             dfx.after_launch(self, args, self.last_report, snapshot)
         outs = made or self.returned
@@ -193,8 +195,9 @@ class CompiledProgram:
         trace = self.config.trace if trace is None else trace
         args = self.positional(args, kwargs)
         self.check_signature(args)
-        results = self.execute(args, trace)
-        return self.launch_report(results, trace, self.account_worker(args))
+        with collector_paused(self.dynamic_plan):
+            results = self.execute(args, trace)
+            return self.launch_report(results, trace, self.account_worker(args))
 
     def launch_report(self, results: Any, trace: bool, traffic: tuple[int, int]) -> RunReport:
         """``report`` with the launch's host -> device and device -> host bytes in its ``memory``."""

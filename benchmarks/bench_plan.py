@@ -27,6 +27,7 @@ import time
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
 import numpy as np  # noqa: E402
+from _common import best_of  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -109,12 +110,7 @@ def plan_seconds(batches: int, repeat: int) -> tuple[float, int]:
 def call_seconds(compiled, batches: int, repeat: int) -> float:
     args = arguments(batches)
     compiled(*args)  # this size's kernels loaded
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        compiled(*args)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_of(compiled, repeat, *args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -153,11 +153,40 @@ class _Env:
     deps: DepIndex = field(default_factory=DepIndex)  # the tasks so far, by the windows they used
     loops_run: int = 0
     effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
-    atomic_only: dict[tuple[str, str], bool] = field(default_factory=dict)  # (kernel, parameter)
     args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
     written: set[int] = field(default_factory=set)  # the buffers the tasks so far write
+    kernel_params: dict[str, list[_TensorParam]] = field(default_factory=dict)  # _tensor_params
+
+
+@dataclass(frozen=True)
+class _TensorParam:
+    """A kernel's tensor parameter as its every task reads it (_tensor_params)."""
+
+    name: str
+    shape: tuple
+    reads: bool
+    writes: bool
+    atomic_only: bool  # every write of it an atomic add (_atomic_only)
+
+
+def _tensor_params(fn: Function, env: _Env) -> list[_TensorParam]:
+    """``fn``'s tensor parameters, read from its IR once per plan, not once per task."""
+    got = env.kernel_params.get(fn.name)
+    if got is None:
+        got = env.kernel_params[fn.name] = [
+            _TensorParam(
+                p.var.name,
+                tuple(tensor_type(p.var).shape),
+                p.direction in (Direction.In, Direction.InOut),
+                p.direction in (Direction.Out, Direction.InOut),
+                _atomic_only(fn, p.var.name),
+            )
+            for p in fn.params
+            if isinstance(p.var.type, TensorType)
+        ]
+    return got
 
 
 class _NeedsData(Exception):
@@ -368,15 +397,17 @@ def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) ->
     """The sizes of a call's tensors against the kernel's parameters where the types left them
     to this call: a size computed at run time against a fixed one, and the sizes one
     ``pl.dynamic`` dim of the kernel takes in all its parameters, which must agree."""
-    params = [(p.var, a) for p, a in zip(fn.params, call.args) if isinstance(p.var.type, TensorType)]
     bound: dict[str, tuple[int, str]] = {}  # the kernel's dim -> (its size, the parameter giving it)
-    for (param, arg), index in zip(params, tensors):
+    for k, (param, index) in enumerate(zip(_tensor_params(fn, env), tensors)):
         have = _entry_shape(env, index)
-        for want, size in zip(tensor_type(param).shape, have or ()):
+        if have is None or have == param.shape:  # fixed sizes that match: nothing to check
+            continue
+        for want, size in zip(param.shape, have):
             if isinstance(want, int) and want != size:
+                arg = [a for p, a in zip(fn.params, call.args) if isinstance(p.var.type, TensorType)][k]
                 raise ArgumentError(
-                    f"`{param.name}` of `{call.callee}` is {list(tensor_type(param).shape)}, but at this "
-                    f"call `{getattr(arg, 'name', arg)}` is {list(have or ())} "
+                    f"`{param.name}` of `{call.callee}` is {list(param.shape)}, but at this "
+                    f"call `{getattr(arg, 'name', arg)}` is {list(have)} "
                     "(its sizes are computed at run time)",
                     call.span,
                 )
@@ -402,13 +433,11 @@ def _entry_shape(env: _Env, index: int) -> tuple[int, ...] | None:
 
 def _uses(fn: Function, tensors: list[int], env: _Env, untracked: frozenset[int]) -> list[Use]:
     """The windows of buffers a task of ``fn`` reads and writes, but for untracked ones."""
-    params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
     uses = []
-    for p, t in zip(params, tensors):
+    for p, t in zip(_tensor_params(fn, env), tensors):
         root, box = _window(env, t)
         if root not in untracked:
-            reads = p.direction in (Direction.In, Direction.InOut)
-            uses.append(Use(root, box, reads, p.direction in (Direction.Out, Direction.InOut)))
+            uses.append(Use(root, box, p.reads, p.writes))
     return uses
 
 
@@ -458,13 +487,10 @@ def _atomic_only(fn: Function, name: str) -> bool:
 def _effects(
     fn: Function, tensors: list[int], env: _Env
 ) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
-    params = [p for p in fn.params if isinstance(p.var.type, TensorType)]
-    reads = {t for p, t in zip(params, tensors) if p.direction in (Direction.In, Direction.InOut)}
-    writes = {t for p, t in zip(params, tensors) if p.direction in (Direction.Out, Direction.InOut)}
-    for p in params:  # a property of the kernel: found once, not per task
-        if (fn.name, p.var.name) not in env.atomic_only:
-            env.atomic_only[fn.name, p.var.name] = _atomic_only(fn, p.var.name)
-    atomic = {t for p, t in zip(params, tensors) if t in writes and env.atomic_only[fn.name, p.var.name]}
+    params = _tensor_params(fn, env)
+    reads = {t for p, t in zip(params, tensors) if p.reads}
+    writes = {t for p, t in zip(params, tensors) if p.writes}
+    atomic = {t for p, t in zip(params, tensors) if t in writes and p.atomic_only}
     return frozenset(reads), frozenset(writes), frozenset(atomic)
 
 
@@ -582,8 +608,14 @@ def _intermediate(c: Call, env: _Env) -> Intermediate:
     return Intermediate(shape, _numpy_dtype(tensor_type(c).dtype), value, manual)
 
 
+_DTYPE_NAMES: dict[str, str] = {}  # numpy's dtype.name is computed in Python: ~4 us a read
+
+
 def _numpy_dtype(dtype: Any) -> str:
-    return str(numpy_dtype(dtype).name)
+    name = _DTYPE_NAMES.get(dtype.name)
+    if name is None:
+        name = _DTYPE_NAMES[dtype.name] = str(numpy_dtype(dtype).name)
+    return name
 
 
 def plan_orchestration(

@@ -112,12 +112,18 @@ class DepIndex:
             buffer = self.buffers.get(u.root)
             if buffer is None:
                 continue
+            # Each operation on a set makes a new int as long as the plan so far: none is made
+            # for nothing (an or with 0, an and with all ones).
             found = 0
             for w in buffer.overlapping(u.box):
-                found |= w.writers | (w.readers if u.writes else 0)
+                found |= w.writers
+                if u.writes:
+                    found |= w.readers
             if u.root in atomic:
                 found &= ~buffer.atomic
-            shared[u.root] = shared.get(u.root, 0) | (found & ~siblings)
+            if siblings:
+                found &= ~siblings
+            shared[u.root] = shared[u.root] | found if u.root in shared else found
         ordered = plain = 0
         for root, tasks in shared.items():
             ordered |= tasks
@@ -134,8 +140,10 @@ class DepIndex:
         for u in uses:
             buffer = self.buffers.setdefault(u.root, _Buffer())
             for w in (buffer.window(u.box), buffer.all):
-                w.readers |= bit if u.reads else 0
-                w.writers |= bit if u.writes else 0
+                if u.reads:
+                    w.readers |= bit
+                if u.writes:
+                    w.writers |= bit
             if u.root in atomic:
                 buffer.atomic |= bit
         for run, it in parallel:

@@ -114,10 +114,12 @@ class CompiledProgram:
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
-        ``config`` (upstream passes one on every call) may change ``trace`` only."""
+        ``config`` (upstream passes one on every call) may change ``trace`` only; its platform
+        and memory planner must be the compiled ones. Its compile-time options (pass dumps,
+        diagnostics) were used when the program was compiled, so they are not compared."""
         if config is not None:
             config = call_config(config)
-            if config.compile_key()[:3] != self.config.compile_key()[:3]:
+            if config.compile_key()[:2] != self.config.compile_key()[:2]:
                 raise ConfigError(
                     f"{self.name} was compiled for {self.config.platform!r} / {self.config.planner.name}; "
                     f"a call may not change them (compile again for {config.platform!r} / "

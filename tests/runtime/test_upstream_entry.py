@@ -59,6 +59,14 @@ def test_run_compiles_and_runs_a_program_and_returns_it_callable():
         compiled(a, again, config=RunConfig(platform="a5sim"))
 
 
+def test_a_call_config_without_the_compiles_pass_dumps_runs(tmp_path: Path):
+    # upstream compiles with dump_passes=True and passes a plain config to later calls
+    a, out = _input(), np.zeros((256, 128), np.float32)
+    compiled = run(ExpRows, config=RunConfig(platform="a2a3sim", dump_passes=True, output_dir=tmp_path))
+    compiled(a, out, config=RunConfig(platform="a2a3sim"))
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+
+
 def test_ir_compile_checks_arguments_against_the_programs_types(tmp_path: Path):
     compiled = ir.compile(ExpRows, output_dir=tmp_path / "build", platform="a2a3sim")
     assert compiled.output_dir == (tmp_path / "build").resolve()

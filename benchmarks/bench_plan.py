@@ -9,7 +9,10 @@ about 1x means the plan grows linearly with its tasks (it was quadratic: every t
 checked against every earlier one). Then the same for the whole call of the compiled program:
 planned again at each call (its sizes are read from `config`), then the simulated run of the
 tasks (tiny kernels: mostly the chip's task scheduling, which re-tried every task waiting for
-a core at each finish, one queue event each, and grew quadratic) and the report.
+a core at each finish, one queue event each, and grew quadratic) and the report. Last, the
+call at the middle size traced (RunConfig(trace=True): a container in its own OPPROF folder
+per launch, thousands of short ones, then the whole-run files) against the untraced call,
+with the traced call's process CPU time beside it (a slow disk's waits do not count there).
 
 Run: python benchmarks/bench_plan.py [--batches 16,64,256] [--repeat 3]
 Target: per-task time at 256 batches (8,192 tasks) <= 1.5x that at 16, for the plan and for
@@ -32,6 +35,7 @@ from _common import best_of  # noqa: E402
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.compile.plan import plan_orchestration  # noqa: E402
+from pypto.runtime import RunConfig  # noqa: E402
 
 BLOCKS, ROWS, DIM = 8, 16, 64
 
@@ -113,6 +117,33 @@ def call_seconds(compiled, batches: int, repeat: int) -> float:
     return best_of(compiled, repeat, *args)
 
 
+def best_cpu(fn, n: int) -> float:
+    """The least process CPU time (every thread's) of ``n`` calls of ``fn()``, in seconds."""
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def traced_ratio(batches: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-trace-") as folder:
+        compiled = ir.compile(Decode, platform="a2a3sim", output_dir=folder)
+        args = arguments(batches)
+        compiled(*args)
+        untraced = best_of(compiled, repeat, *args)
+        traced_cfg = RunConfig(platform="a2a3sim", trace=True)
+        traced = best_of(lambda: compiled(*args, config=traced_cfg), repeat)
+        cpu = best_cpu(lambda: compiled(*args, config=traced_cfg), repeat)
+        launches = len(compiled.last_report.trace_paths)
+    print(
+        f"traced call, {launches} launches: {traced * 1e3:.0f} ms against {untraced * 1e3:.0f} ms "
+        f"untraced ({traced / untraced:.1f}x; {(traced - untraced) / launches * 1e6:.0f} us a launch); "
+        f"its process CPU {cpu * 1e3:.0f} ms"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="16,64,256", help="comma-separated batch counts (at most 256)")
@@ -136,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{n:>8} {tasks:>8} {seconds * 1e3:>9.1f} {per_task:>8.1f} {per_task / first:>8.2f}x"
             f" {call * 1e3:>9.1f} {per_call:>8.1f} {per_call / first_call:>8.2f}x"
         )
+    traced_ratio(sizes[len(sizes) // 2], a.repeat)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -47,15 +48,23 @@ void ParallelFiles::start() {
     f.end = at > 0 ? static_cast<size_t>(at) : 0;
     f.reserved = f.end;
     f.reserving = ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode);
-    f.thread = std::thread([this, &f] { run(f); });
   }
 }
 
+// The writer threads start with a second chunk: a trace of one chunk or less (a short launch
+// of a run of thousands) is written by finish() on the caller's thread, without starting and
+// joining a thread per file.
+void ParallelFiles::spawn() {
+  spawned_ = true;
+  for (File& f : files_) f.thread = std::thread([this, &f] { run(f); });
+}
+
 // Best effort: a file system without fallocate, or one that is full, leaves the writes to
-// allocate (and to report ENOSPC themselves).
+// allocate (and to report ENOSPC themselves). Ahead of the writes by as much as is written,
+// up to kReserveBytes: a short file reserves (and cuts off at close) little.
 void ParallelFiles::reserve(File& file, size_t bytes) {
   if (!file.reserving || file.end + bytes <= file.reserved) return;
-  const size_t upto = file.end + bytes + kReserveBytes;
+  const size_t upto = file.end + bytes + std::min(kReserveBytes, file.end + bytes);
   if (::fallocate(file.fd, 0, static_cast<off_t>(file.reserved),
                   static_cast<off_t>(upto - file.reserved)) == 0) {
     file.reserved = upto;
@@ -88,11 +97,13 @@ void ParallelFiles::submit(Chunk* chunk) {
     chunk->pending = static_cast<int>(files_.size());
     for (File& f : files_) f.queue.push_back(chunk);
   }
+  if (!spawned_ && ++submitted_ > 1) spawn();
   changed_.notify_all();
 }
 
 void ParallelFiles::run(File& file) {
   for (;;) {
+    if (!spawned_ && file.queue.empty()) return;  // finish() writing here: all written
     Chunk* c = nullptr;
     bool failed = false;  // after an error, chunks are only released
     {
@@ -105,7 +116,7 @@ void ParallelFiles::run(File& file) {
     }
     try {
       if (!failed) {
-        reserve(file, c->used);
+        if (spawned_) reserve(file, c->used);  // one write alone gains nothing from it
         write_all(file.fd, std::string_view(c->data.get(), c->used), file.path);
         file.end += c->used;
       }
@@ -137,6 +148,13 @@ void ParallelFiles::stop_threads() {
 }
 
 void ParallelFiles::finish() {
+  if (!spawned_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (File& f : files_) f.done = true;
+    }
+    for (File& f : files_) run(f);  // the one chunk, on this thread
+  }
   stop_threads();
   raise_error();
 }

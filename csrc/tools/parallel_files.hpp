@@ -51,7 +51,8 @@ class ParallelFiles {
 
   int fd(size_t file) const { return files_[file].fd; }
   const std::string& path(size_t file) const { return files_[file].path; }
-  // Starts the writer threads; bytes written through fd() before this come first.
+  // Ready to write: bytes written through fd() before this come first. The writer threads
+  // start with the second chunk submitted (spawn()); until then nothing is written.
   void start();
   // An empty chunk to fill (allocated while the pool is below kChunks, else waits until a
   // chunk has been written).
@@ -75,6 +76,7 @@ class ParallelFiles {
     std::thread thread;
   };
   void run(File& file);
+  void spawn();
   static void reserve(File& file, size_t bytes);
   void release(Chunk* chunk);
   void raise_error();
@@ -86,6 +88,8 @@ class ParallelFiles {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::exception_ptr error_;
+  bool spawned_ = false;  // the writer threads started (spawn())
+  size_t submitted_ = 0;  // chunks submitted so far
 };
 
 }  // namespace pypto::tools

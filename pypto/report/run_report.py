@@ -240,7 +240,8 @@ class RunReport:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = self.to_dict()
-        _move_trace_paths(data, lambda p: os.path.relpath(p, path.parent.resolve()))
+        folder = path.parent.resolve()  # once: a traced decode names thousands of trace files
+        _move_trace_paths(data, lambda p: os.path.relpath(p, folder))
         path.write_text(json.dumps(data, indent=1))
         return path
 

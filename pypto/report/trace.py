@@ -111,6 +111,16 @@ def _metadata(pids: list[str]) -> list[str]:
     return meta
 
 
+def _shared_metadata(pids: list[str], cache: dict | None) -> list[str]:
+    """``_metadata``, made once per set of cores in a run (``cache``: write_launch's)."""
+    if cache is None:
+        return _metadata(pids)
+    key = ("metadata", tuple(pids))
+    if key not in cache:
+        cache[key] = _metadata(pids)
+    return cache[key]
+
+
 def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
     """Chrome-trace flow events from each tile push to the pop that received it: the k-th
     push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
@@ -144,7 +154,11 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
 
 
 def _layout(
-    cores: list[CoreRecords], clock_hz: float, repeat_bytes: int, extra: list[str] | None = None
+    cores: list[CoreRecords],
+    clock_hz: float,
+    repeat_bytes: int,
+    extra: list[str] | None = None,
+    cache: dict | None = None,
 ) -> dict[str, Any]:
     other = {
         "generator": "pypto",
@@ -160,7 +174,8 @@ def _layout(
         "sync_names": list(SYNC_EVENT_NAMES),
         "repeat_bytes": repeat_bytes,
         "pc_base": _PC_BASE,
-        "head": '{"traceEvents":[' + ",".join(_metadata([c.pid for c in cores]) + (extra or [])),
+        "head": '{"traceEvents":['
+        + ",".join(_shared_metadata([c.pid for c in cores], cache) + (extra or [])),
         "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
     }
 
@@ -202,10 +217,26 @@ def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
     return [s for s, u in zip(raw["strings"], used.tolist()) if u]
 
 
-def _source_blocks(cores: list[CoreRecords]) -> list[bytes]:
+def _source_blocks(cores: list[CoreRecords], cache: dict) -> list[bytes]:
     locs = {loc for c in cores for loc in _used_strings(c.trace.raw, "loc_id")}
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
-    return [pack_block(SOURCE, Path(f).read_bytes(), path=f) for f in files if Path(f).is_file()]
+    blocks = []
+    for f in files:
+        key = ("source", f)
+        if key not in cache:
+            cache[key] = pack_block(SOURCE, Path(f).read_bytes(), path=f) if Path(f).is_file() else None
+        if cache[key] is not None:
+            blocks.append(cache[key])
+    return blocks
+
+
+def _json_strings(strings: list[str], cache: dict) -> list[str]:
+    """A record table's interned strings as JSON string literals (the kernels of a run share
+    them: encoded once per run, not once per launch)."""
+    key = ("strings", tuple(strings))
+    if key not in cache:
+        cache[key] = [json.dumps(s) for s in strings]
+    return cache[key]
 
 
 def write_launch(
@@ -215,14 +246,17 @@ def write_launch(
     repeat_bytes: int = 256,
     extra: list[str] | None = None,
     json_copy: bool = False,
+    cache: dict | None = None,
 ) -> Path:
     """``visualize_data.bin`` of one launch in the folder ``sim`` (and ``trace.json`` when
-    ``json_copy``); ``extra``: more trace events (flow arrows) as JSON strings."""
+    ``json_copy``); ``extra``: more trace events (flow arrows) as JSON strings. ``cache``: what
+    the launches of one run share (source files read, strings encoded), kept between them."""
     from pypto import _native
 
-    native_cores = [(c.pid, c.trace.raw, [json.dumps(s) for s in c.trace.raw["strings"]]) for c in cores]
-    prefix = b"".join(_source_blocks(cores))
-    layout = _layout(cores, clock_hz, repeat_bytes, extra)
+    cache = {} if cache is None else cache
+    native_cores = [(c.pid, c.trace.raw, _json_strings(c.trace.raw["strings"], cache)) for c in cores]
+    prefix = b"".join(_source_blocks(cores, cache))
+    layout = _layout(cores, clock_hz, repeat_bytes, extra, cache)
     bin_path = sim / "visualize_data.bin"
     json_path = str(sim / "trace.json") if json_copy else ""
     summary = _native.write_trace(native_cores, layout, prefix, json_path, str(bin_path))
@@ -314,6 +348,7 @@ def write_traces(
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
+    cache: dict = {}  # what the launches share: write_launch
     groups = launches(report.tasks)
     with progress("writing traces", len(groups), "launch") as done:
         for n, group in enumerate(groups):
@@ -323,7 +358,7 @@ def write_traces(
             flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
             sim = _opprof_dir(root, group[0].name, stamp, n)
             repeat = int(plat.vector_repeat_bytes)
-            paths.append(str(write_launch(cores, sim, report.clock_hz, repeat, flows, json_copy)))
+            paths.append(str(write_launch(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
             log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
             done.update()
     report.trace_paths.extend(paths)

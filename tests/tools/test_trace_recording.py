@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import seed_kernels as tk
 
+import pypto.language as pl
 from pypto.errors import ConfigError
 from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks, source_lines
 from pypto.report.trace import write_traces
@@ -183,3 +184,28 @@ def test_a_dropped_reports_record_memory_serves_the_next_run_and_never_a_live_on
         np.testing.assert_array_equal(live.columns[k], v)
     assert fresh.columns["index"].tolist() == list(range(40_001))
     assert not np.shares_memory(live.columns["start"], fresh.columns["start"])
+
+
+@pl.jit
+def three_launches(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for _i in pl.range(3):  # one after another: three launches of one kernel
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(out, [0, 0], [16, 128])), [0, 0], out)
+    return out
+
+
+def test_every_launch_of_a_kernel_has_its_whole_container(tmp_path: Path):
+    """The launches of a run share what their containers repeat (the source files, the
+    strings): each container still holds its own source, trace and totals, and nothing
+    after them."""
+    a = np.zeros((16, 128), np.float32)
+    out = np.full((16, 128), 0.5, np.float32)
+    three_launches(a, out, config=RunConfig(trace=True, output_dir=tmp_path))
+    paths = three_launches.last_report.trace_paths
+    assert len(paths) == 3 and len({Path(p).parent.parent for p in paths}) == 3
+    for path in paths:
+        found = blocks(path)  # every byte of the file in a block
+        assert sorted(found) == [SOURCE, TRACE, API_INSTR]
+        assert found[SOURCE].payload == Path(__file__).read_bytes()
+        assert [e["name"] for e in events(path) if e["ph"] == "X"].count("TEXP") == 1
+    np.testing.assert_allclose(out, np.exp(np.exp(np.exp(0.5))), rtol=1e-5)

@@ -180,8 +180,12 @@ def _layout(
     }
 
 
-def api_instr_json(pids: list[str], summary: dict[str, Any]) -> str:
-    """The API_INSTR payload: one entry per static instruction, one counter per core."""
+def api_instr_json(pids: list[str], summary: dict[str, Any], cache: dict | None = None) -> str:
+    """The API_INSTR payload: one entry per static instruction, one counter per core. Written
+    as text, not through ``json.dumps`` of a document: a decode's thousands of short launches
+    each write one, and an instruction's address, name, line and pipe are the same text in
+    every launch of its kernel (kept in ``cache``, write_launch's)."""
+    cache = {} if cache is None else cache
     sites = summary["sites"]
     n = len(sites)
 
@@ -193,22 +197,38 @@ def api_instr_json(pids: list[str], summary: dict[str, Any]) -> str:
     capacity, addr = stacked("capacity"), stacked("addr").tolist()
     util = np.where(capacity > 0, np.round(100.0 * nbytes / np.maximum(capacity, 1), 2), -1.0)
     util[[pipe != _VECTOR for _, _, pipe in sites]] = -1.0  # utilisation of the vector unit only
-    instructions = [
-        {
-            "Address": f"0x{_PC_BASE + 4 * code:x}",
-            "Source": name,
-            "AscendC Inner Code": loc,
-            "Pipe": PIPES[pipe],
-            "Instructions Executed": count[code],
-            "Cycles": cycles[code],
-            "Process Bytes": nbytes[code].tolist(),
-            "Vector Utilization Percentage": util[code].tolist(),
-            "Buffer Address": [f"0x{a:x}" if a >= 0 else "" for a in addr[code]],
-        }
-        for code, (name, loc, pipe) in enumerate(sites)
-    ]
-    doc = {"Cores": pids, "Instructions": instructions, "Instructions Dtype": {"Instructions": _API_DTYPES}}
-    return json.dumps(doc, separators=(",", ":"))
+    nbytes_rows, util_rows = nbytes.tolist(), util.tolist()
+    entries = []
+    for code, site in enumerate(sites):
+        entries.append(
+            _site_head(code, site, cache)
+            + f'"Instructions Executed":[{_ints(count[code])}],"Cycles":[{_ints(cycles[code])}],'
+            + f'"Process Bytes":[{_ints(nbytes_rows[code])}],'
+            + f'"Vector Utilization Percentage":[{",".join(map(repr, util_rows[code]))}],'
+            + '"Buffer Address":['
+            + ",".join(f'"0x{a:x}"' if a >= 0 else '""' for a in addr[code])
+            + "]}"
+        )
+    cores = json.dumps(pids, separators=(",", ":"))
+    dtypes = json.dumps({"Instructions": _API_DTYPES}, separators=(",", ":"))
+    return f'{{"Cores":{cores},"Instructions":[{",".join(entries)}],"Instructions Dtype":{dtypes}}}'
+
+
+def _ints(values: list[int]) -> str:
+    return ",".join(map(str, values))
+
+
+def _site_head(code: int, site: tuple[str, str, int], cache: dict) -> str:
+    """The text an API_INSTR entry starts with: the same in every launch of a kernel."""
+    key = ("site", code, *site)
+    head = cache.get(key)
+    if head is None:
+        name, loc, pipe = site
+        head = cache[key] = (
+            f'{{"Address":"0x{_PC_BASE + 4 * code:x}","Source":{json.dumps(name)},'
+            f'"AscendC Inner Code":{json.dumps(loc)},"Pipe":{json.dumps(PIPES[pipe])},'
+        )
+    return head
 
 
 def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
@@ -261,7 +281,7 @@ def write_launch(
     json_path = str(sim / "trace.json") if json_copy else ""
     summary = _native.write_trace(native_cores, layout, prefix, json_path, str(bin_path))
     with bin_path.open("ab") as f:
-        f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary).encode()))
+        f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary, cache).encode()))
     return bin_path
 
 
@@ -316,16 +336,25 @@ def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     return groups
 
 
-def _opprof_dir(root: Path, kernel: str, stamp: str, n: int) -> Path:
+def _opprof_dir(root: Path, kernel: str, stamp: str, n: int, made: set[str]) -> Path:
+    """A new ``OPPROF_<stamp>_<n>[_k]/simulator`` folder under ``root / kernel`` (``made``: the
+    kernel folders this run has made: a run of thousands of launches makes two folders a
+    launch, not a failed try and three)."""
+    folder = root / kernel
+    if kernel not in made:
+        folder.mkdir(parents=True, exist_ok=True)
+        made.add(kernel)
     for attempt in range(1000):
         suffix = f"_{attempt}" if attempt else ""
-        sim = root / kernel / f"OPPROF_{stamp}_{n:03d}{suffix}" / "simulator"
+        opprof = folder / f"OPPROF_{stamp}_{n:03d}{suffix}"
         try:
-            sim.mkdir(parents=True, exist_ok=False)
-            return sim
+            opprof.mkdir()
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free OPPROF folder name under {root / kernel}")
+        sim = opprof / "simulator"
+        sim.mkdir()
+        return sim
+    raise FileExistsError(f"no free OPPROF folder name under {folder}")
 
 
 def write_traces(
@@ -349,6 +378,7 @@ def write_traces(
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
     cache: dict = {}  # what the launches share: write_launch
+    made: set[str] = set()  # the kernel folders made: _opprof_dir
     groups = launches(report.tasks)
     with progress("writing traces", len(groups), "launch") as done:
         for n, group in enumerate(groups):
@@ -356,7 +386,7 @@ def write_traces(
             cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
             locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
             flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
-            sim = _opprof_dir(root, group[0].name, stamp, n)
+            sim = _opprof_dir(root, group[0].name, stamp, n, made)
             repeat = int(plat.vector_repeat_bytes)
             paths.append(str(write_launch(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
             log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)

@@ -239,3 +239,36 @@ def test_a_bad_record_anywhere_leaves_no_file_and_no_changed_file(tmp_path: Path
         assert paths[1].read_bytes() == b"mine"
     _native.write_trace([good, good], layout, b"", "", str(tmp_path / "ok.bin"))
     assert (tmp_path / "ok.bin").stat().st_size > 2 * rows * 80  # every event written
+
+
+def test_the_api_instr_payload_is_json_of_each_instructions_totals():
+    from pypto.report.trace import api_instr_json
+
+    sites = [("TADD", 'k "q".py:3:1', PIPES.index("VECTOR")), ("TLOAD", "k\\é.py:2:5", PIPES.index("MTE2"))]
+    cores = [
+        {"count": [2, 1], "cycles": [10, 7], "bytes": [512, 64], "capacity": [1024, 0], "addr": [0x40, -1]},
+        {"count": [1, 0], "cycles": [5, 0], "bytes": [256, 0], "capacity": [768, 0], "addr": [0x80, -1]},
+    ]
+    cache: dict = {}
+    for _ in range(2):  # the second launch reads the instructions' text from the cache
+        doc = json.loads(
+            api_instr_json(["core0.veccore0", "core1.veccore0"], {"sites": sites, "cores": cores}, cache)
+        )
+        assert doc["Cores"] == ["core0.veccore0", "core1.veccore0"]
+        add, load = doc["Instructions"]
+        assert (add["Source"], add["AscendC Inner Code"], add["Pipe"]) == ("TADD", 'k "q".py:3:1', "VECTOR")
+        assert (add["Instructions Executed"], add["Cycles"], add["Process Bytes"]) == (
+            [2, 1],
+            [10, 5],
+            [512, 256],
+        )
+        assert add["Vector Utilization Percentage"] == [50.0, 33.33] and add["Buffer Address"] == [
+            "0x40",
+            "0x80",
+        ]
+        assert load["AscendC Inner Code"] == "k\\é.py:2:5" and load["Vector Utilization Percentage"] == [
+            -1.0,
+            -1.0,
+        ]
+        assert load["Buffer Address"] == ["", ""] and int(load["Address"], 16) == int(add["Address"], 16) + 4
+        assert set(doc["Instructions Dtype"]["Instructions"]) == set(add)

@@ -114,24 +114,17 @@ class CompiledProgram:
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
-        ``config`` (upstream passes one on every call) may change ``trace`` only; its platform
-        and memory planner must be the compiled ones. Its compile-time options (pass dumps,
-        diagnostics) were used when the program was compiled, so they are not compared."""
+        ``config`` (upstream passes one on every call): see ``_check_call_config``."""
         if config is not None:
             config = call_config(config)
-            if config.compile_key()[:2] != self.config.compile_key()[:2]:
-                raise ConfigError(
-                    f"{self.name} was compiled for {self.config.platform!r} / {self.config.planner.name}; "
-                    f"a call may not change them (compile again for {config.platform!r} / "
-                    f"{config.planner.name})"
-                )
+            self._check_call_config(config)
         trace = self.config.trace if config is None else config.trace
         args = self.positional(args, kwargs)
         args, made = self._with_outputs(args)
         dfx = (config or self.config).dfx
         snapshot = dfx.before_launch(self, args) if dfx.any() else None
         with collector_paused(self.dynamic_plan):  # planned again each call (see _collector)
-            results = self.execute(args, trace)
+            results = self.execute(args, trace, config)
             traffic = self.account_worker(args)
             self.last_report = self.launch_report(results, trace, traffic)
         if snapshot is not None:
@@ -140,6 +133,25 @@ class CompiledProgram:
         if len(outs) == 1:
             return args[outs[0]]
         return tuple(args[i] for i in outs) if outs else None
+
+    def _check_call_config(self, config: RunConfig) -> None:
+        """A call's config runs the compiled kernels on the compiled platform table: one that
+        would need others (another platform, planner, cost profile or hardware override) is
+        refused, naming what differs. Its run options (trace, seed, limits, isolation) are
+        honoured; its compile-time ones (pass dumps, diagnostics) were used at the compile."""
+        if config.compile_key()[:2] != self.config.compile_key()[:2]:
+            raise ConfigError(
+                f"{self.name} was compiled for {self.config.platform!r} / {self.config.planner.name}; "
+                f"a call may not change them (compile again for {config.platform!r} / "
+                f"{config.planner.name})"
+            )
+        for name in ("cost_profile", "platform_overrides"):
+            mine, theirs = getattr(self.config, name), getattr(config, name)
+            if theirs != mine:
+                raise ConfigError(
+                    f"{self.name} was compiled with {name}={mine!r}; a call's config may not "
+                    f"change it (compile again with {name}={theirs!r})"
+                )
 
     def _with_outputs(self, args: tuple) -> tuple[tuple, tuple[int, ...]]:
         """Upstream's return style: called with every argument but the ``pl.Out`` tensors, the

@@ -14,7 +14,7 @@ import pytest
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import ConfigError, TypeCheckError
+from pypto.errors import ConfigError, SimulationLimitError, TypeCheckError
 from pypto.frontend.parser import parse_text
 from pypto.runtime import RunConfig, UpstreamOptionWarning, run
 from pypto.runtime.entry import CompiledDirError
@@ -65,6 +65,18 @@ def test_a_call_config_without_the_compiles_pass_dumps_runs(tmp_path: Path):
     compiled = run(ExpRows, config=RunConfig(platform="a2a3sim", dump_passes=True, output_dir=tmp_path))
     compiled(a, out, config=RunConfig(platform="a2a3sim"))
     np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+
+
+def test_a_call_config_s_run_options_are_honoured_and_a_new_table_refused(tmp_path: Path):
+    a, out = _input(), np.zeros((256, 128), np.float32)
+    compiled = run(ExpRows, config=RunConfig(platform="a2a3sim", output_dir=tmp_path))
+    with pytest.raises(SimulationLimitError):  # the call's limit, not the compile's
+        compiled(a, out, config=RunConfig(platform="a2a3sim", max_cycles=10))
+    with pytest.raises(ConfigError, match="compiled with cost_profile='device'.*cost_profile='pto-isa'"):
+        compiled(a, out, config=RunConfig(platform="a2a3sim", cost_profile="pto-isa"))
+    with pytest.raises(ConfigError, match="compiled with platform_overrides={}; .*'ub_bytes': 131072"):
+        compiled(a, out, config=RunConfig(platform="a2a3sim", platform_overrides={"ub_bytes": 131072}))
+    assert (out == 0).all()  # nothing ran
 
 
 def test_ir_compile_checks_arguments_against_the_programs_types(tmp_path: Path):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -111,13 +111,11 @@ def _metadata(pids: list[str]) -> list[str]:
     return meta
 
 
-def _shared_metadata(pids: list[str], cache: dict | None) -> list[str]:
-    """``_metadata``, made once per set of cores in a run (``cache``: write_launch's)."""
-    if cache is None:
-        return _metadata(pids)
-    key = ("metadata", tuple(pids))
+def _shared(cache: dict, key: tuple, make: Callable[..., Any], *args: Any) -> Any:
+    """``make(*args)``, once per ``key`` in ``cache``: what the launches of one run repeat
+    (their source files, strings, metadata, instruction text) is made once (write_launch)."""
     if key not in cache:
-        cache[key] = _metadata(pids)
+        cache[key] = make(*args)
     return cache[key]
 
 
@@ -157,9 +155,10 @@ def _layout(
     cores: list[CoreRecords],
     clock_hz: float,
     repeat_bytes: int,
-    extra: list[str] | None = None,
-    cache: dict | None = None,
+    extra: list[str] | None,
+    cache: dict,
 ) -> dict[str, Any]:
+    pids = [c.pid for c in cores]
     other = {
         "generator": "pypto",
         "clock_hz": clock_hz,
@@ -175,7 +174,7 @@ def _layout(
         "repeat_bytes": repeat_bytes,
         "pc_base": _PC_BASE,
         "head": '{"traceEvents":['
-        + ",".join(_shared_metadata([c.pid for c in cores], cache) + (extra or [])),
+        + ",".join(_shared(cache, ("metadata", *pids), _metadata, pids) + (extra or [])),
         "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
     }
 
@@ -220,15 +219,15 @@ def _ints(values: list[int]) -> str:
 
 def _site_head(code: int, site: tuple[str, str, int], cache: dict) -> str:
     """The text an API_INSTR entry starts with: the same in every launch of a kernel."""
-    key = ("site", code, *site)
-    head = cache.get(key)
-    if head is None:
-        name, loc, pipe = site
-        head = cache[key] = (
+    name, loc, pipe = site
+    return _shared(
+        cache,
+        ("site", code, *site),
+        lambda: (
             f'{{"Address":"0x{_PC_BASE + 4 * code:x}","Source":{json.dumps(name)},'
             f'"AscendC Inner Code":{json.dumps(loc)},"Pipe":{json.dumps(PIPES[pipe])},'
-        )
-    return head
+        ),
+    )
 
 
 def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
@@ -240,23 +239,18 @@ def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
 def _source_blocks(cores: list[CoreRecords], cache: dict) -> list[bytes]:
     locs = {loc for c in cores for loc in _used_strings(c.trace.raw, "loc_id")}
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
-    blocks = []
-    for f in files:
-        key = ("source", f)
-        if key not in cache:
-            cache[key] = pack_block(SOURCE, Path(f).read_bytes(), path=f) if Path(f).is_file() else None
-        if cache[key] is not None:
-            blocks.append(cache[key])
-    return blocks
+
+    def block(f: str) -> bytes | None:
+        return pack_block(SOURCE, Path(f).read_bytes(), path=f) if Path(f).is_file() else None
+
+    found = [_shared(cache, ("source", f), block, f) for f in files]
+    return [b for b in found if b is not None]
 
 
 def _json_strings(strings: list[str], cache: dict) -> list[str]:
     """A record table's interned strings as JSON string literals (the kernels of a run share
     them: encoded once per run, not once per launch)."""
-    key = ("strings", tuple(strings))
-    if key not in cache:
-        cache[key] = [json.dumps(s) for s in strings]
-    return cache[key]
+    return _shared(cache, ("strings", *strings), lambda: [json.dumps(s) for s in strings])
 
 
 def write_launch(

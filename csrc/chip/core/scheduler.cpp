@@ -142,6 +142,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     events_.storage().clear();
     parked_.clear();
     for (std::vector<uint32_t>& b : batches_) b.clear();
+    popped_.clear();  // a dispatch that threw left its batch here
     free_batches_.clear();
     for (size_t b = batches_.size(); b-- > 0;) free_batches_.push_back(b);
     open_batch_ = -1;

@@ -157,7 +157,8 @@ class _Env:
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
     written: set[int] = field(default_factory=set)  # the buffers the tasks so far write
-    kernel_params: dict[str, list[_TensorParam]] = field(default_factory=dict)  # _tensor_params
+    facts: PlanFacts | None = None  # the program's kernels, as every plan of it reads them
+    arrays: dict[int, np.ndarray] = field(default_factory=dict)  # the inputs pl.read reads
 
 
 @dataclass(frozen=True)
@@ -172,21 +173,54 @@ class _TensorParam:
 
 
 def _tensor_params(fn: Function, env: _Env) -> list[_TensorParam]:
-    """``fn``'s tensor parameters, read from its IR once per plan, not once per task."""
-    got = env.kernel_params.get(fn.name)
-    if got is None:
-        got = env.kernel_params[fn.name] = [
-            _TensorParam(
-                p.var.name,
-                tuple(tensor_type(p.var).shape),
-                p.direction in (Direction.In, Direction.InOut),
-                p.direction in (Direction.Out, Direction.InOut),
-                _atomic_only(fn, p.var.name),
-            )
-            for p in fn.params
-            if isinstance(p.var.type, TensorType)
-        ]
-    return got
+    """``fn``'s tensor parameters, read from its IR once per program (``PlanFacts``)."""
+    assert env.facts is not None
+    return env.facts.params(fn)
+
+
+@dataclass(frozen=True)
+class _Site:
+    """A kernel call of the orchestration code, as each of its submissions reads it."""
+
+    callee: Function
+    written: tuple[str, ...]  # its pl.Out / pl.InOut arguments (``c = kernel(a, c)`` names the first)
+
+
+class PlanFacts:
+    """What planning reads of a program's IR that is the same for every plan of it: the
+    pl.dynamic dims it reads, each kernel's tensor parameters, each call site's kernel. A
+    program planned at every call (its orchestration reads input values) keeps one, so each
+    plan walks only its orchestration code, not the kernels' IR again."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.dims_used = _dims_used(program)
+        self._params: dict[str, list[_TensorParam]] = {}
+        self._sites: dict[int, _Site] = {}  # by id of the FuncCall node (the program keeps it)
+
+    def params(self, fn: Function) -> list[_TensorParam]:
+        got = self._params.get(fn.name)
+        if got is None:
+            got = self._params[fn.name] = [
+                _TensorParam(
+                    p.var.name,
+                    tuple(tensor_type(p.var).shape),
+                    p.direction in (Direction.In, Direction.InOut),
+                    p.direction in (Direction.Out, Direction.InOut),
+                    _atomic_only(fn, p.var.name),
+                )
+                for p in fn.params
+                if isinstance(p.var.type, TensorType)
+            ]
+        return got
+
+    def site(self, call: FuncCall) -> _Site:
+        got = self._sites.get(id(call))
+        if got is None:
+            callee = self.program.get(call.callee)
+            written = tuple(a.name for a in written_arguments(callee.params, call.args))
+            got = self._sites[id(call)] = _Site(callee, written)
+        return got
 
 
 class _NeedsData(Exception):
@@ -261,7 +295,9 @@ def _read(c: Call, env: _Env) -> int | float | bool:
     if env.args is None:
         raise _NeedsData
     at = tuple(_value(i, env) for i in c.list_arg("indices").items)
-    data = np.asarray(env.args[index])
+    data = env.arrays.get(index)
+    if data is None:
+        data = env.arrays[index] = np.asarray(env.args[index])
     if len(at) != data.ndim or not all(0 <= i < n for i, n in zip(at, data.shape)):
         raise ArgumentError(  # numpy would wrap a negative index and read the wrong element
             f"pl.read of `{getattr(src, 'name', src)}` at {list(at)} is outside its shape {list(data.shape)}",
@@ -341,7 +377,8 @@ def _submit(call: FuncCall, program: Program, env: _Env, tasks: list[Task]) -> N
 def _submit_block(
     call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int, blocks: int
 ) -> None:
-    callee = program.get(call.callee)
+    assert env.facts is not None
+    callee = env.facts.site(call).callee
     tensors, scalars = [], []
     for p, a in zip(callee.params, call.args):
         if isinstance(p.var.type, TensorType):
@@ -494,10 +531,10 @@ def _effects(
     return frozenset(reads), frozenset(writes), frozenset(atomic)
 
 
-def _written_arg(call: FuncCall, program: Program, env: _Env) -> Var | None:
+def _written_arg(call: FuncCall, env: _Env) -> str | None:
     """The tensor argument a call writes (`c = kernel(a, c)` names it)."""
-    written = written_arguments(program.get(call.callee).params, call.args)
-    return next((a for a in written if a.name in env.tensors), None)
+    assert env.facts is not None
+    return next((a for a in env.facts.site(call).written if a in env.tensors), None)
 
 
 def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:
@@ -529,9 +566,9 @@ def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]
     for s in body:
         if isinstance(s, (Eval, Assign)) and isinstance(s.value, FuncCall):
             _submit(s.value, program, env, tasks)
-            out = _written_arg(s.value, program, env)
+            out = _written_arg(s.value, env)
             if isinstance(s, Assign) and out is not None:
-                env.tensors[s.var.name] = env.tensors[out.name]
+                env.tensors[s.var.name] = env.tensors[out]
         elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
             env.tensors[s.var.name] = env.n_params + len(env.intermediates)
             env.intermediates.append(_intermediate(s.value, env))
@@ -619,16 +656,23 @@ def _numpy_dtype(dtype: Any) -> str:
 
 
 def plan_orchestration(
-    program: Program, entry: Function, scalar_args: dict[str, Any], args: tuple = ()
+    program: Program,
+    entry: Function,
+    scalar_args: dict[str, Any],
+    args: tuple = (),
+    facts: PlanFacts | None = None,
 ) -> Plan:
     """Tasks in submission order. ``scalar_args``: values of the entry's scalar parameters;
     ``args`` (the call's, positional) size the ``pl.dynamic`` dims of dynamic block counts.
-    Tensor indices address the entry's tensor parameters, then the intermediates."""
+    Tensor indices address the entry's tensor parameters, then the intermediates.
+    ``facts``: ``program``'s, kept from an earlier plan of it."""
+    facts = facts if facts is not None and facts.program is program else PlanFacts(program)
     tensor_params = [p for p in entry.params if isinstance(p.var.type, TensorType)]
-    used, dims = _dims_used(program), dynamic_dims(program, entry, args)
+    used = facts.dims_used
+    dims = dynamic_dims(program, entry, args, used)
     if set(dims) != used:  # no sizes yet (a program read back from its folder): plan at the call
         return Plan([], [], {}, frozenset(used))
-    env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params))
+    env = _Env(scalars={**scalar_args, **dims}, n_params=len(tensor_params), facts=facts)
     env.tensors = {p.var.name: i for i, p in enumerate(tensor_params)}
     positions = [i for i, p in enumerate(entry.params) if isinstance(p.var.type, TensorType)]
     if len(args) == len(entry.params):

@@ -316,10 +316,13 @@ class CompiledProgram:
         (planned once per size; the program and its kernels stay, only the task list changes)."""
         if not self.dynamic_plan:
             return
-        from pypto.compile.plan import dynamic_dims, plan_orchestration
+        from pypto.compile.plan import PlanFacts, dynamic_dims, plan_orchestration
 
+        facts = self.__dict__.get("_plan_facts")
+        if facts is None:  # what every plan of the program reads of its kernels, kept
+            facts = self.__dict__["_plan_facts"] = PlanFacts(self.program)
         if self.plan.data:  # the task list follows the inputs' values: made again for each call
-            self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+            self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args, facts)
             for cached in ("_native_cache", "launch_specs", "intermediates"):
                 self.__dict__.pop(cached, None)
             return
@@ -331,7 +334,7 @@ class CompiledProgram:
         if key not in plans:
             if len(plans) >= _PLANS_KEPT:
                 plans.pop(next(iter(plans)))
-            plans[key] = plan_orchestration(self.program, self.program.entry, self.scalar_values, args)
+            plans[key] = plan_orchestration(self.program, self.program.entry, self.scalar_values, args, facts)
         self.plan = plans[key]
         for cached in ("_native_cache", "launch_specs", "intermediates"):
             self.__dict__.pop(cached, None)

@@ -360,38 +360,25 @@ class CompiledProgram:
         root = table_roots(self.intermediates, n_params)
         extra: list[int] = []
         tasks: list[_native.Task] = []
-        for (
-            kernel,
-            tensors,
-            scalars,
-            core_kind,
-            deps,
-            gates,
-            block_idx,
-            block_num,
-            only_read,
-            early_resolve,
-        ) in self.launch_specs:
+        cores = _native.CoreKind.__members__  # a new dict at each read
+        kinds = {kind: cores[kind] for kind in ("aiv", "aic", "cluster")}
+        paths = {name: str(path) for name, path in self.kernels.items()}
+        # Positional: pybind11 matches keywords by name for every argument of every task.
+        for spec in self.launch_specs:
+            kernel, tensors, scalars, core_kind, deps, gates, block_idx, block_num, only_read, early = spec
             indices = []
             for j in tensors:
                 if root[j] in only_read and root[j] in writable:
                     extra.append(j)
                     j = n_table + len(extra) - 1
                 indices.append(j)
+            slots = [scalar_slot(v, name=kernel) for v in scalars]
             tasks.append(
                 _native.Task(
-                    kernel_path=str(self.kernels[kernel]),
-                    name=kernel,
-                    tensors=indices,
-                    scalars=[scalar_slot(v, name=kernel) for v in scalars],
-                    core=_native.CoreKind.__members__[core_kind],
-                    deps=list(deps),
-                    write_gates=list(gates),
-                    block_idx=block_idx,
-                    block_num=block_num,
-                    early_resolve=early_resolve,
+                    paths[kernel], kernel, indices, slots, kinds[core_kind], deps, gates,
+                    block_idx, block_num, early,
                 )
-            )
+            )  # fmt: skip
         runner = _native.TaskRunner(tasks, self._platform()[1])
         cached = self.__dict__["_native_cache"] = (runner, extra)
         return cached

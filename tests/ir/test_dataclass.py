@@ -118,6 +118,34 @@ def test_frozen_instances_refuse_changes_as_the_standard_ones_do() -> None:
     assert moved.name == "y" and moved.size == 3 and leaf.name == "x"
 
 
+def test_frozen_fields_behind_a_descriptor_or_in_slots_are_set_through_them() -> None:
+    # A frozen instance's fields go straight into its __dict__, unless a base makes a field's
+    # name a data descriptor (it must see the value) or keeps its state in slots.
+    class Checked:
+        @property
+        def size(self) -> int:
+            return self.__dict__["seen"]
+
+        @size.setter
+        def size(self, value: int) -> None:
+            self.__dict__["seen"] = value * 10
+
+    class Slotted:
+        __slots__ = ("__dict__", "extra")
+
+    for base, stored in ((Checked, 70), (Slotted, 7), (object, 7)):
+
+        @dataclass(frozen=True)
+        class Sized(base):  # type: ignore[valid-type, misc]
+            size: int
+            name: str = "n"
+
+        ours = Sized(7)
+        assert ours.size == stored and ours.name == "n" and vars(ours)["name"] == "n"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ours.name = "m"
+
+
 def test_instances_pickle_and_copy() -> None:
     leaf = Leaf("x", 4, (1,), span=3)
     for twin in (pickle.loads(pickle.dumps(leaf)), copy.deepcopy(leaf), copy.copy(leaf)):

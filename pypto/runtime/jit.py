@@ -168,7 +168,8 @@ def call_jit(jf: Any, args: tuple, kwargs: dict, config: RunConfig | None) -> An
         if before is not None:
             config.dfx.after_launch(compiled, args, jf.last_report, before)
     else:  # built when first read: most warm calls never look at it
-        jf.last_report = functools.partial(compiled.launch_report, results, False, traffic)
+        specs = compiled.launch_specs  # the task list this call ran
+        jf.last_report = functools.partial(compiled.launch_report, results, False, traffic, specs)
         jf._pypto_compiled[_WARM] = WarmCall.of(jf, compiled, given, config, args, kwargs)
     outs = compiled.returned
     if len(outs) == 1:

@@ -31,3 +31,34 @@ def test_a_collector_the_caller_turned_off_stays_off():
 def test_not_pausing_leaves_the_collector_running():
     with collector_paused(False):
         assert gc.isenabled()
+
+
+class _Node:
+    pass
+
+
+def test_what_the_block_kept_is_old_and_its_cycles_are_still_collected():
+    import weakref
+
+    with collector_paused():
+        kept = [(_Node(),) for _ in range(100)]
+        ring = _Node()
+        ring.self = ring  # a cycle, garbage once the block's name is dropped
+        gone = weakref.ref(ring)
+        del ring
+    old = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(t) in old for t in kept)  # no pass of the young generations walks them
+    assert gone() is not None
+    gc.collect()  # a full collection still finds the cycle
+    assert gone() is None
+
+
+def test_objects_the_process_froze_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            made = [_Node() for _ in range(10)]
+        assert gc.get_freeze_count() == frozen and made
+    finally:
+        gc.unfreeze()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -157,6 +158,7 @@ class _Env:
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
     written: set[int] = field(default_factory=set)  # the buffers the tasks so far write
+    manual_deps: bool = False  # a pl.create_tensor(manual_dep=True) buffer made so far
     facts: PlanFacts | None = None  # the program's kernels, as every plan of it reads them
     arrays: dict[int, np.ndarray] = field(default_factory=dict)  # the inputs pl.read reads
 
@@ -184,6 +186,9 @@ class _Site:
 
     callee: Function
     written: tuple[str, ...]  # its pl.Out / pl.InOut arguments (``c = kernel(a, c)`` names the first)
+    tensors: tuple[str, ...]  # the names passed for its tensor parameters ('': not a name)
+    tensor_params: tuple[str, ...]  # those parameters' names
+    scalars: tuple[Expr, ...]  # the values passed for the others
 
 
 class PlanFacts:
@@ -197,6 +202,7 @@ class PlanFacts:
         self.dims_used = _dims_used(program)
         self._params: dict[str, list[_TensorParam]] = {}
         self._sites: dict[int, _Site] = {}  # by id of the FuncCall node (the program keeps it)
+        self._masks: dict[str, tuple[tuple[bool, ...], ...]] = {}
 
     def params(self, fn: Function) -> list[_TensorParam]:
         got = self._params.get(fn.name)
@@ -214,12 +220,31 @@ class PlanFacts:
             ]
         return got
 
+    def masks(self, fn: Function) -> tuple[tuple[bool, ...], ...]:
+        got = self._masks.get(fn.name)
+        if got is None:
+            params = self.params(fn)
+            got = self._masks[fn.name] = (
+                tuple(p.reads for p in params),
+                tuple(p.writes for p in params),
+                tuple(p.atomic_only for p in params),
+            )
+        return got
+
     def site(self, call: FuncCall) -> _Site:
         got = self._sites.get(id(call))
         if got is None:
             callee = self.program.get(call.callee)
             written = tuple(a.name for a in written_arguments(callee.params, call.args))
-            got = self._sites[id(call)] = _Site(callee, written)
+            pairs = list(zip(callee.params, call.args))
+            tensors = [(p.var.name, a) for p, a in pairs if isinstance(p.var.type, TensorType)]
+            got = self._sites[id(call)] = _Site(
+                callee,
+                written,
+                tuple(a.name if isinstance(a, Var) else "" for _, a in tensors),
+                tuple(name for name, _ in tensors),
+                tuple(a for p, a in pairs if not isinstance(p.var.type, TensorType)),
+            )
         return got
 
 
@@ -378,19 +403,18 @@ def _submit_block(
     call: FuncCall, program: Program, env: _Env, tasks: list[Task], block: int, blocks: int
 ) -> None:
     assert env.facts is not None
-    callee = env.facts.site(call).callee
-    tensors, scalars = [], []
-    for p, a in zip(callee.params, call.args):
-        if isinstance(p.var.type, TensorType):
-            if not isinstance(a, Var) or a.name not in env.tensors:
-                raise CompileError(
-                    f"argument {p.var.name!r} of {call.callee} must be a tensor: a parameter "
-                    "of the entry function or a pl.create_tensor intermediate",
-                    call.span,
-                )
-            tensors.append(env.tensors[a.name])
-        else:
-            scalars.append(_value(a, env))
+    site = env.facts.site(call)
+    callee = site.callee
+    named_tensors = env.tensors
+    tensors = [named_tensors.get(name, -1) for name in site.tensors]
+    if -1 in tensors:
+        param = site.tensor_params[tensors.index(-1)]
+        raise CompileError(
+            f"argument {param!r} of {call.callee} must be a tensor: a parameter "
+            "of the entry function or a pl.create_tensor intermediate",
+            call.span,
+        )
+    scalars = [_value(a, env) for a in site.scalars]
     _check_sizes(callee, tensors, env, call)
     # Task.reads/writes are buffers (a view's are its base's); dependencies, on their windows
     roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
@@ -405,7 +429,8 @@ def _submit_block(
     # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
     # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
     named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
-    deps = tuple(sorted(set(ordered).union(*named)))  # none yet: no order
+    # none yet: no order; the inferred ones come ascending
+    deps = tuple(sorted(set(ordered).union(*named))) if any(named) else tuple(ordered)
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
         env.latest[call.handle].append(len(tasks))
@@ -496,10 +521,15 @@ def _window(env: _Env, index: int) -> tuple[int, Box]:
 def _untracked(call: FuncCall, env: _Env, roots: list[int]) -> frozenset[int]:
     """The buffers of this task (``roots``) no dependency is inferred from: its no_dep_args=
     and the manual_dep intermediates; in a pl.manual_scope every tensor it uses."""
+    if not (env.manual or call.no_dep or env.manual_deps):  # none, as mostly: one shared empty set
+        return _NO_BUFFERS
     listed = _tensor_args(call, env) if env.manual else [v for v in call.no_dep if v.name in env.tensors]
     named = {root_of(env.intermediates, env.n_params, env.tensors[v.name]) for v in listed}
     manual = {r for r in roots if getattr(_entry(env, r), "manual_dep", False)}
     return frozenset(named | manual)
+
+
+_NO_BUFFERS: frozenset[int] = frozenset()
 
 
 def _entry(env: _Env, index: int) -> Intermediate | View | None:
@@ -524,11 +554,20 @@ def _atomic_only(fn: Function, name: str) -> bool:
 def _effects(
     fn: Function, tensors: list[int], env: _Env
 ) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
-    params = _tensor_params(fn, env)
-    reads = {t for p, t in zip(params, tensors) if p.reads}
-    writes = {t for p, t in zip(params, tensors) if p.writes}
-    atomic = {t for p, t in zip(params, tensors) if t in writes and p.atomic_only}
-    return frozenset(reads), frozenset(writes), frozenset(atomic)
+    reads, writes, atomic_only = _masks(fn, env)
+    written = frozenset(compress(tensors, writes))
+    atomic = (
+        frozenset(t for t in compress(tensors, atomic_only) if t in written)
+        if any(atomic_only)
+        else _NO_BUFFERS
+    )
+    return frozenset(compress(tensors, reads)), written, atomic
+
+
+def _masks(fn: Function, env: _Env) -> tuple[tuple[bool, ...], ...]:
+    """Which of ``fn``'s tensor parameters it reads, writes, and only adds into atomically."""
+    assert env.facts is not None
+    return env.facts.masks(fn)
 
 
 def _written_arg(call: FuncCall, env: _Env) -> str | None:
@@ -641,6 +680,7 @@ def _intermediate(c: Call, env: _Env) -> Intermediate:
     init = c.arg("init_value")
     value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
     manual = bool(c.const_arg("manual_dep").value)
+    env.manual_deps = env.manual_deps or manual
     shape = tuple(_value(d, env) for d in c.list_arg("shape").items)
     return Intermediate(shape, _numpy_dtype(tensor_type(c).dtype), value, manual)
 

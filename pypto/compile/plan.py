@@ -203,6 +203,7 @@ class PlanFacts:
         self._params: dict[str, list[_TensorParam]] = {}
         self._sites: dict[int, _Site] = {}  # by id of the FuncCall node (the program keeps it)
         self._masks: dict[str, tuple[tuple[bool, ...], ...]] = {}
+        self.steps: dict[int, _Step] = {}  # by id of the statement (_walk)
 
     def params(self, fn: Function) -> list[_TensorParam]:
         got = self._params.get(fn.name)
@@ -602,37 +603,92 @@ def _for(s: For, program: Program, env: _Env, tasks: list[Task]) -> None:
 
 
 def _walk(body: tuple[Stmt, ...], program: Program, env: _Env, tasks: list[Task]) -> None:
+    assert env.facts is not None
+    steps = env.facts.steps
     for s in body:
-        if isinstance(s, (Eval, Assign)) and isinstance(s.value, FuncCall):
-            _submit(s.value, program, env, tasks)
-            out = _written_arg(s.value, env)
-            if isinstance(s, Assign) and out is not None:
-                env.tensors[s.var.name] = env.tensors[out]
-        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
-            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
-            env.intermediates.append(_intermediate(s.value, env))
-        elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _VIEW_OPS:
-            env.tensors[s.var.name] = env.n_params + len(env.intermediates)
-            env.intermediates.append(_view(s.value, env))
-        elif isinstance(s, Assign) and isinstance(s.var.type, (ScalarType, ArrayType)):
-            env.scalars[s.var.name] = _value(s.value, env)
-        elif isinstance(s, Assign) and isinstance(s.value, Var) and s.value.name in env.tensors:
-            env.tensors[s.var.name] = env.tensors[s.value.name]
-        elif isinstance(s, For):
-            _for(s, program, env, tasks)
-        elif isinstance(s, If):
-            taken = s.then_body if _value(s.cond, env) else s.else_body
-            _walk(taken, program, env, tasks)
-            if taken and isinstance(taken[-1], Yield):  # the names the if merges take this branch's
-                _carry(s.results, taken[-1].values, env)
-        elif isinstance(s, TaskRegion):
-            outer, env.manual = env.manual, env.manual or s.manual
-            _walk(s.body, program, env, tasks)
-            env.manual = outer
-        elif isinstance(s, (Return, Yield)):
-            continue
-        else:
-            raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
+        step = steps.get(id(s))
+        if step is None:
+            step = steps[id(s)] = _step_of(s)
+        step(s, program, env, tasks)
+
+
+_Step = Callable[[Any, Program, _Env, list[Task]], None]
+
+
+def _step_of(s: Stmt) -> _Step:
+    """What walking ``s`` does, by its kind and its value's: decided once per statement."""
+    if isinstance(s, (Eval, Assign)) and isinstance(s.value, FuncCall):
+        return _call_step
+    if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+        return _create_step
+    if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _VIEW_OPS:
+        return _view_step
+    if isinstance(s, Assign) and isinstance(s.var.type, (ScalarType, ArrayType)):
+        return _scalar_step
+    if isinstance(s, Assign) and isinstance(s.value, Var):
+        return _alias_step
+    if isinstance(s, For):
+        return _for
+    if isinstance(s, If):
+        return _if_step
+    if isinstance(s, TaskRegion):
+        return _region_step
+    if isinstance(s, (Return, Yield)):
+        return _no_step
+    return _unsupported
+
+
+def _call_step(s: Eval | Assign, program: Program, env: _Env, tasks: list[Task]) -> None:
+    call = s.value
+    assert isinstance(call, FuncCall)
+    _submit(call, program, env, tasks)
+    out = _written_arg(call, env)
+    if isinstance(s, Assign) and out is not None:
+        env.tensors[s.var.name] = env.tensors[out]
+
+
+def _create_step(s: Assign, program: Program, env: _Env, tasks: list[Task]) -> None:
+    assert isinstance(s.value, Call)
+    env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+    env.intermediates.append(_intermediate(s.value, env))
+
+
+def _view_step(s: Assign, program: Program, env: _Env, tasks: list[Task]) -> None:
+    assert isinstance(s.value, Call)
+    env.tensors[s.var.name] = env.n_params + len(env.intermediates)
+    env.intermediates.append(_view(s.value, env))
+
+
+def _scalar_step(s: Assign, program: Program, env: _Env, tasks: list[Task]) -> None:
+    env.scalars[s.var.name] = _value(s.value, env)
+
+
+def _alias_step(s: Assign, program: Program, env: _Env, tasks: list[Task]) -> None:
+    assert isinstance(s.value, Var)
+    if s.value.name not in env.tensors:
+        _unsupported(s, program, env, tasks)
+    env.tensors[s.var.name] = env.tensors[s.value.name]
+
+
+def _if_step(s: If, program: Program, env: _Env, tasks: list[Task]) -> None:
+    taken = s.then_body if _value(s.cond, env) else s.else_body
+    _walk(taken, program, env, tasks)
+    if taken and isinstance(taken[-1], Yield):  # the names the if merges take this branch's
+        _carry(s.results, taken[-1].values, env)
+
+
+def _region_step(s: TaskRegion, program: Program, env: _Env, tasks: list[Task]) -> None:
+    outer, env.manual = env.manual, env.manual or s.manual
+    _walk(s.body, program, env, tasks)
+    env.manual = outer
+
+
+def _no_step(s: Stmt, program: Program, env: _Env, tasks: list[Task]) -> None:
+    pass
+
+
+def _unsupported(s: Stmt, program: Program, env: _Env, tasks: list[Task]) -> None:
+    raise CompileError(f"{type(s).__name__} is not supported in orchestration code yet", s.span)
 
 
 _VIEW_OPS = ("tensor.reshape", "tensor.slice", "tensor.view")

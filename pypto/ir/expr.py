@@ -129,10 +129,10 @@ class Call(Expr):
 
     def arg(self, name: str) -> Expr:
         """The argument bound to parameter ``name`` of this call's op."""
-        names = OP_PARAMS.get(self.op, ())
-        if name not in names:
-            raise KeyError(f"{self.op} has no parameter {name!r}")
-        return self.args[names.index(name)]
+        try:
+            return self.args[OP_PARAMS[self.op].index(name)]
+        except (KeyError, ValueError):
+            raise KeyError(f"{self.op} has no parameter {name!r}") from None
 
     # Typed views of an argument, for code that knows the node kind the op's typing rule
     # guarantees: a mismatch is a compiler bug, reported as such (not an AttributeError later).

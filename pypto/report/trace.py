@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -185,27 +186,29 @@ def api_instr_json(pids: list[str], summary: dict[str, Any], cache: dict | None 
     each write one, and an instruction's address, name, line and pipe are the same text in
     every launch of its kernel (kept in ``cache``, write_launch's)."""
     cache = {} if cache is None else cache
-    sites = summary["sites"]
-    n = len(sites)
-
-    def stacked(key: str) -> np.ndarray:
-        cols = [np.asarray(c[key], dtype=np.int64) for c in summary["cores"]]
-        return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
-
-    count, cycles, nbytes = stacked("count").tolist(), stacked("cycles").tolist(), stacked("bytes")
-    capacity, addr = stacked("capacity"), stacked("addr").tolist()
-    util = np.where(capacity > 0, np.round(100.0 * nbytes / np.maximum(capacity, 1), 2), -1.0)
-    util[[pipe != _VECTOR for _, _, pipe in sites]] = -1.0  # utilisation of the vector unit only
-    nbytes_rows, util_rows = nbytes.tolist(), util.tolist()
+    per_core = summary["cores"]
+    cols = [[c[key] for c in per_core] for key in ("count", "cycles", "bytes", "capacity", "addr")]
+    count, cycles, nbytes, capacity, addr = cols
     entries = []
-    for code, site in enumerate(sites):
+    for code, site in enumerate(summary["sites"]):
+        moved = [b[code] for b in nbytes]
+        # numpy's round(x, 2) (x * 100, to even, / 100), which the format had: the same digits
+        util = (
+            [
+                round(100.0 * b / c[code] * 100.0) / 100.0 if c[code] > 0 else -1.0
+                for b, c in zip(moved, capacity)
+            ]
+            if site[2] == _VECTOR  # utilisation of the vector unit only
+            else [-1.0] * len(moved)
+        )
         entries.append(
             _site_head(code, site, cache)
-            + f'"Instructions Executed":[{_ints(count[code])}],"Cycles":[{_ints(cycles[code])}],'
-            + f'"Process Bytes":[{_ints(nbytes_rows[code])}],'
-            + f'"Vector Utilization Percentage":[{",".join(map(repr, util_rows[code]))}],'
+            + f'"Instructions Executed":[{_ints([c[code] for c in count])}],'
+            + f'"Cycles":[{_ints([c[code] for c in cycles])}],'
+            + f'"Process Bytes":[{_ints(moved)}],'
+            + f'"Vector Utilization Percentage":[{",".join(map(repr, util))}],'
             + '"Buffer Address":['
-            + ",".join(f'"0x{a:x}"' if a >= 0 else '""' for a in addr[code])
+            + ",".join(f'"0x{a[code]:x}"' if a[code] >= 0 else '""' for a in addr)
             + "]}"
         )
     cores = json.dumps(pids, separators=(",", ":"))
@@ -255,7 +258,7 @@ def _json_strings(strings: list[str], cache: dict) -> list[str]:
 
 def write_launch(
     cores: list[CoreRecords],
-    sim: Path,
+    sim: Path | str,
     clock_hz: float,
     repeat_bytes: int = 256,
     extra: list[str] | None = None,
@@ -271,12 +274,12 @@ def write_launch(
     native_cores = [(c.pid, c.trace.raw, _json_strings(c.trace.raw["strings"], cache)) for c in cores]
     prefix = b"".join(_source_blocks(cores, cache))
     layout = _layout(cores, clock_hz, repeat_bytes, extra, cache)
-    bin_path = sim / "visualize_data.bin"
-    json_path = str(sim / "trace.json") if json_copy else ""
-    summary = _native.write_trace(native_cores, layout, prefix, json_path, str(bin_path))
-    with bin_path.open("ab") as f:
+    bin_path = os.path.join(sim, "visualize_data.bin")  # (os.path: thousands of launches a run)
+    json_path = os.path.join(sim, "trace.json") if json_copy else ""
+    summary = _native.write_trace(native_cores, layout, prefix, json_path, bin_path)
+    with open(bin_path, "ab") as f:
         f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary, cache).encode()))
-    return bin_path
+    return Path(bin_path)
 
 
 def flag_pairs(ev: dict[str, np.ndarray]) -> np.ndarray:
@@ -330,23 +333,23 @@ def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     return groups
 
 
-def _opprof_dir(root: Path, kernel: str, stamp: str, n: int, made: set[str]) -> Path:
+def _opprof_dir(root: Path, kernel: str, stamp: str, n: int, made: set[str]) -> str:
     """A new ``OPPROF_<stamp>_<n>[_k]/simulator`` folder under ``root / kernel`` (``made``: the
     kernel folders this run has made: a run of thousands of launches makes two folders a
-    launch, not a failed try and three)."""
-    folder = root / kernel
+    launch, not a failed try and three; by os.path, not pathlib, which cost as much again)."""
+    folder = os.path.join(root, kernel)
     if kernel not in made:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         made.add(kernel)
     for attempt in range(1000):
         suffix = f"_{attempt}" if attempt else ""
-        opprof = folder / f"OPPROF_{stamp}_{n:03d}{suffix}"
+        opprof = os.path.join(folder, f"OPPROF_{stamp}_{n:03d}{suffix}")
         try:
-            opprof.mkdir()
+            os.mkdir(opprof)
         except FileExistsError:
             continue
-        sim = opprof / "simulator"
-        sim.mkdir()
+        sim = os.path.join(opprof, "simulator")
+        os.mkdir(sim)
         return sim
     raise FileExistsError(f"no free OPPROF folder name under {folder}")
 

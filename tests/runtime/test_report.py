@@ -76,8 +76,14 @@ def test_gemm_task_table_longest_first(gemm_report: RunReport):
 def test_gemm_json_round_trips(gemm_report: RunReport, tmp_path: Path):
     data = gemm_report.to_dict()
     assert json.loads(gemm_report.to_json()) == data
-    again = RunReport.load(gemm_report.save(tmp_path / "r" / "run.json"))
+    saved = gemm_report.save(tmp_path / "r" / "run.json")
+    again = RunReport.load(saved)
     assert again.to_dict() == data and again.cycles == gemm_report.cycles
+    # read by eye: a line per key, and per item of a list (each of the 24 tasks on its own)
+    lines = saved.read_text().splitlines()
+    assert sum(line.startswith('  {"kernel": "gemm_block", "core": ') for line in lines) == 24 and lines[
+        1
+    ].startswith(' "')
     assert data["core_kinds"]["AIC"]["cores_used"] == 24 and len(data["cores"]) == 24
     assert data["bound"]["pipe"] == gemm_report.bound.pipe
     assert [t["core_kind"] for t in data["tasks"]] == ["AIC"] * 24

@@ -272,3 +272,21 @@ def test_the_api_instr_payload_is_json_of_each_instructions_totals():
         ]
         assert load["Buffer Address"] == ["", ""] and int(load["Address"], 16) == int(add["Address"], 16) + 4
         assert set(doc["Instructions Dtype"]["Instructions"]) == set(add)
+
+
+def test_vector_utilisation_is_rounded_to_two_places_as_numpy_rounds():
+    from pypto.report.trace import api_instr_json
+
+    rng = np.random.default_rng(3)
+    moved = rng.integers(0, 5000, 400).tolist()
+    capacity = rng.choice([0, 255, 256, 768, 1000, 4096], 400).tolist()
+    sites = [("TADD", "k.py:1:1", PIPES.index("VECTOR"))] * 400
+    cores = [
+        {"count": [1] * 400, "cycles": [1] * 400, "bytes": moved, "capacity": capacity, "addr": [-1] * 400}
+    ]
+    doc = json.loads(api_instr_json(["core0.veccore0"], {"sites": sites, "cores": cores}))
+    got = [site["Vector Utilization Percentage"][0] for site in doc["Instructions"]]
+    want = np.where(
+        np.array(capacity) > 0, np.round(100.0 * np.array(moved) / np.maximum(capacity, 1), 2), -1.0
+    )
+    assert got == want.tolist()

@@ -63,6 +63,11 @@ tools::TraceLayout layout_of(const py::dict& d) {
   l.pc_base = d["pc_base"].cast<uint64_t>();
   l.head = d["head"].cast<std::string>();
   l.tail = d["tail"].cast<std::string>();
+  if (d.contains("api_head")) {  // the API_INSTR block too
+    l.api_head = d["api_head"].cast<std::string>();
+    l.api_tail = d["api_tail"].cast<std::string>();
+    l.vector_pipe = d["vector_pipe"].cast<int>();
+  }
   return l;
 }
 

@@ -27,6 +27,7 @@ namespace {
 
 // The container's block framing, as pypto/report/opprof_format.py defines it.
 constexpr uint8_t kTraceBlock = 2;
+constexpr uint8_t kApiInstrBlock = 4;
 constexpr uint8_t kMagic = 0x5A;
 constexpr size_t kAlign = 4;
 
@@ -36,11 +37,11 @@ std::string hex_address(uint64_t v) {
   return std::string(tmp, static_cast<size_t>(end - tmp));
 }
 
-std::string block_header(size_t payload_bytes, size_t padding) {
+std::string block_header(size_t payload_bytes, size_t padding, uint8_t type = kTraceBlock) {
   std::string h(12, '\0');
   const uint64_t size = payload_bytes + padding;
   for (int i = 0; i < 8; ++i) h[i] = static_cast<char>((size >> (8 * i)) & 0xFF);
-  h[8] = static_cast<char>(kTraceBlock);
+  h[8] = static_cast<char>(type);
   h[9] = static_cast<char>(padding);
   h[10] = 0;  // version
   h[11] = static_cast<char>(kMagic);
@@ -66,12 +67,14 @@ class Files {
     payload_ += chunk->used;
     files_->submit(chunk);
   }
-  void finish() {
+  // The TRACE block's padding and size, then `after` (more blocks) at the container's end.
+  void finish(std::string_view after) {
     files_->finish();
     const int bin = files_->fd(kBin);
     const std::string& bin_path = files_->path(kBin);
     const size_t padding = (kAlign - payload_ % kAlign) % kAlign;
     write_all(bin, std::string_view("\0\0\0\0", padding), bin_path);
+    write_all(bin, after, bin_path);
     const std::string header = block_header(payload_, padding);
     if (::pwrite(bin, header.data(), header.size(), static_cast<off_t>(header_at_)) !=
         static_cast<ssize_t>(header.size())) {
@@ -236,7 +239,8 @@ class SiteTable {
         core.strings[name] + '\0' + core.strings[loc] + '\0' + std::to_string(pipe);
     auto [it, fresh] = index_.emplace(key, static_cast<int>(sum.sites.size()));
     if (fresh) {
-      sum.sites.push_back({core.strings[name], core.strings[loc], static_cast<int>(pipe)});
+      sum.sites.push_back({core.strings[name], core.strings[loc], static_cast<int>(pipe),
+                           core.quoted[name], core.quoted[loc]});
       for (SiteTotals& t : sum.per_core) grow(t, sum.sites.size());
     }
     return it->second;
@@ -494,7 +498,68 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
   first = first && !comma;
 }
 
+// Python's repr of a utilisation figure, k / 100 for a whole k in [0, 10000]: its shortest
+// round-trip decimal, in fixed notation there (repr turns to exponents only below 1e-4), with
+// ".0" when whole.
+void put_percent(std::string& out, double v) {
+  char tmp[40];
+  char* end = std::to_chars(tmp, tmp + sizeof tmp, v, std::chars_format::fixed).ptr;
+  out.append(tmp, static_cast<size_t>(end - tmp));
+  if (std::find(tmp, end, '.') == end) out += ".0";
+}
+
+template <typename Put>
+void per_core(std::string& out, const char* key, const TraceSummary& sum, Put put) {
+  out += key;
+  out += '[';
+  for (size_t k = 0; k < sum.per_core.size(); ++k) {
+    if (k) out += ',';
+    put(sum.per_core[k]);
+  }
+  out += ']';
+}
+
+std::string api_instr_block(const TraceSummary& sum, const TraceLayout& layout) {
+  const std::string payload = api_instr_payload(sum, layout);
+  const size_t padding = (kAlign - payload.size() % kAlign) % kAlign;
+  return block_header(payload.size(), padding, kApiInstrBlock) + payload +
+         std::string(padding, '\0');
+}
+
 }  // namespace
+
+std::string api_instr_payload(const TraceSummary& sum, const TraceLayout& layout) {
+  std::string out = layout.api_head;
+  char num[24];
+  auto integer = [&](int64_t v) {
+    out.append(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num));
+  };
+  for (size_t code = 0; code < sum.sites.size(); ++code) {
+    const Site& site = sum.sites[code];
+    out += code ? ",{\"Address\":\"" : "{\"Address\":\"";
+    out += hex_address(layout.pc_base + 4 * code);
+    out += "\",\"Source\":" + site.name_json + ",\"AscendC Inner Code\":" + site.loc_json;
+    out += ",\"Pipe\":\"" + layout.lanes.at(static_cast<size_t>(site.pipe)) + '"';
+    per_core(out, ",\"Instructions Executed\":", sum, [&](const SiteTotals& t) { integer(t.count[code]); });
+    per_core(out, ",\"Cycles\":", sum, [&](const SiteTotals& t) { integer(t.cycles[code]); });
+    per_core(out, ",\"Process Bytes\":", sum, [&](const SiteTotals& t) { integer(t.bytes[code]); });
+    per_core(out, ",\"Vector Utilization Percentage\":", sum, [&](const SiteTotals& t) {
+      const int64_t room = t.capacity[code];
+      if (site.pipe != layout.vector_pipe || room <= 0) {
+        out += "-1.0";
+        return;
+      }  // numpy's round(x, 2): x * 100 to the nearest (even) whole, / 100
+      const double x = 100.0 * static_cast<double>(t.bytes[code]) / static_cast<double>(room);
+      put_percent(out, std::nearbyint(x * 100.0) / 100.0);
+    });
+    per_core(out, ",\"Buffer Address\":", sum, [&](const SiteTotals& t) {
+      const int64_t at = t.first_addr[code];
+      out += at >= 0 ? '"' + hex_address(static_cast<uint64_t>(at)) + '"' : std::string("\"\"");
+    });
+    out += '}';
+  }
+  return out + layout.api_tail;
+}
 
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
                                const std::string& bin_prefix, const std::string& json_path,
@@ -525,7 +590,7 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());
     out.put(layout.tail);
     out.flush();
-    files.finish();
+    files.finish(layout.api_head.empty() ? std::string() : api_instr_block(sum, layout));
   } catch (...) {
     if (fresh) files.remove();
     throw;

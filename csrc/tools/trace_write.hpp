@@ -53,6 +53,10 @@ struct TraceLayout {
   uint64_t pc_base = 0x10000;           // pc_addr of static instruction n: pc_base + 4 n
   std::string head;                     // '{"traceEvents":[' and the metadata events
   std::string tail;                     // '],"displayTimeUnit":...}'
+  // The API_INSTR block's payload around its entries: '{"Cores":[...],"Instructions":[' and
+  // '],"Instructions Dtype":{...}}'; an empty head writes no API_INSTR block.
+  std::string api_head, api_tail;
+  int vector_pipe = -1;  // the pipe whose instructions have a vector utilisation
 };
 
 // Per static instruction (code) of one core: the totals API_INSTR reports.
@@ -63,6 +67,7 @@ struct SiteTotals {
 struct Site {
   std::string name, loc;
   int pipe = 0;
+  std::string name_json, loc_json;  // name and loc as JSON string literals
 };
 
 struct TraceSummary {
@@ -71,11 +76,18 @@ struct TraceSummary {
   uint64_t events = 0;
 };
 
-// Formats every record as a Chrome-trace event and writes `bin_path` (`bin_prefix`, then the
-// TRACE block) and, unless `json_path` is empty, `json_path` (the TRACE JSON alone); the
-// caller appends the API_INSTR block. A record whose string ids, pipe or kind are out of range
+// Formats every record as a Chrome-trace event and writes `bin_path` (`bin_prefix`, the
+// TRACE block, then the API_INSTR block of the summary unless `layout.api_head` is empty) and,
+// unless `json_path` is empty, `json_path` (the TRACE JSON alone). A record whose string ids, pipe or kind are out of range
 // is an std::invalid_argument naming it; the files are then as before the call (removed if it
 // created them, untouched if they existed).
+// The API_INSTR payload of a launch's summary: per static instruction its address, name,
+// source and pipe, then one figure per core — executions, cycles, bytes moved, the vector
+// unit's utilisation in percent (numpy's round to two places of 100 * bytes / whole repeats'
+// bytes; -1.0 off the vector pipe or without a repeat) and the first execution's buffer
+// address ("" when it never ran there). The text Python's json module would write.
+std::string api_instr_payload(const TraceSummary& sum, const TraceLayout& layout);
+
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
                                const std::string& bin_prefix, const std::string& json_path,
                                const std::string& bin_path);

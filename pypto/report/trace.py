@@ -8,8 +8,10 @@ tool lays it out. Each simulated core of the launch is one process (``core0.vecc
 ``core0.cubecore0``, ...), each pipe one lane.
 
 The events are formatted and both files written in C++ (``_native.write_trace``, from the
-records table the run returned), which also numbers the static instructions and totals them
-per core; this module adds the metadata, the SOURCE blocks and the API_INSTR block.
+records table the run returned), which also numbers the static instructions and writes their
+totals per core as the API_INSTR block (a decode writes thousands of short launches: in Python
+that block had been a quarter of a traced call); this module adds the metadata and the SOURCE
+blocks, and the text around the block's entries.
 
 Time unit: one simulated cycle is one nanosecond of trace time (``ts``/``dur`` are Chrome-trace
 microseconds, ``trace_us``: the decimal ``cycles / 1000``, or the next double up where that
@@ -35,7 +37,7 @@ import numpy as np
 from pypto import platforms
 from pypto.hardware import FLAG_PIPE_NAMES  # AscendC's spellings, as traces use
 from pypto.platforms import Platform
-from pypto.report.opprof_format import API_INSTR, SOURCE, pack_block
+from pypto.report.opprof_format import SOURCE, pack_block
 from pypto.report.progress import progress
 from pypto.report.run_report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 
@@ -177,60 +179,14 @@ def _layout(
         "head": '{"traceEvents":['
         + ",".join(_shared(cache, ("metadata", *pids), _metadata, pids) + (extra or [])),
         "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
+        # The API_INSTR block (per static instruction, one figure per core), written natively.
+        "api_head": '{"Cores":' + json.dumps(pids, separators=(",", ":")) + ',"Instructions":[',
+        "api_tail": "]," + _API_DTYPES_JSON[1:],
+        "vector_pipe": _VECTOR,
     }
 
 
-def api_instr_json(pids: list[str], summary: dict[str, Any], cache: dict | None = None) -> str:
-    """The API_INSTR payload: one entry per static instruction, one counter per core. Written
-    as text, not through ``json.dumps`` of a document: a decode's thousands of short launches
-    each write one, and an instruction's address, name, line and pipe are the same text in
-    every launch of its kernel (kept in ``cache``, write_launch's)."""
-    cache = {} if cache is None else cache
-    per_core = summary["cores"]
-    cols = [[c[key] for c in per_core] for key in ("count", "cycles", "bytes", "capacity", "addr")]
-    count, cycles, nbytes, capacity, addr = cols
-    entries = []
-    for code, site in enumerate(summary["sites"]):
-        moved = [b[code] for b in nbytes]
-        # numpy's round(x, 2) (x * 100, to even, / 100), which the format had: the same digits
-        util = (
-            [
-                round(100.0 * b / c[code] * 100.0) / 100.0 if c[code] > 0 else -1.0
-                for b, c in zip(moved, capacity)
-            ]
-            if site[2] == _VECTOR  # utilisation of the vector unit only
-            else [-1.0] * len(moved)
-        )
-        entries.append(
-            _site_head(code, site, cache)
-            + f'"Instructions Executed":[{_ints([c[code] for c in count])}],'
-            + f'"Cycles":[{_ints([c[code] for c in cycles])}],'
-            + f'"Process Bytes":[{_ints(moved)}],'
-            + f'"Vector Utilization Percentage":[{",".join(map(repr, util))}],'
-            + '"Buffer Address":['
-            + ",".join(f'"0x{a[code]:x}"' if a[code] >= 0 else '""' for a in addr)
-            + "]}"
-        )
-    cores = json.dumps(pids, separators=(",", ":"))
-    dtypes = json.dumps({"Instructions": _API_DTYPES}, separators=(",", ":"))
-    return f'{{"Cores":{cores},"Instructions":[{",".join(entries)}],"Instructions Dtype":{dtypes}}}'
-
-
-def _ints(values: list[int]) -> str:
-    return ",".join(map(str, values))
-
-
-def _site_head(code: int, site: tuple[str, str, int], cache: dict) -> str:
-    """The text an API_INSTR entry starts with: the same in every launch of a kernel."""
-    name, loc, pipe = site
-    return _shared(
-        cache,
-        ("site", code, *site),
-        lambda: (
-            f'{{"Address":"0x{_PC_BASE + 4 * code:x}","Source":{json.dumps(name)},'
-            f'"AscendC Inner Code":{json.dumps(loc)},"Pipe":{json.dumps(PIPES[pipe])},'
-        ),
-    )
+_API_DTYPES_JSON = json.dumps({"Instructions Dtype": {"Instructions": _API_DTYPES}}, separators=(",", ":"))
 
 
 def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
@@ -276,9 +232,7 @@ def write_launch(
     layout = _layout(cores, clock_hz, repeat_bytes, extra, cache)
     bin_path = os.path.join(sim, "visualize_data.bin")  # (os.path: thousands of launches a run)
     json_path = os.path.join(sim, "trace.json") if json_copy else ""
-    summary = _native.write_trace(native_cores, layout, prefix, json_path, bin_path)
-    with open(bin_path, "ab") as f:
-        f.write(pack_block(API_INSTR, api_instr_json([c.pid for c in cores], summary, cache).encode()))
+    _native.write_trace(native_cores, layout, prefix, json_path, bin_path)
     return Path(bin_path)
 
 

@@ -241,52 +241,78 @@ def test_a_bad_record_anywhere_leaves_no_file_and_no_changed_file(tmp_path: Path
     assert (tmp_path / "ok.bin").stat().st_size > 2 * rows * 80  # every event written
 
 
-def test_the_api_instr_payload_is_json_of_each_instructions_totals():
-    from pypto.report.trace import api_instr_json
-
-    sites = [("TADD", 'k "q".py:3:1', PIPES.index("VECTOR")), ("TLOAD", "k\\é.py:2:5", PIPES.index("MTE2"))]
-    cores = [
-        {"count": [2, 1], "cycles": [10, 7], "bytes": [512, 64], "capacity": [1024, 0], "addr": [0x40, -1]},
-        {"count": [1, 0], "cycles": [5, 0], "bytes": [256, 0], "capacity": [768, 0], "addr": [0x80, -1]},
-    ]
-    cache: dict = {}
-    for _ in range(2):  # the second launch reads the instructions' text from the cache
-        doc = json.loads(
-            api_instr_json(["core0.veccore0", "core1.veccore0"], {"sites": sites, "cores": cores}, cache)
-        )
-        assert doc["Cores"] == ["core0.veccore0", "core1.veccore0"]
-        add, load = doc["Instructions"]
-        assert (add["Source"], add["AscendC Inner Code"], add["Pipe"]) == ("TADD", 'k "q".py:3:1', "VECTOR")
-        assert (add["Instructions Executed"], add["Cycles"], add["Process Bytes"]) == (
-            [2, 1],
-            [10, 5],
-            [512, 256],
-        )
-        assert add["Vector Utilization Percentage"] == [50.0, 33.33] and add["Buffer Address"] == [
-            "0x40",
-            "0x80",
-        ]
-        assert load["AscendC Inner Code"] == "k\\é.py:2:5" and load["Vector Utilization Percentage"] == [
-            -1.0,
-            -1.0,
-        ]
-        assert load["Buffer Address"] == ["", ""] and int(load["Address"], 16) == int(add["Address"], 16) + 4
-        assert set(doc["Instructions Dtype"]["Instructions"]) == set(add)
+def _api_instr(tmp_path: Path, cores: dict[str, list[tuple]]) -> tuple[dict, str]:
+    """The API_INSTR block write_launch writes for made-up records: per core pid, rows of
+    (name, source, pipe, bytes, addr, cycles). Returns it parsed, and as text."""
+    col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+    records = []
+    for pid, rows in cores.items():
+        strings = sorted({r[0] for r in rows} | {r[1] for r in rows})
+        table = np.zeros((len(rows), len(RECORD_COLUMNS)), np.int64)
+        for i, (_, _, pipe, nbytes, addr, cycles) in enumerate(rows):
+            table[i, [col["pipe"], col["bytes"], col["addr"]]] = PIPES.index(pipe), nbytes, addr
+            table[i, col["start"]], table[i, col["end"]] = 10 * i, 10 * i + cycles
+        table[:, col["flag_id"]] = -1
+        raw = {"table": table, "strings": strings,
+               "name_id": np.array([strings.index(r[0]) for r in rows], np.int32),
+               "loc_id": np.array([strings.index(r[1]) for r in rows], np.int32)}  # fmt: skip
+        records.append(CoreRecords(pid, SimpleNamespace(raw=raw)))  # type: ignore[arg-type]
+    path = write_launch(records, tmp_path, 1e9)
+    (payload,) = [b.payload for b in iter_blocks(path.read_bytes()) if b.type == API_INSTR]
+    return json.loads(payload), bytes(payload).decode()
 
 
-def test_vector_utilisation_is_rounded_to_two_places_as_numpy_rounds():
-    from pypto.report.trace import api_instr_json
-
-    rng = np.random.default_rng(3)
-    moved = rng.integers(0, 5000, 400).tolist()
-    capacity = rng.choice([0, 255, 256, 768, 1000, 4096], 400).tolist()
-    sites = [("TADD", "k.py:1:1", PIPES.index("VECTOR"))] * 400
-    cores = [
-        {"count": [1] * 400, "cycles": [1] * 400, "bytes": moved, "capacity": capacity, "addr": [-1] * 400}
-    ]
-    doc = json.loads(api_instr_json(["core0.veccore0"], {"sites": sites, "cores": cores}))
-    got = [site["Vector Utilization Percentage"][0] for site in doc["Instructions"]]
-    want = np.where(
-        np.array(capacity) > 0, np.round(100.0 * np.array(moved) / np.maximum(capacity, 1), 2), -1.0
+def test_the_api_instr_block_totals_each_instruction_per_core(tmp_path: Path):
+    add, load = ("TADD", 'k "q".py:3:1'), ("TLOAD", "k\\é.py:2:5")
+    doc, text = _api_instr(
+        tmp_path,
+        {
+            "core0.veccore0": [
+                (*add, "VECTOR", 300, 0x40, 4),
+                (*load, "MTE2", 64, 0x100, 9),
+                (*add, "VECTOR", 212, 0x50, 6),
+            ],
+            "core1.veccore0": [
+                (*add, "VECTOR", 1, 0x80, 1),
+                (*add, "VECTOR", 1, 0x90, 2),
+                (*add, "VECTOR", 254, 0xA0, 2),
+            ],
+        },
     )
-    assert got == want.tolist()
+    assert doc["Cores"] == ["core0.veccore0", "core1.veccore0"]
+    first, second = doc["Instructions"]
+    assert (first["Source"], first["AscendC Inner Code"], first["Pipe"]) == ("TADD", 'k "q".py:3:1', "VECTOR")
+    assert (first["Instructions Executed"], first["Cycles"], first["Process Bytes"]) == (
+        [2, 3],
+        [10, 5],
+        [512, 256],
+    )
+    # bytes over whole 256-byte repeats: 512 of 768, 256 of 768
+    assert first["Vector Utilization Percentage"] == [66.67, 33.33]
+    assert first["Buffer Address"] == ["0x40", "0x80"]  # each core's first execution's
+    assert (second["AscendC Inner Code"], second["Pipe"], second["Instructions Executed"]) == (
+        "k\\é.py:2:5",
+        "MTE2",
+        [1, 0],
+    )
+    assert second["Vector Utilization Percentage"] == [-1.0, -1.0] and second["Buffer Address"] == [
+        "0x100",
+        "",
+    ]
+    assert int(second["Address"], 16) == int(first["Address"], 16) + 4
+    assert set(doc["Instructions Dtype"]["Instructions"]) == set(first)
+    assert (
+        '"k\\\\\\u00e9.py:2:5"' in text and '"Vector Utilization Percentage":[-1.0,-1.0]' in text
+    )  # as json writes
+
+
+def test_vector_utilisation_is_numpy_s_round_to_two_places_written_as_python_does(tmp_path: Path):
+    rng = np.random.default_rng(3)
+    moved = [int(b) for b in rng.integers(1, 5000, 300)] + [256, 512, 1, 255]
+    rows = [(f"T{i}", "k.py:1:1", "VECTOR", b, 0, 1) for i, b in enumerate(moved)]
+    doc, text = _api_instr(tmp_path, {"core0.veccore0": rows})
+    room = np.ceil(np.array(moved) / 256) * 256
+    want = np.round(100.0 * np.array(moved) / room, 2).tolist()
+    assert [site["Vector Utilization Percentage"] for site in doc["Instructions"]] == [[u] for u in want]
+    written = re.findall(r'"Vector Utilization Percentage":\[([^\]]*)\]', text)
+    assert written == [repr(u) for u in want]  # 100.0, not 100; 0.39, not 0.39000000000000001

@@ -74,27 +74,7 @@ tools::TraceLayout layout_of(const py::dict& d) {
 // (pid, records columns as run results hold them, JSON-quoted strings) per core.
 using Cores = py::typing::List<py::typing::Tuple<py::str, py::dict, py::typing::List<py::str>>>;
 
-py::dict summary_dict(const tools::TraceSummary& s) {
-  py::list sites, cores;
-  for (const tools::Site& site : s.sites)
-    sites.append(py::make_tuple(site.name, site.loc, site.pipe));
-  for (const tools::SiteTotals& t : s.per_core) {
-    py::dict c;
-    c["count"] = py::array(py::cast(t.count));
-    c["cycles"] = py::array(py::cast(t.cycles));
-    c["bytes"] = py::array(py::cast(t.bytes));
-    c["capacity"] = py::array(py::cast(t.capacity));
-    c["addr"] = py::array(py::cast(t.first_addr));
-    cores.append(c);
-  }
-  py::dict d;
-  d["sites"] = sites;
-  d["cores"] = cores;
-  d["events"] = s.events;
-  return d;
-}
-
-py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes& bin_prefix,
+uint64_t write_trace(const Cores& cores, const py::dict& layout, const py::bytes& bin_prefix,
                      const std::string& json_path, const std::string& bin_path) {
   std::vector<py::object> keep;
   std::vector<tools::CoreRecordsView> views;
@@ -116,7 +96,7 @@ py::dict write_trace(const Cores& cores, const py::dict& layout, const py::bytes
     py::gil_scoped_release release;  // pure C++ over arrays `keep` holds alive
     summary = tools::write_trace_files(views, l, prefix, json_path, bin_path);
   }
-  return summary_dict(summary);
+  return summary.events;
 }
 
 // Per (source-line id, pipe) with operations in the records table: (loc ids, pipes, cycles,
@@ -374,9 +354,9 @@ void bind_tools(py::module_& m) {
   py::register_exception<tools::TraceWriteError>(m, "TraceWriteError", PyExc_OSError);
   m.def("write_trace", &write_trace, py::arg("cores"), py::arg("layout"), py::arg("bin_prefix"),
         py::arg("json_path"), py::arg("bin_path"),
-        "Writes trace.json and visualize_data.bin (prefix + TRACE block) of one launch from "
-        "(pid, records, quoted strings) per core; returns the static instructions and their "
-        "per-core totals for the API_INSTR block.");
+        "Writes trace.json and visualize_data.bin (prefix, TRACE block and, when the layout "
+        "has an api_head, API_INSTR block) of one launch from (pid, records, quoted strings) "
+        "per core; returns the number of events.");
   m.def("narrow_record_tables", &narrow_record_tables, py::arg("tables"),
         py::arg("spare") = py::none(),
         "Column c of every records table (rows x columns, int64), one table after another, "

@@ -540,7 +540,8 @@ std::string api_instr_payload(const TraceSummary& sum, const TraceLayout& layout
     out += hex_address(layout.pc_base + 4 * code);
     out += "\",\"Source\":" + site.name_json + ",\"AscendC Inner Code\":" + site.loc_json;
     out += ",\"Pipe\":\"" + layout.lanes.at(static_cast<size_t>(site.pipe)) + '"';
-    per_core(out, ",\"Instructions Executed\":", sum, [&](const SiteTotals& t) { integer(t.count[code]); });
+    per_core(out, ",\"Instructions Executed\":", sum,
+             [&](const SiteTotals& t) { integer(t.count[code]); });
     per_core(out, ",\"Cycles\":", sum, [&](const SiteTotals& t) { integer(t.cycles[code]); });
     per_core(out, ",\"Process Bytes\":", sum, [&](const SiteTotals& t) { integer(t.bytes[code]); });
     per_core(out, ",\"Vector Utilization Percentage\":", sum, [&](const SiteTotals& t) {

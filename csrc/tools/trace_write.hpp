@@ -78,14 +78,14 @@ struct TraceSummary {
 
 // Formats every record as a Chrome-trace event and writes `bin_path` (`bin_prefix`, the
 // TRACE block, then the API_INSTR block of the summary unless `layout.api_head` is empty) and,
-// unless `json_path` is empty, `json_path` (the TRACE JSON alone). A record whose string ids, pipe or kind are out of range
-// is an std::invalid_argument naming it; the files are then as before the call (removed if it
-// created them, untouched if they existed).
-// The API_INSTR payload of a launch's summary: per static instruction its address, name,
-// source and pipe, then one figure per core — executions, cycles, bytes moved, the vector
-// unit's utilisation in percent (numpy's round to two places of 100 * bytes / whole repeats'
-// bytes; -1.0 off the vector pipe or without a repeat) and the first execution's buffer
-// address ("" when it never ran there). The text Python's json module would write.
+// unless `json_path` is empty, `json_path` (the TRACE JSON alone). A record whose string ids, pipe
+// or kind are out of range is an std::invalid_argument naming it; the files are then as before the
+// call (removed if it created them, untouched if they existed). The API_INSTR payload of a launch's
+// summary: per static instruction its address, name, source and pipe, then one figure per core —
+// executions, cycles, bytes moved, the vector unit's utilisation in percent (numpy's round to two
+// places of 100 * bytes / whole repeats' bytes; -1.0 off the vector pipe or without a repeat) and
+// the first execution's buffer address ("" when it never ran there). The text Python's json module
+// would write.
 std::string api_instr_payload(const TraceSummary& sum, const TraceLayout& layout);
 
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,

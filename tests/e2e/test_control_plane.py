@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from read_kernels import first_n
 
 import pypto.language as pl
 from pypto.errors import CompileError, TypeCheckError
@@ -76,19 +77,6 @@ def test_scalar_casts_wrap_and_truncate_as_numpy_astype(value):
     want = [np.int32(value).astype(np.int8), np.int32(value).astype(np.uint8), np.int16(int(f)), value != 0]
     assert y[0, :4].tolist() == [int(w) for w in want]
     assert [cast_scalar(value, BY_NAME[n]) for n in ("INT8", "UINT8")] == [int(w) for w in want[:2]]
-
-
-@pl.jit
-def first_n(
-    lens: pl.Tensor[[1, 8], pl.INT32],
-    x: pl.Tensor[[8, 64], pl.FP32],
-    y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]],
-):
-    n = pl.cast(pl.read(lens, [0, 0]), pl.INDEX)
-    for b in pl.range(n):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            y[b : b + 1, :] = pl.muls(x[b : b + 1, :], 2.0)
-    return y
 
 
 def test_a_value_read_in_orchestration_steers_the_task_list_of_each_call():

@@ -4,22 +4,9 @@ task list that call ran, even when a later run of the program planned another.""
 from __future__ import annotations
 
 import numpy as np
+from read_kernels import first_n
 
-import pypto.language as pl
 from pypto.runtime import RunConfig
-
-
-@pl.jit
-def first_n(
-    lens: pl.Tensor[[1, 8], pl.INT32],
-    x: pl.Tensor[[8, 64], pl.FP32],
-    y: pl.InOut[pl.Tensor[[8, 64], pl.FP32]],
-):
-    n = pl.cast(pl.read(lens, [0, 0]), pl.INDEX)
-    for b in pl.range(n):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            y[b : b + 1, :] = pl.muls(x[b : b + 1, :], 2.0)
-    return y
 
 
 def _args(n: int) -> tuple:

@@ -62,3 +62,15 @@ def test_objects_the_process_froze_stay_frozen():
         assert gc.get_freeze_count() == frozen and made
     finally:
         gc.unfreeze()
+
+
+def test_the_callers_young_garbage_is_collected_not_kept_for_a_full_collection():
+    import weakref
+
+    ring = _Node()
+    ring.self = ring
+    gone = weakref.ref(ring)
+    del ring  # garbage of the caller's, young when the block starts
+    with collector_paused():
+        pass
+    assert gone() is None

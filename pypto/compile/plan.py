@@ -204,6 +204,7 @@ class PlanFacts:
         self._sites: dict[int, _Site] = {}  # by id of the FuncCall node (the program keeps it)
         self._masks: dict[str, tuple[tuple[bool, ...], ...]] = {}
         self.steps: dict[int, _Step] = {}  # by id of the statement (_walk)
+        self._views: dict[int, _ViewSite] = {}  # by id of the reshape or slice call
 
     def params(self, fn: Function) -> list[_TensorParam]:
         got = self._params.get(fn.name)
@@ -230,6 +231,12 @@ class PlanFacts:
                 tuple(p.writes for p in params),
                 tuple(p.atomic_only for p in params),
             )
+        return got
+
+    def view(self, c: Call) -> _ViewSite:
+        got = self._views.get(id(c))
+        if got is None:
+            got = self._views[id(c)] = _view_site(c)
         return got
 
     def site(self, call: FuncCall) -> _Site:
@@ -696,28 +703,50 @@ _VIEW_OPS = ("tensor.reshape", "tensor.slice", "tensor.view")
 
 def _view(c: Call, env: _Env) -> View:
     """An orchestration view of a tensor: its base entry and the window it sees."""
-    src = c.arg("x")
+    assert env.facts is not None
+    site = env.facts.view(c)
+    src = site.src
     if not isinstance(src, Var) or src.name not in env.tensors:
         raise CompileError("a view in orchestration takes a tensor of this function", c.span)
-    shape = tuple(_value(d, env) for d in c.list_arg("shape").items)
-    if c.op != "tensor.slice":  # a reshape, to sizes known now or at run time (tensor.view)
+    shape = tuple(_value(d, env) for d in site.shape)
+    if site.offsets is None:  # a reshape, to sizes known now or at run time (tensor.view)
         return View(env.tensors[src.name], shape)
-    if not isinstance(c.arg("valid_shape"), Literal):
+    if not site.plain:
         raise CompileError(
             "valid_shape= of a slice in orchestration is not supported: give it to the slice inside "
             "the pl.at scope that loads it",
             c.span,
         )
-    offsets = tuple(_value(o, env) for o in c.list_arg("offset").items)
-    full = tensor_type(src).shape
-    for d, (o, n, size) in enumerate(zip(offsets, shape, full)):
+    offsets = tuple(_value(o, env) for o in site.offsets)
+    for d, (o, n, size) in enumerate(zip(offsets, shape, site.full)):
         if isinstance(size, int) and not 0 <= o <= size - n:
             raise CompileError(
-                f"pl.slice of `{src.name}` {list(full)}: on dim {d} the window [{o}, {o + n}) is outside "
-                f"[0, {size})",
+                f"pl.slice of `{src.name}` {list(site.full)}: on dim {d} the window [{o}, {o + n}) is "
+                f"outside [0, {size})",
                 c.span,
             )
     return View(env.tensors[src.name], shape, offsets)
+
+
+@dataclass(frozen=True)
+class _ViewSite:
+    """An orchestration reshape or slice, as each of its evaluations reads it."""
+
+    src: Expr
+    shape: tuple[Expr, ...]
+    offsets: tuple[Expr, ...] | None  # None: a reshape
+    plain: bool  # no valid_shape= (a slice's, which orchestration does not take)
+    full: tuple  # the sliced tensor's sizes
+
+
+def _view_site(c: Call) -> _ViewSite:
+    src = c.arg("x")
+    shape = tuple(c.list_arg("shape").items)
+    if c.op != "tensor.slice":
+        return _ViewSite(src, shape, None, True, ())
+    full = tuple(src.type.shape) if isinstance(src, Var) and isinstance(src.type, TensorType) else ()
+    plain = isinstance(c.arg("valid_shape"), Literal)
+    return _ViewSite(src, shape, tuple(c.list_arg("offset").items), plain, full)
 
 
 def root_of(entries: list[Intermediate | View], n_params: int, index: int) -> int:

@@ -662,3 +662,30 @@ def test_a_tensor_rebound_to_another_buffer_in_such_a_loop_is_still_refused():
         pytest.raises(UnsupportedSyntaxError, match="the loop rebinds `out`, defined before it"),
     ):
         rebinds_to_another.compile(np.zeros((16, 32), np.float32), np.zeros((16, 32), np.float32))
+
+
+@pl.jit
+def rows_from(
+    at: pl.Tensor[[1, 8], pl.INT32],
+    x: pl.Tensor[[8, 64], pl.FP32],
+    y: pl.Out[pl.Tensor[[2, 64], pl.FP32]],
+):
+    r = pl.cast(pl.read(at, [0, 0]), pl.INDEX)
+    rows = pl.slice(x, [2, 64], [r, 0])  # a window placed by an input's value
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:, :] = pl.muls(rows, 3.0)
+    return y
+
+
+def test_a_slice_placed_by_an_input_is_checked_against_its_tensor_at_each_call():
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    y = np.zeros((2, 64), np.float32)
+    for r in (0, 6, 3):  # the same slice, planned again with each call's value
+        rows_from(np.full((1, 8), r, np.int32), x, y, config=CFG)
+        np.testing.assert_array_equal(y, 3 * x[r : r + 2])
+    y[:] = -1.0
+    with pytest.raises(
+        CompileError, match=r"pl.slice of `x` \[8, 64\]: on dim 0 the window \[7, 9\) is outside \[0, 8\)"
+    ):
+        rows_from(np.full((1, 8), 7, np.int32), x, y, config=CFG)
+    assert (y == -1.0).all()  # refused before anything ran

@@ -4,7 +4,7 @@
 // by a pass of its own first, so bad input never changes it). The text goes in 1 MiB chunks to
 // trace.json and, framed as a TRACE block, to visualize_data.bin, each file written by its own
 // thread while the next chunk is formatted (parallel_files.hpp). No copy of the whole payload is
-// ever held in memory.
+// ever held in memory. The API_INSTR block, made from the totals, follows the TRACE block.
 #include "tools/trace_write.hpp"
 
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
-// Writing a recorded launch as the op simulator's raw trace files (trace.json and the TRACE
-// block of visualize_data.bin) at native speed.
+// Writing a recorded launch as the op simulator's raw trace files (trace.json, and the TRACE
+// and API_INSTR blocks of visualize_data.bin) at native speed.
 //
 // Input is the records table the runtime bindings already hand to Python (one int64 row per
 // instruction plus interned name/location strings), not the core model's own structs, so the

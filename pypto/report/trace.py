@@ -116,7 +116,7 @@ def _metadata(pids: list[str]) -> list[str]:
 
 def _shared(cache: dict, key: tuple, make: Callable[..., Any], *args: Any) -> Any:
     """``make(*args)``, once per ``key`` in ``cache``: what the launches of one run repeat
-    (their source files, strings, metadata, instruction text) is made once (write_launch)."""
+    (their source files, encoded strings, metadata) is made once (write_launch)."""
     if key not in cache:
         cache[key] = make(*args)
     return cache[key]

@@ -107,6 +107,33 @@ class View:
     offsets: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True)
+class InputsRead:
+    """What a plan read of its call's arrays: their sizes, and the values each ``pl.read``
+    found. A later call whose arrays hold the same there walks the orchestration code the same
+    way, so it gets the same task list (the plan depends on nothing else of the call)."""
+
+    positions: tuple[int, ...]  # the entry's tensor parameters, by position among its parameters
+    shapes: tuple[tuple[int, ...], ...]  # their sizes at the planned call
+    # per array read: (its tensor parameter, the positions read as index arrays, their values)
+    values: tuple[tuple[int, tuple[np.ndarray, ...], np.ndarray], ...]
+
+    def hold_in(self, args: tuple) -> bool:
+        """Whether ``args`` (a call's, positional) have these sizes and values."""
+        if len(args) <= max(self.positions, default=-1):
+            return False
+        try:
+            if any(tuple(np.shape(args[p])) != s for p, s in zip(self.positions, self.shapes)):
+                return False
+            for index, at, values in self.values:
+                found = np.asarray(args[self.positions[index]])[at]
+                if found.dtype != values.dtype or found.tobytes() != values.tobytes():  # bits: NaN too
+                    return False
+        except (TypeError, ValueError):  # an argument numpy cannot read: plan again, which says why
+            return False
+        return True
+
+
 @dataclass
 class Plan:
     tasks: list[Task]
@@ -116,6 +143,7 @@ class Plan:
     dims: dict[str, int] = field(default_factory=dict)
     dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
     data: bool = False  # orchestration reads input values (pl.read): planned again at every call
+    read: InputsRead | None = None  # with data: what it read (None: made without the arrays)
 
     def launch_specs(self) -> list[tuple]:
         """Per task, as plain data (what a run needs, kept without the IR classes): (kernel,
@@ -161,6 +189,7 @@ class _Env:
     manual_deps: bool = False  # a pl.create_tensor(manual_dep=True) buffer made so far
     facts: PlanFacts | None = None  # the program's kernels, as every plan of it reads them
     arrays: dict[int, np.ndarray] = field(default_factory=dict)  # the inputs pl.read reads
+    reads: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (input, position) per pl.read
 
 
 @dataclass(frozen=True)
@@ -336,7 +365,23 @@ def _read(c: Call, env: _Env) -> int | float | bool:
             f"pl.read of `{getattr(src, 'name', src)}` at {list(at)} is outside its shape {list(data.shape)}",
             c.span,
         )
+    env.reads.append((index, at))
     return data[at].item()
+
+
+def _inputs_read(env: _Env, positions: list[int]) -> InputsRead:
+    """The sizes of the call's arrays and the values the plan's ``pl.read`` calls found."""
+    assert env.args is not None
+    by_input: dict[int, list[tuple[int, ...]]] = {}
+    for index, at in env.reads:
+        by_input.setdefault(index, []).append(at)
+    values: list[tuple[int, tuple[np.ndarray, ...], np.ndarray]] = []
+    for index, ats in by_input.items():
+        data = env.arrays[index]
+        where = tuple(np.array(ats, dtype=np.intp).reshape(len(ats), data.ndim).T)
+        values.append((index, where, data[where]))  # fancy indexing: a copy, not a view of the input
+    shapes = tuple(tuple(np.shape(a)) for a in env.args)
+    return InputsRead(tuple(positions), shapes, tuple(values))
 
 
 # The task family's values: a TaskId is the frozenset of tasks it names, an array a tuple.
@@ -807,7 +852,8 @@ def plan_orchestration(
             _walk(entry.body, program, env, env.tasks)
     except _NeedsData:  # no arrays yet (a program read back from its folder): plan at the call
         return Plan([], [], {}, frozenset(used), data=True)
-    return Plan(env.tasks, env.intermediates, dims, frozenset(used), data=env.read_data)
+    read = _inputs_read(env, positions) if env.read_data else None
+    return Plan(env.tasks, env.intermediates, dims, frozenset(used), data=env.read_data, read=read)
 
 
 def _dims_used(program: Program) -> set[str]:

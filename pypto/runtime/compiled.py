@@ -336,15 +336,21 @@ class CompiledProgram:
 
     def _replan(self, args: tuple) -> None:
         """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes
-        (planned once per size; the program and its kernels stay, only the task list changes)."""
+        (planned once per size; the program and its kernels stay, only the task list changes).
+        A task list that follows the inputs' values is made again when they differ where the
+        last plan read them (``InputsRead``)."""
         if not self.dynamic_plan:
             return
         from pypto.compile.plan import PlanFacts, dynamic_dims, plan_orchestration
 
+        if self.plan.data:  # the task list follows the inputs' values: made again for each call,
+            read = self.plan.read  # unless they hold what the last plan read (the same tasks)
+            if read is not None and read.hold_in(args):
+                return
         facts = self.__dict__.get("_plan_facts")
         if facts is None:  # what every plan of the program reads of its kernels, kept
             facts = self.__dict__["_plan_facts"] = PlanFacts(self.program)
-        if self.plan.data:  # the task list follows the inputs' values: made again for each call
+        if self.plan.data:
             self.plan = plan_orchestration(self.program, self.program.entry, self.scalar_values, args, facts)
             for cached in ("_native_cache", "launch_specs", "intermediates"):
                 self.__dict__.pop(cached, None)

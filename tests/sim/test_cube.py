@@ -120,6 +120,44 @@ def test_fp16_bits_are_the_k_order_sums_in_every_layout(fixture_kernel, at, bt):
     np.testing.assert_array_equal(c, k_order(a, b))
 
 
+def wide_bf16(shape, rng, lo=-63, hi=62):
+    """bf16 values of magnitudes 2^lo to 2^(hi + 1) and both zeros: products of two exact in fp32."""
+    x = rng.choice([-1.0, 1.0], shape) * rng.uniform(1, 1.99, shape) * np.exp2(rng.integers(lo, hi + 1, shape))
+    x.flat[:2] = [0.0, -0.0]
+    return x.astype(BF16)
+
+
+# Values outside [2^-63, 2^63) that change a row's sums if the fused kernels took them: the
+# product 2^64 x 2^64 overflows to inf when rounded first (k order), but not fused with the
+# -2^127 summed before it; and values whose products underflow or are subnormal.
+OUTSIDE = {  # case: (a's values by [row, k], b's by [k, column])
+    "overflow": ({(5, 0): -(2.0**63), (5, 1): 2.0**64}, {(0, 3): 2.0**64, (1, 3): 2.0**64}),
+    "tiny": ({(5, 7): 2.0**-100}, {(7, 3): 2.0**-100}),
+    "subnormal": ({(5, 7): 1e-39}, {(7, 3): 3.0}),
+}
+
+
+@pytest.mark.parametrize("at", [False, True])
+@pytest.mark.parametrize("bt", [False, True])
+@pytest.mark.parametrize("case", [None, *OUTSIDE], ids=["in-range", *OUTSIDE])
+def test_bf16_bits_are_the_k_order_sums_in_every_layout(fixture_kernel, at, bt, case):
+    # in range, the fused kernels (exact products); a value outside it sends the mad the general
+    # way, whose products round (overflow, underflow) before they are summed, as numpy's do
+    rng = np.random.default_rng(9)
+    a, b = wide_bf16((48, 64), rng), wide_bf16((64, 32), rng)
+    for x, values in zip((a, b), OUTSIDE.get(case, ({}, {}))):
+        for where, v in values.items():
+            x[where] = v
+    c = np.full((48, 32), np.nan, np.float32)
+    a_in = np.ascontiguousarray(a.T) if at else a
+    b_in = np.ascontiguousarray(b.T) if bt else b
+    matmul(fixture_kernel, a_in, b_in, c, at=at, bt=bt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = k_order(a, b)
+    np.testing.assert_array_equal(c, ref)
+    assert case != "overflow" or np.isinf(c[5, 3])
+
+
 def test_fp16_inf_and_nan_operands_give_numpys_inf_and_nan(fixture_kernel):
     a, b = operands(32, 32, 16, np.float16, seed=4)
     a[3, 5], a[7, 0], b[9, 2] = np.inf, np.nan, -np.inf  # inf x 0 and inf - inf give NaN too

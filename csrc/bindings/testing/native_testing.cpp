@@ -232,20 +232,21 @@ py::array_t<float> reduce_rows_form(const std::string& form, int op, const F32& 
   return out;
 }
 
-// One named form of the fractal moves on a [16, 16] block of fp16 bits: (transposed bits,
-// widened fp32, transposed and widened in one pass, all finite as the widening saw it, as the
-// transposed widening saw it). The widened values are unspecified when not all finite.
+// One named form of the fractal moves on a [16, 16] block of fp16 bits (bf16 when asked):
+// (transposed bits, widened fp32, transposed and widened in one pass, the widening's answer,
+// the transposed widening's answer). fp16: all finite (the widened values are unspecified
+// otherwise); bf16: every product of two values exact in fp32.
 using FractalOut =
     py::typing::Tuple<py::array_t<uint16_t>, py::array_t<float>, py::array_t<float>, bool, bool>;
 
-FractalOut fractal_form(const std::string& form, const U16& x) {
+FractalOut fractal_form(const std::string& form, const U16& x, bool bf16) {
   if (x.ndim() != 2 || x.shape(0) != 16 || x.shape(1) != 16) {
     throw std::invalid_argument("fractal_form needs a [16, 16] array of 2-byte elements");
   }
   py::array_t<uint16_t> t({16, 16});
   py::array_t<float> w({16, 16}), wt({16, 16});
-  const auto [finite, finite_t] =
-      isa::fractal_form(form, x.data(), t.mutable_data(), w.mutable_data(), wt.mutable_data());
+  const auto [finite, finite_t] = isa::fractal_form(form, bf16, x.data(), t.mutable_data(),
+                                                    w.mutable_data(), wt.mutable_data());
   return FractalOut(py::make_tuple(t, w, wt, finite, finite_t));
 }
 
@@ -475,7 +476,7 @@ void bind_testing(py::module_& m) {
   m.def("fp16_encode_form", &fp16_encode_form, py::arg("form"), py::arg("x"));
   m.def("reduce_rows_f32_forms", &vm::reduce_rows_f32_forms);
   m.def("reduce_rows_f32_form", &reduce_rows_form, py::arg("form"), py::arg("op"), py::arg("x"));
-  m.def("fractal_form", &fractal_form, py::arg("form"), py::arg("x"));
+  m.def("fractal_form", &fractal_form, py::arg("form"), py::arg("x"), py::arg("bf16") = false);
   py::class_<ModelHarness>(m, "CoreModel")
       .def(py::init<const Platform&, bool>(), py::arg("platform"), py::arg("record") = true)
       .def("op", &op, py::arg("pipe"), py::arg("cost"), py::arg("name") = "OP",

@@ -126,40 +126,46 @@ bool gather_whole(float* out, const float* stored, const TileView& t, bool trans
   return false;
 }
 
-// A block of the 16 x 16 fractals of a whole fp16 L0A/L0B tile: fractal rows [band0, band1),
-// fractal columns [fc0, fc1).
+// A block of the 16 x 16 fractals of a whole fp16/bf16 L0A/L0B tile: fractal rows
+// [band0, band1), fractal columns [fc0, fc1).
 struct Fractals {
   int64_t band0, band1, fc0, fc1;
 };
 
-// The fractals `f` of a whole fp16 L0A/L0B tile widened into an operand window: `out` holds
+// The fractals `f` of a whole fp16/bf16 L0A/L0B tile widened into an operand window: `out` holds
 // operand columns [col0, col0 + pitch) of every operand row, row pitch `pitch`. Each fractal is
 // 16 lines of 16 elements in storage — tile rows in zZ (L0A), tile columns in nZ (L0B); both
 // layouts store the fractals row by row — and a line lands as an operand row when it is a tile
 // row of an untransposed operand or a tile column of a transposed one, else as an operand
 // column (transposed and widened in one pass: an untransposed L0B operand, FlashAttention's V
-// and the GEMM's B). False when one holds inf/NaN.
-bool widen_f16_fractals(float* out, int64_t pitch, int64_t col0, const TileView& t, bool trans,
+// and the GEMM's B). False when a product of two of its values might not be exact in fp32
+// (fp16: an inf/NaN; bf16: a value outside [2^-63, 2^63), fractal.hpp): the fused kernels need
+// exact products, so the mad then converts both operands the general way.
+bool widen_h16_fractals(float* out, int64_t pitch, int64_t col0, const TileView& t, bool trans,
                         Fractals f) {
-  const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans;
+  const bool lines_are_rows = (t.mem == PYPTO_LEFT) != trans, bf16 = t.dtype == PYPTO_BF16;
+  using Widen = bool (*)(float*, int64_t, const uint16_t*, int64_t);
+  const Widen widen = lines_are_rows
+                          ? (bf16 ? widen_bf16_block : widen_f16_block)
+                          : (bf16 ? widen_bf16_block_transposed : widen_f16_block_transposed);
   const auto* base = reinterpret_cast<const uint16_t*>(t.data);
   for (int64_t band = f.band0; band < f.band1; ++band) {
     const uint16_t* src = base + (band * (t.cols / 16) + f.fc0) * 256;
     for (int64_t fc = f.fc0; fc < f.fc1; ++fc, src += 256) {
       const int64_t r = trans ? fc * 16 : band * 16, c = (trans ? band * 16 : fc * 16) - col0;
       float* o = out + r * pitch + c;  // the fractal's origin
-      const bool finite = lines_are_rows ? widen_f16_block(o, pitch, src, 16)
-                                         : widen_f16_block_transposed(o, pitch, src, 16);
-      if (!finite) return false;
+      if (!widen(o, pitch, src, 16)) return false;
     }
   }
   return true;
 }
 
-// Whether `t` is a whole fp16 L0A/L0B tile holding a [rows, cols] operand (transposed when
-// asked): the form widen_f16_fractals reads.
-bool whole_f16(const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  if (t.dtype != PYPTO_FP16 || (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT)) return false;
+// Whether `t` is a whole fp16 or bf16 L0A/L0B tile holding a [rows, cols] operand (transposed
+// when asked): the form widen_h16_fractals reads.
+bool whole_h16(const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  if ((t.dtype != PYPTO_FP16 && t.dtype != PYPTO_BF16) ||
+      (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT))
+    return false;
   const int64_t tile_rows = trans ? cols : rows, tile_cols = trans ? rows : cols;
   return tile_rows == t.rows && tile_cols == t.cols && rows % 16 == 0 && cols % 16 == 0;
 }
@@ -167,26 +173,28 @@ bool whole_f16(const TileView& t, bool trans, int64_t rows, int64_t cols) {
 // Below this many elements a widening is not worth sharing between two host threads.
 constexpr int64_t kSharedWidenElems = 8 << 10;
 
-// A whole fp16 L0A/L0B tile widened, its fractal rows in two halves the run's thread may share
-// (DataQueue::split): each half writes its own outputs, so the values are the same. False when
-// the tile does not qualify or holds inf/NaN (then `widen` converts it the general way).
-bool widen_f16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
-  if (!whole_f16(t, trans, rows, cols)) return false;
+// A whole fp16/bf16 L0A/L0B tile widened, its fractal rows in two halves the run's thread may
+// share (DataQueue::split): each half writes its own outputs, so the values are the same. False
+// when the tile does not qualify or its products might not be exact (widen_h16_fractals; then
+// `widen` converts it the general way).
+bool widen_h16_whole(float* out, const TileView& t, bool trans, int64_t rows, int64_t cols) {
+  if (!whole_h16(t, trans, rows, cols)) return false;
   const int64_t bands = t.rows / 16, fcs = t.cols / 16;
   if (t.rows * t.cols < kSharedWidenElems || bands < 2) {
-    return widen_f16_fractals(out, cols, 0, t, trans, {0, bands, 0, fcs});
+    return widen_h16_fractals(out, cols, 0, t, trans, {0, bands, 0, fcs});
   }
-  std::atomic<bool> finite{true};
+  std::atomic<bool> exact{true};
   DataQueue::split(bands, (bands + 1) / 2, [&](int64_t f0, int64_t f1) {
-    if (!widen_f16_fractals(out, cols, 0, t, trans, {f0, f1, 0, fcs})) finite.store(false);
+    if (!widen_h16_fractals(out, cols, 0, t, trans, {f0, f1, 0, fcs})) exact.store(false);
   });
-  return finite.load();
+  return exact.load();
 }
 
 // An operand widened to fp32 row-major, in a per-thread buffer reused by every mad (`slot`
 // 0 for left, 1 for right, 2 for the general way's staging) rather than allocated per mad,
-// so it stays in the host's caches. `exact`: every value came from a finite fp16, so every
-// product of two operands is exact in fp32 (11-bit significands, exponents in range).
+// so it stays in the host's caches. `exact`: every value came from a finite fp16 or an in-range
+// bf16 (widen_h16_fractals), so every product of two operands is exact in fp32 (at most 11- or
+// 8-bit significands, exponents in range): the kernels may then fuse multiply and add.
 struct Operand {
   const float* data;
   bool exact;
@@ -201,7 +209,7 @@ float* scratch(int slot, size_t n) {
 
 Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slot) {
   float* out = scratch(slot, static_cast<size_t>(rows * cols));
-  if (widen_f16_whole(out, t, trans, rows, cols)) return {out, true};
+  if (widen_h16_whole(out, t, trans, rows, cols)) return {out, true};
   // The general way: the whole storage converted in one call (fp16/bf16 -> fp32 is exact),
   // then gathered; every (r, c) of the operand lies inside the storage, so each is written.
   const auto n = static_cast<size_t>(t.rows * t.cols);
@@ -230,9 +238,9 @@ void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t 
   });
 }
 
-// A matmul whose operands are both whole fp16 L0A/L0B tiles; `id` tells one matmul from the
-// next, so that a thread widens the left operand once per matmul.
-struct F16Matmul {
+// A matmul whose operands are both whole fp16 (or both bf16) L0A/L0B tiles; `id` tells one matmul
+// from the next, so that a thread widens the left operand once per matmul.
+struct H16Matmul {
   TileView a, b, c;
   int64_t m, k, n;
   bool a_trans, b_trans, accumulate;
@@ -243,10 +251,10 @@ struct F16Matmul {
 // operand (once per matmul) and these columns of the right one into its own buffers, so a
 // widened operand never moves between host cores and the right one's columns stay in cache
 // for the kernel.
-void f16_columns(const F16Matmul& g, int64_t j0, int64_t j1) {
+void h16_columns(const H16Matmul& g, int64_t j0, int64_t j1) {
   struct Left {
     uint64_t id = 0;
-    bool finite = false;
+    bool exact = false;
     std::vector<float> data;
   };
   thread_local Left left;
@@ -254,19 +262,20 @@ void f16_columns(const F16Matmul& g, int64_t j0, int64_t j1) {
   const int64_t m = g.m, k = g.k, w = j1 - j0;
   if (left.id != g.id) {
     if (left.data.size() < static_cast<size_t>(m * k)) left.data.resize(static_cast<size_t>(m * k));
-    left.finite = widen_f16_fractals(left.data.data(), k, 0, g.a, g.a_trans,
-                                     {0, g.a.rows / 16, 0, g.a.cols / 16});
+    left.exact = widen_h16_fractals(left.data.data(), k, 0, g.a, g.a_trans,
+                                    {0, g.a.rows / 16, 0, g.a.cols / 16});
     left.id = g.id;
   }
   if (right.size() < static_cast<size_t>(k * w)) right.resize(static_cast<size_t>(k * w));
   const Fractals cols = g.b_trans ? Fractals{j0 / 16, j1 / 16, 0, g.b.cols / 16}
                                   : Fractals{0, g.b.rows / 16, j0 / 16, j1 / 16};
   float* C = reinterpret_cast<float*>(g.c.data) + j0;
-  if (left.finite && widen_f16_fractals(right.data(), w, j0, g.b, g.b_trans, cols)) {
+  if (left.exact && widen_h16_fractals(right.data(), w, j0, g.b, g.b_trans, cols)) {
     vm::matmul_f32(left.data.data(), right.data(), C, g.c.cols, m, k, w, g.accumulate, true);
     return;
   }
-  // inf/NaN: both operands the general way (which keeps NaN payloads), these columns copied out.
+  // A product that might not be exact (an fp16 inf/NaN, a bf16 out of range): both operands the
+  // general way (which keeps NaN payloads) and the unfused kernel, these columns copied out.
   const Operand A = widen(g.a, g.a_trans, m, k, 0), B = widen(g.b, g.b_trans, k, g.n, 1);
   for (int64_t r = 0; r < k; ++r) {
     std::memcpy(right.data() + r * w, B.data + r * g.n + j0, static_cast<size_t>(w) * 4);
@@ -274,20 +283,20 @@ void f16_columns(const F16Matmul& g, int64_t j0, int64_t j1) {
   vm::matmul_f32(A.data, right.data(), C, g.c.cols, m, k, w, g.accumulate, A.exact && B.exact);
 }
 
-// C (+)= A x B when both operands are whole fp16 tiles, its output columns in pieces of at
+// C (+)= A x B when both operands are whole fp16 or bf16 tiles, its output columns in pieces of at
 // least 32 (about 4 pieces) the run's thread may share (DataQueue::split): a column's sums do
 // not depend on the columns computed with it, so the bits are the same. False when an operand
 // does not qualify.
-bool matmul_f16(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
+bool matmul_h16(const TileView& a, const TileView& b, const TileView& c, int64_t m, int64_t k,
                 int64_t n, bool a_trans, bool b_trans, bool accumulate) {
-  if (!whole_f16(a, a_trans, m, k) || !whole_f16(b, b_trans, k, n)) return false;
+  if (!whole_h16(a, a_trans, m, k) || !whole_h16(b, b_trans, k, n)) return false;
   static std::atomic<uint64_t> matmuls{0};
-  const F16Matmul g{
+  const H16Matmul g{
       a, b,       c,       m,          k,
       n, a_trans, b_trans, accumulate, matmuls.fetch_add(1, std::memory_order_relaxed) + 1};
   const int64_t fcs = n / 16;
   DataQueue::split(fcs, std::max<int64_t>(2, (fcs + 3) / 4),
-                   [&g](int64_t f0, int64_t f1) { f16_columns(g, f0 * 16, f1 * 16); });
+                   [&g](int64_t f0, int64_t f1) { h16_columns(g, f0 * 16, f1 * 16); });
   return true;
 }
 
@@ -372,7 +381,7 @@ extern "C" void pypto_tmatmul(const pypto_tile* acc, const pypto_tile* left,
       matmul_int8(a, b, c, m, k, n, a_trans != 0, b_trans != 0, accumulate != 0);
       return;
     }
-    if (matmul_f16(a, b, c, m, k, n, a_trans != 0, b_trans != 0, accumulate != 0)) return;
+    if (matmul_h16(a, b, c, m, k, n, a_trans != 0, b_trans != 0, accumulate != 0)) return;
     const Operand A = widen(a, a_trans != 0, m, k, 0), B = widen(b, b_trans != 0, k, n, 1);
     matmul_rows(A, B, c, m, k, n, accumulate != 0);
   });
@@ -394,7 +403,7 @@ extern "C" void pypto_tmatmul_bias(const pypto_tile* acc, const pypto_tile* left
   TileView t = check_bias(bias, n, op);
   q.run(m * k * n, [a, b, c, t, m, k, n] {
     for (int64_t r = 0; r < m; ++r) std::memcpy(c.row(r), t.row(0), static_cast<size_t>(n * 4));
-    if (matmul_f16(a, b, c, m, k, n, false, false, true)) return;
+    if (matmul_h16(a, b, c, m, k, n, false, false, true)) return;
     const Operand A = widen(a, false, m, k, 0), B = widen(b, false, k, n, 1);
     matmul_rows(A, B, c, m, k, n, true);
   });

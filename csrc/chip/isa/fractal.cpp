@@ -5,6 +5,7 @@
 // widening (vcvtph2ps, one or two per row), portable loops otherwise.
 #include "chip/isa/fractal.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "chip/isa/dtype.hpp"
@@ -38,6 +39,33 @@ bool widen_transposed_portable(float* dst, int64_t dp, const uint16_t* src, int6
   uint16_t t[256];
   transpose_portable(t, 16, src, sp);
   return widen_portable(dst, dp, t, 16);
+}
+
+// bf16 -> fp32 moves the bits up 16 (exact for every value, NaN payloads kept). A value keeps
+// every product with another exact in fp32 when it is zero or its magnitude lies in
+// [2^-63, 2^63): biased exponent 64..189, so a product lies in [2^-126, 2^126).
+constexpr uint32_t kBf16LowExp = 64, kBf16ExpSpan = 125;
+
+bool bf16_exact_factor(uint32_t w) {
+  return (w & 0x7fffffffu) == 0 || ((w >> 23) & 0xffu) - kBf16LowExp <= kBf16ExpSpan;
+}
+
+bool widen_bf16_portable(float* dst, int64_t dp, const uint16_t* src, int64_t sp) {
+  bool exact = true;
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t c = 0; c < 16; ++c) {
+      const uint32_t w = uint32_t{src[r * sp + c]} << 16;
+      exact = exact && bf16_exact_factor(w);
+      std::memcpy(dst + r * dp + c, &w, 4);
+    }
+  }
+  return exact;
+}
+
+bool widen_bf16_transposed_portable(float* dst, int64_t dp, const uint16_t* src, int64_t sp) {
+  uint16_t t[256];
+  transpose_portable(t, 16, src, sp);
+  return widen_bf16_portable(dst, dp, t, 16);
 }
 
 #ifdef PYPTO_FRACTAL_X86
@@ -117,6 +145,82 @@ __attribute__((target("avx2,avx512f"))) bool widen_transposed_avx512(float* dst,
   return nonfinite == 0;
 }
 
+// A bf16 row moved up 16 bits; the lanes whose value is not an exact factor (bf16_exact_factor).
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 widen_bf16_row_avx512(
+    float* dst, __m256i h) {
+  const __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+  _mm512_storeu_si512(dst, w);
+  const __m512i e = _mm512_and_si512(_mm512_srli_epi32(w, 23), _mm512_set1_epi32(0xff));
+  const __mmask16 outside = _mm512_cmpgt_epu32_mask(
+      _mm512_sub_epi32(e, _mm512_set1_epi32(kBf16LowExp)), _mm512_set1_epi32(kBf16ExpSpan));
+  return _mm512_mask_test_epi32_mask(outside, w, _mm512_set1_epi32(0x7fffffff));  // and not 0
+}
+
+__attribute__((target("avx512f"))) bool widen_bf16_avx512(float* dst, int64_t dp,
+                                                          const uint16_t* src, int64_t sp) {
+  __mmask16 inexact = 0;
+  for (int64_t r = 0; r < 16; ++r) {
+    inexact |= widen_bf16_row_avx512(
+        dst + r * dp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * sp)));
+  }
+  return inexact == 0;
+}
+
+__attribute__((target("avx2,avx512f"))) bool widen_bf16_transposed_avx512(float* dst, int64_t dp,
+                                                                          const uint16_t* src,
+                                                                          int64_t sp) {
+  __mmask16 inexact = 0;
+  for (int c0 = 0; c0 < 16; c0 += 8) {
+    __m256i rows[8];
+    columns8_avx2(rows, src + c0, sp);
+    for (int j = 0; j < 8; ++j) inexact |= widen_bf16_row_avx512(dst + (c0 + j) * dp, rows[j]);
+  }
+  return inexact == 0;
+}
+
+// Eight bf16 values moved up 16 bits; all-ones lanes where the value is not an exact factor
+// (AVX2 compares signed: the exponent outside 64..189, and the magnitude not 0).
+__attribute__((target("avx2"), always_inline)) inline __m256i widen_bf16_half_avx2(float* dst,
+                                                                                   __m128i h) {
+  const __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), w);
+  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(w, 23), _mm256_set1_epi32(0xff));
+  const __m256i outside =
+      _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(kBf16LowExp), e),
+                      _mm256_cmpgt_epi32(e, _mm256_set1_epi32(kBf16LowExp + kBf16ExpSpan)));
+  const __m256i zero = _mm256_cmpeq_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x7fffffff)),
+                                          _mm256_setzero_si256());
+  return _mm256_andnot_si256(zero, outside);
+}
+
+__attribute__((target("avx2"))) bool widen_bf16_avx2(float* dst, int64_t dp, const uint16_t* src,
+                                                     int64_t sp) {
+  __m256i inexact = _mm256_setzero_si256();
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t h = 0; h < 16; h += 8) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * sp + h));
+      inexact = _mm256_or_si256(inexact, widen_bf16_half_avx2(dst + r * dp + h, x));
+    }
+  }
+  return _mm256_testz_si256(inexact, inexact) != 0;
+}
+
+__attribute__((target("avx2"))) bool widen_bf16_transposed_avx2(float* dst, int64_t dp,
+                                                                const uint16_t* src, int64_t sp) {
+  __m256i inexact = _mm256_setzero_si256();
+  for (int c0 = 0; c0 < 16; c0 += 8) {
+    __m256i rows[8];
+    columns8_avx2(rows, src + c0, sp);
+    for (int j = 0; j < 8; ++j) {
+      float* o = dst + (c0 + j) * dp;
+      inexact = _mm256_or_si256(inexact, widen_bf16_half_avx2(o, _mm256_castsi256_si128(rows[j])));
+      inexact = _mm256_or_si256(inexact,
+                                widen_bf16_half_avx2(o + 8, _mm256_extracti128_si256(rows[j], 1)));
+    }
+  }
+  return _mm256_testz_si256(inexact, inexact) != 0;
+}
+
 __attribute__((target("avx2,f16c"), always_inline)) inline __m256i widen_half_f16c(float* dst,
                                                                                    __m128i h) {
   const __m256i exp = _mm256_set1_epi32(0x7f800000);
@@ -160,20 +264,23 @@ using Widen = bool (*)(float*, int64_t, const uint16_t*, int64_t);
 struct Form {
   const char* name;
   Transpose transpose;
-  Widen widen, widen_transposed;
+  Widen widen, widen_transposed;      // fp16
+  Widen widen_bf16, bf16_transposed;  // bf16
   bool (*runs_here)();
 };
 
 // Best first. The transpose needs only AVX2 (one 16-element row per register).
 const Form kForms[] = {
 #ifdef PYPTO_FRACTAL_X86
-    {"avx512f", transpose_avx2, widen_avx512, widen_transposed_avx512,
+    {"avx512f", transpose_avx2, widen_avx512, widen_transposed_avx512, widen_bf16_avx512,
+     widen_bf16_transposed_avx512,
      [] { return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx2") != 0; }},
-    {"f16c", transpose_avx2, widen_f16c, widen_transposed_f16c,
+    {"f16c", transpose_avx2, widen_f16c, widen_transposed_f16c, widen_bf16_avx2,
+     widen_bf16_transposed_avx2,
      [] { return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("f16c") != 0; }},
 #endif
-    {"portable", transpose_portable, widen_portable, widen_transposed_portable,
-     [] { return true; }},
+    {"portable", transpose_portable, widen_portable, widen_transposed_portable, widen_bf16_portable,
+     widen_bf16_transposed_portable, [] { return true; }},
 };
 
 const Form& pick() {
@@ -202,6 +309,15 @@ bool widen_f16_block_transposed(float* dst, int64_t dst_pitch, const uint16_t* s
   return form().widen_transposed(dst, dst_pitch, src, src_pitch);
 }
 
+bool widen_bf16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch) {
+  return form().widen_bf16(dst, dst_pitch, src, src_pitch);
+}
+
+bool widen_bf16_block_transposed(float* dst, int64_t dst_pitch, const uint16_t* src,
+                                 int64_t src_pitch) {
+  return form().bf16_transposed(dst, dst_pitch, src, src_pitch);
+}
+
 std::vector<std::string> fractal_forms() {
   std::vector<std::string> out;
   for (const Form& f : kForms)
@@ -209,13 +325,15 @@ std::vector<std::string> fractal_forms() {
   return out;
 }
 
-std::pair<bool, bool> fractal_form(const std::string& name, const uint16_t* src,
+std::pair<bool, bool> fractal_form(const std::string& name, bool bf16, const uint16_t* src,
                                    uint16_t* transposed, float* widened,
                                    float* widened_transposed) {
   for (const Form& f : kForms) {
     if (name == f.name && f.runs_here()) {
       f.transpose(transposed, 16, src, 16);
-      return {f.widen(widened, 16, src, 16), f.widen_transposed(widened_transposed, 16, src, 16)};
+      const Widen w = bf16 ? f.widen_bf16 : f.widen,
+                  wt = bf16 ? f.bf16_transposed : f.widen_transposed;
+      return {w(widened, 16, src, 16), wt(widened_transposed, 16, src, 16)};
     }
   }
   throw std::invalid_argument("no fractal form '" + name + "' on this CPU");

@@ -25,11 +25,21 @@ bool widen_f16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t
 bool widen_f16_block_transposed(float* dst, int64_t dst_pitch, const uint16_t* src,
                                 int64_t src_pitch);
 
+// dst[r][c] = fp32(src[r][c]) of bf16 bits (exact: the bits moved up 16, NaN payloads kept).
+// True when every product of two such values is exact in fp32 — each value is zero or of
+// magnitude in [2^-63, 2^63), so a product lies in [2^-126, 2^126) with at most 16 significant
+// bits — as it always is for finite fp16: the mad may then use the fused (FMA) kernels.
+bool widen_bf16_block(float* dst, int64_t dst_pitch, const uint16_t* src, int64_t src_pitch);
+// dst[c][r] = fp32(src[r][c]) of bf16 bits, in one pass; the answer as widen_bf16_block's.
+bool widen_bf16_block_transposed(float* dst, int64_t dst_pitch, const uint16_t* src,
+                                 int64_t src_pitch);
+
 // The forms this CPU can run, best first ("avx512f", "f16c", "portable"), and one form by name
 // on one 16 x 16 block (all pitches 16) — for the test that every form gives the same bits:
-// the transpose, the widening and the transposed widening, and the two widenings' answers.
+// the transpose, the widening and the transposed widening (of fp16, or of bf16 when asked),
+// and the two widenings' answers.
 std::vector<std::string> fractal_forms();
-std::pair<bool, bool> fractal_form(const std::string& name, const uint16_t* src,
+std::pair<bool, bool> fractal_form(const std::string& name, bool bf16, const uint16_t* src,
                                    uint16_t* transposed, float* widened, float* widened_transposed);
 
 }  // namespace pypto::isa

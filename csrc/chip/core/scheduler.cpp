@@ -1,6 +1,7 @@
 #include "chip/core/scheduler.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -62,6 +63,14 @@ namespace {
 using namespace sched;  // NOLINT: the scheduler's own state and reports
 
 class ChipScheduler final : public ChipLink, public Waiter, public Kept {
+  using KindCounts = std::array<uint32_t, 3>;  // tasks per CoreKind
+  // Tasks to be queued again at `time` (dispatch_batch), and how many of each kind.
+  struct Deferred {
+    uint64_t time = 0;
+    std::vector<uint32_t> tasks;
+    KindCounts kinds{};
+  };
+
  public:
   // A scheduler for runs on `p`'s cores; begin() readies it for each.
   explicit ChipScheduler(const Platform& p)
@@ -143,6 +152,8 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     parked_.clear();
     for (std::vector<uint32_t>& b : batches_) b.clear();
     popped_.clear();  // a dispatch that threw left its batch here
+    for (Deferred& d : deferred_) d.tasks.clear();
+    deferred_count_ = 0;
     free_batches_.clear();
     for (size_t b = batches_.size(); b-- > 0;) free_batches_.push_back(b);
     open_batch_ = -1;
@@ -162,7 +173,9 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
                                              " tasks: at most " + std::to_string(Event::kTask - 1) +
                                              " are simulated");
     dispatches_.assign(tasks_->size(), Dispatch{});
+    kinds_.resize(tasks_->size());
     for (size_t i = 0; i < tasks_->size(); ++i) {
+      kinds_[i] = (*tasks_)[i].kind;
       for (int d : (*tasks_)[i].deps) {
         if (d < 0 || static_cast<size_t>(d) >= i)
           throw SimError(ErrorKind::kInternal, "bad task dependency");
@@ -301,18 +314,31 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   // large decode, and each dispatched elsewhere is pushed again: as single events they made
   // the queue most of the run's time.
   void push_task(uint64_t time, size_t task) {
-    if (open_batch_ >= 0 && open_seq_ + 1 == seq_ && open_time_ == time) {
+    const auto kind = static_cast<size_t>(kinds_[task]);
+    if (joins_open_batch(time)) {
       batches_[static_cast<size_t>(open_batch_)].push_back(static_cast<uint32_t>(task));
+      ++batch_kinds_[static_cast<size_t>(open_batch_)][kind];
       return;
     }
     size_t b = batches_.size();
     if (free_batches_.empty()) {
       batches_.emplace_back();
+      batch_kinds_.emplace_back();
     } else {
       b = free_batches_.back();
       free_batches_.pop_back();
     }
     batches_[b].push_back(static_cast<uint32_t>(task));
+    batch_kinds_[b] = {};
+    ++batch_kinds_[b][kind];
+    push_batch(time, b);
+  }
+
+  bool joins_open_batch(uint64_t time) const {
+    return open_batch_ >= 0 && open_seq_ + 1 == seq_ && open_time_ == time;
+  }
+
+  void push_batch(uint64_t time, size_t b) {
     push(time, Event::kTask | b);
     open_batch_ = static_cast<int64_t>(b);
     open_seq_ = seq_ - 1;
@@ -320,13 +346,121 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   }
 
   // Dispatches a batch's tasks in order (see push_task); their own pushes queue after it.
+  // A task whose kind's remembered look (pick()) has every core busy until `free` would only be
+  // queued again at `free`: on a large decode each finish re-tried thousands of them (26
+  // million dispatches for 16 thousand tasks). Those are gathered per time (one per kind at
+  // most) and pushed as one batch each before anything else is pushed: the events keep their
+  // order, as each time's batch holds its tasks in push order and no push falls between them.
+  // Once every task left is of such kinds, for one time, they go there together, unread: the
+  // whole batch as it is, or the rest of it copied.
   void dispatch_batch(const Event& e) {
     const auto b = static_cast<size_t>(e.what() & ~Event::kTask);
     if (static_cast<int64_t>(b) == open_batch_) open_batch_ = -1;
+    if (requeue_whole(e.time, b)) return;
     popped_.swap(batches_[b]);
+    KindCounts left = batch_kinds_[b];
     free_batches_.push_back(b);
-    for (const uint32_t task : popped_) dispatch(e.time, task);
+    bool look = true;  // whether the tasks left may all wait: at first, and when that can change
+    for (size_t i = 0; i < popped_.size(); ++i) {
+      if (look) {
+        look = false;
+        if (const uint64_t at = waits_until(left, e.time)) {
+          defer_rest(at, i, left);
+          break;
+        }
+      }
+      const uint32_t task = popped_[i];
+      const CoreKind kind = kinds_[task];
+      look = --left[static_cast<size_t>(kind)] == 0;
+      if (const uint64_t later = busy_until(kind, e.time)) {
+        defer(later, task);
+        continue;
+      }
+      flush_deferred();
+      dispatch(e.time, task);
+      look = true;
+    }
+    flush_deferred();
     popped_.clear();
+  }
+
+  // The one time every task counted in `kinds` would be queued again at without a look
+  // (busy_until), or 0.
+  uint64_t waits_until(const KindCounts& kinds, uint64_t time) const {
+    uint64_t at = 0;
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      if (kinds[k] == 0) continue;
+      const uint64_t later = busy_until(static_cast<CoreKind>(k), time);
+      if (later == 0 || (at != 0 && later != at)) return 0;
+      at = later;
+    }
+    return at;
+  }
+
+  // Batch `b`, all of whose tasks would be queued again at one later time, queued there as it
+  // is (or joined to the open batch there, as its tasks' own pushes would have been).
+  bool requeue_whole(uint64_t time, size_t b) {
+    const uint64_t at = waits_until(batch_kinds_[b], time);
+    if (at == 0) return false;
+    if (joins_open_batch(at)) {
+      const auto open = static_cast<size_t>(open_batch_);
+      batches_[open].insert(batches_[open].end(), batches_[b].begin(), batches_[b].end());
+      add(batch_kinds_[open], batch_kinds_[b]);
+      batches_[b].clear();
+      free_batches_.push_back(b);
+      return true;
+    }
+    push_batch(at, b);
+    return true;
+  }
+
+  static void add(KindCounts& to, const KindCounts& from) {
+    for (size_t k = 0; k < to.size(); ++k) to[k] += from[k];
+  }
+
+  Deferred& deferred_at(uint64_t time) {
+    size_t i = 0;
+    while (i < deferred_count_ && deferred_[i].time != time) ++i;
+    if (i == deferred_count_) {
+      deferred_[deferred_count_++].time = time;
+      deferred_[i].kinds = {};
+    }
+    return deferred_[i];
+  }
+
+  void defer(uint64_t time, uint32_t task) {
+    Deferred& d = deferred_at(time);
+    d.tasks.push_back(task);
+    ++d.kinds[static_cast<size_t>(kinds_[task])];
+  }
+
+  // popped_[i:] (of `kinds`), all to be queued again at `time`.
+  void defer_rest(uint64_t time, size_t i, const KindCounts& kinds) {
+    Deferred& d = deferred_at(time);
+    d.tasks.insert(d.tasks.end(), popped_.begin() + static_cast<std::ptrdiff_t>(i), popped_.end());
+    add(d.kinds, kinds);
+  }
+
+  void flush_deferred() {
+    for (size_t i = 0; i < deferred_count_; ++i) {
+      Deferred& d = deferred_[i];
+      const uint32_t first = d.tasks.front();
+      push_task(d.time, first);  // a new batch, or the open one this time would have joined
+      const auto open = static_cast<size_t>(open_batch_);
+      --d.kinds[static_cast<size_t>(kinds_[first])];
+      add(batch_kinds_[open], d.kinds);
+      batches_[open].insert(batches_[open].end(), d.tasks.begin() + 1, d.tasks.end());
+      d.tasks.clear();
+    }
+    deferred_count_ = 0;
+  }
+
+  // When a task of `kind` dispatched at `time` is queued again without a look: the time its
+  // kind's first core frees, from pick()'s remembered look (0: it needs a look, or it parks).
+  uint64_t busy_until(CoreKind kind, uint64_t time) const {
+    const PickMemo& m = memo_[static_cast<size_t>(kind)];
+    const bool later = m.version == cores_version_ && m.best.slot >= 0 && time < m.best.free;
+    return later ? m.best.free : 0;
   }
 
   // The blocked instances are kept per cluster (an instance's `cluster`: its cluster's index,
@@ -460,8 +594,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
 
   void dispatch(uint64_t time, uint32_t task_index) {
     const auto task = static_cast<int>(task_index);
-    const TaskSpec& t = (*tasks_)[task_index];
-    Pick p = pick(t.kind, time, dispatches_[task_index]);
+    Pick p = pick(kinds_[task_index], time, dispatches_[task_index]);
     if (p.slot < 0) {  // every core of the kind is running: wait for one to finish
       parked_.push_back({time, task_index});
       return;
@@ -471,6 +604,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
       return;
     }
     const uint64_t start = p.start;
+    const TaskSpec& t = (*tasks_)[task_index];
     for (int d : t.deps) flush_for(static_cast<size_t>(d));
     dispatched_[static_cast<size_t>(task)] = true;
     if (t.kind == CoreKind::kCluster) {
@@ -740,6 +874,9 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   std::vector<bool> dispatched_;
   EventQueue events_;
   std::vector<Dispatch> dispatches_;  // per task
+  // Per task, its TaskSpec's kind: a finish re-tries every parked task, thousands on a large
+  // decode, and each re-try reads only the kind (a 168-byte TaskSpec apiece missed the cache).
+  std::vector<CoreKind> kinds_;
   // A task that found every core of its kind running, and when it looked (dispatch()).
   struct Parked {
     uint64_t time;
@@ -751,6 +888,10 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   std::vector<std::vector<uint32_t>> batches_;
   std::vector<size_t> free_batches_;
   std::vector<uint32_t> popped_;
+  std::vector<KindCounts> batch_kinds_;  // per batch, its tasks of each kind
+  // dispatch_batch's re-queues gathered per time (one per kind at most), in first-push order.
+  Deferred deferred_[3];
+  size_t deferred_count_ = 0;
   int64_t open_batch_ = -1;
   uint64_t open_seq_ = 0, open_time_ = 0;
   // pick()'s last look per core kind, valid while cores_version_ (bumped by every launch and

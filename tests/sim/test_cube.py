@@ -122,7 +122,11 @@ def test_fp16_bits_are_the_k_order_sums_in_every_layout(fixture_kernel, at, bt):
 
 def wide_bf16(shape, rng, lo=-63, hi=62):
     """bf16 values of magnitudes 2^lo to 2^(hi + 1) and both zeros: products of two exact in fp32."""
-    x = rng.choice([-1.0, 1.0], shape) * rng.uniform(1, 1.99, shape) * np.exp2(rng.integers(lo, hi + 1, shape))
+    x = (
+        rng.choice([-1.0, 1.0], shape)
+        * rng.uniform(1, 1.99, shape)
+        * np.exp2(rng.integers(lo, hi + 1, shape))
+    )
     x.flat[:2] = [0.0, -0.0]
     return x.astype(BF16)
 

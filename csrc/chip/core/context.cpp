@@ -88,6 +88,7 @@ void CoreContext::reuse(int64_t idx, int64_t num, bool record) {
   block_idx = idx;
   block_num = num;
   atomic_log = nullptr;
+  queued_atomics = false;
   fmatrix_set = false;
   aic = false;
   subblock = 0;

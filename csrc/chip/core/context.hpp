@@ -102,6 +102,9 @@ struct CoreContext {
   // When set, atomic-add stores are logged here instead of applied: the scheduler applies
   // them in simulated completion order.
   std::vector<AtomicWrite>* atomic_log = nullptr;
+  // An atomic-add store of this instance was queued: the data thread then reads this context
+  // (atomic_log) as it runs, so the instance's end waits for its queued work.
+  bool queued_atomics = false;
   // Where this instance runs: its core kind, its AIV index inside the cluster (0 on the AIC),
   // the cluster's cross-core state (null outside a cluster launch) and the scheduler.
   bool aic = false;

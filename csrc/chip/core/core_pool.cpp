@@ -1,5 +1,6 @@
 #include "chip/core/core_pool.hpp"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -20,7 +21,13 @@ size_t storage_bytes(const CoreContext& ctx) {
 }
 }  // namespace
 
-CorePool::CorePool(const Platform& platform) : platform_(platform) {}
+CorePool::CorePool(const Platform& platform) : platform_(platform) {
+  // A run keeps at most its platform's cores of a kind at once: room for them now, so give()
+  // never allocates (a context it could not keep would free its memory while the data thread
+  // may still write it: a finished instance's queued work is not waited for).
+  kept_[0].reserve(static_cast<size_t>(std::max(platform.aiv_cores, 0)));
+  kept_[1].reserve(static_cast<size_t>(std::max(platform.aic_cores, 0)));
+}
 CorePool::~CorePool() = default;
 
 std::unique_ptr<CoreContext> CorePool::take(bool aic, int64_t block_idx, int64_t block_num,

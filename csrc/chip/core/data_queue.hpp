@@ -3,7 +3,9 @@
 // the cores' control flow, checks and timing. The work runs in the order it ran in before and
 // only on data no later check or cost depends on, so every value and every cycle is unchanged.
 // Whatever reads or writes data on the run's thread — an op that does its work in place, a
-// scalar read, the end of a task, applying atomics — drains the queue first.
+// scalar read, applying atomics, the end of a task whose atomic adds the queue logs — drains
+// the queue first. Other ends of tasks need not: the next work on the ended core's memory is
+// queued behind its work, or drains first.
 #pragma once
 #include <atomic>
 #include <condition_variable>

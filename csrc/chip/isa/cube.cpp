@@ -36,6 +36,7 @@ void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const p
   }
   GmWindow w = check_window(dst, row0, col0, as_out, op);
   check_writable(dst, op);
+  if (atomic_add) q.core().queued_atomics = true;
   q.run(w.rows * w.row_bytes,
         [core = &q.core(), base = dst->data, out_dtype = dst->dtype, s, w, atomic_add] {
           const auto cols = static_cast<size_t>(s.valid_cols);

@@ -145,6 +145,7 @@ extern "C" void pypto_tstore(const pypto_tensor* dst, int64_t row0, int64_t col0
     fail(ErrorKind::kDType, op, std::string("atomic add does not support ") + dtype_name(s.dtype));
   }
   if (atomic_add) {
+    q.core().queued_atomics = true;
     q.run(w.rows * w.row_bytes, [core = &q.core(), base = dst->data, s, w] {
       for (int64_t r = 0; r < w.rows; ++r) {
         core->atomic_add(base, w.data + r * w.stride_bytes, s.dtype, s.row(r),

@@ -3,11 +3,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "tools/trace_write.hpp"
 
@@ -19,6 +21,26 @@ void write_all(int fd, std::string_view data, const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) throw TraceWriteError("cannot write " + path + ": " + std::strerror(errno));
     data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void write_all(int fd, std::initializer_list<std::string_view> pieces, const std::string& path) {
+  constexpr size_t kMost = 8;
+  iovec v[kMost];
+  size_t n = 0;
+  for (std::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    if (n == kMost) throw std::invalid_argument("write_all: more than 8 pieces");
+    v[n++] = {const_cast<char*>(piece.data()), piece.size()};
+  }
+  iovec* at = v;
+  while (n > 0) {
+    const ssize_t w = ::writev(fd, at, static_cast<int>(n));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw TraceWriteError("cannot write " + path + ": " + std::strerror(errno));
+    auto left = static_cast<size_t>(w);
+    while (n > 0 && left >= at->iov_len) left -= at->iov_len, ++at, --n;
+    if (n > 0) at->iov_base = static_cast<char*>(at->iov_base) + left, at->iov_len -= left;
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,8 @@ namespace pypto::tools {
 
 // Writes all of `data` to `fd` (retrying short writes); throws TraceWriteError naming `path`.
 void write_all(int fd, std::string_view data, const std::string& path);
+// The pieces one after another, in one system call (writev) unless it writes short.
+void write_all(int fd, std::initializer_list<std::string_view> pieces, const std::string& path);
 
 struct Chunk {
   std::unique_ptr<char[]> data;  // not zeroed: only the pages a trace fills are touched

@@ -48,34 +48,46 @@ std::string block_header(size_t payload_bytes, size_t padding, uint8_t type = kT
   return h;
 }
 
-// The output files, written by their own threads as the events are formatted: the
-// container gets the prefix, a TRACE block header (rewritten with the size at the end), the
-// payload and the padding; trace.json, when asked for (a non-empty path), the payload alone.
+// The output files: the container gets the prefix, a TRACE block header (its size known at the
+// end), the payload and the padding, then more blocks; trace.json, when asked for (a non-empty
+// path), the payload alone. A payload of one chunk (a short launch, thousands of them a run) is
+// written at the end, each file in one system call; a longer one by the files' own threads as
+// the events are formatted, after the prefix and a header rewritten at the end.
 class Files {
  public:
   Files(const std::string& json_path, const std::string& bin_path, std::string_view bin_prefix)
       : paths_(json_path.empty() ? std::vector<std::string>{bin_path}
                                  : std::vector<std::string>{bin_path, json_path}),
-        files_(std::make_unique<ParallelFiles>(paths_)) {
-    write_all(files_->fd(kBin), bin_prefix, bin_path);
-    header_at_ = bin_prefix.size();
-    write_all(files_->fd(kBin), std::string(12, '\0'), bin_path);
-    files_->start();
-  }
+        files_(std::make_unique<ParallelFiles>(paths_)),
+        prefix_(bin_prefix) {}
   Chunk* take() { return files_->take(); }
   void emit(Chunk* chunk) {
     payload_ += chunk->used;
+    if (!streaming_ && held_ == nullptr) {  // perhaps the only one: kept for finish()
+      held_ = chunk;
+      return;
+    }
+    if (!streaming_) stream();
     files_->submit(chunk);
   }
   // The TRACE block's padding and size, then `after` (more blocks) at the container's end.
   void finish(std::string_view after) {
-    files_->finish();
+    const size_t padding = (kAlign - payload_ % kAlign) % kAlign;
+    const std::string header = block_header(payload_, padding);
+    const std::string_view zeros("\0\0\0\0", padding);
     const int bin = files_->fd(kBin);
     const std::string& bin_path = files_->path(kBin);
-    const size_t padding = (kAlign - payload_ % kAlign) % kAlign;
-    write_all(bin, std::string_view("\0\0\0\0", padding), bin_path);
+    if (!streaming_) {
+      const std::string_view payload =
+          held_ == nullptr ? std::string_view() : std::string_view(held_->data.get(), held_->used);
+      write_all(bin, {prefix_, header, payload, zeros, after}, bin_path);
+      if (paths_.size() > 1) write_all(files_->fd(1), payload, files_->path(1));
+      files_->close_all();
+      return;
+    }
+    files_->finish();
+    write_all(bin, zeros, bin_path);
     write_all(bin, after, bin_path);
-    const std::string header = block_header(payload_, padding);
     if (::pwrite(bin, header.data(), header.size(), static_cast<off_t>(header_at_)) !=
         static_cast<ssize_t>(header.size())) {
       throw TraceWriteError("cannot write " + bin_path + ": " + std::strerror(errno));
@@ -90,8 +102,21 @@ class Files {
 
  private:
   static constexpr size_t kBin = 0;
+  // A second chunk: the prefix and a placeholder header written, then the chunks by threads.
+  void stream() {
+    write_all(files_->fd(kBin), prefix_, files_->path(kBin));
+    header_at_ = prefix_.size();
+    write_all(files_->fd(kBin), std::string(12, '\0'), files_->path(kBin));
+    files_->start();
+    streaming_ = true;
+    files_->submit(held_);
+    held_ = nullptr;
+  }
   std::vector<std::string> paths_;
   std::unique_ptr<ParallelFiles> files_;
+  std::string_view prefix_;  // the caller's, alive until finish()
+  Chunk* held_ = nullptr;    // the first chunk, until a second comes
+  bool streaming_ = false;
   size_t header_at_ = 0, payload_ = 0;
 };
 

@@ -160,6 +160,18 @@ def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Pat
     assert [round(e["ts"] * 1000) for e in evs] == cols["start"].tolist()
 
 
+def test_a_short_trace_is_the_same_container_and_trace_json(fixture_kernel, tmp_path: Path):
+    """A payload of one write chunk (each file then written in one call at the end): the
+    container's blocks in order, its TRACE block equal to trace.json."""
+    rep = run_kernel_file(fixture_kernel("vec_loop"), [100], record=True, name="vec_loop")
+    (path,) = write_traces(rep, tmp_path, json_copy=True)
+    text = (Path(path).parent / "trace.json").read_bytes()
+    assert len(text) < 2**20 and blocks(path)[TRACE].payload == text
+    assert list(blocks(path)) == [TRACE, API_INSTR]  # in order (no source file: no SOURCE block)
+    evs = [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
+    assert len(evs) == rep.instructions == 101
+
+
 def test_a_dropped_reports_record_memory_serves_the_next_run_and_never_a_live_one(fixture_kernel):
     """Record buffers of a report that is gone are reused (their pages are already in); those of
     a live report never are, and a reused buffer's older, longer contents never show."""

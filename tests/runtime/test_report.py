@@ -4,6 +4,7 @@ bounding pipe named, the task table longest first, and a JSON form that round-tr
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -134,3 +135,23 @@ def test_the_bound_is_named_per_core_kind_with_its_ratio():
     assert "bound (AIV): VECTOR (25.0% busy on AIV0; run = 4.00 x its busy time)" in text
     data = rep.to_dict()["bounds"]
     assert data["AIC"]["ratio"] == 1.25 and data["AIV"]["pipe"] == "VECTOR"
+
+
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [
+        ("/o/report", "/o/trace/k/OPPROF_1_000/simulator/visualize_data.bin"),  # a sibling's file
+        ("/o/report", "/o/report/x.bin"),
+        ("/o/report", "/o/reports/x.bin"),  # a name that only starts like the folder
+        ("/o/report", "/o/report/../trace/x.bin"),
+        ("/o/report", "/o"),
+        ("/o/report", "/o/report"),
+        ("/o/report", "/"),
+        ("/", "/x/y"),
+        ("/o/report", "relative/x.bin"),
+    ],
+)
+def test_a_saved_report_names_trace_files_as_relpath_would(folder, name):
+    from pypto.report.run_report import _ancestors, _relative
+
+    assert _relative(_ancestors(folder), name) == os.path.relpath(name, folder)

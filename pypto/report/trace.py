@@ -229,7 +229,12 @@ def write_launch(
     cache = {} if cache is None else cache
     native_cores = [(c.pid, c.trace.raw, _json_strings(c.trace.raw["strings"], cache)) for c in cores]
     prefix = b"".join(_source_blocks(cores, cache))
-    layout = _layout(cores, clock_hz, repeat_bytes, extra, cache)
+    layout = (
+        _layout(cores, clock_hz, repeat_bytes, extra, cache)
+        if extra
+        else _shared(cache, ("layout", clock_hz, repeat_bytes, *(c.pid for c in cores)), _layout,
+                     cores, clock_hz, repeat_bytes, None, cache)
+    )  # fmt: skip
     bin_path = os.path.join(sim, "visualize_data.bin")  # (os.path: thousands of launches a run)
     json_path = os.path.join(sim, "trace.json") if json_copy else ""
     _native.write_trace(native_cores, layout, prefix, json_path, bin_path)

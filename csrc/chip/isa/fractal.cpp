@@ -122,27 +122,33 @@ __attribute__((target("avx512f"), always_inline)) inline __mmask16 widen_row_avx
   return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(f), exp), exp);
 }
 
-__attribute__((target("avx512f"))) bool widen_avx512(float* dst, int64_t dp, const uint16_t* src,
-                                                     int64_t sp) {
-  __mmask16 nonfinite = 0;
+// A form's loops over the 16 rows (or, transposed, the 16 columns) of a fractal, with `Row`
+// widening 16 elements and flagging the lanes the mad's fused kernels cannot take: true when
+// none is flagged.
+using Row512 = __mmask16 (*)(float*, __m256i);
+
+template <Row512 Row>
+__attribute__((target("avx2,avx512f"))) bool rows_avx512(float* dst, int64_t dp,
+                                                         const uint16_t* src, int64_t sp) {
+  __mmask16 flagged = 0;
   for (int64_t r = 0; r < 16; ++r) {
-    nonfinite |= widen_row_avx512(
-        dst + r * dp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * sp)));
+    flagged |=
+        Row(dst + r * dp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * sp)));
   }
-  return nonfinite == 0;
+  return flagged == 0;
 }
 
 // The transpose's rows widened from the registers: one pass, no transposed copy in memory.
-__attribute__((target("avx2,avx512f"))) bool widen_transposed_avx512(float* dst, int64_t dp,
-                                                                     const uint16_t* src,
-                                                                     int64_t sp) {
-  __mmask16 nonfinite = 0;
+template <Row512 Row>
+__attribute__((target("avx2,avx512f"))) bool columns_avx512(float* dst, int64_t dp,
+                                                            const uint16_t* src, int64_t sp) {
+  __mmask16 flagged = 0;
   for (int c0 = 0; c0 < 16; c0 += 8) {
     __m256i rows[8];
     columns8_avx2(rows, src + c0, sp);
-    for (int j = 0; j < 8; ++j) nonfinite |= widen_row_avx512(dst + (c0 + j) * dp, rows[j]);
+    for (int j = 0; j < 8; ++j) flagged |= Row(dst + (c0 + j) * dp, rows[j]);
   }
-  return nonfinite == 0;
+  return flagged == 0;
 }
 
 // A bf16 row moved up 16 bits; the lanes whose value is not an exact factor (bf16_exact_factor).
@@ -154,28 +160,6 @@ __attribute__((target("avx512f"), always_inline)) inline __mmask16 widen_bf16_ro
   const __mmask16 outside = _mm512_cmpgt_epu32_mask(
       _mm512_sub_epi32(e, _mm512_set1_epi32(kBf16LowExp)), _mm512_set1_epi32(kBf16ExpSpan));
   return _mm512_mask_test_epi32_mask(outside, w, _mm512_set1_epi32(0x7fffffff));  // and not 0
-}
-
-__attribute__((target("avx512f"))) bool widen_bf16_avx512(float* dst, int64_t dp,
-                                                          const uint16_t* src, int64_t sp) {
-  __mmask16 inexact = 0;
-  for (int64_t r = 0; r < 16; ++r) {
-    inexact |= widen_bf16_row_avx512(
-        dst + r * dp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * sp)));
-  }
-  return inexact == 0;
-}
-
-__attribute__((target("avx2,avx512f"))) bool widen_bf16_transposed_avx512(float* dst, int64_t dp,
-                                                                          const uint16_t* src,
-                                                                          int64_t sp) {
-  __mmask16 inexact = 0;
-  for (int c0 = 0; c0 < 16; c0 += 8) {
-    __m256i rows[8];
-    columns8_avx2(rows, src + c0, sp);
-    for (int j = 0; j < 8; ++j) inexact |= widen_bf16_row_avx512(dst + (c0 + j) * dp, rows[j]);
-  }
-  return inexact == 0;
 }
 
 // Eight bf16 values moved up 16 bits; all-ones lanes where the value is not an exact factor
@@ -193,34 +177,6 @@ __attribute__((target("avx2"), always_inline)) inline __m256i widen_bf16_half_av
   return _mm256_andnot_si256(zero, outside);
 }
 
-__attribute__((target("avx2"))) bool widen_bf16_avx2(float* dst, int64_t dp, const uint16_t* src,
-                                                     int64_t sp) {
-  __m256i inexact = _mm256_setzero_si256();
-  for (int64_t r = 0; r < 16; ++r) {
-    for (int64_t h = 0; h < 16; h += 8) {
-      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * sp + h));
-      inexact = _mm256_or_si256(inexact, widen_bf16_half_avx2(dst + r * dp + h, x));
-    }
-  }
-  return _mm256_testz_si256(inexact, inexact) != 0;
-}
-
-__attribute__((target("avx2"))) bool widen_bf16_transposed_avx2(float* dst, int64_t dp,
-                                                                const uint16_t* src, int64_t sp) {
-  __m256i inexact = _mm256_setzero_si256();
-  for (int c0 = 0; c0 < 16; c0 += 8) {
-    __m256i rows[8];
-    columns8_avx2(rows, src + c0, sp);
-    for (int j = 0; j < 8; ++j) {
-      float* o = dst + (c0 + j) * dp;
-      inexact = _mm256_or_si256(inexact, widen_bf16_half_avx2(o, _mm256_castsi256_si128(rows[j])));
-      inexact = _mm256_or_si256(inexact,
-                                widen_bf16_half_avx2(o + 8, _mm256_extracti128_si256(rows[j], 1)));
-    }
-  }
-  return _mm256_testz_si256(inexact, inexact) != 0;
-}
-
 __attribute__((target("avx2,f16c"), always_inline)) inline __m256i widen_half_f16c(float* dst,
                                                                                    __m128i h) {
   const __m256i exp = _mm256_set1_epi32(0x7f800000);
@@ -229,33 +185,38 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256i widen_half_f1
   return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(f), exp), exp);
 }
 
-__attribute__((target("avx2,f16c"))) bool widen_f16c(float* dst, int64_t dp, const uint16_t* src,
-                                                     int64_t sp) {
-  __m256i nonfinite = _mm256_setzero_si256();
+// The same loops for 8-lane rows (two a fractal row), `Half` flagging lanes with all ones.
+using Half256 = __m256i (*)(float*, __m128i);
+
+template <Half256 Half>
+__attribute__((target("avx2,f16c"))) bool rows_avx2(float* dst, int64_t dp, const uint16_t* src,
+                                                    int64_t sp) {
+  __m256i flagged = _mm256_setzero_si256();
   for (int64_t r = 0; r < 16; ++r) {
     for (int64_t h = 0; h < 16; h += 8) {
       const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * sp + h));
-      nonfinite = _mm256_or_si256(nonfinite, widen_half_f16c(dst + r * dp + h, x));
+      flagged = _mm256_or_si256(flagged, Half(dst + r * dp + h, x));
     }
   }
-  return _mm256_testz_si256(nonfinite, nonfinite) != 0;
+  return _mm256_testz_si256(flagged, flagged) != 0;
 }
 
-__attribute__((target("avx2,f16c"))) bool widen_transposed_f16c(float* dst, int64_t dp,
-                                                                const uint16_t* src, int64_t sp) {
-  __m256i nonfinite = _mm256_setzero_si256();
+template <Half256 Half>
+__attribute__((target("avx2,f16c"))) bool columns_avx2(float* dst, int64_t dp, const uint16_t* src,
+                                                       int64_t sp) {
+  __m256i flagged = _mm256_setzero_si256();
   for (int c0 = 0; c0 < 16; c0 += 8) {
     __m256i rows[8];
     columns8_avx2(rows, src + c0, sp);
     for (int j = 0; j < 8; ++j) {
       float* o = dst + (c0 + j) * dp;
-      nonfinite = _mm256_or_si256(nonfinite, widen_half_f16c(o, _mm256_castsi256_si128(rows[j])));
-      nonfinite =
-          _mm256_or_si256(nonfinite, widen_half_f16c(o + 8, _mm256_extracti128_si256(rows[j], 1)));
+      flagged = _mm256_or_si256(flagged, Half(o, _mm256_castsi256_si128(rows[j])));
+      flagged = _mm256_or_si256(flagged, Half(o + 8, _mm256_extracti128_si256(rows[j], 1)));
     }
   }
-  return _mm256_testz_si256(nonfinite, nonfinite) != 0;
+  return _mm256_testz_si256(flagged, flagged) != 0;
 }
+
 #endif
 
 using Transpose = void (*)(uint16_t*, int64_t, const uint16_t*, int64_t);
@@ -272,11 +233,11 @@ struct Form {
 // Best first. The transpose needs only AVX2 (one 16-element row per register).
 const Form kForms[] = {
 #ifdef PYPTO_FRACTAL_X86
-    {"avx512f", transpose_avx2, widen_avx512, widen_transposed_avx512, widen_bf16_avx512,
-     widen_bf16_transposed_avx512,
+    {"avx512f", transpose_avx2, rows_avx512<widen_row_avx512>, columns_avx512<widen_row_avx512>,
+     rows_avx512<widen_bf16_row_avx512>, columns_avx512<widen_bf16_row_avx512>,
      [] { return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx2") != 0; }},
-    {"f16c", transpose_avx2, widen_f16c, widen_transposed_f16c, widen_bf16_avx2,
-     widen_bf16_transposed_avx2,
+    {"f16c", transpose_avx2, rows_avx2<widen_half_f16c>, columns_avx2<widen_half_f16c>,
+     rows_avx2<widen_bf16_half_avx2>, columns_avx2<widen_bf16_half_avx2>,
      [] { return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("f16c") != 0; }},
 #endif
     {"portable", transpose_portable, widen_portable, widen_transposed_portable, widen_bf16_portable,

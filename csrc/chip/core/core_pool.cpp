@@ -23,8 +23,8 @@ size_t storage_bytes(const CoreContext& ctx) {
 
 CorePool::CorePool(const Platform& platform) : platform_(platform) {
   // A run keeps at most its platform's cores of a kind at once: room for them now, so give()
-  // never allocates (a context it could not keep would free its memory while the data thread
-  // may still write it: a finished instance's queued work is not waited for).
+  // does not allocate, and a finished instance's queued data work need not be waited for
+  // (has_room: a context give() might free is).
   kept_[0].reserve(static_cast<size_t>(std::max(platform.aiv_cores, 0)));
   kept_[1].reserve(static_cast<size_t>(std::max(platform.aic_cores, 0)));
 }

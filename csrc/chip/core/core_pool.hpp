@@ -27,6 +27,12 @@ class CorePool {
   // Keeps `ctx`, a finished instance's, for a later instance of the run: a run keeps them all
   // (at most as many as ran at once), so its later tasks construct no context.
   void give(std::unique_ptr<CoreContext> ctx);
+  // Whether give() keeps a context of this kind without allocating (else it may free it: its
+  // queued data work must then be done first).
+  bool has_room(bool aic) const {
+    const auto& kept = kept_[aic ? 1 : 0];
+    return kept.size() < kept.capacity();
+  }
   // The run over: keeps for the next run only a few cores' storage worth of contexts; the rest
   // are freed (their storage and rings go to the thread's pools).
   void trim() noexcept;

@@ -729,8 +729,9 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
     // Its queued work need not be done yet: the next work on its memory (the context kept for a
     // later task) is queued behind it or drains first, as every run's-thread read does. A
     // decode's 16 thousand ends had each waited for the data thread (a tenth of its call).
-    // Unless the data thread writes its atomic adds' log (moved below), or its memory is freed.
-    if (in.ctx->queued_atomics || pool_ == nullptr) drain();
+    // Unless the data thread writes its atomic adds' log (moved below), or its memory may be
+    // freed (no pool, or no room kept in it).
+    if (in.ctx->queued_atomics || pool_ == nullptr || !pool_->has_room(in.aic)) drain();
     CoreModel& m = in.ctx->model;
     in.result.block = t.block_idx;
     in.result.stats = m.stats();

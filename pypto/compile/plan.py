@@ -142,7 +142,7 @@ class Plan:
     # sizes is planned again (the program and its kernels serve every size)
     dims: dict[str, int] = field(default_factory=dict)
     dynamic: frozenset[str] = frozenset()  # the dims the counts read (planned at each call's sizes)
-    data: bool = False  # orchestration reads input values (pl.read): planned again at every call
+    data: bool = False  # orchestration reads input values (pl.read): planned again when they change
     read: InputsRead | None = None  # with data: what it read (None: made without the arrays)
 
     def launch_specs(self) -> list[tuple]:

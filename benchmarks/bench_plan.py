@@ -1,8 +1,10 @@
 """Launch-plan benchmark: how the time to plan an orchestration grows with its task count.
 
-The program has the shape of upstream's paged-attention decode: per (batch, KV block), a read of
-an input, fresh intermediates, windows of the shared query and output buffers sized from it,
-and four kernels whose dependencies the plan infers from the windows they read and write.
+The program has the shape of upstream's paged-attention decode: per (batch, KV block), reads of
+inputs (a size, and the block a block table names), fresh intermediates, windows of the shared
+query and output buffers sized from them and of a KV cache at that block (anywhere in it: the
+windows of one buffer a plan has to search grow with the plan), and four kernels whose
+dependencies the plan infers from the windows they read and write.
 Each line plans it for more batches (4 tasks per KV block, 8 blocks a batch) and prints the
 plan's wall time (best of --repeat), its time per task, and that against the smallest plan's:
 about 1x means the plan grows linearly with its tasks (it was quadratic: every task was
@@ -39,13 +41,18 @@ from pypto.compile.plan import plan_orchestration  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
 
 BLOCKS, ROWS, DIM = 8, 16, 64
+CACHE_BLOCKS = 256 * BLOCKS  # the KV cache's blocks, as many as the largest plan reads
 
 
 @pl.function(type=pl.FunctionType.InCore)
 def scores(
-    q: pl.Tensor[[16, 64], pl.FP32], s: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+    q: pl.Tensor[[16, 64], pl.FP32],
+    k: pl.Tensor[[16, 64], pl.FP32],
+    s: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
 ) -> pl.Tensor[[16, 64], pl.FP32]:
-    return pl.store(pl.muls(pl.load(q, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec), 2.0), [0, 0], s)
+    total = pl.add(pl.load(q, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec),
+                   pl.load(k, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec))  # fmt: skip
+    return pl.store(total, [0, 0], s)
 
 
 @pl.function(type=pl.FunctionType.InCore)
@@ -78,6 +85,8 @@ class Decode:
         self,
         query: pl.Tensor[[4096 + 16, 64], pl.FP32],
         config: pl.Tensor[[3], pl.INT64],
+        cache: pl.Tensor[[CACHE_BLOCKS * 16, 64], pl.FP32],
+        table: pl.Tensor[[CACHE_BLOCKS], pl.INT32],
         out: pl.Out[pl.Tensor[[4096, 64], pl.FP32]],
     ) -> pl.Tensor[[4096, 64], pl.FP32]:
         batches = pl.tensor.read(config, [0])
@@ -86,10 +95,12 @@ class Decode:
         for b in pl.range(batches):
             acc = pl.create_tensor([rows, 64], dtype=pl.FP32)
             qi = pl.slice(query, [rows, 64], [b * rows + shift, 0])
-            for _blk in pl.range(8):
-                rows = pl.tensor.read(config, [1])  # a read per block, as a block table's
+            for blk in pl.range(8):
+                rows = pl.tensor.read(config, [1])
+                block = pl.tensor.read(table, [b * 8 + blk])  # a block table's read
+                kv = pl.slice(cache, [rows, 64], [block * rows, 0])
                 s = pl.create_tensor([rows, 64], dtype=pl.FP32)
-                s = scores(qi, s)
+                s = scores(qi, kv, s)
                 p = pl.create_tensor([rows, 64], dtype=pl.FP32)
                 p = softmax_part(s, p)
                 accumulate(p, acc)
@@ -98,9 +109,12 @@ class Decode:
         return out
 
 
-def arguments(batches: int, shift: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def arguments(batches: int, shift: int = 0) -> tuple[np.ndarray, ...]:
     query = np.zeros((4096 + 16, DIM), np.float32)
-    return query, np.array([batches, ROWS, shift], np.int64), np.zeros((4096, DIM), np.float32)
+    cache = np.zeros((CACHE_BLOCKS * ROWS, DIM), np.float32)
+    table = np.random.default_rng(0).permutation(CACHE_BLOCKS).astype(np.int32)  # blocks anywhere
+    config = np.array([batches, ROWS, shift], np.int64)
+    return query, config, cache, table, np.zeros((4096, DIM), np.float32)
 
 
 def plan_seconds(batches: int, repeat: int) -> tuple[float, int]:

@@ -69,12 +69,17 @@ class _Buffer:
             return [self.all]
         found = [self.windows[None]] if None in self.windows else []
         lo, hi = box[0]
-        i = bisect.bisect_left(self.starts, (lo - self.longest + 1, -1))
-        for start, n in self.starts[i:]:
+        starts = self.starts
+        # By index, not over a slice: a slice would copy the whole tail of a buffer's windows
+        # (thousands: a KV cache read block by block) to look at the one or two that overlap.
+        i, end = bisect.bisect_left(starts, (lo - self.longest + 1, -1)), len(starts)
+        while i < end:
+            start, n = starts[i]
             if start >= hi:
                 break
             if overlap(box, self.boxes[n]):
                 found.append(self.windows[self.boxes[n]])
+            i += 1
         return found
 
     def window(self, box: Box) -> _Window:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,9 +29,9 @@ from pypto._dataclass import dataclass
 Box = tuple[tuple[int, int], ...] | None
 
 
-@dataclass(frozen=True)
-class Use:
-    """One tracked use of a buffer (``root``: its table index) by a task."""
+class Use(NamedTuple):
+    """One tracked use of a buffer (``root``: its table index) by a task. A tuple: a plan makes
+    a few per task, and a frozen dataclass's ``__init__`` cost several times a tuple's."""
 
     root: int
     box: Box
@@ -45,24 +46,29 @@ def overlap(a: Box, b: Box) -> bool:
     return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b))
 
 
-@dataclass
 class _Window:
-    readers: int = 0
-    writers: int = 0
+    __slots__ = ("readers", "writers")
+
+    def __init__(self) -> None:
+        self.readers = 0
+        self.writers = 0
 
 
-@dataclass
 class _Buffer:
     """The tasks that used windows of one buffer: by window, and all of them (a use of the whole
     buffer overlaps every window), with the windows ordered by where they start on the first
-    dim (a box overlaps only those starting less than the longest window's length before it)."""
+    dim (a box overlaps only those starting less than the longest window's length before it).
+    Slotted and built by hand: a plan makes one per intermediate, thousands of them."""
 
-    windows: dict[Box, _Window] = field(default_factory=dict)
-    starts: list[tuple[int, int]] = field(default_factory=list)  # (first-dim start, window number)
-    boxes: list[Box] = field(default_factory=list)  # the windows with a box, by number
-    longest: int = 0  # the longest window on the first dim
-    all: _Window = field(default_factory=_Window)
-    atomic: int = 0  # the tasks that only added into it atomically
+    __slots__ = ("windows", "starts", "boxes", "longest", "all", "atomic")
+
+    def __init__(self) -> None:
+        self.windows: dict[Box, _Window] = {}
+        self.starts: list[tuple[int, int]] = []  # (first-dim start, window number)
+        self.boxes: list[Box] = []  # the windows with a box, by number
+        self.longest = 0  # the longest window on the first dim
+        self.all = _Window()
+        self.atomic = 0  # the tasks that only added into it atomically
 
     def overlapping(self, box: Box) -> list[_Window]:
         if box is None:
@@ -154,16 +160,19 @@ class DepIndex:
         """Index the next task (number ``count``)."""
         bit = 1 << self.count
         self.count += 1
-        for u in uses:
-            buffer = self.buffers.get(u.root)
+        buffers = self.buffers
+        for root, box, reads, writes in uses:
+            buffer = buffers.get(root)
             if buffer is None:  # (setdefault would make a _Buffer for every use)
-                buffer = self.buffers[u.root] = _Buffer()
-            for w in (buffer.window(u.box), buffer.all):
-                if u.reads:
-                    w.readers |= bit
-                if u.writes:
-                    w.writers |= bit
-            if u.root in atomic:
+                buffer = buffers[root] = _Buffer()
+            window, whole = buffer.window(box), buffer.all
+            if reads:
+                window.readers |= bit
+                whole.readers |= bit
+            if writes:
+                window.writers |= bit
+                whole.writers |= bit
+            if root in atomic:
                 buffer.atomic |= bit
         for run, it in parallel:
             self.loops[run] = self.loops.get(run, 0) | bit
@@ -174,8 +183,9 @@ def members(bits: int) -> list[int]:
     """The set bits of ``bits``, ascending. A task set may hold thousands of tasks, but a
     task mostly follows a few recent ones: when they lie within 64 tasks of each other they
     are read from that stretch alone (three operations on the long int); else numpy finds the
-    nonzero bytes, and the bits of a few are read one by one (unpacking every bit of a
-    decode's 16,448-task set took a tenth of its plan)."""
+    nonzero bytes, and the bits of a few are read one by one, of more by unpacking just those
+    bytes (unpacking every bit of a decode's 16,448-task set took a tenth of its plan, and
+    reading forty bits one by one cost three times the unpacking)."""
     if not bits:
         return []
     first = (bits & -bits).bit_length() - 1
@@ -190,8 +200,9 @@ def members(bits: int) -> list[int]:
     data = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
     raw = np.frombuffer(data, np.uint8)
     nonzero = raw.nonzero()[0]
-    if len(nonzero) > 32:
-        return np.unpackbits(raw, bitorder="little").nonzero()[0].tolist()
+    if len(nonzero) > 8:  # only those bytes unpacked, in one call: a few numpy calls in all
+        rows, cols = np.unpackbits(raw[nonzero, None], axis=1, bitorder="little").nonzero()
+        return (nonzero[rows] * 8 + cols).tolist()
     out = []
     for i in nonzero.tolist():
         byte = data[i]

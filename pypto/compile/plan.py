@@ -183,6 +183,7 @@ class _Env:
     loops_run: int = 0
     effects: dict[tuple, tuple[frozenset[int], frozenset[int], frozenset[int]]] = field(default_factory=dict)
     args: list[Any] | None = None  # the call's arrays, by tensor parameter (None: not known)
+    arg_shapes: list[tuple[int, ...]] = field(default_factory=list)  # their sizes, read once
     tasks: list[Task] = field(default_factory=list)  # submitted so far
     read_data: bool = False  # a pl.read of an input's value steered the plan
     written: set[int] = field(default_factory=set)  # the buffers the tasks so far write
@@ -234,6 +235,7 @@ class PlanFacts:
         self._masks: dict[str, tuple[tuple[bool, ...], ...]] = {}
         self.steps: dict[int, _Step] = {}  # by id of the statement (_walk)
         self._views: dict[int, _ViewSite] = {}  # by id of the reshape or slice call
+        self._creates: dict[int, _CreateSite] = {}  # by id of the pl.create_tensor call
 
     def params(self, fn: Function) -> list[_TensorParam]:
         got = self._params.get(fn.name)
@@ -266,6 +268,12 @@ class PlanFacts:
         got = self._views.get(id(c))
         if got is None:
             got = self._views[id(c)] = _view_site(c)
+        return got
+
+    def create(self, c: Call) -> _CreateSite:
+        got = self._creates.get(id(c))
+        if got is None:
+            got = self._creates[id(c)] = _create_site(c)
         return got
 
     def site(self, call: FuncCall) -> _Site:
@@ -380,7 +388,7 @@ def _inputs_read(env: _Env, positions: list[int]) -> InputsRead:
         data = env.arrays[index]
         where = tuple(np.array(ats, dtype=np.intp).reshape(len(ats), data.ndim).T)
         values.append((index, where, data[where]))  # fancy indexing: a copy, not a view of the input
-    shapes = tuple(tuple(np.shape(a)) for a in env.args)
+    shapes = tuple(env.arg_shapes)
     return InputsRead(tuple(positions), shapes, tuple(values))
 
 
@@ -513,8 +521,13 @@ def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) ->
     to this call: a size computed at run time against a fixed one, and the sizes one
     ``pl.dynamic`` dim of the kernel takes in all its parameters, which must agree."""
     bound: dict[str, tuple[int, str]] = {}  # the kernel's dim -> (its size, the parameter giving it)
+    n_params, entries, arg_shapes = env.n_params, env.intermediates, env.arg_shapes
     for k, (param, index) in enumerate(zip(_tensor_params(fn, env), tensors)):
-        have = _entry_shape(env, index)
+        # the sizes of table entry `index` at this call (None: not known yet)
+        if index >= n_params:
+            have = entries[index - n_params].shape
+        else:
+            have = arg_shapes[index] if env.args is not None else None
         if have is None or have == param.shape:  # fixed sizes that match: nothing to check
             continue
         for want, size in zip(param.shape, have):
@@ -536,16 +549,6 @@ def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) ->
                     )
 
 
-def _entry_shape(env: _Env, index: int) -> tuple[int, ...] | None:
-    """The sizes of table entry ``index`` at this call (None: not known yet)."""
-    entry = _entry(env, index)
-    if entry is not None:
-        return entry.shape
-    if env.args is not None:
-        return tuple(np.shape(env.args[index]))
-    return None
-
-
 def _uses(fn: Function, tensors: list[int], env: _Env, untracked: frozenset[int]) -> list[Use]:
     """The windows of buffers a task of ``fn`` reads and writes, but for untracked ones."""
     uses = []
@@ -564,9 +567,10 @@ def _window(env: _Env, index: int) -> tuple[int, Box]:
     while index >= env.n_params and isinstance(v := env.intermediates[index - env.n_params], View):
         if v.offsets is None:
             box = None
+        elif box is None:
+            box = tuple([(o, o + n) for o, n in zip(v.offsets, v.shape)])
         else:
-            inner = box or tuple((0, n) for n in v.shape)
-            box = tuple((o + lo, o + hi) for o, (lo, hi) in zip(v.offsets, inner))
+            box = tuple([(o + lo, o + hi) for o, (lo, hi) in zip(v.offsets, box)])
         index = v.base
     return index, box
 
@@ -753,7 +757,7 @@ def _view(c: Call, env: _Env) -> View:
     src = site.src
     if not isinstance(src, Var) or src.name not in env.tensors:
         raise CompileError("a view in orchestration takes a tensor of this function", c.span)
-    shape = tuple(_value(d, env) for d in site.shape)
+    shape = tuple([_value(d, env) for d in site.shape])
     if site.offsets is None:  # a reshape, to sizes known now or at run time (tensor.view)
         return View(env.tensors[src.name], shape)
     if not site.plain:
@@ -762,7 +766,7 @@ def _view(c: Call, env: _Env) -> View:
             "the pl.at scope that loads it",
             c.span,
         )
-    offsets = tuple(_value(o, env) for o in site.offsets)
+    offsets = tuple([_value(o, env) for o in site.offsets])
     for d, (o, n, size) in enumerate(zip(offsets, shape, site.full)):
         if isinstance(size, int) and not 0 <= o <= size - n:
             raise CompileError(
@@ -807,12 +811,30 @@ def _tensor_args(call: FuncCall, env: _Env) -> list[Var]:
 
 def _intermediate(c: Call, env: _Env) -> Intermediate:
     """The GM buffer of an orchestration ``pl.create_tensor``."""
+    assert env.facts is not None
+    site = env.facts.create(c)
+    value = 0 if site.init is None else _value(site.init, env)
+    env.manual_deps = env.manual_deps or site.manual
+    shape = tuple([_value(d, env) for d in site.shape])
+    return Intermediate(shape, site.dtype, value, site.manual)
+
+
+@dataclass(frozen=True)
+class _CreateSite:
+    """An orchestration ``pl.create_tensor``, as each of its evaluations reads it."""
+
+    shape: tuple[Expr, ...]
+    dtype: str  # numpy dtype name
+    init: Expr | None  # None: no init_value= (zeros)
+    manual: bool  # manual_dep=True
+
+
+def _create_site(c: Call) -> _CreateSite:
     init = c.arg("init_value")
-    value = 0 if isinstance(init, Literal) and init.value is None else _value(init, env)
+    plain = isinstance(init, Literal) and init.value is None
     manual = bool(c.const_arg("manual_dep").value)
-    env.manual_deps = env.manual_deps or manual
-    shape = tuple(_value(d, env) for d in c.list_arg("shape").items)
-    return Intermediate(shape, _numpy_dtype(tensor_type(c).dtype), value, manual)
+    dtype = _numpy_dtype(tensor_type(c).dtype)
+    return _CreateSite(tuple(c.list_arg("shape").items), dtype, None if plain else init, manual)
 
 
 _DTYPE_NAMES: dict[str, str] = {}  # numpy's dtype.name is computed in Python: ~4 us a read
@@ -847,6 +869,7 @@ def plan_orchestration(
     positions = [i for i, p in enumerate(entry.params) if isinstance(p.var.type, TensorType)]
     if len(args) == len(entry.params):
         env.args = [args[i] for i in positions]
+        env.arg_shapes = [tuple(np.shape(a)) for a in env.args]
     try:
         with collector_paused():
             _walk(entry.body, program, env, env.tasks)

@@ -107,8 +107,9 @@ def _artifact(
     options = config.compile_options()
     # Dumps are made by a compile, so a dumping config always compiles.
     disk_key = program_key(jf, spec_key, options) if options.dump_level.name == "NONE" else None
+    fn = getattr(jf, "fn", None)  # None: a @pl.program (its key is its IR)
     if disk_key is not None:
-        hit = program_cache.load(disk_key, jf.fn)
+        hit = program_cache.load(disk_key, fn)
         if hit is not None:
             artifact, record = hit
             _restored(artifact, out, config)
@@ -117,7 +118,7 @@ def _artifact(
     artifact = _compile(jf, args, kwargs, options, out)
     to_folder(artifact, out, config.run_options())  # what CompiledProgram.from_dir reads back
     if disk_key is not None:
-        program_cache.store(disk_key, jf.fn, artifact)
+        program_cache.store(disk_key, fn, artifact)
     return artifact, None
 
 
@@ -129,9 +130,13 @@ def _compile(jf: Any, args: tuple, kwargs: dict, options: CompileOptions, out: P
 
 
 def program_key(jf: Any, spec_key: tuple, options: CompileOptions) -> str | None:
-    """The program cache key of this compile (None: not cached on disk)."""
-    fn = getattr(jf, "fn", None)  # a @pl.program has no Python function to key on
-    return program_cache.program_key(fn, spec_key, options) if fn is not None else None
+    """The program cache key of this compile (None: not cached on disk): of a ``@pl.jit``
+    kernel's function, or of a ``@pl.program``'s parsed IR (it has no function to key on)."""
+    fn = getattr(jf, "fn", None)
+    if fn is not None:
+        return program_cache.program_key(fn, spec_key, options)
+    program = getattr(jf, "program", None)
+    return program_cache.ir_program_key(program, spec_key, options) if program is not None else None
 
 
 def _restored(artifact: Artifact, out: Path, config: RunConfig) -> None:

@@ -1,5 +1,6 @@
-"""A persistent cache of compiled ``@pl.jit`` programs, so a new process skips parse, passes
-and codegen for a kernel it has compiled before.
+"""A persistent cache of compiled ``@pl.jit`` kernels and ``@pl.program``s, so a new process
+skips parse, passes and codegen for a kernel it has compiled before (a ``@pl.program``: the
+passes and codegen; its class body is parsed when it is defined).
 
 An entry is the compile's Artifact as bytes (:func:`pypto.compile.codecs.to_bytes`: the lowered
 IR and the launch plan each pickled apart, so a hit that only runs never loads the IR classes)
@@ -11,6 +12,11 @@ specialisation (shapes, dtypes, scalar values); the compile options (never a run
 table the compile reads; the toolchain fingerprint (compiler, flags, kernel headers, pypto version); and a
 signature of pypto's own Python sources (path, size, mtime of each), so an edited compiler
 never serves programs it did not produce.
+
+A ``@pl.program`` has no function to key on: its parsed IR, pickled, stands for the file,
+name and line (ir_program_key). It holds every value the frontend folded in and every source
+position, and nothing it names by reference only (a user function or class would be: such a
+program is not cached), so the program has no dependencies to record.
 
 **Dependencies** (checked on each hit): every name the kernel's source mentions is looked up as
 the frontend would (closure, then module globals) and recorded — a constant by its value, a
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import io
 import os
 import pickle
 import types
@@ -87,6 +94,24 @@ def program_key(fn: Any, spec_key: tuple, options: CompileOptions) -> str | None
     file_sha = file_digest(Path(code.co_filename))
     if file_sha is None:  # no source file (an interactive session): nothing to key on
         return None
+    return _key(spec_key, options, file_sha, f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}")
+
+
+def ir_program_key(program: Any, spec_key: tuple, options: CompileOptions) -> str | None:
+    """The cache key of compiling a parsed ``@pl.program`` (None: not cacheable). There is no
+    function to key on and record: the parsed IR is the whole input of the passes, values the
+    frontend folded in and source positions (which hints and errors name) included, so its
+    pickled bytes are the key (see _ir_bytes)."""
+    try:
+        blob = _ir_bytes(program)
+    except Uncacheable as why:
+        log.debug("%s is not cached on disk: %s", getattr(program, "name", program), why)
+        return None
+    return _key(spec_key, options, sha256(blob).hexdigest(), f"program:{program.name}")
+
+
+def _key(spec_key: tuple, options: CompileOptions, *source: str) -> str:
+    """sha256 over what every compile depends on and then ``source``, the compiled code's."""
     plat = options.resolved_platform()
     parts = [
         _package_signature(),
@@ -94,8 +119,7 @@ def program_key(fn: Any, spec_key: tuple, options: CompileOptions) -> str | None
         repr((plat.name, plat.device, sorted(plat.fields.items()))),
         repr(options.key()),
         repr(spec_key),
-        file_sha,
-        f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}",
+        *source,
     ]
     digest = sha256(_SALT)
     for part in parts:
@@ -103,6 +127,31 @@ def program_key(fn: Any, spec_key: tuple, options: CompileOptions) -> str | None
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
+
+
+class _IrPickler(pickle.Pickler):
+    """Pickles IR, refusing what pickle would name rather than store (a function or class of
+    the user's): its code could change under the same bytes. pypto's own classes are covered
+    by the package signature; those of the versioned value packages (numpy's scalar types)
+    are taken as the frontend takes them, as values."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+            module = (getattr(obj, "__module__", None) or getattr(obj, "__name__", "")).split(".")[0]
+            if module != "builtins" and module not in VALUE_PACKAGES:
+                raise Uncacheable(f"its IR holds {obj!r}")
+        return NotImplemented
+
+
+def _ir_bytes(program: Any) -> bytes:
+    """``program`` pickled: the same bytes for the same IR in every process (no hash-ordered
+    sets in the IR; checked in the tests across hash seeds)."""
+    buffer = io.BytesIO()
+    try:
+        _IrPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(program)
+    except (pickle.PicklingError, TypeError, AttributeError) as why:
+        raise Uncacheable(f"its IR does not pickle ({why})") from None
+    return buffer.getvalue()
 
 
 def load(key: str, fn: Any) -> tuple[Artifact, tuple] | None:
@@ -126,7 +175,7 @@ def load(key: str, fn: Any) -> tuple[Artifact, tuple] | None:
         return None
     try:
         entry = pickle.loads(payload)
-        if not isinstance(entry, Entry) or not _fn_matches(fn, entry.deps):
+        if not isinstance(entry, Entry) or not _deps_hold(fn, entry.deps):
             return None
         artifact = codecs.from_bytes(entry.artifact)
         return None if artifact is None else (artifact, entry.deps)
@@ -138,9 +187,11 @@ def load(key: str, fn: Any) -> tuple[Artifact, tuple] | None:
 
 
 def store(key: str, fn: Any, artifact: Artifact) -> None:
-    """Record a fresh compile under ``key`` (skipped, with a debug log, if not cacheable)."""
+    """Record a fresh compile under ``key`` (skipped, with a debug log, if not cacheable).
+    ``fn``: the ``@pl.jit`` kernel's function, whose reads are recorded; None for a
+    ``@pl.program``, whose key holds all it depends on (ir_program_key)."""
     try:
-        deps = _record_fn(fn)
+        deps = _record_fn(fn) if fn is not None else _PROGRAM
     except (Uncacheable, PyptoError, OSError) as why:  # e.g. a source that cannot be re-read
         log.debug("%s is not cached on disk: %s", getattr(fn, "__qualname__", fn), why)
         return
@@ -195,6 +246,15 @@ def _record_fn(fn: Any) -> tuple:
     finally:
         _RECORDING.discard(id(code))
     return ("fn", sha, _where(fn), records)
+
+
+_PROGRAM = ("program",)  # the dependency record of a @pl.program's entry: nothing beyond its key
+
+
+def _deps_hold(fn: Any, deps: tuple) -> bool:
+    if fn is None:
+        return deps == _PROGRAM
+    return _fn_matches(fn, deps)
 
 
 def _fn_matches(fn: Any, rec: tuple) -> bool:

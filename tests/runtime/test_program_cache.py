@@ -9,8 +9,10 @@ gets new function objects and only the disk cache can carry a compile over.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
+import os
 import subprocess
 import sys
 import textwrap
@@ -431,3 +433,93 @@ def test_a_constant_read_by_an_inline_helper_is_a_dependency(tmp_path, compiles)
         sys.path.remove(str(tmp_path))
         for name in ("pc_knobs", "pc_helpers"):
             sys.modules.pop(name, None)
+
+
+PROGRAM = """
+import pypto.language as pl
+
+FACTOR = {factor}
+{blank}
+@pl.program
+class Scaled:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+    ) -> pl.Tensor[[16, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[16, 64], pl.FP32] = pl.tile.load(a, [0, 0], [16, 64])
+            pl.tile.store(pl.tile.muls(t, FACTOR), [0, 0], out)
+        return out
+"""
+
+
+def run_program(folder: Path, factor: str = "2.0", blank: str = ""):
+    """A @pl.program parsed afresh from its file (a new process's object), compiled and run."""
+    path = folder / "prog.py"
+    path.write_text(PROGRAM.format(factor=factor, blank=blank))
+    compiled = pypto.runtime.run(load_module(path).Scaled)
+    out = np.zeros_like(A)
+    compiled(A, out)
+    return out, compiled.last_report
+
+
+def test_a_program_parsed_again_is_served_from_disk(tmp_path, compiles):
+    first, report1 = run_program(tmp_path)
+    second, report2 = run_program(tmp_path)
+    assert compiles == ["Scaled"]  # the second program never went through the passes
+    np.testing.assert_array_equal(first, A * np.float32(2.0))
+    assert first.tobytes() == second.tobytes() and report1.cycles == report2.cycles
+
+
+def test_a_program_whose_folded_value_changed_compiles_again(tmp_path, compiles):
+    run_program(tmp_path, "2.0")
+    out, _ = run_program(tmp_path, "3.0")
+    assert compiles == ["Scaled", "Scaled"]
+    np.testing.assert_array_equal(out, A * np.float32(3.0))
+
+
+def test_a_program_moved_in_its_file_compiles_again(tmp_path, compiles):
+    # its hints and errors name its lines, which the IR's spans hold
+    run_program(tmp_path)
+    run_program(tmp_path, blank="\n\n")
+    assert compiles == ["Scaled", "Scaled"]
+
+
+def test_a_programs_key_is_the_same_in_every_process(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM.format(factor="2.0", blank=""))
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import prog
+        from pypto.runtime import RunConfig
+        from pypto.runtime.entry import ProgramSource
+        from pypto.runtime.jit import program_key
+        print(program_key(ProgramSource(prog.Scaled), (), RunConfig().compile_options()))
+        """
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=HERE,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.split()[-1]
+        for seed in ("1", "2", "3")
+    }
+    assert len(keys) == 1 and len(keys.pop()) == 64
+
+
+def _user_hook() -> None:
+    """A function of the user's: pickle would store its name, not its code."""
+
+
+def test_a_program_holding_what_pickle_only_names_is_not_cached(tmp_path):
+    _, _ = run_program(tmp_path)
+    program = load_module(tmp_path / "prog.py").Scaled
+    options = RunConfig().compile_options()
+    assert program_cache.ir_program_key(program, (), options) is not None
+    held = dataclasses.replace(program, name=_user_hook)
+    assert program_cache.ir_program_key(held, (), options) is None

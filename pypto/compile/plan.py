@@ -524,6 +524,7 @@ def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) ->
     n_params, entries, arg_shapes = env.n_params, env.intermediates, env.arg_shapes
     for k, (param, index) in enumerate(zip(_tensor_params(fn, env), tensors)):
         # the sizes of table entry `index` at this call (None: not known yet)
+        have: tuple[int, ...] | None
         if index >= n_params:
             have = entries[index - n_params].shape
         else:

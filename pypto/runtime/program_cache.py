@@ -137,7 +137,7 @@ class _IrPickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
-            module = (getattr(obj, "__module__", None) or getattr(obj, "__name__", "")).split(".")[0]
+            module = str(getattr(obj, "__module__", None) or getattr(obj, "__name__", "")).split(".")[0]
             if module != "builtins" and module not in VALUE_PACKAGES:
                 raise Uncacheable(f"its IR holds {obj!r}")
         return NotImplemented

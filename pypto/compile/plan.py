@@ -318,27 +318,41 @@ _ARITH: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _value(e: Expr, env: _Env) -> Any:
-    if isinstance(e, Const):
+    # By exact type (the expression classes have no subclasses), the commonest first: a plan
+    # evaluates hundreds of thousands of these.
+    kind = type(e)
+    if kind is Var:
+        got = env.scalars.get(e.name, _UNSET)
+        if got is not _UNSET:
+            return got
+    elif kind is Const:
         return e.value
-    if isinstance(e, Var) and e.name in env.scalars:
-        return env.scalars[e.name]
-    if isinstance(e, BinOp):
+    elif kind is BinOp:
         try:
             return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
         except ZeroDivisionError:
             raise CompileError(
                 f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
             ) from None
-    if isinstance(e, UnaryOp):
+    elif kind is UnaryOp:
         v = _value(e.operand, env)
         return (not v) if e.op == "not" else -v
-    if isinstance(e, Call) and e.op == "scalar.cast":
+    elif kind is Call:
+        return _call_value(e, env)
+    raise CompileError("orchestration value is not known at compile time", e.span)
+
+
+_UNSET = object()  # a name no scalar of the orchestration holds yet
+
+
+def _call_value(e: Call, env: _Env) -> Any:
+    if e.op == "scalar.cast":
         return cast_scalar(_value(e.arg("x"), env), scalar_type(e).dtype)
-    if isinstance(e, Call) and e.op == "tensor.read":
+    if e.op == "tensor.read":
         return _read(e, env)
-    if isinstance(e, Call) and e.op in _TASK_OPS:
+    if e.op in _TASK_OPS:
         return _TASK_OPS[e.op](e, env)
-    if isinstance(e, Call) and e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
+    if e.op == "tensor.dim":  # a pl.dynamic dim: this call's size
         d = _dim_of(e)
         return d if isinstance(d, int) else env.scalars[d.name]
     raise CompileError("orchestration value is not known at compile time", e.span)
@@ -478,20 +492,25 @@ def _submit_block(
     scalars = [_value(a, env) for a in site.scalars]
     _check_sizes(callee, tensors, env, call)
     # Task.reads/writes are buffers (a view's are its base's); dependencies, on their windows
-    roots = [root_of(env.intermediates, env.n_params, t) for t in tensors]
+    windows = [_window(env, t) for t in tensors]
+    roots = [root for root, _ in windows]
     key = (call.callee, tuple(roots))  # the blocks of a dispatch share their effects
-    if key not in env.effects:
-        env.effects[key] = _effects(callee, roots, env)
-    reads, writes, atomic = env.effects[key]
+    effects = env.effects.get(key)
+    if effects is None:
+        effects = env.effects[key] = _effects(callee, roots, env)
+    reads, writes, atomic = effects
     untracked = _untracked(call, env, roots)
-    uses = _uses(callee, tensors, env, untracked)
+    uses = _uses(callee, windows, env, untracked)
     ordered, gates = env.deps.follow(uses, atomic, env.parallel)
     env.deps.add(uses, atomic, env.parallel)
-    # deps=[h]: after every task submitted so far under handle h (each iteration's, in a loop);
-    # one that shares tensors with this task is ordered by the tensor rule above, as if implicit.
-    named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
-    # none yet: no order; the inferred ones come ascending
-    deps = tuple(sorted(set(ordered).union(*named))) if any(named) else tuple(ordered)
+    deps = tuple(ordered)
+    if call.deps or call.dep_values:
+        # deps=[h]: after every task submitted so far under handle h (each iteration's, in a
+        # loop); one that shares tensors with this task is ordered by the tensor rule above,
+        # as if implicit.
+        named = [env.handles.get(h, ()) for h in call.deps] + [_task_set(v, env) for v in call.dep_values]
+        if any(named):  # none yet: no order; the inferred ones come ascending
+            deps = tuple(sorted(set(ordered).union(*named)))
     if call.handle is not None:
         env.handles.setdefault(call.handle, []).append(len(tasks))
         env.latest[call.handle].append(len(tasks))
@@ -550,14 +569,15 @@ def _check_sizes(fn: Function, tensors: list[int], env: _Env, call: FuncCall) ->
                     )
 
 
-def _uses(fn: Function, tensors: list[int], env: _Env, untracked: frozenset[int]) -> list[Use]:
-    """The windows of buffers a task of ``fn`` reads and writes, but for untracked ones."""
-    uses = []
-    for p, t in zip(_tensor_params(fn, env), tensors):
-        root, box = _window(env, t)
-        if root not in untracked:
-            uses.append(Use(root, box, p.reads, p.writes))
-    return uses
+def _uses(fn: Function, windows: list[tuple[int, Box]], env: _Env, untracked: frozenset[int]) -> list[Use]:
+    """The windows of buffers (``windows``: its tensors' _window) a task of ``fn`` reads and
+    writes, but for untracked ones."""
+    params = _tensor_params(fn, env)
+    if not untracked:
+        return [Use(root, box, p.reads, p.writes) for p, (root, box) in zip(params, windows)]
+    return [
+        Use(root, box, p.reads, p.writes) for p, (root, box) in zip(params, windows) if root not in untracked
+    ]
 
 
 def _window(env: _Env, index: int) -> tuple[int, Box]:
@@ -631,7 +651,10 @@ def _masks(fn: Function, env: _Env) -> tuple[tuple[bool, ...], ...]:
 def _written_arg(call: FuncCall, env: _Env) -> str | None:
     """The tensor argument a call writes (`c = kernel(a, c)` names it)."""
     assert env.facts is not None
-    return next((a for a in env.facts.site(call).written if a in env.tensors), None)
+    for name in env.facts.site(call).written:
+        if name in env.tensors:
+            return name
+    return None
 
 
 def _carry(names: tuple[Var, ...], values: tuple[Expr, ...], env: _Env) -> None:

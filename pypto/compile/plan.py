@@ -320,24 +320,23 @@ _ARITH: dict[str, Callable[[Any, Any], Any]] = {
 def _value(e: Expr, env: _Env) -> Any:
     # By exact type (the expression classes have no subclasses), the commonest first: a plan
     # evaluates hundreds of thousands of these.
-    kind = type(e)
-    if kind is Var:
+    if type(e) is Var:
         got = env.scalars.get(e.name, _UNSET)
         if got is not _UNSET:
             return got
-    elif kind is Const:
+    elif type(e) is Const:
         return e.value
-    elif kind is BinOp:
+    elif type(e) is BinOp:
         try:
             return _ARITH[e.op](_value(e.lhs, env), _value(e.rhs, env))
         except ZeroDivisionError:
             raise CompileError(
                 f"`{e.op}` by zero in orchestration code (the divisor evaluated to 0)", e.span
             ) from None
-    elif kind is UnaryOp:
+    elif type(e) is UnaryOp:
         v = _value(e.operand, env)
         return (not v) if e.op == "not" else -v
-    elif kind is Call:
+    elif type(e) is Call:
         return _call_value(e, env)
     raise CompileError("orchestration value is not known at compile time", e.span)
 
@@ -501,8 +500,7 @@ def _submit_block(
     reads, writes, atomic = effects
     untracked = _untracked(call, env, roots)
     uses = _uses(callee, windows, env, untracked)
-    ordered, gates = env.deps.follow(uses, atomic, env.parallel)
-    env.deps.add(uses, atomic, env.parallel)
+    ordered, gates = env.deps.submit(uses, atomic, env.parallel)
     deps = tuple(ordered)
     if call.deps or call.dep_values:
         # deps=[h]: after every task submitted so far under handle h (each iteration's, in a

@@ -108,9 +108,9 @@ Window& window_of(Buffer& b, const std::optional<Box>& box) {
     if (!b.whole) b.whole.emplace();
     return *b.whole;
   }
+  if (box->empty()) throw std::invalid_argument("a window of no dims");
   auto [it, fresh] = b.by_box.try_emplace(*box, b.windows.size());
   if (fresh) {
-    if (box->empty()) throw std::invalid_argument("a window of no dims");
     const std::pair<int64_t, size_t> start{(*box)[0], b.windows.size()};
     b.starts.insert(std::upper_bound(b.starts.begin(), b.starts.end(), start), start);
     b.boxes.push_back(*box);

@@ -111,3 +111,5 @@ def test_malformed_uses_are_a_type_error():
         DepIndex().submit([(0, None, True)], frozenset(), [])
     with pytest.raises(TypeError, match="box dim"):
         DepIndex().submit([(0, ((0, 1, 2),), True, False)], frozenset(), [])
+    with pytest.raises(ValueError, match="no dims"):
+        DepIndex().submit([(0, (), True, False)], frozenset(), [])

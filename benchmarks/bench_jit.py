@@ -4,8 +4,9 @@ Run: python benchmarks/bench_jit.py      (prints a table; never asserts on time)
 Targets: the first call of the tutorial kernel in a new process with a cold cache (parse + passes
 + codegen + C++ build) <= 150 ms; the first call of an unchanged kernel in a new process
 (served by the program cache) <= 10 ms; `import pypto.language` <= 30 ms; a warm call of a
-tiny kernel <= 5 us (printed in pieces, with its ratio to the target); a warm exp over 16 MiB
-<= 2x numpy.exp.
+tiny kernel <= 5 us (printed in pieces, with its ratio to the target), and of the same kernel as
+a compiled @pl.program (upstream's `compiled(*tensors)`); a warm exp over 16 MiB <= 2x
+numpy.exp.
 
 The new-process numbers come from real subprocesses (best of several; each also reports its
 CPU time — its own plus the compiler's — which a loaded machine inflates less than wall
@@ -29,6 +30,7 @@ import numpy as np  # noqa: E402
 from _common import TC, TR, best_of, seed_input, seed_kernel  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
+from pypto import ir  # noqa: E402
 from pypto.runtime import RunConfig, jit  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -161,6 +163,33 @@ def warm_call() -> dict[str, float]:
 WARM_ROUNDS, WARM_BATCH = 60, 50
 
 
+@pl.program
+class Tiny:  # ``tiny`` as a @pl.program, for upstream's compiled(*tensors)
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, a: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]
+    ) -> pl.Tensor[[8, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[8, 64], pl.FP32] = pl.tile.load(a, [0, 0], [8, 64])
+            pl.tile.store(pl.tile.adds(t, 1.0), [0, 0], out)
+        return out
+
+
+def warm_program_call() -> float:
+    """Seconds of a warm call of ``Tiny`` compiled (``ir.compile``), best batch as warm_call's."""
+    compiled = ir.compile(Tiny, platform="a2a3sim")
+    a = np.ones((8, 64), np.float32)
+    out = np.zeros_like(a)
+    compiled(a, out)
+    best = float("inf")
+    for _ in range(WARM_ROUNDS):
+        t0 = time.perf_counter()
+        for _ in range(WARM_BATCH):
+            compiled(a, out)
+        best = min(best, (time.perf_counter() - t0) / WARM_BATCH)
+    return best
+
+
 def big_exp_ratio() -> tuple[float, float]:
     a = np.random.default_rng(0).uniform(-3, 3, (BIG_TILES * TR, TC)).astype(np.float32)
     out = np.zeros_like(a)
@@ -188,6 +217,11 @@ def main() -> None:
         f"warm call, tiny kernel: {t['call']:.1f} us = Python checks {t['checks']:.1f} + native run "
         f"{t['native']:.1f} + dispatch {t['dispatch']:.1f}; report when read {t['report']:.1f} us; "
         f"{t['call'] / WARM_TARGET_US:.2f}x the target of {WARM_TARGET_US:.0f} us"
+    )
+    program = warm_program_call() * 1e6
+    print(
+        f"warm call, the same kernel as a compiled @pl.program (compiled(a, out)): {program:.1f} us; "
+        f"{program / WARM_TARGET_US:.2f}x the target of {WARM_TARGET_US:.0f} us"
     )
     ours, ref = big_exp_ratio()
     print(

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 _PLANS_KEPT = 16  # plans of dynamic pl.spmd counts kept per program, one per size seen
 
 
+MISS = object()  # a warm call's answer when the general path must take the call (runtime/warm.py)
+
+
 class CompiledProgram:
     """A compiled program as a run sees it: an ``Artifact`` (the compile's product) with the
     config it runs under and the folder its reports go to. ``run(*args)`` executes it and
@@ -130,6 +133,12 @@ class CompiledProgram:
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Runs in place, like a ``@pl.jit`` call: returns the outputs, keeps ``last_report``.
         ``config`` (upstream passes one on every call): see ``_check_call_config``."""
+        warm = self.__dict__.get("_warm")
+        if warm is not None and warm.given is config and not kwargs:  # the same config object
+            outs = warm.call(self, args)
+            if outs is not MISS:
+                return outs
+        given = config
         if config is not None:
             config = call_config(config)
             self._check_call_config(config)
@@ -147,12 +156,20 @@ class CompiledProgram:
                 self.last_report = functools.partial(
                     self.launch_report, results, False, traffic, self.launch_specs
                 )
+                if not made:  # the next call like this one takes the fast path
+                    self._keep_warm(given, config or self.config, args, kwargs)
         if snapshot is not None:
             dfx.after_launch(self, args, self.last_report, snapshot)
         outs = made or self.returned
         if len(outs) == 1:
             return args[outs[0]]
         return tuple(args[i] for i in outs) if outs else None
+
+    def _keep_warm(self, given: Any, config: RunConfig, args: tuple, kwargs: dict) -> None:
+        """This call's fast path kept for the next one (runtime/warm.py), if it can have one."""
+        from pypto.runtime.warm import WarmCall  # it builds on this module
+
+        self.__dict__["_warm"] = WarmCall.of(None, self, given, config, args, kwargs)
 
     def _check_call_config(self, config: RunConfig) -> None:
         """A call's config runs the compiled kernels on the compiled platform table: one that

@@ -2,15 +2,17 @@
 of the same kinds, shapes and dtypes runs without the general call's layers.
 
 ``call_jit`` keeps one :class:`WarmCall` per kernel (in its compiled-program cache, so whatever
-empties that cache drops it too) for its latest plain call: no trace, no DFX, not isolated, no
-hand-written kernels, a task list fixed at compile time. The record holds everything the
-general path would compute again (the native runner, the dtype codes, the traffic), so a call
-only checks its arguments and runs; for a program without scratch tensors the native run checks
-the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array twice), where reading an
-array's fields costs nanoseconds instead of a Python attribute lookup each; the spec also holds
-the run's options, converted once, so a call passes the runner two arguments. Anything unusual
-— another shape, a view, a non-contiguous or read-only output, a changed module constant — is a
-miss, and the general path (which names every problem) takes the call.
+empties that cache drops it too) for its latest plain call, and a ``CompiledProgram`` one for
+its own latest plain call (upstream's ``compiled(*tensors)`` on numpy arrays): no trace, no
+DFX, not isolated, no hand-written kernels, a task list fixed at compile time. The record holds
+everything the general path would compute again (the native runner, the dtype codes, the
+traffic), so a call only checks its arguments and runs; for a program without scratch tensors
+the native run checks the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array
+twice), where reading an array's fields costs nanoseconds instead of a Python attribute lookup
+each; the spec also holds the run's options, converted once, so a call passes the runner two
+arguments. Anything unusual — another shape, a view, a non-contiguous or read-only output, a
+changed module constant — is a miss, and the general path (which names every problem) takes
+the call.
 """
 
 from __future__ import annotations
@@ -25,14 +27,12 @@ from pypto import _native
 from pypto.errors import ReadOnlyInputError
 from pypto.frontend import captured
 from pypto.frontend.specialize import dynamic_axes
-from pypto.runtime.compiled import CompiledProgram
+from pypto.runtime.compiled import MISS, CompiledProgram
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import table_entry, table_names
-
-MISS = object()  # __call__'s answer when the general path must take the call
 
 # numpy's array flag bits (ndarray.flags.num; NPY_ARRAY_* in numpy's C API): one integer read
 # answers what three flag attributes would.
@@ -104,10 +104,16 @@ class WarmCall:
         args: tuple,
         kwargs: dict,
     ) -> WarmCall | None:
-        """The fast path of this call, or None when it needs the general one every time."""
+        """The fast path of this call, or None when it needs the general one every time.
+        ``jf``: the ``@pl.jit`` kernel called, or None for a call of ``compiled`` itself (a
+        ``@pl.program``'s, upstream's ``compiled(*tensors)``: it folds in no module values, and
+        a call whose shapes differ from the first's is a miss, so ``pl.dynamic`` dims need no
+        care here)."""
         if kwargs or _ENV is None or not _plain_config(config) or not _plain_program(compiled):
             return None
-        if config.isolated(bool(compiled.external)) or dynamic_axes(jf):
+        if config.isolated(bool(compiled.external)):
+            return None
+        if jf is not None and (compiled.fixed_signature or dynamic_axes(jf)):
             return None
         tensor_set = set(compiled.tensor_params)
         for i, a in enumerate(args):
@@ -116,12 +122,14 @@ class WarmCall:
                     return None
             elif type(a) not in (int, float, bool):
                 return None
-        return WarmCall(compiled, given, config, args, jf.__dict__.get("_pypto_captured"))
+        guards = jf.__dict__.get("_pypto_captured") if jf is not None else None
+        return WarmCall(compiled, given, config, args, guards)
 
     def call(self, jf: Any, args: tuple) -> Any:
-        """Runs the call and returns what the kernel returns; MISS when it cannot. (A method
-        called by name: calling the instance would go through its type's call slot, a few
-        hundred nanoseconds more.)"""
+        """Runs the call and returns what the kernel returns; MISS when it cannot. ``jf``: what
+        was called (a ``@pl.jit`` kernel or the compiled program), which keeps the report. (A
+        method called by name: calling the instance would go through its type's call slot, a
+        few hundred nanoseconds more.)"""
         if len(args) != self.nargs:
             return MISS
         for i, kind, value in self.scalars:
@@ -195,7 +203,7 @@ def _plain_config(config: RunConfig) -> bool:
 
 
 def _plain_program(compiled: CompiledProgram) -> bool:
-    return not (compiled.external or compiled.dynamic_plan or compiled.fixed_signature)
+    return not (compiled.external or compiled.dynamic_plan)
 
 
 def _distinct(table: list[tuple[np.ndarray, int]]) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
+from pypto import ir
 from pypto.errors import ArgumentError, PyptoError
 from pypto.report.run_report import RunReport
 from pypto.runtime import RunConfig
@@ -30,7 +31,8 @@ def add_one(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-def calls_of_one_call(a: np.ndarray, out: np.ndarray) -> list[str]:
+def calls_of(fn, *args, **kwargs) -> list[str]:
+    """The Python-level calls of ``fn(*args, **kwargs)``, in order."""
     calls: list[str] = []
 
     def profile(frame, event, arg) -> None:
@@ -41,7 +43,7 @@ def calls_of_one_call(a: np.ndarray, out: np.ndarray) -> list[str]:
 
     sys.setprofile(profile)
     try:
-        add_one(a, out, config=CONFIG)
+        fn(*args, **kwargs)
     finally:
         sys.setprofile(None)
     return calls[:-1]  # sys.setprofile(None) itself
@@ -51,7 +53,7 @@ def test_a_warm_call_stays_within_its_python_call_budget():
     a = np.ones((8, 64), np.float32)
     out = np.zeros_like(a)
     add_one(a, out, config=CONFIG)  # compiles; the calls below are warm
-    calls = calls_of_one_call(a, out)
+    calls = calls_of(add_one, a, out, config=CONFIG)
     assert len(calls) <= CALL_BUDGET, "\n".join(calls)
     built = [c for c in calls if c.startswith(("report", "compiled.py:launch_report", "compiled.py:report"))]
     assert not built, "the report is built only when read"
@@ -160,3 +162,46 @@ def test_a_warm_call_passes_an_output_another_kernel_reads_as_read_only_to_that_
     compiled = add_then_double.compile(a, out, twice, config=CONFIG)
     assert compiled._native_tasks()[1], "the reading kernel gets a read-only repeat of out"
     assert add_then_double.last_report.cycles > 0
+
+
+@pl.program
+class AddOne:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, a: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]
+    ) -> pl.Tensor[[8, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[8, 64], pl.FP32] = pl.tile.load(a, [0, 0], [8, 64])
+            pl.tile.store(pl.tile.adds(t, 1.0), [0, 0], out)
+        return out
+
+
+def test_a_compiled_program_called_again_alike_takes_the_warm_path():
+    # upstream's compiled(*tensors): the same budget as a @pl.jit kernel's warm call
+    compiled = ir.compile(AddOne, platform="a2a3sim")
+    a = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    out = np.zeros_like(a)
+    compiled(a, out)
+    calls = calls_of(compiled, a * 2, out)
+    assert len(calls) <= CALL_BUDGET, "\n".join(calls)
+    np.testing.assert_array_equal(out, a * 2 + 1)
+    lazy = compiled.last_report
+    assert isinstance(lazy, RunReport) and lazy.to_dict() == compiled.run(a * 2, out).to_dict()
+
+
+def test_a_compiled_programs_warm_path_leaves_anything_else_to_the_general_one():
+    compiled = ir.compile(AddOne, platform="a2a3sim")
+    a = np.ones((8, 64), np.float32)
+    out = np.zeros_like(a)
+    compiled(a, out, config=CONFIG)
+    compiled(a, out, config=CONFIG)  # warm, for this config object
+    with pytest.raises(ArgumentError, match="must be a tensor of shape"):
+        compiled(np.ones((16, 64), np.float32), np.zeros((16, 64), np.float32), config=CONFIG)
+    with pytest.raises(ArgumentError, match="overlaps argument"):
+        compiled(a, a, config=CONFIG)
+    made = compiled(a * 3, config=CONFIG)  # upstream's return style: the output made
+    np.testing.assert_array_equal(made, a * 3 + 1)
+    compiled(a * 5, out, config=RunConfig(platform="a2a3sim"))  # an equal config, another object
+    np.testing.assert_array_equal(out, a * 5 + 1)
+    compiled(a * 7, out, config=CONFIG)
+    np.testing.assert_array_equal(out, a * 7 + 1)

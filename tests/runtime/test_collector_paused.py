@@ -1,12 +1,16 @@
-"""A plan made at each call runs with Python's cycle collector held off, and leaves it as it
-found it: on after the call (also when the call fails), off when the caller had turned it off."""
+"""A plan made at each call, and the report of thousands of tasks, are made with Python's cycle
+collector held off, which is left as it was found: on after the call (also when the call fails),
+off when the caller had turned it off."""
 
 from __future__ import annotations
 
 import gc
 
+import numpy as np
 import pytest
 
+import pypto.language as pl
+from pypto import ir
 from pypto._collector import collector_paused
 
 
@@ -74,3 +78,43 @@ def test_the_callers_young_garbage_is_collected_not_kept_for_a_full_collection()
     with collector_paused():
         pass
     assert gone() is None
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def bump(
+    x: pl.Tensor[[8, 64], pl.FP32], y: pl.Out[pl.Tensor[[8, 64], pl.FP32]]
+) -> pl.Tensor[[8, 64], pl.FP32]:
+    return pl.store(pl.adds(pl.load(x, [0, 0], [8, 64], target_memory=pl.MemorySpace.Vec), 1.0), [0, 0], y)
+
+
+@pl.program
+class ManyTasks:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, a: pl.Tensor[[8, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 64], pl.FP32]]
+    ) -> pl.Tensor[[8, 64], pl.FP32]:
+        for _ in pl.range(1100):
+            out = bump(a, out)
+        return out
+
+
+def test_a_report_of_many_tasks_is_built_with_the_collector_held_off():
+    # some ten objects a task: the collector's passes over a large heap would walk them all
+    compiled = ir.compile(ManyTasks, platform="a2a3sim")
+    a = np.ones((8, 64), np.float32)
+    out = np.zeros_like(a)
+    compiled(a, out)
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        report = compiled.last_report
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(report.tasks) == 1100 and gc.isenabled()
+    assert passes == [1]  # the young pass that starts the pause, and no other
+    np.testing.assert_array_equal(out, a + 1)

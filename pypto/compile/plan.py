@@ -82,6 +82,8 @@ class Task:
     @property
     def start_deps(self) -> tuple[int, ...]:
         """The deps the task waits for before it starts (the rest gate only its writes)."""
+        if not self.write_gates:  # as most tasks: every dep
+            return self.deps
         gated = {t for t, _ in self.write_gates}
         return tuple(d for d in self.deps if d not in gated)
 

@@ -413,12 +413,14 @@ class CompiledProgram:
         # Positional: pybind11 matches keywords by name for every argument of every task.
         for spec in self.launch_specs:
             kernel, tensors, scalars, core_kind, deps, gates, block_idx, block_num, only_read, early = spec
-            indices = []
-            for j in tensors:
-                if root[j] in only_read and root[j] in writable:
-                    extra.append(j)
-                    j = n_table + len(extra) - 1
-                indices.append(j)
+            indices = tensors
+            if not only_read.isdisjoint(writable):  # a tensor to pass read-only: a duplicate entry
+                indices = []
+                for j in tensors:
+                    if root[j] in only_read and root[j] in writable:
+                        extra.append(j)
+                        j = n_table + len(extra) - 1
+                    indices.append(j)
             slots = [scalar_slot(v, name=kernel) for v in scalars]
             tasks.append(
                 _native.Task(

@@ -132,6 +132,8 @@ def _owners_apart(a: np.ndarray, b: np.ndarray) -> bool:
 
 def scalar_slot(value: Any, *, name: str) -> int:
     """A 64-bit slot: integers as int64, floats as the bits of a double."""
+    if type(value) is int and -(2**63) <= value < 2**63:  # the commonest: a plan's index or size
+        return value
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (int, np.integer)):

@@ -588,7 +588,7 @@ def _window(env: _Env, index: int) -> tuple[int, Box]:
     while index >= env.n_params and isinstance(v := env.intermediates[index - env.n_params], View):
         if v.offsets is None:
             box = None
-        elif box is None:
+        elif not box:  # the view's own box (of a whole buffer, or of a 0-dim window)
             box = tuple([(o, o + n) for o, n in zip(v.offsets, v.shape)])
         else:
             box = tuple([(o + lo, o + hi) for o, (lo, hi) in zip(v.offsets, box)])

@@ -360,8 +360,10 @@ py::tuple submit_task(tools::DepIndex& index, const py::list& uses, const py::it
   std::sort(atomic_roots.begin(), atomic_roots.end());
   std::vector<std::pair<int64_t, int64_t>> loops;
   for (py::handle p : parallel) {
-    const auto pair = py::reinterpret_borrow<py::tuple>(p);
-    loops.emplace_back(as_int(pair[0].ptr()), as_int(pair[1].ptr()));
+    PyObject* pair = p.ptr();
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+      throw py::type_error("a parallel loop is (loop run, iteration)");
+    loops.emplace_back(as_int(PyTuple_GET_ITEM(pair, 0)), as_int(PyTuple_GET_ITEM(pair, 1)));
   }
   const tools::Followed f = index.submit(u, atomic_roots, loops);
   py::list tasks(f.tasks.size()), gates(f.gates.size());

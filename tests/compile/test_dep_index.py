@@ -111,5 +111,7 @@ def test_malformed_uses_are_a_type_error():
         DepIndex().submit([(0, None, True)], frozenset(), [])
     with pytest.raises(TypeError, match="box dim"):
         DepIndex().submit([(0, ((0, 1, 2),), True, False)], frozenset(), [])
+    with pytest.raises(TypeError, match="parallel loop"):
+        DepIndex().submit([(0, None, True, False)], frozenset(), [[0, 1]])
     with pytest.raises(ValueError, match="no dims"):
         DepIndex().submit([(0, (), True, False)], frozenset(), [])

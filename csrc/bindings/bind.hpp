@@ -9,6 +9,7 @@ void bind_errors(pybind11::module_& m);
 void bind_platform(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_tools(pybind11::module_& m);
+void bind_compile(pybind11::module_& m);
 void bind_isolate(pybind11::module_& m);
 
 // A platform from a Python dict {"name": base platform, <field>: override, ...}.

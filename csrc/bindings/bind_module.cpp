@@ -8,5 +8,6 @@ PYBIND11_MODULE(_native, m) {
   pypto::bind_platform(m);
   pypto::bind_runtime(m);
   pypto::bind_tools(m);
+  pypto::bind_compile(m);
   pypto::bind_isolate(m);
 }

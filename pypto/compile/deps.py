@@ -10,7 +10,7 @@ the whole buffer, which overlaps every window of it. Of the earlier tasks a task
 it shares only buffers both add into atomically with gate its adds, not its start (its write
 gates: (task, buffer) pairs).
 
-The index (:class:`DepIndex`, native: ``csrc/tools/dep_index.hpp``) keeps, per buffer and
+The index (:class:`DepIndex`, native: ``csrc/compile/dep_index.hpp``) keeps, per buffer and
 window, the tasks that read and that wrote it as bit sets, so each new task looks only at the
 windows of the buffers it uses, those of a buffer searched by where they start, and combines
 task sets a word at a time, never walking the earlier tasks one by one: a plan of tens of

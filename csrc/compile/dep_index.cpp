@@ -1,9 +1,9 @@
-#include "tools/dep_index.hpp"
+#include "compile/dep_index.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace pypto::tools {
+namespace pypto::plan {
 
 void TaskSet::add(int64_t task) {
   const int64_t word = task >> 6;
@@ -220,4 +220,4 @@ Followed DepIndex::submit(const std::vector<Use>& uses, const std::vector<int64_
   return out;
 }
 
-}  // namespace pypto::tools
+}  // namespace pypto::plan

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace pypto::tools {
+namespace pypto::plan {
 
 // A window of a buffer: per dim [lo, hi), as lo0, hi0, lo1, hi1, ...
 using Box = std::vector<int64_t>;
@@ -102,4 +102,4 @@ class DepIndex {
            const std::vector<std::pair<int64_t, int64_t>>& parallel);
 };
 
-}  // namespace pypto::tools
+}  // namespace pypto::plan

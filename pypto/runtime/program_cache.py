@@ -149,8 +149,9 @@ def _ir_bytes(program: Any) -> bytes:
     buffer = io.BytesIO()
     try:
         _IrPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(program)
-    except (pickle.PicklingError, TypeError, AttributeError) as why:
-        raise Uncacheable(f"its IR does not pickle ({why})") from None
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as why:
+        # (RecursionError: IR nested deeper than pickle recurses, which the passes may still take)
+        raise Uncacheable(f"its IR does not pickle ({type(why).__name__}: {why})") from None
     return buffer.getvalue()
 
 

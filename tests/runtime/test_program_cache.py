@@ -523,3 +523,7 @@ def test_a_program_holding_what_pickle_only_names_is_not_cached(tmp_path):
     assert program_cache.ir_program_key(program, (), options) is not None
     held = dataclasses.replace(program, name=_user_hook)
     assert program_cache.ir_program_key(held, (), options) is None
+    deep: tuple = ()
+    for _ in range(100_000):  # deeper than pickle recurses: not cached, and no error
+        deep = (deep,)
+    assert program_cache.ir_program_key(dataclasses.replace(program, span=deep), (), options) is None

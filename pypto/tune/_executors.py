@@ -7,7 +7,11 @@ futures cancelled. A point whose worker process dies is a row with the error, an
 point still gets its row: on the own pool the points the dead worker may have been running
 are run again one at a time to find the one that kills its worker; on another executor (Dask)
 a point whose worker died (``KilledWorker``: Dask's own retries exhausted) is run once more,
-alone, after the others, and is a crash row only if its worker dies again.
+alone, after the others, and is a crash row only if its worker dies again. On Dask the sweep
+waits on the client's own futures, never on the ``concurrent.futures`` wrappers of
+``client.get_executor()``: a wrapper is never resolved when its point's result is lost with a
+dying worker and the point's recomputation then dies too (the coroutine that would resolve it
+raises instead), and a sweep waiting on it would hang.
 
 The job every point shares (``_worker.Job``: the factory, the arguments, ...) is pickled once
 and shipped once per worker, not once per point: the own pool's workers read it in their
@@ -95,22 +99,25 @@ def _dask_job(client: Any, ship: Shipment) -> Any:
 
 def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
     """On the caller's executor; on any exception here every future is cancelled first."""
-    futures: dict[Future, int] = {}
+    futures: dict[Any, int] = {}
     out: list[Row] = [{} for _ in ship.points]
     client = _dask_client(executor)
     job: Any = ship.blob
+    submit: Callable[..., Any] = executor.submit
+    completed: Callable[[dict[Any, int]], Any] = as_completed
     if client is not None:  # once per worker: each point's task depends on the job's
         job = _dask_job(client, ship)
         ship.sent += len(ship.blob) * max(1, len(client.nthreads()))
+        submit, completed = _dask_submit(executor, client), _dask_completed
     try:
         for i, (point, folder) in enumerate(ship.points):
-            futures[executor.submit(_worker.evaluate, job, point, folder)] = i
+            futures[submit(_worker.evaluate, job, point, folder)] = i
             ship.sent += ship.point_bytes(i) + (len(ship.blob) if client is None else 0)
         dead = []
-        for fut in as_completed(futures):
-            why = _death(fut)
+        for fut in completed(futures):
+            row, why = _outcome(fut)
             if why is None:
-                out[futures[fut]] = fut.result()
+                out[futures[fut]] = row
                 tick()
             else:
                 dead.append((futures[fut], why))
@@ -118,18 +125,16 @@ def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
         # (Dask gives up on every task a dying worker held) runs now; the culprit dies again.
         for i, why in dead:
             point, folder = ship.points[i]
-            try:
-                if client is not None:  # a new key: the first one holds the error
-                    fut = client.submit(_worker.evaluate, job, point, folder, pure=False)
-                else:
-                    fut = executor.submit(_worker.evaluate, job, point, folder)
+            try:  # on Dask a new key (submits are impure): the first one holds the error
+                fut = submit(_worker.evaluate, job, point, folder)
             except Exception as e:  # a broken pool refuses new work: the first death stands
                 if type(e).__name__ not in _WORKER_DEATHS:
                     raise
                 out[i] = crash_row(why)
             else:
                 futures[fut] = i
-                out[i] = crash_row(why) if _death(fut) is not None else fut.result()
+                row, again = _outcome(fut)
+                out[i] = crash_row(why) if again is not None else row
             tick()
     except BaseException:
         for fut in futures:
@@ -138,15 +143,29 @@ def run_foreign(executor: Executor, ship: Shipment, tick: Tick) -> list[Row]:
     return out
 
 
-def _death(fut: Any) -> str | None:
-    """Why ``fut``'s worker process died under it (None: it has a result, or raised another
-    error, which ``fut.result()`` raises again)."""
+def _dask_submit(executor: Executor, client: Any) -> Callable[..., Any]:
+    """``client.submit`` with the options the caller gave ``client.get_executor(...)``
+    (workers, resources, retries), every point a task of its own key."""
+    options = {**getattr(executor, "_kwargs", {}), "pure": False}
+    return lambda fn, *args: client.submit(fn, *args, **options)
+
+
+def _dask_completed(futures: dict[Any, int]) -> Any:
+    """The Dask futures as they finish; the iteration polls, so Ctrl-C interrupts it."""
+    import distributed
+
+    return distributed.as_completed(list(futures))
+
+
+def _outcome(fut: Any) -> tuple[Row, str | None]:
+    """``fut``'s row, or why its worker process died under it; any other error is raised.
+    The result is asked for once: a Dask future's each ask fetches it from a worker."""
     try:
-        fut.result()
+        return fut.result(), None
     except Exception as e:
-        if type(e).__name__ in _WORKER_DEATHS:
-            return f"{type(e).__name__}: {e}".splitlines()[0]
-    return None
+        if type(e).__name__ not in _WORKER_DEATHS:
+            raise
+        return {}, f"{type(e).__name__}: {e}".splitlines()[0]
 
 
 def run_pool(ship: Shipment, tick: Tick) -> list[Row]:

@@ -63,7 +63,7 @@ POOL = "executor = None"
 # and a slow restart cannot leave the cluster without workers.
 DASK = (
     "import dask, distributed\n"
-    "    dask.config.set({'distributed.deploy.lost-worker-timeout': '10min',"
+    "    dask.config.set({'distributed.deploy.lost-worker-timeout': '600s',"
     " 'distributed.scheduler.allowed-failures': 0})\n"
     "    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,"
     " dashboard_address=None)\n"

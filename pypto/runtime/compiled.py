@@ -24,17 +24,16 @@ from pypto.kernel_build import build_kernels
 from pypto.kernel_build.cache_files import ensure_dir
 from pypto.runtime.config import RunConfig, call_config
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, check_declared, launch_traffic
-from pypto.runtime.dtypes import INPUT, flagged
 from pypto.runtime.isolate import run_isolated
 from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import (
     as_array,
     check_no_overlap,
     scalar_slot,
-    table_entry,
     table_names,
     table_roots,
 )
+from pypto.runtime.scratch import ScratchTable
 
 if TYPE_CHECKING:
     from pypto.compile.plan import Plan, Task
@@ -307,7 +306,7 @@ class CompiledProgram:
         """Runs the plan; the native results (``_native.RunResults``, or their dict from an
         isolated run), for ``report``. ``config`` (default: the compile's) decides isolation
         and its timeout."""
-        arrays = self.marshal(args)
+        arrays, scratch = self._marshal(args)
         runner, extra = self._native_tasks()
         config = config or self.config
         options = (trace, True, config.seed, config.max_cycles or 0, config.max_instructions or 0)
@@ -326,10 +325,29 @@ class CompiledProgram:
             )  # fmt: skip
         except ReadOnlyInputError as e:
             raise name_tensors(e, table_names(self._tensor_table[0], self.intermediates, extra)) from None
+        finally:
+            self.keep_scratch(scratch)
 
     def marshal(self, args: tuple) -> list[tuple[np.ndarray, int]]:
         """The run's tensor table: (array, flagged dtype code) per tensor argument (checked),
-        then the scratch tensors and views the plan adds, then the read-only duplicates."""
+        then the scratch tensors and views the plan adds, then the read-only duplicates. The
+        scratch tensors are the caller's for good (a later run makes its own)."""
+        return self._marshal(args)[0]
+
+    def take_scratch(self) -> ScratchTable:
+        """The table's part after the arguments for this plan (``ScratchTable``): the one the
+        last run kept, or a new one. Taken for one run: give it back with ``keep_scratch``."""
+        kept = self.__dict__.pop("_scratch", None)
+        intermediates, extra = self.intermediates, self._native_tasks()[1]
+        if kept is not None and kept.fits(intermediates, extra):
+            return kept
+        return ScratchTable(intermediates, extra, len(self.tensor_params), kept)
+
+    def keep_scratch(self, scratch: ScratchTable) -> None:
+        """Keeps ``scratch`` for the next run, its run over (the run's results hold none of it)."""
+        self.__dict__["_scratch"] = scratch
+
+    def _marshal(self, args: tuple) -> tuple[list[tuple[np.ndarray, int]], ScratchTable]:
         if self.fixed_signature:
             from pypto.runtime.entry import check_signature
 
@@ -346,11 +364,8 @@ class CompiledProgram:
                 check_no_overlap(arrays, *self._tensor_table)
             except ArgumentError as e:
                 raise ArgumentError(e.message, self.program.span) from None
-        for entry in self.intermediates:  # fresh scratch tensors, and views, each run
-            arrays.append(table_entry(entry, arrays))
-        extra = self._native_tasks()[1]
-        arrays += [(arrays[j][0], flagged(arrays[j][1], INPUT)) for j in extra]
-        return arrays
+        scratch = self.take_scratch()
+        return scratch.table(arrays), scratch
 
     def _replan(self, args: tuple) -> None:
         """A ``pl.spmd`` count of ``pl.dynamic`` dims: switch to the plan of this call's sizes

@@ -176,10 +176,11 @@ def table_entry(entry: tuple, table: list[tuple]) -> tuple:
     """(array, dtype code) of one entry after the parameters (``CompiledProgram.intermediates``)."""
     if entry[0] == "new":
         _, shape, dtype, init = entry
-        storage, code = _scratch_dtype(dtype)
-        if init == 0 and math.copysign(1.0, init) > 0:  # +0 (not -0.0): np.zeros, 3-4x np.full's speed
+        storage, code = scratch_dtype(dtype)
+        fill = scratch_fill(dtype, init)
+        if fill is None:  # np.zeros: 3-4x np.full's speed
             return np.zeros(shape, storage), code
-        return np.full(shape, bf16_bits(init) if dtype == "bfloat16" else init, dtype=storage), code
+        return np.full(shape, fill, dtype=storage), code
     _, base, shape, offsets = entry
     array, code = table[base]
     if offsets is not None:
@@ -204,7 +205,15 @@ def table_entry(entry: tuple, table: list[tuple]) -> tuple:
 _SCRATCH_DTYPES: dict[str, tuple[np.dtype, int]] = {}
 
 
-def _scratch_dtype(name: str) -> tuple[np.dtype, int]:
+def scratch_fill(dtype: str, init: float) -> Any:
+    """What a scratch tensor of ``dtype`` starting at ``init`` is filled with (bfloat16: its
+    bits), or None when it starts at +0 (zeroed memory; -0.0 is a fill)."""
+    if init == 0 and math.copysign(1.0, init) > 0:
+        return None
+    return bf16_bits(init) if dtype == "bfloat16" else init
+
+
+def scratch_dtype(name: str) -> tuple[np.dtype, int]:
     """(the numpy dtype holding a scratch tensor of dtype ``name``, its ABI code), kept per name:
     a decode makes tens of thousands of scratch tensors a call."""
     found = _SCRATCH_DTYPES.get(name)

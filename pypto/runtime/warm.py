@@ -32,7 +32,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
 from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.launch import name_tensors
-from pypto.runtime.marshal import table_entry, table_names
+from pypto.runtime.marshal import table_names
 
 # numpy's array flag bits (ndarray.flags.num; NPY_ARRAY_* in numpy's C API): one integer read
 # answers what three flag attributes would.
@@ -175,11 +175,12 @@ class WarmCall:
             table.append((a, code))
         if not _distinct(table):
             return None  # one array passed twice: the general path checks the overlap
-        for entry in self.intermediates:  # fresh scratch tensors, and views, each run
-            table.append(table_entry(entry, table))
-        for j in self.extra:
-            table.append((table[j][0], flagged(table[j][1], INPUT)))
-        return self.run(table, *self.options)
+        compiled = self.compiled
+        scratch = compiled.take_scratch()  # the scratch tensors at their initial values
+        try:
+            return self.run(scratch.table(table), *self.options)
+        finally:
+            compiled.keep_scratch(scratch)
 
 
 def _native_spec(tensors: tuple, extra: list[int], options: tuple) -> Any:

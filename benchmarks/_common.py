@@ -28,7 +28,7 @@ def cpu_split(run) -> tuple[float, dict[str, float]]:
     for each other: "full" (the run's thread waiting for a free slot of the queue), "result"
     (the run's thread waiting for queued work it needs done: a drain), "join" (the data thread
     waiting for the pieces of a split op the run's thread took), "idle" (the data thread out of
-    work)."""
+    work); and "drains", how many times the run's thread needed the queued work done."""
     from pypto import _native_testing
 
     before, cpu0 = _native_testing.data_queue_times(), time.thread_time()
@@ -36,8 +36,10 @@ def cpu_split(run) -> tuple[float, dict[str, float]]:
     run()
     wall = time.perf_counter() - t0
     cpu = time.thread_time() - cpu0
-    d = {k: (v - before[k]) / 1e9 for k, v in _native_testing.data_queue_times().items()}
+    after = _native_testing.data_queue_times()
+    d = {k: (v - before[k]) / 1e9 for k, v in after.items()}
     return wall, {
+        "drains": after["drains"] - before["drains"],
         "timing": cpu - d["run_waiting_ns"] - d["run_helping_ns"],
         "data": d["data_cpu_ns"] - d["data_idle_ns"] - d["data_joining_ns"] + d["run_helping_ns"],
         "full": d["run_full_ns"],
@@ -56,7 +58,7 @@ def split_text(split: dict[str, float]) -> str:
     return (
         f"CPU: timing {timing:5.3f} s, data {data:5.3f} s, "
         f"timing share {timing / (timing + data):4.0%}, 2-core floor {floor:5.3f} s | "
-        f"waits (s): {waits}"
+        f"waits (s): {waits}; {split['drains']:,} drains"
     )
 
 

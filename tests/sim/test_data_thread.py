@@ -119,6 +119,32 @@ def test_scalar_reads_see_the_queued_work_before_them(monkeypatch):
 
 
 @pl.jit
+def reshape_in_loop(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for _i in pl.range(100):  # a TRESHAPE between queued ops, twice an iteration
+            b = pl.reshape(pl.add(pl.load(x, [0, 0], [R, C]), pl.load(x, [0, 0], [R, C])), [2 * R, C // 2])
+            pl.store(pl.reshape(pl.muls(b, 3.0), [R, C]), [0, 0], out)
+    return out
+
+
+def test_a_reshape_waits_for_no_queued_work(monkeypatch):
+    """A reshape is a view of its tile's bytes: it touches no data, so the run's thread goes on
+    past it while the data thread works (it waited at each one: a third of a decode's time)."""
+    x = np.random.default_rng(2).uniform(-2, 2, (R, C)).astype(np.float32)
+
+    def run():
+        out = np.zeros_like(x)
+        before = _native_testing.data_queue_times()["drains"]
+        reshape_in_loop(x, out)
+        return out, _native_testing.data_queue_times()["drains"] - before
+
+    (out_t, drains_t), (out_p, drains_p) = both_ways(monkeypatch, run)
+    np.testing.assert_array_equal(out_t, (x + x) * np.float32(3))
+    np.testing.assert_array_equal(out_t, out_p)
+    assert drains_t <= 1 and drains_p == 0  # the end of the run's, with the thread; none without
+
+
+@pl.jit
 def fail_late(x: pl.Tensor, i: pl.INDEX, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         for _j in pl.range(100):

@@ -465,6 +465,7 @@ void bind_testing(py::module_& m) {
     d["data_idle_ns"] = t.data_idle_ns;
     d["data_joining_ns"] = t.data_joining_ns;
     d["data_cpu_ns"] = t.data_cpu_ns;
+    d["drains"] = t.drains;
     return d;
   });
   m.def("matmul_f32_forms", &vm::matmul_f32_forms);

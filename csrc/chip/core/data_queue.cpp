@@ -54,7 +54,7 @@ int64_t monotonic_ns() {
 
 // DataQueue::Times, accumulated by every queue of the process.
 std::atomic<int64_t> g_run_waiting{0}, g_run_full{0}, g_run_helping{0}, g_data_idle{0},
-    g_data_joining{0}, g_data_cpu{0};
+    g_data_joining{0}, g_data_cpu{0}, g_drains{0};
 
 }  // namespace
 
@@ -64,7 +64,8 @@ DataQueue::Times DataQueue::times() {
   return {
       g_run_waiting.load(std::memory_order_relaxed),  g_run_full.load(std::memory_order_relaxed),
       g_run_helping.load(std::memory_order_relaxed),  g_data_idle.load(std::memory_order_relaxed),
-      g_data_joining.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed)};
+      g_data_joining.load(std::memory_order_relaxed), g_data_cpu.load(std::memory_order_relaxed),
+      g_drains.load(std::memory_order_relaxed)};
 }
 
 bool DataQueue::wanted() {
@@ -172,6 +173,7 @@ void DataQueue::publish() {
 }
 
 void DataQueue::wait_empty() {
+  g_drains.fetch_add(1, std::memory_order_relaxed);
   wait_helping(false, [this] { return tail_.load(std::memory_order_acquire) == head_seen_; });
   tail_seen_ = head_seen_;
   pending_ = false;

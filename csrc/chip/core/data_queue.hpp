@@ -110,11 +110,14 @@ class DataQueue {
   // part of that spent on a full queue (the rest waited for a result: a drain); those pieces
   // (timed on the monotonic clock: see help); the data thread spinning for want of work; the
   // data thread waiting in a fork-join for the run's thread's pieces (monotonic clock, part of
-  // its busy time); the data thread's whole CPU time. Read by benchmarks to show which side of
-  // a run bounds it and where the threads wait for each other; the thread CPU clock (a system
-  // call) is read per wait spell, never per op.
+  // its busy time); the data thread's whole CPU time; and how many times the run's thread
+  // needed the queued work done (drains with work queued: each one stops the two threads
+  // overlapping). Read by benchmarks to show which side of a run bounds it and where the
+  // threads wait for each other; the thread CPU clock (a system call) is read per wait spell,
+  // never per op.
   struct Times {
     int64_t run_waiting_ns, run_full_ns, run_helping_ns, data_idle_ns, data_joining_ns, data_cpu_ns;
+    int64_t drains;
   };
   static Times times();
 

@@ -70,6 +70,9 @@ class ChipLink {
   virtual MemorySystem& memory() = 0;
   // Every GM access, for the race check between tasks that overlap in time.
   virtual void note_gm(const Access& a, bool atomic, const char* name, const char* loc) = 0;
+  // Whether no op of the run can write the memory of the run's tensor `index`: no tensor of
+  // the run's table that a kernel may write (flagged neither input nor read-only) overlaps it.
+  virtual bool unwritten(int index) = 0;
 };
 
 // Run limits: 0 = none. Checked as instructions issue.
@@ -119,6 +122,7 @@ class CoreModel {
     armed_ = false;
     check_at_ = next_check();
   }
+  ChipLink* chip() const { return chip_; }  // null off a chip (a bare model)
   // Holds later writes into each gate's range until its task has ended.
   void gate_gm_writes(std::vector<GmGate> gates) { gates_ = std::move(gates); }
 

@@ -145,6 +145,66 @@ def test_a_reshape_waits_for_no_queued_work(monkeypatch):
 
 
 @pl.jit
+def read_input_in_loop(x: pl.Tensor, lens: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.load(x, [0, 0], [R, C])
+        for i in pl.range(100):  # a GM scalar read of an input between queued ops
+            acc = pl.adds(pl.add(acc, pl.load(x, [0, 0], [R, C])), pl.read(lens, [i % 4]))
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+def test_a_scalar_read_of_memory_no_op_writes_waits_for_no_queued_work(monkeypatch):
+    """A decode's sequence lengths and block table: inputs no tensor of the run writes, read
+    as scalars between queued ops (each read had waited for all the queued work)."""
+    x = np.random.default_rng(3).uniform(-2, 2, (R, C)).astype(np.float32)
+    lens = np.array([1, 2, 3, 4], np.float32)
+
+    def run():
+        out = np.zeros_like(x)
+        before = _native_testing.data_queue_times()["drains"]
+        read_input_in_loop(x, lens, out)
+        return out, _native_testing.data_queue_times()["drains"] - before
+
+    (out_t, drains_t), (out_p, drains_p) = both_ways(monkeypatch, run)
+    want = x.copy()
+    for i in range(100):
+        want = (want + x) + np.float32(lens[i % 4])
+    np.testing.assert_array_equal(out_t, want)
+    np.testing.assert_array_equal(out_t, out_p)
+    assert drains_t <= 1 and drains_p == 0
+
+
+@pl.jit
+def read_what_a_task_wrote(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.create_tensor([R, C], dtype=pl.FP32)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.load(x, [0, 0], [R, C])
+        for _i in pl.range(100):  # stores the data thread may not have done when this task ends
+            acc = pl.add(acc, pl.load(x, [0, 0], [R, C]))
+            pl.store(acc, [0, 0], t)
+    with pl.at(level=pl.Level.CORE_GROUP):  # t is its input: flagged read-only here
+        pl.store(pl.muls(pl.load(x, [0, 0], [R, C]), pl.read(t, [2, 3])), [0, 0], out)
+    return out
+
+
+def test_a_scalar_read_of_an_input_another_task_writes_sees_that_tasks_work(monkeypatch):
+    x = np.random.default_rng(4).uniform(-2, 2, (R, C)).astype(np.float32)
+
+    def run():
+        out = np.zeros_like(x)
+        read_what_a_task_wrote(x, out)
+        return out
+
+    out_t, out_p = both_ways(monkeypatch, run)
+    t = x[2, 3]
+    for _ in range(100):
+        t = t + x[2, 3]
+    np.testing.assert_array_equal(out_t, x * t)
+    np.testing.assert_array_equal(out_t, out_p)
+
+
+@pl.jit
 def fail_late(x: pl.Tensor, i: pl.INDEX, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         for _j in pl.range(100):

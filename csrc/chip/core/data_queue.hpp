@@ -82,6 +82,8 @@ class DataQueue {
   void drain() {
     if (pending_) wait_empty();
   }
+  // Whether work may be queued and not yet done (drain would wait).
+  bool pending() const { return pending_; }
 
   // Reads put off (a tile pipe's push: chip/isa/crosscore.cpp): work that only reads the
   // host bytes [begin, end) and can wait until they are about to change — perhaps for ever, as

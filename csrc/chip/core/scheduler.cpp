@@ -103,6 +103,7 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
              const ScheduleOptions& o, CorePool* pool) {
     tasks_ = &tasks;
     table_ = &table;
+    written_known_ = false;
     options_ = o;
     pool_ = pool;
     reset_used(aic_free_, aic_used_);
@@ -218,6 +219,19 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
 
   MemorySystem& memory() override { return memory_; }
 
+  bool unwritten(int index) override {
+    if (index < 0 || static_cast<size_t>(index) >= table_->size()) return false;
+    if (!written_known_) find_written();
+    const pypto_tensor& t = (*table_)[static_cast<size_t>(index)];
+    const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(t.data));
+    const int64_t hi = lo + tensor_bytes(t);
+    // the first written span ending past lo: it overlaps [lo, hi) if it starts before hi
+    auto it = std::upper_bound(
+        written_.begin(), written_.end(), lo,
+        [](int64_t x, const std::pair<int64_t, int64_t>& s) { return x < s.second; });
+    return lo == hi || it == written_.end() || it->first >= hi;
+  }
+
   void note_gm(const Access& a, bool atomic, const char* name, const char* loc) override {
     if (running_ < 0 || (a.write && atomic)) return;  // atomic adds commute: not a race
     Instance& in = *instances_[static_cast<size_t>(running_)];
@@ -292,6 +306,29 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
   };
 
   std::map<std::string, std::vector<uint64_t>> barriers_;  // SYNCALL arrival ends, per barrier
+
+  // The host bytes the run's writable tensors span, sorted and merged (unwritten's), made at
+  // the first question of a run: a run whose kernels read no GM scalar never pays for it.
+  void find_written() {
+    written_.clear();
+    for (const pypto_tensor& t : *table_) {
+      if ((t.flags & (PYPTO_TENSOR_INPUT | PYPTO_TENSOR_READONLY)) != 0) continue;
+      const int64_t lo = static_cast<int64_t>(reinterpret_cast<intptr_t>(t.data));
+      const int64_t bytes = tensor_bytes(t);
+      if (bytes > 0) written_.emplace_back(lo, lo + bytes);
+    }
+    std::sort(written_.begin(), written_.end());
+    size_t kept = 0;
+    for (const auto& span : written_) {
+      if (kept > 0 && span.first <= written_[kept - 1].second) {
+        written_[kept - 1].second = std::max(written_[kept - 1].second, span.second);
+      } else {
+        written_[kept++] = span;
+      }
+    }
+    written_.resize(kept);
+    written_known_ = true;
+  }
 
   int cluster_of(int instance) const { return instances_[static_cast<size_t>(instance)]->cluster; }
   bool started(int task) const {
@@ -859,6 +896,8 @@ class ChipScheduler final : public ChipLink, public Waiter, public Kept {
 
   const std::vector<TaskSpec>* tasks_ = nullptr;      // the run's (begin)
   const std::vector<pypto_tensor>* table_ = nullptr;  // the run's (begin)
+  std::vector<std::pair<int64_t, int64_t>> written_;  // see find_written
+  bool written_known_ = false;
   const Platform& platform_;
   ScheduleOptions options_;
   CorePool* pool_ = nullptr;

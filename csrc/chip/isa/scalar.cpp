@@ -23,9 +23,22 @@ std::string index_text(const int64_t* idx, int32_t n) {
   return s + "]";
 }
 
+// Before a GM scalar access: the queued work is done first, but for a read of memory no op
+// of the run writes (an input no other tensor of the run's table overlaps writably: a decode's
+// sequence lengths, its block table), which no queued work can change.
+void gm_barrier(const pypto_tensor* t, bool write) {
+  CoreContext& core = current_core();
+  if (core.data == nullptr || core.deferring || !core.data->pending()) return;
+  ChipLink* chip = core.model.chip();
+  if (!write && t != nullptr && t->index >= 0 && chip != nullptr && chip->unwritten(t->index))
+    return;
+  core.data->drain();
+}
+
 // The byte address of element idx of tensor t, checked.
-uint8_t* tensor_element(const pypto_tensor* t, const int64_t* idx, int32_t n, const char* op) {
-  data_barrier(current_core());
+uint8_t* tensor_element(const pypto_tensor* t, const int64_t* idx, int32_t n, const char* op,
+                        bool write) {
+  gm_barrier(t, write);
   if (t == nullptr) fail(ErrorKind::kInternal, op, "null GM tensor");
   if (n != t->ndim) {
     fail(ErrorKind::kShape, op,
@@ -67,7 +80,7 @@ int64_t gm_addr(const uint8_t* p) { return static_cast<int64_t>(reinterpret_cast
 }  // namespace
 
 extern "C" double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, int32_t n) {
-  uint8_t* p = tensor_element(t, idx, n, "TREAD");
+  uint8_t* p = tensor_element(t, idx, n, "TREAD", false);
   double v = load_f64(t->dtype, p);
   issue_scalar("TREAD", PYPTO_GM, p, gm_addr(p), static_cast<int64_t>(dtype_size(t->dtype)), false);
   return v;
@@ -76,7 +89,7 @@ extern "C" double pypto_tensor_read(const pypto_tensor* t, const int64_t* idx, i
 extern "C" void pypto_tensor_write(const pypto_tensor* t, const int64_t* idx, int32_t n, double v) {
   // Checked before the address is formed: a read-only memory map faults on the store.
   check_writable(t, "TWRITE");
-  uint8_t* p = tensor_element(t, idx, n, "TWRITE");
+  uint8_t* p = tensor_element(t, idx, n, "TWRITE", true);
   store_f64(t->dtype, p, v);
   issue_scalar("TWRITE", PYPTO_GM, p, gm_addr(p), static_cast<int64_t>(dtype_size(t->dtype)), true);
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -186,6 +187,15 @@ def test_unsynchronised_tasks_writing_the_same_bytes_race(fixture_kernel):
     ):
         run_kernel_file(fixture_kernel("exp_double_buffer"), [a, np.zeros_like(a)], outputs={1}, block_num=2,
                         name="exp_double_buffer")  # fmt: skip
+
+
+def test_races_are_reported_pair_by_pair_in_block_order(fixture_kernel):
+    a = np.ones((64, 128), np.float32)
+    so = fixture_kernel("exp_double_buffer")
+    rep = run_kernel_file(so, [a, np.zeros_like(a)], outputs={1}, block_num=4, hazards="report")
+    races = [h for h in rep.hazards if h.startswith("race between tasks")]
+    pairs = [tuple(int(b) for b in re.findall(r"\(block (\d+)\)", h)) for h in races]
+    assert pairs == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
 
 
 def test_limits_stop_a_kernel_that_never_finishes(fixture_kernel):

@@ -33,7 +33,7 @@ from pypto.runtime.marshal import (
     table_names,
     table_roots,
 )
-from pypto.runtime.scratch import ScratchTable
+from pypto.runtime.scratch import KEPT, ScratchTable
 
 if TYPE_CHECKING:
     from pypto.compile.plan import Plan, Task
@@ -344,8 +344,10 @@ class CompiledProgram:
         return ScratchTable(intermediates, extra, len(self.tensor_params), kept)
 
     def keep_scratch(self, scratch: ScratchTable) -> None:
-        """Keeps ``scratch`` for the next run, its run over (the run's results hold none of it)."""
+        """Keeps ``scratch`` for the next run, its run over (the run's results hold none of it),
+        within the process's budget for kept tables (``scratch.KEPT``)."""
         self.__dict__["_scratch"] = scratch
+        KEPT.keep(scratch)
 
     def _marshal(self, args: tuple) -> tuple[list[tuple[np.ndarray, int]], ScratchTable]:
         if self.fixed_signature:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +42,7 @@ class ScratchTable:
     fills: list[tuple[np.ndarray, Any]]  # the tensors not starting at +0, with their values
     new_entries: list[Entry]
     clean: bool  # the arena holds the initial values
+    released: bool  # let go of its arena (KeptTables): fits no plan
 
     def __init__(
         self,
@@ -51,7 +55,8 @@ class ScratchTable:
         when the plan makes the same scratch tensors."""
         self.intermediates, self.extra, self.n_params = intermediates, extra, n_params
         news = [e for e in intermediates if e[0] == "new"]
-        if old is not None and old.news == news:  # a new plan of the same scratch (a replan)
+        self.released = False
+        if old is not None and not old.released and old.news == news:  # a replan, the same scratch
             self.news, self.arena, self.fills, new_entries = old.news, old.arena, old.fills, old.new_entries
             self.clean = old.clean
         else:
@@ -86,7 +91,14 @@ class ScratchTable:
         self.key: list[tuple] | None = None  # the arguments the derived entries were made from
 
     def fits(self, intermediates: Sequence[tuple], extra: Sequence[int]) -> bool:
-        return intermediates is self.intermediates and extra is self.extra
+        return intermediates is self.intermediates and extra is self.extra and not self.released
+
+    def release(self) -> None:
+        """Lets go of the arena and the entries (kept tables past the process's budget): the
+        table no longer fits any plan, and a later run makes a new one."""
+        self.released = True
+        self.arena = np.zeros(0, np.uint8)
+        self.news, self.fills, self.new_entries, self.tail, self.derived = [], [], [], [], []
 
     def table(self, params: list[Entry]) -> list[Entry]:
         """The whole table for a run on ``params`` (the arguments' entries), the scratch
@@ -116,6 +128,35 @@ class ScratchTable:
             else:
                 j = self.extra[k - m]
                 table[n + k] = tail[k] = (table[j][0], flagged(table[j][1], INPUT))
+
+
+class KeptTables:
+    """The tables kept between runs, by all the programs of the process, within a budget of
+    arena bytes: past it the least recently kept let go of theirs (``ScratchTable.release``),
+    so many compiled programs with scratch tensors do not each hold theirs for good."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._tables: OrderedDict[int, weakref.ref[ScratchTable]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, table: ScratchTable) -> None:
+        with self._lock:
+            self._tables.pop(id(table), None)
+            self._tables[id(table)] = weakref.ref(table)
+            live = [(key, ref()) for key, ref in self._tables.items()]
+            held = sum(t.arena.nbytes for _, t in live if t is not None)
+            for key, t in live:
+                if t is None:
+                    del self._tables[key]
+                elif held > self.budget and t is not table:
+                    held -= t.arena.nbytes
+                    t.release()
+                    del self._tables[key]
+
+
+# A decode's 85 MB of scratch and a few smaller programs'.
+KEPT = KeptTables(256 << 20)
 
 
 def _arena(news: list[tuple]) -> tuple[np.ndarray, list[tuple[np.ndarray, Any]], list[Entry]]:

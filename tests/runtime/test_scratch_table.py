@@ -15,7 +15,7 @@ import pypto.language as pl
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.dtypes import CODES, INPUT, flagged
 from pypto.runtime.marshal import bf16_bits
-from pypto.runtime.scratch import ScratchTable
+from pypto.runtime.scratch import KeptTables, ScratchTable
 
 
 @pl.jit
@@ -144,3 +144,21 @@ def test_the_kept_table_holds_none_of_the_callers_arrays():
         del x
         gc.collect()
         assert gone() is None
+
+
+def test_kept_tables_past_the_budget_let_go_of_the_least_recently_kept():
+    news = [("new", (1024,), "float32", 0)]  # 4 KiB each
+    kept = KeptTables(budget=10_000)
+    first, second, third = (ScratchTable(news, [], 0) for _ in range(3))
+    kept.keep(first)
+    kept.keep(second)
+    kept.keep(first)  # used again: now the most recent
+    assert not (first.released or second.released)
+    kept.keep(third)  # 12 KiB: the least recently kept goes
+    assert second.released and not first.released and not third.released
+    assert not second.fits(second.intermediates, second.extra)
+    again = ScratchTable(news, [], 0, second)  # a new table: nothing taken from a released one
+    assert again.arena.nbytes > 0 and (again.table([])[0][0] == 0).all()
+    alone = KeptTables(budget=0)
+    alone.keep(first)  # the table just kept stays, even alone past the budget
+    assert not first.released

@@ -338,6 +338,8 @@ class CompiledProgram:
         """The table's part after the arguments for this plan (``ScratchTable``): the one the
         last run kept, or a new one. Taken for one run: give it back with ``keep_scratch``."""
         kept = self.__dict__.pop("_scratch", None)
+        if kept is not None:
+            KEPT.take(kept)  # then checked: it may have been let go of before
         intermediates, extra = self.intermediates, self._native_tasks()[1]
         if kept is not None and kept.fits(intermediates, extra):
             return kept

@@ -133,12 +133,18 @@ class ScratchTable:
 class KeptTables:
     """The tables kept between runs, by all the programs of the process, within a budget of
     arena bytes: past it the least recently kept let go of theirs (``ScratchTable.release``),
-    so many compiled programs with scratch tensors do not each hold theirs for good."""
+    so many compiled programs with scratch tensors do not each hold theirs for good. A table
+    taken for a run is never let go of meanwhile: only kept ones are."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._tables: OrderedDict[int, weakref.ref[ScratchTable]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def take(self, table: ScratchTable) -> None:
+        """``table`` is in use by a run: not let go of until it is kept again."""
+        with self._lock:
+            self._tables.pop(id(table), None)
 
     def keep(self, table: ScratchTable) -> None:
         with self._lock:

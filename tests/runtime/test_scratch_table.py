@@ -162,3 +162,6 @@ def test_kept_tables_past_the_budget_let_go_of_the_least_recently_kept():
     alone = KeptTables(budget=0)
     alone.keep(first)  # the table just kept stays, even alone past the budget
     assert not first.released
+    alone.take(first)  # in use by a run: kept ones are let go of, not it
+    alone.keep(third)
+    assert not first.released

@@ -188,8 +188,11 @@ def _arena(news: list[tuple]) -> tuple[np.ndarray, list[tuple[np.ndarray, Any]],
 
 
 def _unowned(array: np.ndarray) -> np.ndarray:
-    """``array`` (C-contiguous, as the table's arguments are) over its memory, as found by
-    address: an array that holds no reference to ``array``."""
+    """``array`` over its memory, as found by address: an array that holds no reference to
+    ``array``. The table's arguments are C-contiguous (marshal copies any other input and
+    refuses any other output); one that is not is kept as it is rather than misread."""
+    if not array.flags.c_contiguous:
+        return array
     memory = (ctypes.c_char * array.nbytes).from_address(array.ctypes.data)
     view = np.ndarray(array.shape, array.dtype, buffer=memoryview(memory))
     view.flags.writeable = array.flags.writeable

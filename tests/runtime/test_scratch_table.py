@@ -115,6 +115,8 @@ def test_views_of_the_arguments_follow_the_arguments_memory():
     moved = table.table([(b, code)])
     assert np.shares_memory(moved[1][0], b) and not np.shares_memory(moved[1][0], a)
     assert np.shares_memory(moved[4][0], b) and moved[3][0] is first[3][0]
+    strided = np.arange(256, dtype=np.float32).reshape(16, 16)[:, ::2]  # not contiguous: read as it lies
+    np.testing.assert_array_equal(table.table([(strided, code)])[2][0], strided[3:5])
     readonly = b.copy()
     readonly.flags.writeable = False
     assert not table.table([(readonly, code)])[1][0].flags.writeable  # writability is part of the key

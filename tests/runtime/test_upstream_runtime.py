@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from small_programs import Double
 
 import pypto.language as pl
 from pypto import ir
@@ -23,18 +24,6 @@ from pypto.errors import ConfigError, KernelBuildError
 from pypto.logs import LOGGER
 from pypto.runtime import BenchmarkStats, RunConfig, benchmark, configure_log, pto_isa_include_dir
 from pypto.runtime.log_config import current_level
-
-
-@pl.program
-class Double:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def double(
-        self, a: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]
-    ) -> pl.Tensor[[64, 64], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP):
-            t: pl.Tile[[64, 64], pl.FP32] = pl.tile.load(a, [0, 0], [64, 64])
-            pl.tile.store(pl.tile.muls(t, 2.0), [0, 0], out)
-        return out
 
 
 @pytest.fixture(autouse=True)

@@ -145,6 +145,37 @@ def test_a_reshape_waits_for_no_queued_work(monkeypatch):
 
 
 @pl.jit
+def window_in_loop(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for _i in pl.range(100):  # a TWINDOW of the accumulator between queued ops
+            a_l = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            b_r = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.matmul(a_l, b_r)
+            pl.store(acc[32:64, :], [0, 0], out)
+    return out
+
+
+def test_a_window_of_a_tile_waits_for_no_queued_work(monkeypatch):
+    """A window (a store of an accumulator's row band) is a view of its tile's bytes, as a
+    reshape is: the run's thread goes on past it while the data thread works (it waited at
+    each one)."""
+    rng = np.random.default_rng(4)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float16) for _ in range(2))
+
+    def run():
+        out = np.zeros((32, 64), np.float32)
+        before = _native_testing.data_queue_times()["drains"]
+        window_in_loop(a, b, out)
+        return out, _native_testing.data_queue_times()["drains"] - before
+
+    (out_t, drains_t), (out_p, drains_p) = both_ways(monkeypatch, run)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out_t, want[32:64], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out_t, out_p)
+    assert drains_t <= 1 and drains_p == 0  # the end of the run's, with the thread; none without
+
+
+@pl.jit
 def read_input_in_loop(x: pl.Tensor, lens: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         acc = pl.load(x, [0, 0], [R, C])

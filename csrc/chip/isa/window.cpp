@@ -203,7 +203,9 @@ extern "C" void pypto_tinsert(const pypto_tile* dst, int64_t row0, int64_t col0,
 extern "C" void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t row0, int64_t col0,
                               int32_t rows, int32_t cols) {
   const char* op = "TWINDOW";
-  TileView s = check_tile(src, op, "src", ~mem_bit(PYPTO_GM));
+  // A view touches no data: its checks need not wait for the queued work (as TRESHAPE's).
+  const Deferred q;
+  TileView s = check_tile(q, src, op, "src", ~mem_bit(PYPTO_GM));
   check_inside(s, row0, col0, rows, cols, op, "src");
   const bool l0 = s.mem == PYPTO_LEFT || s.mem == PYPTO_RIGHT;
   if (l0 && (col0 != 0 || cols != s.cols || row0 % 16 != 0 || rows % 16 != 0)) {
@@ -218,5 +220,5 @@ extern "C" void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t ro
   out->rows = rows;
   out->valid_rows = rows;
   out->valid_cols = cols;
-  check_tile(out, op, "window", ~mem_bit(PYPTO_GM));
+  check_tile(q, out, op, "window", ~mem_bit(PYPTO_GM));
 }

@@ -13,9 +13,10 @@ twice: called again on the same inputs (the task list made for them is kept: onl
 run of the tasks — tiny kernels: mostly the chip's task scheduling, which re-tried every task
 waiting for a core at each finish, one queue event each, and grew quadratic — and the report),
 and with a value the orchestration reads changed (`config`'s query shift: planned again). Last, the
-call at the middle size traced (RunConfig(trace=True): a container in its own OPPROF folder
-per launch, thousands of short ones, then the whole-run files) against the untraced call,
-with the traced call's process CPU time beside it (a slow disk's waits do not count there).
+call at the middle size traced (RunConfig(trace=True): one OPPROF container per kernel
+holding its thousands of short launches, then the whole-run files) against the untraced call,
+with the traced call's process CPU time beside it (a slow disk's waits do not count there) and
+the files' bytes per launch.
 
 Run: python benchmarks/bench_plan.py [--batches 16,64,256] [--repeat 3]
 Target: per-task time at 256 batches (8,192 tasks) <= 1.5x that at 16, for the plan and for
@@ -29,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-bench-"))
 
@@ -38,6 +40,7 @@ from _common import best_of  # noqa: E402
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.compile.plan import plan_orchestration  # noqa: E402
+from pypto.report.trace import launches as trace_launches  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
 
 BLOCKS, ROWS, DIM = 8, 16, 64
@@ -161,11 +164,15 @@ def traced_ratio(batches: int, repeat: int) -> None:
         traced_cfg = RunConfig(platform="a2a3sim", trace=True)
         traced = best_of(lambda: compiled(*args, config=traced_cfg), repeat)
         cpu = best_cpu(lambda: compiled(*args, config=traced_cfg), repeat)
-        launches = len(compiled.last_report.trace_paths)
+        report = compiled.last_report
+        launches = len(trace_launches(report.tasks))
+        written = [f for sub in ("trace", "report") for f in (Path(folder) / sub).rglob("*") if f.is_file()]
+        files = sum(f.stat().st_size for f in written)
     print(
-        f"traced call, {launches} launches: {traced * 1e3:.0f} ms against {untraced * 1e3:.0f} ms "
-        f"untraced ({traced / untraced:.1f}x; {(traced - untraced) / launches * 1e6:.0f} us a launch); "
-        f"its process CPU {cpu * 1e3:.0f} ms"
+        f"traced call, {launches} launches in {len(report.trace_paths)} containers: {traced * 1e3:.0f} ms "
+        f"against {untraced * 1e3:.0f} ms untraced ({traced / untraced:.1f}x; "
+        f"{(traced - untraced) / launches * 1e6:.0f} us a launch); its process CPU {cpu * 1e3:.0f} ms; "
+        f"files {files / launches / 1e3:.1f} kB a launch"
     )
 
 

@@ -417,5 +417,9 @@ def run_kernel(
     max_instructions: typing.SupportsInt | typing.SupportsIndex = ...,
 ) -> RunResults: ...
 def write_trace(
-    cores: list[tuple[str, dict, list[str]]], layout: dict, bin_prefix: bytes, json_path: str, bin_path: str
+    cores: list[tuple[str, dict, list[str], int, int]],
+    layout: dict,
+    bin_prefix: bytes,
+    json_path: str,
+    bin_path: str,
 ) -> int: ...

@@ -47,6 +47,8 @@ tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>&
   v.loc_id = locs.data();
   v.strings = records["strings"].cast<std::vector<std::string>>();
   v.quoted = core[2].cast<std::vector<std::string>>();
+  v.offset = core[3].cast<int64_t>();
+  v.slot = core[4].cast<size_t>();
   keep.insert(keep.end(), {table, names, locs});
   return v;
 }
@@ -71,8 +73,10 @@ tools::TraceLayout layout_of(const py::dict& d) {
   return l;
 }
 
-// (pid, records columns as run results hold them, JSON-quoted strings) per core.
-using Cores = py::typing::List<py::typing::Tuple<py::str, py::dict, py::typing::List<py::str>>>;
+// (pid, records columns as run results hold them, JSON-quoted strings, cycles from the
+// container's time 0 to the records' 0, the core's API_INSTR column) per core of a launch.
+using Cores = py::typing::List<
+    py::typing::Tuple<py::str, py::dict, py::typing::List<py::str>, py::int_, py::int_>>;
 
 uint64_t write_trace(const Cores& cores, const py::dict& layout, const py::bytes& bin_prefix,
                      const std::string& json_path, const std::string& bin_path) {
@@ -86,6 +90,10 @@ uint64_t write_trace(const Cores& cores, const py::dict& layout, const py::bytes
   const int lowest = std::min(
       {c.kind, c.pipe, c.start, c.end, c.bytes, c.addr, c.flag_src, c.flag_dst, c.flag_id});
   for (const auto& v : views) {
+    if (v.slot >= views.size() || v.offset < 0) {
+      throw py::value_error("trace records of " + v.pid +
+                            ": a core column past the entries, or a negative offset");
+    }
     if (lowest < 0 || (v.rows && static_cast<size_t>(widest) >= v.width)) {
       throw py::value_error("trace records of " + v.pid + ": a column position is out of range");
     }
@@ -355,8 +363,9 @@ void bind_tools(py::module_& m) {
   m.def("write_trace", &write_trace, py::arg("cores"), py::arg("layout"), py::arg("bin_prefix"),
         py::arg("json_path"), py::arg("bin_path"),
         "Writes trace.json and visualize_data.bin (prefix, TRACE block and, when the layout "
-        "has an api_head, API_INSTR block) of one launch from (pid, records, quoted strings) "
-        "per core; returns the number of events.");
+        "has an api_head, API_INSTR block) of a kernel's launches from (pid, records, quoted "
+        "strings, offset in cycles, API_INSTR column) per core of each; returns the number of "
+        "events.");
   m.def("narrow_record_tables", &narrow_record_tables, py::arg("tables"),
         py::arg("spare") = py::none(),
         "Column c of every records table (rows x columns, int64), one table after another, "

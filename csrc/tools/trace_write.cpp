@@ -386,9 +386,10 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
 }
 
 // An operation's event (kind 0), from its static text.
-void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns& c, WholeUs& ts) {
+void append_op(Cursor& out, SiteText& t, const int64_t* row, const RecordColumns& c, int64_t offset,
+               WholeUs& ts) {
   out.put(t.head);
-  out.cycles_as_us(row[c.start], &ts);
+  out.cycles_as_us(row[c.start] + offset, &ts);
   const int64_t dur = row[c.end] - row[c.start], bytes = row[c.bytes];
   if (t.cached && dur == t.tail_dur && bytes == t.tail_bytes) {
     out.put(t.tail);
@@ -423,7 +424,7 @@ void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& la
   out.put("\",\"tid\":\"");
   out.put(layout.lanes[row[c.pipe]]);
   out.put("\",\"ts\":");
-  out.cycles_as_us(row[c.start], &ts);
+  out.cycles_as_us(row[c.start] + core.offset, &ts);
   out.put(",\"dur\":");
   out.cycles_as_us(row[c.end] - row[c.start]);
   out.put(",\"args\":{\"detail\":\"");
@@ -514,7 +515,7 @@ void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layou
     if (comma) w.put(',');
     comma = true;
     if (kind == 0) {
-      append_op(w, text, row, col, ts);
+      append_op(w, text, row, col, core.offset, ts);
     } else {
       append_sync(w, core, layout, row, pcs[text.code], details, ts);
     }
@@ -601,7 +602,9 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     if (!fresh) check_ids(core, layout);
   }
   TraceSummary sum;
-  sum.per_core.resize(cores.size());
+  size_t slots = 0;  // the container's cores: entries of one core (launches) share a slot
+  for (const CoreRecordsView& core : cores) slots = std::max(slots, core.slot + 1);
+  sum.per_core.resize(slots);
   Files files(json_path, bin_path, bin_prefix);
   try {
     Out out(files);
@@ -610,7 +613,7 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     SiteTable sites;
     std::vector<std::string> pcs;
     for (size_t k = 0; k < cores.size(); ++k) {
-      format_core(cores[k], k, layout, sites, pcs, sum, out, first);
+      format_core(cores[k], cores[k].slot, layout, sites, pcs, sum, out, first);
       sum.events += cores[k].rows;
     }
     for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());

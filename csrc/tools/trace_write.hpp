@@ -26,9 +26,11 @@ class TraceWriteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One simulated core's records of one launch.
+// One simulated core's records of one launch, and where they sit in a container of many.
 struct CoreRecordsView {
   std::string pid;                 // process name, e.g. "core0.veccore0"
+  int64_t offset = 0;              // cycles from the container's time 0 to the records' 0
+  size_t slot = 0;                 // its core's column in the API_INSTR totals
   const int64_t* table = nullptr;  // rows x width, row-major
   size_t rows = 0;
   size_t width = 0;

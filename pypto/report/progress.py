@@ -44,7 +44,7 @@ def _tqdm(what: str, total: int, unit: str) -> Any:
 
 @contextmanager
 def progress(what: str, total: int, unit: str) -> Iterator[Progress]:
-    """``with progress("writing traces", launches, "launch") as p: ... p.update()``."""
+    """``with progress("writing traces", kernels, "kernel") as p: ... p.update()``."""
     bar = _tqdm(what, total, unit)
     try:
         yield Progress(what, total, unit, bar)

@@ -194,7 +194,7 @@ def attach_records(report: RunReport, path: str | Path) -> bool:
             name_id, loc_id = data["name_id"].astype(np.int32), data["loc_id"].astype(np.int32)
             strings = json.loads(data["strings"].tobytes())
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        log.warning("%s: not read (%s); the timeline falls back to the launches' traces", path, e)
+        log.warning("%s: not read (%s); the timeline falls back to the kernels' traces", path, e)
         return False
     if int(np.clip(counts, 0, None).sum()) != len(table):
         log.warning("%s: its task counts do not add up to its records; not read", path)

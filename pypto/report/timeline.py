@@ -333,9 +333,9 @@ def _api_lines(api: bytes | memoryview | None) -> dict[str, str]:
 
 
 def read_trace(path: Path, model: Model, offsets: dict[str, int] | None = None) -> None:
-    """Adds the instructions of one launch's trace (its ``visualize_data.bin`` or
+    """Adds the instructions of one kernel's trace (its ``visualize_data.bin`` or
     ``trace.json``, or the cleaned ``trace.clean.json`` with its arrows); offsets: per core,
-    its task's start."""
+    the run's cycle at the trace's time 0."""
     try:
         text, lines = _trace_text(path)
         doc = json.loads(text)
@@ -417,17 +417,23 @@ def model_of_run_json(path: Path) -> Model:
     if attach_records(report, path.parent / RECORDS_NAME):
         return model_of_report(report)
     model = model_of_report(report, title=_title(report))
+    # A kernel's container counts time from its earliest launch (write_traces): every core's
+    # events in it are offset by that launch's start.
+    origin: dict[str, int] = {}
+    for t in report.tasks:
+        if t.trace_file:
+            origin[t.trace_file] = min(origin.get(t.trace_file, t.start), t.start)
     by_trace: dict[str, dict[str, int]] = defaultdict(dict)
     for t in report.tasks:
         if t.trace_file:
-            by_trace[t.trace_file][t.core_name] = t.start
-    with progress("reading the launches' traces", len(by_trace), "launch") as done:
+            by_trace[t.trace_file][t.core_name] = origin[t.trace_file]
+    with progress("reading the kernels' traces", len(by_trace), "kernel") as done:
         for trace_file, offsets in by_trace.items():
             trace = Path(trace_file)
             if trace.is_file():
                 read_trace(trace, model, offsets)
             else:
-                log.warning("%s: the trace of a launch is missing; its instructions are not drawn", trace)
+                log.warning("%s: the trace of a kernel is missing; its instructions are not drawn", trace)
             done.update()
     return model
 

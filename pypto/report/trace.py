@@ -1,11 +1,13 @@
 """Writing a recorded run as the op simulator's raw output (docs/trace.md).
 
-Per kernel launch: ``<root>/<kernel>/OPPROF_<timestamp>_<n>/simulator/visualize_data.bin``
-(SOURCE blocks with the Python files the instructions came from, a TRACE block of
-Chrome-trace JSON, an API_INSTR block of per-instruction metrics) and, on request
-(``json_copy=True``), the TRACE block again as a plain ``trace.json`` beside it, as the vendor's
-tool lays it out. Each simulated core of the launch is one process (``core0.veccore0``,
-``core0.cubecore0``, ...), each pipe one lane.
+Per kernel: ``<root>/<kernel>/OPPROF_<timestamp>_<n>/simulator/visualize_data.bin`` (SOURCE
+blocks with the Python files the instructions came from, a TRACE block of Chrome-trace JSON, an
+API_INSTR block of per-instruction metrics) and, on request (``json_copy=True``), the TRACE
+block again as a plain ``trace.json`` beside it, as the vendor's tool lays it out. The container
+holds every launch of the kernel, each at its offset from the earliest (a decode launches a kernel
+thousands of times: a folder and a copy of the sources a launch made 700 MB of files). Each
+simulated core is one process (``core0.veccore0``, ``core0.cubecore0``, ...), each pipe one
+lane.
 
 The events are formatted and both files written in C++ (``_native.write_trace``, from the
 records table the run returned), which also numbers the static instructions and writes their
@@ -66,10 +68,12 @@ _API_DTYPES = {
 
 @dataclass
 class CoreRecords:
-    """The records of one simulated core in one launch."""
+    """The records of one simulated core in one launch, ``offset`` cycles after the time 0 of
+    the container holding them (its kernel's earliest launch)."""
 
     pid: str
     trace: InstrTrace
+    offset: int = 0
 
 
 def trace_us(cycles: int) -> float:
@@ -115,17 +119,19 @@ def _metadata(pids: list[str]) -> list[str]:
 
 
 def _shared(cache: dict, key: tuple, make: Callable[..., Any], *args: Any) -> Any:
-    """``make(*args)``, once per ``key`` in ``cache``: what the launches of one run repeat
-    (their source files, encoded strings, metadata) is made once (write_launch)."""
+    """``make(*args)``, once per ``key`` in ``cache``: what the containers of one run repeat
+    (their source files, encoded strings, metadata) is made once (write_container)."""
     if key not in cache:
         cache[key] = make(*args)
     return cache[key]
 
 
-def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
+def pipe_flows(cores: list[CoreRecords], locals_: list[int], first_id: int = 1) -> list[str]:
     """Chrome-trace flow events from each tile push to the pop that received it: the k-th
     push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
-    TPOP) pairs with the k-th pop on it. ``locals_``: each core's number in its cluster."""
+    TPOP) pairs with the k-th pop on it, in one launch (``cores``). ``locals_``: each core's
+    number in its cluster; ``first_id``: the first flow's id (the launches of a container
+    number theirs on from the one before)."""
     ends: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}  # (is push, *route) -> ends
     for core, local in zip(cores, locals_):
         raw = core.trace.raw
@@ -137,9 +143,9 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
             route = (row[_COL["flag_src"]], row[_COL["flag_dst"]], row[_COL["flag_id"]])
             if (route[0] if name == "TPUSH" else route[1]) != local:
                 continue
-            at = row[_COL["start"]]
+            at = row[_COL["start"]] + core.offset
             ends.setdefault((name == "TPUSH", *route), []).append((core.pid, PIPES[row[_COL["pipe"]]], at))
-    events, n = [], 0
+    events, n = [], first_id - 1
     for key, pushes in sorted(ends.items()):
         is_push, route = key[0], key[1:]
         if not is_push:
@@ -155,13 +161,12 @@ def pipe_flows(cores: list[CoreRecords], locals_: list[int]) -> list[str]:
 
 
 def _layout(
-    cores: list[CoreRecords],
+    pids: list[str],
     clock_hz: float,
     repeat_bytes: int,
     extra: list[str] | None,
     cache: dict,
 ) -> dict[str, Any]:
-    pids = [c.pid for c in cores]
     other = {
         "generator": "pypto",
         "clock_hz": clock_hz,
@@ -190,9 +195,12 @@ _API_DTYPES_JSON = json.dumps({"Instructions Dtype": {"Instructions": _API_DTYPE
 
 
 def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
-    """The interned strings that column ``ids`` uses (counted, not sorted: a million ids)."""
-    used = np.bincount(raw[ids], minlength=len(raw["strings"])) > 0
-    return [s for s, u in zip(raw["strings"], used.tolist()) if u]
+    """The interned strings that column ``ids`` uses: counted in numpy for a long task (a
+    million ids), in a set for a short one (a decode's thousands of tasks of a few each)."""
+    strings, column = raw["strings"], raw[ids]
+    if len(column) > 4096:
+        return [strings[i] for i in np.flatnonzero(np.bincount(column, minlength=len(strings))).tolist()]
+    return [strings[i] for i in sorted(set(column.tolist()))]
 
 
 def _source_blocks(cores: list[CoreRecords], cache: dict) -> list[bytes]:
@@ -212,7 +220,7 @@ def _json_strings(strings: list[str], cache: dict) -> list[str]:
     return _shared(cache, ("strings", *strings), lambda: [json.dumps(s) for s in strings])
 
 
-def write_launch(
+def write_container(
     cores: list[CoreRecords],
     sim: Path | str,
     clock_hz: float,
@@ -221,21 +229,28 @@ def write_launch(
     json_copy: bool = False,
     cache: dict | None = None,
 ) -> Path:
-    """``visualize_data.bin`` of one launch in the folder ``sim`` (and ``trace.json`` when
-    ``json_copy``); ``extra``: more trace events (flow arrows) as JSON strings. ``cache``: what
-    the launches of one run share (source files read, strings encoded), kept between them."""
+    """``visualize_data.bin`` of a kernel's launches in the folder ``sim`` (and ``trace.json``
+    when ``json_copy``): ``cores``, each launch's cores in turn, each at its offset from the
+    container's time 0; a core of several launches is one process, its totals summed.
+    ``extra``: more trace events (flow arrows) as JSON strings. ``cache``: what the containers
+    of one run share (source files read, strings encoded), kept between them."""
     from pypto import _native
 
     cache = {} if cache is None else cache
-    native_cores = [(c.pid, c.trace.raw, _json_strings(c.trace.raw["strings"], cache)) for c in cores]
+    pids = list(dict.fromkeys(c.pid for c in cores))  # each core once, in order of first use
+    slot = {pid: k for k, pid in enumerate(pids)}
+    native_cores = [
+        (c.pid, c.trace.raw, _json_strings(c.trace.raw["strings"], cache), c.offset, slot[c.pid])
+        for c in cores
+    ]
     prefix = b"".join(_source_blocks(cores, cache))
     layout = (
-        _layout(cores, clock_hz, repeat_bytes, extra, cache)
+        _layout(pids, clock_hz, repeat_bytes, extra, cache)
         if extra
-        else _shared(cache, ("layout", clock_hz, repeat_bytes, *(c.pid for c in cores)), _layout,
-                     cores, clock_hz, repeat_bytes, None, cache)
+        else _shared(cache, ("layout", clock_hz, repeat_bytes, *pids), _layout,
+                     pids, clock_hz, repeat_bytes, None, cache)
     )  # fmt: skip
-    bin_path = os.path.join(sim, "visualize_data.bin")  # (os.path: thousands of launches a run)
+    bin_path = os.path.join(sim, "visualize_data.bin")
     json_path = os.path.join(sim, "trace.json") if json_copy else ""
     _native.write_trace(native_cores, layout, prefix, json_path, bin_path)
     return Path(bin_path)
@@ -292,14 +307,19 @@ def launches(tasks: list[TaskReport]) -> list[list[TaskReport]]:
     return groups
 
 
-def _opprof_dir(root: Path, kernel: str, stamp: str, n: int, made: set[str]) -> str:
-    """A new ``OPPROF_<stamp>_<n>[_k]/simulator`` folder under ``root / kernel`` (``made``: the
-    kernel folders this run has made: a run of thousands of launches makes two folders a
-    launch, not a failed try and three; by os.path, not pathlib, which cost as much again)."""
+def kernel_launches(tasks: list[TaskReport]) -> dict[str, list[list[TaskReport]]]:
+    """Each traced kernel's launches (``launches``), the kernels in the order of their first
+    launch: the containers ``write_traces`` writes, one a kernel."""
+    by_kernel: dict[str, list[list[TaskReport]]] = {}
+    for group in launches(tasks):
+        by_kernel.setdefault(group[0].name, []).append(group)
+    return by_kernel
+
+
+def _opprof_dir(root: Path, kernel: str, stamp: str, n: int) -> str:
+    """A new ``OPPROF_<stamp>_<n>[_k]/simulator`` folder under ``root / kernel``."""
     folder = os.path.join(root, kernel)
-    if kernel not in made:
-        os.makedirs(folder, exist_ok=True)
-        made.add(kernel)
+    os.makedirs(folder, exist_ok=True)
     for attempt in range(1000):
         suffix = f"_{attempt}" if attempt else ""
         opprof = os.path.join(folder, f"OPPROF_{stamp}_{n:03d}{suffix}")
@@ -321,31 +341,40 @@ def write_traces(
     platform: Platform | None = None,
     json_copy: bool = False,
 ) -> list[str]:
-    """Writes one OPPROF folder per recorded launch of ``report`` under ``root``; returns the
-    ``visualize_data.bin`` paths (also appended to ``report.trace_paths``). ``json_copy``: also
-    each launch's ``trace.json`` (the TRACE block as a plain file, for JSON readers).
+    """Writes one OPPROF folder per traced kernel of ``report`` under ``root``, holding every
+    launch of it; returns the ``visualize_data.bin`` paths (also appended to
+    ``report.trace_paths``). ``json_copy``: also each container's ``trace.json`` (the TRACE
+    block as a plain file, for JSON readers).
 
-    ``cube_kernels`` names the AIC kernels (their cores are ``cubecore``s); by default a
-    launch that used MTE1, CUBE or FIXPIPE counts as one. ``platform`` (default: the
-    report's) gives the vector repeat size behind the utilisation figures."""
+    A container's time 0 is its kernel's earliest launch; each other launch sits at its
+    start's offset from it, as on the run's time axis. ``cube_kernels`` names the AIC kernels (their
+    cores are ``cubecore``s); by default a launch that used MTE1, CUBE or FIXPIPE counts as
+    one. ``platform`` (default: the report's) gives the vector repeat size behind the
+    utilisation figures."""
     root = Path(root)
     plat = platform or platforms.get(report.platform)
+    repeat = int(plat.vector_repeat_bytes)
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
     kinds = list(cube_kernels) if cube_kernels is not None else None
     paths = []
-    cache: dict = {}  # what the launches share: write_launch
-    made: set[str] = set()  # the kernel folders made: _opprof_dir
-    groups = launches(report.tasks)
-    with progress("writing traces", len(groups), "launch") as done:
-        for n, group in enumerate(groups):
-            traced = [t for t in group if t.trace]
-            cores = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace) for t in traced if t.trace]
-            locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
-            flows = pipe_flows(cores, locals_) if len({t.core_type for t in traced}) == 2 else []
-            sim = _opprof_dir(root, group[0].name, stamp, n, made)
-            repeat = int(plat.vector_repeat_bytes)
-            paths.append(str(write_launch(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
-            log.debug("wrote the trace of %s (%d cores) to %s", group[0].name, len(cores), sim)
+    cache: dict = {}  # what the containers share: write_container
+    by_kernel = kernel_launches(report.tasks)
+    with progress("writing traces", len(by_kernel), "kernel") as done:
+        for n, (kernel, groups) in enumerate(by_kernel.items()):
+            origin = min(group[0].start for group in groups)  # its earliest launch
+            cores: list[CoreRecords] = []
+            flows: list[str] = []
+            for group in groups:
+                traced = [t for t in group if t.trace]
+                launch = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace, t.start - origin)
+                          for t in traced if t.trace]  # fmt: skip
+                if len({t.core_type for t in traced}) == 2:
+                    locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
+                    flows += pipe_flows(launch, locals_, len(flows) // 2 + 1)
+                cores += launch
+            sim = _opprof_dir(root, kernel, stamp, n)
+            paths.append(str(write_container(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
+            log.debug("wrote the trace of %s (%d launches) to %s", kernel, len(groups), sim)
             done.update()
     report.trace_paths.extend(paths)
     return paths

@@ -21,7 +21,7 @@ from pypto.errors import PyptoError
 from pypto.report.hotspots import HotLine, format_hot_lines
 from pypto.report.kernels import format_kernels, kernels, rooflines
 from pypto.report.run_report import PIPES, RunReport, TaskReport
-from pypto.report.trace import launches
+from pypto.report.trace import kernel_launches
 
 SCHEMA = 1
 
@@ -281,11 +281,11 @@ def _task_dict(t: TaskReport, trace: str | None) -> dict[str, Any]:
 
 
 def _task_traces(report: RunReport) -> list[str | None]:
-    """Per task, the trace file written for its launch (``write_traces`` order), if any."""
+    """Per task, the trace file written for its kernel (``write_traces`` order), if any."""
     paths: list[str | None] = [t.trace_file for t in report.tasks]
     index = {id(t): i for i, t in enumerate(report.tasks)}
-    for group, path in zip(launches(report.tasks), report.trace_paths):
-        for t in group:
+    for groups, path in zip(kernel_launches(report.tasks).values(), report.trace_paths):
+        for t in (t for group in groups for t in group):
             paths[index[id(t)]] = path
     return paths
 

@@ -62,6 +62,26 @@ def deep_ring(slots: int):
 
 
 fused_up_down = split_epilogue(pl.SplitMode.UP_DOWN)
+
+
+@pl.jit
+def fused_twice(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """``fused_up_down``'s product launched twice, one launch after the other, each adding
+    into ``c`` (no bias, no relu)."""
+    for _r in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            for i in pl.range(BLOCKS):
+                acc = pl.matmul(
+                    pl.move(
+                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
+                    ),
+                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+                )
+                x = pl.move(acc, target_memory=pl.Mem.Vec)
+                pl.store(pl.add(x, pl.load(c, [i * M, 0], [M, N])), [i * M, 0], c)
+    return c
+
+
 fused_left_right = split_epilogue(pl.SplitMode.LEFT_RIGHT)
 
 

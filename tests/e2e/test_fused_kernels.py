@@ -4,6 +4,8 @@ through GM (no GM round trip, no second dispatch, cube and vector overlapping)."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import fused_kernels as fk
 import numpy as np
 import pytest
@@ -90,3 +92,30 @@ def test_the_trace_draws_each_push_to_its_pop(data, tmp_path):
     arrows = [e for e in cleaned if e.get("name") == "tile pipe"]
     assert len(arrows) == 2 * len(flows)
     assert {e["pid"] for e in arrows if e["ph"] == "s"} != {e["pid"] for e in arrows if e["ph"] == "f"}
+
+
+def test_a_kernel_s_launches_keep_each_push_joined_to_its_pop(data, tmp_path):
+    """Two launches of one cluster kernel share its container: each launch's pushes are joined
+    to its own pops by arrows of their own (ids never reused), the second launch's after the
+    first's."""
+    import json
+
+    from pypto.report.opprof_format import TRACE, iter_blocks
+
+    a, b, _, _ = data
+    c = np.zeros((ROWS, fk.N), np.float32)
+    fk.fused_twice(a, b, c, config=RunConfig(trace=True, output_dir=str(tmp_path)))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, 2 * want, rtol=1e-4, atol=1e-3)
+    report = fk.fused_twice.last_report
+    (path,) = report.trace_paths
+    events = json.loads(next(b.payload for b in iter_blocks(Path(path).read_bytes()) if b.type == TRACE))
+    flows: dict[int, dict[str, dict]] = {}
+    for e in events["traceEvents"]:
+        if e.get("cat") == "tpipe":
+            flows.setdefault(e["id"], {})[e["ph"]] = e
+    assert len(flows) == 2 * 2 * fk.BLOCKS and all(set(f) == {"s", "f"} for f in flows.values())
+    assert all(f["f"]["ts"] > f["s"]["ts"] for f in flows.values())
+    first_end = min(t.end for t in report.tasks) - min(t.start for t in report.tasks)
+    later = [f for f in flows.values() if f["s"]["ts"] * 1000 >= first_end]
+    assert len(later) == 2 * fk.BLOCKS  # the second launch's, after the first's end

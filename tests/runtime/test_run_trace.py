@@ -172,7 +172,7 @@ def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, 
         sk.single_buffer(a, np.zeros_like(a), config=config)
     said = [r.getMessage() for r in caplog.records if r.name == "pypto.progress"]
     steps = (
-        "writing traces: 1 of 1 launch (100%)",
+        "writing traces: 1 of 1 kernel (100%)",
         "writing the run's trace: 1 of 1 core (100%)",
         "reading the records: 1 of 1 task (100%)",
         "building the timeline: 2 of 2 step (100%)",
@@ -181,7 +181,7 @@ def test_trace_writing_and_the_timeline_report_progress(tmp_path: Path, caplog, 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     sk.single_buffer(a, np.zeros_like(a), config=config)
     err = capsys.readouterr().err
-    assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("launch")[0]
+    assert "writing traces" in err and "building the timeline" in err and "it/s" not in err.split("kernel")[0]
 
 
 def _one_pipe_report(start: np.ndarray, end: np.ndarray, pipe: str = "MTE2"):

@@ -329,7 +329,7 @@ def test_a_copied_output_folder_keeps_its_instruction_lanes(tmp_path: Path, capl
 def test_the_folder_page_reads_the_records_file_and_falls_back_to_the_traces(tmp_path: Path, caplog):
     """A traced run saves its records beside run.json (narrow columns, lossless); the folder's
     page is built from them. Without that file, or with one from another run (a warning names
-    it), the page comes from the launches' TRACE JSON and still draws every instruction."""
+    it), the page comes from the kernels' TRACE JSON and still draws every instruction."""
     from pypto.report.records_file import attach_records
 
     report = _traced_pipelined(tmp_path / "build")
@@ -360,7 +360,29 @@ def test_the_folder_page_reads_the_records_file_and_falls_back_to_the_traces(tmp
     (folder / "records.npz").write_bytes(b"not a zip")
     with caplog.at_level("WARNING"):
         assert sorted(from_folder()["rows"]) == sorted(direct["rows"])
-    assert caplog.text.count("falls back to the launches' traces") == 2
+    assert caplog.text.count("falls back to the kernels' traces") == 2
+
+
+@pl.jit
+def exp_three_times(out: pl.Out[pl.Tensor]):
+    for _i in pl.range(3):  # one after another: three launches of one kernel, one container
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(out, [0, 0], [16, 128])), [0, 0], out)
+    return out
+
+
+def test_the_folder_page_of_a_kernel_launched_again_places_each_launch_from_its_container(tmp_path: Path):
+    """Without records.npz the page reads each kernel's container, which holds every launch of
+    it from the earliest one's start: each instruction lands at its run cycle."""
+    out = np.full((16, 128), 0.5, np.float32)
+    exp_three_times(out, config=RunConfig(trace=True, output_dir=tmp_path / "build"))
+    report = exp_three_times.last_report
+    assert len(report.tasks) == 3 and len(report.trace_paths) == 1
+    direct = _page_data(report.timeline_html(tmp_path / "direct.html"))
+    (tmp_path / "build" / "report" / "records.npz").unlink()
+    page = timeline.write_page(timeline.load_model(tmp_path / "build"), tmp_path / "f.html")
+    rows = _page_data(page)["rows"]
+    assert len(rows) == len(direct["rows"]) and sorted(rows) == sorted(direct["rows"])
 
 
 def test_the_records_file_is_what_numpy_savez_writes_of_the_narrowest_columns(tmp_path: Path):

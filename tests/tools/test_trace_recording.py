@@ -206,18 +206,28 @@ def three_launches(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-def test_every_launch_of_a_kernel_has_its_whole_container(tmp_path: Path):
-    """The launches of a run share what their containers repeat (the source files, the
-    strings): each container still holds its own source, trace and totals, and nothing
-    after them."""
+def test_a_kernel_s_launches_share_one_container_on_the_run_s_time_axis(tmp_path: Path):
+    """One container per kernel, not per launch (a decode launches a kernel thousands of
+    times): its sources once, every launch's instructions at that launch's offset from the
+    earliest, one process per core with the launches' totals summed, and nothing after the
+    blocks."""
     a = np.zeros((16, 128), np.float32)
     out = np.full((16, 128), 0.5, np.float32)
     three_launches(a, out, config=RunConfig(trace=True, output_dir=tmp_path))
-    paths = three_launches.last_report.trace_paths
-    assert len(paths) == 3 and len({Path(p).parent.parent for p in paths}) == 3
-    for path in paths:
-        found = blocks(path)  # every byte of the file in a block
-        assert sorted(found) == [SOURCE, TRACE, API_INSTR]
-        assert found[SOURCE].payload == Path(__file__).read_bytes()
-        assert [e["name"] for e in events(path) if e["ph"] == "X"].count("TEXP") == 1
+    report = three_launches.last_report
+    (path,) = report.trace_paths
+    found = blocks(path)  # every byte of the file in a block
+    assert sorted(found) == [SOURCE, TRACE, API_INSTR]
+    assert found[SOURCE].payload == Path(__file__).read_bytes()
+    exps = [e for e in events(path) if e["ph"] == "X" and e["name"] == "TEXP"]
+    starts = [t.start for t in report.tasks]
+    assert len(exps) == 3 and len(set(starts)) == 3
+    own = [next(r["start"] for r in t.trace.rows() if r["name"] == "TEXP") for t in report.tasks]
+    want = sorted(s - min(starts) + o for s, o in zip(starts, own))
+    assert [round(e["ts"] * 1000) for e in exps] == want
+    api = json.loads(found[API_INSTR].payload)
+    (pid,) = {e["pid"] for e in exps}
+    assert api["Cores"] == [pid]
+    (texp,) = [i for i in api["Instructions"] if i["Source"] == "TEXP"]
+    assert texp["Instructions Executed"] == [3]
     np.testing.assert_allclose(out, np.exp(np.exp(np.exp(0.5))), rtol=1e-5)

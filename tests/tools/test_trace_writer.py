@@ -19,7 +19,7 @@ import seed_kernels as tk
 from pypto import _native
 from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks, source_lines
 from pypto.report.run_report import PIPES, RECORD_COLUMNS
-from pypto.report.trace import CoreRecords, trace_us, write_launch
+from pypto.report.trace import CoreRecords, trace_us, write_container
 from pypto.runtime import RunConfig
 
 A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
@@ -94,7 +94,7 @@ def test_no_timestamp_lands_early(traced, tmp_path: Path):
     raw["name_id"], raw["loc_id"] = (raw[k][np.full(len(cycles), op)] for k in ("name_id", "loc_id"))
     (tmp_path / "sim").mkdir()
     core = CoreRecords("core0.veccore0", SimpleNamespace(raw=raw))  # type: ignore[arg-type]
-    bin_path = write_launch([core], tmp_path / "sim", rep.clock_hz)
+    bin_path = write_container([core], tmp_path / "sim", rep.clock_hz)
     text = next(b.payload for b in iter_blocks(bin_path.read_bytes()) if b.type == TRACE).decode()
     stamps = re.findall(r'"ts":([0-9.]+),"dur":([0-9.]+)', text)
     assert len(stamps) == len(cycles)
@@ -126,7 +126,7 @@ def test_repeated_durations_and_bytes_read_back_per_event(traced, tmp_path: Path
     raw["name_id"], raw["loc_id"] = (raw[k][np.full(len(durations), op)] for k in ("name_id", "loc_id"))
     (tmp_path / "sim").mkdir()
     core = CoreRecords("core0.veccore0", SimpleNamespace(raw=raw))  # type: ignore[arg-type]
-    bin_path = write_launch([core], tmp_path / "sim", rep.clock_hz)
+    bin_path = write_container([core], tmp_path / "sim", rep.clock_hz)
     evs = x_events(next(b.payload for b in iter_blocks(bin_path.read_bytes()) if b.type == TRACE).decode())
     assert [round(e["dur"] * 1000) for e in evs] == durations
     assert [e["args"]["bytes"] for e in evs] == nbytes
@@ -162,7 +162,7 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     rep, _ = traced
     trace = rep.tasks[0].trace
     with pytest.raises(OSError, match="cannot create"):
-        write_launch([CoreRecords("core0.veccore0", trace)], tmp_path / "missing" / "sim", rep.clock_hz)
+        write_container([CoreRecords("core0.veccore0", trace)], tmp_path / "missing" / "sim", rep.clock_hz)
     raw = dict(trace.raw)
     raw["name_id"] = np.full_like(raw["name_id"], 10_000)
     quoted = [json.dumps(s) for s in raw["strings"]]
@@ -177,13 +177,13 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
         "tail": "]",
     }
     with pytest.raises(ValueError, match="column position"):  # column 11 of an 11-column table
-        _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
+        _native.write_trace([("c", raw, quoted, 0, 0)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
     layout["columns"] = list(range(1, 10))
     with pytest.raises(ValueError, match="out-of-range"):
-        _native.write_trace([("c", raw, quoted)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
+        _native.write_trace([("c", raw, quoted, 0, 0)], layout, b"", str(tmp_path / "a"), str(tmp_path / "b"))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing left behind
     # A write that fails on a writer thread (a full device) is the same error, naming the file.
-    good = [("c", trace.raw, [json.dumps(s) for s in trace.raw["strings"]])]
+    good = [("c", trace.raw, [json.dumps(s) for s in trace.raw["strings"]], 0, 0)]
     layout["columns"] = [1, 2, 4, 5, 6, 7, 8, 9, 10]  # RECORD_COLUMNS without index and issue
     with pytest.raises(OSError, match="cannot write /dev/full: No space left"):
         _native.write_trace(good, layout, b"", "/dev/full", str(tmp_path / "b"))
@@ -220,14 +220,14 @@ def test_a_bad_record_anywhere_leaves_no_file_and_no_changed_file(tmp_path: Path
                                            "flag_dst", "flag_id")],
               "lanes": list(PIPES), "flag_pipes": list(PIPES), "sync_names": ["", "S", "W", "B"],
               "repeat_bytes": 256, "pc_base": 0, "head": "[", "tail": "]"}  # fmt: skip
-    good = ("core0.veccore0", raw, ['"TADD"'])
+    good = ("core0.veccore0", raw, ['"TADD"'], 0, 0)
     for field, value, row in (("pipe", len(PIPES), 180_000), ("kind", 4, 199_999), ("loc_id", 1, 150_000)):
         bad = {**raw, "table": table.copy(), "loc_id": raw["loc_id"].copy()}
         if field == "loc_id":
             bad["loc_id"][row] = value
         else:
             bad["table"][row, col[field]] = value
-        cores = [good, ("core0.veccore1", bad, ['"TADD"'])]  # the second core's row is bad
+        cores = [good, ("core0.veccore1", bad, ['"TADD"'], 0, 1)]  # the second core's row is bad
         paths = [tmp_path / f"{field}.json", tmp_path / f"{field}.bin"]
         message = f"trace record {row} of core0.veccore1 has an out-of-range"
         with pytest.raises(ValueError, match=message):
@@ -237,12 +237,12 @@ def test_a_bad_record_anywhere_leaves_no_file_and_no_changed_file(tmp_path: Path
         with pytest.raises(ValueError, match=message):
             _native.write_trace(cores, layout, b"", "", str(paths[1]))
         assert paths[1].read_bytes() == b"mine"
-    _native.write_trace([good, good], layout, b"", "", str(tmp_path / "ok.bin"))
+    _native.write_trace([good, good], layout, b"", "", str(tmp_path / "ok.bin"))  # one core twice
     assert (tmp_path / "ok.bin").stat().st_size > 2 * rows * 80  # every event written
 
 
 def _api_instr(tmp_path: Path, cores: dict[str, list[tuple]]) -> tuple[dict, str]:
-    """The API_INSTR block write_launch writes for made-up records: per core pid, rows of
+    """The API_INSTR block write_container writes for made-up records: per core pid, rows of
     (name, source, pipe, bytes, addr, cycles). Returns it parsed, and as text."""
     col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
     records = []
@@ -257,7 +257,7 @@ def _api_instr(tmp_path: Path, cores: dict[str, list[tuple]]) -> tuple[dict, str
                "name_id": np.array([strings.index(r[0]) for r in rows], np.int32),
                "loc_id": np.array([strings.index(r[1]) for r in rows], np.int32)}  # fmt: skip
         records.append(CoreRecords(pid, SimpleNamespace(raw=raw)))  # type: ignore[arg-type]
-    path = write_launch(records, tmp_path, 1e9)
+    path = write_container(records, tmp_path, 1e9)
     (payload,) = [b.payload for b in iter_blocks(path.read_bytes()) if b.type == API_INSTR]
     return json.loads(payload), bytes(payload).decode()
 

@@ -21,6 +21,16 @@ def fused(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
+@pl.jit.inline
+def block_product(a, b, i):
+    """Row block ``i`` of a x b on the cube, moved to the vector cores."""
+    acc = pl.matmul(
+        pl.move(pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
+        pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
+    )
+    return pl.move(acc, target_memory=pl.Mem.Vec)
+
+
 def split_epilogue(mode: pl.SplitMode):
     """``fused`` with each block's epilogue split between the two AIVs by ``mode``."""
 
@@ -28,13 +38,7 @@ def split_epilogue(mode: pl.SplitMode):
     def fused_split(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
             for i in pl.range(BLOCKS):
-                acc = pl.matmul(
-                    pl.move(
-                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
-                    ),
-                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
-                )
-                x = pl.move(acc, target_memory=pl.Mem.Vec)
+                x = block_product(a, b, i)
                 pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
         return c
 
@@ -48,13 +52,7 @@ def deep_ring(slots: int):
     def fused_ring(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.cross_core_slot(slot_num=slots)]):
             for i in pl.range(BLOCKS):
-                acc = pl.matmul(
-                    pl.move(
-                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
-                    ),
-                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
-                )
-                x = pl.move(acc, target_memory=pl.Mem.Vec)
+                x = block_product(a, b, i)
                 pl.store(pl.relu(pl.add(x, pl.load(bias, [i * M, 0], [M, N]))), [i * M, 0], c)
         return c
 
@@ -71,14 +69,7 @@ def fused_twice(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     for _r in pl.range(2):
         with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
             for i in pl.range(BLOCKS):
-                acc = pl.matmul(
-                    pl.move(
-                        pl.load(a, [i * M, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left
-                    ),
-                    pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right),
-                )
-                x = pl.move(acc, target_memory=pl.Mem.Vec)
-                pl.store(pl.add(x, pl.load(c, [i * M, 0], [M, N])), [i * M, 0], c)
+                pl.store(pl.add(block_product(a, b, i), pl.load(c, [i * M, 0], [M, N])), [i * M, 0], c)
     return c
 
 

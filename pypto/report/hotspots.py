@@ -42,6 +42,7 @@ class LineCycles:
     pipe: np.ndarray
     cycles: np.ndarray
     count: np.ndarray | None = None
+    summed: bool = False  # each (loc, pipe) once, with its count: as chunk_of returns them
 
 
 def chunk_of(raw: dict[str, Any]) -> LineCycles:
@@ -51,7 +52,8 @@ def chunk_of(raw: dict[str, Any]) -> LineCycles:
 
     columns = [RECORD_COLUMNS.index(c) for c in ("kind", "pipe", "start", "end")]
     sums = _native.line_totals(raw["table"], raw["loc_id"], len(raw["strings"]), len(PIPES), columns)
-    return LineCycles(raw["strings"], *sums)
+    loc, pipe, cycles, count = sums
+    return LineCycles(raw["strings"], loc, pipe, cycles, count, summed=True)
 
 
 def hot_lines(chunks: Iterable[LineCycles], top: int | None = None) -> list[HotLine]:
@@ -60,12 +62,19 @@ def hot_lines(chunks: Iterable[LineCycles], top: int | None = None) -> list[HotL
     for c in chunks:
         if not len(c.loc):
             continue
-        key = c.loc.astype(np.int64) * len(PIPES) + c.pipe.astype(np.int64)
-        keys, inverse = np.unique(key, return_inverse=True)  # a few hundred sites per million
-        cycles = np.bincount(inverse, weights=c.cycles, minlength=len(keys)).astype(np.int64)
-        counts = np.bincount(inverse, weights=c.count, minlength=len(keys)).astype(np.int64)
-        for k, cyc, n in zip(keys.tolist(), cycles.tolist(), counts.tolist()):
-            loc, pipe = divmod(k, len(PIPES))
+        sites: Iterable[tuple[int, int, int, int]]
+        if c.summed and c.count is not None:  # a task's sums (a decode's thousands of tasks of a few)
+            sites = zip(c.loc.tolist(), c.pipe.tolist(), c.cycles.tolist(), c.count.tolist())
+        else:
+            key = c.loc.astype(np.int64) * len(PIPES) + c.pipe.astype(np.int64)
+            keys, inverse = np.unique(key, return_inverse=True)  # a few hundred sites per million
+            cycles = np.bincount(inverse, weights=c.cycles, minlength=len(keys)).astype(np.int64)
+            counts = np.bincount(inverse, weights=c.count, minlength=len(keys)).astype(np.int64)
+            sites = (
+                (*divmod(k, len(PIPES)), cyc, n)
+                for k, cyc, n in zip(keys.tolist(), cycles.tolist(), counts.tolist())
+            )
+        for loc, pipe, cyc, n in sites:
             slot = totals.setdefault((c.strings[loc] or NO_LINE, pipe), [0, 0])
             slot[0] += cyc
             slot[1] += n

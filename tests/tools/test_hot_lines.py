@@ -6,6 +6,8 @@ given other records."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -41,9 +43,11 @@ def by_rows(raws: list[dict]) -> dict[tuple[str, str], list[int]]:
 
 
 def test_the_native_sums_equal_the_rows_summed_one_by_one():
-    raws = [records(5000, 1), records(3000, 2), records(0, 3)]
+    raws = [records(5000, 1), records(3000, 2), records(0, 3)] + [records(6, seed) for seed in range(4, 200)]
     rows = hot_lines([chunk_of(r) for r in raws])
     assert {(r.source, r.pipe): [r.cycles, r.count] for r in rows} == by_rows(raws)
+    # a task's sums are added as they are; any other chunk is summed per site first: one table
+    assert hot_lines([dataclasses.replace(chunk_of(r), summed=False) for r in raws]) == rows
     assert [r.cycles for r in rows] == sorted((r.cycles for r in rows), reverse=True)
     assert abs(sum(r.share for r in rows) - 1.0) < 1e-9
 

@@ -20,7 +20,8 @@ program is not cached), so the program has no dependencies to record.
 
 **Dependencies** (checked on each hit): every name the kernel's source mentions is looked up as
 the frontend would (closure, then module globals) and recorded — a constant by its value, a
-module by the attributes the source reads from it, a called ``@pl.jit.incore`` or
+module by the attributes the source reads from it, a dataclass instance (a model's config) by
+its fields' values and the files its classes are defined in, a called ``@pl.jit.incore`` or
 ``@pl.function`` kernel by its own file, name and dependencies. A hit whose recorded values no
 longer match (an imported constant changed) is a miss. A kernel that reads a value this cannot
 record faithfully (a user object, a helper function) is simply not cached on disk.
@@ -37,8 +38,10 @@ writes nothing but its entry's time (at most once a minute, for the size cap: :m
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
+import inspect
 import io
 import os
 import pickle
@@ -295,7 +298,29 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
         return ("dict", tuple((repr(k), _record(v, attrs)) for k, v in value.items()))
     if isinstance(value, enum.Enum):
         return ("enum", type(value).__module__, type(value).__qualname__, value.name)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _record_dataclass(value)
     return _record_object(value)
+
+
+def _record_dataclass(value: Any) -> tuple:
+    """A dataclass instance (a model's shape or tiling config, say): its class by name and by
+    the files its classes are defined in (a property the kernel reads runs their code), and
+    each field's value as any captured value is recorded."""
+    files = []
+    for cls in type(value).__mro__[:-1]:  # all but object
+        try:
+            source = inspect.getsourcefile(cls)
+        except TypeError:  # a builtin base
+            source = None
+        sha = file_digest(Path(source)) if source else None
+        if sha is None:
+            raise Uncacheable(
+                f"reads a {type(value).__qualname__}, whose class {cls.__qualname__} has no source file"
+            )
+        files.append((source, sha))
+    fields = tuple((f.name, _record(getattr(value, f.name), frozenset())) for f in dataclasses.fields(value))
+    return ("dataclass", type(value).__module__, type(value).__qualname__, tuple(files), fields)
 
 
 def _kernel_head(value: Any) -> tuple:

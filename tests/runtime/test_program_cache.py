@@ -116,6 +116,46 @@ def test_imported_constant_change_recompiles(tmp_path, compiles):
         sys.modules.pop("pc_consts", None)
 
 
+SHAPE_MODULE = """
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Shape:
+    factor: float = 2.0
+
+    @property
+    def scaled(self) -> float:
+        return self.factor * {mult}
+
+
+SHAPE = Shape({factor})
+"""
+
+
+def test_a_dataclass_config_is_recorded_by_its_fields_and_its_class_file(tmp_path, compiles):
+    """A model's shape or tiling config, a dataclass instance the kernel reads: the program is
+    cached (it had compiled at every call in a new process), and a hit needs the same field
+    values and the same class code (a property the kernel reads runs it)."""
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "pc_shape.py").write_text(SHAPE_MODULE.format(mult="1.0", factor="2.0"))
+        path = write_kernel(tmp_path, "SHAPE.scaled", "from pc_shape import SHAPE")
+        run(path)
+        out, _ = run(path)
+        assert compiles == ["scale_rows"]
+        np.testing.assert_array_equal(out, A * np.float32(2.0))
+        for mult, factor, want in (("1.0", "3.00", 3.0), ("10.0", "3.00", 30.0)):  # a field, then the class
+            (tmp_path / "pc_shape.py").write_text(SHAPE_MODULE.format(mult=mult, factor=factor))
+            sys.modules.pop("pc_shape")
+            out, _ = run(path)
+            np.testing.assert_array_equal(out, A * np.float32(want))
+        assert compiles == ["scale_rows"] * 3
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_shape", None)
+
+
 def test_module_attribute_change_recompiles(tmp_path, compiles):
     sys.path.insert(0, str(tmp_path))
     try:

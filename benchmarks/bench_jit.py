@@ -5,8 +5,8 @@ Targets: the first call of the tutorial kernel in a new process with a cold cach
 + codegen + C++ build) <= 150 ms; the first call of an unchanged kernel in a new process
 (served by the program cache) <= 10 ms; `import pypto.language` <= 30 ms; a warm call of a
 tiny kernel <= 5 us (printed in pieces, with its ratio to the target), and of the same kernel as
-a compiled @pl.program (upstream's `compiled(*tensors)`); a warm exp over 16 MiB <= 2x
-numpy.exp.
+a compiled @pl.program (upstream's `compiled(*tensors)`, on numpy arrays and on CPU torch
+tensors); a warm exp over 16 MiB <= 2x numpy.exp.
 
 The new-process numbers come from real subprocesses (best of several; each also reports its
 CPU time — its own plus the compiler's — which a loaded machine inflates less than wall
@@ -175,11 +175,16 @@ class Tiny:  # ``tiny`` as a @pl.program, for upstream's compiled(*tensors)
         return out
 
 
-def warm_program_call() -> float:
-    """Seconds of a warm call of ``Tiny`` compiled (``ir.compile``), best batch as warm_call's."""
+def warm_program_call(torch_tensors: bool = False) -> float:
+    """Seconds of a warm call of ``Tiny`` compiled (``ir.compile``), best batch as warm_call's;
+    on CPU torch tensors, as upstream's callers pass them, when ``torch_tensors``."""
     compiled = ir.compile(Tiny, platform="a2a3sim")
     a = np.ones((8, 64), np.float32)
     out = np.zeros_like(a)
+    if torch_tensors:
+        import torch
+
+        a, out = torch.from_numpy(a), torch.from_numpy(out)
     compiled(a, out)
     best = float("inf")
     for _ in range(WARM_ROUNDS):
@@ -223,6 +228,11 @@ def main() -> None:
         f"warm call, the same kernel as a compiled @pl.program (compiled(a, out)): {program:.1f} us; "
         f"{program / WARM_TARGET_US:.2f}x the target of {WARM_TARGET_US:.0f} us"
     )
+    try:
+        on_torch = warm_program_call(torch_tensors=True) * 1e6
+        print(f"warm call, compiled(a, out) on CPU torch tensors: {on_torch:.1f} us (viewed as numpy arrays)")
+    except ImportError:
+        print("warm call on torch tensors: torch not installed")
     ours, ref = big_exp_ratio()
     print(
         f"exp over 16 MiB: pypto {ours * 1e3:.2f} ms, numpy {ref * 1e3:.2f} ms, ratio {ours / ref:.2f}"

@@ -10,9 +10,11 @@ traffic), so a call only checks its arguments and runs; for a program without sc
 the native run checks the arrays itself (a ``WarmSpec``: type, shape, dtype, flags, no array
 twice), where reading an array's fields costs nanoseconds instead of a Python attribute lookup
 each; the spec also holds the run's options, converted once, so a call passes the runner two
-arguments. Anything unusual — another shape, a view, a non-contiguous or read-only output, a
-changed module constant — is a miss, and the general path (which names every problem) takes
-the call.
+arguments. CPU torch tensors (upstream's callers pass them) take the path too: each is viewed
+as numpy, as the general path views it (an output's version counter bumped), and their bytes
+must not overlap. Anything unusual — another shape, a view, a non-contiguous or read-only output,
+a tensor that requires grad, a changed module constant — is a miss, and the general path (which
+names every problem) takes the call.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pypto.frontend.specialize import dynamic_axes
 from pypto.runtime.compiled import MISS, CompiledProgram
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
-from pypto.runtime.dtypes import INPUT, code_of, flagged
+from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
 from pypto.runtime.launch import name_tensors
 from pypto.runtime.marshal import table_names
 
@@ -50,7 +52,7 @@ class WarmCall:
     __slots__ = (
         "given", "compiled", "nargs", "tensors", "scalars", "intermediates", "extra",
         "run", "run_args", "spec", "options", "traffic", "returned", "sim_threads", "guards",
-        "report",
+        "report", "torch",
     )  # fmt: skip
 
     def __init__(
@@ -60,6 +62,7 @@ class WarmCall:
         config: RunConfig,
         args: tuple,
         guards: tuple | None = None,
+        torch: tuple[tuple[int, bool], ...] = (),
     ) -> None:
         self.given = given  # the call's config= (None: the defaults, which never change)
         self.compiled = compiled
@@ -69,14 +72,19 @@ class WarmCall:
         self.guards = guards
         self.nargs = len(args)
         outputs = compiled.outputs
+        # (argument index, is an output) of each torch tensor: viewed as numpy at each call
+        self.torch = torch
+        bf16 = {i for i, _ in torch if str(args[i].dtype) == "torch.bfloat16"}  # viewed as int16
+        args = _viewed(args, torch) if torch else args
+        mine = 0 if torch else _OWNDATA  # a torch tensor's view never owns its bytes: checked apart
         # (index, shape, dtype, dtype code as the run takes it, flag bits it must have)
         self.tensors = tuple(
             (
                 i,
                 args[i].shape,
                 args[i].dtype,
-                code_of(args[i].dtype) if i in outputs else flagged(code_of(args[i].dtype), INPUT),
-                _C_CONTIGUOUS | _OWNDATA | (_WRITEABLE if i in outputs else 0),
+                _code(CODES["bfloat16"] if i in bf16 else code_of(args[i].dtype), i in outputs),
+                _C_CONTIGUOUS | mine | (_WRITEABLE if i in outputs else 0),
             )
             for i in compiled.tensor_params
         )
@@ -116,14 +124,20 @@ class WarmCall:
         if jf is not None and (compiled.fixed_signature or dynamic_axes(jf)):
             return None
         tensor_set = set(compiled.tensor_params)
+        torch = []
         for i, a in enumerate(args):
             if i in tensor_set:
-                if type(a) is not np.ndarray or not a.dtype.isnative:
+                if type(a) is np.ndarray:
+                    if not a.dtype.isnative:
+                        return None
+                elif type(a).__module__ == "torch" and _torch_view(a) is not None:
+                    torch.append((i, i in compiled.outputs))
+                else:
                     return None
             elif type(a) not in (int, float, bool):
                 return None
         guards = jf.__dict__.get("_pypto_captured") if jf is not None else None
-        return WarmCall(compiled, given, config, args, guards)
+        return WarmCall(compiled, given, config, args, guards, tuple(torch))
 
     def call(self, jf: Any, args: tuple) -> Any:
         """Runs the call and returns what the kernel returns; MISS when it cannot. ``jf``: what
@@ -140,6 +154,12 @@ class WarmCall:
             return MISS
         if _ENV.get(_SIM_THREADS) != self.sim_threads:
             return MISS
+        given = args
+        if self.torch:
+            viewed = _torch_args(args, self.torch, self.tensors)
+            if viewed is None:
+                return MISS
+            args = viewed
         try:
             results = self._run(args) if self.run_args is None else self.run_args(args)
         except ReadOnlyInputError as e:
@@ -154,8 +174,8 @@ class WarmCall:
         jf._last_report = functools.partial(self.report, results, False, self.traffic)
         outs = self.returned
         if len(outs) == 1:
-            return args[outs[0]]
-        return tuple(args[i] for i in outs) if outs else None
+            return given[outs[0]]
+        return tuple(given[i] for i in outs) if outs else None
 
     def _run(self, args: tuple) -> Any:
         """The run of a program with scratch tensors: its table made and checked here (None:
@@ -211,3 +231,91 @@ def _distinct(table: list[tuple[np.ndarray, int]]) -> bool:
     if len(table) == 2:
         return table[0][0] is not table[1][0]
     return len({id(a) for a, _ in table}) == len(table)
+
+
+def _code(code: int, output: bool) -> int:
+    """A dtype code as the run takes it: flagged an input unless the kernel may write it."""
+    return code if output else flagged(code, INPUT)
+
+
+def _torch_view(t: Any) -> np.ndarray | None:
+    """The numpy view of a plain CPU torch tensor, as the general path makes it (a bf16 one as
+    int16); None for anything it would treat apart (a gradient, a lazy negation or
+    conjugation, another device or layout, a subclass)."""
+    torch = _torch()
+    if (
+        type(t) is not torch.Tensor
+        or not t.is_cpu
+        or t.layout is not torch.strided
+        or t.requires_grad
+        or t.is_neg()
+        or t.is_conj()
+    ):
+        return None
+    if t.dtype is torch.bfloat16:
+        return t.view(torch.int16).numpy()
+    try:
+        return t.numpy()
+    except TypeError:  # a dtype numpy has not
+        return None
+
+
+def _viewed(args: tuple, torch: tuple[tuple[int, bool], ...]) -> tuple:
+    """``args`` with each torch tensor replaced by its numpy view (no version bump)."""
+    out = list(args)
+    for i, _ in torch:
+        out[i] = _torch_view(args[i])
+    return tuple(out)
+
+
+def _torch_args(args: tuple, torch: tuple[tuple[int, bool], ...], tensors: tuple) -> tuple | None:
+    """A call's arguments with its torch tensors viewed as numpy, each output's version counter
+    bumped as an in-place op's is; None (a miss) when one cannot be viewed so or two tensor
+    arguments' bytes overlap (a view of another, or a tensor made from an array passed too:
+    the general path checks them). ``tensors``: the record's tensor entries."""
+    out = list(args)
+    for i, _ in torch:
+        view = _torch_view(args[i])
+        if view is None:
+            return None
+        out[i] = view
+    spans = []
+    for entry in tensors:
+        i = entry[0]
+        a = args[i]
+        if type(a) is np.ndarray:
+            start = a.ctypes.data
+        elif type(out[i]) is np.ndarray:  # a torch tensor's view: its pointer read from torch
+            start = a.data_ptr()
+        else:
+            return None
+        spans.append((start, start + out[i].nbytes))
+    if len(spans) == 2:
+        (a0, a1), (b0, b1) = spans
+        if a0 < b1 and b0 < a1:
+            return None
+    elif len(spans) > 2:
+        spans.sort()
+        if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
+            return None
+    bump = _increment_version()
+    for i, output in torch:
+        if output:
+            bump(args[i])
+    return tuple(out)
+
+
+@functools.cache
+def _torch() -> Any:
+    """The torch module, imported on the first torch argument (never for numpy callers)."""
+    import torch
+
+    return torch
+
+
+@functools.cache
+def _increment_version() -> Any:
+    """torch's bump of a tensor's version counter (imported once: not on every call)."""
+    from torch.autograd.graph import increment_version
+
+    return increment_version

@@ -194,3 +194,44 @@ def test_a_compiled_programs_warm_path_leaves_anything_else_to_the_general_one()
     np.testing.assert_array_equal(out, a * 5 * 2)
     compiled(a * 7, out, config=CONFIG)
     np.testing.assert_array_equal(out, a * 7 * 2)
+
+
+# A budget for the same call on torch tensors (31 calls today): each is viewed as numpy (a
+# handful of torch attribute reads and calls), and the two tensors' bytes checked apart.
+TORCH_CALL_BUDGET = 40
+
+
+def test_torch_tensors_take_the_warm_path_with_the_general_paths_checks():
+    """Upstream's callers pass CPU torch tensors: a warm call views them as numpy as the first
+    call did (bf16 included), bumps each output's version counter as an in-place op does, and
+    leaves anything unusual (overlapping tensors, an output that requires grad, a view of an
+    array passed too) to the general path, which names it."""
+    torch = pytest.importorskip("torch")
+    a, out = torch.arange(8 * 64, dtype=torch.float32).reshape(8, 64), torch.zeros(8, 64)
+    add_one(a, out, config=CONFIG)
+    for scale in (2, 3):
+        version = out._version
+        calls = calls_of(add_one, a * scale, out, config=CONFIG)
+        assert len(calls) <= TORCH_CALL_BUDGET, "\n".join(calls)
+        assert not any("compiled.py:execute" in c for c in calls), "the warm path ran it"
+        torch.testing.assert_close(out, a * scale + 1, rtol=0, atol=0)
+        assert out._version > version  # as after an in-place op: a saved tensor is stale
+    half, half_out = a.to(torch.bfloat16), torch.zeros(8, 64, dtype=torch.bfloat16)
+    for _ in range(2):  # cold, then warm
+        assert add_one(half, half_out, config=CONFIG) is half_out
+    torch.testing.assert_close(half_out, (half.float() + 1).to(torch.bfloat16), rtol=0, atol=0)
+    with pytest.raises(ArgumentError, match="overlaps argument"):
+        add_one(a, a, config=CONFIG)
+    shared = np.zeros((8, 64), np.float32)
+    with pytest.raises(ArgumentError, match="overlaps argument"):
+        add_one(shared, torch.from_numpy(shared), config=CONFIG)  # one buffer, two faces
+    with pytest.raises(ArgumentError, match="requires grad"):
+        add_one(a, torch.zeros(8, 64, requires_grad=True), config=CONFIG)
+    add_one(a, out, config=CONFIG)
+    torch.testing.assert_close(out, a + 1, rtol=0, atol=0)
+    compiled = ir.compile(Double, platform="a2a3sim")  # upstream's compiled(*tensors)
+    big, big_out = torch.ones(64, 64), torch.zeros(64, 64)
+    compiled(big, big_out)
+    calls = calls_of(compiled, big * 3, big_out)
+    assert len(calls) <= TORCH_CALL_BUDGET and not any("compiled.py:execute" in c for c in calls)
+    torch.testing.assert_close(big_out, big * 6, rtol=0, atol=0)

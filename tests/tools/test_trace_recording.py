@@ -40,7 +40,7 @@ def line_of(text: str) -> int:
     return next(i for i, line in enumerate(Path(tk.__file__).read_text().splitlines(), 1) if text in line)
 
 
-def test_traced_run_writes_one_opprof_folder_per_launch(tmp_path: Path):
+def test_traced_run_writes_one_opprof_folder_per_kernel(tmp_path: Path):
     out = np.zeros_like(A)
     tk.single_buffer(A, out, config=RunConfig(trace=True, output_dir=tmp_path))
     rep = tk.single_buffer.last_report

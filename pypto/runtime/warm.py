@@ -12,9 +12,10 @@ twice), where reading an array's fields costs nanoseconds instead of a Python at
 each; the spec also holds the run's options, converted once, so a call passes the runner two
 arguments. CPU torch tensors (upstream's callers pass them) take the path too: each is viewed
 as numpy, as the general path views it (an output's version counter bumped), and their bytes
-must not overlap. Anything unusual — another shape, a view, a non-contiguous or read-only output,
-a tensor that requires grad, a changed module constant — is a miss, and the general path (which
-names every problem) takes the call.
+must not overlap (an input that requires grad, a model's weight, is detached as the general
+path detaches it). Anything unusual — another shape, a view, a non-contiguous or read-only
+output, an output that requires grad, a changed module constant — is a miss, and the general
+path (which names every problem) takes the call.
 """
 
 from __future__ import annotations
@@ -130,7 +131,10 @@ class WarmCall:
                 if type(a) is np.ndarray:
                     if not a.dtype.isnative:
                         return None
-                elif type(a).__module__ == "torch" and _torch_view(a) is not None:
+                elif (
+                    type(a).__module__.startswith("torch")
+                    and _torch_view(a, i in compiled.outputs) is not None
+                ):
                     torch.append((i, i in compiled.outputs))
                 else:
                     return None
@@ -238,20 +242,25 @@ def _code(code: int, output: bool) -> int:
     return code if output else flagged(code, INPUT)
 
 
-def _torch_view(t: Any) -> np.ndarray | None:
-    """The numpy view of a plain CPU torch tensor, as the general path makes it (a bf16 one as
-    int16); None for anything it would treat apart (a gradient, a lazy negation or
-    conjugation, another device or layout, a subclass)."""
+def _torch_view(t: Any, output: bool) -> np.ndarray | None:
+    """The numpy view of a CPU torch tensor or parameter, as the general path makes it (a bf16
+    one as int16; an input that requires grad detached, as a model's weights do); None for
+    anything it would treat apart (an output that requires grad, a lazy negation or
+    conjugation, another device or layout, another subclass)."""
     torch = _torch()
+    kind = type(t)
     if (
-        type(t) is not torch.Tensor
+        (kind is not torch.Tensor and kind is not torch.nn.Parameter)
         or not t.is_cpu
         or t.layout is not torch.strided
-        or t.requires_grad
         or t.is_neg()
         or t.is_conj()
     ):
         return None
+    if t.requires_grad:
+        if output:
+            return None
+        t = t.detach()
     if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy()
     try:
@@ -263,8 +272,8 @@ def _torch_view(t: Any) -> np.ndarray | None:
 def _viewed(args: tuple, torch: tuple[tuple[int, bool], ...]) -> tuple:
     """``args`` with each torch tensor replaced by its numpy view (no version bump)."""
     out = list(args)
-    for i, _ in torch:
-        out[i] = _torch_view(args[i])
+    for i, output in torch:
+        out[i] = _torch_view(args[i], output)
     return tuple(out)
 
 
@@ -274,8 +283,8 @@ def _torch_args(args: tuple, torch: tuple[tuple[int, bool], ...], tensors: tuple
     arguments' bytes overlap (a view of another, or a tensor made from an array passed too:
     the general path checks them). ``tensors``: the record's tensor entries."""
     out = list(args)
-    for i, _ in torch:
-        view = _torch_view(args[i])
+    for i, output in torch:
+        view = _torch_view(args[i], output)
         if view is None:
             return None
         out[i] = view

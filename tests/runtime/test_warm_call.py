@@ -227,6 +227,11 @@ def test_torch_tensors_take_the_warm_path_with_the_general_paths_checks():
         add_one(shared, torch.from_numpy(shared), config=CONFIG)  # one buffer, two faces
     with pytest.raises(ArgumentError, match="requires grad"):
         add_one(a, torch.zeros(8, 64, requires_grad=True), config=CONFIG)
+    weight = torch.nn.Parameter(a * 5)  # an input that requires grad: detached, warm
+    add_one(weight, out, config=CONFIG)
+    calls = calls_of(add_one, weight, out, config=CONFIG)
+    assert not any("compiled.py:execute" in c for c in calls)
+    torch.testing.assert_close(out, a * 5 + 1, rtol=0, atol=0)
     add_one(a, out, config=CONFIG)
     torch.testing.assert_close(out, a + 1, rtol=0, atol=0)
     compiled = ir.compile(Double, platform="a2a3sim")  # upstream's compiled(*tensors)

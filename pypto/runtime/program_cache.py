@@ -293,7 +293,10 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
         return ("module", value.__name__, found)
     if isinstance(value, (tuple, list, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, frozenset) else value
-        return ("seq", type(value).__name__, tuple(_record(v, attrs) for v in items))
+        record = ("seq", type(value).__name__, tuple(_record(v, attrs) for v in items))
+        if type(value) in (tuple, list, frozenset):
+            return record
+        return (*record, _class_files(value))  # a NamedTuple's properties run its class's code
     if isinstance(value, dict):
         return ("dict", tuple((repr(k), _record(v, attrs)) for k, v in value.items()))
     if isinstance(value, enum.Enum):
@@ -305,22 +308,30 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
 
 def _record_dataclass(value: Any) -> tuple:
     """A dataclass instance (a model's shape or tiling config, say): its class by name and by
-    the files its classes are defined in (a property the kernel reads runs their code), and
-    each field's value as any captured value is recorded."""
-    files = []
-    for cls in type(value).__mro__[:-1]:  # all but object
+    the files its classes are defined in, and each field's value as any captured value is
+    recorded."""
+    fields = tuple((f.name, _record(getattr(value, f.name), frozenset())) for f in dataclasses.fields(value))
+    return ("dataclass", type(value).__module__, type(value).__qualname__, _class_files(value), fields)
+
+
+def _class_files(value: Any) -> tuple[tuple[str, str], ...]:
+    """The source file and its digest of each class ``value`` is an instance of, past the
+    builtin ones: a property or method the kernel reads runs their code."""
+    files: list[tuple[str, str]] = []
+    for cls in type(value).__mro__:
+        if cls.__module__ == "builtins":
+            continue
         try:
             source = inspect.getsourcefile(cls)
-        except TypeError:  # a builtin base
+        except TypeError:  # a class of an extension module
             source = None
         sha = file_digest(Path(source)) if source else None
-        if sha is None:
+        if source is None or sha is None:
             raise Uncacheable(
                 f"reads a {type(value).__qualname__}, whose class {cls.__qualname__} has no source file"
             )
         files.append((source, sha))
-    fields = tuple((f.name, _record(getattr(value, f.name), frozenset())) for f in dataclasses.fields(value))
-    return ("dataclass", type(value).__module__, type(value).__qualname__, tuple(files), fields)
+    return tuple(files)
 
 
 def _kernel_head(value: Any) -> tuple:
@@ -374,6 +385,8 @@ def _seq_matches(value: Any, rec: tuple) -> bool:
             return False
         return all(repr(k) == rk and _matches(v, sub) for (k, v), (rk, sub) in zip(value.items(), rec[1]))
     if type(value).__name__ != rec[1] or not isinstance(value, (tuple, list, frozenset)):
+        return False
+    if len(rec) > 3 and _class_files(value) != rec[3]:  # a subclass's code (Uncacheable: no match)
         return False
     items = sorted(value, key=repr) if isinstance(value, frozenset) else value
     return len(items) == len(rec[2]) and all(_matches(v, sub) for v, sub in zip(items, rec[2]))

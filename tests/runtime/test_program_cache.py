@@ -156,6 +156,42 @@ def test_a_dataclass_config_is_recorded_by_its_fields_and_its_class_file(tmp_pat
         sys.modules.pop("pc_shape", None)
 
 
+TUPLE_MODULE = """
+from typing import NamedTuple
+
+
+class Shape(NamedTuple):
+    factor: float = 2.0
+
+    @property
+    def scaled(self) -> float:
+        return self.factor * {mult}
+
+
+SHAPE = Shape({factor})
+"""
+
+
+def test_a_named_tuple_config_is_recorded_with_its_class_file(tmp_path, compiles):
+    """A NamedTuple config read through a property: a hit needs the same class code too (a
+    changed property had been served the program compiled with the old one)."""
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "pc_tuple.py").write_text(TUPLE_MODULE.format(mult="1.0", factor="2.0"))
+        path = write_kernel(tmp_path, "SHAPE.scaled", "from pc_tuple import SHAPE")
+        run(path)
+        out, _ = run(path)
+        assert compiles == ["scale_rows"]
+        (tmp_path / "pc_tuple.py").write_text(TUPLE_MODULE.format(mult="10.0", factor="2.0"))
+        sys.modules.pop("pc_tuple")
+        out, _ = run(path)
+        assert compiles == ["scale_rows"] * 2
+        np.testing.assert_array_equal(out, A * np.float32(20.0))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_tuple", None)
+
+
 def test_module_attribute_change_recompiles(tmp_path, compiles):
     sys.path.insert(0, str(tmp_path))
     try:

@@ -300,7 +300,10 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
     if isinstance(value, dict):
         return ("dict", tuple((repr(k), _record(v, attrs)) for k, v in value.items()))
     if isinstance(value, enum.Enum):
-        return ("enum", type(value).__module__, type(value).__qualname__, value.name)
+        head = ("enum", type(value).__module__, type(value).__qualname__, value.name)
+        if type(value).__module__.split(".")[0] in VALUE_PACKAGES:  # versioned: the name is enough
+            return head
+        return (*head, _record(value.value, frozenset()))  # a user's enum: its value folds in too
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _record_dataclass(value)
     return _record_object(value)

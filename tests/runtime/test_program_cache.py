@@ -192,6 +192,27 @@ def test_a_named_tuple_config_is_recorded_with_its_class_file(tmp_path, compiles
         sys.modules.pop("pc_tuple", None)
 
 
+def test_an_enum_member_is_recorded_with_its_value(tmp_path, compiles):
+    """An enum member whose value the kernel folds in: a changed value compiles again (the
+    member's name alone had served the program compiled with the old value)."""
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = "import enum\n\n\nclass Scale(enum.Enum):\n    BY = {value}\n"
+        (tmp_path / "pc_enum.py").write_text(module.format(value="2.0"))
+        path = write_kernel(tmp_path, "BY.value", "from pc_enum import Scale\nBY = Scale.BY")
+        run(path)
+        run(path)
+        assert compiles == ["scale_rows"]
+        (tmp_path / "pc_enum.py").write_text(module.format(value="7.00"))
+        sys.modules.pop("pc_enum")
+        out, _ = run(path)
+        assert compiles == ["scale_rows"] * 2
+        np.testing.assert_array_equal(out, A * np.float32(7.0))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pc_enum", None)
+
+
 def test_module_attribute_change_recompiles(tmp_path, compiles):
     sys.path.insert(0, str(tmp_path))
     try:

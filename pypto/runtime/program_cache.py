@@ -21,8 +21,10 @@ program is not cached), so the program has no dependencies to record.
 **Dependencies** (checked on each hit): every name the kernel's source mentions is looked up as
 the frontend would (closure, then module globals) and recorded — a constant by its value, a
 module by the attributes the source reads from it, a dataclass instance (a model's config) by
-its fields' values and the files its classes are defined in, a called ``@pl.jit.incore`` or
-``@pl.function`` kernel by its own file, name and dependencies. A hit whose recorded values no
+its fields' values and the files its classes are defined in (a NamedTuple's too), a user's enum
+member by its value, a called ``@pl.jit.incore`` or ``@pl.function`` kernel, a
+``@pl.jit.inline`` helper or a ``@pl.jit.host`` function by its own file, name and
+dependencies. A hit whose recorded values no
 longer match (an imported constant changed) is a miss. A kernel that reads a value this cannot
 record faithfully (a user object, a helper function) is simply not cached on disk.
 
@@ -60,7 +62,7 @@ from pypto.errors import PyptoError
 from pypto.frontend.captured import ABSENT, VALUE_PACKAGES, names_in, resolve
 from pypto.kernel_build.cache_files import atomic_write, ensure_dir
 from pypto.kernel_build.cache_files import digest as file_digest
-from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+from pypto.language.decorators import HostFunction, InlineFunction, JitFunction, KernelFunction
 
 log = Logger(__name__)
 
@@ -252,6 +254,10 @@ def _record_fn(fn: Any) -> tuple:
     return ("fn", sha, _where(fn), records)
 
 
+# How deep the recording is inside @pl.jit.host functions (run while a kernel compiles, so the
+# plain functions they call run too: recorded by their code, not their name).
+_RUNNING = [0]
+
 _PROGRAM = ("program",)  # the dependency record of a @pl.program's entry: nothing beyond its key
 
 
@@ -280,6 +286,12 @@ def _record(value: Any, attrs: frozenset[str]) -> tuple:
         return ABSENT
     if isinstance(value, InlineFunction):  # expanded into the kernel: its own reads count too
         return ("inline", _record_fn(value.fn))
+    if isinstance(value, HostFunction):  # run while the kernel compiles: its code and reads count
+        _RUNNING[0] += 1  # and so do those of the plain functions it calls
+        try:
+            return ("host", _record_fn(value.fn))
+        finally:
+            _RUNNING[0] -= 1
     if isinstance(value, _PLAIN):
         return ("v", type(value).__name__, repr(value))
     if isinstance(value, (JitFunction, KernelFunction)):
@@ -349,8 +361,10 @@ def _record_object(value: Any) -> tuple:
     shape, dtype, tobytes = (getattr(value, a, None) for a in ("shape", "dtype", "tobytes"))
     if type(value).__module__.split(".")[0] == "numpy" and shape is not None and callable(tobytes):
         return ("array", str(dtype), repr(shape), sha256(tobytes()).hexdigest())
-    if isinstance(value, types.FunctionType):  # the frontend never calls it: its name is enough
-        return ("named", value.__module__, value.__qualname__)
+    if isinstance(value, types.FunctionType):
+        if _RUNNING[0]:  # called by a host function while the kernel compiles: its code counts
+            return ("called", _record_fn(value))
+        return ("named", value.__module__, value.__qualname__)  # the frontend never calls it
     if isinstance(value, (types.BuiltinFunctionType, type)):
         module = getattr(value, "__module__", None) or ""
         if module == "builtins" or module.split(".")[0] in VALUE_PACKAGES:
@@ -368,6 +382,10 @@ def _matches(value: Any, rec: tuple) -> bool:
     kind = rec[0]
     if kind == "inline":
         return isinstance(value, InlineFunction) and _fn_matches(value.fn, rec[1])
+    if kind == "host":
+        return isinstance(value, HostFunction) and _fn_matches(value.fn, rec[1])
+    if kind == "called":
+        return isinstance(value, types.FunctionType) and _fn_matches(value, rec[1])
     if kind == "kernel":
         if not isinstance(value, (JitFunction, KernelFunction)):
             return False

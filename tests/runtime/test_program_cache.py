@@ -213,6 +213,39 @@ def test_an_enum_member_is_recorded_with_its_value(tmp_path, compiles):
         sys.modules.pop("pc_enum", None)
 
 
+def test_a_host_function_s_code_is_a_dependency(tmp_path, compiles):
+    """A @pl.jit.host helper in another module, run while the kernel compiles: an edit of its
+    body, or of a plain function in a third module it calls, compiles the kernel again (their
+    names alone had served the program compiled with the old code: a stale, wrong result)."""
+    sys.path.insert(0, str(tmp_path))
+    try:
+        host = (
+            "import pypto.language as pl\nfrom pc_base import base\n\n\n"
+            "@pl.jit.host\ndef factor():\n    return base() * {scale}\n"
+        )
+        (tmp_path / "pc_base.py").write_text("def base():\n    return 2.0\n")
+        (tmp_path / "pc_host.py").write_text(host.format(scale="1.0"))
+        path = write_kernel(tmp_path, "factor()", "from pc_host import factor")
+        run(path)
+        out, _ = run(path)
+        assert compiles == ["scale_rows"]
+        np.testing.assert_array_equal(out, A * np.float32(2.0))
+        (tmp_path / "pc_host.py").write_text(host.format(scale="3.00"))  # the host function's body
+        sys.modules.pop("pc_host")
+        out, _ = run(path)
+        np.testing.assert_array_equal(out, A * np.float32(6.0))
+        (tmp_path / "pc_base.py").write_text("def base():\n    return 5.00\n")  # what it calls
+        sys.modules.pop("pc_base")
+        sys.modules.pop("pc_host")
+        out, _ = run(path)
+        np.testing.assert_array_equal(out, A * np.float32(15.0))
+        assert compiles == ["scale_rows"] * 3
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("pc_host", "pc_base"):
+            sys.modules.pop(name, None)
+
+
 def test_module_attribute_change_recompiles(tmp_path, compiles):
     sys.path.insert(0, str(tmp_path))
     try:

@@ -9,6 +9,8 @@ again when a constant was rebound; the program cache on disk records the same na
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
 import enum
 import types
 from typing import Any
@@ -85,14 +87,18 @@ def changed(found: tuple[Guard, ...]) -> str | None:
 
 def _same(now: Any, value: Any) -> bool:
     try:
-        return type(now) is type(value) and bool(now == value)
+        if type(now) is not type(value):
+            return False
+        if dataclasses.is_dataclass(now):  # field by field, whatever its eq= says
+            return all(_same(getattr(now, f.name), getattr(value, f.name)) for f in dataclasses.fields(now))
+        return bool(now == value)
     except Exception:  # a value whose == does not give one truth value
         return False
 
 
 def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
     from pypto.frontend.source import KernelSource
-    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+    from pypto.language.decorators import HostFunction, InlineFunction, JitFunction, KernelFunction
 
     code = getattr(fn, "__code__", None)
     if code is None or id(code) in seen:
@@ -106,8 +112,9 @@ def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
     for name in sorted(names):
         value = _guard_name(fn, name, out)
         if isinstance(value, types.ModuleType):
-            _module_attrs(value, attrs, out)
-        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):  # it calls these
+            for _, found in _module_attrs(value, attrs, out):  # a kernel or helper reached through it
+                _collect(found.fn, out, seen)
+        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction, HostFunction)):  # it calls these
             _collect(value.fn, out, seen)
 
 
@@ -115,7 +122,7 @@ def _collect_recorded(fn: Any, record: tuple, out: list[Guard], seen: set[int]) 
     """:func:`_collect` with the names read from ``record`` ("fn", file sha, where, ((name,
     value record), ...)): a module's record lists the attributes read from it, a called
     kernel's or an inline helper's record ends with its own function record."""
-    from pypto.language.decorators import InlineFunction, JitFunction, KernelFunction
+    from pypto.language.decorators import HostFunction, InlineFunction, JitFunction, KernelFunction
 
     code = getattr(fn, "__code__", None)
     if code is None or id(code) in seen:
@@ -124,8 +131,10 @@ def _collect_recorded(fn: Any, record: tuple, out: list[Guard], seen: set[int]) 
     for name, rec in record[3]:
         value = _guard_name(fn, name, out)
         if isinstance(value, types.ModuleType):
-            _module_attrs(value, frozenset(a for a, _ in rec[2]), out)
-        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction)):
+            subs = dict(rec[2])
+            for attr, found in _module_attrs(value, frozenset(subs), out):
+                _collect_recorded(found.fn, subs[attr][-1], out, seen)
+        elif isinstance(value, (JitFunction, KernelFunction, InlineFunction, HostFunction)):
             _collect_recorded(value.fn, rec[-1], out, seen)
 
 
@@ -139,11 +148,18 @@ def _guard_name(fn: Any, name: str, out: list[Guard]) -> Any:
     return value
 
 
-def _module_attrs(module: types.ModuleType, attrs: frozenset[str], out: list[Guard]) -> None:
+def _module_attrs(module: types.ModuleType, attrs: frozenset[str], out: list[Guard]) -> list[tuple[str, Any]]:
+    """Guards the plain values among ``module``'s attributes ``attrs``; returns the kernels and
+    helpers among them, by name (what the source calls through the module), whose reads count
+    too."""
+    from pypto.language.decorators import HostFunction, InlineFunction, JitFunction, KernelFunction
+
     if module.__name__.split(".")[0] in VALUE_PACKAGES:
-        return
+        return []
     ns = vars(module)
     out.extend((ns, a, _snapshot(ns[a])) for a in sorted(attrs) if a in ns and _plain(ns[a]))
+    kinds = (JitFunction, KernelFunction, InlineFunction, HostFunction)
+    return [(a, ns[a]) for a in sorted(attrs) if a in ns and isinstance(ns[a], kinds)]
 
 
 def _cell(fn: Any, name: str) -> Any:
@@ -158,13 +174,18 @@ def _plain(value: Any) -> bool:
         return all(_plain(v) for v in value)
     if isinstance(value, dict):
         return all(_plain(k) and _plain(v) for k, v in value.items())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a model's config
+        return all(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
     return isinstance(value, _PLAIN)
 
 
 def _snapshot(value: Any) -> Any:
-    """A mutable container is copied, so an in-place change is seen as a change."""
+    """A mutable container (or dataclass) is copied, so an in-place change is seen as one."""
     if isinstance(value, list):
         return [_snapshot(v) for v in value]
     if isinstance(value, dict):
         return {k: _snapshot(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        params: Any = type(value).__dataclass_params__  # type: ignore[attr-defined]
+        return value if params.frozen else copy.deepcopy(value)
     return value

@@ -5,6 +5,7 @@ never costs a compile."""
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -43,6 +44,31 @@ def make(factor):
 
 def setattr_cell(kernel, value):
     kernel.fn.__closure__[kernel.fn.__code__.co_freevars.index("factor")].cell_contents = value
+
+
+@dataclass
+class Config:  # a model's config: not frozen, so it can also change in place
+    factor: float = 2.0
+
+
+CONFIG = Config()
+host_mod = types.ModuleType("pc_captured_host")
+host_mod.CONFIG = Config(3.0)
+
+
+def _host_factor():
+    return host_mod.CONFIG.factor + 1.0
+
+
+host_mod.factor = pl.jit.host(_host_factor)
+
+
+@pl.jit
+def configured(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.muls(pl.load(a, [0, 0], [16, 64]), CONFIG.factor)
+        pl.store(pl.muls(t, host_mod.factor()), [0, 0], out)
+    return out
 
 
 LOAD = jit.program_cache.load  # the real lookup, for the test that reads the program cache
@@ -124,3 +150,25 @@ def test_a_kernel_served_by_the_program_cache_still_compiles_again_when_a_consta
         assert len(compiles) == before + 1
     finally:
         SCALE = 2.0
+
+
+def test_a_config_rebound_or_changed_in_place_and_a_host_function_s_reads_compile_again(compiles):
+    """A dataclass config the kernel reads, rebound or changed in place, and a value a
+    @pl.jit.host function reads (reached through a module attribute): each compiles again in
+    the same process (each had served the program compiled with the old value)."""
+    global CONFIG
+    try:
+        np.testing.assert_array_equal(call(configured), A * np.float32(2) * np.float32(4))
+        call(configured)
+        CONFIG = Config(2.0)  # an equal config, another object: no compile
+        call(configured)
+        assert compiles == ["configured"]
+        CONFIG = Config(5.0)
+        np.testing.assert_array_equal(call(configured), A * np.float32(5) * np.float32(4))
+        CONFIG.factor = 0.5  # in place
+        np.testing.assert_array_equal(call(configured), A * np.float32(0.5) * np.float32(4))
+        host_mod.CONFIG = Config(7.0)  # read by the host function only
+        np.testing.assert_array_equal(call(configured), A * np.float32(0.5) * np.float32(8))
+        assert compiles == ["configured"] * 4
+    finally:
+        CONFIG, host_mod.CONFIG = Config(), Config(3.0)

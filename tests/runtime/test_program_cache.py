@@ -116,13 +116,11 @@ def test_imported_constant_change_recompiles(tmp_path, compiles):
         sys.modules.pop("pc_consts", None)
 
 
-SHAPE_MODULE = """
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Shape:
-    factor: float = 2.0
+CONFIG_CLASSES = {
+    "dataclass": "from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Shape:\n",
+    "NamedTuple": "from typing import NamedTuple\n\n\nclass Shape(NamedTuple):\n",
+}
+CONFIG_BODY = """    factor: float = 2.0
 
     @property
     def scaled(self) -> float:
@@ -133,20 +131,23 @@ SHAPE = Shape({factor})
 """
 
 
-def test_a_dataclass_config_is_recorded_by_its_fields_and_its_class_file(tmp_path, compiles):
-    """A model's shape or tiling config, a dataclass instance the kernel reads: the program is
-    cached (it had compiled at every call in a new process), and a hit needs the same field
-    values and the same class code (a property the kernel reads runs it)."""
+@pytest.mark.parametrize("kind", sorted(CONFIG_CLASSES))
+def test_a_config_object_is_recorded_by_its_fields_and_its_class_file(tmp_path, compiles, kind):
+    """A model's shape or tiling config the kernel reads (a dataclass: it had compiled at every
+    call in a new process; a NamedTuple): a hit needs the same field values and the same class
+    code (a property the kernel reads runs it; a NamedTuple's changed property had been served
+    the program compiled with the old one)."""
     sys.path.insert(0, str(tmp_path))
     try:
-        (tmp_path / "pc_shape.py").write_text(SHAPE_MODULE.format(mult="1.0", factor="2.0"))
+        module = CONFIG_CLASSES[kind] + CONFIG_BODY
+        (tmp_path / "pc_shape.py").write_text(module.format(mult="1.0", factor="2.0"))
         path = write_kernel(tmp_path, "SHAPE.scaled", "from pc_shape import SHAPE")
         run(path)
         out, _ = run(path)
         assert compiles == ["scale_rows"]
         np.testing.assert_array_equal(out, A * np.float32(2.0))
         for mult, factor, want in (("1.0", "3.00", 3.0), ("10.0", "3.00", 30.0)):  # a field, then the class
-            (tmp_path / "pc_shape.py").write_text(SHAPE_MODULE.format(mult=mult, factor=factor))
+            (tmp_path / "pc_shape.py").write_text(module.format(mult=mult, factor=factor))
             sys.modules.pop("pc_shape")
             out, _ = run(path)
             np.testing.assert_array_equal(out, A * np.float32(want))
@@ -154,42 +155,6 @@ def test_a_dataclass_config_is_recorded_by_its_fields_and_its_class_file(tmp_pat
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("pc_shape", None)
-
-
-TUPLE_MODULE = """
-from typing import NamedTuple
-
-
-class Shape(NamedTuple):
-    factor: float = 2.0
-
-    @property
-    def scaled(self) -> float:
-        return self.factor * {mult}
-
-
-SHAPE = Shape({factor})
-"""
-
-
-def test_a_named_tuple_config_is_recorded_with_its_class_file(tmp_path, compiles):
-    """A NamedTuple config read through a property: a hit needs the same class code too (a
-    changed property had been served the program compiled with the old one)."""
-    sys.path.insert(0, str(tmp_path))
-    try:
-        (tmp_path / "pc_tuple.py").write_text(TUPLE_MODULE.format(mult="1.0", factor="2.0"))
-        path = write_kernel(tmp_path, "SHAPE.scaled", "from pc_tuple import SHAPE")
-        run(path)
-        out, _ = run(path)
-        assert compiles == ["scale_rows"]
-        (tmp_path / "pc_tuple.py").write_text(TUPLE_MODULE.format(mult="10.0", factor="2.0"))
-        sys.modules.pop("pc_tuple")
-        out, _ = run(path)
-        assert compiles == ["scale_rows"] * 2
-        np.testing.assert_array_equal(out, A * np.float32(20.0))
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("pc_tuple", None)
 
 
 def test_an_enum_member_is_recorded_with_its_value(tmp_path, compiles):

@@ -96,7 +96,10 @@ def _same(now: Any, value: Any) -> bool:
         return False
 
 
-def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
+def _collect(fn: Any, out: list[Guard], seen: set[int], runs: bool = False) -> None:
+    """Guards what ``fn``'s source reads, and what the kernels and helpers it calls read.
+    ``runs``: ``fn`` runs while the kernel compiles (a host function, or a plain function one
+    calls), so the plain functions it calls run too and their reads count."""
     from pypto.frontend.source import KernelSource
     from pypto.language.decorators import HostFunction, InlineFunction, JitFunction, KernelFunction
 
@@ -113,9 +116,11 @@ def _collect(fn: Any, out: list[Guard], seen: set[int]) -> None:
         value = _guard_name(fn, name, out)
         if isinstance(value, types.ModuleType):
             for _, found in _module_attrs(value, attrs, out):  # a kernel or helper reached through it
-                _collect(found.fn, out, seen)
+                _collect(found.fn, out, seen, isinstance(found, HostFunction))
         elif isinstance(value, (JitFunction, KernelFunction, InlineFunction, HostFunction)):  # it calls these
-            _collect(value.fn, out, seen)
+            _collect(value.fn, out, seen, isinstance(value, HostFunction))
+        elif runs and isinstance(value, types.FunctionType):
+            _collect(value, out, seen, True)
 
 
 def _collect_recorded(fn: Any, record: tuple, out: list[Guard], seen: set[int]) -> None:
@@ -136,6 +141,8 @@ def _collect_recorded(fn: Any, record: tuple, out: list[Guard], seen: set[int]) 
                 _collect_recorded(found.fn, subs[attr][-1], out, seen)
         elif isinstance(value, (JitFunction, KernelFunction, InlineFunction, HostFunction)):
             _collect_recorded(value.fn, rec[-1], out, seen)
+        elif isinstance(value, types.FunctionType) and rec[0] == "called":  # a host function's helper
+            _collect_recorded(value, rec[1], out, seen)
 
 
 def _guard_name(fn: Any, name: str, out: list[Guard]) -> Any:

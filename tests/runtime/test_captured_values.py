@@ -54,20 +54,25 @@ class Config:  # a model's config: not frozen, so it can also change in place
 CONFIG = Config()
 host_mod = types.ModuleType("pc_captured_host")
 host_mod.CONFIG = Config(3.0)
+host_mod.ONE = 1.0
+
+
+def _one():  # a plain helper the host function calls: its reads count too
+    return host_mod.ONE
 
 
 def _host_factor():
-    return host_mod.CONFIG.factor + 1.0
+    return host_mod.CONFIG.factor + _one()
 
 
-host_mod.factor = pl.jit.host(_host_factor)
+host_mod.host_scale = pl.jit.host(_host_factor)
 
 
 @pl.jit
 def configured(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.muls(pl.load(a, [0, 0], [16, 64]), CONFIG.factor)
-        pl.store(pl.muls(t, host_mod.factor()), [0, 0], out)
+        pl.store(pl.muls(t, host_mod.host_scale()), [0, 0], out)
     return out
 
 
@@ -128,10 +133,13 @@ def test_guards_read_from_the_program_cache_record_are_the_ones_the_source_gives
     from pypto.frontend import captured
     from pypto.runtime.program_cache import _record_fn
 
-    for fn in (scale.fn, make(2.0)[0].fn):  # module values, an inline helper's module attribute, a closure
+    # module values, an inline helper's module attribute, a closure; a config, a host function's
+    # read through a module attribute and its helper's
+    for fn, names in ((scale.fn, {"SCALE", "ROWS", "OFFSET"}), (make(2.0)[0].fn, {None}),
+                      (configured.fn, {"CONFIG", "ONE"})):  # fmt: skip
         found = captured.guards(fn, _record_fn(fn))
         assert found == captured.guards(fn)
-        assert {name for _, name, _ in found} >= ({"SCALE", "ROWS", "OFFSET"} if fn is scale.fn else {None})
+        assert {name for _, name, _ in found} >= names
 
 
 def test_a_kernel_served_by_the_program_cache_still_compiles_again_when_a_constant_changes(
@@ -153,9 +161,10 @@ def test_a_kernel_served_by_the_program_cache_still_compiles_again_when_a_consta
 
 
 def test_a_config_rebound_or_changed_in_place_and_a_host_function_s_reads_compile_again(compiles):
-    """A dataclass config the kernel reads, rebound or changed in place, and a value a
-    @pl.jit.host function reads (reached through a module attribute): each compiles again in
-    the same process (each had served the program compiled with the old value)."""
+    """A dataclass config the kernel reads, rebound or changed in place, a value a @pl.jit.host
+    function reads (reached through a module attribute), and one a plain function it calls
+    reads: each compiles again in the same process (each had served the program compiled with
+    the old value)."""
     global CONFIG
     try:
         np.testing.assert_array_equal(call(configured), A * np.float32(2) * np.float32(4))
@@ -169,6 +178,8 @@ def test_a_config_rebound_or_changed_in_place_and_a_host_function_s_reads_compil
         np.testing.assert_array_equal(call(configured), A * np.float32(0.5) * np.float32(4))
         host_mod.CONFIG = Config(7.0)  # read by the host function only
         np.testing.assert_array_equal(call(configured), A * np.float32(0.5) * np.float32(8))
-        assert compiles == ["configured"] * 4
+        host_mod.ONE = 2.0  # read by a plain function the host function calls
+        np.testing.assert_array_equal(call(configured), A * np.float32(0.5) * np.float32(9))
+        assert compiles == ["configured"] * 5
     finally:
-        CONFIG, host_mod.CONFIG = Config(), Config(3.0)
+        CONFIG, host_mod.CONFIG, host_mod.ONE = Config(), Config(3.0), 1.0

@@ -56,8 +56,10 @@ def resolve(fn: Any, name: str) -> Any:
 
 def guards(fn: Any, record: tuple | None = None) -> tuple[Guard, ...]:
     """What :func:`changed` checks for ``fn``: each plain value (number, string, dtype, enum,
-    a tuple/list/dict of those) its source reads from its closure, its module or a user module's
-    attribute, and the same for every kernel or helper it calls.
+    a tuple/list/dict or dataclass of those) its source reads from its closure, its module or a
+    user module's attribute, and the same for every kernel, inline helper or host function it
+    calls (directly or through a module attribute) and every plain function a host function
+    calls.
 
     ``record``: the program cache's dependency record of ``fn`` (``program_cache._record_fn``),
     which names what the source reads; with it the source is not read and parsed again (most of

@@ -6,6 +6,7 @@ non-contiguous output is refused, because the kernel's writes would land in a co
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -61,13 +62,32 @@ def _torch_to_numpy(t: Any, name: str, output: bool) -> tuple[np.ndarray, int]:
             )
         torch.autograd.graph.increment_version(t)
     t = t.detach().resolve_neg().resolve_conj()
-    dtype = str(t.dtype).removeprefix("torch.")
-    if dtype == "bfloat16":
-        return t.view(dtype=torch.int16).numpy(), CODES["bfloat16"]
     try:
-        return t.numpy(), code_of(np.dtype(dtype))
+        view = torch_view(t)
     except TypeError as e:
         raise ArgumentError(f"argument {name!r}: {e}") from None
+    return view, torch_code(t, view)
+
+
+def torch_view(t: Any) -> np.ndarray:
+    """The numpy view of a detached CPU torch tensor; a bf16 one (numpy has no bf16) viewed as
+    int16, its dtype code given by ``torch_code``. TypeError: another dtype numpy has not."""
+    torch = torch_module()
+    return t.view(torch.int16).numpy() if t.dtype is torch.bfloat16 else t.numpy()
+
+
+@functools.cache
+def torch_module() -> Any:
+    """torch, imported at the first torch argument (never for numpy callers), then at the cost
+    of a call rather than an import statement's lookup (the warm call reads it per tensor)."""
+    import torch
+
+    return torch
+
+
+def torch_code(t: Any, view: np.ndarray) -> int:
+    """The dtype code of torch tensor ``t`` seen as ``view`` (``torch_view``)."""
+    return CODES["bfloat16"] if str(t.dtype) == "torch.bfloat16" else code_of(view.dtype)
 
 
 def as_array(value: Any, *, name: str, output: bool) -> tuple[np.ndarray, int]:

@@ -33,9 +33,9 @@ from pypto.frontend.specialize import dynamic_axes
 from pypto.runtime.compiled import MISS, CompiledProgram
 from pypto.runtime.config import RunConfig
 from pypto.runtime.device_tensor import ACTIVE, DISPATCHING, account, launch_traffic
-from pypto.runtime.dtypes import CODES, INPUT, code_of, flagged
+from pypto.runtime.dtypes import INPUT, code_of, flagged
 from pypto.runtime.launch import name_tensors
-from pypto.runtime.marshal import table_names
+from pypto.runtime.marshal import table_names, torch_code, torch_module, torch_view
 
 # numpy's array flag bits (ndarray.flags.num; NPY_ARRAY_* in numpy's C API): one integer read
 # answers what three flag attributes would.
@@ -75,8 +75,9 @@ class WarmCall:
         outputs = compiled.outputs
         # (argument index, is an output) of each torch tensor: viewed as numpy at each call
         self.torch = torch
-        bf16 = {i for i, _ in torch if str(args[i].dtype) == "torch.bfloat16"}  # viewed as int16
+        tensors_given = args  # the torch tensors themselves: their dtype codes
         args = _viewed(args, torch) if torch else args
+        torch_args = {i for i, _ in torch}
         mine = 0 if torch else _OWNDATA  # a torch tensor's view never owns its bytes: checked apart
         # (index, shape, dtype, dtype code as the run takes it, flag bits it must have)
         self.tensors = tuple(
@@ -84,7 +85,10 @@ class WarmCall:
                 i,
                 args[i].shape,
                 args[i].dtype,
-                _code(CODES["bfloat16"] if i in bf16 else code_of(args[i].dtype), i in outputs),
+                _code(
+                    torch_code(tensors_given[i], args[i]) if i in torch_args else code_of(args[i].dtype),
+                    i in outputs,
+                ),
                 _C_CONTIGUOUS | mine | (_WRITEABLE if i in outputs else 0),
             )
             for i in compiled.tensor_params
@@ -247,7 +251,7 @@ def _torch_view(t: Any, output: bool) -> np.ndarray | None:
     one as int16; an input that requires grad detached, as a model's weights do); None for
     anything it would treat apart (an output that requires grad, a lazy negation or
     conjugation, another device or layout, another subclass)."""
-    torch = _torch()
+    torch = torch_module()
     kind = type(t)
     if (
         (kind is not torch.Tensor and kind is not torch.nn.Parameter)
@@ -261,10 +265,8 @@ def _torch_view(t: Any, output: bool) -> np.ndarray | None:
         if output:
             return None
         t = t.detach()
-    if t.dtype is torch.bfloat16:
-        return t.view(torch.int16).numpy()
     try:
-        return t.numpy()
+        return torch_view(t)
     except TypeError:  # a dtype numpy has not
         return None
 
@@ -312,14 +314,6 @@ def _torch_args(args: tuple, torch: tuple[tuple[int, bool], ...], tensors: tuple
         if output:
             bump(args[i])
     return tuple(out)
-
-
-@functools.cache
-def _torch() -> Any:
-    """The torch module, imported on the first torch argument (never for numpy callers)."""
-    import torch
-
-    return torch
 
 
 @functools.cache

@@ -65,6 +65,14 @@ tools::TraceLayout layout_of(const py::dict& d) {
   l.pc_base = d["pc_base"].cast<uint64_t>();
   l.head = d["head"].cast<std::string>();
   l.tail = d["tail"].cast<std::string>();
+  if (d.contains("flows")) {  // [n, 6]: FlowEnd's fields per row
+    const auto f = I64Table::ensure(d["flows"]);
+    if (!f || f.ndim() != 2 || f.shape(1) != 6)
+      throw py::value_error("trace layout: flows of 6 columns");
+    const int64_t* v = f.data();
+    for (py::ssize_t i = 0; i < f.shape(0); ++i, v += 6)
+      l.flows.push_back({v[0], v[1], v[2], v[3], v[4], v[5]});
+  }
   if (d.contains("api_head")) {  // the API_INSTR block too
     l.api_head = d["api_head"].cast<std::string>();
     l.api_tail = d["api_tail"].cast<std::string>();
@@ -364,8 +372,9 @@ void bind_tools(py::module_& m) {
         py::arg("json_path"), py::arg("bin_path"),
         "Writes trace.json and visualize_data.bin (prefix, TRACE block and, when the layout "
         "has an api_head, API_INSTR block) of a kernel's launches from (pid, records, quoted "
-        "strings, offset in cycles, API_INSTR column) per core of each; returns the number of "
-        "events.");
+        "strings, offset in cycles, API_INSTR column) per core of each, and the layout's tile "
+        "pipe flows (int64 [n, 6]: id, pipe id, core entry, lane, cycles, 0 push / 1 pop) "
+        "ahead of the records' events; returns the number of records' events.");
   m.def("narrow_record_tables", &narrow_record_tables, py::arg("tables"),
         py::arg("spare") = py::none(),
         "Column c of every records table (rows x columns, int64), one table after another, "

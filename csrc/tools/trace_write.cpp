@@ -588,6 +588,44 @@ std::string api_instr_payload(const TraceSummary& sum, const TraceLayout& layout
   return out + layout.api_tail;
 }
 
+// A flow end of `layout.flows` that names no written core or lane: invalid_argument.
+void check_flows(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout) {
+  for (const FlowEnd& f : layout.flows) {
+    if (f.entry < 0 || static_cast<size_t>(f.entry) >= cores.size() || f.lane < 0 ||
+        static_cast<size_t>(f.lane) >= layout.lanes.size() || (f.finish != 0 && f.finish != 1)) {
+      throw std::invalid_argument("tile pipe flow " + std::to_string(f.id) +
+                                  ": no such core entry, lane or end");
+    }
+  }
+}
+
+// The flow arrows' events: the push end binds to the slice it starts in, the pop end ("bp":"e")
+// to the slice it ends in.
+void format_flows(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout, Out& out,
+                  bool& first) {
+  WholeUs ts;
+  for (const FlowEnd& f : layout.flows) {
+    const std::string& pid = cores[static_cast<size_t>(f.entry)].pid;
+    const std::string& lane = layout.lanes[static_cast<size_t>(f.lane)];
+    Cursor w = out.reserve(pid.size() + lane.size() + 160);
+    if (!first) w.put(',');
+    first = false;
+    w.put("{\"name\":\"tile pipe ");
+    w.integer(f.pipe_id);
+    w.put("\",\"cat\":\"tpipe\",\"id\":");
+    w.integer(f.id);
+    w.put(f.finish ? std::string_view(",\"ph\":\"f\",\"bp\":\"e\",\"pid\":\"")
+                   : std::string_view(",\"ph\":\"s\",\"pid\":\""));
+    w.put(pid);
+    w.put("\",\"tid\":\"");
+    w.put(lane);
+    w.put("\",\"ts\":");
+    w.cycles_as_us(f.cycles, &ts);
+    w.put('}');
+    out.advance(w);
+  }
+}
+
 TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const TraceLayout& layout,
                                const std::string& bin_prefix, const std::string& json_path,
                                const std::string& bin_path) {
@@ -601,6 +639,7 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     }
     if (!fresh) check_ids(core, layout);
   }
+  check_flows(cores, layout);
   TraceSummary sum;
   size_t slots = 0;  // the container's cores: entries of one core (launches) share a slot
   for (const CoreRecordsView& core : cores) slots = std::max(slots, core.slot + 1);
@@ -610,6 +649,7 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     Out out(files);
     out.put(layout.head);
     bool first = layout.head.empty() || layout.head.back() == '[';
+    format_flows(cores, layout, out, first);
     SiteTable sites;
     std::vector<std::string> pcs;
     for (size_t k = 0; k < cores.size(); ++k) {

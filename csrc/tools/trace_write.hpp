@@ -45,6 +45,14 @@ struct RecordColumns {
   int kind, pipe, start, end, bytes, addr, flag_src, flag_dst, flag_id;
 };
 
+// One end of a flow arrow from a tile push to the pop that received it: the flow's id, the
+// tile pipe's id, the entry of the written cores whose process draws it, its lane (a pipe
+// number), its time in cycles from the container's time 0, and 0 at the push ("s"), 1 at the
+// pop ("f").
+struct FlowEnd {
+  int64_t id, pipe_id, entry, lane, cycles, finish;
+};
+
 // Everything about the output that is not per record.
 struct TraceLayout {
   RecordColumns col{};
@@ -54,6 +62,7 @@ struct TraceLayout {
   int64_t repeat_bytes = 256;           // vector repeat size, for the utilisation figures
   uint64_t pc_base = 0x10000;           // pc_addr of static instruction n: pc_base + 4 n
   std::string head;                     // '{"traceEvents":[' and the metadata events
+  std::vector<FlowEnd> flows;           // written after the head, before the records' events
   std::string tail;                     // '],"displayTimeUnit":...}'
   // The API_INSTR block's payload around its entries: '{"Cores":[...],"Instructions":[' and
   // '],"Instructions Dtype":{...}}'; an empty head writes no API_INSTR block.

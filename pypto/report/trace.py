@@ -12,12 +12,14 @@ lane.
 The events are formatted and both files written in C++ (``_native.write_trace``, from the
 records table the run returned), which also numbers the static instructions and writes their
 totals per core as the API_INSTR block (a decode writes thousands of short launches: in Python
-that block had been a quarter of a traced call); this module adds the metadata and the SOURCE
-blocks, and the text around the block's entries.
+that block had been a quarter of a traced call) and the arrows from each tile push to its pop
+(``pipe_flows`` pairs them; as JSON made in Python they had been two thirds of a traced
+FlashAttention call); this module adds the metadata and the SOURCE blocks, and the text around
+the block's entries.
 
 Time unit: one simulated cycle is one nanosecond of trace time (``ts``/``dur`` are Chrome-trace
-microseconds, ``trace_us``: the decimal ``cycles / 1000``, or the next double up where that
-decimal reads back a hair low), so viewers that keep integer nanoseconds — truncating or
+microseconds: the decimal ``cycles / 1000``, or the next double up where that decimal reads
+back a hair low), so viewers that keep integer nanoseconds — truncating or
 rounding — hold every cycle boundary exactly; ``otherData`` records the platform clock for
 converting to real time.
 """
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -76,14 +77,6 @@ class CoreRecords:
     offset: int = 0
 
 
-def trace_us(cycles: int) -> float:
-    """Cycles as Chrome-trace microseconds that read back exactly: ``cycles / 1000``, or the
-    next double up when that one times 1000 falls below ``cycles`` (a reader truncating to
-    integer nanoseconds, as Perfetto does, would land 1 ns early). As the native writer does."""
-    us = cycles / 1000
-    return math.nextafter(us, math.inf) if us * 1000 < cycles else us
-
-
 def core_pid(block: int, cube: bool) -> str:
     """Vendor-style core names: a cluster ``coreN`` holds one cube core and two vector cores."""
     return f"core{block}.cubecore0" if cube else f"core{block // 2}.veccore{block % 2}"
@@ -126,47 +119,67 @@ def _shared(cache: dict, key: tuple, make: Callable[..., Any], *args: Any) -> An
     return cache[key]
 
 
-def pipe_flows(cores: list[CoreRecords], locals_: list[int], first_id: int = 1) -> list[str]:
-    """Chrome-trace flow events from each tile push to the pop that received it: the k-th
-    push on a route (from core, to core, pipe id — recorded in the flag columns of TPUSH and
-    TPOP) pairs with the k-th pop on it, in one launch (``cores``). ``locals_``: each core's
-    number in its cluster; ``first_id``: the first flow's id (the launches of a container
-    number theirs on from the one before)."""
-    ends: dict[tuple[Any, ...], list[tuple[str, str, int]]] = {}  # (is push, *route) -> ends
-    for core, local in zip(cores, locals_):
-        raw = core.trace.raw
-        names = raw["strings"]
-        ids = [i for i, n in enumerate(names) if n in ("TPUSH", "TPOP")]
-        keep = np.isin(raw["name_id"], ids)  # only the pipe ops: a long trace stays cheap
-        for row, name_id in zip(raw["table"][keep].tolist(), raw["name_id"][keep].tolist()):
-            name = names[name_id]
-            route = (row[_COL["flag_src"]], row[_COL["flag_dst"]], row[_COL["flag_id"]])
-            if (route[0] if name == "TPUSH" else route[1]) != local:
-                continue
-            at = row[_COL["start"]] + core.offset
-            ends.setdefault((name == "TPUSH", *route), []).append((core.pid, PIPES[row[_COL["pipe"]]], at))
-    events, n = [], first_id - 1
-    for key, pushes in sorted(ends.items()):
-        is_push, route = key[0], key[1:]
-        if not is_push:
-            continue
-        for (pid, lane, t0), (qpid, qlane, t1) in zip(pushes, ends.get((False, *route), [])):
-            n += 1
-            common = {"name": f"tile pipe {route[2]}", "cat": "tpipe", "id": n}
-            events.append(json.dumps({**common, "ph": "s", "pid": pid, "tid": lane, "ts": trace_us(t0)}))
-            events.append(
-                json.dumps({**common, "ph": "f", "bp": "e", "pid": qpid, "tid": qlane, "ts": trace_us(t1)})
-            )
-    return events
+def pipe_flows(
+    cores: list[CoreRecords], places: list[tuple[int, int]], first_id: int = 1, first_entry: int = 0
+) -> np.ndarray:
+    """The arrows from each tile push to the pop that received it, in one launch (``cores``):
+    on each route of a cluster (from core, to core, pipe id: the flag columns of TPUSH and TPOP)
+    the k-th push pairs with the k-th pop. As the native writer takes them: per arrow a row for
+    its push, then one for its pop — id, tile pipe id, core entry in the container, lane (pipe),
+    cycles from the container's time 0, 0 at the push and 1 at the pop. ``places``: each core's
+    (cluster, number in the cluster); ``first_id`` and ``first_entry``: the launch's first arrow
+    id and first core entry (a container's launches number theirs on from the one before)."""
+    ends = [_pipe_ends(core, cluster, local, first_entry + k) for k, (core, (cluster, local)) in
+            enumerate(zip(cores, places))]  # fmt: skip
+    found = [e for e in ends if len(e)]
+    if not found:
+        return np.zeros((0, 6), np.int64)
+    # columns: cluster, from, to, pipe id, is push, entry, lane, cycles; rows in launch order
+    e = np.concatenate(found)
+    e = e[np.lexsort(e[:, 4::-1].T)]  # by route, pops before pushes, each in launch order (stable)
+    new_group = np.r_[True, np.any(e[1:, :5] != e[:-1, :5], axis=1)]
+    starts = np.flatnonzero(new_group)
+    rank = np.arange(len(e)) - starts[np.cumsum(new_group) - 1]
+    route = np.cumsum(np.r_[True, np.any(e[1:, :4] != e[:-1, :4], axis=1)])
+    key = route * (len(e) + 1) + rank  # (route, k): ascending among the pops, and the pushes
+    push = e[:, 4] == 1
+    pop_keys = key[~push]
+    at = np.searchsorted(pop_keys, key[push])
+    paired = at < len(pop_keys)
+    paired[paired] = pop_keys[at[paired]] == key[push][paired]
+    pushes, pops = e[push][paired], e[~push][at[paired]]
+    n = len(pushes)
+    out = np.empty((2 * n, 6), np.int64)
+    out[0::2, 0] = out[1::2, 0] = np.arange(first_id, first_id + n)
+    out[0::2, 1] = out[1::2, 1] = pushes[:, 3]
+    out[0::2, 2:5], out[1::2, 2:5] = pushes[:, 5:8], pops[:, 5:8]
+    out[0::2, 5], out[1::2, 5] = 0, 1
+    return out
 
 
-def _layout(
-    pids: list[str],
-    clock_hz: float,
-    repeat_bytes: int,
-    extra: list[str] | None,
-    cache: dict,
-) -> dict[str, Any]:
+def _pipe_ends(core: CoreRecords, cluster: int, local: int, entry: int) -> np.ndarray:
+    """A core's ends of tile pipes: its pushes (from it) and pops (to it) as rows of cluster,
+    from, to, pipe id, is push, entry, lane, cycles (see pipe_flows), in record order."""
+    raw = core.trace.raw
+    names = raw["strings"]
+    pushes, pops = (
+        np.array([i for i, n in enumerate(names) if n == op], np.int32) for op in ("TPUSH", "TPOP")
+    )
+    if not len(pushes) and not len(pops):
+        return np.zeros((0, 8), np.int64)
+    is_push = np.isin(raw["name_id"], pushes)
+    keep = np.flatnonzero(is_push | np.isin(raw["name_id"], pops))  # a long trace stays cheap
+    rows = raw["table"][keep][:, [_COL[c] for c in ("flag_src", "flag_dst", "flag_id", "pipe", "start")]]
+    is_push = is_push[keep]
+    mine = np.where(is_push, rows[:, 0], rows[:, 1]) == local  # its own end of each
+    rows, is_push = rows[mine], is_push[mine]
+    out = np.empty((len(rows), 8), np.int64)
+    out[:, 0], out[:, 1:4], out[:, 4] = cluster, rows[:, :3], is_push
+    out[:, 5], out[:, 6], out[:, 7] = entry, rows[:, 3], rows[:, 4] + core.offset
+    return out
+
+
+def _layout(pids: list[str], clock_hz: float, repeat_bytes: int, cache: dict) -> dict[str, Any]:
     other = {
         "generator": "pypto",
         "clock_hz": clock_hz,
@@ -181,8 +194,7 @@ def _layout(
         "sync_names": list(SYNC_EVENT_NAMES),
         "repeat_bytes": repeat_bytes,
         "pc_base": _PC_BASE,
-        "head": '{"traceEvents":['
-        + ",".join(_shared(cache, ("metadata", *pids), _metadata, pids) + (extra or [])),
+        "head": '{"traceEvents":[' + ",".join(_shared(cache, ("metadata", *pids), _metadata, pids)),
         "tail": '],"displayTimeUnit":"ns","otherData":' + json.dumps(other) + "}",
         # The API_INSTR block (per static instruction, one figure per core), written natively.
         "api_head": '{"Cores":' + json.dumps(pids, separators=(",", ":")) + ',"Instructions":[',
@@ -225,15 +237,16 @@ def write_container(
     sim: Path | str,
     clock_hz: float,
     repeat_bytes: int = 256,
-    extra: list[str] | None = None,
+    flows: np.ndarray | None = None,
     json_copy: bool = False,
     cache: dict | None = None,
 ) -> Path:
     """``visualize_data.bin`` of a kernel's launches in the folder ``sim`` (and ``trace.json``
     when ``json_copy``): ``cores``, each launch's cores in turn, each at its offset from the
     container's time 0; a core of several launches is one process, its totals summed.
-    ``extra``: more trace events (flow arrows) as JSON strings. ``cache``: what the containers
-    of one run share (source files read, strings encoded), kept between them."""
+    ``flows``: the tile pipes' arrows (``pipe_flows``' rows, their entries indexing ``cores``).
+    ``cache``: what the containers of one run share (source files read, strings encoded), kept
+    between them."""
     from pypto import _native
 
     cache = {} if cache is None else cache
@@ -244,12 +257,11 @@ def write_container(
         for c in cores
     ]
     prefix = b"".join(_source_blocks(cores, cache))
-    layout = (
-        _layout(pids, clock_hz, repeat_bytes, extra, cache)
-        if extra
-        else _shared(cache, ("layout", clock_hz, repeat_bytes, *pids), _layout,
-                     pids, clock_hz, repeat_bytes, None, cache)
-    )  # fmt: skip
+    layout = _shared(
+        cache, ("layout", clock_hz, repeat_bytes, *pids), _layout, pids, clock_hz, repeat_bytes, cache
+    )
+    if flows is not None and len(flows):
+        layout = {**layout, "flows": flows}
     bin_path = os.path.join(sim, "visualize_data.bin")
     json_path = os.path.join(sim, "trace.json") if json_copy else ""
     _native.write_trace(native_cores, layout, prefix, json_path, bin_path)
@@ -363,17 +375,20 @@ def write_traces(
         for n, (kernel, groups) in enumerate(by_kernel.items()):
             origin = min(group[0].start for group in groups)  # its earliest launch
             cores: list[CoreRecords] = []
-            flows: list[str] = []
+            flows = [np.zeros((0, 6), np.int64)]
             for group in groups:
                 traced = [t for t in group if t.trace]
                 launch = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace, t.start - origin)
                           for t in traced if t.trace]  # fmt: skip
-                if len({t.core_type for t in traced}) == 2:
-                    locals_ = [0 if t.core_type == "AIC" else 1 + t.core % 2 for t in traced]
-                    flows += pipe_flows(launch, locals_, len(flows) // 2 + 1)
+                if len({t.core_type for t in traced}) == 2:  # a cluster kernel: (cluster, number in it)
+                    places = [
+                        (t.core, 0) if t.core_type == "AIC" else (t.core // 2, 1 + t.core % 2) for t in traced
+                    ]
+                    flows.append(pipe_flows(launch, places, sum(map(len, flows)) // 2 + 1, len(cores)))
                 cores += launch
             sim = _opprof_dir(root, kernel, stamp, n)
-            paths.append(str(write_container(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
+            arrows = np.concatenate(flows)
+            paths.append(str(write_container(cores, sim, report.clock_hz, repeat, arrows, json_copy, cache)))
             log.debug("wrote the trace of %s (%d launches) to %s", kernel, len(groups), sim)
             done.update()
     report.trace_paths.extend(paths)

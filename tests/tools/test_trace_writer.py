@@ -19,7 +19,7 @@ import seed_kernels as tk
 from pypto import _native
 from pypto.report.opprof_format import API_INSTR, SOURCE, TRACE, iter_blocks, source_lines
 from pypto.report.run_report import PIPES, RECORD_COLUMNS
-from pypto.report.trace import CoreRecords, trace_us, write_container
+from pypto.report.trace import CoreRecords, pipe_flows, write_container
 from pypto.runtime import RunConfig
 
 A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
@@ -133,9 +133,65 @@ def test_repeated_durations_and_bytes_read_back_per_event(traced, tmp_path: Path
     assert [round(e["ts"] * 1000) for e in evs] == list(range(0, 2000 * len(durations), 2000))
 
 
-def test_flow_timestamps_read_back_as_their_cycles():
-    for c in [*range(20_000), 10**12 + 1]:
-        assert int(trace_us(c) * 1000) == c and round(trace_us(c) * 1000) == c
+def _pipe_core(pid: str, ends: list[tuple[str, int, int, int]], offset: int = 0) -> CoreRecords:
+    """Made-up records of a core's tile pipe ops: (TPUSH or TPOP, from, to, start) each, on
+    pipe 0, an add between each two (not an end of a pipe)."""
+    col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+    strings = ["TADD", "TPOP", "TPUSH", "k.py:1:1"]
+    table = np.zeros((2 * len(ends), len(RECORD_COLUMNS)), np.int64)
+    names = np.zeros(2 * len(ends), np.int32)
+    for i, (op, src, dst, start) in enumerate(ends):
+        row = table[2 * i]
+        row[[col["flag_src"], col["flag_dst"], col["flag_id"]]] = src, dst, 0
+        row[col["pipe"]] = PIPES.index("FIXPIPE" if op == "TPUSH" else "MTE2")
+        row[col["start"]], row[col["end"]] = start, start + 5
+        names[2 * i] = strings.index(op)
+        table[2 * i + 1, [col["start"], col["end"], col["flag_id"]]] = start + 5, start + 6, -1
+    raw = {"table": table, "strings": strings, "name_id": names, "loc_id": np.full_like(names, 3)}
+    return CoreRecords(pid, SimpleNamespace(raw=raw), offset)  # type: ignore[arg-type]
+
+
+def test_each_push_is_drawn_to_the_pop_of_its_own_cluster(tmp_path: Path):
+    """Two clusters' AICs push to their first AIV on tile pipe 0; cluster 0's last push is never
+    popped (a run cut short). The k-th push of a cluster's route pairs with its k-th pop, so
+    no arrow crosses to the other cluster, and each end is drawn where its slice is."""
+    cores = [
+        _pipe_core("core0.cubecore0", [("TPUSH", 0, 1, t) for t in (10, 20, 30)]),
+        _pipe_core("core0.veccore0", [("TPOP", 0, 1, t) for t in (15, 1001)]),
+        _pipe_core("core1.cubecore0", [("TPUSH", 0, 1, t) for t in (12, 22)], offset=1000),
+        _pipe_core("core1.veccore0", [("TPOP", 0, 1, t) for t in (17, 27)], offset=1000),
+    ]
+    flows = pipe_flows(cores, [(0, 0), (0, 1), (1, 0), (1, 1)], first_id=5)
+    path = write_container(cores, tmp_path, 1e9, flows=flows)
+    events = json.loads(next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE))[
+        "traceEvents"
+    ]
+    arrows: dict[int, dict[str, tuple]] = {}
+    for e in events:
+        if e.get("cat") == "tpipe":
+            assert e["name"] == "tile pipe 0" and (e["ph"] == "s") != (e.get("bp") == "e")
+            arrows.setdefault(e["id"], {})[e["ph"]] = (e["pid"], e["tid"], round(e["ts"] * 1000))
+    assert sorted(arrows) == [5, 6, 7, 8]
+    assert sorted((a["s"], a["f"]) for a in arrows.values()) == [
+        (("core0.cubecore0", "FIXPIPE", 10), ("core0.veccore0", "MTE2", 15)),
+        (("core0.cubecore0", "FIXPIPE", 20), ("core0.veccore0", "MTE2", 1001)),
+        (("core1.cubecore0", "FIXPIPE", 1012), ("core1.veccore0", "MTE2", 1017)),
+        (("core1.cubecore0", "FIXPIPE", 1022), ("core1.veccore0", "MTE2", 1027)),
+    ]
+
+
+def test_flow_timestamps_read_back_as_their_cycles(tmp_path: Path):
+    """The arrows' ends are written as the records' events are: truncated or rounded to
+    integer nanoseconds, each reads back as its cycle."""
+    cycles = [*range(20_000), 10**12 + 1]
+    core = _pipe_core("core0.cubecore0", [("TPUSH", 0, 1, 0)])
+    flows = np.array([[i, 0, 0, PIPES.index("MTE3"), c, i % 2] for i, c in enumerate(cycles)], np.int64)
+    path = write_container([core], tmp_path, 1e9, flows=flows)
+    events = json.loads(next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE))[
+        "traceEvents"
+    ]
+    got = [Decimal(str(e["ts"])) * 1000 for e in events if e.get("cat") == "tpipe"]
+    assert [int(t) for t in got] == cycles and [round(t) for t in got] == cycles
 
 
 def test_container_blocks_and_api_totals_match_the_records(traced):
@@ -187,6 +243,14 @@ def test_bad_records_and_unwritable_folder_are_errors(traced, tmp_path: Path):
     layout["columns"] = [1, 2, 4, 5, 6, 7, 8, 9, 10]  # RECORD_COLUMNS without index and issue
     with pytest.raises(OSError, match="cannot write /dev/full: No space left"):
         _native.write_trace(good, layout, b"", "/dev/full", str(tmp_path / "b"))
+    # A tile pipe arrow drawn in a core that is not written, or on no lane: nothing written.
+    for bad_flow in ([1, 0, 1, 0, 5, 0], [1, 0, 0, len(PIPES), 5, 0], [1, 0, 0, 0, 5, 2]):
+        flows = np.array([bad_flow], np.int64)
+        with pytest.raises(ValueError, match="tile pipe flow 1: no such core entry, lane or end"):
+            _native.write_trace(
+                good, {**layout, "flows": flows}, b"", str(tmp_path / "c"), str(tmp_path / "d")
+            )
+        assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
 
 
 @pytest.mark.parametrize("rows", [0, 1, 7, 8, 9, 1001])

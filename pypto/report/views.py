@@ -121,10 +121,15 @@ def _available(report: RunReport, kind: str) -> int | None:
     return int(getattr(plat, f"{kind.lower()}_cores", 0)) or None
 
 
-def per_kind(report: RunReport) -> dict[str, KindUse]:
+def _kinds(cores: list[CoreUse]) -> list[str]:
+    return sorted({c.kind for c in cores}, key=lambda k: (k not in KINDS, k))
+
+
+def per_kind(report: RunReport, cores: list[CoreUse] | None = None) -> dict[str, KindUse]:
+    """``cores``: the report's ``per_core``, when the caller has it already."""
+    cores = per_core(report) if cores is None else cores
     kinds: dict[str, KindUse] = {}
-    cores = per_core(report)
-    for kind in sorted({c.kind for c in cores}, key=lambda k: (k not in KINDS, k)):
+    for kind in _kinds(cores):
         mine = [c for c in cores if c.kind == kind]
         util = {p: sum(c.utilisation[p] for c in mine) / len(mine) for p in PIPES}
         kinds[kind] = KindUse(kind, len(mine), _available(report, kind), util)
@@ -146,11 +151,12 @@ def bound(report: RunReport) -> Bound | None:
     return _busiest(per_core(report))
 
 
-def bounds(report: RunReport) -> dict[str, Bound]:
-    """Per core kind that ran tasks (``AIC``, ``AIV``): the pipe that bounds it."""
-    cores = per_core(report)
+def bounds(report: RunReport, cores: list[CoreUse] | None = None) -> dict[str, Bound]:
+    """Per core kind that ran tasks (``AIC``, ``AIV``): the pipe that bounds it. ``cores``: the
+    report's ``per_core``, when the caller has it already."""
+    cores = per_core(report) if cores is None else cores
     out: dict[str, Bound] = {}
-    for kind in sorted({c.kind for c in cores}, key=lambda k: (k not in KINDS, k)):
+    for kind in _kinds(cores):
         b = _busiest([c for c in cores if c.kind == kind])
         if b is not None:
             out[kind] = b
@@ -197,7 +203,8 @@ def _pct(x: float | None) -> str:
 
 
 def format_report(report: RunReport) -> str:
-    cores, kinds = per_core(report), per_kind(report)
+    cores = per_core(report)  # each view below from this one pass over the tasks
+    kinds = per_kind(report, cores)
     lines = [
         f"pypto run on {platform_line(report)}: {report.cycles} cycles ({report.time_us:.2f} us), "
         f"{report.instructions} instructions, {len(report.tasks)} task(s) on {len(cores)} core(s)"
@@ -211,10 +218,10 @@ def format_report(report: RunReport) -> str:
         lines.append(f"  {pipe:<8}{report.pipe_busy.get(pipe, 0):>12}{cells}  {where}")
     lines.append("  utilisation = busy / run cycles from the first task's start, per core; a kind's column")
     lines.append("  (cores used / the platform's) is the mean over its cores that ran tasks")
-    b = bound(report)
+    b = _busiest(cores)
     if b is not None:
         lines.append(f"  bound: {b.pipe} ({b.utilisation:.1%} busy on {b.core})")
-        for kind, kb in bounds(report).items():
+        for kind, kb in bounds(report, cores).items():
             lines.append(_bound_line(kind, kb))
         if b.latency_bound:
             lines.append(f"    {LATENCY_NOTE}")
@@ -291,7 +298,8 @@ def _task_traces(report: RunReport) -> list[str | None]:
 
 
 def to_dict(report: RunReport) -> dict[str, Any]:
-    b = bound(report)
+    cores = per_core(report)  # each view below from this one pass over the tasks
+    b = _busiest(cores)
     traces = _task_traces(report)
     return {
         "schema": SCHEMA,
@@ -310,7 +318,7 @@ def to_dict(report: RunReport) -> dict[str, Any]:
                 "busy": c.busy,
                 "utilisation": c.utilisation,
             }
-            for c in per_core(report)
+            for c in cores
         ],
         "core_kinds": {
             k: {
@@ -318,12 +326,12 @@ def to_dict(report: RunReport) -> dict[str, Any]:
                 "cores_available": u.cores_available,
                 "utilisation": u.utilisation,
             }
-            for k, u in per_kind(report).items()
+            for k, u in per_kind(report, cores).items()
         },
         "bound": None
         if b is None
         else {"pipe": b.pipe, "core": b.core, "utilisation": b.utilisation, "latency_bound": b.latency_bound},
-        "bounds": {k: _bound_dict(kb) for k, kb in bounds(report).items()},
+        "bounds": {k: _bound_dict(kb) for k, kb in bounds(report, cores).items()},
         "tasks": [_task_dict(t, p) for t, p in zip(report.tasks, traces)],
         "hazards": list(report.hazards),
         "trace_paths": list(report.trace_paths),

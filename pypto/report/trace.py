@@ -119,30 +119,27 @@ def _shared(cache: dict, key: tuple, make: Callable[..., Any], *args: Any) -> An
     return cache[key]
 
 
-def pipe_flows(
-    cores: list[CoreRecords], places: list[tuple[int, int]], first_id: int = 1, first_entry: int = 0
-) -> np.ndarray:
-    """The arrows from each tile push to the pop that received it, in one launch (``cores``):
-    on each route of a cluster (from core, to core, pipe id: the flag columns of TPUSH and TPOP)
-    the k-th push pairs with the k-th pop. As the native writer takes them: per arrow a row for
-    its push, then one for its pop — id, tile pipe id, core entry in the container, lane (pipe),
-    cycles from the container's time 0, 0 at the push and 1 at the pop. ``places``: each core's
-    (cluster, number in the cluster); ``first_id`` and ``first_entry``: the launch's first arrow
-    id and first core entry (a container's launches number theirs on from the one before)."""
-    ends = [_pipe_ends(core, cluster, local, first_entry + k) for k, (core, (cluster, local)) in
-            enumerate(zip(cores, places))]  # fmt: skip
+def pipe_flows(cores: list[CoreRecords], places: list[tuple[int, int, int] | None]) -> np.ndarray:
+    """The arrows from each tile push to the pop that received it, over a container's ``cores``:
+    on each route of a cluster in one launch (from core, to core, pipe id: the flag columns of
+    TPUSH and TPOP) the k-th push pairs with the k-th pop. As the native writer takes them: per
+    arrow a row for its push, then one for its pop — id (from 1, launch by launch), tile pipe id,
+    core entry, lane (pipe), cycles from the container's time 0, 0 at the push and 1 at the pop.
+    ``places``: each core's (launch, cluster, number in the cluster), None for a core of a launch
+    without tile pipes."""
+    ends = [_pipe_ends(core, place, k) for k, (core, place) in enumerate(zip(cores, places)) if place]
     found = [e for e in ends if len(e)]
     if not found:
         return np.zeros((0, 6), np.int64)
-    # columns: cluster, from, to, pipe id, is push, entry, lane, cycles; rows in launch order
+    # columns: launch, cluster, from, to, pipe id, is push, entry, lane, cycles; in container order
     e = np.concatenate(found)
-    e = e[np.lexsort(e[:, 4::-1].T)]  # by route, pops before pushes, each in launch order (stable)
-    new_group = np.r_[True, np.any(e[1:, :5] != e[:-1, :5], axis=1)]
+    e = e[np.lexsort(e[:, 5::-1].T)]  # by route, pops before pushes, each in container order (stable)
+    new_group = np.r_[True, np.any(e[1:, :6] != e[:-1, :6], axis=1)]
     starts = np.flatnonzero(new_group)
     rank = np.arange(len(e)) - starts[np.cumsum(new_group) - 1]
-    route = np.cumsum(np.r_[True, np.any(e[1:, :4] != e[:-1, :4], axis=1)])
+    route = np.cumsum(np.r_[True, np.any(e[1:, :5] != e[:-1, :5], axis=1)])
     key = route * (len(e) + 1) + rank  # (route, k): ascending among the pops, and the pushes
-    push = e[:, 4] == 1
+    push = e[:, 5] == 1
     pop_keys = key[~push]
     at = np.searchsorted(pop_keys, key[push])
     paired = at < len(pop_keys)
@@ -150,33 +147,39 @@ def pipe_flows(
     pushes, pops = e[push][paired], e[~push][at[paired]]
     n = len(pushes)
     out = np.empty((2 * n, 6), np.int64)
-    out[0::2, 0] = out[1::2, 0] = np.arange(first_id, first_id + n)
-    out[0::2, 1] = out[1::2, 1] = pushes[:, 3]
-    out[0::2, 2:5], out[1::2, 2:5] = pushes[:, 5:8], pops[:, 5:8]
+    out[0::2, 0] = out[1::2, 0] = np.arange(1, n + 1)
+    out[0::2, 1] = out[1::2, 1] = pushes[:, 4]
+    out[0::2, 2:5], out[1::2, 2:5] = pushes[:, 6:9], pops[:, 6:9]
     out[0::2, 5], out[1::2, 5] = 0, 1
     return out
 
 
-def _pipe_ends(core: CoreRecords, cluster: int, local: int, entry: int) -> np.ndarray:
-    """A core's ends of tile pipes: its pushes (from it) and pops (to it) as rows of cluster,
-    from, to, pipe id, is push, entry, lane, cycles (see pipe_flows), in record order."""
+def _pipe_ends(core: CoreRecords, place: tuple[int, int, int], entry: int) -> np.ndarray:
+    """A core's ends of tile pipes: its pushes (from it) and pops (to it) as rows of launch,
+    cluster, from, to, pipe id, is push, entry, lane, cycles (see pipe_flows), in record order."""
     raw = core.trace.raw
     names = raw["strings"]
     pushes, pops = (
         np.array([i for i, n in enumerate(names) if n == op], np.int32) for op in ("TPUSH", "TPOP")
     )
     if not len(pushes) and not len(pops):
-        return np.zeros((0, 8), np.int64)
+        return np.zeros((0, 9), np.int64)
     is_push = np.isin(raw["name_id"], pushes)
     keep = np.flatnonzero(is_push | np.isin(raw["name_id"], pops))  # a long trace stays cheap
     rows = raw["table"][keep][:, [_COL[c] for c in ("flag_src", "flag_dst", "flag_id", "pipe", "start")]]
     is_push = is_push[keep]
-    mine = np.where(is_push, rows[:, 0], rows[:, 1]) == local  # its own end of each
+    mine = np.where(is_push, rows[:, 0], rows[:, 1]) == place[2]  # its own end of each
     rows, is_push = rows[mine], is_push[mine]
-    out = np.empty((len(rows), 8), np.int64)
-    out[:, 0], out[:, 1:4], out[:, 4] = cluster, rows[:, :3], is_push
-    out[:, 5], out[:, 6], out[:, 7] = entry, rows[:, 3], rows[:, 4] + core.offset
+    out = np.empty((len(rows), 9), np.int64)
+    out[:, 0:2], out[:, 2:5], out[:, 5] = place[:2], rows[:, :3], is_push
+    out[:, 6], out[:, 7], out[:, 8] = entry, rows[:, 3], rows[:, 4] + core.offset
     return out
+
+
+def _place(launch: int, t: TaskReport) -> tuple[int, int, int]:
+    """A cluster kernel's task: (launch, cluster, number in the cluster: 0 the AIC, 1 and 2 its
+    AIVs), as the flag columns of its tile pipe ops number its cores."""
+    return (launch, t.core, 0) if t.core_type == "AIC" else (launch, t.core // 2, 1 + t.core % 2)
 
 
 def _layout(pids: list[str], clock_hz: float, repeat_bytes: int, cache: dict) -> dict[str, Any]:
@@ -375,20 +378,19 @@ def write_traces(
         for n, (kernel, groups) in enumerate(by_kernel.items()):
             origin = min(group[0].start for group in groups)  # its earliest launch
             cores: list[CoreRecords] = []
-            flows = [np.zeros((0, 6), np.int64)]
-            for group in groups:
+            places: list[tuple[int, int, int] | None] = []  # pipe_flows'
+            for k, group in enumerate(groups):
                 traced = [t for t in group if t.trace]
-                launch = [CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace, t.start - origin)
-                          for t in traced if t.trace]  # fmt: skip
-                if len({t.core_type for t in traced}) == 2:  # a cluster kernel: (cluster, number in it)
-                    places = [
-                        (t.core, 0) if t.core_type == "AIC" else (t.core // 2, 1 + t.core % 2) for t in traced
-                    ]
-                    flows.append(pipe_flows(launch, places, sum(map(len, flows)) // 2 + 1, len(cores)))
-                cores += launch
+                cores += [
+                    CoreRecords(core_pid(t.core, _is_cube(t, kinds)), t.trace, t.start - origin)
+                    for t in traced
+                    if t.trace  # (for the type checker: all are)
+                ]
+                cluster = len({t.core_type for t in traced}) == 2  # an AIC and AIVs: tile pipes between them
+                places += [_place(k, t) if cluster else None for t in traced]
             sim = _opprof_dir(root, kernel, stamp, n)
-            arrows = np.concatenate(flows)
-            paths.append(str(write_container(cores, sim, report.clock_hz, repeat, arrows, json_copy, cache)))
+            flows = pipe_flows(cores, places)
+            paths.append(str(write_container(cores, sim, report.clock_hz, repeat, flows, json_copy, cache)))
             log.debug("wrote the trace of %s (%d launches) to %s", kernel, len(groups), sim)
             done.update()
     report.trace_paths.extend(paths)

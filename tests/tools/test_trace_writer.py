@@ -151,18 +151,23 @@ def _pipe_core(pid: str, ends: list[tuple[str, int, int, int]], offset: int = 0)
     return CoreRecords(pid, SimpleNamespace(raw=raw), offset)  # type: ignore[arg-type]
 
 
-def test_each_push_is_drawn_to_the_pop_of_its_own_cluster(tmp_path: Path):
+def test_each_push_is_drawn_to_the_pop_of_its_own_cluster_and_launch(tmp_path: Path):
     """Two clusters' AICs push to their first AIV on tile pipe 0; cluster 0's last push is never
-    popped (a run cut short). The k-th push of a cluster's route pairs with its k-th pop, so
-    no arrow crosses to the other cluster, and each end is drawn where its slice is."""
+    popped (a run cut short), and a later launch uses cluster 0 again. The k-th push of a
+    route of one cluster in one launch pairs with its k-th pop, so no arrow crosses to another
+    cluster or launch; each end is drawn where its slice is, and a core of a launch without
+    tile pipes (no place) is left out."""
     cores = [
         _pipe_core("core0.cubecore0", [("TPUSH", 0, 1, t) for t in (10, 20, 30)]),
         _pipe_core("core0.veccore0", [("TPOP", 0, 1, t) for t in (15, 1001)]),
         _pipe_core("core1.cubecore0", [("TPUSH", 0, 1, t) for t in (12, 22)], offset=1000),
         _pipe_core("core1.veccore0", [("TPOP", 0, 1, t) for t in (17, 27)], offset=1000),
+        _pipe_core("core0.cubecore0", [("TPUSH", 0, 1, 5)], offset=5000),
+        _pipe_core("core0.veccore0", [("TPOP", 0, 1, 8)], offset=5000),
+        _pipe_core("core0.veccore0", [("TPOP", 0, 1, 9)], offset=9000),
     ]
-    flows = pipe_flows(cores, [(0, 0), (0, 1), (1, 0), (1, 1)], first_id=5)
-    path = write_container(cores, tmp_path, 1e9, flows=flows)
+    places = [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 0, 1), None]
+    path = write_container(cores, tmp_path, 1e9, flows=pipe_flows(cores, places))
     events = json.loads(next(b.payload for b in iter_blocks(path.read_bytes()) if b.type == TRACE))[
         "traceEvents"
     ]
@@ -171,10 +176,11 @@ def test_each_push_is_drawn_to_the_pop_of_its_own_cluster(tmp_path: Path):
         if e.get("cat") == "tpipe":
             assert e["name"] == "tile pipe 0" and (e["ph"] == "s") != (e.get("bp") == "e")
             arrows.setdefault(e["id"], {})[e["ph"]] = (e["pid"], e["tid"], round(e["ts"] * 1000))
-    assert sorted(arrows) == [5, 6, 7, 8]
+    assert [arrows[i]["s"][2] for i in sorted(arrows)] == [10, 20, 1012, 1022, 5005]  # launch by launch
     assert sorted((a["s"], a["f"]) for a in arrows.values()) == [
         (("core0.cubecore0", "FIXPIPE", 10), ("core0.veccore0", "MTE2", 15)),
         (("core0.cubecore0", "FIXPIPE", 20), ("core0.veccore0", "MTE2", 1001)),
+        (("core0.cubecore0", "FIXPIPE", 5005), ("core0.veccore0", "MTE2", 5008)),
         (("core1.cubecore0", "FIXPIPE", 1012), ("core1.veccore0", "MTE2", 1017)),
         (("core1.cubecore0", "FIXPIPE", 1022), ("core1.veccore0", "MTE2", 1027)),
     ]

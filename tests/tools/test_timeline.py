@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -475,3 +476,47 @@ def test_narrowed_columns_fill_a_spare_block_large_enough_and_only_then():
     small = np.zeros(23, np.uint8)  # one byte short of the three columns
     assert all(c.base is not small for c in _native.narrow_record_tables([table], small))
     assert not small.any()
+
+
+def _made_up_task(name: str, core: str, start: int, ops: list[tuple[str, str]]) -> SimpleNamespace:
+    """A task whose records are ``ops`` (name, source line) on VECTOR, 3 cycles apart, its string
+    table of its own (in order of first use)."""
+    from pypto.report.run_report import RECORD_COLUMNS, InstrTrace
+
+    col = {c: i for i, c in enumerate(RECORD_COLUMNS)}
+    strings = list(dict.fromkeys(s for op in ops for s in op))
+    table = np.zeros((len(ops), len(RECORD_COLUMNS)), np.int64)
+    table[:, col["pipe"]] = PIPES.index("VECTOR")
+    table[:, col["start"]] = np.arange(len(ops)) * 3
+    table[:, col["end"]] = table[:, col["start"]] + 2
+    table[:, col["flag_id"]] = -1
+    raw = {"table": table, "strings": strings,
+           "name_id": np.array([strings.index(n) for n, _ in ops], np.int32),
+           "loc_id": np.array([strings.index(s) for _, s in ops], np.int32)}  # fmt: skip
+    return SimpleNamespace(name=name, core_name=core, start=start, end=start + 3 * len(ops), deps=[],
+                           trace=InstrTrace(raw))  # fmt: skip
+
+
+def test_each_task_s_instructions_keep_their_names_lines_times_and_core():
+    """Short tasks are read a batch at a time and a long one on its own: every instruction keeps
+    its own task's name and source line (each task numbers its strings its own way), start and
+    core, in task order."""
+    from pypto.report.timeline import model_of_report
+
+    tasks = [
+        _made_up_task("k1", "AIV0", 100, [("TADD", "a.py:1:1"), ("TMUL", "a.py:2:1")]),
+        _made_up_task(
+            "k2", "AIV1", 200, [("TLOAD", "b.py:7:3"), ("TADD", "b.py:8:3"), ("TLOAD", "b.py:7:3")]
+        ),
+        _made_up_task("k3", "AIV0", 300, [("TEXP", "c.py:5:5")] * 1500),  # long: a part of its own
+        _made_up_task("k1", "AIV1", 400, [("TADD", "a.py:1:1"), ("TMUL", "a.py:2:1")]),
+    ]
+    report = SimpleNamespace(bound=None, platform="a2a3sim", clock_hz=1e9, cycles=10_000, tasks=tasks)
+    model = model_of_report(report, title="made up")  # type: ignore[arg-type]
+    ev = model.columns()
+    strings = list(model.strings)
+    want = [(t.core_name, t.start + 3 * i, n, s) for t in tasks for i, (n, s) in
+            enumerate(zip(t.trace.columns["name"], t.trace.columns["loc"]))]  # fmt: skip
+    rows = zip(*(ev[k].tolist() for k in ("core", "start", "name", "source")))
+    got = [(model.cores[c], start, strings[n], strings[s]) for c, start, n, s in rows]
+    assert got == want

@@ -10,6 +10,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <tuple>
+#include <unordered_map>
 
 #include "bindings/bind.hpp"
 #include "tools/crc32.hpp"
@@ -26,9 +28,36 @@ namespace {
 using I64Table = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using I32Column = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
+// The distinct string tables of a write's entries, each converted once: entries whose quoted
+// strings are one Python list (write_container passes one per distinct table) and whose
+// strings are equal share a table.
+class StringTables {
+ public:
+  std::pair<const tools::StringTable*, size_t> of(const py::object& strings,
+                                                  const py::object& quoted) {
+    std::vector<size_t>& same_quoted = by_quoted_[quoted.ptr()];  // the cores' list keeps it alive
+    for (size_t i : same_quoted) {
+      if (strings_[i].equal(strings)) return {tables_[i].get(), i};
+    }
+    auto table = std::make_unique<tools::StringTable>();
+    table->strings = strings.cast<std::vector<std::string>>();
+    table->quoted = quoted.cast<std::vector<std::string>>();
+    same_quoted.push_back(tables_.size());
+    strings_.push_back(strings);
+    tables_.push_back(std::move(table));
+    return {tables_.back().get(), tables_.size() - 1};
+  }
+
+ private:
+  std::unordered_map<PyObject*, std::vector<size_t>> by_quoted_;
+  std::vector<py::object> strings_;
+  std::vector<std::unique_ptr<tools::StringTable>> tables_;
+};
+
 // A core's records dict (as run_tasks returns it) viewed without copying; `keep` holds the
-// converted arrays alive for the duration of the write.
-tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>& keep) {
+// converted arrays alive for the duration of the write, `tables` its strings.
+tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>& keep,
+                                 StringTables& tables) {
   const py::dict records = core[1].cast<py::dict>();
   auto table = I64Table::ensure(records["table"]);
   auto names = I32Column::ensure(records["name_id"]);
@@ -45,8 +74,7 @@ tools::CoreRecordsView core_view(const py::tuple& core, std::vector<py::object>&
   v.table = table.data();
   v.name_id = names.data();
   v.loc_id = locs.data();
-  v.strings = records["strings"].cast<std::vector<std::string>>();
-  v.quoted = core[2].cast<std::vector<std::string>>();
+  std::tie(v.text, v.text_id) = tables.of(records["strings"], core[2]);
   v.offset = core[3].cast<int64_t>();
   v.slot = core[4].cast<size_t>();
   keep.insert(keep.end(), {table, names, locs});
@@ -89,8 +117,9 @@ using Cores = py::typing::List<
 uint64_t write_trace(const Cores& cores, const py::dict& layout, const py::bytes& bin_prefix,
                      const std::string& json_path, const std::string& bin_path) {
   std::vector<py::object> keep;
+  StringTables tables;
   std::vector<tools::CoreRecordsView> views;
-  for (const auto& core : cores) views.push_back(core_view(core.cast<py::tuple>(), keep));
+  for (const auto& core : cores) views.push_back(core_view(core.cast<py::tuple>(), keep, tables));
   const tools::TraceLayout l = layout_of(layout);
   const auto& c = l.col;
   const int widest = std::max(

@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -261,11 +262,12 @@ class SiteTable {
   int code(const CoreRecordsView& core, int32_t name, int32_t loc, int64_t pipe,
            TraceSummary& sum) {
     const std::string key =
-        core.strings[name] + '\0' + core.strings[loc] + '\0' + std::to_string(pipe);
+        core.text->strings[name] + '\0' + core.text->strings[loc] + '\0' + std::to_string(pipe);
     auto [it, fresh] = index_.emplace(key, static_cast<int>(sum.sites.size()));
     if (fresh) {
-      sum.sites.push_back({core.strings[name], core.strings[loc], static_cast<int>(pipe),
-                           core.quoted[name], core.quoted[loc]});
+      const StringTable& text = *core.text;
+      sum.sites.push_back({text.strings[name], text.strings[loc], static_cast<int>(pipe),
+                           text.quoted[name], text.quoted[loc]});
       for (SiteTotals& t : sum.per_core) grow(t, sum.sites.size());
     }
     return it->second;
@@ -288,7 +290,7 @@ struct IdLimits {
   uint32_t strings;
   uint64_t lanes, kinds;
   IdLimits(const CoreRecordsView& core, const TraceLayout& layout)
-      : strings(static_cast<uint32_t>(core.strings.size())),
+      : strings(static_cast<uint32_t>(core.text->strings.size())),
         lanes(layout.lanes.size()),
         kinds(layout.sync_names.size()) {}
   // Whether a record's string ids, pipe or kind fall outside them (branch-free).
@@ -379,8 +381,8 @@ SiteText site_text(const CoreRecordsView& core, const TraceLayout& layout, const
                    size_t r, int code, const std::string& pc) {
   SiteText t;
   t.code = code;
-  t.head = "{\"name\":" + core.quoted[core.name_id[r]] + ",\"ph\":\"X\",\"pid\":\"" + core.pid +
-           "\",\"tid\":\"" + layout.lanes[row[layout.col.pipe]] + "\",\"ts\":";
+  t.head = "{\"name\":" + core.text->quoted[core.name_id[r]] + ",\"ph\":\"X\",\"pid\":\"" +
+           core.pid + "\",\"tid\":\"" + layout.lanes[row[layout.col.pipe]] + "\",\"ts\":";
   t.args = ",\"args\":{\"pc_addr\":\"" + pc + "\",\"bytes\":";
   return t;
 }
@@ -438,7 +440,7 @@ void append_sync(Cursor& out, const CoreRecordsView& core, const TraceLayout& la
 // core's strings, and a sync detail.
 size_t event_bound(const CoreRecordsView& core, const TraceLayout& layout) {
   size_t quoted = 0, lane = 0, sync = 0, flag = 0;
-  for (const std::string& q : core.quoted) quoted = std::max(quoted, q.size());
+  for (const std::string& q : core.text->quoted) quoted = std::max(quoted, q.size());
   for (const std::string& l : layout.lanes) lane = std::max(lane, l.size());
   for (const std::string& n : layout.sync_names) sync = std::max(sync, n.size());
   for (const std::string& f : layout.flag_pipes) flag = std::max(flag, f.size());
@@ -468,18 +470,29 @@ void tally(const Tallies& t, int code, const int64_t* row, const RecordColumns& 
   if (t.count[code] == 1) t.first_addr[code] = row[c.addr];  // the first execution's
 }
 
+// What the entries of one core (pid) that share a string table have in common: the text of
+// each of their sites by (name, loc, pipe) ids, a cache of recent sites in front of it (a loop
+// body's few sites hit there, without hashing), and an upper bound on an event's length. A
+// decode runs a kernel on a core hundreds of times, a few records each: each launch building
+// its sites' texts again was most of the writing.
+struct SiteCache {
+  std::unordered_map<uint64_t, SiteText> local;
+  std::array<std::pair<uint64_t, SiteText*>, 256> recent{};
+  size_t bound = 0;
+};
+
 // One core's events, appended to `out`; its totals into `sum.per_core[k]`. What every event
 // reads is held in locals (the table, the column positions, the comma flag): the formatter's
 // char stores may alias anything reached through a pointer or reference, so it was reloaded
 // after each one.
 void format_core(const CoreRecordsView& core, size_t k, const TraceLayout& layout, SiteTable& sites,
-                 std::vector<std::string>& pcs, TraceSummary& sum, Out& out, bool& first) {
-  std::unordered_map<uint64_t, SiteText> local;  // (name, loc, pipe) ids of this core -> text
-  // In front of `local`: a loop body's few sites hit here, without hashing.
-  std::array<std::pair<uint64_t, SiteText*>, 256> recent{};
-  DetailCache details;
+                 std::vector<std::string>& pcs, TraceSummary& sum, Out& out, bool& first,
+                 SiteCache& cache, DetailCache& details) {
+  auto& local = cache.local;
+  auto& recent = cache.recent;
   WholeUs ts;  // the events' timestamps
-  const size_t bound = event_bound(core, layout);
+  if (cache.bound == 0) cache.bound = event_bound(core, layout);
+  const size_t bound = cache.bound;
   const int64_t* const table = core.table;
   const int32_t *const names = core.name_id, *const locs = core.loc_id;
   const size_t width = core.width, rows = core.rows;
@@ -634,7 +647,8 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
   // formatted; a file that exists already is not touched unless every record is in range.
   const bool fresh = !exists(bin_path) && (json_path.empty() || !exists(json_path));
   for (const CoreRecordsView& core : cores) {
-    if (core.strings.size() >= (size_t{1} << 24) || core.quoted.size() != core.strings.size()) {
+    if (core.text == nullptr || core.text->strings.size() >= (size_t{1} << 24) ||
+        core.text->quoted.size() != core.text->strings.size()) {
       throw std::invalid_argument("trace strings of " + core.pid + ": too many, or unquoted ones");
     }
     if (!fresh) check_ids(core, layout);
@@ -652,9 +666,12 @@ TraceSummary write_trace_files(const std::vector<CoreRecordsView>& cores, const 
     format_flows(cores, layout, out, first);
     SiteTable sites;
     std::vector<std::string> pcs;
-    for (size_t k = 0; k < cores.size(); ++k) {
-      format_core(cores[k], cores[k].slot, layout, sites, pcs, sum, out, first);
-      sum.events += cores[k].rows;
+    std::map<std::pair<std::string, size_t>, SiteCache> caches;  // by (pid, string table)
+    DetailCache details;
+    for (const CoreRecordsView& core : cores) {
+      SiteCache& cache = caches[{core.pid, core.text_id}];
+      format_core(core, core.slot, layout, sites, pcs, sum, out, first, cache, details);
+      sum.events += core.rows;
     }
     for (SiteTotals& t : sum.per_core) SiteTable::grow(t, sum.sites.size());
     out.put(layout.tail);

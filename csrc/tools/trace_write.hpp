@@ -26,6 +26,12 @@ class TraceWriteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A records table's interned names and source locations, and the same strings as JSON string
+// literals: one per distinct table, shared by the entries (launches) that use it.
+struct StringTable {
+  std::vector<std::string> strings, quoted;
+};
+
 // One simulated core's records of one launch, and where they sit in a container of many.
 struct CoreRecordsView {
   std::string pid;                 // process name, e.g. "core0.veccore0"
@@ -34,10 +40,10 @@ struct CoreRecordsView {
   const int64_t* table = nullptr;  // rows x width, row-major
   size_t rows = 0;
   size_t width = 0;
-  const int32_t* name_id = nullptr;  // per row: index into `strings`
+  const int32_t* name_id = nullptr;  // per row: index into `text->strings`
   const int32_t* loc_id = nullptr;
-  std::vector<std::string> strings;  // interned names and source locations
-  std::vector<std::string> quoted;   // the same strings as JSON string literals
+  const StringTable* text = nullptr;  // its strings, never null (the caller owns it)
+  size_t text_id = 0;  // which of the write's distinct tables `text` is (its entries share it)
 };
 
 // Where each field sits in a records row.

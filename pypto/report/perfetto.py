@@ -153,11 +153,14 @@ def _core_lanes(tasks: list, flows: int) -> tuple[Any, list[str]]:
     from pypto import _native
 
     strings: dict[str, int] = {}
+    tables: dict[tuple[str, ...], np.ndarray] = {}  # each distinct string table's ids, made once
     parts: list[Any] = []
     for t in tasks:
         raw = t.trace.raw
-        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        parts.append((raw["table"], raw["name_id"], raw["loc_id"], ids, t.start))
+        key = tuple(raw["strings"])
+        if key not in tables:
+            tables[key] = np.array([strings.setdefault(s, len(strings)) for s in key], np.int64)
+        parts.append((raw["table"], raw["name_id"], raw["loc_id"], tables[key], t.start))
     return _native.PerfettoCoreLanes(parts, _LANE_COLUMNS, len(strings), flows), list(strings)
 
 

@@ -88,6 +88,7 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     if not traced:
         return None
     strings: dict[str, int] = {}  # first appearance, task by task (as the timeline interns)
+    tables: dict[tuple[str, ...], tuple[np.ndarray, bool]] = {}  # each distinct one's ids, once
     names, locs = [], []
     for trace in traced:
         raw = trace.raw
@@ -95,8 +96,11 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
             names.append(raw["name_id"])
             locs.append(raw["loc_id"])
             continue
-        ids = np.array([strings.setdefault(s, len(strings)) for s in raw["strings"]], np.int64)
-        same = len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # the ids as they are
+        key = tuple(raw["strings"])
+        if key not in tables:
+            ids = np.array([strings.setdefault(s, len(strings)) for s in key], np.int64)
+            tables[key] = ids, len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # as they are
+        ids, same = tables[key]
         names.append(raw["name_id"] if same else ids[raw["name_id"]])
         locs.append(raw["loc_id"] if same else ids[raw["loc_id"]])
     # The columns narrowed straight from the row-major tables (no transposed copy of them),

@@ -386,3 +386,37 @@ def test_vector_utilisation_is_numpy_s_round_to_two_places_written_as_python_doe
     assert [site["Vector Utilization Percentage"] for site in doc["Instructions"]] == [[u] for u in want]
     written = re.findall(r'"Vector Utilization Percentage":\[([^\]]*)\]', text)
     assert written == [repr(u) for u in want]  # 100.0, not 100; 0.39, not 0.39000000000000001
+
+
+def test_launches_of_one_core_with_their_own_string_tables_keep_their_names(tmp_path: Path):
+    """Launches on one core share the text of each site they have in common, but not the ids:
+    two launches numbering different names and lines alike each keep theirs; a third that
+    repeats the first's table (another list, equal) shares its sites."""
+    col = {name: i for i, name in enumerate(RECORD_COLUMNS)}
+
+    def launch(strings: list[str], offset: int) -> CoreRecords:
+        table = np.zeros((2, len(RECORD_COLUMNS)), np.int64)
+        table[:, col["pipe"]] = PIPES.index("VECTOR")
+        table[:, col["start"]], table[:, col["end"]] = [0, 10], [4, 14]
+        table[:, col["flag_id"]] = -1
+        raw = {"table": table, "strings": strings, "name_id": np.array([0, 0], np.int32),
+               "loc_id": np.array([1, 1], np.int32)}  # fmt: skip
+        return CoreRecords("core0.veccore0", SimpleNamespace(raw=raw), offset)  # type: ignore[arg-type]
+
+    cores = [
+        launch(["TADD", "a.py:1:1"], 0),
+        launch(["TMUL", "b.py:2:2"], 100),
+        launch(["TADD", "a.py:1:1"], 200),
+    ]
+    path = write_container(cores, tmp_path, 1e9)
+    blocks = {b.type: b.payload for b in iter_blocks(path.read_bytes())}
+    events = x_events(blocks[TRACE].decode())
+    assert [(e["name"], round(e["ts"] * 1000)) for e in events] == [
+        ("TADD", 0), ("TADD", 10), ("TMUL", 100), ("TMUL", 110), ("TADD", 200), ("TADD", 210)
+    ]  # fmt: skip
+    lines = source_lines(json.loads(blocks[API_INSTR]))
+    assert [lines[e["args"]["pc_addr"]] for e in events] == ["a.py:1:1"] * 2 + ["b.py:2:2"] * 2 + [
+        "a.py:1:1"
+    ] * 2
+    instrs = json.loads(blocks[API_INSTR])["Instructions"]
+    assert [(i["Source"], i["Instructions Executed"]) for i in instrs] == [("TADD", [4]), ("TMUL", [2])]

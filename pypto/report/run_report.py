@@ -219,7 +219,7 @@ class RunReport:
 
         traces = tuple(t.trace for t in self.tasks)
         if self._hot is None or not _same(self._hot[0], traces):
-            chunks = [hotspots.chunk_of(t.raw) for t in traces if t is not None]
+            chunks = hotspots.chunks_of(t.raw for t in traces if t is not None)
             self._hot = (traces, hotspots.hot_lines(chunks) if chunks else list(self.saved_hot_lines))
         rows = self._hot[1]
         return rows[:top] if top is not None else list(rows)

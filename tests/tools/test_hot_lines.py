@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pypto.report.hotspots import NO_LINE, chunk_of, hot_lines
+from pypto.report.hotspots import NO_LINE, chunk_of, chunks_of, hot_lines
 from pypto.report.run_report import PIPES, RECORD_COLUMNS, InstrTrace, RunReport, TaskReport
 
 COL = {name: i for i, name in enumerate(RECORD_COLUMNS)}
@@ -52,6 +52,22 @@ def test_the_native_sums_equal_the_rows_summed_one_by_one():
     assert abs(sum(r.share for r in rows) - 1.0) < 1e-9
 
 
+def test_short_tasks_of_one_string_table_summed_together_equal_each_summed_alone():
+    """Short tasks sharing a string table take one pass over their tables joined; long ones and
+    other tables their own: the table is the same as from a pass per task, and a bad row of a
+    joined table is still named by its own task's row."""
+    raws = [records(5000, 1), records(0, 3)] + [records(6, seed) for seed in range(4, 200)]
+    raws += [{**records(9, seed), "strings": ["", "m.py:1:1", "m.py:2:2", "m.py:3:3"]} for seed in range(3)]
+    chunks = chunks_of(raws)
+    assert len(chunks) == 3  # the long task, and one per string table of the short ones
+    assert hot_lines(chunks) == hot_lines([chunk_of(r) for r in raws])
+    bad = records(8, 300)
+    bad["table"][:, COL["kind"]] = 0
+    bad["loc_id"][5] = len(bad["strings"])
+    with pytest.raises(IndexError, match="records row 5: its source-line id or pipe is out of range"):
+        chunks_of([records(7, 301), bad])
+
+
 def test_a_row_out_of_range_is_named():
     raw = records(100, 4)
     raw["table"][:, COL["kind"]] = 0
@@ -71,13 +87,15 @@ def test_a_report_keeps_its_table_until_a_task_gets_other_records(monkeypatch: p
         t.trace = InstrTrace(records(400, seed))
     report = RunReport("a2a3sim", 10, {}, 800, tasks)
     passes = []
-    monkeypatch.setattr("pypto.report.hotspots.chunk_of", lambda raw: passes.append(raw) or chunk_of(raw))
+    monkeypatch.setattr(
+        "pypto.report.hotspots.chunks_of", lambda raws: passes.append(raws) or chunks_of(raws)
+    )
     first = report.hot_lines()
-    assert report.hot_lines() == first and report.hot_lines(top=2) == first[:2] and len(passes) == 2
+    assert report.hot_lines() == first and report.hot_lines(top=2) == first[:2] and len(passes) == 1
     report.hot_lines().clear()  # a caller's list, not the kept one
     assert report.hot_lines() == first
     tasks[1].trace = InstrTrace(records(400, 8))  # as attach_records gives a task its records
     again = report.hot_lines()
-    assert len(passes) == 4
+    assert len(passes) == 2
     sums = {(r.source, r.pipe): [r.cycles, r.count] for r in again}
     assert sums == by_rows([records(400, 6), records(400, 8)])

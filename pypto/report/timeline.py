@@ -247,6 +247,11 @@ def _add_records(model: Model, tasks: list[tuple[Any, int]], ids: dict[tuple[str
     )
     every = np.concatenate(maps)
     base = np.repeat(np.cumsum([0] + [len(m) for m in maps[:-1]]), counts)  # each row's task's ids in `every`
+    limit = np.repeat([len(m) for m in maps], counts)
+    bad = (name_id < 0) | (name_id >= limit) | (loc_id < 0) | (loc_id >= limit)
+    if bad.any():  # joined, it would read another task's strings
+        task = tasks[int(np.searchsorted(np.cumsum(counts), np.argmax(bad), side="right"))][0]
+        raise TimelineError(f"the records of {task.name} on {task.core_name} name a string past their table")
     offset = np.repeat(np.array([t.start for t, _ in tasks], np.int64), counts)
     kind = table[:, 1]
     model.add(

@@ -520,3 +520,18 @@ def test_each_task_s_instructions_keep_their_names_lines_times_and_core():
     rows = zip(*(ev[k].tolist() for k in ("core", "start", "name", "source")))
     got = [(model.cores[c], start, strings[n], strings[s]) for c, start, n, s in rows]
     assert got == want
+
+
+def test_a_record_naming_a_string_past_its_table_is_an_error_naming_its_task():
+    """(Read back from a damaged records file, say.) Joined with the tasks after it, the id
+    would read their strings: it is refused instead."""
+    from pypto.report.timeline import TimelineError, model_of_report
+
+    tasks = [
+        _made_up_task("k1", "AIV0", 0, [("TADD", "a.py:1:1")]),
+        _made_up_task("k2", "AIV1", 9, [("TMUL", "b.py:1:1")]),
+    ]
+    tasks[0].trace.raw["loc_id"][0] = 2  # k1's table holds two strings
+    report = SimpleNamespace(bound=None, platform="a2a3sim", clock_hz=1e9, cycles=100, tasks=tasks)
+    with pytest.raises(TimelineError, match="the records of k1 on AIV0 name a string past their table"):
+        model_of_report(report, title="bad")  # type: ignore[arg-type]

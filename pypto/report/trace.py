@@ -209,17 +209,22 @@ def _layout(pids: list[str], clock_hz: float, repeat_bytes: int, cache: dict) ->
 _API_DTYPES_JSON = json.dumps({"Instructions Dtype": {"Instructions": _API_DTYPES}}, separators=(",", ":"))
 
 
-def _used_strings(raw: dict[str, Any], ids: str) -> list[str]:
-    """The interned strings that column ``ids`` uses: counted in numpy for a long task (a
-    million ids), in a set for a short one (a decode's thousands of tasks of a few each)."""
-    strings, column = raw["strings"], raw[ids]
-    if len(column) > 4096:
-        return [strings[i] for i in np.flatnonzero(np.bincount(column, minlength=len(strings))).tolist()]
-    return [strings[i] for i in sorted(set(column.tolist()))]
+def _used_locations(cores: list[CoreRecords]) -> set[str]:
+    """The source lines the cores' records name: per distinct string table, the ids its cores
+    use (a decode's thousands of launches share a few tables: one count per table)."""
+    by_table: dict[tuple[str, ...], list[np.ndarray]] = {}
+    for c in cores:
+        raw = c.trace.raw
+        by_table.setdefault(tuple(raw["strings"]), []).append(raw["loc_id"])
+    used: set[str] = set()
+    for strings, ids in by_table.items():
+        counts = np.bincount(np.concatenate(ids), minlength=len(strings))
+        used.update(strings[i] for i in np.flatnonzero(counts).tolist())
+    return used
 
 
 def _source_blocks(cores: list[CoreRecords], cache: dict) -> list[bytes]:
-    locs = {loc for c in cores for loc in _used_strings(c.trace.raw, "loc_id")}
+    locs = _used_locations(cores)
     files = sorted({loc.rsplit(":", 2)[0] for loc in locs if loc.count(":") >= 2})
 
     def block(f: str) -> bytes | None:

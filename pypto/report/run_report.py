@@ -260,8 +260,8 @@ class RunReport:
         warning names each one that is missing)."""
         path = Path(path)
         data = json.loads(path.read_text())
-        if isinstance(data, dict):
-            _move_trace_paths(data, lambda p: str((path.parent / p).resolve()))
+        if isinstance(data, dict):  # each distinct name resolved once: a decode's tasks name a few
+            _move_trace_paths(data, functools.cache(lambda p: str((path.parent / p).resolve())))
             for name in {p for p in data.get("trace_paths", [])}:
                 if not Path(name).is_file():
                     log.warning("%s names a trace file that is missing: %s", path, name)

@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -74,6 +76,7 @@ GrowBuffer::~GrowBuffer() { recycle(release()); }
 
 void GrowBuffer::recycle(Mapping m) noexcept {
   if (m.data == nullptr) return;
+  if (m.heap) return std::free(m.data);
   bool kept = false;
   try {
     kept = spares().keep(m);
@@ -85,6 +88,21 @@ void GrowBuffer::recycle(Mapping m) noexcept {
 void GrowBuffer::reserve(size_t bytes) {
   if (bytes <= bytes_) return;
   settle();
+  if ((data_ == nullptr || heap_) && bytes <= kHeapBytes) {
+    void* p = std::realloc(data_, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = p;
+    bytes_ = bytes;
+    heap_ = true;
+    return;
+  }
+  if (heap_) {  // outgrown the heap: a mapping, what was written copied over
+    const Mapping small = release();
+    reserve(bytes);
+    std::memcpy(data_, small.data, small.bytes);
+    std::free(small.data);
+    return;
+  }
   if (data_ == nullptr && kind_ >= 0) {  // a spare's pages are in already: start from it
     const Mapping m = spares().take(kind_);
     data_ = m.data;

@@ -4,13 +4,15 @@
 namespace pypto {
 namespace {
 
+constexpr size_t kHeapRows = 64;
 constexpr size_t kFirstRows = 4096;
 
 }  // namespace
 
 void RecordTable::grow() {
   if (!memo_) memo_ = std::make_unique<std::array<std::pair<const char*, int32_t>, 64>>();
-  capacity_ = capacity_ == 0 ? kFirstRows : 2 * capacity_;
+  // A short task's rows fit on the heap (GrowBuffer::kHeapBytes); the next step is a mapping.
+  capacity_ = capacity_ == 0 ? kHeapRows : capacity_ == kHeapRows ? kFirstRows : 2 * capacity_;
   table_.reserve(capacity_ * kRecordWidth * sizeof(int64_t));
   names_.reserve(capacity_ * sizeof(int32_t));
   locs_.reserve(capacity_ * sizeof(int32_t));

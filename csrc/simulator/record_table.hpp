@@ -1,7 +1,8 @@
 // The instruction records of one core, kept in the form the trace writer and Python read:
 // one int64 row per instruction (RecordColumn order) plus interned name and location ids.
 // Recording writes the rows in place, so a traced run never converts or copies them: the
-// buffers grow by mremap (no copy of what is written) and are handed to numpy whole.
+// buffers grow by mremap (no copy of what is written; a short task's first 64 rows sit on the
+// heap and are copied once should it grow) and are handed to numpy whole.
 #pragma once
 #include <array>
 #include <cstddef>

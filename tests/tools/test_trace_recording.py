@@ -160,6 +160,19 @@ def test_a_long_trace_keeps_every_record_and_event(fixture_kernel, tmp_path: Pat
     assert [round(e["ts"] * 1000) for e in evs] == cols["start"].tolist()
 
 
+@pytest.mark.parametrize("n", [1, 62, 63, 64, 200])
+def test_every_record_is_kept_whether_the_table_stays_short_or_outgrows_its_first_block(fixture_kernel, n):
+    """A short task's records sit in a small heap block (a decode's thousands of short tasks
+    then map no memory each), copied once into a mapping when the task outgrows it (64 rows):
+    every record kept, in order, either way."""
+    rep = run_kernel_file(fixture_kernel("vec_loop"), [n], record=True, name="vec_loop", isolate=False)
+    cols = rep.tasks[0].trace.columns
+    assert cols["index"].tolist() == list(range(n + 1))
+    assert cols["name"] == ["TEXPANDS"] + ["TADDS"] * n
+    assert cols["loc"][1:] == ["loop.py:10:5", "loop.py:12:5"] * (n // 2) + ["loop.py:10:5"] * (n % 2)
+    assert (np.diff(cols["start"]) >= 0).all()
+
+
 def test_a_short_trace_is_the_same_container_and_trace_json(fixture_kernel, tmp_path: Path):
     """A payload of one write chunk (each file then written in one call at the end): the
     container's blocks in order, its TRACE block equal to trace.json."""

@@ -17,10 +17,11 @@ between the simulator's two sides (thread CPU time, so a busy host's preemptions
   the wall approaches it on a quiet host.
 
 First, one line per matmul the workloads issue (their tile shapes, then the column pieces the
-simulator splits each into): the simulator's fp32 kernel on one host core (the form this CPU
-runs, on operands widened from fp16) against numpy's sgemm of the same shape on one BLAS
-thread, both in GFLOP per second of process CPU time, each timed Python call a batch of the
-same matmul (TILE_BATCH) so the call's own microseconds do not count — the per-core rate the
+simulator splits each into), then two narrower tiles (16 and 48 columns): the simulator's fp32
+kernel on one host core (the form this CPU runs, on operands widened from fp16) against
+numpy's sgemm of the same shape on one BLAS thread, both in GFLOP per second of process CPU
+time, each timed Python call a batch of the same matmul (TILE_BATCH) so the call's own
+microseconds do not count — the per-core rate the
 functional work can reach in cache, and BLAS's on the same tile.
 
 Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm]
@@ -73,7 +74,9 @@ def line(name: str, gflop: float, wall: float, blas: float, split: dict[str, flo
 # [m, k, n] of one matmul: FlashAttention's Q K^T and P V blocks, the GEMM's base block; then
 # the column pieces the simulator runs them in (a quarter of the columns each, so the run's
 # thread can take some: chip/isa/cube.cpp), which the kernel sees one at a time.
-TILE_SHAPES = ((64, 128, 128), (128, 64, 256), (64, 128, 32), (128, 64, 64))
+# The workloads' tiles and pieces, then tiles narrower than the kernel's 2-vector blocks
+# (a user's 16- or 48-column tile).
+TILE_SHAPES = ((64, 128, 128), (128, 64, 256), (64, 128, 32), (128, 64, 64), (64, 128, 16), (64, 128, 48))
 
 
 def cpu_rate(fn, flop: float, calls: int = 200, rounds: int = 5) -> float:

@@ -18,7 +18,11 @@ SHAPES = [
     (8, 3, 32),
     (128, 64, 130),
     (19, 7, 80),
-]  # tails on every side, every row block; 64-column panels (the fused AVX-512 form's 6 x 4)
+    (5, 9, 24),
+    (7, 33, 12),
+    (9, 40, 47),
+]  # tails on every side, every row block; 64-column panels (the fused AVX-512 form's 6 x 4);
+# columns narrower than two vectors: one vector, half and quarter ones, single columns
 
 
 def k_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:

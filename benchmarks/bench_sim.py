@@ -24,7 +24,7 @@ time, each timed Python call a batch of the same matmul (TILE_BATCH) so the call
 microseconds do not count — the per-core rate the
 functional work can reach in cache, and BLAS's on the same tile.
 
-Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm]
+Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm|int8]
 Targets: FlashAttention forward [24, 2048, 128] <= 0.6 s wall; the 3072^3 GEMM <= 0.5 s.
 The host is shared in CI and development: read the wall figures as best-of, and the busy
 shares as the split of work between the threads. Never asserts.
@@ -73,9 +73,8 @@ def line(name: str, gflop: float, wall: float, blas: float, split: dict[str, flo
 
 # [m, k, n] of one matmul: FlashAttention's Q K^T and P V blocks, the GEMM's base block; then
 # the column pieces the simulator runs them in (a quarter of the columns each, so the run's
-# thread can take some: chip/isa/cube.cpp), which the kernel sees one at a time.
-# The workloads' tiles and pieces, then tiles narrower than the kernel's 2-vector blocks
-# (a user's 16- or 48-column tile).
+# thread can take some: chip/isa/cube.cpp), which the kernel sees one at a time; then two
+# tiles narrower than the kernel's 2-vector blocks (a user's 16- or 48-column tile).
 TILE_SHAPES = ((64, 128, 128), (128, 64, 256), (64, 128, 32), (128, 64, 64), (64, 128, 16), (64, 128, 48))
 
 
@@ -170,10 +169,39 @@ def gemm(repeat: int, size: int = 3072) -> None:
     line(f"GEMM {size}^3 fp16 -> fp32", 2 * size**3 / 1e9, wall, blas, t)
 
 
+def int8_gemm(repeat: int, size: int = 1024, tm: int = 128, tk: int = 256) -> None:
+    """A W8A8 GEMM at tensor level (int8 inputs, INT32 accumulator), against sgemm of the
+    same shape in fp32: the cube's integer sums run on the fp32 kernel, exactly."""
+    import pypto.language as pl
+
+    @pl.jit
+    def qgemm(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.parallel(0, size // tm):
+            for j in pl.parallel(0, size // tm):
+                with pl.at(level=pl.Level.CORE_GROUP, name_hint="qgemm"):
+                    r0, c0 = i * tm, j * tm
+                    acc = pl.matmul(x[r0 : r0 + tm, 0:tk], w[0:tk, c0 : c0 + tm], out_dtype=pl.INT32)
+                    for kk in pl.range(1, size // tk):
+                        k0 = kk * tk
+                        acc = pl.matmul_acc(acc, x[r0 : r0 + tm, k0 : k0 + tk], w[k0 : k0 + tk, c0 : c0 + tm])
+                    out = pl.assemble(out, acc, [i * tm, j * tm])
+        return out
+
+    rng = np.random.default_rng(0)
+    x, w = (rng.integers(-128, 128, (size, size)).astype(np.int8) for _ in range(2))
+    out = np.zeros((size, size), np.int32)
+    qgemm(x, w, out)
+    assert np.array_equal(out, x.astype(np.int64) @ w.astype(np.int64)), "int8 GEMM not exact"
+    wall, t = timed(functools.partial(qgemm, x, w, out), repeat)
+    x32, w32 = x.astype(np.float32), w.astype(np.float32)
+    blas = best_of(functools.partial(np.matmul, x32, w32, out=np.empty((size, size), np.float32)), repeat)
+    line(f"GEMM {size}^3 int8 -> int32", 2 * size**3 / 1e9, wall, blas, t)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the fastest is shown")
-    ap.add_argument("--only", choices=("kernel", "fa", "gemm"), help="one section")
+    ap.add_argument("--only", choices=("kernel", "fa", "gemm", "int8"), help="one section")
     a = ap.parse_args(argv)
     if a.only in (None, "kernel"):
         tile_kernels()
@@ -181,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
         flash_attention(a.repeat)
     if a.only in (None, "gemm"):
         gemm(a.repeat)
+    if a.only in (None, "int8"):
+        int8_gemm(a.repeat)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,33 @@ def test_int8_and_fp16_operands_do_not_mix():
     a, b = ints(7, (M, K)), np.zeros((K, N), np.float16)
     with pytest.raises(TypeCheckError, match="lhs.*rhs|dtype"):
         whole_matmul()(a, b, np.zeros((M, N), I32))
+
+
+LONG_K, MADS = 2048, 17
+
+
+@pl.jit
+def long_k_u8(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    """17 mads of one [16, 2048] x [2048, 16] uint8 product into one INT32 accumulator."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        la = pl.move(pl.load(a, [0, 0], [16, LONG_K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        rb = pl.move(pl.load(b, [0, 0], [LONG_K, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        acc = pl.matmul(la, rb)
+        for _ in pl.range(MADS - 1):
+            acc = pl.matmul_acc(acc, la, rb)
+        pl.store(acc, [0, 0], c)
+    return c
+
+
+def test_long_k_sums_stay_exact_and_wrap_as_int32_adders_do():
+    """255 x 255 over K = 2,048 is 133 M a mad: past 2^24, so summed in parts; 17 mads pass 2^31
+    and wrap around, as the cube's int32 adders do."""
+    a, b = np.full((16, LONG_K), 255, np.uint8), np.full((LONG_K, 16), 255, np.uint8)
+    c = np.zeros((16, 16), I32)
+    long_k_u8(a, b, c)
+    want = (MADS * LONG_K * 255 * 255) % 2**32
+    assert want > 2**31  # wrapped: negative as int32
+    np.testing.assert_array_equal(c, np.full((16, 16), want - 2**32, I32))
+    mixed = ints(9, (16, LONG_K), np.uint8), ints(10, (LONG_K, 16), np.uint8)
+    long_k_u8(*mixed, c)
+    np.testing.assert_array_equal(c, ((MADS * ref(*mixed)) % 2**32).astype(np.uint32).view(I32))

@@ -24,7 +24,7 @@ time, each timed Python call a batch of the same matmul (TILE_BATCH) so the call
 microseconds do not count — the per-core rate the
 functional work can reach in cache, and BLAS's on the same tile.
 
-Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm|int8]
+Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm|int8|gemv]
 Targets: FlashAttention forward [24, 2048, 128] <= 0.6 s wall; the 3072^3 GEMM <= 0.5 s.
 The host is shared in CI and development: read the wall figures as best-of, and the busy
 shares as the split of work between the threads. Never asserts.
@@ -198,10 +198,44 @@ def int8_gemm(repeat: int, size: int = 1024, tm: int = 128, tk: int = 256) -> No
     line(f"GEMM {size}^3 int8 -> int32", 2 * size**3 / 1e9, wall, blas, t)
 
 
+def gemv(repeat: int, k: int = 4096, n: int = 4096, tk: int = 256, tn: int = 128) -> None:
+    """A decode step's projection, [1, k] x [k, n] fp16, as pl.gemv tiles (M = 1), against
+    sgemv of the same shape in fp32."""
+    import pypto.language as pl
+
+    @pl.jit
+    def proj(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for j in pl.parallel(0, n // tn):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="proj"):
+                lv = pl.move(pl.load(x, [0, 0], [1, tk], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+                rb = pl.move(
+                    pl.load(w, [0, j * tn], [tk, tn], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right
+                )
+                acc = pl.gemv(lv, rb)
+                for kk in pl.range(1, k // tk):
+                    xv = pl.load(x, [0, kk * tk], [1, tk], target_memory=pl.Mem.Mat)
+                    wt = pl.load(w, [kk * tk, j * tn], [tk, tn], target_memory=pl.Mem.Mat)
+                    acc = pl.gemv_acc(
+                        acc, pl.move(xv, target_memory=pl.Mem.Left), pl.move(wt, target_memory=pl.Mem.Right)
+                    )
+                pl.store(acc, [0, j * tn], out)
+        return out
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (1, k)).astype(np.float16)
+    w = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    out = np.zeros((1, n), np.float32)
+    proj(x, w, out)
+    wall, t = timed(functools.partial(proj, x, w, out), repeat)
+    x32, w32 = x.astype(np.float32), w.astype(np.float32)
+    blas = best_of(functools.partial(np.matmul, x32, w32, out=np.empty((1, n), np.float32)), repeat)
+    line(f"gemv [1, {k}] x [{k}, {n}] fp16", 2 * k * n / 1e9, wall, blas, t)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the fastest is shown")
-    ap.add_argument("--only", choices=("kernel", "fa", "gemm", "int8"), help="one section")
+    ap.add_argument("--only", choices=("kernel", "fa", "gemm", "int8", "gemv"), help="one section")
     a = ap.parse_args(argv)
     if a.only in (None, "kernel"):
         tile_kernels()
@@ -211,6 +245,8 @@ def main(argv: list[str] | None = None) -> None:
         gemm(a.repeat)
     if a.only in (None, "int8"):
         int8_gemm(a.repeat)
+    if a.only in (None, "gemv"):
+        gemv(a.repeat)
 
 
 if __name__ == "__main__":

@@ -227,6 +227,18 @@ Operand widen(const TileView& t, bool trans, int64_t rows, int64_t cols, int slo
   return {out, false};
 }
 
+}  // namespace
+
+std::pair<const float*, const float*> pypto::isa::gemv_operands(const TileView& a,
+                                                                const TileView& b, int64_t k,
+                                                                int64_t n) {
+  float* row = scratch(0, static_cast<size_t>(k));
+  vm::convert(PYPTO_FP32, row, a.dtype, a.data, static_cast<size_t>(k), PYPTO_ROUND_RINT);
+  return {row, widen(b, false, k, n, 1).data};
+}
+
+namespace {
+
 // C (+)= A x B, its output rows in 4 pieces the run's thread may share (DataQueue::split): a
 // row's sums do not depend on the rows computed with it, so the bits are the same.
 void matmul_rows(const Operand& A, const Operand& B, const TileView& c, int64_t m, int64_t k,

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "chip/isa/checks.hpp"
 #include "pypto/abi.h"
@@ -79,6 +80,12 @@ bool l0_whole(const TileView& d, const uint8_t* src, int64_t pitch);
 AccessList mad_accesses(const TileView& a, const TileView& b, const TileView& c, bool accumulate);
 // A bias table operand of a mad producing `n` columns: fp32, one row of n.
 TileView check_bias(const pypto_tile* bias, int64_t n, const char* op);
+
+// A gemv's operands widened to fp32 in buffers of the calling thread's (the mad's): the [1, k]
+// row vector `a`, and the L0B tile `b` holding [k, n], row-major (a whole fp16/bf16 tile
+// fractal by fractal, as a mad's).
+std::pair<const float*, const float*> gemv_operands(const TileView& a, const TileView& b, int64_t k,
+                                                    int64_t n);
 
 // TSTORE of an Acc tile: FIXPIPE, narrowing to the tensor's dtype, optional atomic add.
 void store_from_acc(const pypto_tensor* dst, int64_t row0, int64_t col0, const pypto_tile* src,

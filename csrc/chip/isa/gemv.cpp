@@ -4,12 +4,10 @@
 // fractal pass on it (a mad with m = 1).
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "chip/isa/cube.hpp"
 #include "chip/isa/dtype.hpp"
 #include "chip/isa/matmul_f32.hpp"
-#include "chip/isa/vec_math.hpp"
 
 using namespace pypto;
 using namespace pypto::isa;
@@ -27,12 +25,14 @@ void need_row_vector(const TileView& t, const char* op, const char* what) {
 
 extern "C" void pypto_tmov_row_vector(const pypto_tile* dst, const pypto_tile* src) {
   const char* op = "TMOV";
+  const Deferred q;
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_MAT));
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_LEFT));
   need_row_vector(d, op, "a Left row vector");
   check_same_dtype(d, s, op, "dst and src");
   check_same_valid_shape(d, s, op, "dst and src");
-  std::memcpy(d.data, s.data, static_cast<size_t>(s.valid_bytes()));
+  q.run(s.valid_bytes(),
+        [d, s] { std::memcpy(d.data, s.data, static_cast<size_t>(s.valid_bytes())); });
   AccessList acc;
   acc.add(s.access(false));
   acc.add(d.access(true));
@@ -46,6 +46,7 @@ namespace {
 // bias table does in the same mad.
 void gemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right,
           const pypto_tile* bias, bool accumulate, const char* op) {
+  const Deferred q;  // the work is queued, as a mad's: the data thread never waits for it
   TileView a = check_tile(left, op, "left", mem_bit(PYPTO_LEFT));
   TileView b = check_tile(right, op, "right", mem_bit(PYPTO_RIGHT));
   TileView c = check_tile(acc, op, "acc", mem_bit(PYPTO_ACC));
@@ -70,21 +71,18 @@ void gemv(const pypto_tile* acc, const pypto_tile* left, const pypto_tile* right
              shape_text(1, n));
   }
   AccessList accs = mad_accesses(a, b, c, accumulate);
-  if (bias != nullptr) {
-    TileView t = check_bias(bias, n, op);
-    std::memcpy(c.row(0), t.row(0), static_cast<size_t>(n * 4));
+  TileView t{};  // the bias row, if any: it seeds the accumulator
+  const bool seeded = bias != nullptr;
+  if (seeded) {
+    t = check_bias(bias, n, op);
     accs.add(t.access(false));
-    accumulate = true;  // onto the bias row
   }
-  std::vector<float> A(static_cast<size_t>(k)), B(static_cast<size_t>(k * n)),
-      stored(static_cast<size_t>(b.rows * b.cols));
-  vm::convert(PYPTO_FP32, A.data(), a.dtype, a.data, A.size(), PYPTO_ROUND_RINT);
-  vm::convert(PYPTO_FP32, stored.data(), b.dtype, b.data, stored.size(), PYPTO_ROUND_RINT);
-  for (int64_t r = 0; r < k; ++r) {
-    for (int64_t col = 0; col < n; ++col)
-      B[r * n + col] = stored[layout_index(PYPTO_RIGHT, r, col, b.cols, b.esize)];
-  }
-  vm::matmul_f32(A.data(), B.data(), reinterpret_cast<float*>(c.data), c.cols, 1, k, n, accumulate);
+  q.run(k * n, [a, b, c, t, k, n, accumulate, seeded] {
+    if (seeded) std::memcpy(c.row(0), t.row(0), static_cast<size_t>(n * 4));
+    const auto [row, right] = gemv_operands(a, b, k, n);
+    vm::matmul_f32(row, right, reinterpret_cast<float*>(c.data), c.cols, 1, k, n,
+                   accumulate || seeded);
+  });
   issue_op(PYPTO_CUBE, mad_op(1, k, n, a.esize), op, accs, static_cast<uint64_t>(n * k), c.addr);
 }
 

@@ -75,28 +75,35 @@ extern "C" void pypto_tbitwise(int32_t opc, const pypto_tile* dst, const pypto_t
 extern "C" void pypto_tbitwise_scalar(int32_t opc, const pypto_tile* dst, const pypto_tile* a,
                                       int64_t s) {
   const char* op = op_name(kScalarNames, opc, "TBITWISES");
+  const Deferred q;
   TileView x = operand(a, op, "a", nullptr);
   TileView d = operand(dst, op, "dst", &x);
   if ((opc == PYPTO_SHL || opc == PYPTO_SHR) && s < 0) {
     fail(ErrorKind::kOutOfBounds, op, "shift count " + std::to_string(s) + " is negative");
   }
-  for (int64_t r = 0; r < d.valid_rows; ++r) {
-    for (int64_t c = 0; c < d.valid_cols; ++c) {
-      int64_t v = apply(opc, d.dtype, load_i64(x.dtype, x.row(r) + c * x.esize), s, op);
-      store_i64(d.dtype, d.row(r) + c * d.esize, v);
+  // Checked above, the scalar form never fails on data: its work is queued.
+  q.run(d.valid_bytes(), [opc, d, x, s, op] {
+    for (int64_t r = 0; r < d.valid_rows; ++r) {
+      for (int64_t c = 0; c < d.valid_cols; ++c) {
+        int64_t v = apply(opc, d.dtype, load_i64(x.dtype, x.row(r) + c * x.esize), s, op);
+        store_i64(d.dtype, d.row(r) + c * d.esize, v);
+      }
     }
-  }
+  });
   issue(op, d, &x);
 }
 
 extern "C" void pypto_tnot(const pypto_tile* dst, const pypto_tile* a) {
   const char* op = "TNOT";
+  const Deferred q;
   TileView x = operand(a, op, "a", nullptr);
   TileView d = operand(dst, op, "dst", &x);
-  for (int64_t r = 0; r < d.valid_rows; ++r) {
-    for (int64_t c = 0; c < d.valid_cols; ++c) {
-      store_i64(d.dtype, d.row(r) + c * d.esize, ~load_i64(x.dtype, x.row(r) + c * x.esize));
+  q.run(d.valid_bytes(), [d, x] {
+    for (int64_t r = 0; r < d.valid_rows; ++r) {
+      for (int64_t c = 0; c < d.valid_cols; ++c) {
+        store_i64(d.dtype, d.row(r) + c * d.esize, ~load_i64(x.dtype, x.row(r) + c * x.esize));
+      }
     }
-  }
+  });
   issue(op, d, &x);
 }

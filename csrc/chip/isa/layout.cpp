@@ -46,10 +46,29 @@ double pad_value(int dtype, int32_t mode) {
   }
 }
 
+// The transposes and the padding below never fail on data, so their work is queued for the data
+// thread (done on the run's thread, each waited for the queued work first).
+void transpose(const TileView& d, const TileView& s) {
+  if (s.esize == 1) transpose_as<uint8_t>(d, s);
+  if (s.esize == 2) transpose_as<uint16_t>(d, s);
+  if (s.esize == 4) transpose_as<uint32_t>(d, s);
+  if (s.esize == 8) transpose_as<uint64_t>(d, s);
+}
+
+void fill_pad(const TileView& d, const TileView& s, double v) {
+  for (int64_t r = 0; r < d.valid_rows; ++r) {
+    const int64_t keep = r < s.valid_rows ? s.valid_cols : 0;
+    if (keep > 0 && d.addr != s.addr)
+      std::memmove(d.row(r), s.row(r), static_cast<size_t>(keep * s.esize));
+    vm::fill(d.dtype, d.row(r) + keep * d.esize, v, static_cast<size_t>(d.valid_cols - keep));
+  }
+}
+
 }  // namespace
 
 extern "C" void pypto_ttrans(const pypto_tile* dst, const pypto_tile* src) {
   const char* op = "TTRANS";
+  const Deferred q;
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   check_same_dtype(d, s, op, "dst and src");
@@ -60,15 +79,13 @@ extern "C" void pypto_ttrans(const pypto_tile* dst, const pypto_tile* src) {
   }
   if (d.addr == s.addr)
     fail(ErrorKind::kShape, op, "cannot transpose in place (dst and src share storage)");
-  if (s.esize == 1) transpose_as<uint8_t>(d, s);
-  if (s.esize == 2) transpose_as<uint16_t>(d, s);
-  if (s.esize == 4) transpose_as<uint32_t>(d, s);
-  if (s.esize == 8) transpose_as<uint64_t>(d, s);
+  q.run(s.valid_bytes(), [d, s] { transpose(d, s); });
   issue_row_op(op, OpClass::kTranspose, s, nullptr, d);
 }
 
 extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int32_t pad_mode) {
   const char* op = "TFILLPAD";
+  const Deferred q;
   TileView s = check_tile(src, op, "src", mem_bit(PYPTO_VEC));
   TileView d = check_tile(dst, op, "dst", mem_bit(PYPTO_VEC));
   check_same_dtype(d, s, op, "dst and src");
@@ -79,13 +96,7 @@ extern "C" void pypto_tfillpad(const pypto_tile* dst, const pypto_tile* src, int
   }
   if (pad_mode < PYPTO_PAD_ZERO || pad_mode > PYPTO_PAD_MIN)
     fail(ErrorKind::kInternal, op, "unknown pad mode");
-  const double v = pad_value(d.dtype, pad_mode);
-  for (int64_t r = 0; r < d.valid_rows; ++r) {
-    const int64_t keep = r < s.valid_rows ? s.valid_cols : 0;
-    if (keep > 0 && d.addr != s.addr)
-      std::memmove(d.row(r), s.row(r), static_cast<size_t>(keep * s.esize));
-    vm::fill(d.dtype, d.row(r) + keep * d.esize, v, static_cast<size_t>(d.valid_cols - keep));
-  }
+  q.run(d.valid_bytes(), [d, s, v = pad_value(d.dtype, pad_mode)] { fill_pad(d, s, v); });
   issue_vector_op(op, VecClass::kCopy, d.valid_bytes(), d, &s, nullptr);
 }
 

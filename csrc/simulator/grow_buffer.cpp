@@ -98,7 +98,14 @@ void GrowBuffer::reserve(size_t bytes) {
   }
   if (heap_) {  // outgrown the heap: a mapping, what was written copied over
     const Mapping small = release();
-    reserve(bytes);
+    try {
+      reserve(bytes);
+    } catch (...) {  // no mapping to be had: the buffer stays as it was
+      data_ = small.data;
+      bytes_ = small.bytes;
+      heap_ = true;
+      throw;
+    }
     std::memcpy(data_, small.data, small.bytes);
     std::free(small.data);
     return;

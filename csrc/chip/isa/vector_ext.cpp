@@ -65,9 +65,21 @@ bool compare(int mode, double a, double b) {
   }
 }
 
+// The op in double, rounded once into the tile's dtype by the caller.
+template <int Op>
+double math_of(double x) {
+  if constexpr (Op == PYPTO_RSQRT) {
+    return 1.0 / std::sqrt(x);
+  } else if constexpr (Op == PYPTO_SIN) {
+    return std::sin(x);
+  } else {
+    return std::cos(x);
+  }
+}
+
 double math(int op, double x) {
-  if (op == PYPTO_RSQRT) return 1.0 / std::sqrt(x);
-  return op == PYPTO_SIN ? std::sin(x) : std::cos(x);
+  if (op == PYPTO_RSQRT) return math_of<PYPTO_RSQRT>(x);
+  return op == PYPTO_SIN ? math_of<PYPTO_SIN>(x) : math_of<PYPTO_COS>(x);
 }
 
 // `f` over fp32 rows, in double as `math` computes (the same bits): typed loops, which the
@@ -84,9 +96,9 @@ void rows_f32(const TileView& d, const TileView& x, F f) {
 
 void apply_math(int op, const TileView& d, const TileView& x) {
   if (d.dtype == PYPTO_FP32 && x.dtype == PYPTO_FP32) {
-    if (op == PYPTO_RSQRT) return rows_f32(d, x, [](double v) { return 1.0 / std::sqrt(v); });
-    if (op == PYPTO_SIN) return rows_f32(d, x, [](double v) { return std::sin(v); });
-    return rows_f32(d, x, [](double v) { return std::cos(v); });
+    if (op == PYPTO_RSQRT) return rows_f32(d, x, math_of<PYPTO_RSQRT>);
+    if (op == PYPTO_SIN) return rows_f32(d, x, math_of<PYPTO_SIN>);
+    return rows_f32(d, x, math_of<PYPTO_COS>);
   }
   each(d, &x, nullptr, [&](uint8_t* o, const uint8_t* p, const uint8_t*) {
     store_f64(d.dtype, o, math(op, load_f64(x.dtype, p)));

@@ -116,8 +116,16 @@ void relayout_as(const TileView& d, const TileView& s) {
   });
 }
 
+bool is_l0(int mem) { return mem == PYPTO_LEFT || mem == PYPTO_RIGHT; }
+
 // Element-wise relayout (and dtype conversion) between two tiles of one logical shape.
 void relayout(const TileView& d, const TileView& s) {
+  if (!is_l0(d.mem) && !is_l0(s.mem)) {  // both row-major (an Acc product out to Mat or Vec):
+    for (int64_t r = 0; r < s.valid_rows; ++r)  // row by row, not an index walk per element
+      vm::convert(d.dtype, d.row(r), s.dtype, s.row(r), static_cast<size_t>(s.valid_cols),
+                  PYPTO_ROUND_RINT);
+    return;
+  }
   if (d.dtype == s.dtype && s.esize == 2) return relayout_as<uint16_t>(d, s);
   if (d.dtype == s.dtype && s.esize == 4) return relayout_as<uint32_t>(d, s);
   if (d.dtype == s.dtype && s.esize == 1) return relayout_as<uint8_t>(d, s);

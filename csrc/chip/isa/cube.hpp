@@ -28,6 +28,9 @@ inline bool fixpipe_out_supported(int acc, int dtype) {
   return dtype == PYPTO_FP32 || dtype == PYPTO_FP16 || dtype == PYPTO_BF16;
 }
 
+// Whether `mem` holds the cube's fractal layouts (L0A, L0B); every other space is row-major.
+inline bool is_l0(int mem) { return mem == PYPTO_LEFT || mem == PYPTO_RIGHT; }
+
 // Element index of logical (r, c) in a tile stored in `mem`. L0A holds 16 x c0 fractals in
 // row-major fractal order ("zZ"); L0B holds c0 x 16 fractals stored column by column inside
 // ("nZ"); every other space is plain row-major. c0 = 32 B / element size.

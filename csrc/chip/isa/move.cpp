@@ -40,7 +40,7 @@ std::string pypto::isa::legal_routes(int dst, const Platform& p) {
 namespace {
 
 void check_fractal_shape(const TileView& t, const char* op) {
-  if (t.mem != PYPTO_LEFT && t.mem != PYPTO_RIGHT) return;
+  if (!is_l0(t.mem)) return;
   if (t.rows % 16 != 0 || t.cols % 16 != 0) {
     fail(ErrorKind::kShape, op,
          std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
@@ -99,7 +99,7 @@ void l0_from_rows(T* dst, int mem, int64_t rows, int64_t cols, const T* src, int
 
 // A whole row-major tile into L0A/L0B (l0_whole), when it is one.
 bool relayout_whole(const TileView& d, const TileView& s) {
-  const bool row_major_src = s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  const bool row_major_src = !is_l0(s.mem);
   if (!row_major_src || s.valid_rows != d.rows || s.valid_cols != d.cols) return false;
   return l0_whole(d, s.data, s.cols);
 }
@@ -115,8 +115,6 @@ void relayout_as(const TileView& d, const TileView& s) {
     if (r < vr && c < vc) dst[i] = src[layout_index(s.mem, r, c, s.cols, e)];
   });
 }
-
-bool is_l0(int mem) { return mem == PYPTO_LEFT || mem == PYPTO_RIGHT; }
 
 // Element-wise relayout (and dtype conversion) between two tiles of one logical shape.
 void relayout(const TileView& d, const TileView& s) {
@@ -163,8 +161,7 @@ OpDesc move_op(const Route& r, const TileView& d, const TileView& s) {
 
 bool pypto::isa::l0_whole(const TileView& d, const uint8_t* src, int64_t pitch) {
   const int64_t c0 = 32 / d.esize;
-  const bool l0 = d.mem == PYPTO_LEFT || d.mem == PYPTO_RIGHT;
-  if (!l0 || d.rows % 16 != 0 || d.cols % 16 != 0 || d.rows % c0 != 0 || d.cols % c0 != 0)
+  if (!is_l0(d.mem) || d.rows % 16 != 0 || d.cols % 16 != 0 || d.rows % c0 != 0 || d.cols % c0 != 0)
     return false;
   if (d.esize == 2) {
     l0_from_rows(reinterpret_cast<uint16_t*>(d.data), d.mem, d.rows, d.cols,

@@ -48,7 +48,7 @@ const WindowRoute& find_window_route(const TileView& s, const TileView& d, const
 std::pair<int64_t, int64_t> fractal_grid(int mem, int64_t esize) {
   if (mem == PYPTO_MAT) return {16, 32 / esize};  // L1: 16 x c0 fractals
   if (mem == PYPTO_ACC) return {16, 16};          // L0C: 16 x 16 fractals
-  if (mem == PYPTO_LEFT || mem == PYPTO_RIGHT) return {16, 16};
+  if (is_l0(mem)) return {16, 16};
   return {1, 1};
 }
 
@@ -66,7 +66,7 @@ void check_on_grid(const TileView& t, int64_t row0, int64_t col0, const char* op
 }
 
 void check_l0_shape(const TileView& t, const char* op) {
-  if ((t.mem == PYPTO_LEFT || t.mem == PYPTO_RIGHT) && (t.rows % 16 != 0 || t.cols % 16 != 0)) {
+  if (is_l0(t.mem) && (t.rows % 16 != 0 || t.cols % 16 != 0)) {
     fail(ErrorKind::kShape, op,
          std::string(mem_name(t.mem)) + " tiles are built from 16 x 16 fractals: shape " +
              shape_text(t.rows, t.cols) + " must be a multiple of 16 in both dims");
@@ -89,8 +89,7 @@ void check_inside(const TileView& t, int64_t row0, int64_t col0, int64_t rows, i
 // fractal spaces: the whole tile, which is what the layouts scatter the window over).
 Access window_access(const TileView& t, int64_t row0, int64_t col0, int64_t rows, int64_t cols,
                      bool write) {
-  if (t.mem == PYPTO_LEFT || t.mem == PYPTO_RIGHT)
-    return {t.mem, t.addr, 1, t.rows * t.cols * t.esize, 0, write};
+  if (is_l0(t.mem)) return {t.mem, t.addr, 1, t.rows * t.cols * t.esize, 0, write};
   const int64_t pitch = t.cols * t.esize;
   return {t.mem, t.addr + row0 * pitch + col0 * t.esize, rows, cols * t.esize, pitch, write};
 }
@@ -112,9 +111,9 @@ void copy_into_l0(const TileView& d, const TileView& s, int64_t row0, int64_t co
 // dst[dr0 + r, dc0 + c] = src[sr0 + r, sc0 + c] over a rows x cols window, any layouts/dtypes.
 void copy_window(const TileView& d, int64_t dr0, int64_t dc0, const TileView& s, int64_t sr0,
                  int64_t sc0, int64_t rows, int64_t cols) {
-  const bool to_l0 = (d.mem == PYPTO_LEFT || d.mem == PYPTO_RIGHT) && dr0 == 0 && dc0 == 0;
-  const bool whole = to_l0 && d.dtype == s.dtype && rows == d.rows && cols == d.cols &&
-                     s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  const bool to_l0 = is_l0(d.mem) && dr0 == 0 && dc0 == 0;
+  const bool whole =
+      to_l0 && d.dtype == s.dtype && rows == d.rows && cols == d.cols && !is_l0(s.mem);
   if (whole && l0_whole(d, s.data + (sr0 * s.cols + sc0) * s.esize, s.cols)) return;
   if (to_l0 && d.dtype == s.dtype && s.esize == 2)
     return copy_into_l0<2>(d, s, sr0, sc0, rows, cols);
@@ -122,8 +121,7 @@ void copy_window(const TileView& d, int64_t dr0, int64_t dc0, const TileView& s,
     return copy_into_l0<4>(d, s, sr0, sc0, rows, cols);
   if (to_l0 && d.dtype == s.dtype && s.esize == 1)
     return copy_into_l0<1>(d, s, sr0, sc0, rows, cols);
-  const bool plain =
-      d.mem != PYPTO_LEFT && d.mem != PYPTO_RIGHT && s.mem != PYPTO_LEFT && s.mem != PYPTO_RIGHT;
+  const bool plain = !is_l0(d.mem) && !is_l0(s.mem);
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* p = s.data + layout_index(s.mem, sr0 + r, sc0, s.cols, s.esize) * s.esize;
     uint8_t* q = d.data + layout_index(d.mem, dr0 + r, dc0, d.cols, d.esize) * d.esize;
@@ -207,7 +205,7 @@ extern "C" void pypto_twindow(pypto_tile* out, const pypto_tile* src, int64_t ro
   const Deferred q;
   TileView s = check_tile(q, src, op, "src", ~mem_bit(PYPTO_GM));
   check_inside(s, row0, col0, rows, cols, op, "src");
-  const bool l0 = s.mem == PYPTO_LEFT || s.mem == PYPTO_RIGHT;
+  const bool l0 = is_l0(s.mem);
   if (l0 && (col0 != 0 || cols != s.cols || row0 % 16 != 0 || rows % 16 != 0)) {
     fail(ErrorKind::kShape, op,
          std::string("a window of a ") + mem_name(s.mem) + " tile " + shape_text(s.rows, s.cols) +

@@ -30,7 +30,7 @@ import numpy as np
 
 from pypto.report.file_blocks import reserve
 from pypto.report.progress import progress
-from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport
+from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport, StringIds
 
 # The record columns the native lane builder reads, in the order it takes them.
 _LANE_COLUMNS = [
@@ -152,16 +152,12 @@ def _core_lanes(tasks: list, flows: int) -> tuple[Any, list[str]]:
     names and source lines as ids of the returned strings (each task's in first appearance)."""
     from pypto import _native
 
-    strings: dict[str, int] = {}
-    tables: dict[tuple[str, ...], np.ndarray] = {}  # each distinct string table's ids, made once
+    core = StringIds()
     parts: list[Any] = []
     for t in tasks:
         raw = t.trace.raw
-        key = tuple(raw["strings"])
-        if key not in tables:
-            tables[key] = np.array([strings.setdefault(s, len(strings)) for s in key], np.int64)
-        parts.append((raw["table"], raw["name_id"], raw["loc_id"], tables[key], t.start))
-    return _native.PerfettoCoreLanes(parts, _LANE_COLUMNS, len(strings), flows), list(strings)
+        parts.append((raw["table"], raw["name_id"], raw["loc_id"], core.of(raw["strings"]), t.start))
+    return _native.PerfettoCoreLanes(parts, _LANE_COLUMNS, len(core.strings), flows), list(core.strings)
 
 
 def _by_core(report: RunReport) -> dict[int, list]:

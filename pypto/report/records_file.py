@@ -30,7 +30,7 @@ from typing import BinaryIO
 import numpy as np
 
 from pypto.report.file_blocks import reserve
-from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport
+from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport, StringIds
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,8 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     traced = [t.trace for t in report.tasks if t.trace is not None]
     if not traced:
         return None
-    strings: dict[str, int] = {}  # first appearance, task by task (as the timeline interns)
-    tables: dict[tuple[str, ...], tuple[np.ndarray, bool]] = {}  # each distinct one's ids, once
+    run = StringIds()  # first appearance, task by task (as the timeline interns)
+    as_they_are: dict[int, bool] = {}  # by id of a table's ids: they are its own positions
     names, locs = [], []
     for trace in traced:
         raw = trace.raw
@@ -96,13 +96,13 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
             names.append(raw["name_id"])
             locs.append(raw["loc_id"])
             continue
-        key = tuple(raw["strings"])
-        if key not in tables:
-            ids = np.array([strings.setdefault(s, len(strings)) for s in key], np.int64)
-            tables[key] = ids, len(ids) == 0 or bool((ids == np.arange(len(ids))).all())  # as they are
-        ids, same = tables[key]
+        ids = run.of(raw["strings"])
+        same = as_they_are.get(id(ids))
+        if same is None:
+            same = as_they_are[id(ids)] = len(ids) == 0 or bool((ids == np.arange(len(ids))).all())
         names.append(raw["name_id"] if same else ids[raw["name_id"]])
         locs.append(raw["loc_id"] if same else ids[raw["loc_id"]])
+    strings = run.strings
     # The columns narrowed straight from the row-major tables (no transposed copy of them),
     # into the kept block when it is large enough.
     columns = _native.narrow_record_tables([t.raw["table"] for t in traced], _SPARE.take())

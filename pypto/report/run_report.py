@@ -31,6 +31,25 @@ RECORD_COLUMNS = (
 )
 
 
+class StringIds:
+    """Tasks' string tables mapped into one table of the run's (``strings``: each string's id, in
+    order of first appearance, task by task): each distinct table's ids made once, as a decode's
+    thousands of tasks share a few tables."""
+
+    def __init__(self, strings: dict[str, int] | None = None) -> None:
+        self.strings = {} if strings is None else strings
+        self._ids: dict[tuple[str, ...], np.ndarray] = {}
+
+    def of(self, table: list[str]) -> np.ndarray:
+        """The run-wide ids of ``table``'s strings, by position."""
+        key = tuple(table)
+        ids = self._ids.get(key)
+        if ids is None:
+            strings = self.strings
+            ids = self._ids[key] = np.array([strings.setdefault(t, len(strings)) for t in key], np.int64)
+        return ids
+
+
 class InstrTrace:
     """Per-instruction records of one task (native table; columns built on first access)."""
 

@@ -40,7 +40,7 @@ from pypto.report.opprof_format import API_INSTR, TRACE, ContainerError, iter_bl
 from pypto.report.progress import progress
 from pypto.report.records_file import NAME as RECORDS_NAME
 from pypto.report.records_file import attach_records
-from pypto.report.run_report import PIPES, RunReport
+from pypto.report.run_report import PIPES, RunReport, StringIds
 from pypto.report.timeline_page import render_page
 from pypto.report.trace import flag_pairs
 
@@ -197,7 +197,7 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
     model = Model(
         title or _title(report), report.platform, report.clock_hz, report.cycles, bound=str(bound or "")
     )
-    ids: dict[tuple[str, ...], np.ndarray] = {}  # a records' string table -> its model.strings ids
+    ids = StringIds(model.strings)  # each distinct records' string table mapped once
     batch: list[tuple[Any, int]] = []  # short tasks' records not added yet, each with its core
     rows = 0
     with progress("reading the records", len(report.tasks), "task") as done:
@@ -228,19 +228,14 @@ def model_of_report(report: RunReport, title: str | None = None) -> Model:
 _SHORT_TASK, _BATCH_ROWS = 1024, 1 << 16
 
 
-def _add_records(model: Model, tasks: list[tuple[Any, int]], ids: dict[tuple[str, ...], np.ndarray]) -> None:
+def _add_records(model: Model, tasks: list[tuple[Any, int]], ids: StringIds) -> None:
     """The instructions of ``tasks`` (each with its core's number) as one part of the model;
-    ``ids`` keeps each distinct string table's ids in ``model.strings``."""
+    ``ids``: the records' string tables in ``model.strings``."""
     if not tasks:
         return
     raws = [t.trace.raw for t, _ in tasks]
     counts = [len(r["table"]) for r in raws]
-    maps = []
-    for r in raws:
-        key = tuple(r["strings"])
-        if key not in ids:
-            ids[key] = np.array([model.intern(s) for s in key], np.int64)
-        maps.append(ids[key])
+    maps = [ids.of(r["strings"]) for r in raws]
     table, name_id, loc_id = (  # one task's: its own arrays, no copy
         raws[0][k] if len(raws) == 1 else np.concatenate([r[k] for r in raws])
         for k in ("table", "name_id", "loc_id")

@@ -26,6 +26,10 @@ time, each timed Python call a batch of the same matmul (TILE_BATCH) so the call
 microseconds do not count — the per-core rate the
 functional work can reach in cache, and BLAS's on the same tile.
 
+After the FlashAttention line, its per-head cost at 24 heads against 2 (the same work per
+head; 24 clusters' buffers and K/V share the host's caches) and the 24-head time at the 2-head
+rate.
+
 Run: python benchmarks/bench_sim.py [--repeat 3] [--only kernel|fa|gemm|int8|gemv]
 Targets: FlashAttention forward [24, 2048, 128] <= 0.6 s wall; the 3072^3 GEMM <= 0.5 s.
 The host is shared in CI and development: read the wall figures as best-of, and the busy
@@ -134,14 +138,25 @@ def tile_kernels() -> None:
     subprocess.run([sys.executable, __file__, "--only", "kernel"], env=env, check=True)
 
 
-def flash_attention(repeat: int, heads: int = 24, seq: int = 2048, dim: int = 128) -> None:
+def attention_run(heads: int, seq: int, dim: int) -> tuple[functools.partial, tuple]:
+    """A warm FlashAttention call over ``heads`` heads (compiled, built and run once), and its
+    arrays."""
     kernel = fa.make_attention(heads, seq, seq, dim, 64, 128, False)
     q, k, v = fa.inputs(heads, seq, seq, dim)
     mask, out = fa.causal_mask(64, 128), np.zeros((heads * seq, dim), np.float32)
     cfg = RunConfig(platform="a2a3sim")
     args = (q, k, v, mask, out)
     kernel(*args, config=cfg)  # compile, build, first run
-    wall, t = timed(functools.partial(kernel, *args, config=cfg), repeat)
+    return functools.partial(kernel, *args, config=cfg), args
+
+
+def flash_attention(repeat: int, heads: int = 24, seq: int = 2048, dim: int = 128) -> None:
+    """The FlashAttention line, then the same per-head work at 2 heads: one cluster's work is
+    the same at any head count, but 24 clusters' on-chip buffers and K/V stream through the
+    host's caches together, so a head costs more at 24 than at 2 — the per-head figures and
+    the 24-head time at the 2-head rate show that share of the wall."""
+    call, (q, k, v, _, _) = attention_run(heads, seq, dim)
+    wall, t = timed(call, repeat)
     qh = q.astype(np.float32).reshape(heads, seq, dim)
     kt = np.ascontiguousarray(k.astype(np.float32).reshape(heads, seq, dim).transpose(0, 2, 1))
     vh = v.astype(np.float32).reshape(heads, seq, dim)
@@ -155,6 +170,16 @@ def flash_attention(repeat: int, heads: int = 24, seq: int = 2048, dim: int = 12
 
     gflop = 2 * 2 * heads * seq * seq * dim / 1e9
     line(f"FlashAttention fwd [{heads}, {seq}, {dim}]", gflop, wall, best_of(blas, repeat), t)
+    few = 2
+    few_wall, few_split = timed(attention_run(few, seq, dim)[0], 4 * repeat)
+    per, few_per = wall / heads, few_wall / few
+    print(
+        f"  per head: {per * 1e3:.1f} ms at {heads} heads, {few_per * 1e3:.1f} ms at {few} "
+        f"({per / few_per:.2f}x; timing {t['timing'] / heads * 1e3:.1f} vs "
+        f"{few_split['timing'] / few * 1e3:.1f} ms, data {t['data'] / heads * 1e3:.1f} vs "
+        f"{few_split['data'] / few * 1e3:.1f} ms); {heads} heads at the {few}-head rate: "
+        f"{few_per * heads:.3f} s"
+    )
 
 
 def gemm(repeat: int, size: int = 3072) -> None:

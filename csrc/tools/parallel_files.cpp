@@ -47,11 +47,15 @@ void write_all(int fd, std::initializer_list<std::string_view> pieces, const std
 ParallelFiles::ParallelFiles(const std::vector<std::string>& paths) : files_(paths.size()) {
   for (size_t i = 0; i < paths.size(); ++i) {
     files_[i].path = paths[i];
-    files_[i].fd = ::open(paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    files_[i].fd = ::open(paths[i].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (files_[i].fd < 0) {
       const std::string why = std::strerror(errno);
       for (size_t j = 0; j < i; ++j) ::close(files_[j].fd);
       throw TraceWriteError("cannot create " + paths[i] + ": " + why);
+    }
+    struct stat st {};
+    if (::fstat(files_[i].fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      files_[i].had = static_cast<size_t>(st.st_size);
     }
   }
 }
@@ -59,7 +63,13 @@ ParallelFiles::ParallelFiles(const std::vector<std::string>& paths) : files_(pat
 ParallelFiles::~ParallelFiles() {
   stop_threads();
   for (File& f : files_) {
-    if (f.fd >= 0) ::close(f.fd);
+    if (f.fd < 0) continue;
+    // A failed write (close_all not reached): the file holds only the new bytes written, as
+    // an emptied one would, not an earlier file's tail after them.
+    const off_t end = ::lseek(f.fd, 0, SEEK_CUR);
+    const bool longer = end >= 0 && f.had > static_cast<size_t>(end);
+    if (longer && ::ftruncate(f.fd, end) != 0) f.had = 0;  // best effort: already failing
+    ::close(f.fd);
   }
 }
 
@@ -193,8 +203,10 @@ void ParallelFiles::raise_error() {
 void ParallelFiles::close_all() {
   std::string failed;  // the first failure, with its reason (a later close may reset errno)
   for (File& f : files_) {
-    const off_t end = f.reserved > f.end ? ::lseek(f.fd, 0, SEEK_CUR) : -1;  // reserved tail
-    if (end >= 0 && ::ftruncate(f.fd, end) != 0 && failed.empty())
+    // The writes are sequential (the header's rewrite aside), so the offset is the new end.
+    const off_t end = f.fd >= 0 ? ::lseek(f.fd, 0, SEEK_CUR) : -1;
+    const bool tail = f.reserved > f.end || (end >= 0 && f.had > static_cast<size_t>(end));
+    if (tail && ::ftruncate(f.fd, end) != 0 && failed.empty())
       failed = f.path + ": " + std::strerror(errno);
     if (f.fd >= 0 && ::close(f.fd) != 0 && failed.empty())
       failed = f.path + ": " + std::strerror(errno);

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from pypto.report.file_blocks import reserve
+from pypto.report.file_blocks import reserve, rewritten
 from pypto.report.progress import progress
 from pypto.report.run_report import PIPES, RECORD_COLUMNS, RunReport, StringIds
 
@@ -103,14 +103,13 @@ def write_run_trace(report: RunReport, path: str | Path) -> Path:
     lanes = flows = 0
     cores = _by_core(report)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f, progress("writing the run's trace", len(cores), "core") as done:
+    with rewritten(path) as f, progress("writing the run's trace", len(cores), "core") as done:
         records = sum(len(t.trace) for tasks in cores.values() for t in tasks)
         reserve(f, _RESERVE_BYTES_PER_RECORD * records + (1 << 20))
         out = _Out(f, path)
         for core, tasks in cores.items():
             lanes, flows = _core(out, core, tasks, lanes, flows)
             done.update()
-        f.truncate(out.size)  # the reserved blocks past the end
     log.info("wrote the run's trace (%d lanes, %d bytes) to %s", lanes, out.size, path)
     return path
 

@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from pypto.report.file_blocks import reserve
+from pypto.report.file_blocks import reserve, rewritten
 from pypto.report.run_report import RECORD_COLUMNS, InstrTrace, RunReport, StringIds
 
 log = logging.getLogger(__name__)
@@ -115,10 +115,9 @@ def save_records(report: RunReport, path: str | Path) -> Path | None:
     arrays["format"] = np.array([FORMAT], np.int64)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
+    with rewritten(path) as f:  # cut at the end: the reserved blocks past it too
         reserve(f, sum(a.nbytes for a in arrays.values()) + _ZIP_MEMBER_BYTES * (len(arrays) + 1))
         _savez(f, arrays)
-        f.truncate(f.tell())  # the reserved blocks past the end
     _SPARE.give(columns[0].base)
     return path
 

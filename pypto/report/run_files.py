@@ -17,6 +17,7 @@ the critical path is visible: ``benchmarks/bench_trace.py`` prints them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -42,6 +43,22 @@ class WriterTime:
     began: float
     ended: float
     cpu: float
+
+
+# Runs with fewer recorded instructions write their files one after another on the calling
+# thread: starting the three writer threads and waiting for them took about 1 ms of a small
+# kernel's ~2.8 ms traced call, more than the writers could overlap.
+THREADED_FROM = 20_000
+
+
+def _done(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """``fn(*args)`` run now, as a finished future (its error kept in it, as a pool's is)."""
+    future: Future[Any] = Future()
+    try:
+        future.set_result(fn(*args))
+    except Exception as e:  # raised by the caller once every writer has run
+        future.set_exception(e)
+    return future
 
 
 def _timed(name: str, t0: float, times: list[WriterTime], fn: Callable[..., Any], *args: Any) -> Any:
@@ -72,13 +89,16 @@ def write_run_files(
     folder, reports = out / "trace", out / "report"
     folder.mkdir(parents=True, exist_ok=True)
     t0, times = time.perf_counter(), list[WriterTime]()
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="pypto-trace") as pool:
+    threaded = report.instructions >= THREADED_FROM
+    pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="pypto-trace") if threaded else None
+    with pool or contextlib.nullcontext():
+        submit = pool.submit if pool is not None else _done
         jobs: list[Future[Any]] = [
-            pool.submit(_timed, "run.pftrace", t0, times, write_run_trace, report, folder / "run.pftrace"),
-            pool.submit(_timed, "records.npz", t0, times, save_records, report, reports / NAME),
+            submit(_timed, "run.pftrace", t0, times, write_run_trace, report, folder / "run.pftrace"),
+            submit(_timed, "records.npz", t0, times, save_records, report, reports / NAME),
             # run.json's one pass over the records, kept by the report: only its writing
             # waits for the containers' names.
-            pool.submit(_timed, "hot lines", t0, times, report.hot_lines),
+            submit(_timed, "hot lines", t0, times, report.hot_lines),
         ]
         try:  # the launches' files on this thread: run.json names them
             launches = functools.partial(

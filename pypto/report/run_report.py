@@ -262,7 +262,10 @@ class RunReport:
         data = self.to_dict()
         folder = path.parent.resolve()  # once: a traced decode names thousands of trace files
         _move_trace_paths(data, functools.partial(_relative, _ancestors(str(folder))))
-        path.write_text(_readable_json(data))
+        from pypto.report.file_blocks import rewritten  # not at import: a warm call saves nothing
+
+        with rewritten(path) as f:  # a traced call writes it again each time
+            f.write(_readable_json(data).encode())
         return path
 
     @classmethod

@@ -1,6 +1,8 @@
 """The files of a traced run (pypto.report.run_files.write_run_files, what RunConfig(trace=True)
-writes), their writers on threads of their own: the same bytes as writing them one after
-another, and a writer's failure raised only once the others have finished their files."""
+writes), their writers on threads of their own (or, for a small run, one after another on the
+calling thread): the same bytes as writing them one by one, a writer's failure raised only
+once the others have finished their files, and files written over longer ones from an earlier
+run holding only the new bytes."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pypto.report import run_files
+from pypto.report.file_blocks import rewritten
 from pypto.report.hotspots import chunk_of, hot_lines
 from pypto.report.perfetto import write_run_trace
 from pypto.report.records_file import save_records
@@ -30,7 +34,14 @@ def report(tmp_path_factory: pytest.TempPathFactory):
     return sk.pipelined.last_report
 
 
-def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_path: Path):
+@pytest.fixture(params=["threads", "in turn"])
+def writers(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of writing: the writers on threads, or in turn (a run below THREADED_FROM)."""
+    monkeypatch.setattr(run_files, "THREADED_FROM", 0 if request.param == "threads" else 10**12)
+    return request.param
+
+
+def test_the_concurrent_files_equal_the_files_written_one_by_one(report, writers, tmp_path: Path):
     times = {w.name: w for w in write_run_files(report, tmp_path / "together")}
     assert sorted(times) == ["containers", "hot lines", "records.npz", "run.json", "run.pftrace"]
     assert all(0 <= w.began <= w.ended and w.cpu >= 0 for w in times.values())
@@ -48,7 +59,7 @@ def test_the_concurrent_files_equal_the_files_written_one_by_one(report, tmp_pat
     assert saved["hot_lines"] == [r.to_dict() for r in summed] != []  # summed beside the containers
 
 
-def test_a_failing_writer_is_raised_after_the_others_finish(report, tmp_path: Path):
+def test_a_failing_writer_is_raised_after_the_others_finish(report, writers, tmp_path: Path):
     (tmp_path / "report").write_text("a file where the report folder goes")
     with pytest.raises(OSError):
         write_run_files(report, tmp_path)
@@ -57,3 +68,28 @@ def test_a_failing_writer_is_raised_after_the_others_finish(report, tmp_path: Pa
     assert (tmp_path / "trace" / "run.pftrace").read_bytes() == apart.read_bytes()  # complete
     (container,) = (tmp_path / "trace").rglob("visualize_data.bin")
     assert container.stat().st_size > 0
+
+
+def test_files_written_over_longer_ones_hold_only_the_new_bytes(report, writers, tmp_path: Path):
+    # A folder traced before by a longer run: each file is written over, not emptied first, and
+    # must end where the new bytes end.
+    old = tmp_path / "again"
+    for name in ("trace/run.pftrace", "report/records.npz", "report/run.json"):
+        (old / name).parent.mkdir(parents=True, exist_ok=True)
+        (old / name).write_bytes(b"an older, longer run's bytes " * 40_000)
+    write_run_files(report, old)
+    write_run_files(report, tmp_path / "fresh")
+    for name in ("trace/run.pftrace", "report/records.npz"):
+        assert (old / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    again, fresh = (json.loads((d / "report" / "run.json").read_text()) for d in (old, tmp_path / "fresh"))
+    assert again.pop("trace_paths") != fresh.pop("trace_paths")  # each names its own containers
+    assert again == fresh
+
+
+def test_a_failed_rewrite_keeps_none_of_the_old_bytes(tmp_path: Path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"o" * 10_000)
+    with pytest.raises(RuntimeError), rewritten(path) as f:
+        f.write(b"new")
+        raise RuntimeError("the writer failed")
+    assert path.read_bytes() == b"new"  # what was written, not followed by the old tail

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
@@ -420,3 +422,54 @@ def test_launches_of_one_core_with_their_own_string_tables_keep_their_names(tmp_
     ] * 2
     instrs = json.loads(blocks[API_INSTR])["Instructions"]
     assert [(i["Source"], i["Instructions Executed"]) for i in instrs] == [("TADD", [4]), ("TMUL", [2])]
+
+
+@pytest.mark.parametrize("json_copy", [False, True])
+def test_a_container_written_over_a_longer_file_holds_only_the_new_bytes(traced, tmp_path: Path, json_copy):
+    # The native writer writes over a file (it is not emptied at the open) and cuts it at the
+    # end of the new bytes: a folder written again ends up as one written fresh.
+    rep, _ = traced
+    core = CoreRecords("core0.veccore0", rep.tasks[0].trace)
+    (tmp_path / "again").mkdir()
+    for name in ("visualize_data.bin", "trace.json"):
+        (tmp_path / "again" / name).write_bytes(b"an older, longer container " * 40_000)
+    again = write_container([core], tmp_path / "again", rep.clock_hz, json_copy=json_copy)
+    (tmp_path / "fresh").mkdir()
+    fresh = write_container([core], tmp_path / "fresh", rep.clock_hz, json_copy=json_copy)
+    assert again.read_bytes() == fresh.read_bytes()
+    if json_copy:
+        assert (again.parent / "trace.json").read_bytes() == (fresh.parent / "trace.json").read_bytes()
+
+
+def test_a_failed_write_over_a_longer_file_keeps_none_of_its_old_bytes(traced, tmp_path: Path):
+    # Writes past a file-size limit fail (EFBIG) partway: the file written over is cut to the
+    # new bytes, as an emptied file would hold, with nothing of the older file after them.
+    rep, _ = traced
+    fresh = write_container([CoreRecords("core0.veccore0", rep.tasks[0].trace)], tmp_path, rep.clock_hz)
+    size = fresh.stat().st_size
+    limit = size // 2
+    old = tmp_path / "again" / "visualize_data.bin"
+    old.parent.mkdir()
+    old.write_bytes(b"O" * (2 * size))
+    script = f"""
+import resource, signal, sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "fixtures")!r})
+import numpy as np, seed_kernels as tk
+from pypto.report.trace import CoreRecords, write_container
+from pypto.runtime import RunConfig
+A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
+tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir={str(tmp_path / "run")!r}))
+rep = tk.pipelined.last_report
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
+try:
+    write_container([CoreRecords("core0.veccore0", rep.tasks[0].trace)], {str(old.parent)!r}, rep.clock_hz)
+except OSError as e:
+    print("failed:", e)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "failed:" in out.stdout, out.stdout + out.stderr
+    data = old.read_bytes()
+    assert len(data) <= limit and b"O" * 64 not in data
+    assert data == fresh.read_bytes()[: len(data)]  # the new bytes written before the failure

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
@@ -441,7 +439,7 @@ def test_a_container_written_over_a_longer_file_holds_only_the_new_bytes(traced,
         assert (again.parent / "trace.json").read_bytes() == (fresh.parent / "trace.json").read_bytes()
 
 
-def test_a_failed_write_over_a_longer_file_keeps_none_of_its_old_bytes(traced, tmp_path: Path):
+def test_a_failed_write_over_a_longer_file_keeps_none_of_its_old_bytes(traced, tmp_path: Path, run_python):
     # Writes past a file-size limit fail (EFBIG) partway: the file written over is cut to the
     # new bytes, as an emptied file would hold, with nothing of the older file after them.
     rep, _ = traced
@@ -451,24 +449,22 @@ def test_a_failed_write_over_a_longer_file_keeps_none_of_its_old_bytes(traced, t
     old = tmp_path / "again" / "visualize_data.bin"
     old.parent.mkdir()
     old.write_bytes(b"O" * (2 * size))
-    script = f"""
-import resource, signal, sys
-from pathlib import Path
-sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "fixtures")!r})
-import numpy as np, seed_kernels as tk
-from pypto.report.trace import CoreRecords, write_container
-from pypto.runtime import RunConfig
-A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
-tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir={str(tmp_path / "run")!r}))
-rep = tk.pipelined.last_report
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
-try:
-    write_container([CoreRecords("core0.veccore0", rep.tasks[0].trace)], {str(old.parent)!r}, rep.clock_hz)
-except OSError as e:
-    print("failed:", e)
-"""
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = run_python(f"""
+        import resource, signal
+        import numpy as np, seed_kernels as tk
+        from pypto.report.trace import CoreRecords, write_container
+        from pypto.runtime import RunConfig
+        A = (np.arange(tk.ROWS * tk.TC) % 3 - 1).astype(np.float32).reshape(tk.ROWS, tk.TC)
+        tk.pipelined(A, np.zeros_like(A), config=RunConfig(trace=True, output_dir={str(tmp_path / "run")!r}))
+        rep = tk.pipelined.last_report
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
+        core = CoreRecords("core0.veccore0", rep.tasks[0].trace)
+        try:
+            write_container([core], {str(old.parent)!r}, rep.clock_hz)
+        except OSError as e:
+            print("failed:", e)
+    """)
     assert "failed:" in out.stdout, out.stdout + out.stderr
     data = old.read_bytes()
     assert len(data) <= limit and b"O" * 64 not in data

@@ -172,6 +172,14 @@ PYPTO_CRC_AVX512 uint32_t avx512_step(uint32_t r, const uint8_t* p, size_t n) {
   // Lane i is 3 - i blocks before the last one.
   alignas(64) uint8_t lanes[64];
   _mm512_store_si512(lanes, z);
+  // The rest is 128-bit, ending in finish16's legacy-SSE code (shared with clmul_step), reached
+  // by a jump with no vzeroupper on the way: with the 512-bit registers' upper halves marked
+  // live, the thread ran every later SSE instruction with a merge penalty until other code
+  // cleared the state (a million-instruction simulation after one records.npz on its thread:
+  // 17 -> 150 ms). So the lanes go through memory (the barrier keeps the compiler from reading
+  // them from a register past the vzeroupper, which would mark the halves live again).
+  __asm__ volatile("" : : "r"(lanes) : "memory");
+  _mm256_zeroupper();
   auto lane = [&lanes](int i) {
     return _mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 16 * i));
   };

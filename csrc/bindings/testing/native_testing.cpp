@@ -11,11 +11,16 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "bindings/bind.hpp"
 #include "chip/core/context.hpp"
@@ -443,6 +448,22 @@ std::vector<double> gm_transfers(
   return out;
 }
 
+// Whether the calling thread's vector registers 0-15 hold live upper halves (the AVX and
+// ZMM_Hi256 bits of XINUSE, read by XGETBV with ECX = 1): the state in which every legacy-SSE
+// instruction pays a merge on Intel cores, until a vzeroupper. None where the CPU cannot tell.
+std::optional<bool> vector_upper_state_dirty() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & bit_OSXSAVE) == 0) return std::nullopt;
+  if (__get_cpuid_count(0xD, 1, &a, &b, &c, &d) == 0 || (a & (1u << 2)) == 0) return std::nullopt;
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+  return (lo & ((1u << 2) | (1u << 6))) != 0;
+#else
+  return std::nullopt;
+#endif
+}
+
 }  // namespace
 
 void bind_testing(py::module_& m) {
@@ -456,6 +477,7 @@ void bind_testing(py::module_& m) {
   m.def("core_storage_rounds", &core_storage_rounds, py::arg("sizes"));
   m.def("context_reuse_after_release", &context_reuse_after_release, py::arg("platform"),
         py::arg("taken_meanwhile"));
+  m.def("vector_upper_state_dirty", &vector_upper_state_dirty);
   m.def("data_queue_times", [] {
     const DataQueue::Times t = DataQueue::times();
     py::typing::Dict<py::str, py::int_> d;

@@ -48,8 +48,8 @@ class ParallelFiles {
 
   // Opens (creates) every path, to be written over from its start: what a file held past the
   // new end is cut off by close_all, not emptied at the open (emptying a file that holds blocks
-  // is an ext4 journal transaction, ~0.1 ms: a traced call writes the same files each time).
-  // Nothing is written yet.
+  // is an ext4 journal transaction, ~0.1 ms), as pypto/report/file_blocks.py's `rewritten`
+  // does for the Python writers. Nothing is written yet.
   explicit ParallelFiles(const std::vector<std::string>& paths);
   ~ParallelFiles();  // stops and joins the threads if finish() was not reached
   ParallelFiles(const ParallelFiles&) = delete;

@@ -2,14 +2,14 @@
 ``run.json``; the native writers do the same in ``csrc/tools/parallel_files.cpp``).
 
 ``rewritten``: a file is written over from its start and cut to what was written when it is
-closed, not emptied when it is opened. A traced call writes the same files again each time, and
-emptying one that holds blocks is a journal transaction on ext4 (90-130 us, against ~10 us to
-write the same length over it): five of them were a quarter of a small kernel's traced call.
+closed, not emptied when it is opened. A traced call writes the same three files again each
+time (``run.pftrace``, ``records.npz``, ``run.json``), and emptying one that holds blocks is a
+journal transaction on ext4 (90-130 us, against ~10 us to write the same length over it): a
+small kernel's traced call took 2.15 ms with them emptied, 1.7 ms without.
 
 ``reserve``: the large files reserve their blocks before they are written. On ext4 a write
 into reserved blocks takes about a third less kernel time than one that allocates them; the
-writer cuts the unused tail off once it is done (only when it reserved: an unreserved file is
-as long as what was written)."""
+unused tail is cut off with the rest when the file is closed (``rewritten``)."""
 
 from __future__ import annotations
 
@@ -38,14 +38,10 @@ def rewritten(path: Path) -> Iterator[BinaryIO]:
 RESERVED_FROM = 4 << 20
 
 
-def reserve(f: BinaryIO, size: int) -> bool:
+def reserve(f: BinaryIO, size: int) -> None:
     """Reserves the first ``size`` bytes of ``f``'s blocks (the file then reads as that long
-    until truncated): whether it did. Only from RESERVED_FROM bytes, and best effort: a file
-    system that cannot leaves the writes to allocate."""
-    if size < RESERVED_FROM:
-        return False
-    try:
-        os.posix_fallocate(f.fileno(), 0, size)
-    except OSError:
-        return False
-    return True
+    until ``rewritten`` cuts it). Only from RESERVED_FROM bytes, and best effort: a file system
+    that cannot leaves the writes to allocate."""
+    if size >= RESERVED_FROM:
+        with contextlib.suppress(OSError):
+            os.posix_fallocate(f.fileno(), 0, size)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -24,13 +25,17 @@ from typing import BinaryIO
 def rewritten(path: Path) -> Iterator[BinaryIO]:
     """``path`` open for writing from its start, as ``open(path, "wb")`` leaves it but for
     what it held past the new end, which is cut off at the close — also when the writing
-    fails, so the file holds only the new bytes written, never the old ones after them."""
+    fails, so the file holds only the new bytes written, never the old ones after them. A
+    path that is not a regular file (a pipe, ``/dev/null``) is written as it is: it has no
+    length to cut."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     with os.fdopen(fd, "wb") as f:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
         try:
             yield f
         finally:
-            f.truncate(f.tell())
+            if regular:
+                f.truncate(f.tell())
 
 
 # Below this a reservation saves less than it costs: a small kernel's traced call took 1.7 ms

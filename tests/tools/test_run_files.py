@@ -7,7 +7,9 @@ run holding only the new bytes."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +95,17 @@ def test_a_failed_rewrite_keeps_none_of_the_old_bytes(tmp_path: Path):
         f.write(b"new")
         raise RuntimeError("the writer failed")
     assert path.read_bytes() == b"new"  # what was written, not followed by the old tail
+
+
+def test_a_report_saves_to_a_path_that_is_not_a_regular_file(report, tmp_path: Path):
+    # Written over and cut at its end only when it is a regular file: a pipe or /dev/null has
+    # no length to cut (truncating one is an error).
+    report.save(Path(os.devnull))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    report.save(fifo)
+    reader.join(timeout=60)
+    assert json.loads(got[0]) == json.loads(report.save(tmp_path / "plain.json").read_text())
